@@ -1,0 +1,65 @@
+"""Reverse mode: emit the backward of a list of forward instructions as IR.
+
+Only instructions on a path from a `wrt` value to an output are
+differentiated (a subgraph that needs no gradient costs nothing), VJPs are
+applied in reverse order, fan-out is summed, and each gradient is brought to
+its input's shape by `Emitter.sum_to`, the one place broadcasting is undone.
+"""
+from __future__ import annotations
+
+from .emit import Emitter
+from .ops import OPS
+from .program import Builder, Value
+
+
+def active_values(instrs, outputs, wrt) -> set:
+    """Ids of values that depend on some `wrt` value and that some output depends on."""
+    reach = {v.id for v in wrt}
+    for ins in instrs:
+        opdef = OPS[ins.op]
+        if opdef.differentiable and any(v.id in reach for v in ins.inputs):
+            reach.update(v.id for k, v in enumerate(ins.outputs) if k not in opdef.nondiff_outputs)
+    useful = {v.id for v in outputs}
+    for ins in reversed(instrs):
+        if any(v.id in useful for v in ins.outputs):
+            useful.update(v.id for v in ins.inputs)
+    return reach & useful
+
+
+def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None) -> list:
+    """Append the VJP of `instrs` to `builder`.
+
+    outputs/seeds: forward values and their cotangents (same shapes).
+    Returns one gradient Value per `wrt` value, or None where no path exists.
+    """
+    e = Emitter(builder, loc)
+    active = active_values(instrs, outputs, wrt)
+    grads: dict[int, Value] = {}
+
+    def accumulate(v: Value, g: Value):
+        if g.shape != v.shape:
+            g = e.sum_to(g, v.shape)
+        g = e.cast(g, v.dtype)
+        prev = grads.get(v.id)
+        grads[v.id] = g if prev is None else e.add(prev, g)
+
+    for v, s in zip(outputs, seeds):
+        if v.id in active:
+            accumulate(v, s)
+
+    for ins in reversed(instrs):
+        gs = [grads.get(v.id) for v in ins.outputs]
+        if all(g is None for g in gs):
+            continue
+        needs = [v.id in active for v in ins.inputs]
+        if not any(needs):
+            continue
+        opdef = OPS[ins.op]
+        gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
+              for k, (v, g) in enumerate(zip(ins.outputs, gs))]
+        e.loc = ins.loc or loc
+        contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), needs)
+        for v, need, g in zip(ins.inputs, needs, contribs):
+            if need and g is not None:
+                accumulate(v, g)
+    return [grads.get(v.id) for v in wrt]

@@ -1,0 +1,112 @@
+"""A small typed front end over `Builder` for writing VJPs and decompositions.
+
+VJP rules read like math: `e.mul(g, e.sub(e.const(1, y), e.mul(y, y)))`.
+Binary helpers accept Python numbers, which become 0-d constants of the other
+operand's dtype, so rules never spell out casts for literals.
+"""
+from __future__ import annotations
+
+from .program import Builder, Value
+from .types import DType, TensorType
+
+
+class Emitter:
+    """Emits IR instructions through a `Builder`; one method per common op."""
+
+    def __init__(self, builder: Builder, loc: str | None = None):
+        self.b = builder
+        self.loc = loc
+
+    def op(self, name: str, *inputs: Value, **attrs):
+        return self.b.emit(name, *inputs, loc=self.loc, **attrs)
+
+    # -- constants and casts
+    def const(self, value, like: Value | DType, shape: tuple = ()) -> Value:
+        dtype = like.dtype if isinstance(like, Value) else like
+        return self.op("const", value=value, dtype=dtype, shape=tuple(shape))
+
+    def zeros_like(self, x: Value) -> Value:
+        return self.expand(self.const(0, x), x.shape)
+
+    def cast(self, x: Value, dtype: DType) -> Value:
+        return x if x.dtype is dtype else self.op("cast", x, dtype=dtype)
+
+    def _pair(self, x, y):
+        if not isinstance(x, Value):
+            x = self.const(x, y)
+        if not isinstance(y, Value):
+            y = self.const(y, x)
+        if x.dtype is not y.dtype:
+            from .types import promote_types
+            d = promote_types(x.dtype, y.dtype)
+            x, y = self.cast(x, d), self.cast(y, d)
+        return x, y
+
+    # -- elementwise
+    def add(self, x, y): return self.op("add", *self._pair(x, y))
+    def sub(self, x, y): return self.op("sub", *self._pair(x, y))
+    def mul(self, x, y): return self.op("mul", *self._pair(x, y))
+    def div(self, x, y): return self.op("div", *self._pair(x, y))
+    def pow(self, x, y): return self.op("pow", *self._pair(x, y))
+    def maximum(self, x, y): return self.op("maximum", *self._pair(x, y))
+    def eq(self, x, y): return self.op("eq", *self._pair(x, y))
+    def ne(self, x, y): return self.op("ne", *self._pair(x, y))
+    def lt(self, x, y): return self.op("lt", *self._pair(x, y))
+    def le(self, x, y): return self.op("le", *self._pair(x, y))
+    def gt(self, x, y): return self.op("gt", *self._pair(x, y))
+    def ge(self, x, y): return self.op("ge", *self._pair(x, y))
+    def logical_and(self, x, y): return self.op("logical_and", *self._pair(x, y))
+    def neg(self, x): return self.op("neg", x)
+    def exp(self, x): return self.op("exp", x)
+    def log(self, x): return self.op("log", x)
+    def sqrt(self, x): return self.op("sqrt", x)
+    def sin(self, x): return self.op("sin", x)
+    def cos(self, x): return self.op("cos", x)
+    def tanh(self, x): return self.op("tanh", x)
+    def sigmoid(self, x): return self.op("sigmoid", x)
+    def sign(self, x): return self.op("sign", x)
+
+    def where(self, c, x, y):
+        if not isinstance(x, Value) or not isinstance(y, Value) or x.dtype is not y.dtype:
+            x, y = self._pair(x, y)
+        return self.op("where", c, x, y)
+
+    # -- reductions and movement
+    def sum(self, x: Value, axes, keepdim: bool = False) -> Value:
+        return self.op("sum", x, axes=tuple(axes), keepdim=keepdim)
+
+    def amax(self, x: Value, axes, keepdim: bool = False) -> Value:
+        return self.op("amax", x, axes=tuple(axes), keepdim=keepdim)
+
+    def reshape(self, x: Value, shape) -> Value:
+        shape = tuple(shape)
+        return x if x.shape == shape else self.op("reshape", x, shape=shape)
+
+    def expand(self, x: Value, shape) -> Value:
+        shape = tuple(shape)
+        return x if x.shape == shape else self.op("expand", x, shape=shape)
+
+    def permute(self, x: Value, dims) -> Value:
+        dims = tuple(dims)
+        return x if dims == tuple(range(len(dims))) else self.op("permute", x, dims=dims)
+
+    def transpose_last(self, x: Value) -> Value:
+        n = x.type.ndim
+        return self.permute(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+    def matmul(self, x: Value, y: Value) -> Value:
+        return self.op("matmul", *self._pair(x, y))
+
+    def sum_to(self, x: Value, shape) -> Value:
+        """Undo broadcasting: sum `x` down to `shape` (the one place it is done)."""
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        lead = x.type.ndim - len(shape)
+        axes = list(range(lead))
+        axes += [lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1]
+        y = self.sum(x, axes, keepdim=False) if axes else x
+        return self.reshape(y, shape)
+
+    def keepdim_shape(self, shape, axes) -> tuple:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))

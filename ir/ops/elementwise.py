@@ -1,0 +1,196 @@
+"""Elementwise ops: broadcasting maps over one iteration space.
+
+Operands of arithmetic ops have one dtype (the tracer inserts `cast` where
+torch would promote); comparisons produce bool. Each op gives its NumPy
+reference, its VJP in IR ops, and the scalar expression that the code
+generator inlines into a fused loop (`fg_*` names live in codegen's math).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType, bool_
+from .registry import ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
+
+
+def _same_dtype(types, name):
+    d = types[0].dtype
+    for t in types[1:]:
+        if t.dtype is not d:
+            raise TypeError(f"{name}: operands must share a dtype, got {t.dtype.name} and {d.name}")
+    return d
+
+
+def _infer_map(name, result=None, float_only=False):
+    def infer(types, attrs):
+        d = _same_dtype(types, name)
+        if float_only and not d.is_floating_point:
+            raise TypeError(f"{name}: expected a floating point operand, got {d.name}")
+        return [TensorType(broadcast_shapes(*(t.shape for t in types)), result or d)]
+    return infer
+
+
+def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc=""):
+    """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs)."""
+    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only), ref, vjp, expr, doc=doc))
+
+
+def _sigmoid_ref(x):
+    e = np.exp(-np.abs(x))
+    one = x.dtype.type(1)
+    return np.where(x >= 0, one / (one + e), e / (one + e)).astype(x.dtype)
+
+
+# ------------------------------------------------------------------ arithmetic
+elementwise("add", np.add, lambda e, x, y, g, a, n: [g[0], g[0]], "({0} + {1})")
+elementwise("sub", np.subtract, lambda e, x, y, g, a, n: [g[0], e.neg(g[0]) if n[1] else None],
+            "({0} - {1})")
+elementwise("mul", np.multiply,
+            lambda e, x, y, g, a, n: [e.mul(g[0], x[1]) if n[0] else None,
+                                      e.mul(g[0], x[0]) if n[1] else None],
+            "({0} * {1})")
+elementwise("div", np.true_divide,
+            lambda e, x, y, g, a, n: [e.div(g[0], x[1]) if n[0] else None,
+                                      e.neg(e.div(e.mul(g[0], x[0]), e.mul(x[1], x[1]))) if n[1] else None],
+            "({0} / {1})")
+elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
+
+
+def _pow_vjp(e, x, y, g, a, n):
+    base, expo = x
+    gx = gy = None
+    if n[0]:
+        d = e.mul(e.mul(g[0], expo), e.pow(base, e.sub(expo, 1)))
+        gx = e.where(e.eq(expo, 0), 0, d)
+    if n[1]:
+        mask = e.logical_and(e.eq(base, 0), e.ge(expo, 0))
+        gy = e.where(mask, 0, e.mul(g[0], e.mul(y[0], e.log(base))))
+    return [gx, gy]
+
+
+elementwise("pow", np.power, _pow_vjp, "fg_pow({0}, {1})")
+
+
+def _extremum_vjp(first_wins):
+    # torch: ties share the gradient equally; the loser gets none.
+    def vjp(e, x, y, g, a, n):
+        half = e.div(g[0], 2)
+        tie = e.eq(x[0], x[1])
+        out = []
+        for i, (me, other) in enumerate(((x[0], x[1]), (x[1], x[0]))):
+            if not n[i]:
+                out.append(None)
+                continue
+            lose = e.lt(me, other) if first_wins else e.gt(me, other)
+            out.append(e.where(lose, 0, e.where(tie, half, g[0])))
+        return out
+    return vjp
+
+
+elementwise("maximum", np.maximum, _extremum_vjp(True), "fg_maximum({0}, {1})")
+elementwise("minimum", np.minimum, _extremum_vjp(False), "fg_minimum({0}, {1})")
+
+# ------------------------------------------------------------------ transcendental
+elementwise("exp", np.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True)
+elementwise("log", np.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
+elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
+            float_only=True)
+elementwise("sin", np.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})", float_only=True)
+elementwise("cos", np.cos, lambda e, x, y, g, a, n: [e.neg(e.mul(g[0], e.sin(x[0])))], "fg_cos({0})",
+            float_only=True)
+elementwise("tanh", np.tanh, lambda e, x, y, g, a, n: [e.mul(g[0], e.sub(1, e.mul(y[0], y[0])))],
+            "fg_tanh({0})", float_only=True)
+elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul(y[0], e.sub(1, y[0])))],
+            "fg_sigmoid({0})", float_only=True)
+
+# ------------------------------------------------------------------ piecewise
+elementwise("relu", lambda x: np.maximum(x, x.dtype.type(0)),
+            lambda e, x, y, g, a, n: [e.where(e.gt(y[0], 0), g[0], 0)], "fg_relu({0})")
+elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})")
+elementwise("sign", np.sign, None, "fg_sign({0})")
+
+
+def _clamp_vjp(e, x, y, g, a, n):
+    inside = e.logical_and(e.ge(x[0], x[1]), e.le(x[0], x[2]))
+    return [e.where(inside, g[0], 0), None, None]
+
+
+def _clamp_ref(x, lo, hi):
+    # torch: min wins over max when min > max; NaN propagates.
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})")
+
+
+def _where_infer(types, attrs):
+    c, x, y = types
+    if c.dtype is not bool_:
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {c.dtype.name}")
+    if x.dtype is not y.dtype:
+        raise TypeError(f"where: operands must share a dtype, got {x.dtype.name} and {y.dtype.name}")
+    return [TensorType(broadcast_shapes(c.shape, x.shape, y.shape), x.dtype)]
+
+
+register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
+               lambda e, x, y, g, a, n: [None,
+                                         e.where(x[0], g[0], 0) if n[1] else None,
+                                         e.where(x[0], 0, g[0]) if n[2] else None],
+               "({1} if {0} else {2})"))
+
+# ------------------------------------------------------------------ comparisons and logic
+for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
+                          ("ge", np.greater_equal, ">="), ("eq", np.equal, "=="), ("ne", np.not_equal, "!=")):
+    elementwise(_name, _ref, None, "({0} %s {1})" % _sym, result=bool_)
+elementwise("logical_and", np.logical_and, None, "({0} and {1})", result=bool_)
+elementwise("logical_not", np.logical_not, None, "(not {0})", result=bool_)
+
+
+# ------------------------------------------------------------------ casts
+def _cast_infer(types, attrs):
+    return [TensorType(types[0].shape, attrs["dtype"])]
+
+
+def _cast_vjp(e, x, y, g, a, n):
+    return [e.cast(g[0], x[0].dtype) if x[0].dtype.is_floating_point else None]
+
+
+register(OpDef("cast", ELEMENTWISE, _cast_infer, lambda x, dtype: x.astype(dtype.np), _cast_vjp,
+               lambda args, attrs: f"np.{attrs['dtype'].np.name}({args[0]})"))
+
+
+# ------------------------------------------------------------------ sources
+def _const_infer(types, attrs):
+    return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
+
+
+def _const_ref(value, dtype, shape):
+    return np.full(shape, value, dtype=dtype.np)
+
+
+def _const_expr(args, attrs):
+    dtype, value = attrs["dtype"], attrs["value"]
+    if dtype is bool_:
+        return "True" if value else "False"
+    if dtype.is_floating_point:
+        v = float(value)
+        text = repr(v) if np.isfinite(v) else ("np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf"))
+    else:
+        text = repr(int(value))
+    return f"np.{dtype.np.name}({text})"
+
+
+register(OpDef("const", SOURCE, _const_infer, _const_ref, None, _const_expr,
+               doc="const(; value, dtype, shape): a tensor filled with a Python number"))
+
+
+def _iota_ref(shape, axis, dtype):
+    idx = np.arange(shape[axis], dtype=dtype.np)
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return np.broadcast_to(idx.reshape(view), shape).copy()
+
+
+register(OpDef("iota", SOURCE, _const_infer, _iota_ref, None,
+               lambda args, attrs: f"np.{attrs['dtype'].np.name}(i{attrs['axis']})",
+               doc="iota(; shape, axis, dtype): each element's index along `axis`"))

@@ -1,0 +1,124 @@
+"""matmul (NumPy semantics: 1-d promotion and batch broadcasting) and the
+numerically stable softmax / log_softmax along one axis."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from .registry import COMPOSITE, MATMUL, OpDef, broadcast_shapes, register
+
+
+def _matmul_infer(types, attrs):
+    a, b = types
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != {b.dtype.name}")
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
+    sa, sb = a.shape, b.shape
+    if a.ndim == 1 and b.ndim == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                               f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        return [TensorType((), a.dtype)]
+    if a.ndim == 2 and b.ndim == 1:
+        if sa[1] != sb[0]:
+            raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+        return [TensorType((sa[0],), a.dtype)]
+    ma = sa if a.ndim >= 2 else (1,) + sa
+    mb = sb if b.ndim >= 2 else sb + (1,)
+    if ma[-1] != mb[-2]:
+        if a.ndim <= 2 and b.ndim <= 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({ma[-2]}x{ma[-1]} and {mb[-2]}x{mb[-1]})")
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{_batch(ma, mb)}, {ma[-1]}] but got: [{_batch(ma, mb)}, {mb[-2]}].")
+    batch = broadcast_shapes(ma[:-2], mb[:-2])
+    shape = batch + (ma[-2],) * (a.ndim >= 2) + (mb[-1],) * (b.ndim >= 2)
+    return [TensorType(shape, a.dtype)]
+
+
+def _batch(ma, mb):
+    n = 1
+    for s in broadcast_shapes(ma[:-2], mb[:-2]):
+        n *= s
+    return n
+
+
+def _matmul_ref(a, b):
+    return np.asarray(np.matmul(a, b))
+
+
+def _matmul_vjp(e, x, y, g, a, n):
+    """Both operands promoted to >= 2-d, then ga = g @ b^T, gb = a^T @ g.
+
+    Batch broadcasting is undone by the autodiff's sum_to, after reshaping
+    the promoted 1-d operands back."""
+    A, B = x
+    A2 = e.reshape(A, (1,) + A.shape) if A.type.ndim == 1 else A
+    B2 = e.reshape(B, B.shape + (1,)) if B.type.ndim == 1 else B
+    g_shape = list(g[0].shape)
+    if A.type.ndim == 1:
+        g_shape.insert(len(g_shape) - (B.type.ndim >= 2), 1)
+    if B.type.ndim == 1:
+        g_shape.append(1)
+    G = e.reshape(g[0], tuple(g_shape))
+    ga = gb = None
+    if n[0]:
+        ga = e.matmul(G, e.transpose_last(B2))
+        if A.type.ndim == 1:
+            ga = e.reshape(e.sum_to(ga, A2.shape), A.shape)
+    if n[1]:
+        gb = e.matmul(e.transpose_last(A2), G)
+        if B.type.ndim == 1:
+            gb = e.reshape(e.sum_to(gb, B2.shape), B.shape)
+    return [ga, gb]
+
+
+register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp))
+
+
+# ------------------------------------------------------------------ softmax
+def _axis_infer(types, attrs):
+    return [types[0]]
+
+
+def _softmax_ref(x, axis):
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True) if x.size else x
+        ex = np.exp(x - m)
+        return (ex / np.sum(ex, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
+
+
+def _log_softmax_ref(x, axis):
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True) if x.size else x
+        shifted = x - m
+        return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))).astype(x.dtype)
+
+
+def _softmax_vjp(e, x, y, g, a, n):
+    axis = a["axis"]
+    dot = e.sum(e.mul(g[0], y[0]), (axis,), keepdim=True)
+    return [e.mul(y[0], e.sub(g[0], dot))]
+
+
+def _log_softmax_vjp(e, x, y, g, a, n):
+    axis = a["axis"]
+    total = e.sum(g[0], (axis,), keepdim=True)
+    return [e.sub(g[0], e.mul(e.exp(y[0]), total))]
+
+
+def _softmax_decompose(e, xs, a):
+    x, axis = xs[0], (a["axis"],)
+    ex = e.exp(e.sub(x, e.amax(x, axis, keepdim=True)))
+    return [e.div(ex, e.sum(ex, axis, keepdim=True))]
+
+
+def _log_softmax_decompose(e, xs, a):
+    x, axis = xs[0], (a["axis"],)
+    shifted = e.sub(x, e.amax(x, axis, keepdim=True))
+    return [e.sub(shifted, e.log(e.sum(e.exp(shifted), axis, keepdim=True)))]
+
+
+register(OpDef("softmax", COMPOSITE, _axis_infer, _softmax_ref, _softmax_vjp, decompose=_softmax_decompose))
+register(OpDef("log_softmax", COMPOSITE, _axis_infer, _log_softmax_ref, _log_softmax_vjp,
+               decompose=_log_softmax_decompose))

@@ -1,0 +1,188 @@
+"""Movement ops: reshape, permute, expand, basic indexing, cat and stack.
+
+In the compiled path these are index arithmetic, not copies; in the reference
+executor they are NumPy views where NumPy makes one. Basic indices are
+normalised by the tracer into `index`, a tuple of ("i", k) for an integer and
+("s", start, stop, step) for a slice, one per leading dim.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from .registry import MOVEMENT, OpDef, register, shape_str
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# --------------------------------------------------------------------- reshape
+def _reshape_infer(types, attrs):
+    t, shape = types[0], tuple(attrs["shape"])
+    if _numel(shape) != t.numel:
+        raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {t.numel}")
+    return [TensorType(shape, t.dtype)]
+
+
+register(OpDef("reshape", MOVEMENT, _reshape_infer, lambda x, shape: np.reshape(x, shape),
+               lambda e, x, y, g, a, n: [e.reshape(g[0], x[0].shape)]))
+
+
+# --------------------------------------------------------------------- permute
+def _permute_infer(types, attrs):
+    t, dims = types[0], attrs["dims"]
+    if sorted(dims) != list(range(t.ndim)):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {t.ndim} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    return [TensorType(tuple(t.shape[d] for d in dims), t.dtype)]
+
+
+def _permute_vjp(e, x, y, g, a, n):
+    dims = a["dims"]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return [e.permute(g[0], inverse)]
+
+
+register(OpDef("permute", MOVEMENT, _permute_infer, lambda x, dims: np.transpose(x, dims), _permute_vjp))
+
+
+# --------------------------------------------------------------------- expand
+def _expand_infer(types, attrs):
+    t, shape = types[0], tuple(attrs["shape"])
+    lead = len(shape) - t.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand({_tensor_kind(t)}{{{shape_str(t.shape)}}}, size={len(shape)}): the number of "
+                           f"sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
+                           f"in the tensor ({t.ndim})")
+    for i, s in enumerate(t.shape):
+        if s != 1 and s != shape[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size "
+                               f"({s}) at non-singleton dimension {lead + i}.  Target sizes: {shape_str(shape)}.  "
+                               f"Tensor sizes: {shape_str(t.shape)}")
+    return [TensorType(shape, t.dtype)]
+
+
+def _tensor_kind(t):
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+            "int64": "torch.LongTensor", "bool": "torch.BoolTensor"}[t.dtype.name]
+
+
+register(OpDef("expand", MOVEMENT, _expand_infer, lambda x, shape: np.broadcast_to(x, shape),
+               lambda e, x, y, g, a, n: [e.sum_to(g[0], x[0].shape)]))
+
+
+# --------------------------------------------------------------------- basic indexing
+def index_shape(shape, index):
+    """The shape of `x[index]` for a normalised basic index."""
+    out = []
+    for item, size in zip(index, shape):
+        if item[0] == "s":
+            _, start, stop, step = item
+            out.append(len(range(start, stop, step)))
+    out.extend(shape[len(index):])
+    return tuple(out)
+
+
+def to_numpy_index(index):
+    return tuple(item[1] if item[0] == "i" else slice(item[1], item[2], item[3]) for item in index)
+
+
+def _getitem_infer(types, attrs):
+    t = types[0]
+    return [TensorType(index_shape(t.shape, attrs["index"]), t.dtype)]
+
+
+def _getitem_vjp(e, x, y, g, a, n):
+    zeros = e.zeros_like(x[0])
+    return [e.op("index_put", zeros, g[0], index=a["index"])]
+
+
+register(OpDef("getitem", MOVEMENT, _getitem_infer, lambda x, index: x[to_numpy_index(index)], _getitem_vjp,
+               doc="getitem(x; index): basic indexing, a view"))
+
+
+def _index_put_infer(types, attrs):
+    from .registry import broadcast_shapes
+    t, v = types
+    target = index_shape(t.shape, attrs["index"])
+    if broadcast_shapes(target, v.shape) != target:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
+                           f"indexing result of shape {shape_str(target)}")
+    if t.dtype is not v.dtype:
+        raise TypeError(f"index_put: operands must share a dtype, got {t.dtype.name} and {v.dtype.name}")
+    return [TensorType(t.shape, t.dtype)]
+
+
+def _index_put_ref(x, v, index):
+    out = np.array(x, copy=True)
+    out[to_numpy_index(index)] = v
+    return out
+
+
+def _index_put_vjp(e, x, y, g, a, n):
+    index = a["index"]
+    gx = e.op("index_put", g[0], e.zeros_like(x[1]), index=index) if n[0] else None
+    gv = e.sum_to(e.op("getitem", g[0], index=index), x[1].shape) if n[1] else None
+    return [gx, gv]
+
+
+register(OpDef("index_put", MOVEMENT, _index_put_infer, _index_put_ref, _index_put_vjp,
+               doc="index_put(x, v; index): x with x[index] = v, functionally"))
+
+
+# --------------------------------------------------------------------- cat and stack
+def _cat_infer(types, attrs):
+    axis = attrs["axis"]
+    first = types[0]
+    for k, t in enumerate(types):
+        if t.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
+        for d in range(first.ndim):
+            if d != axis and t.shape[d] != first.shape[d]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                                   f"{first.shape[d]} but got size {t.shape[d]} for tensor number {k} in the list.")
+    shape = list(first.shape)
+    shape[axis] = sum(t.shape[axis] for t in types)
+    return [TensorType(tuple(shape), first.dtype)]
+
+
+def _cat_vjp(e, x, y, g, a, n):
+    axis, start, out = a["axis"], 0, []
+    for v, need in zip(x, n):
+        stop = start + v.shape[axis]
+        index = tuple(("s", 0, s, 1) for s in v.shape[:axis]) + (("s", start, stop, 1),)
+        out.append(e.op("getitem", g[0], index=index) if need else None)
+        start = stop
+    return out
+
+
+register(OpDef("cat", MOVEMENT, _cat_infer, lambda *xs, axis: np.concatenate(xs, axis=axis), _cat_vjp,
+               doc="cat(*xs; axis)"))
+
+
+def _stack_infer(types, attrs):
+    first = types[0]
+    for k, t in enumerate(types):
+        if t.shape != first.shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape_str(first.shape)} at "
+                               f"entry 0 and {shape_str(t.shape)} at entry {k}")
+    shape = list(first.shape)
+    shape.insert(attrs["axis"], len(types))
+    return [TensorType(tuple(shape), first.dtype)]
+
+
+def _stack_vjp(e, x, y, g, a, n):
+    axis = a["axis"]
+    lead = tuple(("s", 0, s, 1) for s in x[0].shape[:axis])
+    return [e.op("getitem", g[0], index=lead + (("i", k),)) if need else None for k, need in enumerate(n)]
+
+
+register(OpDef("stack", MOVEMENT, _stack_infer, lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp,
+               doc="stack(*xs; axis)"))

@@ -1,0 +1,179 @@
+"""Reductions over `axes` (a sorted tuple of non-negative dims) with `keepdim`.
+
+The tracer normalises dims; an empty `axes` on a reduction never reaches the
+IR (torch reads `dim=()` as "all dims", and the tracer spells those out).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType, int64
+from .registry import COMPOSITE, REDUCE, OpDef, register
+
+
+def reduced_shape(shape, axes, keepdim):
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _infer_reduce(types, attrs):
+    t = types[0]
+    return [TensorType(reduced_shape(t.shape, attrs["axes"], attrs["keepdim"]), t.dtype)]
+
+
+def _grad_to_input(e, g, x, axes, keepdim):
+    """Bring a reduction's output gradient back to the input's shape."""
+    if not keepdim:
+        g = e.reshape(g, e.keepdim_shape(x.shape, axes))
+    return e.expand(g, x.shape)
+
+
+def _check_nonempty(x, axes, name):
+    if x.size == 0 and any(x.shape[a] == 0 for a in axes):
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.")
+
+
+def _sum_ref(x, axes, keepdim):
+    return np.asarray(np.sum(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+
+
+def _mean_ref(x, axes, keepdim):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.mean(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+
+
+def _amax_ref(x, axes, keepdim):
+    _check_nonempty(x, axes, "max")
+    return np.asarray(np.max(x, axis=axes, keepdims=keepdim))
+
+
+def _amin_ref(x, axes, keepdim):
+    _check_nonempty(x, axes, "min")
+    return np.asarray(np.min(x, axis=axes, keepdims=keepdim))
+
+
+def _sum_vjp(e, x, y, g, a, n):
+    return [_grad_to_input(e, g[0], x[0], a["axes"], a["keepdim"])]
+
+
+def _mean_vjp(e, x, y, g, a, n):
+    count = 1
+    for ax in a["axes"]:
+        count *= x[0].shape[ax]
+    return [e.div(_grad_to_input(e, g[0], x[0], a["axes"], a["keepdim"]), count)]
+
+
+def _extremum_vjp(e, x, y, g, a, n):
+    # torch (amax, max() with no dim): ties share the gradient evenly.
+    axes, keepdim = a["axes"], a["keepdim"]
+    mask = e.eq(x[0], _grad_to_input(e, y[0], x[0], axes, keepdim))
+    count = e.sum(e.cast(mask, x[0].dtype), axes, keepdim=True)
+    share = e.div(_grad_to_input(e, g[0], x[0], axes, keepdim), e.expand(count, x[0].shape))
+    return [e.where(mask, share, 0)]
+
+
+def _mean_decompose(e, xs, a):
+    count = 1
+    for ax in a["axes"]:
+        count *= xs[0].shape[ax]
+    return [e.div(e.sum(xs[0], a["axes"], a["keepdim"]), count)]
+
+
+register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add"))
+register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max"))
+register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min"))
+register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose))
+
+
+# --------------------------------------------------------- max/min along one dim
+def _infer_arg_extremum(types, attrs):
+    t = types[0]
+    shape = reduced_shape(t.shape, (attrs["axis"],), attrs["keepdim"])
+    return [TensorType(shape, t.dtype), TensorType(shape, int64)]
+
+
+def _arg_extremum_ref(pick, name):
+    def ref(x, axis, keepdim):
+        if x.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+        idx = pick(x, axis=axis, keepdims=True)
+        if np.issubdtype(x.dtype, np.floating):
+            # NaN wins, as in torch: the index of the first NaN.
+            nan = np.isnan(x)
+            has_nan = nan.any(axis=axis, keepdims=True)
+            idx = np.where(has_nan, np.argmax(nan, axis=axis, keepdims=True), idx)
+        vals = np.take_along_axis(x, idx, axis=axis)
+        if not keepdim:
+            vals, idx = np.squeeze(vals, axis), np.squeeze(idx, axis)
+        return np.asarray(vals), np.asarray(idx.astype(np.int64))
+    return ref
+
+
+def _arg_extremum_vjp(e, x, y, g, a, n):
+    axis, keepdim = a["axis"], a["keepdim"]
+    idx = _grad_to_input(e, y[1], x[0], (axis,), keepdim)
+    hit = e.eq(e.op("iota", shape=x[0].shape, axis=axis, dtype=int64), idx)
+    return [e.where(hit, _grad_to_input(e, g[0], x[0], (axis,), keepdim), 0)]
+
+
+register(OpDef("max_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmax, "max"), _arg_extremum_vjp,
+               nondiff_outputs=(1,), doc="max_dim(x; axis, keepdim) -> (values, indices)"))
+register(OpDef("min_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmin, "min"), _arg_extremum_vjp,
+               nondiff_outputs=(1,), doc="min_dim(x; axis, keepdim) -> (values, indices)"))
+
+
+# --------------------------------------------------------- vector norms
+def _norm_ref(x, p, axes, keepdim):
+    with np.errstate(all="ignore"):
+        if p == 2:
+            r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+        elif p == float("inf"):
+            r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
+        elif p == 1:
+            r = np.sum(np.abs(x), axis=axes, keepdims=keepdim, dtype=x.dtype)
+        elif p == 0:
+            r = np.sum(x != 0, axis=axes, keepdims=keepdim).astype(x.dtype)
+        else:
+            r = np.sum(np.abs(x) ** p, axis=axes, keepdims=keepdim, dtype=x.dtype) ** (1.0 / p)
+    return np.asarray(r, dtype=x.dtype)
+
+
+def _norm_vjp(e, x, y, g, a, n):
+    p, axes, keepdim = a["p"], a["axes"], a["keepdim"]
+    xv = x[0]
+    gx = _grad_to_input(e, g[0], xv, axes, keepdim)
+    norm = _grad_to_input(e, y[0], xv, axes, keepdim)
+    if p == 2:
+        # torch: x * (g / norm), with 0 where the norm is 0.
+        scale = e.where(e.eq(norm, 0), 0, e.div(gx, norm))
+        return [e.mul(xv, scale)]
+    if p == 1:
+        return [e.mul(gx, e.sign(xv))]
+    if p == 0:
+        return [e.mul(gx, 0)]
+    if p == float("inf"):
+        share = _extremum_vjp(e, [e.op("abs", xv)], y, g, {"axes": axes, "keepdim": keepdim}, n)[0]
+        return [e.mul(share, e.sign(xv))]
+    # General p: g * x * |x|^(p-2) / norm^(p-1), 0 where the norm is 0.
+    ax = e.op("abs", xv)
+    num = e.mul(e.mul(xv, e.pow(ax, p - 2)), gx)
+    return [e.where(e.eq(norm, 0), 0, e.div(num, e.pow(norm, p - 1)))]
+
+
+def _norm_decompose(e, xs, a):
+    x, p = xs[0], a["p"]
+    if p == 2:
+        return [e.sqrt(e.sum(e.mul(x, x), a["axes"], a["keepdim"]))]
+    if p == 1:
+        return [e.sum(e.op("abs", x), a["axes"], a["keepdim"])]
+    return None  # other orders run through the reference implementation
+
+
+def _infer_norm(types, attrs):
+    return _infer_reduce(types, attrs)
+
+
+register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
+               doc="norm(x; p, axes, keepdim): vector p-norm over axes"))

@@ -1,0 +1,100 @@
+"""The op table's declaration type and registry.
+
+Every op is declared exactly once, as an `OpDef`: its name, its group (which
+the compiler's passes branch on, never the name), its shape/dtype rule, its
+NumPy reference implementation, its VJP written in IR ops, and, for
+elementwise ops, the scalar expression the code generator inlines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# Groups: how passes treat an op.
+ELEMENTWISE = "elementwise"   # broadcasting map over one iteration space
+REDUCE = "reduce"             # reduces `axes` of its one input
+MOVEMENT = "movement"         # reshape/permute/expand/index: index arithmetic
+SOURCE = "source"             # no inputs: constants, iota
+MATMUL = "matmul"             # BLAS call
+COMPOSITE = "composite"       # decomposes into the groups above for codegen
+OPAQUE = "opaque"             # runs only by its reference implementation
+
+
+@dataclass
+class OpDef:
+    """One op of the table. See ARCHITECTURE.md, "How to add an op"."""
+
+    name: str
+    group: str
+    # infer(in_types, attrs) -> list of output TensorTypes; raises torch's errors.
+    infer: Callable
+    # ref(*arrays, **attrs) -> array or tuple of arrays (the reference executor).
+    ref: Callable
+    # vjp(e, xs, ys, gs, attrs, needs) -> per-input gradient Value or None.
+    # `e` is an ir.emit.Emitter; gs[i] is None where output i gets no gradient.
+    vjp: Callable | None = None
+    # Elementwise ops: scalar expression template over "{0}", "{1}", ...
+    expr: str | None = None
+    # Composite ops: decompose(e, xs, attrs) -> list of output Values in simpler ops.
+    decompose: Callable | None = None
+    # Output indices that carry no gradient (indices of max, comparisons...).
+    nondiff_outputs: tuple = ()
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not None
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add `op` to the table; each name may be declared only once."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} declared twice")
+    OPS[op.name] = op
+    return op
+
+
+# ----------------------------------------------------------------- shape rules
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy's broadcasting with torch's error text (tensor a, b, ... in order)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for k, s in enumerate(shapes):
+        for i, size in enumerate(s):
+            d = ndim - len(s) + i
+            if size == out[d] or size == 1:
+                continue
+            if out[d] == 1:
+                out[d] = size
+                continue
+            first = next(j for j in range(k) if _dim_of(shapes[j], d, ndim) not in (1, None))
+            raise RuntimeError(
+                f"The size of tensor {_letter(first)} ({_dim_of(shapes[first], d, ndim)}) must match "
+                f"the size of tensor {_letter(k)} ({size}) at non-singleton dimension {d}")
+    return tuple(out)
+
+
+def _dim_of(shape, d, ndim):
+    i = d - (ndim - len(shape))
+    return shape[i] if i >= 0 else None
+
+
+def _letter(k: int) -> str:
+    return "abcdefgh"[k] if k < 8 else f"#{k}"
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """A dimension index made non-negative, with torch's IndexError text."""
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= dim <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim % max(ndim, 1)
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"

@@ -1,0 +1,105 @@
+"""The SSA program: values, instructions, programs, and a builder.
+
+A `Program` is in A-normal form, like a jaxpr: every instruction applies one
+op from the op table to input values and defines fresh output values. Values
+carry only their `TensorType`; names are assigned by the printer. Attributes
+are kept as a sorted tuple of (name, value) pairs so an instruction is
+hashable and its structure can be keyed by caches.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .types import TensorType
+
+_ids = itertools.count()
+
+
+class Value:
+    """One SSA variable: defined once, typed by shape and dtype."""
+
+    __slots__ = ("type", "id", "__weakref__")
+
+    def __init__(self, type: TensorType):
+        self.type = type
+        self.id = next(_ids)
+
+    @property
+    def shape(self) -> tuple:
+        return self.type.shape
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    def __repr__(self) -> str:
+        return f"Value#{self.id}:{self.type}"
+
+
+def freeze_attrs(attrs: dict) -> tuple:
+    """Attributes as a hashable, order-independent tuple."""
+    return tuple(sorted(attrs.items()))
+
+
+class Instr:
+    """`outputs = op(inputs; attrs)`, with the user's source location if known."""
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "loc")
+
+    def __init__(self, op: str, inputs, outputs, attrs: tuple = (), loc: str | None = None):
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.attrs = attrs
+        self.loc = loc
+
+    @property
+    def params(self) -> dict:
+        return dict(self.attrs)
+
+    def __repr__(self) -> str:
+        return f"Instr({self.op}, {list(self.inputs)} -> {list(self.outputs)}, {dict(self.attrs)})"
+
+
+class Program:
+    """Inputs, a list of instructions in definition order, and outputs."""
+
+    __slots__ = ("inputs", "instrs", "outputs")
+
+    def __init__(self, inputs=(), instrs=(), outputs=()):
+        self.inputs = list(inputs)
+        self.instrs = list(instrs)
+        self.outputs = list(outputs)
+
+    def __str__(self) -> str:
+        from .printer import format_program
+        return format_program(self)
+
+    def producers(self) -> dict:
+        """Map from value id to the instruction that defines it."""
+        return {v.id: ins for ins in self.instrs for v in ins.outputs}
+
+
+class Builder:
+    """Appends type-checked instructions to a program.
+
+    `emit(op, *inputs, **attrs)` runs the op's shape/dtype rule (raising
+    torch's errors for bad operands), records the instruction and returns its
+    output value (or tuple of values for multi-output ops).
+    """
+
+    def __init__(self, program: Program | None = None):
+        self.program = program if program is not None else Program()
+
+    def input(self, type: TensorType) -> Value:
+        v = Value(type)
+        self.program.inputs.append(v)
+        return v
+
+    def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
+        from .ops import OPS
+        opdef = OPS[op]
+        out_types = opdef.infer([v.type for v in inputs], attrs)
+        outs = tuple(Value(t) for t in out_types)
+        self.program.instrs.append(Instr(op, inputs, outs, freeze_attrs(attrs), loc))
+        return outs[0] if len(outs) == 1 else outs

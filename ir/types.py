@@ -1,0 +1,138 @@
+"""Abstract values of the IR: dtypes, tensor types and torch's type promotion.
+
+A value in a program carries only its abstract type (shape and dtype), as in a
+jaxpr. Promotion follows torch: categories bool < integer < floating; tensors
+with dimensions decide the result unless a 0-d tensor or a Python scalar is of
+a higher category, and a Python float only lifts to the default float dtype
+(float32), never to float64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class DType:
+    """A fusegrad dtype; one instance per dtype, compared by identity."""
+
+    name: str          # torch's name: "float32"
+    short: str         # printer's name: "f32"
+    np: np.dtype       # the NumPy dtype that stores it
+    category: int      # 0 bool, 1 integer, 2 floating
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == 2
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    def __repr__(self) -> str:
+        return f"fusegrad.{self.name}"
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+
+bool_ = DType("bool", "bool", np.dtype(np.bool_), 0)
+int64 = DType("int64", "i64", np.dtype(np.int64), 1)
+float32 = DType("float32", "f32", np.dtype(np.float32), 2)
+float64 = DType("float64", "f64", np.dtype(np.float64), 2)
+
+ALL_DTYPES = (bool_, int64, float32, float64)
+DEFAULT_FLOAT = float32
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NP = {d.np: d for d in ALL_DTYPES}
+# NumPy dtypes that have no fusegrad dtype of their own map to the nearest one.
+_NP_FALLBACK = {
+    np.dtype(np.float16): float32,
+    np.dtype(np.int8): int64, np.dtype(np.int16): int64, np.dtype(np.int32): int64,
+    np.dtype(np.uint8): int64, np.dtype(np.uint16): int64, np.dtype(np.uint32): int64,
+}
+
+
+def from_name(name: str) -> DType:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(dt) -> DType:
+    """The fusegrad dtype that stores NumPy dtype `dt` (TypeError if none does)."""
+    dt = np.dtype(dt)
+    if dt in _BY_NP:
+        return _BY_NP[dt]
+    if dt in _NP_FALLBACK:
+        return _NP_FALLBACK[dt]
+    raise TypeError(f"can't convert np.ndarray of type numpy.{dt.name}. The only supported types are: "
+                    "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+
+
+def _higher(a: DType, b: DType) -> DType:
+    """The promoted dtype of two tensors' dtypes (torch.promote_types)."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return a if a.itemsize >= b.itemsize else b
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """torch.promote_types."""
+    return _higher(a, b)
+
+
+# Operand kinds for result_type: torch gives dimensioned tensors priority over
+# 0-d tensors, and 0-d tensors over Python scalars, within one category.
+DIMMED, ZERO_DIM, SCALAR = 0, 1, 2
+
+
+def scalar_dtype(x) -> DType:
+    """The dtype a Python scalar would have as a tensor (bool, int64, float32)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool_
+    if isinstance(x, (int, np.integer)):
+        return int64
+    return DEFAULT_FLOAT
+
+
+def result_type(operands) -> DType:
+    """torch.result_type over (dtype, kind) pairs, kind one of DIMMED, ZERO_DIM, SCALAR."""
+    best = [None, None, None]
+    for dtype, kind in operands:
+        best[kind] = dtype if best[kind] is None else _higher(best[kind], dtype)
+    result = None
+    for kind in (DIMMED, ZERO_DIM, SCALAR):
+        d = best[kind]
+        if d is None:
+            continue
+        if result is None:
+            result = d
+        elif d.category > result.category:
+            # A lower-priority operand only matters when it lifts the category;
+            # a Python float lifts to the default dtype, not to float64.
+            result = DEFAULT_FLOAT if (kind == SCALAR and d.category == 2) else d
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """The abstract value of an IR variable: a static shape and a dtype."""
+
+    shape: tuple
+    dtype: DType
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __str__(self) -> str:
+        return f"{self.dtype.short}[{','.join(str(s) for s in self.shape)}]"

@@ -10,3 +10,23 @@ if not _os.path.isdir(_os.path.join(__path__[0], "ir")) and _os.path.isfile(_os.
     __path__.append(_root)
 
 __version__ = "0.1.0"
+
+from fusegrad.ir.types import bool_ as bool, float32, float64, int64, DType as dtype  # noqa: A001
+from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+                                      manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
+                                      tensor, zeros, zeros_like)
+from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, div,
+                                        eq, exp, expand, flatten, ge, gt, le, log, log_softmax, logical_and,
+                                        logical_not, lt, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
+                                        norm, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
+                                        squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+from fusegrad.tracer.formatting import set_printoptions
+from fusegrad.runtime import grad, value_and_grad
+from fusegrad import autograd
+
+float = float32  # noqa: A001  (torch's aliases)
+double = float64
+long = int64
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -104,7 +104,12 @@ def _getitem_vjp(e, x, y, g, a, n):
     return [e.op("index_put", zeros, g[0], index=a["index"])]
 
 
-register(OpDef("getitem", MOVEMENT, _getitem_infer, lambda x, index: x[to_numpy_index(index)], _getitem_vjp,
+def _getitem_ref(x, index):
+    # The trailing Ellipsis keeps a full integer index a 0-d view, not a copy.
+    return x[to_numpy_index(index) + (Ellipsis,)]
+
+
+register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp,
                doc="getitem(x; index): basic indexing, a view"))
 
 

@@ -1,0 +1,13 @@
+"""fusegrad.nn: torch.nn's Module system, layers, losses and functional API.
+
+    import fusegrad as fg
+    model = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 3))
+    loss = fg.nn.functional.cross_entropy(model(x), targets)
+"""
+from . import functional, init
+from .layers import (CrossEntropyLoss, Flatten, Identity, Linear, LogSoftmax, MSELoss, NLLLoss, ReLU,
+                     Sequential, Sigmoid, Softmax, Tanh)
+from .module import Module, Parameter
+
+__all__ = ["Module", "Parameter", "Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
+           "Flatten", "Sequential", "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional", "init"]

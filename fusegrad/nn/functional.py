@@ -1,0 +1,323 @@
+"""torch.nn.functional's activations and losses, written in public Tensor ops.
+
+Every function here is a composition of Tensor methods (no NumPy on tensor
+data), so it records autograd history eagerly and traces into one SSA
+program inside `fg.compile`.  Input validation reproduces torch's exception
+classes and texts.
+"""
+from __future__ import annotations
+
+import warnings
+
+import fusegrad as fg
+
+__all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax",
+           "nll_loss", "cross_entropy", "mse_loss"]
+
+_DTYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _dtype_name(dtype) -> str:
+    """torch's C++ scalar-type name (`Float`, `Double`, `Long`, `Bool`)."""
+    return _DTYPE_NAMES.get(dtype.name, dtype.name)
+
+
+def _shape_list(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _is_float(t) -> bool:
+    return t.dtype in (fg.float32, fg.float64)
+
+
+def _cast(t, dtype):
+    """`t` converted to a floating dtype (bool/int masks to float weights)."""
+    return t.double() if dtype == fg.float64 else t.float()
+
+
+def _as_tensor(x):
+    return x if isinstance(x, fg.Tensor) else fg.tensor(x)
+
+
+# ---- layers and activations ------------------------------------------------
+
+def linear(input, weight, bias=None):
+    """`input @ weight.T + bias` with torch's shape and dtype checks."""
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{input.dim()}D and {weight.dim()}D")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
+    in_features = weight.shape[-1]
+    if input.shape[-1] != in_features:
+        rows = 1
+        for size in input.shape[:-1]:
+            rows *= size
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
+                           f"{'x'.join(str(s) for s in weight.shape)})")
+    out = input.matmul(weight.t()) if weight.dim() == 2 else input.matmul(weight)
+    return out + bias if bias is not None else out
+
+
+def relu(input, inplace: bool = False):
+    """max(input, 0); with `inplace` the result is written back into `input`."""
+    if inplace:
+        return input.copy_(input.relu())
+    return input.relu()
+
+
+def tanh(input):
+    """Elementwise hyperbolic tangent."""
+    return input.tanh()
+
+
+def sigmoid(input):
+    """Elementwise logistic function."""
+    return input.sigmoid()
+
+
+def _softmax_dim(ndim: int, name: str) -> int:
+    # torch's legacy rule for an omitted dim, with its deprecation warning.
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim` (numerically stable); `dtype` casts first."""
+    if dim is None:
+        dim = _softmax_dim(input.dim(), "softmax")
+    if dtype is not None:
+        input = _cast(input, dtype)
+    return input.softmax(dim)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """x - logsumexp(x) along `dim`; `dtype` casts first."""
+    if dim is None:
+        dim = _softmax_dim(input.dim(), "log_softmax")
+    if dtype is not None:
+        input = _cast(input, dtype)
+    return input.log_softmax(dim)
+
+
+# ---- losses ------------------------------------------------------------------
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """torch's mapping of the deprecated size_average/reduce flags."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _class_view(t, ndim: int):
+    """Reshape a per-class vector (C,) so it broadcasts along dim 1 of an ndim-d input."""
+    if ndim == 1:
+        return t
+    return t.reshape((1, t.shape[0]) + (1,) * (ndim - 2))
+
+
+def _check_class_targets(input, target, weight, ignore_index: int) -> None:
+    """torch's nll_loss_nd checks: dims, batch size, spatial shape, dtype, weight, bounds."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() != 1:
+        target_batch = target.shape[0] if target.dim() > 0 else 0
+        if input.shape[0] != target_batch:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match "
+                             f"target batch_size ({target_batch}).")
+    if input.dim() <= 2:
+        if target.dim() > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif input.dim() == 4:
+        if target.dim() != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {target.dim()}")
+        if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+            raise RuntimeError(f"size mismatch (got input: {_shape_list(input.shape)} , "
+                               f"target: {_shape_list(target.shape)}")
+    elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        expected = (input.shape[0],) + tuple(input.shape[2:])
+        raise RuntimeError(f"Expected target size {_shape_list(expected)}, got {_shape_list(target.shape)}")
+    if target.dtype != fg.int64:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target.dtype)}")
+    n_classes = input.shape[1] if input.dim() > 1 else input.shape[0]
+    if weight is not None:
+        if weight.dim() != 1 or weight.shape[0] != n_classes:
+            raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
+                               f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")
+        if weight.dtype != input.dtype:
+            raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found "
+                               f"{_dtype_name(weight.dtype)}")
+    _check_bounds(target, n_classes, ignore_index)
+
+
+def _check_bounds(target, n_classes: int, ignore_index: int) -> None:
+    """IndexError `Target k is out of bounds.` for the first invalid class index.
+
+    The test is made of tensor ops and one `item()`, so it also runs on
+    traced values; the message is built from the data only when it fires.
+    """
+    if target.numel() == 0:
+        return
+    out_of_range = (target < 0).long() + (target >= n_classes).long()
+    ignored = (target == ignore_index).long()
+    if (out_of_range * (1 - ignored)).sum().item() > 0:
+        flat = target.reshape(-1).tolist()
+        bad = next(k for k in flat if (k < 0 or k >= n_classes) and k != ignore_index)
+        raise IndexError(f"Target {bad} is out of bounds.")
+
+
+def _picked(values, one_hot, class_dim: int):
+    """values[target] along the class dim, written as a masked sum (traceable, no gather op)."""
+    zero = fg.zeros((), dtype=values.dtype)
+    return fg.where(one_hot, values, zero).sum(class_dim)
+
+
+def _nll_from_log_probs(log_probs, target, weight, ignore_index: int, reduction: str,
+                        keep_smoothing: bool = False):
+    """Negative log likelihood of class-index targets, as torch's nll_loss_nd.
+
+    Returns the reduced loss and, for label smoothing, the ignore mask and
+    the per-element weights.
+    """
+    ndim = log_probs.dim()
+    class_dim = 1 if ndim > 1 else 0
+    n_classes = log_probs.shape[class_dim]
+    valid = target != ignore_index
+    # Ignored positions get index -1, which matches no class.
+    minus_one = fg.full((), -1, dtype=fg.int64)
+    safe_target = fg.where(valid, target, minus_one)
+    classes = _class_view(fg.arange(n_classes), ndim)
+    one_hot = safe_target.unsqueeze(class_dim) == classes if ndim > 1 else safe_target == classes
+    picked = _picked(log_probs, one_hot, class_dim)
+    if weight is not None:
+        w_t = _picked(_class_view(weight, ndim), one_hot, class_dim)
+    else:
+        w_t = _cast(valid, log_probs.dtype)
+    # An ignored position matches no class, so its picked value is already 0.
+    losses = -(w_t * picked) if weight is not None else -picked
+    if reduction == "none":
+        result = losses
+    elif reduction == "sum":
+        result = losses.sum()
+    else:
+        result = losses.sum() / w_t.sum()
+    return result, valid, w_t
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean"):
+    """Negative log likelihood loss of log-probabilities `input` (N, C, ...) and class indices `target`."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_class_targets(input, target, weight, ignore_index)
+    return _nll_from_log_probs(input, target, weight, ignore_index, reduction)[0]
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0):
+    """Cross entropy between logits `input` (C,), (N, C) or (N, C, d1, ...) and `target`.
+
+    `target` holds int64 class indices (shape of input without the class dim)
+    or class probabilities (same shape as input, floating). Matches torch's
+    values, gradients, `weight`, `ignore_index`, `label_smoothing` and
+    reductions; validation errors use torch's classes and texts.
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    if tuple(input.shape) == tuple(target.shape):
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing, class_dim)
+    log_probs = input.log_softmax(class_dim)  # torch's dim error for a 0-d input comes from here
+    n_classes = input.shape[class_dim]
+    if input.dim() == 1 and target.dim() == 1:
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+        target = target.reshape(())
+    _check_class_targets(input, target, weight, ignore_index)
+    nll, valid, w_t = _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    # torch's cross_entropy_loss_label_smoothing: mix in the loss against the uniform distribution.
+    if weight is not None:
+        smooth = -(log_probs * _class_view(weight, input.dim())).sum(class_dim)
+    else:
+        smooth = -log_probs.sum(class_dim)
+    smooth = fg.where(valid, smooth, fg.zeros((), dtype=smooth.dtype))
+    if reduction == "mean":
+        smooth = smooth.sum() / w_t.sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing, class_dim):
+    """Cross entropy against class probabilities (torch's cross_entropy_loss_prob_target)."""
+    if not _is_float(target):
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_dtype_name(target.dtype)}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    log_probs = input.log_softmax(class_dim)
+    n_classes = input.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    if weight is not None:
+        if weight.dim() != 1 or weight.shape[0] != n_classes:
+            raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
+                               f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")
+        log_probs = log_probs * _class_view(weight, input.dim())
+    losses = -(log_probs * target).sum(class_dim)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    # torch divides by the number of samples (numel / classes), not by the weights.
+    count = input.numel() // n_classes if n_classes else 0
+    return losses.sum() / count
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean squared error `(input - target)**2`, reduced by `reduction`.
+
+    Shapes broadcast as in torch (with its warning when they differ);
+    `weight` (same shape as input) weighs each element, and the weighted
+    mean divides by the weights' sum, as torch does.
+    """
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", UserWarning, stacklevel=2)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    diff = input - target  # raises torch's broadcasting error first, as torch.broadcast_tensors does
+    losses = diff * diff
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        losses = losses * weight
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+        if reduction == "mean":
+            return losses.sum() / weight.sum()
+    _check_reduction(reduction)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.mean()

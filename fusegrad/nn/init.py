@@ -1,0 +1,100 @@
+"""In-place initialisers (torch.nn.init) drawing from fusegrad's RNG.
+
+Each fills a tensor under `no_grad` through `copy_`, so it works on leaf
+Parameters that require grad, and `fg.manual_seed` makes it reproducible.
+The distributions and their bounds follow torch; the random streams do not
+(torch's generator is not reproduced).
+"""
+from __future__ import annotations
+
+import math
+
+import fusegrad as fg
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
+           "kaiming_uniform_", "xavier_uniform_"]
+
+
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity (torch's table)."""
+    linear_fns = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear_fns:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif not isinstance(param, bool) and isinstance(param, (int, float)):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _fill(tensor, value):
+    with fg.no_grad():
+        tensor.copy_(value)
+    return tensor
+
+
+def uniform_(tensor, a: float = 0.0, b: float = 1.0):
+    """Fill `tensor` with U(a, b) samples; returns it."""
+    return _fill(tensor, fg.rand(tuple(tensor.shape), dtype=tensor.dtype) * (b - a) + a)
+
+
+def normal_(tensor, mean: float = 0.0, std: float = 1.0):
+    """Fill `tensor` with N(mean, std**2) samples; returns it."""
+    return _fill(tensor, fg.randn(tuple(tensor.shape), dtype=tensor.dtype) * std + mean)
+
+
+def constant_(tensor, val: float):
+    """Fill `tensor` with `val`; returns it."""
+    with fg.no_grad():
+        tensor.fill_(val)
+    return tensor
+
+
+def zeros_(tensor):
+    """Fill `tensor` with 0; returns it."""
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    """Fill `tensor` with 1; returns it."""
+    return constant_(tensor, 1.0)
+
+
+def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = 1
+    for size in tensor.shape[2:]:
+        receptive *= size
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+    """He initialisation: U(-bound, bound), bound = gain * sqrt(3 / fan)."""
+    if tensor.numel() == 0:
+        # torch warns and leaves a zero-element tensor alone
+        return tensor
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan = fan_in if mode == "fan_in" else fan_out
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_uniform_(tensor, gain: float = 1.0):
+    """Glorot initialisation: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound)

@@ -1,0 +1,241 @@
+"""Layers and containers: Linear, activations, Flatten, Sequential, losses.
+
+Each mirrors its torch.nn namesake: constructor arguments, registered
+parameter names, `extra_repr`, and `forward` through `fusegrad.nn.functional`.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections import OrderedDict
+from itertools import islice
+from typing import Iterator
+
+import fusegrad as fg
+
+from . import functional as F
+from . import init
+from .module import Module, Parameter
+
+__all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
+           "Sequential", "MSELoss", "CrossEntropyLoss", "NLLLoss"]
+
+
+class Identity(Module):
+    """Returns its input unchanged (accepts and ignores any constructor arguments)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, with weight (out_features, in_features).
+
+    Initialised as torch does: weight by kaiming_uniform_(a=sqrt(5)) and bias
+    uniformly, both U(-1/sqrt(in_features), 1/sqrt(in_features)), drawn from
+    fusegrad's RNG (`fg.manual_seed` makes it reproducible).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        dtype = fg.float32 if dtype is None else dtype
+        self.weight = Parameter(fg.empty((out_features, in_features), dtype=dtype))
+        if bias:
+            self.bias = Parameter(fg.empty((out_features,), dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Redraw weight and bias from torch's default distributions."""
+        # kaiming_uniform_ with a=sqrt(5) gives bound = 1/sqrt(fan_in), see torch issue #57109.
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class ReLU(Module):
+    """max(x, 0) elementwise."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    """tanh(x) elementwise."""
+
+    def forward(self, input):
+        return input.tanh()
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)) elementwise."""
+
+    def forward(self, input):
+        return input.sigmoid()
+
+
+class Softmax(Module):
+    """softmax along `dim`."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log_softmax along `dim`."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Flatten(Module):
+    """Flattens dims `start_dim`..`end_dim` into one."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Sequential(Module):
+    """Runs its modules in order, each on the previous one's output.
+
+    Built from modules (named "0", "1", ...) or one OrderedDict of named
+    modules. Supports indexing, slicing (a new Sequential keeping the keys),
+    `seq[i] = module` replacement, `del seq[i]`, `len`, iteration, `append`.
+    """
+
+    def __init__(self, *args) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def _get_item_by_idx(self, iterator, idx):
+        size = len(self)
+        idx = operator.index(idx)
+        if not -size <= idx < size:
+            raise IndexError(f"index {idx} is out of range")
+        idx %= size
+        return next(islice(iterator, idx, None))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._get_item_by_idx(iter(self._modules.values()), idx)
+
+    def __setitem__(self, idx, module: Module) -> None:
+        key = self._get_item_by_idx(iter(self._modules.keys()), idx)
+        setattr(self, key, module)
+
+    def __delitem__(self, idx) -> None:
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, self._get_item_by_idx(iter(self._modules.keys()), idx))
+        # keep the numbering contiguous, as torch does
+        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
+        object.__setattr__(self, "_modules", renumbered)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        """Add `module` at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input):
+        for module in self:
+            input = module(input)
+        return input
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+
+
+class MSELoss(_Loss):
+    """`F.mse_loss` as a module."""
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """`F.cross_entropy` as a module; `weight` is kept as a buffer."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_Loss):
+    """`F.nll_loss` as a module; `weight` is kept as a buffer."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)

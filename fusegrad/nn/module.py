@@ -1,0 +1,449 @@
+"""`Module` and `Parameter`: torch.nn's containers for trainable state.
+
+A `Module` keeps three ordered registries (parameters, buffers, submodules)
+that attribute assignment fills, exactly as torch's `nn.Module.__setattr__`
+does, so `named_parameters()` yields torch's dotted names in torch's order.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+import fusegrad as fg
+from fusegrad.tracer.tensor import Tensor
+
+__all__ = ["Module", "Parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that a `Module` registers as trainable (torch.nn.Parameter).
+
+    `Parameter(data, requires_grad=True)` shares `data`'s memory (as torch
+    does) but none of its history; `Parameter()` holds an empty float32
+    tensor. Ops on a Parameter return plain Tensors.
+    """
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        if data is not None and not isinstance(data, Tensor):
+            raise TypeError(f"Parameter data must be a Tensor, but got {type(data).__name__}")
+        super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(text: str, spaces: int) -> str:
+    """Indent every line but the first (torch's `_addindent`)."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * spaces + line for line in lines)
+
+
+def _type_name(value) -> str:
+    """The type name torch prints in assignment errors (`torch.FloatTensor`, `int`)."""
+    if isinstance(value, Tensor):
+        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+        return "fg." + names.get(value.dtype.name, "Tensor")
+    return type(value).__name__
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """`load_state_dict`'s result, printed as torch prints it."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class Module:
+    """Base class of every layer and model (torch.nn.Module).
+
+    Subclasses assign Parameters, submodules and plain attributes in
+    `__init__` and define `forward`; calling the module runs `forward`.
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # ---- forward ------------------------------------------------------------
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- registration -------------------------------------------------------
+
+    def _check_initialized(self) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameters before Module.__init__() call")
+
+    def register_parameter(self, name: str, param) -> None:
+        """Add `param` (a Parameter, or None) under `name`."""
+        self._check_initialized()
+        _check_name(self, name, "parameter")
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
+                            "(fg.nn.Parameter or None required)")
+        elif param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             "created explicitly. To express '" + name + "' as a function of another Tensor, "
+                             "compute the value in the forward() method.")
+        else:
+            self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Add a non-trainable tensor (or None) that `state_dict` saves when `persistent`."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_name(self, name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' (fg Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Add a submodule (or None) under `name`."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The same dispatch as torch: a Parameter goes to _parameters, a Module
+        # to _modules; assigning over a registered name keeps the kind.
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name, self.__dict__, self._buffers, self._modules)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                                "(fg.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                self._remove_from(name, self.__dict__, self._parameters, self._buffers)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                                    "(fg.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                        "(fg Tensor or None expected)")
+                    buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _remove_from(name: str, *dicts) -> None:
+        for d in dicts:
+            d.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: look in the registries.
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for registry in (self._parameters, self._buffers, self._modules):
+            if name in registry:
+                del registry[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    # ---- traversal ----------------------------------------------------------
+
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """Yield `(name, module)` for this module and all below it, pre-order, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub_prefix = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub_prefix, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        """Yield this module and every module below it, each once."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """Yield `(name, module)` for the direct submodules, each once."""
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        """Yield the direct submodules."""
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, get_members: Callable, prefix: str = "", recurse: bool = True,
+                       remove_duplicate: bool = True):
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        seen = set()
+        for module_prefix, module in modules:
+            for name, value in get_members(module):
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """Yield `(dotted_name, parameter)` in registration order, shared parameters once."""
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator:
+        """Yield every parameter (the values of `named_parameters()`)."""
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """Yield `(dotted_name, buffer)` in registration order."""
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator:
+        """Yield every buffer."""
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at dotted path `target` (`""` is this module)."""
+        module = self
+        for item in target.split(".") if target else []:
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return module
+
+    # ---- state --------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> "Module":
+        """Set `training` on this module and all below it; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        """`train(False)`."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set `requires_grad` of every parameter (freezing when False); returns self."""
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's `.grad`: to None (torch's default) or to zeros."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = param.grad.detach()
+                param.grad.zero_()
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call `fn` on every submodule (children first) and then on self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_to_tensors(self, convert: Callable) -> "Module":
+        # Parameters are converted in place (their identity is kept, so an
+        # optimizer built earlier still holds them), as torch's `_apply` does.
+        with fg.no_grad():
+            for module in self.modules():
+                for name, param in module._parameters.items():
+                    if param is not None:
+                        _set_data(param, convert(param.detach()))
+                for name, buf in module._buffers.items():
+                    if buf is not None:
+                        module._buffers[name] = convert(buf)
+        return self
+
+    def to(self, dtype) -> "Module":
+        """Cast floating-point parameters and buffers to `dtype` (no devices exist here)."""
+        def convert(t):
+            return _cast(t, dtype) if _is_floating(t) else t
+        return self._apply_to_tensors(convert)
+
+    def float(self) -> "Module":
+        """Cast floating-point parameters and buffers to float32."""
+        return self.to(fg.float32)
+
+    def double(self) -> "Module":
+        """Cast floating-point parameters and buffers to float64."""
+        return self.to(fg.float64)
+
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """An ordered dict of parameters and persistent buffers by dotted name.
+
+        Values are detached tensors sharing memory with the module's state
+        (the Parameters themselves when `keep_vars`).
+        """
+        if destination is None:
+            destination = OrderedDict()
+        for name, module in self.named_modules(prefix=prefix.rstrip(".")):
+            module_prefix = name + "." if name else ""
+            for key, param in module._parameters.items():
+                if param is not None:
+                    destination[module_prefix + key] = param if keep_vars else param.detach()
+            for key, buf in module._buffers.items():
+                if buf is not None and key not in module._non_persistent_buffers_set:
+                    destination[module_prefix + key] = buf if keep_vars else buf.detach()
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> _IncompatibleKeys:
+        """Copy values (Tensors or NumPy arrays) into the parameters and buffers.
+
+        Raises torch's `RuntimeError` listing size mismatches and, when
+        `strict`, missing and unexpected keys; returns the key lists.
+        """
+        if not hasattr(state_dict, "items"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        own = self.state_dict(keep_vars=True)
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        errors = []
+        with fg.no_grad():
+            for key, target in own.items():
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, Tensor):
+                    if isinstance(value, np.ndarray) or np.isscalar(value):
+                        value = fg.tensor(np.asarray(value))
+                    else:
+                        errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                      f"Tensor-like object from checkpoint but received {type(value)}")
+                        continue
+                if tuple(value.shape) != tuple(target.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                                  f"checkpoint, the shape in current model is {target.shape}.")
+                    continue
+                target.copy_(value)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                self._get_name(), "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- printing -----------------------------------------------------------
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        """The text inside the parentheses of this module's repr; subclasses override it."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+def _check_name(module: Module, name: str, kind: str) -> None:
+    """torch's validation of a parameter or buffer name."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain "."')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    registry = module._parameters if kind == "parameter" else module._buffers
+    if hasattr(module, name) and name not in registry:
+        raise KeyError(f"attribute '{name}' already exists")
+
+
+def _is_floating(t) -> bool:
+    return t.dtype in (fg.float32, fg.float64)
+
+
+def _cast(t, dtype):
+    return t.double() if dtype == fg.float64 else t.float() if dtype == fg.float32 else t.long()
+
+
+def _set_data(param, value) -> None:
+    """Replace a Parameter's value in place, keeping the object (torch's `param.data = value`)."""
+    param.data = value

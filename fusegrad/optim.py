@@ -1,0 +1,339 @@
+"""fusegrad.optim: SGD and Adam (and AdamW) with torch's exact update formulas.
+
+`step()` updates each parameter in place under `fg.no_grad()` with public
+in-place Tensor ops (`add_`, `mul_`, `copy_`), so eagerly it behaves as
+torch's single-tensor (CPU) implementation, and inside `fg.compile` the
+same calls trace as functional updates of the parameter and state values.
+Parameters whose `.grad` is None are skipped, as in torch.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+import fusegrad as fg
+from fusegrad.tracer.tensor import Tensor
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+
+
+class _RequiredParameter:
+    """Marks a hyper-parameter without a default (torch's `optim.optimizer.required`)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _type_name(value) -> str:
+    if isinstance(value, Tensor):
+        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+        return "fg." + names.get(value.dtype.name, "Tensor")
+    return type(value).__module__ + "." + type(value).__qualname__ if type(value).__module__ != "builtins" \
+        else type(value).__qualname__
+
+
+class Optimizer:
+    """Base class: holds `param_groups` (dicts with "params" and hyper-parameters)
+    and per-parameter `state`, as torch.optim.Optimizer does."""
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {_type_name(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyper-parameters (defaults fill the rest)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        # (name, tensor) pairs, as named_parameters() yields, are accepted too
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        if names:
+            if len(names) != len(param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_type_name(param)}")
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                kind = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {kind} to the optimizer")
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the `.grad` of every optimized parameter: to None (default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    grad = p.grad.detach() if p.grad.grad_fn is not None else p.grad
+                    grad.requires_grad_(False)
+                    grad.zero_()
+                    p.grad = grad
+
+    def step(self, closure: Callable | None = None):
+        """Update the parameters once; `closure` re-evaluates the loss first (with grad on)."""
+        loss = None
+        if closure is not None:
+            with fg.enable_grad():
+                loss = closure()
+        with fg.no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # ---- checkpointing --------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """`{"state": {index: state}, "param_groups": [...]}` with parameters replaced by indices."""
+        index_of: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index_of.setdefault(id(p), len(index_of))
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index_of[id(p)]: value for p, value in self.state.items() if id(p) in index_of}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyper-parameters and state saved by `state_dict` (values are copied)."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for group, saved in zip(self.param_groups, saved_groups):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+        by_index = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            by_index.update(zip(saved["params"], group["params"]))
+        self.state = defaultdict(dict)
+        for index, value in state_dict["state"].items():
+            param = by_index.get(index)
+            if param is None:
+                continue
+            self.state[param] = {k: _state_value(param, k, v) for k, v in value.items()}
+        for group, saved in zip(self.param_groups, saved_groups):
+            params = group["params"]
+            group.clear()
+            group.update({k: v for k, v in saved.items() if k != "params"})
+            group["params"] = params
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+
+def _state_value(param, key, value):
+    """A loaded state entry: tensors are copied (cast to the parameter's dtype, except `step`)."""
+    if isinstance(value, Tensor):
+        value = value.detach().clone()
+        if key != "step" and param.is_floating_point() and value.dtype != param.dtype:
+            value = value.to(param.dtype)
+    return value
+
+
+def _check_lr(lr) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
+
+    Per parameter, as torch:  g = grad (+ weight_decay * p);
+    buf = g (first step) or momentum * buf + (1 - dampening) * g;
+    g = g + momentum * buf (nesterov) or buf;  p -= lr * g.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        _check_lr(lr)
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            if weight_decay != 0:
+                grad = grad.add(p, alpha=weight_decay)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = grad.detach().clone()
+                    state["momentum_buffer"] = buf
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(grad, alpha=-lr)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with torch's bias corrections; AMSGrad optional.
+
+    Per parameter, as torch:  g = grad (+ weight_decay * p, or decoupled
+    p *= 1 - lr * weight_decay);  m = lerp(m, g, 1 - beta1);
+    v = beta2 * v + (1 - beta2) * g * g;  p -= lr / (1 - beta1**t) * m /
+    (sqrt(v) / sqrt(1 - beta2**t) + eps), eps added after the square root.
+
+    `capturable=True` computes the bias corrections from the `step` tensor
+    with tensor ops instead of Python floats (torch's capturable path), so a
+    compiled step needs no Python value of the step count.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 capturable: bool = False, decoupled_weight_decay: bool = False) -> None:
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, amsgrad: bool) -> dict[str, Any]:
+        state = self.state[p]
+        if len(state) == 0:
+            # torch keeps `step` as a float32 scalar tensor, the moments in the parameter's dtype
+            state["step"] = fg.tensor(0.0)
+            state["exp_avg"] = fg.zeros_like(p)
+            state["exp_avg_sq"] = fg.zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = fg.zeros_like(p)
+        return state
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        beta1, beta2 = group["betas"]
+        lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self._init_state(p, amsgrad)
+            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t.add_(1)
+            if weight_decay != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    grad = grad.add(p, alpha=weight_decay)
+            # exp_avg.lerp_(grad, 1 - beta1): torch's CPU lerp for a weight < 0.5 is m + w * (g - m)
+            weight = 1 - beta1
+            if weight < 0.5:
+                exp_avg.add_((grad - exp_avg) * weight)
+            else:
+                exp_avg.copy_(grad - (grad - exp_avg) * (1 - weight))
+            exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+            second = exp_avg_sq
+            if amsgrad:
+                state["max_exp_avg_sq"].copy_(fg.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                second = state["max_exp_avg_sq"]
+            if group["capturable"]:
+                self._capturable_update(p, exp_avg, second, step_t, lr, beta1, beta2, eps)
+            else:
+                step = step_t.item()
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                denom = (second.sqrt() / math.sqrt(bias_correction2)).add_(eps)
+                p.add_(exp_avg / denom, alpha=-step_size)
+
+    @staticmethod
+    def _capturable_update(p, exp_avg, second, step_t, lr, beta1, beta2, eps) -> None:
+        # torch's capturable branch: every step-dependent quantity is a tensor
+        step = step_t.to(p.dtype)
+        bias_correction1 = 1 - fg.tensor(beta1, dtype=p.dtype) ** step
+        bias_correction2 = 1 - fg.tensor(beta2, dtype=p.dtype) ** step
+        step_size_neg = -(lr / bias_correction1)
+        denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg)).add_(eps / step_size_neg)
+        p.add_(exp_avg / denom)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (p *= 1 - lr * weight_decay before the update)."""
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 capturable: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, capturable=capturable,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,2 @@
+"""fusegrad.runtime: the compile pipeline, caches, executor and transforms."""
+from .transforms import grad, value_and_grad

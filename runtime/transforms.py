@@ -1,0 +1,104 @@
+"""JAX-style function transformations: `grad` and `value_and_grad`.
+
+They run `f` on fresh leaves that require grad (copies of the arguments, so
+the caller's tensors and their `.grad` are never touched) and differentiate
+with the eager engine's `autograd.grad(create_graph=True)` when grad mode is
+on, which is what makes `grad(grad(f))` work. Inside a compiled function the
+same calls are traced into the program.
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+
+from fusegrad.tracer import Tensor, engine, is_grad_enabled
+from fusegrad.tracer.creation import tensor as _tensor
+
+
+def _argnums_tuple(argnums, nargs: int):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for k in nums:
+        if not isinstance(k, int):
+            raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}")
+        if not -nargs <= k < nargs:
+            raise ValueError(f"argnums {k} is out of range for a function called with {nargs} positional "
+                             f"argument(s)")
+    return single, tuple(k % nargs for k in nums)
+
+
+def _as_input(x, k: int) -> Tensor:
+    """A differentiable leaf standing for argument k (same value and graph as x)."""
+    if isinstance(x, Tensor):
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} has dtype "
+                            f"{x.dtype.name}")
+        if x.requires_grad:
+            # Differentiate through x's own history (for grad of grad) via an identity op.
+            return x.view_as(x)
+        return x.detach().requires_grad_(True)
+    if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
+        t = _tensor(x)
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is "
+                            f"{type(x).__name__} of integers")
+        return t.requires_grad_(True)
+    raise TypeError(f"argument {k} of type {type(x).__name__} is not a valid differentiable input: expected a "
+                    f"fg.Tensor, a NumPy array or a Python float")
+
+
+def _check_output(out) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"the function passed to fg.grad must return a fg.Tensor, got {type(out).__name__}")
+    if out.numel() != 1:
+        raise RuntimeError(f"the function passed to fg.grad must return a one-element tensor (a scalar), but "
+                           f"its output has shape {tuple(out.shape)}")
+    if not out.dtype.is_floating_point:
+        raise TypeError(f"the function passed to fg.grad must return a floating point tensor, got "
+                        f"{out.dtype.name}")
+    return out
+
+
+def value_and_grad(f, argnums=0):
+    """`f`'s value and its gradient with respect to `argnums` (int -> one gradient, tuple -> tuple)."""
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args))
+        from fusegrad.tracer import enable_grad
+        # Keep the gradient differentiable only when something outside is
+        # differentiating through this call (grad of grad, or a caller's graph).
+        outer_grad = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        args = list(args)
+        leaves = {}
+        for k in nums:
+            leaves[k] = _as_input(args[k], k)
+            args[k] = leaves[k]
+        with enable_grad():
+            out = _check_output(f(*args, **kwargs))
+            ins = [leaves[k] for k in nums]
+            if out.requires_grad:
+                grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
+            else:
+                grads = (None,) * len(ins)
+        grads = tuple(g if g is not None else _zeros_like(leaves[k]) for g, k in zip(grads, nums))
+        value = out if outer_grad else out.detach()
+        if not outer_grad:
+            grads = tuple(g.detach() for g in grads)
+        return value, (grads[0] if single else grads)
+    return wrapped
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    return Tensor._wrap(np.zeros(tuple(t.shape), dtype=t.dtype.np))
+
+
+def grad(f, argnums=0):
+    """The gradient of scalar-valued `f` with respect to argument(s) `argnums`."""
+    vg = value_and_grad(f, argnums)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+    return wrapped

@@ -1,0 +1,166 @@
+"""Creation functions: fg.tensor, fg.from_numpy, zeros/ones/full/empty,
+randn/rand, arange, the *_like forms, and the global random generator."""
+from __future__ import annotations
+
+import numpy as np
+
+from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
+
+from .tensor import Tensor
+
+_rng = [np.random.default_rng()]
+
+
+def manual_seed(seed: int):
+    """Seed fusegrad's random generator (randn, rand and nn's initialisers)."""
+    _rng[0] = np.random.default_rng(int(seed))
+    return _rng[0]
+
+
+def generator() -> np.random.Generator:
+    return _rng[0]
+
+
+def _flatten_tensors(data):
+    if isinstance(data, Tensor):
+        return data._concrete()
+    if isinstance(data, (list, tuple)):
+        return [_flatten_tensors(d) for d in data]
+    return data
+
+
+def as_array(data, dtype: DType | None) -> np.ndarray:
+    """`data` as an owned NumPy array with torch's dtype inference (Python floats -> float32)."""
+    if isinstance(data, np.ndarray):
+        array = np.array(data, copy=True)
+        inferred = from_numpy_dtype(array.dtype)
+    else:
+        if isinstance(data, (str, bytes)) or data is None:
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        array = np.array(_flatten_tensors(data))
+        if array.dtype == object or array.dtype.kind in "USV":
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        inferred = from_numpy_dtype(array.dtype) if array.dtype.kind in "biu" else (
+            float32 if array.dtype.kind == "f" and not _has_float64_scalars(data) else from_numpy_dtype(array.dtype))
+        if array.dtype.kind == "b":
+            inferred = bool_
+    target = dtype or inferred
+    return np.array(array, dtype=target.np, order="C", copy=True)
+
+
+def _has_float64_scalars(data) -> bool:
+    # NumPy float64 scalars keep float64 (as in torch); Python floats don't.
+    return isinstance(data, np.floating) and data.dtype == np.float64
+
+
+def tensor(data, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
+    t = Tensor._wrap(as_array(data, dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with `array`."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return Tensor._wrap(array, from_numpy_dtype(array.dtype)) if array.dtype in (
+        np.float32, np.float64, np.int64, np.bool_) else Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {len(out)}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: [{', '.join(map(str, size))}]")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
+    t = Tensor._wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.zeros(_size(size), dtype=(dtype or float32).np), requires_grad)
+
+
+def ones(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.ones(_size(size), dtype=(dtype or float32).np), requires_grad)
+
+
+def empty(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.zeros(_size(size), dtype=(dtype or float32).np), requires_grad)
+
+
+def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
+    return _new(np.full(_size((size,)), fill_value, dtype=dtype.np), requires_grad)
+
+
+def randn(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    d = dtype or float32
+    return _new(_rng[0].standard_normal(_size(size)).astype(d.np), requires_grad)
+
+
+def rand(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    d = dtype or float32
+    return _new(_rng[0].random(_size(size)).astype(d.np), requires_grad)
+
+
+def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return _new(_rng[0].integers(low, high, size=_size((size,))).astype((dtype or int64).np), False)
+
+
+def arange(start, end=None, step=1, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """torch.arange: int64 for integer arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
+    n = max(0, int(np.ceil((end - start) / step)))
+    values = start + step * np.arange(n, dtype=np.float64 if dtype.is_floating_point else np.int64)
+    return _new(values.astype(dtype.np), requires_grad)
+
+
+def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.linspace(start, end, steps).astype((dtype or float32).np), requires_grad)
+
+
+def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.eye(n, m, dtype=(dtype or float32).np), requires_grad)
+
+
+def _like(fn):
+    def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
+        return fn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
+    like.__name__ = fn.__name__ + "_like"
+    like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+randn_like = _like(randn)
+rand_like = _like(rand)
+
+
+def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)

@@ -1,0 +1,116 @@
+"""Apply one op to tensors: run it eagerly (NumPy reference) or record it
+into the active trace, and attach a grad_fn node when gradients are needed.
+
+This is the only place that creates nodes, so every user-level function in
+`functional.py` reduces to `apply_op(op, inputs, attrs, name)`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fusegrad.ir import OPS, TensorType, from_numpy_dtype
+from fusegrad.ir.ops import MOVEMENT
+from fusegrad.ir.program import freeze_attrs
+
+from . import trace_state
+from .grad_mode import is_grad_enabled
+from .node import SavedTensor, grad_accumulator, node_class, saved_slots
+
+# Movement ops whose NumPy reference returns a view of input 0.
+_VIEW_OPS = frozenset(name for name, op in OPS.items()
+                      if op.group == MOVEMENT and name not in ("cat", "stack", "index_put"))
+
+
+def _default_name(op: str) -> str:
+    return "".join(part.capitalize() for part in op.split("_")) + "Backward0"
+
+
+def type_of(x) -> TensorType:
+    """The abstract type of a Tensor or of a NumPy constant operand."""
+    if isinstance(x, np.ndarray):
+        return TensorType(x.shape, from_numpy_dtype(x.dtype))
+    return TensorType(x.shape, x._dtype)
+
+
+def edge_of(t):
+    """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    return (grad_accumulator(t), 0)
+
+
+def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None = None, out=None):
+    """Apply `op` to `inputs` (Tensors, or NumPy constants for Python scalars).
+
+    Returns a Tensor (a tuple for multi-output ops). With `out`, the result is
+    written into that tensor in place (its version is bumped) and it becomes
+    the node's output, as torch's in-place ops do.
+    """
+    from .tensor import Tensor
+    attrs = attrs or {}
+    trace = trace_state.current()
+    if trace is not None:
+        return trace.record(op, inputs, attrs, name, out)
+    opdef = OPS[op]
+    in_types = tuple(type_of(x) for x in inputs)
+    out_types = opdef.infer(list(in_types), attrs)
+    arrays = [x if isinstance(x, np.ndarray) else x._data for x in inputs]
+    with np.errstate(all="ignore"):
+        results = opdef.ref(*arrays, **attrs)
+    if not isinstance(results, tuple):
+        results = (results,)
+    results = tuple(r if isinstance(r, np.ndarray) and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
+                    for r, t in zip(results, out_types))
+    needs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
+    record = opdef.vjp is not None and any(needs) and is_grad_enabled()
+
+    frozen = freeze_attrs(attrs)
+    saved = {}
+    if record:
+        in_slots, out_slots = saved_slots(op, frozen, in_types, needs)
+        for i in in_slots:
+            x = inputs[i]
+            if isinstance(x, Tensor):
+                if x is out:          # in-place: keep the value from before the write
+                    x = x._snapshot()
+                saved[("in", i)] = SavedTensor(x._data, x._version, x)
+    else:
+        out_slots = ()
+
+    if out is not None:
+        _write_inplace(out, results[0], opdef.name)
+        outs = (out,)
+    else:
+        outs = tuple(Tensor._wrap(r, t.dtype) for r, t in zip(results, out_types))
+        if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and np.may_share_memory(results[0], arrays[0]):
+            base = inputs[0]
+            outs[0]._version = base._version
+            outs[0]._base = base._base if base._base is not None else base
+    if record:
+        for k in out_slots:
+            saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
+        edges = tuple(edge_of(x) if need else None for x, need in zip(inputs, needs))
+        consts = tuple(x if isinstance(x, np.ndarray) else None for x in inputs)
+        node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, consts, saved)
+        for k, t in enumerate(outs):
+            if k not in opdef.nondiff_outputs:
+                t._grad_fn = node
+                t._output_nr = k
+                t._requires_grad = True
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _write_inplace(t, result: np.ndarray, op: str) -> None:
+    if not np.can_cast(result.dtype, t._data.dtype, casting="same_kind"):
+        raise RuntimeError(f"result type {_torch_name(result.dtype)} can't be cast to the desired output "
+                           f"type {_torch_name(t._data.dtype)}")
+    if result.shape != t._data.shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, t._data.shape))}] doesn't match the "
+                           f"broadcast shape [{', '.join(map(str, result.shape))}]")
+    np.copyto(t._data, result, casting="unsafe")
+    t._version[0] += 1
+
+
+def _torch_name(dt) -> str:
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(np.dtype(dt).name,
+                                                                                         str(dt))

@@ -1,0 +1,255 @@
+"""The eager autograd engine.
+
+`backward` and `grad` collect the recorded graph behind their outputs into
+one SSA program (each node is one instruction), let `ir.autodiff` emit the
+backward program, bind the values it reads to the tensors the nodes saved
+(checking their versions), and run it: with the NumPy reference executor, or
+op by op on Tensors when `create_graph=True` so the result is differentiable.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
+from fusegrad.ir.passes import simplify
+
+from .dispatch import apply_op, edge_of
+from .grad_mode import enable_grad, no_grad
+from .node import AccumulateGrad, _FREED_MSG
+from .tensor import Tensor
+
+
+class GraphProgram:
+    """The forward graph behind some roots, as IR: one value per node output and leaf."""
+
+    def __init__(self, root_edges):
+        self.nodes = _topological_nodes([n for n, _ in root_edges])
+        self.values: dict = {}            # (node, output_nr) -> Value
+        self.instrs = []
+        self.bindings: dict = {}          # value id -> SavedTensor or constant array
+        self.owner: dict = {}             # value id -> node that would have saved it
+        for node in self.nodes:
+            if isinstance(node, AccumulateGrad):
+                v = self.values[(node, 0)] = Value(TensorType(tuple(node.variable.shape), node.variable.dtype))
+                continue
+            outs = [Value(t) for t in node.out_types]
+            for k, v in enumerate(outs):
+                self.values[(node, k)] = v
+            ins = []
+            for i, (edge, const, t) in enumerate(zip(node.edges, node.consts, node.in_types)):
+                v = self.values[edge] if edge is not None else Value(t)
+                ins.append(v)
+                if const is not None:
+                    self.bindings[v.id] = const
+                elif ("in", i) in node.saved:
+                    self.bindings.setdefault(v.id, node.saved[("in", i)])
+                self.owner.setdefault(v.id, node)
+            for k, v in enumerate(outs):
+                if ("out", k) in node.saved:
+                    self.bindings[v.id] = node.saved[("out", k)]
+                self.owner.setdefault(v.id, node)
+            from fusegrad.ir.program import Instr
+            self.instrs.append(Instr(node.op, ins, outs, node.attrs))
+
+    def value(self, edge) -> Value:
+        return self.values[edge]
+
+
+def _topological_nodes(roots) -> list:
+    """Nodes reachable from `roots`, inputs before their consumers (iterative DFS)."""
+    order, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack = [(root, iter(root.edges))]
+        seen.add(id(root))
+        while stack:
+            node, it = stack[-1]
+            for edge in it:
+                if edge is not None and id(edge[0]) not in seen:
+                    seen.add(id(edge[0]))
+                    stack.append((edge[0], iter(edge[0].edges)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def _roots_and_seeds(outputs, grad_outputs, create_graph):
+    roots, seeds = [], []
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs")
+    for k, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(out).__name__}")
+        if not out._requires_grad:
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
+        elif not isinstance(g, Tensor):
+            from .creation import tensor
+            g = tensor(g, dtype=out.dtype)
+        if tuple(g.shape) != tuple(out.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {g.shape!r} and output[{k}] "
+                               f"has a shape of {out.shape!r}.".replace("fg.Size", "torch.Size"))
+        roots.append(out)
+        seeds.append(g)
+    return roots, seeds
+
+
+def _run(roots, seeds, targets, retain_graph, create_graph):
+    """Gradients of roots (weighted by seeds) for each target edge value; returns (graph, grads)."""
+    root_edges = [edge_of(r) for r in roots]
+    graph = GraphProgram(root_edges)
+    b = Builder(Program())
+    seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
+    wrt = [graph.values.get(e) if e is not None else None for e in targets]
+    present = [v for v in wrt if v is not None]
+    grads = emit_backward(b, graph.instrs, [graph.value(e) for e in root_edges], seed_values, present)
+    by_id = dict(zip((v.id for v in present), grads))
+    results = [by_id.get(v.id) if v is not None else None for v in wrt]
+    outs = [g for g in results if g is not None]
+    b.program.outputs = outs
+    program = simplify(b.program)
+    env = _bind(graph, program, create_graph)
+    if create_graph:
+        with enable_grad():
+            values = run_program(program, seeds, _tensor_apply, env)
+    else:
+        values = run_program(program, [s._concrete() for s in seeds], env=env)
+    if not retain_graph:
+        for node in graph.nodes:
+            node.free_saved()
+    it = iter(values)
+    return [next(it) if g is not None else None for g in results]
+
+
+def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
+    """Values the backward program reads from the forward graph, after the version checks."""
+    from fusegrad.ir.verifier import free_values
+    env = {}
+    for v in free_values(program):
+        saved = graph.bindings.get(v.id)
+        if saved is None:
+            owner = graph.owner.get(v.id)
+            if owner is not None and owner._freed:
+                raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(f"internal error: backward reads {v} which no node saved")
+        if isinstance(saved, np.ndarray):
+            env[v.id] = saved
+            continue
+        if saved.box[0] != saved.version:
+            owner = graph.owner.get(v.id)
+            shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
+            kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+                    "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
+            where = f", which is output 0 of {owner.name()}," if owner is not None and not saved.tensor else ""
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
+                f"{saved.version} instead. Hint: enable anomaly detection to find the operation that failed to "
+                f"compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+        if create_graph:
+            env[v.id] = saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
+        else:
+            env[v.id] = saved.array
+    return env
+
+
+def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
+    """A saved output as a tensor carrying its node's history (for create_graph)."""
+    for (node, k), value in graph.values.items():
+        if value is v:
+            t = Tensor._wrap(saved.array)
+            t._version = saved.box
+            if not isinstance(node, AccumulateGrad):
+                t._grad_fn, t._output_nr, t._requires_grad = node, k, True
+            return t
+    raise RuntimeError(f"internal error: no node for {v}")
+
+
+def _tensor_apply(ins, args):
+    out = apply_op(ins.op, list(args), dict(ins.attrs))
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _as_tensor_grad(g, create_graph: bool) -> Tensor:
+    if isinstance(g, Tensor):
+        return g
+    return Tensor._wrap(np.array(g, copy=True))
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+    """Accumulate gradients of `tensors` into the `.grad` of the leaves (and retained non-leaves)."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    if isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
+    graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        targets = [(t, edge_of(t)) for t in inputs]
+    else:
+        targets = []
+        for node in graph_nodes:
+            if isinstance(node, AccumulateGrad):
+                targets.append((node.variable, (node, 0)))
+            elif node.retained:
+                for k, ref in node.retained.items():
+                    t = ref()
+                    if t is not None and t._grad_fn is node:
+                        targets.append((t, (node, k)))
+    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph)
+    with no_grad():
+        for (t, _), g in zip(targets, grads):
+            if g is None:
+                continue
+            g = _as_tensor_grad(g, create_graph)
+            if t._grad is None:
+                t._grad = g if create_graph else Tensor._wrap(np.array(g._data, copy=True))
+            elif create_graph:
+                with enable_grad():
+                    t._grad = t._grad + g
+            else:
+                t._grad._data += g._data
+                t._grad._version[0] += 1
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool = False, materialize_grads: bool = False):
+    """The gradients of `outputs` with respect to `inputs`, returned as a tuple (no .grad is touched)."""
+    single_out = isinstance(outputs, Tensor)
+    outputs = [outputs] if single_out else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, not {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)
+    targets = [edge_of(t) for t in inputs]
+    reachable = {id(n) for n in _topological_nodes([edge_of(r)[0] for r in roots])}
+    targets = [e if id(e[0]) in reachable else None for e in targets]
+    grads = _run(roots, seeds, targets, retain_graph, create_graph)
+    out = []
+    for t, g in zip(inputs, grads):
+        if g is None:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+            out.append(Tensor._wrap(np.zeros(t._value_shape(), t.dtype.np)) if materialize_grads else None)
+        else:
+            out.append(g if isinstance(g, Tensor) else Tensor._wrap(np.array(g, copy=True)))
+    return tuple(out)

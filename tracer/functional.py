@@ -1,0 +1,579 @@
+"""User-level tensor functions (`fg.add`, `t.sum(dim)`, `t[0]`, ...).
+
+Each one checks and normalises its arguments as torch does (type promotion,
+dims, indices), then reduces to `apply_op` with the IR op and the grad_fn
+name torch uses for that call. Python scalars become NumPy constants of the
+promoted dtype; they never promote a float32 tensor to float64.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from fusegrad.ir import (DType, bool_, float32, int64, result_type, scalar_dtype)
+from fusegrad.ir.ops import normalize_dim
+from fusegrad.ir.types import DIMMED, SCALAR, ZERO_DIM
+
+from .dispatch import apply_op
+from .tensor import Tensor
+
+_TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+# ------------------------------------------------------------------ operands
+def _is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
+
+
+def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
+    """A Tensor from a Tensor or NumPy array; TypeError naming the argument otherwise."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        from .creation import from_numpy
+        return from_numpy(x)
+    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def _operand(x, fn, arg, pos):
+    if _is_scalar(x) or isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return as_tensor(x)
+    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def _kind(x):
+    if isinstance(x, Tensor):
+        return (x._dtype, DIMMED if x.dim() > 0 else ZERO_DIM)
+    return (scalar_dtype(x), SCALAR)
+
+
+def cast(x: Tensor, dtype: DType) -> Tensor:
+    """x converted to `dtype` (returns x itself when it already is)."""
+    if x._dtype is dtype:
+        return x
+    return apply_op("cast", [x], {"dtype": dtype}, "ToCopyBackward0")
+
+
+def _coerce(x, dtype: DType):
+    if isinstance(x, Tensor):
+        return cast(x, dtype)
+    return np.asarray(x, dtype=dtype.np)
+
+
+def _promoted(operands, fn, names=("input", "other", "third")):
+    ops = [_operand(x, fn, names[i], i + 1) for i, x in enumerate(operands)]
+    if not any(isinstance(x, Tensor) for x in ops):
+        ops[0] = tensor_from_scalar(ops[0])
+    dtype = result_type([_kind(x) for x in ops])
+    return [_coerce(x, dtype) for x in ops], dtype
+
+
+def tensor_from_scalar(x) -> Tensor:
+    return Tensor._wrap(np.asarray(x, dtype=scalar_dtype(x).np))
+
+
+def _float_operands(operands, fn):
+    ops, dtype = _promoted(operands, fn)
+    if not dtype.is_floating_point:
+        ops = [_coerce(x if not isinstance(x, np.ndarray) else x, float32) for x in ops]
+    return ops
+
+
+# ------------------------------------------------------------------ arithmetic
+def add(a, b, alpha=1) -> Tensor:
+    """a + alpha * b."""
+    if alpha != 1:
+        b = mul(b, alpha)
+    return apply_op("add", _promoted([a, b], "add")[0], None, "AddBackward0")
+
+
+def sub(a, b, alpha=1) -> Tensor:
+    """a - alpha * b."""
+    if alpha != 1:
+        b = mul(b, alpha)
+    ops, dtype = _promoted([a, b], "sub")
+    if dtype is bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    return apply_op("sub", ops, None, "SubBackward0")
+
+
+def rsub(a, b) -> Tensor:
+    """b - a, for `2 - x` (torch's RsubBackward1)."""
+    ops, _ = _promoted([b, a], "rsub")
+    return apply_op("sub", ops, None, "RsubBackward1")
+
+
+def mul(a, b) -> Tensor:
+    return apply_op("mul", _promoted([a, b], "mul")[0], None, "MulBackward0")
+
+
+def div(a, b, rounding_mode=None) -> Tensor:
+    """True division (integers divide as float32, as torch)."""
+    if rounding_mode is not None:
+        raise NotImplementedError("div(): rounding_mode is not supported by fusegrad")
+    return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward0")
+
+
+def rdiv(a, b) -> Tensor:
+    """b / a, for `2 / x`."""
+    return apply_op("div", _float_operands([b, a], "div"), None, "MulBackward0")
+
+
+def neg(a) -> Tensor:
+    a = as_tensor(a, "neg")
+    if a._dtype is bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return apply_op("neg", [a], None, "NegBackward0")
+
+
+def pow(a, b) -> Tensor:
+    """a ** b; PowBackward0 for a scalar exponent, 1 for a tensor one, 2 for a scalar base."""
+    name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
+                                                            else "PowBackward2")
+    ops, dtype = _promoted([a, b], "pow")
+    if not dtype.is_floating_point and isinstance(b, numbers.Number) and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return apply_op("pow", ops, None, name)
+
+
+def matmul(a, b) -> Tensor:
+    """Matrix product with NumPy's 1-d and batch rules."""
+    a, b = as_tensor(a, "matmul"), as_tensor(b, "matmul", "other", 2)
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_c_name(a._dtype)} != {_c_name(b._dtype)}")
+    na, nb = a.dim(), b.dim()
+    name = ("DotBackward0" if na == 1 and nb == 1 else "MvBackward0" if na == 2 and nb == 1
+            else "MmBackward0" if na == 2 and nb == 2 else "SqueezeBackward4" if na == 1 and nb == 2
+            else "UnsafeViewBackward0")
+    return apply_op("matmul", [a, b], None, name)
+
+
+def _c_name(d: DType) -> str:
+    return {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}[d.name]
+
+
+def maximum(a, b) -> Tensor:
+    return apply_op("maximum", _promoted([a, b], "maximum")[0], None, "MaximumBackward0")
+
+
+def minimum(a, b) -> Tensor:
+    return apply_op("minimum", _promoted([a, b], "minimum")[0], None, "MinimumBackward0")
+
+
+def _unary_float(op: str, name: str):
+    def fn(a) -> Tensor:
+        a = as_tensor(a, op)
+        if not a._dtype.is_floating_point:
+            a = cast(a, float32)
+        return apply_op(op, [a], None, name)
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op} (integer inputs compute in float32, as torch)."
+    return fn
+
+
+exp = _unary_float("exp", "ExpBackward0")
+log = _unary_float("log", "LogBackward0")
+sqrt = _unary_float("sqrt", "SqrtBackward0")
+sin = _unary_float("sin", "SinBackward0")
+cos = _unary_float("cos", "CosBackward0")
+tanh = _unary_float("tanh", "TanhBackward0")
+sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
+
+
+def relu(a) -> Tensor:
+    return apply_op("relu", [as_tensor(a, "relu")], None, "ReluBackward0")
+
+
+def abs(a) -> Tensor:
+    return apply_op("abs", [as_tensor(a, "abs")], None, "AbsBackward0")
+
+
+def sign(a) -> Tensor:
+    return apply_op("sign", [as_tensor(a, "sign")], None, "SignBackward0")
+
+
+def clamp(a, min=None, max=None) -> Tensor:
+    """Limit values to [min, max]; either bound may be None, a number or a tensor."""
+    a = as_tensor(a, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
+    info = np.finfo(a._dtype.np) if a._dtype.is_floating_point else np.iinfo(np.int64)
+    lo = -np.inf if min is None and a._dtype.is_floating_point else (info.min if min is None else min)
+    hi = np.inf if max is None and a._dtype.is_floating_point else (info.max if max is None else max)
+    ops, _ = _promoted([a, lo, hi], "clamp", ("input", "min", "max"))
+    return apply_op("clamp", ops, None, name)
+
+
+clip = clamp
+
+
+def where(condition, a, b) -> Tensor:
+    """Elementwise choice: a where condition, else b."""
+    condition = as_tensor(condition, "where", "condition")
+    if condition._dtype is not bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_TORCH_DTYPE_NAME[condition._dtype.name]}")
+    ops, _ = _promoted([a, b], "where", ("input", "other"))
+    return apply_op("where", [condition] + ops, None, "WhereBackward0")
+
+
+def _compare(op: str):
+    def fn(a, b) -> Tensor:
+        ops, _ = _promoted([a, b], op)
+        return apply_op(op, ops)
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise comparison `{op}` (a bool tensor, no gradient)."
+    return fn
+
+
+lt, le, gt, ge, eq, ne = (_compare(n) for n in ("lt", "le", "gt", "ge", "eq", "ne"))
+
+
+def logical_not(a) -> Tensor:
+    return apply_op("logical_not", [cast(as_tensor(a, "logical_not"), bool_)])
+
+
+def logical_and(a, b) -> Tensor:
+    return apply_op("logical_and", [cast(as_tensor(a), bool_), cast(as_tensor(b), bool_)])
+
+
+# ------------------------------------------------------------------ reductions
+def _dims(dim, ndim: int) -> tuple:
+    """Normalised, sorted reduction axes; None or () means all."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = []
+    for d in dims:
+        d = normalize_dim(int(d), ndim)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out)) if ndim else ()
+
+
+def sum(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
+    """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
+    a = as_tensor(a, "sum")
+    if dtype is not None:
+        a = cast(a, dtype)
+    elif not a._dtype.is_floating_point:
+        a = cast(a, int64)
+    name = "SumBackward0" if dim is None else "SumBackward1"
+    return apply_op("sum", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
+
+
+def mean(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
+    a = as_tensor(a, "mean")
+    if dtype is not None:
+        a = cast(a, dtype)
+    if not a._dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {_TORCH_DTYPE_NAME[a._dtype.name]}")
+    name = "MeanBackward0" if dim is None else "MeanBackward1"
+    return apply_op("mean", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
+
+
+class MaxMin(tuple):
+    """torch.return_types.max / min: a (values, indices) pair with names."""
+
+    _kind = "max"
+
+    def __new__(cls, values, indices, kind):
+        self = super().__new__(cls, (values, indices))
+        self._kind = kind
+        return self
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"fusegrad.return_types.{self._kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+def _extremum(a, dim, keepdim, kind: str, elementwise):
+    if isinstance(dim, (Tensor, np.ndarray)):
+        return elementwise(a, dim)
+    a = as_tensor(a, kind)
+    if dim is None:
+        if a.numel() == 0:
+            raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return apply_op("amax" if kind == "max" else "amin", [a],
+                        {"axes": tuple(range(a.dim())), "keepdim": False},
+                        "MaxBackward1" if kind == "max" else "MinBackward1")
+    axis = normalize_dim(int(dim), a.dim())
+    if a.dim() == 0:
+        values = apply_op("reshape", [a], {"shape": ()}, "MaxBackward0" if kind == "max" else "MinBackward0")
+        return MaxMin(values, Tensor._wrap(np.zeros((), np.int64)), kind)
+    values, indices = apply_op(kind + "_dim", [a], {"axis": axis, "keepdim": bool(keepdim)},
+                               "MaxBackward0" if kind == "max" else "MinBackward0")
+    return MaxMin(values, indices, kind)
+
+
+def max(a, dim=None, keepdim: bool = False):
+    """Largest value; with `dim`, (values, indices) along it; with a tensor, maximum."""
+    return _extremum(a, dim, keepdim, "max", maximum)
+
+
+def min(a, dim=None, keepdim: bool = False):
+    return _extremum(a, dim, keepdim, "min", minimum)
+
+
+def amax(a, dim=(), keepdim: bool = False) -> Tensor:
+    a = as_tensor(a, "amax")
+    return apply_op("amax", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, "AmaxBackward0")
+
+
+def amin(a, dim=(), keepdim: bool = False) -> Tensor:
+    a = as_tensor(a, "amin")
+    return apply_op("amin", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, "AminBackward0")
+
+
+def argmax(a, dim=None, keepdim: bool = False) -> Tensor:
+    a = as_tensor(a, "argmax")
+    if dim is None:
+        return max(reshape(a.detach(), (-1,)), 0)[1]
+    return max(a.detach(), dim, keepdim)[1]
+
+
+def argmin(a, dim=None, keepdim: bool = False) -> Tensor:
+    a = as_tensor(a, "argmin")
+    if dim is None:
+        return min(reshape(a.detach(), (-1,)), 0)[1]
+    return min(a.detach(), dim, keepdim)[1]
+
+
+def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
+    """Vector p-norm over `dim` (all elements when None); "fro" is p = 2."""
+    a = as_tensor(a, "norm")
+    if not a._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_TORCH_DTYPE_NAME[a._dtype.name]}")
+    p = 2.0 if p in ("fro", None) else float(p)
+    return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)},
+                    "LinalgVectorNormBackward0")
+
+
+def softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
+    a = as_tensor(a, "softmax")
+    if dtype is not None:
+        a = cast(a, dtype)
+    if not a._dtype.is_floating_point:
+        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for '
+                           f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
+    return apply_op("softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "SoftmaxBackward0")
+
+
+def log_softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
+    a = as_tensor(a, "log_softmax")
+    if dtype is not None:
+        a = cast(a, dtype)
+    if not a._dtype.is_floating_point:
+        raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
+                           f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
+    return apply_op("log_softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "LogSoftmaxBackward0")
+
+
+# ------------------------------------------------------------------ shape ops
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape: tuple, numel: int) -> tuple:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    return shape
+
+
+def _viewable(t: Tensor, shape: tuple) -> bool:
+    if t._data is None:
+        return True
+    try:
+        np.reshape(t._data, shape, copy=False)
+        return True
+    except ValueError:
+        return False
+
+
+def reshape(a, *shape) -> Tensor:
+    a = as_tensor(a, "reshape")
+    shape = _infer_shape(_shape_arg(shape), a.numel())
+    name = "ViewBackward0" if _viewable(a, shape) else "UnsafeViewBackward0"
+    return apply_op("reshape", [a], {"shape": shape}, name)
+
+
+def view(a, *shape) -> Tensor:
+    a = as_tensor(a, "view")
+    if len(shape) == 1 and isinstance(shape[0], DType):
+        raise NotImplementedError("view(dtype) is not supported by fusegrad")
+    shape = _infer_shape(_shape_arg(shape), a.numel())
+    if not _viewable(a, shape):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return apply_op("reshape", [a], {"shape": shape}, "ViewBackward0")
+
+
+def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    a = as_tensor(a, "flatten")
+    if a.dim() == 0:
+        return reshape(a, (1,))
+    s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return a
+    shape = tuple(a.shape)
+    return reshape(a, shape[:s] + (-1,) + shape[e + 1:])
+
+
+def permute(a, *dims) -> Tensor:
+    a = as_tensor(a, "permute")
+    dims = _shape_arg(dims)
+    if len(dims) != a.dim():
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    dims = tuple(normalize_dim(d, a.dim()) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
+
+
+def transpose(a, dim0: int, dim1: int) -> Tensor:
+    a = as_tensor(a, "transpose")
+    n = a.dim()
+    d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
+    dims = list(range(n))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return apply_op("permute", [a], {"dims": tuple(dims)}, "TransposeBackward0")
+
+
+def t(a) -> Tensor:
+    a = as_tensor(a, "t")
+    if a.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
+    dims = tuple(reversed(range(a.dim())))
+    return apply_op("permute", [a], {"dims": dims}, "TBackward0")
+
+
+def T(a) -> Tensor:
+    dims = tuple(reversed(range(a.dim())))
+    return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
+
+
+def unsqueeze(a, dim: int) -> Tensor:
+    a = as_tensor(a, "unsqueeze")
+    d = normalize_dim(dim, a.dim() + 1)
+    shape = list(a.shape)
+    shape.insert(d, 1)
+    return apply_op("reshape", [a], {"shape": tuple(shape)}, "UnsqueezeBackward0")
+
+
+def squeeze(a, dim=None) -> Tensor:
+    a = as_tensor(a, "squeeze")
+    shape = tuple(a.shape)
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+        name = "SqueezeBackward0"
+    else:
+        dims = _dims(dim, a.dim()) if a.dim() else ()
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+        name = "SqueezeBackward1" if isinstance(dim, (int, np.integer)) else "SqueezeBackward2"
+    return apply_op("reshape", [a], {"shape": new}, name)
+
+
+def expand(a, *sizes) -> Tensor:
+    a = as_tensor(a, "expand")
+    sizes = _shape_arg(sizes)
+    lead = len(sizes) - a.dim()
+    if lead < 0:
+        raise RuntimeError(f"expand({_legacy_type(a)}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
+                           f"the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
+                           f"of dimensions in the tensor ({a.dim()})")
+    shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    return apply_op("expand", [a], {"shape": shape}, "ExpandBackward0")
+
+
+def _legacy_type(a) -> str:
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+            "bool": "torch.BoolTensor"}[a._dtype.name]
+
+
+def expand_as(a, other) -> Tensor:
+    return expand(a, tuple(other.shape))
+
+
+def broadcast_to(a, shape) -> Tensor:
+    return expand(a, tuple(shape))
+
+
+def clone(a) -> Tensor:
+    a = as_tensor(a, "clone")
+    return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")
+
+
+def contiguous(a) -> Tensor:
+    if a._data is None or a._data.flags.c_contiguous:
+        return a
+    return clone(a)
+
+
+def to(a, dtype: DType | None = None, *args, **kwargs) -> Tensor:
+    if isinstance(dtype, str):   # .to("cpu")
+        dtype = kwargs.get("dtype")
+    return a if dtype is None else cast(a, dtype)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Concatenate along an existing dim."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    ts, _ = _promote_many(tensors)
+    axis = normalize_dim(dim, ts[0].dim())
+    return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
+
+
+def _promote_many(tensors):
+    ts = [as_tensor(x, "cat") for x in tensors]
+    dtype = result_type([_kind(x) for x in ts])
+    return [cast(x, dtype) for x in ts], dtype
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join along a new dim."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ts, _ = _promote_many(tensors)
+    axis = normalize_dim(dim, ts[0].dim() + 1)
+    return apply_op("stack", ts, {"axis": axis}, "StackBackward0")

@@ -1,0 +1,98 @@
+"""In-place ops (`add_`, `mul_`, `zero_`, `copy_`, ...): a functional op whose
+result is written into the tensor, bumping its version counter, with torch's
+checks for leaves and views of leaves that require grad."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import apply_op
+from .grad_mode import is_grad_enabled
+from .tensor import Tensor
+
+
+def check_inplace(t: Tensor) -> None:
+    """torch's errors for an in-place op on a leaf (or a view of one) that requires grad."""
+    if not is_grad_enabled():
+        return
+    if t._grad_fn is None and t._requires_grad:
+        if t._base is not None and t._base._requires_grad and t._base._grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._base is not None and t._base._requires_grad and t._base._grad_fn is None and t._base is not t:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def binary_inplace(op: str, name: str):
+    """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
+    def method(self: Tensor, other, alpha=1) -> Tensor:
+        from .functional import _TORCH_DTYPE_NAME, _coerce, _promoted, mul
+        check_inplace(self)
+        if alpha != 1:
+            other = mul(other, alpha)
+        (_, other), dtype = _promoted([self, other], op + "_")
+        if dtype.category > self._dtype.category or (dtype.category == 2 and op == "div"
+                                                      and not self._dtype.is_floating_point):
+            raise RuntimeError(f"result type {_TORCH_DTYPE_NAME[dtype.name]} can't be cast to the desired output "
+                               f"type {_TORCH_DTYPE_NAME[self._dtype.name]}")
+        apply_op(op, [self, _coerce(other, self._dtype)], None, name, out=self)
+        return self
+    method.__name__ = op + "_"
+    method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
+    return method
+
+
+def unary_inplace(op: str, name: str):
+    """The in-place form of a unary IR op (`exp_`, `relu_`, ...)."""
+    def method(self: Tensor) -> Tensor:
+        check_inplace(self)
+        apply_op(op, [self], None, name, out=self)
+        return self
+    method.__name__ = op + "_"
+    method.__doc__ = f"In-place `{op}`."
+    return method
+
+
+def clamp_(t: Tensor, min=None, max=None) -> Tensor:
+    """In-place clamp with number bounds."""
+    check_inplace(t)
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    info = np.finfo(t._dtype.np) if t._dtype.is_floating_point else np.iinfo(np.int64)
+    lo = (-np.inf if t._dtype.is_floating_point else info.min) if min is None else min
+    hi = (np.inf if t._dtype.is_floating_point else info.max) if max is None else max
+    apply_op("clamp", [t, np.asarray(lo, t._dtype.np), np.asarray(hi, t._dtype.np)], None, "ClampBackward1",
+             out=t)
+    return t
+
+
+def fill_(t: Tensor, value) -> Tensor:
+    """Set every element to `value` (a number or a one-element tensor)."""
+    check_inplace(t)
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions.")
+        from .functional import cast
+        value = cast(value, t._dtype)
+        name = "FillBackward1"
+    else:
+        value = np.asarray(value, dtype=t._dtype.np)
+        name = "FillBackward2"
+    apply_op("index_put", [t, value], {"index": ()}, name, out=t)
+    return t
+
+
+def zero_(t: Tensor) -> Tensor:
+    check_inplace(t)
+    apply_op("index_put", [t, np.zeros((), dtype=t._dtype.np)], {"index": ()}, "ZeroBackward0", out=t)
+    return t
+
+
+def copy_(t: Tensor, src) -> Tensor:
+    """Copy `src` (broadcast, cast to t's dtype) into t."""
+    check_inplace(t)
+    from .functional import as_tensor, cast
+    src = cast(as_tensor(src, "copy_", "src"), t._dtype)
+    apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
+    return t

@@ -1,0 +1,124 @@
+"""grad_fn nodes: one recorded instruction of the eager autograd graph.
+
+A `Node` remembers the op, its attributes, where each input's gradient goes
+(`edges`), and only the tensors its VJP reads (`saved`). Which ones those are
+is not declared by hand: `saved_slots` runs the op's VJP rule once on
+placeholder values and records which forward values it touched, so the
+version-counter check fires for exactly the tensors the backward needs
+(exp, tanh and sigmoid read their output; mul reads its inputs).
+Node classes are named as torch names them (`AddBackward0`, `RsubBackward1`).
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+
+from fusegrad.ir import OPS, Builder, Emitter, Value
+
+_FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+              "have already been freed). Saved intermediate values of the graph are freed when you call "
+              ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+              "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+@functools.lru_cache(maxsize=8192)
+def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
+    """(input indices, output indices) whose values op's VJP reads, given which inputs need grad."""
+    opdef = OPS[op]
+    b = Builder()
+    xs = [Value(t) for t in in_types]
+    out_types = opdef.infer(list(in_types), dict(attrs))
+    ys = [Value(t) for t in out_types]
+    gs = [None if k in opdef.nondiff_outputs else Value(t) for k, t in enumerate(out_types)]
+    opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
+    used = {v.id for ins in b.program.instrs for v in ins.inputs}
+    return (tuple(i for i, v in enumerate(xs) if v.id in used),
+            tuple(k for k, v in enumerate(ys) if v.id in used))
+
+
+class SavedTensor:
+    """A tensor value saved for backward, with the version it had then."""
+
+    __slots__ = ("array", "version", "box", "tensor")
+
+    def __init__(self, array, box, tensor=None):
+        self.array = array
+        self.box = box            # the shared version counter (a one-item list)
+        self.version = box[0]
+        self.tensor = tensor      # the input tensor itself (None for outputs)
+
+
+class Node:
+    """Base of all grad_fn classes."""
+
+    __slots__ = ("op", "attrs", "in_types", "out_types", "edges", "consts", "saved", "retained",
+                 "_freed", "_had_saved", "__weakref__")
+
+    def __init__(self, op, attrs, in_types, out_types, edges, consts, saved):
+        self.op = op
+        self.attrs = attrs
+        self.in_types = in_types
+        self.out_types = out_types
+        self.edges = edges          # per input: (node, output_nr) or None
+        self.consts = consts        # per input: numpy value of an input that is a Python scalar, else None
+        self.saved = saved          # {("in", i) | ("out", k): SavedTensor}
+        self.retained = None        # {output_nr: weakref to a tensor that called retain_grad()}
+        self._freed = False
+        self._had_saved = bool(saved)
+
+    def name(self) -> str:
+        """torch's class name of this node, e.g. "MulBackward0"."""
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        """((node, output_nr) or (None, 0)) for each tensor input, as torch."""
+        return tuple(e if e is not None else (None, 0)
+                     for e, c in zip(self.edges, self.consts) if c is None)
+
+    def free_saved(self) -> None:
+        self.saved = {}
+        self._freed = True
+
+    def check_not_freed(self) -> None:
+        if self._freed and self._had_saved:
+            raise RuntimeError(_FREED_MSG)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+
+class AccumulateGrad(Node):
+    """The node every leaf that requires grad feeds; `variable` is the leaf."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(None, (), (), (), (), (), {})
+        self.variable = variable
+
+    @property
+    def next_functions(self) -> tuple:
+        return ()
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def node_class(name: str) -> type:
+    """The Node subclass called `name` (created once, so type(...).__name__ is torch's)."""
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = type(name, (Node,), {"__slots__": ()})
+        _CLASSES[name] = cls
+    return cls
+
+
+def grad_accumulator(leaf) -> AccumulateGrad:
+    """The one AccumulateGrad node of a leaf tensor (shared by every edge to it)."""
+    ref = leaf._grad_acc
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._grad_acc = weakref.ref(node)
+    return node

@@ -1,0 +1,300 @@
+"""fg.Tensor: a NumPy array plus autograd state, with torch's API.
+
+Eagerly a Tensor holds its value in `_data`; inside a compiled function's
+trace it holds a symbolic IR value instead (see trace.py). Operations are
+defined in `functional.py`; this module holds the state, the attributes and
+the Python protocol methods, and binds the functional forms as methods.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
+
+from . import trace_state
+from .grad_mode import is_grad_enabled
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple printed `fg.Size([2, 3])`."""
+
+    def __repr__(self) -> str:
+        return f"fg.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it."""
+
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
+                 "_grad_acc", "_retains_grad", "_base", "_sym", "__weakref__", "__dict__")
+
+    def __init__(self, data=None, requires_grad: bool = False):
+        from .creation import as_array
+        if data is None:
+            data = np.zeros((0,), dtype=np.float32)
+        array = data._data if isinstance(data, Tensor) else as_array(data, None)
+        self._init(array, from_numpy_dtype(array.dtype))
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, array: np.ndarray, dtype: DType) -> None:
+        self._data = array
+        self._dtype = dtype
+        self._requires_grad = False
+        self._grad_fn = None
+        self._output_nr = 0
+        self._grad = None
+        self._version = [0]
+        self._grad_acc = None
+        self._retains_grad = False
+        self._base = None
+        self._sym = None
+
+    @classmethod
+    def _wrap(cls, array: np.ndarray, dtype: DType | None = None) -> "Tensor":
+        """A new leaf around `array` (no copy)."""
+        t = object.__new__(Tensor)
+        t._init(array, dtype or from_numpy_dtype(array.dtype))
+        return t
+
+    def _snapshot(self) -> "Tensor":
+        """A copy of this tensor's current value that keeps its autograd history."""
+        t = Tensor._wrap(self._data.copy(), self._dtype)
+        t._grad_fn, t._output_nr, t._requires_grad = self._grad_fn, self._output_nr, self._requires_grad
+        return t
+
+    # ------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._value_shape())
+
+    def _value_shape(self) -> tuple:
+        return self._sym.shape if self._data is None else self._data.shape
+
+    def size(self, dim: int | None = None):
+        """The shape, or one dimension's size."""
+        shape = self._value_shape()
+        if dim is None:
+            return Size(shape)
+        from fusegrad.ir.ops import normalize_dim
+        return shape[normalize_dim(dim, len(shape))]
+
+    def dim(self) -> int:
+        return len(self._value_shape())
+
+    @property
+    def ndim(self) -> int:
+        return len(self._value_shape())
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._value_shape():
+            n *= s
+        return n
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    # ------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set `requires_grad` on a leaf, in place; returns self."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
+                                   "a computed variable in a subgraph that doesn't require differentiation use "
+                                   "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad and _warn_nonleaf_grad():
+            pass
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf tensor after backward."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        self._retains_grad = True
+        import weakref
+        node = self._grad_fn
+        if node.retained is None:
+            node.retained = {}
+        node.retained[self._output_nr] = weakref.ref(self)
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's memory and version counter, with no history."""
+        if self._data is None:
+            return trace_state.current().detach(self)
+        t = Tensor._wrap(self._data, self._dtype)
+        t._version = self._version
+        t._base = self._base if self._base is not None else self
+        return t
+
+    def detach_(self) -> "Tensor":
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """The value without history; shares memory but not the version counter."""
+        if self._data is None:
+            return trace_state.current().detach(self)
+        return Tensor._wrap(self._data, self._dtype)
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        if self._data is None or value._data is None:
+            trace_state.current().assign_data(self, value)
+            return
+        self._data = value._data
+        self._dtype = value._dtype
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into each leaf's `.grad` (see fg.autograd.backward)."""
+        from .engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    # ------------------------------------------------------------ conversion
+    def _concrete(self) -> np.ndarray:
+        """The value as a NumPy array; inside a trace this runs the program so far (a graph break)."""
+        if self._data is None:
+            return trace_state.current().materialize(self)
+        return self._data
+
+    def numpy(self) -> np.ndarray:
+        """The value as a NumPy array sharing memory (error if it requires grad)."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._concrete()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._concrete().reshape(()).item()
+
+    def tolist(self):
+        return self._concrete().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._concrete()
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self) -> int:
+        shape = self._value_shape()
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from .formatting import format_tensor
+        suffixes = []
+        if self._grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return format_tensor(self._concrete(), suffixes)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        t = Tensor._wrap(self._concrete().copy(), self._dtype)
+        t._requires_grad = self._requires_grad
+        if type(self) is not Tensor:
+            t.__class__ = type(self)
+            t.__dict__.update(self.__dict__)
+        memo[id(self)] = t
+        return t
+
+
+def _warn_nonleaf_grad() -> bool:
+    return False
+
+
+_DTYPE_OF = {"float32": float32, "float64": float64, "int64": int64, "bool": bool_}

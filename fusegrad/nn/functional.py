@@ -49,14 +49,17 @@ def linear(input, weight, bias=None):
     if input.dtype != weight.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
+    if weight.dim() != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {weight.dim()}-D tensor")
     in_features = weight.shape[-1]
     if input.shape[-1] != in_features:
         rows = 1
         for size in input.shape[:-1]:
             rows *= size
+        # torch names the transposed weight (in x out) as mat2
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
-                           f"{'x'.join(str(s) for s in weight.shape)})")
-    out = input.matmul(weight.t()) if weight.dim() == 2 else input.matmul(weight)
+                           f"{in_features}x{weight.shape[0]})")
+    out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 
 

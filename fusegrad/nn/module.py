@@ -350,14 +350,17 @@ class Module:
         """
         if destination is None:
             destination = OrderedDict()
-        for name, module in self.named_modules(prefix=prefix.rstrip(".")):
-            module_prefix = name + "." if name else ""
-            for key, param in module._parameters.items():
-                if param is not None:
-                    destination[module_prefix + key] = param if keep_vars else param.detach()
-            for key, buf in module._buffers.items():
-                if buf is not None and key not in module._non_persistent_buffers_set:
-                    destination[module_prefix + key] = buf if keep_vars else buf.detach()
+        for key, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + key] = param if keep_vars else param.detach()
+        for key, buf in self._buffers.items():
+            if buf is not None and key not in self._non_persistent_buffers_set:
+                destination[prefix + key] = buf if keep_vars else buf.detach()
+        # Recursing through _modules (not named_modules) lists a shared submodule
+        # under every name it has, as torch does.
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
     def load_state_dict(self, state_dict, strict: bool = True) -> _IncompatibleKeys:

@@ -22,7 +22,7 @@ from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, ca
                                         norm, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
                                         squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
 from fusegrad.tracer.formatting import set_printoptions
-from fusegrad.runtime import grad, value_and_grad
+from fusegrad.runtime import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
 from fusegrad import autograd
 
 float = float32  # noqa: A001  (torch's aliases)

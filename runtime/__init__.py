@@ -1,2 +1,3 @@
 """fusegrad.runtime: the compile pipeline, caches, executor and transforms."""
 from .transforms import grad, value_and_grad
+from .compile import CompiledFunction, compile

@@ -13,6 +13,7 @@ import numpy as np
 from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
 from fusegrad.ir.passes import simplify
 
+from . import trace_state
 from .dispatch import apply_op, edge_of
 from .grad_mode import enable_grad, no_grad
 from .node import AccumulateGrad, _FREED_MSG
@@ -193,6 +194,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     if retain_graph is None:
         retain_graph = create_graph
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
+    trace = trace_state.current()
+    if trace is not None:
+        trace.backward(roots, seeds, inputs, create_graph)
+        return
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -239,6 +244,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)
+    trace = trace_state.current()
+    if trace is not None:
+        grads = trace.gradients(roots, seeds, inputs, create_graph)
+        if not (allow_unused or materialize_grads) and any(g is None for g in grads):
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
+        from .functional import mul
+        return tuple(mul(x, 0) if g is None and materialize_grads else g for x, g in zip(inputs, grads))
     targets = [edge_of(t) for t in inputs]
     reachable = {id(n) for n in _topological_nodes([edge_of(r)[0] for r in roots])}
     targets = [e if id(e[0]) in reachable else None for e in targets]

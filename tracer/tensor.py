@@ -148,8 +148,6 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self._retains_grad and _warn_nonleaf_grad():
-            pass
         return self._grad
 
     @grad.setter
@@ -218,7 +216,7 @@ class Tensor:
     # ------------------------------------------------------------ conversion
     def _concrete(self) -> np.ndarray:
         """The value as a NumPy array; inside a trace this runs the program so far (a graph break)."""
-        if self._data is None:
+        if self._sym is not None:
             return trace_state.current().materialize(self)
         return self._data
 
@@ -293,8 +291,3 @@ class Tensor:
         return t
 
 
-def _warn_nonleaf_grad() -> bool:
-    return False
-
-
-_DTYPE_OF = {"float32": float32, "float64": float64, "int64": int64, "bool": bool_}

@@ -1,0 +1,38 @@
+"""`custom_call`: an opaque function inside a program.
+
+This is the small interface through which higher layers plug into the IR
+without the IR importing them: the op's attribute `fn` is any object with
+
+    fn.out_types : list of TensorType      (its outputs' abstract values)
+    fn.run(*arrays) -> tuple of arrays     (its value, on NumPy arrays)
+    fn.vjp_fn     : another such object or None; called with one cotangent
+                    per output, it returns one gradient per input
+
+The eager engine uses it for a compiled function's backward
+(CompiledFunctionBackward): the node's VJP is a custom_call of the compiled
+backward program.
+"""
+from __future__ import annotations
+
+from .registry import OPAQUE, OpDef, register
+
+
+def _infer(types, attrs):
+    return list(attrs["fn"].out_types)
+
+
+def _ref(*arrays, fn):
+    return tuple(fn.run(*arrays))
+
+
+def _vjp(e, xs, ys, gs, attrs, needs):
+    back = attrs["fn"].vjp_fn
+    if back is None:
+        return [None] * len(xs)
+    gs = [g if g is not None else e.zeros_like(y) for g, y in zip(gs, ys)]
+    grads = e.op("custom_call", *gs, fn=back)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    return [g if need else None for g, need in zip(grads, needs)]
+
+
+register(OpDef("custom_call", OPAQUE, _infer, _ref, _vjp, doc="custom_call(*xs; fn): an opaque function"))

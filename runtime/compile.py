@@ -1,0 +1,252 @@
+"""fg.compile: trace each call into one SSA program, then run it compiled.
+
+Pipeline per call (each step a named function whose output `explain()` prints):
+
+    trace      run the Python function with a Trace installed (tracer/trace.py)
+    collect    outputs = every symbolic tensor still alive + in-place writes
+    autograd   if outputs require grad through inputs that require grad,
+               emit the backward program now (ir.autodiff) for later
+    simplify   CSE + DCE (ir/passes.py)
+    execute    compile_program(program) from runtime/executor.py: fusion,
+               Numba kernels and the program/kernel caches; small programs
+               run on the reference executor (cost model below)
+    write back materialise outputs, `.grad` of leaves, in-place updates; give
+               outputs that need it a CompiledFunctionBackward grad_fn
+
+Retracing every call is what makes arbitrary Python control flow correct;
+caching happens below, keyed on the program's structure and shapes.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, run_program
+from fusegrad.ir.passes import dead_code_elimination, simplify
+from fusegrad.ir.printer import format_program
+from fusegrad.ir.program import freeze_attrs
+from fusegrad.ir.verifier import free_values
+from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
+from fusegrad.tracer.dispatch import edge_of
+from fusegrad.tracer.node import node_class
+from fusegrad.tracer.trace import Trace, TraceContext
+
+# Programs whose values hold fewer elements than this in total run on the
+# reference executor: for them NumPy's per-op cost beats a kernel launch plus
+# the compile, and a graph break has usually computed most values already.
+SMALL_PROGRAM_ELEMENTS = 4096
+
+
+def _executor():
+    from . import executor
+    return executor
+
+
+def _program_elements(program: Program) -> int:
+    return sum(v.type.numel for ins in program.instrs for v in ins.outputs)
+
+
+class _Run:
+    """What one call did: the programs, which path ran, graph breaks (for explain)."""
+
+    def __init__(self):
+        self.forward: Program | None = None
+        self.backward: Program | None = None
+        self.path = ""
+        self.compiled = None
+        self.backward_compiled = None
+        self.breaks = []
+        self.backward_start = None
+
+
+def execute(program: Program, args: list, known: dict | None, run: _Run):
+    """Run `program` on the cheapest path (see SMALL_PROGRAM_ELEMENTS)."""
+    if not program.instrs:
+        run.path = "no instructions"
+        env = {v.id: a for v, a in zip(program.inputs, args)}
+        return [env[v.id] for v in program.outputs]
+    if _program_elements(program) < SMALL_PROGRAM_ELEMENTS:
+        run.path = "reference executor (small program)"
+        env = dict(known or {})
+        pending = Program(program.inputs, [i for i in program.instrs if i.outputs[0].id not in env],
+                          program.outputs)
+        return run_program(pending, args, env=env)
+    compiled = _executor().compile_program(program)
+    run.compiled = compiled
+    run.path = "compiled kernels"
+    return compiled(args)
+
+
+class _ForwardFn:
+    """custom_call protocol for a compiled call's outputs (see ir/ops/custom.py)."""
+
+    def __init__(self, out_types, results, vjp_fn):
+        self.out_types = out_types
+        self._results = results
+        self.vjp_fn = vjp_fn
+
+    def run(self, *arrays):
+        return tuple(self._results)
+
+
+class _BackwardFn:
+    """custom_call protocol running the compiled backward program of one call."""
+
+    def __init__(self, program: Program, saved: list, in_types, grad_present: list, run: _Run):
+        self.program = program
+        self.saved = saved
+        self.out_types = in_types
+        self.grad_present = grad_present
+        self.vjp_fn = None
+        self.run_info = run
+
+    def run(self, *cotangents):
+        outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
+        return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
+                     for present, t in zip(self.grad_present, self.out_types))
+
+
+class CompiledFunction:
+    """A function whose calls are traced into one program and run compiled."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.last_run: _Run | None = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if trace_state.current() is not None:      # nested compile: inline into the outer trace
+            return self.fn(*args, **kwargs)
+        args = tuple(_from_numpy(a) for a in args)
+        trace = Trace()
+        try:
+            with TraceContext(trace):
+                result = self.fn(*args, **kwargs)
+        except BaseException:
+            _abandon(trace)
+            raise
+        run = _Run()
+        try:
+            _finish(trace, result, run)
+        except BaseException:
+            _abandon(trace)
+            raise
+        self.last_run = run
+        return result
+
+    def explain(self, *args, **kwargs) -> str:
+        """Run one call and describe it: programs, path, kernels, source, graph breaks."""
+        self(*args, **kwargs)
+        run = self.last_run
+        parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}"]
+        fwd = run.forward
+        if run.backward_start is not None:
+            head = Program(fwd.inputs, fwd.instrs[:run.backward_start], [])
+            parts += ["## forward program", format_program(fwd),
+                      f"## backward program (instructions from #{run.backward_start} on, emitted by "
+                      f"autodiff inside the call)",
+                      "\n".join(_lines_after(fwd, run.backward_start))]
+            del head
+        else:
+            parts += ["## forward program", format_program(fwd)]
+        if run.backward is not None:
+            parts += ["## backward program (for gradients flowing into the call's inputs)",
+                      format_program(run.backward)]
+        if run.breaks:
+            parts.append("## graph breaks")
+            parts += [f"{loc}: {why}" for loc, why in run.breaks]
+        else:
+            parts.append("## graph breaks\nnone")
+        for title, compiled in (("forward", run.compiled), ("backward", run.backward_compiled)):
+            if compiled is not None:
+                parts += [f"## {title} kernels and generated source", compiled.explain()]
+        return "\n\n".join(parts)
+
+
+def _lines_after(program: Program, start: int):
+    text = format_program(program).splitlines()
+    return text[1 + start:-1]
+
+
+def _from_numpy(a):
+    if isinstance(a, np.ndarray):
+        from fusegrad.tracer.creation import from_numpy
+        return from_numpy(a)
+    return a
+
+
+def _abandon(trace: Trace) -> None:
+    """Undo a failed call's side effects on the caller's tensors."""
+    for _, tensor in trace.mutated.values():
+        tensor._sym = None
+    for leaf, old in trace.grad_leaves.values():
+        leaf._grad = old
+
+
+def _finish(trace: Trace, result, run: _Run) -> None:
+    alive = [t for t in trace.alive.values() if t._sym is not None]
+    mutated = list(trace.mutated.values())
+    outputs, seen = [], set()
+    for v in [t._sym for t in alive] + [t._sym for _, t in mutated]:
+        if v.id not in seen:
+            seen.add(v.id)
+            outputs.append(v)
+    program = dead_code_elimination(Program(trace.program.inputs, trace.program.instrs, outputs))
+
+    # Gradients that will flow back into this call from the eager engine.
+    grad_outs = [t for t in alive if t._requires_grad and t._data is None]
+    boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
+    backward = None
+    if grad_outs and boundary and is_grad_enabled():
+        b = Builder(Program())
+        seeds = [b.input(t._sym.type) for t in grad_outs]
+        instrs = [ins for ins in program.instrs if id(ins) in trace.grad_instrs]
+        wrt = [trace.value_of(x) for x in boundary]
+        grads = emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt)
+        b.program.outputs = [g for g in grads if g is not None]
+        bwd = simplify(b.program)
+        saved = free_values(bwd)
+        backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
+        outputs = outputs + [v for v in saved if v.id not in seen]
+        program = dead_code_elimination(Program(trace.program.inputs, trace.program.instrs, outputs))
+
+    run.forward = program
+    run.breaks = trace.breaks
+    run.backward_start = trace.backward_start if trace.backward_start is not None and \
+        trace.backward_start < len(program.instrs) else None
+    arrays = execute(program, trace.input_arrays, trace.known, run)
+    by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
+
+    for t in alive:
+        t._data = by_id[t._sym.id]
+        t._sym = None
+    for array, tensor in mutated:
+        if tensor._sym is not None:
+            np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
+            tensor._sym = None
+            tensor._version[0] += 1
+
+    if backward is not None:
+        bwd_program, saved, present = backward
+        run.backward = bwd_program
+        in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
+        back = _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types, present, run)
+        out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
+        fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
+        node = node_class("CompiledFunctionBackward")(
+            "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
+            tuple(edge_of(x) for x in boundary), (None,) * len(boundary), {})
+        for k, t in enumerate(grad_outs):
+            t._grad_fn, t._output_nr = node, k
+    else:
+        # No gradient can flow back into the call: its outputs are plain values.
+        for t in alive:
+            t._requires_grad = False
+
+
+def compile(fn=None):
+    """`@fg.compile` / `fg.compile(fn)`: trace every call into one program and run it compiled."""
+    if fn is None:
+        return compile
+    return CompiledFunction(fn)

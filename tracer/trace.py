@@ -1,0 +1,193 @@
+"""Tracing: inside a compiled function's call, Tensor ops append to one SSA
+program instead of executing.
+
+Concrete tensors that a traced op touches (arguments, parameters, constants
+made inside the function) become program inputs, keyed by their memory so a
+tensor and its `.data` are one input. Python scalars become 0-d inputs
+(runtime arguments, never part of the cache key). In-place ops are
+functional updates: the tensor's memory is re-bound to the new value and
+written back when the call returns. `backward()`, `autograd.grad` and thus
+`fg.grad` and optimizer steps append their backward into the same program.
+
+Reading a value (`bool()`, `item()`, `print`) runs the program traced so far
+with the reference executor (a graph break) and tracing continues.
+"""
+from __future__ import annotations
+
+import sys
+import weakref
+
+import numpy as np
+
+from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype
+from fusegrad.ir.interpreter import reference_apply
+
+from . import trace_state
+from .grad_mode import is_grad_enabled
+from .tensor import Tensor
+
+
+def _memory_key(a: np.ndarray):
+    return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+
+
+def user_location() -> str:
+    """file:line of the innermost frame outside fusegrad's own code (for graph-break reports)."""
+    import os
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    layers = ("ir", "tracer", "runtime", "codegen", "fusegrad")
+    internal = tuple(os.path.join(here, d) + os.sep for d in layers)
+    f = sys._getframe(1)
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        if not path.startswith(internal):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+class Trace:
+    """One call's program under construction, and the bookkeeping to finish it."""
+
+    def __init__(self):
+        self.builder = Builder(Program())
+        self.input_arrays: list = []        # one per program input
+        self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
+        self.mutated: dict = {}             # memory key -> (array, tensor) written in place
+        self.grad_instrs: set = set()       # ids of instructions recorded with grad
+        self.alive = weakref.WeakValueDictionary()  # id -> symbolic tensor made by this trace
+        self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
+        self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
+        self.known: dict = {}               # value id -> array computed at a graph break
+        self.breaks: list = []              # (location, reason)
+        self.backward_start: int | None = None
+        self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
+
+    # ------------------------------------------------------------ values
+    @property
+    def program(self) -> Program:
+        return self.builder.program
+
+    def _input(self, array: np.ndarray) -> Value:
+        v = self.builder.input(TensorType(array.shape, from_numpy_dtype(array.dtype)))
+        self.input_arrays.append(array)
+        self.known[v.id] = array
+        return v
+
+    def value_of(self, x) -> Value:
+        """The program value standing for a Tensor or a scalar constant."""
+        if isinstance(x, np.ndarray):
+            return self._input(x)
+        if x._sym is not None:
+            return x._sym
+        key = _memory_key(x._data)
+        v = self.lifted.get(key)
+        if v is None:
+            v = self.lifted[key] = self._input(x._data)
+        if x._requires_grad:
+            (self.leaf_tensors if x._grad_fn is None else self.boundary).setdefault(key, x)
+        return v
+
+    def symbolic(self, v: Value, requires_grad: bool) -> Tensor:
+        t = object.__new__(Tensor)
+        t._init(None, v.dtype)
+        t._sym = v
+        t._requires_grad = requires_grad
+        self.alive[id(t)] = t
+        return t
+
+    # ------------------------------------------------------------ recording
+    def record(self, op, inputs, attrs, name, out):
+        opdef = OPS[op]
+        values = [self.value_of(x) for x in inputs]
+        outs = self.builder.emit(op, *values, **attrs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        requires = (opdef.vjp is not None and is_grad_enabled()
+                    and any(isinstance(x, Tensor) and x._requires_grad for x in inputs))
+        if requires:
+            self.grad_instrs.add(id(self.program.instrs[-1]))
+        if out is not None:
+            self.rebind(out, outs[0], requires)
+            return out
+        results = tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs) for k, v in enumerate(outs))
+        return results[0] if len(results) == 1 else results
+
+    def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
+        """An in-place write: `t` now holds value `v`."""
+        if t._data is not None:
+            key = _memory_key(t._data)
+            self.lifted[key] = v
+            self.mutated[key] = (t._data, t)
+        t._sym = v
+        t._requires_grad = t._requires_grad or requires
+        if t._data is None:
+            self.alive[id(t)] = t
+
+    def detach(self, t: Tensor) -> Tensor:
+        """A value with no gradient path: a fresh value (an identity op outside the grad set)."""
+        v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
+        return self.symbolic(v, False)
+
+    def assign_data(self, t: Tensor, value: Tensor) -> None:
+        """`t.data = value` inside a trace."""
+        if t._data is not None and value._data is None and t._data.shape == value.shape:
+            self.rebind(t, value._sym, False)
+            return
+        t._data, t._sym, t._dtype = value._data, value._sym, value._dtype
+
+    # ------------------------------------------------------------ graph breaks
+    def materialize(self, t: Tensor) -> np.ndarray:
+        """Run what is traced so far and return t's value (a graph break)."""
+        v = t._sym
+        if v.id not in self.known:
+            self.breaks.append((user_location(), f"value of {v.type} read"))
+            for ins in self.program.instrs:
+                if ins.outputs[0].id in self.known:
+                    continue
+                outs = reference_apply(ins, [self.known[x.id] for x in ins.inputs])
+                for o, a in zip(ins.outputs, outs):
+                    self.known[o.id] = a
+        return self.known[v.id]
+
+    # ------------------------------------------------------------ autograd
+    def gradients(self, outputs, seeds, inputs, create_graph: bool):
+        """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused)."""
+        if self.backward_start is None:
+            self.backward_start = len(self.program.instrs)
+        instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
+        out_values = [self.value_of(o) for o in outputs]
+        seed_values = [self.value_of(s) for s in seeds]
+        wrt = [self.value_of(x) for x in inputs]
+        before = len(self.program.instrs)
+        grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt)
+        if create_graph:
+            self.grad_instrs.update(id(ins) for ins in self.program.instrs[before:])
+        return [None if g is None else self.symbolic(g, create_graph) for g in grads]
+
+    def backward(self, roots, seeds, inputs, create_graph: bool) -> None:
+        """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""
+        from .functional import add
+        from .grad_mode import enable_grad, no_grad
+        leaves = list(inputs) if inputs is not None else list(self.leaf_tensors.values())
+        grads = self.gradients(roots, seeds, leaves, create_graph)
+        with (enable_grad() if create_graph else no_grad()):
+            for leaf, g in zip(leaves, grads):
+                if g is None:
+                    continue
+                self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
+                leaf._grad = g if leaf._grad is None else add(leaf._grad, g)
+
+
+class TraceContext:
+    """Installs a Trace for the duration of a compiled call."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = trace_state.set_current(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        trace_state.set_current(self.prev)
+        return False

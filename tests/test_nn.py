@@ -570,3 +570,35 @@ def test_fine_tuning_frozen_parameters_get_no_grad():
     frozen = [p for n, p in model.named_parameters() if not n.startswith("4.")]
     assert frozen and all(p.grad is None for p in frozen)
     assert all(p.grad is not None for p in model[-1].parameters())
+
+
+def test_fine_tuning_graph_reaches_only_the_new_layer():
+    """Frozen layers record no history, so backward has no node for them (as in torch)."""
+    for lib, make_x in ((nn, lambda: fg.randn(4, 4)), (torch.nn, lambda: torch.randn(4, 4))):
+        model = mlp(lib)
+        model.requires_grad_(False)
+        model[-1] = lib.Linear(8, 3)
+        out = model(make_x()).sum()
+        leaves, stack, seen = [], [out.grad_fn], set()
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if type(node).__name__ == "AccumulateGrad":
+                leaves.append(node.variable)
+            stack.extend(n for n, _ in node.next_functions)
+        assert sorted(id(t) for t in leaves) == sorted(id(p) for p in model[-1].parameters())
+
+
+def test_finetune_example_runs(capsys):
+    import pathlib
+    import runpy
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "finetune.py"
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "leaves reached by backward: ['fc.bias', 'fc.weight']" in out
+    losses = [float(line.split("loss")[1]) for line in out.splitlines() if "[fine-tune]" in line]
+    assert len(losses) >= 2 and losses[-1] < losses[0]
+    frozen = [line for line in out.splitlines() if line.strip().startswith("features.")]
+    assert len(frozen) == 4 and all(line.endswith("grad is None: True") for line in frozen)

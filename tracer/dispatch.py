@@ -93,7 +93,8 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         consts = tuple(x if isinstance(x, np.ndarray) else None for x in inputs)
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, consts, saved)
         for k, t in enumerate(outs):
-            if k not in opdef.nondiff_outputs:
+            # Integer and bool results never require grad (torch).
+            if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:
                 t._grad_fn = node
                 t._output_nr = k
                 t._requires_grad = True

@@ -94,15 +94,24 @@ def sub(a, b, alpha=1) -> Tensor:
     """a - alpha * b."""
     if alpha != 1:
         b = mul(b, alpha)
+    _check_bool_sub(a, b)
     ops, dtype = _promoted([a, b], "sub")
-    if dtype is bool_:
+    return apply_op("sub", ops, None, "SubBackward0")
+
+
+def _check_bool_sub(a, b) -> None:
+    bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, (bool, np.bool_)) for x in (a, b)]
+    if all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    return apply_op("sub", ops, None, "SubBackward0")
+    if any(bools):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def rsub(a, b) -> Tensor:
     """b - a, for `2 - x` (torch's RsubBackward1)."""
+    _check_bool_sub(b, a)
     ops, _ = _promoted([b, a], "rsub")
     return apply_op("sub", ops, None, "RsubBackward1")
 
@@ -136,7 +145,9 @@ def pow(a, b) -> Tensor:
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
-    if not dtype.is_floating_point and isinstance(b, numbers.Number) and b < 0:
+    if dtype is bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return apply_op("pow", ops, None, name)
 

@@ -109,7 +109,8 @@ class Trace:
         if out is not None:
             self.rebind(out, outs[0], requires)
             return out
-        results = tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs) for k, v in enumerate(outs))
+        results = tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
+                        for k, v in enumerate(outs))
         return results[0] if len(results) == 1 else results
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:

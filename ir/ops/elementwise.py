@@ -68,7 +68,19 @@ def _pow_vjp(e, x, y, g, a, n):
     return [gx, gy]
 
 
-elementwise("pow", np.power, _pow_vjp, "fg_pow({0}, {1})")
+def _pow_ref(x, y):
+    if x.dtype.kind != "i":
+        return np.power(x, y)
+    # Integer powers: torch gives 1 / x**|y| truncated for negative exponents
+    # (1 for x == 1, +-1 for x == -1, else 0) where NumPy raises.
+    neg = y < 0
+    safe = np.power(x, np.where(neg, 0, y))
+    odd = (np.abs(y) % 2) == 1
+    inverse = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(x.dtype)
+    return np.where(neg, inverse, safe)
+
+
+elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})")
 
 
 def _extremum_vjp(first_wins):

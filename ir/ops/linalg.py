@@ -82,6 +82,8 @@ def _axis_infer(types, attrs):
 
 
 def _softmax_ref(x, axis):
+    if x.ndim == 0:
+        return np.ones_like(x) if not np.isnan(x) else x.copy()
     with np.errstate(all="ignore"):
         m = np.max(x, axis=axis, keepdims=True) if x.size else x
         ex = np.exp(x - m)
@@ -89,32 +91,37 @@ def _softmax_ref(x, axis):
 
 
 def _log_softmax_ref(x, axis):
+    if x.ndim == 0:
+        return np.zeros_like(x) if not np.isnan(x) else x.copy()
     with np.errstate(all="ignore"):
         m = np.max(x, axis=axis, keepdims=True) if x.size else x
         shifted = x - m
         return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))).astype(x.dtype)
 
 
+def _axes(x, attrs):
+    """The softmax axis as reduction axes (none for a 0-d input)."""
+    return (attrs["axis"],) if x.type.ndim else ()
+
+
 def _softmax_vjp(e, x, y, g, a, n):
-    axis = a["axis"]
-    dot = e.sum(e.mul(g[0], y[0]), (axis,), keepdim=True)
+    dot = e.sum(e.mul(g[0], y[0]), _axes(x[0], a), keepdim=True)
     return [e.mul(y[0], e.sub(g[0], dot))]
 
 
 def _log_softmax_vjp(e, x, y, g, a, n):
-    axis = a["axis"]
-    total = e.sum(g[0], (axis,), keepdim=True)
+    total = e.sum(g[0], _axes(x[0], a), keepdim=True)
     return [e.sub(g[0], e.mul(e.exp(y[0]), total))]
 
 
 def _softmax_decompose(e, xs, a):
-    x, axis = xs[0], (a["axis"],)
+    x, axis = xs[0], _axes(xs[0], a)
     ex = e.exp(e.sub(x, e.amax(x, axis, keepdim=True)))
     return [e.div(ex, e.sum(ex, axis, keepdim=True))]
 
 
 def _log_softmax_decompose(e, xs, a):
-    x, axis = xs[0], (a["axis"],)
+    x, axis = xs[0], _axes(xs[0], a)
     shifted = e.sub(x, e.amax(x, axis, keepdim=True))
     return [e.sub(shifted, e.log(e.sum(e.exp(shifted), axis, keepdim=True)))]
 

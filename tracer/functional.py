@@ -145,7 +145,7 @@ def pow(a, b) -> Tensor:
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
-    if dtype is bool_:
+    if dtype is bool_ and isinstance(b, Tensor):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")

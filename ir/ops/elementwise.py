@@ -69,6 +69,8 @@ def _pow_vjp(e, x, y, g, a, n):
 
 
 def _pow_ref(x, y):
+    if x.dtype.kind == "b":
+        return _pow_ref(x.astype(np.int64), np.asarray(y, np.int64)).astype(np.bool_)
     if x.dtype.kind != "i":
         return np.power(x, y)
     # Integer powers: torch gives 1 / x**|y| truncated for negative exponents

@@ -291,6 +291,10 @@ class Adam(Optimizer):
             grad = -p.grad if group["maximize"] else p.grad
             state = self._init_state(p, amsgrad)
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            # Read the count before the in-place increment: inside fg.compile the
+            # state tensor is still concrete here, so this is no graph break, and
+            # the Python floats below become runtime scalars of the program.
+            step = step_t.item() + 1
             step_t.add_(1)
             if weight_decay != 0:
                 if group["decoupled_weight_decay"]:
@@ -311,7 +315,6 @@ class Adam(Optimizer):
             if group["capturable"]:
                 self._capturable_update(p, exp_avg, second, step_t, lr, beta1, beta2, eps)
             else:
-                step = step_t.item()
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1

@@ -602,3 +602,20 @@ def test_finetune_example_runs(capsys):
     assert len(losses) >= 2 and losses[-1] < losses[0]
     frozen = [line for line in out.splitlines() if line.strip().startswith("features.")]
     assert len(frozen) == 4 and all(line.endswith("grad is None: True") for line in frozen)
+
+
+def test_losses_trace_inside_compile():
+    """cross_entropy and mse_loss are public Tensor ops: compiled values and errors equal eager ones."""
+    x_np = np.random.default_rng(13).standard_normal((6, 4))
+    x, t = fg.tensor(x_np, requires_grad=True), fg.tensor([0, 3, 1, 2, 2, -100])
+    compiled = fg.compile(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1) + F.mse_loss(x, x * 0.5))
+    loss = compiled(x, t)
+    expected = F.cross_entropy(x, t, label_smoothing=0.1) + F.mse_loss(x, x * 0.5)
+    np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-6)
+    loss.backward()
+    grad = x.grad.numpy().copy()
+    x.grad = None
+    expected.backward()
+    np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-5, atol=1e-7)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds."):
+        compiled(x, fg.tensor([0, 4, 1, 2, 2, 1]))

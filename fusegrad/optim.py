@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import fusegrad as fg
+from fusegrad.nn.module import typename
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -29,14 +30,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _type_name(value) -> str:
-    if isinstance(value, Tensor):
-        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
-        return "fg." + names.get(value.dtype.name, "Tensor")
-    return type(value).__module__ + "." + type(value).__qualname__ if type(value).__module__ != "builtins" \
-        else type(value).__qualname__
-
-
 class Optimizer:
     """Base class: holds `param_groups` (dicts with "params" and hyper-parameters)
     and per-parameter `state`, as torch.optim.Optimizer does."""
@@ -45,7 +38,7 @@ class Optimizer:
         self.defaults = defaults
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            f"but got {_type_name(params)}")
+                            f"but got {typename(params)}")
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         param_groups = list(params)
@@ -77,7 +70,7 @@ class Optimizer:
             param_group["param_names"] = names
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_type_name(param)}")
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {typename(param)}")
             if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():

@@ -171,6 +171,27 @@ def test_registration_errors_match_torch(assign):
     assert_same_error(lambda: assign(nn, nn.Linear(3, 2)), lambda: assign(torch.nn, torch.nn.Linear(3, 2)))
 
 
+def test_assignment_type_errors():
+    m = nn.Linear(2, 2)
+    m.register_buffer("b", fg.zeros(1))
+    cases = [
+        (lambda: m.register_parameter("x", fg.zeros(2)),
+         "cannot assign 'fg.FloatTensor' object to parameter 'x' (fg.nn.Parameter or None required)"),
+        (lambda: m.register_buffer("c", 3), "cannot assign 'int' object to buffer 'c' (fg Tensor or None required)"),
+        (lambda: setattr(m, "weight", 3),
+         "cannot assign 'int' as parameter 'weight' (fg.nn.Parameter or None expected)"),
+        (lambda: setattr(m, "b", 3), "cannot assign 'int' as buffer 'b' (fg.Tensor or None expected)"),
+        (lambda: nn.Sequential(nn.ReLU()).__setitem__(0, 3),
+         "cannot assign 'int' as child module '0' (fg.nn.Module or None expected)"),
+    ]
+    for call, text in cases:
+        with pytest.raises(TypeError) as info:
+            call()
+        assert str(info.value) == text
+    with pytest.raises(KeyError, match="attribute 'weight' already exists"):
+        m.register_buffer("weight", fg.zeros(1))
+
+
 def test_train_eval_and_requires_grad_():
     for lib in (nn, torch.nn):
         model = mlp(lib)
@@ -534,7 +555,8 @@ def test_loss_modules_match_functional():
                                   F.cross_entropy(x, t, weight=w, reduction="sum").numpy())
     np.testing.assert_array_equal(nn.NLLLoss()(x.log_softmax(1), t).numpy(), F.cross_entropy(x, t).numpy())
     y = fg.randn(4, 3)
-    np.testing.assert_array_equal(nn.MSELoss(reduction="none")(x, y).numpy(), F.mse_loss(x, y, reduction="none").numpy())
+    np.testing.assert_array_equal(nn.MSELoss(reduction="none")(x, y).numpy(),
+                                  F.mse_loss(x, y, reduction="none").numpy())
     assert [n for n, _ in nn.CrossEntropyLoss(weight=w).named_buffers()] == ["weight"]
 
 

@@ -45,12 +45,15 @@ def _addindent(text: str, spaces: int) -> str:
     return first + "\n" + "\n".join(" " * spaces + line for line in lines)
 
 
-def _type_name(value) -> str:
-    """The type name torch prints in assignment errors (`torch.FloatTensor`, `int`)."""
+def typename(value) -> str:
+    """torch.typename: `fg.FloatTensor` for tensors, else the qualified type name (`int`)."""
     if isinstance(value, Tensor):
         names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
         return "fg." + names.get(value.dtype.name, "Tensor")
-    return type(value).__name__
+    kind = type(value)
+    if kind.__module__ in ("builtins", ""):
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -101,12 +104,8 @@ class Module:
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
                             "(fg.nn.Parameter or None required)")
-        elif param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
-                             "created explicitly. To express '" + name + "' as a function of another Tensor, "
-                             "compute the value in the forward() method.")
         else:
             self._parameters[name] = param
 
@@ -116,7 +115,8 @@ class Module:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         _check_name(self, name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' (fg Tensor or None required)")
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
+                            "(fg Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -152,7 +152,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
                                 "(fg.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
@@ -164,15 +164,15 @@ class Module:
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
-                    raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                    raise TypeError(f"cannot assign '{typename(value)}' as child module '{name}' "
                                     "(fg.nn.Module or None expected)")
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
                 if buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
-                        raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                        "(fg Tensor or None expected)")
+                        raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
+                                        "(fg.Tensor or None expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)

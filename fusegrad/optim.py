@@ -241,9 +241,11 @@ class Adam(Optimizer):
     v = beta2 * v + (1 - beta2) * g * g;  p -= lr / (1 - beta1**t) * m /
     (sqrt(v) / sqrt(1 - beta2**t) + eps), eps added after the square root.
 
-    `capturable=True` computes the bias corrections from the `step` tensor
-    with tensor ops instead of Python floats (torch's capturable path), so a
-    compiled step needs no Python value of the step count.
+    The default path reads the step count once per step (free inside
+    `fg.compile`, where the count's Python floats become runtime scalars).
+    `capturable=True` is torch's alternative formula: the bias corrections
+    are computed from the `step` tensor with tensor ops, in the parameter's
+    dtype, and the step count is never read.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,

@@ -1,9 +1,11 @@
 """torch.nn.functional's activations and losses, written in public Tensor ops.
 
-Every function here is a composition of Tensor methods (no NumPy on tensor
-data), so it records autograd history eagerly and traces into one SSA
-program inside `fg.compile`.  Input validation reproduces torch's exception
-classes and texts.
+Every value here is computed by a composition of Tensor methods, so it
+records autograd history eagerly and traces into one SSA program inside
+`fg.compile` (cross_entropy picks the target class with a one-hot mask built
+by comparing the targets with `fg.arange`, not with a gather). Input
+validation reproduces torch's exception classes and texts; only the
+class-index bounds check reads tensor data (see `_check_bounds`).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, ca
                                         squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.runtime import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
-from fusegrad import autograd
+from fusegrad import autograd, nn, optim
 
 float = float32  # noqa: A001  (torch's aliases)
 double = float64

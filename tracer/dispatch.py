@@ -61,10 +61,12 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         results = (results,)
     results = tuple(r if isinstance(r, np.ndarray) and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
                     for r, t in zip(results, out_types))
+    frozen = freeze_attrs(attrs)
     needs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
     record = opdef.vjp is not None and any(needs) and is_grad_enabled()
+    if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
+        return _inplace_on_view(op, inputs, attrs, name, out)
 
-    frozen = freeze_attrs(attrs)
     saved = {}
     if record:
         in_slots, out_slots = saved_slots(op, frozen, in_types, needs)
@@ -83,9 +85,11 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     else:
         outs = tuple(Tensor._wrap(r, t.dtype) for r, t in zip(results, out_types))
         if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and np.may_share_memory(results[0], arrays[0]):
-            base = inputs[0]
-            outs[0]._version = base._version
-            outs[0]._base = base._base if base._base is not None else base
+            src = inputs[0]
+            outs[0]._version = src._version
+            outs[0]._base = src._base if src._base is not None else src
+            # How to recompute this view from its base, for in-place writes through it.
+            outs[0]._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
@@ -115,3 +119,45 @@ def _write_inplace(t, result: np.ndarray, op: str) -> None:
 def _torch_name(dt) -> str:
     return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(np.dtype(dt).name,
                                                                                          str(dt))
+
+
+def _inplace_on_view(op, inputs, attrs, name, view):
+    """An in-place op on a view: write through to the base's memory, then give
+    the base a CopySlices history (its old value with the view's region
+    replaced) and the view a history as a view of the new base, as torch does."""
+    from .tensor import Tensor
+    base, chain = view._base, view._view_chain
+    old = view._snapshot()
+    result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
+    _write_inplace(view, result._data, op)
+    new_base = _scatter(base, chain, result)
+    base._grad_fn, base._output_nr = new_base._grad_fn, new_base._output_nr
+    base._requires_grad = base._requires_grad or new_base._requires_grad
+    again = base
+    for k, (view_op, view_attrs) in enumerate(chain):
+        last = k == len(chain) - 1
+        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    view._grad_fn, view._output_nr = again._grad_fn, again._output_nr
+    view._requires_grad = again._requires_grad
+    return view
+
+
+def _scatter(base, chain, value):
+    """`base` with the region that `chain` selects replaced by `value` (recorded ops)."""
+    if not chain:
+        return value
+    (op, attrs), rest = chain[0], chain[1:]
+    attrs = dict(attrs)
+    inner = apply_op(op, [base], attrs) if rest else None
+    new_inner = _scatter(inner, rest, value) if rest else value
+    if op == "getitem":
+        return apply_op("index_put", [base, new_inner], {"index": attrs["index"]}, "CopySlices")
+    if op == "reshape":
+        return apply_op("reshape", [new_inner], {"shape": tuple(base.shape)}, "CopySlices")
+    if op == "permute":
+        inverse = [0] * len(attrs["dims"])
+        for i, d in enumerate(attrs["dims"]):
+            inverse[d] = i
+        return apply_op("permute", [new_inner], {"dims": tuple(inverse)}, "CopySlices")
+    raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                       "memory location. Please clone() the tensor before performing the operation.")

@@ -149,7 +149,7 @@ def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
             shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
             kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
                     "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
-            where = f", which is output 0 of {owner.name()}," if owner is not None and not saved.tensor else ""
+            where = f", which is output 0 of {owner.name()}," if owner is not None and saved.tensor is None else ""
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
@@ -248,8 +248,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if trace is not None:
         grads = trace.gradients(roots, seeds, inputs, create_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                               "Set allow_unused=True if this is the desired behavior.")
+            raise RuntimeError(_unused_message([g is None for g in grads].index(True)))
         from .functional import mul
         return tuple(mul(x, 0) if g is None and materialize_grads else g for x, g in zip(inputs, grads))
     targets = [edge_of(t) for t in inputs]
@@ -260,9 +259,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     for t, g in zip(inputs, grads):
         if g is None:
             if not (allow_unused or materialize_grads):
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(_unused_message(inputs.index(t)))
             out.append(Tensor._wrap(np.zeros(t._value_shape(), t.dtype.np)) if materialize_grads else None)
         else:
             out.append(g if isinstance(g, Tensor) else Tensor._wrap(np.array(g, copy=True)))
     return tuple(out)
+
+
+def _unused_message(index: int) -> str:
+    return (f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
+            "Set allow_unused=True if this is the desired behavior.")

@@ -25,6 +25,16 @@ class _GradMode:
 
     _target: bool = True
 
+    def __new__(cls, orig_func=None):
+        # `@fg.no_grad` without parentheses decorates directly, as torch allows.
+        self = super().__new__(cls)
+        if orig_func is not None and callable(orig_func) and cls is not set_grad_enabled:
+            return self(orig_func)
+        return self
+
+    def __init__(self, orig_func=None):
+        pass
+
     def __enter__(self):
         self._prev = is_grad_enabled()
         _set(self._target)
@@ -56,6 +66,9 @@ class enable_grad(_GradMode):
 
 class set_grad_enabled(_GradMode):
     """`fg.set_grad_enabled(flag)`: sets the mode at once, and restores it when used with `with`."""
+
+    def __new__(cls, mode: bool):
+        return object.__new__(cls)
 
     def __init__(self, mode: bool):
         self._prev = is_grad_enabled()

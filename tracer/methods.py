@@ -67,9 +67,9 @@ METHODS = {
 }
 
 OPERATORS = {
-    "__add__": _binary_operator(F.add), "__radd__": _binary_operator(_reflected(F.add)),
+    "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add),
     "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub),
-    "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(_reflected(F.mul)),
+    "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul),
     "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(F.rdiv),
     "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow)),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),

@@ -36,6 +36,17 @@ def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
             tuple(k for k, v in enumerate(ys) if v.id in used))
 
 
+# Nodes whose torch signature takes a Scalar (not shown in next_functions) or a
+# non-differentiable tensor (where's condition): the inputs torch does list.
+_NEXT_INPUTS = {
+    "RsubBackward1": (1,),      # rsub(x, scalar): IR sub(scalar, x)
+    "PowBackward0": (0,),       # pow(x, scalar)
+    "PowBackward2": (1,),       # pow(scalar, x)
+    "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
+    "WhereBackward0": (1, 2),   # where(condition, x, y)
+}
+
+
 class SavedTensor:
     """A tensor value saved for backward, with the version it had then."""
 
@@ -72,9 +83,9 @@ class Node:
 
     @property
     def next_functions(self) -> tuple:
-        """((node, output_nr) or (None, 0)) for each tensor input, as torch."""
-        return tuple(e if e is not None else (None, 0)
-                     for e, c in zip(self.edges, self.consts) if c is None)
+        """((node, output_nr) or (None, 0)) for each differentiable input of torch's signature."""
+        shown = _NEXT_INPUTS.get(type(self).__name__, range(len(self.edges)))
+        return tuple(self.edges[i] if self.edges[i] is not None else (None, 0) for i in shown)
 
     def free_saved(self) -> None:
         self.saved = {}

@@ -34,7 +34,7 @@ class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
     __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
-                 "_grad_acc", "_retains_grad", "_base", "_sym", "__weakref__", "__dict__")
+                 "_grad_acc", "_retains_grad", "_base", "_view_chain", "_sym", "__weakref__", "__dict__")
 
     def __init__(self, data=None, requires_grad: bool = False):
         from .creation import as_array
@@ -56,6 +56,7 @@ class Tensor:
         self._grad_acc = None
         self._retains_grad = False
         self._base = None
+        self._view_chain = ()
         self._sym = None
 
     @classmethod
@@ -182,8 +183,7 @@ class Tensor:
         if self._data is None:
             return trace_state.current().detach(self)
         t = Tensor._wrap(self._data, self._dtype)
-        t._version = self._version
-        t._base = self._base if self._base is not None else self
+        t._version = self._version      # shared, as torch: in-place on either is seen by the other's checks
         return t
 
     def detach_(self) -> "Tensor":

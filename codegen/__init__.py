@@ -1,0 +1,12 @@
+"""fusegrad.codegen: fusion scheduling and Numba source generation.
+
+    schedule(program)            -> Schedule: kernels, BLAS calls, views, reference steps
+    generate(kernel, math_module) -> KernelSource: the kernel's Numba source
+"""
+from .decompose import decompose_composites
+from .kernel_source import KernelSource, generate
+from .loopnest import NotFusable
+from .schedule import FILL, KERNEL, MATMUL_CALL, REFERENCE, VIEW, Kernel, Schedule, Step, schedule
+
+__all__ = ["schedule", "Schedule", "Step", "Kernel", "generate", "KernelSource", "decompose_composites",
+           "NotFusable", "KERNEL", "MATMUL_CALL", "VIEW", "REFERENCE", "FILL"]

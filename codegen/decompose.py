@@ -1,0 +1,42 @@
+"""Rewrite COMPOSITE ops (mean, norm, softmax, ...) into simpler ops.
+
+Each composite op's `decompose` rule emits the same computation in
+elementwise, reduce and movement ops, which the scheduler knows how to fuse.
+A rule that returns None (say, `norm` with p=3) leaves the instruction in
+place; the scheduler then runs it with its reference implementation.
+"""
+from __future__ import annotations
+
+from fusegrad.ir import Builder, Emitter, Instr, Program
+from fusegrad.ir.ops import COMPOSITE, OPS
+
+
+def decompose_composites(program: Program) -> Program:
+    """A program equal to `program` with every decomposable composite op expanded.
+
+    Outputs keep their positions; values defined by a decomposed instruction
+    are replaced by the values its rule returns (rules may emit composites
+    again, which are expanded in turn).
+    """
+    if not any(OPS[ins.op].group == COMPOSITE for ins in program.instrs):
+        return program
+    alias: dict[int, object] = {}
+    out = Program(program.inputs, [], [])
+    pending = list(reversed(program.instrs))   # a stack, so expansions run next, in order
+    while pending:
+        ins = pending.pop()
+        inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
+        opdef = OPS[ins.op]
+        if opdef.group == COMPOSITE and opdef.decompose is not None:
+            scratch = Program()
+            results = opdef.decompose(Emitter(Builder(scratch), ins.loc), list(inputs), dict(ins.attrs))
+            if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:
+                for old, new in zip(ins.outputs, results):
+                    alias[old.id] = new
+                pending.extend(reversed(scratch.instrs))
+                continue
+        if inputs != ins.inputs:
+            ins = Instr(ins.op, inputs, ins.outputs, ins.attrs, ins.loc)
+        out.instrs.append(ins)
+    out.outputs = [alias.get(v.id, v) for v in program.outputs]
+    return out

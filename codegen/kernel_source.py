@@ -1,0 +1,479 @@
+"""Source generation: one readable Numba function per fused kernel.
+
+The generator walks back from what the kernel must produce (stored values
+and reduction operands) and builds an expression for each value at the index
+it is read (codegen/indexing.py). A value read once is inlined into its
+reader; a value read twice, or needed in an enclosing loop, gets a named
+temporary placed in the outermost loop where its indices are all bound
+(loop-invariant values are hoisted). Loads from memory index arrays with the
+loop variables (0 for size-1 dims); 0-d operands arrive as scalars.
+
+Extents are arguments (`n0, n1, ...`), never constants, so one compiled
+kernel serves every size with the same rank, size-1 pattern and dtypes.
+Constants other than a few literals (0, 1, -1, 2, 0.5, inf, nan) are
+arguments too (`c0, ...`): a mean's element count or a learning rate must
+not make a new kernel. Argument order: extents, loads, constants, stores.
+
+Reductions accumulate in float64 for floating types (int64/bool otherwise),
+through `fg_acc_add`, an addition that LLVM may reassociate so that the
+loop vectorises. A reduction to a scalar (no outer loops) runs in blocks of
+BLOCK elements of its first dim whose partial results are combined at the
+end; the blocks are the unit of parallel work. The parallel variant of a
+kernel is the same source with `prange` for its outermost parallel loop.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
+
+from .indexing import operand_index
+from .loopnest import COLUMN, live_dims
+from .schedule import Kernel
+
+BLOCK = 4096
+_CTOR = {"bool": "np.bool_", "int64": "np.int64", "float32": "np.float32", "float64": "np.float64"}
+_INIT = {
+    "add": {"f": "0.0", "i": "0", "b": "False"},
+    "max": {"f": "-np.inf", "i": "-9223372036854775808", "b": "False"},
+    "min": {"f": "np.inf", "i": "9223372036854775807", "b": "True"},
+}
+_JIT_OPTIONS = 'error_model="numpy", nogil=True'
+
+
+def _literal(value) -> bool:
+    """Constants written into the source; all others are passed as arguments."""
+    if isinstance(value, (bool,)) or value in (0, 1, -1, 2, 0.5, -0.5):
+        return True
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return True
+
+
+def _kind(dtype) -> str:
+    return "f" if dtype.is_floating_point else ("b" if dtype.name == "bool" else "i")
+
+
+def ctor(dtype) -> str:
+    return _CTOR[dtype.name]
+
+
+@dataclass(eq=False)
+class _Node:
+    """An expression: how to render it, which loop dims it reads, where it goes."""
+    render: object                 # callable(list of child texts) -> str
+    children: list
+    deps: frozenset                # kernel dims whose loop variables it reads
+    level: int                     # 1 + latest reduction phase it needs (0: none)
+    region: tuple
+    seq: int
+    trivial: bool = False          # constants and scalar arguments: always inlined
+    users: list = field(default_factory=list)   # scopes of its readers
+    name: str | None = None
+    scope: tuple | None = None
+
+
+@dataclass
+class KernelSource:
+    """The generated function(s) of one kernel and their calling convention."""
+    name: str
+    functions: list                # (name, parallel?, undecorated definition)
+    imports: dict                  # module -> sorted names
+    extents: list                  # kernel dims passed as n<d>, in order
+    loads: list                    # values passed after the extents, in order
+    scalar_loads: list             # True where a load is passed as a scalar (0-d)
+    params: list                   # (value, dtype) of constants passed as scalars, after the loads
+    stores: list                   # values written, passed last, in order
+    parallel_loop: bool            # the kernel has a loop that prange parallelises
+
+    def module_text(self, header: str, cache: bool) -> str:
+        """A complete Python module defining the jitted kernel(s)."""
+        lines = [header.rstrip(), "import numpy as np", "from numba import njit, prange"]
+        lines += [f"from {mod} import {', '.join(names)}" for mod, names in sorted(self.imports.items())]
+        parts = []
+        for fname, parallel, text in self.functions:
+            opts = f"cache={cache}, {_JIT_OPTIONS}" + (", parallel=True" if parallel else "")
+            parts.append(f"@njit({opts})\n{text}")
+        return "\n".join(lines) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
+
+
+def generate(kernel: Kernel, math_module: str, acc_module: str = "fusegrad.codegen.accumulate") -> KernelSource:
+    """The source of `kernel`, calling fg_* math from `math_module`."""
+    return _Generator(kernel).build(math_module, acc_module)
+
+
+class _Generator:
+    def __init__(self, kernel: Kernel):
+        self.k = kernel
+        self.an = kernel.analysis
+        self.space = kernel.space
+        self.axes = tuple(kernel.axes)
+        self.column = self.an.layout == COLUMN
+        live = live_dims(self.space)
+        self.live = live
+        self.outer = [d for d in live if d not in self.axes]
+        self.inner = [d for d in live if d in self.axes]
+        self.blocked = not self.column and not self.outer and bool(self.inner)
+        self.producer = {v.id: ins for ins in kernel.instrs for v in ins.outputs}
+        self.loads: dict = {}            # value id -> (arg name, value)
+        self.params: dict = {}           # (repr(value), dtype) -> (arg name, value, dtype)
+        self.memo: dict = {}
+        self.nodes: list = []
+        self.sinks: list = []            # (scope, seq, callable() -> lines)
+        self.red: dict = {}              # id(reduction instr) -> info dict
+        self.seq = 0
+
+    # -------------------------------------------------------------- expression building
+    def _next(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def expr(self, v, index, region) -> _Node:
+        ins = self.producer.get(v.id)
+        if ins is None:
+            return self._load(v, index, region)
+        opdef = OPS[ins.op]
+        if opdef.group == REDUCE:
+            return self._reduction_result(ins, v, region)
+        if opdef.group == MOVEMENT:
+            return self.expr(ins.inputs[0], operand_index(ins, index, 0), region)
+        if opdef.group == SOURCE:
+            return self._source(ins, index, region)
+        children = [self.expr(u, operand_index(ins, index, k), region) for k, u in enumerate(ins.inputs)]
+        attrs = dict(ins.attrs)
+        dtype = ins.outputs[0].dtype
+        if isinstance(opdef.expr, str):
+            template = opdef.expr
+
+            def render(texts, template=template):
+                return template.format(*texts)
+        else:
+            def render(texts, fn=opdef.expr, attrs=attrs):
+                return fn(texts, attrs)
+        if not dtype.is_floating_point:
+            # Numba types bool/int arithmetic its own way (True + True is 2):
+            # say the IR's dtype explicitly.
+            inner_render, c = render, ctor(dtype)
+
+            def render(texts, inner_render=inner_render, c=c):
+                text = inner_render(texts)
+                return text if text.startswith(c + "(") or text.startswith("np." + dtype.np.name + "(") \
+                    else f"{c}({text})"
+        return self._node(("op", v.id, index), render, children, region)
+
+    def _node(self, key, render, children, region, deps=None, level=None, trivial=False) -> _Node:
+        deps = frozenset().union(*(c.deps for c in children)) if deps is None else frozenset(deps)
+        level = max((c.level for c in children), default=0) if level is None else level
+        region = self._region(deps, level, region)
+        full_key = key + (region,)
+        node = self.memo.get(full_key)
+        if node is None:
+            node = _Node(render, children, deps, level, region, self._next(), trivial)
+            node.scope = self._scope(node)
+            for c in children:
+                c.users.append(node.scope)
+            self.memo[full_key] = node
+            self.nodes.append(node)
+        return node
+
+    def _region(self, deps, level, region):
+        """Where a node may be shared: nodes that read no inner loop variable
+        live at the outer level and serve every phase."""
+        if self.column:
+            return ("top",) if not deps and not level else region
+        if region[0] == "inner" and not (deps & set(self.inner)):
+            return ("outer",)
+        return region
+
+    def _scope(self, node) -> tuple:
+        deps, region = node.deps, node.region
+        if region == ("top",):
+            return ("top",)
+        if self.column:
+            order = self.live if region[0] == "main" else self.outer
+            return (region[0], 1 + max((order.index(d) for d in deps if d in order), default=-1))
+        if region[0] == "inner":
+            return ("inner", region[1], 1 + max(self.inner.index(d) for d in deps if d in self.inner))
+        if node.level:
+            return ("post", node.level - 1)
+        return ("outer", 1 + max((self.outer.index(d) for d in deps), default=-1))
+
+    def _load(self, v, index, region) -> _Node:
+        if v.id not in self.loads:
+            self.loads[v.id] = (f"a{len(self.loads)}", v)
+        arg = self.loads[v.id][0]
+        if v.type.ndim == 0:
+            return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
+        text = f"{arg}[{', '.join('0' if i is None else f'i{i}' for i in index)}]"
+        return self._node(("load", v.id, index), lambda t, text=text: text, [],
+                          region, deps={i for i in index if i is not None})
+
+    def _source(self, ins, index, region) -> _Node:
+        attrs = dict(ins.attrs)
+        if "value" in attrs and not _literal(attrs["value"]):
+            # A constant becomes an argument: element counts (mean), learning
+            # rates... must not make a new kernel for every new value.
+            key = (repr(attrs["value"]), attrs["dtype"].name)
+            if key not in self.params:
+                self.params[key] = (f"c{len(self.params)}", attrs["value"], attrs["dtype"])
+            name = self.params[key][0]
+            return self._node(("param", key), lambda t, name=name: name, [], region, deps=(), trivial=True)
+        text = OPS[ins.op].expr([], attrs)
+        used = set()
+
+        def loopvar(m):
+            i = index[int(m.group(1))]
+            if i is None:
+                return "0"
+            used.add(i)
+            return f"i{i}"
+        text = re.sub(r"\bi(\d+)\b", loopvar, text)
+        return self._node(("src", id(ins), index), lambda t, text=text: text, [], region, deps=used,
+                          trivial=not used)
+
+    def _reduction_result(self, ins, v, region) -> _Node:
+        info = self.red[id(ins)]
+        if self.column:
+            text = f"{info['out_ctor']}({info['acc']}[{', '.join(f'i{d}' for d in self.outer)}])"
+            return self._node(("red", id(ins)), lambda t, text=text: text, [], ("epi",),
+                              deps=set(self.outer), level=1)
+        return info["node"]
+
+    # -------------------------------------------------------------- the kernel
+    def build(self, math_module: str, acc_module: str) -> KernelSource:
+        reds = [ins for ins in self.k.instrs if OPS[ins.op].group == REDUCE]
+        stages = self.an.stages
+        for n, ins in enumerate(sorted(reds, key=lambda r: stages[id(r)])):
+            self._declare_reduction(n, ins, stages[id(ins)])
+        # Reductions in phase order, so their results exist before later phases read them.
+        for ins in sorted(reds, key=lambda r: stages[id(r)]):
+            self._accumulate(ins, stages[id(ins)])
+        stores = []
+        for st in self.an.stores:
+            stores.append(st.value)
+            self._store(len(stores) - 1, st)
+        self._name_temporaries()
+        body = self._emit()
+        parallel_loop = self._has_parallel_loop()
+        signature = ", ".join([f"n{d}" for d in self.live] + [a for a, _ in self.loads.values()] +
+                              [p[0] for p in self.params.values()] + [f"o{k}" for k in range(len(stores))])
+        functions = [("kernel", False, f"def kernel({signature}):\n" + body.replace("PRANGE", "range"))]
+        if parallel_loop:
+            functions.append(("kernel_parallel", True,
+                              f"def kernel_parallel({signature}):\n" + body.replace("PRANGE", "prange")))
+        text = body
+        imports = {}
+        math_names = sorted(set(re.findall(r"\b(fg_(?!acc_)\w+)\(", text)))
+        if math_names:
+            imports[math_module] = math_names
+        acc_names = sorted(set(re.findall(r"\b(fg_acc_\w+)\(", text)))
+        if acc_names:
+            imports[acc_module] = acc_names
+        loads = [v for _, v in self.loads.values()]
+        params = [(value, dtype) for _, value, dtype in self.params.values()]
+        return KernelSource("kernel", functions, imports, list(self.live), loads,
+                            [v.type.ndim == 0 for v in loads], params, stores, parallel_loop)
+
+    def _has_parallel_loop(self) -> bool:
+        if self.column:
+            return bool(self.live) and self.live[0] not in self.axes
+        return bool(self.outer) or self.blocked
+
+    def _declare_reduction(self, n: int, ins, phase: int) -> None:
+        combine = OPS[ins.op].expr
+        dtype = ins.outputs[0].dtype
+        kind = _kind(dtype)
+        acc_ctor = "np.float64" if (kind == "f" and combine == "add") else ctor(dtype)
+        info = {"acc": f"acc{n}", "name": f"r{n}", "combine": combine, "kind": kind, "acc_ctor": acc_ctor,
+                "out_ctor": ctor(dtype), "init": f"{acc_ctor}({_INIT[combine][kind]})", "phase": phase}
+        self.red[id(ins)] = info
+        if not self.column:
+            name = info["name"]
+            info["node"] = self._node(("red", id(ins)), lambda t, name=name: name, [], ("outer",),
+                                      deps=set(self.outer), level=phase + 1)
+            info["node"].name = name
+
+    def _accumulate(self, ins, phase: int) -> None:
+        info = self.red[id(ins)]
+        region = ("main",) if self.column else ("inner", phase)
+        operand = self.expr(ins.inputs[0], tuple(None if s == 1 else d for d, s in enumerate(self.space)),
+                            region)
+        acc_scope = ("main", len(self.live)) if self.column else ("inner", phase, len(self.inner))
+        operand.users.append(acc_scope)
+        if self.column:
+            target = f"{info['acc']}[{', '.join(f'i{d}' for d in self.outer)}]"
+        else:
+            target = "b" + info["acc"] if self.blocked else info["acc"]
+        self.sinks.append((acc_scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
+        if not self.column:
+            self.sinks.append((("finish", phase), self._next(),
+                               lambda: [f"{info['name']} = {info['out_ctor']}({info['acc']})"]))
+
+    def _store(self, k: int, st) -> None:
+        v = st.value
+        if st.full:
+            region = ("main",) if self.column else ("inner", st.phase)
+            scope = ("main", len(self.live)) if self.column else ("inner", st.phase, len(self.inner))
+        else:
+            region = ("epi",) if self.column else ("outer",)
+            if self.column:
+                scope = ("epi", len(self.outer))
+            else:
+                scope = ("post", st.phase) if st.phase >= 0 else ("outer", len(self.outer))
+        node = self.expr(v, st.index, region)
+        node.users.append(scope)
+        target = f"o{k}[{', '.join('0' if i is None else f'i{i}' for i in st.index)}]" if st.index else f"o{k}[()]"
+        self.sinks.append((scope, self._next(), lambda: [f"{target} = {self._text(node)}"]))
+
+    # -------------------------------------------------------------- naming and emission
+    def _name_temporaries(self) -> None:
+        """A node gets a named temporary when two readers share it or when its
+        reader sits in a deeper loop (it was hoisted); otherwise it is inlined."""
+        count = 0
+        for node in self.nodes:
+            if node.name is not None or node.trivial:
+                continue
+            where = self._loop_of(node.scope)
+            if len(node.users) > 1 or any(self._loop_of(u) != where for u in node.users):
+                node.name = f"t{count}"
+                count += 1
+
+    def _loop_of(self, scope) -> tuple:
+        """The loop nest a scope sits in (scopes at one loop level share a body)."""
+        kind = scope[0]
+        if kind == "top":
+            return ("M", 0) if self.column else ("O", 0)
+        if kind in ("main", "epi"):
+            return ("M" if kind == "main" else "E", scope[1]) if scope[1] else ("M", 0)
+        if kind == "outer":
+            return ("O", scope[1])
+        if kind == "inner" and scope[2]:
+            return ("I", scope[1], scope[2])
+        return ("O", len(self.outer))      # inner depth 0, post, finish: the innermost outer body
+
+    def _text(self, node: _Node) -> str:
+        if node.name is not None:
+            return node.name
+        return node.render([self._text(c) for c in node.children])
+
+    def _statements(self, scope) -> list:
+        items = [(n.seq, [f"{n.name} = {n.render([self._text(c) for c in n.children])}"])
+                 for n in self.nodes if n.scope == scope and n.name is not None and not n.name.startswith("r")]
+        items += [(seq, make) for sc, seq, make in self.sinks if sc == scope]
+        out = []
+        for _, item in sorted(items, key=lambda x: x[0]):
+            out.extend(item() if callable(item) else item)
+        return out
+
+    def _emit(self) -> str:
+        lines: list = []
+
+        def put(depth, text):
+            lines.append("    " * (depth + 1) + text)
+
+        if self.column:
+            self._emit_column(put)
+        else:
+            self._emit_row(put)
+        if not lines:
+            put(0, "pass")
+        return "\n".join(lines)
+
+    def _loop(self, d, lo="0", parallel=False) -> str:
+        fn = "PRANGE" if parallel else "range"
+        return f"for i{d} in {fn}(n{d}):" if lo == "0" else f"for i{d} in {fn}({lo}, n{d}):"
+
+    def _emit_row(self, put) -> None:
+        reds_by_phase: dict = {}
+        for info in self.red.values():
+            reds_by_phase.setdefault(info["phase"], []).append(info)
+        depth = 0
+        for stmt in self._statements(("top",)) + self._statements(("outer", 0)):
+            put(depth, stmt)
+        if self.blocked:
+            d0 = self.inner[0]
+            put(0, f"nblocks = (n{d0} + {BLOCK - 1}) // {BLOCK}")
+        for k, d in enumerate(self.outer):
+            put(depth, self._loop(d, parallel=(k == 0)))
+            depth += 1
+            for stmt in self._statements(("outer", k + 1)):
+                put(depth, stmt)
+        for p in range(self.an.phases):
+            infos = reds_by_phase.get(p, [])
+            if self.blocked and infos:
+                self._emit_blocked_phase(put, p, infos)
+            else:
+                for info in infos:
+                    put(depth, f"{info['acc']} = {info['init']}")
+                self._emit_inner(put, p, depth, parallel_first=self.blocked)
+            for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
+                put(depth, stmt)
+
+    def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
+        for stmt in self._statements(("inner", p, 0)):
+            put(depth, stmt)
+        for k, d in enumerate(self.inner):
+            if k == 0 and first_range is not None:
+                put(depth, f"for i{d} in range({first_range}):")
+            else:
+                put(depth, self._loop(d, parallel=(k == 0 and parallel_first)))
+            depth += 1
+            for stmt in self._statements(("inner", p, k + 1)):
+                put(depth, stmt)
+
+    def _emit_blocked_phase(self, put, p, infos) -> None:
+        d0 = self.inner[0]
+        for info in infos:
+            put(0, f"part{info['acc'][3:]} = np.empty(nblocks, {info['acc_ctor']})")
+        put(0, "for blk in PRANGE(nblocks):")
+        for info in infos:
+            put(1, f"b{info['acc']} = {info['init']}")
+        self._emit_inner(put, p, 1, first_range=f"blk * {BLOCK}, min(n{d0}, blk * {BLOCK} + {BLOCK})")
+        for info in infos:
+            put(1, f"part{info['acc'][3:]}[blk] = b{info['acc']}")
+        for info in infos:
+            put(0, f"{info['acc']} = {info['init']}")
+            put(0, "for b in range(nblocks):")
+            for line in _update(info, info["acc"], f"part{info['acc'][3:]}[b]", "w"):
+                put(1, line)
+
+    def _emit_column(self, put) -> None:
+        shape = ", ".join(f"n{d}" for d in self.outer)
+        for info in self.red.values():
+            fill = _INIT[info["combine"]][info["kind"]]
+            put(0, f"{info['acc']} = np.full(({shape},), {fill}, {info['acc_ctor']})")
+        for stmt in self._statements(("top",)) + self._statements(("main", 0)):
+            put(0, stmt)
+        depth = 0
+        for k, d in enumerate(self.live):
+            put(depth, self._loop(d, parallel=(k == 0)))
+            depth += 1
+            for stmt in self._statements(("main", k + 1)):
+                put(depth, stmt)
+        for stmt in self._statements(("epi", 0)):
+            put(0, stmt)
+        depth = 0
+        for k, d in enumerate(self.outer):
+            put(depth, self._loop(d))
+            depth += 1
+            for stmt in self._statements(("epi", k + 1)):
+                put(depth, stmt)
+
+
+def _update(info, target: str, value: str, tmp: str) -> list:
+    """Lines folding `value` into accumulator `target` (`tmp` names the operand)."""
+    combine, kind = info["combine"], info["kind"]
+    if combine == "add":
+        if kind == "f":
+            return [f"{target} = fg_acc_add({target}, np.float64({value}))"]
+        if kind == "b":
+            return [f"{target} = {target} or {value}"]
+        return [f"{target} += {value}"]
+    op = ">" if combine == "max" else "<"
+    if kind == "b":
+        return [f"{target} = {target} {'or' if combine == 'max' else 'and'} {value}"]
+    nan = f" or {tmp} != {tmp}" if kind == "f" else ""
+    return [f"{tmp} = {value}", f"if {tmp} {op} {target}{nan}:", f"    {target} = {tmp}"]

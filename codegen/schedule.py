@@ -1,0 +1,400 @@
+"""Fusion scheduling: partition a program into kernels and library steps.
+
+Rules (each refusal is recorded with its reason, for `explain()`):
+
+1. Composite ops are decomposed first (codegen/decompose.py).
+2. Every instruction gets a kind from its op group:
+   - elementwise ops and reductions with a combine expression (sum, amax,
+     amin) are *fusible*: they join loop kernels;
+   - sources (const, iota) and movement ops that are index arithmetic
+     (expand, permute, reshapes that move size-1 dims) over values already in
+     memory are *free*: every kernel that reads them recomputes them inline,
+     so they are never written;
+   - matmul is a BLAS call (np.matmul);
+   - getitem and general reshapes are NumPy views between kernels, as is any
+     movement op whose result goes to a non-kernel step or is an output;
+   - anything else (opaque ops, index_put, max_dim, cat, stack, composites
+     that did not decompose) runs by its reference implementation.
+3. Fusible instructions are visited in program order. Each tries to join the
+   kernel(s) that compute its operands, all of them at once if possible,
+   else the one holding most operands:
+   - an elementwise op joins a pointwise kernel over its output shape; the
+     kernel's space grows to a broadcast (or permuted) output shape when
+     every value the kernel stores has that shape;
+   - a reduction joins the kernel computing its operand over the reduced
+     shape (a reduction absorbs its producers), and elementwise ops that
+     consume the result join that kernel too (codegen/loopnest.py: phases);
+   - the kernel's stored values must have its full or outer shape, a
+     reduction's result can be read only where it is computed, and a fusion
+     never creates a cycle between steps.
+   Otherwise the instruction starts a new kernel.
+4. A value is written to memory only when something outside its kernel
+   reads it (another step, or the program's outputs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fusegrad.ir import Program
+from fusegrad.ir.ops import ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
+from fusegrad.ir.passes import dead_code_elimination
+
+from .decompose import decompose_composites
+from .indexing import VIEW_OPS, inlinable_movement
+from .loopnest import Analysis, NotFusable, analyse, layout, outer_shapes, reductions_of
+
+KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
+REDUCE_COMBINES = ("add", "max", "min")
+
+
+@dataclass(eq=False)
+class Kernel:
+    """A fused loop kernel: its space, reduction axes and instructions."""
+    id: int
+    space: tuple
+    axes: tuple
+    instrs: list = field(default_factory=list)     # computed here, in program order (free ones included)
+    stores: list = field(default_factory=list)     # values written to memory
+    inlined: list = field(default_factory=list)    # free instructions it recomputes (constants, views)
+    analysis: Analysis | None = None
+
+    @property
+    def layout(self) -> str:
+        return layout(self.space, self.axes)
+
+
+@dataclass(eq=False)
+class Step:
+    """One step of the executor: a kernel, a BLAS call, a view, a fill or a reference op."""
+    kind: str
+    kernel: Kernel | None = None
+    instr: object = None
+    why: str = ""
+
+
+@dataclass
+class Schedule:
+    program: Program          # the program the steps implement (decomposed, dead code removed)
+    steps: list
+    notes: list               # (instruction, kernel or None, reason) for refused fusions
+
+    @property
+    def kernels(self) -> list:
+        return [s.kernel for s in self.steps if s.kind == KERNEL]
+
+
+def schedule(program: Program) -> Schedule:
+    """Partition `program` into steps (see the module docstring for the rules)."""
+    program = dead_code_elimination(decompose_composites(program))
+    return _Scheduler(program).run()
+
+
+# ------------------------------------------------------------------ classification
+def _base_kind(ins) -> str:
+    opdef = OPS[ins.op]
+    if opdef.group == MATMUL:
+        return MATMUL_CALL
+    if opdef.group == ELEMENTWISE and opdef.expr is not None:
+        return "fusible"
+    if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
+        axes = dict(ins.attrs)["axes"]
+        empty = any(ins.inputs[0].shape[a] == 0 for a in axes)
+        # max/min of nothing is an error: the reference raises torch's IndexError.
+        return REFERENCE if empty and opdef.expr != "add" else "fusible"
+    if opdef.group == SOURCE and opdef.expr is not None:
+        return "source"
+    if opdef.group == MOVEMENT and inlinable_movement(ins):
+        return "movement"
+    if opdef.group == MOVEMENT and ins.op in VIEW_OPS:
+        return VIEW
+    return REFERENCE
+
+
+def reference_reason(ins) -> str:
+    opdef = OPS[ins.op]
+    if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
+        return f"{ins.op} over an empty dimension raises; the reference implementation reports it"
+    if opdef.decompose is not None:
+        return f"{ins.op} with these attributes has no decomposition; it runs by its reference implementation"
+    return f"no kernel rule for {ins.op} ({opdef.group} op); it runs by its reference implementation"
+
+
+class _Scheduler:
+    def __init__(self, program: Program):
+        self.program = program
+        self.pos = {id(ins): k for k, ins in enumerate(program.instrs)}
+        self.producer = {v.id: ins for ins in program.instrs for v in ins.outputs}
+        self.consumers: dict = {}
+        for ins in program.instrs:
+            for v in ins.inputs:
+                self.consumers.setdefault(v.id, []).append(ins)
+        self.outputs = {v.id for v in program.outputs}
+        self.kind: dict = {}
+        self.free: set = set()            # id(ins) of free instructions
+        self.node_of: dict = {}           # value id -> Kernel or Step computing it
+        self.member_of: dict = {}         # id(ins) -> Kernel (fusible instructions)
+        self.preds: dict = {}             # node -> set of nodes it reads from
+        self.nodes: list = []
+        self.notes: list = []
+        self._kernel_ids = 0
+
+    # -------------------------------------------------------------- driver
+    def run(self) -> Schedule:
+        self._classify()
+        for ins in self.program.instrs:
+            kind = self.kind[id(ins)]
+            if kind == "source":
+                self.free.add(id(ins))
+                if self._needs_memory(ins):
+                    self._add_step(Step(FILL, instr=ins, why="a constant needed in memory (np.full)"), ins)
+            elif kind == "movement" and not any(self._in_kernel(v) for v in ins.inputs):
+                self.free.add(id(ins))
+            elif kind in ("fusible", "movement"):
+                self._place(ins)
+            elif kind == MATMUL_CALL:
+                self._add_step(Step(MATMUL_CALL, instr=ins, why="BLAS through np.matmul"), ins)
+            elif kind == VIEW:
+                self._add_step(Step(VIEW, instr=ins, why="a NumPy view of values in memory (no copy)"), ins)
+            else:
+                self._add_step(Step(REFERENCE, instr=ins, why=reference_reason(ins)), ins)
+        for k in self._kernels():
+            self._finish_kernel(k)
+        return Schedule(self.program, self._ordered_steps(), self.notes)
+
+    def _classify(self) -> None:
+        """Kinds, visiting consumers first: a movement op whose result must be in
+        memory (read by a non-kernel step, or an output) becomes a view."""
+        for ins in reversed(self.program.instrs):
+            kind = _base_kind(ins)
+            if kind == "movement" and self._needs_memory(ins):
+                kind = VIEW
+            self.kind[id(ins)] = kind
+
+    def _needs_memory(self, ins) -> bool:
+        for v in ins.outputs:
+            if v.id in self.outputs:
+                return True
+            if any(self.kind[id(c)] in (MATMUL_CALL, VIEW, REFERENCE) for c in self.consumers.get(v.id, ())):
+                return True
+        return False
+
+    def _in_kernel(self, v) -> bool:
+        return isinstance(self.node_of.get(v.id), Kernel)
+
+    # -------------------------------------------------------------- dependencies
+    def _deps(self, v) -> set:
+        """The steps whose results reading `v` depends on (through free instructions)."""
+        node = self.node_of.get(v.id)
+        if node is not None:
+            return {node}
+        ins = self.producer.get(v.id)
+        if ins is None:
+            return set()
+        out = set()
+        for u in ins.inputs:
+            out |= self._deps(u)
+        return out
+
+    def _add_step(self, step: Step, ins) -> None:
+        self.nodes.append(step)
+        self.preds[step] = set().union(*(self._deps(v) for v in ins.inputs)) if ins.inputs else set()
+        for v in ins.outputs:
+            self.node_of[v.id] = step
+
+    def _reaches(self, sources: set, targets: set) -> bool:
+        """Is some node in `targets` reachable from `sources` by a path that leaves `sources`?"""
+        succ: dict = {}
+        for node, ps in self.preds.items():
+            for p in ps:
+                succ.setdefault(p, set()).add(node)
+        stack = [n for s in sources for n in succ.get(s, ()) if n not in sources]
+        seen = set()
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in targets:
+                return True
+            for m in succ.get(n, ()):
+                if m in sources:
+                    return True
+                stack.append(m)
+        return False
+
+    # -------------------------------------------------------------- fusion
+    def _kernels(self) -> list:
+        return [n for n in self.nodes if isinstance(n, Kernel)]
+
+    def _place(self, ins) -> None:
+        groups = []
+        for v in ins.inputs:
+            node = self.node_of.get(v.id)
+            if isinstance(node, Kernel) and node not in groups:
+                groups.append(node)
+        reasons = []
+        if len(groups) > 1:
+            try:
+                return self._join(groups, ins)
+            except NotFusable as exc:
+                reasons.append((None, f"fusing all of kernels {[g.id for g in groups]}: {exc}"))
+        share = {g: sum(self.node_of.get(v.id) is g for v in ins.inputs) for g in groups}
+        for g in sorted(groups, key=lambda g: (-share[g], -self.pos[id(g.instrs[-1])])):
+            try:
+                return self._join([g], ins)
+            except NotFusable as exc:
+                reasons.append((g, str(exc)))
+        for g, why in reasons:
+            self.notes.append((ins, g, why))
+        self._new_kernel(ins)
+
+    def _new_kernel(self, ins) -> Kernel:
+        self._kernel_ids += 1
+        space, axes = _own_space(ins)
+        k = Kernel(self._kernel_ids, space, axes)
+        self.nodes.append(k)
+        self.preds[k] = set()
+        self._admit(k, ins)
+        return k
+
+    def _join(self, groups: list, ins) -> None:
+        space, axes = _joined_space(groups, ins)
+        others = set().union(*(self._deps(v) for v in ins.inputs)) - set(groups)
+        if self._reaches(set(groups), others):
+            raise NotFusable("fusing would create a cycle through another step")
+        members = [i for g in groups for i in g.instrs if id(i) not in self.free] + [ins]
+        _check(space, axes, members, self.free, self.producer, self._roots(members))
+        # Commit: merge everything into the first kernel.
+        k = groups[0]
+        k.space, k.axes = space, axes
+        for g in groups[1:]:
+            k.instrs.extend(i for i in g.instrs if i not in k.instrs)
+            for i in g.instrs:
+                if id(i) not in self.free:
+                    self.member_of[id(i)] = k
+                    for v in i.outputs:
+                        self.node_of[v.id] = k
+            self.preds[k] |= self.preds.pop(g)
+            self.nodes.remove(g)
+            for ps in self.preds.values():
+                if g in ps:
+                    ps.discard(g)
+                    ps.add(k)
+        self.preds[k] -= set(groups)
+        self._admit(k, ins)
+
+    def _admit(self, k: Kernel, ins) -> None:
+        """Make `ins` a member of `k`, with the free instructions it reads."""
+        for f in self._free_cone(ins):
+            if f not in k.instrs:
+                k.instrs.append(f)
+        k.instrs.append(ins)
+        k.instrs.sort(key=lambda i: self.pos[id(i)])
+        self.member_of[id(ins)] = k
+        for v in ins.outputs:
+            self.node_of[v.id] = k
+        self.preds[k] |= set().union(*(self._deps(v) for v in ins.inputs)) - {k}
+
+    def _free_cone(self, ins) -> list:
+        out, stack = [], list(ins.inputs)
+        while stack:
+            v = stack.pop()
+            p = self.producer.get(v.id)
+            if p is not None and id(p) in self.free and p not in out:
+                out.append(p)
+                stack.extend(p.inputs)
+        return out
+
+    def _roots(self, members: list) -> list:
+        """Values computed by `members` that something outside them reads (conservatively:
+        instructions not yet scheduled count as outside)."""
+        inside = {id(i) for i in members}
+        roots = []
+        for ins in sorted(members, key=lambda i: self.pos[id(i)]):
+            for v in ins.outputs:
+                if v.id in self.outputs or any(id(c) not in inside for c in self.consumers.get(v.id, ())):
+                    roots.append(v)
+        return roots
+
+    def _finish_kernel(self, k: Kernel) -> None:
+        members = [i for i in k.instrs if id(i) not in self.free]
+        k.inlined = [i for i in k.instrs if id(i) in self.free]
+        k.stores = self._roots(members)
+        k.analysis = _check(k.space, k.axes, members, self.free, self.producer, k.stores)
+
+    def _ordered_steps(self) -> list:
+        """Steps in a dependency order, ties broken by program position."""
+        import heapq
+
+        def first(node):
+            if isinstance(node, Kernel):
+                return min(self.pos[id(i)] for i in node.instrs if id(i) not in self.free)
+            return self.pos[id(node.instr)]
+
+        waiting = {n: len(self.preds[n]) for n in self.nodes}
+        succ: dict = {}
+        for n, ps in self.preds.items():
+            for p in ps:
+                succ.setdefault(p, []).append(n)
+        order = {n: k for k, n in enumerate(self.nodes)}
+        ready = [(first(n), order[n], n) for n in self.nodes if waiting[n] == 0]
+        heapq.heapify(ready)
+        steps = []
+        while ready:
+            _, _, n = heapq.heappop(ready)
+            steps.append(n if isinstance(n, Step) else Step(KERNEL, kernel=n))
+            for m in succ.get(n, ()):
+                waiting[m] -= 1
+                if waiting[m] == 0:
+                    heapq.heappush(ready, (first(m), order[m], m))
+        if len(steps) != len(self.nodes):
+            raise AssertionError("internal error: the fusion schedule has a cycle")
+        return steps
+
+
+# ------------------------------------------------------------------ legality helpers
+def _own_space(ins) -> tuple:
+    """(space, axes) of a kernel holding only `ins`."""
+    if OPS[ins.op].group == REDUCE:
+        return ins.inputs[0].shape, tuple(dict(ins.attrs)["axes"])
+    return ins.outputs[0].shape, ()
+
+
+def _joined_space(groups: list, ins) -> tuple:
+    """(space, axes) of `groups` fused with `ins`, or NotFusable.
+
+    A reduction kernel keeps its loops; pointwise kernels take the shape of
+    the instruction that joins them (its broadcast or permuted output shape,
+    or the reduction's operand shape). Whether the values they must store fit
+    that space is then checked by `_check`.
+    """
+    reducing = [g for g in groups if g.axes]
+    if reducing:
+        space, axes = reducing[0].space, reducing[0].axes
+        for g in reducing[1:]:
+            if (g.space, g.axes) != (space, axes):
+                raise NotFusable(f"kernels reducing {list(space)} over axes {axes} and {list(g.space)} over "
+                                 f"axes {g.axes} have different loops")
+        if OPS[ins.op].group == REDUCE:
+            s_in, a = ins.inputs[0].shape, tuple(dict(ins.attrs)["axes"])
+            if (s_in, a) != (space, axes):
+                raise NotFusable(f"the kernel reduces {list(space)} over axes {axes}, this reduction "
+                                 f"{list(s_in)} over axes {a}")
+            return space, axes
+        s = ins.outputs[0].shape
+        if s == space or s in outer_shapes(space, axes):
+            return space, axes
+        raise NotFusable(f"a kernel reducing {list(space)} over axes {axes} cannot also loop over {list(s)}")
+    return _own_space(ins)
+
+
+def _check(space, axes, members: list, free: set, producer: dict, roots: list) -> Analysis:
+    """Analyse the kernel `members` would form (raises NotFusable if illegal)."""
+    inside = {id(i) for i in members}
+
+    def computed(v):
+        ins = producer.get(v.id)
+        if ins is not None and (id(ins) in inside or id(ins) in free):
+            return ins
+        return None
+    return analyse(space, axes, computed, roots, reductions_of(members))

@@ -1,0 +1,288 @@
+"""Run programs through fused Numba kernels, with a program cache.
+
+    compiled = compile_program(program)     # cached by structure + shapes
+    outputs = compiled(arrays)              # same contract as ir.run_program
+    print(compiled.explain())
+
+`compile_program` keys a program on its structure (ops, attributes, wiring)
+and its shape signature (shapes, dtypes). A hit returns the CompiledProgram
+built before (counted in `cache_info().hits`); a miss schedules the program
+(codegen/schedule.py), generates each kernel's source and fetches its Numba
+dispatcher from the kernel cache (runtime/kernel_cache.py).
+
+Fallbacks, none of which fail the call:
+- an op without a kernel rule runs by its reference implementation inside
+  the program, with a one-time warning naming the op;
+- a kernel that fails to compile runs its instructions by reference
+  (reported in explain()), and the caches stay usable;
+- after MAX_SHAPE_VARIANTS distinct shape signatures of one program
+  structure, fusegrad warns once and runs further new variants on the
+  reference executor instead of compiling more kernels.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import numba
+
+from fusegrad.codegen import KERNEL, Schedule, generate, schedule
+from fusegrad.ir import Program, reference_apply, run_program
+from fusegrad.ir.printer import Namer, format_instr, format_program
+from fusegrad.ir.verifier import free_values
+
+from . import kernel_cache, stats
+from .kernel_cache import KernelFailed
+
+MAX_SHAPE_VARIANTS = 32
+# A kernel whose loops cover at least this many elements runs its parallel
+# (prange) variant when Numba has more than one thread.
+PARALLEL_MIN_ELEMENTS = 1 << 18
+
+
+# ------------------------------------------------------------------ program cache
+_programs: dict = {}
+_variants: dict = {}              # structure key -> set of full keys compiled
+_warned_variants: set = set()
+_warned_ops: set = set()
+_lock = threading.Lock()
+
+
+def _clear() -> None:
+    with _lock:
+        _programs.clear()
+        _variants.clear()
+
+
+stats.register_clearer(_clear)
+
+_attr_text: dict = {}
+
+
+def _attrs_key(attrs) -> str:
+    try:
+        text = _attr_text.get(attrs)
+    except TypeError:
+        return repr(attrs)
+    if text is None:
+        text = repr(attrs)
+        if len(_attr_text) < 100_000:
+            _attr_text[attrs] = text
+    return text
+
+
+def program_key(program: Program) -> tuple:
+    """(structure, full key): structure is the ops, attribute names and wiring;
+    the full key adds shapes, dtypes and attribute values."""
+    slot = {v.id: k for k, v in enumerate(program.inputs)}
+    n = len(slot)
+    structure = [n]
+    signature = [tuple((v.shape, v.dtype.name) for v in program.inputs)]
+    for ins in program.instrs:
+        try:
+            wiring = tuple(slot[v.id] for v in ins.inputs)
+        except KeyError:
+            raise ValueError("compile_program: the program reads values it neither takes as inputs nor "
+                             "defines (bind them as inputs)") from None
+        for v in ins.outputs:
+            slot[v.id] = n
+            n += 1
+        structure.append((ins.op, tuple(k for k, _ in ins.attrs), wiring))
+        signature.append((_attrs_key(ins.attrs), tuple((v.shape, v.dtype.name) for v in ins.outputs)))
+    try:
+        outs = tuple(slot[v.id] for v in program.outputs)
+    except KeyError:
+        raise ValueError("compile_program: an output is never defined") from None
+    structure = (tuple(structure), outs)
+    return structure, (structure, tuple(signature))
+
+
+def compile_program(program: Program) -> "CompiledProgram":
+    """The CompiledProgram for `program`, from the program cache when possible."""
+    structure, key = program_key(program)
+    with _lock:
+        compiled = _programs.get(key)
+        if compiled is not None:
+            stats.count(hits=1)
+            return compiled
+        stats.count(misses=1)
+        seen = _variants.setdefault(structure, set())
+        too_many = len(seen) >= MAX_SHAPE_VARIANTS
+        if not too_many:
+            seen.add(key)
+    if too_many:
+        if structure not in _warned_variants:
+            _warned_variants.add(structure)
+            warnings.warn(f"fusegrad: this program has been compiled for {MAX_SHAPE_VARIANTS} different shape "
+                          f"signatures; further new shapes run on the reference executor without compiling",
+                          RuntimeWarning, stacklevel=2)
+        compiled = CompiledProgram(program, None,
+                                   f"more than {MAX_SHAPE_VARIANTS} shape signatures of this program structure")
+    else:
+        compiled = CompiledProgram(program, schedule(program))
+    with _lock:
+        _programs[key] = compiled
+    return compiled
+
+
+# ------------------------------------------------------------------ steps
+class _OpStep:
+    """A non-kernel step: BLAS matmul, a NumPy view, a fill or a reference op."""
+
+    def __init__(self, step, slots: dict):
+        self.step = step
+        self.instr = step.instr
+        self.ins = [slots[v.id] for v in step.instr.inputs]
+        self.outs = [slots[v.id] for v in step.instr.outputs]
+
+    def run(self, env: list) -> None:
+        results = reference_apply(self.instr, [env[s] for s in self.ins])
+        for s, r in zip(self.outs, results):
+            env[s] = r
+
+
+class _KernelStep:
+    """A fused kernel: allocate its outputs, call its Numba dispatcher."""
+
+    def __init__(self, kernel, slots: dict, math: str):
+        self.kernel = kernel
+        self.source = generate(kernel, math)
+        self.compiled = kernel_cache.get_kernel(self.source, math)
+        self.extents = [kernel.space[d] for d in self.source.extents]
+        self.loads = [(slots[v.id], scalar, v.dtype.np) for v, scalar in
+                      zip(self.source.loads, self.source.scalar_loads)]
+        self.params = [dtype.np.type(value) for value, dtype in self.source.params]
+        self.stores = [(slots[v.id], v.shape, v.dtype.np) for v in self.source.stores]
+        numel = 1
+        for s in kernel.space:
+            numel *= s
+        self.parallel = (self.source.parallel_loop and numel >= PARALLEL_MIN_ELEMENTS
+                         and numba.config.NUMBA_NUM_THREADS > 1)
+        self.slots = slots
+        self.status = "not run yet"
+
+    def run(self, env: list) -> None:
+        if self.compiled.failure is None:
+            args = list(self.extents)
+            for slot, scalar, _ in self.loads:
+                args.append(env[slot][()] if scalar else env[slot])
+            args.extend(self.params)
+            outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
+            args.extend(outs)
+            try:
+                self.compiled(args, self.parallel)
+            except KernelFailed:
+                pass
+            else:
+                self.status = "compiled kernel (parallel)" if self.parallel else "compiled kernel"
+                for (slot, _, _), out in zip(self.stores, outs):
+                    env[slot] = out
+                return
+        self._reference(env)
+
+    def _reference(self, env: list) -> None:
+        """Run the kernel's instructions one by one with their NumPy implementations."""
+        if not self.status.startswith("reference"):
+            warnings.warn(f"fusegrad: kernel {self.compiled.name} failed to compile "
+                          f"({self.compiled.failure}); its instructions run by reference", RuntimeWarning,
+                          stacklevel=3)
+        self.status = f"reference fallback (compile failed: {self.compiled.failure})"
+        local: dict = {}
+        for ins in self.kernel.instrs:
+            args = [local[v.id] if v.id in local else env[self.slots[v.id]] for v in ins.inputs]
+            for v, r in zip(ins.outputs, reference_apply(ins, args)):
+                local[v.id] = r
+        for v, (slot, _, _) in zip(self.source.stores, self.stores):
+            env[slot] = local[v.id]
+
+
+# ------------------------------------------------------------------ the compiled program
+class CompiledProgram:
+    """A scheduled program: kernels and library steps, callable like run_program."""
+
+    def __init__(self, program: Program, sched: Schedule | None, reference_reason: str | None = None):
+        self.program = program
+        self.schedule = sched
+        self.reference_reason = reference_reason
+        self.calls = 0
+        if sched is None:
+            return
+        prog = sched.program
+        if free_values(prog):
+            raise ValueError("compile_program: the program reads values it neither takes as inputs nor defines")
+        self.slots = {v.id: k for k, v in enumerate(prog.inputs)}
+        for ins in prog.instrs:
+            for v in ins.outputs:
+                self.slots.setdefault(v.id, len(self.slots))
+        self.input_types = [(self.slots[v.id], v.dtype.np) for v in prog.inputs]
+        self.output_slots = [self.slots[v.id] for v in prog.outputs]
+        math = kernel_cache.math_module()
+        self.steps = []
+        for step in sched.steps:
+            if step.kind == KERNEL:
+                self.steps.append(_KernelStep(step.kernel, self.slots, math))
+            else:
+                self.steps.append(_OpStep(step, self.slots))
+                if step.kind == "reference":
+                    _warn_reference(step.instr.op, step.why)
+
+    def __call__(self, args) -> list:
+        """Run on `args` (one array per program input); returns the outputs."""
+        self.calls += 1
+        if self.schedule is None:
+            return run_program(self.program, list(args))
+        if len(args) != len(self.input_types):
+            raise ValueError(f"program takes {len(self.input_types)} inputs, got {len(args)}")
+        env = [None] * len(self.slots)
+        for (slot, dtype), a in zip(self.input_types, args):
+            a = np.asarray(a)
+            env[slot] = a if a.dtype == dtype else a.astype(dtype)
+        for step in self.steps:
+            step.run(env)
+        return [env[s] for s in self.output_slots]
+
+    @property
+    def kernels(self) -> list:
+        return [] if self.schedule is None else self.schedule.kernels
+
+    def explain(self) -> str:
+        """The kernels, the instructions each fuses, fusion decisions and the generated source."""
+        if self.schedule is None:
+            return (f"reference executor ({self.reference_reason})\n" + format_program(self.program))
+        name = Namer()
+        kinds = [s.step.kind if isinstance(s, _OpStep) else KERNEL for s in self.steps]
+        summary = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+        parts = [f"compiled program: {len(self.steps)} steps ({summary}); calls so far: {self.calls}",
+                 "program (composite ops decomposed):", format_program(self.schedule.program, name)]
+        for n, step in enumerate(self.steps, 1):
+            if isinstance(step, _OpStep):
+                parts.append(f"[{n}] {step.step.kind}: {format_instr(step.instr, name)}    # {step.step.why}")
+                continue
+            k = step.kernel
+            head = (f"[{n}] kernel {k.id} ({k.layout}) over {list(k.space)}"
+                    + (f" reducing axes {list(k.axes)}" if k.axes else "")
+                    + f", {k.analysis.phases} phase(s){', parallel' if step.parallel else ''}; "
+                    f"ran: {step.status}; module {step.compiled.name}"
+                    + (f" in {step.compiled.root}" if step.compiled.root else " (in memory)"))
+            lines = [head, "  fuses:"]
+            lines += ["    " + format_instr(ins, name) for ins in k.instrs if ins not in k.inlined]
+            if k.inlined:
+                lines.append("  recomputes inline: " + "; ".join(format_instr(i, name) for i in k.inlined))
+            lines.append("  reads: " + " ".join(name(v) for v in step.source.loads))
+            lines.append("  writes: " + " ".join(name(v) for v in step.source.stores))
+            lines.append("  source:")
+            lines += ["    " + line for line in step.compiled.text.splitlines()]
+            parts.append("\n".join(lines))
+        if self.schedule.notes:
+            parts.append("fusion decisions (why not fused):")
+            for ins, kernel, why in self.schedule.notes:
+                where = f"kernel {kernel.id}" if kernel is not None else "its producers"
+                parts.append(f"  {format_instr(ins, name)}: not fused into {where}: {why}")
+        return "\n".join(parts)
+
+
+def _warn_reference(op: str, why: str) -> None:
+    if op not in _warned_ops:
+        _warned_ops.add(op)
+        warnings.warn(f"fusegrad: {why} (in compiled programs)", RuntimeWarning, stacklevel=4)

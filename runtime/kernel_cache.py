@@ -1,0 +1,181 @@
+"""The kernel cache: a kernel's generated source -> its Numba dispatchers.
+
+The key is the hash of the kernel's complete module text, whose header names
+everything else that changes the machine code: the fusegrad, Numba, llvmlite
+and Python versions, the math module and a hash of its source, and Numba's
+thread settings. Two programs that fuse to the same kernel share one entry;
+sizes are arguments, so a new batch size finds the same entry, and Numba
+compiles once per argument-type signature (dtype, rank, layout).
+
+Switch: FUSEGRAD_VECTOR_MATH=0 (read at each compile) makes kernels call
+`fusegrad.codegen.libmath` (libm) instead of `fusegrad.codegen.vmath`
+(vectorisable polynomials); it is part of the key.
+
+`CompiledKernel.__call__` counts each new specialisation as compiled or as
+loaded from the disk cache, logs it under FUSEGRAD_LOG=compile, and turns a
+failure into KernelFailed (after one retry with a clean disk entry, which
+covers corrupt cache files) so that the executor can fall back.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+import warnings
+
+import llvmlite
+import numba
+from numba.core.errors import NumbaError
+
+from fusegrad.codegen import KernelSource
+
+from . import disk_cache, stats
+
+_CODEGEN_MODULES = ("vmath", "libmath", "accumulate")
+
+
+class KernelFailed(Exception):
+    """A kernel could not be compiled (or loaded); the caller runs the reference instead."""
+
+
+def math_module() -> str:
+    """The module generated kernels import fg_* math from (see FUSEGRAD_VECTOR_MATH)."""
+    off = os.environ.get("FUSEGRAD_VECTOR_MATH", "1").strip().lower() in ("0", "false", "no", "off")
+    return "fusegrad.codegen.libmath" if off else "fusegrad.codegen.vmath"
+
+
+_source_hash: str | None = None
+
+
+def _codegen_hash() -> str:
+    """Hash of the math and accumulation helpers that kernels inline (Numba's own
+    cache does not notice when a called function changes)."""
+    global _source_hash
+    if _source_hash is None:
+        import fusegrad.codegen as cg
+        h = hashlib.sha256()
+        folder = os.path.dirname(cg.__file__)
+        for name in _CODEGEN_MODULES:
+            try:
+                with open(os.path.join(folder, name + ".py"), "rb") as f:
+                    h.update(f.read())
+            except OSError:
+                h.update(name.encode())
+        _source_hash = h.hexdigest()[:16]
+    return _source_hash
+
+
+def key_header(math: str) -> str:
+    """The first lines of every kernel module: what the compiled code depends on."""
+    import fusegrad
+    return (f"# fusegrad kernel (generated; safe to delete)\n"
+            f"# fusegrad {fusegrad.__version__} | numba {numba.__version__} | llvmlite {llvmlite.__version__} | "
+            f"python {sys.version_info[0]}.{sys.version_info[1]}\n"
+            f"# math {math} {_codegen_hash()} | threads {numba.config.NUMBA_NUM_THREADS} "
+            f"layer {numba.config.THREADING_LAYER}\n")
+
+
+class CompiledKernel:
+    """One kernel module (serial and maybe parallel dispatchers) and its compile record."""
+
+    def __init__(self, name: str, source: KernelSource, text: str):
+        self.name = name
+        self.source = source
+        self.text = text
+        self.root: str | None = None      # disk cache folder, None when compiled from memory
+        self.module = None
+        self.failure: str | None = None   # why it could not be compiled
+        self.compiles = 0
+        self.disk_loads = 0
+        self._hits_seen: dict = {}        # dispatcher name -> Numba cache hits already counted
+        self._lock = threading.Lock()
+        self._retried = False
+
+    def load(self) -> None:
+        root = disk_cache.cache_dir()
+        if root is not None:
+            try:
+                self.module = disk_cache.import_kernel_module(root, self.name, self.text)
+                self.root = root
+                return
+            except Exception as exc:   # unwritable folder, unreadable file...
+                warnings.warn(f"fusegrad: disk cache at {root} unusable ({exc}); compiling in memory",
+                              RuntimeWarning, stacklevel=4)
+        self.module = disk_cache.memory_module(self.name, self.text.replace("cache=True", "cache=False"))
+
+    def dispatcher(self, parallel: bool):
+        return getattr(self.module, "kernel_parallel" if parallel and self.source.parallel_loop else "kernel")
+
+    def __call__(self, args: list, parallel: bool = False) -> None:
+        if self.failure is not None:
+            raise KernelFailed(self.failure)
+        disp = self.dispatcher(parallel)
+        before = len(disp.overloads)
+        if before == 0:
+            stats.log_compile("compiling kernel %s%s ...", self.name, " (parallel)" if parallel else "")
+        start = time.perf_counter()
+        try:
+            disp(*args)
+        except NumbaError as exc:
+            self._fail(exc)
+        except Exception as exc:
+            if self.root is None or self._retried:
+                self._fail(exc)
+            # Most likely a corrupt disk entry (Numba's index or data file): rebuild it once.
+            self._retried = True
+            warnings.warn(f"fusegrad: disk cache entry for kernel {self.name} unreadable "
+                          f"({type(exc).__name__}: {exc}); recompiling", RuntimeWarning, stacklevel=3)
+            disk_cache.purge(self.root, self.name)
+            self._hits_seen.clear()
+            self.load()
+            return self(args, parallel)
+        if len(disp.overloads) != before:
+            self._record(disp, time.perf_counter() - start, parallel)
+
+    def _record(self, disp, seconds: float, parallel: bool) -> None:
+        loaded = False
+        if self.root is not None:
+            hits = sum(disp.stats.cache_hits.values())
+            loaded = hits > self._hits_seen.get(parallel, 0)
+            self._hits_seen[parallel] = hits
+        if loaded:
+            self.disk_loads += 1
+            stats.count(disk_hits=1, compile_seconds=seconds)
+            stats.log_compile("loaded kernel %s from the disk cache in %.3f s", self.name, seconds)
+        else:
+            self.compiles += 1
+            stats.count(kernels_compiled=1, compile_seconds=seconds)
+            stats.log_compile("compiled kernel %s%s in %.3f s", self.name, " (parallel)" if parallel else "",
+                              seconds)
+
+    def _fail(self, exc: Exception):
+        self.failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        stats.log_compile("kernel %s failed to compile: %s", self.name, self.failure)
+        raise KernelFailed(self.failure) from exc
+
+
+_kernels: dict = {}
+_lock = threading.Lock()
+
+
+def get_kernel(source: KernelSource, math: str) -> CompiledKernel:
+    """The cached CompiledKernel for `source` (loading its module on a miss)."""
+    text = source.module_text(key_header(math), cache=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    with _lock:
+        kernel = _kernels.get(digest)
+        if kernel is None:
+            kernel = CompiledKernel(f"fusegrad_kernel_{digest[:24]}", source, text)
+            kernel.load()
+            _kernels[digest] = kernel
+    return kernel
+
+
+def clear() -> None:
+    with _lock:
+        _kernels.clear()
+
+
+stats.register_clearer(clear)

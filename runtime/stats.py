@@ -1,0 +1,76 @@
+"""Cache counters (`fg.cache_info()`) and `fg.clear_caches()`.
+
+Counters are cumulative for the process; compare two snapshots to see what a
+call did. `clear_caches()` empties the in-memory program and kernel caches
+(the disk cache is left alone) and keeps the counters.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, replace
+from typing import Callable
+
+logger = logging.getLogger("fusegrad")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A snapshot of fusegrad's compile caches.
+
+    hits / misses: program-cache lookups (program structure + shapes);
+    kernels_compiled: Numba compilations of a kernel specialisation;
+    disk_hits: kernel specialisations loaded from the disk cache instead;
+    compile_seconds: time spent compiling or loading kernels.
+    """
+    hits: int = 0
+    misses: int = 0
+    kernels_compiled: int = 0
+    disk_hits: int = 0
+    compile_seconds: float = 0.0
+
+
+_info = CacheInfo()
+_clearers: list = []
+
+
+def cache_info() -> CacheInfo:
+    """The counters now (an immutable snapshot)."""
+    return _info
+
+
+def clear_caches() -> None:
+    """Empty the in-memory program and kernel caches (counters are kept)."""
+    for clear in _clearers:
+        clear()
+
+
+def register_clearer(fn: Callable[[], None]) -> None:
+    """Let a cache module empty itself when `clear_caches()` runs."""
+    if fn not in _clearers:
+        _clearers.append(fn)
+
+
+def count(**deltas) -> None:
+    """Add to counters, e.g. count(hits=1) or count(kernels_compiled=1, compile_seconds=0.4)."""
+    global _info
+    _info = replace(_info, **{k: getattr(_info, k) + v for k, v in deltas.items()})
+
+
+def compile_log_enabled() -> bool:
+    """FUSEGRAD_LOG=compile (read at each call) logs every kernel compile to stderr."""
+    wanted = "compile" in os.environ.get("FUSEGRAD_LOG", "").replace(",", " ").split()
+    if wanted and not any(getattr(h, "_fusegrad", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("fusegrad: %(message)s"))
+        handler._fusegrad = True
+        logger.addHandler(handler)
+    if wanted and logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    return wanted
+
+
+def log_compile(message: str, *args) -> None:
+    if compile_log_enabled():
+        logger.info(message, *args)

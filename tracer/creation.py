@@ -37,7 +37,11 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
     else:
         if isinstance(data, (str, bytes)) or data is None:
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-        array = np.array(_flatten_tensors(data))
+        try:
+            array = np.array(_flatten_tensors(data))
+        except ValueError:
+            _check_ragged(data, 0)
+            raise
         if array.dtype == object or array.dtype.kind in "USV":
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         inferred = from_numpy_dtype(array.dtype) if array.dtype.kind in "biu" else (
@@ -46,6 +50,19 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
             inferred = bool_
     target = dtype or inferred
     return np.array(array, dtype=target.np, order="C", copy=True)
+
+
+def _check_ragged(data, dim: int) -> None:
+    """torch's ValueError for nested sequences of unequal lengths."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return
+    first = data[0]
+    expect = len(first) if isinstance(first, (list, tuple)) else None
+    for item in data:
+        got = len(item) if isinstance(item, (list, tuple)) else None
+        if expect is not None and got != expect:
+            raise ValueError(f"expected sequence of length {expect} at dim {dim + 1} (got {got if got is not None else 'scalar'})")
+        _check_ragged(item, dim + 1)
 
 
 def _has_float64_scalars(data) -> bool:
@@ -57,7 +74,7 @@ def tensor(data, dtype: DType | None = None, requires_grad: bool = False) -> Ten
     """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
     t = Tensor._wrap(as_array(data, dtype))
     if requires_grad:
-        t.requires_grad_(True)
+        _require_grad(t)
     return t
 
 
@@ -69,7 +86,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
         np.float32, np.float64, np.int64, np.bool_) else Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
 
 
-def _size(size) -> tuple:
+def _size(size, fn: str = "empty") -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
@@ -80,7 +97,7 @@ def _size(size) -> tuple:
             raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
                             f"{type(s).__name__} at pos {len(out)}")
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: [{', '.join(map(str, size))}]")
+            raise RuntimeError(f"{fn}: Dimension size must be non-negative.")
         out.append(int(s))
     return tuple(out)
 
@@ -88,36 +105,42 @@ def _size(size) -> tuple:
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
     t = Tensor._wrap(array)
     if requires_grad:
-        t.requires_grad_(True)
+        _require_grad(t)
     return t
 
 
+def _require_grad(t: Tensor) -> None:
+    if not t.dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    t.requires_grad_(True)
+
+
 def zeros(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    return _new(np.zeros(_size(size), dtype=(dtype or float32).np), requires_grad)
+    return _new(np.zeros(_size(size, "zeros"), dtype=(dtype or float32).np), requires_grad)
 
 
 def ones(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    return _new(np.ones(_size(size), dtype=(dtype or float32).np), requires_grad)
+    return _new(np.ones(_size(size, "ones"), dtype=(dtype or float32).np), requires_grad)
 
 
 def empty(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    return _new(np.zeros(_size(size), dtype=(dtype or float32).np), requires_grad)
+    return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
 
 
 def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
-    return _new(np.full(_size((size,)), fill_value, dtype=dtype.np), requires_grad)
+    return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
 
 
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     d = dtype or float32
-    return _new(_rng[0].standard_normal(_size(size)).astype(d.np), requires_grad)
+    return _new(_rng[0].standard_normal(_size(size, "randn")).astype(d.np), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     d = dtype or float32
-    return _new(_rng[0].random(_size(size)).astype(d.np), requires_grad)
+    return _new(_rng[0].random(_size(size, "rand")).astype(d.np), requires_grad)
 
 
 def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:

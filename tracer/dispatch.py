@@ -106,6 +106,9 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
 
 
 def _write_inplace(t, result: np.ndarray, op: str) -> None:
+    if not t._data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
     if not np.can_cast(result.dtype, t._data.dtype, casting="same_kind"):
         raise RuntimeError(f"result type {_torch_name(result.dtype)} can't be cast to the desired output "
                            f"type {_torch_name(t._data.dtype)}")

@@ -383,7 +383,7 @@ def softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:
-        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for '
+        raise NotImplementedError(f'"softmax_lastdim_kernel_impl" not implemented for '
                            f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
     return apply_op("softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "SoftmaxBackward0")
 
@@ -393,7 +393,7 @@ def log_softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:
-        raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
+        raise NotImplementedError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
                            f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
     return apply_op("log_softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "LogSoftmaxBackward0")
 
@@ -421,6 +421,13 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
     return shape
 
 
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 def _viewable(t: Tensor, shape: tuple) -> bool:
     if t._data is None:
         return True
@@ -443,6 +450,8 @@ def view(a, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], DType):
         raise NotImplementedError("view(dtype) is not supported by fusegrad")
     shape = _infer_shape(_shape_arg(shape), a.numel())
+    if _numel(shape) != a.numel():
+        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {a.numel()}")
     if not _viewable(a, shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -526,6 +535,10 @@ def expand(a, *sizes) -> Tensor:
         raise RuntimeError(f"expand({_legacy_type(a)}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
                            f"the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({a.dim()})")
+    for i, s in enumerate(sizes[:lead]):
+        if s < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing "
+                               f"dimension {i}")
     shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     return apply_op("expand", [a], {"shape": shape}, "ExpandBackward0")
 

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from .dispatch import apply_op
+from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 
@@ -101,5 +102,7 @@ def setitem(t: Tensor, key, value) -> None:
         value = _coerce(Tensor._wrap(np.asarray(value)), t._dtype)
     else:
         value = np.asarray(value, dtype=t._dtype.np)
+    if t._grad_fn is None and t._requires_grad and is_grad_enabled():
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
     apply_op("index_put", [t, value], {"index": items}, "CopySlices", out=t)

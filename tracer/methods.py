@@ -2,6 +2,8 @@
 explicit table (no namespace wrapping at import time: grep finds them here)."""
 from __future__ import annotations
 
+import numpy as np
+
 from fusegrad.ir import bool_, float32, float64, int64
 
 from . import functional as F
@@ -15,10 +17,10 @@ def _reflected(fn):
     return method
 
 
-def _binary_operator(fn):
+def _binary_operator(fn, scalars: bool = True):
     def method(self, other):
-        if not isinstance(other, (Tensor, int, float, bool)) and not F._is_scalar(other) and \
-                type(other).__module__ != "numpy":
+        ok = isinstance(other, (Tensor, np.ndarray)) or (scalars and F._is_scalar(other))
+        if not ok:
             return NotImplemented
         return fn(self, other)
     method.__name__ = fn.__name__
@@ -72,7 +74,8 @@ OPERATORS = {
     "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul),
     "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(F.rdiv),
     "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow)),
-    "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
+    "__matmul__": _binary_operator(F.matmul, False),
+    "__rmatmul__": _binary_operator(_reflected(F.matmul), False),
     "__lt__": _binary_operator(F.lt), "__le__": _binary_operator(F.le), "__gt__": _binary_operator(F.gt),
     "__ge__": _binary_operator(F.ge), "__eq__": _binary_operator(F.eq), "__ne__": _binary_operator(F.ne),
     "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs, "__invert__": F.logical_not,

@@ -135,7 +135,7 @@ class Tensor:
                                    "var_no_grad = var.detach().")
             return self
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -237,10 +237,15 @@ class Tensor:
         return self._concrete().tolist()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._python_scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._python_scalar())
+
+    def _python_scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self.numel() != 1:

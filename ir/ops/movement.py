@@ -117,9 +117,7 @@ def _index_put_infer(types, attrs):
     from .registry import broadcast_shapes
     t, v = types
     target = index_shape(t.shape, attrs["index"])
-    if broadcast_shapes(target, v.shape) != target:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
-                           f"indexing result of shape {shape_str(target)}")
+    _expand_infer([v], {"shape": target})
     if t.dtype is not v.dtype:
         raise TypeError(f"index_put: operands must share a dtype, got {t.dtype.name} and {v.dtype.name}")
     return [TensorType(t.shape, t.dtype)]

@@ -61,31 +61,27 @@ def register(op: OpDef) -> OpDef:
 # ----------------------------------------------------------------- shape rules
 
 def broadcast_shapes(*shapes) -> tuple:
-    """NumPy's broadcasting with torch's error text (tensor a, b, ... in order)."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for k, s in enumerate(shapes):
-        for i, size in enumerate(s):
-            d = ndim - len(s) + i
-            if size == out[d] or size == 1:
-                continue
-            if out[d] == 1:
-                out[d] = size
-                continue
-            first = next(j for j in range(k) if _dim_of(shapes[j], d, ndim) not in (1, None))
-            raise RuntimeError(
-                f"The size of tensor {_letter(first)} ({_dim_of(shapes[first], d, ndim)}) must match "
-                f"the size of tensor {_letter(k)} ({size}) at non-singleton dimension {d}")
+    """NumPy's broadcasting with torch's error text (pairwise, right to left, as torch's infer_size)."""
+    out = tuple(shapes[0]) if shapes else ()
+    for s in shapes[1:]:
+        out = _broadcast_pair(out, tuple(s))
+    return out
+
+
+def _broadcast_pair(a: tuple, b: tuple) -> tuple:
+    if a == b:
+        return a
+    ndim = max(len(a), len(b))
+    out = [0] * ndim
+    for i in range(ndim - 1, -1, -1):
+        offset = ndim - 1 - i
+        sa = a[len(a) - 1 - offset] if offset < len(a) else 1
+        sb = b[len(b) - 1 - offset] if offset < len(b) else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                               f"non-singleton dimension {i}")
+        out[i] = sb if sa == 1 else sa
     return tuple(out)
-
-
-def _dim_of(shape, d, ndim):
-    i = d - (ndim - len(shape))
-    return shape[i] if i >= 0 else None
-
-
-def _letter(k: int) -> str:
-    return "abcdefgh"[k] if k < 8 else f"#{k}"
 
 
 def normalize_dim(dim: int, ndim: int) -> int:

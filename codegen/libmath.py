@@ -1,0 +1,322 @@
+"""Reference scalar math for generated kernels: the `fg_*` names over libm.
+
+Each function here has the same name, signature and special-value semantics
+as its twin in `codegen/vmath.py`, but computes with `math`/NumPy calls. Numba
+lowers those to scalar libm calls, so a loop using them never vectorises;
+this module exists to switch vector math off and compare (speed, and results
+up to the few ulp that vmath documents).
+
+Semantics follow torch (the project's oracle):
+
+* `fg_maximum`/`fg_minimum`/`fg_clamp` propagate NaN from any operand; on a tie
+  the first operand is returned (so signed zeros follow torch's scalar path).
+* `fg_relu(nan)` is nan, `fg_relu(-0.0)` is -0.0.
+* `fg_sign(nan)` is 0 and `fg_sign(-0.0)` is +0 (torch, unlike NumPy's nan/-0).
+* `fg_pow` is C99 `pow` for floats (pow(x, 0) = 1, pow(1, y) = 1, negative base
+  with a non-integer exponent = nan); for integers it is exact wrap-around
+  int64 arithmetic, and a negative exponent gives 1, +-1 or 0 like torch.
+* `fg_sigmoid` is accurate for large negative x (it returns the denormal
+  e**x rather than torch's 0); `fg_softplus` is log(1 + e**x) without torch's
+  `threshold` cut-off.
+
+Functions take scalars of one dtype (float32, float64, an integer or bool where
+noted) and return that dtype; a second/third operand of another numeric type
+is converted to the first operand's type. Called from plain Python they run
+their jitted version.
+
+The overloads are built by `overload_by_kind`, which both math modules use.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+__all__ = [
+    "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus",
+    "fg_sqrt", "fg_sin", "fg_cos", "fg_pow", "fg_relu", "fg_maximum", "fg_minimum",
+    "fg_clamp", "fg_sign",
+]
+
+
+# --------------------------------------------------------------------- machinery
+def _kind(t) -> str | None:
+    if isinstance(t, types.Float):
+        return "f32" if t.bitwidth == 32 else "f64"
+    if isinstance(t, types.Boolean):
+        return "bool"
+    if isinstance(t, types.Integer):
+        return "int"
+    return None
+
+
+def _numpy_type(t):
+    """The NumPy scalar type that stores Numba scalar type `t`."""
+    return np.bool_ if isinstance(t, types.Boolean) else getattr(np, t.name)
+
+
+def overload_by_kind(stub: Callable, make: Callable, kinds=("f32", "f64")) -> None:
+    """Register a Numba overload for `stub`, built per dtype by `make(np_type)`.
+
+    Implementations name their arguments (x), (x, y) or (x, lo, hi), as
+    the stubs do. The first argument's type decides the implementation ("f32", "f64", "int"
+    or "bool", among `kinds`); `make` receives that type's NumPy scalar type so
+    that it can type its constants (a bare Python float constant would turn
+    float32 arithmetic into float64). Other arguments must be numeric and are
+    converted to the first argument's type before the implementation runs.
+    """
+    impls: dict = {}
+
+    def implementation(first):
+        key = first.name
+        if key not in impls:
+            impls[key] = make(_numpy_type(first))
+        return impls[key]
+
+    nargs = stub.__code__.co_argcount
+
+    def select(*args):
+        if _kind(args[0]) not in kinds:
+            return None
+        if all(a == args[0] for a in args[1:]):
+            return implementation(args[0])
+        # Mixed operands: convert the others to the first operand's type, but
+        # never down a category (bool < int < float), which would lose values.
+        rank = _RANK[_kind(args[0])]
+        if any(_kind(a) is None or _RANK[_kind(a)] > rank for a in args[1:]):
+            return None
+        conv = _numpy_type(args[0])
+        if nargs == 2:
+            return lambda x, y: stub(x, conv(y))
+        return lambda x, lo, hi: stub(x, conv(lo), conv(hi))
+
+    # Numba wants the typing function's signature to match the implementation's.
+    if nargs == 1:
+        overload(stub, jit_options=_JIT_OPTIONS)(lambda x: select(x))
+    elif nargs == 2:
+        overload(stub, jit_options=_JIT_OPTIONS)(lambda x, y: select(x, y))
+    else:
+        overload(stub, jit_options=_JIT_OPTIONS)(lambda x, lo, hi: select(x, lo, hi))
+
+
+# NumPy's error model: float division by zero gives inf/nan instead of raising
+# (no zero test, no branch). forceinline marks the compiled function LLVM
+# `alwaysinline`, so it melts into the calling loop however big the loop body
+# gets: a call left in a loop would stop it from vectorising.
+_JIT_OPTIONS = {"error_model": "numpy", "forceinline": True}
+_RANK = {"bool": 0, "int": 1, "f32": 2, "f64": 2}
+
+
+def python_entry(stub: Callable, *args):
+    """Run `stub`'s jitted implementation from plain Python (compiled once per arity)."""
+    jitted = _ENTRIES.get(stub)
+    if jitted is None:
+        call = stub
+        if len(args) == 1:
+            jitted = njit(lambda x: call(x))
+        elif len(args) == 2:
+            jitted = njit(lambda x, y: call(x, y))
+        else:
+            jitted = njit(lambda x, y, z: call(x, y, z))
+        _ENTRIES[stub] = jitted
+    return jitted(*args)
+
+
+_ENTRIES: dict = {}
+
+
+# --------------------------------------------------------------------- public names
+def fg_exp(x):
+    """e**x."""
+    return python_entry(fg_exp, x)
+
+
+def fg_expm1(x):
+    """e**x - 1, accurate near 0."""
+    return python_entry(fg_expm1, x)
+
+
+def fg_log(x):
+    """Natural logarithm (log(0) = -inf, log(x < 0) = nan)."""
+    return python_entry(fg_log, x)
+
+
+def fg_log1p(x):
+    """log(1 + x), accurate near 0."""
+    return python_entry(fg_log1p, x)
+
+
+def fg_tanh(x):
+    """Hyperbolic tangent."""
+    return python_entry(fg_tanh, x)
+
+
+def fg_sigmoid(x):
+    """1 / (1 + e**-x), without overflow for large |x|."""
+    return python_entry(fg_sigmoid, x)
+
+
+def fg_softplus(x):
+    """log(1 + e**x), without overflow for large x."""
+    return python_entry(fg_softplus, x)
+
+
+def fg_sqrt(x):
+    """Square root (sqrt(-0.0) = -0.0, sqrt(x < 0) = nan)."""
+    return python_entry(fg_sqrt, x)
+
+
+def fg_sin(x):
+    """Sine."""
+    return python_entry(fg_sin, x)
+
+
+def fg_cos(x):
+    """Cosine."""
+    return python_entry(fg_cos, x)
+
+
+def fg_pow(x, y):
+    """x**y with torch's semantics (C99 pow for floats, wrap-around for integers)."""
+    return python_entry(fg_pow, x, y)
+
+
+def fg_relu(x):
+    """max(x, 0) keeping NaN (relu(nan) = nan)."""
+    return python_entry(fg_relu, x)
+
+
+def fg_maximum(x, y):
+    """The larger operand; NaN if either is NaN."""
+    return python_entry(fg_maximum, x, y)
+
+
+def fg_minimum(x, y):
+    """The smaller operand; NaN if either is NaN."""
+    return python_entry(fg_minimum, x, y)
+
+
+def fg_clamp(x, lo, hi):
+    """minimum(maximum(x, lo), hi): hi wins when lo > hi; NaN propagates."""
+    return python_entry(fg_clamp, x, lo, hi)
+
+
+def fg_sign(x):
+    """-1, 0 or 1 in x's dtype; torch's sign(nan) = 0."""
+    return python_entry(fg_sign, x)
+
+
+# --------------------------------------------------------------------- implementations
+# `ft` below is the operand's NumPy scalar type (np.float32, np.float64, np.int64, ...).
+
+def _unary_libm(fn):
+    def make(ft):
+        return lambda x: fn(x)
+    return make
+
+
+def _make_sigmoid(ft):
+    one = ft(1)
+
+    def impl(x):
+        e = math.exp(-abs(x))
+        r = one / (one + e)
+        return r if x >= 0 else e * r
+    return impl
+
+
+def _make_softplus(ft):
+    zero = ft(0)
+
+    def impl(x):
+        return (x if x > zero else zero) + math.log1p(math.exp(-abs(x)))
+    return impl
+
+
+def _make_pow(ft):
+    if issubclass(ft, np.integer):
+        return _make_int_pow(ft)
+
+    def impl(x, y):
+        return math.pow(x, y)
+    return impl
+
+
+def _make_int_pow(ft):
+    one = ft(1)
+    zero = ft(0)
+
+    def impl(x, y):
+        if y < zero:
+            # torch: only 1 and -1 have integer reciprocals; everything else is 0.
+            if x == one:
+                return one
+            if x == -one:
+                return one if y % 2 == zero else -one
+            return zero
+        result = one
+        base = x
+        e = y
+        while e > zero:
+            if e & one:
+                result = ft(result * base)
+            base = ft(base * base)
+            e >>= one
+        return result
+    return impl
+
+
+def _make_relu(ft):
+    zero = ft(0)
+    return lambda x: zero if x < zero else x
+
+
+def _make_maximum(ft):
+    if issubclass(ft, np.floating):
+        return lambda x, y: x if (x >= y or x != x) else y
+    return lambda x, y: x if x >= y else y
+
+
+def _make_minimum(ft):
+    if issubclass(ft, np.floating):
+        return lambda x, y: x if (x <= y or x != x) else y
+    return lambda x, y: x if x <= y else y
+
+
+def _make_clamp(ft):
+    def impl(x, lo, hi):
+        return fg_minimum(fg_maximum(x, lo), hi)
+    return impl
+
+
+def _make_sign(ft):
+    if ft is np.bool_:
+        return lambda x: x
+    one = ft(1)
+    zero = ft(0)
+    return lambda x: one if x > zero else (-one if x < zero else zero)
+
+
+_FLOAT = ("f32", "f64")
+_NUMERIC = ("f32", "f64", "int")
+_ALL = ("f32", "f64", "int", "bool")
+
+overload_by_kind(fg_exp, _unary_libm(math.exp))
+overload_by_kind(fg_expm1, _unary_libm(math.expm1))
+overload_by_kind(fg_log, _unary_libm(math.log))
+overload_by_kind(fg_log1p, _unary_libm(math.log1p))
+overload_by_kind(fg_tanh, _unary_libm(math.tanh))
+overload_by_kind(fg_sigmoid, _make_sigmoid)
+overload_by_kind(fg_softplus, _make_softplus)
+overload_by_kind(fg_sqrt, _unary_libm(math.sqrt))
+overload_by_kind(fg_sin, _unary_libm(math.sin))
+overload_by_kind(fg_cos, _unary_libm(math.cos))
+overload_by_kind(fg_pow, _make_pow, _NUMERIC)
+overload_by_kind(fg_relu, _make_relu, _ALL)
+overload_by_kind(fg_maximum, _make_maximum, _ALL)
+overload_by_kind(fg_minimum, _make_minimum, _ALL)
+overload_by_kind(fg_clamp, _make_clamp, _ALL)
+overload_by_kind(fg_sign, _make_sign, _ALL)

@@ -1,0 +1,663 @@
+"""Vectorisable scalar math for generated kernels: the `fg_*` names.
+
+Numba lowers `math.exp`, `np.tanh`, ... to one scalar libm call per element,
+and the llvmlite wheel has no vector math library (SVML), so a fused loop that
+calls them never vectorises. The functions here are written without calls and
+without branches in the hot path: range reduction, a polynomial, and special
+values chosen with selects (`a if cond else b` over values already computed,
+which LLVM turns into `select`), plus a few LLVM intrinsics (fmuladd, rint,
+copysign, sqrt, bit casts) emitted by `@intrinsic` helpers. Once LLVM inlines
+them into a kernel loop, the loop vectoriser turns the whole body into packed
+SIMD code. No fast-math flags are used: NaN, inf and signed zeros keep IEEE
+semantics, and `fmuladd` only lets LLVM fuse a multiply-add where the target
+has FMA (the bounds below hold with or without fusion).
+
+Each function keeps its argument's precision (float32 in, float32 arithmetic
+and result). Special values follow torch (see `codegen/libmath.py`, the libm
+twin with identical semantics, for the list). Algorithms, and the max error
+measured against the correctly rounded result (float32: float64 NumPy rounded
+to float32, all 2**32 inputs in the slow test; float64: mpmath, random
+samples), in ulp:
+
+===========  ==============================================================  =====  =====
+function     algorithm                                                        f32    f64
+===========  ==============================================================  =====  =====
+fg_exp       k = rint(x/ln2), r = x - k*ln2 (Cody-Waite, two parts),          TBD    TBD
+             e**r = 1 + r + r*r*Q(r) (minimax Q: degree 5 / 10),
+             scaled by 2**k in two exact steps (denormal results round once)
+fg_expm1     same reduction; 2*(2**(k-1)*(e**r-1) + (2**(k-1) - 1/2)),        TBD    TBD
+             exact for k = 0, no overflow of 2**k before the final doubling
+fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    TBD    TBD
+             prescaled), f = m-1, s = f/(2+f), log(1+f) = f - f*f/2 +
+             s*(f*f/2 + R(s*s)) (minimax R: degree 3 / 8)
+fg_log1p     u = 1+x with its rounding error c (TwoSum): log(u) + c/u         TBD    TBD
+fg_tanh      sign(x) * t/(t+2), t = expm1(2|x|), |x| clamped to 10 / 22       TBD    TBD
+fg_sigmoid   e = exp(-|x|); 1/(1+e) for x >= 0, e/(1+e) for x < 0             TBD    TBD
+fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     TBD    TBD
+fg_pow       float32: exp(y*log|x|) in float64, rounded once.                 TBD    TBD
+             float64: log|x| as a double-double, y*log|x| with an FMA
+             residual, exp of the pair; y = 1, 2 exact. C99 special cases.
+fg_sqrt      llvm.sqrt (a hardware instruction)                               0      0
+fg_sin/cos   TBD
+===========  ==============================================================  =====  =====
+
+`fg_relu`, `fg_maximum`, `fg_minimum`, `fg_clamp` and `fg_sign` are exact
+compare-and-select; they, and `fg_pow`, also accept int64 and (except pow and
+relu) bool operands.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from . import libmath
+from .libmath import overload_by_kind, python_entry
+
+__all__ = list(libmath.__all__)
+
+
+# --------------------------------------------------------------------- LLVM helpers
+def _llvm_float(t: types.Float) -> ir.Type:
+    return ir.FloatType() if t.bitwidth == 32 else ir.DoubleType()
+
+
+def _call_llvm_intrinsic(builder, name: str, t: types.Float, args):
+    fty = _llvm_float(t)
+    fn = builder.module.declare_intrinsic(name, [fty], ir.FunctionType(fty, [fty] * len(args)))
+    return builder.call(fn, args)
+
+
+def _float_intrinsic(name: str, nargs: int):
+    """A Numba intrinsic `f(x, ...)` calling LLVM's `name` on same-typed floats."""
+    def typer(typingctx, *args):
+        if len(args) != nargs or not isinstance(args[0], types.Float) or any(a != args[0] for a in args):
+            return None
+
+        def codegen(context, builder, sig, llargs):
+            return _call_llvm_intrinsic(builder, name, sig.return_type, llargs)
+        return args[0](*args), codegen
+
+    # `intrinsic` reads the argument count from the typing function's signature.
+    if nargs == 1:
+        def fixed(typingctx, x):
+            return typer(typingctx, x)
+    elif nargs == 2:
+        def fixed(typingctx, x, y):
+            return typer(typingctx, x, y)
+    else:
+        def fixed(typingctx, x, y, z):
+            return typer(typingctx, x, y, z)
+    fixed.__name__ = fixed.__qualname__ = name.replace(".", "_")
+    return intrinsic(fixed)
+
+
+_fmuladd = _float_intrinsic("llvm.fmuladd", 3)   # a*b + c, fused where the target has FMA
+_rint = _float_intrinsic("llvm.rint", 1)         # round to nearest even
+_copysign = _float_intrinsic("llvm.copysign", 2)  # |x| with the sign bit of y
+_sqrt = _float_intrinsic("llvm.sqrt", 1)         # IEEE square root
+
+
+def _format(t: types.Float):
+    """(int type, mantissa bits, exponent bias) of float type `t`."""
+    if t.bitwidth == 32:
+        return ir.IntType(32), 23, 127
+    return ir.IntType(64), 52, 1023
+
+
+@intrinsic
+def _ldexp_k(typingctx, p, k):
+    """p * 2**k for an integral-valued float k with |k| < 2*(bias+1).
+
+    2**k is applied as two factors 2**(k//2) and 2**(k - k//2), each a normal
+    number built from its bits, so the result rounds once (overflow to inf and
+    gradual underflow are correct). A NaN k is replaced by 0 first: fptosi of
+    NaN would be poison.
+    """
+    if not (isinstance(p, types.Float) and p == k):
+        return None
+
+    def codegen(context, builder, sig, args):
+        pv, kv = args
+        ity, mant, bias = _format(sig.return_type)
+        fty = _llvm_float(sig.return_type)
+        kv = builder.select(builder.fcmp_ordered("==", kv, kv), kv, fty(0.0))
+        ki = builder.fptosi(kv, ity)
+        k1 = builder.ashr(ki, ity(1))
+        k2 = builder.sub(ki, k1)
+        s1 = builder.bitcast(builder.shl(builder.add(k1, ity(bias)), ity(mant)), fty)
+        s2 = builder.bitcast(builder.shl(builder.add(k2, ity(bias)), ity(mant)), fty)
+        return builder.fmul(builder.fmul(pv, s1), s2)
+    return p(p, p), codegen
+
+
+@intrinsic
+def _split_log(typingctx, x):
+    """(m, e) with x = m * 2**e, m in [sqrt(1/2), sqrt(2)), for finite x > 0.
+
+    Denormals are scaled up by 2**(mantissa bits + 2) first. Other inputs give
+    unspecified (but defined) values; callers select their special cases.
+    """
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        (xv,) = args
+        ft = sig.args[0]
+        ity, mant, bias = _format(ft)
+        fty = _llvm_float(ft)
+        width = ft.bitwidth
+        tiny = builder.fcmp_ordered("<", xv, fty(2.0 ** (1 - bias)))
+        scale = mant + 2
+        xv = builder.select(tiny, builder.fmul(xv, fty(2.0 ** scale)), xv)
+        eadj = builder.select(tiny, fty(-scale), fty(0.0))
+        ix = builder.bitcast(xv, ity)
+        # Offset by the bits of sqrt(1/2): the exponent field of ix - off is
+        # e, the remaining bits put m in [sqrt(1/2), sqrt(2)).
+        off = int(np.array(np.sqrt(0.5), dtype=f"f{width // 8}").view(f"i{width // 8}"))
+        tmp = builder.sub(ix, ity(off))
+        e = builder.fadd(builder.sitofp(builder.ashr(tmp, ity(mant)), fty), eadj)
+        expmask = ((1 << width) - 1) ^ ((1 << mant) - 1)
+        m = builder.bitcast(builder.sub(ix, builder.and_(tmp, ity(expmask))), fty)
+        tup = context.get_value_type(sig.return_type)
+        return builder.insert_value(builder.insert_value(ir.Constant(tup, ir.Undefined), m, 0), e, 1)
+    return types.UniTuple(x, 2)(x), codegen
+
+
+@intrinsic
+def _horner(typingctx, x, coeffs):
+    """coeffs[0] + x*(coeffs[1] + x*(...)) with fmuladd; coeffs a constant tuple."""
+    if not (isinstance(x, types.Float) and isinstance(coeffs, types.UniTuple) and coeffs.dtype == x):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xv, cv = args
+        n = sig.args[1].count
+        fty = _llvm_float(sig.args[0])
+        fn = builder.module.declare_intrinsic("llvm.fmuladd", [fty], ir.FunctionType(fty, [fty] * 3))
+        acc = builder.extract_value(cv, n - 1)
+        for i in range(n - 2, -1, -1):
+            acc = builder.call(fn, [acc, xv, builder.extract_value(cv, i)])
+        return acc
+    return x(x, coeffs), codegen
+
+
+# --------------------------------------------------------------------- constants
+# Minimax coefficients (discrete Remez exchange in 50-digit mpmath, relative
+# error), rounded to the target precision.
+# (e**r - 1 - r) / r**2 on |r| <= ln2/2: relative error 2**-28.5 / 2**-58.4.
+_EXPQ = {
+    np.float32: (0.5000000013387559, 0.16666666532286162, 0.04166646544713991,
+                 0.008333360725260157, 0.0013933606535751636, 0.00019857803006790648),
+    np.float64: (0.5, 0.1666666666666667, 0.041666666666666616, 0.008333333333326162,
+                 0.0013888888888917979, 0.00019841269874740892, 2.480158724571213e-05,
+                 2.755725548873075e-06, 2.755734962886635e-07, 2.5105184246605478e-08,
+                 2.088937729227716e-09),
+}
+# (2*atanh(s) - 2*s) / s**3 as a polynomial in z = s*s, s <= 3 - 2*sqrt(2):
+# relative error 2**-21.8 / 2**-58.2 (the term is ~1% of log(1+f)).
+_LOGP = {
+    np.float32: (0.6666668515612614, 0.39988741142041634, 0.29581549535114415),
+    np.float64: (0.6666666666666666, 0.40000000000000885, 0.28571428570798085,
+                 0.22222222392927168, 0.18181795513928312, 0.15386246410997043,
+                 0.1326859704054669, 0.13088435811930427),
+}
+# ln2 = LN2_HI + LN2_LO with LN2_HI short enough that k*LN2_HI is exact.
+_LN2_HI = {np.float32: 0.693359375, np.float64: 6.93147180369123816490e-01}
+_LN2_LO = {np.float32: -2.12194440e-4, np.float64: 1.90821492927058770002e-10}
+# exp clamps its argument into [lo, hi]: beyond, the result is already 0 or inf.
+_EXP_RANGE = {np.float32: (-104.0, 89.0), np.float64: (-746.0, 710.0)}
+# expm1(x) = -1 below lo; tanh(x) = sign(x) for |x| >= TANH_SAT.
+_EXPM1_LO = {np.float32: -30.0, np.float64: -40.0}
+_EXPM1_TINY = {np.float32: 2.0 ** -25, np.float64: 2.0 ** -54}
+_TANH_SAT = {np.float32: 10.0, np.float64: 22.0}
+
+
+# Helpers shared by several functions: always inlined by LLVM, and with
+# NumPy's error model, so that a division never grows a zero check.
+_helper = njit(error_model="numpy", forceinline=True)
+
+
+def _typed(ft, values):
+    return tuple(ft(v) for v in values)
+
+
+# --------------------------------------------------------------------- exp family
+def _reduce_exp(ft):
+    """x -> (k, r) with x = k*ln2 + r, |r| <= ln2/2 (x already clamped)."""
+    log2e = ft(1.4426950408889634)
+    ln2_hi = ft(_LN2_HI[ft])
+    ln2_lo = ft(_LN2_LO[ft])
+
+    @_helper
+    def reduce(x):
+        k = _rint(x * log2e)
+        r = _fmuladd(-k, ln2_hi, x)
+        return k, _fmuladd(-k, ln2_lo, r)
+    return reduce
+
+
+def _make_exp(ft):
+    lo, hi = (ft(v) for v in _EXP_RANGE[ft])
+    q = _typed(ft, _EXPQ[ft])
+    one = ft(1)
+    reduce = _reduce_exp(ft)
+
+    def impl(x):
+        # Clamps written so that NaN passes through (comparisons with NaN are false).
+        x = hi if x > hi else x
+        x = lo if x < lo else x
+        k, r = reduce(x)
+        p = one + _fmuladd(r * r, _horner(r, q), r)
+        return _ldexp_k(p, k)
+    return impl
+
+
+def _make_expm1(ft):
+    lo, hi = ft(_EXPM1_LO[ft]), ft(_EXP_RANGE[ft][1])
+    q = _typed(ft, _EXPQ[ft])
+    half = ft(0.5)
+    two = ft(2)
+    tiny = ft(_EXPM1_TINY[ft])
+    reduce = _reduce_exp(ft)
+
+    def impl(x):
+        xc = hi if x > hi else x
+        xc = lo if xc < lo else xc
+        k, r = reduce(xc)
+        p = _fmuladd(r * r, _horner(r, q), r)            # e**r - 1
+        s = _ldexp_k(half, k)                             # 2**(k-1), finite up to k = 2**bias
+        y = two * _fmuladd(s, p, s - half)                # 2**k * (p + 1) - 1
+        # expm1(x) rounds to x for tiny |x|; also keeps -0.0 and denormals exact.
+        return x if abs(x) < tiny else y
+    return impl
+
+
+def _make_sigmoid(ft):
+    one = ft(1)
+    zero = ft(0)
+
+    def impl(x):
+        e = fg_exp(-abs(x))
+        r = one / (one + e)
+        return r if x >= zero else e * r
+    return impl
+
+
+def _make_tanh(ft):
+    sat = ft(_TANH_SAT[ft])
+    two = ft(2)
+
+    def impl(x):
+        a = abs(x)
+        a = sat if a > sat else a                         # tanh(sat) rounds to 1 exactly
+        t = fg_expm1(a + a)
+        return _copysign(t / (t + two), x)
+    return impl
+
+
+# --------------------------------------------------------------------- log family
+def _log_kernel(ft):
+    """x -> (hi, lo): e*ln2_hi and the rest of log(x), for finite x > 0."""
+    p = _typed(ft, _LOGP[ft])
+    ln2_hi = ft(_LN2_HI[ft])
+    ln2_lo = ft(_LN2_LO[ft])
+    one, two, half = ft(1), ft(2), ft(0.5)
+
+    @_helper
+    def kernel(x):
+        m, e = _split_log(x)
+        f = m - one
+        s = f / (two + f)
+        z = s * s
+        hfsq = half * f * f
+        rest = s * (hfsq + z * _horner(z, p)) + e * ln2_lo
+        return e * ln2_hi, f - (hfsq - rest)
+    return kernel
+
+
+def _make_log(ft):
+    kernel = _log_kernel(ft)
+    zero = ft(0)
+    inf = ft(np.inf)
+    nan = ft(np.nan)
+
+    def impl(x):
+        hi, lo = kernel(x)
+        y = hi + lo
+        y = y if x > zero else (-inf if x == zero else nan)
+        return x if x == inf else y
+    return impl
+
+
+def _make_log1p(ft):
+    one = ft(1)
+    zero = ft(0)
+    inf = ft(np.inf)
+
+    def impl(x):
+        u = one + x
+        # TwoSum: c is the exact rounding error of 1 + x.
+        v = u - one
+        c = (one - (u - v)) + (x - v)
+        y = fg_log(u) + c / u
+        y = x if x == zero else y                         # keeps -0.0
+        y = -inf if u == zero else y                      # log1p(-1): c/u would be 0/0
+        return x if x == inf else y
+    return impl
+
+
+def _make_softplus(ft):
+    zero = ft(0)
+
+    def impl(x):
+        return (x if x > zero else zero) + fg_log1p(fg_exp(-abs(x)))
+    return impl
+
+
+# --------------------------------------------------------------------- pow
+def _pow_special(ft):
+    """The C99 cases of pow around `core(|x|, y)`, which handles x >= 0."""
+    zero, one, two, half = ft(0), ft(1), ft(2), ft(0.5)
+    inf = ft(np.inf)
+    nan = ft(np.nan)
+
+    @_helper
+    def finish(x, y, r):
+        y_int = _rint(y) == y
+        y_odd = y_int and _rint(y * half) != y * half
+        negative = _copysign(one, x) < zero
+        r = -r if (negative and y_odd) else r
+        # Negative finite base, non-integer exponent: nan (-0 and -inf are fine).
+        r = nan if (x < zero and x != -inf and not y_int) else r
+        # |x| = 1 with y = +-inf would be inf*0 = nan: C99 says 1.
+        r = one if (abs(x) == one and abs(y) == inf) else r
+        # Exactly rounded squares and identities (pow(3, 2) == 9 exactly).
+        r = x if y == one else (x * x if y == two else r)
+        return one if (y == zero or x == one) else r
+    return finish
+
+
+def _make_pow32(ft):
+    finish = _pow_special(ft)
+
+    def impl(x, y):
+        # In float64 the product y*log|x| carries ~29 spare bits: one rounding.
+        a = np.float64(abs(x))
+        r = ft(fg_exp(np.float64(y) * fg_log(a)))
+        return finish(x, y, r)
+    return impl
+
+
+# (2*atanh(s) - 2*s - 2*s**3/3) / s**5 in z = s*s: relative error 2**-50.4, and
+# the term is below 2**-14 of log(1+f), so pow's log is good to ~2**-64.
+_LOG_DD_P = (0.4000000000000003, 0.2857142857133782, 0.22222222271403214, 0.18181808199843408,
+             0.15385578189199575, 0.13285846920115307, 0.12914960309586399)
+_TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)     # 2/3 as a double-double
+
+
+def _make_log_dd():
+    """float64 x > 0 (finite) -> (h, l): log(x) = h + l to ~2**-64 relative.
+
+    log(1+f) = 2s + 2s**3/3 + s**5*P(s*s) with s = f/(2+f) carried as a
+    double-double, the first two terms exactly, then e*ln2 added with TwoSum.
+    """
+    p = _LOG_DD_P
+    c_hi, c_lo = _TWO_THIRDS
+    ln2_hi = _LN2_HI[np.float64]
+    ln2_lo = _LN2_LO[np.float64]
+
+    @_helper
+    def log_dd(x):
+        m, e = _split_log(x)
+        f = m - 1.0
+        d_hi = 2.0 + f
+        d_lo = f - (d_hi - 2.0)                          # 2 + f = d_hi + d_lo exactly
+        s_hi = f / d_hi
+        s_lo = (_fmuladd(-s_hi, d_hi, f) - s_hi * d_lo) / d_hi
+        z_hi = s_hi * s_hi
+        z_lo = _fmuladd(s_hi, s_hi, -z_hi) + 2.0 * s_hi * s_lo
+        # t = 2/3 * s**3 as a double-double (u = s**3 first).
+        u_hi = z_hi * s_hi
+        u_lo = _fmuladd(z_hi, s_hi, -u_hi) + (z_lo * s_hi + z_hi * s_lo)
+        t_hi = c_hi * u_hi
+        t_lo = _fmuladd(c_hi, u_hi, -t_hi) + (c_lo * u_hi + c_hi * u_lo)
+        tail = z_hi * z_hi * s_hi * _horner(z_hi, p)
+        # Sum e*ln2_hi (exact) + 2*s_hi + t_hi with TwoSums; the rest is small.
+        a = e * ln2_hi
+        h = a + 2.0 * s_hi
+        bb = h - a
+        lo = (a - (h - bb)) + (2.0 * s_hi - bb)
+        h2 = h + t_hi
+        bb = h2 - h
+        lo += (h - (h2 - bb)) + (t_hi - bb)
+        lo += 2.0 * s_lo + t_lo + tail + e * ln2_lo
+        hi = h2 + lo
+        return hi, lo - (hi - h2)
+    return log_dd
+
+
+_log_dd = _make_log_dd()
+
+
+def _make_pow64(ft):
+    finish = _pow_special(ft)
+    lo, hi = (ft(v) for v in _EXP_RANGE[ft])
+    q = _typed(ft, _EXPQ[ft])
+    one, zero = ft(1), ft(0)
+    inf = ft(np.inf)
+    reduce = _reduce_exp(ft)
+
+    def impl(x, y):
+        a = abs(x)
+        lh, ll = _log_dd(a)
+        # log(0) = -inf; log(inf) = inf and NaN pass through.
+        lh = lh if (a > zero and a != inf) else (a if a != zero else -inf)
+        ll = ll if (a > zero and a != inf) else zero
+        # y * log|a| = ph + pl (the FMA gives ph's rounding error exactly).
+        ph = y * lh
+        pl = _fmuladd(y, lh, -ph) + y * ll
+        pl = pl if abs(ph) != inf else zero
+        # exp(ph + pl): pl joins the reduced argument.
+        xc = hi if ph > hi else ph
+        xc = lo if xc < lo else xc
+        k, r = reduce(xc)
+        r = r + pl
+        p = one + _fmuladd(r * r, _horner(r, q), r)
+        return finish(x, y, _ldexp_k(p, k))
+    return impl
+
+
+def _make_pow(ft):
+    if issubclass(ft, np.integer):
+        return libmath._make_int_pow(ft)
+    return _make_pow32(ft) if ft is np.float32 else _make_pow64(ft)
+
+
+def _make_sqrt(ft):
+    return lambda x: _sqrt(x)
+
+
+# --------------------------------------------------------------------- sin / cos
+# 2/pi = sum of _TWO_OVER_PI[i], consecutive 29-bit pieces: x * piece is exact
+# in float64 for any float32 x (24 + 29 bits).
+_TWO_OVER_PI = (0.636619770899415, 1.4681663246252086e-09, 2.2760100671971816e-18,
+                5.8812147387730434e-27, 1.0346868700836215e-35, 3.783256351091319e-45,
+                3.720474878517739e-53)
+# (sin(r) - r)/r**3 and (cos(r) - 1 + r*r/2)/r**4 in z = r*r, |r| <= pi/4:
+# relative errors 2**-32.4 and 2**-34.0 (float64 arithmetic for float32 results).
+_SINP = (-0.16666666663814964, 0.008333331862775356, -0.00019840081492758347, 2.7249349777031514e-06)
+_COSP = (0.04166666666429911, -0.001388888766540775, 2.4800597445817902e-05, -2.7300634205817904e-07)
+
+# |x| thresholds where the first useful piece moves on (x = M*2**E, M < 2**24,
+# piece i matters once E - 29*(i+1) < 2).
+_B1, _B2, _B3 = 2.0 ** 54, 2.0 ** 83, 2.0 ** 112
+
+
+@_helper
+def _reduce_quadrant(x):
+    """float64 x (a float32 value) -> (r, n): x = (4j + n)*pi/2 + r, |r| <~ pi/4.
+
+    Payne-Hanek without a table: x*(2/pi) mod 4 is accumulated from the four
+    pieces of 2/pi that matter at x's magnitude (chosen with compares, so the
+    loop stays vectorisable). Pieces before them contribute multiples of 4,
+    pieces after them less than 2**-80. Each product is exact; the sum is kept
+    as a double-double, so r is accurate to ~2**-80 absolute for any float32 x.
+    """
+    c = _TWO_OVER_PI
+    a = abs(x)
+    # First useful piece: 0 below 2**54, then one more per 29 bits of exponent.
+    c0 = c[0] if a < _B1 else (c[1] if a < _B2 else (c[2] if a < _B3 else c[3]))
+    c1 = c[1] if a < _B1 else (c[2] if a < _B2 else (c[3] if a < _B3 else c[4]))
+    c2 = c[2] if a < _B1 else (c[3] if a < _B2 else (c[4] if a < _B3 else c[5]))
+    c3 = c[3] if a < _B1 else (c[4] if a < _B2 else (c[5] if a < _B3 else c[6]))
+    p0 = x * c0
+    p1 = x * c1
+    t0 = _fmuladd(-4.0, _rint(p0 * 0.25), p0)            # p mod 4, exact
+    t1 = _fmuladd(-4.0, _rint(p1 * 0.25), p1)
+    h = t0 + t1                                           # TwoSum
+    v = h - t0
+    lo = (t0 - (h - v)) + (t1 - v)
+    h = _fmuladd(-4.0, _rint(h * 0.25), h)
+    t2 = x * c2
+    h2 = h + t2                                           # TwoSum
+    v = h2 - h
+    lo += (h - (h2 - v)) + (t2 - v) + x * c3
+    q = _rint(h2)
+    f = (h2 - q) + lo
+    n = q + 4.0 if q < 0.0 else q
+    return f * 1.5707963267948966, n
+
+
+def _make_sincos32(cosine: bool):
+    shift = 1.0 if cosine else 0.0       # cos(x) = sin(x + pi/2): one quadrant on
+    sp = _SINP
+    cp = _COSP
+
+    def impl(x):
+        r, n = _reduce_quadrant(np.float64(x))
+        n = n + shift
+        n = n - 4.0 if n >= 4.0 else n
+        z = r * r
+        s = _fmuladd(r * z, _horner(z, sp), r)
+        c = _fmuladd(z * z, _horner(z, cp), 1.0 - 0.5 * z)
+        y = s if n == 0.0 else (c if n == 1.0 else (-s if n == 2.0 else -c))
+        y = np.float32(y)
+        return x if (x == 0 and not cosine) else y        # sin(-0.0) = -0.0
+    return impl
+
+
+def _make_sin(ft):
+    # float64 stays on libm: a table-free full-range reduction needs ~40 pieces.
+    return _make_sincos32(False) if ft is np.float32 else libmath._unary_libm(np.sin)(ft)
+
+
+def _make_cos(ft):
+    return _make_sincos32(True) if ft is np.float32 else libmath._unary_libm(np.cos)(ft)
+
+
+# --------------------------------------------------------------------- public names
+def fg_exp(x):
+    """e**x."""
+    return python_entry(fg_exp, x)
+
+
+def fg_expm1(x):
+    """e**x - 1, accurate near 0."""
+    return python_entry(fg_expm1, x)
+
+
+def fg_log(x):
+    """Natural logarithm (log(0) = -inf, log(x < 0) = nan)."""
+    return python_entry(fg_log, x)
+
+
+def fg_log1p(x):
+    """log(1 + x), accurate near 0."""
+    return python_entry(fg_log1p, x)
+
+
+def fg_tanh(x):
+    """Hyperbolic tangent."""
+    return python_entry(fg_tanh, x)
+
+
+def fg_sigmoid(x):
+    """1 / (1 + e**-x), without overflow for large |x|."""
+    return python_entry(fg_sigmoid, x)
+
+
+def fg_softplus(x):
+    """log(1 + e**x), without overflow for large x."""
+    return python_entry(fg_softplus, x)
+
+
+def fg_sqrt(x):
+    """Square root (sqrt(-0.0) = -0.0, sqrt(x < 0) = nan)."""
+    return python_entry(fg_sqrt, x)
+
+
+def fg_sin(x):
+    """Sine."""
+    return python_entry(fg_sin, x)
+
+
+def fg_cos(x):
+    """Cosine."""
+    return python_entry(fg_cos, x)
+
+
+def fg_pow(x, y):
+    """x**y with torch's semantics (C99 pow for floats, wrap-around for integers)."""
+    return python_entry(fg_pow, x, y)
+
+
+def fg_relu(x):
+    """max(x, 0) keeping NaN (relu(nan) = nan)."""
+    return python_entry(fg_relu, x)
+
+
+def fg_maximum(x, y):
+    """The larger operand; NaN if either is NaN."""
+    return python_entry(fg_maximum, x, y)
+
+
+def fg_minimum(x, y):
+    """The smaller operand; NaN if either is NaN."""
+    return python_entry(fg_minimum, x, y)
+
+
+def fg_clamp(x, lo, hi):
+    """minimum(maximum(x, lo), hi): hi wins when lo > hi; NaN propagates."""
+    return python_entry(fg_clamp, x, lo, hi)
+
+
+def fg_sign(x):
+    """-1, 0 or 1 in x's dtype; torch's sign(nan) = 0."""
+    return python_entry(fg_sign, x)
+
+
+def _make_clamp(ft):
+    def impl(x, lo, hi):
+        return fg_minimum(fg_maximum(x, lo), hi)
+    return impl
+
+
+overload_by_kind(fg_exp, _make_exp)
+overload_by_kind(fg_expm1, _make_expm1)
+overload_by_kind(fg_log, _make_log)
+overload_by_kind(fg_log1p, _make_log1p)
+overload_by_kind(fg_tanh, _make_tanh)
+overload_by_kind(fg_sigmoid, _make_sigmoid)
+overload_by_kind(fg_softplus, _make_softplus)
+overload_by_kind(fg_sqrt, _make_sqrt)
+overload_by_kind(fg_sin, _make_sin)
+overload_by_kind(fg_cos, _make_cos)
+overload_by_kind(fg_pow, _make_pow, ("f32", "f64", "int"))
+# Compare-and-select functions are already vectorisable: share libmath's.
+overload_by_kind(fg_relu, libmath._make_relu, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_maximum, libmath._make_maximum, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_minimum, libmath._make_minimum, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_clamp, _make_clamp, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_sign, libmath._make_sign, ("f32", "f64", "int", "bool"))

@@ -1,0 +1,487 @@
+"""The vectorisable math library (codegen/vmath.py) and its libm twin (codegen/libmath.py).
+
+* accuracy: float32 over a strided sweep of all bit patterns plus dense
+  sweeps near 0 and the overflow/underflow thresholds, against float64 NumPy
+  rounded to float32; float64 on random samples against mpmath;
+* special values and integer/bool semantics, against torch (the oracle);
+* dtype: float32 in gives float32 arithmetic and result;
+* vectorisation: a fused float32 chain compiles to packed SIMD code with no
+  calls in it.
+
+Kernels are generated per (module, dtype) and compiled once: each evaluates
+every function of a group in one loop, as the code generator's fused loops do.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+from numba import njit, types
+from numba.np.numpy_support import from_dtype
+
+from fusegrad.codegen import libmath, vmath
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for special values")
+mpmath = pytest.importorskip("mpmath", reason="mpmath is the oracle for float64 accuracy")
+
+MODULES = {"vmath": vmath, "libmath": libmath}
+UNARY = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus", "sqrt", "sin", "cos")
+# Max error of vmath in ulp, as documented in vmath's module docstring.
+# float32: distance to the float64 result rounded to float32.
+ULP32 = {"exp": 1, "expm1": 1, "log": 1, "log1p": 1, "tanh": 2, "sigmoid": 2, "softplus": 2,
+         "sqrt": 0, "sin": 1, "cos": 1, "pow": 1}
+# float64: real-valued distance to the exact result (mpmath); sin/cos are libm.
+ULP64 = {"exp": 1.0, "expm1": 1.7, "log": 1.0, "log1p": 1.5, "tanh": 2.3, "sigmoid": 2.1,
+         "softplus": 1.8, "sqrt": 0.5, "sin": 1.0, "cos": 1.0, "pow": 1.5}
+
+
+# --------------------------------------------------------------------- kernels
+def _compile(source: str, namespace: dict):
+    exec(source, namespace)
+    return njit(error_model="numpy")(namespace["kernel"])
+
+
+@functools.lru_cache(maxsize=None)
+def unary_kernel(module: str):
+    """kernel(x, out): out[j, i] = UNARY[j](x[i]); results named r_<name>."""
+    body = "".join(f"        r_{n} = fg_{n}(v)\n        out[{j}, i] = r_{n}\n" for j, n in enumerate(UNARY))
+    source = f"def kernel(x, out):\n    for i in range(x.shape[0]):\n        v = x[i]\n{body}"
+    return _compile(source, {f"fg_{n}": getattr(MODULES[module], f"fg_{n}") for n in UNARY})
+
+
+PIECEWISE = ("pow", "maximum", "minimum", "clamp", "relu", "sign")
+
+
+@functools.lru_cache(maxsize=None)
+def piecewise_kernel(module: str, with_pow: bool = True):
+    """kernel(x, y, z, out): pow(x, y), maximum(x, y), minimum(x, y), clamp(x, y, z), relu(x), sign(x)."""
+    calls = {"pow": "fg_pow(x[i], y[i])", "maximum": "fg_maximum(x[i], y[i])",
+             "minimum": "fg_minimum(x[i], y[i])", "clamp": "fg_clamp(x[i], y[i], z[i])",
+             "relu": "fg_relu(x[i])", "sign": "fg_sign(x[i])"}
+    body = "".join(f"        r_{n} = {calls[n]}\n        out[{j}, i] = r_{n}\n"
+                   for j, n in enumerate(PIECEWISE) if with_pow or n != "pow")
+    source = f"def kernel(x, y, z, out):\n    for i in range(x.shape[0]):\n{body}"
+    return _compile(source, {f"fg_{n}": getattr(MODULES[module], f"fg_{n}") for n in PIECEWISE})
+
+
+def run_unary(module: str, x: np.ndarray) -> dict:
+    out = np.empty((len(UNARY), x.size), x.dtype)
+    unary_kernel(module)(x, out)
+    return dict(zip(UNARY, out))
+
+
+def run_piecewise(module: str, x, y, z) -> dict:
+    with_pow = x.dtype != np.bool_
+    out = np.zeros((len(PIECEWISE), x.size), x.dtype)
+    piecewise_kernel(module, with_pow)(x, y, z, out)
+    return {n: out[j] for j, n in enumerate(PIECEWISE) if with_pow or n != "pow"}
+
+
+def signature_for(kernel, dtype):
+    """The kernel's compiled signature whose first argument holds `dtype`."""
+    (sig,) = [s for s in kernel.signatures if s[0].dtype == from_dtype(np.dtype(dtype))]
+    return sig
+
+
+def result_types(kernel, dtype) -> dict:
+    """The Numba type of each r_<name> in the kernel compiled for `dtype` arrays."""
+    cres = kernel.overloads[signature_for(kernel, dtype)]
+    return {k.split(".")[0][2:]: t for k, t in cres.type_annotation.typemap.items() if k.startswith("r_")}
+
+
+# --------------------------------------------------------------------- references
+def reference64(name: str, x: np.ndarray) -> np.ndarray:
+    """float64 NumPy reference for UNARY[name] (accurate to ~1 float64 ulp)."""
+    with np.errstate(all="ignore"):     # signalling NaN bit patterns warn on conversion
+        d = x.astype(np.float64)
+        if name == "sigmoid":
+            e = np.exp(-np.abs(d))
+            return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
+        if name == "softplus":
+            return np.logaddexp(0.0, d)
+        return getattr(np, name)(d)
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    """float32 bits mapped to integers that are ordered like the floats (-0 = +0)."""
+    i = a.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+def ulp_distance32(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
+    """Distance in float32 ulps from `got` to `want64` rounded to float32.
+
+    NaN against NaN is 0; NaN against a number, or inf against anything else
+    (a wrong side of an overflow threshold), is infinite.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = want64.astype(np.float32)
+    d = np.abs(_ordered(got) - _ordered(want)).astype(np.float64)
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    d[nan_got != nan_want] = np.inf
+    d[nan_got & nan_want] = 0
+    inf_mismatch = (np.isinf(got) | np.isinf(want)) & (got != want) & ~(nan_got | nan_want)
+    d[inf_mismatch] = np.inf
+    return d
+
+
+def assert_ulp32(name: str, x: np.ndarray, got: np.ndarray, want64: np.ndarray, bound: float):
+    d = ulp_distance32(got, want64)
+    worst = int(np.argmax(d))
+    assert d[worst] <= bound, (f"{name}({x[worst]!r}) = {got[worst]!r}, want {np.float32(want64[worst])!r}: "
+                               f"{d[worst]} ulp > {bound}")
+
+
+def float32_sweep(stride: int) -> np.ndarray:
+    """Every `stride`-th float32 bit pattern, plus dense sweeps where functions change regime."""
+    strided = np.arange(0, 2**32, stride, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    near_zero = np.linspace(-1, 1, 100_001, dtype=np.float32) * np.float32(2.0**-10)
+    small = np.linspace(-20, 20, 200_001, dtype=np.float32)
+    thresholds = [88.72283935546875, 89.0, -87.33654, -103.972, -103.28, 9.01, 44.36, 17.33, -17.33]
+    dense = [np.float32(t) + np.arange(-500, 500, dtype=np.float32) * np.spacing(np.float32(t)) for t in thresholds]
+    denormals = np.arange(0, 2**23, 97, dtype=np.uint32).view(np.float32)
+    return np.concatenate([strided, near_zero, small, *dense, denormals, -denormals])
+
+
+# --------------------------------------------------------------------- accuracy
+@pytest.fixture(scope="module")
+def sweep32():
+    x = float32_sweep(stride=4099)
+    return x, run_unary("vmath", x)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_float32_accuracy(sweep32, name):
+    x, got = sweep32
+    assert_ulp32(name, x, got[name], reference64(name, x), ULP32[name])
+
+
+def _mp_reference(name: str, x: float):
+    mp = mpmath
+    v = mp.mpf(x)
+    if name == "sigmoid":
+        return 1 / (1 + mp.exp(-v))
+    if name == "softplus":
+        return mp.log1p(mp.exp(v))
+    return getattr(mp, name)(v)
+
+
+def max_ulp64(name: str, x: np.ndarray, got: np.ndarray) -> tuple[float, float]:
+    """Largest real-valued error in float64 ulps against mpmath, and where."""
+    worst = (0.0, None)
+    with mpmath.workprec(120):
+        for xi, gi in zip(x.tolist(), got.tolist()):
+            want = _mp_reference(name, xi)
+            w = float(want)
+            if w == 0.0 or not np.isfinite(w) or not np.isfinite(gi):
+                assert gi == w, f"{name}({xi!r}) = {gi!r}, want {w!r}"
+                continue
+            err = float(abs(mpmath.mpf(gi) - want) / np.spacing(abs(w)))
+            worst = max(worst, (err, xi))
+    return worst
+
+
+def float64_sample(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Random float64 arguments covering the function's interesting range."""
+    wide = {"exp": (-750, 712), "expm1": (-45, 712), "tanh": (-25, 25), "sigmoid": (-745, 60),
+            "softplus": (-745, 800), "sin": (-10, 10), "cos": (-10, 10)}
+    parts = [rng.uniform(-1, 1, n) * 2.0 ** rng.integers(-60, 8, n)]
+    if name in wide:
+        parts.append(rng.uniform(*wide[name], n))
+    else:   # log, log1p, sqrt: positive, over the whole exponent range
+        parts.append(np.abs(rng.standard_normal(n)) * 2.0 ** rng.integers(-1074, 1024, n))
+        parts.append(rng.uniform(-1, 4, n))
+    x = np.concatenate(parts)
+    if name in ("log", "sqrt"):
+        x = np.abs(x)
+    if name == "log1p":
+        x = x[x > -1]
+    return x
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_float64_accuracy(name):
+    x = float64_sample(name, 150, np.random.default_rng(sum(map(ord, name))))
+    got = run_unary("vmath", x)[name]
+    err, where = max_ulp64(name, x, got)
+    assert err <= ULP64[name], f"{name}({where!r}): {err:.2f} ulp > {ULP64[name]}"
+
+
+def pow_sample32(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Positive and negative bases over the float32 range; exponents keep y*log|x| in range."""
+    x = rng.integers(0, 0x7F800000, n, dtype=np.int64).astype(np.int32).view(np.float32)
+    y = (rng.uniform(-1, 1, n) * 150 / np.maximum(np.abs(np.log(x.astype(np.float64))), 1e-3)).astype(np.float32)
+    y[: n // 4] = rng.integers(-10, 10, n // 4)
+    neg = slice(n // 2, n // 2 + n // 8)
+    x[neg] = -x[neg]
+    y[neg] = np.round(y[neg])
+    return x, y
+
+
+def test_pow_float32_accuracy():
+    x, y = pow_sample32(200_000, np.random.default_rng(1))
+    got = run_piecewise("vmath", x, y, y)["pow"]
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64))
+    assert_ulp32("pow", x, got, want, ULP32["pow"])
+
+
+def test_pow_float64_accuracy():
+    rng = np.random.default_rng(2)
+    n = 300
+    x = np.concatenate([rng.uniform(0, 4, n), np.abs(rng.standard_normal(n)) * 2.0 ** rng.integers(-1000, 1000, n)])
+    # Exponents up to |y*log x| = 700: the hard case for exp(y*log x).
+    y = rng.uniform(-1, 1, 2 * n) * 700 / np.maximum(np.abs(np.log(x)), 1e-3)
+    y[::3] = rng.uniform(-8, 8, y[::3].size)
+    got = run_piecewise("vmath", x, y, y)["pow"]
+    with mpmath.workprec(150):
+        for xi, yi, gi in zip(x.tolist(), y.tolist(), got.tolist()):
+            want = mpmath.power(mpmath.mpf(xi), mpmath.mpf(yi))
+            w = float(want)
+            if w < 2.3e-308 or not np.isfinite(w):      # underflow/overflow: checked exactly elsewhere
+                continue
+            err = float(abs(mpmath.mpf(gi) - want) / np.spacing(w))
+            assert err <= ULP64["pow"], f"pow({xi!r}, {yi!r}) = {gi!r}: {err:.2f} ulp"
+
+
+# --------------------------------------------------------------------- special values (torch)
+F32 = np.finfo(np.float32)
+F64 = np.finfo(np.float64)
+SPECIAL = {
+    np.float32: [0.0, -0.0, 1e-45, -1e-45, float(F32.tiny), 1.0, -1.0, 0.5, -0.5, np.inf, -np.inf, np.nan,
+                 float(F32.max), -float(F32.max), 88.72283935546875, 88.72284, 89.0, -87.3, -103.28, -103.9,
+                 -104.0, -200.0, 1e-30, -1e-30, 9.0, 10.0, -10.0, 20.0, 100.0, -100.0, 1e20, 3e38],
+    np.float64: [0.0, -0.0, 5e-324, -5e-324, float(F64.tiny), 1.0, -1.0, 0.5, -0.5, np.inf, -np.inf, np.nan,
+                 float(F64.max), -float(F64.max), 709.782712893384, 709.79, 710.0, -708.4, -744.4, -745.2,
+                 -746.0, -800.0, 1e-300, -1e-300, 19.0, 22.0, -22.0, 40.0, 1e200],
+}
+
+
+def torch_reference(name: str, x: np.ndarray) -> np.ndarray:
+    """torch's result in x's dtype, except where torch is less accurate than our semantics."""
+    t = torch.from_numpy(x)
+    if name == "sigmoid":           # torch's 1/(1 + e**-x) underflows to 0 long before e**x does
+        return reference64(name, x).astype(x.dtype)
+    if name == "softplus":          # torch's threshold=20 cut-off is not part of our semantics
+        return reference64(name, x).astype(x.dtype)
+    if name == "log1p":             # torch flushes denormal x to 0; C99 (and we) return x
+        with np.errstate(all="ignore"):
+            return np.log1p(x)
+    return getattr(torch, name)(t).numpy()
+
+
+def is_special(v: np.ndarray) -> np.ndarray:
+    return (v == 0) | ~np.isfinite(v)
+
+
+def assert_matches(name, args, got, want, bound):
+    """Specials (0, inf, nan in or out) exactly, including the sign of zero; others within `bound` ulp."""
+    exact = is_special(want) | np.logical_or.reduce([is_special(a) for a in args])
+    for i in np.flatnonzero(exact):
+        ok = (np.isnan(got[i]) and np.isnan(want[i])) or (
+            got[i] == want[i] and np.signbit(got[i]) == np.signbit(want[i]))
+        assert ok, f"{name}{tuple(a[i] for a in args)} = {got[i]!r}, torch gives {want[i]!r}"
+    rest = ~exact
+    if rest.any():
+        with np.errstate(over="ignore"):
+            spacing = np.spacing(np.abs(want[rest]).astype(want.dtype))
+        err = np.abs(got[rest].astype(np.float64) - want[rest]) / spacing
+        assert err.max() <= bound + 1, f"{name}: {err.max()} ulp"  # + torch's own error
+
+
+@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unary_special_values(module, dtype):
+    x = np.array(SPECIAL[dtype], dtype)
+    got = run_unary(module, x)
+    for name in UNARY:
+        bound = (ULP32 if dtype is np.float32 else ULP64)[name] if module == "vmath" else 1
+        assert_matches(name, (x,), got[name], torch_reference(name, x), bound)
+
+
+def test_sigmoid_does_not_underflow_early():
+    """float32 sigmoid(-100) is the denormal e**-100 (torch's float32 gives 0)."""
+    x = np.array([-87.0, -95.0, -100.0, -103.0], np.float32)
+    got = run_unary("vmath", x)["sigmoid"]
+    assert (got > 0).all()
+    assert_ulp32("sigmoid", x, got, reference64("sigmoid", x), ULP32["sigmoid"])
+
+
+POW_BASES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, np.inf, -np.inf, np.nan, 1e-45, 10.0]
+POW_EXPONENTS = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, 1 / 3, np.inf, -np.inf, np.nan,
+                 1000.0, -1000.0, 127.0, -149.0, 0.1, 1e10, -1e10]
+
+
+@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_piecewise_special_values(module, dtype):
+    xs, ys = np.meshgrid(np.array(POW_BASES, dtype), np.array(POW_EXPONENTS, dtype))
+    x, y = xs.ravel(), ys.ravel()
+    got = run_piecewise(module, x, y, y)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    assert_matches("pow", (x, y), got["pow"], torch.pow(tx, ty).numpy(), ULP32["pow"])
+    # maximum/minimum: torch's scalar and vector paths disagree on the sign of
+    # a zero tie, so zeros are compared by value only here.
+    for name, ref in (("maximum", torch.maximum), ("minimum", torch.minimum)):
+        np.testing.assert_array_equal(got[name], ref(tx, ty).numpy(), err_msg=name)
+    np.testing.assert_array_equal(np.signbit(got["relu"]), np.signbit(torch.relu(tx).numpy()))
+    np.testing.assert_array_equal(got["relu"], torch.relu(tx).numpy())
+    np.testing.assert_array_equal(got["sign"], torch.sign(tx).numpy())
+    np.testing.assert_array_equal(np.signbit(got["sign"]), np.signbit(torch.sign(tx).numpy()))
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_clamp_special_values(module):
+    v = np.array([np.nan, -np.inf, -1.0, -0.0, 0.0, 1.0, np.inf, 2.5], np.float32)
+    x, lo, hi = (a.ravel() for a in np.meshgrid(v, v, v))
+    got = run_piecewise(module, x, lo, hi)["clamp"]
+    want = torch.clamp(torch.from_numpy(x), torch.from_numpy(lo), torch.from_numpy(hi)).numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_int64_semantics(module):
+    bases = np.array([-7, -3, -2, -1, 0, 1, 2, 3, 7, 2**31, -(2**40)], np.int64)
+    exps = np.array([0, 1, 2, 3, 5, 30, 63, 64, 65, -1, -2, -3], np.int64)
+    xs, ys = np.meshgrid(bases, exps)
+    x, y = xs.ravel(), ys.ravel()
+    z = np.roll(x, 3)
+    got = run_piecewise(module, x, y, z)
+    tx, ty, tz = (torch.from_numpy(a) for a in (x, y, z))
+    want = {"pow": torch.pow(tx, ty), "maximum": torch.maximum(tx, ty), "minimum": torch.minimum(tx, ty),
+            "clamp": torch.clamp(tx, ty, tz), "relu": torch.relu(tx), "sign": torch.sign(tx)}
+    for name, w in want.items():
+        np.testing.assert_array_equal(got[name], w.numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_bool_semantics(module):
+    x, y, z = (a.ravel() for a in np.meshgrid(*[np.array([False, True])] * 3))
+    got = run_piecewise(module, x, y, z)
+    tx, ty, tz = (torch.from_numpy(a) for a in (x, y, z))
+    want = {"maximum": torch.maximum(tx, ty), "minimum": torch.minimum(tx, ty),
+            "clamp": torch.clamp(tx.long(), ty.long(), tz.long()).bool(), "sign": torch.sign(tx), "relu": tx}
+    for name, w in want.items():
+        np.testing.assert_array_equal(got[name], w.numpy(), err_msg=name)
+
+
+# --------------------------------------------------------------------- dtypes
+@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_results_keep_the_input_dtype(module, dtype):
+    run_unary(module, np.ones(1, dtype))
+    run_piecewise(module, *[np.ones(1, dtype)] * 3)
+    want = types.float32 if dtype is np.float32 else types.float64
+    found = {**result_types(unary_kernel(module), dtype), **result_types(piecewise_kernel(module, True), dtype)}
+    assert set(found) == set(UNARY) | set(PIECEWISE)
+    assert {n: t for n, t in found.items() if t != want} == {}
+
+
+def test_mixed_operands_take_the_first_operands_type():
+    """A literal or int operand is converted to the float operand's type (torch's scalar rule)."""
+    fg_pow, fg_clamp = vmath.fg_pow, vmath.fg_clamp
+
+    @njit
+    def mixed(x):
+        r_pow = fg_pow(x, 2)
+        r_clamp = fg_clamp(x, 0.0, 1.5)
+        return r_pow, r_clamp
+
+    assert mixed(np.float32(3.0)) == (9.0, 1.5)
+    (cres,) = mixed.overloads.values()
+    assert cres.signature.return_type == types.UniTuple(types.float32, 2)
+
+
+def test_python_call_runs_the_jitted_function():
+    assert vmath.fg_sign(float("nan")) == 0.0
+    assert vmath.fg_pow(np.int64(-1), np.int64(-3)) == -1
+
+
+# --------------------------------------------------------------------- vectorisation
+def w1_kernel(module):
+    """A fused W1-like chain: tanh * sigmoid + exp(-x*x), and its gradient expression."""
+    m = MODULES[module]
+    fg_tanh, fg_sigmoid, fg_exp = m.fg_tanh, m.fg_sigmoid, m.fg_exp
+    one, two = np.float32(1), np.float32(2)
+
+    @njit(error_model="numpy")
+    def kernel(x, g, y, dx):
+        for i in range(x.shape[0]):
+            v = x[i]
+            t = fg_tanh(v)
+            s = fg_sigmoid(v)
+            e = fg_exp(-v * v)
+            y[i] = t * s + e
+            dx[i] = g[i] * ((one - t * t) * s + t * s * (one - s) - two * v * e)
+    return kernel
+
+
+def function_asm(kernel, dtype=np.float32) -> str:
+    """Assembly of the kernel's own function (not its CPython wrapper) for `dtype` arrays."""
+    sig = signature_for(kernel, dtype)
+    asm = kernel.inspect_asm(sig)
+    name = kernel.overloads[sig].fndesc.mangled_name
+    start = asm.index(f"\n{name}:")
+    return asm[start: asm.index(".Lfunc_end", start)]
+
+
+PACKED = re.compile(r"\bv(?:fn?m(?:add|sub)\w*|mul|add|sub|div|max|min|blendv)ps\s[^\n]*\b[xyz]mm\d")
+
+
+def test_fused_chain_vectorises():
+    kernel = w1_kernel("vmath")
+    x = np.linspace(-5, 5, 1000, dtype=np.float32)
+    y, dx = np.empty_like(x), np.empty_like(x)
+    kernel(x, np.ones_like(x), y, dx)
+    asm = function_asm(kernel)
+    assert re.search(r"\bcall", asm) is None, "a call is left in the fused loop"
+    packed = PACKED.findall(asm)
+    assert len(packed) > 20 and any(re.search(r"[yz]mm", p) for p in packed), asm[:2000]
+    # And the vectorised chain computes the right thing.
+    want = np.tanh(x.astype(np.float64)) / (1 + np.exp(-x.astype(np.float64))) + np.exp(-x.astype(np.float64) ** 2)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-7)
+
+
+def test_unary_functions_vectorise():
+    """Every float32 function, in one loop, still gives a loop without calls."""
+    run_unary("vmath", np.ones(1, np.float32))
+    asm = function_asm(unary_kernel("vmath"))
+    assert re.search(r"\bcall", asm) is None
+    assert re.search(r"[yz]mm", asm)
+
+
+def test_libmath_chain_is_scalar_libm():
+    """For the record (not a requirement): the libm twin leaves calls in the loop."""
+    kernel = w1_kernel("libmath")
+    x = np.linspace(-5, 5, 64, dtype=np.float32)
+    kernel(x, x, np.empty_like(x), np.empty_like(x))
+    calls = len(re.findall(r"\bcall", function_asm(kernel)))
+    print(f"libmath W1 kernel: {calls} calls in the loop, {len(PACKED.findall(function_asm(kernel)))} packed ops")
+
+
+# --------------------------------------------------------------------- exhaustive (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["vmath"])
+def test_float32_exhaustive(module):
+    """All 2**32 float32 inputs of every unary function (minutes)."""
+    chunk = 1 << 24
+    worst = {n: 0.0 for n in UNARY}
+    for start in range(0, 1 << 32, chunk):
+        x = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
+        got = run_unary(module, x)
+        for name in UNARY:
+            d = ulp_distance32(got[name], reference64(name, x))
+            worst[name] = max(worst[name], float(d.max()))
+    print(worst)
+    assert all(worst[n] <= ULP32[n] for n in UNARY), worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", UNARY)
+def test_float64_accuracy_large_sample(name):
+    x = float64_sample(name, 20_000, np.random.default_rng(sum(map(ord, name)) + 1))
+    err, where = max_ulp64(name, x, run_unary("vmath", x)[name])
+    print(f"{name}: {err:.3f} ulp at {where!r}")
+    assert err <= ULP64[name]

@@ -979,3 +979,26 @@ def test_frozen_subgraph_has_no_history_and_gets_no_grad():
         graphs.append(_structure(out.grad_fn))
     # The graph reaches the head's leaf only: no node for the frozen part.
     assert graphs[1] == graphs[0]
+
+
+# --------------------------------------------------------------------------- big graphs
+
+def test_deep_chain_does_not_hit_recursion_limit():
+    # The history is walked iteratively: a chain far deeper than Python's
+    # recursion limit still differentiates.
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+    y = x
+    n = 3000
+    for _ in range(n):
+        y = y * 1.0001 + 0.0
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0001 ** n] * 2, rtol=1e-9)
+
+
+def test_wide_fan_out_accumulates():
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+    total = x * 0
+    for k in range(200):
+        total = total + x * k
+    total.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [sum(range(200))] * 2)

@@ -265,6 +265,7 @@ BAD_INPUTS = [
     ("cat_sizes", lambda L: L.cat([L.ones(2, 3), L.ones(2, 2)]), True),
     ("cat_ndim", lambda L: L.cat([L.ones(2, 3), L.ones(3)]), True),
     ("cat_empty_list", lambda L: L.cat([]), True),
+    ("cat_zero_dim", lambda L: L.cat([L.tensor(1.0), L.tensor(2.0)]), True),
     ("stack_sizes", lambda L: L.stack([L.ones(2, 3), L.ones(3, 2)]), True),
     ("stack_empty_list", lambda L: L.stack([]), True),
     # indexing
@@ -330,6 +331,7 @@ BACKWARD_MISUSE = [
                                                     [L.ones(2, requires_grad=True)]), True),
     ("grad_non_scalar_output", lambda L: L.autograd.grad(L.ones(2, requires_grad=True) * 2,
                                                          [L.ones(2, requires_grad=True)]), True),
+    ("assign_grad_of_wrong_shape", lambda L: setattr(L.zeros(2, requires_grad=True), "grad", L.ones(3)), True),
     ("grad_output_without_history", lambda L: L.autograd.grad(L.ones(2).sum(), [L.ones(2, requires_grad=True)]), True),
 ]
 

@@ -519,6 +519,19 @@ def test_retain_grad_on_non_leaf():
     assert_close(res[1][1], res[0][1])
 
 
+def test_retain_grad_survives_an_inplace_op():
+    res = []
+    for L in LIBS:
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3.0)
+        (y * y).sum().backward()
+        res.append((y.grad, x.grad))
+    assert_close(res[1][0], res[0][0])
+    assert_close(res[1][1], res[0][1])
+
+
 def test_retain_grad_accumulates_and_on_leaf_is_noop():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     x.retain_grad()
@@ -949,6 +962,24 @@ def test_grad_mode_restored_after_exception():
     with pytest.raises(ValueError):
         f()
     assert fg.is_grad_enabled() is True
+
+
+def test_backward_inside_no_grad_still_fills_grad():
+    res = []
+    for L in LIBS:
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        with L.no_grad():
+            y.backward()
+        res.append(x.grad)
+    assert_close(res[1], res[0])
+
+
+def test_backward_on_a_leaf():
+    for L in LIBS:
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        x.backward(L.tensor([3.0, 4.0]))
+        assert x.grad.tolist() == [3.0, 4.0]
 
 
 def test_no_grad_result_used_later_in_grad_mode():

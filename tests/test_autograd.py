@@ -1033,3 +1033,22 @@ def test_wide_fan_out_accumulates():
         total = total + x * k
     total.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [sum(range(200))] * 2)
+
+
+def test_gradient_dtype_is_the_leaf_dtype_under_promotion():
+    cases = [
+        lambda L, a, b: (a * b).sum(),             # float32 leaf, float64 leaf
+        lambda L, a, b: (a * b[0]).sum(),          # a 0-d float64 does not promote float32
+        lambda L, a, b: (a.double() + b).sum(),
+        lambda L, a, b: (a * L.tensor([1, 2])).sum() + b.sum(),  # int tensor promotes to float32
+    ]
+    for case in cases:
+        res = []
+        for L in LIBS:
+            a = L.tensor([1.0, 2.0], requires_grad=True)
+            b = L.tensor([3.0, 4.0], dtype=L.float64, requires_grad=True)
+            out = case(L, a, b)
+            out.backward()
+            res.append((out, a.grad, b.grad))
+        for f, t in zip(res[1], res[0]):
+            assert_close(f, t)

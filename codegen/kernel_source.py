@@ -2,24 +2,26 @@
 
 The generator walks back from what the kernel must produce (stored values
 and reduction operands) and builds an expression for each value at the index
-it is read (codegen/indexing.py). A value read once is inlined into its
-reader; a value read twice, or needed in an enclosing loop, gets a named
-temporary placed in the outermost loop where its indices are all bound
-(loop-invariant values are hoisted). Loads from memory index arrays with the
-loop variables (0 for size-1 dims); 0-d operands arrive as scalars.
+where it is read (codegen/indexing.py). A value read once is inlined into its
+reader; a value read twice, or by a deeper loop, gets a named temporary
+placed in the outermost loop where its indices are all bound (loop-invariant
+values are hoisted). Loads index arrays with the loop variables (0 for
+size-1 dims); 0-d operands arrive as scalars. The loops follow
+codegen/loopnest.py: outer loops, phases of inner loops, epilogues.
 
 Extents are arguments (`n0, n1, ...`), never constants, so one compiled
 kernel serves every size with the same rank, size-1 pattern and dtypes.
 Constants other than a few literals (0, 1, -1, 2, 0.5, inf, nan) are
 arguments too (`c0, ...`): a mean's element count or a learning rate must
-not make a new kernel. Argument order: extents, loads, constants, stores.
+not make a new kernel. Argument order: extents, loads, constants, outputs.
 
-Reductions accumulate in float64 for floating types (int64/bool otherwise),
-through `fg_acc_add`, an addition that LLVM may reassociate so that the
-loop vectorises. A reduction to a scalar (no outer loops) runs in blocks of
+Reductions accumulate in float64 for floating dtypes (int64/bool otherwise)
+through `fg_acc_add`, an addition LLVM may reassociate so that the loop
+vectorises. A reduction to one value (no outer loops) runs in blocks of
 BLOCK elements of its first dim whose partial results are combined at the
-end; the blocks are the unit of parallel work. The parallel variant of a
-kernel is the same source with `prange` for its outermost parallel loop.
+end; tail reductions over the parallel dim accumulate per block of rows.
+Blocks are the unit of parallel work: the parallel variant of a kernel is
+the same source with `prange` for its outermost loop.
 """
 from __future__ import annotations
 
@@ -29,11 +31,13 @@ from dataclasses import dataclass, field
 
 from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 
-from .indexing import operand_index
-from .loopnest import COLUMN, live_dims
+from .indexing import identity, operand_index
+from .loopnest import live_dims
 from .schedule import Kernel
 
-BLOCK = 4096
+BLOCK = 4096               # elements of the first dim per block of a reduction to one value
+MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
+MAX_PARTIALS = 1 << 22     # cap on nblocks * (accumulator size) for those blocks
 _CTOR = {"bool": "np.bool_", "int64": "np.int64", "float32": "np.float32", "float64": "np.float64"}
 _INIT = {
     "add": {"f": "0.0", "i": "0", "b": "False"},
@@ -45,7 +49,7 @@ _JIT_OPTIONS = 'error_model="numpy", nogil=True'
 
 def _literal(value) -> bool:
     """Constants written into the source; all others are passed as arguments."""
-    if isinstance(value, (bool,)) or value in (0, 1, -1, 2, 0.5, -0.5):
+    if isinstance(value, bool) or value in (0, 1, -1, 2, 0.5, -0.5):
         return True
     try:
         return not math.isfinite(float(value))
@@ -67,7 +71,7 @@ class _Node:
     render: object                 # callable(list of child texts) -> str
     children: list
     deps: frozenset                # kernel dims whose loop variables it reads
-    level: int                     # 1 + latest reduction phase it needs (0: none)
+    level: int                     # 1 + latest row-reduction phase it needs (0: none)
     region: tuple
     seq: int
     trivial: bool = False          # constants and scalar arguments: always inlined
@@ -85,7 +89,7 @@ class KernelSource:
     extents: list                  # kernel dims passed as n<d>, in order
     loads: list                    # values passed after the extents, in order
     scalar_loads: list             # True where a load is passed as a scalar (0-d)
-    params: list                   # (value, dtype) of constants passed as scalars, after the loads
+    params: list                   # (value, dtype) of constants passed after the loads
     stores: list                   # values written, passed last, in order
     parallel_loop: bool            # the kernel has a loop that prange parallelises
 
@@ -111,22 +115,25 @@ class _Generator:
         self.an = kernel.analysis
         self.space = kernel.space
         self.axes = tuple(kernel.axes)
-        self.column = self.an.layout == COLUMN
-        live = live_dims(self.space)
-        self.live = live
-        self.outer = [d for d in live if d not in self.axes]
-        self.inner = [d for d in live if d in self.axes]
-        self.blocked = not self.column and not self.outer and bool(self.inner)
+        self.live = live_dims(self.space)
+        self.outer = [d for d in self.live if d not in self.axes]
+        self.inner = [d for d in self.live if d in self.axes]
+        self.whole = not self.outer and bool(self.inner)     # one value per row reduction: blocked phases
         self.producer = {v.id: ins for ins in kernel.instrs for v in ins.outputs}
+        pos = {id(ins): k for k, ins in enumerate(kernel.instrs)}
+        self.tails = sorted(self.an.tails.values(), key=lambda t: pos[id(t.instr)])
+        self.groups = list(dict.fromkeys(t.kept for t in self.tails))
+        d0 = self.outer[0] if self.outer else None
+        self.blocked = d0 is not None and any(d0 not in t.kept for t in self.tails)
         self.loads: dict = {}            # value id -> (arg name, value)
         self.params: dict = {}           # (repr(value), dtype) -> (arg name, value, dtype)
         self.memo: dict = {}
         self.nodes: list = []
         self.sinks: list = []            # (scope, seq, callable() -> lines)
-        self.red: dict = {}              # id(reduction instr) -> info dict
+        self.red: dict = {}              # id(reduction) -> info dict
         self.seq = 0
 
-    # -------------------------------------------------------------- expression building
+    # -------------------------------------------------------------- expressions
     def _next(self) -> int:
         self.seq += 1
         return self.seq
@@ -137,7 +144,7 @@ class _Generator:
             return self._load(v, index, region)
         opdef = OPS[ins.op]
         if opdef.group == REDUCE:
-            return self._reduction_result(ins, v, region)
+            return self._reduction_result(ins, region)
         if opdef.group == MOVEMENT:
             return self.expr(ins.inputs[0], operand_index(ins, index, 0), region)
         if opdef.group == SOURCE:
@@ -146,28 +153,23 @@ class _Generator:
         attrs = dict(ins.attrs)
         dtype = ins.outputs[0].dtype
         if isinstance(opdef.expr, str):
-            template = opdef.expr
-
-            def render(texts, template=template):
+            def render(texts, template=opdef.expr):
                 return template.format(*texts)
         else:
             def render(texts, fn=opdef.expr, attrs=attrs):
                 return fn(texts, attrs)
         if not dtype.is_floating_point:
             # Numba types bool/int arithmetic its own way (True + True is 2):
-            # say the IR's dtype explicitly.
-            inner_render, c = render, ctor(dtype)
-
-            def render(texts, inner_render=inner_render, c=c):
-                text = inner_render(texts)
-                return text if text.startswith(c + "(") or text.startswith("np." + dtype.np.name + "(") \
-                    else f"{c}({text})"
+            # state the IR's dtype.
+            def render(texts, inner=render, c=ctor(dtype), alt=f"np.{dtype.np.name}("):
+                text = inner(texts)
+                return text if text.startswith(c + "(") or text.startswith(alt) else f"{c}({text})"
         return self._node(("op", v.id, index), render, children, region)
 
     def _node(self, key, render, children, region, deps=None, level=None, trivial=False) -> _Node:
         deps = frozenset().union(*(c.deps for c in children)) if deps is None else frozenset(deps)
         level = max((c.level for c in children), default=0) if level is None else level
-        region = self._region(deps, level, region)
+        region = self._region(deps, region)
         full_key = key + (region,)
         node = self.memo.get(full_key)
         if node is None:
@@ -179,27 +181,22 @@ class _Generator:
             self.nodes.append(node)
         return node
 
-    def _region(self, deps, level, region):
-        """Where a node may be shared: nodes that read no inner loop variable
-        live at the outer level and serve every phase."""
-        if self.column:
-            return ("top",) if not deps and not level else region
+    def _region(self, deps, region) -> tuple:
+        """Nodes that read no inner loop variable live at the outer level, shared by all phases."""
         if region[0] == "inner" and not (deps & set(self.inner)):
-            return ("outer",)
+            return ("main",)
         return region
 
     def _scope(self, node) -> tuple:
         deps, region = node.deps, node.region
-        if region == ("top",):
-            return ("top",)
-        if self.column:
-            order = self.live if region[0] == "main" else self.outer
-            return (region[0], 1 + max((order.index(d) for d in deps if d in order), default=-1))
+        if region[0] == "epi":
+            kept = self.groups[region[1]]
+            return ("epi", region[1], 1 + max((kept.index(d) for d in deps if d in kept), default=-1))
         if region[0] == "inner":
             return ("inner", region[1], 1 + max(self.inner.index(d) for d in deps if d in self.inner))
         if node.level:
             return ("post", node.level - 1)
-        return ("outer", 1 + max((self.outer.index(d) for d in deps), default=-1))
+        return ("outer", 1 + max((self.outer.index(d) for d in deps if d in self.outer), default=-1))
 
     def _load(self, v, index, region) -> _Node:
         if v.id not in self.loads:
@@ -207,14 +204,14 @@ class _Generator:
         arg = self.loads[v.id][0]
         if v.type.ndim == 0:
             return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
-        text = f"{arg}[{', '.join('0' if i is None else f'i{i}' for i in index)}]"
-        return self._node(("load", v.id, index), lambda t, text=text: text, [],
-                          region, deps={i for i in index if i is not None})
+        text = f"{arg}[{_subscript(index)}]"
+        return self._node(("load", v.id, index), lambda t, text=text: text, [], region,
+                          deps={i for i in index if i is not None})
 
     def _source(self, ins, index, region) -> _Node:
         attrs = dict(ins.attrs)
         if "value" in attrs and not _literal(attrs["value"]):
-            # A constant becomes an argument: element counts (mean), learning
+            # Constants become arguments: element counts (mean), learning
             # rates... must not make a new kernel for every new value.
             key = (repr(attrs["value"]), attrs["dtype"].name)
             if key not in self.params:
@@ -224,7 +221,7 @@ class _Generator:
         text = OPS[ins.op].expr([], attrs)
         used = set()
 
-        def loopvar(m):
+        def loopvar(m):       # sources name their own dims i0, i1...: read them at `index`
             i = index[int(m.group(1))]
             if i is None:
                 return "0"
@@ -234,42 +231,42 @@ class _Generator:
         return self._node(("src", id(ins), index), lambda t, text=text: text, [], region, deps=used,
                           trivial=not used)
 
-    def _reduction_result(self, ins, v, region) -> _Node:
+    def _reduction_result(self, ins, region) -> _Node:
         info = self.red[id(ins)]
-        if self.column:
-            text = f"{info['out_ctor']}({info['acc']}[{', '.join(f'i{d}' for d in self.outer)}])"
-            return self._node(("red", id(ins)), lambda t, text=text: text, [], ("epi",),
-                              deps=set(self.outer), level=1)
-        return info["node"]
+        if info["tail"] is None:
+            return info["node"]
+        g = self.groups.index(info["tail"].kept)
+        node = self._node(("tail", id(ins)), lambda t, name=info["name"]: name, [], ("epi", g),
+                          deps=set(info["tail"].kept), level=0)
+        node.name = info["name"]
+        return node
 
     # -------------------------------------------------------------- the kernel
     def build(self, math_module: str, acc_module: str) -> KernelSource:
         reds = [ins for ins in self.k.instrs if OPS[ins.op].group == REDUCE]
-        stages = self.an.stages
-        for n, ins in enumerate(sorted(reds, key=lambda r: stages[id(r)])):
-            self._declare_reduction(n, ins, stages[id(ins)])
-        # Reductions in phase order, so their results exist before later phases read them.
-        for ins in sorted(reds, key=lambda r: stages[id(r)]):
-            self._accumulate(ins, stages[id(ins)])
+        stages, tails = self.an.stages, self.an.tails
+        for n, ins in enumerate(reds):
+            self._declare_reduction(n, ins, stages.get(id(ins)), tails.get(id(ins)))
+        for ins in sorted(reds, key=lambda r: stages.get(id(r), -1)):
+            self._accumulate(ins)
         stores = []
         for st in self.an.stores:
             stores.append(st.value)
             self._store(len(stores) - 1, st)
         self._name_temporaries()
         body = self._emit()
-        parallel_loop = self._has_parallel_loop()
         signature = ", ".join([f"n{d}" for d in self.live] + [a for a, _ in self.loads.values()] +
                               [p[0] for p in self.params.values()] + [f"o{k}" for k in range(len(stores))])
+        parallel_loop = bool(self.outer) or self.whole
         functions = [("kernel", False, f"def kernel({signature}):\n" + body.replace("PRANGE", "range"))]
         if parallel_loop:
             functions.append(("kernel_parallel", True,
                               f"def kernel_parallel({signature}):\n" + body.replace("PRANGE", "prange")))
-        text = body
         imports = {}
-        math_names = sorted(set(re.findall(r"\b(fg_(?!acc_)\w+)\(", text)))
+        math_names = sorted(set(re.findall(r"\b(fg_(?!acc_)\w+)\(", body)))
         if math_names:
             imports[math_module] = math_names
-        acc_names = sorted(set(re.findall(r"\b(fg_acc_\w+)\(", text)))
+        acc_names = sorted(set(re.findall(r"\b(fg_acc_\w+)\(", body)))
         if acc_names:
             imports[acc_module] = acc_names
         loads = [v for _, v in self.loads.values()]
@@ -277,55 +274,56 @@ class _Generator:
         return KernelSource("kernel", functions, imports, list(self.live), loads,
                             [v.type.ndim == 0 for v in loads], params, stores, parallel_loop)
 
-    def _has_parallel_loop(self) -> bool:
-        if self.column:
-            return bool(self.live) and self.live[0] not in self.axes
-        return bool(self.outer) or self.blocked
-
-    def _declare_reduction(self, n: int, ins, phase: int) -> None:
+    def _declare_reduction(self, n: int, ins, stage, tail) -> None:
         combine = OPS[ins.op].expr
         dtype = ins.outputs[0].dtype
         kind = _kind(dtype)
         acc_ctor = "np.float64" if (kind == "f" and combine == "add") else ctor(dtype)
-        info = {"acc": f"acc{n}", "name": f"r{n}", "combine": combine, "kind": kind, "acc_ctor": acc_ctor,
-                "out_ctor": ctor(dtype), "init": f"{acc_ctor}({_INIT[combine][kind]})", "phase": phase}
+        info = {"acc": f"acc{n}", "name": f"r{n}", "n": n, "combine": combine, "kind": kind, "acc_ctor": acc_ctor,
+                "out_ctor": ctor(dtype), "init": f"{acc_ctor}({_INIT[combine][kind]})", "stage": stage,
+                "tail": tail, "fill": _INIT[combine][kind]}
         self.red[id(ins)] = info
-        if not self.column:
-            name = info["name"]
-            info["node"] = self._node(("red", id(ins)), lambda t, name=name: name, [], ("outer",),
-                                      deps=set(self.outer), level=phase + 1)
-            info["node"].name = name
-
-    def _accumulate(self, ins, phase: int) -> None:
-        info = self.red[id(ins)]
-        region = ("main",) if self.column else ("inner", phase)
-        operand = self.expr(ins.inputs[0], tuple(None if s == 1 else d for d, s in enumerate(self.space)),
-                            region)
-        acc_scope = ("main", len(self.live)) if self.column else ("inner", phase, len(self.inner))
-        operand.users.append(acc_scope)
-        if self.column:
-            target = f"{info['acc']}[{', '.join(f'i{d}' for d in self.outer)}]"
+        if tail is None:
+            info["node"] = self._node(("red", id(ins)), lambda t, name=info["name"]: name, [], ("main",),
+                                      deps=set(self.outer), level=stage + 1)
+            info["node"].name = info["name"]
         else:
-            target = "b" + info["acc"] if self.blocked else info["acc"]
-        self.sinks.append((acc_scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
-        if not self.column:
+            info["blocked"] = self.blocked and self.outer[0] not in tail.kept
+
+    def _accumulate(self, ins) -> None:
+        info = self.red[id(ins)]
+        tail = info["tail"]
+        if tail is None:
+            phase = info["stage"]
+            operand = self.expr(ins.inputs[0], identity(self.space), ("inner", phase))
+            scope = ("inner", phase, len(self.inner))
+            target = "b" + info["acc"] if self.whole else info["acc"]
             self.sinks.append((("finish", phase), self._next(),
                                lambda: [f"{info['name']} = {info['out_ctor']}({info['acc']})"]))
+        else:
+            if tail.full:
+                region, scope = ("inner", tail.level), ("inner", tail.level, len(self.inner))
+            else:
+                region = ("main",)
+                scope = ("post", tail.level) if tail.level >= 0 else ("outer", len(self.outer))
+            operand = self.expr(ins.inputs[0], tail.in_index, region)
+            kept = ", ".join(f"i{d}" for d in tail.kept) or "0"
+            target = f"part{info['n']}[blk, {kept}]" if info["blocked"] else f"tacc{info['n']}[{kept}]"
+        operand.users.append(scope)
+        self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
 
     def _store(self, k: int, st) -> None:
-        v = st.value
-        if st.full:
-            region = ("main",) if self.column else ("inner", st.phase)
-            scope = ("main", len(self.live)) if self.column else ("inner", st.phase, len(self.inner))
+        if st.kind == "full":
+            region, scope = ("inner", st.phase), ("inner", st.phase, len(self.inner))
+        elif st.kind == "outer":
+            region = ("main",)
+            scope = ("post", st.phase) if st.phase >= 0 else ("outer", len(self.outer))
         else:
-            region = ("epi",) if self.column else ("outer",)
-            if self.column:
-                scope = ("epi", len(self.outer))
-            else:
-                scope = ("post", st.phase) if st.phase >= 0 else ("outer", len(self.outer))
-        node = self.expr(v, st.index, region)
+            g = self.groups.index(st.kept)
+            region, scope = ("epi", g), ("epi", g, len(st.kept))
+        node = self.expr(st.value, st.index, region)
         node.users.append(scope)
-        target = f"o{k}[{', '.join('0' if i is None else f'i{i}' for i in st.index)}]" if st.index else f"o{k}[()]"
+        target = f"o{k}[{_subscript(st.index)}]" if st.index else f"o{k}[()]"
         self.sinks.append((scope, self._next(), lambda: [f"{target} = {self._text(node)}"]))
 
     # -------------------------------------------------------------- naming and emission
@@ -342,16 +340,14 @@ class _Generator:
                 count += 1
 
     def _loop_of(self, scope) -> tuple:
-        """The loop nest a scope sits in (scopes at one loop level share a body)."""
+        """The loop body a scope sits in (scopes of one body may inline into each other)."""
         kind = scope[0]
-        if kind == "top":
-            return ("M", 0) if self.column else ("O", 0)
-        if kind in ("main", "epi"):
-            return ("M" if kind == "main" else "E", scope[1]) if scope[1] else ("M", 0)
         if kind == "outer":
             return ("O", scope[1])
         if kind == "inner" and scope[2]:
             return ("I", scope[1], scope[2])
+        if kind == "epi":
+            return ("E", scope[1], scope[2]) if scope[2] else ("O", 0)
         return ("O", len(self.outer))      # inner depth 0, post, finish: the innermost outer body
 
     def _text(self, node: _Node) -> str:
@@ -374,43 +370,68 @@ class _Generator:
         def put(depth, text):
             lines.append("    " * (depth + 1) + text)
 
-        if self.column:
-            self._emit_column(put)
-        else:
-            self._emit_row(put)
-        if not lines:
-            put(0, "pass")
-        return "\n".join(lines)
+        self._emit_main(put)
+        self._emit_epilogues(put)
+        return "\n".join(lines) if lines else "    pass"
 
-    def _loop(self, d, lo="0", parallel=False) -> str:
-        fn = "PRANGE" if parallel else "range"
-        return f"for i{d} in {fn}(n{d}):" if lo == "0" else f"for i{d} in {fn}({lo}, n{d}):"
-
-    def _emit_row(self, put) -> None:
-        reds_by_phase: dict = {}
-        for info in self.red.values():
-            reds_by_phase.setdefault(info["phase"], []).append(info)
-        depth = 0
-        for stmt in self._statements(("top",)) + self._statements(("outer", 0)):
-            put(depth, stmt)
+    def _emit_main(self, put) -> None:
+        others = [f"n{d}" for d in self.live[1:]] if self.outer else []
         if self.blocked:
-            d0 = self.inner[0]
-            put(0, f"nblocks = (n{d0} + {BLOCK - 1}) // {BLOCK}")
+            d0 = self.outer[0]
+            size = " * ".join(others) or "1"
+            put(0, f"nblocks = max(1, min(n{d0}, {MAX_BLOCKS}, {MAX_PARTIALS} // max(1, {size})))")
+            put(0, f"rows = (n{d0} + nblocks - 1) // nblocks")
+        if self.whole:
+            put(0, f"nblocks = (n{self.inner[0]} + {BLOCK - 1}) // {BLOCK}")
+        for info in self.red.values():
+            tail = info["tail"]
+            if tail is None:
+                continue
+            shape = "".join(f"n{d}, " for d in tail.kept) or "1, "
+            put(0, f"tacc{info['n']} = np.full(({shape}), {info['fill']}, {info['acc_ctor']})")
+            if info["blocked"]:
+                put(0, f"part{info['n']} = np.full((nblocks, {shape}), {info['fill']}, {info['acc_ctor']})")
+        for stmt in self._statements(("outer", 0)):
+            put(0, stmt)
+        depth = 0
         for k, d in enumerate(self.outer):
-            put(depth, self._loop(d, parallel=(k == 0)))
-            depth += 1
+            if k == 0 and self.blocked:
+                put(depth, "for blk in PRANGE(nblocks):")
+                put(depth + 1, f"for i{d} in range(blk * rows, min(n{d}, blk * rows + rows)):")
+                depth += 2
+            else:
+                put(depth, self._loop(d, parallel=(k == 0)))
+                depth += 1
             for stmt in self._statements(("outer", k + 1)):
                 put(depth, stmt)
+        rows_by_phase: dict = {}
+        for info in self.red.values():
+            if info["tail"] is None:
+                rows_by_phase.setdefault(info["stage"], []).append(info)
         for p in range(self.an.phases):
-            infos = reds_by_phase.get(p, [])
-            if self.blocked and infos:
-                self._emit_blocked_phase(put, p, infos)
+            infos = rows_by_phase.get(p, [])
+            if self.whole and infos:
+                self._emit_whole_phase(put, p, infos)
             else:
                 for info in infos:
                     put(depth, f"{info['acc']} = {info['init']}")
-                self._emit_inner(put, p, depth, parallel_first=self.blocked)
+                self._emit_inner(put, p, depth, parallel_first=self.whole)
             for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
                 put(depth, stmt)
+        for info in self.red.values():
+            if info["tail"] is not None and info["blocked"]:
+                n, kept = info["n"], info["tail"].kept
+                put(0, "for b in range(nblocks):")
+                depth = 1
+                for d in kept:
+                    put(depth, self._loop(d))
+                    depth += 1
+                idx = ", ".join(f"i{d}" for d in kept) or "0"
+                for line in _update(info, f"tacc{n}[{idx}]", f"part{n}[b, {idx}]", "w"):
+                    put(depth, line)
+
+    def _loop(self, d, parallel=False) -> str:
+        return f"for i{d} in {'PRANGE' if parallel else 'range'}(n{d}):"
 
     def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
         for stmt in self._statements(("inner", p, 0)):
@@ -424,43 +445,44 @@ class _Generator:
             for stmt in self._statements(("inner", p, k + 1)):
                 put(depth, stmt)
 
-    def _emit_blocked_phase(self, put, p, infos) -> None:
+    def _emit_whole_phase(self, put, p, infos) -> None:
+        """A phase reducing everything to single values, in blocks of its first dim."""
         d0 = self.inner[0]
         for info in infos:
-            put(0, f"part{info['acc'][3:]} = np.empty(nblocks, {info['acc_ctor']})")
+            put(0, f"part{info['n']} = np.empty(nblocks, {info['acc_ctor']})")
         put(0, "for blk in PRANGE(nblocks):")
         for info in infos:
             put(1, f"b{info['acc']} = {info['init']}")
         self._emit_inner(put, p, 1, first_range=f"blk * {BLOCK}, min(n{d0}, blk * {BLOCK} + {BLOCK})")
         for info in infos:
-            put(1, f"part{info['acc'][3:]}[blk] = b{info['acc']}")
+            put(1, f"part{info['n']}[blk] = b{info['acc']}")
         for info in infos:
             put(0, f"{info['acc']} = {info['init']}")
             put(0, "for b in range(nblocks):")
-            for line in _update(info, info["acc"], f"part{info['acc'][3:]}[b]", "w"):
+            for line in _update(info, info["acc"], f"part{info['n']}[b]", "w"):
                 put(1, line)
 
-    def _emit_column(self, put) -> None:
-        shape = ", ".join(f"n{d}" for d in self.outer)
-        for info in self.red.values():
-            fill = _INIT[info["combine"]][info["kind"]]
-            put(0, f"{info['acc']} = np.full(({shape},), {fill}, {info['acc_ctor']})")
-        for stmt in self._statements(("top",)) + self._statements(("main", 0)):
-            put(0, stmt)
-        depth = 0
-        for k, d in enumerate(self.live):
-            put(depth, self._loop(d, parallel=(k == 0)))
-            depth += 1
-            for stmt in self._statements(("main", k + 1)):
+    def _emit_epilogues(self, put) -> None:
+        for g, kept in enumerate(self.groups):
+            for stmt in self._statements(("epi", g, 0)) if kept else []:
+                put(0, stmt)
+            depth = 0
+            for k, d in enumerate(kept):
+                put(depth, self._loop(d))
+                depth += 1
+                if k + 1 < len(kept):
+                    for stmt in self._statements(("epi", g, k + 1)):
+                        put(depth, stmt)
+            idx = ", ".join(f"i{d}" for d in kept) or "0"
+            for info in self.red.values():
+                if info["tail"] is not None and info["tail"].kept == kept:
+                    put(depth, f"{info['name']} = {info['out_ctor']}(tacc{info['n']}[{idx}])")
+            for stmt in self._statements(("epi", g, len(kept))):
                 put(depth, stmt)
-        for stmt in self._statements(("epi", 0)):
-            put(0, stmt)
-        depth = 0
-        for k, d in enumerate(self.outer):
-            put(depth, self._loop(d))
-            depth += 1
-            for stmt in self._statements(("epi", k + 1)):
-                put(depth, stmt)
+
+
+def _subscript(index) -> str:
+    return ", ".join("0" if i is None else f"i{i}" for i in index)
 
 
 def _update(info, target: str, value: str, tmp: str) -> list:

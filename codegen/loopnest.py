@@ -1,27 +1,32 @@
 """The loop structure of a kernel and the rules that make a fusion legal.
 
-A kernel loops over an iteration space S; a reduction kernel also has
-reduction axes A, and its *outer* dims are the others. Three layouts:
+A kernel loops over an iteration space S (a shape). Its *row axes* A (maybe
+none) are reduced dims that come after every kept dim; the other dims are
+its *outer* dims. The loop nest is:
 
-pointwise  no reduction: one loop nest over S; each stored value is written
-           in the innermost loop.
-row        every reduced dim comes after every kept dim: the outer loops run
-           over the kept dims, and inside them one or more *phases*, each an
-           inner loop nest over the reduced dims. A reduction is computed in
-           phase k where k is the number of reductions chained before it
-           (softmax: max in phase 0, sum of exp(x - max) in phase 1, the
-           normalised output written in phase 2), so values that consume a
-           reduction's result join the same kernel instead of another pass.
-column     a reduced dim comes before a kept dim (a sum over the batch axis):
-           one loop nest over S in memory order accumulating into an array
-           over the kept dims, then an epilogue loop over the kept dims.
-           Single phase: nothing in the loop may consume a reduction.
+    for each outer index (the first outer loop is the parallel one):
+        phase 0: inner loops over A  - row reductions of stage 0, values stored
+        phase 1: inner loops over A  - reductions that read a stage-0 result ...
+        ...
+    then, after the whole nest, one epilogue loop nest per group of tail reductions
+
+- A *row reduction* reduces exactly A of a value over S. It is computed in
+  phase k, where k is the number of row reductions chained before it, and
+  its result can then be read by anything in a later phase (softmax: max in
+  phase 0, sum of exp(x - max) in phase 1, the output written in phase 2),
+  so values that consume a reduction's result need no extra pass.
+- A *tail reduction* has any other axes (a sum over the batch axis, a mean
+  of per-row losses): wherever its operand is computed it accumulates into
+  an array over its kept dims, and its result exists only after the nest,
+  in the epilogue nest over its kept dims, where values that read it are
+  computed and stored. Tail reductions over the parallel loop's dim
+  accumulate per block of that dim and are combined after the nest.
 
 `analyse` checks a set of fused instructions against these rules (a
-reduction's result can be read only at the outer index where it is
-computed; a stored value must have the kernel's full or outer shape) and
-returns the phase of every reduction and stored value. The scheduler calls it
-to decide whether a fusion is legal; the source generator to lay out loops.
+reduction's result can be read only at the index where it is computed; a
+stored value must have the full, outer or a tail's shape) and describes the
+result. The scheduler calls it to decide whether a fusion is legal, the
+source generator to lay out the loops.
 """
 from __future__ import annotations
 
@@ -29,9 +34,10 @@ from dataclasses import dataclass
 
 from fusegrad.ir.ops import OPS, REDUCE
 
-from .indexing import identity, operand_index, reduction_home
+from .indexing import canonical, identity, operand_index, reduction_home
 
 POINTWISE, ROW, COLUMN = "pointwise", "row", "column"
+EPILOGUE = 1 << 30          # depth of a value that needs a tail reduction's result
 
 
 class NotFusable(Exception):
@@ -43,19 +49,16 @@ def live_dims(space: tuple) -> list:
     return [d for d, s in enumerate(space) if s != 1]
 
 
-def layout(space: tuple, axes: tuple) -> str:
-    if not axes:
-        return POINTWISE
+def row_axes_ok(space: tuple, axes) -> bool:
+    """Can `axes` be a kernel's row axes (every reduced dim after every kept dim)?"""
     live = live_dims(space)
-    outer = [d for d in live if d not in axes]
-    inner = [d for d in live if d in axes]
-    if not outer or not inner or max(outer) < min(inner):
-        return ROW
-    return COLUMN
+    kept = [d for d in live if d not in axes]
+    red = [d for d in live if d in axes]
+    return not kept or not red or max(kept) < min(red)
 
 
 def outer_shapes(space: tuple, axes: tuple) -> tuple:
-    """(kept shape, kept shape with size-1 reduced dims): shapes of reduction results."""
+    """(kept shape, kept shape with size-1 reduced dims): shapes of a row reduction's result."""
     return (tuple(s for d, s in enumerate(space) if d not in axes),
             tuple(1 if d in axes else s for d, s in enumerate(space)))
 
@@ -64,90 +67,175 @@ def is_reduction(ins) -> bool:
     return OPS[ins.op].group == REDUCE
 
 
+def reductions_of(instrs) -> list:
+    return [ins for ins in instrs if is_reduction(ins)]
+
+
+@dataclass
+class Tail:
+    """A tail reduction: where its operand is read, where its result lives."""
+    instr: object
+    level: int            # phase whose loop computes its operand (full) / after which it is ready (outer)
+    full: bool            # operand read inside the inner loops (else at the outer level)
+    in_index: tuple       # index of the operand
+    kept: tuple           # kernel dims its accumulator is indexed by (its epilogue's loops)
+    out_index: tuple      # index of the result in the epilogue
+
+
 @dataclass
 class Store:
-    """A value the kernel writes: `full` (shape S, written in the inner loop of
-    `phase`) or outer (a reduction's shape, written once `phase` is done; -1
-    means before phase 0)."""
+    """A value the kernel writes. kind "full": shape S, written in the inner loop of
+    `phase`; "outer": a row reduction's shape, written once `phase` is done (-1:
+    before phase 0); "epilogue": written in the epilogue nest over `kept`."""
     value: object
-    full: bool
+    kind: str
     index: tuple
-    phase: int
+    phase: int = 0
+    kept: tuple = ()
 
 
 @dataclass
 class Analysis:
     layout: str
-    stages: dict          # id(reduction instr) -> phase in which it is computed
+    stages: dict          # id(row reduction) -> its phase
+    tails: dict           # id(tail reduction) -> Tail
     stores: list          # Store per stored value, in the order given
-    phases: int           # number of phases (1 for pointwise)
+    phases: int           # number of phases of the main nest
 
 
 def analyse(space: tuple, axes: tuple, computed, roots, reductions=()) -> Analysis:
-    """Check the kernel and assign phases.
+    """Check a kernel over `space` with row axes `axes` and describe its loops.
 
     computed(value) -> the instruction computing it inside the kernel, or
     None for a value the kernel loads from memory. `roots` are the values the
     kernel must store, `reductions` its reduction instructions. Raises
     NotFusable when the kernel breaks a rule.
     """
-    lay = layout(space, axes)
-    kept, kept_keepdim = outer_shapes(space, axes)
+    axes = tuple(axes)
+    live = live_dims(space)
+    outer = [d for d in live if d not in axes]
+    if axes and not row_axes_ok(space, axes):
+        raise NotFusable(f"row axes {axes} of {list(space)} are not the trailing dims")
+    kept, kept_keepdim = outer_shapes(space, axes) if axes else (None, None)
     memo: dict = {}
     stages: dict = {}
+    tails: dict = {}
+    busy: set = set()
 
-    def stage(red) -> int:
+    def is_row(red) -> bool:
+        return bool(axes) and red.inputs[0].shape == space and tuple(dict(red.attrs)["axes"]) == axes
+
+    def outer_index(shape):
+        """Index of a value with a row reduction's result shape, at the current outer index."""
+        return reduction_home(space, axes, shape, len(shape) == len(space))
+
+    def stage(red):
+        """Row reduction: its phase. Tail reduction: its Tail record."""
         key = id(red)
-        if key not in stages:
-            if red.inputs[0].shape != space or tuple(dict(red.attrs)["axes"]) != tuple(axes):
-                raise NotFusable(f"{red.op} over axes {dict(red.attrs)['axes']} of {list(red.inputs[0].shape)} "
-                                 f"does not match the kernel's reduction over axes {axes} of {list(space)}")
-            stages[key] = depth(red.inputs[0], identity(space))
-            if lay == COLUMN and stages[key] > 0:
-                raise NotFusable(f"{red.op} consumes another reduction's result, which a column-layout "
-                                 f"kernel (reduction over a leading axis) cannot do in one pass")
-        return stages[key]
+        if key in stages:
+            return stages[key]
+        if key in tails:
+            return tails[key]
+        if key in busy:
+            raise NotFusable("a reduction reads its own result")
+        busy.add(key)
+        a = dict(red.attrs)
+        operand = red.inputs[0]
+        if is_row(red):
+            d, group = depth(operand, identity(space))
+            if group is not None:
+                raise NotFusable(f"{red.op} reads a tail reduction's result, which exists only after the loops")
+            stages[key] = d
+            return d
+        if operand.shape == space:
+            full, index = True, identity(space)
+        elif axes and operand.shape in (kept, kept_keepdim):
+            full, index = False, outer_index(operand.shape)
+        else:
+            raise NotFusable(f"{red.op} of a {list(operand.shape)} value cannot run inside a kernel over "
+                             f"{list(space)}" + (f" with row axes {axes}" if axes else ""))
+        if not outer:
+            raise NotFusable(f"{red.op} over axes {a['axes']} would need another loop nest in a kernel that "
+                             "reduces everything to one value")
+        d, group = depth(operand, index)
+        if group is not None:
+            raise NotFusable(f"{red.op} reads a tail reduction's result, which exists only after the loops")
+        kept_dims = tuple(i for j, i in enumerate(index) if i is not None and j not in a["axes"])
+        if a["keepdim"]:
+            out = tuple(None if j in a["axes"] else i for j, i in enumerate(index))
+        else:
+            out = tuple(i for j, i in enumerate(index) if j not in a["axes"])
+        tails[key] = Tail(red, d if full else d - 1, full, index, kept_dims,
+                          canonical(out, red.outputs[0].shape))
+        return tails[key]
 
-    def depth(v, index) -> int:
-        """1 + the latest phase of a reduction that reading v at `index` needs (0: none)."""
+    def depth(v, index) -> tuple:
+        """(1 + latest phase whose row reduction reading v at `index` needs (0: none),
+        or EPILOGUE; the kept dims of the tail reductions it needs, or None)."""
         key = (v.id, index)
         if key in memo:
             return memo[key]
         ins = computed(v)
         if ins is None:
-            d = 0
+            result = (0, None)
         elif is_reduction(ins):
-            a = dict(ins.attrs)
-            home = reduction_home(space, tuple(axes), v.shape, a["keepdim"])
-            if index != home:
-                raise NotFusable(f"the result of {ins.op} would be read at another index than the one "
-                                 f"at which the kernel computes it")
-            d = stage(ins) + 1
+            info = stage(ins)
+            if isinstance(info, Tail):
+                if index != info.out_index:
+                    raise NotFusable(f"the result of {ins.op} would be read at another index than the one "
+                                     "its epilogue computes")
+                result = (EPILOGUE, info.kept)
+            else:
+                home = reduction_home(space, axes, v.shape, dict(ins.attrs)["keepdim"])
+                if index != home:
+                    raise NotFusable(f"the result of {ins.op} would be read at another index than the one "
+                                     "at which the kernel computes it")
+                result = (info + 1, None)
         else:
-            d = max((depth(u, operand_index(ins, index, k)) for k, u in enumerate(ins.inputs)), default=0)
-        memo[key] = d
-        return d
+            level, group = 0, None
+            for k, u in enumerate(ins.inputs):
+                d, g = depth(u, operand_index(ins, index, k))
+                if g is not None and group is not None and g != group:
+                    raise NotFusable("a value reads tail reductions that finish in different epilogues")
+                level, group = max(level, d), (g if g is not None else group)
+            result = (level, group)
+        memo[key] = result
+        return result
+
+    for red in reductions:
+        stage(red)
 
     stores = []
     for v in roots:
-        if v.shape == space:
-            index = identity(space)
-            d = depth(v, index)
-            if lay == COLUMN and d > 0:
-                raise NotFusable("a value over the full space consumes a reduction's result, which a "
-                                 "column-layout kernel cannot do in one pass")
-            stores.append(Store(v, True, index, d))
-        elif axes and v.shape in (kept, kept_keepdim):
-            index = reduction_home(space, tuple(axes), v.shape, v.type.ndim == len(space))
-            stores.append(Store(v, False, index, depth(v, index) - 1))
-        else:
-            raise NotFusable(f"a value of shape {list(v.shape)} is needed outside the kernel, but the kernel "
-                             f"loops over {list(space)}" + (f" reducing axes {axes}" if axes else ""))
-    for red in reductions:
-        stage(red)
-    phases = max([s + 1 for s in stages.values()] + [s.phase + 1 for s in stores if s.full] + [1])
-    return Analysis(lay, stages, stores, phases)
+        stores.append(_store(v, space, axes, kept, kept_keepdim, tails, depth, outer_index))
+    phases = max([s + 1 for s in stages.values()] + [t.level + 1 for t in tails.values() if t.full] +
+                 [s.phase + 1 for s in stores if s.kind == "full"] + [1])
+    lay = ROW if axes else (COLUMN if tails else POINTWISE)
+    return Analysis(lay, stages, tails, stores, phases)
 
 
-def reductions_of(instrs) -> list:
-    return [ins for ins in instrs if is_reduction(ins)]
+def _store(v, space, axes, kept, kept_keepdim, tails, depth, outer_index) -> Store:
+    """Where a stored value is written (the first of its candidate places that works)."""
+    candidates = []
+    if v.shape == space:
+        candidates.append(("full", identity(space)))
+    if axes and v.shape in (kept, kept_keepdim):
+        candidates.append(("outer", outer_index(v.shape)))
+    for t in tails.values():
+        if t.instr.outputs[0].shape == v.shape and ("epilogue", t.out_index) not in candidates:
+            candidates.append(("epilogue", t.out_index))
+    why = None
+    for kind, index in candidates:
+        try:
+            d, group = depth(v, index)
+        except NotFusable as exc:
+            why = exc
+            continue
+        if kind == "epilogue" and group is not None:
+            return Store(v, kind, index, kept=group)
+        if kind != "epilogue" and group is None:
+            return Store(v, kind, index, d if kind == "full" else d - 1)
+    if why is not None:
+        raise why
+    raise NotFusable(f"a value of shape {list(v.shape)} is needed outside the kernel, but the kernel loops over "
+                     f"{list(space)}" + (f" reducing axes {axes}" if axes else ""))

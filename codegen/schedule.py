@@ -2,7 +2,8 @@
 
 Rules (each refusal is recorded with its reason, for `explain()`):
 
-1. Composite ops are decomposed first (codegen/decompose.py).
+1. Composite ops are decomposed first (codegen/decompose.py), then common
+   subexpressions are merged and dead code is dropped (ir.passes.simplify).
 2. Every instruction gets a kind from its op group:
    - elementwise ops and reductions with a combine expression (sum, amax,
      amin) are *fusible*: they join loop kernels;
@@ -37,11 +38,11 @@ from dataclasses import dataclass, field
 
 from fusegrad.ir import Program
 from fusegrad.ir.ops import ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
-from fusegrad.ir.passes import dead_code_elimination
+from fusegrad.ir.passes import simplify
 
 from .decompose import decompose_composites
 from .indexing import VIEW_OPS, inlinable_movement
-from .loopnest import Analysis, NotFusable, analyse, layout, outer_shapes, reductions_of
+from .loopnest import Analysis, NotFusable, analyse, is_reduction, reductions_of, row_axes_ok
 
 KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
 REDUCE_COMBINES = ("add", "max", "min")
@@ -60,7 +61,11 @@ class Kernel:
 
     @property
     def layout(self) -> str:
-        return layout(self.space, self.axes)
+        return self.analysis.layout if self.analysis is not None else "?"
+
+    @property
+    def reduces(self) -> bool:
+        return any(is_reduction(i) for i in self.instrs)
 
 
 @dataclass(eq=False)
@@ -85,7 +90,7 @@ class Schedule:
 
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
-    program = dead_code_elimination(decompose_composites(program))
+    program = simplify(decompose_composites(program))
     return _Scheduler(program).run()
 
 
@@ -157,6 +162,7 @@ class _Scheduler:
                 self._add_step(Step(VIEW, instr=ins, why="a NumPy view of values in memory (no copy)"), ins)
             else:
                 self._add_step(Step(REFERENCE, instr=ins, why=reference_reason(ins)), ins)
+        self._merge_siblings()
         for k in self._kernels():
             self._finish_kernel(k)
         return Schedule(self.program, self._ordered_steps(), self.notes)
@@ -251,6 +257,7 @@ class _Scheduler:
     def _new_kernel(self, ins) -> Kernel:
         self._kernel_ids += 1
         space, axes = _own_space(ins)
+        axes = axes if row_axes_ok(space, axes) else ()
         k = Kernel(self._kernel_ids, space, axes)
         self.nodes.append(k)
         self.preds[k] = set()
@@ -263,8 +270,21 @@ class _Scheduler:
         if self._reaches(set(groups), others):
             raise NotFusable("fusing would create a cycle through another step")
         members = [i for g in groups for i in g.instrs if id(i) not in self.free] + [ins]
-        _check(space, axes, members, self.free, self.producer, self._roots(members))
-        # Commit: merge everything into the first kernel.
+        roots = self._roots(members)
+        try:
+            _check(space, axes, members, self.free, self.producer, roots)
+        except NotFusable:
+            if not axes:
+                raise
+            # Without row axes every reduction is a tail reduction: one pass, any axes
+            # (a loss summed to a scalar plus bias gradients summed over the batch).
+            _check(space, (), members, self.free, self.producer, roots)
+            axes = ()
+        k = self._merge(groups, space, axes)
+        self._admit(k, ins)
+
+    def _merge(self, groups: list, space: tuple, axes: tuple) -> Kernel:
+        """Make the first of `groups` hold all of them, over `space` with row axes `axes`."""
         k = groups[0]
         k.space, k.axes = space, axes
         for g in groups[1:]:
@@ -281,7 +301,42 @@ class _Scheduler:
                     ps.discard(g)
                     ps.add(k)
         self.preds[k] -= set(groups)
-        self._admit(k, ins)
+        k.instrs.sort(key=lambda i: self.pos[id(i)])
+        return k
+
+    def _merge_siblings(self) -> None:
+        """Horizontal fusion: kernels over one space that read a common value (or one
+        reads the other's result) become one kernel when that is legal and acyclic."""
+        merged = True
+        while merged:
+            merged = False
+            kernels = self._kernels()
+            reads = {k: self._reads(k) for k in kernels}
+            for a_pos, a in enumerate(kernels):
+                for b in kernels[a_pos + 1:]:
+                    if a.space != b.space or (a.axes and b.axes and a.axes != b.axes):
+                        continue
+                    linked = b in self.preds[a] or a in self.preds[b]
+                    if not (reads[a] & reads[b]) and not linked:
+                        continue
+                    if self._reaches({a, b}, set()):
+                        continue
+                    members = [i for k in (a, b) for i in k.instrs if id(i) not in self.free]
+                    try:
+                        _check(a.space, a.axes or b.axes, members, self.free, self.producer, self._roots(members))
+                    except NotFusable as exc:
+                        self.notes.append((None, (a, b), str(exc)))
+                        continue
+                    self._merge([a, b], a.space, a.axes or b.axes)
+                    merged = True
+                    break
+                if merged:
+                    break
+
+    def _reads(self, k: Kernel) -> set:
+        inside = {id(i) for i in k.instrs}
+        return {v.id for i in k.instrs for v in i.inputs
+                if v.id not in self.producer or id(self.producer[v.id]) not in inside}
 
     def _admit(self, k: Kernel, ins) -> None:
         """Make `ins` a member of `k`, with the free instructions it reads."""
@@ -354,38 +409,37 @@ class _Scheduler:
 
 # ------------------------------------------------------------------ legality helpers
 def _own_space(ins) -> tuple:
-    """(space, axes) of a kernel holding only `ins`."""
+    """(space, reduction axes) of a kernel holding only `ins`."""
     if OPS[ins.op].group == REDUCE:
         return ins.inputs[0].shape, tuple(dict(ins.attrs)["axes"])
     return ins.outputs[0].shape, ()
 
 
 def _joined_space(groups: list, ins) -> tuple:
-    """(space, axes) of `groups` fused with `ins`, or NotFusable.
+    """(space, row axes) of `groups` fused with `ins`, or NotFusable.
 
-    A reduction kernel keeps its loops; pointwise kernels take the shape of
-    the instruction that joins them (its broadcast or permuted output shape,
-    or the reduction's operand shape). Whether the values they must store fit
-    that space is then checked by `_check`.
+    Kernels that reduce keep their loops (and must agree on them); pointwise
+    kernels take the loops of the instruction that joins them (its broadcast
+    or permuted output shape, or the reduction's operand shape). A reduction
+    whose axes are the trailing dims of the space becomes the kernel's row
+    reduction; any other is a tail reduction. Whether every value fits the
+    loops is then checked by `_check`.
     """
-    reducing = [g for g in groups if g.axes]
-    if reducing:
-        space, axes = reducing[0].space, reducing[0].axes
-        for g in reducing[1:]:
-            if (g.space, g.axes) != (space, axes):
-                raise NotFusable(f"kernels reducing {list(space)} over axes {axes} and {list(g.space)} over "
-                                 f"axes {g.axes} have different loops")
-        if OPS[ins.op].group == REDUCE:
-            s_in, a = ins.inputs[0].shape, tuple(dict(ins.attrs)["axes"])
-            if (s_in, a) != (space, axes):
-                raise NotFusable(f"the kernel reduces {list(space)} over axes {axes}, this reduction "
-                                 f"{list(s_in)} over axes {a}")
-            return space, axes
-        s = ins.outputs[0].shape
-        if s == space or s in outer_shapes(space, axes):
-            return space, axes
-        raise NotFusable(f"a kernel reducing {list(space)} over axes {axes} cannot also loop over {list(s)}")
-    return _own_space(ins)
+    reducing = [g for g in groups if g.reduces]
+    if not reducing:
+        space, axes = _own_space(ins)
+        return space, (axes if row_axes_ok(space, axes) else ())
+    space = reducing[0].space
+    axes = next((g.axes for g in reducing if g.axes), ())
+    for g in reducing:
+        if g.space != space or (g.axes and g.axes != axes):
+            raise NotFusable(f"kernels over {list(space)} (row axes {axes}) and {list(g.space)} (row axes "
+                             f"{g.axes}) have different loops")
+    if is_reduction(ins) and not axes:
+        a = tuple(dict(ins.attrs)["axes"])
+        if ins.inputs[0].shape == space and row_axes_ok(space, a):
+            axes = a
+    return space, axes
 
 
 def _check(space, axes, members: list, free: set, producer: dict, roots: list) -> Analysis:

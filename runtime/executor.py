@@ -215,7 +215,7 @@ class CompiledProgram:
         for ins in prog.instrs:
             for v in ins.outputs:
                 self.slots.setdefault(v.id, len(self.slots))
-        self.input_types = [(self.slots[v.id], v.dtype.np) for v in prog.inputs]
+        self.input_types = [(self.slots[v.id], v.dtype.np, v.shape) for v in prog.inputs]
         self.output_slots = [self.slots[v.id] for v in prog.outputs]
         math = kernel_cache.math_module()
         self.steps = []
@@ -235,8 +235,11 @@ class CompiledProgram:
         if len(args) != len(self.input_types):
             raise ValueError(f"program takes {len(self.input_types)} inputs, got {len(args)}")
         env = [None] * len(self.slots)
-        for (slot, dtype), a in zip(self.input_types, args):
+        for k, ((slot, dtype, shape), a) in enumerate(zip(self.input_types, args)):
             a = np.asarray(a)
+            if a.shape != shape:
+                raise ValueError(f"input {k} has shape {list(a.shape)}; the program was compiled for "
+                                 f"{list(shape)}")
             env[slot] = a if a.dtype == dtype else a.astype(dtype)
         for step in self.steps:
             step.run(env)
@@ -277,6 +280,9 @@ class CompiledProgram:
         if self.schedule.notes:
             parts.append("fusion decisions (why not fused):")
             for ins, kernel, why in self.schedule.notes:
+                if ins is None:
+                    parts.append(f"  kernels {kernel[0].id} and {kernel[1].id} not merged: {why}")
+                    continue
                 where = f"kernel {kernel.id}" if kernel is not None else "its producers"
                 parts.append(f"  {format_instr(ins, name)}: not fused into {where}: {why}")
         return "\n".join(parts)

@@ -151,7 +151,7 @@ class CompiledKernel:
                               seconds)
 
     def _fail(self, exc: Exception):
-        self.failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        self.failure = f"{type(exc).__name__}: {str(exc).strip()}"
         stats.log_compile("kernel %s failed to compile: %s", self.name, self.failure)
         raise KernelFailed(self.failure) from exc
 

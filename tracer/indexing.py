@@ -79,8 +79,16 @@ def getitem(t: Tensor, key) -> Tensor:
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     items, new_axes, name = _normalise(key, shape)
     out = t
-    if any(item[0] == "i" or item[1:] != (0, shape[d], 1) for d, item in enumerate(items)) or not new_axes:
-        out = apply_op("getitem", [t], {"index": items}, name if not new_axes else "SliceBackward0")
+    effective = [(d, item) for d, item in enumerate(items) if item[0] == "i" or item[1:] != (0, shape[d], 1)]
+    if not effective and not new_axes:
+        out = apply_op("getitem", [t], {"index": items}, name)
+    # One select or slice per indexed dim, as torch records them (SelectBackward0 -> SelectBackward0).
+    removed = 0
+    for d, item in effective:
+        d -= removed
+        index = tuple(("s", 0, s, 1) for s in out.shape[:d]) + (item,)
+        out = apply_op("getitem", [out], {"index": index}, "SelectBackward0" if item[0] == "i" else "SliceBackward0")
+        removed += item[0] == "i"
     if new_axes:
         new_shape = list(out.shape)
         for pos in new_axes:

@@ -94,5 +94,7 @@ def copy_(t: Tensor, src) -> Tensor:
     check_inplace(t)
     from .functional import as_tensor, cast
     src = cast(as_tensor(src, "copy_", "src"), t._dtype)
+    from fusegrad.ir.ops import broadcast_shapes
+    broadcast_shapes(tuple(t.shape), tuple(src.shape))
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

@@ -34,6 +34,8 @@ def type_of(x) -> TensorType:
 
 def edge_of(t):
     """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
+    if t._base is not None and t._view_version != t._version[0]:
+        refresh_view_history(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     return (grad_accumulator(t), 0)
@@ -90,6 +92,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
             outs[0]._base = src._base if src._base is not None else src
             # How to recompute this view from its base, for in-place writes through it.
             outs[0]._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
+            outs[0]._view_version = src._version[0]
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
@@ -99,10 +102,18 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         for k, t in enumerate(outs):
             # Integer and bool results never require grad (torch).
             if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:
-                t._grad_fn = node
-                t._output_nr = k
-                t._requires_grad = True
+                set_history(t, node, k)
     return outs[0] if len(outs) == 1 else outs
+
+
+def set_history(t, node, output_nr: int) -> None:
+    """Make `t` output `output_nr` of `node` (keeping a retain_grad() request)."""
+    t._grad_fn, t._output_nr, t._requires_grad = node, output_nr, True
+    if t._retains_grad:
+        t._retains_grad = False
+        t.retain_grad()
+    if t._base is not None:
+        t._view_version = t._version[0]
 
 
 def _write_inplace(t, result: np.ndarray, op: str) -> None:
@@ -134,15 +145,28 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
     _write_inplace(view, result._data, op)
     new_base = _scatter(base, chain, result)
-    base._grad_fn, base._output_nr = new_base._grad_fn, new_base._output_nr
-    base._requires_grad = base._requires_grad or new_base._requires_grad
+    if new_base._grad_fn is not None:
+        set_history(base, new_base._grad_fn, new_base._output_nr)
     again = base
     for k, (view_op, view_attrs) in enumerate(chain):
         last = k == len(chain) - 1
         again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
-    view._grad_fn, view._output_nr = again._grad_fn, again._output_nr
-    view._requires_grad = again._requires_grad
+    if again._grad_fn is not None:
+        set_history(view, again._grad_fn, again._output_nr)
     return view
+
+
+def refresh_view_history(view) -> None:
+    """A view whose base was written in place since its history was recorded is
+    re-derived from the base (torch regenerates such a view's grad_fn too)."""
+    base = view._base
+    if view._view_version == view._version[0] or not base._requires_grad or base._grad_fn is None:
+        return
+    again = base
+    for k, (view_op, view_attrs) in enumerate(view._view_chain):
+        last = k == len(view._view_chain) - 1
+        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    set_history(view, again._grad_fn, again._output_nr)
 
 
 def _scatter(base, chain, value):

@@ -7,6 +7,7 @@ promoted dtype; they never promote a float32 tensor to float64.
 """
 from __future__ import annotations
 
+import builtins  # this module defines sum, max, min, abs, all and any as tensor functions
 import numbers
 
 import numpy as np
@@ -65,7 +66,7 @@ def _coerce(x, dtype: DType):
 
 def _promoted(operands, fn, names=("input", "other", "third")):
     ops = [_operand(x, fn, names[i], i + 1) for i, x in enumerate(operands)]
-    if not any(isinstance(x, Tensor) for x in ops):
+    if not builtins.any(isinstance(x, Tensor) for x in ops):
         ops[0] = tensor_from_scalar(ops[0])
     dtype = result_type([_kind(x) for x in ops])
     return [_coerce(x, dtype) for x in ops], dtype
@@ -101,10 +102,10 @@ def sub(a, b, alpha=1) -> Tensor:
 
 def _check_bool_sub(a, b) -> None:
     bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, (bool, np.bool_)) for x in (a, b)]
-    if all(bools):
+    if builtins.all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if any(bools):
+    if builtins.any(bools):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -128,8 +129,11 @@ def div(a, b, rounding_mode=None) -> Tensor:
 
 
 def rdiv(a, b) -> Tensor:
-    """b / a, for `2 / x`."""
-    return apply_op("div", _float_operands([b, a], "div"), None, "MulBackward0")
+    """b / a, for `2 / x`: torch records reciprocal(a) * b."""
+    x, scalar = _float_operands([a, b], "div")
+    one = np.ones((), dtype=x._dtype.np)
+    return apply_op("mul", [apply_op("div", [one, x], None, "ReciprocalBackward0"), scalar], None,
+                    "MulBackward0")
 
 
 def neg(a) -> Tensor:
@@ -249,6 +253,18 @@ lt, le, gt, ge, eq, ne = (_compare(n) for n in ("lt", "le", "gt", "ge", "eq", "n
 
 def logical_not(a) -> Tensor:
     return apply_op("logical_not", [cast(as_tensor(a, "logical_not"), bool_)])
+
+
+def all(a, dim=None, keepdim: bool = False) -> Tensor:
+    """True where every element (along dim) is nonzero."""
+    a = as_tensor(a, "all")
+    return eq(sum(logical_not(a), dim, keepdim), 0)
+
+
+def any(a, dim=None, keepdim: bool = False) -> Tensor:
+    """True where some element (along dim) is nonzero."""
+    a = as_tensor(a, "any")
+    return gt(sum(cast(a, bool_), dim, keepdim), 0)
 
 
 def logical_and(a, b) -> Tensor:
@@ -581,6 +597,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
+    for k, x in enumerate(ts):
+        if x.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
     axis = normalize_dim(dim, ts[0].dim())
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
 

@@ -37,7 +37,7 @@ METHODS = {
     "sigmoid": F.sigmoid, "relu": F.relu, "abs": F.abs, "sign": F.sign,
     # comparisons
     "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "eq": F.eq, "ne": F.ne,
-    "logical_not": F.logical_not, "logical_and": F.logical_and,
+    "logical_not": F.logical_not, "logical_and": F.logical_and, "all": F.all, "any": F.any,
     # reductions
     "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
     "argmax": F.argmax, "argmin": F.argmin, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,

@@ -44,6 +44,7 @@ _NEXT_INPUTS = {
     "PowBackward2": (1,),       # pow(scalar, x)
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
+    "ReciprocalBackward0": (1,),  # reciprocal(x): IR div(1, x)
 }
 
 

@@ -29,12 +29,22 @@ class Size(tuple):
             n *= s
         return n
 
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
 
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
     __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
-                 "_grad_acc", "_retains_grad", "_base", "_view_chain", "_sym", "__weakref__", "__dict__")
+                 "_grad_acc", "_retains_grad", "_base", "_view_chain", "_view_version", "_sym", "__weakref__", "__dict__")
 
     def __init__(self, data=None, requires_grad: bool = False):
         from .creation import as_array
@@ -57,6 +67,7 @@ class Tensor:
         self._retains_grad = False
         self._base = None
         self._view_chain = ()
+        self._view_version = 0
         self._sym = None
 
     @classmethod
@@ -147,6 +158,9 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._base is not None and self._view_version != self._version[0]:
+            from .dispatch import refresh_view_history
+            refresh_view_history(self)
         return self._grad_fn
 
     @property
@@ -160,7 +174,9 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError(f"assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' "
+                                   f"to a tensor of size '[{', '.join(map(str, self.shape))}]'. Please ensure that "
+                                   f"the gradient and the tensor are the same size")
         self._grad = value
 
     @property

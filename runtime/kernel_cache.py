@@ -27,7 +27,6 @@ import warnings
 
 import llvmlite
 import numba
-from numba.core.errors import NumbaError
 
 from fusegrad.codegen import KernelSource
 
@@ -118,12 +117,10 @@ class CompiledKernel:
         start = time.perf_counter()
         try:
             disp(*args)
-        except NumbaError as exc:
-            self._fail(exc)
         except Exception as exc:
-            if self.root is None or self._retried:
+            if self.root is None or self._retried or not _raised_by_cache_load(exc):
                 self._fail(exc)
-            # Most likely a corrupt disk entry (Numba's index or data file): rebuild it once.
+            # A corrupt disk entry (Numba's index or data file): rebuild it once.
             self._retried = True
             warnings.warn(f"fusegrad: disk cache entry for kernel {self.name} unreadable "
                           f"({type(exc).__name__}: {exc}); recompiling", RuntimeWarning, stacklevel=3)
@@ -154,6 +151,17 @@ class CompiledKernel:
         self.failure = f"{type(exc).__name__}: {str(exc).strip()}"
         stats.log_compile("kernel %s failed to compile: %s", self.name, self.failure)
         raise KernelFailed(self.failure) from exc
+
+
+def _raised_by_cache_load(exc: BaseException) -> bool:
+    """Did Numba raise `exc` while reading its on-disk cache (rather than compiling)?"""
+    tb = exc.__traceback__
+    while tb is not None:
+        if os.path.basename(tb.tb_frame.f_code.co_filename) == "caching.py" and \
+                "numba" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 _kernels: dict = {}

@@ -1,0 +1,86 @@
+"""Compiled vs reference on broadcasting patterns and on random programs.
+
+The broadcasting cases pair 0-d, (n,), (1,n), (m,1), (m,n) and rank-3
+operands, forward and backward (whose gradients sum over the broadcast dims).
+The hypothesis programs chain 1-30 random ops over operands drawn from the
+same shapes, with or without their backward. Shapes are few on purpose:
+every distinct kernel costs a Numba compile.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fusegrad.ir.ops import broadcast_shapes
+from test_codegen_support import build, check, random_args
+
+PAIRS = [((), (3, 4)), ((4,), (3, 4)), ((1, 4), (3, 1)), ((3, 1), (3, 4)), ((), ()), ((1, 1), (4,)),
+         ((2, 1, 4), (3, 1)), ((2, 3, 4), (1, 4))]
+
+
+@pytest.mark.parametrize("sa,sb", PAIRS)
+def test_broadcasting_forward_and_backward(sa, sb):
+    p = build(lambda e, a, b: [e.mul(e.add(a, b), e.tanh(b)), e.where(e.gt(a, b), a, e.neg(b))], sa, sb, grad=True)
+    check(p, random_args(p, np.random.default_rng(len(sa) * 7 + len(sb))))
+
+
+SHAPES = [(), (4,), (1, 4), (3, 1), (3, 4)]
+UNARY = ["neg", "tanh", "sigmoid", "sin", "cos", "abs", "relu"]
+BINARY = ["add", "sub", "mul", "maximum", "minimum"]
+
+
+def _apply(e, kind, arg, xs):
+    """Apply one random op (described by `kind`, `arg`) to values from `xs`."""
+    a = xs[arg[0] % len(xs)]
+    b = xs[arg[1] % len(xs)]
+    if kind < len(UNARY):
+        return e.op(UNARY[kind], a)
+    kind -= len(UNARY)
+    if kind < len(BINARY):
+        return e.op(BINARY[kind], a, b)
+    kind -= len(BINARY)
+    if kind == 0:
+        return e.div(a, e.add(e.op("abs", b), 1.0))
+    if kind == 1:
+        return e.where(e.gt(a, b), a, b)
+    if kind == 2:
+        return e.exp(e.tanh(a))
+    # Reductions keep their dims so that every value broadcasts against every other.
+    axis = arg[2] % max(len(a.shape), 1)
+    if not a.shape:
+        return e.neg(a)
+    if kind == 3:
+        return e.sum(a, (axis,), keepdim=True)
+    if kind == 4:
+        return e.amax(a, (axis,), keepdim=True)
+    if kind == 5:
+        return e.op("mean", a, axes=(axis,), keepdim=True)
+    return e.op("softmax", a, axis=axis)
+
+
+N_KINDS = len(UNARY) + len(BINARY) + 7
+
+programs = st.tuples(
+    st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, N_KINDS - 1), st.tuples(st.integers(0, 63), st.integers(0, 63),
+                                                              st.integers(0, 3))), min_size=1, max_size=30),
+    st.booleans(),
+    st.integers(0, 2 ** 16),
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(programs)
+def test_random_programs(spec):
+    shapes, ops, grad, seed = spec
+
+    def body(e, *xs):
+        values = list(xs)
+        for kind, arg in ops:
+            values.append(_apply(e, kind, arg, values))
+        return [values[-1], values[len(values) // 2]] if len(values) > 2 else [values[-1]]
+    p = build(body, *shapes, grad=grad)
+    for v in p.outputs:
+        assert broadcast_shapes(v.shape, (3, 4)) == (3, 4)
+    check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)

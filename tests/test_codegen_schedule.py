@@ -1,0 +1,171 @@
+"""The fusion schedule of canonical programs: kernel counts and what is stored.
+
+These assert the documented counts (codegen/schedule.py, "Canonical kernel
+counts"); a few also run the program to check the fused result.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from fusegrad.codegen import KERNEL, MATMUL_CALL, REFERENCE, VIEW, schedule
+from fusegrad.ir import float32
+from test_codegen_support import build, check, random_args
+
+CHAIN = ["tanh", "sigmoid", "exp", "mul", "sin", "add", "neg", "cos", "mul", "sigmoid",
+         "abs", "sqrt", "mul", "relu", "sub", "exp", "tanh", "div", "cos", "add"]
+
+
+def chain(e, x, s):
+    """20 elementwise ops; the binary ones take the 0-d scalar `s` (a Python number at runtime)."""
+    h = x
+    for op in CHAIN:
+        h = e.op(op, h, s) if op in ("mul", "add", "sub", "div") else e.op(op, h)
+    return h
+
+
+def kinds(sched):
+    return [s.kind for s in sched.steps]
+
+
+def test_chain_of_20_elementwise_ops_is_one_kernel():
+    sched = schedule(build(chain, (64, 32), ()))
+    assert kinds(sched) == [KERNEL]
+    (k,) = sched.kernels
+    assert len([i for i in k.instrs if i not in k.inlined]) == 20
+    assert len(k.stores) == 1                 # only the output is written
+
+
+def test_chain_backward_is_one_kernel():
+    """Forward, loss and backward of the chain: one kernel writing the loss and the
+    gradients (x's elementwise; the scalar's, a sum over everything, as a tail)."""
+    p = build(lambda e, x, s: e.sum(chain(e, x, s), (0, 1)), (64, 32), (), grad=True)
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL]
+    assert [v.shape for v in sched.kernels[0].stores] == [(), (), (64, 32)]
+    check(p, random_args(p, np.random.default_rng(9), low=0.1, high=1.0), rtol=1e-4, atol=1e-5)
+
+
+def test_chain_with_broadcast_weight_backward_is_one_kernel():
+    """The weight's gradient (a sum over the batch axis) is a tail reduction of the same kernel."""
+    p = build(lambda e, x, w: e.sum(e.tanh(e.mul(e.exp(e.mul(x, w)), w)), (0, 1)), (64, 32), (32,), grad=True)
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL]
+    check(p, random_args(p, np.random.default_rng(0)), rtol=1e-4, atol=1e-5)
+
+
+def softmax(e, x):
+    return e.op("softmax", x, axis=1)
+
+
+def layernorm(e, x, w, b):
+    m = e.op("mean", x, axes=(1,), keepdim=True)
+    xc = e.sub(x, m)
+    v = e.op("mean", e.mul(xc, xc), axes=(1,), keepdim=True)
+    return e.add(e.mul(e.div(xc, e.sqrt(e.add(v, 1e-5))), w), b)
+
+
+def cross_entropy(e, logits, onehot):
+    ls = e.op("log_softmax", logits, axis=1)
+    return e.op("mean", e.neg(e.sum(e.mul(ls, onehot), (1,))), axes=(0,), keepdim=False)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_softmax_is_one_kernel_of_three_phases(grad):
+    """max, then sum of exp(x - max), then the normalised output: one kernel, three
+    inner loops per row. The backward's row sum of g*y shares the output's loop
+    (phase 2) and the input gradient needs one more (phase 3)."""
+    sched = schedule(build(softmax, (64, 32), grad=grad))
+    assert kinds(sched) == [KERNEL]
+    k = sched.kernels[0]
+    assert k.layout == "row" and k.analysis.phases == (4 if grad else 3)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_layernorm_is_one_kernel(grad):
+    """Mean, variance and the normalised output, and with grad=True the input
+    gradient (row phases) and the weight and bias gradients (tail reductions)."""
+    p = build(layernorm, (64, 32), (32,), (32,), grad=grad)
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL]
+    if grad:
+        assert len(sched.kernels[0].analysis.tails) == 2
+        check(p, random_args(p, np.random.default_rng(1)), rtol=1e-4, atol=1e-5)
+
+
+def test_cross_entropy_forward_and_backward_is_one_kernel():
+    p = build(cross_entropy, (64, 10), (64, 10), grad=True)
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL]
+    args = random_args(p, np.random.default_rng(2))
+    args[1] = np.eye(10, dtype=np.float32)[np.arange(64) % 10]
+    check(p, args, rtol=1e-4, atol=1e-6)
+
+
+def mlp(e, x, w1, b1, w2, b2, onehot):
+    h = e.op("relu", e.add(e.matmul(x, w1), b1))
+    return cross_entropy(e, e.add(e.matmul(h, w2), b2), onehot)
+
+
+def test_mlp_training_step_schedule():
+    """784-256-10 MLP loss and all gradients: 6 BLAS calls, 3 kernels (bias+relu;
+    the loss with its gradient and the second bias's; relu's backward with the
+    first bias's gradient) and transposes as views."""
+    p = build(mlp, (16, 784), (784, 256), (256,), (256, 10), (10,), (16, 10), grad=True)
+    sched = schedule(p)
+    k = kinds(sched)
+    assert k.count(KERNEL) == 3 and k.count(MATMUL_CALL) == 6
+    assert set(k) == {KERNEL, MATMUL_CALL, VIEW}
+    args = random_args(p, np.random.default_rng(3), low=-0.1, high=0.1)
+    args[5] = np.eye(10, dtype=np.float32)[np.arange(16) % 10]
+    check(p, args, rtol=1e-4, atol=1e-6)
+
+
+def test_no_fusion_into_a_cycle():
+    """a = exp(x) feeds a matmul whose result is added back to a: the add cannot join
+    a's kernel (it would wait for the matmul that waits for the kernel)."""
+    p = build(lambda e, x, w: e.add(e.matmul(e.exp(x), w), e.exp(x)), (4, 4), (4, 4))
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL, MATMUL_CALL, KERNEL]
+    assert any("cycle" in why for _, _, why in sched.notes)
+    check(p, random_args(p, np.random.default_rng(4)), rtol=1e-5)
+
+
+def test_reference_op_splits_kernels():
+    p = build(lambda e, x: e.exp(e.op("max_dim", e.exp(x), axis=1, keepdim=False)[0]), (3, 4))
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL, REFERENCE, KERNEL]
+    with pytest.warns(RuntimeWarning, match="max_dim"):
+        import fusegrad.runtime.executor as ex
+        ex._warned_ops.discard("max_dim")
+        check(p, random_args(p, np.random.default_rng(5)))
+
+
+def test_movement_is_index_arithmetic():
+    """permute/expand/unit reshapes fuse as index arithmetic; slices and matmul
+    operands become NumPy views (no copies)."""
+    p = build(lambda e, x, y: e.mul(e.permute(e.tanh(x), (1, 0)), e.expand(e.reshape(y, (3, 1)), (3, 4))),
+              (4, 3), (3,))
+    assert kinds(schedule(p)) == [KERNEL]
+    q = build(lambda e, x, w: e.matmul(e.op("getitem", x, index=(("s", 0, 4, 2),)), e.permute(w, (1, 0))),
+              (4, 3), (5, 3))
+    assert kinds(schedule(q)) == [VIEW, VIEW, MATMUL_CALL]
+    check(p, random_args(p, np.random.default_rng(6)))
+    check(q, random_args(q, np.random.default_rng(7)))
+
+
+def test_values_used_in_one_kernel_are_not_stored():
+    p = build(lambda e, x: [e.sum(e.exp(x), (1,)), e.amax(e.exp(x), (1,))], (8, 5))
+    (k,) = schedule(p).kernels
+    assert [v.type.shape for v in k.stores] == [(8,), (8,)]
+
+
+def test_explain_lists_kernels_fused_instructions_and_source():
+    p = build(lambda e, x, w: e.op("softmax", e.mul(x, w), axis=1), (6, 5), (5,))
+    compiled = check(p, random_args(p, np.random.default_rng(8)))
+    text = compiled.explain()
+    for needle in ("kernel", "amax", "def kernel(", "@njit(", "ran: compiled kernel",
+                   "reads:", "writes:", "= mul a b"):
+        assert needle in text, needle

@@ -15,6 +15,7 @@ from fusegrad.ir.program import freeze_attrs
 from . import trace_state
 from .grad_mode import is_grad_enabled
 from .node import SavedTensor, grad_accumulator, node_class, saved_slots
+from .tensor import Tensor
 
 # Movement ops whose NumPy reference returns a view of input 0.
 _VIEW_OPS = frozenset(name for name, op in OPS.items()
@@ -48,7 +49,6 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     written into that tensor in place (its version is bumped) and it becomes
     the node's output, as torch's in-place ops do.
     """
-    from .tensor import Tensor
     attrs = attrs or {}
     trace = trace_state.current()
     if trace is not None:
@@ -139,7 +139,6 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     """An in-place op on a view: write through to the base's memory, then give
     the base a CopySlices history (its old value with the view's region
     replaced) and the view a history as a view of the new base, as torch does."""
-    from .tensor import Tensor
     base, chain = view._base, view._view_chain
     old = view._snapshot()
     result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)

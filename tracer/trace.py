@@ -27,8 +27,11 @@ from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 
-def _memory_key(a: np.ndarray):
-    return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+def _memory_key(a: np.ndarray) -> int:
+    # A tensor and its .data / detach() share the same ndarray object, and
+    # every lifted array stays alive (in input_arrays) for the whole trace,
+    # so the object's id identifies the memory for the trace's lifetime.
+    return id(a)
 
 
 def user_location() -> str:

@@ -1,0 +1,230 @@
+"""fg.compile's tracing side: programs, graph breaks, in-place write-back,
+autograd across the compiled boundary, training steps, explain(), errors.
+
+Values are checked against eager fusegrad (itself checked against torch in
+test_ops / test_autograd) and against finite differences where eager is not
+the point. Small programs run on the reference executor (the cost model), so
+tests that must exercise kernels use sizes above SMALL_PROGRAM_ELEMENTS.
+"""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.runtime.compile import SMALL_PROGRAM_ELEMENTS
+
+BIG = SMALL_PROGRAM_ELEMENTS  # elements in a vector large enough to compile
+
+
+def chain(x):
+    return (fg.tanh(x) * fg.sigmoid(x) + fg.exp(-x * x)).sum()
+
+
+def test_value_and_grad_compiled_equals_eager():
+    x = fg.randn(BIG)
+    cv, cg = fg.compile(fg.value_and_grad(chain))(x)
+    ev, eg = fg.value_and_grad(chain)(x)
+    np.testing.assert_allclose(cv.item(), ev.item(), rtol=1e-5)
+    np.testing.assert_allclose(cg.numpy(), eg.numpy(), rtol=1e-5, atol=1e-6)
+    assert cg.grad_fn is None and not cg.requires_grad
+
+
+def test_compiled_function_runs_kernels_and_reports_path():
+    compiled = fg.compile(chain)
+    text = compiled.explain(fg.randn(BIG))
+    assert "execution path: compiled kernels" in text
+    assert "= tanh a" in text
+    small = compiled.explain(fg.randn(4))
+    assert "reference executor (small program)" in small
+
+
+def test_second_call_with_same_shapes_compiles_nothing():
+    compiled = fg.compile(fg.value_and_grad(chain))
+    x = fg.randn(BIG)
+    compiled(x)
+    before = fg.cache_info()
+    compiled(fg.randn(BIG))
+    after = fg.cache_info()
+    assert after.kernels_compiled == before.kernels_compiled
+    assert after.hits == before.hits + 1
+    assert after.misses == before.misses
+
+
+def test_new_size_compiles_no_new_kernel():
+    compiled = fg.compile(fg.value_and_grad(chain))
+    compiled(fg.randn(BIG))
+    before = fg.cache_info()
+    compiled(fg.randn(BIG + 123))
+    after = fg.cache_info()
+    assert after.misses == before.misses + 1          # a new shape signature ...
+    assert after.kernels_compiled == before.kernels_compiled   # ... reuses the kernel
+
+
+def test_outputs_carry_history_into_eager_backward():
+    x = fg.randn(BIG, requires_grad=True)
+    y = fg.compile(lambda t: (t * t).exp())(x)
+    assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"
+    y.sum().backward()
+    expected = (2 * x.detach() * (x.detach() * x.detach()).exp()).numpy()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5)
+
+
+def test_outputs_without_grad_inputs_have_no_history():
+    y = fg.compile(lambda t: t * 2)(fg.randn(8))
+    assert y.grad_fn is None and not y.requires_grad
+
+
+def test_backward_inside_compiled_function_fills_leaf_grads():
+    w = fg.randn(BIG, requires_grad=True)
+    x = fg.randn(BIG)
+
+    @fg.compile
+    def step(x):
+        loss = (fg.tanh(x * w) ** 2).mean()
+        loss.backward()
+        return loss
+
+    loss = step(x)
+    w2 = w.detach().clone().requires_grad_()
+    eager_loss = (fg.tanh(x * w2) ** 2).mean()
+    eager_loss.backward()
+    np.testing.assert_allclose(loss.item(), eager_loss.item(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-5, atol=1e-7)
+    step(x)   # gradients accumulate across calls, as in eager
+    np.testing.assert_allclose(w.grad.numpy(), 2 * w2.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_value_dependent_while_loop_is_right_with_graph_breaks():
+    @fg.compile
+    def doubling(x):
+        y = x * 2
+        while y.norm() < 1000:
+            y = y * 2
+        return y
+
+    x = fg.tensor([1.0, 2.0, 3.0])
+    out = doubling(x)
+    expected = x * 2
+    while expected.norm() < 1000:
+        expected = expected * 2
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    text = doubling.explain(x)
+    assert "## graph breaks" in text and "test_compile.py" in text
+
+
+def test_tutorial_loop_backward_through_compiled_function():
+    x = fg.randn(3, requires_grad=True)
+
+    @fg.compile
+    def f(x):
+        y = x * 2
+        k = 1
+        while y.data.norm() < 1000:
+            y = y * 2
+            k += 1
+        return y, k
+
+    y, k = f(x)
+    v = fg.tensor([0.1, 1.0, 0.0001])
+    y.backward(v)
+    np.testing.assert_allclose(x.grad.numpy(), (v * 2.0 ** k).numpy(), rtol=1e-6)
+
+
+def test_inplace_updates_are_written_back():
+    p = fg.randn(BIG)
+    before = p.numpy().copy()
+
+    @fg.compile
+    def update(g):
+        p.sub_(0.5 * g)
+        p.mul_(2.0)
+        return p.sum()
+
+    g = fg.randn(BIG)
+    total = update(g)
+    expected = (before - 0.5 * g.numpy()) * 2.0
+    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(total.item(), expected.sum(dtype=np.float64), rtol=1e-4)
+
+
+def test_numpy_arrays_and_python_floats_are_accepted():
+    f = fg.compile(lambda a, s: (a * s).sum())
+    out = f(np.arange(4, dtype=np.float32), 2.5)
+    assert isinstance(out, fg.Tensor) and out.item() == pytest.approx(15.0)
+
+
+def test_scalars_are_runtime_arguments_not_cache_keys():
+    f = fg.compile(lambda a, s: (a * s + 1.0).exp())
+    x = fg.randn(BIG)
+    f(x, 1.5)
+    before = fg.cache_info()
+    out = f(x, 0.25)
+    after = fg.cache_info()
+    assert after.misses == before.misses and after.hits == before.hits + 1
+    np.testing.assert_allclose(out.numpy(), np.exp(x.numpy() * 0.25 + 1.0), rtol=1e-5)
+
+
+def test_error_inside_compiled_function_leaves_state_usable():
+    p = fg.randn(8, requires_grad=True)
+    p.grad = fg.ones(8)
+
+    @fg.compile
+    def bad(x):
+        (x * p).sum().backward()
+        return x + fg.ones(3)     # broadcasting error after the backward
+
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        bad(fg.randn(8))
+    np.testing.assert_array_equal(p.grad.numpy(), np.ones(8, np.float32))
+    good = fg.compile(lambda x: (x * p).sum())(fg.ones(8))
+    assert good.item() == pytest.approx(p.detach().sum().item(), rel=1e-6)
+
+
+def test_nested_compiled_functions_inline():
+    inner = fg.compile(lambda t: t.exp())
+    outer = fg.compile(lambda t: inner(t) * 2)
+    x = fg.randn(5)
+    np.testing.assert_allclose(outer(x).numpy(), 2 * np.exp(x.numpy()), rtol=1e-6)
+
+
+def test_compiled_grad_of_grad():
+    f = fg.compile(fg.grad(fg.grad(lambda t: (t ** 3).sum())))
+    np.testing.assert_allclose(f(fg.tensor(2.0)).item(), 12.0)
+
+
+def test_explain_shows_forward_backward_kernels_and_source():
+    w = fg.randn(64, 32, requires_grad=True)
+
+    @fg.compile
+    def step(x):
+        loss = fg.tanh(x @ w).pow(2).mean()
+        loss.backward()
+        return loss
+
+    text = step.explain(fg.randn(128, 64))
+    assert "## forward program" in text and "## backward program" in text
+    assert "= matmul" in text and "= tanh" in text
+    assert "def kernel(" in text            # generated Numba source
+    assert "## graph breaks\nnone" in text
+
+
+def test_compiled_mlp_training_step_matches_eager_for_five_steps():
+    def make():
+        fg.manual_seed(0)
+        model = fg.nn.Sequential(fg.nn.Linear(20, 32), fg.nn.ReLU(), fg.nn.Linear(32, 4))
+        return model, fg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = fg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x, y = fg.randn(64, 20), fg.randint(0, 4, (64,))
+    (m1, o1), (m2, o2) = make(), make()
+    compiled = fg.compile(step)
+    for _ in range(5):
+        eager_loss, compiled_loss = step(m1, o1, x, y), compiled(m2, o2, x, y)
+        np.testing.assert_allclose(compiled_loss.item(), eager_loss.item(), rtol=1e-5)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p2.detach().numpy(), p1.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 
+from .ops import OPS
 from .types import TensorType
 
 _ids = itertools.count()
@@ -97,9 +98,9 @@ class Builder:
         return v
 
     def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
-        from .ops import OPS
         opdef = OPS[op]
         out_types = opdef.infer([v.type for v in inputs], attrs)
         outs = tuple(Value(t) for t in out_types)
         self.program.instrs.append(Instr(op, inputs, outs, freeze_attrs(attrs), loc))
         return outs[0] if len(outs) == 1 else outs
+

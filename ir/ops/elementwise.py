@@ -26,7 +26,10 @@ def _infer_map(name, result=None, float_only=False):
         d = _same_dtype(types, name)
         if float_only and not d.is_floating_point:
             raise TypeError(f"{name}: expected a floating point operand, got {d.name}")
-        return [TensorType(broadcast_shapes(*(t.shape for t in types)), result or d)]
+        shape = types[0].shape
+        if len(types) > 1 and any(t.shape != shape for t in types[1:]):
+            shape = broadcast_shapes(*(t.shape for t in types))
+        return [TensorType(shape, result or d)]
     return infer
 
 

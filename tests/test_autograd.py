@@ -737,6 +737,7 @@ SAVED = {
     "exp_out_through_view": (lambda L, a, b: a.exp(), "out_view"),
     "mul_a_through_view": (lambda L, a, b: a * b, "a_view"),
     "exp_out_via_setitem": (lambda L, a, b: a.exp(), "out_setitem"),
+    "exp_out_through_empty_view": (lambda L, a, b: a.exp(), "out_empty_view"),
 }
 
 
@@ -753,6 +754,8 @@ def _modify(L, target, a, b, out):
         a[:, 0].add_(1.0)
     elif target == "out_setitem":
         out[1] = 0.0
+    elif target == "out_empty_view":
+        out[:, 3:].mul_(2.0)  # writes nothing, but is still an in-place op on out
 
 
 def _saved_case(L, name):
@@ -1052,3 +1055,79 @@ def test_gradient_dtype_is_the_leaf_dtype_under_promotion():
             res.append((out, a.grad, b.grad))
         for f, t in zip(res[1], res[0]):
             assert_close(f, t)
+
+
+# --------------------------------------------------------------------------- randomized programs
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+# Steps of a random program over a pool of values whose shapes all broadcast to (2, 3).
+_UNARY_STEPS = {
+    "tanh": lambda L, v: v.tanh(), "sigmoid": lambda L, v: v.sigmoid(), "sin": lambda L, v: v.sin(),
+    "neg": lambda L, v: -v, "half": lambda L, v: v * 0.5, "square": lambda L, v: v * v,
+    "relu": lambda L, v: v.relu(), "exp_tanh": lambda L, v: v.tanh().exp(),
+    "rowsum": lambda L, v: v.sum(-1, keepdim=True), "colmean": lambda L, v: v.mean(0, keepdim=True),
+    "softmax": lambda L, v: v.softmax(-1), "pow3": lambda L, v: v ** 3,
+    # views
+    "first_col": lambda L, v: v[..., :1] if v.dim() > 0 else v, "first_row": lambda L, v: v[0] if v.dim() == 2 else v,
+    "unsqueeze_squeeze": lambda L, v: v.unsqueeze(0).squeeze(0), "reshape": lambda L, v: v.reshape(v.shape),
+}
+_BINARY_STEPS = {
+    "add": lambda L, v, w: v + w, "sub": lambda L, v, w: v - w, "mul": lambda L, v, w: v * w,
+    "div": lambda L, v, w: v / (1 + w * w), "maximum": lambda L, v, w: L.maximum(v, w),
+    "where": lambda L, v, w: L.where(v > w, v, w * 2),
+}
+_INPLACE_STEPS = {
+    "mul_": lambda L, v: v.mul_(0.5), "add_": lambda L, v: v.add_(1.0),
+    "setitem": lambda L, v: v.__setitem__((Ellipsis, 0), 0.25) if v.dim() > 0 else v.fill_(0.25),
+    "view_mul_": lambda L, v: v[..., :1].mul_(3.0) if v.dim() > 0 else v.mul_(3.0),
+}
+_STEP_NAMES = sorted(_UNARY_STEPS) + sorted(_BINARY_STEPS) + sorted(_INPLACE_STEPS)
+_LEAF_VALUES = [np.array([[0.3, -1.2, 0.8], [1.5, -0.4, 0.1]]), np.array([0.7, -0.2, 1.1]), np.array([[0.9], [-1.3]])]
+
+
+def _run_program(L, steps, leaf_flags):
+    """Run the program; return (error or None, leaf gradients, loss)."""
+    leaves_ = [L.tensor(v, dtype=L.float64, requires_grad=r) for v, r in zip(_LEAF_VALUES, leaf_flags)]
+    try:
+        loss = _forward(L, steps, leaves_)
+    except RuntimeError as e:  # e.g. an in-place op on a view of a leaf
+        return e, [None] * len(leaves_), None
+    if loss is None or not loss.requires_grad:
+        return None, [None] * len(leaves_), loss
+    _, err = outcome(loss.backward)
+    return err, [x.grad for x in leaves_], loss
+
+
+def _forward(L, steps, leaves_):
+    pool = list(leaves_)
+    n_leaves = len(pool)
+    for name, i, j in steps:
+        v, w = pool[i % len(pool)], pool[j % len(pool)]
+        if name in _UNARY_STEPS:
+            pool.append(_UNARY_STEPS[name](L, v))
+        elif name in _BINARY_STEPS:
+            pool.append(_BINARY_STEPS[name](L, v, w))
+        else:
+            k = n_leaves + i % max(len(pool) - n_leaves, 1)  # in-place only on computed values
+            if k < len(pool):
+                _INPLACE_STEPS[name](L, pool[k])
+    return sum((p * (k + 1)).sum() for k, p in enumerate(pool[n_leaves:])) if len(pool) > n_leaves else None
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(_STEP_NAMES), st.integers(0, 20), st.integers(0, 20)),
+                      min_size=1, max_size=8),
+       leaf_flags=st.tuples(st.booleans(), st.booleans(), st.booleans()))
+def test_random_programs_match_torch(steps, leaf_flags):
+    t_err, t_grads, t_loss = _run_program(torch, steps, leaf_flags)
+    f_err, f_grads, f_loss = _run_program(fg, steps, leaf_flags)
+    if t_loss is not None:
+        assert_close(f_loss, t_loss, rtol=1e-10, atol=1e-12)
+    if t_err is not None:
+        assert f_err is not None, f"torch raises {t_err}; fusegrad does not"
+        assert type(f_err) is type(t_err) and str(f_err)[:60] == str(t_err)[:60], f"{f_err!r} vs torch {t_err!r}"
+        return
+    assert f_err is None, f"fusegrad raises {f_err!r}; torch does not"
+    for f, t in zip(f_grads, t_grads):
+        assert_close(f, t, rtol=1e-10, atol=1e-12)

@@ -30,6 +30,8 @@ def tutorial():
         y = y * 2
         k += 1
     v = fg.tensor([0.1, 1.0, 0.0001], dtype=fg.float32)
+    print("\nThe IR of this backward pass (fg.autograd.explain):")
+    print(fg.autograd.explain(y, v))
     y.backward(v)
     print(f"while-loop ran {k} doublings; x.grad == v * 2**{k}:", np.allclose(x.grad.numpy(), (v * 2 ** k).numpy()))
     print(x.grad)

@@ -269,3 +269,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 def _unused_message(index: int) -> str:
     return (f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
             "Set allow_unused=True if this is the desired behavior.")
+
+
+def explain(outputs, grad_outputs=None) -> str:
+    """The recorded forward graph behind `outputs` and the backward program that
+    `backward()` would run for it, printed as IR (nothing is executed or freed)."""
+    from fusegrad.ir.printer import Namer, format_program
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    roots, _ = _roots_and_seeds(outputs, grad_outputs, False)
+    root_edges = [edge_of(r) for r in roots]
+    graph = GraphProgram(root_edges)
+    leaves = [graph.values[(n, 0)] for n in graph.nodes if isinstance(n, AccumulateGrad)]
+    forward = Program([v for v in leaves], graph.instrs, [graph.value(e) for e in root_edges])
+    b = Builder(Program())
+    seeds = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
+    grads = emit_backward(b, graph.instrs, forward.outputs, seeds, leaves)
+    b.program.outputs = [g for g in grads if g is not None]
+    names = Namer()
+    return ("forward (recorded graph; leaves first):\n" + format_program(forward, names) +
+            "\nbackward (seeds first, then forward values it reads):\n" + format_program(simplify(b.program), names))

@@ -1131,3 +1131,53 @@ def test_random_programs_match_torch(steps, leaf_flags):
     assert f_err is None, f"fusegrad raises {f_err!r}; torch does not"
     for f, t in zip(f_grads, t_grads):
         assert_close(f, t, rtol=1e-10, atol=1e-12)
+
+
+def _second_order(L, steps):
+    """First and second order (a weighted sum of the gradient, differentiated
+    again) of a random program; None and zero gradients both come back as zeros."""
+    leaves_ = [L.tensor(v, dtype=L.float64, requires_grad=True) for v in _LEAF_VALUES]
+    loss = _forward(L, steps, leaves_)
+    if loss is None:
+        return None
+
+    def dense(grads):
+        return [L.zeros_like(x) if g is None else g.detach() for g, x in zip(grads, leaves_)]
+
+    grads = L.autograd.grad(loss, leaves_, create_graph=True, allow_unused=True)
+    weighted = [(g * (0.5 + k)).sum() for k, g in enumerate(grads) if g is not None and g.requires_grad]
+    if not weighted:
+        return dense(grads), dense([None] * len(leaves_))
+    return dense(grads), dense(L.autograd.grad(sum(weighted), leaves_, allow_unused=True))
+
+
+_PURE_STEPS = sorted(_UNARY_STEPS) + sorted(_BINARY_STEPS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(_PURE_STEPS), st.integers(0, 20), st.integers(0, 20)),
+                      min_size=1, max_size=6))
+def test_random_programs_second_order_match_torch(steps):
+    t, f = _second_order(torch, steps), _second_order(fg, steps)
+    if t is None:
+        assert f is None
+        return
+    for t_grads, f_grads in zip(t, f):
+        for tg, fgrad in zip(t_grads, f_grads):
+            assert_close(fgrad, tg, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,f", [("relu", lambda L, x: x.relu()), ("abs", lambda L, x: x.abs()),
+                                    ("clamp", lambda L, x: x.clamp(-0.5, 0.5)),
+                                    ("max", lambda L, x: x.max()), ("linear", lambda L, x: x * 3)])
+def test_create_graph_gradient_requires_grad_as_torch(name, f):
+    # torch's first-order gradients of piecewise-linear ops still hang off the
+    # graph, so differentiating them again gives zeros rather than an error.
+    res = []
+    for L in LIBS:
+        x = L.tensor([0.3, -0.7, 1.1], dtype=L.float64, requires_grad=True)
+        (g,) = L.autograd.grad(f(L, x).sum(), x, create_graph=True)
+        second = L.autograd.grad(g.sum(), x, allow_unused=True)[0] if g.requires_grad else None
+        res.append((g.requires_grad, second))
+    assert res[1][0] == res[0][0]
+    assert_close(res[1][1], res[0][1])

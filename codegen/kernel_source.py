@@ -38,6 +38,7 @@ from .schedule import Kernel
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
 MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
 MAX_PARTIALS = 1 << 22     # cap on nblocks * (accumulator size) for those blocks
+MAX_NESTING = 6            # deeper expressions are split into named temporaries
 _CTOR = {"bool": "np.bool_", "int64": "np.int64", "float32": "np.float32", "float64": "np.float64"}
 _INIT = {
     "add": {"f": "0.0", "i": "0", "b": "False"},
@@ -328,15 +329,20 @@ class _Generator:
 
     # -------------------------------------------------------------- naming and emission
     def _name_temporaries(self) -> None:
-        """A node gets a named temporary when two readers share it or when its
-        reader sits in a deeper loop (it was hoisted); otherwise it is inlined."""
+        """A node gets a named temporary when two readers share it, when its
+        reader sits in a deeper loop (it was hoisted), or when inlining it would
+        nest expressions more than MAX_NESTING deep; otherwise it is inlined."""
         count = 0
-        for node in self.nodes:
+        nesting: dict = {}
+        for node in self.nodes:          # children come before their readers
+            nesting[id(node)] = 1 + max((nesting[id(c)] for c in node.children if c.name is None), default=0)
             if node.name is not None or node.trivial:
                 continue
             where = self._loop_of(node.scope)
-            if len(node.users) > 1 or any(self._loop_of(u) != where for u in node.users):
+            if len(node.users) > 1 or any(self._loop_of(u) != where for u in node.users) or \
+                    nesting[id(node)] >= MAX_NESTING:
                 node.name = f"t{count}"
+                nesting[id(node)] = 0
                 count += 1
 
     def _loop_of(self, scope) -> tuple:

@@ -74,26 +74,32 @@ def _attrs_key(attrs) -> str:
 
 def program_key(program: Program) -> tuple:
     """(structure, full key): structure is the ops, attribute names and wiring;
-    the full key adds shapes, dtypes and attribute values."""
-    slot = {v.id: k for k, v in enumerate(program.inputs)}
-    n = len(slot)
-    structure = [n]
-    signature = [tuple((v.shape, v.dtype.name) for v in program.inputs)]
-    for ins in program.instrs:
-        try:
-            wiring = tuple(slot[v.id] for v in ins.inputs)
-        except KeyError:
-            raise ValueError("compile_program: the program reads values it neither takes as inputs nor "
-                             "defines (bind them as inputs)") from None
-        for v in ins.outputs:
-            slot[v.id] = n
-            n += 1
-        structure.append((ins.op, tuple(k for k, _ in ins.attrs), wiring))
-        signature.append((_attrs_key(ins.attrs), tuple((v.shape, v.dtype.name) for v in ins.outputs)))
+    the full key adds shapes, dtypes and attribute values.
+
+    Runs on every call of a compiled function, so it is written for speed:
+    values become slot numbers in definition order."""
+    slot = {}
+    signature = []
+    for v in program.inputs:
+        slot[v.id] = len(slot)
+        signature.append(v.type)
+    structure = [len(slot)]
     try:
-        outs = tuple(slot[v.id] for v in program.outputs)
+        for ins in program.instrs:
+            wiring = [slot[v.id] for v in ins.inputs]
+            for v in ins.outputs:
+                slot[v.id] = len(slot)
+                signature.append(v.type)
+            attrs = ins.attrs
+            if attrs:
+                structure.append((ins.op, tuple([k for k, _ in attrs]), *wiring))
+                signature.append(_attrs_key(attrs))
+            else:
+                structure.append((ins.op, *wiring))
+        outs = tuple([slot[v.id] for v in program.outputs])
     except KeyError:
-        raise ValueError("compile_program: an output is never defined") from None
+        raise ValueError("compile_program: the program reads values it neither takes as inputs nor "
+                         "defines (bind them as inputs)") from None
     structure = (tuple(structure), outs)
     return structure, (structure, tuple(signature))
 

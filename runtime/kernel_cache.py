@@ -176,7 +176,10 @@ def get_kernel(source: KernelSource, math: str) -> CompiledKernel:
         kernel = _kernels.get(digest)
         if kernel is None:
             kernel = CompiledKernel(f"fusegrad_kernel_{digest[:24]}", source, text)
-            kernel.load()
+            try:
+                kernel.load()
+            except Exception as exc:       # the generated module does not even import
+                kernel.failure = f"{type(exc).__name__}: {exc}"
             _kernels[digest] = kernel
     return kernel
 

@@ -20,17 +20,28 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    kernel(s) that compute its operands, all of them at once if possible,
    else the one holding most operands:
    - an elementwise op joins a pointwise kernel over its output shape; the
-     kernel's space grows to a broadcast (or permuted) output shape when
+     kernel's loops move to a broadcast (or permuted) output shape when
      every value the kernel stores has that shape;
-   - a reduction joins the kernel computing its operand over the reduced
-     shape (a reduction absorbs its producers), and elementwise ops that
-     consume the result join that kernel too (codegen/loopnest.py: phases);
-   - the kernel's stored values must have its full or outer shape, a
-     reduction's result can be read only where it is computed, and a fusion
-     never creates a cycle between steps.
-   Otherwise the instruction starts a new kernel.
+   - a reduction joins the kernel computing its operand (a reduction absorbs
+     its producers): over the trailing dims it is a *row* reduction, and
+     elementwise ops that consume its result join the same kernel in a later
+     phase; over other dims it is a *tail* reduction, accumulated where its
+     operand is computed and finished after the loops (codegen/loopnest.py);
+   - the kernel's stored values must have its full, outer or a tail's shape,
+     a reduction's result can be read only where it is computed, and a
+     fusion never creates a cycle between steps.
+   Otherwise the instruction starts a new kernel. Finally kernels over the
+   same loops that read a common value are merged (horizontal fusion).
 4. A value is written to memory only when something outside its kernel
    reads it (another step, or the program's outputs).
+
+Canonical kernel counts (asserted in tests/test_codegen_schedule.py):
+  a chain of 20 elementwise ops                       1 kernel
+  ... with its loss and backward                      1 kernel
+  softmax (max, sum of exp, divide)                   1 kernel, 3 phases; with backward 1 kernel, 4 phases
+  layernorm, forward / forward and backward           1 kernel / 1 kernel (2 tail reductions: dw, db)
+  log_softmax cross-entropy, forward and backward     1 kernel
+  MLP 784-256-10 training step (loss + all grads)     3 kernels, 6 BLAS calls, transposes as views
 """
 from __future__ import annotations
 

@@ -22,6 +22,17 @@ _VIEW_OPS = frozenset(name for name, op in OPS.items()
                       if op.group == MOVEMENT and name not in ("cat", "stack", "index_put"))
 
 
+def _memory_owner(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _same_memory(view: np.ndarray, source: np.ndarray) -> bool:
+    """Whether NumPy returned a view of `source` (empty views included), not a copy."""
+    return _memory_owner(view) is _memory_owner(source)
+
+
 def _default_name(op: str) -> str:
     return "".join(part.capitalize() for part in op.split("_")) + "Backward0"
 
@@ -30,7 +41,7 @@ def type_of(x) -> TensorType:
     """The abstract type of a Tensor or of a NumPy constant operand."""
     if isinstance(x, np.ndarray):
         return TensorType(x.shape, from_numpy_dtype(x.dtype))
-    return TensorType(x.shape, x._dtype)
+    return TensorType(x._data.shape, x._dtype)
 
 
 def edge_of(t):
@@ -86,7 +97,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         outs = (out,)
     else:
         outs = tuple(Tensor._wrap(r, t.dtype) for r, t in zip(results, out_types))
-        if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and np.may_share_memory(results[0], arrays[0]):
+        if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
             src = inputs[0]
             outs[0]._version = src._version
             outs[0]._base = src._base if src._base is not None else src

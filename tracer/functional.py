@@ -65,11 +65,27 @@ def _coerce(x, dtype: DType):
 
 
 def _promoted(operands, fn, names=("input", "other", "third")):
+    if len(operands) == 2:
+        fast = _promoted_pair_fast(*operands)
+        if fast is not None:
+            return fast
     ops = [_operand(x, fn, names[i], i + 1) for i, x in enumerate(operands)]
     if not builtins.any(isinstance(x, Tensor) for x in ops):
         ops[0] = tensor_from_scalar(ops[0])
     dtype = result_type([_kind(x) for x in ops])
     return [_coerce(x, dtype) for x in ops], dtype
+
+
+def _promoted_pair_fast(a, b):
+    """The common cases of promotion without the general machinery (hot path)."""
+    ta, tb = type(a) is Tensor, type(b) is Tensor
+    if ta and tb:
+        return ([a, b], a._dtype) if a._dtype is b._dtype else None
+    if ta and type(b) is float and a._dtype.is_floating_point:
+        return [a, np.asarray(b, a._dtype.np)], a._dtype
+    if tb and type(a) is float and b._dtype.is_floating_point:
+        return [np.asarray(a, b._dtype.np), b], b._dtype
+    return None
 
 
 def tensor_from_scalar(x) -> Tensor:

@@ -121,10 +121,14 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul
             "fg_sigmoid({0})", float_only=True)
 
 # ------------------------------------------------------------------ piecewise
+# torch's threshold_backward: 0 where result <= 0, else the gradient (NaN passes
+# it). The zero is y * 0 so that, as in torch, the gradient depends on y and is
+# itself differentiable (requires_grad under create_graph).
 elementwise("relu", lambda x: np.maximum(x, x.dtype.type(0)),
-            lambda e, x, y, g, a, n: [e.where(e.gt(y[0], 0), g[0], 0)], "fg_relu({0})")
+            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.mul(y[0], 0), g[0])], "fg_relu({0})")
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})")
-elementwise("sign", np.sign, None, "fg_sign({0})")
+# sign is piecewise constant: a zero gradient, but differentiable as in torch (sgn).
+elementwise("sign", np.sign, lambda e, x, y, g, a, n: [e.mul(g[0], 0)], "fg_sign({0})")
 
 
 def _clamp_vjp(e, x, y, g, a, n):

@@ -43,8 +43,15 @@ def _executor():
     return executor
 
 
-def _program_elements(program: Program) -> int:
-    return sum(v.type.numel for ins in program.instrs for v in ins.outputs)
+def _is_small(program: Program) -> bool:
+    """Whether the program's values hold fewer than SMALL_PROGRAM_ELEMENTS elements in all."""
+    total = 0
+    for ins in program.instrs:
+        for v in ins.outputs:
+            total += v.type.numel
+            if total >= SMALL_PROGRAM_ELEMENTS:
+                return False
+    return True
 
 
 class _Run:
@@ -66,7 +73,7 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         run.path = "no instructions"
         env = {v.id: a for v, a in zip(program.inputs, args)}
         return [env[v.id] for v in program.outputs]
-    if _program_elements(program) < SMALL_PROGRAM_ELEMENTS:
+    if _is_small(program):
         run.path = "reference executor (small program)"
         env = dict(known or {})
         pending = Program(program.inputs, [i for i in program.instrs if i.outputs[0].id not in env],

@@ -1,18 +1,42 @@
-"""Helpers that generated kernels call for reductions.
+"""Helpers that generated kernels call to fold values into reductions.
 
-`fg_acc_add` is a float addition that LLVM may reassociate. A reduction loop
-`acc = fg_acc_add(acc, x)` therefore vectorises (several partial sums that
-are added at the end, a blocked summation), while every other operation in
-the kernel keeps strict IEEE semantics: the fast-math flag is set on this
-one instruction only, and stays on it when LLVM inlines the call.
-Accumulators are float64, so float32 sums keep about 1e-9 relative accuracy.
+`fg_acc_add` is a float addition that LLVM may reassociate, so a reduction
+loop `acc = fg_acc_add(acc, x)` vectorises (several partial sums added at the
+end: a blocked summation) while every other operation in the kernel keeps
+strict IEEE semantics: the fast-math flag sits on this one instruction and
+stays on it when LLVM inlines the call. Kernels accumulate sums in float64,
+so float32 sums keep about 1e-9 relative accuracy.
+
+`fg_acc_max` / `fg_acc_min` are LLVM's `maximum` / `minimum` (IEEE 754-2019:
+NaN propagates, as in NumPy and torch), which LLVM vectorises as reductions;
+a compare-and-branch version would not vectorise.
 """
 from __future__ import annotations
 
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 
 @njit(fastmath={"reassoc"}, error_model="numpy", nogil=True)
 def fg_acc_add(acc, x):
     """acc + x, reassociable."""
     return acc + x
+
+
+def _float_pair_intrinsic(name: str):
+    def typer(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, sig, args):
+            fty = ir.FloatType() if sig.return_type.bitwidth == 32 else ir.DoubleType()
+            fn = builder.module.declare_intrinsic(name, [fty], ir.FunctionType(fty, [fty, fty]))
+            return builder.call(fn, args)
+        return a(a, b), codegen
+    typer.__name__ = typer.__qualname__ = name.replace(".", "_")
+    return intrinsic(typer)
+
+
+fg_acc_max = _float_pair_intrinsic("llvm.maximum")   # max(acc, x); NaN if either is NaN
+fg_acc_min = _float_pair_intrinsic("llvm.minimum")   # min(acc, x); NaN if either is NaN

@@ -15,9 +15,10 @@ Constants other than a few literals (0, 1, -1, 2, 0.5, inf, nan) are
 arguments too (`c0, ...`): a mean's element count or a learning rate must
 not make a new kernel. Argument order: extents, loads, constants, outputs.
 
-Reductions accumulate in float64 for floating dtypes (int64/bool otherwise)
+Sums accumulate in float64 for floating dtypes (int64/bool otherwise)
 through `fg_acc_add`, an addition LLVM may reassociate so that the loop
-vectorises. A reduction to one value (no outer loops) runs in blocks of
+vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
+propagating maximum/minimum), which vectorise too (codegen/accumulate.py). A reduction to one value (no outer loops) runs in blocks of
 BLOCK elements of its first dim whose partial results are combined at the
 end; tail reductions over the parallel dim accumulate per block of rows.
 Blocks are the unit of parallel work: the parallel variant of a kernel is
@@ -500,8 +501,9 @@ def _update(info, target: str, value: str, tmp: str) -> list:
         if kind == "b":
             return [f"{target} = {target} or {value}"]
         return [f"{target} += {value}"]
-    op = ">" if combine == "max" else "<"
+    if kind == "f":
+        return [f"{target} = fg_acc_{combine}({target}, {value})"]
     if kind == "b":
         return [f"{target} = {target} {'or' if combine == 'max' else 'and'} {value}"]
-    nan = f" or {tmp} != {tmp}" if kind == "f" else ""
-    return [f"{tmp} = {value}", f"if {tmp} {op} {target}{nan}:", f"    {target} = {tmp}"]
+    op = ">" if combine == "max" else "<"
+    return [f"{tmp} = {value}", f"if {tmp} {op} {target}:", f"    {target} = {tmp}"]

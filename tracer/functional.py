@@ -61,7 +61,7 @@ def cast(x: Tensor, dtype: DType) -> Tensor:
 def _coerce(x, dtype: DType):
     if isinstance(x, Tensor):
         return cast(x, dtype)
-    return np.asarray(x, dtype=dtype.np)
+    return _scalar_array(x, dtype)
 
 
 def _promoted(operands, fn, names=("input", "other", "third")):
@@ -82,10 +82,16 @@ def _promoted_pair_fast(a, b):
     if ta and tb:
         return ([a, b], a._dtype) if a._dtype is b._dtype else None
     if ta and type(b) is float and a._dtype.is_floating_point:
-        return [a, np.asarray(b, a._dtype.np)], a._dtype
+        return [a, _scalar_array(b, a._dtype)], a._dtype
     if tb and type(a) is float and b._dtype.is_floating_point:
-        return [np.asarray(a, b._dtype.np), b], b._dtype
+        return [_scalar_array(a, b._dtype), b], b._dtype
     return None
+
+
+def _scalar_array(value, dtype: DType) -> np.ndarray:
+    """A Python number as a 0-d array of `dtype`; out-of-range floats become inf silently, as in torch."""
+    with np.errstate(over="ignore"):
+        return np.asarray(value, dtype=dtype.np)
 
 
 def tensor_from_scalar(x) -> Tensor:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import numba
@@ -42,8 +43,9 @@ PARALLEL_MIN_ELEMENTS = 1 << 18
 
 
 # ------------------------------------------------------------------ program cache
-_programs: dict = {}
-_variants: dict = {}              # structure key -> set of full keys compiled
+MAX_PROGRAMS = 4096               # program-cache entries kept (least recently used dropped)
+_programs: OrderedDict = OrderedDict()
+_variants: dict = {}              # structure key -> full keys compiled, oldest first
 _warned_variants: set = set()
 _warned_ops: set = set()
 _lock = threading.Lock()
@@ -110,13 +112,16 @@ def compile_program(program: Program) -> "CompiledProgram":
     with _lock:
         compiled = _programs.get(key)
         if compiled is not None:
+            _programs.move_to_end(key)
             stats.count(hits=1)
             return compiled
         stats.count(misses=1)
-        seen = _variants.setdefault(structure, set())
+        seen = _variants.setdefault(structure, [])
+        nearest = seen[-1] if seen else None
         too_many = len(seen) >= MAX_SHAPE_VARIANTS
         if not too_many:
-            seen.add(key)
+            seen.append(key)
+    why = _miss_reason(program, key, nearest)
     if too_many:
         if structure not in _warned_variants:
             _warned_variants.add(structure)
@@ -127,9 +132,33 @@ def compile_program(program: Program) -> "CompiledProgram":
                                    f"more than {MAX_SHAPE_VARIANTS} shape signatures of this program structure")
     else:
         compiled = CompiledProgram(program, schedule(program))
+    compiled.miss_reason = why
     with _lock:
         _programs[key] = compiled
+        while len(_programs) > MAX_PROGRAMS:
+            _programs.popitem(last=False)
     return compiled
+
+
+def _miss_reason(program: Program, key: tuple, nearest: tuple | None) -> str:
+    """Which part of the key differs from the latest earlier entry with the same structure."""
+    if nearest is None:
+        return "no earlier program with this structure (ops, attributes and wiring)"
+    labels = []
+    for k, v in enumerate(program.inputs):
+        labels.append(f"input {k}")
+    for n, ins in enumerate(program.instrs):
+        labels += [f"instruction {n} ({ins.op}) output {m}" for m in range(len(ins.outputs))]
+        if ins.attrs:
+            labels.append(f"instruction {n} ({ins.op}) attributes")
+    diffs = [f"{label}: {_show(old)} -> {_show(new)}"
+             for label, old, new in zip(labels, nearest[1], key[1]) if old != new]
+    more = f" (and {len(diffs) - 3} more)" if len(diffs) > 3 else ""
+    return "new shape signature: " + "; ".join(diffs[:3]) + more
+
+
+def _show(item) -> str:
+    return str(item) if not isinstance(item, str) else item
 
 
 # ------------------------------------------------------------------ steps
@@ -211,6 +240,7 @@ class CompiledProgram:
         self.program = program
         self.schedule = sched
         self.reference_reason = reference_reason
+        self.miss_reason = ""
         self.calls = 0
         if sched is None:
             return
@@ -258,11 +288,13 @@ class CompiledProgram:
     def explain(self) -> str:
         """The kernels, the instructions each fuses, fusion decisions and the generated source."""
         if self.schedule is None:
-            return (f"reference executor ({self.reference_reason})\n" + format_program(self.program))
+            return (f"reference executor ({self.reference_reason}; {self.miss_reason})\n" +
+                    format_program(self.program))
         name = Namer()
         kinds = [s.step.kind if isinstance(s, _OpStep) else KERNEL for s in self.steps]
         summary = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
         parts = [f"compiled program: {len(self.steps)} steps ({summary}); calls so far: {self.calls}",
+                 f"compiled because: {self.miss_reason}",
                  "program (composite ops decomposed):", format_program(self.schedule.program, name)]
         for n, step in enumerate(self.steps, 1):
             if isinstance(step, _OpStep):

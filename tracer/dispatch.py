@@ -65,18 +65,27 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
     opdef = OPS[op]
-    in_types = tuple(type_of(x) for x in inputs)
+    # One pass over the inputs: types, arrays and which need grad (the hot path).
+    in_types, arrays, needs = [], [], []
+    for x in inputs:
+        if type(x) is np.ndarray:
+            in_types.append(TensorType(x.shape, from_numpy_dtype(x.dtype)))
+            arrays.append(x)
+            needs.append(False)
+        else:
+            in_types.append(TensorType(x._data.shape, x._dtype))
+            arrays.append(x._data)
+            needs.append(x._requires_grad)
+    in_types, needs = tuple(in_types), tuple(needs)
     out_types = opdef.infer(list(in_types), attrs)
-    arrays = [x if isinstance(x, np.ndarray) else x._data for x in inputs]
     with np.errstate(all="ignore"):
         results = opdef.ref(*arrays, **attrs)
-    if not isinstance(results, tuple):
+    if type(results) is not tuple:
         results = (results,)
-    results = tuple(r if isinstance(r, np.ndarray) and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
+    results = tuple(r if type(r) is np.ndarray and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
                     for r, t in zip(results, out_types))
-    frozen = freeze_attrs(attrs)
-    needs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
-    record = opdef.vjp is not None and any(needs) and is_grad_enabled()
+    frozen = freeze_attrs(attrs) if attrs else ()
+    record = opdef.vjp is not None and True in needs and is_grad_enabled()
     if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
         return _inplace_on_view(op, inputs, attrs, name, out)
 

@@ -81,9 +81,9 @@ def _promoted_pair_fast(a, b):
     ta, tb = type(a) is Tensor, type(b) is Tensor
     if ta and tb:
         return ([a, b], a._dtype) if a._dtype is b._dtype else None
-    if ta and type(b) is float and a._dtype.is_floating_point:
+    if ta and (type(b) is float or type(b) is int) and a._dtype.is_floating_point:
         return [a, _scalar_array(b, a._dtype)], a._dtype
-    if tb and type(a) is float and b._dtype.is_floating_point:
+    if tb and (type(a) is float or type(a) is int) and b._dtype.is_floating_point:
         return [_scalar_array(a, b._dtype), b], b._dtype
     return None
 

@@ -134,7 +134,7 @@ def bandwidth_section(results):
         rows.append([_label(w), f"{nbytes / 1e6:.1f}", fmt_ms(ideal_seconds(results, w))] + [
             cell_text(results.cells.get((w.key, c.key)), lambda cell: f"{nbytes / cell.seconds / 1e9:.3g}")
             for c in results.columns])
-    intro = (f"Effective bandwidth = minimal bytes / median time, in GB/s; the copy bandwidth "
+    intro = (f"Effective bandwidth = minimal bytes / {results.statistic} time, in GB/s; the copy bandwidth "
              f"is {results.bandwidth_gbs:.1f} GB/s.")
     return ["## Effective bandwidth of the memory-bound workloads (GB/s)", "", intro, ""] + table(
         ["workload", "min MB", "ideal ms"] + [c.label for c in results.columns], rows)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 
 from .indexing import identity, operand_index
-from .loopnest import live_dims
+from .loopnest import live_dims, recursion_room
 from .schedule import Kernel
 
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
@@ -108,7 +108,8 @@ class KernelSource:
 
 def generate(kernel: Kernel, math_module: str, acc_module: str = "fusegrad.codegen.accumulate") -> KernelSource:
     """The source of `kernel`, calling fg_* math from `math_module`."""
-    return _Generator(kernel).build(math_module, acc_module)
+    with recursion_room(len(kernel.instrs)):
+        return _Generator(kernel).build(math_module, acc_module)
 
 
 class _Generator:
@@ -129,7 +130,8 @@ class _Generator:
         self.blocked = d0 is not None and any(d0 not in t.kept for t in self.tails)
         self.loads: dict = {}            # value id -> (arg name, value)
         self.params: dict = {}           # (repr(value), dtype) -> (arg name, value, dtype)
-        self.memo: dict = {}
+        self.memo: dict = {}             # node key + region -> node
+        self.requests: dict = {}         # (value id, index, requested region) -> node
         self.nodes: list = []
         self.sinks: list = []            # (scope, seq, callable() -> lines)
         self.red: dict = {}              # id(reduction) -> info dict
@@ -141,6 +143,13 @@ class _Generator:
         return self.seq
 
     def expr(self, v, index, region) -> _Node:
+        key = (v.id, index, region)
+        node = self.requests.get(key)
+        if node is None:
+            node = self.requests[key] = self._build(v, index, region)
+        return node
+
+    def _build(self, v, index, region) -> _Node:
         ins = self.producer.get(v.id)
         if ins is None:
             return self._load(v, index, region)

@@ -30,6 +30,8 @@ source generator to lay out the loops.
 """
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fusegrad.ir.ops import OPS, REDUCE
@@ -42,6 +44,18 @@ EPILOGUE = 1 << 30          # depth of a value that needs a tail reduction's res
 
 class NotFusable(Exception):
     """A proposed kernel breaks a rule; the message says which (for explain)."""
+
+
+@contextmanager
+def recursion_room(instructions: int):
+    """Let the recursive walks over a program of `instructions` instructions recurse
+    as deep as its longest chain (Python-to-Python calls use no C stack in 3.11+)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 8 * instructions + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def live_dims(space: tuple) -> list:
@@ -103,61 +117,91 @@ class Analysis:
     phases: int           # number of phases of the main nest
 
 
-def analyse(space: tuple, axes: tuple, computed, roots, reductions=()) -> Analysis:
-    """Check a kernel over `space` with row axes `axes` and describe its loops.
+class LoopNest:
+    """The rules above for one kernel over `space` with row axes `axes`.
 
     computed(value) -> the instruction computing it inside the kernel, or
-    None for a value the kernel loads from memory. `roots` are the values the
-    kernel must store, `reductions` its reduction instructions. Raises
-    NotFusable when the kernel breaks a rule.
+    None for a value the kernel loads from memory. Results are memoised, so
+    the scheduler can keep a LoopNest while a kernel grows and check each new
+    instruction in time proportional to what it adds (`admit`); any method
+    raises NotFusable when the kernel would break a rule.
     """
-    axes = tuple(axes)
-    live = live_dims(space)
-    outer = [d for d in live if d not in axes]
-    if axes and not row_axes_ok(space, axes):
-        raise NotFusable(f"row axes {axes} of {list(space)} are not the trailing dims")
-    kept, kept_keepdim = outer_shapes(space, axes) if axes else (None, None)
-    memo: dict = {}
-    stages: dict = {}
-    tails: dict = {}
-    busy: set = set()
 
-    def is_row(red) -> bool:
-        return bool(axes) and red.inputs[0].shape == space and tuple(dict(red.attrs)["axes"]) == axes
+    def __init__(self, space: tuple, axes: tuple, computed):
+        self.space = space
+        self.axes = tuple(axes)
+        self.computed = computed
+        self.outer = [d for d in live_dims(space) if d not in self.axes]
+        if self.axes and not row_axes_ok(space, self.axes):
+            raise NotFusable(f"row axes {self.axes} of {list(space)} are not the trailing dims")
+        self.kept, self.kept_keepdim = outer_shapes(space, self.axes) if self.axes else (None, None)
+        self.memo: dict = {}
+        self.stages: dict = {}      # id(row reduction) -> phase
+        self.tails: dict = {}       # id(tail reduction) -> Tail
+        self._busy: set = set()
 
-    def outer_index(shape):
+    # -------------------------------------------------------------- queries
+    def admit(self, ins, roots) -> None:
+        """Check a new member `ins` (a reduction gets its phase) and the stored values `roots`."""
+        if is_reduction(ins):
+            self.stage(ins)
+        for v in roots:
+            self.store(v)
+
+    def analysis(self, roots, reductions) -> Analysis:
+        """The whole kernel: every reduction's phase and every stored value's place."""
+        for red in reductions:
+            self.stage(red)
+        stores = [self.store(v) for v in roots]
+        phases = max([s + 1 for s in self.stages.values()] + [t.level + 1 for t in self.tails.values() if t.full] +
+                     [s.phase + 1 for s in stores if s.kind == "full"] + [1])
+        lay = ROW if self.axes else (COLUMN if self.tails else POINTWISE)
+        return Analysis(lay, dict(self.stages), dict(self.tails), stores, phases)
+
+    # -------------------------------------------------------------- rules
+    def _is_row(self, red) -> bool:
+        return bool(self.axes) and red.inputs[0].shape == self.space and \
+            tuple(dict(red.attrs)["axes"]) == self.axes
+
+    def _outer_index(self, shape) -> tuple:
         """Index of a value with a row reduction's result shape, at the current outer index."""
-        return reduction_home(space, axes, shape, len(shape) == len(space))
+        return reduction_home(self.space, self.axes, shape, len(shape) == len(self.space))
 
-    def stage(red):
-        """Row reduction: its phase. Tail reduction: its Tail record."""
+    def stage(self, red):
+        """A row reduction's phase, or a tail reduction's Tail record."""
         key = id(red)
-        if key in stages:
-            return stages[key]
-        if key in tails:
-            return tails[key]
-        if key in busy:
+        if key in self.stages:
+            return self.stages[key]
+        if key in self.tails:
+            return self.tails[key]
+        if key in self._busy:
             raise NotFusable("a reduction reads its own result")
-        busy.add(key)
+        self._busy.add(key)
+        try:
+            return self._place_reduction(red)
+        finally:
+            self._busy.discard(key)
+
+    def _place_reduction(self, red):
         a = dict(red.attrs)
         operand = red.inputs[0]
-        if is_row(red):
-            d, group = depth(operand, identity(space))
+        if self._is_row(red):
+            d, group = self.depth(operand, identity(self.space))
             if group is not None:
                 raise NotFusable(f"{red.op} reads a tail reduction's result, which exists only after the loops")
-            stages[key] = d
+            self.stages[id(red)] = d
             return d
-        if operand.shape == space:
-            full, index = True, identity(space)
-        elif axes and operand.shape in (kept, kept_keepdim):
-            full, index = False, outer_index(operand.shape)
+        if operand.shape == self.space:
+            full, index = True, identity(self.space)
+        elif self.axes and operand.shape in (self.kept, self.kept_keepdim):
+            full, index = False, self._outer_index(operand.shape)
         else:
             raise NotFusable(f"{red.op} of a {list(operand.shape)} value cannot run inside a kernel over "
-                             f"{list(space)}" + (f" with row axes {axes}" if axes else ""))
-        if not outer:
+                             f"{list(self.space)}" + (f" with row axes {self.axes}" if self.axes else ""))
+        if not self.outer:
             raise NotFusable(f"{red.op} over axes {a['axes']} would need another loop nest in a kernel that "
                              "reduces everything to one value")
-        d, group = depth(operand, index)
+        d, group = self.depth(operand, index)
         if group is not None:
             raise NotFusable(f"{red.op} reads a tail reduction's result, which exists only after the loops")
         kept_dims = tuple(i for j, i in enumerate(index) if i is not None and j not in a["axes"])
@@ -165,28 +209,29 @@ def analyse(space: tuple, axes: tuple, computed, roots, reductions=()) -> Analys
             out = tuple(None if j in a["axes"] else i for j, i in enumerate(index))
         else:
             out = tuple(i for j, i in enumerate(index) if j not in a["axes"])
-        tails[key] = Tail(red, d if full else d - 1, full, index, kept_dims,
-                          canonical(out, red.outputs[0].shape))
-        return tails[key]
+        tail = Tail(red, d if full else d - 1, full, index, kept_dims, canonical(out, red.outputs[0].shape))
+        self.tails[id(red)] = tail
+        return tail
 
-    def depth(v, index) -> tuple:
-        """(1 + latest phase whose row reduction reading v at `index` needs (0: none),
+    def depth(self, v, index) -> tuple:
+        """(1 + the latest phase whose row reduction reading v at `index` needs (0: none),
         or EPILOGUE; the kept dims of the tail reductions it needs, or None)."""
         key = (v.id, index)
-        if key in memo:
-            return memo[key]
-        ins = computed(v)
+        result = self.memo.get(key)
+        if result is not None:
+            return result
+        ins = self.computed(v)
         if ins is None:
             result = (0, None)
         elif is_reduction(ins):
-            info = stage(ins)
+            info = self.stage(ins)
             if isinstance(info, Tail):
                 if index != info.out_index:
                     raise NotFusable(f"the result of {ins.op} would be read at another index than the one "
                                      "its epilogue computes")
                 result = (EPILOGUE, info.kept)
             else:
-                home = reduction_home(space, axes, v.shape, dict(ins.attrs)["keepdim"])
+                home = reduction_home(self.space, self.axes, v.shape, dict(ins.attrs)["keepdim"])
                 if index != home:
                     raise NotFusable(f"the result of {ins.op} would be read at another index than the one "
                                      "at which the kernel computes it")
@@ -194,48 +239,42 @@ def analyse(space: tuple, axes: tuple, computed, roots, reductions=()) -> Analys
         else:
             level, group = 0, None
             for k, u in enumerate(ins.inputs):
-                d, g = depth(u, operand_index(ins, index, k))
+                d, g = self.depth(u, operand_index(ins, index, k))
                 if g is not None and group is not None and g != group:
                     raise NotFusable("a value reads tail reductions that finish in different epilogues")
                 level, group = max(level, d), (g if g is not None else group)
             result = (level, group)
-        memo[key] = result
+        self.memo[key] = result
         return result
 
-    for red in reductions:
-        stage(red)
+    def store(self, v) -> Store:
+        """Where stored value `v` is written (the first of its candidate places that works)."""
+        candidates = []
+        if v.shape == self.space:
+            candidates.append(("full", identity(self.space)))
+        if self.axes and v.shape in (self.kept, self.kept_keepdim):
+            candidates.append(("outer", self._outer_index(v.shape)))
+        for t in self.tails.values():
+            if t.instr.outputs[0].shape == v.shape and ("epilogue", t.out_index) not in candidates:
+                candidates.append(("epilogue", t.out_index))
+        why = None
+        for kind, index in candidates:
+            try:
+                d, group = self.depth(v, index)
+            except NotFusable as exc:
+                why = exc
+                continue
+            if kind == "epilogue" and group is not None:
+                return Store(v, kind, index, kept=group)
+            if kind != "epilogue" and group is None:
+                return Store(v, kind, index, d if kind == "full" else d - 1)
+        if why is not None:
+            raise why
+        raise NotFusable(f"a value of shape {list(v.shape)} is needed outside the kernel, but the kernel loops "
+                         f"over {list(self.space)}" + (f" reducing axes {self.axes}" if self.axes else ""))
 
-    stores = []
-    for v in roots:
-        stores.append(_store(v, space, axes, kept, kept_keepdim, tails, depth, outer_index))
-    phases = max([s + 1 for s in stages.values()] + [t.level + 1 for t in tails.values() if t.full] +
-                 [s.phase + 1 for s in stores if s.kind == "full"] + [1])
-    lay = ROW if axes else (COLUMN if tails else POINTWISE)
-    return Analysis(lay, stages, tails, stores, phases)
 
-
-def _store(v, space, axes, kept, kept_keepdim, tails, depth, outer_index) -> Store:
-    """Where a stored value is written (the first of its candidate places that works)."""
-    candidates = []
-    if v.shape == space:
-        candidates.append(("full", identity(space)))
-    if axes and v.shape in (kept, kept_keepdim):
-        candidates.append(("outer", outer_index(v.shape)))
-    for t in tails.values():
-        if t.instr.outputs[0].shape == v.shape and ("epilogue", t.out_index) not in candidates:
-            candidates.append(("epilogue", t.out_index))
-    why = None
-    for kind, index in candidates:
-        try:
-            d, group = depth(v, index)
-        except NotFusable as exc:
-            why = exc
-            continue
-        if kind == "epilogue" and group is not None:
-            return Store(v, kind, index, kept=group)
-        if kind != "epilogue" and group is None:
-            return Store(v, kind, index, d if kind == "full" else d - 1)
-    if why is not None:
-        raise why
-    raise NotFusable(f"a value of shape {list(v.shape)} is needed outside the kernel, but the kernel loops over "
-                     f"{list(space)}" + (f" reducing axes {axes}" if axes else ""))
+def analyse(space: tuple, axes: tuple, computed, roots, reductions=()) -> Analysis:
+    """Check a kernel over `space` with row axes `axes` and describe its loops
+    (LoopNest's rules; raises NotFusable when the kernel breaks one)."""
+    return LoopNest(space, axes, computed).analysis(roots, reductions)

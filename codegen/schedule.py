@@ -53,7 +53,7 @@ from fusegrad.ir.passes import simplify
 
 from .decompose import decompose_composites
 from .indexing import VIEW_OPS, inlinable_movement
-from .loopnest import Analysis, NotFusable, analyse, is_reduction, reductions_of, row_axes_ok
+from .loopnest import Analysis, LoopNest, NotFusable, is_reduction, reductions_of, recursion_room, row_axes_ok
 
 KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
 REDUCE_COMBINES = ("add", "max", "min")
@@ -69,14 +69,17 @@ class Kernel:
     stores: list = field(default_factory=list)     # values written to memory
     inlined: list = field(default_factory=list)    # free instructions it recomputes (constants, views)
     analysis: Analysis | None = None
+    # While scheduling: id() of its non-free instructions, the LoopNest that
+    # checks new members incrementally (None: rebuild), its latest member's position.
+    members: set = field(default_factory=set)
+    nest: LoopNest | None = None
+    last: int = -1
+    reduces: bool = False                          # has a reduction
+    present: set = field(default_factory=set)      # id() of every instruction in `instrs`
 
     @property
     def layout(self) -> str:
         return self.analysis.layout if self.analysis is not None else "?"
-
-    @property
-    def reduces(self) -> bool:
-        return any(is_reduction(i) for i in self.instrs)
 
 
 @dataclass(eq=False)
@@ -102,7 +105,8 @@ class Schedule:
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
     program = simplify(decompose_composites(program))
-    return _Scheduler(program).run()
+    with recursion_room(len(program.instrs)):
+        return _Scheduler(program).run()
 
 
 # ------------------------------------------------------------------ classification
@@ -148,7 +152,6 @@ class _Scheduler:
         self.kind: dict = {}
         self.free: set = set()            # id(ins) of free instructions
         self.node_of: dict = {}           # value id -> Kernel or Step computing it
-        self.member_of: dict = {}         # id(ins) -> Kernel (fusible instructions)
         self.preds: dict = {}             # node -> set of nodes it reads from
         self.nodes: list = []
         self.notes: list = []
@@ -256,7 +259,7 @@ class _Scheduler:
             except NotFusable as exc:
                 reasons.append((None, f"fusing all of kernels {[g.id for g in groups]}: {exc}"))
         share = {g: sum(self.node_of.get(v.id) is g for v in ins.inputs) for g in groups}
-        for g in sorted(groups, key=lambda g: (-share[g], -self.pos[id(g.instrs[-1])])):
+        for g in sorted(groups, key=lambda g: (-share[g], -g.last)):
             try:
                 return self._join([g], ins)
             except NotFusable as exc:
@@ -265,11 +268,27 @@ class _Scheduler:
             self.notes.append((ins, g, why))
         self._new_kernel(ins)
 
+    def _computed(self, members: set):
+        """computed(value) for a kernel whose non-free instructions are `members`."""
+        producer, free = self.producer, self.free
+
+        def computed(v):
+            ins = producer.get(v.id)
+            if ins is not None and (id(ins) in members or id(ins) in free):
+                return ins
+            return None
+        return computed
+
     def _new_kernel(self, ins) -> Kernel:
         self._kernel_ids += 1
         space, axes = _own_space(ins)
         axes = axes if row_axes_ok(space, axes) else ()
-        k = Kernel(self._kernel_ids, space, axes)
+        k = Kernel(self._kernel_ids, space, axes, members={id(ins)})
+        try:
+            k.nest = LoopNest(space, axes, self._computed(k.members))
+            k.nest.admit(ins, self._live_outputs(ins))
+        except NotFusable:
+            k.nest = None
         self.nodes.append(k)
         self.preds[k] = set()
         self._admit(k, ins)
@@ -280,29 +299,53 @@ class _Scheduler:
         others = set().union(*(self._deps(v) for v in ins.inputs)) - set(groups)
         if self._reaches(set(groups), others):
             raise NotFusable("fusing would create a cycle through another step")
-        members = [i for g in groups for i in g.instrs if id(i) not in self.free] + [ins]
-        roots = self._roots(members)
-        try:
-            _check(space, axes, members, self.free, self.producer, roots)
-        except NotFusable:
-            if not axes:
-                raise
-            # Without row axes every reduction is a tail reduction: one pass, any axes
-            # (a loss summed to a scalar plus bias gradients summed over the batch).
-            _check(space, (), members, self.free, self.producer, roots)
-            axes = ()
-        k = self._merge(groups, space, axes)
+        g = groups[0]
+        if len(groups) == 1 and g.nest is not None and (space, axes) == (g.space, g.axes):
+            # The common case: one more instruction for a kernel whose loops stay.
+            g.members.add(id(ins))
+            try:
+                g.nest.admit(ins, self._live_outputs(ins))
+                self._admit(g, ins)
+                return
+            except NotFusable:
+                g.members.discard(id(ins))
+                g.nest = None
+                if not axes:
+                    raise
+        members = set().union(*(k.members for k in groups)) | {id(ins)}
+        instrs = [i for k in groups for i in k.instrs if id(i) not in self.free] + [ins]
+        roots = self._roots(instrs)
+        # Without row axes every reduction is a tail reduction: one pass, any axes
+        # (a loss summed to a scalar plus bias gradients summed over the batch).
+        for option in ([axes, ()] if axes else [()]):
+            try:
+                nest = LoopNest(space, option, self._computed(members))
+                nest.analysis(roots, reductions_of(instrs))
+                break
+            except NotFusable as exc:
+                failure = exc
+        else:
+            raise failure
+        k = self._merge(groups, space, option)
+        k.members, k.nest = members, nest
         self._admit(k, ins)
+
+    def _live_outputs(self, ins) -> list:
+        """Outputs of a newly scheduled instruction that something will read."""
+        return [v for v in ins.outputs if v.id in self.outputs or self.consumers.get(v.id)]
 
     def _merge(self, groups: list, space: tuple, axes: tuple) -> Kernel:
         """Make the first of `groups` hold all of them, over `space` with row axes `axes`."""
         k = groups[0]
         k.space, k.axes = space, axes
         for g in groups[1:]:
-            k.instrs.extend(i for i in g.instrs if i not in k.instrs)
+            k.instrs.extend(i for i in g.instrs if id(i) not in k.present)
+            k.present |= g.present
+            k.members |= g.members
+            k.reduces = k.reduces or g.reduces
+            k.last = max(k.last, g.last)
             for i in g.instrs:
                 if id(i) not in self.free:
-                    self.member_of[id(i)] = k
                     for v in i.outputs:
                         self.node_of[v.id] = k
             self.preds[k] |= self.preds.pop(g)
@@ -312,7 +355,6 @@ class _Scheduler:
                     ps.discard(g)
                     ps.add(k)
         self.preds[k] -= set(groups)
-        k.instrs.sort(key=lambda i: self.pos[id(i)])
         return k
 
     def _merge_siblings(self) -> None:
@@ -332,13 +374,16 @@ class _Scheduler:
                         continue
                     if self._reaches({a, b}, set()):
                         continue
-                    members = [i for k in (a, b) for i in k.instrs if id(i) not in self.free]
+                    members = a.members | b.members
+                    instrs = [i for k in (a, b) for i in k.instrs if id(i) not in self.free]
                     try:
-                        _check(a.space, a.axes or b.axes, members, self.free, self.producer, self._roots(members))
+                        LoopNest(a.space, a.axes or b.axes, self._computed(members)).analysis(
+                            self._roots(instrs), reductions_of(instrs))
                     except NotFusable as exc:
                         self.notes.append((None, (a, b), str(exc)))
                         continue
-                    self._merge([a, b], a.space, a.axes or b.axes)
+                    k = self._merge([a, b], a.space, a.axes or b.axes)
+                    k.nest = None
                     merged = True
                     break
                 if merged:
@@ -352,11 +397,14 @@ class _Scheduler:
     def _admit(self, k: Kernel, ins) -> None:
         """Make `ins` a member of `k`, with the free instructions it reads."""
         for f in self._free_cone(ins):
-            if f not in k.instrs:
+            if id(f) not in k.present:
                 k.instrs.append(f)
+                k.present.add(id(f))
         k.instrs.append(ins)
-        k.instrs.sort(key=lambda i: self.pos[id(i)])
-        self.member_of[id(ins)] = k
+        k.present.add(id(ins))
+        k.members.add(id(ins))
+        k.reduces = k.reduces or is_reduction(ins)
+        k.last = max(k.last, self.pos[id(ins)])
         for v in ins.outputs:
             self.node_of[v.id] = k
         self.preds[k] |= set().union(*(self._deps(v) for v in ins.inputs)) - {k}
@@ -383,10 +431,12 @@ class _Scheduler:
         return roots
 
     def _finish_kernel(self, k: Kernel) -> None:
+        k.instrs.sort(key=lambda i: self.pos[id(i)])
         members = [i for i in k.instrs if id(i) not in self.free]
         k.inlined = [i for i in k.instrs if id(i) in self.free]
         k.stores = self._roots(members)
-        k.analysis = _check(k.space, k.axes, members, self.free, self.producer, k.stores)
+        k.analysis = LoopNest(k.space, k.axes, self._computed(k.members)).analysis(k.stores, reductions_of(members))
+        k.nest = None
 
     def _ordered_steps(self) -> list:
         """Steps in a dependency order, ties broken by program position."""
@@ -434,7 +484,7 @@ def _joined_space(groups: list, ins) -> tuple:
     or permuted output shape, or the reduction's operand shape). A reduction
     whose axes are the trailing dims of the space becomes the kernel's row
     reduction; any other is a tail reduction. Whether every value fits the
-    loops is then checked by `_check`.
+    loops is then checked by a LoopNest.
     """
     reducing = [g for g in groups if g.reduces]
     if not reducing:
@@ -451,15 +501,3 @@ def _joined_space(groups: list, ins) -> tuple:
         if ins.inputs[0].shape == space and row_axes_ok(space, a):
             axes = a
     return space, axes
-
-
-def _check(space, axes, members: list, free: set, producer: dict, roots: list) -> Analysis:
-    """Analyse the kernel `members` would form (raises NotFusable if illegal)."""
-    inside = {id(i) for i in members}
-
-    def computed(v):
-        ins = producer.get(v.id)
-        if ins is not None and (id(ins) in inside or id(ins) in free):
-            return ins
-        return None
-    return analyse(space, axes, computed, roots, reductions_of(members))

@@ -210,7 +210,12 @@ class _KernelStep:
             except KernelFailed:
                 pass
             else:
-                self.status = "compiled kernel (parallel)" if self.parallel else "compiled kernel"
+                if not self.parallel:
+                    self.status = "compiled kernel"
+                elif self.compiled.parallel_failure is None:
+                    self.status = "compiled kernel (parallel)"
+                else:
+                    self.status = f"compiled kernel (serial: parallel variant failed: {self.compiled.parallel_failure})"
                 for (slot, _, _), out in zip(self.stores, outs):
                     env[slot] = out
                 return

@@ -86,6 +86,7 @@ class CompiledKernel:
         self.root: str | None = None      # disk cache folder, None when compiled from memory
         self.module = None
         self.failure: str | None = None   # why it could not be compiled
+        self.parallel_failure: str | None = None   # why its parallel variant could not
         self.compiles = 0
         self.disk_loads = 0
         self._hits_seen: dict = {}        # dispatcher name -> Numba cache hits already counted
@@ -110,6 +111,7 @@ class CompiledKernel:
     def __call__(self, args: list, parallel: bool = False) -> None:
         if self.failure is not None:
             raise KernelFailed(self.failure)
+        parallel = parallel and self.source.parallel_loop and self.parallel_failure is None
         disp = self.dispatcher(parallel)
         before = len(disp.overloads)
         if before == 0:
@@ -119,6 +121,12 @@ class CompiledKernel:
             disp(*args)
         except Exception as exc:
             if self.root is None or self._retried or not _raised_by_cache_load(exc):
+                if parallel:
+                    # The serial variant is the same loops without prange: use it.
+                    self.parallel_failure = f"{type(exc).__name__}: {exc}"
+                    stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
+                                      self.name, self.parallel_failure)
+                    return self(args, False)
                 self._fail(exc)
             # A corrupt disk entry (Numba's index or data file): rebuild it once.
             self._retried = True

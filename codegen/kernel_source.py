@@ -6,7 +6,8 @@ where it is read (codegen/indexing.py). A value read once is inlined into its
 reader; a value read twice, or by a deeper loop, gets a named temporary
 placed in the outermost loop where its indices are all bound (loop-invariant
 values are hoisted). Loads index arrays with the loop variables (0 for
-size-1 dims); 0-d operands arrive as scalars. The loops follow
+size-1 dims); 0-d operands arrive as scalars. A value a phase stores is read
+back from its output by later phases of the same row, not recomputed. The loops follow
 codegen/loopnest.py: outer loops, phases of inner loops, epilogues.
 
 Extents are arguments (`n0, n1, ...`), never constants, so one compiled
@@ -153,6 +154,12 @@ class _Generator:
         ins = self.producer.get(v.id)
         if ins is None:
             return self._load(v, index, region)
+        written = self.written.get(v.id)
+        if written is not None and region[0] == "inner" and region[1] > written[0] and index == self.identity:
+            # Stored by an earlier phase of this row: read it back instead of recomputing.
+            text = f"o{written[1]}[{_subscript(index)}]"
+            return self._node(("reread", v.id), lambda t, text=text: text, [], region,
+                              deps={i for i in index if i is not None})
         opdef = OPS[ins.op]
         if opdef.group == REDUCE:
             return self._reduction_result(ins, region)
@@ -254,6 +261,8 @@ class _Generator:
 
     # -------------------------------------------------------------- the kernel
     def build(self, math_module: str, acc_module: str) -> KernelSource:
+        self.identity = identity(self.space)
+        self.written = {st.value.id: (st.phase, k) for k, st in enumerate(self.an.stores) if st.kind == "full"}
         reds = [ins for ins in self.k.instrs if OPS[ins.op].group == REDUCE]
         stages, tails = self.an.stages, self.an.tails
         for n, ins in enumerate(reds):

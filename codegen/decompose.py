@@ -27,7 +27,9 @@ def decompose_composites(program: Program) -> Program:
         ins = pending.pop()
         inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
         opdef = OPS[ins.op]
-        if opdef.group == COMPOSITE and opdef.decompose is not None:
+        # An empty operand stays composite: the reference handles it (softmax of
+        # nothing is nothing; its decomposition's max of nothing would raise).
+        if opdef.group == COMPOSITE and opdef.decompose is not None and all(v.type.numel for v in inputs):
             scratch = Program()
             results = opdef.decompose(Emitter(Builder(scratch), ins.loc), list(inputs), dict(ins.attrs))
             if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fusegrad.ir import Program
-from fusegrad.ir.ops import ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
+from fusegrad.ir.ops import COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.passes import simplify
 
 from .decompose import decompose_composites
@@ -89,6 +89,7 @@ class Step:
     kernel: Kernel | None = None
     instr: object = None
     why: str = ""
+    missing_rule: bool = False     # a reference step for an op codegen cannot compile (warned once)
 
 
 @dataclass
@@ -114,6 +115,8 @@ def _base_kind(ins) -> str:
     opdef = OPS[ins.op]
     if opdef.group == MATMUL:
         return MATMUL_CALL
+    if opdef.group == COMPOSITE:
+        return REFERENCE          # left by decompose_composites: no rule, or an empty operand
     if opdef.group == ELEMENTWISE and opdef.expr is not None:
         return "fusible"
     if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
@@ -130,13 +133,16 @@ def _base_kind(ins) -> str:
     return REFERENCE
 
 
-def reference_reason(ins) -> str:
+def reference_reason(ins) -> tuple:
+    """(why `ins` runs by reference, whether that is a missing kernel rule worth a warning)."""
     opdef = OPS[ins.op]
+    if not all(v.type.numel for v in list(ins.inputs) + list(ins.outputs)):
+        return f"{ins.op} of an empty tensor runs by its reference implementation", False
     if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
-        return f"{ins.op} over an empty dimension raises; the reference implementation reports it"
+        return f"{ins.op} over an empty dimension raises; the reference implementation reports it", False
     if opdef.decompose is not None:
-        return f"{ins.op} with these attributes has no decomposition; it runs by its reference implementation"
-    return f"no kernel rule for {ins.op} ({opdef.group} op); it runs by its reference implementation"
+        return f"{ins.op} with these attributes has no decomposition; it runs by its reference implementation", True
+    return f"no kernel rule for {ins.op} ({opdef.group} op); it runs by its reference implementation", True
 
 
 class _Scheduler:
@@ -175,7 +181,8 @@ class _Scheduler:
             elif kind == VIEW:
                 self._add_step(Step(VIEW, instr=ins, why="a NumPy view of values in memory (no copy)"), ins)
             else:
-                self._add_step(Step(REFERENCE, instr=ins, why=reference_reason(ins)), ins)
+                why, missing = reference_reason(ins)
+                self._add_step(Step(REFERENCE, instr=ins, why=why, missing_rule=missing), ins)
         self._merge_siblings()
         for k in self._kernels():
             self._finish_kernel(k)

@@ -265,7 +265,7 @@ class CompiledProgram:
                 self.steps.append(_KernelStep(step.kernel, self.slots, math))
             else:
                 self.steps.append(_OpStep(step, self.slots))
-                if step.kind == "reference":
+                if step.kind == "reference" and step.missing_rule:
                     _warn_reference(step.instr.op, step.why)
 
     def __call__(self, args) -> list:

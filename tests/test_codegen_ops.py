@@ -173,3 +173,29 @@ def test_matmul(sa, sb):
     rng = np.random.default_rng(14)
     p = build(lambda e, a, b: e.tanh(e.matmul(e.op("relu", a), b)), sa, sb, grad=True)
     check(p, random_args(p, rng), rtol=1e-4, atol=1e-5)
+
+
+def test_empty_tensors():
+    """Zero-size dims: loops that do not run, sums of nothing, composites of nothing."""
+    rng = np.random.default_rng(15)
+    p = build(lambda e, x, y: [e.sum(x, (0,)), e.sum(x, (0, 1)), e.exp(x), e.sum(y, (1,)),
+                               e.op("softmax", y, axis=1)], (0, 3), (4, 0))
+    check(p, random_args(p, rng))
+
+
+def test_integer_and_bool_reductions():
+    rng = np.random.default_rng(16)
+
+    def body(e, i, b):
+        return [e.sum(i, (0,)), e.sum(i, (0, 1)), e.amax(i, (1,), keepdim=True),
+                e.op("amin", i, axes=(0,), keepdim=False), e.amax(b, (0,)), e.op("amin", b, axes=(1,), keepdim=False)]
+    p = build(body, ((4, 3), int64), ((4, 3), bool_))
+    check(p, random_args(p, rng))
+
+
+def test_rank3_reductions_float64():
+    """Tail reductions over leading and middle axes of a rank-3 space, with gradients."""
+    rng = np.random.default_rng(17)
+    p = build(lambda e, x: [e.sum(x, (0, 2)), e.sum(x, (1,), keepdim=True), e.amax(x, (0,)),
+                            e.op("log_softmax", x, axis=2)], ((3, 4, 5), float64), grad=True)
+    check(p, random_args(p, rng), rtol=1e-12, atol=1e-12)

@@ -21,7 +21,9 @@ Fallbacks, none of which fail the call:
 """
 from __future__ import annotations
 
+import os
 import threading
+import time
 import warnings
 from collections import OrderedDict
 
@@ -37,9 +39,18 @@ from . import kernel_cache, stats
 from .kernel_cache import KernelFailed
 
 MAX_SHAPE_VARIANTS = 32
-# A kernel whose loops cover at least this many elements runs its parallel
-# (prange) variant when Numba has more than one thread.
-PARALLEL_MIN_ELEMENTS = 1 << 18
+
+# Parallel (prange) variants, by FUSEGRAD_PARALLEL (read when a program is compiled):
+#   auto (default)  a kernel over at least PARALLEL_MIN_ELEMENTS elements whose serial run takes
+#                   at least PARALLEL_MIN_SECONDS also runs its parallel variant a few times and
+#                   keeps the faster (starting threads costs microseconds on an idle machine but
+#                   milliseconds on a busy one, and the parallel variant compiles ~1-2 s longer);
+#   always          such kernels always run their parallel variant;
+#   never           kernels always run serially.
+# Both variants compute the same blocks in the same order, so they agree to the last bits
+# up to how LLVM vectorises each.
+PARALLEL_MIN_ELEMENTS = 1 << 16
+PARALLEL_MIN_SECONDS = 1e-3
 
 
 # ------------------------------------------------------------------ program cache
@@ -192,10 +203,16 @@ class _KernelStep:
         numel = 1
         for s in kernel.space:
             numel *= s
-        self.parallel = (self.source.parallel_loop and numel >= PARALLEL_MIN_ELEMENTS
-                         and numba.config.NUMBA_NUM_THREADS > 1)
+        eligible = (self.source.parallel_loop and numel >= PARALLEL_MIN_ELEMENTS
+                    and numba.config.NUMBA_NUM_THREADS > 1)
+        self.choice = _ParallelChoice(eligible, parallel_policy())
         self.slots = slots
         self.status = "not run yet"
+
+    @property
+    def parallel(self) -> bool:
+        """Does this step run (or has it settled on) the parallel variant?"""
+        return self.choice.decided is True
 
     def run(self, env: list) -> None:
         if self.compiled.failure is None:
@@ -205,17 +222,18 @@ class _KernelStep:
             args.extend(self.params)
             outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
             args.extend(outs)
+            use = self.choice.next()
+            start = time.perf_counter()
             try:
-                self.compiled(args, self.parallel)
+                fresh = self.compiled(args, use)
             except KernelFailed:
                 pass
             else:
-                if not self.parallel:
-                    self.status = "compiled kernel"
-                elif self.compiled.parallel_failure is None:
-                    self.status = "compiled kernel (parallel)"
-                else:
-                    self.status = f"compiled kernel (serial: parallel variant failed: {self.compiled.parallel_failure})"
+                if use and self.compiled.parallel_failure is not None:
+                    self.choice.settle(False, f"serial (parallel variant failed: {self.compiled.parallel_failure})")
+                elif not fresh:
+                    self.choice.record(use, time.perf_counter() - start)
+                self.status = "compiled kernel, " + self.choice.describe()
                 for (slot, _, _), out in zip(self.stores, outs):
                     env[slot] = out
                 return
@@ -235,6 +253,49 @@ class _KernelStep:
                 local[v.id] = r
         for v, (slot, _, _) in zip(self.source.stores, self.stores):
             env[slot] = local[v.id]
+
+
+def parallel_policy() -> str:
+    policy = os.environ.get("FUSEGRAD_PARALLEL", "auto").strip().lower()
+    return policy if policy in ("auto", "always", "never") else "auto"
+
+
+class _ParallelChoice:
+    """Which variant of one kernel step runs: serial, parallel, or (auto) the faster of the two."""
+
+    def __init__(self, eligible: bool, policy: str):
+        self.times: dict = {False: [], True: []}
+        self.decided = None                 # None while measuring
+        self.note = ""
+        if not eligible or policy == "never":
+            self.settle(False, "serial")
+        elif policy == "always":
+            self.settle(True, "parallel")
+
+    def settle(self, parallel: bool, note: str) -> None:
+        self.decided, self.note = parallel, note
+
+    def next(self) -> bool:
+        """The variant for the next call: serial until one timed run, then parallel to compare."""
+        if self.decided is not None:
+            return self.decided
+        return bool(self.times[False])
+
+    def record(self, parallel: bool, seconds: float) -> None:
+        """Time of a call that compiled nothing; decide once there is enough to compare."""
+        if self.decided is not None:
+            return
+        self.times[parallel].append(seconds)
+        serial, par = self.times[False], self.times[True]
+        if not parallel and len(serial) == 1 and serial[0] < PARALLEL_MIN_SECONDS:
+            self.settle(False, f"serial ({serial[0] * 1e3:.2f} ms, too short to split)")
+        elif len(par) >= 2:
+            best_s, best_p = min(serial), min(par)
+            self.settle(best_p < 0.8 * best_s, f"{'parallel' if best_p < 0.8 * best_s else 'serial'} "
+                        f"(measured {best_p * 1e3:.2f} ms parallel, {best_s * 1e3:.2f} ms serial)")
+
+    def describe(self) -> str:
+        return self.note if self.decided is not None else "serial and parallel (measuring which is faster)"
 
 
 # ------------------------------------------------------------------ the compiled program
@@ -308,7 +369,7 @@ class CompiledProgram:
             k = step.kernel
             head = (f"[{n}] kernel {k.id} ({k.layout}) over {list(k.space)}"
                     + (f" reducing axes {list(k.axes)}" if k.axes else "")
-                    + f", {k.analysis.phases} phase(s){', parallel' if step.parallel else ''}; "
+                    + f", {k.analysis.phases} phase(s); "
                     f"ran: {step.status}; module {step.compiled.name}"
                     + (f" in {step.compiled.root}" if step.compiled.root else " (in memory)"))
             lines = [head, "  fuses:"]

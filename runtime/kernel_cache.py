@@ -108,7 +108,9 @@ class CompiledKernel:
     def dispatcher(self, parallel: bool):
         return getattr(self.module, "kernel_parallel" if parallel and self.source.parallel_loop else "kernel")
 
-    def __call__(self, args: list, parallel: bool = False) -> None:
+    def __call__(self, args: list, parallel: bool = False) -> bool:
+        """Run the kernel (its parallel variant if asked and it has one); True when
+        this call had to compile or load a new specialisation."""
         if self.failure is not None:
             raise KernelFailed(self.failure)
         parallel = parallel and self.source.parallel_loop and self.parallel_failure is None
@@ -136,8 +138,10 @@ class CompiledKernel:
             self._hits_seen.clear()
             self.load()
             return self(args, parallel)
-        if len(disp.overloads) != before:
-            self._record(disp, time.perf_counter() - start, parallel)
+        if len(disp.overloads) == before:
+            return False
+        self._record(disp, time.perf_counter() - start, parallel)
+        return True
 
     def _record(self, disp, seconds: float, parallel: bool) -> None:
         loaded = False

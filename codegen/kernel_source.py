@@ -83,6 +83,36 @@ class _Node:
     scope: tuple | None = None
 
 
+@dataclass(eq=False)
+class _Reduction:
+    """One reduction of the kernel: its accumulator and how it combines values."""
+    n: int                         # numbers its variables: acc<n>, r<n>, tacc<n>, part<n>
+    combine: str                   # "add", "max" or "min"
+    kind: str                      # "f", "i" or "b": floating, integer or bool accumulation
+    acc_ctor: str                  # constructor of the accumulator's dtype
+    out_ctor: str                  # constructor of the result's dtype
+    stage: int | None              # phase of a row reduction
+    tail: object                   # loopnest.Tail of a tail reduction
+    blocked: bool = False          # a tail accumulating per block of rows
+    node: _Node | None = None      # a row reduction's result
+
+    @property
+    def acc(self) -> str:
+        return f"acc{self.n}"
+
+    @property
+    def name(self) -> str:
+        return f"r{self.n}"
+
+    @property
+    def fill(self) -> str:
+        return _INIT[self.combine][self.kind]
+
+    @property
+    def init(self) -> str:
+        return f"{self.acc_ctor}({self.fill})"
+
+
 @dataclass
 class KernelSource:
     """The generated function(s) of one kernel and their calling convention."""
@@ -125,17 +155,17 @@ class _Generator:
         self.whole = not self.outer and bool(self.inner)     # one value per row reduction: blocked phases
         self.producer = {v.id: ins for ins in kernel.instrs for v in ins.outputs}
         pos = {id(ins): k for k, ins in enumerate(kernel.instrs)}
-        self.tails = sorted(self.an.tails.values(), key=lambda t: pos[id(t.instr)])
-        self.groups = list(dict.fromkeys(t.kept for t in self.tails))
+        tails = sorted(self.an.tails.values(), key=lambda t: pos[id(t.instr)])
+        self.groups = list(dict.fromkeys(t.kept for t in tails))     # epilogues, by kept dims
         d0 = self.outer[0] if self.outer else None
-        self.blocked = d0 is not None and any(d0 not in t.kept for t in self.tails)
+        self.blocked = d0 is not None and any(d0 not in t.kept for t in tails)
         self.loads: dict = {}            # value id -> (arg name, value)
         self.params: dict = {}           # (repr(value), dtype) -> (arg name, value, dtype)
         self.memo: dict = {}             # node key + region -> node
         self.requests: dict = {}         # (value id, index, requested region) -> node
         self.nodes: list = []
         self.sinks: list = []            # (scope, seq, callable() -> lines)
-        self.red: dict = {}              # id(reduction) -> info dict
+        self.red: dict = {}              # id(reduction instruction) -> _Reduction
         self.seq = 0
 
     # -------------------------------------------------------------- expressions
@@ -251,12 +281,12 @@ class _Generator:
 
     def _reduction_result(self, ins, region) -> _Node:
         info = self.red[id(ins)]
-        if info["tail"] is None:
-            return info["node"]
-        g = self.groups.index(info["tail"].kept)
-        node = self._node(("tail", id(ins)), lambda t, name=info["name"]: name, [], ("epi", g),
-                          deps=set(info["tail"].kept), level=0)
-        node.name = info["name"]
+        if info.tail is None:
+            return info.node
+        g = self.groups.index(info.tail.kept)
+        node = self._node(("tail", id(ins)), lambda t, name=info.name: name, [], ("epi", g),
+                          deps=set(info.tail.kept), level=0)
+        node.name = info.name
         return node
 
     # -------------------------------------------------------------- the kernel
@@ -299,27 +329,25 @@ class _Generator:
         dtype = ins.outputs[0].dtype
         kind = _kind(dtype)
         acc_ctor = "np.float64" if (kind == "f" and combine == "add") else ctor(dtype)
-        info = {"acc": f"acc{n}", "name": f"r{n}", "n": n, "combine": combine, "kind": kind, "acc_ctor": acc_ctor,
-                "out_ctor": ctor(dtype), "init": f"{acc_ctor}({_INIT[combine][kind]})", "stage": stage,
-                "tail": tail, "fill": _INIT[combine][kind]}
-        self.red[id(ins)] = info
+        red = _Reduction(n, combine, kind, acc_ctor, ctor(dtype), stage, tail)
+        self.red[id(ins)] = red
         if tail is None:
-            info["node"] = self._node(("red", id(ins)), lambda t, name=info["name"]: name, [], ("main",),
-                                      deps=set(self.outer), level=stage + 1)
-            info["node"].name = info["name"]
+            red.node = self._node(("red", id(ins)), lambda t, name=red.name: name, [], ("main",),
+                                  deps=set(self.outer), level=stage + 1)
+            red.node.name = red.name
         else:
-            info["blocked"] = self.blocked and self.outer[0] not in tail.kept
+            red.blocked = self.blocked and self.outer[0] not in tail.kept
 
     def _accumulate(self, ins) -> None:
         info = self.red[id(ins)]
-        tail = info["tail"]
+        tail = info.tail
         if tail is None:
-            phase = info["stage"]
+            phase = info.stage
             operand = self.expr(ins.inputs[0], identity(self.space), ("inner", phase))
             scope = ("inner", phase, len(self.inner))
-            target = "b" + info["acc"] if self.whole else info["acc"]
+            target = "b" + info.acc if self.whole else info.acc
             self.sinks.append((("finish", phase), self._next(),
-                               lambda: [f"{info['name']} = {info['out_ctor']}({info['acc']})"]))
+                               lambda: [f"{info.name} = {info.out_ctor}({info.acc})"]))
         else:
             if tail.full:
                 region, scope = ("inner", tail.level), ("inner", tail.level, len(self.inner))
@@ -328,7 +356,7 @@ class _Generator:
                 scope = ("post", tail.level) if tail.level >= 0 else ("outer", len(self.outer))
             operand = self.expr(ins.inputs[0], tail.in_index, region)
             kept = ", ".join(f"i{d}" for d in tail.kept) or "0"
-            target = f"part{info['n']}[blk, {kept}]" if info["blocked"] else f"tacc{info['n']}[{kept}]"
+            target = f"part{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
         operand.users.append(scope)
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
 
@@ -409,13 +437,13 @@ class _Generator:
         if self.whole:
             put(0, f"nblocks = (n{self.inner[0]} + {BLOCK - 1}) // {BLOCK}")
         for info in self.red.values():
-            tail = info["tail"]
+            tail = info.tail
             if tail is None:
                 continue
             shape = "".join(f"n{d}, " for d in tail.kept) or "1, "
-            put(0, f"tacc{info['n']} = np.full(({shape}), {info['fill']}, {info['acc_ctor']})")
-            if info["blocked"]:
-                put(0, f"part{info['n']} = np.full((nblocks, {shape}), {info['fill']}, {info['acc_ctor']})")
+            put(0, f"tacc{info.n} = np.full(({shape}), {info.fill}, {info.acc_ctor})")
+            if info.blocked:
+                put(0, f"part{info.n} = np.full((nblocks, {shape}), {info.fill}, {info.acc_ctor})")
         for stmt in self._statements(("outer", 0)):
             put(0, stmt)
         depth = 0
@@ -431,21 +459,21 @@ class _Generator:
                 put(depth, stmt)
         rows_by_phase: dict = {}
         for info in self.red.values():
-            if info["tail"] is None:
-                rows_by_phase.setdefault(info["stage"], []).append(info)
+            if info.tail is None:
+                rows_by_phase.setdefault(info.stage, []).append(info)
         for p in range(self.an.phases):
             infos = rows_by_phase.get(p, [])
             if self.whole and infos:
                 self._emit_whole_phase(put, p, infos)
             else:
                 for info in infos:
-                    put(depth, f"{info['acc']} = {info['init']}")
+                    put(depth, f"{info.acc} = {info.init}")
                 self._emit_inner(put, p, depth, parallel_first=self.whole)
             for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
                 put(depth, stmt)
         for info in self.red.values():
-            if info["tail"] is not None and info["blocked"]:
-                n, kept = info["n"], info["tail"].kept
+            if info.tail is not None and info.blocked:
+                n, kept = info.n, info.tail.kept
                 put(0, "for b in range(nblocks):")
                 depth = 1
                 for d in kept:
@@ -474,17 +502,17 @@ class _Generator:
         """A phase reducing everything to single values, in blocks of its first dim."""
         d0 = self.inner[0]
         for info in infos:
-            put(0, f"part{info['n']} = np.empty(nblocks, {info['acc_ctor']})")
+            put(0, f"part{info.n} = np.empty(nblocks, {info.acc_ctor})")
         put(0, "for blk in PRANGE(nblocks):")
         for info in infos:
-            put(1, f"b{info['acc']} = {info['init']}")
+            put(1, f"b{info.acc} = {info.init}")
         self._emit_inner(put, p, 1, first_range=f"blk * {BLOCK}, min(n{d0}, blk * {BLOCK} + {BLOCK})")
         for info in infos:
-            put(1, f"part{info['n']}[blk] = b{info['acc']}")
+            put(1, f"part{info.n}[blk] = b{info.acc}")
         for info in infos:
-            put(0, f"{info['acc']} = {info['init']}")
+            put(0, f"{info.acc} = {info.init}")
             put(0, "for b in range(nblocks):")
-            for line in _update(info, info["acc"], f"part{info['n']}[b]", "w"):
+            for line in _update(info, info.acc, f"part{info.n}[b]", "w"):
                 put(1, line)
 
     def _emit_epilogues(self, put) -> None:
@@ -500,8 +528,8 @@ class _Generator:
                         put(depth, stmt)
             idx = ", ".join(f"i{d}" for d in kept) or "0"
             for info in self.red.values():
-                if info["tail"] is not None and info["tail"].kept == kept:
-                    put(depth, f"{info['name']} = {info['out_ctor']}(tacc{info['n']}[{idx}])")
+                if info.tail is not None and info.tail.kept == kept:
+                    put(depth, f"{info.name} = {info.out_ctor}(tacc{info.n}[{idx}])")
             for stmt in self._statements(("epi", g, len(kept))):
                 put(depth, stmt)
 
@@ -510,9 +538,9 @@ def _subscript(index) -> str:
     return ", ".join("0" if i is None else f"i{i}" for i in index)
 
 
-def _update(info, target: str, value: str, tmp: str) -> list:
+def _update(info: _Reduction, target: str, value: str, tmp: str) -> list:
     """Lines folding `value` into accumulator `target` (`tmp` names the operand)."""
-    combine, kind = info["combine"], info["kind"]
+    combine, kind = info.combine, info.kind
     if combine == "add":
         if kind == "f":
             return [f"{target} = fg_acc_add({target}, np.float64({value}))"]

@@ -22,6 +22,7 @@ from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, ca
                                         norm, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
                                         squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
 from fusegrad.tracer.formatting import set_printoptions
+from fusegrad.tracer.trace_state import is_compiling
 from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches, compile,  # noqa: A004
                               grad, value_and_grad)
 from fusegrad import autograd, nn, optim

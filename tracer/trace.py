@@ -49,6 +49,16 @@ def user_location() -> str:
     return "<unknown>"
 
 
+def _reading_method() -> str:
+    """The outermost Tensor method on the stack (bool, item, numpy, repr...) that needs a value."""
+    f, name = sys._getframe(2), "value"
+    tensor_file = sys.modules[Tensor.__module__].__file__
+    while f is not None and f.f_code.co_filename == tensor_file:
+        name = f.f_code.co_name.strip("_")
+        f = f.f_back
+    return name
+
+
 class Trace:
     """One call's program under construction, and the bookkeeping to finish it."""
 
@@ -144,7 +154,7 @@ class Trace:
         """Run what is traced so far and return t's value (a graph break)."""
         v = t._sym
         if v.id not in self.known:
-            self.breaks.append((user_location(), f"value of {v.type} read"))
+            self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
             for ins in self.program.instrs:
                 if ins.outputs[0].id in self.known:
                     continue

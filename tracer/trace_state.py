@@ -14,6 +14,11 @@ def current():
     return getattr(_state, "trace", None)
 
 
+def is_compiling() -> bool:
+    """True while a compiled function is being traced (`fg.is_compiling()`)."""
+    return current() is not None
+
+
 def set_current(trace) -> object:
     """Install `trace` (or None); returns the previous one for restoring."""
     prev = getattr(_state, "trace", None)

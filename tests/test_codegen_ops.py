@@ -153,6 +153,27 @@ def test_fallback_ops_run_by_reference():
     assert "reference" in compiled.explain()
 
 
+class _Twice:
+    """A custom_call function object (ir/ops/custom.py): y = 2 * x, opaque to codegen."""
+    vjp_fn = None
+
+    def __init__(self, t):
+        self.out_types = [t]
+
+    def run(self, x):
+        return (2 * x,)
+
+
+def test_opaque_custom_call_runs_by_reference():
+    rng = np.random.default_rng(18)
+    p = build(lambda e, x: e.exp(e.op("custom_call", e.tanh(x), fn=_Twice(x.type))), M)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        compiled = check(p, random_args(p, rng))
+    assert [getattr(s, "step", None) and s.step.kind or "kernel" for s in compiled.steps] == \
+        ["kernel", "reference", "kernel"]
+
+
 def test_movement():
     rng = np.random.default_rng(13)
 

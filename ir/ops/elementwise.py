@@ -124,11 +124,16 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul
 # torch's threshold_backward: 0 where result <= 0, else the gradient (NaN passes
 # it). The zero is y * 0 so that, as in torch, the gradient depends on y and is
 # itself differentiable (requires_grad under create_graph).
-elementwise("relu", lambda x: np.maximum(x, x.dtype.type(0)),
+elementwise("relu", lambda x: np.where(x < 0, x.dtype.type(0), x),    # keeps -0.0 and NaN, as torch
             lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.mul(y[0], 0), g[0])], "fg_relu({0})")
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})")
 # sign is piecewise constant: a zero gradient, but differentiable as in torch (sgn).
-elementwise("sign", np.sign, lambda e, x, y, g, a, n: [e.mul(g[0], 0)], "fg_sign({0})")
+def _sign_ref(x):
+    s = np.sign(x)
+    return np.where(np.isnan(s), 0, s).astype(x.dtype) if x.dtype.kind == "f" else s   # torch: sign(nan) = 0
+
+
+elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.mul(g[0], 0)], "fg_sign({0})")
 
 
 def _clamp_vjp(e, x, y, g, a, n):
@@ -163,8 +168,9 @@ register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
 for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                           ("ge", np.greater_equal, ">="), ("eq", np.equal, "=="), ("ne", np.not_equal, "!=")):
     elementwise(_name, _ref, None, "({0} %s {1})" % _sym, result=bool_)
-elementwise("logical_and", np.logical_and, None, "({0} and {1})", result=bool_)
-elementwise("logical_not", np.logical_not, None, "(not {0})", result=bool_)
+# Branch-free forms, so loops using them vectorise.
+elementwise("logical_and", np.logical_and, None, "(({0} != 0) & ({1} != 0))", result=bool_)
+elementwise("logical_not", np.logical_not, None, "({0} == 0)", result=bool_)
 
 
 # ------------------------------------------------------------------ casts

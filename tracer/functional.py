@@ -416,24 +416,22 @@ def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
                     "LinalgVectorNormBackward0")
 
 
-def softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
-    a = as_tensor(a, "softmax")
-    if dtype is not None:
-        a = cast(a, dtype)
-    if not a._dtype.is_floating_point:
-        raise NotImplementedError(f'"softmax_lastdim_kernel_impl" not implemented for '
-                           f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
-    return apply_op("softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "SoftmaxBackward0")
+def _softmax_like(op: str, grad_name: str):
+    def fn(a, dim: int, dtype: DType | None = None) -> Tensor:
+        a = as_tensor(a, op)
+        if dtype is not None:
+            a = cast(a, dtype)
+        if not a._dtype.is_floating_point:
+            raise NotImplementedError(f'"{op}_lastdim_kernel_impl" not implemented for '
+                                      f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
+        return apply_op(op, [a], {"axis": normalize_dim(dim, a.dim())}, grad_name)
+    fn.__name__ = op
+    fn.__doc__ = f"Numerically stable {op} along `dim` (floating point inputs only, as torch)."
+    return fn
 
 
-def log_softmax(a, dim: int, dtype: DType | None = None) -> Tensor:
-    a = as_tensor(a, "log_softmax")
-    if dtype is not None:
-        a = cast(a, dtype)
-    if not a._dtype.is_floating_point:
-        raise NotImplementedError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
-                           f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
-    return apply_op("log_softmax", [a], {"axis": normalize_dim(dim, a.dim())}, "LogSoftmaxBackward0")
+softmax = _softmax_like("softmax", "SoftmaxBackward0")
+log_softmax = _softmax_like("log_softmax", "LogSoftmaxBackward0")
 
 
 # ------------------------------------------------------------------ shape ops

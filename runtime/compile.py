@@ -7,9 +7,10 @@ Pipeline per call (each step a named function whose output `explain()` prints):
     autograd   if outputs require grad through inputs that require grad,
                emit the backward program now (ir.autodiff) for later
     simplify   CSE + DCE (ir/passes.py)
-    execute    compile_program(program) from runtime/executor.py: fusion,
-               Numba kernels and the program/kernel caches; small programs
-               run on the reference executor (cost model below)
+    execute    the tiered policy (execute() below): a program whose kernels are
+               ready runs them (runtime/executor.py); otherwise this call runs
+               on the reference executor while the kernels compile on the
+               background thread (runtime/background.py)
     write back materialise outputs, `.grad` of leaves, in-place updates; give
                outputs that need it a CompiledFunctionBackward grad_fn
 
@@ -19,10 +20,11 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
-from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, run_program
+from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, reference_apply
 from fusegrad.ir.passes import dead_code_elimination, simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
@@ -32,10 +34,17 @@ from fusegrad.tracer.dispatch import edge_of
 from fusegrad.tracer.node import node_class
 from fusegrad.tracer.trace import Trace, TraceContext
 
-# Programs whose values hold fewer elements than this in total run on the
-# reference executor: for them NumPy's per-op cost beats a kernel launch plus
-# the compile, and a graph break has usually computed most values already.
+from . import background, stats
+from .background import wait_for_compiles  # noqa: F401  (fg.wait_for_compiles)
+
+# Programs whose values hold fewer elements than this in total are "small": their
+# first call, and every call of one with a graph break (which has computed most of
+# its values already) or with fewer than SMALL_COMPILE_MIN_INSTRS instructions, runs
+# on the reference executor; a small program seen HOT_CALLS times is compiled, since
+# one kernel call then replaces many NumPy calls.
 SMALL_PROGRAM_ELEMENTS = 4096
+SMALL_COMPILE_MIN_INSTRS = 8
+HOT_CALLS = 2
 
 
 def _executor():
@@ -65,23 +74,98 @@ class _Run:
         self.backward_compiled = None
         self.breaks = []
         self.backward_start = None
+        self.hold = False           # hold background compiles until the call returns
 
 
 def execute(program: Program, args: list, known: dict | None, run: _Run):
-    """Run `program` on the cheapest path (see SMALL_PROGRAM_ELEMENTS)."""
+    """Run `program` by the tiered policy; records the path taken in `run.path`.
+
+    1. kernels ready (program cache hit): run them;
+    2. small program (not hot yet, few instructions, or after a graph break): reference;
+    3. FUSEGRAD_ASYNC_COMPILE=0: compile now and run the kernels;
+    4. every kernel in the disk cache and Numba initialised: load them now and run;
+    5. otherwise: compile on the background thread (at most once per program key)
+       and run this call on the reference executor; a later call finds the kernels
+       ready, and none ever waits for them.
+    """
     if not program.instrs:
         run.path = "no instructions"
         env = {v.id: a for v, a in zip(program.inputs, args)}
         return [env[v.id] for v in program.outputs]
-    if _is_small(program):
-        run.path = "reference executor (small program)"
-        env = dict(known or {})
-        pending = Program(program.inputs, [i for i in program.instrs if i.outputs[0].id not in env],
-                          program.outputs)
-        return run_program(pending, args, env=env)
-    compiled = _executor().compile_program(program)
+    small = _is_small(program)
+    if small and (run.breaks or len(program.instrs) < SMALL_COMPILE_MIN_INSTRS):
+        return _reference(program, args, known, run, "small program")
+    ex = _executor()
+    structure, key = ex.program_key(program)
+    compiled = ex.lookup(key)
+    if compiled is not None:
+        return _run_compiled(compiled, args, run, "compiled kernels")
+    if small and ex.note_use(key) < HOT_CALLS:
+        return _reference(program, args, known, run, "small program")
+    if not background.async_enabled():
+        return _run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels")
+    if ex.is_pending(key):
+        return _reference(program, args, known, run, "kernels compiling in the background")
+    if background.numba_ready():
+        if ex.on_disk(key):
+            return _run_compiled(ex.compile_now(program, key, structure), args, run,
+                                 "compiled kernels (loaded from the disk cache)")
+        if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
+            compiled = ex.try_ready(program, key, structure)
+            if compiled is not None:
+                return _run_compiled(compiled, args, run, "compiled kernels")
+    ex.compile_in_background(program, key, structure, args, hold=run.hold)
+    return _reference(program, args, known, run, "kernels compiling in the background")
+
+
+def _reference(program: Program, args: list, known: dict | None, run: _Run, why: str):
+    """Run on the reference executor, continuing from values a graph break computed."""
+    run.path = f"reference executor ({why})"
+    run.compiled = None
+    stats.count(reference_calls=1)
+    env = dict(known or {})
+    for v, a in zip(program.inputs, args):
+        env[v.id] = a
+    return run_freeing(program, env)
+
+
+def run_freeing(program: Program, env: dict) -> list:
+    """run_program, but each value is dropped once its last reader has run (a call's
+    peak memory is then its live values, not all of them), and instructions whose
+    outputs `env` already holds (computed at a graph break) are skipped."""
+    instrs = [ins for ins in program.instrs if ins.outputs[0].id not in env]
+    last = {}
+    for n, ins in enumerate(instrs):
+        for v in ins.inputs:
+            last[v.id] = n
+    for v in program.outputs:
+        last[v.id] = len(instrs)
+    frees = [[] for _ in instrs]
+    for vid, n in last.items():
+        if n < len(instrs):
+            frees[n].append(vid)
+    for ins, free in zip(instrs, frees):
+        outs = reference_apply(ins, [env[v.id] for v in ins.inputs])
+        for v, o in zip(ins.outputs, outs):
+            env[v.id] = o
+        for vid in free:
+            del env[vid]
+    return [env[v.id] for v in program.outputs]
+
+
+_reported_failures: set = set()
+
+
+def _run_compiled(compiled, args: list, run: _Run, path: str):
     run.compiled = compiled
-    run.path = "compiled kernels"
+    if compiled.schedule is None:
+        run.path = f"reference executor ({compiled.reference_reason})"
+        if compiled.failure is not None and id(compiled) not in _reported_failures:
+            _reported_failures.add(id(compiled))
+            warnings.warn(f"fusegrad: {compiled.failure}; this program runs on the reference executor",
+                          RuntimeWarning, stacklevel=4)
+    else:
+        run.path = path
     return compiled(args)
 
 
@@ -134,11 +218,15 @@ class CompiledFunction:
             _abandon(trace)
             raise
         run = _Run()
+        run.hold = True
         try:
             _finish(trace, result, run)
         except BaseException:
             _abandon(trace)
             raise
+        finally:
+            run.hold = False
+            background.release()
         self.last_run = run
         return result
 
@@ -146,7 +234,8 @@ class CompiledFunction:
         """Run one call and describe it: programs, path, kernels, source, graph breaks."""
         self(*args, **kwargs)
         run = self.last_run
-        parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}"]
+        parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}",
+                 f"background compiles pending: {background.pending()}"]
         fwd = run.forward
         if run.backward_start is not None:
             head = Program(fwd.inputs, fwd.instrs[:run.backward_start], [])

@@ -105,6 +105,32 @@ def memory_module(name: str, text: str) -> types.ModuleType:
     return module
 
 
+# The program index: an empty file per program (its full cache key, hashed, under a folder
+# named by the versions and switches) whose kernels were all compiled into this cache. A new
+# process that finds it loads the kernels synchronously instead of compiling in the background.
+PROGRAMS = "programs"
+
+
+def _program_marker(root: str, header: str, digest: str) -> str:
+    return os.path.join(root, PROGRAMS, header, digest)
+
+
+def has_program(root: str, header: str, digest: str) -> bool:
+    """Were all kernels of program `digest` compiled into the cache at `root` before?"""
+    return os.path.exists(_program_marker(root, header, digest))
+
+
+def mark_program(root: str, header: str, digest: str) -> None:
+    """Record that program `digest` has all its kernels in the cache (best effort)."""
+    path = _program_marker(root, header, digest)
+    if os.path.exists(path):
+        return
+    try:
+        atomic_write(path, "")
+    except OSError:
+        pass
+
+
 def purge(root: str, name: str) -> None:
     """Delete a kernel's module and everything cached for it (Numba index and data, pyc)."""
     folder = os.path.join(root, SUBDIR)

@@ -28,15 +28,22 @@ import warnings
 from collections import OrderedDict
 
 import numpy as np
-import numba
 
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
 from fusegrad.ir import Program, reference_apply, run_program
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
-from . import kernel_cache, stats
-from .kernel_cache import KernelFailed
+from . import background, disk_cache, stats
+
+# Numba and the kernel cache are imported on first use, not with this module: the
+# reference path of a first call needs program_key only, and importing Numba
+# (~0.4-1 s) can then happen on the background compile thread instead.
+
+
+def _kernel_cache():
+    from . import kernel_cache
+    return kernel_cache
 
 MAX_SHAPE_VARIANTS = 32
 
@@ -118,19 +125,133 @@ def program_key(program: Program) -> tuple:
 
 
 def compile_program(program: Program) -> "CompiledProgram":
-    """The CompiledProgram for `program`, from the program cache when possible."""
+    """The CompiledProgram for `program`, from the program cache when possible (synchronous:
+    its kernels compile, or load from disk, on its first call)."""
     structure, key = program_key(program)
+    compiled = lookup(key)
+    if compiled is not None:
+        return compiled
+    return compile_now(program, key, structure)
+
+
+# ------------------------------------------------------------------ tiered use (runtime/compile.py)
+_pending: dict = {}               # full key -> True while its compile runs in the background
+_uses: dict = {}                  # full key -> calls that ran by reference (hotness of small programs)
+MAX_USES_TRACKED = 4096
+
+
+def lookup(key: tuple) -> "CompiledProgram | None":
+    """The ready CompiledProgram for a full key (counted as a hit), or None."""
     with _lock:
         compiled = _programs.get(key)
         if compiled is not None:
             _programs.move_to_end(key)
             stats.count(hits=1)
-            return compiled
-        stats.count(misses=1)
+        return compiled
+
+
+def is_pending(key: tuple) -> bool:
+    """Is a background compile of this key running or queued?"""
+    return key in _pending
+
+
+def note_use(key: tuple) -> int:
+    """Count one reference run of this key; returns how many there have been."""
+    with _lock:
+        n = _uses.get(key, 0) + 1
+        if len(_uses) >= MAX_USES_TRACKED and key not in _uses:
+            _uses.clear()
+        _uses[key] = n
+        return n
+
+
+def program_digest(key: tuple) -> str:
+    """A stable name for a full key across processes (its repr is deterministic)."""
+    import hashlib
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+
+
+def on_disk(key: tuple) -> bool:
+    """Was this exact program compiled to completion into the disk cache before?"""
+    root = disk_cache.cache_dir()
+    return root is not None and disk_cache.has_program(root, _kernel_cache().key_header_digest(),
+                                                       program_digest(key))
+
+
+def compile_now(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
+    """Build (schedule, load kernels) synchronously and cache it; its kernels load on first call."""
+    compiled = _build(program, key, structure)
+    with _lock:
+        _programs[key] = compiled
+        while len(_programs) > MAX_PROGRAMS:
+            _programs.popitem(last=False)
+    return compiled
+
+
+def has_variants(structure: tuple) -> bool:
+    """Has a program with this structure (other shapes) been compiled in this process?"""
+    return bool(_variants.get(structure))
+
+
+def try_ready(program: Program, key: tuple, structure: tuple) -> "CompiledProgram | None":
+    """Build now and cache it if every kernel is already compiled in this process (a
+    new batch size of a known program); else None."""
+    compiled = _build(program, key, structure)
+    if compiled.schedule is not None and not all(s.compiled.ready() for s in compiled.steps
+                                                 if isinstance(s, _KernelStep)):
+        return None
+    with _lock:
+        _programs[key] = compiled
+    return compiled
+
+
+def compile_in_background(program: Program, key: tuple, structure: tuple, args: list,
+                          hold: bool = False) -> bool:
+    """Queue a compile of `program` on the background thread; False if one is already queued.
+
+    The job schedules the program, generates and loads its kernels, and runs it
+    once on a copy of `args` (Numba compiles a kernel for the argument types of
+    its first call); only then does the program enter the cache, so a call never
+    waits for it. A failure caches a reference-executor entry that says why."""
+    with _lock:
+        if key in _pending or key in _programs:
+            return False
+        _pending[key] = True
+    stats.count(background_compiles=1)
+    # No copy of the arguments: they stay alive in the job, and a later call's write-back
+    # into them only changes which (valid) values the warm-up run reads, not its types.
+    copies = list(args)
+
+    def job():
+        try:
+            compiled = _build(program, key, structure)
+            compiled.warm_up(copies)
+            if compiled.schedule is not None and not compiled.failed_kernels():
+                root = disk_cache.cache_dir()
+                if root is not None:
+                    disk_cache.mark_program(root, _kernel_cache().key_header_digest(), program_digest(key))
+        except Exception as exc:          # a codegen bug: fall back, report, never raise later
+            compiled = CompiledProgram(program, None, f"background compile failed: {type(exc).__name__}: {exc}")
+            compiled.failure = compiled.reference_reason
+            stats.log_compile("background compile failed: %s: %s", type(exc).__name__, exc)
+        with _lock:
+            _programs[key] = compiled
+            _pending.pop(key, None)
+            while len(_programs) > MAX_PROGRAMS:
+                _programs.popitem(last=False)
+
+    background.submit(job, hold=hold)
+    return True
+
+
+def _build(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
+    """The miss path of compile_program, without touching the cache dict."""
+    stats.count(misses=1)
+    with _lock:
         seen = _variants.setdefault(structure, [])
         nearest = seen[-1] if seen else None
         too_many = len(seen) >= MAX_SHAPE_VARIANTS
-        if not too_many:
+        if not too_many and key not in seen:
             seen.append(key)
     why = _miss_reason(program, key, nearest)
     if too_many:
@@ -138,16 +259,12 @@ def compile_program(program: Program) -> "CompiledProgram":
             _warned_variants.add(structure)
             warnings.warn(f"fusegrad: this program has been compiled for {MAX_SHAPE_VARIANTS} different shape "
                           f"signatures; further new shapes run on the reference executor without compiling",
-                          RuntimeWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=3)
         compiled = CompiledProgram(program, None,
                                    f"more than {MAX_SHAPE_VARIANTS} shape signatures of this program structure")
     else:
         compiled = CompiledProgram(program, schedule(program))
     compiled.miss_reason = why
-    with _lock:
-        _programs[key] = compiled
-        while len(_programs) > MAX_PROGRAMS:
-            _programs.popitem(last=False)
     return compiled
 
 
@@ -194,7 +311,7 @@ class _KernelStep:
     def __init__(self, kernel, slots: dict, math: str):
         self.kernel = kernel
         self.source = generate(kernel, math)
-        self.compiled = kernel_cache.get_kernel(self.source, math)
+        self.compiled = _kernel_cache().get_kernel(self.source, math)
         self.extents = [kernel.space[d] for d in self.source.extents]
         self.loads = [(slots[v.id], scalar, v.dtype.np) for v, scalar in
                       zip(self.source.loads, self.source.scalar_loads)]
@@ -203,6 +320,7 @@ class _KernelStep:
         numel = 1
         for s in kernel.space:
             numel *= s
+        import numba
         eligible = (self.source.parallel_loop and numel >= PARALLEL_MIN_ELEMENTS
                     and numba.config.NUMBA_NUM_THREADS > 1)
         self.choice = _ParallelChoice(eligible, parallel_policy())
@@ -223,10 +341,15 @@ class _KernelStep:
             outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
             args.extend(outs)
             use = self.choice.next()
+            if use and not self.compiled.parallel_ready() and background.async_enabled():
+                # Never make a call wait for the parallel variant: it compiles (or loads) on
+                # the background thread while calls stay serial.
+                self.compiled.prepare_parallel_in_background(args)
+                use = False
             start = time.perf_counter()
             try:
                 fresh = self.compiled(args, use)
-            except KernelFailed:
+            except _kernel_cache().KernelFailed:
                 pass
             else:
                 if use and self.compiled.parallel_failure is not None:
@@ -307,6 +430,7 @@ class CompiledProgram:
         self.schedule = sched
         self.reference_reason = reference_reason
         self.miss_reason = ""
+        self.failure: str | None = None     # why a background compile failed (reported once)
         self.calls = 0
         if sched is None:
             return
@@ -319,7 +443,7 @@ class CompiledProgram:
                 self.slots.setdefault(v.id, len(self.slots))
         self.input_types = [(self.slots[v.id], v.dtype.np, v.shape) for v in prog.inputs]
         self.output_slots = [self.slots[v.id] for v in prog.outputs]
-        math = kernel_cache.math_module()
+        math = _kernel_cache().math_module()
         self.steps = []
         for step in sched.steps:
             if step.kind == KERNEL:
@@ -328,6 +452,36 @@ class CompiledProgram:
                 self.steps.append(_OpStep(step, self.slots))
                 if step.kind == "reference" and step.missing_rule:
                     _warn_reference(step.instr.op, step.why)
+        self.runs = [(step.run, _frees) for step, _frees in zip(self.steps, self._last_reads())]
+
+    def _last_reads(self) -> list:
+        """Per step, the slots it is the last reader of (freed right after it, so a
+        call's intermediates do not all stay alive until the end; outputs are kept)."""
+        last = {}
+        for n, step in enumerate(self.steps):
+            for slot in _reads(step):
+                last[slot] = n
+        keep = set(self.output_slots)
+        frees = [[] for _ in self.steps]
+        for slot, n in last.items():
+            if slot not in keep:
+                frees[n].append(slot)
+        return frees
+
+    def failed_kernels(self) -> list:
+        """Kernels of this program that could not be compiled (they run by reference)."""
+        if self.schedule is None:
+            return []
+        return [s for s in self.steps if isinstance(s, _KernelStep) and s.compiled.failure is not None]
+
+    def warm_up(self, args) -> None:
+        """Run once (on the background thread) so that every kernel compiles or loads for
+        these argument types; not counted as a call."""
+        import warnings as _w
+        with _w.catch_warnings():
+            _w.simplefilter("ignore")        # a failed kernel is reported when the program runs
+            self(args)
+        self.calls -= 1
 
     def __call__(self, args) -> list:
         """Run on `args` (one array per program input); returns the outputs."""
@@ -343,8 +497,10 @@ class CompiledProgram:
                 raise ValueError(f"input {k} has shape {list(a.shape)}; the program was compiled for "
                                  f"{list(shape)}")
             env[slot] = a if a.dtype == dtype else a.astype(dtype)
-        for step in self.steps:
-            step.run(env)
+        for run, frees in self.runs:
+            run(env)
+            for slot in frees:
+                env[slot] = None
         return [env[s] for s in self.output_slots]
 
     @property
@@ -390,6 +546,17 @@ class CompiledProgram:
                 where = f"kernel {kernel.id}" if kernel is not None else "its producers"
                 parts.append(f"  {format_instr(ins, name)}: not fused into {where}: {why}")
         return "\n".join(parts)
+
+
+def _reads(step) -> list:
+    """The env slots a step reads."""
+    if isinstance(step, _OpStep):
+        return step.ins
+    inner = {v.id for ins in step.kernel.instrs for v in ins.outputs}
+    reads = [slot for slot, _, _ in step.loads]
+    reads += [step.slots[v.id] for ins in step.kernel.instrs for v in ins.inputs
+              if v.id not in inner and v.id in step.slots]
+    return reads
 
 
 def _warn_reference(op: str, why: str) -> None:

@@ -30,7 +30,7 @@ import numba
 
 from fusegrad.codegen import KernelSource
 
-from . import disk_cache, stats
+from . import background, disk_cache, stats
 
 _CODEGEN_MODULES = ("vmath", "libmath", "accumulate")
 
@@ -66,6 +66,12 @@ def _codegen_hash() -> str:
     return _source_hash
 
 
+def key_header_digest() -> str:
+    """A short hash of everything but the kernel text that its machine code depends on
+    (versions, math switch and source, threads): names the disk cache's program index."""
+    return hashlib.sha256(key_header(math_module()).encode()).hexdigest()[:16]
+
+
 def key_header(math: str) -> str:
     """The first lines of every kernel module: what the compiled code depends on."""
     import fusegrad
@@ -90,8 +96,9 @@ class CompiledKernel:
         self.compiles = 0
         self.disk_loads = 0
         self._hits_seen: dict = {}        # dispatcher name -> Numba cache hits already counted
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()    # the background thread compiles too
         self._retried = False
+        self._parallel_requested = False
 
     def load(self) -> None:
         root = disk_cache.cache_dir()
@@ -108,6 +115,46 @@ class CompiledKernel:
     def dispatcher(self, parallel: bool):
         return getattr(self.module, "kernel_parallel" if parallel and self.source.parallel_loop else "kernel")
 
+    def ready(self) -> bool:
+        """Has the serial variant been compiled or loaded in this process?"""
+        return self.failure is not None or len(self.dispatcher(False).overloads) > 0
+
+    def parallel_ready(self) -> bool:
+        """Can the parallel variant run without compiling first (or will it never run)?"""
+        if not self.source.parallel_loop or self.parallel_failure is not None or self.failure is not None:
+            return True
+        return len(self.dispatcher(True).overloads) > 0
+
+    def prepare_parallel_in_background(self, args: list) -> None:
+        """Compile (or load from disk) the parallel variant for these arguments' types on the
+        background thread; calls keep using the serial variant until it is ready."""
+        if self._parallel_requested:
+            return
+        self._parallel_requested = True
+        import numba
+        try:
+            signature = tuple(numba.typeof(a) for a in args)
+        except Exception:                 # an argument Numba cannot type: compile on use instead
+            self._parallel_requested = False
+            return
+
+        def job():
+            disp = self.dispatcher(True)
+            with self._lock:
+                if disp.overloads:
+                    return
+                start = time.perf_counter()
+                try:
+                    disp.compile(signature)
+                except Exception as exc:
+                    self.parallel_failure = f"{type(exc).__name__}: {exc}"
+                    stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
+                                      self.name, self.parallel_failure)
+                    return
+                self._record(disp, time.perf_counter() - start, True)
+
+        background.submit(job)
+
     def __call__(self, args: list, parallel: bool = False) -> bool:
         """Run the kernel (its parallel variant if asked and it has one); True when
         this call had to compile or load a new specialisation."""
@@ -115,9 +162,14 @@ class CompiledKernel:
             raise KernelFailed(self.failure)
         parallel = parallel and self.source.parallel_loop and self.parallel_failure is None
         disp = self.dispatcher(parallel)
-        before = len(disp.overloads)
-        if before == 0:
+        if not disp.overloads:
             stats.log_compile("compiling kernel %s%s ...", self.name, " (parallel)" if parallel else "")
+            with self._lock:                  # one thread compiles a dispatcher at a time
+                return self._run(disp, args, parallel)
+        return self._run(disp, args, parallel)
+
+    def _run(self, disp, args: list, parallel: bool) -> bool:
+        before = len(disp.overloads)
         start = time.perf_counter()
         try:
             disp(*args)
@@ -140,6 +192,7 @@ class CompiledKernel:
             return self(args, parallel)
         if len(disp.overloads) == before:
             return False
+        background.mark_numba_ready()
         self._record(disp, time.perf_counter() - start, parallel)
         return True
 

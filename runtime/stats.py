@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -22,17 +23,24 @@ class CacheInfo:
     hits / misses: program-cache lookups (program structure + shapes);
     kernels_compiled: Numba compilations of a kernel specialisation;
     disk_hits: kernel specialisations loaded from the disk cache instead;
-    compile_seconds: time spent compiling or loading kernels.
+    compile_seconds: time spent compiling or loading kernels;
+    background_compiles: programs handed to the background compile thread;
+    reference_calls: compiled-function calls that ran on the reference
+    executor (small programs, or while their kernels compiled).
     """
     hits: int = 0
     misses: int = 0
     kernels_compiled: int = 0
     disk_hits: int = 0
     compile_seconds: float = 0.0
+    background_compiles: int = 0
+    reference_calls: int = 0
 
 
 _info = CacheInfo()
 _clearers: list = []
+_drains: list = []
+_count_lock = threading.Lock()     # counters change on the background compile thread too
 
 
 def cache_info() -> CacheInfo:
@@ -41,7 +49,10 @@ def cache_info() -> CacheInfo:
 
 
 def clear_caches() -> None:
-    """Empty the in-memory program and kernel caches (counters are kept)."""
+    """Empty the in-memory program and kernel caches (counters are kept); waits
+    for background compiles first, so none fills a cache after it is emptied."""
+    for drain in _drains:
+        drain()
     for clear in _clearers:
         clear()
 
@@ -52,10 +63,17 @@ def register_clearer(fn: Callable[[], None]) -> None:
         _clearers.append(fn)
 
 
+def register_drain(fn: Callable[[], None]) -> None:
+    """Let a module finish its background work before `clear_caches()` empties the caches."""
+    if fn not in _drains:
+        _drains.append(fn)
+
+
 def count(**deltas) -> None:
     """Add to counters, e.g. count(hits=1) or count(kernels_compiled=1, compile_seconds=0.4)."""
     global _info
-    _info = replace(_info, **{k: getattr(_info, k) + v for k, v in deltas.items()})
+    with _count_lock:
+        _info = replace(_info, **{k: getattr(_info, k) + v for k, v in deltas.items()})
 
 
 def compile_log_enabled() -> bool:

@@ -15,6 +15,12 @@ from fusegrad.runtime.compile import SMALL_PROGRAM_ELEMENTS
 BIG = SMALL_PROGRAM_ELEMENTS  # elements in a vector large enough to compile
 
 
+@pytest.fixture(autouse=True)
+def _synchronous_compiles(monkeypatch):
+    """Counters and paths are asserted call by call: compile on first use, not in the background."""
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "0")
+
+
 def chain(x):
     return (fg.tanh(x) * fg.sigmoid(x) + fg.exp(-x * x)).sum()
 

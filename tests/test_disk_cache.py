@@ -19,6 +19,12 @@ from fusegrad.runtime.executor import compile_program
 from fusegrad.runtime.stats import cache_info, clear_caches
 from test_codegen_support import build, check, random_args
 
+
+@pytest.fixture(autouse=True)
+def _synchronous_compiles(monkeypatch):
+    """Counters and paths are asserted call by call: compile on first use, not in the background."""
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "0")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = textwrap.dedent("""

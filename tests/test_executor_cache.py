@@ -19,6 +19,12 @@ from fusegrad.runtime.stats import CacheInfo, cache_info, clear_caches
 from test_codegen_support import build, random_args
 
 
+@pytest.fixture(autouse=True)
+def _synchronous_compiles(monkeypatch):
+    """Counters and paths are asserted call by call: compile on first use, not in the background."""
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "0")
+
+
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))

@@ -95,6 +95,9 @@ class _Reduction:
     tail: object                   # loopnest.Tail of a tail reduction
     blocked: bool = False          # a tail accumulating per block of rows
     node: _Node | None = None      # a row reduction's result
+    local: str | None = None       # a tail summed per row into this scalar, then flushed (see _accumulate)
+    flush: str | None = None       # ... into this accumulator
+    buffer: str | None = None      # operands staged in this float32 row buffer, summed after the loop
 
     @property
     def acc(self) -> str:
@@ -167,6 +170,9 @@ class _Generator:
         self.sinks: list = []            # (scope, seq, callable() -> lines)
         self.red: dict = {}              # id(reduction instruction) -> _Reduction
         self.seq = 0
+        self.locals_by_phase: dict = {}  # phase -> tails summed per row into a local (_accumulate)
+        self.staged_by_phase: dict = {}  # phase -> (reduction, accumulator) staged in a row buffer
+        self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -187,7 +193,7 @@ class _Generator:
         written = self.written.get(v.id)
         if written is not None and region[0] == "inner" and region[1] > written[0] and index == self.identity:
             # Stored by an earlier phase of this row: read it back instead of recomputing.
-            text = f"o{written[1]}[{_subscript(index)}]"
+            text = f"o{written[1]}[{self._subscript(index)}]"
             return self._node(("reread", v.id), lambda t, text=text: text, [], region,
                               deps={i for i in index if i is not None})
         opdef = OPS[ins.op]
@@ -252,7 +258,7 @@ class _Generator:
         arg = self.loads[v.id][0]
         if v.type.ndim == 0:
             return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
-        text = f"{arg}[{_subscript(index)}]"
+        text = f"{arg}[{self._subscript(index)}]"
         return self._node(("load", v.id, index), lambda t, text=text: text, [], region,
                           deps={i for i in index if i is not None})
 
@@ -339,8 +345,21 @@ class _Generator:
             red.blocked = self.blocked and self.outer[0] not in tail.kept
 
     def _accumulate(self, ins) -> None:
+        """Fold the reduction's operand into its accumulator where the operand is computed.
+
+        Two rewrites keep the innermost loop vectorisable:
+        - a tail reduction whose accumulator does not move with the inner loops
+          (a loss summed to one value inside a row kernel) sums each row into a
+          local scalar, added to the accumulator after the row: an accumulator
+          in memory would carry the loop through a store and a load;
+        - a float32 sum whose operand takes computing (not a bare load) writes
+          the operand into a float32 row buffer and sums the buffer in float64
+          after the loop: float64 arithmetic in the hot loop would halve its
+          vector width (and everything else in it), the buffer stays in L1.
+        """
         info = self.red[id(ins)]
         tail = info.tail
+        inner_loop = bool(self.inner)
         if tail is None:
             phase = info.stage
             operand = self.expr(ins.inputs[0], identity(self.space), ("inner", phase))
@@ -354,11 +373,58 @@ class _Generator:
             else:
                 region = ("main",)
                 scope = ("post", tail.level) if tail.level >= 0 else ("outer", len(self.outer))
+                inner_loop = False
             operand = self.expr(ins.inputs[0], tail.in_index, region)
             kept = ", ".join(f"i{d}" for d in tail.kept) or "0"
             target = f"part{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
+            if inner_loop and not set(tail.kept) & set(self.inner):
+                info.local, info.flush = f"lacc{info.n}", target
+                target = info.local
+                self.locals_by_phase.setdefault(tail.level, []).append(info)
+            else:
+                inner_loop = False
         operand.users.append(scope)
+        if inner_loop and info.combine == "add" and info.kind == "f" and operand.children and \
+                info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
+            info.buffer = f"sb{info.n}"
+            phase = info.stage if tail is None else tail.level
+            self.staged_by_phase.setdefault(phase, []).append((info, target))
+            self.sinks.append((scope, self._next(),
+                               lambda: [f"{info.buffer}[{self._buffer_index()}] = {self._text(operand)}"]))
+            return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
+
+    def _subscript(self, index) -> str:
+        """Array subscript for `index`. Loop variables of ranges that do not start
+        at 0 are cast to unsigned: Numba wraps negative indices around, and a
+        select LLVM cannot fold turns the vectorised loop's loads and stores into
+        gathers and scatters."""
+        return ", ".join("0" if i is None else (f"np.uintp(i{i})" if i in self.unsigned else f"i{i}")
+                         for i in index)
+
+    def _buffer_index(self) -> str:
+        """The row buffer's subscript in the innermost loop."""
+        d = self.inner[-1]
+        return f"np.uintp(i{d} - lo)" if self.whole and len(self.inner) == 1 else f"i{d}"
+
+    def _buffer_lines(self, p: int) -> list:
+        """After phase p's innermost loop: sum the staged operands in float64."""
+        staged = self.staged_by_phase.get(p, [])
+        if not staged:
+            return []
+        d = self.inner[-1]
+        extent = f"min(n{d}, lo + {BLOCK}) - lo" if self.whole and len(self.inner) == 1 else f"n{d}"
+        lines = [f"for j in range({extent}):"]
+        for info, target in staged:
+            lines += ["    " + line for line in _update(info, target, f"{info.buffer}[j]", "v")]
+        return lines
+
+    def _buffer_allocations(self) -> list:
+        """Row buffers, allocated once per block of work (each thread its own)."""
+        d = self.inner[-1] if self.inner else None
+        size = str(BLOCK) if self.whole and len(self.inner) == 1 else f"n{d}"
+        return [f"{info.buffer} = np.empty({size}, np.float32)"
+                for p in sorted(self.staged_by_phase) for info, _ in self.staged_by_phase[p]]
 
     def _store(self, k: int, st) -> None:
         if st.kind == "full":
@@ -371,7 +437,7 @@ class _Generator:
             region, scope = ("epi", g), ("epi", g, len(st.kept))
         node = self.expr(st.value, st.index, region)
         node.users.append(scope)
-        target = f"o{k}[{_subscript(st.index)}]" if st.index else f"o{k}[()]"
+        target = f"o{k}[{self._subscript(st.index)}]" if st.index else f"o{k}[()]"
         self.sinks.append((scope, self._next(), lambda: [f"{target} = {self._text(node)}"]))
 
     # -------------------------------------------------------------- naming and emission
@@ -429,7 +495,10 @@ class _Generator:
 
     def _emit_main(self, put) -> None:
         others = [f"n{d}" for d in self.live[1:]] if self.outer else []
-        if self.blocked:
+        # Rows run in blocks when tails accumulate per block, or so that each
+        # block (each thread) allocates its row buffers once.
+        chunked = self.blocked or (bool(self.outer) and bool(self.staged_by_phase))
+        if chunked:
             d0 = self.outer[0]
             size = " * ".join(others) or "1"
             put(0, f"nblocks = max(1, min(n{d0}, {MAX_BLOCKS}, {MAX_PARTIALS} // max(1, {size})))")
@@ -448,8 +517,10 @@ class _Generator:
             put(0, stmt)
         depth = 0
         for k, d in enumerate(self.outer):
-            if k == 0 and self.blocked:
+            if k == 0 and chunked:
                 put(depth, "for blk in PRANGE(nblocks):")
+                for line in self._buffer_allocations():
+                    put(depth + 1, line)
                 put(depth + 1, f"for i{d} in range(blk * rows, min(n{d}, blk * rows + rows)):")
                 depth += 2
             else:
@@ -466,9 +537,12 @@ class _Generator:
             if self.whole and infos:
                 self._emit_whole_phase(put, p, infos)
             else:
-                for info in infos:
-                    put(depth, f"{info.acc} = {info.init}")
+                for info in infos + self.locals_by_phase.get(p, []):
+                    put(depth, f"{info.local or info.acc} = {info.init}")
                 self._emit_inner(put, p, depth, parallel_first=self.whole)
+                for info in self.locals_by_phase.get(p, []):
+                    for line in _update(info, info.flush, info.local, "w"):
+                        put(depth, line)
             for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
                 put(depth, stmt)
         for info in self.red.values():
@@ -497,6 +571,8 @@ class _Generator:
             depth += 1
             for stmt in self._statements(("inner", p, k + 1)):
                 put(depth, stmt)
+        for line in self._buffer_lines(p):
+            put(depth - 1, line)
 
     def _emit_whole_phase(self, put, p, infos) -> None:
         """A phase reducing everything to single values, in blocks of its first dim."""
@@ -504,9 +580,12 @@ class _Generator:
         for info in infos:
             put(0, f"part{info.n} = np.empty(nblocks, {info.acc_ctor})")
         put(0, "for blk in PRANGE(nblocks):")
+        put(1, f"lo = blk * {BLOCK}")
+        for line in self._buffer_allocations():
+            put(1, line)
         for info in infos:
             put(1, f"b{info.acc} = {info.init}")
-        self._emit_inner(put, p, 1, first_range=f"blk * {BLOCK}, min(n{d0}, blk * {BLOCK} + {BLOCK})")
+        self._emit_inner(put, p, 1, first_range=f"lo, min(n{d0}, lo + {BLOCK})")
         for info in infos:
             put(1, f"part{info.n}[blk] = b{info.acc}")
         for info in infos:
@@ -534,8 +613,6 @@ class _Generator:
                 put(depth, stmt)
 
 
-def _subscript(index) -> str:
-    return ", ".join("0" if i is None else f"i{i}" for i in index)
 
 
 def _update(info: _Reduction, target: str, value: str, tmp: str) -> list:

@@ -210,9 +210,11 @@ def fg_sign(x):
 
 
 # --------------------------------------------------------------------- implementations
-# `ft` below is the operand's NumPy scalar type (np.float32, np.float64, np.int64, ...).
+# Factories: `make_*(ft)` returns the implementation for operands of NumPy
+# scalar type `ft` (np.float32, np.float64, np.int64, np.bool_). The public
+# ones are shared with vmath (compare-and-select code already vectorises).
 
-def _unary_libm(fn):
+def make_libm_unary(fn):
     def make(ft):
         return lambda x: fn(x)
     return make
@@ -238,14 +240,14 @@ def _make_softplus(ft):
 
 def _make_pow(ft):
     if issubclass(ft, np.integer):
-        return _make_int_pow(ft)
+        return make_int_pow(ft)
 
     def impl(x, y):
         return math.pow(x, y)
     return impl
 
 
-def _make_int_pow(ft):
+def make_int_pow(ft):
     one = ft(1)
     zero = ft(0)
 
@@ -269,18 +271,18 @@ def _make_int_pow(ft):
     return impl
 
 
-def _make_relu(ft):
+def make_relu(ft):
     zero = ft(0)
     return lambda x: zero if x < zero else x
 
 
-def _make_maximum(ft):
+def make_maximum(ft):
     if issubclass(ft, np.floating):
         return lambda x, y: x if (x >= y or x != x) else y
     return lambda x, y: x if x >= y else y
 
 
-def _make_minimum(ft):
+def make_minimum(ft):
     if issubclass(ft, np.floating):
         return lambda x, y: x if (x <= y or x != x) else y
     return lambda x, y: x if x <= y else y
@@ -292,7 +294,7 @@ def _make_clamp(ft):
     return impl
 
 
-def _make_sign(ft):
+def make_sign(ft):
     if ft is np.bool_:
         return lambda x: x
     one = ft(1)
@@ -304,19 +306,19 @@ _FLOAT = ("f32", "f64")
 _NUMERIC = ("f32", "f64", "int")
 _ALL = ("f32", "f64", "int", "bool")
 
-overload_by_kind(fg_exp, _unary_libm(math.exp))
-overload_by_kind(fg_expm1, _unary_libm(math.expm1))
-overload_by_kind(fg_log, _unary_libm(math.log))
-overload_by_kind(fg_log1p, _unary_libm(math.log1p))
-overload_by_kind(fg_tanh, _unary_libm(math.tanh))
+overload_by_kind(fg_exp, make_libm_unary(math.exp))
+overload_by_kind(fg_expm1, make_libm_unary(math.expm1))
+overload_by_kind(fg_log, make_libm_unary(math.log))
+overload_by_kind(fg_log1p, make_libm_unary(math.log1p))
+overload_by_kind(fg_tanh, make_libm_unary(math.tanh))
 overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
-overload_by_kind(fg_sqrt, _unary_libm(math.sqrt))
-overload_by_kind(fg_sin, _unary_libm(math.sin))
-overload_by_kind(fg_cos, _unary_libm(math.cos))
+overload_by_kind(fg_sqrt, make_libm_unary(math.sqrt))
+overload_by_kind(fg_sin, make_libm_unary(math.sin))
+overload_by_kind(fg_cos, make_libm_unary(math.cos))
 overload_by_kind(fg_pow, _make_pow, _NUMERIC)
-overload_by_kind(fg_relu, _make_relu, _ALL)
-overload_by_kind(fg_maximum, _make_maximum, _ALL)
-overload_by_kind(fg_minimum, _make_minimum, _ALL)
+overload_by_kind(fg_relu, make_relu, _ALL)
+overload_by_kind(fg_maximum, make_maximum, _ALL)
+overload_by_kind(fg_minimum, make_minimum, _ALL)
 overload_by_kind(fg_clamp, _make_clamp, _ALL)
-overload_by_kind(fg_sign, _make_sign, _ALL)
+overload_by_kind(fg_sign, make_sign, _ALL)

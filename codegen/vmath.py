@@ -6,46 +6,71 @@ calls them never vectorises. The functions here are written without calls and
 without branches in the hot path: range reduction, a polynomial, and special
 values chosen with selects (`a if cond else b` over values already computed,
 which LLVM turns into `select`), plus a few LLVM intrinsics (fmuladd, rint,
-copysign, sqrt, bit casts) emitted by `@intrinsic` helpers. Once LLVM inlines
-them into a kernel loop, the loop vectoriser turns the whole body into packed
-SIMD code. No fast-math flags are used: NaN, inf and signed zeros keep IEEE
-semantics, and `fmuladd` only lets LLVM fuse a multiply-add where the target
-has FMA (the bounds below hold with or without fusion).
+copysign, sqrt, bit casts) emitted by `@intrinsic` helpers. Every function
+is compiled `forceinline` (LLVM `alwaysinline`), so it melts into the kernel
+loop however large the loop body, and the loop vectoriser turns the whole
+body into packed SIMD code. No fast-math flags are used: NaN, inf and signed
+zeros keep IEEE semantics.
 
 Each function keeps its argument's precision (float32 in, float32 arithmetic
 and result). Special values follow torch (see `codegen/libmath.py`, the libm
-twin with identical semantics, for the list). Algorithms, and the max error
-measured against the correctly rounded result (float32: float64 NumPy rounded
-to float32, all 2**32 inputs in the slow test; float64: mpmath, random
-samples), in ulp:
+twin with identical semantics, for the list).
 
-===========  ==============================================================  =====  =====
-function     algorithm                                                        f32    f64
-===========  ==============================================================  =====  =====
-fg_exp       k = rint(x/ln2), r = x - k*ln2 (Cody-Waite, two parts),          TBD    TBD
-             e**r = 1 + r + r*r*Q(r) (minimax Q: degree 5 / 10),
-             scaled by 2**k in two exact steps (denormal results round once)
-fg_expm1     same reduction; 2*(2**(k-1)*(e**r-1) + (2**(k-1) - 1/2)),        TBD    TBD
-             exact for k = 0, no overflow of 2**k before the final doubling
-fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    TBD    TBD
+Algorithms and measured max errors in ulp. float32: distance to the float64
+NumPy result rounded to float32, over all 2**32 inputs (`pytest -m slow`);
+pow over 2e6 random pairs. float64: real-valued error against mpmath over
+~60k random arguments per function (pow: 20k pairs with |y*log x| <= 700).
+
+===========  ==============================================================  ====  ====
+function     algorithm                                                        f32   f64
+===========  ==============================================================  ====  ====
+fg_exp       k = rint(x/ln2), r = x - k*ln2 (Cody-Waite, two parts),          1     0.94
+             e**r = 1 + r + r*r*Q(r) (minimax Q: degree 5 / 10), times 2**k
+             as two exact factors (denormal results round once)
+fg_expm1     same reduction; 2*(2**(k-1)*(e**r - 1) + (2**(k-1) - 1/2)):      1     1.6
+             exact for k = 0, no overflow of 2**k before the last doubling
+fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    1     0.76
              prescaled), f = m-1, s = f/(2+f), log(1+f) = f - f*f/2 +
-             s*(f*f/2 + R(s*s)) (minimax R: degree 3 / 8)
-fg_log1p     u = 1+x with its rounding error c (TwoSum): log(u) + c/u         TBD    TBD
-fg_tanh      sign(x) * t/(t+2), t = expm1(2|x|), |x| clamped to 10 / 22       TBD    TBD
-fg_sigmoid   e = exp(-|x|); 1/(1+e) for x >= 0, e/(1+e) for x < 0             TBD    TBD
-fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     TBD    TBD
-fg_pow       float32: exp(y*log|x|) in float64, rounded once.                 TBD    TBD
-             float64: log|x| as a double-double, y*log|x| with an FMA
-             residual, exp of the pair; y = 1, 2 exact. C99 special cases.
-fg_sqrt      llvm.sqrt (a hardware instruction)                               0      0
-fg_sin/cos   TBD
-===========  ==============================================================  =====  =====
+             s*(f*f/2 + s*s*P(s*s)) (minimax P: degree 2 / 7)
+fg_log1p     u = 1+x and its rounding error c (TwoSum): log(u) + c/u          1     1.43
+fg_tanh      |x| < 9/16: x + x**3*P(x*x) (minimax P: degree 4 / 10); else     TBD   0.73
+             sign(x) * t/(t+2), t = expm1(2|x|), |x| clamped at 10 / 22,
+             the rounding errors of t+2 (TwoSum) and of the quotient (FMA
+             remainder) put back as one correction: one final rounding
+fg_sigmoid   e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) for x < 0, with       TBD   1.30
+             the same correction for 1+e and the quotient
+fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     2     1.67
+fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
+             float64: log|x| as a double-double (s = f/(2+f) and 2s**3/3
+             carried exactly, then TwoSums), y*log|x| with an FMA residual,
+             exp of the pair. y = 1 and y = 2 give x and x*x exactly.
+             C99 special cases (pow(x, 0) = 1, pow(-8, 1/3) = nan, ...).
+fg_sqrt      llvm.sqrt (one instruction, correctly rounded)                   0     0.5
+fg_sin/cos   float32: Payne-Hanek reduction in float64 without a table        1     libm
+             (x times the four 29-bit pieces of 2/pi that matter at x's
+             magnitude, summed mod 4 as a double-double), then sin and cos
+             polynomials of degree 9/10 in float64 and a quadrant select;
+             valid over the whole float32 range. float64: libm (a table-free
+             reduction would need ~40 pieces), so a float64 loop using
+             sin/cos does not vectorise.
+===========  ==============================================================  ====  ====
+
+(*) no error found in the sample; the bound asserted is 1.
 
 `fg_relu`, `fg_maximum`, `fg_minimum`, `fg_clamp` and `fg_sign` are exact
-compare-and-select; they, and `fg_pow`, also accept int64 and (except pow and
-relu) bool operands.
+compare-and-select; they accept int64 and bool operands too, `fg_pow` accepts
+int64 (exact wrap-around, torch's rules for negative exponents).
+
+Requirements on the target: `llvm.rint` and `llvm.fma` are single vector
+instructions on x86 with SSE4.1/FMA (and on ARMv8); elsewhere LLVM calls libm
+for them, which is still correct but no longer vectorises. `llvm.fma` is used
+only where an exact residual is needed (tanh, sigmoid, float64 pow);
+everything else uses `llvm.fmuladd`, and the bounds above also hold with it
+unfused (measured).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from llvmlite import ir
@@ -94,6 +119,7 @@ def _float_intrinsic(name: str, nargs: int):
 
 
 _fmuladd = _float_intrinsic("llvm.fmuladd", 3)   # a*b + c, fused where the target has FMA
+_fma = _float_intrinsic("llvm.fma", 3)           # a*b + c rounded once: exact product residuals
 _rint = _float_intrinsic("llvm.rint", 1)         # round to nearest even
 _copysign = _float_intrinsic("llvm.copysign", 2)  # |x| with the sign bit of y
 _sqrt = _float_intrinsic("llvm.sqrt", 1)         # IEEE square root
@@ -203,6 +229,17 @@ _LOGP = {
                  0.22222222392927168, 0.18181795513928312, 0.15386246410997043,
                  0.1326859704054669, 0.13088435811930427),
 }
+# (tanh(x) - x)/x**3 in z = x*x on |x| < 9/16: relative error of tanh
+# 2**-29.5 / 2**-59.9.
+_TANH_SPLIT = 0.5625
+_TANHP = {
+    np.float32: (-0.3333331388863481, 0.13332452286835106, -0.053837431523838034,
+                 0.021007463763843305, -0.006179816029216827),
+    np.float64: (-0.33333333333333276, 0.13333333333323133, -0.05396825396172439,
+                 0.0218694883272766, -0.008863231637199416, 0.0035920822502218076,
+                 -0.0014554796430500626, 0.0005881836525467142, -0.00023271622582641174,
+                 8.236093628825082e-05, -1.890396602587723e-05),
+}
 # ln2 = LN2_HI + LN2_LO with LN2_HI short enough that k*LN2_HI is exact.
 _LN2_HI = {np.float32: 0.693359375, np.float64: 6.93147180369123816490e-01}
 _LN2_LO = {np.float32: -2.12194440e-4, np.float64: 1.90821492927058770002e-10}
@@ -280,20 +317,38 @@ def _make_sigmoid(ft):
 
     def impl(x):
         e = fg_exp(-abs(x))
-        r = one / (one + e)
-        return r if x >= zero else e * r
+        num = one if x >= zero else e           # sigmoid = num / (1 + e)
+        d = one + e
+        d_err = e - (d - one)                   # 1 + e = d + d_err exactly (Fast2Sum)
+        q = num / d
+        rem = _fma(-q, d, num)                  # num - q*d, exact
+        inv_d = q if x >= zero else one - q     # 1/d to ~2**-24, enough for a correction
+        # num/(d + d_err) = q + (rem - q*d_err)/(d + d_err): one final rounding.
+        return _fmuladd(rem - q * d_err, inv_d, q)
     return impl
 
 
 def _make_tanh(ft):
     sat = ft(_TANH_SAT[ft])
+    split = ft(_TANH_SPLIT)
+    p = _typed(ft, _TANHP[ft])
     two = ft(2)
 
     def impl(x):
         a = abs(x)
+        # Small |x|: odd minimax polynomial (expm1 there loses to cancellation).
+        z = x * x
+        small = _fmuladd(x * z, _horner(z, p), x)
         a = sat if a > sat else a                         # tanh(sat) rounds to 1 exactly
         t = fg_expm1(a + a)
-        return _copysign(t / (t + two), x)
+        d = t + two
+        v = d - t                                         # TwoSum: t + 2 = d + d_err exactly
+        d_err = (t - (d - v)) + (two - v)
+        q = t / d
+        rem = _fma(-q, d, t)                              # t - q*d, exact
+        # t/(d + d_err) = q + (rem - q*d_err)/(d + d_err): one final rounding.
+        y = q + (rem - q * d_err) / d
+        return _copysign(small if a < split else y, x)   # copysign keeps tanh(-0.0) = -0.0
     return impl
 
 
@@ -415,14 +470,14 @@ def _make_log_dd():
         d_hi = 2.0 + f
         d_lo = f - (d_hi - 2.0)                          # 2 + f = d_hi + d_lo exactly
         s_hi = f / d_hi
-        s_lo = (_fmuladd(-s_hi, d_hi, f) - s_hi * d_lo) / d_hi
+        s_lo = (_fma(-s_hi, d_hi, f) - s_hi * d_lo) / d_hi
         z_hi = s_hi * s_hi
-        z_lo = _fmuladd(s_hi, s_hi, -z_hi) + 2.0 * s_hi * s_lo
+        z_lo = _fma(s_hi, s_hi, -z_hi) + 2.0 * s_hi * s_lo
         # t = 2/3 * s**3 as a double-double (u = s**3 first).
         u_hi = z_hi * s_hi
-        u_lo = _fmuladd(z_hi, s_hi, -u_hi) + (z_lo * s_hi + z_hi * s_lo)
+        u_lo = _fma(z_hi, s_hi, -u_hi) + (z_lo * s_hi + z_hi * s_lo)
         t_hi = c_hi * u_hi
-        t_lo = _fmuladd(c_hi, u_hi, -t_hi) + (c_lo * u_hi + c_hi * u_lo)
+        t_lo = _fma(c_hi, u_hi, -t_hi) + (c_lo * u_hi + c_hi * u_lo)
         tail = z_hi * z_hi * s_hi * _horner(z_hi, p)
         # Sum e*ln2_hi (exact) + 2*s_hi + t_hi with TwoSums; the rest is small.
         a = e * ln2_hi
@@ -457,7 +512,7 @@ def _make_pow64(ft):
         ll = ll if (a > zero and a != inf) else zero
         # y * log|a| = ph + pl (the FMA gives ph's rounding error exactly).
         ph = y * lh
-        pl = _fmuladd(y, lh, -ph) + y * ll
+        pl = _fma(y, lh, -ph) + y * ll
         pl = pl if abs(ph) != inf else zero
         # exp(ph + pl): pl joins the reduced argument.
         xc = hi if ph > hi else ph
@@ -471,7 +526,7 @@ def _make_pow64(ft):
 
 def _make_pow(ft):
     if issubclass(ft, np.integer):
-        return libmath._make_int_pow(ft)
+        return libmath.make_int_pow(ft)
     return _make_pow32(ft) if ft is np.float32 else _make_pow64(ft)
 
 
@@ -550,11 +605,11 @@ def _make_sincos32(cosine: bool):
 
 def _make_sin(ft):
     # float64 stays on libm: a table-free full-range reduction needs ~40 pieces.
-    return _make_sincos32(False) if ft is np.float32 else libmath._unary_libm(np.sin)(ft)
+    return _make_sincos32(False) if ft is np.float32 else libmath.make_libm_unary(math.sin)(ft)
 
 
 def _make_cos(ft):
-    return _make_sincos32(True) if ft is np.float32 else libmath._unary_libm(np.cos)(ft)
+    return _make_sincos32(True) if ft is np.float32 else libmath.make_libm_unary(math.cos)(ft)
 
 
 # --------------------------------------------------------------------- public names
@@ -656,8 +711,8 @@ overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)
 overload_by_kind(fg_pow, _make_pow, ("f32", "f64", "int"))
 # Compare-and-select functions are already vectorisable: share libmath's.
-overload_by_kind(fg_relu, libmath._make_relu, ("f32", "f64", "int", "bool"))
-overload_by_kind(fg_maximum, libmath._make_maximum, ("f32", "f64", "int", "bool"))
-overload_by_kind(fg_minimum, libmath._make_minimum, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_relu, libmath.make_relu, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_maximum, libmath.make_maximum, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_minimum, libmath.make_minimum, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_clamp, _make_clamp, ("f32", "f64", "int", "bool"))
-overload_by_kind(fg_sign, libmath._make_sign, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_sign, libmath.make_sign, ("f32", "f64", "int", "bool"))

@@ -30,10 +30,10 @@ MODULES = {"vmath": vmath, "libmath": libmath}
 UNARY = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus", "sqrt", "sin", "cos")
 # Max error of vmath in ulp, as documented in vmath's module docstring.
 # float32: distance to the float64 result rounded to float32.
-ULP32 = {"exp": 1, "expm1": 1, "log": 1, "log1p": 1, "tanh": 2, "sigmoid": 2, "softplus": 2,
+ULP32 = {"exp": 1, "expm1": 1, "log": 1, "log1p": 1, "tanh": 1, "sigmoid": 1, "softplus": 2,
          "sqrt": 0, "sin": 1, "cos": 1, "pow": 1}
 # float64: real-valued distance to the exact result (mpmath); sin/cos are libm.
-ULP64 = {"exp": 1.0, "expm1": 1.7, "log": 1.0, "log1p": 1.5, "tanh": 2.3, "sigmoid": 2.1,
+ULP64 = {"exp": 1.0, "expm1": 1.7, "log": 1.0, "log1p": 1.5, "tanh": 1.0, "sigmoid": 1.5,
          "softplus": 1.8, "sqrt": 0.5, "sin": 1.0, "cos": 1.0, "pow": 1.5}
 
 
@@ -118,12 +118,16 @@ def ulp_distance32(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
     """
     with np.errstate(over="ignore", invalid="ignore"):
         want = want64.astype(np.float32)
-    d = np.abs(_ordered(got) - _ordered(want)).astype(np.float64)
-    nan_got, nan_want = np.isnan(got), np.isnan(want)
-    d[nan_got != nan_want] = np.inf
-    d[nan_got & nan_want] = 0
-    inf_mismatch = (np.isinf(got) | np.isinf(want)) & (got != want) & ~(nan_got | nan_want)
-    d[inf_mismatch] = np.inf
+    d = np.zeros(got.shape)
+    # Most results are exact: measure only the others.
+    i = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
+    g, w = got[i], want[i]
+    di = np.abs(_ordered(g) - _ordered(w)).astype(np.float64)
+    nan_g, nan_w = np.isnan(g), np.isnan(w)
+    di[nan_g != nan_w] = np.inf
+    di[nan_g & nan_w] = 0
+    di[(np.isinf(g) | np.isinf(w)) & (g != w) & ~(nan_g | nan_w)] = np.inf
+    d[i] = di
     return d
 
 
@@ -191,7 +195,7 @@ def float64_sample(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if name in wide:
         parts.append(rng.uniform(*wide[name], n))
     else:   # log, log1p, sqrt: positive, over the whole exponent range
-        parts.append(np.abs(rng.standard_normal(n)) * 2.0 ** rng.integers(-1074, 1024, n))
+        parts.append(rng.uniform(1, 2, n) * 2.0 ** rng.integers(-1074, 1024, n))
         parts.append(rng.uniform(-1, 4, n))
     x = np.concatenate(parts)
     if name in ("log", "sqrt"):
@@ -474,6 +478,8 @@ def test_float32_exhaustive(module):
         for name in UNARY:
             d = ulp_distance32(got[name], reference64(name, x))
             worst[name] = max(worst[name], float(d.max()))
+        if start % (1 << 28) == 0:
+            print(f"{start:#010x}", worst, flush=True)
     print(worst)
     assert all(worst[n] <= ULP32[n] for n in UNARY), worst
 

@@ -78,6 +78,7 @@ class _Node:
     region: tuple
     seq: int
     trivial: bool = False          # constants and scalar arguments: always inlined
+    costly: bool = False           # calls fg_* math: worth a row buffer rather than a recomputation
     users: list = field(default_factory=list)   # scopes of its readers
     name: str | None = None
     scope: tuple | None = None
@@ -173,6 +174,11 @@ class _Generator:
         self.locals_by_phase: dict = {}  # phase -> tails summed per row into a local (_accumulate)
         self.staged_by_phase: dict = {}  # phase -> (reduction, accumulator) staged in a row buffer
         self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
+        # Row buffers carry values between the phases of one row (rows of one inner dim).
+        self.row_buffers_ok = bool(self.outer) and len(self.inner) == 1
+        self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
+        self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
+        self.node_buffer: dict = {}      # id(node) -> the row buffer it is written to
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -196,6 +202,11 @@ class _Generator:
             text = f"o{written[1]}[{self._subscript(index)}]"
             return self._node(("reread", v.id), lambda t, text=text: text, [], region,
                               deps={i for i in index if i is not None})
+        if region[0] == "inner" and index == self.identity and self.row_buffers_ok:
+            for p in range(region[1]):
+                earlier = self.requests.get((v.id, index, ("inner", p)))
+                if earlier is not None and earlier.costly and earlier.region == ("inner", p):
+                    return self._reuse(earlier, v, region)
         opdef = OPS[ins.op]
         if opdef.group == REDUCE:
             return self._reduction_result(ins, region)
@@ -218,7 +229,25 @@ class _Generator:
             def render(texts, inner=render, c=ctor(dtype), alt=f"np.{dtype.np.name}("):
                 text = inner(texts)
                 return text if text.startswith(c + "(") or text.startswith(alt) else f"{c}({text})"
-        return self._node(("op", v.id, index), render, children, region)
+        node = self._node(("op", v.id, index), render, children, region)
+        node.costly = isinstance(opdef.expr, str) and "fg_" in opdef.expr
+        return node
+
+    def _reuse(self, earlier: _Node, v, region) -> _Node:
+        """A costly value an earlier phase of this row computed (softmax's exp(x - max),
+        summed in one phase and divided in the next): that phase writes it into a
+        row buffer, later phases read it back."""
+        name = self.row_buffers.get(v.id)
+        d = self.inner[-1]
+        if name is None:
+            name = self.row_buffers[v.id] = self.node_buffer[id(earlier)] = f"rb{len(self.row_buffers)}"
+            self.buffer_dtypes[name] = ctor(v.dtype)
+            scope = ("inner", earlier.region[1], len(self.inner))
+            earlier.users.append(scope)
+            earlier.users.append(scope)        # two readers: it gets a named temporary
+            self.sinks.append((scope, self._next(), lambda: [f"{name}[i{d}] = {self._text(earlier)}"]))
+        text = f"{name}[i{d}]"
+        return self._node(("rowbuf", v.id), lambda t, text=text: text, [], region, deps={d})
 
     def _node(self, key, render, children, region, deps=None, level=None, trivial=False) -> _Node:
         deps = frozenset().union(*(c.deps for c in children)) if deps is None else frozenset(deps)
@@ -388,9 +417,11 @@ class _Generator:
                 info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
             info.buffer = f"sb{info.n}"
             phase = info.stage if tail is None else tail.level
-            self.staged_by_phase.setdefault(phase, []).append((info, target))
+            self.staged_by_phase.setdefault(phase, []).append((info, target, operand))
+            # (No copy when a row buffer already holds the operand for a later phase.)
             self.sinks.append((scope, self._next(),
-                               lambda: [f"{info.buffer}[{self._buffer_index()}] = {self._text(operand)}"]))
+                               lambda: [] if id(operand) in self.node_buffer else
+                               [f"{info.buffer}[{self._buffer_index()}] = {self._text(operand)}"]))
             return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
 
@@ -415,8 +446,9 @@ class _Generator:
         d = self.inner[-1]
         extent = f"min(n{d}, lo + {BLOCK}) - lo" if self.whole and len(self.inner) == 1 else f"n{d}"
         lines = [f"for j in range({extent}):"]
-        for info, target in staged:
-            lines += ["    " + line for line in _update(info, target, f"{info.buffer}[j]", "v")]
+        for info, target, operand in staged:
+            buffer = self.node_buffer.get(id(operand), info.buffer)
+            lines += ["    " + line for line in _update(info, target, f"{buffer}[j]", "v")]
         return lines
 
     def _buffer_allocations(self) -> list:
@@ -424,7 +456,9 @@ class _Generator:
         d = self.inner[-1] if self.inner else None
         size = str(BLOCK) if self.whole and len(self.inner) == 1 else f"n{d}"
         return [f"{info.buffer} = np.empty({size}, np.float32)"
-                for p in sorted(self.staged_by_phase) for info, _ in self.staged_by_phase[p]]
+                for p in sorted(self.staged_by_phase) for info, _, operand in self.staged_by_phase[p]
+                if id(operand) not in self.node_buffer] + \
+            [f"{name} = np.empty({size}, {self.buffer_dtypes[name]})" for name in self.row_buffers.values()]
 
     def _store(self, k: int, st) -> None:
         if st.kind == "full":
@@ -497,7 +531,7 @@ class _Generator:
         others = [f"n{d}" for d in self.live[1:]] if self.outer else []
         # Rows run in blocks when tails accumulate per block, or so that each
         # block (each thread) allocates its row buffers once.
-        chunked = self.blocked or (bool(self.outer) and bool(self.staged_by_phase))
+        chunked = self.blocked or (bool(self.outer) and bool(self.staged_by_phase or self.row_buffers))
         if chunked:
             d0 = self.outer[0]
             size = " * ".join(others) or "1"

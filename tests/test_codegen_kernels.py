@@ -150,3 +150,15 @@ def test_float32_row_sum_is_staged_and_accurate():
     got = compiled([x])[0]
     want = np.exp(x.astype(np.float64)).sum(axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-7)     # float64 accumulation, one float32 rounding
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_softmax_computes_exp_once_per_element(monkeypatch, policy):
+    """exp(x - max) is summed in one phase and divided in the next: a row buffer
+    carries it instead of a second exp."""
+    program = build(lambda e, x: e.op("softmax", x, axis=1), (33, 257))
+    (kernel,) = schedule(program).kernels
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    assert text.count("fg_exp(") == 1, text
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    check(program, random_args(program, np.random.default_rng(4), low=-30, high=30))

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, reference_apply
-from fusegrad.ir.passes import dead_code_elimination, simplify
+from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
@@ -107,13 +107,16 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
     if ex.is_pending(key):
         return _reference(program, args, known, run, "kernels compiling in the background")
     if background.numba_ready():
-        if ex.on_disk(key):
-            return _run_compiled(ex.compile_now(program, key, structure), args, run,
-                                 "compiled kernels (loaded from the disk cache)")
-        if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
-            compiled = ex.try_ready(program, key, structure)
-            if compiled is not None:
-                return _run_compiled(compiled, args, run, "compiled kernels")
+        try:
+            if ex.on_disk(key):
+                return _run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
+                                     "compiled kernels (loaded from the disk cache)")
+            if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
+                compiled = ex.try_ready(program, key, structure)
+                if compiled is not None:
+                    return _run_compiled(compiled, args, run, "compiled kernels")
+        except Exception as exc:                 # a codegen bug: report it, fall back, never raise
+            return _run_compiled(ex.cache_failure(program, key, exc), args, run, "")
     ex.compile_in_background(program, key, structure, args, hold=run.hold)
     return _reference(program, args, known, run, "kernels compiling in the background")
 
@@ -280,15 +283,31 @@ def _abandon(trace: Trace) -> None:
         leaf._grad = old
 
 
+def _live_program(traced: Program, outputs: list) -> Program:
+    """dead_code_elimination specialised for the per-call path: most traced
+    instructions have one output and are live, so test the first output first."""
+    live = {v.id for v in outputs}
+    kept = []
+    add = live.add
+    for ins in reversed(traced.instrs):
+        outs = ins.outputs
+        if outs[0].id in live or (len(outs) > 1 and any(v.id in live for v in outs)):
+            kept.append(ins)
+            for v in ins.inputs:
+                add(v.id)
+    kept.reverse()
+    return Program(traced.inputs, kept, outputs)
+
+
 def _finish(trace: Trace, result, run: _Run) -> None:
-    alive = [t for t in trace.alive.values() if t._sym is not None]
+    alive = [t for t in trace.alive_tensors() if t._sym is not None]
     mutated = list(trace.mutated.values())
     outputs, seen = [], set()
     for v in [t._sym for t in alive] + [t._sym for _, t in mutated]:
         if v.id not in seen:
             seen.add(v.id)
             outputs.append(v)
-    program = dead_code_elimination(Program(trace.program.inputs, trace.program.instrs, outputs))
+    program = _live_program(trace.program, outputs)
 
     # Gradients that will flow back into this call from the eager engine.
     grad_outs = [t for t in alive if t._requires_grad and t._data is None]
@@ -305,7 +324,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         saved = free_values(bwd)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
         outputs = outputs + [v for v in saved if v.id not in seen]
-        program = dead_code_elimination(Program(trace.program.inputs, trace.program.instrs, outputs))
+        program = _live_program(trace.program, outputs)
 
     run.forward = program
     run.breaks = trace.breaks

@@ -30,7 +30,7 @@ from collections import OrderedDict
 import numpy as np
 
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
-from fusegrad.ir import Program, reference_apply, run_program
+from fusegrad.ir import Program, TensorType, reference_apply, run_program
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
@@ -96,20 +96,23 @@ def program_key(program: Program) -> tuple:
     """(structure, full key): structure is the ops, attribute names and wiring;
     the full key adds shapes, dtypes and attribute values.
 
-    Runs on every call of a compiled function, so it is written for speed:
-    values become slot numbers in definition order."""
+    Runs on every call of a compiled function, so it is written for speed: values
+    become slot numbers in definition order, and every item is a str, int, tuple or
+    DType (hashed and compared in C; a TensorType would cost a Python call each)."""
     slot = {}
     signature = []
     for v in program.inputs:
         slot[v.id] = len(slot)
-        signature.append(v.type)
+        t = v.type
+        signature.append((t.shape, t.dtype))
     structure = [len(slot)]
     try:
         for ins in program.instrs:
             wiring = [slot[v.id] for v in ins.inputs]
             for v in ins.outputs:
                 slot[v.id] = len(slot)
-                signature.append(v.type)
+                t = v.type
+                signature.append((t.shape, t.dtype))
             attrs = ins.attrs
             if attrs:
                 structure.append((ins.op, tuple([k for k, _ in attrs]), *wiring))
@@ -178,9 +181,11 @@ def on_disk(key: tuple) -> bool:
                                                        program_digest(key))
 
 
-def compile_now(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
-    """Build (schedule, load kernels) synchronously and cache it; its kernels load on first call."""
+def compile_now(program: Program, key: tuple, structure: tuple, defer_parallel: bool = False) -> "CompiledProgram":
+    """Build (schedule, load kernels) synchronously and cache it; its kernels load on first call.
+    With `defer_parallel` (fg.compile's tiered path) parallel variants compile in the background."""
     compiled = _build(program, key, structure)
+    compiled.defer_parallel(defer_parallel)
     with _lock:
         _programs[key] = compiled
         while len(_programs) > MAX_PROGRAMS:
@@ -197,6 +202,7 @@ def try_ready(program: Program, key: tuple, structure: tuple) -> "CompiledProgra
     """Build now and cache it if every kernel is already compiled in this process (a
     new batch size of a known program); else None."""
     compiled = _build(program, key, structure)
+    compiled.defer_parallel(True)
     if compiled.schedule is not None and not all(s.compiled.ready() for s in compiled.steps
                                                  if isinstance(s, _KernelStep)):
         return None
@@ -225,15 +231,14 @@ def compile_in_background(program: Program, key: tuple, structure: tuple, args: 
     def job():
         try:
             compiled = _build(program, key, structure)
+            compiled.defer_parallel(True)
             compiled.warm_up(copies)
             if compiled.schedule is not None and not compiled.failed_kernels():
                 root = disk_cache.cache_dir()
                 if root is not None:
                     disk_cache.mark_program(root, _kernel_cache().key_header_digest(), program_digest(key))
         except Exception as exc:          # a codegen bug: fall back, report, never raise later
-            compiled = CompiledProgram(program, None, f"background compile failed: {type(exc).__name__}: {exc}")
-            compiled.failure = compiled.reference_reason
-            stats.log_compile("background compile failed: %s: %s", type(exc).__name__, exc)
+            compiled = _failed(program, exc, "background compile")
         with _lock:
             _programs[key] = compiled
             _pending.pop(key, None)
@@ -242,6 +247,21 @@ def compile_in_background(program: Program, key: tuple, structure: tuple, args: 
 
     background.submit(job, hold=hold)
     return True
+
+
+def _failed(program: Program, exc: Exception, what: str) -> "CompiledProgram":
+    compiled = CompiledProgram(program, None, f"{what} failed: {type(exc).__name__}: {exc}")
+    compiled.failure = compiled.reference_reason
+    stats.log_compile("%s failed: %s: %s", what, type(exc).__name__, exc)
+    return compiled
+
+
+def cache_failure(program: Program, key: tuple, exc: Exception) -> "CompiledProgram":
+    """Cache a reference-executor entry for a program whose compile raised (reported once)."""
+    compiled = _failed(program, exc, "compile")
+    with _lock:
+        _programs[key] = compiled
+    return compiled
 
 
 def _build(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
@@ -286,7 +306,9 @@ def _miss_reason(program: Program, key: tuple, nearest: tuple | None) -> str:
 
 
 def _show(item) -> str:
-    return str(item) if not isinstance(item, str) else item
+    if isinstance(item, tuple) and len(item) == 2:          # (shape, dtype) of a value
+        return str(TensorType(*item))
+    return str(item)
 
 
 # ------------------------------------------------------------------ steps
@@ -326,6 +348,7 @@ class _KernelStep:
         self.choice = _ParallelChoice(eligible, parallel_policy())
         self.slots = slots
         self.status = "not run yet"
+        self.defer_parallel = False
 
     @property
     def parallel(self) -> bool:
@@ -341,7 +364,7 @@ class _KernelStep:
             outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
             args.extend(outs)
             use = self.choice.next()
-            if use and not self.compiled.parallel_ready() and background.async_enabled():
+            if use and self.defer_parallel and not self.compiled.parallel_ready() and background.async_enabled():
                 # Never make a call wait for the parallel variant: it compiles (or loads) on
                 # the background thread while calls stay serial.
                 self.compiled.prepare_parallel_in_background(args)
@@ -467,6 +490,13 @@ class CompiledProgram:
             if slot not in keep:
                 frees[n].append(slot)
         return frees
+
+    def defer_parallel(self, on: bool) -> None:
+        """Compile parallel variants on the background thread instead of on the call that
+        first wants one (fg.compile's tiered path; compile_program stays synchronous)."""
+        for step in getattr(self, "steps", ()):
+            if isinstance(step, _KernelStep):
+                step.defer_parallel = on
 
     def failed_kernels(self) -> list:
         """Kernels of this program that could not be compiled (they run by reference)."""

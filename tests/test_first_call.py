@@ -64,7 +64,7 @@ def fresh_cache(tmp_path, monkeypatch):
     clear_caches()
 
 
-def test_first_call_runs_by_reference_while_kernels_compile(asynchronous):
+def test_first_call_runs_by_reference_while_kernels_compile(asynchronous, fresh_cache):
     f = fg.compile(fg.value_and_grad(chain))
     x = fg.randn(BIG)
     before = cache_info()
@@ -82,7 +82,7 @@ def test_first_call_runs_by_reference_while_kernels_compile(asynchronous):
     assert "background compiles pending: 0" in f.explain(x)
 
 
-def test_calls_before_the_compile_finishes_stay_on_the_reference_path(asynchronous):
+def test_calls_before_the_compile_finishes_stay_on_the_reference_path(asynchronous, fresh_cache):
     f = fg.compile(fg.value_and_grad(chain))
     x = fg.randn(BIG + 7)
     f(x)
@@ -95,7 +95,7 @@ def test_calls_before_the_compile_finishes_stay_on_the_reference_path(asynchrono
     background.wait_for_compiles()
 
 
-def test_new_batch_size_compiles_nothing(asynchronous):
+def test_new_batch_size_compiles_nothing(asynchronous, fresh_cache):
     f = fg.compile(fg.value_and_grad(chain))
     x = fg.randn(BIG)
     f(x)
@@ -128,7 +128,7 @@ def test_small_program_compiles_once_hot_synchronous(monkeypatch):
     assert len(steps) == 1 and type(steps[0]).__name__ == "_KernelStep"   # 30 ops, one kernel call
 
 
-def test_small_program_compiles_in_background_once_hot(asynchronous):
+def test_small_program_compiles_in_background_once_hot(asynchronous, fresh_cache):
     f = fg.compile(w5)
     x = fg.randn(16)
     want = w5(x).numpy()
@@ -157,7 +157,7 @@ def test_small_programs_with_graph_breaks_stay_on_the_reference_path(asynchronou
     assert background.pending() == 0
 
 
-def test_failed_background_compile_falls_back_and_is_reported(asynchronous, monkeypatch):
+def test_failed_background_compile_falls_back_and_is_reported(asynchronous, fresh_cache, monkeypatch):
     def broken(program):
         raise RuntimeError("scheduler exploded")
 
@@ -172,6 +172,22 @@ def test_failed_background_compile_falls_back_and_is_reported(asynchronous, monk
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check(f(x), x)                               # reported once
+
+
+def test_failed_load_of_a_program_on_disk_falls_back(asynchronous, fresh_cache, monkeypatch):
+    f = fg.compile(fg.value_and_grad(chain))
+    x = fg.randn(BIG)
+    f(x)
+    background.wait_for_compiles()
+    clear_caches()
+
+    def broken(program):
+        raise RuntimeError("scheduler exploded")
+
+    monkeypatch.setattr(executor, "schedule", broken)
+    with pytest.warns(RuntimeWarning, match="scheduler exploded"):
+        check(f(x), x)
+    assert f.last_run.path.startswith("reference executor")
 
 
 def test_program_whose_kernels_are_on_disk_loads_them_at_once(asynchronous, fresh_cache):

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype
+from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
@@ -68,7 +69,7 @@ class Trace:
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         self.grad_instrs: set = set()       # ids of instructions recorded with grad
-        self.alive = weakref.WeakValueDictionary()  # id -> symbolic tensor made by this trace
+        self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.known: dict = {}               # value id -> array computed at a graph break
@@ -106,25 +107,51 @@ class Trace:
         t._init(None, v.dtype)
         t._sym = v
         t._requires_grad = requires_grad
-        self.alive[id(t)] = t
+        self.alive.append(weakref.ref(t))
         return t
+
+    def alive_tensors(self) -> list:
+        """The symbolic tensors of this trace still alive, in creation order, each once."""
+        seen, tensors = set(), []
+        for ref in self.alive:
+            t = ref()
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+        return tensors
 
     # ------------------------------------------------------------ recording
     def record(self, op, inputs, attrs, name, out):
+        """Append `op(inputs; attrs)` to the program; returns its symbolic result(s).
+
+        The hot path of a compiled call (once per traced op): the Builder's work is
+        inlined here, with one pass over the inputs."""
         opdef = OPS[op]
-        values = [self.value_of(x) for x in inputs]
-        outs = self.builder.emit(op, *values, **attrs)
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        requires = (opdef.vjp is not None and is_grad_enabled()
-                    and any(isinstance(x, Tensor) and x._requires_grad for x in inputs))
+        values = []
+        any_requires = False
+        for x in inputs:
+            if type(x) is np.ndarray:
+                values.append(self._input(x))
+                continue
+            sym = x._sym
+            values.append(sym if sym is not None else self.value_of(x))
+            if x._requires_grad:
+                any_requires = True
+        out_types = opdef.infer([v.type for v in values], attrs)
+        outs = tuple([Value(t) for t in out_types])
+        ins = Instr(op, values, outs, tuple(sorted(attrs.items())) if attrs else ())
+        self.builder.program.instrs.append(ins)
+        requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
-            self.grad_instrs.add(id(self.program.instrs[-1]))
+            self.grad_instrs.add(id(ins))
         if out is not None:
             self.rebind(out, outs[0], requires)
             return out
-        results = tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
-                        for k, v in enumerate(outs))
-        return results[0] if len(results) == 1 else results
+        if len(outs) == 1:
+            v = outs[0]
+            return self.symbolic(v, requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point)
+        return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
+                     for k, v in enumerate(outs))
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
         """An in-place write: `t` now holds value `v`."""
@@ -135,7 +162,7 @@ class Trace:
         t._sym = v
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
-            self.alive[id(t)] = t
+            self.alive.append(weakref.ref(t))
 
     def detach(self, t: Tensor) -> Tensor:
         """A value with no gradient path: a fresh value (an identity op outside the grad set)."""

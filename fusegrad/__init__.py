@@ -25,6 +25,7 @@ from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
 from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches, compile,  # noqa: A004
                               grad, value_and_grad)
+from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
 
 float = float32  # noqa: A001  (torch's aliases)

@@ -12,6 +12,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fusegrad"))
 
 
 def pytest_configure(config):
+    # Compile synchronously on first use so cache counters are deterministic;
+    # tests of the tiered (background) policy turn it back on themselves.
+    os.environ.setdefault("FUSEGRAD_ASYNC_COMPILE", "0")
     if "FUSEGRAD_CACHE_DIR" not in os.environ:
         # One cache directory per checkout, kept between runs (CI starts clean anyway).
         root = os.path.join(tempfile.gettempdir(), "fusegrad-test-cache")

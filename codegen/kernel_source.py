@@ -179,6 +179,7 @@ class _Generator:
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
         self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
         self.node_buffer: dict = {}      # id(node) -> the row buffer it is written to
+        self.math_memo: dict = {}        # id(node) -> whether computing it calls fg_* math
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -381,7 +382,7 @@ class _Generator:
           (a loss summed to one value inside a row kernel) sums each row into a
           local scalar, added to the accumulator after the row: an accumulator
           in memory would carry the loop through a store and a load;
-        - a float32 sum whose operand takes computing (not a bare load) writes
+        - a float32 sum whose operand calls fg_* math (exp, tanh...) writes
           the operand into a float32 row buffer and sums the buffer in float64
           after the loop: float64 arithmetic in the hot loop would halve its
           vector width (and everything else in it), the buffer stays in L1.
@@ -413,7 +414,7 @@ class _Generator:
             else:
                 inner_loop = False
         operand.users.append(scope)
-        if inner_loop and info.combine == "add" and info.kind == "f" and operand.children and \
+        if inner_loop and info.combine == "add" and info.kind == "f" and self._calls_math(operand) and \
                 info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
             info.buffer = f"sb{info.n}"
             phase = info.stage if tail is None else tail.level
@@ -432,6 +433,16 @@ class _Generator:
         gathers and scatters."""
         return ", ".join("0" if i is None else (f"np.uintp(i{i})" if i in self.unsigned else f"i{i}")
                          for i in index)
+
+    def _calls_math(self, node: _Node) -> bool:
+        """Does computing `node` call fg_* math in the loop (measured: staging a cheap operand
+        costs more than the narrower vectors it avoids)?"""
+        known = self.math_memo.get(id(node))
+        if known is None:
+            in_loop = node.region[0] == "inner"          # hoisted values cost nothing per element
+            known = in_loop and (node.costly or any(self._calls_math(c) for c in node.children))
+            self.math_memo[id(node)] = known
+        return known
 
     def _buffer_index(self) -> str:
         """The row buffer's subscript in the innermost loop."""

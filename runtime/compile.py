@@ -92,14 +92,18 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         run.path = "no instructions"
         env = {v.id: a for v, a in zip(program.inputs, args)}
         return [env[v.id] for v in program.outputs]
-    small = _is_small(program)
-    if small and (run.breaks or len(program.instrs) < SMALL_COMPILE_MIN_INSTRS):
-        return _reference(program, args, known, run, "small program")
+    small = None                               # measured only when it decides something
+    if run.breaks or len(program.instrs) < SMALL_COMPILE_MIN_INSTRS:
+        small = _is_small(program)
+        if small:
+            return _reference(program, args, known, run, "small program")
     ex = _executor()
     structure, key = ex.program_key(program)
     compiled = ex.lookup(key)
     if compiled is not None:
         return _run_compiled(compiled, args, run, "compiled kernels")
+    if small is None:
+        small = _is_small(program)
     if small and ex.note_use(key) < HOT_CALLS:
         return _reference(program, args, known, run, "small program")
     if not background.async_enabled():

@@ -10,17 +10,22 @@ so they cost no copy; broadcasting is the same map as expand.
 
 Dimensions of size 1 always read index 0, which is what lets a kernel be
 specialised on "which dims are size 1" and on nothing else about sizes.
+
+Which movement ops fuse, and how, is the op table's knowledge: `OpDef.index_map`
+(ir/ops/movement.py, where the index helpers below live); `OpDef.view` marks
+the ops NumPy performs as views between kernels.
 """
 from __future__ import annotations
 
 from fusegrad.ir.ops import MOVEMENT, OPS
+from fusegrad.ir.ops.movement import broadcast_index, canonical_index, permute_index
 
 Index = tuple  # of int | None
 
 
-def canonical(index: Index, shape: tuple) -> Index:
-    """`index` with every size-1 dimension reading the constant 0."""
-    return tuple(None if s == 1 else i for i, s in zip(index, shape))
+canonical = canonical_index
+broadcast = broadcast_index
+permute = permute_index
 
 
 def identity(shape: tuple) -> Index:
@@ -28,61 +33,31 @@ def identity(shape: tuple) -> Index:
     return canonical(tuple(range(len(shape))), shape)
 
 
-def broadcast(index: Index, out_shape: tuple, in_shape: tuple) -> Index:
-    """Index of an operand of shape `in_shape` broadcast to `out_shape`."""
-    lead = len(out_shape) - len(in_shape)
-    return tuple(None if s == 1 else index[lead + j] for j, s in enumerate(in_shape))
+def _index_map(ins):
+    """The op table's index map of a movement instruction, or None (it moves data)."""
+    opdef = OPS[ins.op]
+    if opdef.group != MOVEMENT or opdef.index_map is None:
+        return None
+    return opdef.index_map(ins.inputs[0].shape, ins.outputs[0].shape, dict(ins.attrs))
 
 
-def is_unit_reshape(in_shape: tuple, out_shape: tuple) -> bool:
-    """True when a reshape only inserts or removes size-1 dims (pure index remap)."""
-    return [s for s in in_shape if s != 1] == [s for s in out_shape if s != 1]
-
-
-def unit_reshape(index: Index, in_shape: tuple, out_shape: tuple) -> Index:
-    """Index of a reshape's input, for a reshape that only moves size-1 dims."""
-    live = iter(i for i, s in zip(index, out_shape) if s != 1)
-    return tuple(None if s == 1 else next(live) for s in in_shape)
-
-
-def permute(index: Index, dims: tuple) -> Index:
-    """Index of a permute's input: output dim j reads input dim dims[j]."""
-    out = [None] * len(dims)
-    for j, d in enumerate(dims):
-        out[d] = index[j]
-    return tuple(out)
-
-
-# The kernel rules for movement ops: which instances a kernel can perform as
-# index arithmetic, and the operand index for an output index. The op table
-# has no field for this (it is codegen's knowledge), so the rules are keyed by
-# op name here; a movement op without a rule becomes a NumPy view between
-# kernels (getitem, general reshape) or runs by reference (index_put, cat...).
-_MOVEMENT_RULES = {
-    "expand": (lambda ins: True,
-               lambda ins, index: broadcast(index, ins.outputs[0].shape, ins.inputs[0].shape)),
-    "permute": (lambda ins: True,
-                lambda ins, index: canonical(permute(index, dict(ins.attrs)["dims"]), ins.inputs[0].shape)),
-    "reshape": (lambda ins: is_unit_reshape(ins.inputs[0].shape, ins.outputs[0].shape),
-                lambda ins, index: unit_reshape(index, ins.inputs[0].shape, ins.outputs[0].shape)),
-}
-
-# Movement ops that NumPy performs as a view (no copy) between kernels.
-VIEW_OPS = frozenset({"expand", "permute", "reshape", "getitem"})
+def is_view(ins) -> bool:
+    """Movement instructions NumPy performs as a view (no copy) between kernels."""
+    return OPS[ins.op].group == MOVEMENT and OPS[ins.op].view
 
 
 def inlinable_movement(ins) -> bool:
-    """Movement instructions a kernel performs as index arithmetic."""
-    rule = _MOVEMENT_RULES.get(ins.op)
-    return OPS[ins.op].group == MOVEMENT and rule is not None and rule[0](ins)
+    """Movement instructions a kernel performs as index arithmetic (OpDef.index_map)."""
+    return _index_map(ins) is not None
 
 
 def operand_index(ins, index: Index, k: int) -> Index:
     """The index at which operand `k` of elementwise or inlinable movement
     instruction `ins` is read when its output is read at `index`."""
-    rule = _MOVEMENT_RULES.get(ins.op)
-    if rule is not None and OPS[ins.op].group == MOVEMENT:
-        return rule[1](ins, index)
+    if OPS[ins.op].group == MOVEMENT:
+        index_map = _index_map(ins)
+        if index_map is not None:
+            return index_map(index)
     return broadcast(index, ins.outputs[0].shape, ins.inputs[k].shape)   # elementwise broadcasting
 
 

@@ -52,7 +52,7 @@ from fusegrad.ir.ops import COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUC
 from fusegrad.ir.passes import simplify
 
 from .decompose import decompose_composites
-from .indexing import VIEW_OPS, inlinable_movement
+from .indexing import inlinable_movement, is_view
 from .loopnest import Analysis, LoopNest, NotFusable, is_reduction, reductions_of, recursion_room, row_axes_ok
 
 KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
@@ -128,7 +128,7 @@ def _base_kind(ins) -> str:
         return "source"
     if opdef.group == MOVEMENT and inlinable_movement(ins):
         return "movement"
-    if opdef.group == MOVEMENT and ins.op in VIEW_OPS:
+    if is_view(ins):
         return VIEW
     return REFERENCE
 

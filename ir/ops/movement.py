@@ -20,6 +20,56 @@ def _numel(shape):
     return n
 
 
+# --------------------------------------------------------------------- index maps
+# Inside a loop kernel every value is read at an *index*: one entry per dim of
+# the value, the number of the kernel dim whose loop variable indexes it, or
+# None for the constant 0 (a size-1 dim). The movement ops below that are pure
+# index arithmetic declare `index_map`, the map from their output's index to
+# their operand's; codegen/indexing.py applies it.
+def canonical_index(index, shape):
+    """`index` with every size-1 dimension reading the constant 0."""
+    return tuple(None if s == 1 else i for i, s in zip(index, shape))
+
+
+def broadcast_index(index, out_shape, in_shape):
+    """Index of an operand of shape `in_shape` broadcast to `out_shape`."""
+    lead = len(out_shape) - len(in_shape)
+    return tuple(None if s == 1 else index[lead + j] for j, s in enumerate(in_shape))
+
+
+def permute_index(index, dims):
+    """Index of a permute's input: output dim j reads input dim dims[j]."""
+    out = [None] * len(dims)
+    for j, d in enumerate(dims):
+        out[d] = index[j]
+    return tuple(out)
+
+
+def is_unit_reshape(in_shape, out_shape):
+    """True when a reshape only inserts or removes size-1 dims (pure index remap)."""
+    return [s for s in in_shape if s != 1] == [s for s in out_shape if s != 1]
+
+
+def unit_reshape_index(index, in_shape, out_shape):
+    """Index of a reshape's input, for a reshape that only moves size-1 dims."""
+    live = iter(i for i, s in zip(index, out_shape) if s != 1)
+    return tuple(None if s == 1 else next(live) for s in in_shape)
+
+
+def _expand_map(in_shape, out_shape, attrs):
+    return lambda index: broadcast_index(index, out_shape, in_shape)
+
+
+def _permute_map(in_shape, out_shape, attrs):
+    return lambda index: canonical_index(permute_index(index, attrs["dims"]), in_shape)
+
+
+def _reshape_map(in_shape, out_shape, attrs):
+    if not is_unit_reshape(in_shape, out_shape):
+        return None
+    return lambda index: unit_reshape_index(index, in_shape, out_shape)
+
+
 # --------------------------------------------------------------------- reshape
 def _reshape_infer(types, attrs):
     t, shape = types[0], tuple(attrs["shape"])
@@ -29,7 +79,8 @@ def _reshape_infer(types, attrs):
 
 
 register(OpDef("reshape", MOVEMENT, _reshape_infer, lambda x, shape: np.reshape(x, shape),
-               lambda e, x, y, g, a, n: [e.reshape(g[0], x[0].shape)]))
+               lambda e, x, y, g, a, n: [e.reshape(g[0], x[0].shape)],
+               index_map=_reshape_map, view=True))
 
 
 # --------------------------------------------------------------------- permute
@@ -50,7 +101,8 @@ def _permute_vjp(e, x, y, g, a, n):
     return [e.permute(g[0], inverse)]
 
 
-register(OpDef("permute", MOVEMENT, _permute_infer, lambda x, dims: np.transpose(x, dims), _permute_vjp))
+register(OpDef("permute", MOVEMENT, _permute_infer, lambda x, dims: np.transpose(x, dims), _permute_vjp,
+               index_map=_permute_map, view=True))
 
 
 # --------------------------------------------------------------------- expand
@@ -75,7 +127,8 @@ def _tensor_kind(t):
 
 
 register(OpDef("expand", MOVEMENT, _expand_infer, lambda x, shape: np.broadcast_to(x, shape),
-               lambda e, x, y, g, a, n: [e.sum_to(g[0], x[0].shape)]))
+               lambda e, x, y, g, a, n: [e.sum_to(g[0], x[0].shape)],
+               index_map=_expand_map, view=True))
 
 
 # --------------------------------------------------------------------- basic indexing
@@ -109,7 +162,7 @@ def _getitem_ref(x, index):
     return x[to_numpy_index(index) + (Ellipsis,)]
 
 
-register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp,
+register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp, view=True,
                doc="getitem(x; index): basic indexing, a view"))
 
 

@@ -39,6 +39,12 @@ class OpDef:
     decompose: Callable | None = None
     # Output indices that carry no gradient (indices of max, comparisons...).
     nondiff_outputs: tuple = ()
+    # Movement ops a loop kernel performs as index arithmetic: index_map(in_shape,
+    # out_shape, attrs) -> a function from the index an output element is read at
+    # to the operand's index (see movement.py, "Index maps"), or None when this
+    # instance moves data (a general reshape). `view`: NumPy makes it a view.
+    index_map: Callable | None = None
+    view: bool = False
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

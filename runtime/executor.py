@@ -368,7 +368,9 @@ class _KernelStep:
                 # Never make a call wait for the parallel variant: it compiles (or loads) on
                 # the background thread while calls stay serial.
                 self.compiled.prepare_parallel_in_background(args)
-                use = False
+                use = deferred = False
+            else:
+                deferred = None
             start = time.perf_counter()
             try:
                 fresh = self.compiled(args, use)
@@ -379,7 +381,8 @@ class _KernelStep:
                     self.choice.settle(False, f"serial (parallel variant failed: {self.compiled.parallel_failure})")
                 elif not fresh:
                     self.choice.record(use, time.perf_counter() - start)
-                self.status = "compiled kernel, " + self.choice.describe()
+                self.status = "compiled kernel, " + (self.choice.describe() if deferred is None else
+                                                     "serial while the parallel variant compiles in the background")
                 for (slot, _, _), out in zip(self.stores, outs):
                     env[slot] = out
                 return

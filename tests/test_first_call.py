@@ -260,3 +260,25 @@ def test_intermediates_are_freed_after_their_last_reader(path, monkeypatch):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-6)
     array = n * n * 4
     assert peak < 4 * array          # holding all 12 intermediates would need 12
+
+
+def test_parallel_variant_compiles_in_the_background(asynchronous, monkeypatch):
+    """FUSEGRAD_PARALLEL=always on the tiered path: calls run the serial variant until the
+    parallel one is ready, then switch; nothing waits for it."""
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads")
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", "always")
+    f = fg.compile(fg.value_and_grad(chain))
+    x = fg.randn(executor.PARALLEL_MIN_ELEMENTS)
+    f(x)
+    background.wait_for_compiles()
+    check(f(x), x)                      # compiled; asks for the parallel variant in the background
+    (step,) = [s for s in f.last_run.compiled.steps if isinstance(s, executor._KernelStep)]
+    assert step.status in ("compiled kernel, serial while the parallel variant compiles in the background",
+                           "compiled kernel, parallel")   # the latter if the disk cache had it
+    background.wait_for_compiles()
+    assert step.compiled.parallel_ready()
+    check(f(x), x)
+    assert step.compiled.parallel_failure is None
+    assert step.status == "compiled kernel, parallel"

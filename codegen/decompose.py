@@ -1,14 +1,15 @@
-"""Rewrite COMPOSITE ops (mean, norm, softmax, ...) into simpler ops.
+"""Rewrite ops that have a `decompose` rule (composites: mean, norm, softmax, ...;
+any other op may declare one too) into simpler ops.
 
-Each composite op's `decompose` rule emits the same computation in
-elementwise, reduce and movement ops, which the scheduler knows how to fuse.
+Each `decompose` rule emits the same computation in elementwise, reduce and
+movement ops, which the scheduler knows how to fuse.
 A rule that returns None (say, `norm` with p=3) leaves the instruction in
 place; the scheduler then runs it with its reference implementation.
 """
 from __future__ import annotations
 
 from fusegrad.ir import Builder, Emitter, Instr, Program
-from fusegrad.ir.ops import COMPOSITE, OPS
+from fusegrad.ir.ops import OPS
 
 
 def decompose_composites(program: Program) -> Program:
@@ -18,7 +19,7 @@ def decompose_composites(program: Program) -> Program:
     are replaced by the values its rule returns (rules may emit composites
     again, which are expanded in turn).
     """
-    if not any(OPS[ins.op].group == COMPOSITE for ins in program.instrs):
+    if not any(OPS[ins.op].decompose is not None for ins in program.instrs):
         return program
     alias: dict[int, object] = {}
     out = Program(program.inputs, [], [])
@@ -29,7 +30,7 @@ def decompose_composites(program: Program) -> Program:
         opdef = OPS[ins.op]
         # An empty operand stays composite: the reference handles it (softmax of
         # nothing is nothing; its decomposition's max of nothing would raise).
-        if opdef.group == COMPOSITE and opdef.decompose is not None and all(v.type.numel for v in inputs):
+        if opdef.decompose is not None and all(v.type.numel for v in inputs):
             scratch = Program()
             results = opdef.decompose(Emitter(Builder(scratch), ins.loc), list(inputs), dict(ins.attrs))
             if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:

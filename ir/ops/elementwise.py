@@ -39,9 +39,11 @@ def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, d
 
 
 def _sigmoid_ref(x):
+    # Stable on both sides: with e = exp(-|x|), sigmoid is 1/(1+e) for x >= 0
+    # and e/(1+e) below, one exp and one division for both.
     e = np.exp(-np.abs(x))
-    one = x.dtype.type(1)
-    return np.where(x >= 0, one / (one + e), e / (one + e)).astype(x.dtype)
+    r = x.dtype.type(1) / (x.dtype.type(1) + e)
+    return np.where(x >= 0, r, e * r)
 
 
 # ------------------------------------------------------------------ arithmetic

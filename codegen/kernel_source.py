@@ -7,8 +7,19 @@ reader; a value read twice, or by a deeper loop, gets a named temporary
 placed in the outermost loop where its indices are all bound (loop-invariant
 values are hoisted). Loads index arrays with the loop variables (0 for
 size-1 dims); 0-d operands arrive as scalars. A value a phase stores is read
-back from its output by later phases of the same row, not recomputed. The loops follow
+back from its output by later phases of the same row, not recomputed; a
+costly value (one that calls fg_* math) a later phase needs goes through a row
+buffer (`rb<k>`, one per block of rows, so per thread). The loops follow
 codegen/loopnest.py: outer loops, phases of inner loops, epilogues.
+
+What keeps the hot loop vectorised (tests/test_codegen_kernels.py checks the
+assembly of W1's kernel): a float32 sum whose operand calls fg_* math stages
+the operand in a float32 row buffer (`sb<n>`) and sums it in float64 after the
+loop, since float64 arithmetic in the loop would halve its vector width; a
+tail reduction that does not move with the inner loops sums each row into a
+local scalar (`lacc<n>`) instead of a memory cell; loop variables of ranges
+that start at a block offset index arrays as `np.uintp`, because Numba's
+negative-index wrap-around would otherwise make every load a gather.
 
 Extents are arguments (`n0, n1, ...`), never constants, so one compiled
 kernel serves every size with the same rank, size-1 pattern and dtypes.
@@ -19,7 +30,8 @@ not make a new kernel. Argument order: extents, loads, constants, outputs.
 Sums accumulate in float64 for floating dtypes (int64/bool otherwise)
 through `fg_acc_add`, an addition LLVM may reassociate so that the loop
 vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
-propagating maximum/minimum), which vectorise too (codegen/accumulate.py). A reduction to one value (no outer loops) runs in blocks of
+propagating maximum/minimum), which vectorise too (codegen/accumulate.py).
+A reduction to one value (no outer loops) runs in blocks of
 BLOCK elements of its first dim whose partial results are combined at the
 end; tail reductions over the parallel dim accumulate per block of rows.
 Blocks are the unit of parallel work: the parallel variant of a kernel is

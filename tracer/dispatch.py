@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import OPS, TensorType, from_numpy_dtype
-from fusegrad.ir.ops import MOVEMENT
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -17,9 +16,8 @@ from .grad_mode import is_grad_enabled
 from .node import SavedTensor, grad_accumulator, node_class, saved_slots
 from .tensor import Tensor
 
-# Movement ops whose NumPy reference returns a view of input 0.
-_VIEW_OPS = frozenset(name for name, op in OPS.items()
-                      if op.group == MOVEMENT and name not in ("cat", "stack", "index_put"))
+# Movement ops whose NumPy reference returns a view of input 0 (declared in the op table).
+_VIEW_OPS = frozenset(name for name, op in OPS.items() if op.view)
 
 
 def _memory_owner(a: np.ndarray) -> np.ndarray:

@@ -17,12 +17,14 @@ Semantics follow torch (the project's oracle):
   int64 arithmetic, and a negative exponent gives 1, +-1 or 0 like torch.
 * `fg_sigmoid` is accurate for large negative x (it returns the denormal
   e**x rather than torch's 0); `fg_softplus` is log(1 + e**x) without torch's
-  `threshold` cut-off.
+  `threshold` cut-off; `fg_log1p` of a denormal is x (C99; torch gives 0).
 
-Functions take scalars of one dtype (float32, float64, an integer or bool where
-noted) and return that dtype; a second/third operand of another numeric type
-is converted to the first operand's type. Called from plain Python they run
-their jitted version.
+Functions take scalars of one dtype and return that dtype: float32 or
+float64; also int64 for `fg_pow`, and int64 or bool for `fg_maximum`,
+`fg_minimum`, `fg_clamp`, `fg_sign` and `fg_relu`. A second/third operand of
+another numeric type is converted to the first operand's type, never down a
+category (an int exponent of a float base is fine; a float one of an int base
+is a typing error). Called from plain Python they run their jitted version.
 
 The overloads are built by `overload_by_kind`, which both math modules use.
 """
@@ -111,7 +113,7 @@ _RANK = {"bool": 0, "int": 1, "f32": 2, "f64": 2}
 
 
 def python_entry(stub: Callable, *args):
-    """Run `stub`'s jitted implementation from plain Python (compiled once per arity)."""
+    """Run `stub`'s jitted implementation from plain Python (one dispatcher per stub)."""
     jitted = _ENTRIES.get(stub)
     if jitted is None:
         call = stub

@@ -17,9 +17,10 @@ and result). Special values follow torch (see `codegen/libmath.py`, the libm
 twin with identical semantics, for the list).
 
 Algorithms and measured max errors in ulp. float32: distance to the float64
-NumPy result rounded to float32, over all 2**32 inputs (`pytest -m slow`);
-pow over 2e6 random pairs. float64: real-valued error against mpmath over
-~60k random arguments per function (pow: 20k pairs with |y*log x| <= 700).
+NumPy result rounded to float32, over all 2**32 inputs (`pytest -m slow`,
+~25 min on 2 cores); pow over 2e6 random pairs. float64: real-valued error
+against mpmath over ~60k random arguments per function (pow: 20k pairs with
+|y*log x| <= 700).
 
 ===========  ==============================================================  ====  ====
 function     algorithm                                                        f32   f64
@@ -33,11 +34,11 @@ fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    1 
              prescaled), f = m-1, s = f/(2+f), log(1+f) = f - f*f/2 +
              s*(f*f/2 + s*s*P(s*s)) (minimax P: degree 2 / 7)
 fg_log1p     u = 1+x and its rounding error c (TwoSum): log(u) + c/u          1     1.43
-fg_tanh      |x| < 9/16: x + x**3*P(x*x) (minimax P: degree 4 / 10); else     TBD   0.73
+fg_tanh      |x| < 9/16: x + x**3*P(x*x) (minimax P: degree 4 / 10); else     1     0.74
              sign(x) * t/(t+2), t = expm1(2|x|), |x| clamped at 10 / 22,
              the rounding errors of t+2 (TwoSum) and of the quotient (FMA
              remainder) put back as one correction: one final rounding
-fg_sigmoid   e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) for x < 0, with       TBD   1.30
+fg_sigmoid   e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) for x < 0, with       1     1.30
              the same correction for 1+e and the quotient
 fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     2     1.67
 fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
@@ -304,7 +305,7 @@ def _make_expm1(ft):
         xc = lo if xc < lo else xc
         k, r = reduce(xc)
         p = _fmuladd(r * r, _horner(r, q), r)            # e**r - 1
-        s = _ldexp_k(half, k)                             # 2**(k-1), finite up to k = 2**bias
+        s = _ldexp_k(half, k)                             # 2**(k-1): finite even for k = bias + 1
         y = two * _fmuladd(s, p, s - half)                # 2**k * (p + 1) - 1
         # expm1(x) rounds to x for tiny |x|; also keeps -0.0 and denormals exact.
         return x if abs(x) < tiny else y
@@ -332,7 +333,7 @@ def _make_tanh(ft):
     sat = ft(_TANH_SAT[ft])
     split = ft(_TANH_SPLIT)
     p = _typed(ft, _TANHP[ft])
-    two = ft(2)
+    one, two = ft(1), ft(2)
 
     def impl(x):
         a = abs(x)
@@ -344,10 +345,11 @@ def _make_tanh(ft):
         d = t + two
         v = d - t                                         # TwoSum: t + 2 = d + d_err exactly
         d_err = (t - (d - v)) + (two - v)
-        q = t / d
+        inv_d = one / d
+        q = t * inv_d                                     # ~t/d; the correction absorbs its error
         rem = _fma(-q, d, t)                              # t - q*d, exact
         # t/(d + d_err) = q + (rem - q*d_err)/(d + d_err): one final rounding.
-        y = q + (rem - q * d_err) / d
+        y = _fmuladd(rem - q * d_err, inv_d, q)
         return _copysign(small if a < split else y, x)   # copysign keeps tanh(-0.0) = -0.0
     return impl
 

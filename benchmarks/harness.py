@@ -71,7 +71,7 @@ def _sample(fn, calls):
             gc.enable()
 
 
-def _settle_background_compiles(fn):
+def settle_background_compiles(fn):
     """fusegrad's first calls run on its reference executor while kernels compile
     in the background; steady-state timing starts once those compiles are done."""
     fg = sys.modules.get("fusegrad")
@@ -84,7 +84,7 @@ def measure(fn, plan, first_s):
     """Median seconds per call of fn (already called once, taking first_s), timed by `plan`."""
     for _ in range(plan.warmup_calls):
         fn()
-    _settle_background_compiles(fn)
+    settle_background_compiles(fn)
     one_call = _sample(fn, 1)
     calls = max(1, math.ceil(plan.min_sample_s / max(one_call, 1e-9)))
     repeats = int(plan.budget_s / max(one_call * calls, 1e-9))

@@ -611,9 +611,7 @@ def to(a, dtype: DType | None = None, *args, **kwargs) -> Tensor:
 
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
+    _check_tensor_list(tensors, "cat")
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
@@ -624,6 +622,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
 
 
+def _check_tensor_list(tensors, fn: str) -> None:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+
+
 def _promote_many(tensors):
     ts = [as_tensor(x, "cat") for x in tensors]
     dtype = result_type([_kind(x) for x in ts])
@@ -632,9 +636,7 @@ def _promote_many(tensors):
 
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join along a new dim."""
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
+    _check_tensor_list(tensors, "stack")
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     ts, _ = _promote_many(tensors)

@@ -32,9 +32,28 @@ _numba_ready = threading.Event()
 _prewarm_requested = False
 
 
+_local = threading.local()
+
+
 def async_enabled() -> bool:
-    """FUSEGRAD_ASYNC_COMPILE (read at each decision): '0' compiles synchronously on first use."""
+    """FUSEGRAD_ASYNC_COMPILE (read at each decision): '0' compiles synchronously on first use.
+    `synchronous()` forces that for the calls inside it (explain() uses it to show kernels)."""
+    if getattr(_local, "synchronous", False):
+        return False
     return os.environ.get("FUSEGRAD_ASYNC_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class synchronous:
+    """Context manager: calls on this thread compile their kernels before running them."""
+
+    def __enter__(self):
+        self._prev = getattr(_local, "synchronous", False)
+        _local.synchronous = True
+        return self
+
+    def __exit__(self, *exc):
+        _local.synchronous = self._prev
+        return False
 
 
 def submit(job, hold: bool = False) -> None:

@@ -238,8 +238,12 @@ class CompiledFunction:
         return result
 
     def explain(self, *args, **kwargs) -> str:
-        """Run one call and describe it: programs, path, kernels, source, graph breaks."""
-        self(*args, **kwargs)
+        """Run one call and describe it: programs, path, kernels, source, graph breaks.
+
+        The call compiles its kernels before running (no background compile), so
+        the kernels and their source are part of the description."""
+        with background.synchronous():
+            self(*args, **kwargs)
         run = self.last_run
         parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}",
                  f"background compiles pending: {background.pending()}"]

@@ -282,3 +282,13 @@ def test_parallel_variant_compiles_in_the_background(asynchronous, monkeypatch):
     check(f(x), x)
     assert step.compiled.parallel_failure is None
     assert step.status == "compiled kernel, parallel"
+
+
+def test_explain_compiles_synchronously_even_when_async(monkeypatch):
+    """explain() shows kernels and source on a first call, not the reference path."""
+    import fusegrad as fg
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    f = fg.compile(lambda t: (t.exp() * t).sum())
+    text = f.explain(fg.randn(10_000))
+    assert "execution path: compiled kernels" in text
+    assert "def kernel(" in text

@@ -36,11 +36,13 @@ _local = threading.local()
 
 
 def async_enabled() -> bool:
-    """FUSEGRAD_ASYNC_COMPILE (read at each decision): '0' compiles synchronously on first use.
+    """FUSEGRAD_ASYNC_COMPILE (read at each decision). Off by default: a program's first
+    call compiles its kernels, so counters and "the second call compiles nothing" are
+    deterministic. '1' turns on tiered execution (reference while compiling in the background).
     `synchronous()` forces that for the calls inside it (explain() uses it to show kernels)."""
     if getattr(_local, "synchronous", False):
         return False
-    return os.environ.get("FUSEGRAD_ASYNC_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get("FUSEGRAD_ASYNC_COMPILE", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
 class synchronous:

@@ -81,8 +81,9 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
     """Run `program` by the tiered policy; records the path taken in `run.path`.
 
     1. kernels ready (program cache hit): run them;
-    2. small program (not hot yet, few instructions, or after a graph break): reference;
-    3. FUSEGRAD_ASYNC_COMPILE=0: compile now and run the kernels;
+    2. small program after a graph break: reference; with tiered execution on
+       (FUSEGRAD_ASYNC_COMPILE=1) also a small program not hot yet or with few instructions;
+    3. tiered execution off (the default): compile now and run the kernels;
     4. every kernel in the disk cache and Numba initialised: load them now and run;
     5. otherwise: compile on the background thread (at most once per program key)
        and run this call on the reference executor; a later call finds the kernels
@@ -93,7 +94,8 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         env = {v.id: a for v, a in zip(program.inputs, args)}
         return [env[v.id] for v in program.outputs]
     small = None                               # measured only when it decides something
-    if run.breaks or len(program.instrs) < SMALL_COMPILE_MIN_INSTRS:
+    tiered = background.async_enabled()
+    if run.breaks or (tiered and len(program.instrs) < SMALL_COMPILE_MIN_INSTRS):
         small = _is_small(program)
         if small:
             return _reference(program, args, known, run, "small program")
@@ -104,9 +106,9 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         return _run_compiled(compiled, args, run, "compiled kernels")
     if small is None:
         small = _is_small(program)
-    if small and ex.note_use(key) < HOT_CALLS:
+    if tiered and small and ex.note_use(key) < HOT_CALLS:
         return _reference(program, args, known, run, "small program")
-    if not background.async_enabled():
+    if not tiered:
         return _run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels")
     if ex.is_pending(key):
         return _reference(program, args, known, run, "kernels compiling in the background")

@@ -12,8 +12,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fusegrad"))
 
 
 def pytest_configure(config):
-    # Compile synchronously on first use so cache counters are deterministic;
-    # tests of the tiered (background) policy turn it back on themselves.
+    # Synchronous compiles (the default) keep cache counters deterministic;
+    # tests of the tiered (background) policy turn it on themselves.
     os.environ.setdefault("FUSEGRAD_ASYNC_COMPILE", "0")
     if "FUSEGRAD_CACHE_DIR" not in os.environ:
         # One cache directory per checkout, kept between runs (CI starts clean anyway).

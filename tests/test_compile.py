@@ -39,8 +39,28 @@ def test_compiled_function_runs_kernels_and_reports_path():
     text = compiled.explain(fg.randn(BIG))
     assert "execution path: compiled kernels" in text
     assert "= tanh a" in text
-    small = compiled.explain(fg.randn(4))
-    assert "reference executor (small program)" in small
+
+
+def test_small_programs_use_the_cache_like_any_other():
+    """By default every program compiles on its first call: a second call is a hit and compiles nothing."""
+    f = fg.compile(lambda t: (t * 2 + 1).exp())
+    x = fg.randn(3)
+    before = fg.cache_info()
+    f(x)
+    first = fg.cache_info()
+    out = f(x)
+    second = fg.cache_info()
+    assert first.misses == before.misses + 1
+    assert second.hits == first.hits + 1 and second.misses == first.misses
+    assert second.kernels_compiled == first.kernels_compiled
+    np.testing.assert_allclose(out.numpy(), np.exp(x.numpy() * 2 + 1), rtol=1e-6)
+
+
+def test_small_programs_run_by_reference_under_tiered_execution(monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    f = fg.compile(lambda t: (t * 3).exp())
+    f(fg.randn(4))
+    assert "reference executor (small program)" in f.last_run.path
 
 
 def test_second_call_with_same_shapes_compiles_nothing():

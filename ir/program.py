@@ -38,8 +38,8 @@ class Value:
 
 
 def freeze_attrs(attrs: dict) -> tuple:
-    """Attributes as a hashable, order-independent tuple."""
-    return tuple(sorted(attrs.items()))
+    """Attributes as a hashable, order-independent tuple (most ops have none: the hot path)."""
+    return tuple(sorted(attrs.items())) if attrs else ()
 
 
 class Instr:

@@ -82,7 +82,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         results = (results,)
     results = tuple(r if type(r) is np.ndarray and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
                     for r, t in zip(results, out_types))
-    frozen = freeze_attrs(attrs) if attrs else ()
+    frozen = freeze_attrs(attrs)
     record = opdef.vjp is not None and True in needs and is_grad_enabled()
     if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
         return _inplace_on_view(op, inputs, attrs, name, out)

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype
-from fusegrad.ir.program import Instr
+from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
@@ -139,7 +139,7 @@ class Trace:
                 any_requires = True
         out_types = opdef.infer([v.type for v in values], attrs)
         outs = tuple([Value(t) for t in out_types])
-        ins = Instr(op, values, outs, tuple(sorted(attrs.items())) if attrs else ())
+        ins = Instr(op, values, outs, freeze_attrs(attrs))
         self.builder.program.instrs.append(ins)
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:

@@ -251,12 +251,10 @@ class CompiledFunction:
                  f"background compiles pending: {background.pending()}"]
         fwd = run.forward
         if run.backward_start is not None:
-            head = Program(fwd.inputs, fwd.instrs[:run.backward_start], [])
             parts += ["## forward program", format_program(fwd),
                       f"## backward program (instructions from #{run.backward_start} on, emitted by "
                       f"autodiff inside the call)",
                       "\n".join(_lines_after(fwd, run.backward_start))]
-            del head
         else:
             parts += ["## forward program", format_program(fwd)]
         if run.backward is not None:

@@ -235,15 +235,22 @@ def sign(a) -> Tensor:
     return apply_op("sign", [as_tensor(a, "sign")], None, "SignBackward0")
 
 
+def clamp_bounds(dtype: DType, min, max) -> tuple:
+    """clamp's bounds with a missing one made unbounded (+-inf, or int64's range for integers)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if dtype.is_floating_point:
+        lowest, highest = -np.inf, np.inf
+    else:
+        lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    return (lowest if min is None else min), (highest if max is None else max)
+
+
 def clamp(a, min=None, max=None) -> Tensor:
     """Limit values to [min, max]; either bound may be None, a number or a tensor."""
     a = as_tensor(a, "clamp")
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
-    info = np.finfo(a._dtype.np) if a._dtype.is_floating_point else np.iinfo(np.int64)
-    lo = -np.inf if min is None and a._dtype.is_floating_point else (info.min if min is None else min)
-    hi = np.inf if max is None and a._dtype.is_floating_point else (info.max if max is None else max)
+    lo, hi = clamp_bounds(a._dtype, min, max)
     ops, _ = _promoted([a, lo, hi], "clamp", ("input", "min", "max"))
     return apply_op("clamp", ops, None, name)
 

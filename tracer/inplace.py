@@ -56,11 +56,8 @@ def unary_inplace(op: str, name: str):
 def clamp_(t: Tensor, min=None, max=None) -> Tensor:
     """In-place clamp with number bounds."""
     check_inplace(t)
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    info = np.finfo(t._dtype.np) if t._dtype.is_floating_point else np.iinfo(np.int64)
-    lo = (-np.inf if t._dtype.is_floating_point else info.min) if min is None else min
-    hi = (np.inf if t._dtype.is_floating_point else info.max) if max is None else max
+    from .functional import clamp_bounds
+    lo, hi = clamp_bounds(t._dtype, min, max)
     apply_op("clamp", [t, np.asarray(lo, t._dtype.np), np.asarray(hi, t._dtype.np)], None, "ClampBackward1",
              out=t)
     return t

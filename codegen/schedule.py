@@ -2,8 +2,10 @@
 
 Rules (each refusal is recorded with its reason, for `explain()`):
 
-1. Composite ops are decomposed first (codegen/decompose.py), then common
-   subexpressions are merged and dead code is dropped (ir.passes.simplify).
+1. The op table's algebraic identities are applied (ir.passes.rewrite_identities:
+   exp(log_softmax(x)) is softmax(x)), composite ops are decomposed
+   (codegen/decompose.py), then common subexpressions are merged and dead code
+   is dropped (ir.passes.simplify).
 2. Every instruction gets a kind from its op group:
    - elementwise ops and reductions with a combine expression (sum, amax,
      amin) are *fusible*: they join loop kernels;
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 
 from fusegrad.ir import Program
 from fusegrad.ir.ops import COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
-from fusegrad.ir.passes import simplify
+from fusegrad.ir.passes import rewrite_identities, simplify
 
 from .decompose import decompose_composites
 from .indexing import inlinable_movement, is_view
@@ -105,7 +107,7 @@ class Schedule:
 
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
-    program = simplify(decompose_composites(program))
+    program = simplify(decompose_composites(rewrite_identities(program)))
     with recursion_room(len(program.instrs)):
         return _Scheduler(program).run()
 

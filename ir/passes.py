@@ -1,7 +1,9 @@
 """Simplifying passes over programs: each takes a Program and returns one."""
 from __future__ import annotations
 
-from .program import Program
+from .emit import Emitter
+from .ops import OPS
+from .program import Builder, Instr, Program
 
 
 def dead_code_elimination(program: Program) -> Program:
@@ -44,3 +46,42 @@ def common_subexpression_elimination(program: Program) -> Program:
 def simplify(program: Program) -> Program:
     """CSE then DCE."""
     return dead_code_elimination(common_subexpression_elimination(program))
+
+
+def rewrite_identities(program: Program) -> Program:
+    """Apply the op table's algebraic identities (OpDef.rewrite), once per instruction.
+
+    A rewritten instruction's outputs are replaced by the values its rule
+    emits; what no longer has a reader is left for dead-code elimination."""
+    if not any(OPS[ins.op].rewrite is not None for ins in program.instrs):
+        return program
+    alias: dict = {}
+    out = Program(program.inputs, [], [])
+    builder = Builder(out)
+    producers: dict = {}                              # value id -> defining instruction in `out`
+    indexed = [0]                                     # how many of out.instrs `producers` covers
+
+    def producer(v):
+        for ins in out.instrs[indexed[0]:]:
+            for o in ins.outputs:
+                producers[o.id] = ins
+        indexed[0] = len(out.instrs)
+        return producers.get(v.id)
+
+    for ins in program.instrs:
+        inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
+        rule = OPS[ins.op].rewrite
+        if rule is not None:
+            mark = len(out.instrs)
+            results = rule(Emitter(builder, ins.loc), list(inputs), dict(ins.attrs), producer)
+            if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:
+                for old, new in zip(ins.outputs, results):
+                    alias[old.id] = new
+                continue
+            del out.instrs[mark:]
+            indexed[0] = min(indexed[0], mark)
+        if inputs != ins.inputs:
+            ins = Instr(ins.op, inputs, ins.outputs, ins.attrs, ins.loc)
+        out.instrs.append(ins)
+    out.outputs = [alias.get(v.id, v) for v in program.outputs]
+    return out

@@ -162,3 +162,20 @@ def test_softmax_computes_exp_once_per_element(monkeypatch, policy):
     assert text.count("fg_exp(") == 1, text
     monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
     check(program, random_args(program, np.random.default_rng(4), low=-30, high=30))
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_log_softmax_backward_computes_exp_once_per_element(monkeypatch, policy):
+    """log_softmax's VJP reads exp(log_softmax(x)); the rewrite to softmax(x) lets
+    the backward share the forward's exp(x - max), carried in a row buffer."""
+    def loss_and_grad(e, x, onehot):
+        ls = e.op("log_softmax", x, axis=1)
+        return e.sum(e.mul(ls, onehot), (0, 1))
+    program = build(loss_and_grad, (40, 129), (40, 129), grad=True)
+    (kernel,) = schedule(program).kernels
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    assert text.count("fg_exp(") == 1, text
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    args = random_args(program, np.random.default_rng(5), low=-30, high=30)
+    args[1] = np.eye(129, dtype=np.float32)[np.arange(40) % 129]
+    check(program, args)

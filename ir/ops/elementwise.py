@@ -33,9 +33,10 @@ def _infer_map(name, result=None, float_only=False):
     return infer
 
 
-def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc=""):
+def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None):
     """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs)."""
-    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only), ref, vjp, expr, doc=doc))
+    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only), ref, vjp, expr, doc=doc,
+                          rewrite=rewrite))
 
 
 def _sigmoid_ref(x):
@@ -110,7 +111,18 @@ elementwise("maximum", np.maximum, _extremum_vjp(True), "fg_maximum({0}, {1})")
 elementwise("minimum", np.minimum, _extremum_vjp(False), "fg_minimum({0}, {1})")
 
 # ------------------------------------------------------------------ transcendental
-elementwise("exp", np.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True)
+def _exp_rewrite(e, xs, attrs, producer):
+    # exp(log_softmax(x)) is softmax(x). log_softmax's VJP reads exp of its output
+    # (as torch's does); as softmax, once decomposed, it shares log_softmax's
+    # exp(x - max) and its sum, so a kernel computes one exp per element, not two.
+    src = producer(xs[0])
+    if src is not None and src.op == "log_softmax":
+        return [e.op("softmax", src.inputs[0], **dict(src.attrs))]
+    return None
+
+
+elementwise("exp", np.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True,
+            rewrite=_exp_rewrite)
 elementwise("log", np.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
             float_only=True)

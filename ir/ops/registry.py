@@ -45,6 +45,11 @@ class OpDef:
     # instance moves data (a general reshape). `view`: NumPy makes it a view.
     index_map: Callable | None = None
     view: bool = False
+    # Algebraic identity (ir.passes.rewrite_identities, run before codegen):
+    # rewrite(e, xs, attrs, producer) -> output Values computing the same thing more
+    # cheaply, or None to keep the instruction; producer(v) is the instruction
+    # defining v (None for program inputs).
+    rewrite: Callable | None = None
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

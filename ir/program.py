@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from .ops import OPS
+from .ops import OPS, infer_types
 from .types import TensorType
 
 _ids = itertools.count()
@@ -98,9 +98,9 @@ class Builder:
         return v
 
     def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
-        opdef = OPS[op]
-        out_types = opdef.infer([v.type for v in inputs], attrs)
-        outs = tuple(Value(t) for t in out_types)
-        self.program.instrs.append(Instr(op, inputs, outs, freeze_attrs(attrs), loc))
+        frozen = freeze_attrs(attrs)
+        out_types = infer_types(OPS[op], tuple([v.type for v in inputs]), attrs, frozen)
+        outs = tuple([Value(t) for t in out_types])
+        self.program.instrs.append(Instr(op, inputs, outs, frozen, loc))
         return outs[0] if len(outs) == 1 else outs
 

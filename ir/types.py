@@ -60,6 +60,12 @@ def from_name(name: str) -> DType:
 
 def from_numpy_dtype(dt) -> DType:
     """The fusegrad dtype that stores NumPy dtype `dt` (TypeError if none does)."""
+    try:
+        found = _BY_NP.get(dt)                  # dt is usually an np.dtype already (hot path)
+    except TypeError:
+        found = None
+    if found is not None:
+        return found
     dt = np.dtype(dt)
     if dt in _BY_NP:
         return _BY_NP[dt]
@@ -116,12 +122,38 @@ def result_type(operands) -> DType:
     return result
 
 
-@dataclass(frozen=True, slots=True)
 class TensorType:
-    """The abstract value of an IR variable: a static shape and a dtype."""
+    """The abstract value of an IR variable: a static shape and a dtype.
 
-    shape: tuple
-    dtype: DType
+    Interned: `TensorType(shape, dtype)` returns the one instance for that pair,
+    so types compare and hash by identity (in C). The tracer keys its caches of
+    shape rules on tuples of types, once per traced op."""
+
+    __slots__ = ("shape", "dtype", "__weakref__")
+    _interned: dict = {}
+
+    def __new__(cls, shape, dtype):
+        key = (shape, dtype)
+        try:
+            t = cls._interned.get(key)
+        except TypeError:                       # a list (or other unhashable sequence) of sizes
+            key = (tuple(shape), dtype)
+            t = cls._interned.get(key)
+        if t is None:
+            t = object.__new__(cls)
+            object.__setattr__(t, "shape", tuple(key[0]))
+            object.__setattr__(t, "dtype", dtype)
+            t = cls._interned.setdefault(key, t)
+        return t
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"TensorType is immutable (cannot set {name!r})")
+
+    def __reduce__(self):
+        return (TensorType, (self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"TensorType(shape={self.shape!r}, dtype={self.dtype!r})"
 
     @property
     def ndim(self) -> int:

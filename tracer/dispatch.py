@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import OPS, TensorType, from_numpy_dtype
+from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -75,14 +76,14 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
             arrays.append(x._data)
             needs.append(x._requires_grad)
     in_types, needs = tuple(in_types), tuple(needs)
-    out_types = opdef.infer(list(in_types), attrs)
+    frozen = freeze_attrs(attrs)
+    out_types = infer_types(opdef, in_types, attrs, frozen)
     with np.errstate(all="ignore"):
         results = opdef.ref(*arrays, **attrs)
     if type(results) is not tuple:
         results = (results,)
     results = tuple(r if type(r) is np.ndarray and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
                     for r, t in zip(results, out_types))
-    frozen = freeze_attrs(attrs)
     record = opdef.vjp is not None and True in needs and is_grad_enabled()
     if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
         return _inplace_on_view(op, inputs, attrs, name, out)

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from fusegrad.ir import (DType, bool_, float32, int64, result_type, scalar_dtype)
+from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import DIMMED, SCALAR, ZERO_DIM
 
@@ -24,6 +24,9 @@ _TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "
 
 # ------------------------------------------------------------------ operands
 def _is_scalar(x) -> bool:
+    t = type(x)
+    if t is float or t is int or t is bool:       # the common cases, without the ABC check
+        return True
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
 
 
@@ -88,8 +91,13 @@ def _promoted_pair_fast(a, b):
     return None
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _scalar_array(value, dtype: DType) -> np.ndarray:
     """A Python number as a 0-d array of `dtype`; out-of-range floats become inf silently, as in torch."""
+    if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
+        return np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
     with np.errstate(over="ignore"):
         return np.asarray(value, dtype=dtype.np)
 

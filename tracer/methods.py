@@ -19,6 +19,9 @@ def _reflected(fn):
 
 def _binary_operator(fn, scalars: bool = True):
     def method(self, other):
+        t = type(other)
+        if t is Tensor or (scalars and (t is float or t is int)):     # the common cases first
+            return fn(self, other)
         ok = isinstance(other, (Tensor, np.ndarray)) or (scalars and F._is_scalar(other))
         if not ok:
             return NotImplemented

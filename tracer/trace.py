@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype
+from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.interpreter import reference_apply
 
@@ -65,6 +66,8 @@ class Trace:
 
     def __init__(self):
         self.builder = Builder(Program())
+        self.inputs = self.builder.program.inputs   # (aliases of the program's lists, for the hot path)
+        self.instrs = self.builder.program.instrs
         self.input_arrays: list = []        # one per program input
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
@@ -72,7 +75,8 @@ class Trace:
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
-        self.known: dict = {}               # value id -> array computed at a graph break
+        self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
+        self.known_inputs: list = []        # the inputs entered into `known` (at graph breaks)
         self.breaks: list = []              # (location, reason)
         self.backward_start: int | None = None
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
@@ -83,9 +87,10 @@ class Trace:
         return self.builder.program
 
     def _input(self, array: np.ndarray) -> Value:
-        v = self.builder.input(TensorType(array.shape, from_numpy_dtype(array.dtype)))
+        # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
+        v = Value(TensorType(array.shape, from_numpy_dtype(array.dtype)))
+        self.inputs.append(v)
         self.input_arrays.append(array)
-        self.known[v.id] = array
         return v
 
     def value_of(self, x) -> Value:
@@ -137,10 +142,11 @@ class Trace:
             values.append(sym if sym is not None else self.value_of(x))
             if x._requires_grad:
                 any_requires = True
-        out_types = opdef.infer([v.type for v in values], attrs)
+        frozen = freeze_attrs(attrs)
+        out_types = infer_types(opdef, tuple([v.type for v in values]), attrs, frozen)
         outs = tuple([Value(t) for t in out_types])
-        ins = Instr(op, values, outs, freeze_attrs(attrs))
-        self.builder.program.instrs.append(ins)
+        ins = Instr(op, values, outs, frozen)
+        self.instrs.append(ins)
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
             self.grad_instrs.add(id(ins))
@@ -180,6 +186,9 @@ class Trace:
     def materialize(self, t: Tensor) -> np.ndarray:
         """Run what is traced so far and return t's value (a graph break)."""
         v = t._sym
+        for w, array in zip(self.inputs[len(self.known_inputs):], self.input_arrays[len(self.known_inputs):]):
+            self.known[w.id] = array
+            self.known_inputs.append(w)
         if v.id not in self.known:
             self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
             for ins in self.program.instrs:

@@ -70,6 +70,28 @@ def register(op: OpDef) -> OpDef:
 
 
 # ----------------------------------------------------------------- shape rules
+_INFERRED: dict = {}          # (op, input types, frozen attributes) -> output types
+MAX_INFERRED = 65536
+
+
+def infer_types(op: OpDef, in_types: tuple, attrs: dict, frozen: tuple) -> list:
+    """`op.infer(in_types, attrs)`, memoised: tracing and eager dispatch call it once
+    per op applied, mostly on types seen before. Types are interned, so the key
+    hashes in C; rules that raise are not memoised (the next call raises again),
+    nor are opaque ops (their attributes are per-call functions)."""
+    key = (op.name, in_types, frozen)
+    try:
+        out = _INFERRED.get(key)
+    except TypeError:                 # an unhashable attribute (a slice in an index)
+        return op.infer(list(in_types), attrs)
+    if out is None:
+        out = op.infer(list(in_types), attrs)
+        if op.group != OPAQUE:
+            if len(_INFERRED) >= MAX_INFERRED:
+                _INFERRED.clear()
+            _INFERRED[key] = out
+    return out
+
 
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy's broadcasting with torch's error text (pairwise, right to left, as torch's infer_size)."""

@@ -12,14 +12,38 @@ from .ops import OPS
 from .program import Instr, Program
 
 
+# Floating-point warnings are silenced around reference ops (torch never warns
+# about overflow or 0/0). np.errstate costs ~1 us to build and enter, a third of
+# a small eager op, so the hot path sets NumPy's error-state context variable to
+# a prebuilt "ignore all" state directly (what errstate.__enter__ does).
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE, _make_extobj
+    _QUIET = _make_extobj(all="ignore")
+except (ImportError, AttributeError, TypeError):        # another NumPy layout: the public API
+    _FP_STATE = None
+
+
+def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
+    """`ref(*arrays, **attrs)` with floating-point warnings silenced; returns a tuple
+    with one array per output type, of that type's dtype."""
+    if _FP_STATE is not None:
+        token = _FP_STATE.set(_QUIET)
+        try:
+            out = ref(*arrays, **attrs)
+        finally:
+            _FP_STATE.reset(token)
+    else:
+        with np.errstate(all="ignore"):
+            out = ref(*arrays, **attrs)
+    if type(out) is not tuple:
+        out = (out,)
+    return tuple([o if type(o) is np.ndarray and (o.dtype is t.dtype.np or o.dtype == t.dtype.np)
+                  else np.asarray(o, dtype=t.dtype.np) for o, t in zip(out, out_types)])
+
+
 def reference_apply(ins: Instr, args: list):
     """Run one instruction on NumPy arrays; always returns a tuple of arrays."""
-    with np.errstate(all="ignore"):
-        out = OPS[ins.op].ref(*args, **dict(ins.attrs))
-    if not isinstance(out, tuple):
-        out = (out,)
-    return tuple(np.asarray(o, dtype=v.dtype.np) if not (isinstance(o, np.ndarray) and o.dtype == v.dtype.np)
-                 else o for o, v in zip(out, ins.outputs))
+    return apply_ref(OPS[ins.op].ref, args, dict(ins.attrs), [v.type for v in ins.outputs])
 
 
 def run_program(program: Program, args, apply=reference_apply, env: dict | None = None) -> list:

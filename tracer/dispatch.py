@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import OPS, TensorType, from_numpy_dtype
+from fusegrad.ir.interpreter import apply_ref
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import freeze_attrs
 
@@ -64,26 +65,23 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
     opdef = OPS[op]
-    # One pass over the inputs: types, arrays and which need grad (the hot path).
-    in_types, arrays, needs = [], [], []
+    # One pass over the inputs: types, arrays, which need grad, constants (the hot path).
+    in_types, arrays, needs, consts = [], [], [], []
     for x in inputs:
         if type(x) is np.ndarray:
             in_types.append(TensorType(x.shape, from_numpy_dtype(x.dtype)))
             arrays.append(x)
             needs.append(False)
+            consts.append(x)
         else:
             in_types.append(TensorType(x._data.shape, x._dtype))
             arrays.append(x._data)
             needs.append(x._requires_grad)
+            consts.append(None)
     in_types, needs = tuple(in_types), tuple(needs)
     frozen = freeze_attrs(attrs)
     out_types = infer_types(opdef, in_types, attrs, frozen)
-    with np.errstate(all="ignore"):
-        results = opdef.ref(*arrays, **attrs)
-    if type(results) is not tuple:
-        results = (results,)
-    results = tuple(r if type(r) is np.ndarray and r.dtype == t.dtype.np else np.asarray(r, dtype=t.dtype.np)
-                    for r, t in zip(results, out_types))
+    results = apply_ref(opdef.ref, arrays, attrs, out_types)
     record = opdef.vjp is not None and True in needs and is_grad_enabled()
     if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
         return _inplace_on_view(op, inputs, attrs, name, out)
@@ -104,7 +102,11 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         _write_inplace(out, results[0], opdef.name)
         outs = (out,)
     else:
-        outs = tuple(Tensor._wrap(r, t.dtype) for r, t in zip(results, out_types))
+        outs = []
+        for r, t in zip(results, out_types):
+            wrapped = object.__new__(Tensor)
+            wrapped._init(r, t.dtype)
+            outs.append(wrapped)
         if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
             src = inputs[0]
             outs[0]._version = src._version
@@ -115,14 +117,14 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
-        edges = tuple(edge_of(x) if need else None for x, need in zip(inputs, needs))
-        consts = tuple(x if isinstance(x, np.ndarray) else None for x in inputs)
-        node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, consts, saved)
+        edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
+        node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
+                                                      saved)
         for k, t in enumerate(outs):
             # Integer and bool results never require grad (torch).
             if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:
                 set_history(t, node, k)
-    return outs[0] if len(outs) == 1 else outs
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def set_history(t, node, output_nr: int) -> None:

@@ -84,19 +84,17 @@ def _axis_infer(types, attrs):
 def _softmax_ref(x, axis):
     if x.ndim == 0:
         return np.ones_like(x) if not np.isnan(x) else x.copy()
-    with np.errstate(all="ignore"):
-        m = np.max(x, axis=axis, keepdims=True) if x.size else x
-        ex = np.exp(x - m)
-        return (ex / np.sum(ex, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
+    m = np.max(x, axis=axis, keepdims=True) if x.size else x
+    ex = np.exp(x - m)
+    return (ex / np.sum(ex, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
 
 
 def _log_softmax_ref(x, axis):
     if x.ndim == 0:
         return np.zeros_like(x) if not np.isnan(x) else x.copy()
-    with np.errstate(all="ignore"):
-        m = np.max(x, axis=axis, keepdims=True) if x.size else x
-        shifted = x - m
-        return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))).astype(x.dtype)
+    m = np.max(x, axis=axis, keepdims=True) if x.size else x
+    shifted = x - m
+    return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))).astype(x.dtype)
 
 
 def _axes(x, attrs):

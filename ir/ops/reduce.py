@@ -40,8 +40,7 @@ def _sum_ref(x, axes, keepdim):
 
 
 def _mean_ref(x, axes, keepdim):
-    with np.errstate(all="ignore"):
-        return np.asarray(np.mean(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+    return np.asarray(np.mean(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
 
 
 def _amax_ref(x, axes, keepdim):
@@ -126,17 +125,16 @@ register(OpDef("min_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argm
 
 # --------------------------------------------------------- vector norms
 def _norm_ref(x, p, axes, keepdim):
-    with np.errstate(all="ignore"):
-        if p == 2:
-            r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
-        elif p == float("inf"):
-            r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
-        elif p == 1:
-            r = np.sum(np.abs(x), axis=axes, keepdims=keepdim, dtype=x.dtype)
-        elif p == 0:
-            r = np.sum(x != 0, axis=axes, keepdims=keepdim).astype(x.dtype)
-        else:
-            r = np.sum(np.abs(x) ** p, axis=axes, keepdims=keepdim, dtype=x.dtype) ** (1.0 / p)
+    if p == 2:
+        r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+    elif p == float("inf"):
+        r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
+    elif p == 1:
+        r = np.sum(np.abs(x), axis=axes, keepdims=keepdim, dtype=x.dtype)
+    elif p == 0:
+        r = np.sum(x != 0, axis=axes, keepdims=keepdim).astype(x.dtype)
+    else:
+        r = np.sum(np.abs(x) ** p, axis=axes, keepdims=keepdim, dtype=x.dtype) ** (1.0 / p)
     return np.asarray(r, dtype=x.dtype)
 
 

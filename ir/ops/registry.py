@@ -28,7 +28,8 @@ class OpDef:
     group: str
     # infer(in_types, attrs) -> list of output TensorTypes; raises torch's errors.
     infer: Callable
-    # ref(*arrays, **attrs) -> array or tuple of arrays (the reference executor).
+    # ref(*arrays, **attrs) -> array or tuple of arrays (the reference executor); it runs with
+    # NumPy's floating-point warnings silenced (ir.interpreter.apply_ref), as torch never warns.
     ref: Callable
     # vjp(e, xs, ys, gs, attrs, needs) -> per-input gradient Value or None.
     # `e` is an ir.emit.Emitter; gs[i] is None where output i gets no gradient.

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
+from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, run_program
+from fusegrad.ir.interpreter import apply_ref
+from fusegrad.ir.ops import infer_types
+from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
@@ -23,8 +26,8 @@ from .tensor import Tensor
 class GraphProgram:
     """The forward graph behind some roots, as IR: one value per node output and leaf."""
 
-    def __init__(self, root_edges):
-        self.nodes = _topological_nodes([n for n, _ in root_edges])
+    def __init__(self, root_edges, nodes=None):
+        self.nodes = nodes if nodes is not None else _topological_nodes([n for n, _ in root_edges])
         self.values: dict = {}            # (node, output_nr) -> Value
         self.instrs = []
         self.bindings: dict = {}          # value id -> SavedTensor or constant array
@@ -49,7 +52,6 @@ class GraphProgram:
                 if ("out", k) in node.saved:
                     self.bindings[v.id] = node.saved[("out", k)]
                 self.owner.setdefault(v.id, node)
-            from fusegrad.ir.program import Instr
             self.instrs.append(Instr(node.op, ins, outs, node.attrs))
 
     def value(self, edge) -> Value:
@@ -103,63 +105,104 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots, seeds
 
 
-def _run(roots, seeds, targets, retain_graph, create_graph):
-    """Gradients of roots (weighted by seeds) for each target edge value; returns (graph, grads)."""
+def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None):
+    """Gradients of roots (weighted by seeds) for each target edge value.
+
+    Without create_graph, the backward runs as autodiff emits it (an evaluating
+    builder: no backward program is built, simplified or interpreted, which is
+    most of a small graph's cost); with it, the backward program runs op by op
+    on Tensors so that its result has a history."""
     root_edges = [edge_of(r) for r in roots]
-    graph = GraphProgram(root_edges)
-    b = Builder(Program())
-    seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
+    graph = GraphProgram(root_edges, nodes)
     wrt = [graph.values.get(e) if e is not None else None for e in targets]
     present = [v for v in wrt if v is not None]
-    grads = emit_backward(b, graph.instrs, [graph.value(e) for e in root_edges], seed_values, present)
-    by_id = dict(zip((v.id for v in present), grads))
-    results = [by_id.get(v.id) if v is not None else None for v in wrt]
-    outs = [g for g in results if g is not None]
-    b.program.outputs = outs
-    program = simplify(b.program)
-    env = _bind(graph, program, create_graph)
+    root_values = [graph.value(e) for e in root_edges]
     if create_graph:
+        b = Builder(Program())
+        seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
+        grads = emit_backward(b, graph.instrs, root_values, seed_values, present)
+        b.program.outputs = [g for g in grads if g is not None]
+        program = simplify(b.program)
+        env = _bind(graph, program, create_graph)
         with enable_grad():
-            values = run_program(program, seeds, _tensor_apply, env)
+            values = iter(run_program(program, seeds, _tensor_apply, env))
+        grads = [next(values) if g is not None else None for g in grads]
     else:
-        values = run_program(program, [s._concrete() for s in seeds], env=env)
+        evaluator = _Evaluator(graph)
+        seed_values = [evaluator.input_value(TensorType(tuple(r.shape), r.dtype), s._concrete())
+                       for r, s in zip(roots, seeds)]
+        grads = emit_backward(evaluator, graph.instrs, root_values, seed_values, present)
+        grads = [evaluator.array(g) if g is not None else None for g in grads]
     if not retain_graph:
         for node in graph.nodes:
             node.free_saved()
-    it = iter(values)
-    return [next(it) if g is not None else None for g in results]
+    by_id = dict(zip((v.id for v in present), grads))
+    return [by_id.get(v.id) if v is not None else None for v in wrt]
+
+
+class _Evaluator(Builder):
+    """A Builder that runs each instruction with its NumPy reference as autodiff emits it.
+
+    Forward values a VJP reads are bound on first read from what the graph's
+    nodes saved, after the version check (so exactly the values the backward
+    reads are checked, as with a built program)."""
+
+    def __init__(self, graph: GraphProgram):
+        super().__init__(Program())
+        self.graph = graph
+        self.env: dict = {}
+
+    def input_value(self, type: TensorType, array) -> Value:
+        v = Value(type)
+        self.env[v.id] = array
+        return v
+
+    def array(self, v: Value):
+        a = self.env.get(v.id)
+        if a is None:
+            a = self.env[v.id] = _saved_value(self.graph, v, False)
+        return a
+
+    def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
+        opdef = OPS[op]
+        args = [self.array(v) for v in inputs]
+        out_types = infer_types(opdef, tuple([v.type for v in inputs]), attrs, freeze_attrs(attrs))
+        outs = tuple([Value(t) for t in out_types])
+        for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
+            self.env[v.id] = r
+        return outs[0] if len(outs) == 1 else outs
 
 
 def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
     """Values the backward program reads from the forward graph, after the version checks."""
     from fusegrad.ir.verifier import free_values
-    env = {}
-    for v in free_values(program):
-        saved = graph.bindings.get(v.id)
-        if saved is None:
-            owner = graph.owner.get(v.id)
-            if owner is not None and owner._freed:
-                raise RuntimeError(_FREED_MSG)
-            raise RuntimeError(f"internal error: backward reads {v} which no node saved")
-        if isinstance(saved, np.ndarray):
-            env[v.id] = saved
-            continue
-        if saved.box[0] != saved.version:
-            owner = graph.owner.get(v.id)
-            shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
-            kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-                    "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
-            where = f", which is output 0 of {owner.name()}," if owner is not None and saved.tensor is None else ""
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
-                f"{saved.version} instead. Hint: enable anomaly detection to find the operation that failed to "
-                f"compute its gradient, with torch.autograd.set_detect_anomaly(True).")
-        if create_graph:
-            env[v.id] = saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
-        else:
-            env[v.id] = saved.array
-    return env
+    return {v.id: _saved_value(graph, v, create_graph) for v in free_values(program)}
+
+
+def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
+    """The saved forward value `v` (a Tensor with create_graph, else an array), version-checked."""
+    saved = graph.bindings.get(v.id)
+    if saved is None:
+        owner = graph.owner.get(v.id)
+        if owner is not None and owner._freed:
+            raise RuntimeError(_FREED_MSG)
+        raise RuntimeError(f"internal error: backward reads {v} which no node saved")
+    if isinstance(saved, np.ndarray):
+        return saved
+    if saved.box[0] != saved.version:
+        owner = graph.owner.get(v.id)
+        shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
+        kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+                "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
+        where = f", which is output 0 of {owner.name()}," if owner is not None and saved.tensor is None else ""
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
+            f"{saved.version} instead. Hint: enable anomaly detection to find the operation that failed to "
+            f"compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+    if create_graph:
+        return saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
+    return saved.array
 
 
 def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
@@ -212,7 +255,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                     t = ref()
                     if t is not None and t._grad_fn is node:
                         targets.append((t, (node, k)))
-    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph)
+    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
     with no_grad():
         for (t, _), g in zip(targets, grads):
             if g is None:

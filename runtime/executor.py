@@ -58,6 +58,7 @@ MAX_SHAPE_VARIANTS = 32
 # up to how LLVM vectorises each.
 PARALLEL_MIN_ELEMENTS = 1 << 16
 PARALLEL_MIN_SECONDS = 1e-3
+PARALLEL_SAMPLES = 3              # timed calls of each variant before choosing (fastest of each)
 
 
 # ------------------------------------------------------------------ program cache
@@ -425,20 +426,23 @@ class _ParallelChoice:
         self.decided, self.note = parallel, note
 
     def next(self) -> bool:
-        """The variant for the next call: serial until one timed run, then parallel to compare."""
+        """The variant for the next call: serial first, then the two alternate while measuring."""
         if self.decided is not None:
             return self.decided
-        return bool(self.times[False])
+        return len(self.times[True]) < len(self.times[False])
 
     def record(self, parallel: bool, seconds: float) -> None:
-        """Time of a call that compiled nothing; decide once there is enough to compare."""
-        if self.decided is not None:
+        """Time of a call that compiled nothing; decide once there is enough to compare.
+
+        A time taken while a background compile runs is dropped: the compiling thread
+        takes one of the two cores and would make the parallel variant look slow."""
+        if self.decided is not None or background.pending():
             return
         self.times[parallel].append(seconds)
         serial, par = self.times[False], self.times[True]
         if not parallel and len(serial) == 1 and serial[0] < PARALLEL_MIN_SECONDS:
             self.settle(False, f"serial ({serial[0] * 1e3:.2f} ms, too short to split)")
-        elif len(par) >= 2:
+        elif len(par) >= PARALLEL_SAMPLES and len(serial) >= PARALLEL_SAMPLES:
             best_s, best_p = min(serial), min(par)
             self.settle(best_p < 0.8 * best_s, f"{'parallel' if best_p < 0.8 * best_s else 'serial'} "
                         f"(measured {best_p * 1e3:.2f} ms parallel, {best_s * 1e3:.2f} ms serial)")

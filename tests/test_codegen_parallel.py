@@ -58,7 +58,22 @@ def test_auto_policy_measures_and_settles(monkeypatch):
     clear_caches()
     compiled = compile_program(p)
     (step,) = compiled.steps
-    for _ in range(6):
+    # Each variant compiles on its first call (untimed), then PARALLEL_SAMPLES timed calls each.
+    for _ in range(2 * executor.PARALLEL_SAMPLES + 2):
         compiled(args)
     assert step.choice.decided is not None
+    assert len(step.choice.times[False]) == len(step.choice.times[True]) == executor.PARALLEL_SAMPLES
     assert "measured" in compiled.explain()
+
+
+def test_auto_policy_ignores_times_taken_during_a_background_compile(monkeypatch):
+    from fusegrad.runtime import background
+    choice = executor._ParallelChoice(True, "auto")
+    monkeypatch.setattr(background, "pending", lambda: 1)
+    for _ in range(10):
+        choice.record(choice.next(), 0.5)
+    assert choice.decided is None and choice.times == {False: [], True: []}
+    monkeypatch.setattr(background, "pending", lambda: 0)
+    for seconds in [0.010, 0.004, 0.011, 0.005, 0.012, 0.004]:      # serial, parallel, alternating
+        choice.record(choice.next(), seconds)
+    assert choice.decided is True and "measured 4.00 ms parallel, 10.00 ms serial" in choice.describe()

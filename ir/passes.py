@@ -48,6 +48,39 @@ def simplify(program: Program) -> Program:
     return dead_code_elimination(common_subexpression_elimination(program))
 
 
+class _RewriteGraph:
+    """What an OpDef.rewrite rule may ask about the program being rewritten."""
+
+    def __init__(self, source: Program, out: Program):
+        self._out = out
+        self._producers: dict = {}        # value id -> defining instruction in `out`
+        self._indexed = 0                 # how many of out.instrs `_producers` covers
+        self._readers: dict = {}          # value id -> readers in `source`
+        for ins in source.instrs:
+            for v in ins.inputs:
+                self._readers[v.id] = self._readers.get(v.id, 0) + 1
+        for v in source.outputs:
+            self._readers[v.id] = self._readers.get(v.id, 0) + 1
+        self._known = set(self._readers) | {v.id for v in source.inputs} | \
+            {v.id for ins in source.instrs for v in ins.outputs}
+
+    def producer(self, v):
+        """The instruction defining `v` (None for a program input)."""
+        for ins in self._out.instrs[self._indexed:]:
+            for o in ins.outputs:
+                self._producers[o.id] = ins
+        self._indexed = len(self._out.instrs)
+        return self._producers.get(v.id)
+
+    def readers(self, v) -> int:
+        """Instructions and program outputs reading `v` (a value made by a rewrite: unknown, so 2)."""
+        return self._readers.get(v.id, 0) if v.id in self._known else 2
+
+    def forget_after(self, mark: int) -> None:
+        """Instructions from `mark` on were withdrawn (a rule that did not apply)."""
+        self._indexed = min(self._indexed, mark)
+
+
 def rewrite_identities(program: Program) -> Program:
     """Apply the op table's algebraic identities (OpDef.rewrite), once per instruction.
 
@@ -58,28 +91,19 @@ def rewrite_identities(program: Program) -> Program:
     alias: dict = {}
     out = Program(program.inputs, [], [])
     builder = Builder(out)
-    producers: dict = {}                              # value id -> defining instruction in `out`
-    indexed = [0]                                     # how many of out.instrs `producers` covers
-
-    def producer(v):
-        for ins in out.instrs[indexed[0]:]:
-            for o in ins.outputs:
-                producers[o.id] = ins
-        indexed[0] = len(out.instrs)
-        return producers.get(v.id)
-
+    graph = _RewriteGraph(program, out)
     for ins in program.instrs:
         inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
         rule = OPS[ins.op].rewrite
         if rule is not None:
             mark = len(out.instrs)
-            results = rule(Emitter(builder, ins.loc), list(inputs), dict(ins.attrs), producer)
+            results = rule(Emitter(builder, ins.loc), list(inputs), dict(ins.attrs), graph)
             if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:
                 for old, new in zip(ins.outputs, results):
                     alias[old.id] = new
                 continue
             del out.instrs[mark:]
-            indexed[0] = min(indexed[0], mark)
+            graph.forget_after(mark)
         if inputs != ins.inputs:
             ins = Instr(ins.op, inputs, ins.outputs, ins.attrs, ins.loc)
         out.instrs.append(ins)

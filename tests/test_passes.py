@@ -47,3 +47,34 @@ def test_rewrite_keeps_inputs_outputs_and_order():
     assert rewritten.outputs[1] is x and rewritten.outputs[0] is y
     args = [np.arange(6, dtype=np.float32).reshape(3, 2)]
     np.testing.assert_allclose(run_program(rewritten, args)[0], run_program(b.program, args)[0], rtol=1e-6)
+
+
+def test_permute_of_permute_is_one_permute_or_none():
+    composed = build(lambda e, x: e.permute(e.permute(x, (1, 2, 0)), (2, 0, 1)), (2, 3, 4))
+    assert _ops(simplify(rewrite_identities(composed))) == []          # they cancel
+    twice = build(lambda e, x: e.permute(e.permute(x, (1, 2, 0)), (1, 2, 0)), (2, 3, 4))
+    rewritten = simplify(rewrite_identities(twice))
+    assert _ops(rewritten) == ["permute"] and dict(rewritten.instrs[0].attrs)["dims"] == (2, 0, 1)
+    x = random_args(twice, np.random.default_rng(1))
+    np.testing.assert_array_equal(run_program(rewritten, x)[0], run_program(twice, x)[0])
+
+
+def test_transpose_of_a_product_is_the_product_of_transposes():
+    """(x^T g)^T -- the gradient of W in x @ W.T -- becomes g^T x: no transposed result in memory."""
+    def weight_grad(e, x, g):
+        return e.permute(e.matmul(e.permute(x, (1, 0)), g), (1, 0))
+    program = build(weight_grad, (8, 5), (8, 3))
+    rewritten = simplify(rewrite_identities(program))
+    assert _ops(rewritten) == ["permute", "matmul"], format_program(rewritten)
+    (transpose, product) = rewritten.instrs
+    assert transpose.inputs[0] is program.inputs[1] and product.inputs == (transpose.outputs[0], program.inputs[0])
+    args = random_args(program, np.random.default_rng(2))
+    np.testing.assert_allclose(run_program(rewritten, args)[0], run_program(program, args)[0], rtol=1e-6)
+
+
+def test_transpose_of_a_shared_product_is_kept():
+    def both(e, a, b):
+        p = e.matmul(a, b)
+        return [p, e.permute(p, (1, 0))]
+    program = build(both, (4, 5), (5, 3))
+    assert _ops(simplify(rewrite_identities(program))) == ["matmul", "permute"]

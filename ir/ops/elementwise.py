@@ -111,11 +111,11 @@ elementwise("maximum", np.maximum, _extremum_vjp(True), "fg_maximum({0}, {1})")
 elementwise("minimum", np.minimum, _extremum_vjp(False), "fg_minimum({0}, {1})")
 
 # ------------------------------------------------------------------ transcendental
-def _exp_rewrite(e, xs, attrs, producer):
+def _exp_rewrite(e, xs, attrs, graph):
     # exp(log_softmax(x)) is softmax(x). log_softmax's VJP reads exp of its output
     # (as torch's does); as softmax, once decomposed, it shares log_softmax's
     # exp(x - max) and its sum, so a kernel computes one exp per element, not two.
-    src = producer(xs[0])
+    src = graph.producer(xs[0])
     if src is not None and src.op == "log_softmax":
         return [e.op("softmax", src.inputs[0], **dict(src.attrs))]
     return None

@@ -101,8 +101,33 @@ def _permute_vjp(e, x, y, g, a, n):
     return [e.permute(g[0], inverse)]
 
 
+def _permute_rewrite(e, xs, attrs, graph):
+    dims, src = attrs["dims"], graph.producer(xs[0])
+    if src is None:
+        return None
+    if src.op == "permute":
+        # A permute of a permute is one permute (none when they cancel).
+        inner = dict(src.attrs)["dims"]
+        return [e.permute(src.inputs[0], tuple(inner[d] for d in dims))]
+    if src.op == "matmul" and dims == (1, 0) and graph.readers(xs[0]) == 1 and \
+            all(v.type.ndim == 2 for v in src.inputs):
+        # (A B)^T = B^T A^T: BLAS writes the transposed product directly (the operands'
+        # transposes are views), so what reads it reads contiguous memory. A matmul's
+        # VJP for a weight used as x @ W.T is such a transpose of a product.
+        a, b = src.inputs
+        return [e.matmul(_transposed(e, b, graph), _transposed(e, a, graph))]
+    return None
+
+
+def _transposed(e, v, graph):
+    src = graph.producer(v)
+    if src is not None and src.op == "permute" and dict(src.attrs)["dims"] == (1, 0):
+        return src.inputs[0]
+    return e.permute(v, (1, 0))
+
+
 register(OpDef("permute", MOVEMENT, _permute_infer, lambda x, dims: np.transpose(x, dims), _permute_vjp,
-               index_map=_permute_map, view=True))
+               index_map=_permute_map, view=True, rewrite=_permute_rewrite))
 
 
 # --------------------------------------------------------------------- expand

@@ -47,9 +47,10 @@ class OpDef:
     index_map: Callable | None = None
     view: bool = False
     # Algebraic identity (ir.passes.rewrite_identities, run before codegen):
-    # rewrite(e, xs, attrs, producer) -> output Values computing the same thing more
-    # cheaply, or None to keep the instruction; producer(v) is the instruction
-    # defining v (None for program inputs).
+    # rewrite(e, xs, attrs, graph) -> output Values computing the same thing more
+    # cheaply, or None to keep the instruction; graph.producer(v) is the instruction
+    # defining v (None for program inputs), graph.readers(v) how many instructions
+    # and program outputs read v.
     rewrite: Callable | None = None
     doc: str = ""
     extra: dict = field(default_factory=dict)

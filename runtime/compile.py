@@ -31,7 +31,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
-from fusegrad.tracer.node import node_class
+from fusegrad.tracer.node import _FREED_MSG, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
 
 from . import background, stats
@@ -207,6 +207,17 @@ class _BackwardFn:
                      for present, t in zip(self.grad_present, self.out_types))
 
 
+class _FreedBackwardFn:
+    """custom_call protocol for outputs whose backward was freed inside the call."""
+
+    def __init__(self, in_types):
+        self.out_types = in_types
+        self.vjp_fn = None
+
+    def run(self, *cotangents):
+        raise RuntimeError(_FREED_MSG)
+
+
 class CompiledFunction:
     """A function whose calls are traced into one program and run compiled."""
 
@@ -321,7 +332,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     grad_outs = [t for t in alive if t._requires_grad and t._data is None]
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
-    if grad_outs and boundary and is_grad_enabled():
+    freed = bool(grad_outs and boundary and is_grad_enabled()) and _freed_behind(trace, program, grad_outs)
+    if grad_outs and boundary and is_grad_enabled() and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
         instrs = [ins for ins in program.instrs if id(ins) in trace.grad_instrs]
@@ -344,6 +356,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     for t in alive:
         t._data = by_id[t._sym.id]
         t._sym = None
+    for leaf, _ in trace.grad_leaves.values():
+        # A gradient can be an expand's read-only broadcast view; a .grad owns writable
+        # memory (a later backward accumulates into it in place), as in torch.
+        grad = leaf._grad
+        if grad is not None and grad._data is not None and not grad._data.flags.writeable:
+            grad._data = grad._data.copy()
     for array, tensor in mutated:
         if tensor._sym is not None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
@@ -354,18 +372,56 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         bwd_program, saved, present = backward
         run.backward = bwd_program
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
-        back = _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types, present, run)
-        out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
-        fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
-        node = node_class("CompiledFunctionBackward")(
-            "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
-            tuple(edge_of(x) for x in boundary), (None,) * len(boundary), {})
-        for k, t in enumerate(grad_outs):
-            t._grad_fn, t._output_nr = node, k
+        _attach_backward(grad_outs, boundary, _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types,
+                                                          present, run))
+    elif freed:
+        # A backward inside the call already freed what these outputs' backward needs
+        # (a training step returning its loss): their grad_fn raises, as torch's would.
+        _attach_backward(grad_outs, boundary, _FreedBackwardFn([TensorType(tuple(x.shape), x.dtype)
+                                                                  for x in boundary]))
     else:
         # No gradient can flow back into the call: its outputs are plain values.
         for t in alive:
             t._requires_grad = False
+
+
+def _attach_backward(grad_outs: list, boundary: list, back) -> None:
+    """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`."""
+    in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
+    out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
+    fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
+    node = node_class("CompiledFunctionBackward")(
+        "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
+        tuple(edge_of(x) for x in boundary), (None,) * len(boundary), {})
+    for k, t in enumerate(grad_outs):
+        t._grad_fn, t._output_nr = node, k
+
+
+def _freed_behind(trace: Trace, program: Program, grad_outs: list) -> bool:
+    """Would a backward through `grad_outs` reach values that a backward inside the call,
+    without retain_graph, freed? True when every output was made by a freed instruction
+    and one freed instruction behind them saved values for its VJP (torch raises there)."""
+    if not trace.freed:
+        return False
+    producers = {v.id: ins for ins in program.instrs for v in ins.outputs}
+    stack = []
+    for t in grad_outs:
+        ins = producers.get(t._sym.id)
+        if ins is None or id(ins) not in trace.freed:
+            return False
+        stack.append(ins)
+    seen = set()
+    while stack:
+        ins = stack.pop()
+        if id(ins) in seen:
+            continue
+        seen.add(id(ins))
+        in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs),
+                                          (True,) * len(ins.inputs))
+        if in_slots or out_slots:
+            return True
+        stack += [p for p in (producers.get(v.id) for v in ins.inputs) if p is not None and id(p) in trace.freed]
+    return False
 
 
 def compile(fn=None):

@@ -254,3 +254,39 @@ def test_compiled_mlp_training_step_matches_eager_for_five_steps():
         np.testing.assert_allclose(compiled_loss.item(), eager_loss.item(), rtol=1e-5)
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_allclose(p2.detach().numpy(), p1.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ a step that calls backward inside
+def _training_step(lib, body, retain):
+    w = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+
+    def step(x):
+        loss = body(w, x)
+        loss.backward(retain_graph=retain)
+        return loss
+    return w, step
+
+
+BODIES = {"tanh": lambda w, x: (w * x).tanh().sum(),      # saves tensors: a second backward raises
+          "add": lambda w, x: (w + x).sum()}               # saves nothing: a second backward works
+
+
+@pytest.mark.parametrize("retain", [False, True])
+@pytest.mark.parametrize("body", sorted(BODIES))
+def test_backward_through_a_step_that_already_ran_backward_matches_torch(body, retain):
+    """The returned loss of a compiled step whose backward ran inside the call: a second
+    backward raises torch's 'backward through the graph a second time' exactly when
+    torch does (and otherwise accumulates the same gradients)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for this behaviour")
+    outcomes = []
+    for lib, wrap in ((fg, fg.compile), (torch, lambda f: f)):
+        w, step = _training_step(lib, BODIES[body], retain)
+        loss = wrap(step)(lib.tensor([0.5, 0.1, -0.2]))
+        try:
+            loss.backward()
+        except RuntimeError as exc:
+            outcomes.append(("raises", str(exc)))
+        else:
+            outcomes.append(("ok", np.asarray(w.grad.detach().numpy()).round(6).tolist()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == ("raises" if body == "tanh" and not retain else "ok")

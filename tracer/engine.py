@@ -239,7 +239,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
     trace = trace_state.current()
     if trace is not None:
-        trace.backward(roots, seeds, inputs, create_graph)
+        trace.backward(roots, seeds, inputs, create_graph, retain_graph)
         return
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     if inputs is not None:
@@ -289,7 +289,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)
     trace = trace_state.current()
     if trace is not None:
-        grads = trace.gradients(roots, seeds, inputs, create_graph)
+        grads = trace.gradients(roots, seeds, inputs, create_graph, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
             raise RuntimeError(_unused_message([g is None for g in grads].index(True)))
         from .functional import mul

@@ -19,7 +19,8 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype
+from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
+                         from_numpy_dtype)
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.interpreter import reference_apply
@@ -72,6 +73,7 @@ class Trace:
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         self.grad_instrs: set = set()       # ids of instructions recorded with grad
+        self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
@@ -200,26 +202,32 @@ class Trace:
         return self.known[v.id]
 
     # ------------------------------------------------------------ autograd
-    def gradients(self, outputs, seeds, inputs, create_graph: bool):
-        """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused)."""
+    def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True):
+        """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
+
+        Without retain_graph, the instructions it differentiates are marked freed, as
+        torch frees the saved tensors of the nodes a backward traverses."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
         out_values = [self.value_of(o) for o in outputs]
         seed_values = [self.value_of(s) for s in seeds]
         wrt = [self.value_of(x) for x in inputs]
+        if not retain_graph:
+            active = active_values(instrs, out_values, wrt)
+            self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
         before = len(self.program.instrs)
         grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt)
         if create_graph:
             self.grad_instrs.update(id(ins) for ins in self.program.instrs[before:])
         return [None if g is None else self.symbolic(g, create_graph) for g in grads]
 
-    def backward(self, roots, seeds, inputs, create_graph: bool) -> None:
+    def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""
         from .functional import add
         from .grad_mode import enable_grad, no_grad
         leaves = list(inputs) if inputs is not None else list(self.leaf_tensors.values())
-        grads = self.gradients(roots, seeds, leaves, create_graph)
+        grads = self.gradients(roots, seeds, leaves, create_graph, retain_graph)
         with (enable_grad() if create_graph else no_grad()):
             for leaf, g in zip(leaves, grads):
                 if g is None:

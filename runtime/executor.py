@@ -99,27 +99,32 @@ def program_key(program: Program) -> tuple:
 
     Runs on every call of a compiled function, so it is written for speed: values
     become slot numbers in definition order, and every item is a str, int, tuple or
-    DType (hashed and compared in C; a TensorType would cost a Python call each)."""
+    an interned TensorType (all hashed and compared in C)."""
     slot = {}
     signature = []
     for v in program.inputs:
         slot[v.id] = len(slot)
-        t = v.type
-        signature.append((t.shape, t.dtype))
+        signature.append(v.type)
     structure = [len(slot)]
+    add_item, add_type = structure.append, signature.append
     try:
         for ins in program.instrs:
-            wiring = [slot[v.id] for v in ins.inputs]
-            for v in ins.outputs:
+            wiring = tuple([slot[v.id] for v in ins.inputs])
+            outs = ins.outputs
+            if len(outs) == 1:
+                v = outs[0]
                 slot[v.id] = len(slot)
-                t = v.type
-                signature.append((t.shape, t.dtype))
+                add_type(v.type)
+            else:
+                for v in outs:
+                    slot[v.id] = len(slot)
+                    add_type(v.type)
             attrs = ins.attrs
             if attrs:
-                structure.append((ins.op, tuple([k for k, _ in attrs]), *wiring))
-                signature.append(_attrs_key(attrs))
+                add_item((ins.op, tuple([k for k, _ in attrs]), wiring))
+                add_type(_attrs_key(attrs))
             else:
-                structure.append((ins.op, *wiring))
+                add_item((ins.op, wiring))
         outs = tuple([slot[v.id] for v in program.outputs])
     except KeyError:
         raise ValueError("compile_program: the program reads values it neither takes as inputs nor "

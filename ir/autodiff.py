@@ -26,14 +26,16 @@ def active_values(instrs, outputs, wrt) -> set:
     return reach & useful
 
 
-def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None) -> list:
+def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None, active: set | None = None) -> list:
     """Append the VJP of `instrs` to `builder`.
 
     outputs/seeds: forward values and their cotangents (same shapes).
     Returns one gradient Value per `wrt` value, or None where no path exists.
+    `active` is active_values(instrs, outputs, wrt) when the caller has it already.
     """
     e = Emitter(builder, loc)
-    active = active_values(instrs, outputs, wrt)
+    if active is None:
+        active = active_values(instrs, outputs, wrt)
     grads: dict[int, Value] = {}
 
     def accumulate(v: Value, g: Value):

@@ -14,6 +14,7 @@ with the reference executor (a graph break) and tracing continues.
 """
 from __future__ import annotations
 
+import os
 import sys
 import weakref
 
@@ -37,17 +38,21 @@ def _memory_key(a: np.ndarray) -> int:
     return id(a)
 
 
+_INTERNAL_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), layer) + os.sep
+                       for layer in ("ir", "tracer", "runtime", "codegen", "fusegrad"))
+_is_internal: dict = {}     # code file name -> whether it is fusegrad's own (every graph break asks)
+
+
 def user_location() -> str:
     """file:line of the innermost frame outside fusegrad's own code (for graph-break reports)."""
-    import os
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    layers = ("ir", "tracer", "runtime", "codegen", "fusegrad")
-    internal = tuple(os.path.join(here, d) + os.sep for d in layers)
     f = sys._getframe(1)
     while f is not None:
-        path = os.path.abspath(f.f_code.co_filename)
-        if not path.startswith(internal):
-            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        name = f.f_code.co_filename
+        internal = _is_internal.get(name)
+        if internal is None:
+            internal = _is_internal[name] = os.path.abspath(name).startswith(_INTERNAL_DIRS)
+        if not internal:
+            return f"{name}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"
 
@@ -213,11 +218,11 @@ class Trace:
         out_values = [self.value_of(o) for o in outputs]
         seed_values = [self.value_of(s) for s in seeds]
         wrt = [self.value_of(x) for x in inputs]
+        active = active_values(instrs, out_values, wrt)
         if not retain_graph:
-            active = active_values(instrs, out_values, wrt)
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
         before = len(self.program.instrs)
-        grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt)
+        grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt, active=active)
         if create_graph:
             self.grad_instrs.update(id(ins) for ins in self.program.instrs[before:])
         return [None if g is None else self.symbolic(g, create_graph) for g in grads]

@@ -1148,3 +1148,12 @@ def test_random_basic_indexing_matches_torch(torch, case):
         assert tuple(f.shape) == tuple(t.shape)
         return
     compare(torch, lambda L, v: v[index], [x], "float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_at_the_extremes_matches_torch(torch, dtype):
+    """Far below zero torch's sigmoid underflows to 0 (its formula is 1 / (1 + e**-x))."""
+    xs = np.array([-800, -100, -90, -88, -80, -20, -1, 0, 1, 20, 100, np.inf, -np.inf, np.nan], dtype=dtype)
+    got = fg.from_numpy(xs.copy()).sigmoid().numpy()
+    want = torch.sigmoid(torch.from_numpy(xs.copy())).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == "float32" else 1e-15, atol=0)

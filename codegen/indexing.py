@@ -10,6 +10,9 @@ so they cost no copy; broadcasting is the same map as expand.
 
 Dimensions of size 1 always read index 0, which is what lets a kernel be
 specialised on "which dims are size 1" and on nothing else about sizes.
+One more kind of entry, `Clamped`, reads a loop variable shifted back and
+clamped into an operand's range (cat's operands, through `pad_edge`); its
+offset and bound are kernel arguments, not constants in the source.
 
 Which movement ops fuse, and how, is the op table's knowledge: `OpDef.index_map`
 (ir/ops/movement.py, where the index helpers below live); `OpDef.view` marks
@@ -18,9 +21,10 @@ the ops NumPy performs as views between kernels.
 from __future__ import annotations
 
 from fusegrad.ir.ops import MOVEMENT, OPS
+from fusegrad.ir.ops.movement import Clamped, index_dims  # noqa: F401  (for the source generator)
 from fusegrad.ir.ops.movement import broadcast_index, canonical_index, permute_index
 
-Index = tuple  # of int | None
+Index = tuple  # of int | None | Clamped
 
 
 canonical = canonical_index

@@ -44,8 +44,9 @@ import re
 from dataclasses import dataclass, field
 
 from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
+from fusegrad.ir.types import int64
 
-from .indexing import identity, operand_index
+from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
 from .schedule import Kernel
 
@@ -302,7 +303,7 @@ class _Generator:
             return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
         text = f"{arg}[{self._subscript(index)}]"
         return self._node(("load", v.id, index), lambda t, text=text: text, [], region,
-                          deps={i for i in index if i is not None})
+                          deps=index_dims(index))
 
     def _source(self, ins, index, region) -> _Node:
         attrs = dict(ins.attrs)
@@ -321,8 +322,8 @@ class _Generator:
             i = index[int(m.group(1))]
             if i is None:
                 return "0"
-            used.add(i)
-            return f"i{i}"
+            used.update(index_dims((i,)))
+            return self._position(i)
         text = re.sub(r"\bi(\d+)\b", loopvar, text)
         return self._node(("src", id(ins), index), lambda t, text=text: text, [], region, deps=used,
                           trivial=not used)
@@ -442,9 +443,37 @@ class _Generator:
         """Array subscript for `index`. Loop variables of ranges that do not start
         at 0 are cast to unsigned: Numba wraps negative indices around, and a
         select LLVM cannot fold turns the vectorised loop's loads and stores into
-        gathers and scatters."""
-        return ", ".join("0" if i is None else (f"np.uintp(i{i})" if i in self.unsigned else f"i{i}")
-                         for i in index)
+        gathers and scatters. So are Clamped entries (never negative)."""
+        return ", ".join(self._subscript_entry(i) for i in index)
+
+    def _subscript_entry(self, entry) -> str:
+        if entry is None:
+            return "0"
+        if isinstance(entry, Clamped) or entry in self.unsigned:
+            return f"np.uintp({self._position(entry)})"
+        return f"i{entry}"
+
+    def _position(self, entry) -> str:
+        """The value of an index entry (not None): a loop variable, or a Clamped read
+        (never negative; its offset and bound are arguments like other constants)."""
+        if not isinstance(entry, Clamped):
+            return f"i{entry}"
+        text = self._position(entry.source)
+        if entry.offset:
+            text = f"max({text} - {self._int_constant(entry.offset)}, 0)"
+        if entry.high is not None:
+            text = f"min({text}, {self._int_constant(entry.high)})"
+        return text
+
+    def _int_constant(self, value: int) -> str:
+        """An integer in index arithmetic: a literal when small, else an argument
+        (a cat's offsets change with the batch size; its kernel must not)."""
+        if _literal(value):
+            return str(value)
+        key = (repr(value), int64.name)
+        if key not in self.params:
+            self.params[key] = (f"c{len(self.params)}", value, int64)
+        return self.params[key][0]
 
     def _calls_math(self, node: _Node) -> bool:
         """Does computing `node` call fg_* math in the loop (measured: staging a cheap operand

@@ -3,21 +3,25 @@
 Rules (each refusal is recorded with its reason, for `explain()`):
 
 1. The op table's algebraic identities are applied (ir.passes.rewrite_identities:
-   exp(log_softmax(x)) is softmax(x)), composite ops are decomposed
-   (codegen/decompose.py), then common subexpressions are merged and dead code
+   exp(log_softmax(x)) is softmax(x)), ops with a `decompose` rule are
+   decomposed (codegen/decompose.py: composites; max_dim/min_dim as three
+   reductions; cat/stack as a select between operands read through clamped
+   shifts, `pad_edge`), then common subexpressions are merged and dead code
    is dropped (ir.passes.simplify).
 2. Every instruction gets a kind from its op group:
    - elementwise ops and reductions with a combine expression (sum, amax,
      amin) are *fusible*: they join loop kernels;
    - sources (const, iota) and movement ops that are index arithmetic
-     (expand, permute, reshapes that move size-1 dims) over values already in
-     memory are *free*: every kernel that reads them recomputes them inline,
-     so they are never written;
+     (expand, permute, reshapes that move size-1 dims, pad_edge) over values
+     already in memory are *free*: every kernel that reads them recomputes
+     them inline, so they are never written;
    - matmul is a BLAS call (np.matmul);
    - getitem and general reshapes are NumPy views between kernels, as is any
      movement op whose result goes to a non-kernel step or is an output;
-   - anything else (opaque ops, index_put, max_dim, cat, stack, composites
-     that did not decompose) runs by its reference implementation.
+   - anything else runs by its reference implementation: opaque ops,
+     index_put, ops whose decomposition declined (norm with p other than 1
+     or 2, cat/stack of more than MAX_CAT_OPERANDS operands) and any op with
+     an empty operand.
 3. Fusible instructions are visited in program order. Each tries to join the
    kernel(s) that compute its operands, all of them at once if possible,
    else the one holding most operands:
@@ -37,12 +41,15 @@ Rules (each refusal is recorded with its reason, for `explain()`):
 4. A value is written to memory only when something outside its kernel
    reads it (another step, or the program's outputs).
 
-Canonical kernel counts (asserted in tests/test_codegen_schedule.py):
+Canonical kernel counts (asserted in tests/test_codegen_schedule.py and, for
+max_dim and cat, tests/test_codegen_cat_max.py):
   a chain of 20 elementwise ops                       1 kernel
   ... with its loss and backward                      1 kernel
   softmax (max, sum of exp, divide)                   1 kernel, 3 phases; with backward 1 kernel, 4 phases
   layernorm, forward / forward and backward           1 kernel / 1 kernel (2 tail reductions: dw, db)
   log_softmax cross-entropy, forward and backward     1 kernel
+  max(x, dim=-1) values and indices, with backward    1 kernel, 3 phases
+  exp(cat(tanh(x), y)) / its backward                 1 kernel / kernels and views (no reference step)
   MLP 784-256-10 training step (loss + all grads)     3 kernels, 6 BLAS calls, transposes as views
 """
 from __future__ import annotations

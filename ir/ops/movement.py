@@ -1,15 +1,19 @@
 """Movement ops: reshape, permute, expand, basic indexing, cat and stack.
 
-In the compiled path these are index arithmetic, not copies; in the reference
-executor they are NumPy views where NumPy makes one. Basic indices are
-normalised by the tracer into `index`, a tuple of ("i", k) for an integer and
-("s", start, stop, step) for a slice, one per leading dim.
+In the compiled path these are index arithmetic, not copies (cat and stack
+decompose into a select between their operands, each read through index
+arithmetic: `pad_edge`); in the reference executor they are NumPy views where
+NumPy makes one. Basic indices are normalised by the tracer into `index`, a
+tuple of ("i", k) for an integer and ("s", start, stop, step) for a slice,
+one per leading dim.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ..types import TensorType
+from ..types import TensorType, int64
 from .registry import MOVEMENT, OpDef, register, shape_str
 
 
@@ -22,10 +26,41 @@ def _numel(shape):
 
 # --------------------------------------------------------------------- index maps
 # Inside a loop kernel every value is read at an *index*: one entry per dim of
-# the value, the number of the kernel dim whose loop variable indexes it, or
-# None for the constant 0 (a size-1 dim). The movement ops below that are pure
-# index arithmetic declare `index_map`, the map from their output's index to
-# their operand's; codegen/indexing.py applies it.
+# the value, the number of the kernel dim whose loop variable indexes it, None
+# for the constant 0 (a size-1 dim), or a `Clamped` entry (a loop variable
+# shifted and clamped into an operand's range: how `pad_edge`, and through it
+# cat, reads). The movement ops below that are pure index arithmetic declare
+# `index_map`, the map from their output's index to their operand's;
+# codegen/indexing.py applies it.
+@dataclass(frozen=True)
+class Clamped:
+    """Index entry `min(max(source - offset, 0), high)`: `source` (a loop dim or
+    another Clamped) moved back `offset` places and clamped into [0, high].
+    No lower clamp is written when `offset` is 0, no upper one when `high` is
+    None. Every element it names exists, so a kernel may read it unconditionally
+    (cat selects which operand's read it keeps)."""
+    source: "int | Clamped"
+    offset: int
+    high: int | None
+
+    @property
+    def dim(self) -> int:
+        """The kernel dim whose loop variable this entry reads."""
+        return self.source.dim if isinstance(self.source, Clamped) else self.source
+
+
+def clamped(entry, offset: int, high: int | None):
+    """`entry` shifted back by `offset` and clamped into [0, high] (None: no upper clamp)."""
+    if offset == 0 and high is None:
+        return entry
+    return Clamped(entry, offset, high)
+
+
+def index_dims(index) -> set:
+    """The kernel dims whose loop variables an index reads."""
+    return {i.dim if isinstance(i, Clamped) else i for i in index if i is not None}
+
+
 def canonical_index(index, shape):
     """`index` with every size-1 dimension reading the constant 0."""
     return tuple(None if s == 1 else i for i, s in zip(index, shape))
@@ -244,8 +279,82 @@ def _cat_vjp(e, x, y, g, a, n):
     return out
 
 
+# In compiled programs cat is a select between its operands, each read through
+# a clamped shift (pad_edge) so that every read is in bounds:
+#   cat(a, b, c) = where(i < end_a, pad_edge(a), where(i < end_b, pad_edge(b), pad_edge(c)))
+# with i the position along the axis. An inlined `where` is a conditional
+# expression, so a kernel mostly evaluates the selected operand only, after
+# one comparison per operand before it (a value the generator names is
+# computed unconditionally: clamping keeps its reads in bounds). Past
+# MAX_CAT_OPERANDS the chain would make a huge expression, and cat runs by its
+# reference implementation. stack is the cat of its operands unsqueezed.
+MAX_CAT_OPERANDS = 32
+
+
+def _cat_decompose(e, xs, attrs):
+    """cat as the chain of selects above (None, to decline, past MAX_CAT_OPERANDS)."""
+    if len(xs) > MAX_CAT_OPERANDS:
+        return None
+    axis = attrs["axis"]
+    shape = _cat_infer([x.type for x in xs], attrs)[0].shape
+    total = shape[axis]
+    position = e.op("iota", shape=shape, axis=axis, dtype=int64)
+    out, stop = None, total
+    for x in reversed(xs):
+        start = stop - x.shape[axis]
+        placed = _placed(e, x, axis, start, total - stop, shape)
+        out = placed if out is None else e.where(e.lt(position, stop), placed, out)
+        stop = start
+    return [out]
+
+
+def _placed(e, x, axis, before, after, shape):
+    """`x` read over the whole of cat's output `shape`: in place where it belongs,
+    its nearest edge element elsewhere (a broadcast when it has one element along `axis`)."""
+    if before == after == 0:
+        # cat of one tensor: a copy (a cast to its own dtype), never the operand's memory.
+        return e.op("cast", x, dtype=x.dtype)
+    if x.shape[axis] == 1:
+        return e.expand(x, shape)
+    return e.op("pad_edge", x, axis=axis, before=before, after=after)
+
+
 register(OpDef("cat", MOVEMENT, _cat_infer, lambda *xs, axis: np.concatenate(xs, axis=axis), _cat_vjp,
-               doc="cat(*xs; axis)"))
+               decompose=_cat_decompose, doc="cat(*xs; axis)"))
+
+
+# pad_edge exists for cat's decomposition (codegen only: never traced, so no VJP).
+def _pad_edge_infer(types, attrs):
+    t, axis, before, after = types[0], attrs["axis"], attrs["before"], attrs["after"]
+    if not 0 <= axis < t.ndim or before < 0 or after < 0 or t.shape[axis] == 0:
+        raise ValueError(f"pad_edge: needs an axis of {shape_str(t.shape)} with elements and non-negative "
+                         f"widths, got axis={axis}, before={before}, after={after}")
+    shape = list(t.shape)
+    shape[axis] += before + after
+    return [TensorType(tuple(shape), t.dtype)]
+
+
+def _pad_edge_ref(x, axis, before, after):
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (before, after)
+    return np.pad(x, widths, mode="edge")
+
+
+def _pad_edge_map(in_shape, out_shape, attrs):
+    axis, before, after = attrs["axis"], attrs["before"], attrs["after"]
+    high = in_shape[axis] - 1 if after else None
+
+    def index_map(index):
+        out = list(canonical_index(index, in_shape))
+        if in_shape[axis] != 1:
+            out[axis] = clamped(index[axis], before, high)
+        return tuple(out)
+    return index_map
+
+
+register(OpDef("pad_edge", MOVEMENT, _pad_edge_infer, _pad_edge_ref, index_map=_pad_edge_map,
+               doc="pad_edge(x; axis, before, after): x with `before` copies of its first element along "
+                   "`axis` in front and `after` copies of its last behind (NumPy's edge padding)"))
 
 
 def _stack_infer(types, attrs):
@@ -265,5 +374,12 @@ def _stack_vjp(e, x, y, g, a, n):
     return [e.op("getitem", g[0], index=lead + (("i", k),)) if need else None for k, need in enumerate(n)]
 
 
+def _stack_decompose(e, xs, attrs):
+    """stack is the cat of its operands given a size-1 dim at `axis`."""
+    axis = attrs["axis"]
+    shape = xs[0].shape[:axis] + (1,) + xs[0].shape[axis:]
+    return _cat_decompose(e, [e.reshape(x, shape) for x in xs], {"axis": axis})
+
+
 register(OpDef("stack", MOVEMENT, _stack_infer, lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp,
-               doc="stack(*xs; axis)"))
+               decompose=_stack_decompose, doc="stack(*xs; axis)"))

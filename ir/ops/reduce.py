@@ -117,10 +117,50 @@ def _arg_extremum_vjp(e, x, y, g, a, n):
     return [e.where(hit, _grad_to_input(e, g[0], x[0], (axis,), keepdim), 0)]
 
 
+def _arg_extremum_decompose(extremum):
+    """max_dim / min_dim in three reductions a kernel fuses (phases of one row kernel
+    when `axis` is the last dim):
+        best    = amax(x)                                 (amin for min_dim)
+        indices = amin(where(x is best, i, n))            the first best position
+        values  = amax(where(i == indices, x, lowest))    x there, exactly
+    with i the position along `axis`. A NaN is best (the extremum is NaN, and
+    "x is best" is x == best or x is NaN), as in torch and the reference. The
+    values are read back at the index rather than taken from `best`, so that the
+    sign of a zero is the first one's (max(0., -0.) is either)."""
+    def decompose(e, xs, attrs):
+        x, axis, keepdim = xs[0], attrs["axis"], attrs["keepdim"]
+        best = e.op(extremum, x, axes=(axis,), keepdim=True)
+        position = e.op("iota", shape=x.shape, axis=axis, dtype=int64)
+        candidates = e.where(_is_best(e, x, best), position, x.shape[axis])
+        indices = e.op("amin", candidates, axes=(axis,), keepdim=keepdim)
+        # (Reshaping a result back to keepdim form is index arithmetic: no copy.)
+        at_index = e.eq(position, e.reshape(indices, e.keepdim_shape(x.shape, (axis,))))
+        values = e.amax(e.where(at_index, x, _lowest(x.dtype)), (axis,), keepdim=keepdim)
+        return [values, indices]
+    return decompose
+
+
+def _is_best(e, x, best):
+    """x == best, or x is NaN (then best is NaN too: NaN wins)."""
+    if not x.dtype.is_floating_point:
+        return e.eq(x, best)
+    # not (x != best and x is a number): one expression, no isnan op needed.
+    return e.op("logical_not", e.logical_and(e.ne(x, best), e.eq(x, x)))
+
+
+def _lowest(dtype):
+    """The identity of max for `dtype`."""
+    if dtype.is_floating_point:
+        return float("-inf")
+    return False if dtype.name == "bool" else int(np.iinfo(np.int64).min)
+
+
 register(OpDef("max_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmax, "max"), _arg_extremum_vjp,
-               nondiff_outputs=(1,), doc="max_dim(x; axis, keepdim) -> (values, indices)"))
+               decompose=_arg_extremum_decompose("amax"), nondiff_outputs=(1,),
+               doc="max_dim(x; axis, keepdim) -> (values, indices)"))
 register(OpDef("min_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmin, "min"), _arg_extremum_vjp,
-               nondiff_outputs=(1,), doc="min_dim(x; axis, keepdim) -> (values, indices)"))
+               decompose=_arg_extremum_decompose("amin"), nondiff_outputs=(1,),
+               doc="min_dim(x; axis, keepdim) -> (values, indices)"))
 
 
 # --------------------------------------------------------- vector norms

@@ -18,6 +18,8 @@ from .grad_mode import is_grad_enabled
 from .node import SavedTensor, grad_accumulator, node_class, saved_slots
 from .tensor import Tensor
 
+_TRACE_STATE = trace_state._state
+
 # Movement ops whose NumPy reference returns a view of input 0 (declared in the op table).
 _VIEW_OPS = frozenset(name for name, op in OPS.items() if op.view)
 
@@ -61,7 +63,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     the node's output, as torch's in-place ops do.
     """
     attrs = attrs or {}
-    trace = trace_state.current()
+    trace = getattr(_TRACE_STATE, "trace", None)       # trace_state.current(), inlined (hot)
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
     opdef = OPS[op]

@@ -118,7 +118,8 @@ def add(a, b, alpha=1) -> Tensor:
     """a + alpha * b."""
     if alpha != 1:
         b = mul(b, alpha)
-    return apply_op("add", _promoted([a, b], "add")[0], None, "AddBackward0")
+    ops = _promoted_pair_fast(a, b) or _promoted([a, b], "add")
+    return apply_op("add", ops[0], None, "AddBackward0")
 
 
 def sub(a, b, alpha=1) -> Tensor:
@@ -148,7 +149,9 @@ def rsub(a, b) -> Tensor:
 
 
 def mul(a, b) -> Tensor:
-    return apply_op("mul", _promoted([a, b], "mul")[0], None, "MulBackward0")
+    """a * b."""
+    ops = _promoted_pair_fast(a, b) or _promoted([a, b], "mul")
+    return apply_op("mul", ops[0], None, "MulBackward0")
 
 
 def div(a, b, rounding_mode=None) -> Tensor:
@@ -213,7 +216,8 @@ def minimum(a, b) -> Tensor:
 
 def _unary_float(op: str, name: str):
     def fn(a) -> Tensor:
-        a = as_tensor(a, op)
+        if type(a) is not Tensor:
+            a = as_tensor(a, op)
         if not a._dtype.is_floating_point:
             a = cast(a, float32)
         return apply_op(op, [a], None, name)

@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
-                         from_numpy_dtype)
+                         bool_, float32, float64, from_numpy_dtype, int64)
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.interpreter import reference_apply
@@ -29,6 +29,10 @@ from fusegrad.ir.interpreter import reference_apply
 from . import trace_state
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
+
+
+# The type of a 0-d constant, by NumPy dtype (every Python scalar operand needs one).
+_SCALAR_TYPES = {np.dtype(d.np): TensorType((), d) for d in (float32, float64, int64, bool_)}
 
 
 def _memory_key(a: np.ndarray) -> int:
@@ -136,21 +140,27 @@ class Trace:
     def record(self, op, inputs, attrs, name, out):
         """Append `op(inputs; attrs)` to the program; returns its symbolic result(s).
 
-        The hot path of a compiled call (once per traced op): the Builder's work is
-        inlined here, with one pass over the inputs."""
+        The hot path of a compiled call (once per traced op): the Builder's,
+        `_input`'s and `symbolic`'s work is inlined here, with one pass over the inputs."""
         opdef = OPS[op]
-        values = []
+        values, types = [], []
         any_requires = False
         for x in inputs:
-            if type(x) is np.ndarray:
-                values.append(self._input(x))
-                continue
-            sym = x._sym
-            values.append(sym if sym is not None else self.value_of(x))
-            if x._requires_grad:
-                any_requires = True
-        frozen = freeze_attrs(attrs)
-        out_types = infer_types(opdef, tuple([v.type for v in values]), attrs, frozen)
+            if type(x) is np.ndarray:               # a Python scalar's 0-d constant: a new input
+                t = _SCALAR_TYPES.get(x.dtype) if not x.shape else None
+                v = Value(t if t is not None else TensorType(x.shape, from_numpy_dtype(x.dtype)))
+                self.inputs.append(v)
+                self.input_arrays.append(x)
+            else:
+                v = x._sym
+                if v is None:
+                    v = self.value_of(x)
+                if x._requires_grad:
+                    any_requires = True
+            values.append(v)
+            types.append(v.type)
+        frozen = tuple(sorted(attrs.items())) if attrs else ()
+        out_types = infer_types(opdef, tuple(types), attrs, frozen)
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
         self.instrs.append(ins)
@@ -162,7 +172,12 @@ class Trace:
             return out
         if len(outs) == 1:
             v = outs[0]
-            return self.symbolic(v, requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point)
+            t = object.__new__(Tensor)
+            t._init(None, v.type.dtype)
+            t._sym = v
+            t._requires_grad = requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point
+            self.alive.append(weakref.ref(t))
+            return t
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
 

@@ -431,10 +431,13 @@ class _ParallelChoice:
         self.decided, self.note = parallel, note
 
     def next(self) -> bool:
-        """The variant for the next call: serial first, then the two alternate while measuring."""
+        """The variant for the next call: serial until it has PARALLEL_SAMPLES timed calls,
+        then parallel. (Not alternating: the first parallel call after a serial one wakes
+        the idle thread pool, which can cost milliseconds; the fastest of consecutive
+        parallel calls is what back-to-back calls get.)"""
         if self.decided is not None:
             return self.decided
-        return len(self.times[True]) < len(self.times[False])
+        return len(self.times[False]) >= PARALLEL_SAMPLES
 
     def record(self, parallel: bool, seconds: float) -> None:
         """Time of a call that compiled nothing; decide once there is enough to compare.

@@ -74,6 +74,6 @@ def test_auto_policy_ignores_times_taken_during_a_background_compile(monkeypatch
         choice.record(choice.next(), 0.5)
     assert choice.decided is None and choice.times == {False: [], True: []}
     monkeypatch.setattr(background, "pending", lambda: 0)
-    for seconds in [0.010, 0.004, 0.011, 0.005, 0.012, 0.004]:      # serial, parallel, alternating
+    for seconds in [0.010, 0.011, 0.012, 0.009, 0.004, 0.005]:      # three serial, then three parallel
         choice.record(choice.next(), seconds)
     assert choice.decided is True and "measured 4.00 ms parallel, 10.00 ms serial" in choice.describe()

@@ -14,15 +14,26 @@ from .program import Builder, Value
 
 def active_values(instrs, outputs, wrt) -> set:
     """Ids of values that depend on some `wrt` value and that some output depends on."""
+    # Plain loops: this runs on every backward, eager and traced.
     reach = {v.id for v in wrt}
     for ins in instrs:
         opdef = OPS[ins.op]
-        if opdef.differentiable and any(v.id in reach for v in ins.inputs):
-            reach.update(v.id for k, v in enumerate(ins.outputs) if k not in opdef.nondiff_outputs)
+        if opdef.vjp is None:
+            continue
+        for v in ins.inputs:
+            if v.id in reach:
+                nondiff = opdef.nondiff_outputs
+                for k, out in enumerate(ins.outputs):
+                    if k not in nondiff:
+                        reach.add(out.id)
+                break
     useful = {v.id for v in outputs}
     for ins in reversed(instrs):
-        if any(v.id in useful for v in ins.outputs):
-            useful.update(v.id for v in ins.inputs)
+        for out in ins.outputs:
+            if out.id in useful:
+                for v in ins.inputs:
+                    useful.add(v.id)
+                break
     return reach & useful
 
 

@@ -60,8 +60,12 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
         if v.id in active:
             accumulate(v, s)
 
+    keep = {v.id for v in wrt}
     for ins in reversed(instrs):
-        gs = [grads.get(v.id) for v in ins.outputs]
+        # An output's gradient is complete here (its readers came later in the forward
+        # order); after this VJP nothing reads it, so it is dropped (unless it is asked
+        # for), which lets an evaluating builder free its array.
+        gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in ins.outputs]
         if all(g is None for g in gs):
             continue
         needs = [v.id in active for v in ins.inputs]

@@ -8,6 +8,9 @@ op by op on Tensors when `create_graph=True` so the result is differentiable.
 """
 from __future__ import annotations
 
+import functools
+import weakref
+
 import numpy as np
 
 from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, run_program
@@ -150,7 +153,14 @@ class _Evaluator(Builder):
     def __init__(self, graph: GraphProgram):
         super().__init__(Program())
         self.graph = graph
-        self.env: dict = {}
+        self.env: dict = {}             # value id -> array
+        self._refs: dict = {}           # value id -> weak reference that frees its array
+
+    def _forget(self, value_id: int, _ref) -> None:
+        # The Value died (autodiff and the VJPs hold no reference to it): free its array,
+        # so a backward's peak memory is its live gradients, not all of them.
+        self.env.pop(value_id, None)
+        self._refs.pop(value_id, None)
 
     def input_value(self, type: TensorType, array) -> Value:
         v = Value(type)
@@ -170,6 +180,7 @@ class _Evaluator(Builder):
         outs = tuple([Value(t) for t in out_types])
         for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
             self.env[v.id] = r
+            self._refs[v.id] = weakref.ref(v, functools.partial(self._forget, v.id))
         return outs[0] if len(outs) == 1 else outs
 
 

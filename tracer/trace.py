@@ -23,7 +23,7 @@ import numpy as np
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          bool_, float32, float64, from_numpy_dtype, int64)
 from fusegrad.ir.ops import infer_types
-from fusegrad.ir.program import Instr, freeze_attrs
+from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state

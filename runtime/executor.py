@@ -59,6 +59,7 @@ MAX_SHAPE_VARIANTS = 32
 PARALLEL_MIN_ELEMENTS = 1 << 16
 PARALLEL_MIN_SECONDS = 1e-3
 PARALLEL_SAMPLES = 3              # timed calls of each variant before choosing (fastest of each)
+RECHECK_CALLS = 50                # a measured choice is measured again after 50, 500, 5000... calls
 
 
 # ------------------------------------------------------------------ program cache
@@ -416,12 +417,18 @@ def parallel_policy() -> str:
 
 
 class _ParallelChoice:
-    """Which variant of one kernel step runs: serial, parallel, or (auto) the faster of the two."""
+    """Which variant of one kernel step runs: serial, parallel, or (auto) the faster of the two.
+
+    A measured choice is measured again after RECHECK_CALLS calls, then after ten times
+    as many, and so on: a choice made while something else held a core (the machine
+    is shared, the process may have just started) does not last the whole process."""
 
     def __init__(self, eligible: bool, policy: str):
         self.times: dict = {False: [], True: []}
         self.decided = None                 # None while measuring
         self.note = ""
+        self.measured = 0                   # measurements completed
+        self.calls_left = None              # calls until the next measurement (measured choices)
         if not eligible or policy == "never":
             self.settle(False, "serial")
         elif policy == "always":
@@ -436,7 +443,13 @@ class _ParallelChoice:
         the idle thread pool, which can cost milliseconds; the fastest of consecutive
         parallel calls is what back-to-back calls get.)"""
         if self.decided is not None:
-            return self.decided
+            if self.calls_left is not None:
+                self.calls_left -= 1
+                if self.calls_left <= 0:                    # measure again
+                    self.decided, self.calls_left = None, None
+                    self.times = {False: [], True: []}
+            if self.decided is not None:
+                return self.decided
         return len(self.times[False]) >= PARALLEL_SAMPLES
 
     def record(self, parallel: bool, seconds: float) -> None:
@@ -454,6 +467,8 @@ class _ParallelChoice:
             best_s, best_p = min(serial), min(par)
             self.settle(best_p < 0.8 * best_s, f"{'parallel' if best_p < 0.8 * best_s else 'serial'} "
                         f"(measured {best_p * 1e3:.2f} ms parallel, {best_s * 1e3:.2f} ms serial)")
+            self.calls_left = RECHECK_CALLS * 10 ** self.measured
+            self.measured += 1
 
     def describe(self) -> str:
         return self.note if self.decided is not None else "serial and parallel (measuring which is faster)"

@@ -77,3 +77,18 @@ def test_auto_policy_ignores_times_taken_during_a_background_compile(monkeypatch
     for seconds in [0.010, 0.011, 0.012, 0.009, 0.004, 0.005]:      # three serial, then three parallel
         choice.record(choice.next(), seconds)
     assert choice.decided is True and "measured 4.00 ms parallel, 10.00 ms serial" in choice.describe()
+
+
+def test_auto_policy_measures_again_later():
+    """A choice made on a bad moment (here: parallel looked slow) is revisited after
+    RECHECK_CALLS calls, then after ten times as many."""
+    choice = executor._ParallelChoice(True, "auto")
+    for seconds in [0.010, 0.010, 0.010, 0.012, 0.011, 0.013]:       # parallel looks slower
+        choice.record(choice.next(), seconds)
+    assert choice.decided is False
+    for _ in range(executor.RECHECK_CALLS - 1):
+        assert choice.next() is False
+    for seconds in [0.010, 0.010, 0.010, 0.004, 0.005, 0.004]:       # measured again: parallel wins
+        choice.record(choice.next(), seconds)
+    assert choice.decided is True and "measured 4.00 ms parallel" in choice.describe()
+    assert choice.calls_left == 10 * executor.RECHECK_CALLS

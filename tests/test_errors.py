@@ -150,6 +150,44 @@ def test_saved_tensor_modified_in_place(name, fwd, target):
         out.sum().backward()
     assert_same_error(case, prefix="one of the variables needed for gradient computation has been "
                                    "modified by an inplace operation")
+    assert_same_error(case)     # the whole text: ", which is output 0 of Exp," and the hint
+
+
+# Where torch's text names the modified tensor's history: a saved output names the node
+# that made it, a saved input its history now (here after an in-place op, under no_grad,
+# through a view), a leaf nothing.
+MODIFIED_HISTORY = [
+    ("input_after_add_", "y = x * 1; z = (y * y).sum(); y.add_(1); z.backward()"),
+    ("input_under_no_grad", "y = x * 1; z = (y * y).sum()\nwith L.no_grad():\n    y.add_(1)\nz.backward()"),
+    ("leaf_through_detach", "a = x.detach(); z = (x * x).sum(); a.add_(1); z.backward()"),
+    ("view_of_non_leaf", "y = x * 1; v = y[0:2]; z = (v * v).sum(); v.add_(1); z.backward()"),
+    ("output_zeroed", "y = x.exp(); z = y.sum(); y.zero_(); z.backward()"),
+    ("max_values", "v, i = (x * 1).reshape(1, 2).max(dim=1); w = v.exp(); w.add_(1); w.sum().backward()"),
+    ("autograd_grad", "y = x.tanh(); z = y.sum(); y.mul_(2); L.autograd.grad(z, x)"),
+]
+
+
+@pytest.mark.parametrize("name,code", MODIFIED_HISTORY, ids=[c[0] for c in MODIFIED_HISTORY])
+def test_modified_saved_tensor_text_names_its_history(name, code):
+    def case(L):
+        exec(code, {"L": L, "x": L.tensor([1.0, 2.0], requires_grad=True)})
+    assert_same_error(case)
+
+
+@pytest.mark.parametrize("expr", ["x * 2", "2 * x", "x / 2", "x * 2.5 + 1", "x + 2", "2 - x", "x - 2", "-x"])
+def test_second_backward_through_an_op_with_a_python_scalar(expr):
+    """torch saves a Python scalar operand as a tensor where the VJP reads it (mul, div):
+    a second backward raises there and works where it does not (add, sub, neg)."""
+    outcomes = []
+    for L in (torch, fg):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = eval(expr, {"x": x}).sum()
+        y.backward()
+        err = _raise_of(y.backward)
+        outcomes.append(None if err is None else (type(err), str(err)))
+        if err is None:
+            outcomes.append(x.grad.tolist())
+    assert outcomes[:len(outcomes) // 2] == outcomes[len(outcomes) // 2:]
 
 
 @pytest.mark.parametrize("how", ["backward", "autograd.grad"])

@@ -122,6 +122,10 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
                                                       saved)
+        if not saved and any(consts[i] is not None for i in in_slots):
+            # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2):
+            # a second backward through such a node raises, as it does there.
+            node._had_saved = True
         for k, t in enumerate(outs):
             # Integer and bool results never require grad (torch).
             if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:

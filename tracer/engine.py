@@ -9,6 +9,7 @@ op by op on Tensors when `create_graph=True` so the result is differentiable.
 from __future__ import annotations
 
 import functools
+import re
 import weakref
 
 import numpy as np
@@ -35,6 +36,7 @@ class GraphProgram:
         self.instrs = []
         self.bindings: dict = {}          # value id -> SavedTensor or constant array
         self.owner: dict = {}             # value id -> node that would have saved it
+        self.output_nr: dict = {}         # value id of a node's output -> its index among them
         for node in self.nodes:
             if isinstance(node, AccumulateGrad):
                 v = self.values[(node, 0)] = Value(TensorType(tuple(node.variable.shape), node.variable.dtype))
@@ -47,7 +49,9 @@ class GraphProgram:
                 v = self.values[edge] if edge is not None else Value(t)
                 ins.append(v)
                 if const is not None:
-                    self.bindings[v.id] = const
+                    # A freed node's scalar operand is gone too (torch saved it as a tensor).
+                    if not node._freed:
+                        self.bindings[v.id] = const
                 elif ("in", i) in node.saved:
                     self.bindings.setdefault(v.id, node.saved[("in", i)])
                 self.owner.setdefault(v.id, node)
@@ -55,6 +59,7 @@ class GraphProgram:
                 if ("out", k) in node.saved:
                     self.bindings[v.id] = node.saved[("out", k)]
                 self.owner.setdefault(v.id, node)
+                self.output_nr[v.id] = k
             self.instrs.append(Instr(node.op, ins, outs, node.attrs))
 
     def value(self, edge) -> Value:
@@ -205,15 +210,28 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
         shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
         kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
                 "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
-        where = f", which is output 0 of {owner.name()}," if owner is not None and saved.tensor is None else ""
+        where = _modified_history(graph, v, saved)
         raise RuntimeError(
             f"one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
             f"{saved.version} instead. Hint: enable anomaly detection to find the operation that failed to "
-            f"compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+            f"compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
     if create_graph:
         return saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
     return saved.array
+
+
+def _modified_history(graph: GraphProgram, v: Value, saved) -> str:
+    """torch's ", which is output N of Op," for a modified saved tensor: for a saved output,
+    the node that made it; for a saved input, the tensor's history now; nothing for a leaf.
+    (torch names the node without its "Backward0" suffix.)"""
+    if saved.tensor is None:
+        node, nr = graph.owner.get(v.id), graph.output_nr.get(v.id, 0)
+    else:
+        node, nr = saved.tensor._grad_fn, saved.tensor._output_nr
+    if node is None:
+        return ""
+    return f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', node.name())},"
 
 
 def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:

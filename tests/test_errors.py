@@ -396,3 +396,18 @@ def test_nan_and_inf_are_values_not_errors():
     y.sum().backward()
     assert np.isnan(y.detach().numpy()[1]) and np.isnan(y.detach().numpy()[2])
     assert x.grad.shape == (4,)
+
+
+UNUSED_OR_NO_GRAD = [
+    ("second_input_unused", lambda L, x, z: L.autograd.grad((x * 2).sum(), [x, z])),
+    ("first_input_unused", lambda L, x, z: L.autograd.grad((x * 2).sum(), [z, x])),
+    ("output_without_history", lambda L, x, z: L.autograd.grad(x.detach().sum(), [x])),
+    ("input_without_grad", lambda L, x, z: L.autograd.grad((x * 2).sum(), [x.detach()])),
+    ("neither", lambda L, x, z: L.autograd.grad(x.detach().sum(), [x.detach()])),
+]
+
+
+@pytest.mark.parametrize("name,call", UNUSED_OR_NO_GRAD, ids=[c[0] for c in UNUSED_OR_NO_GRAD])
+def test_autograd_grad_unused_or_non_differentiable(name, call):
+    assert_same_error(lambda L: call(L, L.tensor([1.0, 2.0], requires_grad=True),
+                                     L.tensor([1.0], requires_grad=True)))

@@ -313,9 +313,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, not {type(t).__name__}")
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)
+    roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
+    if not all(t._requires_grad for t in inputs):
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
     if trace is not None:
         grads = trace.gradients(roots, seeds, inputs, create_graph, retain_graph)
@@ -328,10 +328,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     targets = [e if id(e[0]) in reachable else None for e in targets]
     grads = _run(roots, seeds, targets, retain_graph, create_graph)
     out = []
-    for t, g in zip(inputs, grads):
+    for k, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:
             if not (allow_unused or materialize_grads):
-                raise RuntimeError(_unused_message(inputs.index(t)))
+                raise RuntimeError(_unused_message(k))
             out.append(Tensor._wrap(np.zeros(t._value_shape(), t.dtype.np)) if materialize_grads else None)
         else:
             out.append(g if isinstance(g, Tensor) else Tensor._wrap(np.array(g, copy=True)))

@@ -22,11 +22,18 @@ def decompose_composites(program: Program) -> Program:
     if not any(OPS[ins.op].decompose is not None for ins in program.instrs):
         return program
     alias: dict[int, object] = {}
+
+    def resolve(v):
+        # A rule's result may itself be the output of a composite expanded later: follow the chain.
+        while v.id in alias:
+            v = alias[v.id]
+        return v
+
     out = Program(program.inputs, [], [])
     pending = list(reversed(program.instrs))   # a stack, so expansions run next, in order
     while pending:
         ins = pending.pop()
-        inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
+        inputs = tuple(resolve(v) for v in ins.inputs)
         opdef = OPS[ins.op]
         # An empty operand stays composite: the reference handles it (softmax of
         # nothing is nothing; its decomposition's max of nothing would raise).
@@ -41,5 +48,5 @@ def decompose_composites(program: Program) -> Program:
         if inputs != ins.inputs:
             ins = Instr(ins.op, inputs, ins.outputs, ins.attrs, ins.loc)
         out.instrs.append(ins)
-    out.outputs = [alias.get(v.id, v) for v in program.outputs]
+    out.outputs = [resolve(v) for v in program.outputs]
     return out

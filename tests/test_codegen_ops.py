@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
+from fusegrad.codegen import REFERENCE, schedule
 from fusegrad.ir import bool_, float32, float64, int64
 from test_codegen_support import build, check, random_args
 
@@ -134,6 +135,20 @@ def test_composites():
                 e.op("log_softmax", x, axis=0)]
     p = build(body, (5, 6), grad=True)
     check(p, random_args(p, rng))
+
+
+@pytest.mark.parametrize("bias_shape", [(5,), (1,), ()], ids=str)
+def test_addmm_and_mse_loss(bias_shape):
+    """The one-node ops of nn.functional.linear and mse_loss, forward and backward, through
+    their decompositions (no reference step) against their NumPy references."""
+    rng = np.random.default_rng(15)
+
+    def body(e, bias, x, w, t):
+        y = e.op("addmm", bias, x, e.permute(w, (1, 0)))
+        return [e.op("mse_loss", e.tanh(y), t, reduction=r) for r in ("mean", "sum", "none")]
+    p = build(body, bias_shape, (4, 3), (5, 3), (4, 5), grad=True)
+    assert REFERENCE not in [step.kind for step in schedule(p).steps]
+    check(p, random_args(p, rng), rtol=1e-4, atol=1e-6)
 
 
 def test_fallback_ops_run_by_reference():

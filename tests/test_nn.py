@@ -641,3 +641,54 @@ def test_losses_trace_inside_compile():
     np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-5, atol=1e-7)
     with pytest.raises(IndexError, match="Target 4 is out of bounds."):
         compiled(x, fg.tensor([0, 4, 1, 2, 2, 1]))
+
+
+def _history(t, depth=2):
+    """grad_fn class names of `t` and of its next_functions, `depth` levels down."""
+    node = t.grad_fn
+    if node is None or depth == 0:
+        return type(node).__name__ if node is not None else None
+    return (type(node).__name__, tuple(None if n is None else _history_node(n, depth - 1)
+                                       for n, _ in node.next_functions))
+
+
+def _history_node(node, depth):
+    if depth == 0:
+        return type(node).__name__
+    return (type(node).__name__, tuple(None if n is None else _history_node(n, depth - 1)
+                                       for n, _ in node.next_functions))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (1, 3), (3,), (5, 4, 3)], ids=str)
+@pytest.mark.parametrize("x_grad", [False, True])
+def test_linear_records_torchs_nodes(shape, x_grad):
+    """F.linear with a bias is one AddmmBackward0 node (TBackward0 for the weight; ViewBackward0
+    around it for other ranks), with torch's values and gradients."""
+    x_np = np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    w_np = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    results = []
+    for lib, functional in ((torch, TF), (fg, F)):
+        x = lib.tensor(x_np, requires_grad=x_grad)
+        w, b = lib.tensor(w_np, requires_grad=True), lib.tensor([0.5, -1.0], requires_grad=True)
+        y = functional.linear(x, w, b)
+        (y * y).sum().backward()
+        results.append((_history(y, 3), y.detach().numpy(), w.grad.numpy(), b.grad.numpy(),
+                        x.grad.numpy() if x_grad else None))
+    assert results[0][0] == results[1][0]
+    for want, got in zip(results[0][1:], results[1][1:]):
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_records_one_node(reduction):
+    results = []
+    for lib, functional in ((torch, TF), (fg, F)):
+        x = lib.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        t = lib.tensor(np.linspace(0, 2, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        loss = functional.mse_loss(x * 1, t, reduction=reduction)
+        (loss.sum() if reduction == "none" else loss).backward()
+        results.append((_history(loss, 2), loss.detach().numpy(), x.grad.numpy(), t.grad.numpy()))
+    assert results[0][0] == results[1][0] and results[0][0][0] == "MseLossBackward0"
+    for want, got in zip(results[0][1:], results[1][1:]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

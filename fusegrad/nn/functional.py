@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 import fusegrad as fg
+from fusegrad.tracer.dispatch import apply_op
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
@@ -63,8 +64,16 @@ def linear(input, weight, bias=None):
         # torch names the transposed weight (in x out) as mat2
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{in_features}x{weight.shape[0]})")
-    out = input.matmul(weight.t())
-    return out + bias if bias is not None else out
+    if bias is None:
+        return input.matmul(weight.t())
+    if bias.dtype != input.dtype or tuple(bias.shape) not in ((weight.shape[0],), (1,), ()):
+        return input.matmul(weight.t()) + bias          # the general rules (promotion, broadcasting)
+    # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
+    rows = input if input.dim() == 2 else input.reshape(-1, in_features)
+    out = apply_op("addmm", [bias, rows, weight.t()], None, "AddmmBackward0")
+    if input.dim() != 2:
+        out = out.view(*input.shape[:-1], weight.shape[0])
+    return out
 
 
 def relu(input, inplace: bool = False):
@@ -314,6 +323,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
                       f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if (weight is None and tuple(target.shape) == tuple(input.shape) and target.dtype == input.dtype
+            and input.dtype.is_floating_point and reduction in _REDUCTIONS):
+        return apply_op("mse_loss", [input, target], {"reduction": reduction}, "MseLossBackward0")
     diff = input - target  # raises torch's broadcasting error first, as torch.broadcast_tensors does
     losses = diff * diff
     if weight is not None:

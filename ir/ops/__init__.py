@@ -1,7 +1,7 @@
 """The op table: every op declared once (see registry.OpDef)."""
 from .registry import (COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPAQUE, OPS, REDUCE, SOURCE, OpDef,
                        broadcast_shapes, infer_types, normalize_dim, register, shape_str)
-from . import elementwise, reduce, movement, linalg, custom  # noqa: F401  (registers the ops)
+from . import elementwise, reduce, movement, linalg, loss, custom  # noqa: F401  (registers the ops)
 
 __all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "infer_types", "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

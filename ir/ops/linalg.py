@@ -1,4 +1,5 @@
-"""matmul (NumPy semantics: 1-d promotion and batch broadcasting) and the
+"""matmul (NumPy semantics: 1-d promotion and batch broadcasting), addmm
+(a linear layer: bias + mat1 @ mat2, one node as in torch), and the
 numerically stable softmax / log_softmax along one axis."""
 from __future__ import annotations
 
@@ -74,6 +75,44 @@ def _matmul_vjp(e, x, y, g, a, n):
 
 
 register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp))
+
+
+# ------------------------------------------------------------------ addmm
+# bias + mat1 @ mat2 for 2-d mat1, mat2 and a bias broadcasting to the product:
+# nn.functional.linear's op, recorded as one node (AddmmBackward0) as torch
+# records it. Codegen sees the matmul and the add (its decomposition).
+def _addmm_infer(types, attrs):
+    bias, m1, m2 = types
+    if m1.ndim != 2 or m2.ndim != 2:
+        raise RuntimeError(f"addmm: mat1 and mat2 must be matrices, got {m1.ndim}-D and {m2.ndim}-D")
+    (product,) = _matmul_infer([m1, m2], attrs)
+    if bias.dtype is not product.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {bias.dtype.name} != "
+                           f"{product.dtype.name}")
+    if broadcast_shapes(bias.shape, product.shape) != product.shape:
+        raise RuntimeError(f"The expanded size of the tensor ({product.shape[-1]}) must match the existing size "
+                           f"({bias.shape[-1]}) at non-singleton dimension {bias.ndim - 1}")
+    return [product]
+
+
+def _addmm_ref(bias, m1, m2):
+    return np.matmul(m1, m2) + bias
+
+
+def _addmm_vjp(e, x, y, g, a, n):
+    bias, m1, m2 = x
+    return [g[0] if n[0] else None,
+            e.matmul(g[0], e.transpose_last(m2)) if n[1] else None,
+            e.matmul(e.transpose_last(m1), g[0]) if n[2] else None]
+
+
+def _addmm_decompose(e, xs, a):
+    bias, m1, m2 = xs
+    return [e.add(e.matmul(m1, m2), bias)]
+
+
+register(OpDef("addmm", COMPOSITE, _addmm_infer, _addmm_ref, _addmm_vjp, decompose=_addmm_decompose,
+               doc="addmm(bias, mat1, mat2): bias + mat1 @ mat2 (a linear layer)"))
 
 
 # ------------------------------------------------------------------ softmax

@@ -692,3 +692,39 @@ def test_mse_loss_records_one_node(reduction):
     assert results[0][0] == results[1][0] and results[0][0][0] == "MseLossBackward0"
     for want, got in zip(results[0][1:], results[1][1:]):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+NLL_CASES = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 2},
+             {"weight": [1.0, 2.0, 0.5, 3.0]}, {"weight": [1.0, 2.0, 0.5, 3.0], "reduction": "none"},
+             {"weight": [1.0, 2.0, 0.5, 3.0], "ignore_index": 1}]
+
+
+@pytest.mark.parametrize("kwargs", NLL_CASES, ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()) or "mean")
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_class_index_losses_record_nll_loss_node(fn, kwargs):
+    """cross_entropy / nll_loss of (N, C) and (C,) inputs: one NllLossBackward0 node whose
+    next_functions are torch's, with torch's values and gradients."""
+    x_np = np.random.default_rng(21).standard_normal((5, 4)).astype(np.float32)
+    for rows in (slice(None), 0):                         # (N, C) and (C,) inputs
+        results = []
+        for lib, functional in ((torch, TF), (fg, F)):
+            x = lib.tensor(x_np[rows], requires_grad=True)
+            target = lib.tensor([0, 3, 1, 2, 2] if rows != 0 else 3)
+            kw = dict(kwargs, **({"weight": lib.tensor(kwargs["weight"])} if "weight" in kwargs else {}))
+            inp = x if fn == "cross_entropy" else x.log_softmax(-1)
+            loss = getattr(functional, fn)(inp, target, **kw)
+            (loss.sum() if kwargs.get("reduction") == "none" else loss).backward()
+            results.append((_history(loss, 2), loss.detach().numpy(), x.grad.numpy()))
+        assert results[0][0] == results[1][0] and results[0][0][0] == "NllLossBackward0"
+        for want, got in zip(results[0][1:], results[1][1:]):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_cross_entropy_with_weights_and_ignored_targets_equals_eager():
+    x = fg.tensor(np.random.default_rng(22).standard_normal((6, 4)).astype(np.float32), requires_grad=True)
+    t, w = fg.tensor([0, 3, -100, 2, 2, 1]), fg.tensor([1.0, 2.0, 0.5, 3.0])
+    step = fg.compile(fg.value_and_grad(lambda x: F.cross_entropy(x, t, weight=w)))
+    value, grad = step(x)
+    eager_value, eager_grad = fg.value_and_grad(lambda x: F.cross_entropy(x, t, weight=w))(x)
+    np.testing.assert_allclose(value.item(), eager_value.item(), rtol=1e-6)
+    np.testing.assert_allclose(grad.detach().numpy(), eager_grad.detach().numpy(), rtol=1e-5, atol=1e-7)

@@ -45,6 +45,7 @@ _NEXT_INPUTS = {
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "ReciprocalBackward0": (1,),  # reciprocal(x): IR div(1, x)
+    "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
 }
 
 

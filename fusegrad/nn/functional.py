@@ -243,7 +243,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_class_targets(input, target, weight, ignore_index)
-    return _nll_from_log_probs(input, target, weight, ignore_index, reduction)[0]
+    return _nll(input, target, weight, ignore_index, reduction)
+
+
+def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
+    """The reduced loss: one NllLossBackward0 node (the nll_loss op) for (N, C) and (C,)
+    inputs, as torch records it; other ranks as the ops of _nll_from_log_probs."""
+    if log_probs.dim() in (1, 2) and (weight is None or weight.dtype == log_probs.dtype):
+        inputs = [log_probs, target, fg.arange(log_probs.shape[-1])] + ([weight] if weight is not None else [])
+        return apply_op("nll_loss", inputs, {"reduction": reduction, "ignore_index": int(ignore_index)},
+                        "NllLossBackward0")
+    return _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)[0]
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -269,9 +279,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
         target = target.reshape(())
     _check_class_targets(input, target, weight, ignore_index)
-    nll, valid, w_t = _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
-        return nll
+        return _nll(log_probs, target, weight, ignore_index, reduction)
+    nll, valid, w_t = _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)
     # torch's cross_entropy_loss_label_smoothing: mix in the loss against the uniform distribution.
     if weight is not None:
         smooth = -(log_probs * _class_view(weight, input.dim())).sum(class_dim)

@@ -57,3 +57,88 @@ def _mse_decompose(e, xs, attrs):
 
 register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=_mse_decompose,
                doc="mse_loss(input, target; reduction): (input - target)**2, reduced"))
+
+
+# ------------------------------------------------------------------ nll_loss
+# nll_loss(log_probs, target, classes[, weight]; reduction, ignore_index) for
+# log_probs of shape (N, C) or (C,) and int64 class indices (N,) or (): torch's
+# NllLossBackward0 (cross_entropy's node after LogSoftmaxBackward0). Targets are
+# checked against the class count by the caller (their values are data). As a
+# gather is not a kernel op, the picked value is a masked sum over the classes
+# (a one-hot select); `classes` is arange(C), an operand so that kernels load it
+# (a vector load) rather than compare with the loop counter (int64 induction
+# vectors measured slower).
+def _nll_infer(types, attrs):
+    lp, target, classes = types[0], types[1], types[2]
+    if lp.ndim not in (1, 2) or target.shape != lp.shape[:-1] or not lp.dtype.is_floating_point or \
+            target.dtype.is_floating_point or classes.shape != lp.shape[-1:] or classes.dtype is not target.dtype \
+            or (len(types) == 4 and types[3].shape != lp.shape[-1:]):
+        raise TypeError(f"nll_loss: expected (N, C) or (C,) log-probabilities, class indices of the batch "
+                        f"shape, arange(C) and a (C,) weight, got {', '.join(str(t) for t in types)}")
+    if attrs["reduction"] not in REDUCTIONS:
+        raise ValueError(f"{attrs['reduction']} is not a valid value for reduction")
+    return [TensorType(target.shape if attrs["reduction"] == "none" else (), lp.dtype)]
+
+
+def _nll_ref(log_probs, target, classes, weight=None, *, reduction, ignore_index):
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
+    w_t = (weight[safe] if weight is not None else np.ones_like(picked)) * valid
+    losses = -(w_t * picked)
+    if reduction == "none":
+        return losses.astype(log_probs.dtype)
+    total = np.sum(losses, dtype=log_probs.dtype)
+    if reduction == "sum":
+        return np.asarray(total)
+    return np.asarray(total / np.sum(w_t, dtype=log_probs.dtype), dtype=log_probs.dtype)
+
+
+def _nll_parts(e, xs, attrs):
+    """(one-hot of the valid targets over the classes, per-sample weight) in IR ops."""
+    lp, target, classes = xs[0], xs[1], xs[2]
+    valid = e.ne(target, e.const(attrs["ignore_index"], target))
+    safe = e.where(valid, target, e.const(-1, target))       # -1 matches no class
+    if lp.type.ndim == 2:
+        one_hot = e.eq(e.reshape(safe, (lp.shape[0], 1)), e.reshape(classes, (1, lp.shape[1])))
+    else:
+        one_hot = e.eq(safe, classes)
+    if len(xs) == 4:
+        weight = xs[3] if lp.type.ndim == 1 else e.reshape(xs[3], (1, lp.shape[1]))
+        w_t = e.sum(e.where(one_hot, weight, 0), (lp.type.ndim - 1,))
+    else:
+        w_t = e.cast(valid, lp.dtype)
+    return one_hot, w_t
+
+
+def _nll_vjp(e, xs, ys, gs, attrs, needs):
+    lp = xs[0]
+    one_hot, w_t = _nll_parts(e, xs, attrs)
+    g = gs[0]
+    if attrs["reduction"] == "mean":
+        g = e.div(g, e.sum(w_t, tuple(range(w_t.type.ndim))))
+    if attrs["reduction"] != "none":
+        g = e.expand(e.reshape(g, (1,) * w_t.type.ndim), w_t.shape)
+    per_sample = e.neg(e.mul(g, w_t)) if len(xs) == 4 else e.neg(g)
+    if lp.type.ndim == 2:
+        per_sample = e.reshape(per_sample, (lp.shape[0], 1))
+    grad = e.where(one_hot, e.expand(per_sample, lp.shape), 0)
+    return [grad if needs[0] else None] + [None] * (len(xs) - 1)
+
+
+def _nll_decompose(e, xs, attrs):
+    lp = xs[0]
+    one_hot, w_t = _nll_parts(e, xs, attrs)
+    picked = e.sum(e.where(one_hot, lp, 0), (lp.type.ndim - 1,))
+    losses = e.neg(e.mul(w_t, picked)) if len(xs) == 4 else e.neg(picked)
+    if attrs["reduction"] == "none":
+        return [losses]
+    total = e.sum(losses, tuple(range(losses.type.ndim)))
+    if attrs["reduction"] == "sum":
+        return [total]
+    return [e.div(total, e.sum(w_t, tuple(range(w_t.type.ndim))))]
+
+
+register(OpDef("nll_loss", COMPOSITE, _nll_infer, _nll_ref, _nll_vjp, decompose=_nll_decompose,
+               doc="nll_loss(log_probs, target, classes[, weight]; reduction, ignore_index): -log_probs[target], "
+                   "reduced"))

@@ -6,6 +6,8 @@ test_ops / test_autograd) and against finite differences where eager is not
 the point. Small programs run on the reference executor (the cost model), so
 tests that must exercise kernels use sizes above SMALL_PROGRAM_ELEMENTS.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -290,3 +292,34 @@ def test_backward_through_a_step_that_already_ran_backward_matches_torch(body, r
             outcomes.append(("ok", np.asarray(w.grad.detach().numpy()).round(6).tolist()))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == ("raises" if body == "tanh" and not retain else "ok")
+
+
+def _inplace_on_intermediates(a):
+    y = a * 1
+    y.add_(1)
+    y[0] = 5.0
+    y.mul_(y)
+    w = fg.zeros(3)
+    w.add_(y)             # a tensor without history written with one that has it
+    w.mul_(2)
+    return w.sum(), (y.is_leaf, a.is_leaf, y.detach().is_leaf)
+
+
+def test_inplace_on_intermediates_inside_compile_matches_eager():
+    """In-place ops (and t[i] = v) on tensors the function made are fine inside fg.compile, as
+    eagerly; a leaf that requires grad still refuses them, with torch's text."""
+    results = []
+    for wrap in (lambda f: f, fg.compile):
+        x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)      # index_put runs by reference
+            loss, leaves = wrap(_inplace_on_intermediates)(x)
+        loss.backward()
+        results.append((loss.item(), x.grad.numpy().tolist(), leaves))
+    assert results[0] == results[1] and results[0][2] == (False, True, True)
+
+    def leaf_inplace(a):
+        a.add_(1)
+        return a
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        fg.compile(leaf_inplace)(fg.tensor([1.0], requires_grad=True))

@@ -110,7 +110,7 @@ def setitem(t: Tensor, key, value) -> None:
         value = _coerce(Tensor._wrap(np.asarray(value)), t._dtype)
     else:
         value = np.asarray(value, dtype=t._dtype.np)
-    if t._grad_fn is None and t._requires_grad and is_grad_enabled():
+    if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
     apply_op("index_put", [t, value], {"index": items}, "CopySlices", out=t)

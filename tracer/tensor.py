@@ -154,7 +154,9 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
-        return self._grad_fn is None
+        """torch's rule: no grad_fn. (Inside a trace, a tensor an op made that requires grad
+        has history though no node is built for it.)"""
+        return self._grad_fn is None and (self._sym is None or not self._requires_grad)
 
     @property
     def grad_fn(self):

@@ -189,6 +189,8 @@ def test_opaque_custom_call_runs_by_reference():
         ["kernel", "reference", "kernel"]
 
 
+# The strided getitem's backward is an index_put with a strided slice: by reference, warned.
+@pytest.mark.filterwarnings("ignore:fusegrad. index_put with these attributes:RuntimeWarning")
 def test_movement():
     rng = np.random.default_rng(13)
 
@@ -235,3 +237,27 @@ def test_rank3_reductions_float64():
     p = build(lambda e, x: [e.sum(x, (0, 2)), e.sum(x, (1,), keepdim=True), e.amax(x, (0,)),
                             e.op("log_softmax", x, axis=2)], ((3, 4, 5), float64), grad=True)
     check(p, random_args(p, rng), rtol=1e-12, atol=1e-12)
+
+
+INDEX_PUT_CASES = [  # (x shape, index, value shape): copy_/fill_ (empty index), ints, step-1 slices, mixes
+    ((4, 5), (), (4, 5)), ((4, 5), (), ()), ((4, 5), (("i", 2),), (5,)), ((4, 5), (("s", 1, 3, 1),), (2, 5)),
+    ((4, 5), (("s", 0, 4, 1), ("s", 1, 4, 1)), (4, 3)), ((4, 5), (("i", 0), ("s", 2, 5, 1)), (3,)),
+    ((4, 5), (("s", 1, 3, 1), ("i", 4)), (2,)), ((3, 4, 5), (("i", 1), ("s", 1, 3, 1)), (2, 5)),
+    ((4, 5), (("s", 1, 3, 1),), ()), ((4, 5), (("i", 3), ("i", 2)), ())]
+
+
+@pytest.mark.parametrize("shape,index,value_shape", INDEX_PUT_CASES, ids=str)
+def test_index_put_fuses(shape, index, value_shape):
+    """t[index] = v (and copy_/fill_/zero_) is a select in a kernel, forward and backward;
+    only strided slices run by reference."""
+    p = build(lambda e, x, v: e.op("index_put", e.tanh(x), v, index=index), shape, value_shape, grad=True)
+    assert REFERENCE not in [s.kind for s in schedule(p).steps]
+    check(p, random_args(p, np.random.default_rng(16)))
+
+
+def test_index_put_with_a_strided_slice_runs_by_reference():
+    p = build(lambda e, x, v: e.op("index_put", x, v, index=(("s", 0, 4, 2),)), (4, 5), (2, 5))
+    assert REFERENCE in [s.kind for s in schedule(p).steps]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(p, random_args(p, np.random.default_rng(17)))

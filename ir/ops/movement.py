@@ -249,8 +249,45 @@ def _index_put_vjp(e, x, y, g, a, n):
     return [gx, gv]
 
 
+def _index_put_decompose(e, xs, attrs):
+    """x[index] = v as a select: where(position inside the indexed box, v read there, x).
+
+    The whole tensor (copy_, fill_, zero_: an empty index) is v broadcast and copied
+    (a kernel output, never a read-only broadcast view). A box of integers and step-1
+    slices reads v through clamped shifts (pad_edge, as cat does); strided slices and
+    empty boxes decline and run by reference."""
+    x, v = xs
+    index, shape = attrs["index"], x.shape
+    if not index:
+        return [e.op("cast", e.expand(v, shape), dtype=x.dtype)]
+    box = []                                        # per indexed dim: (start, length)
+    for item in index:
+        if item[0] == "i":
+            box.append((item[1], 1))
+        elif item[3] != 1 or item[2] <= item[1]:
+            return None
+        else:
+            box.append((item[1], item[2] - item[1]))
+    box_shape = tuple(n for _, n in box) + shape[len(box):]
+    placed = e.reshape(e.expand(v, index_shape(shape, index)), box_shape)
+    inside = None
+    for axis, (start, length) in enumerate(box):
+        if length == shape[axis]:
+            continue
+        target = tuple(shape[:axis + 1]) + box_shape[axis + 1:]
+        if length == 1:
+            placed = e.expand(placed, target)
+        else:
+            placed = e.op("pad_edge", placed, axis=axis, before=start, after=shape[axis] - start - length)
+        position = e.op("iota", shape=shape, axis=axis, dtype=int64)
+        here = e.logical_and(e.ge(position, start), e.lt(position, start + length))
+        inside = here if inside is None else e.logical_and(inside, here)
+    placed = e.expand(placed, shape)
+    return [placed if inside is None else e.where(inside, placed, x)]
+
+
 register(OpDef("index_put", MOVEMENT, _index_put_infer, _index_put_ref, _index_put_vjp,
-               doc="index_put(x, v; index): x with x[index] = v, functionally"))
+               decompose=_index_put_decompose, doc="index_put(x, v; index): x with x[index] = v, functionally"))
 
 
 # --------------------------------------------------------------------- cat and stack

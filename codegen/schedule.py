@@ -6,8 +6,9 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    exp(log_softmax(x)) is softmax(x)), ops with a `decompose` rule are
    decomposed (codegen/decompose.py: composites; max_dim/min_dim as three
    reductions; cat/stack as a select between operands read through clamped
-   shifts, `pad_edge`), then common subexpressions are merged and dead code
-   is dropped (ir.passes.simplify).
+   shifts, `pad_edge`; index_put (t[i] = v, copy_, fill_) as a select over
+   the indexed box; addmm, mse_loss, nll_loss into their ops), then common
+   subexpressions are merged and dead code is dropped (ir.passes.simplify).
 2. Every instruction gets a kind from its op group:
    - elementwise ops and reductions with a combine expression (sum, amax,
      amin) are *fusible*: they join loop kernels;
@@ -19,9 +20,9 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    - getitem and general reshapes are NumPy views between kernels, as is any
      movement op whose result goes to a non-kernel step or is an output;
    - anything else runs by its reference implementation: opaque ops,
-     index_put, ops whose decomposition declined (norm with p other than 1
-     or 2, cat/stack of more than MAX_CAT_OPERANDS operands) and any op with
-     an empty operand.
+     ops whose decomposition declined (norm with p other than 1 or 2,
+     cat/stack of more than MAX_CAT_OPERANDS operands, index_put with a
+     strided slice) and any op with an empty operand.
 3. Fusible instructions are visited in program order. Each tries to join the
    kernel(s) that compute its operands, all of them at once if possible,
    else the one holding most operands:

@@ -323,3 +323,70 @@ def test_inplace_on_intermediates_inside_compile_matches_eager():
         return a
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
         fg.compile(leaf_inplace)(fg.tensor([1.0], requires_grad=True))
+
+
+def _view_write_cases():
+    def through_select(a):
+        y = a * 1
+        y[0].add_(10)
+        return y
+
+    def through_transpose(a):
+        y = a * 1
+        y.t()[0].mul_(0)
+        return y
+
+    def into_new_tensor(a):
+        b = fg.zeros(2, 3)
+        b[0].add_(a[0])
+        return b
+
+    def setitem_on_view(a):
+        y = a.clone()
+        y.view(-1)[1] = 7.0
+        return y
+
+    def view_sees_base_write(a):
+        y = a * 1
+        v = y[1]
+        y.add_(1)
+        return v * 1
+
+    def chained_views_with_grad(a):
+        y = a * 1
+        y[:, 1:].mul_(2)
+        y.t()[0].add_(100)
+        return (y * y).sum()
+
+    def into_argument(a):
+        a.detach()[0].mul_(2)                # a view of the argument's memory: written back
+        return a * 1
+    return [through_select, through_transpose, into_new_tensor, setitem_on_view, view_sees_base_write,
+            chained_views_with_grad, into_argument]
+
+
+@pytest.mark.parametrize("fn", _view_write_cases(), ids=lambda f: f.__name__)
+def test_inplace_writes_through_views_inside_compile_match_eager(fn):
+    """A view is recorded as its base and a chain of view ops: a write through it writes the
+    base (CopySlices), and the base's other views see it, as eagerly (shared memory)."""
+    results = []
+    for wrap in (lambda f: f, fg.compile):
+        x = fg.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = wrap(fn)(x)
+        grad = None
+        if out.requires_grad and out.numel() == 1:
+            out.backward()
+            grad = x.grad.numpy().tolist()
+        results.append((out.detach().numpy().tolist(), grad, x.detach().numpy().tolist()))
+    assert results[0] == results[1]
+
+
+def test_inplace_through_a_view_of_a_leaf_inside_compile_raises_as_eagerly():
+    def f(a):
+        a[0].add_(1)
+        return a
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation."):
+        fg.compile(f)(fg.tensor([1.0, 2.0], requires_grad=True))

@@ -83,6 +83,7 @@ class Trace:
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         self.grad_instrs: set = set()       # ids of instructions recorded with grad
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
+        self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
@@ -168,6 +169,8 @@ class Trace:
         if requires:
             self.grad_instrs.add(id(ins))
         if out is not None:
+            if out._base is not None:
+                return self._write_through_view(out, outs[0], requires)
             self.rebind(out, outs[0], requires)
             return out
         if len(outs) == 1:
@@ -177,6 +180,8 @@ class Trace:
             t._sym = v
             t._requires_grad = requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point
             self.alive.append(weakref.ref(t))
+            if opdef.view and type(inputs[0]) is Tensor:
+                self._mark_view(t, inputs[0], op, frozen)
             return t
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
@@ -191,6 +196,43 @@ class Trace:
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
             self.alive.append(weakref.ref(t))
+        if id(t) in self.views:
+            self._refresh_views(t)
+
+    # ------------------------------------------------------------ views
+    # Eagerly a view shares its base's memory; here values are SSA, so a view is
+    # recorded as (base, chain of view ops), an in-place write through it becomes
+    # a write of the base (as eager's CopySlices), and after any write to a base
+    # its live views are derived from it again.
+    def _mark_view(self, t: Tensor, src: Tensor, op: str, frozen: tuple) -> None:
+        if op == "reshape" and (src._base is not None or (src._data is not None and
+                                                          not src._data.flags.c_contiguous)):
+            return      # a reshape of a possibly strided tensor copies (torch's reshape)
+        base = src._base if src._base is not None else src
+        t._base = base
+        t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
+        self.views.setdefault(id(base), []).append(weakref.ref(t))
+
+    def _write_through_view(self, view: Tensor, v: Value, requires: bool) -> Tensor:
+        """`view` was written in place with value `v`: write the base (eager's CopySlices)."""
+        from .dispatch import _scatter
+        result = self.symbolic(v, requires or view._requires_grad)
+        new_base = _scatter(view._base, view._view_chain, result)
+        self.rebind(view._base, new_base._sym, new_base._requires_grad)     # re-derives `view` too
+        return view
+
+    def _refresh_views(self, base: Tensor) -> None:
+        from .dispatch import apply_op
+        refs, self.views[id(base)] = self.views[id(base)], []
+        for ref in refs:
+            view = ref()
+            if view is None or view._base is not base:
+                continue
+            again = base
+            for op, attrs in view._view_chain:
+                again = apply_op(op, [again], dict(attrs))
+            view._sym, view._requires_grad = again._sym, again._requires_grad
+            self.views[id(base)].append(ref)
 
     def detach(self, t: Tensor) -> Tensor:
         """A value with no gradient path: a fresh value (an identity op outside the grad set)."""

@@ -1217,3 +1217,40 @@ def test_eager_backward_frees_gradients_it_no_longer_needs():
         grad = grad * (1 - t * t)
         h = t
     np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-4, atol=1e-6)
+
+
+def _write_through_another_view(L, a):
+    y = a * 1
+    v = y[0]
+    w = y.view(6)
+    w[2] = -1.0                 # the base changes through w ...
+    v.add_(5)                   # ... then v, made before, is written: its history is the base's now
+    return (y * y).sum() + (v * v).sum() + (w * w).sum()
+
+
+def _write_base_then_old_view(L, a):
+    y = a * 1
+    v = y[0]
+    w = y.view(6)
+    y[:, 1:].mul_(3)
+    y.mul_(0.5)
+    v.add_(5)
+    y = y + y
+    return (y * y).sum() + (v * v).sum() + (w * w).sum()
+
+
+@pytest.mark.parametrize("program", [_write_through_another_view, _write_base_then_old_view],
+                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("compiled", [False, True])
+def test_inplace_through_a_view_made_before_the_base_changed(program, compiled):
+    results = []
+    for lib in (torch, fg):
+        a = lib.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 3, requires_grad=True)
+        fn = (lambda x: program(lib, x)) if lib is torch or not compiled else fg.compile(lambda x: program(fg, x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = fn(a)
+        out.backward()
+        results.append((out.item(), a.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)

@@ -167,6 +167,8 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     the base a CopySlices history (its old value with the view's region
     replaced) and the view a history as a view of the new base, as torch does."""
     base, chain = view._base, view._view_chain
+    if view._view_version != view._version[0]:
+        refresh_view_history(view)      # the base was written since: the view's history is the base's now
     old = view._snapshot()
     result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
     _write_inplace(view, result._data, op)

@@ -390,3 +390,19 @@ def test_inplace_through_a_view_of_a_leaf_inside_compile_raises_as_eagerly():
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an "
                                            "in-place operation."):
         fg.compile(f)(fg.tensor([1.0, 2.0], requires_grad=True))
+
+
+def test_write_through_a_view_made_before_the_call():
+    """A view created eagerly (p = W[0]) and written inside fg.compile: W and p both hold the
+    new value inside the call and after it, as eagerly."""
+    results = []
+    for wrap in (lambda f: f, fg.compile):
+        W = fg.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+        p = W[0]
+
+        def f(x):
+            p.add_(x)
+            return p * 1, W * 1
+        inside_p, inside_w = wrap(f)(fg.ones(3, requires_grad=True))
+        results.append([t.detach().numpy().tolist() for t in (inside_p, inside_w, W, p)])
+    assert results[0] == results[1]

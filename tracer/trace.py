@@ -216,21 +216,30 @@ class Trace:
     def _write_through_view(self, view: Tensor, v: Value, requires: bool) -> Tensor:
         """`view` was written in place with value `v`: write the base (eager's CopySlices)."""
         from .dispatch import _scatter
+        base = view._base
         result = self.symbolic(v, requires or view._requires_grad)
-        new_base = _scatter(view._base, view._view_chain, result)
-        self.rebind(view._base, new_base._sym, new_base._requires_grad)     # re-derives `view` too
+        new_base = _scatter(base, view._view_chain, result)
+        self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives this trace's views of it
+        if not any(ref() is view for ref in self.views.get(id(base), ())):
+            # A view made before the call (its memory is the base's): it holds the new value too.
+            self.rebind(view, self._derive(base, view._view_chain)._sym, view._requires_grad or requires)
         return view
 
-    def _refresh_views(self, base: Tensor) -> None:
+    @staticmethod
+    def _derive(base: Tensor, chain) -> Tensor:
+        """`base` seen through a chain of view ops (recorded)."""
         from .dispatch import apply_op
+        for op, attrs in chain:
+            base = apply_op(op, [base], dict(attrs))
+        return base
+
+    def _refresh_views(self, base: Tensor) -> None:
         refs, self.views[id(base)] = self.views[id(base)], []
         for ref in refs:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            again = base
-            for op, attrs in view._view_chain:
-                again = apply_op(op, [again], dict(attrs))
+            again = self._derive(base, view._view_chain)
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
 

@@ -9,6 +9,10 @@ import numpy as np
 
 import fusegrad as fg
 
+# Calls after the first while the kernel's serial and parallel variants are timed (3 + 3) and the
+# parallel one compiles.
+SETTLE_CALLS = 8
+
 
 def tutorial():
     print("== PyTorch's autograd tutorial, in fusegrad ==")
@@ -65,7 +69,7 @@ def compiled():
     # The first call compiles (or loads from the disk cache) the kernels; a large
     # kernel's parallel variant is measured and compiled over the next calls.
     t0 = time.perf_counter()
-    for _ in range(3):
+    for _ in range(SETTLE_CALLS):
         fg.wait_for_compiles()
         step(x)
     fg.wait_for_compiles()
@@ -82,7 +86,7 @@ def compiled():
         vg(x)
         eager.append(time.perf_counter() - t0)
     print(f"first call (trace, compile or load kernels, run): {first * 1e3:.1f} ms")
-    print(f"next 3 calls (serial vs parallel measured):      {settle * 1e3:.1f} ms")
+    print(f"next {SETTLE_CALLS} calls (serial vs parallel measured):      {settle * 1e3:.1f} ms")
     print(f"compiled, per call (median): {np.median(times) * 1e3:.2f} ms")
     print(f"eager,    per call (median): {np.median(eager) * 1e3:.2f} ms")
     print(fg.cache_info())

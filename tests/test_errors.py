@@ -296,6 +296,7 @@ BAD_INPUTS = [
     ("permute_length", lambda L: L.ones(2, 3).permute(0, 1, 2), False),
     ("permute_duplicate", lambda L: L.ones(2, 3).permute(0, 0), True),
     ("expand_mismatch", lambda L: L.ones(2, 3).expand(2, 4), True),
+    ("expand_mismatch_in_two_dims", lambda L: L.ones(2, 3).expand(3, 4), True),      # torch reports the last
     ("expand_fewer_dims", lambda L: L.ones(2, 3).expand(3), False),
     ("expand_new_dim_minus_one", lambda L: L.ones(2, 3).expand(-1, 2, 3), True),
     ("t_of_3d", lambda L: L.ones(2, 3, 4).t(), True),

@@ -173,7 +173,8 @@ def _expand_infer(types, attrs):
         raise RuntimeError(f"expand({_tensor_kind(t)}{{{shape_str(t.shape)}}}, size={len(shape)}): the number of "
                            f"sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
                            f"in the tensor ({t.ndim})")
-    for i, s in enumerate(t.shape):
+    for i in reversed(range(t.ndim)):        # torch checks from the last dimension
+        s = t.shape[i]
         if s != 1 and s != shape[lead + i]:
             raise RuntimeError(f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size "
                                f"({s}) at non-singleton dimension {lead + i}.  Target sizes: {shape_str(shape)}.  "

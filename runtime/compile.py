@@ -332,8 +332,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     grad_outs = [t for t in alive if t._requires_grad and t._data is None]
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
-    freed = bool(grad_outs and boundary and is_grad_enabled()) and _freed_behind(trace, program, grad_outs)
-    if grad_outs and boundary and is_grad_enabled() and not freed:
+    gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
+    freed = gradients_may_flow and _freed_behind(trace, program, grad_outs)
+    if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
         instrs = [ins for ins in program.instrs if id(ins) in trace.grad_instrs]
@@ -368,26 +369,26 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             tensor._sym = None
             tensor._version[0] += 1
 
-    if backward is not None:
-        bwd_program, saved, present = backward
-        run.backward = bwd_program
+    if backward is not None or freed:
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
-        _attach_backward(grad_outs, boundary, _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types,
-                                                          present, run))
-    elif freed:
-        # A backward inside the call already freed what these outputs' backward needs
-        # (a training step returning its loss): their grad_fn raises, as torch's would.
-        _attach_backward(grad_outs, boundary, _FreedBackwardFn([TensorType(tuple(x.shape), x.dtype)
-                                                                  for x in boundary]))
+        if backward is not None:
+            bwd_program, saved, present = backward
+            run.backward = bwd_program
+            back = _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types, present, run)
+        else:
+            # A backward inside the call already freed what these outputs' backward needs
+            # (a training step returning its loss): their grad_fn raises, as torch's would.
+            back = _FreedBackwardFn(in_types)
+        _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values.
         for t in alive:
             t._requires_grad = False
 
 
-def _attach_backward(grad_outs: list, boundary: list, back) -> None:
-    """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`."""
-    in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
+def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:
+    """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`
+    (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`)."""
     out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
     fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
     node = node_class("CompiledFunctionBackward")(

@@ -167,18 +167,14 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     the base a CopySlices history (its old value with the view's region
     replaced) and the view a history as a view of the new base, as torch does."""
     base, chain = view._base, view._view_chain
-    if view._view_version != view._version[0]:
-        refresh_view_history(view)      # the base was written since: the view's history is the base's now
+    refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     old = view._snapshot()
     result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
     _write_inplace(view, result._data, op)
     new_base = _scatter(base, chain, result)
     if new_base._grad_fn is not None:
         set_history(base, new_base._grad_fn, new_base._output_nr)
-    again = base
-    for k, (view_op, view_attrs) in enumerate(chain):
-        last = k == len(chain) - 1
-        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    again = view_of(base, chain)
     if again._grad_fn is not None:
         set_history(view, again._grad_fn, again._output_nr)
     return view
@@ -190,11 +186,18 @@ def refresh_view_history(view) -> None:
     base = view._base
     if view._view_version == view._version[0] or not base._requires_grad or base._grad_fn is None:
         return
-    again = base
-    for k, (view_op, view_attrs) in enumerate(view._view_chain):
-        last = k == len(view._view_chain) - 1
-        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    again = view_of(base, view._view_chain)
     set_history(view, again._grad_fn, again._output_nr)
+
+
+def view_of(base, chain):
+    """`base` seen through a chain of view ops (recorded ops); the last step is named
+    AsStridedBackward0, as torch names a view it regenerates from its base."""
+    again = base
+    for k, (view_op, view_attrs) in enumerate(chain):
+        last = k == len(chain) - 1
+        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    return again
 
 
 def _scatter(base, chain, value):

@@ -324,9 +324,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         from .functional import mul
         return tuple(mul(x, 0) if g is None and materialize_grads else g for x, g in zip(inputs, grads))
     targets = [edge_of(t) for t in inputs]
-    reachable = {id(n) for n in _topological_nodes([edge_of(r)[0] for r in roots])}
+    graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
+    reachable = {id(n) for n in graph_nodes}
     targets = [e if id(e[0]) in reachable else None for e in targets]
-    grads = _run(roots, seeds, targets, retain_graph, create_graph)
+    grads = _run(roots, seeds, targets, retain_graph, create_graph, graph_nodes)
     out = []
     for k, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:

@@ -88,7 +88,7 @@ class Trace:
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
-        self.known_inputs: list = []        # the inputs entered into `known` (at graph breaks)
+        self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.breaks: list = []              # (location, reason)
         self.backward_start: int | None = None
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
@@ -215,31 +215,24 @@ class Trace:
 
     def _write_through_view(self, view: Tensor, v: Value, requires: bool) -> Tensor:
         """`view` was written in place with value `v`: write the base (eager's CopySlices)."""
-        from .dispatch import _scatter
+        from .dispatch import _scatter, view_of
         base = view._base
         result = self.symbolic(v, requires or view._requires_grad)
         new_base = _scatter(base, view._view_chain, result)
         self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives this trace's views of it
         if not any(ref() is view for ref in self.views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.
-            self.rebind(view, self._derive(base, view._view_chain)._sym, view._requires_grad or requires)
+            self.rebind(view, view_of(base, view._view_chain)._sym, view._requires_grad or requires)
         return view
 
-    @staticmethod
-    def _derive(base: Tensor, chain) -> Tensor:
-        """`base` seen through a chain of view ops (recorded)."""
-        from .dispatch import apply_op
-        for op, attrs in chain:
-            base = apply_op(op, [base], dict(attrs))
-        return base
-
     def _refresh_views(self, base: Tensor) -> None:
+        from .dispatch import view_of
         refs, self.views[id(base)] = self.views[id(base)], []
         for ref in refs:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            again = self._derive(base, view._view_chain)
+            again = view_of(base, view._view_chain)
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
 
@@ -259,9 +252,9 @@ class Trace:
     def materialize(self, t: Tensor) -> np.ndarray:
         """Run what is traced so far and return t's value (a graph break)."""
         v = t._sym
-        for w, array in zip(self.inputs[len(self.known_inputs):], self.input_arrays[len(self.known_inputs):]):
+        for w, array in zip(self.inputs[self.inputs_known:], self.input_arrays[self.inputs_known:]):
             self.known[w.id] = array
-            self.known_inputs.append(w)
+        self.inputs_known = len(self.inputs)
         if v.id not in self.known:
             self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
             for ins in self.program.instrs:

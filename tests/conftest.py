@@ -30,3 +30,14 @@ def _seed():
     fg.manual_seed(0)
     np.random.seed(0)
     yield
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty disk cache (a temporary FUSEGRAD_CACHE_DIR) and empty in-memory caches."""
+    from fusegrad.runtime.stats import clear_caches
+    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUSEGRAD_DISK_CACHE", raising=False)
+    clear_caches()
+    yield tmp_path
+    clear_caches()

@@ -72,15 +72,6 @@ def test_processes_share_the_disk_cache(tmp_path):
     assert not [n for n in names if n.startswith(".tmp-")]
 
 
-@pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FUSEGRAD_DISK_CACHE", raising=False)
-    clear_caches()
-    yield tmp_path
-    clear_caches()
-
-
 def _program():
     return build(lambda e, x, y: [e.sigmoid(e.mul(x, y)), e.sum(e.cos(x), (1,))], (5, 4), (4,))
 

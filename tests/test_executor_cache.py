@@ -25,15 +25,6 @@ def _synchronous_compiles(monkeypatch):
     monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "0")
 
 
-@pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FUSEGRAD_DISK_CACHE", raising=False)
-    clear_caches()
-    yield tmp_path
-    clear_caches()
-
-
 def delta(before: CacheInfo) -> dict:
     now = cache_info()
     return {k: getattr(now, k) - getattr(before, k) for k in ("hits", "misses", "kernels_compiled", "disk_hits")}

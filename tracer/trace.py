@@ -100,7 +100,8 @@ class Trace:
 
     def _input(self, array: np.ndarray) -> Value:
         # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
-        v = Value(TensorType(array.shape, from_numpy_dtype(array.dtype)))
+        t = _SCALAR_TYPES.get(array.dtype) if not array.shape else None
+        v = Value(t if t is not None else TensorType(array.shape, from_numpy_dtype(array.dtype)))
         self.inputs.append(v)
         self.input_arrays.append(array)
         return v
@@ -141,17 +142,14 @@ class Trace:
     def record(self, op, inputs, attrs, name, out):
         """Append `op(inputs; attrs)` to the program; returns its symbolic result(s).
 
-        The hot path of a compiled call (once per traced op): the Builder's,
-        `_input`'s and `symbolic`'s work is inlined here, with one pass over the inputs."""
+        The hot path of a compiled call (once per traced op): the Builder's and
+        `symbolic`'s work is inlined here, with one pass over the inputs."""
         opdef = OPS[op]
         values, types = [], []
         any_requires = False
         for x in inputs:
             if type(x) is np.ndarray:               # a Python scalar's 0-d constant: a new input
-                t = _SCALAR_TYPES.get(x.dtype) if not x.shape else None
-                v = Value(t if t is not None else TensorType(x.shape, from_numpy_dtype(x.dtype)))
-                self.inputs.append(v)
-                self.input_arrays.append(x)
+                v = self._input(x)
             else:
                 v = x._sym
                 if v is None:

@@ -55,14 +55,15 @@ class _RewriteGraph:
         self._out = out
         self._producers: dict = {}        # value id -> defining instruction in `out`
         self._indexed = 0                 # how many of out.instrs `_producers` covers
-        self._readers: dict = {}          # value id -> readers in `source`
+        # value id -> readers in `source` (every value of `source` has an entry)
+        self._readers: dict = {v.id: 0 for v in source.inputs}
         for ins in source.instrs:
             for v in ins.inputs:
                 self._readers[v.id] = self._readers.get(v.id, 0) + 1
+            for v in ins.outputs:
+                self._readers[v.id] = 0
         for v in source.outputs:
             self._readers[v.id] = self._readers.get(v.id, 0) + 1
-        self._known = set(self._readers) | {v.id for v in source.inputs} | \
-            {v.id for ins in source.instrs for v in ins.outputs}
 
     def producer(self, v):
         """The instruction defining `v` (None for a program input)."""
@@ -74,7 +75,7 @@ class _RewriteGraph:
 
     def readers(self, v) -> int:
         """Instructions and program outputs reading `v` (a value made by a rewrite: unknown, so 2)."""
-        return self._readers.get(v.id, 0) if v.id in self._known else 2
+        return self._readers.get(v.id, 2)
 
     def forget_after(self, mark: int) -> None:
         """Instructions from `mark` on were withdrawn (a rule that did not apply)."""

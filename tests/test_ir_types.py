@@ -57,3 +57,22 @@ def test_scalar_operand_overflow_becomes_inf_silently():
     assert y.dtype == fg.float32
     np.testing.assert_array_equal(y.numpy(), np.array([np.inf, -np.inf], dtype=np.float32))
     np.testing.assert_array_equal((x + 3.0).numpy(), np.array([4.0, 1.0], dtype=np.float32))
+
+
+def test_one_node_ops_reject_bad_operands():
+    """addmm, mse_loss and nll_loss (recorded by nn.functional after its own checks) still
+    name what is wrong when built directly."""
+    f32 = lambda *shape: TensorType(shape, float32)            # noqa: E731
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(4x3 and 2x5\)"):
+        infer_types(OPS["addmm"], (f32(5), f32(4, 3), f32(2, 5)), {}, ())
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(5\) must match the existing size "
+                                           r"\(3\) at non-singleton dimension 1"):
+        infer_types(OPS["addmm"], (f32(3), f32(4, 3), f32(3, 5)), {}, ())
+    with pytest.raises(TypeError, match="mse_loss: operands must share a shape"):
+        infer_types(OPS["mse_loss"], (f32(2, 3), f32(3)), {"reduction": "mean"}, (("reduction", "mean"),))
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        infer_types(OPS["mse_loss"], (f32(3), f32(3)), {"reduction": "avg"}, (("reduction", "avg"),))
+    attrs = {"reduction": "mean", "ignore_index": -100}
+    with pytest.raises(TypeError, match="nll_loss: expected"):
+        infer_types(OPS["nll_loss"], (f32(4, 3), f32(4), TensorType((3,), int64)), attrs,
+                    tuple(sorted(attrs.items())))

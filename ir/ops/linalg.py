@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
+from .movement import _expand_infer
 from .registry import COMPOSITE, MATMUL, OpDef, broadcast_shapes, register
 
 
@@ -89,9 +90,7 @@ def _addmm_infer(types, attrs):
     if bias.dtype is not product.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {bias.dtype.name} != "
                            f"{product.dtype.name}")
-    if broadcast_shapes(bias.shape, product.shape) != product.shape:
-        raise RuntimeError(f"The expanded size of the tensor ({product.shape[-1]}) must match the existing size "
-                           f"({bias.shape[-1]}) at non-singleton dimension {bias.ndim - 1}")
+    _expand_infer([bias], {"shape": product.shape})      # the bias broadcasts to the product (expand's errors)
     return [product]
 
 

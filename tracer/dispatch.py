@@ -63,7 +63,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     the node's output, as torch's in-place ops do.
     """
     attrs = attrs or {}
-    trace = getattr(_TRACE_STATE, "trace", None)       # trace_state.current(), inlined (hot)
+    trace = _TRACE_STATE.trace         # trace_state.current(), inlined (hot)
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
     opdef = OPS[op]

@@ -8,12 +8,19 @@ from __future__ import annotations
 import functools
 import threading
 
-_state = threading.local()
+class _GradState(threading.local):
+    # A class-level default: reading an attribute a thread never set through
+    # getattr(..., default) raises and catches AttributeError inside (~0.4 us, and
+    # every recorded op asks).
+    enabled = True
+
+
+_state = _GradState()
 
 
 def is_grad_enabled() -> bool:
     """True when ops record autograd history."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(flag: bool) -> None:

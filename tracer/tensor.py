@@ -43,8 +43,20 @@ class Size(tuple):
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
-    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
-                 "_grad_acc", "_retains_grad", "_base", "_view_chain", "_view_version", "_sym", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_version", "_sym", "__weakref__", "__dict__")
+
+    # State that most tensors never change is a class-level default; a tensor that
+    # sets one keeps its own in its __dict__. Making a tensor (every op does, eager
+    # or traced) then costs six attribute stores instead of thirteen.
+    _grad = None                # accumulated gradient of a leaf
+    _output_nr = 0              # which output of _grad_fn this tensor is
+    _grad_acc = None            # a leaf's AccumulateGrad node, once made
+    _retains_grad = False
+    _base = None                # for a view: the tensor whose memory it shares
+    _view_chain = ()            # for a view: the view ops that derive it from _base
+    _view_version = 0           # _version when the view's history was last derived
+    _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
+                           "_view_version"))
 
     def __init__(self, data=None, requires_grad: bool = False):
         from .creation import as_array
@@ -60,14 +72,7 @@ class Tensor:
         self._dtype = dtype
         self._requires_grad = False
         self._grad_fn = None
-        self._output_nr = 0
-        self._grad = None
         self._version = [0]
-        self._grad_acc = None
-        self._retains_grad = False
-        self._base = None
-        self._view_chain = ()
-        self._view_version = 0
         self._sym = None
 
     @classmethod
@@ -311,7 +316,7 @@ class Tensor:
         t._requires_grad = self._requires_grad
         if type(self) is not Tensor:
             t.__class__ = type(self)
-            t.__dict__.update(self.__dict__)
+            t.__dict__.update((k, v) for k, v in self.__dict__.items() if k not in Tensor._INTERNAL)
         memo[id(self)] = t
         return t
 

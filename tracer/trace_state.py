@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import threading
 
-_state = threading.local()
+class _TraceState(threading.local):
+    trace = None        # a class-level default: reading it costs no AttributeError (every op asks)
+
+
+_state = _TraceState()
 
 
 def current():
     """The Trace recording ops on this thread, or None when running eagerly."""
-    return getattr(_state, "trace", None)
+    return _state.trace
 
 
 def is_compiling() -> bool:
@@ -21,6 +25,6 @@ def is_compiling() -> bool:
 
 def set_current(trace) -> object:
     """Install `trace` (or None); returns the previous one for restoring."""
-    prev = getattr(_state, "trace", None)
+    prev = _state.trace
     _state.trace = trace
     return prev

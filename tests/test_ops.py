@@ -1157,3 +1157,19 @@ def test_sigmoid_at_the_extremes_matches_torch(torch, dtype):
     got = fg.from_numpy(xs.copy()).sigmoid().numpy()
     want = torch.sigmoid(torch.from_numpy(xs.copy())).numpy()
     np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == "float32" else 1e-15, atol=0)
+
+
+def test_python_scalar_constants_are_shared_but_keep_zero_sign_and_nan():
+    # Python scalars become 0-d constants that are cached between ops (read-only);
+    # -0.0 and 0.0 compare equal and NaN never does, so those are never taken from the cache.
+    x = fg.tensor([1.0, -2.0])
+    assert np.signbit((x * -0.0).numpy()).tolist() == [True, False]
+    assert np.signbit((x * 0.0).numpy()).tolist() == [False, True]
+    assert np.isnan((x + float("nan")).numpy()).all()
+    assert (x * 3).tolist() == [3.0, -6.0]
+    assert (x * 3.0).tolist() == [3.0, -6.0]
+    y = x * 2
+    y.mul_(5)                                       # in-place on a result never touches the constant
+    assert (x * 2).tolist() == [2.0, -4.0]
+    assert (x.double() * 0.1).numpy()[0] == 0.1    # float64 keeps the double value
+    assert (x * 0.1).numpy()[0] == np.float32(0.1)

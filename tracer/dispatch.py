@@ -62,10 +62,10 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     written into that tensor in place (its version is bumped) and it becomes
     the node's output, as torch's in-place ops do.
     """
-    attrs = attrs or {}
     trace = _TRACE_STATE.trace         # trace_state.current(), inlined (hot)
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
+    attrs = attrs or {}
     opdef = OPS[op]
     # One pass over the inputs: types, arrays, which need grad, constants (the hot path).
     in_types, arrays, needs, consts = [], [], [], []

@@ -94,12 +94,33 @@ def _promoted_pair_fast(a, b):
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+_SCALAR_ARRAYS: dict = {}      # (type, value, dtype) -> read-only 0-d array (x * 2 in a loop makes one)
+MAX_SCALAR_ARRAYS = 4096
+
+
 def _scalar_array(value, dtype: DType) -> np.ndarray:
-    """A Python number as a 0-d array of `dtype`; out-of-range floats become inf silently, as in torch."""
+    """A Python number as a 0-d array of `dtype`; out-of-range floats become inf silently, as in torch.
+
+    Arrays are shared between calls (read-only); 0 (whose sign matters) and NaN (never
+    equal to itself) are made fresh each time."""
+    key = (type(value), value, dtype)
+    try:
+        cached = _SCALAR_ARRAYS.get(key)
+    except TypeError:                              # an unhashable number type
+        cached, key = None, None
+    if cached is not None:
+        return cached
     if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
-        return np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
-    with np.errstate(over="ignore"):
-        return np.asarray(value, dtype=dtype.np)
+        array = np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
+    else:
+        with np.errstate(over="ignore"):
+            array = np.asarray(value, dtype=dtype.np)
+    if key is not None and value and value == value:
+        if len(_SCALAR_ARRAYS) >= MAX_SCALAR_ARRAYS:
+            _SCALAR_ARRAYS.clear()
+        array.flags.writeable = False
+        _SCALAR_ARRAYS[key] = array
+    return array
 
 
 def tensor_from_scalar(x) -> Tensor:

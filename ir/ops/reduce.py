@@ -65,9 +65,10 @@ def _mean_vjp(e, x, y, g, a, n):
 
 
 def _extremum_vjp(e, x, y, g, a, n):
-    # torch (amax, max() with no dim): ties share the gradient evenly.
+    # torch (max() with no dim): ties share the gradient evenly; when the
+    # result is NaN, the NaNs are the ties.
     axes, keepdim = a["axes"], a["keepdim"]
-    mask = e.eq(x[0], _grad_to_input(e, y[0], x[0], axes, keepdim))
+    mask = _is_best(e, x[0], _grad_to_input(e, y[0], x[0], axes, keepdim))
     count = e.sum(e.cast(mask, x[0].dtype), axes, keepdim=True)
     share = e.div(_grad_to_input(e, g[0], x[0], axes, keepdim), e.expand(count, x[0].shape))
     return [e.where(mask, share, 0)]
@@ -164,11 +165,28 @@ register(OpDef("min_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argm
 
 
 # --------------------------------------------------------- vector norms
+def _check_norm_identity(x, p, axes):
+    """torch: a norm without an identity (p < 0 or p = inf) of an empty tensor
+    fails unless no reduced dim is empty."""
+    if x.size or not (p < 0 or p == float("inf")):
+        return
+    if len(axes) == x.ndim:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor "
+                           "because the operation does not have an identity")
+    for a in axes:
+        if x.shape[a] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {a}"
+                               "because this dimension is empty and the operation does not have an identity")
+
+
 def _norm_ref(x, p, axes, keepdim):
+    _check_norm_identity(x, p, axes)
     if p == 2:
         r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
         r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
+    elif p == float("-inf"):
+        r = np.min(np.abs(x), axis=axes, keepdims=keepdim, initial=np.inf)
     elif p == 1:
         r = np.sum(np.abs(x), axis=axes, keepdims=keepdim, dtype=x.dtype)
     elif p == 0:
@@ -191,7 +209,8 @@ def _norm_vjp(e, x, y, g, a, n):
         return [e.mul(gx, e.sign(xv))]
     if p == 0:
         return [e.mul(gx, 0)]
-    if p == float("inf"):
+    if p in (float("inf"), float("-inf")):
+        # torch: ties at the largest (smallest) |x| share the gradient evenly.
         share = _extremum_vjp(e, [e.op("abs", xv)], y, g, {"axes": axes, "keepdim": keepdim}, n)[0]
         return [e.mul(share, e.sign(xv))]
     # General p: g * x * |x|^(p-2) / norm^(p-1), 0 where the norm is 0.

@@ -1,0 +1,77 @@
+"""Third torch-parity probe: adversarial and less common calls from API.md,
+each compared with torch at run time (values, dtypes, grads, error texts)."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch")
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _np(t):
+    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
+
+
+def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def both(fn):
+    """fn(lib) run on torch and fusegrad: (torch result, our result)."""
+    return fn(torch), fn(fg)
+
+
+def same_error(fn):
+    """fn(lib) raises the same exception class and text on both."""
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        fn(fg)
+    assert str(ours.value) == str(theirs.value)
+
+
+# ----------------------------------------------------------------- norms
+@pytest.mark.parametrize("p", [INF, -INF, -1.0, 3.0])
+def test_norm_orders_value_and_grad(p):
+    def run(L):
+        x = L.tensor([[-1.0, 2.0, -1.0], [0.5, 4.0, -9.0]], requires_grad=True)
+        y = x.norm(p, dim=1)
+        y.sum().backward()
+        z = L.tensor([-1.0, 2.0, -0.25], requires_grad=True)
+        w = z.norm(p)
+        w.backward()
+        return y, x.grad, w, z.grad
+    for a, b in zip(*both(run)):
+        assert_same(b, a)
+
+
+@pytest.mark.parametrize("p,shape,dim", [(INF, (0,), None), (-INF, (2, 0), None), (-0.5, (2, 0), None),
+                                         (INF, (2, 0), 1), (-1.0, (0, 3), 0)])
+def test_norm_without_identity_of_empty_raises(p, shape, dim):
+    same_error(lambda L: L.zeros(*shape).norm(p, dim=dim))
+
+
+@pytest.mark.parametrize("p", [INF, -INF, -1.0])
+def test_norm_without_identity_of_empty_result_is_empty(p):
+    t, o = both(lambda L: L.zeros(2, 0).norm(p, dim=0))
+    assert_same(o, t)
+
+
+# ------------------------------------------------------- max/min gradients
+@pytest.mark.parametrize("data", [[1.0, NAN, NAN], [1.0, NAN, 3.0], [1.0, 3.0, 3.0], [-INF, 2.0, INF]])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_all_gradient_goes_to_nan_and_ties(data, name):
+    def run(L):
+        x = L.tensor(data, requires_grad=True)
+        y = getattr(x, name)()
+        y.backward()
+        return y, x.grad
+    for a, b in zip(*both(run)):
+        assert_same(b, a)

@@ -75,3 +75,12 @@ def test_max_min_all_gradient_goes_to_nan_and_ties(data, name):
         return y, x.grad
     for a, b in zip(*both(run)):
         assert_same(b, a)
+
+
+# ------------------------------------------------------------ empty means
+@pytest.mark.parametrize("shape,dim", [((0,), None), ((2, 0), 1), ((2, 0), 0), ((2, 0), (0, 1))])
+def test_mean_of_empty_is_nan_without_warning(shape, dim):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t, o = both(lambda L: L.zeros(*shape).mean() if dim is None else L.zeros(*shape).mean(dim))
+    assert_same(o, t)

@@ -40,7 +40,14 @@ def _sum_ref(x, axes, keepdim):
 
 
 def _mean_ref(x, axes, keepdim):
-    return np.asarray(np.mean(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+    # sum / count, not np.mean: the mean of an empty slice is NaN without
+    # NumPy's "Mean of empty slice" warning (torch warns nothing).
+    count = 1
+    for ax in axes:
+        count *= x.shape[ax]
+    total = np.sum(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.true_divide(total, count, dtype=x.dtype))
 
 
 def _amax_ref(x, axes, keepdim):

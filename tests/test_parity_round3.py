@@ -84,3 +84,34 @@ def test_mean_of_empty_is_nan_without_warning(shape, dim):
         warnings.simplefilter("error")
         t, o = both(lambda L: L.zeros(*shape).mean() if dim is None else L.zeros(*shape).mean(dim))
     assert_same(o, t)
+
+
+# ------------------------------------------------------------------ matmul
+MATMUL_SHAPES = [((5, 2, 3), (4,)), ((5, 2, 3), (2, 4)), ((1, 3, 4), (2, 3)), ((2, 1, 2, 3), (4, 2)),
+                 ((3,), (5, 1, 3)), ((2, 2, 3), (3, 3, 4)), ((2, 3), (5, 3, 4)), ((3,), (5, 3, 4)),
+                 ((2, 3), (4,)), ((3,), (4, 2)), ((2, 3), (2, 3)), ((3,), (4,))]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_shape_errors(sa, sb):
+    same_error(lambda L: L.ones(*sa) @ L.ones(*sb))
+
+
+BOOL_MATMUL = [((3,), (3,)), ((0,), (0,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 2)), ((2, 2, 3), (3, 2)),
+               ((2, 2, 3), (3,)), ((2, 2, 3), (2, 3, 2)), ((3,), (2, 3, 2)), ((3,), (2, 1, 3))]
+
+
+@pytest.mark.parametrize("sa,sb", BOOL_MATMUL)
+def test_matmul_of_bools_raises(sa, sb):
+    same_error(lambda L: L.ones(*sa, dtype=L.bool) @ L.ones(*sb, dtype=L.bool))
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 0), (0, 3)), ((2, 0), (0,)), ((0, 2, 3), (3, 2)), ((2, 3), (4, 2))])
+def test_matmul_of_bools_empty_or_misshapen(sa, sb):
+    # An empty product never reaches a kernel; a shape error comes before the dtype's.
+    try:
+        expected = torch.ones(*sa, dtype=torch.bool) @ torch.ones(*sb, dtype=torch.bool)
+    except RuntimeError:
+        same_error(lambda L: L.ones(*sa, dtype=L.bool) @ L.ones(*sb, dtype=L.bool))
+        return
+    assert_same(fg.ones(*sa, dtype=fg.bool) @ fg.ones(*sb, dtype=fg.bool), expected)

@@ -21,11 +21,18 @@ def _matmul_infer(types, attrs):
         if sa[0] != sb[0]:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
                                f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        _check_matmul_dtype(a.dtype, "dot", sa[0], 1, always=True)
         return [TensorType((), a.dtype)]
     if a.ndim == 2 and b.ndim == 1:
         if sa[1] != sb[0]:
             raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+        _check_matmul_dtype(a.dtype, "addmv_impl_cpu", sa[1], sa[0])
         return [TensorType((sa[0],), a.dtype)]
+    folded = _folded_kernel(sa, sb)
+    if folded is not None:
+        shape = _matmul_shape(sa, sb)
+        _check_matmul_dtype(a.dtype, folded[0], folded[1], _prod(shape))
+        return [TensorType(shape, a.dtype)]
     ma = sa if a.ndim >= 2 else (1,) + sa
     mb = sb if b.ndim >= 2 else sb + (1,)
     if ma[-1] != mb[-2]:
@@ -33,16 +40,59 @@ def _matmul_infer(types, attrs):
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({ma[-2]}x{ma[-1]} and {mb[-2]}x{mb[-1]})")
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{_batch(ma, mb)}, {ma[-1]}] but got: [{_batch(ma, mb)}, {mb[-2]}].")
-    batch = broadcast_shapes(ma[:-2], mb[:-2])
-    shape = batch + (ma[-2],) * (a.ndim >= 2) + (mb[-1],) * (b.ndim >= 2)
+    shape = _matmul_shape(sa, sb)
+    name = "addmm_impl_cpu_" if a.ndim <= 2 and b.ndim <= 2 else "bmm"
+    _check_matmul_dtype(a.dtype, name, ma[-1], _prod(shape))
     return [TensorType(shape, a.dtype)]
 
 
-def _batch(ma, mb):
+def _matmul_shape(sa, sb):
+    ma = sa if len(sa) >= 2 else (1,) + sa
+    mb = sb if len(sb) >= 2 else sb + (1,)
+    batch = broadcast_shapes(ma[:-2], mb[:-2])
+    return batch + (ma[-2],) * (len(sa) >= 2) + (mb[-1],) * (len(sb) >= 2)
+
+
+def _folded_kernel(sa, sb):
+    """torch folds a >= 3-d operand times a 1-d or 2-d one into one mv/mm (for
+    contiguous operands; a >= 3-d right operand only when its transpose folds
+    without a copy, i.e. when the left is 1-d and b.shape[-2] is 1 or b is
+    empty). Those calls check shapes as mv/mm do: the folded operand's
+    sizes appear in the error text. Returns None when torch does not fold,
+    else checks the folded shapes (raising torch's text) and returns the
+    kernel's name and the contracted size."""
+    if len(sa) >= 3 and len(sb) <= 2:
+        rows, k = _prod(sa[:-1]), sa[-1]
+        other = sb
+    elif len(sb) >= 3 and len(sa) == 1 and (sb[-2] == 1 or 0 in sb):
+        rows, k = _prod(sb[:-2]) * sb[-1], sb[-2]
+        other = sa
+    else:
+        return None
+    if len(other) == 1:
+        if other[0] != k:
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({other[0]})")
+        return "addmv_impl_cpu", k
+    if other[0] != k:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {other[0]}x{other[1]})")
+    return "addmm_impl_cpu_", k
+
+
+def _check_matmul_dtype(dtype, kernel, k, numel, always=False):
+    """torch has no bool matmul kernels (an empty product never reaches one)."""
+    if dtype.name == "bool" and (always or (k and numel)):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _prod(shape):
     n = 1
-    for s in broadcast_shapes(ma[:-2], mb[:-2]):
+    for s in shape:
         n *= s
     return n
+
+
+def _batch(ma, mb):
+    return _prod(broadcast_shapes(ma[:-2], mb[:-2]))
 
 
 def _matmul_ref(a, b):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusegrad.ir import OPS, TensorType, from_numpy_dtype
+from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.interpreter import apply_ref
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import freeze_attrs
@@ -19,6 +19,9 @@ from .node import SavedTensor, grad_accumulator, node_class, saved_slots
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
+
+# The type of a 0-d constant operand (a Python scalar's array), by NumPy dtype.
+_ZERO_DIM_TYPES = {np.dtype(d.np): TensorType((), d) for d in (float32, float64, int64, bool_)}
 
 # Movement ops whose NumPy reference returns a view of input 0 (declared in the op table).
 _VIEW_OPS = frozenset(name for name, op in OPS.items() if op.view)
@@ -71,7 +74,8 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     in_types, arrays, needs, consts = [], [], [], []
     for x in inputs:
         if type(x) is np.ndarray:
-            in_types.append(TensorType(x.shape, from_numpy_dtype(x.dtype)))
+            t = _ZERO_DIM_TYPES.get(x.dtype) if not x.shape else None
+            in_types.append(t if t is not None else TensorType(x.shape, from_numpy_dtype(x.dtype)))
             arrays.append(x)
             needs.append(False)
             consts.append(x)
@@ -122,7 +126,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
                                                       saved)
-        if not saved and any(consts[i] is not None for i in in_slots):
+        if not saved and in_slots and any(consts[i] is not None for i in in_slots):
             # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2):
             # a second backward through such a node raises, as it does there.
             node._had_saved = True

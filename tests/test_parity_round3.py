@@ -115,3 +115,10 @@ def test_matmul_of_bools_empty_or_misshapen(sa, sb):
         same_error(lambda L: L.ones(*sa, dtype=L.bool) @ L.ones(*sb, dtype=L.bool))
         return
     assert_same(fg.ones(*sa, dtype=fg.bool) @ fg.ones(*sb, dtype=fg.bool), expected)
+
+
+# ------------------------------------------------------------------ expand
+@pytest.mark.parametrize("shape,sizes", [((2, 1), (2, -3)), ((2, 1), (1, -1, -2)), ((2, 1), (-2, 3)),
+                                         ((2, 0), (2, 3))])
+def test_expand_to_negative_sizes_raises(shape, sizes):
+    same_error(lambda L: L.ones(*shape).expand(*sizes))

@@ -179,6 +179,8 @@ def _expand_infer(types, attrs):
             raise RuntimeError(f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size "
                                f"({s}) at non-singleton dimension {lead + i}.  Target sizes: {shape_str(shape)}.  "
                                f"Tensor sizes: {shape_str(t.shape)}")
+    if any(s < 0 for s in shape):        # a size below -1 on a singleton dimension
+        raise RuntimeError("numel: integer multiplication overflow")
     return [TensorType(shape, t.dtype)]
 
 

@@ -122,3 +122,18 @@ def test_matmul_of_bools_empty_or_misshapen(sa, sb):
                                          ((2, 0), (2, 3))])
 def test_expand_to_negative_sizes_raises(shape, sizes):
     same_error(lambda L: L.ones(*shape).expand(*sizes))
+
+
+# ------------------------------------------------------------ bool operands
+@pytest.mark.parametrize("call", [lambda L, t: L.relu(t), lambda L, t: t.relu(), lambda L, t: L.abs(t),
+                                  lambda L, t: t.abs(), lambda L, t: L.nn.functional.relu(t),
+                                  lambda L, t: L.nn.ReLU()(t)])
+def test_relu_and_abs_of_bool_raise(call):
+    same_error(lambda L: call(L, L.tensor([True, False])))
+
+
+def test_sign_of_bool_and_relu_abs_of_int():
+    for call in (lambda L: L.tensor([True, False]).sign(), lambda L: L.tensor([3, -2, 0]).abs(),
+                 lambda L: L.relu(L.tensor([3, -2, 0]))):
+        t, o = both(call)
+        assert_same(o, t)

@@ -21,9 +21,11 @@ def _same_dtype(types, name):
     return d
 
 
-def _infer_map(name, result=None, float_only=False):
+def _infer_map(name, result=None, float_only=False, bool_error=None):
     def infer(types, attrs):
         d = _same_dtype(types, name)
+        if bool_error is not None and d is bool_:
+            raise bool_error
         if float_only and not d.is_floating_point:
             raise TypeError(f"{name}: expected a floating point operand, got {d.name}")
         shape = types[0].shape
@@ -33,10 +35,12 @@ def _infer_map(name, result=None, float_only=False):
     return infer
 
 
-def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None):
-    """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs)."""
-    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only), ref, vjp, expr, doc=doc,
-                          rewrite=rewrite))
+def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None,
+                bool_error=None):
+    """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs).
+    `bool_error`: the exception torch raises for bool operands, if it does."""
+    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error), ref, vjp, expr,
+                          doc=doc, rewrite=rewrite))
 
 
 def _sigmoid_ref(x):
@@ -140,10 +144,14 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul
 # it). The zero is y * 0 so that, as in torch, the gradient depends on y and is
 # itself differentiable (requires_grad under create_graph).
 elementwise("relu", lambda x: np.where(x < 0, x.dtype.type(0), x),    # keeps -0.0 and NaN, as torch
-            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.mul(y[0], 0), g[0])], "fg_relu({0})")
-elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})")
+            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.mul(y[0], 0), g[0])], "fg_relu({0})",
+            bool_error=RuntimeError("Boolean inputs not supported for relu"))
+elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
+            bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"))
 # sign is piecewise constant: a zero gradient, but differentiable as in torch (sgn).
 def _sign_ref(x):
+    if x.dtype == np.bool_:
+        return x.copy()                  # torch: the sign of a bool is itself
     s = np.sign(x)
     return np.where(np.isnan(s), 0, s).astype(x.dtype) if x.dtype.kind == "f" else s   # torch: sign(nan) = 0
 

@@ -137,3 +137,23 @@ def test_sign_of_bool_and_relu_abs_of_int():
                  lambda L: L.relu(L.tensor([3, -2, 0]))):
         t, o = both(call)
         assert_same(o, t)
+
+
+@pytest.mark.parametrize("p,data", [(0.5, [0.0, 1.0, -2.0]), (0.5, [0.0, 0.0]), (-1.0, [0.0, 1.0]),
+                                    (-1.0, [3.0, -1.0]), (-0.5, [2.0, -3.0]), (1.5, [0.0, 1.0, -2.0]),
+                                    (3.0, [0.0, 0.0]), (3.0, [0.0, -2.0])])
+def test_norm_gradient_at_zero_entries(p, data):
+    def run(L):
+        x = L.tensor(data, requires_grad=True)
+        y = x.norm(p)
+        y.backward()
+        return y, x.grad
+    for a, b in zip(*both(run)):
+        assert_same(b, a)
+
+
+def test_norm_zero_order_has_no_gradient():
+    for L in (torch, fg):
+        x = L.tensor([0.0, 1.0, 2.0], requires_grad=True)
+        x.norm(0).backward()
+        assert x.grad is None

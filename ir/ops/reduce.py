@@ -215,14 +215,22 @@ def _norm_vjp(e, x, y, g, a, n):
     if p == 1:
         return [e.mul(gx, e.sign(xv))]
     if p == 0:
-        return [e.mul(gx, 0)]
+        return [None]        # torch: no gradient at all (x.grad stays None)
     if p in (float("inf"), float("-inf")):
         # torch: ties at the largest (smallest) |x| share the gradient evenly.
         share = _extremum_vjp(e, [e.op("abs", xv)], y, g, {"axes": axes, "keepdim": keepdim}, n)[0]
         return [e.mul(share, e.sign(xv))]
-    # General p: g * x * |x|^(p-2) / norm^(p-1), 0 where the norm is 0.
     ax = e.op("abs", xv)
-    num = e.mul(e.mul(xv, e.pow(ax, p - 2)), gx)
+    if p < 1:
+        # torch: sign(x) |x|^(p-1) (0 where x is 0) * g * norm^(1-p).
+        scaled = e.where(e.eq(xv, 0), 0, e.mul(e.sign(xv), e.pow(ax, p - 1)))
+        return [e.mul(scaled, e.mul(gx, e.pow(norm, 1 - p)))]
+    # General p: g * x * |x|^(p-2) / norm^(p-1) (as sign(x) |x|^(p-1) for p < 2,
+    # finite at x = 0), 0 where the norm is 0.
+    if p < 2:
+        num = e.mul(e.mul(e.sign(xv), e.pow(ax, p - 1)), gx)
+    else:
+        num = e.mul(e.mul(xv, e.pow(ax, p - 2)), gx)
     return [e.where(e.eq(norm, 0), 0, e.div(num, e.pow(norm, p - 1)))]
 
 

@@ -157,3 +157,21 @@ def test_norm_zero_order_has_no_gradient():
         x = L.tensor([0.0, 1.0, 2.0], requires_grad=True)
         x.norm(0).backward()
         assert x.grad is None
+
+
+# --------------------------------------------------------- in-place dtypes
+@pytest.mark.parametrize("call", [lambda L: L.tensor([1, 2]).div_(2), lambda L: L.tensor([1, 2]).div_(L.tensor([2, 2])),
+                                  lambda L: L.tensor([1, 2]).div_(L.tensor([1.0], dtype=L.float64)),
+                                  lambda L: L.tensor([True]).div_(True), lambda L: L.tensor([1, 2]).sub_(True),
+                                  lambda L: L.tensor([True]).sub_(L.tensor([True])),
+                                  lambda L: L.tensor([1.0, 2.0]).sub_(L.tensor([True, False]))])
+def test_inplace_integer_true_division_and_bool_subtraction_raise(call):
+    same_error(call)
+
+
+@pytest.mark.parametrize("call", [lambda L: L.tensor([1.0, 2.0]).div_(2), lambda L: L.tensor([1, 2]).mul_(2),
+                                  lambda L: L.tensor([1, 2]).sub_(1, alpha=2), lambda L: L.tensor([True]).add_(True),
+                                  lambda L: L.tensor([1.0, 2.0], dtype=L.float64).div_(L.tensor([2, 4]))])
+def test_inplace_arithmetic_that_torch_allows(call):
+    t, o = both(call)
+    assert_same(o, t)

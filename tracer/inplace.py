@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fusegrad.ir import float32
+
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -30,13 +32,16 @@ def check_inplace(t: Tensor) -> None:
 def binary_inplace(op: str, name: str):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
-        from .functional import _TORCH_DTYPE_NAME, _coerce, _promoted, mul
+        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, mul
         check_inplace(self)
+        if op == "sub":
+            _check_bool_sub(self, other)
         if alpha != 1:
             other = mul(other, alpha)
         (_, other), dtype = _promoted([self, other], op + "_")
-        if dtype.category > self._dtype.category or (dtype.category == 2 and op == "div"
-                                                      and not self._dtype.is_floating_point):
+        if op == "div" and not dtype.is_floating_point:
+            dtype = float32                  # true division: an integer quotient is a float
+        if dtype.category > self._dtype.category:
             raise RuntimeError(f"result type {_TORCH_DTYPE_NAME[dtype.name]} can't be cast to the desired output "
                                f"type {_TORCH_DTYPE_NAME[self._dtype.name]}")
         apply_op(op, [self, _coerce(other, self._dtype)], None, name, out=self)

@@ -175,3 +175,29 @@ def test_inplace_integer_true_division_and_bool_subtraction_raise(call):
 def test_inplace_arithmetic_that_torch_allows(call):
     t, o = both(call)
     assert_same(o, t)
+
+
+# ------------------------------------------------------------------ autograd
+@pytest.mark.parametrize("op", [lambda x: x.exp(), lambda x: x.max(), lambda x: x ** x, lambda x: x.norm(dim=1),
+                                lambda x: x.tanh(), lambda x: x.softmax(1)])
+def test_version_error_names_the_node_as_torch(op):
+    def run(L):
+        x = L.tensor([[1.0, 2.0]], requires_grad=True)
+        y = op(x)
+        y.add_(1)
+        y.sum().backward()
+    same_error(run)
+
+
+def test_backward_with_a_list_gradient_is_a_type_error():
+    for L in (torch, fg):
+        with pytest.raises(TypeError, match="gradients can be either Tensors or None, but got"):
+            (L.tensor([1.0, 2.0], requires_grad=True) * 2).backward([1.0, 1.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.autograd.grad(x * 2, x, grad_outputs=[[1.0, 1.0]]),
+    lambda L, x: L.autograd.grad((x * 2).sum(), x, grad_outputs=2.0),
+])
+def test_gradient_arguments_that_are_not_tensors(call):
+    same_error(lambda L: call(L, L.tensor([1.0, 2.0], requires_grad=True)))

@@ -91,6 +91,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     roots, seeds = [], []
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
+    grad_outputs = list(grad_outputs)      # torch: "'float' object is not iterable"
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f"grad can be implicitly created only for scalar outputs")
     for k, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -102,6 +103,8 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
+        elif isinstance(g, (list, tuple, str)) or g is Ellipsis:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif not isinstance(g, Tensor):
             from .creation import tensor
             g = tensor(g, dtype=out.dtype)
@@ -224,14 +227,15 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
 def _modified_history(graph: GraphProgram, v: Value, saved) -> str:
     """torch's ", which is output N of Op," for a modified saved tensor: for a saved output,
     the node that made it; for a saved input, the tensor's history now; nothing for a leaf.
-    (torch names the node without its "Backward0" suffix.)"""
+    (torch names the node without "Backward0", or "Backward" before another
+    number: ExpBackward0 is "Exp", MaxBackward1 is "Max1".)"""
     if saved.tensor is None:
         node, nr = graph.owner.get(v.id), graph.output_nr.get(v.id, 0)
     else:
         node, nr = saved.tensor._grad_fn, saved.tensor._output_nr
     if node is None:
         return ""
-    return f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', node.name())},"
+    return f", which is output {nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
 
 
 def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:

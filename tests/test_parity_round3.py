@@ -201,3 +201,28 @@ def test_backward_with_a_list_gradient_is_a_type_error():
 ])
 def test_gradient_arguments_that_are_not_tensors(call):
     same_error(lambda L: call(L, L.tensor([1.0, 2.0], requires_grad=True)))
+
+
+# ------------------------------------------------------------------ creation
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "randn", "rand"])
+@pytest.mark.parametrize("size", [(-1,), (2, -1), ((2, -1),), (0, -2)])
+def test_creation_with_a_negative_size(name, size):
+    same_error(lambda L: getattr(L, name)(*size))
+
+
+@pytest.mark.parametrize("args", [(0, 5, -1), (5, 0), (0, 5, 0), (0, 3, NAN), (INF,), (NAN,), (-INF, 3)])
+def test_arange_bad_ranges(args):
+    same_error(lambda L: L.arange(*args))
+
+
+@pytest.mark.parametrize("args", [(5, 5), (5, 5, -1), (1, -3.5, -1), (0, 3, INF), (10, 0, -3), (0.0, 1.0, 0.3)])
+def test_arange_edge_ranges(args):
+    t, o = both(lambda L: L.arange(*args))
+    assert_same(o, t)
+
+
+def test_parameter_of_an_integer_tensor():
+    same_error(lambda L: L.nn.Parameter(L.tensor([1, 2])))
+    t, o = both(lambda L: L.nn.Parameter(L.tensor([1, 2]), requires_grad=False))
+    assert_same(o, t)
+    assert o.requires_grad is False

@@ -96,9 +96,13 @@ def _size(size, fn: str = "empty") -> tuple:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
                             f"{type(s).__name__} at pos {len(out)}")
-        if s < 0:
-            raise RuntimeError(f"{fn}: Dimension size must be non-negative.")
         out.append(int(s))
+    for s in out:
+        if s < 0:
+            if fn == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"[{', '.join(map(str, out))}]")
     return tuple(out)
 
 
@@ -153,13 +157,22 @@ def arange(start, end=None, step=1, dtype: DType | None = None, requires_grad: b
     """torch.arange: int64 for integer arguments, else float32."""
     if end is None:
         start, end = 0, start
-    if step == 0:
+    if not (step > 0 or step < 0):               # 0 or NaN
         raise RuntimeError("step must be nonzero")
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
     n = max(0, int(np.ceil((end - start) / step)))
     values = start + step * np.arange(n, dtype=np.float64 if dtype.is_floating_point else np.int64)
     return _new(values.astype(dtype.np), requires_grad)
+
+
+def _scalar_str(x) -> str:
+    """A number as torch prints a Scalar in messages (1.0 as 1, inf, nan)."""
+    return f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:

@@ -28,6 +28,8 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad: bool = True):
         if data is not None and not isinstance(data, Tensor):
             raise TypeError(f"Parameter data must be a Tensor, but got {type(data).__name__}")
+        if requires_grad and data is not None and not data.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)
 
     def __repr__(self) -> str:

@@ -226,3 +226,77 @@ def test_parameter_of_an_integer_tensor():
     t, o = both(lambda L: L.nn.Parameter(L.tensor([1, 2]), requires_grad=False))
     assert_same(o, t)
     assert o.requires_grad is False
+
+
+# ------------------------------------------------------------------ losses
+def _chain(node):
+    names = []
+    while node is not None:
+        names.append(type(node).__name__)
+        nxt = [n for n, _ in node.next_functions if n is not None]
+        node = nxt[0] if nxt else None
+    return names
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weight", [None, [1.0, 2.0, 0.5]])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_with_probabilities_records_torch_nodes(reduction, weight, smoothing):
+    def run(L):
+        x = L.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]], requires_grad=True)
+        y = L.nn.functional.cross_entropy(x, L.tensor([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]]),
+                                          weight=None if weight is None else L.tensor(weight),
+                                          reduction=reduction, label_smoothing=smoothing)
+        y.sum().backward()
+        return y, x.grad
+    (ty, tg), (oy, og) = both(run)
+    assert _chain(oy.grad_fn) == _chain(ty.grad_fn)
+    assert_same(oy, ty)
+    assert_same(og, tg)
+
+
+def test_cross_entropy_with_probabilities_of_an_empty_batch():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t, o = both(lambda L: L.nn.functional.cross_entropy(L.zeros(0, 3, requires_grad=True), L.zeros(0, 3)))
+    assert_same(o, t)
+    assert _chain(o.grad_fn)[:2] == _chain(t.grad_fn)[:2]
+
+
+@pytest.mark.parametrize("call", [lambda L: L.nn.functional.cross_entropy([[1.0, 2.0]], L.tensor([0])),
+                                  lambda L: L.nn.functional.cross_entropy(L.tensor([[1.0, 2.0]]), [0]),
+                                  lambda L: L.nn.functional.cross_entropy(L.tensor([[1.0, 2.0]]), 0)])
+def test_cross_entropy_of_non_tensors(call):
+    same_error(call)
+
+
+@pytest.mark.parametrize("a,b", [([1, 2], [0, 4]), ([True], [False]), ([1, 2], [True, False])])
+def test_mse_loss_of_integers_raises(a, b):
+    same_error(lambda L: L.nn.functional.mse_loss(L.tensor(a), L.tensor(b)))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shapes", [((1, 2), (2, 1)), ((2,), ()), ((2, 3), (3,)), ((3,), (2, 3))])
+def test_mse_loss_broadcasting_records_one_node(reduction, shapes):
+    def run(L):
+        x = L.tensor(np.linspace(-1, 1, int(np.prod(shapes[0]))).reshape(shapes[0]).tolist(), requires_grad=True)
+        t = L.tensor(np.linspace(2, 0, int(np.prod(shapes[1]))).reshape(shapes[1]).tolist(), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = L.nn.functional.mse_loss(x, t, reduction=reduction)
+        y.sum().backward()
+        return y, x.grad, t.grad
+    (ty, *tg), (oy, *og) = both(run)
+    assert type(oy.grad_fn).__name__ == type(ty.grad_fn).__name__ == "MseLossBackward0"
+    assert [type(n).__name__ for n, _ in oy.grad_fn.next_functions] == \
+        [type(n).__name__ for n, _ in ty.grad_fn.next_functions]
+    assert_same(oy, ty)
+    for a, b in zip(og, tg):
+        assert_same(a, b)
+
+
+def test_mse_loss_of_empty_tensors_is_nan_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t, o = both(lambda L: L.nn.functional.mse_loss(L.zeros(0), L.zeros(0)))
+    assert_same(o, t)

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 import fusegrad as fg
+from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.tracer.dispatch import apply_op
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax",
@@ -265,6 +266,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     values, gradients, `weight`, `ignore_index`, `label_smoothing` and
     reductions; validation errors use torch's classes and texts.
     """
+    for k, (arg, value) in enumerate((("input", input), ("target", target))):
+        if not isinstance(value, fg.Tensor):
+            raise TypeError(f"cross_entropy_loss(): argument '{arg}' (position {k + 1}) must be Tensor, "
+                            f"not {type(value).__name__}")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -310,15 +315,21 @@ def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_s
         if weight.dim() != 1 or weight.shape[0] != n_classes:
             raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
                                f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")
-        log_probs = log_probs * _class_view(weight, input.dim())
-    losses = -(log_probs * target).sum(class_dim)
+        weighted = log_probs * target * _class_view(weight, input.dim())
+    else:
+        weighted = log_probs * target
+    # torch's cross_entropy_loss_prob_target, op for op (so grad_fn names match).
     if reduction == "none":
-        return losses
+        return -weighted.sum(class_dim)
+    if reduction == "mean" and input.numel() == 0:
+        return -weighted.sum().fill_(float("nan"))
+    total = -weighted.sum()
     if reduction == "sum":
-        return losses.sum()
-    # torch divides by the number of samples (numel / classes), not by the weights.
-    count = input.numel() // n_classes if n_classes else 0
-    return losses.sum() / count
+        return total
+    # torch divides by the number of samples (numel / classes), not by the
+    # weights, as a Scalar divisor (DivBackward1).
+    count = input.numel() // n_classes
+    return apply_op("div", [total, np.asarray(count, dtype=total.dtype.np)], None, "DivBackward1")
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
@@ -333,8 +344,16 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
                       f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if (weight is None and tuple(target.shape) == tuple(input.shape) and target.dtype == input.dtype
-            and input.dtype.is_floating_point and reduction in _REDUCTIONS):
+    if not (_is_float(input) or _is_float(target)):
+        dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")
+    if weight is None and target.dtype == input.dtype and reduction in _REDUCTIONS:
+        # torch.broadcast_tensors, then one MseLossBackward0 node
+        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        if tuple(input.shape) != shape:
+            input = input.expand(shape)
+        if tuple(target.shape) != shape:
+            target = target.expand(shape)
         return apply_op("mse_loss", [input, target], {"reduction": reduction}, "MseLossBackward0")
     diff = input - target  # raises torch's broadcasting error first, as torch.broadcast_tensors does
     losses = diff * diff

@@ -300,3 +300,38 @@ def test_mse_loss_of_empty_tensors_is_nan_without_warning():
         warnings.simplefilter("error")
         t, o = both(lambda L: L.nn.functional.mse_loss(L.zeros(0), L.zeros(0)))
     assert_same(o, t)
+
+
+# ------------------------------------------------------------------ indexing
+@pytest.mark.parametrize("key", [lambda L: L.tensor(1), lambda L: (0, L.tensor(2)), lambda L: (L.tensor(-1),),
+                                 lambda L: (slice(None), L.tensor(3))])
+def test_a_0d_integer_tensor_indexes_as_an_int(key):
+    def run(L):
+        a = L.tensor(np.arange(12.0).reshape(3, 4).tolist(), requires_grad=True)
+        y = a[key(L)]
+        (y * 2).sum().backward()
+        return y, a.grad, type(y.grad_fn).__name__
+    (ty, tg, tn), (oy, og, on) = both(run)
+    assert_same(oy, ty)
+    assert_same(og, tg)
+    assert on == tn
+
+
+@pytest.mark.parametrize("key", [lambda L: L.tensor(5), lambda L: L.tensor([0.0, 1.0]), lambda L: L.tensor(1.0),
+                                 lambda L: "a", lambda L: slice(None, None, 0), lambda L: (0, slice(0, 4, 0))])
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")     # torch's, for the str
+def test_bad_indices(key):
+    same_error(lambda L: L.ones(3, 4)[key(L)])
+
+
+@pytest.mark.parametrize("key", [slice(None), (slice(0, 1),), (None, slice(None))])
+def test_slicing_a_0d_tensor(key):
+    same_error(lambda L: L.tensor(5.0)[key])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("value", [[1.0, 2.0, 3.0, 4.0], (1, 2, 3, 4), "a", None])
+def test_assigning_a_non_tensor_sequence(dtype, value):
+    def run(L):
+        L.ones(3, 4, dtype=getattr(L, dtype))[0] = value
+    same_error(run)

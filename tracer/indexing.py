@@ -19,7 +19,10 @@ def _normalise(key, shape):
     """(index items, output positions of None, name of the last effective step)."""
     if not isinstance(key, tuple):
         key = (key,)
+    key = tuple(_scalar_index(k) for k in key)
     for k in key:
+        if isinstance(k, str):
+            raise TypeError("new(): invalid data type 'str'")
         if isinstance(k, (Tensor, np.ndarray, list)) or (isinstance(k, bool)):
             raise NotImplementedError("advanced indexing (tensor, list or bool indices) is not supported by "
                                       "fusegrad; use basic indices, slices, None and ...")
@@ -50,7 +53,9 @@ def _normalise(key, shape):
             continue
         size = shape[dim]
         if isinstance(k, slice):
-            if k.step is not None and k.step <= 0:
+            if k.step == 0:
+                raise ValueError("slice step cannot be zero")
+            if k.step is not None and k.step < 0:
                 raise ValueError("step must be greater than zero")
             start, stop, step = k.indices(size)
             stop = max(stop, start)
@@ -70,10 +75,25 @@ def _normalise(key, shape):
     return tuple(items), new_axes, name
 
 
+def _scalar_index(k):
+    """A 0-d integer tensor indexes as its int (torch: a select, a view); a
+    floating tensor is no index at all."""
+    if isinstance(k, Tensor):
+        if k._dtype.is_floating_point:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if k.dim() == 0 and k._dtype.category == 1:
+            return int(k)
+    return k
+
+
 def getitem(t: Tensor, key) -> Tensor:
     """`t[key]` for basic keys: a view sharing memory with `t`."""
     shape = tuple(t.shape)
     if t.dim() == 0 and key is not None and key is not Ellipsis and key != ():
+        if isinstance(key, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        if isinstance(key, tuple) and any(isinstance(k, slice) for k in key):
+            raise IndexError("too many indices for tensor of dimension 0")
         if not (isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
@@ -104,6 +124,9 @@ def setitem(t: Tensor, key, value) -> None:
     items, new_axes, _ = _normalise(key, tuple(t.shape))
     if new_axes:
         raise NotImplementedError("None in an assignment index is not supported by fusegrad")
+    if isinstance(value, (list, tuple, str)) or value is None:
+        kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
     if isinstance(value, Tensor):
         value = _coerce(value, t._dtype)
     elif isinstance(value, np.ndarray):

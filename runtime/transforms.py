@@ -19,6 +19,8 @@ from fusegrad.tracer.creation import tensor as _tensor
 
 def _argnums_tuple(argnums, nargs: int):
     single = isinstance(argnums, int)
+    if not (single or isinstance(argnums, (tuple, list))):
+        raise TypeError(f"argnums must be an int or a tuple of ints, got {type(argnums).__name__}")
     nums = (argnums,) if single else tuple(argnums)
     for k in nums:
         if not isinstance(k, int):
@@ -42,8 +44,8 @@ def _as_input(x, k: int) -> Tensor:
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
-            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is "
-                            f"{type(x).__name__} of integers")
+            what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
+            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
         return t.requires_grad_(True)
     raise TypeError(f"argument {k} of type {type(x).__name__} is not a valid differentiable input: expected a "
                     f"fg.Tensor, a NumPy array or a Python float")
@@ -61,8 +63,33 @@ def _check_output(out) -> Tensor:
     return out
 
 
-def value_and_grad(f, argnums=0):
-    """`f`'s value and its gradient with respect to `argnums` (int -> one gradient, tuple -> tuple)."""
+def _split_aux(result, has_aux: bool):
+    """(output, aux) of `f`'s result; aux is None without has_aux."""
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(f"a function transformed with has_aux=True must return a pair (output, aux), got "
+                        f"{type(result).__name__}" + (f" of length {len(result)}"
+                                                      if isinstance(result, (tuple, list)) else ""))
+    return result[0], result[1]
+
+
+def _stop_gradient(aux):
+    """aux with every tensor detached (JAX: auxiliary data is not differentiated)."""
+    if isinstance(aux, Tensor):
+        return aux.detach()
+    if isinstance(aux, (tuple, list)):
+        return type(aux)(_stop_gradient(a) for a in aux)
+    if isinstance(aux, dict):
+        return {k: _stop_gradient(v) for k, v in aux.items()}
+    return aux
+
+
+def value_and_grad(f, argnums=0, has_aux: bool = False):
+    """`f`'s value and its gradient with respect to `argnums` (int -> one gradient, tuple -> tuple).
+
+    With `has_aux=True`, `f` returns `(output, aux)` and the result is
+    `((value, aux), grads)`, as in JAX."""
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args))
@@ -76,7 +103,8 @@ def value_and_grad(f, argnums=0):
             leaves[k] = _as_input(args[k], k)
             args[k] = leaves[k]
         with enable_grad():
-            out = _check_output(f(*args, **kwargs))
+            out, aux = _split_aux(f(*args, **kwargs), has_aux)
+            out = _check_output(out)
             ins = [leaves[k] for k in nums]
             if out.requires_grad:
                 grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
@@ -86,7 +114,9 @@ def value_and_grad(f, argnums=0):
         value = out if outer_grad else out.detach()
         if not outer_grad:
             grads = tuple(g.detach() for g in grads)
-        return value, (grads[0] if single else grads)
+            aux = _stop_gradient(aux)
+        grads = grads[0] if single else grads
+        return ((value, aux), grads) if has_aux else (value, grads)
     return wrapped
 
 
@@ -94,11 +124,13 @@ def _zeros_like(t: Tensor) -> Tensor:
     return Tensor._wrap(np.zeros(tuple(t.shape), dtype=t.dtype.np))
 
 
-def grad(f, argnums=0):
-    """The gradient of scalar-valued `f` with respect to argument(s) `argnums`."""
-    vg = value_and_grad(f, argnums)
+def grad(f, argnums=0, has_aux: bool = False):
+    """The gradient of scalar-valued `f` with respect to argument(s) `argnums`;
+    with `has_aux=True`, `f` returns `(output, aux)` and this `(grads, aux)`."""
+    vg = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        return vg(*args, **kwargs)[1]
+        value, grads = vg(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
     return wrapped

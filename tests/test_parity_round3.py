@@ -335,3 +335,36 @@ def test_assigning_a_non_tensor_sequence(dtype, value):
     def run(L):
         L.ones(3, 4, dtype=getattr(L, dtype))[0] = value
     same_error(run)
+
+
+# --------------------------------------------------------- fg.grad has_aux
+def test_grad_with_aux_matches_torch_func():
+    def f(L):
+        return lambda x: ((x ** 3).sum(), {"double": x * 2})
+    x = [0.5, -1.5, 2.0]
+    tg, taux = torch.func.grad(f(torch), has_aux=True)(torch.tensor(x))
+    og, oaux = fg.grad(f(fg), has_aux=True)(fg.tensor(x))
+    assert_same(og, tg)
+    assert_same(oaux["double"], taux["double"])
+    assert oaux["double"].grad_fn is None
+    _, aux = fg.grad(lambda x: (x.sum(), ("tag", 3)), has_aux=True)(fg.tensor(x))
+    assert aux == ("tag", 3)
+
+
+def test_value_and_grad_with_aux_is_jax_shaped():
+    x = fg.tensor([0.5, -1.5, 2.0])
+    (value, aux), g = fg.value_and_grad(lambda x: ((x * x).sum(), x.mean()), has_aux=True)(x)
+    t = torch.tensor([0.5, -1.5, 2.0], requires_grad=True)
+    (t * t).sum().backward()
+    assert_same(value, (t * t).sum())
+    assert_same(aux, t.mean())
+    assert_same(g, t.grad)
+    with pytest.raises(TypeError, match="has_aux=True must return a pair"):
+        fg.grad(lambda x: x.sum(), has_aux=True)(x)
+
+
+def test_grad_argument_type_errors():
+    with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints, got float"):
+        fg.grad(lambda x: x.sum(), argnums=1.0)(fg.tensor([1.0]))
+    with pytest.raises(TypeError, match="argument 0 is a Python int"):
+        fg.grad(lambda x: x ** 3)(2)

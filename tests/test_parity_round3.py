@@ -368,3 +368,80 @@ def test_grad_argument_type_errors():
         fg.grad(lambda x: x.sum(), argnums=1.0)(fg.tensor([1.0]))
     with pytest.raises(TypeError, match="argument 0 is a Python int"):
         fg.grad(lambda x: x ** 3)(2)
+
+
+# ----------------------------------------------------------------- shape-op edge cases (tracer/functional.py)
+@pytest.mark.parametrize("call", [
+    lambda lib, t: t.transpose(0, 1), lambda lib, t: t.squeeze(1), lambda lib, t: t.flatten(0, 1),
+    lambda lib, t: lib.ones(6).reshape(-2, 3), lambda lib, t: lib.zeros(0, 3).reshape(0, -1),
+    lambda lib, t: lib.ones(6).reshape(3.0), lambda lib, t: lib.ones(6).reshape((3.0, 2)),
+    lambda lib, t: lib.ones(6).reshape(), lambda lib, t: lib.ones(3).softmax(),
+    lambda lib, t: lib.ones(3).softmax((0,)), lambda lib, t: lib.ones(3).softmax(None),
+    lambda lib, t: lib.ones(3).sum("a"), lambda lib, t: lib.ones(3).sum(0.5), lambda lib, t: lib.ones(3).mean(("a",)),
+    lambda lib, t: lib.cat([[1, 2]]), lambda lib, t: lib.stack([[1, 2]]),
+    lambda lib, t: lib.cat([lib.zeros(0), lib.ones(2, 3)], dim=2),
+    lambda lib, t: bool(lib.zeros(0)), lambda lib, t: "a" in lib.ones(2),
+    lambda lib, t: (lib.ones(2, requires_grad=True) * 2).backward(gradient=[1.0, 1.0]),
+])
+def test_shape_and_argument_errors_match_torch(call):
+    same_error(lambda lib: call(lib, lib.tensor(1.0)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, t: t.transpose(0, 0), lambda lib, t: t.transpose(-1, 0), lambda lib, t: t.squeeze(0),
+    lambda lib, t: t.squeeze(-1), lambda lib, t: t.flatten(), lambda lib, t: t.flatten(0, -1),
+    lambda lib, t: lib.cat([lib.zeros(0), lib.ones(2, 3)]), lambda lib, t: lib.cat([lib.ones(2, 3), lib.zeros(0)], 1),
+    lambda lib, t: lib.cat([lib.zeros(0, dtype=lib.float64), lib.ones(2, 3)]),
+    lambda lib, t: lib.cat([lib.zeros(0), lib.zeros(0)]), lambda lib, t: lib.cat([lib.zeros(0), lib.ones(3)]),
+    lambda lib, t: lib.ones(2, 3).sum([0, 1]), lambda lib, t: lib.ones(2, 3).sum(np.int64(1)),
+])
+def test_zero_dim_and_empty_operand_cases_match_torch(call):
+    theirs, ours = both(lambda lib: call(lib, lib.tensor(1.0, requires_grad=True)))
+    assert_same(ours, theirs)
+    if theirs.grad_fn is not None:
+        assert type(ours.grad_fn).__name__ == type(theirs.grad_fn).__name__
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), ()])
+def test_T_warns_as_torch_off_two_dims(shape):
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        expected = torch.ones(shape).T
+    with pytest.warns(UserWarning) as ours:
+        got = fg.ones(shape).T
+    assert tuple(got.shape) == tuple(expected.shape)
+    assert str(ours[0].message) in str(theirs[0].message)     # torch adds "(Triggered internally at ...)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fg.ones(2, 3).T                                       # two dims: no warning
+
+
+# ----------------------------------------------------------------- Tensor protocol (tracer/tensor.py)
+def test_grad_of_a_non_leaf_warns_as_torch_unless_retained():
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert y.grad is None and x.grad is None
+            y.retain_grad()
+            assert y.grad is None
+        return [str(w.message) for w in caught]
+    theirs, ours = both(run)
+    assert len(ours) == len(theirs) == 1
+    assert theirs[0].startswith(ours[0])
+
+
+def test_requires_grad_setter_on_a_non_leaf_raises_as_torch():
+    for flag in (True, False):
+        same_error(lambda lib: setattr(lib.ones(2, requires_grad=True) * 2, "requires_grad", flag))
+    theirs, ours = both(lambda lib: (lib.ones(2, requires_grad=True) * 2).requires_grad_(True))
+    assert ours.requires_grad and theirs.requires_grad
+
+
+@pytest.mark.parametrize("element", [5.0, 3, True, 1])
+def test_contains_matches_torch(element):
+    theirs, ours = both(lambda lib: element in lib.tensor([1.0, 5.0]))
+    assert ours == theirs
+    theirs, ours = both(lambda lib: lib.tensor(5.0) in lib.tensor([[1.0, 5.0]]))
+    assert ours == theirs

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, abs, all and any as tensor functions
 import numbers
+import operator
+import warnings
 
 import numpy as np
 
@@ -334,11 +336,20 @@ def logical_and(a, b) -> Tensor:
 
 
 # ------------------------------------------------------------------ reductions
-def _dims(dim, ndim: int) -> tuple:
+# torch's text for a reduction given a dim that is neither an int nor a tuple of ints.
+_REDUCTION_SIGNATURES = ("\n * (*, torch.dtype dtype = None)\n * (tuple of ints dim, bool keepdim = False, *, "
+                         "torch.dtype dtype = None)\n")
+
+
+def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
     """Normalised, sorted reduction axes; None or () means all."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, bool) or not (_is_index(dim) or (isinstance(dim, (tuple, list)) and
+                                                        builtins.all(_is_index(d) for d in dim))):
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(dim).__name__}), "
+                        f"but expected one of:{_REDUCTION_SIGNATURES}")
+    dims = (dim,) if _is_index(dim) else tuple(dim)
     out = []
     for d in dims:
         d = normalize_dim(int(d), ndim)
@@ -367,7 +378,7 @@ def mean(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tens
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_TORCH_DTYPE_NAME[a._dtype.name]}")
     name = "MeanBackward0" if dim is None else "MeanBackward1"
-    return apply_op("mean", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
+    return apply_op("mean", [a], {"axes": _dims(dim, a.dim(), "mean"), "keepdim": bool(keepdim)}, name)
 
 
 class MaxMin(tuple):
@@ -423,12 +434,12 @@ def min(a, dim=None, keepdim: bool = False):
 
 def amax(a, dim=(), keepdim: bool = False) -> Tensor:
     a = as_tensor(a, "amax")
-    return apply_op("amax", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, "AmaxBackward0")
+    return apply_op("amax", [a], {"axes": _dims(dim, a.dim(), "amax"), "keepdim": bool(keepdim)}, "AmaxBackward0")
 
 
 def amin(a, dim=(), keepdim: bool = False) -> Tensor:
     a = as_tensor(a, "amin")
-    return apply_op("amin", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, "AminBackward0")
+    return apply_op("amin", [a], {"axes": _dims(dim, a.dim(), "amin"), "keepdim": bool(keepdim)}, "AminBackward0")
 
 
 def argmax(a, dim=None, keepdim: bool = False) -> Tensor:
@@ -452,12 +463,19 @@ def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_TORCH_DTYPE_NAME[a._dtype.name]}")
     p = 2.0 if p in ("fro", None) else float(p)
-    return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)},
+    return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
 
 
+_MISSING = object()
+
+
 def _softmax_like(op: str, grad_name: str):
-    def fn(a, dim: int, dtype: DType | None = None) -> Tensor:
+    def fn(a, dim=_MISSING, dtype: DType | None = None) -> Tensor:
+        if dim is _MISSING:
+            raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
         a = as_tensor(a, op)
         if dtype is not None:
             a = cast(a, dtype)
@@ -475,22 +493,44 @@ log_softmax = _softmax_like("log_softmax", "LogSoftmaxBackward0")
 
 
 # ------------------------------------------------------------------ shape ops
-def _shape_arg(shape) -> tuple:
+def _shape_arg(shape, fn: str = "reshape", arg: str = "shape") -> tuple:
+    """Sizes given as ints or as one tuple/list of ints (torch's TypeError texts otherwise)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    elif len(shape) == 1 and not _is_index(shape[0]):
+        raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, not "
+                        f"{type(shape[0]).__name__}")
+    for k, s in enumerate(shape):
+        if not _is_index(s):
+            raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element of "
+                            f"type {type(s).__name__} at pos {k}")
+    return tuple(operator.index(s) for s in shape)
+
+
+def _is_index(s) -> bool:
+    if type(s) is int:
+        return True
+    try:
+        operator.index(s)
+        return True
+    except TypeError:
+        return False
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for k, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+                raise RuntimeError(f"invalid shape dimension {s} at index {k} of shape "
+                                   f"[{', '.join(map(str, shape))}]")
             known *= s
     if -1 in shape:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape [{', '.join(map(str, shape))}] "
+                               "because the unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -516,6 +556,8 @@ def _viewable(t: Tensor, shape: tuple) -> bool:
 
 def reshape(a, *shape) -> Tensor:
     a = as_tensor(a, "reshape")
+    if not shape:
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape), a.numel())
     name = "ViewBackward0" if _viewable(a, shape) else "UnsafeViewBackward0"
     return apply_op("reshape", [a], {"shape": shape}, name)
@@ -525,7 +567,7 @@ def view(a, *shape) -> Tensor:
     a = as_tensor(a, "view")
     if len(shape) == 1 and isinstance(shape[0], DType):
         raise NotImplementedError("view(dtype) is not supported by fusegrad")
-    shape = _infer_shape(_shape_arg(shape), a.numel())
+    shape = _infer_shape(_shape_arg(shape, "view", "size"), a.numel())
     if _numel(shape) != a.numel():
         raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {a.numel()}")
     if not _viewable(a, shape):
@@ -536,9 +578,9 @@ def view(a, *shape) -> Tensor:
 
 def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     a = as_tensor(a, "flatten")
+    s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if a.dim() == 0:
         return reshape(a, (1,))
-    s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -549,7 +591,7 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def permute(a, *dims) -> Tensor:
     a = as_tensor(a, "permute")
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute", "dims")
     if len(dims) != a.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
@@ -564,6 +606,8 @@ def transpose(a, dim0: int, dim1: int) -> Tensor:
     a = as_tensor(a, "transpose")
     n = a.dim()
     d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
+    if n == 0:                       # dims in [-1, 0] (checked above): the identity, as torch
+        return apply_op("permute", [a], {"dims": ()}, "TransposeBackward0")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return apply_op("permute", [a], {"dims": tuple(dims)}, "TransposeBackward0")
@@ -578,6 +622,15 @@ def t(a) -> Tensor:
 
 
 def T(a) -> Tensor:
+    """Reverse the dims (torch warns for other than 2-d, as here)."""
+    if a.dim() == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+    elif a.dim() != 2:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                      "tensor.", UserWarning, stacklevel=2)
     dims = tuple(reversed(range(a.dim())))
     return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
 
@@ -597,7 +650,7 @@ def squeeze(a, dim=None) -> Tensor:
         new = tuple(s for s in shape if s != 1)
         name = "SqueezeBackward0"
     else:
-        dims = _dims(dim, a.dim()) if a.dim() else ()
+        dims = _dims(dim, a.dim(), "squeeze")
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         name = "SqueezeBackward1" if isinstance(dim, (int, np.integer)) else "SqueezeBackward2"
     return apply_op("reshape", [a], {"shape": new}, name)
@@ -605,7 +658,7 @@ def squeeze(a, dim=None) -> Tensor:
 
 def expand(a, *sizes) -> Tensor:
     a = as_tensor(a, "expand")
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand", "size")
     lead = len(sizes) - a.dim()
     if lead < 0:
         raise RuntimeError(f"expand({_legacy_type(a)}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
@@ -658,6 +711,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
+    # torch's legacy rule: 1-d empty operands are skipped (they join any shape).
+    if builtins.any(tuple(x.shape) == (0,) for x in ts):
+        ts = [x for x in ts if tuple(x.shape) != (0,)] or ts[:1]
     axis = normalize_dim(dim, ts[0].dim())
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
 
@@ -669,6 +725,9 @@ def _check_tensor_list(tensors, fn: str) -> None:
 
 
 def _promote_many(tensors):
+    for k, x in enumerate(tensors):
+        if not isinstance(x, (Tensor, np.ndarray)):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(x).__name__}")
     ts = [as_tensor(x, "cat") for x in tensors]
     dtype = result_type([_kind(x) for x in ts])
     return [cast(x, dtype) for x in ts], dtype

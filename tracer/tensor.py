@@ -7,12 +7,21 @@ the Python protocol methods, and binds the functional forms as methods.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
 
 from . import trace_state
 from .grad_mode import is_grad_enabled
+
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
 class Size(tuple):
@@ -142,6 +151,8 @@ class Tensor:
     def requires_grad(self, flag: bool) -> None:
         if flag and self._grad_fn is None and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if flag and self._grad_fn is not None:       # requires_grad_() allows it; the setter does not (torch)
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -172,6 +183,8 @@ class Tensor:
 
     @property
     def grad(self):
+        if not self._retains_grad and not self.is_leaf:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -236,6 +249,11 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's `.grad` (see fg.autograd.backward)."""
         from .engine import backward
+        if gradient is not None and not isinstance(gradient, Tensor):
+            # torch reads a non-tensor gradient as a sequence of gradients and names its first item.
+            items = list(gradient) if isinstance(gradient, (list, tuple)) else [gradient]
+            item = items[0] if items else gradient
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
     # ------------------------------------------------------------ conversion
@@ -278,9 +296,19 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "
+                               "is ambiguous")
         return bool(self.item())
+
+    def __contains__(self, element) -> bool:
+        """`element in t`: whether any entry equals it (torch's rule)."""
+        from .functional import _is_scalar
+        if not (isinstance(element, Tensor) or _is_scalar(element)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool((self == element).any().item())
 
     def __array__(self, dtype=None, copy=None):
         a = self._concrete()

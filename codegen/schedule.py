@@ -41,6 +41,10 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    same loops that read a common value are merged (horizontal fusion).
 4. A value is written to memory only when something outside its kernel
    reads it (another step, or the program's outputs).
+5. A cheap elementwise value (no fg_* math) that a kernel would write only for
+   one other kernel, computed from values in memory anyway, is recomputed by
+   that kernel instead (a relu's backward mask is computed from the stored
+   activation where the backward reads it, not written by the forward).
 
 Canonical kernel counts (asserted in tests/test_codegen_schedule.py and, for
 max_dim and cat, tests/test_codegen_cat_max.py):
@@ -194,6 +198,7 @@ class _Scheduler:
                 why, missing = reference_reason(ins)
                 self._add_step(Step(REFERENCE, instr=ins, why=why, missing_rule=missing), ins)
         self._merge_siblings()
+        self._recompute_cheap_values()
         for k in self._kernels():
             self._finish_kernel(k)
         return Schedule(self.program, self._ordered_steps(), self.notes)
@@ -405,6 +410,56 @@ class _Scheduler:
                     break
                 if merged:
                     break
+
+    def _recompute_cheap_values(self) -> None:
+        """Rule 5: a cheap elementwise value (no fg_* math) that one kernel computes only for
+        one other kernel, from operands in memory anyway, is recomputed by its reader instead
+        of being written and read back (a relu's backward mask from the stored activation)."""
+        for k in self._kernels():
+            for ins in [i for i in k.instrs if id(i) in k.members]:
+                reader = self._sole_reader_elsewhere(ins, k)
+                if reader is None:
+                    continue
+                trial = set(reader.members) | {id(ins)}
+                instrs = [i for i in reader.instrs if id(i) not in self.free] + [ins]
+                try:
+                    LoopNest(reader.space, reader.axes, self._computed(trial)).analysis(
+                        self._roots(instrs), reductions_of(instrs))
+                except NotFusable:
+                    continue
+                self.free.add(id(ins))
+                k.members.discard(id(ins))
+                still = {id(f) for i in k.instrs if id(i) in k.members for f in self._free_cone(i)}
+                k.instrs = [i for i in k.instrs if id(i) in k.members or id(i) in still]
+                k.present = {id(i) for i in k.instrs}
+                for v in ins.outputs:
+                    self.node_of.pop(v.id, None)
+                for f in [ins] + self._free_cone(ins):
+                    if id(f) not in reader.present:
+                        reader.instrs.append(f)
+                        reader.present.add(id(f))
+                self.preds[reader] |= set().union(*(self._deps(u) for u in ins.inputs)) - {reader}
+
+    def _sole_reader_elsewhere(self, ins, k: Kernel):
+        """The kernel other than `k` that alone reads `ins`'s result, when `ins` is cheap
+        elementwise and its operands are in memory anyway; else None."""
+        opdef = OPS[ins.op]
+        if opdef.group != ELEMENTWISE or not isinstance(opdef.expr, str) or "fg_" in opdef.expr:
+            return None
+        if len(ins.outputs) != 1 or self._needs_memory(ins):
+            return None
+        readers = {self.node_of.get(c.outputs[0].id) for c in self.consumers.get(ins.outputs[0].id, ())}
+        reader = readers.pop() if len(readers) == 1 else None
+        if not isinstance(reader, Kernel) or reader is k or any(
+                id(c) not in reader.members for c in self.consumers[ins.outputs[0].id]):
+            return None
+        for u in ins.inputs:
+            p = self.producer.get(u.id)
+            if p is None or id(p) in self.free or not isinstance(self.node_of.get(u.id), Kernel):
+                continue                      # a program input, recomputed itself, or a library step's
+            if not self._needs_memory(p):
+                return None                   # the reader would make its kernel write it
+        return reader
 
     def _reads(self, k: Kernel) -> set:
         inside = {id(i) for i in k.instrs}

@@ -118,9 +118,33 @@ def test_mlp_training_step_schedule():
     k = kinds(sched)
     assert k.count(KERNEL) == 3 and k.count(MATMUL_CALL) == 6
     assert set(k) == {KERNEL, MATMUL_CALL, VIEW}
+    # Rule 5: the forward kernel writes only the activation; relu's backward mask is
+    # recomputed from it by the kernel that reads it (no bool mask in memory).
+    forward = sched.kernels[0]
+    assert [i.op for i in forward.instrs if i not in forward.inlined] == ["add", "relu"]
+    assert [v.dtype for v in forward.stores] == [float32]
+    backward = next(kk for kk in sched.kernels if any(i.op == "where" for i in kk.instrs))
+    assert "le" in [i.op for i in backward.inlined]
     args = random_args(p, np.random.default_rng(3), low=-0.1, high=0.1)
     args[5] = np.eye(10, dtype=np.float32)[np.arange(16) % 10]
     check(p, args, rtol=1e-4, atol=1e-6)
+
+
+def test_cheap_value_read_by_one_other_kernel_is_recomputed_there():
+    """Rule 5: le(h, 0) is computed where a later kernel (after a matmul that reads h)
+    needs it, instead of being written by h's kernel; an exp is never recomputed."""
+    def program(e, x, w, cheap):
+        h = e.op("relu", x)
+        mask_or_exp = e.le(h, 0) if cheap else e.exp(h)
+        back = e.matmul(h, w)
+        return e.where(mask_or_exp, back, h) if cheap else e.add(mask_or_exp, back)
+    for cheap in (True, False):
+        p = build(lambda e, x, w: program(e, x, w, cheap), (8, 8), (8, 8))
+        sched = schedule(p)
+        first, second = sched.kernels
+        assert [v.shape for v in first.stores] == ([(8, 8)] if cheap else [(8, 8), (8, 8)])
+        assert ("le" in [i.op for i in second.inlined]) == cheap
+        check(p, random_args(p, np.random.default_rng(5)), rtol=1e-5)
 
 
 def test_no_fusion_into_a_cycle():

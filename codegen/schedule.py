@@ -417,6 +417,8 @@ class _Scheduler:
         of being written and read back (a relu's backward mask from the stored activation)."""
         for k in self._kernels():
             for ins in [i for i in k.instrs if id(i) in k.members]:
+                if k not in self.preds:
+                    break                               # dropped: it held nothing else
                 reader = self._sole_reader_elsewhere(ins, k)
                 if reader is None:
                     continue
@@ -439,6 +441,17 @@ class _Scheduler:
                         reader.instrs.append(f)
                         reader.present.add(id(f))
                 self.preds[reader] |= set().union(*(self._deps(u) for u in ins.inputs)) - {reader}
+                if not k.members:                      # it held only that value: nothing left to run
+                    self._drop_kernel(k)
+
+    def _drop_kernel(self, k: Kernel) -> None:
+        """Remove an emptied kernel; whatever waited for it waits for what it waited for."""
+        self.nodes.remove(k)
+        before = self.preds.pop(k)
+        for ps in self.preds.values():
+            if k in ps:
+                ps.discard(k)
+                ps |= before
 
     def _sole_reader_elsewhere(self, ins, k: Kernel):
         """The kernel other than `k` that alone reads `ins`'s result, when `ins` is cheap

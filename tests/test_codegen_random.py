@@ -84,3 +84,41 @@ def test_random_programs(spec):
     for v in p.outputs:
         assert broadcast_shapes(v.shape, (3, 4)) == (3, 4)
     check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)
+
+
+# Programs around BLAS calls: values that a matmul reads are in memory, so cheap
+# elementwise values computed from them may be recomputed by a later kernel (fusion
+# rule 5) instead of written; these check that against the reference, with backward.
+CHEAP = ["relu", "neg", "abs", "le0", "mul2", "where"]
+matmul_programs = st.tuples(
+    st.lists(st.tuples(st.sampled_from(CHEAP + ["tanh", "exp"]), st.integers(0, 15)), min_size=2, max_size=8),
+    st.lists(st.integers(0, 15), min_size=1, max_size=3),
+    st.integers(0, 2 ** 16),
+)
+
+
+def _cheap(e, kind, a, b):
+    if kind == "le0":
+        return e.where(e.le(a, 0), e.mul(a, 0), b)
+    if kind == "mul2":
+        return e.mul(a, 2.0)
+    if kind == "where":
+        return e.where(e.gt(a, b), a, b)
+    return e.op(kind, a)
+
+
+@settings(max_examples=10, deadline=None)
+@given(matmul_programs)
+def test_random_programs_around_matmuls(spec):
+    ops, products, seed = spec
+
+    def body(e, x, w):
+        values = [x, e.matmul(x, w)]
+        for step, (kind, pick) in enumerate(ops):
+            a, b = values[pick % len(values)], values[-1]
+            values.append(_cheap(e, kind, a, b))
+            if step < len(products):
+                values.append(e.matmul(values[products[step] % len(values)], w))
+        return e.sum(e.mul(values[-1], values[len(values) // 2]), (0, 1))
+    p = build(body, (6, 6), (6, 6), grad=True)
+    check(p, random_args(p, np.random.default_rng(seed), low=-1.0, high=1.0), rtol=1e-4, atol=1e-5)

@@ -110,7 +110,13 @@ def program_key(program: Program) -> tuple:
     add_item, add_type = structure.append, signature.append
     try:
         for ins in program.instrs:
-            wiring = tuple([slot[v.id] for v in ins.inputs])
+            ins_ = ins.inputs        # unrolled for one and two operands (a comprehension costs more)
+            if len(ins_) == 1:
+                wiring = (slot[ins_[0].id],)
+            elif len(ins_) == 2:
+                wiring = (slot[ins_[0].id], slot[ins_[1].id])
+            else:
+                wiring = tuple([slot[v.id] for v in ins_])
             outs = ins.outputs
             if len(outs) == 1:
                 v = outs[0]
@@ -155,7 +161,10 @@ def lookup(key: tuple) -> "CompiledProgram | None":
     with _lock:
         compiled = _programs.get(key)
         if compiled is not None:
-            _programs.move_to_end(key)
+            # Recency matters only once the cache may evict; until then skip the reordering,
+            # which hashes and compares the (long) key a second time on every call.
+            if len(_programs) > MAX_PROGRAMS // 2:
+                _programs.move_to_end(key)
             stats.count(hits=1)
         return compiled
 

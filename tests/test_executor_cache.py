@@ -62,6 +62,23 @@ def test_second_call_compiles_nothing(fresh):
     assert delta(before) == {"hits": 1, "misses": 0, "kernels_compiled": 0, "disk_hits": 0}
 
 
+def test_program_cache_evicts_the_least_recently_used(fresh, monkeypatch):
+    """Near capacity the cache keeps recency (a hit makes a program recent); below half
+    of it, hits skip the reordering (eviction cannot happen yet)."""
+    monkeypatch.setattr(executor, "MAX_PROGRAMS", 4)
+    programs = [build(layer, (batch, 5), (5,)) for batch in (2, 3, 4, 5, 6, 7)]
+    for p in programs[:4]:
+        run(p)
+    run(programs[0])                            # a hit: programs[0] is now the most recent
+    run(programs[4])                            # evicts programs[1], the least recently used
+    before = cache_info()
+    run(programs[0])
+    assert delta(before)["hits"] == 1
+    before = cache_info()
+    run(programs[1])
+    assert delta(before)["misses"] == 1
+
+
 def test_new_batch_size_compiles_nothing_new(fresh):
     run(build(layer, (6, 5), (5,)))
     before = cache_info()

@@ -561,12 +561,15 @@ class CompiledProgram:
             raise ValueError(f"program takes {len(self.input_types)} inputs, got {len(args)}")
         env = [None] * len(self.slots)
         for k, ((slot, dtype, shape), a) in enumerate(zip(self.input_types, args)):
+            if type(a) is np.ndarray and a.dtype is dtype and a.shape == shape:
+                env[slot] = a                   # the common case (a traced call's own arrays)
+                continue
             if type(a) is not np.ndarray:
                 a = np.asarray(a)
             if a.shape != shape:
                 raise ValueError(f"input {k} has shape {list(a.shape)}; the program was compiled for "
                                  f"{list(shape)}")
-            env[slot] = a if a.dtype is dtype or a.dtype == dtype else a.astype(dtype)
+            env[slot] = a if a.dtype == dtype else a.astype(dtype)
         for run, frees in self.runs:
             run(env)
             for slot in frees:

@@ -32,7 +32,11 @@ _numba_ready = threading.Event()
 _prewarm_requested = False
 
 
-_local = threading.local()
+class _Local(threading.local):
+    synchronous = False     # a class-level default: no AttributeError raised and caught on each read
+
+
+_local = _Local()
 
 
 def async_enabled() -> bool:
@@ -40,7 +44,7 @@ def async_enabled() -> bool:
     call compiles its kernels, so counters and "the second call compiles nothing" are
     deterministic. '1' turns on tiered execution (reference while compiling in the background).
     `synchronous()` forces that for the calls inside it (explain() uses it to show kernels)."""
-    if getattr(_local, "synchronous", False):
+    if _local.synchronous:
         return False
     return os.environ.get("FUSEGRAD_ASYNC_COMPILE", "0").strip().lower() in ("1", "true", "yes", "on")
 
@@ -49,7 +53,7 @@ class synchronous:
     """Context manager: calls on this thread compile their kernels before running them."""
 
     def __enter__(self):
-        self._prev = getattr(_local, "synchronous", False)
+        self._prev = _local.synchronous
         _local.synchronous = True
         return self
 

@@ -8,7 +8,7 @@ a higher category, and a Python float only lifts to the default float dtype
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,9 +22,10 @@ class DType:
     np: np.dtype       # the NumPy dtype that stores it
     category: int      # 0 bool, 1 integer, 2 floating
 
-    @property
-    def is_floating_point(self) -> bool:
-        return self.category == 2
+    is_floating_point: bool = field(init=False)    # category == 2 (a plain attribute: read on every op)
+
+    def __post_init__(self):
+        object.__setattr__(self, "is_floating_point", self.category == 2)
 
     @property
     def itemsize(self) -> int:

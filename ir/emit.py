@@ -73,10 +73,10 @@ class Emitter:
 
     # -- reductions and movement
     def sum(self, x: Value, axes, keepdim: bool = False) -> Value:
-        return self.op("sum", x, axes=tuple(axes), keepdim=keepdim)
+        return self.op("sum", x, axes=tuple(axes), keepdim=keepdim) if tuple(axes) else x
 
     def amax(self, x: Value, axes, keepdim: bool = False) -> Value:
-        return self.op("amax", x, axes=tuple(axes), keepdim=keepdim)
+        return self.op("amax", x, axes=tuple(axes), keepdim=keepdim) if tuple(axes) else x
 
     def reshape(self, x: Value, shape) -> Value:
         shape = tuple(shape)

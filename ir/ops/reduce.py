@@ -1,7 +1,8 @@
 """Reductions over `axes` (a sorted tuple of non-negative dims) with `keepdim`.
 
-The tracer normalises dims; an empty `axes` on a reduction never reaches the
-IR (torch reads `dim=()` as "all dims", and the tracer spells those out).
+The tracer normalises dims; an empty `axes` reaches the IR only for a 0-d
+operand (torch reads `dim=()` as "all dims", and the tracer spells those out),
+and `_no_axes` rewrites such a reduction away before codegen.
 """
 from __future__ import annotations
 
@@ -88,10 +89,16 @@ def _mean_decompose(e, xs, a):
     return [e.div(e.sum(xs[0], a["axes"], a["keepdim"]), count)]
 
 
-register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add"))
-register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max"))
-register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min"))
-register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose))
+def _no_axes(e, xs, attrs, graph):
+    """A reduction over no axes (of a 0-d value) is its operand."""
+    return None if attrs["axes"] else [xs[0]]
+
+
+register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_no_axes))
+register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max", rewrite=_no_axes))
+register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min", rewrite=_no_axes))
+register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose,
+               rewrite=_no_axes))
 
 
 # --------------------------------------------------------- max/min along one dim

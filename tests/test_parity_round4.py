@@ -1,0 +1,51 @@
+"""Fourth torch-parity probe: fg.compile against eager torch (values, gradients and
+which inputs get one), formatting and pinned details, compared with torch at run time."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch")
+
+
+def _np(t):
+    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
+
+
+def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
+    if theirs is None:
+        assert ours is None
+        return
+    assert ours is not None
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def compiled_grads(fn, *data):
+    """fn(L, *leaves) run by torch eagerly and by fg.compile; backward of the sum of its
+    first output: (torch's value, grads), (ours)."""
+    results = []
+    for L, wrap in ((torch, lambda f: f), (fg, fg.compile)):
+        leaves = [L.tensor(d, requires_grad=True) for d in data]
+        out = wrap(lambda *xs: fn(L, *xs))(*leaves)
+        first = out[0] if isinstance(out, tuple) else out
+        first.sum().backward()
+        results.append((first, [x.grad for x in leaves]))
+    return results
+
+
+# -------------------------------------------- reductions of 0-d values, compiled
+@pytest.mark.parametrize("fn", [
+    lambda L, x: x.sum().sum(),
+    lambda L, x: (x.sum() * 1.5).sin().sum(),
+    lambda L, x: x.mean().mean() * x.sum(),
+    lambda L, x: x.max().max() + x.min().min(),
+    lambda L, x: x.sum().norm(),
+    lambda L, x: x.sum().softmax(0) * x.sum(),
+    lambda L, x: x.sum().log_softmax(-1) + x.sum().sum(0),
+])
+def test_compiled_reductions_of_0d_values(fn):
+    (tv, tg), (ov, og) = compiled_grads(fn, [[1.0, 2.0], [3.0, -4.0]])
+    assert_same(ov, tv)
+    assert_same(og[0], tg[0])

@@ -81,6 +81,8 @@ class Trace:
         self.instrs = self.builder.program.instrs
         self.input_arrays: list = []        # one per program input
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
+        self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
+        self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         self.grad_instrs: set = set()       # ids of instructions recorded with grad
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
@@ -117,9 +119,23 @@ class Trace:
         v = self.lifted.get(key)
         if v is None:
             v = self.lifted[key] = self._input(x._data)
+            self.lifted_grad[key] = x._requires_grad
+        elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
+            v = self._alias(v, x._requires_grad)
         if x._requires_grad:
             (self.leaf_tensors if x._grad_fn is None else self.boundary).setdefault(key, x)
         return v
+
+    def _alias(self, v: Value, requires_grad: bool) -> Value:
+        """Memory lifted as `v` read through a tensor that differs in requires_grad (a
+        detach() or .data alias, or the tensor such an alias was made from): a distinct
+        identity value, so that gradient flows only through the uses of the tensor that
+        requires grad, as eagerly."""
+        key = (v.id, requires_grad)
+        w = self.aliases.get(key)
+        if w is None:
+            w = self.aliases[key] = self.builder.emit("cast", v, dtype=v.dtype)
+        return w
 
     def symbolic(self, v: Value, requires_grad: bool) -> Tensor:
         t = object.__new__(Tensor)

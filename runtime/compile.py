@@ -201,6 +201,10 @@ class _BackwardFn:
         self.vjp_fn = None
         self.run_info = run
 
+    def reached(self) -> list:
+        """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
+        return self.grad_present
+
     def run(self, *cotangents):
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)

@@ -72,3 +72,15 @@ def test_compiled_detached_input_passed_beside_its_source():
         a = L.tensor([1.0, -2.0], requires_grad=True)
         wrap(lambda x, y: (x * y).sum())(a.detach(), a).backward()
         assert a.grad.tolist() == [1.0, -2.0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, a, b: L.where(a > 0, 1.0, b),
+    lambda L, a, b: a.detach() * b,
+    lambda L, a, b: (a > 0).float() * b,
+])
+def test_compiled_input_no_gradient_reaches_keeps_grad_none(fn):
+    (tv, tg), (ov, og) = compiled_grads(fn, [1.0, -2.0], [3.0, 4.0])
+    assert_same(ov, tv)
+    for o, t in zip(og, tg):
+        assert_same(o, t)

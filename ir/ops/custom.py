@@ -6,7 +6,9 @@ without the IR importing them: the op's attribute `fn` is any object with
     fn.out_types : list of TensorType      (its outputs' abstract values)
     fn.run(*arrays) -> tuple of arrays     (its value, on NumPy arrays)
     fn.vjp_fn     : another such object or None; called with one cotangent
-                    per output, it returns one gradient per input
+                    per output, it returns one gradient per input; it may have
+                    reached() -> one bool per input: whether any gradient
+                    reaches that input (None is its gradient where not)
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled
@@ -29,6 +31,11 @@ def _vjp(e, xs, ys, gs, attrs, needs):
     back = attrs["fn"].vjp_fn
     if back is None:
         return [None] * len(xs)
+    reached = getattr(back, "reached", None)
+    if reached is not None:
+        needs = [need and r for need, r in zip(needs, reached())]
+        if not any(needs):
+            return [None] * len(xs)
     gs = [g if g is not None else e.zeros_like(y) for g, y in zip(gs, ys)]
     grads = e.op("custom_call", *gs, fn=back)
     grads = grads if isinstance(grads, tuple) else (grads,)

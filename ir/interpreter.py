@@ -35,8 +35,10 @@ def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     else:
         with np.errstate(all="ignore"):
             out = ref(*arrays, **attrs)
-    if type(out) is not tuple:
-        out = (out,)
+    if type(out) is not tuple:          # one output (most ops): no comprehension
+        want = out_types[0].dtype.np
+        return (out if type(out) is np.ndarray and (out.dtype is want or out.dtype == want)
+                else np.asarray(out, dtype=want),)
     return tuple([o if type(o) is np.ndarray and (o.dtype is t.dtype.np or o.dtype == t.dtype.np)
                   else np.asarray(o, dtype=t.dtype.np) for o, t in zip(out, out_types)])
 

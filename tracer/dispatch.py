@@ -123,10 +123,13 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
-        edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
+        if len(inputs) == 2:            # unrolled: most ops are binary, and a comprehension costs more
+            edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
+        else:
+            edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
                                                       saved)
-        if not saved and in_slots and any(consts[i] is not None for i in in_slots):
+        if not saved and in_slots and _reads_a_constant(consts, in_slots):
             # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2):
             # a second backward through such a node raises, as it does there.
             node._had_saved = True
@@ -135,6 +138,13 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
             if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:
                 set_history(t, node, k)
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _reads_a_constant(consts, in_slots) -> bool:
+    for i in in_slots:
+        if consts[i] is not None:
+            return True
+    return False
 
 
 def set_history(t, node, output_nr: int) -> None:

@@ -84,3 +84,23 @@ def test_compiled_input_no_gradient_reaches_keeps_grad_none(fn):
     assert_same(ov, tv)
     for o, t in zip(og, tg):
         assert_same(o, t)
+
+
+def same_error(fn):
+    """fn(lib) raises the same exception class and text on both."""
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        fn(fg)
+    assert str(ours.value) == str(theirs.value)
+
+
+# ----------------------------------------------------------------- size(dim)
+@pytest.mark.parametrize("shape,dim", [((), 0), ((), -1), ((), 1), ((2, 3), "a"), ((2, 3), 1.0), ((2, 3), True),
+                                       ((), 1.0), ((2, 3), 2), ((2, 3), -3)])
+def test_size_of_bad_dim(shape, dim):
+    same_error(lambda L: L.ones(*shape).size(dim))
+
+
+def test_size_of_numpy_int_dim():
+    assert fg.ones(2, 3).size(np.int64(-1)) == torch.ones(2, 3).size(np.int64(-1))

@@ -110,8 +110,12 @@ class Tensor:
         shape = self._value_shape()
         if dim is None:
             return Size(shape)
+        if type(dim) is bool or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        if not shape:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from fusegrad.ir.ops import normalize_dim
-        return shape[normalize_dim(dim, len(shape))]
+        return shape[normalize_dim(int(dim), len(shape))]
 
     def dim(self) -> int:
         return len(self._value_shape())

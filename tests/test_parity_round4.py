@@ -99,8 +99,23 @@ def same_error(fn):
 @pytest.mark.parametrize("shape,dim", [((), 0), ((), -1), ((), 1), ((2, 3), "a"), ((2, 3), 1.0), ((2, 3), True),
                                        ((), 1.0), ((2, 3), 2), ((2, 3), -3)])
 def test_size_of_bad_dim(shape, dim):
-    same_error(lambda L: L.ones(*shape).size(dim))
+    same_error(lambda L: L.ones(shape).size(dim))
 
 
 def test_size_of_numpy_int_dim():
     assert fg.ones(2, 3).size(np.int64(-1)) == torch.ones(2, 3).size(np.int64(-1))
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "randn", "rand"])
+def test_creation_without_size(name):
+    same_error(lambda L: getattr(L, name)())
+    same_error(lambda L: getattr(L, name)(dtype=L.float64))
+    for L in (torch, fg):
+        assert tuple(getattr(L, name)(()).shape) == ()
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "randn_like", "rand_like"])
+def test_like_of_0d(name):
+    for L in (torch, fg):
+        t = getattr(L, name)(L.tensor(2.5), requires_grad=True)
+        assert tuple(t.shape) == () and t.requires_grad

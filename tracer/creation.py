@@ -86,7 +86,19 @@ def from_numpy(array: np.ndarray) -> Tensor:
         np.float32, np.float64, np.int64, np.bool_) else Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
 
 
-def _size(size, fn: str = "empty") -> tuple:
+_GENERATOR_SIGNATURES = (
+    " * (tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
+    if not size:        # torch: `size` is a required argument (() or [] make a 0-d tensor)
+        if not keywords:    # randn()/rand() with no arguments at all
+            raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but expected one of:\n"
+                            + _GENERATOR_SIGNATURES)
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
@@ -139,12 +151,12 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
 
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     d = dtype or float32
-    return _new(_rng[0].standard_normal(_size(size, "randn")).astype(d.np), requires_grad)
+    return _new(_rng[0].standard_normal(_size(size, "randn", dtype is not None or requires_grad)).astype(d.np), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     d = dtype or float32
-    return _new(_rng[0].random(_size(size, "rand")).astype(d.np), requires_grad)
+    return _new(_rng[0].random(_size(size, "rand", dtype is not None or requires_grad)).astype(d.np), requires_grad)
 
 
 def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
@@ -185,7 +197,7 @@ def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False) -> T
 
 def _like(fn):
     def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
-        return fn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
+        return fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
     return like

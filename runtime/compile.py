@@ -20,7 +20,9 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
+import weakref
 
 import numpy as np
 
@@ -200,15 +202,59 @@ class _BackwardFn:
         self.grad_present = grad_present
         self.vjp_fn = None
         self.run_info = run
+        self.node = None        # weak reference to the CompiledFunctionBackward node
+        self.checks = []        # (version box, version when saved, weak ref to the tensor, its name)
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
         return self.grad_present
 
     def run(self, *cotangents):
+        node = self.node() if self.node is not None else None
+        if node is not None and node._freed and self.saved:
+            raise RuntimeError(_FREED_MSG)
+        for box, version, ref, where in self.checks:
+            if box[0] != version:
+                _raise_modified(box, version, ref(), where)
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
+
+
+def _raise_modified(box, version, tensor, where) -> None:
+    """torch's error for a saved tensor changed in place after the call (as the eager engine's);
+    `where` names the call's output, None for an input (named by its history now)."""
+    if where is None:
+        where = ""
+    if tensor is not None and not where:
+        node = tensor._grad_fn
+        if node is not None:
+            where = f", which is output {tensor._output_nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
+    kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+            "bool": "torch.BoolTensor"}.get(np.dtype(tensor.dtype.np).name if tensor is not None else "", "Tensor")
+    shape = "[" + ", ".join(str(s) for s in tensor.shape) + "]" if tensor is not None else "[]"
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{kind} {shape}]{where} is at version {box[0]}; expected version "
+        f"{version} instead. Hint: enable anomaly detection to find the operation that failed to "
+        f"compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _saved_checks(saved_arrays: list, grad_outs: list, inputs: list) -> list:
+    """Version checks for the saved arrays that are the memory of the call's outputs that
+    require grad or of its inputs that do: an in-place change after the call raises."""
+    owners = {}
+    for k, t in enumerate(grad_outs):
+        owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
+    for t in inputs:
+        if t._data is not None:
+            owners.setdefault(id(t._data), (t, None))
+    checks = []
+    for a in saved_arrays:
+        t, where = owners.get(id(a), (None, None))
+        if t is not None:
+            checks.append((t._version, t._version[0], weakref.ref(t), where))
+    return checks
 
 
 class _FreedBackwardFn:
@@ -379,6 +425,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
             back = _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types, present, run)
+            back.checks = _saved_checks(back.saved, grad_outs, boundary)
         else:
             # A backward inside the call already freed what these outputs' backward needs
             # (a training step returning its loss): their grad_fn raises, as torch's would.
@@ -400,6 +447,9 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
         tuple(edge_of(x) for x in boundary), (None,) * len(boundary), {})
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
+    if isinstance(back, _BackwardFn):
+        node._had_saved = bool(back.saved)
+        back.node = weakref.ref(node)
 
 
 def _freed_behind(trace: Trace, program: Program, grad_outs: list) -> bool:

@@ -119,3 +119,47 @@ def test_like_of_0d(name):
     for L in (torch, fg):
         t = getattr(L, name)(L.tensor(2.5), requires_grad=True)
         assert tuple(t.shape) == () and t.requires_grad
+
+
+# ------------------------- a compiled call's saved tensors: freed, modified in place
+MODIFIED = "one of the variables needed for gradient computation has been modified by an inplace operation"
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.compile], ids=["eager", "compiled"])
+def test_second_backward_through_compiled_call(wrap):
+    for L, w in ((torch, lambda f: f), (fg, wrap)):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = w(lambda x: (x.exp() * 2).sum())(x)
+        y.backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            y.backward()
+        y = w(lambda x: (x.exp() * 2).sum())(x)
+        y.backward(retain_graph=True)
+        y.backward()
+        z = w(lambda x: (x + 1).sum())(x)       # nothing saved: a second backward is allowed
+        z.backward()
+        z.backward()
+        assert x.grad.tolist() == pytest.approx((6 * np.exp([1.0, 2.0]) + 2).tolist(), rel=1e-5)
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.compile], ids=["eager", "compiled"])
+def test_saved_output_of_compiled_call_modified_in_place(wrap):
+    for L, w in ((torch, lambda f: f), (fg, wrap)):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = w(lambda x: x.exp())(x)
+        y.add_(1)
+        with pytest.raises(RuntimeError, match=MODIFIED):
+            y.sum().backward()
+
+
+def test_saved_input_of_compiled_call_modified_in_place():
+    texts = []
+    for L, w in ((torch, lambda f: f), (fg, fg.compile)):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        a = x * 1
+        y = w(lambda a: (a * a).sum())(a)
+        a.add_(1)
+        with pytest.raises(RuntimeError, match=MODIFIED) as err:
+            y.backward()
+        texts.append(str(err.value))
+    assert texts[0] == texts[1]

@@ -163,3 +163,20 @@ def test_saved_input_of_compiled_call_modified_in_place():
             y.backward()
         texts.append(str(err.value))
     assert texts[0] == texts[1]
+
+
+def test_retain_grad_inside_compiled_function():
+    results = []
+    for L, w in ((torch, lambda f: f), (fg, fg.compile)):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+
+        def f(x):
+            y = x * 3
+            y.retain_grad()
+            z = (y * y).sum()
+            z.backward(retain_graph=True)
+            z.backward()
+            return y, y.grad * 1
+        y, inner = w(f)(x)
+        results.append((inner.tolist(), y.grad.tolist(), y.retains_grad, y.is_leaf, x.grad.tolist()))
+    assert results[0] == results[1]

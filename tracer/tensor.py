@@ -209,6 +209,10 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf tensor after backward."""
+        if self._data is None and self._requires_grad:     # a traced non-leaf: the trace keeps it
+            self._retains_grad = True
+            trace_state.current().retain(self)
+            return
         if self._grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

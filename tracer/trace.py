@@ -95,6 +95,7 @@ class Trace:
         self.breaks: list = []              # (location, reason)
         self.backward_start: int | None = None
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
+        self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
 
     # ------------------------------------------------------------ values
     @property
@@ -270,6 +271,11 @@ class Trace:
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
 
+    def retain(self, t: Tensor) -> None:
+        """`t.retain_grad()` on a traced non-leaf: a backward also fills its `.grad`."""
+        if not any(r() is t for r in self.retained):
+            self.retained.append(weakref.ref(t))
+
     def detach(self, t: Tensor) -> Tensor:
         """A value with no gradient path: a fresh value (an identity op outside the grad set)."""
         v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
@@ -324,7 +330,11 @@ class Trace:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""
         from .functional import add
         from .grad_mode import enable_grad, no_grad
-        leaves = list(inputs) if inputs is not None else list(self.leaf_tensors.values())
+        if inputs is not None:
+            leaves = list(inputs)
+        else:
+            leaves = list(self.leaf_tensors.values()) + [t for t in (r() for r in self.retained)
+                                                         if t is not None and t._sym is not None]
         grads = self.gradients(roots, seeds, leaves, create_graph, retain_graph)
         with (enable_grad() if create_graph else no_grad()):
             for leaf, g in zip(leaves, grads):

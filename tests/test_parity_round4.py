@@ -180,3 +180,13 @@ def test_retain_grad_inside_compiled_function():
         y, inner = w(f)(x)
         results.append((inner.tolist(), y.grad.tolist(), y.retains_grad, y.is_leaf, x.grad.tolist()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x * 2).requires_grad_(False),
+    lambda x: setattr(x * 2, "requires_grad", True),
+    lambda x: setattr(x * 2, "requires_grad", False),
+])
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.compile], ids=["eager", "compiled"])
+def test_requires_grad_of_non_leaf_inside_compiled_function(fn, wrap):
+    same_error(lambda L: (wrap if L is fg else (lambda f: f))(fn)(L.tensor([1.0, 2.0], requires_grad=True)))

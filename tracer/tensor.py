@@ -153,15 +153,15 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        if flag and self._grad_fn is None and not self._dtype.is_floating_point:
+        if flag and self.is_leaf and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        if flag and self._grad_fn is not None:       # requires_grad_() allows it; the setter does not (torch)
+        if flag and not self.is_leaf:       # requires_grad_() allows it; the setter does not (torch)
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set `requires_grad` on a leaf, in place; returns self."""
-        if self._grad_fn is not None:
+        if not self.is_leaf:
             if not requires_grad:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
                                    "a computed variable in a subgraph that doesn't require differentiation use "

@@ -379,7 +379,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     program = _live_program(trace.program, outputs)
 
     # Gradients that will flow back into this call from the eager engine.
-    grad_outs = [t for t in alive if t._requires_grad and t._data is None]
+    grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf]
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
     gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
@@ -432,9 +432,11 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back = _FreedBackwardFn(in_types)
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
-        # No gradient can flow back into the call: its outputs are plain values.
+        # No gradient can flow back into the call: its outputs are plain values (except
+        # leaves made inside it, which require grad as they would eagerly).
         for t in alive:
-            t._requires_grad = False
+            if not t._traced_leaf:
+                t._requires_grad = False
 
 
 def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:

@@ -190,3 +190,19 @@ def test_retain_grad_inside_compiled_function():
 @pytest.mark.parametrize("wrap", [lambda f: f, fg.compile], ids=["eager", "compiled"])
 def test_requires_grad_of_non_leaf_inside_compiled_function(fn, wrap):
     same_error(lambda L: (wrap if L is fg else (lambda f: f))(fn)(L.tensor([1.0, 2.0], requires_grad=True)))
+
+
+def test_leaf_made_inside_a_compiled_call_gets_its_grad():
+    """y = x.clone().requires_grad_() inside fg.compile is a leaf, as eagerly: a backward()
+    there fills y.grad, and y still requires grad after the call."""
+    def make(lib):
+        def fn(x):
+            y = x.clone().requires_grad_()
+            (y * y * y).sum().backward()
+            return y
+        return fn
+    expected = make(torch)(torch.tensor([1.0, -2.0]))
+    got = fg.compile(make(fg))(fg.tensor([1.0, -2.0]))
+    assert got.is_leaf and got.requires_grad and got.grad_fn is None
+    np.testing.assert_allclose(got.grad.numpy(), expected.grad.numpy())
+    assert expected.is_leaf and expected.requires_grad

@@ -8,6 +8,7 @@ the Python protocol methods, and binds the functional forms as methods.
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 
@@ -64,8 +65,9 @@ class Tensor:
     _base = None                # for a view: the tensor whose memory it shares
     _view_chain = ()            # for a view: the view ops that derive it from _base
     _view_version = 0           # _version when the view's history was last derived
+    _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
-                           "_view_version"))
+                           "_view_version", "_traced_leaf"))
 
     def __init__(self, data=None, requires_grad: bool = False):
         from .creation import as_array
@@ -170,13 +172,17 @@ class Tensor:
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
+        if self._sym is not None and requires_grad and not self._traced_leaf:
+            # A leaf made inside a compiled call: backward() there accumulates into its .grad.
+            self._traced_leaf = True
+            trace_state.current().new_leaves.append(weakref.ref(self))
         return self
 
     @property
     def is_leaf(self) -> bool:
         """torch's rule: no grad_fn. (Inside a trace, a tensor an op made that requires grad
         has history though no node is built for it.)"""
-        return self._grad_fn is None and (self._sym is None or not self._requires_grad)
+        return self._grad_fn is None and (self._sym is None or not self._requires_grad or self._traced_leaf)
 
     @property
     def grad_fn(self):

@@ -96,6 +96,7 @@ class Trace:
         self.backward_start: int | None = None
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
+        self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
 
     # ------------------------------------------------------------ values
     @property
@@ -335,6 +336,8 @@ class Trace:
         else:
             leaves = list(self.leaf_tensors.values()) + [t for t in (r() for r in self.retained)
                                                          if t is not None and t._sym is not None]
+            leaves += [t for t in (r() for r in self.new_leaves)
+                       if t is not None and t._sym is not None and t._requires_grad]
         grads = self.gradients(roots, seeds, leaves, create_graph, retain_graph)
         with (enable_grad() if create_graph else no_grad()):
             for leaf, g in zip(leaves, grads):

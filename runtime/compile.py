@@ -36,7 +36,10 @@ from fusegrad.tracer.dispatch import edge_of
 from fusegrad.tracer.node import _FREED_MSG, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
 
-from . import background, stats
+# The executor (program cache, fusion scheduling, code generation; not Numba, which loads
+# with the first kernel) is imported with this module: every compiled call's first run
+# needs it, and importing it there cost that call ~40 ms.
+from . import background, executor, stats
 from .background import wait_for_compiles  # noqa: F401  (fg.wait_for_compiles)
 
 # Programs whose values hold fewer elements than this in total are "small": their
@@ -47,11 +50,6 @@ from .background import wait_for_compiles  # noqa: F401  (fg.wait_for_compiles)
 SMALL_PROGRAM_ELEMENTS = 4096
 SMALL_COMPILE_MIN_INSTRS = 8
 HOT_CALLS = 2
-
-
-def _executor():
-    from . import executor
-    return executor
 
 
 def _is_small(program: Program) -> bool:
@@ -101,7 +99,7 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         small = _is_small(program)
         if small:
             return _reference(program, args, known, run, "small program")
-    ex = _executor()
+    ex = executor
     structure, key = ex.program_key(program)
     compiled = ex.lookup(key)
     if compiled is not None:

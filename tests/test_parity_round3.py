@@ -10,31 +10,9 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch")
 
+from parity_support import assert_same, both, same_error  # noqa: E402  (after the skip)
+
 INF, NAN = float("inf"), float("nan")
-
-
-def _np(t):
-    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
-
-
-def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
-    assert tuple(ours.shape) == tuple(theirs.shape)
-    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=rtol, atol=atol, equal_nan=True)
-
-
-def both(fn):
-    """fn(lib) run on torch and fusegrad: (torch result, our result)."""
-    return fn(torch), fn(fg)
-
-
-def same_error(fn):
-    """fn(lib) raises the same exception class and text on both."""
-    with pytest.raises(Exception) as theirs:
-        fn(torch)
-    with pytest.raises(type(theirs.value)) as ours:
-        fn(fg)
-    assert str(ours.value) == str(theirs.value)
 
 
 # ----------------------------------------------------------------- norms

@@ -7,19 +7,7 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch")
 
-
-def _np(t):
-    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
-
-
-def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
-    if theirs is None:
-        assert ours is None
-        return
-    assert ours is not None
-    assert tuple(ours.shape) == tuple(theirs.shape)
-    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=rtol, atol=atol, equal_nan=True)
+from parity_support import assert_same, same_error  # noqa: E402  (after the skip)
 
 
 def compiled_grads(fn, *data):
@@ -84,15 +72,6 @@ def test_compiled_input_no_gradient_reaches_keeps_grad_none(fn):
     assert_same(ov, tv)
     for o, t in zip(og, tg):
         assert_same(o, t)
-
-
-def same_error(fn):
-    """fn(lib) raises the same exception class and text on both."""
-    with pytest.raises(Exception) as theirs:
-        fn(torch)
-    with pytest.raises(type(theirs.value)) as ours:
-        fn(fg)
-    assert str(ours.value) == str(theirs.value)
 
 
 # ----------------------------------------------------------------- size(dim)

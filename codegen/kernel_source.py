@@ -48,7 +48,7 @@ from fusegrad.ir.types import int64
 
 from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
-from .schedule import Kernel
+from .schedule import Kernel, calls_math
 
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
 MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
@@ -244,7 +244,7 @@ class _Generator:
                 text = inner(texts)
                 return text if text.startswith(c + "(") or text.startswith(alt) else f"{c}({text})"
         node = self._node(("op", v.id, index), render, children, region)
-        node.costly = isinstance(opdef.expr, str) and "fg_" in opdef.expr
+        node.costly = calls_math(opdef)
         return node
 
     def _reuse(self, earlier: _Node, v, region) -> _Node:

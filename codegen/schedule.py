@@ -125,6 +125,12 @@ def schedule(program: Program) -> Schedule:
 
 
 # ------------------------------------------------------------------ classification
+def calls_math(opdef) -> bool:
+    """Does the op's kernel expression call fg_* math (exp, tanh, ...)? Such a value is
+    costly: worth storing or buffering rather than recomputing."""
+    return isinstance(opdef.expr, str) and "fg_" in opdef.expr
+
+
 def _base_kind(ins) -> str:
     opdef = OPS[ins.op]
     if opdef.group == MATMUL:
@@ -457,7 +463,7 @@ class _Scheduler:
         """The kernel other than `k` that alone reads `ins`'s result, when `ins` is cheap
         elementwise and its operands are in memory anyway; else None."""
         opdef = OPS[ins.op]
-        if opdef.group != ELEMENTWISE or not isinstance(opdef.expr, str) or "fg_" in opdef.expr:
+        if opdef.group != ELEMENTWISE or not isinstance(opdef.expr, str) or calls_math(opdef):
             return None
         if len(ins.outputs) != 1 or self._needs_memory(ins):
             return None

@@ -20,8 +20,9 @@ from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
 
-# The type of a 0-d constant operand (a Python scalar's array), by NumPy dtype.
-_ZERO_DIM_TYPES = {np.dtype(d.np): TensorType((), d) for d in (float32, float64, int64, bool_)}
+# The type of a 0-d constant operand (a Python scalar's array), by NumPy dtype; eager
+# dispatch and trace recording both look it up for every scalar operand.
+ZERO_DIM_TYPES = {np.dtype(d.np): TensorType((), d) for d in (float32, float64, int64, bool_)}
 
 # Movement ops whose NumPy reference returns a view of input 0 (declared in the op table).
 _VIEW_OPS = frozenset(name for name, op in OPS.items() if op.view)
@@ -74,7 +75,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     in_types, arrays, needs, consts = [], [], [], []
     for x in inputs:
         if type(x) is np.ndarray:
-            t = _ZERO_DIM_TYPES.get(x.dtype) if not x.shape else None
+            t = ZERO_DIM_TYPES.get(x.dtype) if not x.shape else None
             in_types.append(t if t is not None else TensorType(x.shape, from_numpy_dtype(x.dtype)))
             arrays.append(x)
             needs.append(False)

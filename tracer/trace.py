@@ -21,19 +21,16 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
-                         bool_, float32, float64, from_numpy_dtype, int64)
+                         from_numpy_dtype)
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.ops.registry import _INFERRED      # infer_types' memo, read inline on the hot path
 from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
+from .dispatch import ZERO_DIM_TYPES
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
-
-
-# The type of a 0-d constant, by NumPy dtype (every Python scalar operand needs one).
-_SCALAR_TYPES = {np.dtype(d.np): TensorType((), d) for d in (float32, float64, int64, bool_)}
 
 
 def _memory_key(a: np.ndarray) -> int:
@@ -105,7 +102,7 @@ class Trace:
 
     def _input(self, array: np.ndarray) -> Value:
         # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
-        t = _SCALAR_TYPES.get(array.dtype) if not array.shape else None
+        t = ZERO_DIM_TYPES.get(array.dtype) if not array.shape else None
         v = Value(t if t is not None else TensorType(array.shape, from_numpy_dtype(array.dtype)))
         self.inputs.append(v)
         self.input_arrays.append(array)

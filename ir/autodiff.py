@@ -7,9 +7,14 @@ its input's shape by `Emitter.sum_to`, the one place broadcasting is undone.
 """
 from __future__ import annotations
 
+import functools
+
 from .emit import Emitter
+from .interpreter import StraightLine
 from .ops import OPS
-from .program import Builder, Value
+from .passes import simplify
+from .program import Builder, Instr, Program, Value
+from .verifier import free_values
 
 
 def active_values(instrs, outputs, wrt) -> set:
@@ -80,3 +85,51 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
             if need and g is not None:
                 accumulate(v, g)
     return [grads.get(v.id) for v in wrt]
+
+
+class InstrVjp:
+    """The backward of one instruction signature as a standalone program.
+
+    For engines that walk a recorded graph node by node (the eager engine): the
+    program's inputs are the forward values it reads, in the order it first
+    reads them (`reads`: ("in", i) for the instruction's input i, ("out", k)
+    for its output k), then the given cotangents in output order; its outputs
+    are the gradients of the inputs that need one, already summed to the
+    input's shape and cast to its dtype. `grad_index[i]` is input i's position
+    among the outputs, or None where input i gets no gradient. `run(args)`
+    evaluates the program on arrays (a `StraightLine`).
+    """
+
+    __slots__ = ("program", "reads", "grad_index", "run")
+
+    def __init__(self, program, reads, grad_index):
+        self.program = program
+        self.reads = reads
+        self.grad_index = grad_index
+        self.run = StraightLine(program)
+
+
+@functools.lru_cache(maxsize=4096)
+def instr_vjp(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:
+    """The backward program of `op(attrs)` on inputs of `in_types`, for the inputs
+    flagged in `needs`, given cotangents for the outputs flagged in `given`
+    (the others are zero). Emitted by `backward`, so it is exactly what a
+    whole-graph backward emits for this instruction; cached per signature."""
+    xs = [Value(t) for t in in_types]
+    ys = [Value(t) for t in out_types]
+    seeds = [Value(t) for t, g in zip(out_types, given) if g]
+    b = Builder(Program(seeds))
+    wrt = [x for x, need in zip(xs, needs) if need]
+    grads = backward(b, [Instr(op, xs, ys, attrs)], [y for y, g in zip(ys, given) if g], seeds, wrt)
+    b.program.outputs = [g for g in grads if g is not None]
+    program = simplify(b.program)
+    where = {x.id: ("in", i) for i, x in enumerate(xs)}
+    where.update({y.id: ("out", k) for k, y in enumerate(ys)})
+    forward_reads = free_values(program)
+    program.inputs = forward_reads + seeds
+    grad_index, position = [None] * len(xs), 0
+    for x, g in zip(wrt, grads):
+        if g is not None:
+            grad_index[xs.index(x)] = position
+            position += 1
+    return InstrVjp(program, tuple(where[v.id] for v in forward_reads), tuple(grad_index))

@@ -35,6 +35,12 @@ def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     else:
         with np.errstate(all="ignore"):
             out = ref(*arrays, **attrs)
+    return _as_typed(out, out_types)
+
+
+def _as_typed(out, out_types) -> tuple:
+    """A reference's result as a tuple of arrays of the output types' dtypes
+    (NumPy returns scalars for 0-d results, and may widen dtypes)."""
     if type(out) is not tuple:          # one output (most ops): no comprehension
         want = out_types[0].dtype.np
         return (out if type(out) is np.ndarray and (out.dtype is want or out.dtype == want)
@@ -68,3 +74,71 @@ def run_program(program: Program, args, apply=reference_apply, env: dict | None 
         for v, o in zip(ins.outputs, outs):
             env[v.id] = o
     return [env[v.id] for v in program.outputs]
+
+
+class StraightLine:
+    """A program lowered for running many times on small arrays.
+
+    `run_program` looks up each op, rebuilds its attributes and keys values by
+    id on every run; that is most of the cost of a program of a few ops on a
+    handful of elements. Here it is done once: each step holds its reference
+    function, attribute dict, output types and the slots of a flat list that
+    its arguments and results live in, and instructions that read only
+    constants (`const`, and anything computed from constants alone) are run
+    once, here, with read-only results. The program must read nothing but its
+    inputs.
+    """
+
+    __slots__ = ("n_inputs", "template", "steps", "output_slots")
+
+    def __init__(self, program: Program):
+        slots: dict = {v.id: k for k, v in enumerate(program.inputs)}
+        template: list = [None] * len(slots)
+        folded: set = set()             # slots holding values computed here, once
+        steps = []
+        for ins in program.instrs:
+            opdef = OPS[ins.op]
+            attrs = dict(ins.attrs)
+            out_types = tuple(v.type for v in ins.outputs)
+            try:
+                arg_slots = tuple(slots[v.id] for v in ins.inputs)
+            except KeyError as exc:
+                raise RuntimeError(f"internal error: {ins.op} reads an unbound value {exc}") from None
+            out_slots = tuple(range(len(template), len(template) + len(ins.outputs)))
+            for v, k in zip(ins.outputs, out_slots):
+                slots[v.id] = k
+            template.extend([None] * len(out_slots))
+            if all(k in folded for k in arg_slots):
+                results = apply_ref(opdef.ref, [template[k] for k in arg_slots], attrs, out_types)
+                for k, r in zip(out_slots, results):
+                    r.flags.writeable = False       # shared by every run
+                    template[k] = r
+                    folded.add(k)
+            else:
+                steps.append((opdef.ref, attrs, out_types, arg_slots, out_slots))
+        self.n_inputs = len(program.inputs)
+        self.template = template
+        self.steps = tuple(steps)
+        self.output_slots = tuple(slots[v.id] for v in program.outputs)
+
+    def __call__(self, args) -> list:
+        """The program's outputs for `args` (one array per input), with
+        floating-point warnings silenced as in `apply_ref`."""
+        env = self.template.copy()
+        env[:self.n_inputs] = args
+        if _FP_STATE is not None:
+            token = _FP_STATE.set(_QUIET)
+            try:
+                self._steps(env)
+            finally:
+                _FP_STATE.reset(token)
+        else:
+            with np.errstate(all="ignore"):
+                self._steps(env)
+        return [env[k] for k in self.output_slots]
+
+    def _steps(self, env: list) -> None:
+        for ref, attrs, out_types, arg_slots, out_slots in self.steps:
+            results = _as_typed(ref(*[env[k] for k in arg_slots], **attrs), out_types)
+            for k, r in zip(out_slots, results):
+                env[k] = r

@@ -1,23 +1,22 @@
 """The eager autograd engine.
 
-`backward` and `grad` collect the recorded graph behind their outputs into
-one SSA program (each node is one instruction), let `ir.autodiff` emit the
-backward program, bind the values it reads to the tensors the nodes saved
-(checking their versions), and run it: with the NumPy reference executor, or
-op by op on Tensors when `create_graph=True` so the result is differentiable.
+`backward` and `grad` walk the recorded graph behind their outputs. Without
+`create_graph`, node by node in reverse order: each node's VJP is the cached
+program `ir.autodiff.instr_vjp` emits for its signature, run on the arrays the
+node saved (after their version checks). With `create_graph`, the graph
+becomes one SSA program (each node one instruction), `ir.autodiff` emits its
+backward program, and that runs op by op on Tensors so that the result has a
+history of its own.
 """
 from __future__ import annotations
 
-import functools
 import re
-import weakref
 
 import numpy as np
 
-from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, run_program
-from fusegrad.ir.interpreter import apply_ref
-from fusegrad.ir.ops import infer_types
-from fusegrad.ir.program import Instr, freeze_attrs
+from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
+from fusegrad.ir.autodiff import instr_vjp
+from fusegrad.ir.program import Instr
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
@@ -117,79 +116,109 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 
 
 def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None):
-    """Gradients of roots (weighted by seeds) for each target edge value.
-
-    Without create_graph, the backward runs as autodiff emits it (an evaluating
-    builder: no backward program is built, simplified or interpreted, which is
-    most of a small graph's cost); with it, the backward program runs op by op
-    on Tensors so that its result has a history."""
+    """Gradients of roots (weighted by seeds) for each target edge (arrays, or
+    Tensors with a history when create_graph); frees the graph's saved values
+    unless retain_graph."""
     root_edges = [edge_of(r) for r in roots]
-    graph = GraphProgram(root_edges, nodes)
-    wrt = [graph.values.get(e) if e is not None else None for e in targets]
-    present = [v for v in wrt if v is not None]
-    root_values = [graph.value(e) for e in root_edges]
-    if create_graph:
+    if not create_graph:
+        grads = _run_nodes(root_edges, roots, seeds, targets, nodes)
+    else:
+        graph = GraphProgram(root_edges, nodes)
+        wrt = [graph.values.get(e) if e is not None else None for e in targets]
+        present = [v for v in wrt if v is not None]
+        root_values = [graph.value(e) for e in root_edges]
         b = Builder(Program())
         seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
-        grads = emit_backward(b, graph.instrs, root_values, seed_values, present)
-        b.program.outputs = [g for g in grads if g is not None]
+        grad_values = emit_backward(b, graph.instrs, root_values, seed_values, present)
+        b.program.outputs = [g for g in grad_values if g is not None]
         program = simplify(b.program)
         env = _bind(graph, program, create_graph)
         with enable_grad():
             values = iter(run_program(program, seeds, _tensor_apply, env))
-        grads = [next(values) if g is not None else None for g in grads]
-    else:
-        evaluator = _Evaluator(graph)
-        seed_values = [evaluator.input_value(TensorType(tuple(r.shape), r.dtype), s._concrete())
-                       for r, s in zip(roots, seeds)]
-        grads = emit_backward(evaluator, graph.instrs, root_values, seed_values, present)
-        grads = [evaluator.array(g) if g is not None else None for g in grads]
+        by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
+        grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if not retain_graph:
-        for node in graph.nodes:
+        for node in (nodes if nodes is not None else _topological_nodes([e[0] for e in root_edges])):
             node.free_saved()
-    by_id = dict(zip((v.id for v in present), grads))
-    return [by_id.get(v.id) if v is not None else None for v in wrt]
+    return grads
 
 
-class _Evaluator(Builder):
-    """A Builder that runs each instruction with its NumPy reference as autodiff emits it.
+def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
+    """The backward without create_graph, node by node in reverse topological
+    order: each node's VJP is its signature's cached program
+    (`ir.autodiff.instr_vjp`, what a whole-graph backward would emit for it),
+    run on the arrays it reads; gradients arriving at one edge are summed.
+    Building, simplifying and interpreting a program for every call's graph
+    cost several times more than the arithmetic on small tensors."""
+    if nodes is None:
+        nodes = _topological_nodes([e[0] for e in root_edges])
+    # A node runs only if a target is reachable from it (the nodes come inputs first).
+    target_nodes = {id(e[0]) for e in targets if e is not None}
+    live = set()
+    for node in nodes:
+        if id(node) in target_nodes:
+            live.add(id(node))
+            continue
+        for edge in node.edges:
+            if edge is not None and id(edge[0]) in live:
+                live.add(id(node))
+                break
+    keep = {e for e in targets if e is not None}
+    grads: dict = {}
+    for edge, root, seed in zip(root_edges, roots, seeds):
+        if id(edge[0]) in live:
+            g = seed._concrete()
+            if g.dtype != root.dtype.np:
+                g = g.astype(root.dtype.np)
+            _accumulate(grads, edge, g)
+    for node in reversed(nodes):
+        if node.op is None or id(node) not in live:         # AccumulateGrad: its gradient is a result
+            continue
+        if len(node.out_types) == 1:
+            edge = (node, 0)
+            gs = (grads[edge] if edge in keep else grads.pop(edge)) if edge in grads else None,
+        else:
+            gs = tuple([grads.get((node, k)) if (node, k) in keep else grads.pop((node, k), None)
+                        for k in range(len(node.out_types))])
+        given = tuple([g is not None for g in gs])
+        if True not in given:
+            continue
+        needs = tuple([edge is not None and id(edge[0]) in live for edge in node.edges])
+        if True not in needs:
+            continue
+        vjp = instr_vjp(node.op, node.attrs, node.in_types, node.out_types, needs, given)
+        args = []
+        if vjp.reads:
+            if node._freed:
+                raise RuntimeError(_FREED_MSG)
+            for slot in vjp.reads:          # in the VJP's order of reading: torch's order of checking
+                const = node.consts[slot[1]] if slot[0] == "in" else None
+                args.append(const if const is not None else _checked_array(node.saved.get(slot), node, slot[1]))
+        args.extend([g for g in gs if g is not None])
+        results = vjp.run(args)
+        for edge, position in zip(node.edges, vjp.grad_index):
+            if position is not None:
+                _accumulate(grads, edge, results[position])
+    return [grads.get(e) if e is not None else None for e in targets]
 
-    Forward values a VJP reads are bound on first read from what the graph's
-    nodes saved, after the version check (so exactly the values the backward
-    reads are checked, as with a built program)."""
 
-    def __init__(self, graph: GraphProgram):
-        super().__init__(Program())
-        self.graph = graph
-        self.env: dict = {}             # value id -> array
-        self._refs: dict = {}           # value id -> weak reference that frees its array
+def _accumulate(grads: dict, edge, g) -> None:
+    """Sum gradient `g` into the one arriving at `edge` (a new array: either may be shared)."""
+    prev = grads.get(edge)
+    if prev is None:
+        grads[edge] = g
+    else:
+        with np.errstate(all="ignore"):
+            grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)
 
-    def _forget(self, value_id: int, _ref) -> None:
-        # The Value died (autodiff and the VJPs hold no reference to it): free its array,
-        # so a backward's peak memory is its live gradients, not all of them.
-        self.env.pop(value_id, None)
-        self._refs.pop(value_id, None)
 
-    def input_value(self, type: TensorType, array) -> Value:
-        v = Value(type)
-        self.env[v.id] = array
-        return v
-
-    def array(self, v: Value):
-        a = self.env.get(v.id)
-        if a is None:
-            a = self.env[v.id] = _saved_value(self.graph, v, False)
-        return a
-
-    def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
-        opdef = OPS[op]
-        args = [self.array(v) for v in inputs]
-        out_types = infer_types(opdef, tuple([v.type for v in inputs]), attrs, freeze_attrs(attrs))
-        outs = tuple([Value(t) for t in out_types])
-        for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
-            self.env[v.id] = r
-            self._refs[v.id] = weakref.ref(v, functools.partial(self._forget, v.id))
-        return outs[0] if len(outs) == 1 else outs
+def _checked_array(saved, node, output_nr: int):
+    """A node's saved value (an array), after the version check."""
+    if saved is None:
+        raise RuntimeError(f"internal error: the backward of {node.name()} reads a value it did not save")
+    if saved.box[0] != saved.version:
+        _raise_modified(saved, node, output_nr)
+    return saved.array
 
 
 def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
@@ -209,28 +238,31 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
     if isinstance(saved, np.ndarray):
         return saved
     if saved.box[0] != saved.version:
-        owner = graph.owner.get(v.id)
-        shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
-        kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-                "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
-        where = _modified_history(graph, v, saved)
-        raise RuntimeError(
-            f"one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{kind} {shape}]{where} is at version {saved.box[0]}; expected version "
-            f"{saved.version} instead. Hint: enable anomaly detection to find the operation that failed to "
-            f"compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        _raise_modified(saved, graph.owner.get(v.id), graph.output_nr.get(v.id, 0))
     if create_graph:
         return saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
     return saved.array
 
 
-def _modified_history(graph: GraphProgram, v: Value, saved) -> str:
+def _raise_modified(saved, owner, output_nr: int):
+    """torch's error for a saved tensor changed in place since it was saved."""
+    shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
+    kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+            "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{kind} {shape}]{_modified_history(saved, owner, output_nr)} is at version {saved.box[0]}; "
+        f"expected version {saved.version} instead. Hint: enable anomaly detection to find the operation "
+        f"that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _modified_history(saved, owner, output_nr: int) -> str:
     """torch's ", which is output N of Op," for a modified saved tensor: for a saved output,
     the node that made it; for a saved input, the tensor's history now; nothing for a leaf.
     (torch names the node without "Backward0", or "Backward" before another
     number: ExpBackward0 is "Exp", MaxBackward1 is "Max1".)"""
     if saved.tensor is None:
-        node, nr = graph.owner.get(v.id), graph.output_nr.get(v.id, 0)
+        node, nr = owner, output_nr
     else:
         node, nr = saved.tensor._grad_fn, saved.tensor._output_nr
     if node is None:

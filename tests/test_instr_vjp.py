@@ -1,0 +1,102 @@
+"""The eager engine's node-by-node backward (ir.autodiff.instr_vjp run by
+ir.interpreter.StraightLine) against the whole-graph backward program that
+ir.autodiff.backward emits, on the random programs of test_codegen_random."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import fusegrad as fg
+from fusegrad.ir import Builder, Emitter, TensorType, float32, run_program
+from fusegrad.ir.autodiff import instr_vjp
+from fusegrad.ir.interpreter import StraightLine
+from fusegrad.tracer.dispatch import apply_op
+from test_codegen_random import _apply, programs
+from test_codegen_support import build, random_args
+
+
+def _random_program(shapes, ops, grad):
+    def body(e, *xs):
+        values = list(xs)
+        for kind, arg in ops:
+            values.append(_apply(e, kind, arg, values))
+        return values[len(xs):][-2:]
+    return build(body, *shapes, grad=grad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs)
+def test_straight_line_runs_programs_as_the_interpreter_does(spec):
+    shapes, ops, grad, seed = spec
+    program = _random_program(shapes, ops, grad)
+    args = random_args(program, np.random.default_rng(seed))
+    for got, want in zip(StraightLine(program)(args), run_program(program, args)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs)
+def test_node_by_node_backward_equals_the_whole_graph_backward(spec):
+    shapes, ops, _, seed = spec
+    forward = _random_program(shapes, ops, grad=False)
+    whole = _random_program(shapes, ops, grad=True)     # outputs, then the inputs' gradients
+    args = random_args(whole, np.random.default_rng(seed))
+    n_in, n_out = len(forward.inputs), len(forward.outputs)
+    leaves = [fg.from_numpy(a.copy()).requires_grad_() for a in args[:n_in]]
+    outs = run_program(forward, leaves, lambda ins, xs: _as_tuple(apply_op(ins.op, list(xs), dict(ins.attrs))))
+    seeds = [fg.from_numpy(a) for a in args[n_in:n_in + n_out]]
+    used = [o for o in outs if o.requires_grad]
+    grads = fg.autograd.grad(used, leaves, [s for o, s in zip(outs, seeds) if o.requires_grad], allow_unused=True)
+    want = run_program(whole, args)[n_out:]
+    got = [g for g in grads]
+    # The whole-graph program has no gradient for an input no output reaches.
+    assert sum(g is not None for g in got) == len(want)
+    for g, w in zip([g for g in got if g is not None], want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-6)
+
+
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def test_one_program_per_signature():
+    t, s = TensorType((3,), float32), TensorType((), float32)
+    instr_vjp.cache_clear()
+    first = instr_vjp("mul", (), (t, s), (t,), (True, False), (True,))
+    assert instr_vjp("mul", (), (t, s), (t,), (True, False), (True,)) is first
+    assert instr_vjp.cache_info().hits == 1 and instr_vjp.cache_info().misses == 1
+    # d(x * c)/dx reads the constant c (input 1), not x; only input 0 gets a gradient.
+    assert first.reads == (("in", 1),) and first.grad_index == (0, None)
+    x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for _ in range(2):
+        (x * 3).backward(fg.ones(3))
+    assert instr_vjp.cache_info().misses == 1
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0, 6.0])
+
+
+def test_constants_are_computed_once_and_read_only():
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType((3,), float32))
+    b.program.outputs = [e.add(x, e.expand(e.const(2.0, x), (3,))), e.zeros_like(x)]
+    line = StraightLine(b.program)
+    assert len(line.steps) == 1                     # only the add runs per call
+    total, zeros = line([np.arange(3, dtype=np.float32)])
+    np.testing.assert_array_equal(total, [2.0, 3.0, 4.0])
+    assert not zeros.flags.writeable
+    with pytest.raises(ValueError):
+        zeros[0] = 1.0
+
+
+def test_a_constant_gradient_accumulates_into_a_writable_grad():
+    # sign's VJP is zeros (a constant the plan computes once and shares): .grad must be a copy.
+    x = fg.tensor([-1.0, 2.0], requires_grad=True)
+    x.sign().sum().backward()
+    x.sign().sum().backward()
+    x.grad += 1
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    (g,) = fg.autograd.grad((x.sign() * 1).sum(), x)
+    g += 5
+    np.testing.assert_array_equal(g.numpy(), [5.0, 5.0])

@@ -89,6 +89,7 @@ class Trace:
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
+        self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
         self.breaks: list = []              # (location, reason)
         self.backward_start: int | None = None
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
@@ -295,12 +296,12 @@ class Trace:
         self.inputs_known = len(self.inputs)
         if v.id not in self.known:
             self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
-            for ins in self.program.instrs:
-                if ins.outputs[0].id in self.known:
-                    continue
-                outs = reference_apply(ins, [self.known[x.id] for x in ins.inputs])
+            known = self.known
+            for ins in self.instrs[self.instrs_known:]:
+                outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
                 for o, a in zip(ins.outputs, outs):
-                    self.known[o.id] = a
+                    known[o.id] = a
+            self.instrs_known = len(self.instrs)
         return self.known[v.id]
 
     # ------------------------------------------------------------ autograd

@@ -37,7 +37,7 @@ def _check_nonempty(x, axes, name):
 
 
 def _sum_ref(x, axes, keepdim):
-    return np.asarray(np.sum(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+    return np.asarray(np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=x.dtype))
 
 
 def _mean_ref(x, axes, keepdim):
@@ -46,19 +46,18 @@ def _mean_ref(x, axes, keepdim):
     count = 1
     for ax in axes:
         count *= x.shape[ax]
-    total = np.sum(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.true_divide(total, count, dtype=x.dtype))
+    total = np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
+    return np.asarray(np.true_divide(total, count, dtype=x.dtype))     # apply_ref silences 0/0
 
 
 def _amax_ref(x, axes, keepdim):
     _check_nonempty(x, axes, "max")
-    return np.asarray(np.max(x, axis=axes, keepdims=keepdim))
+    return np.asarray(np.maximum.reduce(x, axis=axes, keepdims=keepdim))
 
 
 def _amin_ref(x, axes, keepdim):
     _check_nonempty(x, axes, "min")
-    return np.asarray(np.min(x, axis=axes, keepdims=keepdim))
+    return np.asarray(np.minimum.reduce(x, axis=axes, keepdims=keepdim))
 
 
 def _sum_vjp(e, x, y, g, a, n):
@@ -196,7 +195,7 @@ def _check_norm_identity(x, p, axes):
 def _norm_ref(x, p, axes, keepdim):
     _check_norm_identity(x, p, axes)
     if p == 2:
-        r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+        r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
         r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
     elif p == float("-inf"):

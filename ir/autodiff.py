@@ -7,8 +7,6 @@ its input's shape by `Emitter.sum_to`, the one place broadcasting is undone.
 """
 from __future__ import annotations
 
-import functools
-
 from .emit import Emitter
 from .interpreter import StraightLine
 from .ops import OPS
@@ -88,48 +86,66 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
 
 
 class InstrVjp:
-    """The backward of one instruction signature as a standalone program.
+    """The backward of one instruction signature, ready to run on arrays.
 
-    For engines that walk a recorded graph node by node (the eager engine): the
-    program's inputs are the forward values it reads, in the order it first
-    reads them (`reads`: ("in", i) for the instruction's input i, ("out", k)
-    for its output k), then the given cotangents in output order; its outputs
-    are the gradients of the inputs that need one, already summed to the
-    input's shape and cast to its dtype. `grad_index[i]` is input i's position
-    among the outputs, or None where input i gets no gradient. `run(args)`
-    evaluates the program on arrays (a `StraightLine`).
+    For engines that walk a recorded graph node by node (the eager engine).
+    `run(args)` evaluates `vjp_program`: args are the forward values its
+    emission read, in the order it first read them (`reads`: ("in", i) for the
+    instruction's input i, ("out", k) for its output k), then the given
+    cotangents in output order; it returns the gradients of the inputs that
+    need one, summed to the input's shape and cast to its dtype.
+    `grad_index[i]` is input i's position among them, or None.
     """
 
-    __slots__ = ("program", "reads", "grad_index", "run")
+    __slots__ = ("reads", "grad_index", "run")
 
-    def __init__(self, program, reads, grad_index):
-        self.program = program
+    def __init__(self, reads, grad_index, run):
         self.reads = reads
         self.grad_index = grad_index
-        self.run = StraightLine(program)
+        self.run = run
 
 
-@functools.lru_cache(maxsize=4096)
-def instr_vjp(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:
-    """The backward program of `op(attrs)` on inputs of `in_types`, for the inputs
-    flagged in `needs`, given cotangents for the outputs flagged in `given`
-    (the others are zero). Emitted by `backward`, so it is exactly what a
-    whole-graph backward emits for this instruction; cached per signature."""
+def vjp_program(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple):
+    """(program, reads, grad_index): the backward of `op(attrs)` on inputs of
+    `in_types` as a standalone program, for the inputs flagged in `needs`,
+    given cotangents for the outputs flagged in `given` (the others are zero).
+    Emitted by `backward`, so it is exactly what a whole-graph backward emits
+    for this instruction, then simplified. `reads` lists every forward value
+    the emission read, even one simplification drops, so the values an engine
+    checks (saved-tensor versions) are those an evaluating emission reads.
+    See `InstrVjp` for the program's inputs and outputs."""
     xs = [Value(t) for t in in_types]
     ys = [Value(t) for t in out_types]
     seeds = [Value(t) for t, g in zip(out_types, given) if g]
     b = Builder(Program(seeds))
-    wrt = [x for x, need in zip(xs, needs) if need]
-    grads = backward(b, [Instr(op, xs, ys, attrs)], [y for y, g in zip(ys, given) if g], seeds, wrt)
+    grads = emit_instr_vjp(b, Instr(op, xs, ys, attrs), needs, given, seeds)
     b.program.outputs = [g for g in grads if g is not None]
+    forward_reads = free_values(b.program)
     program = simplify(b.program)
+    program.inputs = forward_reads + seeds
     where = {x.id: ("in", i) for i, x in enumerate(xs)}
     where.update({y.id: ("out", k) for k, y in enumerate(ys)})
-    forward_reads = free_values(program)
-    program.inputs = forward_reads + seeds
     grad_index, position = [None] * len(xs), 0
-    for x, g in zip(wrt, grads):
+    for i, g in enumerate(grads):
         if g is not None:
-            grad_index[xs.index(x)] = position
+            grad_index[i] = position
             position += 1
-    return InstrVjp(program, tuple(where[v.id] for v in forward_reads), tuple(grad_index))
+    return program, tuple(where[v.id] for v in forward_reads), tuple(grad_index)
+
+
+def instr_vjp(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:
+    """`vjp_program` simplified and lowered to a StraightLine, ready to run many
+    times. The program itself is not kept: a cache of these would otherwise
+    hold Values and Instrs that every garbage collection scans."""
+    program, reads, grad_index = vjp_program(op, attrs, in_types, out_types, needs, given)
+    return InstrVjp(reads, grad_index, StraightLine(program))
+
+
+def emit_instr_vjp(builder: Builder, ins: Instr, needs: tuple, given: tuple, seeds: list) -> list:
+    """Emit the backward of the one instruction `ins` (whose inputs are distinct
+    values) into `builder`: `seeds` are the cotangents of the outputs flagged
+    in `given`; returns, per input, its gradient (summed to its shape, cast to
+    its dtype), or None where it needs none or gets none."""
+    wrt = [x for x, need in zip(ins.inputs, needs) if need]
+    grads = iter(backward(builder, [ins], [y for y, g in zip(ins.outputs, given) if g], seeds, wrt))
+    return [next(grads) if need else None for need in needs]

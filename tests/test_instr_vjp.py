@@ -1,4 +1,5 @@
-"""The eager engine's node-by-node backward (ir.autodiff.instr_vjp run by
+"""The eager engine's node-by-node backward (each node's VJP evaluated as it is
+emitted the first time its signature is seen, then ir.autodiff.instr_vjp run by
 ir.interpreter.StraightLine) against the whole-graph backward program that
 ir.autodiff.backward emits, on the random programs of test_codegen_random."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import fusegrad as fg
 from fusegrad.ir import Builder, Emitter, TensorType, float32, run_program
 from fusegrad.ir.autodiff import instr_vjp
 from fusegrad.ir.interpreter import StraightLine
+from fusegrad.tracer import engine
 from fusegrad.tracer.dispatch import apply_op
 from test_codegen_random import _apply, programs
 from test_codegen_support import build, random_args
@@ -44,36 +46,56 @@ def test_node_by_node_backward_equals_the_whole_graph_backward(spec):
     whole = _random_program(shapes, ops, grad=True)     # outputs, then the inputs' gradients
     args = random_args(whole, np.random.default_rng(seed))
     n_in, n_out = len(forward.inputs), len(forward.outputs)
-    leaves = [fg.from_numpy(a.copy()).requires_grad_() for a in args[:n_in]]
-    outs = run_program(forward, leaves, lambda ins, xs: _as_tuple(apply_op(ins.op, list(xs), dict(ins.attrs))))
-    seeds = [fg.from_numpy(a) for a in args[n_in:n_in + n_out]]
-    used = [o for o in outs if o.requires_grad]
-    grads = fg.autograd.grad(used, leaves, [s for o, s in zip(outs, seeds) if o.requires_grad], allow_unused=True)
     want = run_program(whole, args)[n_out:]
-    got = [g for g in grads]
-    # The whole-graph program has no gradient for an input no output reaches.
-    assert sum(g is not None for g in got) == len(want)
-    for g, w in zip([g for g in got if g is not None], want):
-        np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-6)
+    engine._VJPS.clear()
+    for _ in range(2):      # each signature's first backward is evaluated, its second lowered
+        leaves = [fg.from_numpy(a.copy()).requires_grad_() for a in args[:n_in]]
+        outs = run_program(forward, leaves, lambda ins, xs: _as_tuple(apply_op(ins.op, list(xs), dict(ins.attrs))))
+        seeds = [fg.from_numpy(a) for a in args[n_in:n_in + n_out]]
+        used = [o for o in outs if o.requires_grad]
+        got = fg.autograd.grad(used, leaves, [s for o, s in zip(outs, seeds) if o.requires_grad], allow_unused=True)
+        # The whole-graph program has no gradient for an input no output reaches.
+        assert sum(g is not None for g in got) == len(want)
+        for g, w in zip([g for g in got if g is not None], want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-6)
+    assert engine._VJPS.built > 0
 
 
 def _as_tuple(out):
     return out if isinstance(out, tuple) else (out,)
 
 
-def test_one_program_per_signature():
+def test_a_signature_is_evaluated_once_then_lowered_and_reused():
     t, s = TensorType((3,), float32), TensorType((), float32)
-    instr_vjp.cache_clear()
-    first = instr_vjp("mul", (), (t, s), (t,), (True, False), (True,))
-    assert instr_vjp("mul", (), (t, s), (t,), (True, False), (True,)) is first
-    assert instr_vjp.cache_info().hits == 1 and instr_vjp.cache_info().misses == 1
     # d(x * c)/dx reads the constant c (input 1), not x; only input 0 gets a gradient.
-    assert first.reads == (("in", 1),) and first.grad_index == (0, None)
+    plan = instr_vjp("mul", (), (t, s), (t,), (True, False), (True,))
+    assert plan.reads == (("in", 1),) and plan.grad_index == (0, None)
+    cache = engine._VJPS
+    cache.clear()
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    for _ in range(2):
+    counts = []
+    for _ in range(3):
         (x * 3).backward(fg.ones(3))
-    assert instr_vjp.cache_info().misses == 1
-    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0, 6.0])
+        counts.append((cache.hits, cache.misses, cache.built))
+    # First backward: evaluated as emitted; second: lowered (built once); third: reused.
+    assert counts == [(0, 1, 0), (0, 2, 1), (1, 2, 1)]
+    np.testing.assert_array_equal(x.grad.numpy(), [9.0, 9.0, 9.0])
+
+
+@pytest.mark.parametrize("modified", ["input", "output"])
+def test_both_paths_check_the_same_saved_tensors(modified):
+    # The evaluated and the lowered VJP read (and version-check) the same values, in the same order.
+    engine._VJPS.clear()
+    texts = []
+    for _ in range(3):
+        a = fg.tensor([[0.5, 1.0, 2.0]], requires_grad=True) * 1
+        out = a * a.detach().requires_grad_() if modified == "input" else a.exp()
+        (a if modified == "input" else out).add_(1.0)
+        with pytest.raises(RuntimeError) as err:
+            out.sum().backward()
+        texts.append(str(err.value))
+    assert texts[0] == texts[1] == texts[2]
+    assert "modified by an inplace operation" in texts[0]
 
 
 def test_constants_are_computed_once_and_read_only():

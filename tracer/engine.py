@@ -15,8 +15,11 @@ import re
 import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
-from fusegrad.ir.autodiff import instr_vjp
-from fusegrad.ir.program import Instr
+from fusegrad.ir import OPS
+from fusegrad.ir.autodiff import emit_instr_vjp, instr_vjp
+from fusegrad.ir.interpreter import apply_ref
+from fusegrad.ir.ops import infer_types
+from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
@@ -186,20 +189,118 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
         needs = tuple([edge is not None and id(edge[0]) in live for edge in node.edges])
         if True not in needs:
             continue
-        vjp = instr_vjp(node.op, node.attrs, node.in_types, node.out_types, needs, given)
-        args = []
-        if vjp.reads:
-            if node._freed:
-                raise RuntimeError(_FREED_MSG)
-            for slot in vjp.reads:          # in the VJP's order of reading: torch's order of checking
-                const = node.consts[slot[1]] if slot[0] == "in" else None
-                args.append(const if const is not None else _checked_array(node.saved.get(slot), node, slot[1]))
-        args.extend([g for g in gs if g is not None])
+        vjp = _VJPS.get((node.op, node.attrs, node.in_types, node.out_types, needs, given))
+        if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
+            results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
+            for edge, g in zip(node.edges, results):
+                if g is not None:
+                    _accumulate(grads, edge, g)
+            continue
+        args = [_saved_operand(node, slot) for slot in vjp.reads]   # in the VJP's order of reading:
+        args.extend([g for g in gs if g is not None])                # torch's order of checking
         results = vjp.run(args)
         for edge, position in zip(node.edges, vjp.grad_index):
             if position is not None:
                 _accumulate(grads, edge, results[position])
     return [grads.get(e) if e is not None else None for e in targets]
+
+
+def _saved_operand(node, slot):
+    """What a node's VJP reads at `slot` (("in", i) or ("out", k)): a scalar
+    operand, or a saved tensor's array after its version check."""
+    if node._freed:
+        raise RuntimeError(_FREED_MSG)
+    kind, index = slot
+    if kind == "in":
+        const = node.consts[index]
+        if const is not None:
+            return const
+    return _checked_array(node.saved.get(slot), node, index)
+
+
+def _evaluate_vjp(node, needs: tuple, given: tuple, seeds: list) -> list:
+    """A node's VJP run as it is emitted (each instruction's reference as soon as
+    it is emitted, forward values fetched when first read): per input, its
+    gradient array or None."""
+    xs = [Value(t) for t in node.in_types]
+    ys = [Value(t) for t in node.out_types]
+    slots = {x.id: ("in", i) for i, x in enumerate(xs)}
+    slots.update({y.id: ("out", k) for k, y in enumerate(ys)})
+    evaluator = _Evaluator(lambda v: _saved_operand(node, slots[v.id]))
+    seed_values = [evaluator.input_value(y.type, g) for y, g in zip([y for y, g in zip(ys, given) if g], seeds)]
+    grads = emit_instr_vjp(evaluator, Instr(node.op, xs, ys, node.attrs), needs, given, seed_values)
+    return [evaluator.array(g) if g is not None else None for g in grads]
+
+
+class _Evaluator(Builder):
+    """A Builder that runs each instruction's NumPy reference as it is emitted;
+    `fetch(value)` supplies a value it reads that it did not compute."""
+
+    def __init__(self, fetch):
+        super().__init__(Program())
+        self.env: dict = {}             # value id -> array
+        self.fetch = fetch
+
+    def input_value(self, type: TensorType, array) -> Value:
+        v = Value(type)
+        self.env[v.id] = array
+        return v
+
+    def array(self, v: Value):
+        a = self.env.get(v.id)
+        if a is None:
+            a = self.env[v.id] = self.fetch(v)
+        return a
+
+    def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
+        opdef = OPS[op]
+        args = [self.array(v) for v in inputs]
+        out_types = infer_types(opdef, tuple([v.type for v in inputs]), attrs, freeze_attrs(attrs))
+        outs = tuple([Value(t) for t in out_types])
+        for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
+            self.env[v.id] = r
+        return outs[0] if len(outs) == 1 else outs
+
+
+class VjpCache:
+    """The eager engine's VJP of each node signature (op, attributes, types,
+    which inputs need a gradient, which outputs have one).
+
+    `get` returns None for a signature seen for the first time (the engine then
+    evaluates its VJP as it is emitted); from its second time on, its
+    simplified StraightLine is built once and reused. (A program with new
+    shapes on every call would otherwise pay to build and keep a StraightLine
+    that never runs again.) Bounded: when full, it starts over."""
+
+    _SEEN_ONCE = object()
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self.entries: dict = {}
+        self.hits = self.misses = self.built = 0
+
+    def get(self, key):
+        """The InstrVjp of signature `key` (the arguments of ir.autodiff.instr_vjp), or None."""
+        entry = self.entries.get(key)
+        if entry is not None and entry is not self._SEEN_ONCE:
+            self.hits += 1
+            return entry
+        self.misses += 1
+        if len(self.entries) >= self.capacity:
+            self.entries.clear()
+        if entry is None:
+            self.entries[key] = self._SEEN_ONCE
+            return None
+        self.built += 1
+        entry = self.entries[key] = instr_vjp(*key)
+        return entry
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.hits = self.misses = self.built = 0
+
+
+_VJPS = VjpCache()
 
 
 def _accumulate(grads: dict, edge, g) -> None:

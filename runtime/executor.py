@@ -59,7 +59,8 @@ MAX_SHAPE_VARIANTS = 32
 PARALLEL_MIN_ELEMENTS = 1 << 16
 PARALLEL_MIN_SECONDS = 1e-3
 PARALLEL_SAMPLES = 3              # timed calls of each variant before choosing (fastest of each)
-RECHECK_CALLS = 50                # a measured choice is measured again after 50, 500, 5000... calls
+RECHECK_CALLS = 50                # a parallel choice is measured again after 50, 500, 5000... calls,
+                                  # a serial one every 50 (see _ParallelChoice)
 
 
 # ------------------------------------------------------------------ program cache
@@ -428,15 +429,19 @@ def parallel_policy() -> str:
 class _ParallelChoice:
     """Which variant of one kernel step runs: serial, parallel, or (auto) the faster of the two.
 
-    A measured choice is measured again after RECHECK_CALLS calls, then after ten times
-    as many, and so on: a choice made while something else held a core (the machine
-    is shared, the process may have just started) does not last the whole process."""
+    A measured choice is measured again later: a choice made while something else held
+    a core (the machine is shared, the process may have just started) must not last the
+    whole process. A parallel choice is checked again after RECHECK_CALLS calls, then
+    after ten times as many, and so on. A serial choice is checked every RECHECK_CALLS
+    calls, and cheaply: only the parallel variant runs again (PARALLEL_SAMPLES calls),
+    against the serial times of the latest calls, so a core that was busy during the
+    measurement costs at most RECHECK_CALLS slow calls once it is free again."""
 
     def __init__(self, eligible: bool, policy: str):
         self.times: dict = {False: [], True: []}
         self.decided = None                 # None while measuring
         self.note = ""
-        self.measured = 0                   # measurements completed
+        self.parallel_choices = 0           # measured choices of the parallel variant so far
         self.calls_left = None              # calls until the next measurement (measured choices)
         if not eligible or policy == "never":
             self.settle(False, "serial")
@@ -455,8 +460,9 @@ class _ParallelChoice:
             if self.calls_left is not None:
                 self.calls_left -= 1
                 if self.calls_left <= 0:                    # measure again
+                    recent_serial = self.times[False] if self.decided is False else []
                     self.decided, self.calls_left = None, None
-                    self.times = {False: [], True: []}
+                    self.times = {False: recent_serial, True: []}
             if self.decided is not None:
                 return self.decided
         return len(self.times[False]) >= PARALLEL_SAMPLES
@@ -466,7 +472,12 @@ class _ParallelChoice:
 
         A time taken while a background compile runs is dropped: the compiling thread
         takes one of the two cores and would make the parallel variant look slow."""
-        if self.decided is not None or background.pending():
+        if background.pending():
+            return
+        if self.decided is not None:
+            if self.decided is False and self.calls_left is not None and not parallel:
+                # A measured serial choice keeps its latest times for the next check.
+                self.times[False] = self.times[False][1 - PARALLEL_SAMPLES:] + [seconds]
             return
         self.times[parallel].append(seconds)
         serial, par = self.times[False], self.times[True]
@@ -474,10 +485,14 @@ class _ParallelChoice:
             self.settle(False, f"serial ({serial[0] * 1e3:.2f} ms, too short to split)")
         elif len(par) >= PARALLEL_SAMPLES and len(serial) >= PARALLEL_SAMPLES:
             best_s, best_p = min(serial), min(par)
-            self.settle(best_p < 0.8 * best_s, f"{'parallel' if best_p < 0.8 * best_s else 'serial'} "
+            faster = best_p < 0.8 * best_s
+            self.settle(faster, f"{'parallel' if faster else 'serial'} "
                         f"(measured {best_p * 1e3:.2f} ms parallel, {best_s * 1e3:.2f} ms serial)")
-            self.calls_left = RECHECK_CALLS * 10 ** self.measured
-            self.measured += 1
+            if faster:
+                self.calls_left = RECHECK_CALLS * 10 ** self.parallel_choices
+                self.parallel_choices += 1
+            else:
+                self.calls_left = RECHECK_CALLS
 
     def describe(self) -> str:
         return self.note if self.decided is not None else "serial and parallel (measuring which is faster)"

@@ -80,15 +80,42 @@ def test_auto_policy_ignores_times_taken_during_a_background_compile(monkeypatch
 
 
 def test_auto_policy_measures_again_later():
-    """A choice made on a bad moment (here: parallel looked slow) is revisited after
-    RECHECK_CALLS calls, then after ten times as many."""
+    """A serial choice made on a bad moment (here: parallel looked slow) is revisited
+    after RECHECK_CALLS calls by timing only the parallel variant again, against the
+    latest serial calls; a parallel choice after RECHECK_CALLS calls, then ten times as many."""
     choice = executor._ParallelChoice(True, "auto")
     for seconds in [0.010, 0.010, 0.010, 0.012, 0.011, 0.013]:       # parallel looks slower
         choice.record(choice.next(), seconds)
-    assert choice.decided is False
+    assert choice.decided is False and choice.calls_left == executor.RECHECK_CALLS
+    for k in range(executor.RECHECK_CALLS - 1):
+        use = choice.next()
+        assert use is False
+        choice.record(use, 0.009 + k * 1e-5)
+    for seconds in [0.004, 0.005, 0.004]:                             # measured again: parallel only
+        use = choice.next()
+        assert use is True
+        choice.record(use, seconds)
+    assert choice.decided is True and "measured 4.00 ms parallel, 9.46 ms serial" in choice.describe()
+    assert choice.calls_left == executor.RECHECK_CALLS
     for _ in range(executor.RECHECK_CALLS - 1):
-        assert choice.next() is False
-    for seconds in [0.010, 0.010, 0.010, 0.004, 0.005, 0.004]:       # measured again: parallel wins
+        assert choice.next() is True
+    for seconds in [0.010, 0.010, 0.010, 0.004, 0.005, 0.004]:       # both variants measured again
         choice.record(choice.next(), seconds)
-    assert choice.decided is True and "measured 4.00 ms parallel" in choice.describe()
-    assert choice.calls_left == 10 * executor.RECHECK_CALLS
+    assert choice.decided is True and choice.calls_left == 10 * executor.RECHECK_CALLS
+
+
+def test_auto_policy_checks_a_serial_choice_at_a_steady_interval():
+    choice = executor._ParallelChoice(True, "auto")
+    for seconds in [0.010] * executor.PARALLEL_SAMPLES + [0.012] * executor.PARALLEL_SAMPLES:
+        choice.record(choice.next(), seconds)
+    for _ in range(3):
+        assert choice.decided is False and choice.calls_left == executor.RECHECK_CALLS
+        for _ in range(executor.RECHECK_CALLS - 1):
+            use = choice.next()
+            assert use is False
+            choice.record(use, 0.010)
+        for _ in range(executor.PARALLEL_SAMPLES):                   # parallel stays slower
+            use = choice.next()
+            assert use is True
+            choice.record(use, 0.012)
+    assert choice.decided is False and "measured 12.00 ms parallel, 10.00 ms serial" in choice.describe()

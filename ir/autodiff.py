@@ -40,28 +40,30 @@ def active_values(instrs, outputs, wrt) -> set:
     return reach & useful
 
 
-def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None, active: set | None = None) -> list:
+def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None, active: set | None = None,
+             reuse: bool = True) -> list:
     """Append the VJP of `instrs` to `builder`.
 
     outputs/seeds: forward values and their cotangents (same shapes).
     Returns one gradient Value per `wrt` value, or None where no path exists.
     `active` is active_values(instrs, outputs, wrt) when the caller has it already.
+    With `reuse`, an instruction whose signature was differentiated before gets
+    a copy of its cached simplified VJP program (`VJPS`) instead of a new
+    emission (the same instructions, without running the VJP rule, the
+    emitter and the shape rules again).
     """
     e = Emitter(builder, loc)
     if active is None:
         active = active_values(instrs, outputs, wrt)
     grads: dict[int, Value] = {}
 
-    def accumulate(v: Value, g: Value):
-        if g.shape != v.shape:
-            g = e.sum_to(g, v.shape)
-        g = e.cast(g, v.dtype)
+    def add_into(v: Value, g: Value):
         prev = grads.get(v.id)
         grads[v.id] = g if prev is None else e.add(prev, g)
 
     for v, s in zip(outputs, seeds):
         if v.id in active:
-            accumulate(v, s)
+            add_into(v, e.cast(e.sum_to(s, v.shape), v.dtype))
 
     keep = {v.id for v in wrt}
     for ins in reversed(instrs):
@@ -71,49 +73,85 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
         gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in ins.outputs]
         if all(g is None for g in gs):
             continue
-        needs = [v.id in active for v in ins.inputs]
-        if not any(needs):
+        needs = tuple([v.id in active for v in ins.inputs])
+        if True not in needs:
             continue
-        opdef = OPS[ins.op]
-        gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
-              for k, (v, g) in enumerate(zip(ins.outputs, gs))]
         e.loc = ins.loc or loc
-        contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), needs)
-        for v, need, g in zip(ins.inputs, needs, contribs):
-            if need and g is not None:
-                accumulate(v, g)
+        cached = VJPS.get((ins.op, ins.attrs, tuple([v.type for v in ins.inputs]),
+                           tuple([v.type for v in ins.outputs]), needs,
+                           tuple([g is not None for g in gs]))) if reuse else None
+        if cached is not None:
+            contribs = cached.copy_into(builder, ins, [g for g in gs if g is not None], e.loc)
+        else:
+            contribs = _emit_vjp(e, ins, gs, needs)
+        for v, g in zip(ins.inputs, contribs):
+            if g is not None:
+                add_into(v, g)
     return [grads.get(v.id) for v in wrt]
 
 
-class InstrVjp:
-    """The backward of one instruction signature, ready to run on arrays.
+def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
+    """Run `ins`'s VJP rule (zeros for outputs without a cotangent); per input, its
+    gradient summed to its shape and cast to its dtype, or None."""
+    opdef = OPS[ins.op]
+    gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
+          for k, (v, g) in enumerate(zip(ins.outputs, gs))]
+    contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), list(needs))
+    return [e.cast(e.sum_to(g, v.shape), v.dtype) if need and g is not None else None
+            for v, need, g in zip(ins.inputs, needs, contribs)]
 
-    For engines that walk a recorded graph node by node (the eager engine).
-    `run(args)` evaluates `vjp_program`: args are the forward values its
-    emission read, in the order it first read them (`reads`: ("in", i) for the
-    instruction's input i, ("out", k) for its output k), then the given
-    cotangents in output order; it returns the gradients of the inputs that
-    need one, summed to the input's shape and cast to its dtype.
-    `grad_index[i]` is input i's position among them, or None.
+
+class InstrVjp:
+    """The backward of one instruction signature as a standalone, simplified program.
+
+    `program`'s inputs are the forward values its emission read, in the order it
+    first read them (`reads`: ("in", i) for the instruction's input i, ("out", k)
+    for its output k), then the given cotangents in output order; its outputs are
+    the gradients of the inputs that need one, summed to the input's shape and
+    cast to its dtype. `grad_index[i]` is input i's position among them, or None.
+    `backward` copies the program into a larger one (`copy_into`); an engine that
+    walks a recorded graph node by node runs it on arrays (`run`, a StraightLine
+    built on first use).
     """
 
-    __slots__ = ("reads", "grad_index", "run")
+    __slots__ = ("program", "reads", "grad_index", "_run")
 
-    def __init__(self, reads, grad_index, run):
+    def __init__(self, program, reads, grad_index):
+        self.program = program
         self.reads = reads
         self.grad_index = grad_index
-        self.run = run
+        self._run = None
+
+    def run(self, args) -> list:
+        """The program's outputs for arrays `args` (reads, then cotangents)."""
+        if self._run is None:
+            self._run = StraightLine(self.program)
+        return self._run(args)
+
+    def copy_into(self, builder: Builder, ins: Instr, seeds: list, loc: str | None) -> list:
+        """Append the program to `builder` for the instruction `ins` of this
+        signature and the given cotangents; per input of `ins`, its gradient or None."""
+        program = self.program
+        env = {}
+        for v, (kind, index) in zip(program.inputs, self.reads):
+            env[v.id] = ins.inputs[index] if kind == "in" else ins.outputs[index]
+        for v, seed in zip(program.inputs[len(self.reads):], seeds):
+            env[v.id] = seed
+        for step in program.instrs:
+            outs = builder.append(step.op, [env[v.id] for v in step.inputs], [v.type for v in step.outputs],
+                                  step.attrs, loc)
+            for v, out in zip(step.outputs, outs):
+                env[v.id] = out
+        return [None if k is None else env[program.outputs[k].id] for k in self.grad_index]
 
 
-def vjp_program(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple):
-    """(program, reads, grad_index): the backward of `op(attrs)` on inputs of
-    `in_types` as a standalone program, for the inputs flagged in `needs`,
-    given cotangents for the outputs flagged in `given` (the others are zero).
-    Emitted by `backward`, so it is exactly what a whole-graph backward emits
-    for this instruction, then simplified. `reads` lists every forward value
+def vjp_program(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:
+    """The backward of `op(attrs)` on inputs of `in_types` as a standalone
+    program, for the inputs flagged in `needs`, given cotangents for the outputs
+    flagged in `given` (the others are zero). Emitted by `backward`'s own rule
+    for one instruction, then simplified. Its `reads` lists every forward value
     the emission read, even one simplification drops, so the values an engine
-    checks (saved-tensor versions) are those an evaluating emission reads.
-    See `InstrVjp` for the program's inputs and outputs."""
+    checks (saved-tensor versions) are those an evaluating emission reads."""
     xs = [Value(t) for t in in_types]
     ys = [Value(t) for t in out_types]
     seeds = [Value(t) for t, g in zip(out_types, given) if g]
@@ -130,22 +168,57 @@ def vjp_program(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs:
         if g is not None:
             grad_index[i] = position
             position += 1
-    return program, tuple(where[v.id] for v in forward_reads), tuple(grad_index)
-
-
-def instr_vjp(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:
-    """`vjp_program` simplified and lowered to a StraightLine, ready to run many
-    times. The program itself is not kept: a cache of these would otherwise
-    hold Values and Instrs that every garbage collection scans."""
-    program, reads, grad_index = vjp_program(op, attrs, in_types, out_types, needs, given)
-    return InstrVjp(reads, grad_index, StraightLine(program))
+    return InstrVjp(program, tuple(where[v.id] for v in forward_reads), tuple(grad_index))
 
 
 def emit_instr_vjp(builder: Builder, ins: Instr, needs: tuple, given: tuple, seeds: list) -> list:
     """Emit the backward of the one instruction `ins` (whose inputs are distinct
-    values) into `builder`: `seeds` are the cotangents of the outputs flagged
-    in `given`; returns, per input, its gradient (summed to its shape, cast to
-    its dtype), or None where it needs none or gets none."""
+    values) into `builder` by its VJP rule: `seeds` are the cotangents of the
+    outputs flagged in `given`; returns, per input, its gradient (summed to its
+    shape, cast to its dtype), or None where it needs none or gets none."""
     wrt = [x for x, need in zip(ins.inputs, needs) if need]
-    grads = iter(backward(builder, [ins], [y for y, g in zip(ins.outputs, given) if g], seeds, wrt))
+    grads = iter(backward(builder, [ins], [y for y, g in zip(ins.outputs, given) if g], seeds, wrt,
+                          reuse=False))
     return [next(grads) if need else None for need in needs]
+
+
+class VjpCache:
+    """The VJP program of each instruction signature (op, attributes, input and
+    output types, which inputs need a gradient, which outputs have one).
+
+    `get` returns None for a signature seen for the first time (the caller then
+    emits or evaluates its VJP directly); from its second time on, its program
+    is built once (`vjp_program`) and reused. (A program with new shapes on every
+    call would otherwise pay to build and keep programs that never run again.)
+    Bounded: when full, it starts over."""
+
+    _SEEN_ONCE = object()
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self.entries: dict = {}
+        self.hits = self.misses = self.built = 0
+
+    def get(self, key) -> InstrVjp | None:
+        """The InstrVjp of signature `key` (vjp_program's arguments), or None."""
+        entry = self.entries.get(key)
+        if entry is not None and entry is not self._SEEN_ONCE:
+            self.hits += 1
+            return entry
+        self.misses += 1
+        if len(self.entries) >= self.capacity:
+            self.entries.clear()
+        if entry is None:
+            self.entries[key] = self._SEEN_ONCE
+            return None
+        self.built += 1
+        entry = self.entries[key] = vjp_program(*key)
+        return entry
+
+    def clear(self) -> None:
+        """Forget every signature and zero the counters."""
+        self.entries.clear()
+        self.hits = self.misses = self.built = 0
+
+
+VJPS = VjpCache()

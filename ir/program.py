@@ -104,3 +104,11 @@ class Builder:
         self.program.instrs.append(Instr(op, inputs, outs, frozen, loc))
         return outs[0] if len(outs) == 1 else outs
 
+    def append(self, op: str, inputs, out_types, attrs: tuple = (), loc: str | None = None) -> tuple:
+        """Record `op` with outputs of the given types and frozen attributes, running
+        no shape rule: for copying instructions whose types were checked when they
+        were first emitted. Returns the output values."""
+        outs = tuple([Value(t) for t in out_types])
+        self.program.instrs.append(Instr(op, inputs, outs, attrs, loc))
+        return outs
+

@@ -1,7 +1,8 @@
-"""The eager engine's node-by-node backward (each node's VJP evaluated as it is
-emitted the first time its signature is seen, then ir.autodiff.instr_vjp run by
-ir.interpreter.StraightLine) against the whole-graph backward program that
-ir.autodiff.backward emits, on the random programs of test_codegen_random."""
+"""Per-signature VJP programs (ir.autodiff.VJPS): the eager engine's node-by-node
+backward (each node's VJP evaluated as it is emitted the first time its
+signature is seen, then its program run by ir.interpreter.StraightLine) and
+whole-graph backward programs that copy cached VJPs, against backward programs
+emitted afresh, on the random programs of test_codegen_random."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,8 @@ from hypothesis import given, settings
 
 import fusegrad as fg
 from fusegrad.ir import Builder, Emitter, TensorType, float32, run_program
-from fusegrad.ir.autodiff import instr_vjp
+from fusegrad.ir.autodiff import VJPS, backward, vjp_program
 from fusegrad.ir.interpreter import StraightLine
-from fusegrad.tracer import engine
 from fusegrad.tracer.dispatch import apply_op
 from test_codegen_random import _apply, programs
 from test_codegen_support import build, random_args
@@ -47,7 +47,7 @@ def test_node_by_node_backward_equals_the_whole_graph_backward(spec):
     args = random_args(whole, np.random.default_rng(seed))
     n_in, n_out = len(forward.inputs), len(forward.outputs)
     want = run_program(whole, args)[n_out:]
-    engine._VJPS.clear()
+    VJPS.clear()
     for _ in range(2):      # each signature's first backward is evaluated, its second lowered
         leaves = [fg.from_numpy(a.copy()).requires_grad_() for a in args[:n_in]]
         outs = run_program(forward, leaves, lambda ins, xs: _as_tuple(apply_op(ins.op, list(xs), dict(ins.attrs))))
@@ -58,7 +58,36 @@ def test_node_by_node_backward_equals_the_whole_graph_backward(spec):
         assert sum(g is not None for g in got) == len(want)
         for g, w in zip([g for g in got if g is not None], want):
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-6)
-    assert engine._VJPS.built > 0
+    assert VJPS.built > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs)
+def test_copied_vjps_compute_what_fresh_emission_does(spec):
+    shapes, ops, _, seed = spec
+
+    def whole_program(reuse):
+        b = Builder()
+        e = Emitter(b)
+        xs = [b.input(TensorType(shape, float32)) for shape in shapes]
+        values = list(xs)
+        for kind, arg in ops:
+            values.append(_apply(e, kind, arg, values))
+        outs = values[len(xs):][-2:]
+        forward = list(b.program.instrs)
+        seeds = [b.input(o.type) for o in outs]
+        grads = backward(b, forward, outs, seeds, xs, reuse=reuse)
+        b.program.outputs = outs + [g for g in grads if g is not None]
+        return b.program
+
+    VJPS.clear()
+    fresh = whole_program(False)
+    whole_program(True)                     # first sighting of each signature: emitted afresh
+    copied = whole_program(True)            # second: built once, then copied
+    assert VJPS.built > 0
+    args = random_args(fresh, np.random.default_rng(seed))
+    for got, want in zip(run_program(copied, args), run_program(fresh, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def _as_tuple(out):
@@ -68,9 +97,9 @@ def _as_tuple(out):
 def test_a_signature_is_evaluated_once_then_lowered_and_reused():
     t, s = TensorType((3,), float32), TensorType((), float32)
     # d(x * c)/dx reads the constant c (input 1), not x; only input 0 gets a gradient.
-    plan = instr_vjp("mul", (), (t, s), (t,), (True, False), (True,))
+    plan = vjp_program("mul", (), (t, s), (t,), (True, False), (True,))
     assert plan.reads == (("in", 1),) and plan.grad_index == (0, None)
-    cache = engine._VJPS
+    cache = VJPS
     cache.clear()
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     counts = []
@@ -85,7 +114,7 @@ def test_a_signature_is_evaluated_once_then_lowered_and_reused():
 @pytest.mark.parametrize("modified", ["input", "output"])
 def test_both_paths_check_the_same_saved_tensors(modified):
     # The evaluated and the lowered VJP read (and version-check) the same values, in the same order.
-    engine._VJPS.clear()
+    VJPS.clear()
     texts = []
     for _ in range(3):
         a = fg.tensor([[0.5, 1.0, 2.0]], requires_grad=True) * 1

@@ -1,9 +1,10 @@
 """The eager autograd engine.
 
 `backward` and `grad` walk the recorded graph behind their outputs. Without
-`create_graph`, node by node in reverse order: each node's VJP is the cached
-program `ir.autodiff.instr_vjp` emits for its signature, run on the arrays the
-node saved (after their version checks). With `create_graph`, the graph
+`create_graph`, node by node in reverse order: each node's VJP is evaluated as
+it is emitted the first time its signature is seen, then run as its
+signature's cached program (`ir.autodiff.VJPS`), on the arrays the node saved
+(after their version checks). With `create_graph`, the graph
 becomes one SSA program (each node one instruction), `ir.autodiff` emits its
 backward program, and that runs op by op on Tensors so that the result has a
 history of its own.
@@ -16,7 +17,7 @@ import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
 from fusegrad.ir import OPS
-from fusegrad.ir.autodiff import emit_instr_vjp, instr_vjp
+from fusegrad.ir.autodiff import VJPS, emit_instr_vjp
 from fusegrad.ir.interpreter import apply_ref
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
@@ -149,8 +150,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None):
 def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
-    (`ir.autodiff.instr_vjp`, what a whole-graph backward would emit for it),
-    run on the arrays it reads; gradients arriving at one edge are summed.
+    (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
+    on the arrays it reads (evaluated as it is emitted the first time a
+    signature is seen); gradients arriving at one edge are summed.
     Building, simplifying and interpreting a program for every call's graph
     cost several times more than the arithmetic on small tensors."""
     if nodes is None:
@@ -189,7 +191,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
         needs = tuple([edge is not None and id(edge[0]) in live for edge in node.edges])
         if True not in needs:
             continue
-        vjp = _VJPS.get((node.op, node.attrs, node.in_types, node.out_types, needs, given))
+        vjp = VJPS.get((node.op, node.attrs, node.in_types, node.out_types, needs, given))
         if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
             results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
             for edge, g in zip(node.edges, results):
@@ -260,47 +262,6 @@ class _Evaluator(Builder):
         for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
             self.env[v.id] = r
         return outs[0] if len(outs) == 1 else outs
-
-
-class VjpCache:
-    """The eager engine's VJP of each node signature (op, attributes, types,
-    which inputs need a gradient, which outputs have one).
-
-    `get` returns None for a signature seen for the first time (the engine then
-    evaluates its VJP as it is emitted); from its second time on, its
-    simplified StraightLine is built once and reused. (A program with new
-    shapes on every call would otherwise pay to build and keep a StraightLine
-    that never runs again.) Bounded: when full, it starts over."""
-
-    _SEEN_ONCE = object()
-
-    def __init__(self, capacity: int = 4096):
-        self.capacity = capacity
-        self.entries: dict = {}
-        self.hits = self.misses = self.built = 0
-
-    def get(self, key):
-        """The InstrVjp of signature `key` (the arguments of ir.autodiff.instr_vjp), or None."""
-        entry = self.entries.get(key)
-        if entry is not None and entry is not self._SEEN_ONCE:
-            self.hits += 1
-            return entry
-        self.misses += 1
-        if len(self.entries) >= self.capacity:
-            self.entries.clear()
-        if entry is None:
-            self.entries[key] = self._SEEN_ONCE
-            return None
-        self.built += 1
-        entry = self.entries[key] = instr_vjp(*key)
-        return entry
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.hits = self.misses = self.built = 0
-
-
-_VJPS = VjpCache()
 
 
 def _accumulate(grads: dict, edge, g) -> None:

@@ -152,7 +152,8 @@ class Optimizer:
             param = by_index.get(index)
             if param is None:
                 continue
-            self.state[param] = {k: _state_value(param, k, v) for k, v in value.items()}
+            group = next(g for g in saved_groups if index in g["params"])
+            self.state[param] = {k: _state_value(param, k, v, group) for k, v in value.items()}
         for group, saved in zip(self.param_groups, saved_groups):
             params = group["params"]
             group.clear()
@@ -175,19 +176,23 @@ class Optimizer:
         return text + ")"
 
 
-def _state_value(param, key, value):
-    """A loaded state entry: tensors are copied (cast to the parameter's dtype, except `step`)."""
-    if isinstance(value, Tensor):
-        value = value.detach().clone()
-        if key != "step" and param.is_floating_point() and value.dtype != param.dtype:
-            value = value.to(param.dtype)
-    return value
+def _state_value(param, key, value, group: dict[str, Any]):
+    """A loaded state entry, by torch's policy: tensors are cast to the parameter's
+    dtype (`step` is kept as is, or float32 when capturable/fused); a tensor that
+    needs no cast is the saved one itself, shared with the state dict, as in torch."""
+    if not isinstance(value, Tensor):
+        return value
+    if key == "step":
+        return value.to(fg.float32) if group.get("capturable") or group.get("fused") else value
+    return value.to(param.dtype) if param.is_floating_point() else value
 
 
-def _check_lr(lr) -> None:
+def _check_lr(lr, strict_order: bool = False) -> None:
+    """torch's learning-rate check. SGD writes it `lr < 0.0` and Adam `not 0.0 <= lr`
+    (`strict_order`), which differ in the TypeError text for a non-number and for NaN."""
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
+    if (not 0.0 <= lr) if strict_order else lr < 0.0:
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
@@ -255,7 +260,7 @@ class Adam(Optimizer):
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
-        _check_lr(lr)
+        _check_lr(lr, strict_order=True)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:

@@ -45,6 +45,15 @@ def _as_tensor(x):
     return x if isinstance(x, fg.Tensor) else fg.tensor(x)
 
 
+def _check_tensor_args(function: str, **args) -> None:
+    """torch's TypeError for a non-tensor argument of a native function (`relu(): argument ...`)."""
+    for position, (name, value) in enumerate(args.items(), start=1):
+        if not isinstance(value, fg.Tensor):
+            kind = type(value)
+            kind_name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            raise TypeError(f"{function}(): argument '{name}' (position {position}) must be Tensor, not {kind_name}")
+
+
 # ---- layers and activations ------------------------------------------------
 
 def linear(input, weight, bias=None):
@@ -79,8 +88,9 @@ def linear(input, weight, bias=None):
 
 def relu(input, inplace: bool = False):
     """max(input, 0); with `inplace` the result is written back into `input`."""
+    _check_tensor_args("relu_" if inplace else "relu", input=input)
     if inplace:
-        return input.copy_(input.relu())
+        return input.relu_()      # one ReluBackward0 node, as torch's relu_
     return input.relu()
 
 
@@ -171,6 +181,8 @@ def _check_class_targets(input, target, weight, ignore_index: int) -> None:
         raise RuntimeError(f"Expected target size {_shape_list(expected)}, got {_shape_list(target.shape)}")
     if target.dtype != fg.int64:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target.dtype)}")
+    if input.dim() == 1 and target.dim() == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
     n_classes = input.shape[1] if input.dim() > 1 else input.shape[0]
     if weight is not None:
         if weight.dim() != 1 or weight.shape[0] != n_classes:
@@ -180,6 +192,11 @@ def _check_class_targets(input, target, weight, ignore_index: int) -> None:
             raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found "
                                f"{_dtype_name(weight.dtype)}")
     _check_bounds(target, n_classes, ignore_index)
+
+
+def _unbatched_target(input, target):
+    """The target of one unbatched sample: a (1,) target of a (C,) input read as 0-d."""
+    return target.reshape(()) if input.dim() == 1 and target.dim() == 1 else target
 
 
 def _check_bounds(target, n_classes: int, ignore_index: int) -> None:
@@ -244,7 +261,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_class_targets(input, target, weight, ignore_index)
-    return _nll(input, target, weight, ignore_index, reduction)
+    return _nll(input, _unbatched_target(input, target), weight, ignore_index, reduction)
 
 
 def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
@@ -266,24 +283,20 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     values, gradients, `weight`, `ignore_index`, `label_smoothing` and
     reductions; validation errors use torch's classes and texts.
     """
-    for k, (arg, value) in enumerate((("input", input), ("target", target))):
-        if not isinstance(value, fg.Tensor):
-            raise TypeError(f"cross_entropy_loss(): argument '{arg}' (position {k + 1}) must be Tensor, "
-                            f"not {type(value).__name__}")
+    _check_tensor_args("cross_entropy_loss", input=input, target=target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    # torch checks only the upper bound; a negative smoothing smooths nothing
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)
     class_dim = 0 if input.dim() == 1 else 1
     if tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing, class_dim)
     log_probs = input.log_softmax(class_dim)  # torch's dim error for a 0-d input comes from here
     n_classes = input.shape[class_dim]
-    if input.dim() == 1 and target.dim() == 1:
-        if target.shape[0] != 1:
-            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
-        target = target.reshape(())
     _check_class_targets(input, target, weight, ignore_index)
+    target = _unbatched_target(input, target)
     if label_smoothing == 0.0:
         return _nll(log_probs, target, weight, ignore_index, reduction)
     nll, valid, w_t = _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)
@@ -339,7 +352,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     `weight` (same shape as input) weighs each element, and the weighted
     mean divides by the weights' sum, as torch does.
     """
-    if tuple(target.shape) != tuple(input.shape):
+    # torch compares target.size() first: a non-tensor fails on that attribute
+    if tuple(target.size()) != tuple(input.size()):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
                       f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import fusegrad as fg
-from fusegrad.nn.module import typename
+from fusegrad.nn.module import typename, zeroed_grad
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -101,10 +101,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    grad = p.grad.detach() if p.grad.grad_fn is not None else p.grad
-                    grad.requires_grad_(False)
-                    grad.zero_()
-                    p.grad = grad
+                    p.grad = zeroed_grad(p.grad)
 
     def step(self, closure: Callable | None = None):
         """Update the parameters once; `closure` re-evaluates the loss first (with grad on)."""

@@ -307,8 +307,7 @@ class Module:
             if set_to_none:
                 param.grad = None
             else:
-                param.grad = param.grad.detach()
-                param.grad.zero_()
+                param.grad = zeroed_grad(param.grad)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call `fn` on every submodule (children first) and then on self."""
@@ -439,6 +438,18 @@ def _check_name(module: Module, name: str, kind: str) -> None:
     registry = module._parameters if kind == "parameter" else module._buffers
     if hasattr(module, name) and name not in registry:
         raise KeyError(f"attribute '{name}' already exists")
+
+
+def zeroed_grad(grad):
+    """A `.grad` zeroed as torch's zero_grad(set_to_none=False) does: in place, keeping the
+    tensor object. A gradient with history (from create_graph) is detached first; it
+    is replaced by a detached tensor rather than detached in place, because here it
+    may be a view (torch's never is), whose in-place write would record history again."""
+    if grad.grad_fn is not None:
+        grad = grad.detach()
+    else:
+        grad.requires_grad_(False)
+    return grad.zero_()
 
 
 def _is_floating(t) -> bool:

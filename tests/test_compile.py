@@ -298,7 +298,7 @@ def _inplace_on_intermediates(a):
     y = a * 1
     y.add_(1)
     y[0] = 5.0
-    y.mul_(y)
+    y.mul_(y * 1)          # (y.mul_(y) raises at backward, as in torch: mul saved y)
     w = fg.zeros(3)
     w.add_(y)             # a tensor without history written with one that has it
     w.mul_(2)

@@ -176,21 +176,15 @@ def test_gradients_of_nan_and_inf():
         assert_same(o, t)
 
 
-# ---- differences in the engine and the tracer (xfail: the fix is not in this round's files)
-@pytest.mark.xfail(strict=True, reason="backward(inputs=[]) runs instead of raising torch's RuntimeError "
-                                       "(tracer/engine.py backward)")
+# ---- the engine and the tracer (found by this round, fixed in tracer/)
 def test_backward_with_empty_inputs_raises():
     same_error(lambda L: (pair(L)[0] * 2).sum().backward(inputs=[]))
 
 
-@pytest.mark.xfail(strict=True, reason="backward(inputs=[t]) with t not requiring grad is accepted; torch: "
-                                       "can't retain_grad on Tensor that has requires_grad=False")
 def test_backward_inputs_not_requiring_grad_raises():
     same_error(lambda L: (pair(L)[0] * 2).sum().backward(inputs=[L.ones(1)]))
 
 
-@pytest.mark.xfail(strict=True, reason="autograd.grad leaves a retain_grad() tensor's .grad None; torch fills it "
-                                       "(tracer/engine.py grad)")
 def test_retain_grad_is_filled_by_autograd_grad():
     def run(L):
         a, b = pair(L)
@@ -201,20 +195,14 @@ def test_retain_grad_is_filled_by_autograd_grad():
     assert_same(run(fg), run(torch))
 
 
-@pytest.mark.xfail(strict=True, reason="a non-tensor input of autograd.grad raises TypeError, torch RuntimeError "
-                                       "'all inputs have to be Tensors or GradientEdges, but got float'")
 def test_autograd_grad_non_tensor_input():
     same_error(lambda L: L.autograd.grad((pair(L)[0] * 2).sum(), [pair(L)[0], 3.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="y.backward(2.0) on a scalar: torch's TypeError text is "
-                                       "\"'float' object is not iterable\" (tracer/tensor.py backward)")
 def test_backward_with_python_float_gradient():
     same_error(lambda L: (pair(L)[0] * 2).sum().backward(2.0))
 
 
-@pytest.mark.xfail(strict=True, reason="x.mul_(x) saves x before the in-place write: torch raises the "
-                                       "modified-by-an-inplace-operation error at backward, we do not")
 def test_mul_inplace_by_itself_then_backward():
     def run(L):
         a, _ = pair(L)
@@ -224,15 +212,11 @@ def test_mul_inplace_by_itself_then_backward():
     same_error(run)
 
 
-@pytest.mark.xfail(strict=True, reason="the named tuple of max/min(dim) is of type MaxMin; torch's is "
-                                       "torch.return_types.max / .min (type name 'max' / 'min')")
 def test_max_with_dim_result_type_name():
     t_result, o_result = both(lambda L: L.tensor([[1.0, 3.0], [2.0, 0.0]]).max(1))
     assert type(o_result).__name__ == type(t_result).__name__
 
 
-@pytest.mark.xfail(strict=True, reason="assigning a float64 .grad to a float32 tensor is accepted; torch raises "
-                                       "'attempting to assign a gradient with dtype ...' (tracer Tensor.grad setter)")
 def test_assigning_grad_of_other_dtype_raises():
     def run(L):
         p = L.tensor([1.0, 2.0], requires_grad=True)
@@ -424,8 +408,6 @@ def test_zero_grad_keeping_tensors_zeroes_the_same_grad_object(owner):
     assert_same(results[1][1], results[0][1])
 
 
-@pytest.mark.xfail(strict=True, reason="a create_graph .grad here is a view (PermuteBackward0 of the mm gradient), so "
-                                       "zero_grad(set_to_none=False) must replace it; torch detaches it in place")
 def test_zero_grad_keeps_a_create_graph_grad_object():
     m = fg.nn.Linear(2, 2)
     (m(fg.ones(1, 2)) ** 2).sum().backward(create_graph=True)
@@ -434,8 +416,6 @@ def test_zero_grad_keeps_a_create_graph_grad_object():
     assert m.weight.grad is before
 
 
-@pytest.mark.xfail(strict=True, reason="AccumulateGrad.name() is 'AccumulateGrad'; torch's is "
-                                       "'torch::autograd::AccumulateGrad' (tracer/node.py)")
 def test_accumulate_grad_node_name():
     names = [L.ones(2, requires_grad=True).sum().grad_fn.next_functions[0][0].name() for L in (torch, fg)]
     assert names[1] == names[0]

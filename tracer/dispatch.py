@@ -99,8 +99,9 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
         for i in in_slots:
             x = inputs[i]
             if isinstance(x, Tensor):
-                if x is out:          # in-place: keep the value from before the write
-                    x = x._snapshot()
+                if x is out and i == 0:     # in-place: keep self's value from before the write
+                    x = x._snapshot()       # (another operand that is self too, as in h.mul_(h),
+                                            # is saved as it is: the write makes backward raise, as torch)
                 saved[("in", i)] = SavedTensor(x._data, x._version, x)
     else:
         out_slots = ()

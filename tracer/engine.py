@@ -119,13 +119,14 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots, seeds
 
 
-def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None):
+def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
-    unless retain_graph."""
+    unless retain_graph. Without create_graph, `retained` (a list) receives
+    (tensor, gradient) for the retain_grad() tensors of the nodes that ran."""
     root_edges = [edge_of(r) for r in roots]
     if not create_graph:
-        grads = _run_nodes(root_edges, roots, seeds, targets, nodes)
+        grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained)
     else:
         graph = GraphProgram(root_edges, nodes)
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
@@ -147,7 +148,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None):
     return grads
 
 
-def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
+def _run_nodes(root_edges, roots, seeds, targets, nodes, retained=None) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -169,6 +170,15 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
                 live.add(id(node))
                 break
     keep = {e for e in targets if e is not None}
+    hooked = []                 # (tensor, edge) of retain_grad() tensors on the nodes that run
+    if retained is not None:
+        for node in nodes:
+            if node.retained and id(node) in live:
+                for k, ref in node.retained.items():
+                    t = ref()
+                    if t is not None and t._grad_fn is node and (node, k) not in keep:
+                        hooked.append((t, (node, k)))
+                        keep.add((node, k))
     grads: dict = {}
     for edge, root, seed in zip(root_edges, roots, seeds):
         if id(edge[0]) in live:
@@ -204,6 +214,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes) -> list:
         for edge, position in zip(node.edges, vjp.grad_index):
             if position is not None:
                 _accumulate(grads, edge, results[position])
+    if retained is not None:
+        retained.extend((t, grads[edge]) for t, edge in hooked if edge in grads)
     return [grads.get(e) if e is not None else None for e in targets]
 
 
@@ -371,6 +383,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:
+            if isinstance(t, Tensor) and not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         targets = [(t, edge_of(t)) for t in inputs]
     else:
         targets = []
@@ -383,18 +400,29 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                     if t is not None and t._grad_fn is node:
                         targets.append((t, (node, k)))
     grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
+    _accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None], create_graph)
+
+
+def _accumulate_into_grads(pairs, create_graph: bool) -> None:
+    """Add each gradient (an array, or a Tensor with create_graph) into its tensor's `.grad`."""
     with no_grad():
-        for (t, _), g in zip(targets, grads):
-            if g is None:
-                continue
-            g = _as_tensor_grad(g, create_graph)
-            if t._grad is None:
-                t._grad = g if create_graph else Tensor._wrap(np.array(g._data, copy=True))
-            elif create_graph:
-                with enable_grad():
-                    t._grad = t._grad + g
+        for t, g in pairs:
+            if create_graph:
+                g = _as_tensor_grad(g, create_graph)
+                if t._grad is None:
+                    # torch's AccumulateGrad copies a gradient with history into fresh memory
+                    # (never a view of another tensor), recorded as CopyBackwards.
+                    copy = Tensor._wrap(np.empty(g._value_shape(), g.dtype.np))
+                    with enable_grad():
+                        copy.copy_(g)
+                    t._grad = copy
+                else:
+                    with enable_grad():
+                        t._grad = t._grad + g
+            elif t._grad is None:
+                t._grad = Tensor._wrap(np.array(g, copy=True))      # owned, writable memory
             else:
-                t._grad._data += g._data
+                t._grad._data += g
                 t._grad._version[0] += 1
 
 
@@ -408,10 +436,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         grad_outputs = [grad_outputs]
     if retain_graph is None:
         retain_graph = create_graph
+    roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
     for t in inputs:
         if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): inputs must be Tensors, not {type(t).__name__}")
-    roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
     if not all(t._requires_grad for t in inputs):
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
@@ -425,7 +453,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     reachable = {id(n) for n in graph_nodes}
     targets = [e if id(e[0]) in reachable else None for e in targets]
-    grads = _run(roots, seeds, targets, retain_graph, create_graph, graph_nodes)
+    retained = [] if not create_graph else None
+    grads = _run(roots, seeds, targets, retain_graph, create_graph, graph_nodes, retained)
+    if retained:
+        # torch fills the .grad of a retain_grad() tensor whose node this backward ran.
+        _accumulate_into_grads(retained, False)
     out = []
     for k, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:

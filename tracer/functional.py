@@ -381,15 +381,13 @@ def mean(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tens
     return apply_op("mean", [a], {"axes": _dims(dim, a.dim(), "mean"), "keepdim": bool(keepdim)}, name)
 
 
-class MaxMin(tuple):
+class _ValuesIndices(tuple):
     """torch.return_types.max / min: a (values, indices) pair with names."""
 
-    _kind = "max"
+    __slots__ = ()
 
-    def __new__(cls, values, indices, kind):
-        self = super().__new__(cls, (values, indices))
-        self._kind = kind
-        return self
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
 
     @property
     def values(self):
@@ -400,7 +398,13 @@ class MaxMin(tuple):
         return self[1]
 
     def __repr__(self):
-        return f"fusegrad.return_types.{self._kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+        return f"fusegrad.return_types.{type(self).__name__}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+# One class per kind, named as torch names them (type(x.max(1)).__name__ == "max").
+RETURN_TYPES = {kind: type(kind, (_ValuesIndices,), {"__slots__": (), "__module__": "fusegrad.return_types",
+                                                    "__qualname__": kind})
+                for kind in ("max", "min")}
 
 
 def _extremum(a, dim, keepdim, kind: str, elementwise):
@@ -417,10 +421,10 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     axis = normalize_dim(int(dim), a.dim())
     if a.dim() == 0:
         values = apply_op("reshape", [a], {"shape": ()}, "MaxBackward0" if kind == "max" else "MinBackward0")
-        return MaxMin(values, Tensor._wrap(np.zeros((), np.int64)), kind)
+        return RETURN_TYPES[kind](values, Tensor._wrap(np.zeros((), np.int64)))
     values, indices = apply_op(kind + "_dim", [a], {"axis": axis, "keepdim": bool(keepdim)},
                                "MaxBackward0" if kind == "max" else "MinBackward0")
-    return MaxMin(values, indices, kind)
+    return RETURN_TYPES[kind](values, indices)
 
 
 def max(a, dim=None, keepdim: bool = False):

@@ -110,6 +110,10 @@ class AccumulateGrad(Node):
         super().__init__(None, (), (), (), (), (), {})
         self.variable = variable
 
+    def name(self) -> str:
+        """torch's name of this node (its class is AccumulateGrad; its name() is C++'s)."""
+        return "torch::autograd::AccumulateGrad"
+
     @property
     def next_functions(self) -> tuple:
         return ()

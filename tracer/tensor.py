@@ -50,6 +50,11 @@ class Size(tuple):
         return Size(tuple(other) + tuple(self))
 
 
+# torch's names of a dtype in the .grad assignment error: the C type, and the scalar type.
+_C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+_SCALAR_TYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
@@ -203,6 +208,13 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_C_TYPE_NAME[value._dtype.name]}' to a tensor "
+                    f"with grad_dtype '{_SCALAR_TYPE_NAME[self._dtype.name]}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with "
+                    "a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes "
+                    "of a tensor and its gradient may break downstream systems that assume they match.")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' "
                                    f"to a tensor of size '[{', '.join(map(str, self.shape))}]'. Please ensure that "
@@ -265,7 +277,10 @@ class Tensor:
         from .engine import backward
         if gradient is not None and not isinstance(gradient, Tensor):
             # torch reads a non-tensor gradient as a sequence of gradients and names its first item.
-            items = list(gradient) if isinstance(gradient, (list, tuple)) else [gradient]
+            try:
+                items = list(gradient)
+            except TypeError:
+                raise TypeError(f"'{type(gradient).__name__}' object is not iterable") from None
             item = items[0] if items else gradient
             raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)

@@ -442,11 +442,10 @@ def _check_name(module: Module, name: str, kind: str) -> None:
 
 def zeroed_grad(grad):
     """A `.grad` zeroed as torch's zero_grad(set_to_none=False) does: in place, keeping the
-    tensor object. A gradient with history (from create_graph) is detached first; it
-    is replaced by a detached tensor rather than detached in place, because here it
-    may be a view (torch's never is), whose in-place write would record history again."""
+    tensor object (a gradient with history, from create_graph, is detached in place first;
+    like torch's it is never a view, so its in-place write records nothing)."""
     if grad.grad_fn is not None:
-        grad = grad.detach()
+        grad.detach_()
     else:
         grad.requires_grad_(False)
     return grad.zero_()

@@ -1,0 +1,83 @@
+"""fg.compile's cost model for small graph-breaking functions: after EAGER_AFTER calls in a
+row that break the graph and trace small programs, calls with the same argument signature
+run eagerly (same values and gradients, no program cache traffic)."""
+from __future__ import annotations
+
+import numpy as np
+
+import fusegrad as fg
+from fusegrad.runtime.compile import EAGER_AFTER, SMALL_PROGRAM_ELEMENTS
+
+
+def doubling_loop(x, v):
+    y = x * 2
+    while y.norm() < 1000:          # a graph break every iteration
+        y = y * 2
+    y.backward(v)
+    return y
+
+
+def _run(fn, values, v):
+    x = fg.tensor(values, requires_grad=True)
+    y = fn(x, v)
+    return y.detach().numpy().copy(), x.grad.numpy().copy()
+
+
+def test_small_graph_breaking_calls_turn_eager_with_the_same_results():
+    compiled = fg.compile(doubling_loop)
+    rng = np.random.default_rng(0)
+    v = fg.ones(3)
+    for call in range(EAGER_AFTER + 3):
+        values = rng.standard_normal(3).astype(np.float32).tolist()
+        before = fg.cache_info()
+        got = _run(compiled, values, v)
+        after = fg.cache_info()
+        want = _run(doubling_loop, values, v)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+        eager = call >= EAGER_AFTER
+        assert compiled.eager_calls == max(0, call - EAGER_AFTER + 1)
+        if eager:       # not traced: the program cache is not consulted
+            assert (after.hits, after.misses) == (before.hits, before.misses)
+    assert compiled.runs_eagerly(fg.zeros(3, requires_grad=True), v)
+
+
+def test_another_signature_is_traced_again():
+    compiled = fg.compile(doubling_loop)
+    v3, v4 = fg.ones(3), fg.ones(4)
+    for _ in range(EAGER_AFTER):
+        _run(compiled, [0.5, -1.0, 2.0], v3)
+    assert compiled.runs_eagerly(fg.zeros(3, requires_grad=True), v3)
+    assert not compiled.runs_eagerly(fg.zeros(4, requires_grad=True), v4)
+    assert not compiled.runs_eagerly(fg.zeros(3), v3)          # requires_grad is part of it
+    calls = compiled.eager_calls
+    _run(compiled, [0.5, -1.0, 2.0, 1.0], v4)
+    assert compiled.eager_calls == calls
+
+
+def test_functions_without_breaks_or_with_large_programs_stay_traced():
+    def no_break(x):
+        return (x * 2).tanh().sum()
+
+    def large_break(x):
+        y = x * 2
+        if y.sum() > 0:             # a graph break over a large program
+            y = y + 1
+        return y.sum()
+
+    big = fg.ones(SMALL_PROGRAM_ELEMENTS)
+    for fn, arg in ((no_break, fg.ones(3)), (large_break, big)):
+        compiled = fg.compile(fn)
+        for _ in range(EAGER_AFTER + 1):
+            compiled(arg)
+        assert compiled.eager_calls == 0 and not compiled.runs_eagerly(arg)
+
+
+def test_explain_traces_and_says_calls_run_eagerly():
+    compiled = fg.compile(doubling_loop)
+    v = fg.ones(3)
+    for _ in range(EAGER_AFTER):
+        _run(compiled, [0.5, -1.0, 2.0], v)
+    text = compiled.explain(fg.tensor([1.0, 2.0, 3.0], requires_grad=True), v)
+    assert "calls with these argument shapes run eagerly (not traced)" in text
+    assert "## graph breaks" in text and "bool() reads the value of a bool[] tensor" in text

@@ -77,7 +77,7 @@ def run_program(program: Program, args, apply=reference_apply, env: dict | None 
 
 
 class StraightLine:
-    """A program lowered for running many times on small arrays.
+    """A program lowered for running many times.
 
     `run_program` looks up each op, rebuilds its attributes and keys values by
     id on every run; that is most of the cost of a program of a few ops on a
@@ -85,8 +85,11 @@ class StraightLine:
     function, attribute dict, output types and the slots of a flat list that
     its arguments and results live in, and instructions that read only
     constants (`const`, and anything computed from constants alone) are run
-    once, here, with read-only results. The program must read nothing but its
-    inputs.
+    once, here, with read-only results. On large arrays, a step whose reference
+    is a NumPy ufunc writes into the array of an argument that dies there, when
+    an earlier ufunc step of the same run made it (so nothing else holds it)
+    and its type is the result's: one allocation and one pass over memory
+    fewer. The program must read nothing but its inputs.
     """
 
     __slots__ = ("n_inputs", "template", "steps", "output_slots")
@@ -95,7 +98,8 @@ class StraightLine:
         slots: dict = {v.id: k for k, v in enumerate(program.inputs)}
         template: list = [None] * len(slots)
         folded: set = set()             # slots holding values computed here, once
-        steps = []
+        types: dict = {}                # slot -> static type
+        planned = []                    # (ref, attrs, out_types, arg_slots, out_slots, ufunc)
         for ins in program.instrs:
             opdef = OPS[ins.op]
             attrs = dict(ins.attrs)
@@ -107,6 +111,7 @@ class StraightLine:
             out_slots = tuple(range(len(template), len(template) + len(ins.outputs)))
             for v, k in zip(ins.outputs, out_slots):
                 slots[v.id] = k
+                types[k] = v.type
             template.extend([None] * len(out_slots))
             if all(k in folded for k in arg_slots):
                 results = apply_ref(opdef.ref, [template[k] for k in arg_slots], attrs, out_types)
@@ -115,15 +120,18 @@ class StraightLine:
                     template[k] = r
                     folded.add(k)
             else:
-                steps.append((opdef.ref, attrs, out_types, arg_slots, out_slots))
+                ufunc = isinstance(opdef.ref, np.ufunc) and opdef.ref.nout == 1 and not attrs
+                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots, ufunc))
         self.n_inputs = len(program.inputs)
         self.template = template
-        self.steps = tuple(steps)
         self.output_slots = tuple(slots[v.id] for v in program.outputs)
+        self.steps = tuple(_with_reuse(planned, types, set(self.output_slots)))
 
     def __call__(self, args) -> list:
         """The program's outputs for `args` (one array per input), with
         floating-point warnings silenced as in `apply_ref`."""
+        if len(args) != self.n_inputs:
+            raise ValueError(f"program takes {self.n_inputs} inputs, got {len(args)}")
         env = self.template.copy()
         env[:self.n_inputs] = args
         if _FP_STATE is not None:
@@ -138,7 +146,36 @@ class StraightLine:
         return [env[k] for k in self.output_slots]
 
     def _steps(self, env: list) -> None:
-        for ref, attrs, out_types, arg_slots, out_slots in self.steps:
-            results = _as_typed(ref(*[env[k] for k in arg_slots], **attrs), out_types)
+        for ref, attrs, out_types, arg_slots, out_slots, into in self.steps:
+            if into >= 0:
+                results = _as_typed(ref(*[env[k] for k in arg_slots], out=env[into]), out_types)
+            else:
+                results = _as_typed(ref(*[env[k] for k in arg_slots], **attrs), out_types)
             for k, r in zip(out_slots, results):
                 env[k] = r
+
+
+# Below this many elements a result is not worth reusing (the check costs more than
+# the allocation it saves).
+REUSE_MIN_ELEMENTS = 1 << 14
+
+
+def _with_reuse(planned, types: dict, outputs: set):
+    """Each planned step with the slot its ufunc may write into (-1: a new array)."""
+    last_use: dict = {}
+    for j, (_, _, _, arg_slots, _, _) in enumerate(planned):
+        for k in arg_slots:
+            last_use[k] = j
+    fresh: set = set()              # slots a ufunc step of the run made (no one else holds them)
+    steps = []
+    for j, (ref, attrs, out_types, arg_slots, out_slots, ufunc) in enumerate(planned):
+        into = -1
+        if ufunc and out_types[0].numel >= REUSE_MIN_ELEMENTS:
+            for k in arg_slots:
+                if k in fresh and last_use[k] == j and k not in outputs and types[k] is out_types[0]:
+                    into = k
+                    break
+        if ufunc:
+            fresh.update(out_slots)
+        steps.append((ref, attrs, out_types, arg_slots, out_slots, into))
+    return steps

@@ -151,3 +151,31 @@ def test_a_constant_gradient_accumulates_into_a_writable_grad():
     (g,) = fg.autograd.grad((x.sign() * 1).sum(), x)
     g += 5
     np.testing.assert_array_equal(g.numpy(), [5.0, 5.0])
+
+
+def test_large_steps_write_into_dying_intermediates_only():
+    # Above REUSE_MIN_ELEMENTS a ufunc step writes into an argument that dies there, if an
+    # earlier ufunc step made it; never into an input, a constant or an output read later.
+    from fusegrad.ir.interpreter import REUSE_MIN_ELEMENTS
+    shape = (128, REUSE_MIN_ELEMENTS // 128)
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType(shape, float32))
+    row = b.input(TensorType((1, shape[1]), float32))
+    t = e.tanh(x)                       # made here: reusable where it dies
+    u = e.mul(t, t)                     # t dies here (read twice)
+    w = e.add(u, row)                   # u dies; row broadcasts
+    kept = e.neg(w)                     # an output, read again below: never written into
+    out = e.sub(e.mul(kept, 2.0), x)    # the const 2 is folded; x is an input
+    b.program.outputs = [kept, out, e.exp(out)]
+    line = StraightLine(b.program)
+    assert sum(step[-1] >= 0 for step in line.steps) >= 3
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape).astype(np.float32), rng.standard_normal((1, shape[1])).astype(np.float32)]
+    copies = [a.copy() for a in args]
+    for _ in range(2):                  # a second run must not see the first run's buffers
+        got = line(args)
+        for g, want in zip(got, run_program(b.program, copies)):
+            np.testing.assert_array_equal(g, want)
+        for a, c in zip(args, copies):
+            np.testing.assert_array_equal(a, c)

@@ -49,7 +49,12 @@ def _sigmoid_ref(x):
     # branches would keep denormal results there, but np.where over an unpredictable
     # sign costs 5x the whole formula.)
     one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
+    if x.ndim == 0 or x.dtype.kind != "f":
+        return one / (one + np.exp(-x))
+    t = np.negative(x)              # one array, worked in place: 1 / (1 + exp(-x))
+    np.exp(t, out=t)
+    t += one
+    return np.divide(one, t, out=t)
 
 
 # ------------------------------------------------------------------ arithmetic

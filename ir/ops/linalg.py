@@ -169,20 +169,31 @@ def _axis_infer(types, attrs):
     return [types[0]]
 
 
+# The references work in place on one fresh array where they can: on large inputs
+# (the eager path, a tiered first call) every extra temporary is another pass over
+# memory and another allocation.
+def _shifted(x, axis):
+    """x minus its maximum along `axis` (a new array; x itself when empty)."""
+    if not x.size:
+        return x.copy()
+    return np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True))
+
+
 def _softmax_ref(x, axis):
     if x.ndim == 0:
         return np.ones_like(x) if not np.isnan(x) else x.copy()
-    m = np.max(x, axis=axis, keepdims=True) if x.size else x
-    ex = np.exp(x - m)
-    return (ex / np.sum(ex, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
+    ex = _shifted(x, axis)
+    np.exp(ex, out=ex)
+    ex /= np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
+    return ex
 
 
 def _log_softmax_ref(x, axis):
     if x.ndim == 0:
         return np.zeros_like(x) if not np.isnan(x) else x.copy()
-    m = np.max(x, axis=axis, keepdims=True) if x.size else x
-    shifted = x - m
-    return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))).astype(x.dtype)
+    shifted = _shifted(x, axis)
+    shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))
+    return shifted
 
 
 def _axes(x, attrs):

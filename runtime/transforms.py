@@ -106,6 +106,10 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
             out, aux = _split_aux(f(*args, **kwargs), has_aux)
             out = _check_output(out)
             ins = [leaves[k] for k in nums]
+            if not outer_grad and is_grad_enabled() and out._data is not None:
+                # f closes over a tensor that requires grad (torch.func.grad keeps that history).
+                own = {id(x) for x in ins}
+                outer_grad = any(id(leaf) not in own for leaf in engine.leaves_behind(out))
             if out.requires_grad:
                 grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
             else:

@@ -379,8 +379,6 @@ def test_compiled_adam_training_step_matches_torch():
         assert_same(o, t)
 
 
-@pytest.mark.xfail(strict=True, reason="fg.grad of a function closing over a tensor that requires grad returns a "
-                                       "detached gradient; torch.func.grad keeps its history (runtime/transforms.py)")
 def test_grad_of_closure_over_requires_grad_tensor_keeps_history():
     w = fg.tensor([1.0, 2.0], requires_grad=True)
     g = fg.grad(lambda x: (x * x * w).sum())(fg.tensor([3.0, 4.0]))

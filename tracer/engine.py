@@ -90,6 +90,13 @@ def _topological_nodes(roots) -> list:
     return order
 
 
+def leaves_behind(t: Tensor) -> list:
+    """The leaf tensors that require grad and that `t`'s recorded history reads."""
+    if t._grad_fn is None:
+        return [t] if t._requires_grad else []
+    return [node.variable for node in _topological_nodes([t._grad_fn]) if isinstance(node, AccumulateGrad)]
+
+
 def _roots_and_seeds(outputs, grad_outputs, create_graph):
     roots, seeds = [], []
     if grad_outputs is None:

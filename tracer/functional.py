@@ -215,14 +215,104 @@ def pow(a, b) -> Tensor:
 def matmul(a, b) -> Tensor:
     """Matrix product with NumPy's 1-d and batch rules."""
     a, b = as_tensor(a, "matmul"), as_tensor(b, "matmul", "other", 2)
+    _check_matmul(a, b)
+    return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
+
+
+def _check_matmul(a: Tensor, b: Tensor) -> None:
+    """torch's matmul errors: it dispatches to dot, mv, mm, a folded mv/mm or bmm, and each
+    kernel checks shapes and dtypes in its own order with its own text."""
+    na, nb, sa, sb = a.dim(), b.dim(), tuple(a.shape), tuple(b.shape)
+    if na == 0 or nb == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")
+    if na == 1 and nb == 1:
+        if a._dtype is not b._dtype:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{_TORCH_DTYPE_NAME[a._dtype.name]} and {_TORCH_DTYPE_NAME[b._dtype.name]}")
+        return                                   # the size check is the op's shape rule
+    if na <= 2 and nb <= 2:
+        if nb == 1:
+            return _check_mv(sa, sb, a._dtype, b._dtype)
+        return _check_mm(sa if na == 2 else (1,) + sa, sb, a._dtype, b._dtype)
+    fold = _matmul_fold(a, b)
+    if fold == "left":                           # a (>= 3-d) folded to rows x k, times b
+        mat = (_numel(sa[:-1]), sa[-1])
+        return _check_mv(mat, sb, a._dtype, b._dtype) if nb == 1 else _check_mm(mat, sb, a._dtype, b._dtype)
+    if fold == "right":                          # b^T folded, times a^T
+        mat = (_numel(sb[:-2]) * sb[-1], sb[-2])
+        if na == 1:
+            return _check_mv(mat, sa, b._dtype, a._dtype)
+        return _check_mm(mat, (sa[-1], sa[-2]), b._dtype, a._dtype)
+    from fusegrad.ir.ops.registry import broadcast_shapes
+    batch = _numel(broadcast_shapes(sa[:-2], sb[:-2]))
+    k1, k2 = sa[-1], sb[0] if nb == 1 else sb[-2]
+    if k1 != k2:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k1}] "
+                           f"but got: [{batch}, {k2}].")
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_c_name(a._dtype)} != {_c_name(b._dtype)}")
+        raise RuntimeError(f"expected scalar type {_TORCH_DTYPE_NAME[a._dtype.name]} but found "
+                           f"{_TORCH_DTYPE_NAME[b._dtype.name]}")
+
+
+def _batch_of_one(a: Tensor, b: Tensor) -> bool:
+    """A 3-d a whose batch is one, times a real 3-d batch: torch multiplies a's one matrix."""
+    return a.dim() == 3 and b.dim() == 3 and a.shape[0] == 1 and b.shape[0] != 1
+
+
+def _check_mv(mat: tuple, vec: tuple, mat_dtype: DType, vec_dtype: DType) -> None:
+    if mat[1] != vec[0]:
+        raise RuntimeError(f"size mismatch, got input ({mat[0]}), mat ({mat[0]}x{mat[1]}), vec ({vec[0]})")
+    if mat_dtype is not vec_dtype:
+        v, m = _TORCH_DTYPE_NAME[vec_dtype.name], _TORCH_DTYPE_NAME[mat_dtype.name]
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
+
+
+def _check_mm(m1: tuple, m2: tuple, d1: DType, d2: DType) -> None:
+    if m1[1] != m2[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m1[0]}x{m1[1]} and {m2[0]}x{m2[1]})")
+    if d1 is not d2:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(d1)} != {_c_name(d2)}")
+
+
+def _matmul_fold(a: Tensor, b: Tensor):
+    """torch's should_fold: 'left' when the >= 3-d a is folded into a matrix (times a 1-d or
+    2-d b), 'right' when b is (through its transpose), None for the batched (bmm) path."""
     na, nb = a.dim(), b.dim()
-    name = ("DotBackward0" if na == 1 and nb == 1 else "MvBackward0" if na == 2 and nb == 1
-            else "MmBackward0" if na == 2 and nb == 2 else "SqueezeBackward4" if na == 1 and nb == 2
-            else "UnsafeViewBackward0")
-    return apply_op("matmul", [a, b], None, name)
+    if _batch_of_one(a, b):                      # torch takes a as its one matrix
+        return "right" if a.requires_grad else None
+    larger, smaller = (a, b) if na >= nb else (b, a)
+    if larger.dim() < 3 or smaller.dim() > 2:
+        return None
+    side = "left" if larger is a else "right"
+    if smaller.requires_grad:
+        return side
+    if na == 2:
+        return None
+    shape = list(larger.shape)
+    strides = list(larger._data.strides) if larger._data is not None else None
+    if side == "right":
+        shape[-2:] = shape[-1], shape[-2]
+        if strides is not None:
+            strides[-2:] = strides[-1], strides[-2]
+    if 0 in shape or strides is None:            # traced tensors are taken as contiguous
+        return side
+    # Folding must not copy: the leading dims are contiguous with one another.
+    return side if builtins.all(strides[i] == strides[i + 1] * shape[i + 1]
+                                for i in range(len(shape) - 2)) else None
+
+
+def _matmul_grad_name(a: Tensor, b: Tensor) -> str:
+    """The grad_fn torch's matmul ends with for these operands (it picks dot/mv/mm/bmm paths)."""
+    na, nb = a.dim(), b.dim()
+    if nb <= 2 and na <= 2:
+        return ("DotBackward0" if na == 1 and nb == 1 else "MvBackward0" if na == 2 and nb == 1
+                else "MmBackward0" if na == 2 else "SqueezeBackward4")
+    # A matrix (or a 3-d batch of one against a real batch) times a batch is folded into one mm
+    # of the transposed operands when the matrix requires grad; the result is transposed back
+    # and made contiguous: a copy (CloneBackward0) unless a result dim is 1 (TransposeBackward0).
+    if (na == 2 or _batch_of_one(a, b)) and nb >= 3 and a.requires_grad:
+        return "TransposeBackward0" if 1 in (a.shape[-2], b.shape[-1]) else "CloneBackward0"
+    return "UnsafeViewBackward0"
 
 
 def _c_name(d: DType) -> str:
@@ -230,10 +320,14 @@ def _c_name(d: DType) -> str:
 
 
 def maximum(a, b) -> Tensor:
+    """Elementwise max of two tensors (torch takes no Python scalar here: TypeError)."""
+    a, b = as_tensor(a, "maximum"), as_tensor(b, "maximum", "other", 2)
     return apply_op("maximum", _promoted([a, b], "maximum")[0], None, "MaximumBackward0")
 
 
 def minimum(a, b) -> Tensor:
+    """Elementwise min of two tensors (torch takes no Python scalar here: TypeError)."""
+    a, b = as_tensor(a, "minimum"), as_tensor(b, "minimum", "other", 2)
     return apply_op("minimum", _promoted([a, b], "minimum")[0], None, "MinimumBackward0")
 
 
@@ -715,9 +809,14 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
-    # torch's legacy rule: 1-d empty operands are skipped (they join any shape).
-    if builtins.any(tuple(x.shape) == (0,) for x in ts):
-        ts = [x for x in ts if tuple(x.shape) != (0,)] or ts[:1]
+    # torch's legacy rule: 1-d empty operands join any shape. They are reshaped to the others'
+    # shape with 0 along the axis (not dropped) so that they stay in the graph: the result
+    # requires grad if one of them does, and each gets its empty gradient.
+    full = [x for x in ts if tuple(x.shape) != (0,)]
+    if full and len(full) < len(ts):
+        axis = normalize_dim(dim, full[0].dim())
+        empty = tuple(0 if d == axis else s for d, s in enumerate(full[0].shape))
+        ts = [x if tuple(x.shape) != (0,) else reshape(x, empty) for x in ts]
     axis = normalize_dim(dim, ts[0].dim())
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
 

@@ -92,8 +92,8 @@ def getitem(t: Tensor, key) -> Tensor:
     if t.dim() == 0 and key is not None and key is not Ellipsis and key != ():
         if isinstance(key, slice):
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-        if isinstance(key, tuple) and any(isinstance(k, slice) for k in key):
-            raise IndexError("too many indices for tensor of dimension 0")
+        if isinstance(key, tuple) and any(k is not None and k is not Ellipsis for k in key):
+            raise IndexError("too many indices for tensor of dimension 0")   # b[0, None], b[..., 0]
         if not (isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")

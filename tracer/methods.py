@@ -17,6 +17,14 @@ def _reflected(fn):
     return method
 
 
+def _tensor_other(fn):
+    """A method whose `other` must be a tensor: torch names it argument 'other' (position 1)."""
+    def method(self, other):
+        return fn(self, F.as_tensor(other, fn.__name__, "other", 1))
+    method.__name__ = fn.__name__
+    return method
+
+
 def _binary_operator(fn, scalars: bool = True):
     def method(self, other):
         t = type(other)
@@ -34,7 +42,7 @@ METHODS = {
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": F.matmul,
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
-    "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
+    "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
     # unary
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
     "sigmoid": F.sigmoid, "relu": F.relu, "abs": F.abs, "sign": F.sign,

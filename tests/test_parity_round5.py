@@ -177,6 +177,16 @@ def test_gradients_of_nan_and_inf():
 
 
 # ---- the engine and the tracer (found by this round, fixed in tracer/)
+def test_modified_saved_view_is_named_as_its_regenerated_history():
+    def run(L):
+        a, b = L.ones(2, 3, requires_grad=True), L.ones(2, 3, requires_grad=True)
+        h = b * 1
+        y = a @ h.t()           # saves the view h.t()
+        h.add_(1)               # torch regenerates the view's grad_fn: "output 0 of AsStrided"
+        y.sum().backward()
+    same_error(run)
+
+
 def test_backward_with_empty_inputs_raises():
     same_error(lambda L: (pair(L)[0] * 2).sum().backward(inputs=[]))
 

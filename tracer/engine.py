@@ -24,7 +24,7 @@ from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
-from .dispatch import apply_op, edge_of
+from .dispatch import apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
 from .node import AccumulateGrad, _FREED_MSG
 from .tensor import Tensor
@@ -345,6 +345,8 @@ def _modified_history(saved, owner, output_nr: int) -> str:
     if saved.tensor is None:
         node, nr = owner, output_nr
     else:
+        if saved.tensor._base is not None:
+            refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
         node, nr = saved.tensor._grad_fn, saved.tensor._output_nr
     if node is None:
         return ""

@@ -177,6 +177,20 @@ def test_gradients_of_nan_and_inf():
 
 
 # ---- the engine and the tracer (found by this round, fixed in tracer/)
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_gradients_count_against_outputs(extra):
+    # torch ignores gradients beyond the outputs and names a missing one's count.
+    def run(L):
+        a = L.ones(3, requires_grad=True)
+        outs = [a * 2, a * 3]
+        L.autograd.backward(outs, [L.ones(3)] * (len(outs) + extra))
+        return a.grad
+    if extra < 0:
+        same_error(run)
+    else:
+        assert_same(run(fg), run(torch))
+
+
 def test_modified_saved_view_is_named_as_its_regenerated_history():
     def run(L):
         a, b = L.ones(2, 3, requires_grad=True), L.ones(2, 3, requires_grad=True)

@@ -102,8 +102,8 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     grad_outputs = list(grad_outputs)      # torch: "'float' object is not iterable"
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs")
+    if len(grad_outputs) < len(outputs):    # (extra gradients are ignored, as torch's zip does)
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     for k, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(out).__name__}")

@@ -77,9 +77,14 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
         if True not in needs:
             continue
         e.loc = ins.loc or loc
-        cached = VJPS.get((ins.op, ins.attrs, tuple([v.type for v in ins.inputs]),
-                           tuple([v.type for v in ins.outputs]), needs,
-                           tuple([g is not None for g in gs]))) if reuse else None
+        cached = None
+        if reuse:
+            try:
+                cached = VJPS.get((ins.op, ins.attrs, tuple([v.type for v in ins.inputs]),
+                                   tuple([v.type for v in ins.outputs]), needs,
+                                   tuple([g is not None for g in gs])))
+            except TypeError:           # an unhashable attribute value: emit it afresh
+                cached = None
         if cached is not None:
             contribs = cached.copy_into(builder, ins, [g for g in gs if g is not None], e.loc)
         else:

@@ -179,3 +179,21 @@ def test_large_steps_write_into_dying_intermediates_only():
             np.testing.assert_array_equal(g, want)
         for a, c in zip(args, copies):
             np.testing.assert_array_equal(a, c)
+
+
+def test_an_unhashable_attribute_is_emitted_afresh():
+    # A traced instruction may carry an unhashable attribute value; its VJP cannot be
+    # cached, so backward emits it by the rule every time (same gradient).
+    VJPS.clear()
+    for _ in range(3):
+        b = Builder()
+        e = Emitter(b)
+        x = b.input(TensorType((6,), float32))
+        y = e.op("reshape", x, shape=[2, 3])           # a list: unhashable
+        z = e.mul(y, y)
+        seed = b.input(z.type)
+        (g,) = backward(b, list(b.program.instrs), [z], [seed], [x])
+        b.program.outputs = [g]
+        (got,) = run_program(b.program, [np.arange(6, dtype=np.float32), np.ones((2, 3), np.float32)])
+        np.testing.assert_array_equal(got, 2 * np.arange(6, dtype=np.float32))
+    assert VJPS.built == 1          # only mul(y, y) was cached

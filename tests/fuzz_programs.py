@@ -43,8 +43,11 @@ class Input:
     values: np.ndarray
     requires_grad: bool
 
-    def make(self, lib):
-        data = lib.tensor(self.values.copy(), dtype=getattr(lib, self.dtype))
+    def make(self, lib, float64: bool = False):
+        """The input on `lib`; `float64` runs float32 inputs in float64 (second derivatives of
+        float32 programs cancel too much for a tolerance to tell noise from a bug)."""
+        dtype = "float64" if float64 and self.dtype == "float32" else self.dtype
+        data = lib.tensor(self.values.astype(dtype), dtype=getattr(lib, dtype))
         return data.requires_grad_() if self.requires_grad else data
 
     def source(self) -> str:
@@ -494,7 +497,10 @@ def _dtype_name(t) -> str:
 
 
 def _array(t) -> np.ndarray:
-    return np.array(t.detach().tolist() if t.dim() else t.detach().item(), dtype=_dtype_name(t))
+    try:
+        return np.array(t.detach().tolist() if t.dim() else t.detach().item(), dtype=_dtype_name(t))
+    except RuntimeError:                         # torch's efficient zero tensor has no storage to read
+        return np.zeros(tuple(t.shape), dtype=_dtype_name(t))
 
 
 def _weight(lib, t):
@@ -523,7 +529,7 @@ def outcome(lib, program: Program, mode: str = "eager") -> dict:
     fn = program.function(lib)
     if mode == "compiled" and lib.__name__ == "fusegrad":
         fn = lib.compile(fn)
-    inputs = [i.make(lib) for i in program.inputs]
+    inputs = [i.make(lib, float64=mode == "second_order") for i in program.inputs]
     result: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -599,7 +605,7 @@ def differences(want: dict, got: dict, mode: str = "eager") -> list[str]:
                 out.append(f"output {i} {key}: torch {w[key]!r} fusegrad {g[key]!r}")
         if w["shape"] == g["shape"] and not _close(g["value"], w["value"]):
             out.append(f"output {i} value: torch {w['value'].tolist()} fusegrad {g['value'].tolist()}")
-    if want.get("backward") and want["backward"][2].startswith(TORCH_BACKWARD_BUGS):
+    if want.get("backward") and any(bug in want["backward"][2] for bug in TORCH_BACKWARD_BUGS):
         return out
     for key in ("backward",):
         if want.get(key) != got.get(key):

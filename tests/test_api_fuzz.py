@@ -33,23 +33,42 @@ def _assert_matches(seed: int, mode: str) -> None:
                        f"`python3 tests/test_api_fuzz.py {mode} {seed}`\n{program.source()}\n" + "\n".join(diffs))
 
 
-@pytest.mark.parametrize("seed", range(300))
+# Seeds whose difference is a known bug outside tracer/ (each has a minimal xfail test below).
+SOFTMAX_0D = "0-d softmax/log_softmax of inf/-inf is 1/0, torch nan (test_softmax_of_a_0d_infinity)"
+POW_GRAD = "pow's exponent gradient masks NaN/inf where the base is 0 (test_pow_exponent_gradient_at_base_0)"
+POW_ZERO = "the gradient of x ** 0 depends on x (test_pow_zero_exponent_gradient_is_a_constant)"
+COMPILED_MAX_DIM = "compiled max/min(dim) over a size-1 dim (test_compiled_max_over_a_size_1_dim_beside_its_operand)"
+KNOWN = {
+    "eager": {269: SOFTMAX_0D},
+    "second_order": {21: POW_ZERO, 23: POW_GRAD},
+    "compiled": {33: COMPILED_MAX_DIM, 196: COMPILED_MAX_DIM, 204: COMPILED_MAX_DIM, 230: COMPILED_MAX_DIM,
+                 313: COMPILED_MAX_DIM},
+}
+
+
+def _seeds(mode: str, seeds) -> list:
+    known = KNOWN[mode]
+    return [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=known[s])) if s in known else s
+            for s in seeds]
+
+
+@pytest.mark.parametrize("seed", _seeds("eager", range(300)))
 def test_eager_program_matches_torch(seed):
     _assert_matches(seed, "eager")
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", _seeds("second_order", range(40)))
 def test_second_order_program_matches_torch(seed):
     _assert_matches(seed, "second_order")
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", _seeds("compiled", range(3)))
 def test_compiled_program_matches_torch(seed):
     _assert_matches(seed, "compiled")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(3, 150))
+@pytest.mark.parametrize("seed", _seeds("compiled", range(3, 150)))
 def test_compiled_program_sweep_matches_torch(seed):
     _assert_matches(seed, "compiled")
 
@@ -86,7 +105,105 @@ def test_matmul_grad_fn_follows_torchs_folding(a_shape, b_shape, grads):
     assert names[1] == names[0]
 
 
+def test_reshape_of_strided_data_is_a_reshape_alias():
+    """reshape of non-contiguous data that needs no copy: torch records ReshapeAliasBackward0
+    (fusegrad said ViewBackward0)."""
+    names = []
+    for L in (torch, fg):
+        a = L.ones(2, 1, 3, requires_grad=True) * 1
+        names.append([type(v.reshape(shape).grad_fn).__name__ for v, shape in
+                      [(a[..., -1], (2, 1)), (a[:, 0, 1:], (4,)), (a.transpose(0, 2), (3, 2)), (a, (3, 2))]])
+    assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L: L.ones(3) @ L.ones(3, dtype=L.int64),
+    lambda L: L.ones(3) @ L.ones(2, 3, dtype=L.int64),
+    lambda L: L.ones(3) @ L.ones(2, 2, 3),
+    lambda L: L.ones(2, 3) @ L.ones(2, 3),
+    lambda L: L.ones(2, 3) @ L.ones(2, dtype=L.int64),
+    lambda L: L.ones(2, 2, 3, dtype=L.int64) @ L.ones(3, 2),
+    lambda L: L.ones(2, 2, 3) @ L.ones(2, 2, 3),
+    lambda L: L.ones(2, 2, 3) @ L.ones(2, 3, 2, dtype=L.int64),
+    lambda L: L.ones(2, 3, requires_grad=True) @ L.ones(2, 2, 3),
+    lambda L: L.ones(1, 2, 3, requires_grad=True) @ L.ones(2, 2, 3),
+])
+def test_matmul_errors_follow_torchs_kernels(fn):
+    """Each matmul path (dot, mv, mm, a folded mm/mv, bmm) raises its kernel's text, shape or
+    dtype first as that kernel checks them."""
+    same_error(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L: L.maximum(L.ones(2), 0.5), lambda L: L.minimum(1, L.ones(2)), lambda L: L.ones(2).maximum(2),
+    lambda L: L.tensor(1.5)[..., 0], lambda L: L.tensor(1.5)[0, None],
+])
+def test_scalar_and_0d_index_errors(fn):
+    """maximum/minimum take no Python scalars; any index tuple on a 0-d tensor is too many."""
+    same_error(fn)
+
+
 # ------------------------------------------------------------------ differences outside tracer/
+@pytest.mark.xfail(strict=True, reason="ir/ops/linalg.py _softmax_ref/_log_softmax_ref: a 0-d input gives "
+                                       "1/0 unless NaN; torch computes exp(x - x) there: NaN for inf/-inf")
+def test_softmax_of_a_0d_infinity():
+    for fn in (lambda L: L.softmax(L.tensor(float("-inf")), 0), lambda L: L.log_softmax(L.tensor(float("inf")), 0)):
+        theirs, ours = fn(torch), fn(fg)
+        assert_same(ours, theirs)
+
+
+@pytest.mark.xfail(strict=True, reason="ir/ops pow: x ** 0.5 and x ** -0.5 follow C pow (pow(-inf, 0.5) = inf, "
+                                       "pow(-inf, -0.5) = 0, pow(-0., -0.5) = inf); torch computes them as "
+                                       "sqrt and rsqrt: nan, nan, -inf")
+def test_pow_half_of_negative_infinity():
+    for fn in (lambda L: L.tensor([float("-inf"), -0.0]) ** 0.5, lambda L: L.tensor([float("-inf"), -0.0]) ** -0.5):
+        theirs, ours = fn(torch), fn(fg)
+        assert_same(ours, theirs)
+        assert np.array_equal(np.signbit(ours.numpy()), np.signbit(theirs.numpy()))
+
+
+@pytest.mark.xfail(strict=True, reason="ir/ops pow VJP (exponent side): where the base is 0 and the exponent "
+                                       ">= 0, torch multiplies the incoming gradient by 0 (NaN/inf stay NaN); "
+                                       "fusegrad selects 0 (where), so a NaN or inf gradient becomes 0")
+def test_pow_exponent_gradient_at_base_0():
+    grads = []
+    for L in (torch, fg):
+        e = L.tensor([1.0, 0.5], requires_grad=True)
+        x = L.zeros(2)
+        g1, = L.autograd.grad(x ** e, e, L.tensor([float("nan"), float("inf")]))
+        g2, = L.autograd.grad(0.0 ** e, e, L.tensor([float("nan"), float("inf")]))
+        grads.append((g1, g2))
+    assert_same(grads[1][0], grads[0][0])
+    assert_same(grads[1][1], grads[0][1])
+
+
+@pytest.mark.xfail(strict=True, reason="ir/ops pow VJP (base side): torch's gradient of x ** 0 is zeros that "
+                                       "do not depend on x (no graph under create_graph); fusegrad's is "
+                                       "0 * x ** -1, so the gradient requires grad (and is NaN at x = 0)")
+def test_pow_zero_exponent_gradient_is_a_constant():
+    results = []
+    for L in (torch, fg):
+        a = L.tensor([0.0, 2.0], requires_grad=True)
+        g, = L.autograd.grad((a ** 0).sum(), a, create_graph=True)
+        results.append((g, g.requires_grad))
+    assert_same(results[1][0], results[0][0])
+    assert results[1][1] == results[0][1]
+
+
+@pytest.mark.xfail(strict=True, reason="compiled (runtime/codegen): max/min(dim) over a size-1 dim whose "
+                                       "operand is also an output gives the reduction's initial value (-inf) "
+                                       "and index 1; eager and torch give the operand and index 0")
+def test_compiled_max_over_a_size_1_dim_beside_its_operand():
+    c = fg.tensor([[[0.3, 0.5, 2.0]], [[1.5, 0.5, 0.4]]])
+
+    def f(c):
+        e = c.exp()
+        return e, e.max(dim=1)
+    eager, compiled = f(c)[1], fg.compile(f)(c)[1]
+    assert_same(compiled.values, eager.values)
+    assert compiled.indices.tolist() == eager.indices.tolist()
+
+
 @pytest.mark.xfail(strict=True, reason="fusegrad/__init__.py does not export detach: API.md lists "
                                        "detach() among the functions with both forms (torch.detach(t))")
 def test_function_form_of_detach():

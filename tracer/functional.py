@@ -657,7 +657,12 @@ def reshape(a, *shape) -> Tensor:
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape), a.numel())
-    name = "ViewBackward0" if _viewable(a, shape) else "UnsafeViewBackward0"
+    # torch: a view of contiguous data, an alias with new strides of strided data that
+    # allows one, else a copy.
+    if not _viewable(a, shape):
+        name = "UnsafeViewBackward0"
+    else:
+        name = "ViewBackward0" if a._data is None or a._data.flags.c_contiguous else "ReshapeAliasBackward0"
     return apply_op("reshape", [a], {"shape": shape}, name)
 
 

@@ -94,6 +94,9 @@ def getitem(t: Tensor, key) -> Tensor:
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         if isinstance(key, tuple) and any(k is not None and k is not Ellipsis for k in key):
             raise IndexError("too many indices for tensor of dimension 0")   # b[0, None], b[..., 0]
+        if isinstance(key, int) and not isinstance(key, bool) and key != 0:
+            # torch checks the bound first (as if the 0-d tensor were an empty dim 0)
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
         if not (isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")

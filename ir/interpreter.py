@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import threaded
 from .ops import OPS
 from .program import Instr, Program
 
@@ -26,6 +27,10 @@ except (ImportError, AttributeError, TypeError):        # another NumPy layout: 
 def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     """`ref(*arrays, **attrs)` with floating-point warnings silenced; returns a tuple
     with one array per output type, of that type's dtype."""
+    if type(ref) is np.ufunc and arrays and (arrays[0].size >= threaded.MIN_ELEMENTS or
+                                              arrays[-1].size >= threaded.MIN_ELEMENTS) \
+            and threaded.splittable(ref, arrays, out_types[0]):
+        return (threaded.call(ref, arrays, out_types[0], _FP_STATE, _QUIET if _FP_STATE is not None else None),)
     if _FP_STATE is not None:
         token = _FP_STATE.set(_QUIET)
         try:
@@ -148,7 +153,13 @@ class StraightLine:
     def _steps(self, env: list) -> None:
         for ref, attrs, out_types, arg_slots, out_slots, into in self.steps:
             if into >= 0:
-                results = _as_typed(ref(*[env[k] for k in arg_slots], out=env[into]), out_types)
+                args = [env[k] for k in arg_slots]
+                if threaded.splittable(ref, args, out_types[0]):
+                    results = (threaded.call(ref, args, out_types[0], _FP_STATE, _QUIET, out=env[into]),)
+                else:
+                    results = _as_typed(ref(*args, out=env[into]), out_types)
+            elif into == -2:        # a large ufunc step: row blocks on threads
+                results = apply_ref(ref, [env[k] for k in arg_slots], attrs, out_types)
             else:
                 results = _as_typed(ref(*[env[k] for k in arg_slots], **attrs), out_types)
             for k, r in zip(out_slots, results):
@@ -161,7 +172,8 @@ REUSE_MIN_ELEMENTS = 1 << 14
 
 
 def _with_reuse(planned, types: dict, outputs: set):
-    """Each planned step with the slot its ufunc may write into (-1: a new array)."""
+    """Each planned step with the slot its ufunc may write into (-1: a new array; -2: a new
+    array, computed in row blocks on threads when large enough, `threaded`)."""
     last_use: dict = {}
     for j, (_, _, _, arg_slots, _, _) in enumerate(planned):
         for k in arg_slots:
@@ -169,12 +181,14 @@ def _with_reuse(planned, types: dict, outputs: set):
     fresh: set = set()              # slots a ufunc step of the run made (no one else holds them)
     steps = []
     for j, (ref, attrs, out_types, arg_slots, out_slots, ufunc) in enumerate(planned):
-        into = -1
+        into = -1                   # -1: a new array; -2: a new array, row blocks on threads
         if ufunc and out_types[0].numel >= REUSE_MIN_ELEMENTS:
             for k in arg_slots:
                 if k in fresh and last_use[k] == j and k not in outputs and types[k] is out_types[0]:
                     into = k
                     break
+            if into < 0 and out_types[0].numel >= threaded.MIN_ELEMENTS:
+                into = -2
         if ufunc:
             fresh.update(out_slots)
         steps.append((ref, attrs, out_types, arg_slots, out_slots, into))

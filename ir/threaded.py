@@ -1,0 +1,111 @@
+"""Large elementwise NumPy calls split into row blocks run on a few threads.
+
+The reference implementations are NumPy calls, and NumPy runs a ufunc on one
+core; torch's eager kernels use every intra-op thread. NumPy releases the GIL
+inside a ufunc's loop over a large array, so a call on millions of elements can
+be split along its first axis into blocks that threads compute at once (each
+block writes its own rows of one output array). Every element is computed by the
+same loop as before, so results are bit-identical to the one-call result; only
+elementwise ufuncs are split (a reduction's summation order would change).
+
+Used for eager ops and the reference executor (a tiered first call) on large
+arrays. `FUSEGRAD_REF_THREADS` sets the thread count (default: the CPUs this
+process may use, at most NUMBA_NUM_THREADS / OMP_NUM_THREADS when set, else at most
+DEFAULT_MAX_THREADS); 1 turns it off.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+# Below this many output elements one call is faster than handing blocks to threads
+# (a thread hand-off costs tens of microseconds; a float32 multiply of 2**20
+# elements takes about a millisecond).
+MIN_ELEMENTS = 1 << 20
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_pid: int | None = None         # a forked child must not reuse its parent's (dead) workers
+
+
+# More threads than this stop paying on one memory bus (a default, not a limit).
+DEFAULT_MAX_THREADS = 8
+
+
+def thread_count() -> int:
+    """How many threads a large elementwise reference call uses (1: no splitting)."""
+    for name in ("FUSEGRAD_REF_THREADS", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value) if name == "FUSEGRAD_REF_THREADS" else min(int(value), _cpus())
+    return min(_cpus(), DEFAULT_MAX_THREADS)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _workers(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_pid
+    with _lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="fusegrad-ref")
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def splittable(ufunc, arrays, out_type) -> bool:
+    """Whether `ufunc(*arrays)` producing `out_type` is worth splitting: an elementwise
+    ufunc of one output over at least MIN_ELEMENTS elements, with operands of one
+    dtype and a result of that dtype (or bool), so no casting rule is involved."""
+    if type(ufunc) is not np.ufunc or ufunc.nout != 1 or ufunc.nin != len(arrays) or not arrays:
+        return False
+    shape = out_type.shape
+    if not shape or out_type.numel < MIN_ELEMENTS or shape[0] < 2:
+        return False
+    dtype = arrays[0].dtype
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != dtype or a.ndim > len(shape):
+            return False
+    return out_type.dtype.np == dtype or out_type.dtype.np == np.bool_
+
+
+def call(ufunc, arrays, out_type, fp_state, quiet, out=None) -> np.ndarray:
+    """`ufunc(*arrays)` (into `out` if given) computed in row blocks on worker threads.
+    `fp_state`/`quiet`: NumPy's error-state context variable and the state to set in
+    each worker (a context variable does not follow a call into another thread)."""
+    n = thread_count()
+    shape = out_type.shape
+    if out is None:
+        out = np.empty(shape, out_type.dtype.np)
+    if n < 2:
+        return ufunc(*arrays, out=out)
+    rows = shape[0]
+    # An operand spanning the output's first axis is sliced with it; any other broadcasts whole.
+    sliced = [a.ndim == len(shape) and a.shape[0] == rows for a in arrays]
+    bounds = [rows * k // n for k in range(n + 1)]
+
+    def block(lo: int, hi: int) -> None:
+        args = [a[lo:hi] if s else a for a, s in zip(arrays, sliced)]
+        if fp_state is None:
+            with np.errstate(all="ignore"):
+                ufunc(*args, out=out[lo:hi])
+            return
+        token = fp_state.set(quiet)
+        try:
+            ufunc(*args, out=out[lo:hi])
+        finally:
+            fp_state.reset(token)
+
+    pool = _workers(n)
+    futures = [pool.submit(block, bounds[k], bounds[k + 1]) for k in range(1, n)]
+    block(bounds[0], bounds[1])
+    for f in futures:
+        f.result()
+    return out

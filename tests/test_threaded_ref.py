@@ -1,0 +1,84 @@
+"""Large elementwise reference calls split into row blocks on threads (ir/threaded.py):
+bit-identical to one NumPy call, for every broadcasting pattern, with warnings silenced."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from fusegrad.ir import TensorType, bool_, float32, float64, threaded
+from fusegrad.ir.interpreter import apply_ref
+
+ROWS = 2 * threaded.MIN_ELEMENTS // 256 + 3     # an odd row count: uneven blocks
+
+
+@pytest.fixture(autouse=True)
+def two_threads(monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_REF_THREADS", "3")
+
+
+@pytest.mark.parametrize("ufunc,shapes,dtype", [
+    (np.multiply, [(ROWS, 256), (ROWS, 256)], np.float32),
+    (np.add, [(ROWS, 256), (1, 256)], np.float32),           # a row broadcast
+    (np.subtract, [(ROWS, 1), (ROWS, 256)], np.float64),     # a column broadcast
+    (np.true_divide, [(), (ROWS, 256)], np.float32),         # a 0-d operand
+    (np.maximum, [(256,), (ROWS, 256)], np.float32),         # fewer dims
+    (np.tanh, [(ROWS, 256)], np.float32),
+    (np.less, [(ROWS, 256), (ROWS, 256)], np.float32),       # a bool result
+    (np.multiply, [(ROWS * 256,), ()], np.float32),          # 1-d
+])
+def test_blocks_equal_one_call(ufunc, shapes, dtype):
+    rng = np.random.default_rng(len(shapes))
+    arrays = [np.asarray(rng.standard_normal(s), dtype=dtype) for s in shapes]
+    want = ufunc(*arrays)
+    out_type = TensorType(want.shape, {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+                                       np.dtype(np.bool_): bool_}[want.dtype])
+    assert threaded.splittable(ufunc, arrays, out_type)
+    (got,) = apply_ref(ufunc, arrays, {}, [out_type])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_workers_silence_floating_point_warnings():
+    x = np.zeros((ROWS, 256), np.float32)
+    out_type = TensorType(x.shape, float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                      # any RuntimeWarning fails the test
+        (got,) = apply_ref(np.true_divide, [x, x], {}, [out_type])      # 0/0 in every block
+    assert np.isnan(got).all()
+
+
+def test_small_mixed_or_reducing_calls_are_not_split():
+    big = np.ones((ROWS, 256), np.float32)
+    t = TensorType(big.shape, float32)
+    assert not threaded.splittable(np.add, [big[:2], big[:2]], TensorType((2, 256), float32))
+    assert not threaded.splittable(np.add, [big, big.astype(np.float64)], TensorType(big.shape, float64))
+    assert not threaded.splittable(np.add.reduce, [big], t)
+    assert not threaded.splittable(np.divmod, [big, big], t)             # two outputs
+
+
+def test_one_thread_turns_it_off(monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_REF_THREADS", "1")
+    assert threaded.thread_count() == 1
+    x = np.arange(ROWS * 256, dtype=np.float32).reshape(ROWS, 256)
+    (got,) = apply_ref(np.multiply, [x, x], {}, [TensorType(x.shape, float32)])
+    np.testing.assert_array_equal(got, x * x)
+
+
+def test_straight_line_steps_split_too():
+    from fusegrad.ir import Builder, Emitter, run_program
+    from fusegrad.ir.interpreter import StraightLine
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType((ROWS, 256), float32))
+    col = b.input(TensorType((ROWS, 1), float32))
+    t = e.tanh(x)                                # a new array (split)
+    u = e.mul(t, col)                            # written into t's array (split)
+    b.program.outputs = [e.sub(u, x), e.lt(u, 0.5)]
+    line = StraightLine(b.program)
+    assert {step[-1] for step in line.steps} >= {-2}
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((ROWS, 256)).astype(np.float32), rng.standard_normal((ROWS, 1)).astype(np.float32)]
+    for got, want in zip(line(args), run_program(b.program, args)):
+        np.testing.assert_array_equal(got, want)

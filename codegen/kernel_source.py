@@ -211,8 +211,11 @@ class _Generator:
         if ins is None:
             return self._load(v, index, region)
         written = self.written.get(v.id)
-        if written is not None and region[0] == "inner" and region[1] > written[0] and index == self.identity:
+        if written is not None and self.inner and region[0] == "inner" and region[1] > written[0] \
+                and index == self.identity:
             # Stored by an earlier phase of this row: read it back instead of recomputing.
+            # (Not when every reduced dim has size 1: then no inner loops separate the
+            # phases, they share one loop body, and the read would be placed before the store.)
             text = f"o{written[1]}[{self._subscript(index)}]"
             return self._node(("reread", v.id), lambda t, text=text: text, [], region,
                               deps={i for i in index if i is not None})

@@ -122,3 +122,20 @@ def test_random_programs_around_matmuls(spec):
         return e.sum(e.mul(values[-1], values[len(values) // 2]), (0, 1))
     p = build(body, (6, 6), (6, 6), grad=True)
     check(p, random_args(p, np.random.default_rng(seed), low=-1.0, high=1.0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "sum", "softmax"])
+@pytest.mark.parametrize("shape,axis", [((2, 1, 3), 1), ((3, 1), 1), ((1, 4), 0)])
+def test_value_stored_and_reduced_over_a_size_one_dim(reduce, shape, axis):
+    """A value the kernel stores and also reduces over a size-1 dim: no inner loops separate
+    the phases then, so a later phase must not read the store back before it is written
+    (found by the API fuzzer: compiled max(dim=1) of exp(x) gave -inf)."""
+    def body(e, x):
+        y = e.exp(x)
+        if reduce == "softmax":
+            r = e.op("softmax", y, axis=axis)
+        else:
+            r = e.op(reduce, y, axes=(axis,), keepdim=False)
+        return [y, r, e.mul(e.sum(y, (axis,), keepdim=True), y)]
+    p = build(body, shape)
+    check(p, random_args(p, np.random.default_rng(3)))

@@ -16,7 +16,7 @@ from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad,
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                       manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
                                       tensor, zeros, zeros_like)
-from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, div,
+from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach, div,
                                         eq, exp, expand, flatten, ge, gt, le, log, log_softmax, logical_and,
                                         logical_not, lt, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
                                         norm, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,

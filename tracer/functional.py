@@ -788,6 +788,11 @@ def broadcast_to(a, shape) -> Tensor:
     return expand(a, tuple(shape))
 
 
+def detach(a) -> Tensor:
+    """`a` without history, sharing its memory (fg.detach(t) is t.detach())."""
+    return as_tensor(a, "detach").detach()
+
+
 def clone(a) -> Tensor:
     a = as_tensor(a, "clone")
     return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")

@@ -80,7 +80,8 @@ def _pow_vjp(e, x, y, g, a, n):
         gx = e.where(e.eq(expo, 0), 0, d)
     if n[1]:
         mask = e.logical_and(e.eq(base, 0), e.ge(expo, 0))
-        gy = e.where(mask, 0, e.mul(g[0], e.mul(y[0], e.log(base))))
+        # torch: grad * where(base == 0 & exponent >= 0, 0, pow * log(base)) (a NaN grad stays NaN)
+        gy = e.mul(g[0], e.where(mask, 0, e.mul(y[0], e.log(base))))
     return [gx, gy]
 
 

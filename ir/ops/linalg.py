@@ -180,8 +180,8 @@ def _shifted(x, axis):
 
 
 def _softmax_ref(x, axis):
-    if x.ndim == 0:
-        return np.ones_like(x) if not np.isnan(x) else x.copy()
+    if x.ndim == 0:         # exp(x - x) / exp(x - x): NaN for any non-finite x, as torch
+        return np.ones_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
     ex = _shifted(x, axis)
     np.exp(ex, out=ex)
     ex /= np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
@@ -189,8 +189,8 @@ def _softmax_ref(x, axis):
 
 
 def _log_softmax_ref(x, axis):
-    if x.ndim == 0:
-        return np.zeros_like(x) if not np.isnan(x) else x.copy()
+    if x.ndim == 0:         # x - x - log(exp(x - x)): NaN for any non-finite x, as torch
+        return np.zeros_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
     shifted = _shifted(x, axis)
     shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))
     return shifted

@@ -192,8 +192,20 @@ def _check_norm_identity(x, p, axes):
                                "because this dimension is empty and the operation does not have an identity")
 
 
+def _one_element_norms(shape, axes) -> bool:
+    """Whether each norm reads one element (every reduced dim has size 1): torch then
+    returns |x| as it is (no square that could overflow, no root that could underflow)."""
+    for a in axes:
+        if shape[a] != 1:
+            return False
+    return True
+
+
 def _norm_ref(x, p, axes, keepdim):
     _check_norm_identity(x, p, axes)
+    if p != 0 and _one_element_norms(x.shape, axes):
+        r = np.abs(x)
+        return r if keepdim else r.reshape(reduced_shape(x.shape, axes, False))
     if p == 2:
         r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
@@ -242,6 +254,8 @@ def _norm_vjp(e, x, y, g, a, n):
 
 def _norm_decompose(e, xs, a):
     x, p = xs[0], a["p"]
+    if p != 0 and _one_element_norms(x.shape, a["axes"]):
+        return [e.reshape(e.op("abs", x), reduced_shape(x.shape, a["axes"], a["keepdim"]))]
     if p == 2:
         return [e.sqrt(e.sum(e.mul(x, x), a["axes"], a["keepdim"]))]
     if p == 1:

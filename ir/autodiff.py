@@ -10,6 +10,7 @@ from __future__ import annotations
 from .emit import Emitter
 from .interpreter import StraightLine
 from .ops import OPS
+from .ops.registry import OPAQUE
 from .passes import simplify
 from .program import Builder, Instr, Program, Value
 from .verifier import free_values
@@ -206,6 +207,10 @@ class VjpCache:
 
     def get(self, key) -> InstrVjp | None:
         """The InstrVjp of signature `key` (vjp_program's arguments), or None."""
+        if OPS[key[0]].group == OPAQUE:
+            # An opaque op's attribute is a per-call object (a compiled call's backward):
+            # a cache entry would only keep it, and the arrays it saved, alive.
+            return None
         entry = self.entries.get(key)
         if entry is not None and entry is not self._SEEN_ONCE:
             self.hits += 1

@@ -197,3 +197,21 @@ def test_an_unhashable_attribute_is_emitted_afresh():
         (got,) = run_program(b.program, [np.arange(6, dtype=np.float32), np.ones((2, 3), np.float32)])
         np.testing.assert_array_equal(got, 2 * np.arange(6, dtype=np.float32))
     assert VJPS.built == 1          # only mul(y, y) was cached
+
+
+def test_a_compiled_calls_backward_is_not_kept_by_the_cache():
+    # custom_call (a compiled call's backward) carries a per-call object: caching its VJP
+    # by signature would keep every call's saved arrays alive.
+    import gc
+    import weakref
+    f = fg.compile(lambda x: (x * 2).tanh())
+    x = fg.randn(64, requires_grad=True)
+    nodes = []
+    for _ in range(4):
+        y = f(x)
+        nodes.append(weakref.ref(y.grad_fn))
+        y.sum().backward()
+        del y
+    gc.collect()
+    assert all(ref() is None for ref in nodes)
+    assert not any(key[0] == "custom_call" for key in VJPS.entries)

@@ -200,8 +200,21 @@ def neg(a) -> Tensor:
     return apply_op("neg", [a], None, "NegBackward0")
 
 
+_POW_SIGNATURES = ("\n * (Tensor input, Tensor exponent, *, Tensor out = None)"
+                   "\n * (Number self, Tensor exponent, *, Tensor out = None)"
+                   "\n * (Tensor input, Number exponent, *, Tensor out = None)\n")
+
+
+def _arg_type_name(x) -> str:
+    """How torch's argument parser names an argument's type in its errors."""
+    return "Tensor" if isinstance(x, (Tensor, np.ndarray)) else type(x).__name__
+
+
 def pow(a, b) -> Tensor:
     """a ** b; PowBackward0 for a scalar exponent, 1 for a tensor one, 2 for a scalar base."""
+    if not isinstance(a, (Tensor, np.ndarray)) and not isinstance(b, (Tensor, np.ndarray)):
+        raise TypeError(f"pow() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
+                        f"{_arg_type_name(b)}), but expected one of:{_POW_SIGNATURES}")
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
@@ -365,23 +378,62 @@ def sign(a) -> Tensor:
 
 
 def clamp_bounds(dtype: DType, min, max) -> tuple:
-    """clamp's bounds with a missing one made unbounded (+-inf, or int64's range for integers)."""
+    """clamp's bounds with a missing one made unbounded (+-inf, int64's range or False/True)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if dtype.is_floating_point:
         lowest, highest = -np.inf, np.inf
+    elif dtype is bool_:
+        lowest, highest = False, True
     else:
         lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     return (lowest if min is None else min), (highest if max is None else max)
 
 
+_CLAMP_SIGNATURES = ("\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
+                     "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
+
+
+def _clamp_overload(a: Tensor, min, max) -> bool:
+    """True for torch's Tensor overload of clamp (every given bound a tensor), False for its
+    Number one (every bound a number or a 0-d tensor that needs no grad, which torch reads as
+    a number); TypeError with torch's text when neither fits."""
+    given = [b for b in (min, max) if b is not None]
+    tensors = [isinstance(b, Tensor) for b in given]
+    if builtins.all(tensors):
+        return True
+    if builtins.all((b.dim() == 0 and not b.requires_grad) if t else _is_scalar(b)
+                    for t, b in zip(tensors, given)):
+        return False
+    got = ", ".join(["Tensor"] + ["Tensor" if t else type(b).__name__ for t, b in zip(tensors, given)])
+    raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), but expected one of:"
+                    f"{_CLAMP_SIGNATURES}")
+
+
 def clamp(a, min=None, max=None) -> Tensor:
-    """Limit values to [min, max]; either bound may be None, a number or a tensor."""
+    """Limit values to [min, max]; either bound may be None, a number or a tensor.
+
+    As torch: bounds that are all tensors take part in autograd (ClampBackward0); number
+    bounds (a 0-d tensor among them counts as a number) do not (ClampBackward1)."""
     a = as_tensor(a, "clamp")
-    name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
-    lo, hi = clamp_bounds(a._dtype, min, max)
-    ops, _ = _promoted([a, lo, hi], "clamp", ("input", "min", "max"))
-    return apply_op("clamp", ops, None, name)
+    if min is None and max is None:
+        clamp_bounds(a._dtype, min, max)             # raises torch's error
+    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
+    tensor_bounds = _clamp_overload(a, min, max)
+    bounds = [b for b in (min, max) if b is not None]
+    kinds = [_kind(b) if tensor_bounds else (_kind(b)[0], SCALAR) for b in bounds]
+    dtype = result_type([_kind(a)] + kinds)
+    if dtype is bool_:
+        both = len(bounds) == 2
+        kernel = "clamp" if tensor_bounds and both else \
+            "clamp_scalar" if both else "clamp_min_scalar" if min is not None else "clamp_max_scalar"
+        if both or not tensor_bounds:
+            raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
+    if not tensor_bounds:                             # numbers: no gradient flows to them
+        min, max = (b.detach() if isinstance(b, Tensor) else b for b in (min, max))
+    lo, hi = clamp_bounds(dtype, min, max)
+    ops = [_coerce(x, dtype) for x in (a, lo, hi)]
+    return apply_op("clamp", ops, None, "ClampBackward0" if tensor_bounds else "ClampBackward1")
 
 
 clip = clamp
@@ -397,8 +449,15 @@ def where(condition, a, b) -> Tensor:
     return apply_op("where", [condition] + ops, None, "WhereBackward0")
 
 
+_COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
+                       "\n * (Tensor input, Number other, *, Tensor out = None)\n")
+
+
 def _compare(op: str):
     def fn(a, b) -> Tensor:
+        if not isinstance(a, (Tensor, np.ndarray)):        # torch takes no number as `input`
+            raise TypeError(f"{op}() received an invalid combination of arguments - got "
+                            f"({_arg_type_name(a)}, {_arg_type_name(b)}), but expected one of:{_COMPARE_SIGNATURES}")
         ops, _ = _promoted([a, b], op)
         return apply_op(op, ops)
     fn.__name__ = op

@@ -22,6 +22,7 @@ from .dispatch import apply_op
 from .tensor import Tensor
 
 _TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+_MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
 
 
 # ------------------------------------------------------------------ operands
@@ -137,18 +138,31 @@ def _float_operands(operands, fn):
 
 
 # ------------------------------------------------------------------ arithmetic
+def scale_by_alpha(a, b, alpha, fn: str):
+    """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
+    alpha with integer operands and a bool alpha with non-bool ones are errors)."""
+    dtype = _promoted([a, b], fn)[1]
+    if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not dtype.is_floating_point and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if dtype is bool_:
+        alpha = builtins.bool(alpha)
+    return b * alpha if _is_scalar(b) else mul(b, alpha)
+
+
 def add(a, b, alpha=1) -> Tensor:
     """a + alpha * b."""
-    if alpha != 1:
-        b = mul(b, alpha)
+    if type(alpha) is not int or alpha != 1:
+        b = scale_by_alpha(a, b, alpha, "add")
     ops = _promoted_pair_fast(a, b) or _promoted([a, b], "add")
     return apply_op("add", ops[0], None, "AddBackward0")
 
 
 def sub(a, b, alpha=1) -> Tensor:
     """a - alpha * b."""
-    if alpha != 1:
-        b = mul(b, alpha)
+    if type(alpha) is not int or alpha != 1:
+        b = scale_by_alpha(a, b, alpha, "sub")
     _check_bool_sub(a, b)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, "SubBackward0")
@@ -512,25 +526,40 @@ def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
     return tuple(sorted(out)) if ndim else ()
 
 
-def sum(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
+def _dim_overload(fn: str, dim, keepdim) -> tuple:
+    """(dim, keepdim, given) of a reduction with torch's two overloads, `fn(x)` and
+    `fn(x, dim, keepdim)`: `given` tells them apart (dim=None is the second one, with its own
+    grad_fn name); a keepdim with no dim is torch's TypeError."""
+    if dim is _MISSING:
+        if keepdim is not _MISSING:
+            raise TypeError(f"{fn}() received an invalid combination of arguments - got (Tensor, keepdim=bool), "
+                            f"but expected one of:{_REDUCTION_SIGNATURES}")
+        return None, False, False
+    return dim, (False if keepdim is _MISSING else keepdim), True
+
+
+def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
     a = as_tensor(a, "sum")
+    dim, keepdim, given = _dim_overload("sum", dim, keepdim)
     if dtype is not None:
         a = cast(a, dtype)
     elif not a._dtype.is_floating_point:
         a = cast(a, int64)
-    name = "SumBackward0" if dim is None else "SumBackward1"
+    name = "SumBackward1" if given else "SumBackward0"
     return apply_op("sum", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
 
 
-def mean(a, dim=None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
+def mean(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
+    """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
     a = as_tensor(a, "mean")
+    dim, keepdim, given = _dim_overload("mean", dim, keepdim)
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_TORCH_DTYPE_NAME[a._dtype.name]}")
-    name = "MeanBackward0" if dim is None else "MeanBackward1"
+    name = "MeanBackward1" if given else "MeanBackward0"
     return apply_op("mean", [a], {"axes": _dims(dim, a.dim(), "mean"), "keepdim": bool(keepdim)}, name)
 
 
@@ -560,11 +589,21 @@ RETURN_TYPES = {kind: type(kind, (_ValuesIndices,), {"__slots__": (), "__module_
                 for kind in ("max", "min")}
 
 
+_EXTREMUM_SIGNATURES = ("\n * (Tensor input, *, Tensor out = None)\n * (Tensor input, Tensor other, *, Tensor out = None)"
+                        "\n * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)\n")
+
+
 def _extremum(a, dim, keepdim, kind: str, elementwise):
-    if isinstance(dim, (Tensor, np.ndarray)):
+    if isinstance(dim, (Tensor, np.ndarray)) and keepdim is _MISSING:
         return elementwise(a, dim)
     a = as_tensor(a, kind)
-    if dim is None:
+    if (dim is _MISSING and keepdim is not _MISSING) or not (dim is _MISSING or _is_index(dim)):
+        got = ", ".join(["Tensor"] + [f"{name}={type(v).__name__}" for name, v in (("dim", dim), ("keepdim", keepdim))
+                                      if v is not _MISSING])
+        raise TypeError(f"{kind}() received an invalid combination of arguments - got ({got}), but expected one of:"
+                        f"{_EXTREMUM_SIGNATURES}")
+    keepdim = False if keepdim is _MISSING else keepdim
+    if dim is _MISSING:
         if a.numel() == 0:
             raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
@@ -580,37 +619,75 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     return RETURN_TYPES[kind](values, indices)
 
 
-def max(a, dim=None, keepdim: bool = False):
+def max(a, dim=_MISSING, keepdim: bool = _MISSING):
     """Largest value; with `dim`, (values, indices) along it; with a tensor, maximum."""
     return _extremum(a, dim, keepdim, "max", maximum)
 
 
-def min(a, dim=None, keepdim: bool = False):
+def min(a, dim=_MISSING, keepdim: bool = _MISSING):
     return _extremum(a, dim, keepdim, "min", minimum)
 
 
+def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
+    """torch's errors for amax/amin of an empty tensor over no dim or over an empty dim
+    (named as the caller wrote it: -1 stays -1), checked dim by dim before the later dims' range."""
+    if a.numel() != 0:
+        return
+    given = () if dim is None else (dim,) if _is_index(dim) else tuple(dim) if isinstance(dim, (tuple, list)) else None
+    if given is None or not builtins.all(_is_index(d) for d in given):
+        return                                  # _dims raises torch's TypeError
+    if not given:
+        raise RuntimeError(f"{fn}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    for d in given:
+        if a.shape[normalize_dim(int(d), a.dim())] == 0:
+            raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def amax(a, dim=(), keepdim: bool = False) -> Tensor:
+    """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amax")
-    return apply_op("amax", [a], {"axes": _dims(dim, a.dim(), "amax"), "keepdim": bool(keepdim)}, "AmaxBackward0")
+    _check_nonempty_dims("amax", a, dim)
+    axes = _dims(dim, a.dim(), "amax")
+    return apply_op("amax", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AmaxBackward0")
 
 
 def amin(a, dim=(), keepdim: bool = False) -> Tensor:
+    """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amin")
-    return apply_op("amin", [a], {"axes": _dims(dim, a.dim(), "amin"), "keepdim": bool(keepdim)}, "AminBackward0")
+    _check_nonempty_dims("amin", a, dim)
+    axes = _dims(dim, a.dim(), "amin")
+    return apply_op("amin", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AminBackward0")
+
+
+def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
+    """argmax/argmin: the index of the first largest/smallest value (over the flattened tensor
+    when dim is None), with torch's checks in torch's order."""
+    a = as_tensor(a, fn)
+    if dim is not None and not _is_index(dim):
+        raise TypeError(f"{fn}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if a._dtype is bool_:
+        raise RuntimeError(f"{fn}(): does not support bool input")
+    extremum = max if fn == "argmax" else min
+    if dim is None:
+        if a.numel() == 0:
+            raise IndexError(f"{fn}(): Expected reduction dim to be specified for input.numel() == 0.")
+        index = extremum(reshape(a.detach(), (-1,)), 0)[1]
+        return reshape(index, (1,) * a.dim()) if keepdim else index
+    axis = normalize_dim(int(dim), a.dim())
+    if a.dim() and a.shape[axis] == 0:
+        raise IndexError(f"{fn}(): Expected reduction dim {axis} to have non-zero size.")
+    return extremum(a.detach(), dim, keepdim)[1]
 
 
 def argmax(a, dim=None, keepdim: bool = False) -> Tensor:
-    a = as_tensor(a, "argmax")
-    if dim is None:
-        return max(reshape(a.detach(), (-1,)), 0)[1]
-    return max(a.detach(), dim, keepdim)[1]
+    """Index of the first largest value (NaN counts as largest)."""
+    return _arg_extremum("argmax", a, dim, keepdim)
 
 
 def argmin(a, dim=None, keepdim: bool = False) -> Tensor:
-    a = as_tensor(a, "argmin")
-    if dim is None:
-        return min(reshape(a.detach(), (-1,)), 0)[1]
-    return min(a.detach(), dim, keepdim)[1]
+    """Index of the first smallest value (NaN counts as smallest)."""
+    return _arg_extremum("argmin", a, dim, keepdim)
 
 
 def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
@@ -624,9 +701,6 @@ def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
                     "LinalgVectorNormBackward0")
 
 
-_MISSING = object()
-
-
 def _softmax_like(op: str, grad_name: str):
     def fn(a, dim=_MISSING, dtype: DType | None = None) -> Tensor:
         if dim is _MISSING:
@@ -636,10 +710,14 @@ def _softmax_like(op: str, grad_name: str):
         a = as_tensor(a, op)
         if dtype is not None:
             a = cast(a, dtype)
+        axis = normalize_dim(dim, a.dim())
         if not a._dtype.is_floating_point:
-            raise NotImplementedError(f'"{op}_lastdim_kernel_impl" not implemented for '
+            if a.numel() == 0:              # torch runs no kernel: an empty result of a's dtype
+                return Tensor._wrap(np.zeros(tuple(a.shape), a._dtype.np))
+            kernel = f"{op}_lastdim_kernel_impl" if axis == a.dim() - 1 or a.dim() == 0 else f"{op}_kernel_impl"
+            raise NotImplementedError(f'"{kernel}" not implemented for '
                                       f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
-        return apply_op(op, [a], {"axis": normalize_dim(dim, a.dim())}, grad_name)
+        return apply_op(op, [a], {"axis": axis}, grad_name)
     fn.__name__ = op
     fn.__doc__ = f"Numerically stable {op} along `dim` (floating point inputs only, as torch)."
     return fn

@@ -7,6 +7,8 @@ import numpy as np
 
 from fusegrad.ir import float32
 
+from fusegrad.ir.ops import broadcast_shapes
+
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -29,16 +31,24 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def _dims_text(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
 def binary_inplace(op: str, name: str):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
-        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, mul
+        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, scale_by_alpha
         check_inplace(self)
         if op == "sub":
             _check_bool_sub(self, other)
-        if alpha != 1:
-            other = mul(other, alpha)
+        if type(alpha) is not int or alpha != 1:
+            other = scale_by_alpha(self, other, alpha, op)
         (_, other), dtype = _promoted([self, other], op + "_")
+        shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(other)))
+        if shape != tuple(self.shape):            # torch checks this before the result dtype
+            raise RuntimeError(f"output with shape {_dims_text(self.shape)} doesn't match the broadcast shape "
+                               f"{_dims_text(shape)}")
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         if dtype.category > self._dtype.category:

@@ -40,7 +40,7 @@ def _binary_operator(fn, scalars: bool = True):
 
 METHODS = {
     # arithmetic
-    "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": F.matmul,
+    "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
     "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
     # unary

@@ -511,3 +511,59 @@ def test_inplace_on_non_leaf_gradients(op, a, b):
 def test_inplace_odd_cases(name, call):
     """alpha, in-place on leaves that require grad, self too small for the broadcast result."""
     compare_call(f"inplace-{name}", call, ("f32", "f32"), grad=False)
+
+
+# ================================================================ 5. a compiled sample
+# One cell per op and per promotion rule (each program compiles its own Numba kernels): the
+# tensor operands are the compiled function's arguments, Python scalars are constants in it.
+COMPILED_CELLS = {
+    # name: (call, operand kinds, in the main run)
+    "add-f32-f64": (lambda L, a, b: a + b, ("f32", "f64"), True),
+    "mul-f32-py_float": (lambda L, a: a * 2.5, ("f32",), False),
+    "sub-i64-py_float": (lambda L, a: a - 2.5, ("i64",), True),
+    "div-i64-i64": (lambda L, a, b: a / b, ("i64", "i64"), True),
+    "pow-i64-i64": (lambda L, a, b: a ** b.abs(), ("i64", "i64"), False),
+    "pow-f32-i64_0d": (lambda L, a, b: a ** b, ("f32", "i64_0d"), False),
+    "rsub-py_int-bool": (lambda L, a: 3 - a.long(), ("bool",), False),
+    "maximum-i64-bool": (lambda L, a, b: L.maximum(a, b), ("i64", "bool"), False),
+    "add-f32_0d-i64": (lambda L, a, b: a + b, ("f32_0d", "i64"), True),
+    "add-f64_0d-f32": (lambda L, a, b: a + b, ("f64_0d", "f32"), False),
+    "mul-bool-bool": (lambda L, a, b: a * b, ("bool", "bool"), False),
+    "lt-f32-i64": (lambda L, a, b: a < b, ("f32", "i64"), True),
+    "where-f32-py_int": (lambda L, a, b: L.where(a > 0, a, 3) + b, ("f32", "f64_0d"), False),
+    "clamp-i64-py_float": (lambda L, a: L.clamp(a, min=0.5), ("i64",), False),
+    "clamp-f32-tensor-bounds": (lambda L, a, b: L.clamp(a, b.detach(), b.detach() + 2), ("f32", "f64"), False),
+    "matmul-f64": (lambda L, a, b: a @ b.t(), ("f64", "f64"), False),
+    "exp-i64": (lambda L, a: L.exp(a), ("i64",), False),
+    "sqrt-sign-relu-f32": (lambda L, a: L.sqrt(a) + L.sign(a) + L.relu(a), ("f32",), False),
+    "sum-bool": (lambda L, a: a.sum(0), ("bool",), True),
+    "mean-f64-dim": (lambda L, a: a.mean(-1, keepdim=True), ("f64",), False),
+    "argmax-amax-f32": (lambda L, a: a.amax((0, 1)) + a.argmax(1), ("f32",), False),
+    "max-dim-i64": (lambda L, a: a.max(1)[0] * a.max(1)[1], ("i64",), False),
+    "softmax-log_softmax": (lambda L, a: a.softmax(0) + a.double().log_softmax(1), ("f32",), False),
+    "add_-f32-i64": (lambda L, a, b: (a * 1).add_(b, alpha=2), ("f32", "i64"), False),
+    "div_-f64-py_int": (lambda L, a: (a * 1).div_(3), ("f64",), False),
+}
+
+
+def _compiled_cells():
+    for name, (call, kinds, main) in COMPILED_CELLS.items():
+        yield pytest.param(name, marks=() if main else pytest.mark.slow, id=name)
+
+
+@pytest.mark.parametrize("name", list(_compiled_cells()))
+def test_compiled_sample(name):
+    """fg.compile(f) gives torch's dtype, shape and values, and (float inputs requiring grad)
+    the gradients of a sum through the compiled backward."""
+    call, kinds, _ = COMPILED_CELLS[name]
+    leaves_t = [make(torch, k, i, grad=True) for i, k in enumerate(kinds)]
+    leaves_o = [make(fg, k, i, grad=True) for i, k in enumerate(kinds)]
+    theirs = call(torch, *leaves_t)
+    ours = fg.compile(lambda *xs: call(fg, *xs))(*leaves_o)
+    assert_tensor_same(f"compiled-{name}", ours, theirs)
+    if theirs.requires_grad:
+        theirs.sum().backward()
+        ours.sum().backward()
+        for i, (lo, lt) in enumerate(zip(leaves_o, leaves_t)):
+            if lt.requires_grad:
+                assert_tensor_same(f"compiled-{name}", lo.grad, lt.grad, f"grad of operand {i}")

@@ -262,14 +262,11 @@ def _clamp_call(bound, form):
 @pytest.mark.parametrize("bound,form,a,b", list(_clamp_cells()))
 def test_clamp_matrix(bound, form, a, b):
     """clamp with min, max or both as every operand kind, over every tensor kind."""
-    # The gradient of tensor bounds is test_clamp_tensor_bound_gradient's (an xfail).
-    compare_call(f"clamp-{bound}-{form}-{a}-{b}", _clamp_call(bound, form), (a, b), skip_grads=(1,))
+    compare_call(f"clamp-{bound}-{form}-{a}-{b}", _clamp_call(bound, form), (a, b))
 
 
-@pytest.mark.xfail(strict=True, reason="ir/ops/elementwise.py _clamp_vjp returns None for tensor bounds; "
-                   "torch: d/dmin = where(x < min & min < max), d/dmax = where(x > max | max < min)")
 def test_clamp_tensor_bound_gradient():
-    """fg.clamp(x, min=lo) with lo requiring grad: lo.grad is None, torch gives [0., 1., 0.]."""
+    """fg.clamp(x, min=lo) with lo requiring grad: torch gives lo.grad [0., 1., 0.] (it was None)."""
     def call(L, x, lo):
         return L.clamp(x, min=lo)
     compare_call("clamp-min-tensor-bound-grad", call, ("f32", "f32"))
@@ -406,17 +403,12 @@ def _check_reduce(op, dt, shape, dim, keepdim):
     cell = f"{op}-{dt}-{shape}-dim{dim}-keep{keepdim}"
     lt, lo = _make_reduce(torch, dt, shape), _make_reduce(fg, dt, shape)
     theirs, ours = run(lambda: call(torch, lt)), run(lambda: call(fg, lo))
-    # amax/amin's gradient where the result is NaN is test_amax_nan_gradient's (an xfail).
-    skip = (0,) if op in ("amax", "amin") and dt == "f32nan" else ()
     if assert_same_outcome(cell, ours, theirs):
-        assert_result_same(cell, ours[0], theirs[0], [lo], [lt], skip_grads=skip)
+        assert_result_same(cell, ours[0], theirs[0], [lo], [lt])
 
 
-@pytest.mark.xfail(strict=True, reason="ir/ops/reduce.py _extremum_vjp (shared by max() and amax): torch's "
-                   "AmaxBackward0 is grad * (x == result) / count, NaN over a slice whose result is NaN; "
-                   "fusegrad routes the gradient to the NaN as max()'s MaxBackward1 does")
 def test_amax_nan_gradient():
-    """fg.amax(x, 0) with a NaN in column 0: torch's x.grad column 0 is [nan, nan], ours [1, 0]."""
+    """fg.amax(x, 0) with a NaN in column 0: torch's x.grad column 0 is [nan, nan] (max() gives [1, 0])."""
     compare_call("amax-nan-grad", lambda L, x: L.amax(x * L.tensor([[math.nan], [1.0]]), 0), ("f32",))
 
 

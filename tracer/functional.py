@@ -608,7 +608,7 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
             raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         return apply_op("amax" if kind == "max" else "amin", [a],
-                        {"axes": tuple(range(a.dim())), "keepdim": False},
+                        {"axes": tuple(range(a.dim())), "keepdim": False, "evenly": True},
                         "MaxBackward1" if kind == "max" else "MinBackward1")
     axis = normalize_dim(int(dim), a.dim())
     if a.dim() == 0:

@@ -166,8 +166,17 @@ elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.mul(g[0], 0)], "fg_si
 
 
 def _clamp_vjp(e, x, y, g, a, n):
-    inside = e.logical_and(e.ge(x[0], x[1]), e.le(x[0], x[2]))
-    return [e.where(inside, g[0], 0), None, None]
+    # torch's clamp_backward and clamp_backward_min_max: x's gradient where it lies in
+    # [lo, hi]; lo's where x < lo < hi; hi's where x > hi, or hi < lo (hi wins then).
+    v, lo, hi = x
+    inside = e.logical_and(e.ge(v, lo), e.le(v, hi))
+    g_lo = e.where(e.logical_and(e.lt(v, lo), e.lt(lo, hi)), g[0], 0) if n[1] else None
+    if n[2]:
+        above, crossed = e.op("logical_not", e.gt(v, hi)), e.op("logical_not", e.lt(hi, lo))
+        g_hi = e.where(e.op("logical_not", e.logical_and(above, crossed)), g[0], 0)     # x > hi or hi < lo
+    else:
+        g_hi = None
+    return [e.where(inside, g[0], 0) if n[0] else None, g_lo, g_hi]
 
 
 def _clamp_ref(x, lo, hi):

@@ -50,12 +50,12 @@ def _mean_ref(x, axes, keepdim):
     return np.asarray(np.true_divide(total, count, dtype=x.dtype))     # apply_ref silences 0/0
 
 
-def _amax_ref(x, axes, keepdim):
+def _amax_ref(x, axes, keepdim, evenly=False):
     _check_nonempty(x, axes, "max")
     return np.asarray(np.maximum.reduce(x, axis=axes, keepdims=keepdim))
 
 
-def _amin_ref(x, axes, keepdim):
+def _amin_ref(x, axes, keepdim, evenly=False):
     _check_nonempty(x, axes, "min")
     return np.asarray(np.minimum.reduce(x, axis=axes, keepdims=keepdim))
 
@@ -72,13 +72,20 @@ def _mean_vjp(e, x, y, g, a, n):
 
 
 def _extremum_vjp(e, x, y, g, a, n):
-    # torch (max() with no dim): ties share the gradient evenly; when the
-    # result is NaN, the NaNs are the ties.
     axes, keepdim = a["axes"], a["keepdim"]
-    mask = _is_best(e, x[0], _grad_to_input(e, y[0], x[0], axes, keepdim))
-    count = e.sum(e.cast(mask, x[0].dtype), axes, keepdim=True)
-    share = e.div(_grad_to_input(e, g[0], x[0], axes, keepdim), e.expand(count, x[0].shape))
-    return [e.where(mask, share, 0)]
+    best = _grad_to_input(e, y[0], x[0], axes, keepdim)
+    grad = _grad_to_input(e, g[0], x[0], axes, keepdim)
+    if a.get("evenly"):
+        # torch's max()/min() with no dim (evenly_distribute_backward): ties share the
+        # gradient evenly; when the result is NaN, the NaNs are the ties.
+        mask = _is_best(e, x[0], best)
+        count = e.sum(e.cast(mask, x[0].dtype), axes, keepdim=True)
+        return [e.where(mask, e.div(grad, e.expand(count, x[0].shape)), 0)]
+    # torch's amax/amin (scale_grad_by_count): grad / count * (x == result), so a
+    # slice whose result is NaN (no element equals it) gets NaN everywhere.
+    mask = e.cast(e.eq(x[0], best), x[0].dtype)
+    count = e.sum(mask, axes, keepdim=True)
+    return [e.mul(e.div(grad, e.expand(count, x[0].shape)), mask)]
 
 
 def _mean_decompose(e, xs, a):

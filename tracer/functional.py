@@ -732,14 +732,31 @@ def _shape_arg(shape, fn: str = "reshape", arg: str = "shape") -> tuple:
     """Sizes given as ints or as one tuple/list of ints (torch's TypeError texts otherwise)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    elif len(shape) == 1 and not _is_index(shape[0]):
+    elif shape and (not _is_index(shape[0]) or isinstance(shape[0], bool)):
+        # torch's parser reads a first argument that is no int as the one tuple argument
+        if len(shape) > 1:
+            raise TypeError(f"{fn}() takes 1 positional argument but {len(shape)} were given")
         raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, not "
                         f"{type(shape[0]).__name__}")
     for k, s in enumerate(shape):
         if not _is_index(s):
-            raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element of "
-                            f"type {type(s).__name__} at pos {k}")
+            if k == 0:
+                raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element "
+                                f"of type {type(s).__name__} at pos 0")
+            raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {k + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
     return tuple(operator.index(s) for s in shape)
+
+
+def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
+    """The sizes of `fn(*sizes)` or `fn(arg=keyword)`; none at all is torch's TypeError."""
+    if keyword is not None:
+        if sizes:
+            raise TypeError(f"{fn}() got multiple values for argument '{arg}'")
+        sizes = (keyword,)
+    if not sizes:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "{arg}"')
+    return sizes
 
 
 def _is_index(s) -> bool:
@@ -789,11 +806,10 @@ def _viewable(t: Tensor, shape: tuple) -> bool:
         return False
 
 
-def reshape(a, *shape) -> Tensor:
+def reshape(a, *sizes, shape=None) -> Tensor:
+    """`a` with a new shape (one size may be -1): a view where the data allows one, else a copy."""
     a = as_tensor(a, "reshape")
-    if not shape:
-        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
-    shape = _infer_shape(_shape_arg(shape), a.numel())
+    shape = _infer_shape(_shape_arg(_sizes("reshape", "shape", sizes, shape)), a.numel())
     # torch: a view of contiguous data, an alias with new strides of strided data that
     # allows one, else a copy.
     if not _viewable(a, shape):
@@ -803,10 +819,26 @@ def reshape(a, *shape) -> Tensor:
     return apply_op("reshape", [a], {"shape": shape}, name)
 
 
-def view(a, *shape) -> Tensor:
+# torch's overloads of Tensor.view, listed when no overload matches.
+_VIEW_OVERLOADS = (" * (torch.dtype dtype)\n", " * (tuple of ints size)\n")
+
+
+def view(a, *shape, size=None) -> Tensor:
+    """`a` with a new shape, sharing its memory (torch's error where its strides allow none)."""
     a = as_tensor(a, "view")
+    if size is not None:
+        shape = _sizes("view", "size", shape, size)
     if len(shape) == 1 and isinstance(shape[0], DType):
         raise NotImplementedError("view(dtype) is not supported by fusegrad")
+    if not shape:
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        + "".join(_VIEW_OVERLOADS))
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list)) and (
+            not _is_index(shape[0]) or isinstance(shape[0], bool)):
+        got = type(shape[0]).__name__
+        why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), but expected one "
+                        f"of:\n" + "".join(o + why for o in _VIEW_OVERLOADS))
     shape = _infer_shape(_shape_arg(shape, "view", "size"), a.numel())
     if _numel(shape) != a.numel():
         raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {a.numel()}")
@@ -829,9 +861,10 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(a, shape[:s] + (-1,) + shape[e + 1:])
 
 
-def permute(a, *dims) -> Tensor:
+def permute(a, *dims_, dims=None) -> Tensor:
+    """`a` with its dims reordered (a view)."""
     a = as_tensor(a, "permute")
-    dims = _shape_arg(dims, "permute", "dims")
+    dims = _shape_arg(_sizes("permute", "dims", dims_, dims), "permute", "dims")
     if len(dims) != a.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
@@ -875,6 +908,17 @@ def T(a) -> Tensor:
     return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
 
 
+def mT(a) -> Tensor:
+    """The last two dims swapped (torch's error below two dims; 0-d is the identity and warns)."""
+    if a.dim() == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+        return a                        # torch returns the tensor itself
+    if a.dim() == 1:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(a, -2, -1)
+
+
 def unsqueeze(a, dim: int) -> Tensor:
     a = as_tensor(a, "unsqueeze")
     d = normalize_dim(dim, a.dim() + 1)
@@ -890,26 +934,40 @@ def squeeze(a, dim=None) -> Tensor:
         new = tuple(s for s in shape if s != 1)
         name = "SqueezeBackward0"
     else:
-        dims = _dims(dim, a.dim(), "squeeze")
+        # an empty tuple of dims squeezes none (for a reduction it means all)
+        dims = () if isinstance(dim, (tuple, list)) and not dim else _dims(dim, a.dim(), "squeeze")
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         name = "SqueezeBackward1" if isinstance(dim, (int, np.integer)) else "SqueezeBackward2"
     return apply_op("reshape", [a], {"shape": new}, name)
 
 
-def expand(a, *sizes) -> Tensor:
+def expand(a, *sizes, size=None) -> Tensor:
+    """`a` broadcast to `sizes` (-1 keeps a dim; new dims lead): a view with zero strides."""
     a = as_tensor(a, "expand")
-    sizes = _shape_arg(sizes, "expand", "size")
+    sizes = _shape_arg(_sizes("expand", "size", sizes, size), "expand", "size")
     lead = len(sizes) - a.dim()
     if lead < 0:
         raise RuntimeError(f"expand({_legacy_type(a)}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
                            f"the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({a.dim()})")
-    for i, s in enumerate(sizes[:lead]):
-        if s < 0:
-            raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing "
-                               f"dimension {i}")
+    _check_expand_sizes(tuple(a.shape), sizes)
     shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     return apply_op("expand", [a], {"shape": shape}, "ExpandBackward0")
+
+
+def _check_expand_sizes(shape: tuple, sizes: tuple) -> None:
+    """torch's order of checks, from the last dim: an existing dim that does not match is the op's
+    shape rule's error; a -1 on a new leading dim is this one. Other negative sizes reach the
+    shape rule's overflow error, as do all of a 0-d tensor's."""
+    lead = len(sizes) - len(shape)
+    for i in reversed(range(len(sizes))):
+        if i >= lead:
+            existing = shape[i - lead]
+            if sizes[i] != -1 and existing != 1 and existing != sizes[i]:
+                return
+        elif sizes[i] == -1 and shape:
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                               f"dimension {i}")
 
 
 def _legacy_type(a) -> str:

@@ -107,4 +107,4 @@ def bind_methods() -> None:
     for name, fn in {**METHODS, **OPERATORS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(F.T)
-    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.mT = property(F.mT)

@@ -214,7 +214,12 @@ def _norm_ref(x, p, axes, keepdim):
         r = np.abs(x)
         return r if keepdim else r.reshape(reduced_shape(x.shape, axes, False))
     if p == 2:
-        r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+        if x.ndim == 1 and x.size <= 4096 and x.dtype.kind == "f" and not keepdim:
+            # A short vector's norm: one dot costs half of square-then-sum on a few elements
+            # (on long ones BLAS's float32 dot is less accurate than NumPy's pairwise sum).
+            r = np.sqrt(x.dot(x))
+        else:
+            r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
         r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
     elif p == float("-inf"):

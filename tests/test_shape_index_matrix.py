@@ -269,3 +269,48 @@ FAST_SHAPE_OPS = ("reshape", "view", "permute", "transpose", "t", "T", "unsqueez
 def test_shape_op_matrix(op, name, shape, call):
     # Writes through an expanded view: test_fill_through_an_expanded_view (a strict xfail).
     compare_cell(f"{op}-{name}-{shape_id(shape)}", [(shape, "f32")], call, write=op != "expand")
+
+
+# ================================================================ 1b. cat and stack
+JOIN_DIMS = (0, 1, 2, 3, -1, -2, -4)
+MISMATCHED = [((2, 3), (2, 4)), ((2, 3), (3, 3)), ((2, 3), (3,)), ((2, 3), (0,)), ((0,), (2, 3)), ((2, 3), ()),
+              ((), ()), ((2, 0), (2, 3)), ((2, 3), (1, 3)), ((1, 3), (2, 1, 3)), ((2, 3), (2, 3, 1))]
+
+
+def _join(op: str, dim):
+    return lambda L, *xs: getattr(L, op)(list(xs), dim)
+
+
+def _join_cells():
+    for op in ("cat", "stack"):
+        for shape in SHAPES:
+            for dim in JOIN_DIMS:
+                yield pytest.param(op, [(shape, "f32")] * 2, _join(op, dim), id=f"{op}-{shape_id(shape)}-dim{dim}")
+        for a, b in MISMATCHED:
+            for dim in (0, 1, -1):
+                yield pytest.param(op, [(a, "f32"), (b, "f32")], _join(op, dim),
+                                   id=f"{op}-{shape_id(a)}-{shape_id(b)}-dim{dim}")
+        for da in DTYPES:
+            for db in DTYPES:
+                yield pytest.param(op, [((2, 3), da), ((2, 3), db)], _join(op, 0), id=f"{op}-{da}-{db}")
+        for shape in ((3,), (), (2, 0)):
+            yield pytest.param(op, [(shape, "f32")], _join(op, 0), id=f"{op}-one-{shape_id(shape)}")
+        forms = {
+            "three": ([((2, 3), "f32"), ((1, 3), "f64"), ((2, 3), "i64")], _join(op, 0)),
+            "tuple": ([((2, 3), "f32")] * 2, lambda L, a, b, op=op: getattr(L, op)((a, b), dim=1)),
+            "keyword": ([((2, 3), "f32")] * 2, lambda L, a, b, op=op: getattr(L, op)(tensors=[a, b], dim=-1)),
+            "empty_list": ([((2, 3), "f32")], lambda L, a, op=op: getattr(L, op)([])),
+            "tensor_not_list": ([((2, 3), "f32")], lambda L, a, op=op: getattr(L, op)(a)),
+            "number_element": ([((2, 3), "f32")], lambda L, a, op=op: getattr(L, op)([a, 1.0])),
+            "float_dim": ([((2, 3), "f32")] * 2, lambda L, a, b, op=op: getattr(L, op)([a, b], 0.0)),
+            "one_0d": ([((), "f32")], _join(op, 0)),
+            "0d_and_1d": ([((), "f32"), ((1,), "f32")], _join(op, 0)),
+            "same_tensor_twice": ([((2, 3), "f32")], lambda L, a, op=op: getattr(L, op)([a, a], 1)),
+        }
+        for name, (specs, call) in forms.items():
+            yield pytest.param(op, specs, call, id=f"{op}-{name}")
+
+
+@pytest.mark.parametrize("op,specs,call", list(_join_cells()))
+def test_cat_stack_matrix(request, op, specs, call):
+    compare_cell(request.node.callspec.id, specs, call)

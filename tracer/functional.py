@@ -1011,6 +1011,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
+    _check_dim_arg("cat", dim)
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
@@ -1022,7 +1023,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
         axis = normalize_dim(dim, full[0].dim())
         empty = tuple(0 if d == axis else s for d, s in enumerate(full[0].shape))
         ts = [x if tuple(x.shape) != (0,) else reshape(x, empty) for x in ts]
-    axis = normalize_dim(dim, ts[0].dim())
+    # operands all (0,): torch skips every one and checks no dim
+    axis = normalize_dim(dim, ts[0].dim()) if full else 0
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
 
 
@@ -1030,6 +1032,11 @@ def _check_tensor_list(tensors, fn: str) -> None:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
+
+
+def _check_dim_arg(fn: str, dim) -> None:
+    if not _is_index(dim):
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
 
 
 def _promote_many(tensors):
@@ -1047,5 +1054,6 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     ts, _ = _promote_many(tensors)
+    _check_dim_arg("stack", dim)
     axis = normalize_dim(dim, ts[0].dim() + 1)
     return apply_op("stack", ts, {"axis": axis}, "StackBackward0")

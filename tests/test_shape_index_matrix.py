@@ -314,3 +314,120 @@ def _join_cells():
 @pytest.mark.parametrize("op,specs,call", list(_join_cells()))
 def test_cat_stack_matrix(request, op, specs, call):
     compare_cell(request.node.callspec.id, specs, call)
+
+
+# ================================================================ 2. basic indexing
+# Each key: (name, key(L)). Torch is the judge of which are valid on which shape.
+INDEX_KEYS = [
+    ("0", lambda L: 0), ("1", lambda L: 1), ("m1", lambda L: -1), ("2", lambda L: 2), ("m3", lambda L: -3),
+    ("3", lambda L: 3), ("m4", lambda L: -4), ("all", lambda L: slice(None)), ("1_", lambda L: slice(1, None)),
+    ("_m1", lambda L: slice(None, -1)), ("step2", lambda L: slice(None, None, 2)),
+    ("1_step2", lambda L: slice(1, None, 2)), ("step3", lambda L: slice(None, None, 3)),
+    ("5_", lambda L: slice(5, None)), ("m5_", lambda L: slice(-5, None)), ("2_1", lambda L: slice(2, 1)),
+    ("m2_m1", lambda L: slice(-2, -1)), ("step_m1", lambda L: slice(None, None, -1)),
+    ("step0", lambda L: slice(None, None, 0)), ("None", lambda L: None), ("ellipsis", lambda L: Ellipsis),
+    ("empty_tuple", lambda L: ()), ("ell_None", lambda L: (Ellipsis, None)), ("None_ell", lambda L: (None, Ellipsis)),
+    ("two_ell", lambda L: (Ellipsis, Ellipsis)), ("None_None", lambda L: (None, None)),
+    ("0_0", lambda L: (0, 0)), ("0_m1", lambda L: (0, -1)), ("0_1_", lambda L: (0, slice(1, None))),
+    ("all_0", lambda L: (slice(None), 0)), ("all_1_3", lambda L: (slice(None), slice(1, 3))),
+    ("ell_0", lambda L: (Ellipsis, 0)), ("0_ell", lambda L: (0, Ellipsis)), ("0_None_1", lambda L: (0, None, 1)),
+    ("None_0_ell_None", lambda L: (None, 0, Ellipsis, None)),
+    ("1__None_step2", lambda L: (slice(1, None), None, slice(None, None, 2))),
+    ("0_0_0", lambda L: (0, 0, 0)), ("0_0_0_0", lambda L: (0, 0, 0, 0)), ("m1_ell_m1", lambda L: (-1, Ellipsis, -1)),
+    ("t1", lambda L: L.tensor(1)), ("t_m1", lambda L: L.tensor(-1)), ("t0_t1", lambda L: (L.tensor(0), L.tensor(1))),
+    ("t0_slice", lambda L: (L.tensor(0), slice(1, None))),
+    ("float", lambda L: 1.0), ("float_tensor", lambda L: L.tensor(1.0)), ("str", lambda L: "a"),
+    ("0_float", lambda L: (0, 1.5)),
+]
+INDEX_SHAPES = [(), (3,), (2, 3), (2, 3, 4), (0,), (2, 0)]
+
+
+def _index_cells(shapes):
+    for name, key in INDEX_KEYS:
+        for shape in shapes:
+            yield pytest.param(shape, key, id=f"getitem-{name}-{shape_id(shape)}")
+
+
+@pytest.mark.parametrize("shape,key", list(_index_cells(INDEX_SHAPES)))
+def test_getitem_matrix(request, shape, key):
+    compare_cell(request.node.callspec.id, [(shape, "f32")], lambda L, x: x[key(L)])
+
+
+def test_getitem_of_getitem_shares_memory():
+    compare_cell("x[1:][0][::2]", [((3, 4), "f32")], lambda L, x: x[1:][0][::2])
+    compare_cell("x.t()[1]", [((3, 4), "f32")], lambda L, x: x.t()[1])
+
+
+# ================================================================ 2b. t[idx] = value
+SET_KEYS = [
+    ("0", lambda L: 0), ("m1", lambda L: -1), ("0_1", lambda L: (0, 1)), ("all_1", lambda L: (slice(None), 1)),
+    ("1_", lambda L: slice(1, None)), ("step2", lambda L: (Ellipsis, slice(None, None, 2))),
+    ("ellipsis", lambda L: Ellipsis), ("t1", lambda L: L.tensor(1)), ("5", lambda L: 5), ("None", lambda L: None),
+    ("empty", lambda L: slice(2, 1)),
+]
+
+
+def _region(shape, key):
+    try:
+        return tuple(torch.empty(shape)[key(torch)].shape)
+    except Exception:       # noqa: BLE001  (an invalid key: the value's shape does not matter)
+        return (1,)
+
+
+# Each value: (name, value(L, region shape)); float tensors are made to require grad where asked.
+SET_VALUES = [
+    ("float", lambda L, r: 5.5), ("int", lambda L, r: 7), ("bool", lambda L, r: True),
+    ("t0d", lambda L, r: L.tensor(2.5)), ("t0d_f64", lambda L, r: L.tensor(2.5, dtype=L.float64)),
+    ("t0d_i64", lambda L, r: L.tensor(4)), ("full", lambda L, r: make(L, r, offset=10)),
+    ("full_f64", lambda L, r: make(L, r, "f64", offset=10)), ("full_i64", lambda L, r: make(L, r, "i64")),
+    ("full_bool", lambda L, r: make(L, r, "bool")), ("bcast_1", lambda L, r: make(L, (1,), offset=3)),
+    ("lead_1", lambda L, r: make(L, (1,) + r, offset=3)), ("lead_2", lambda L, r: make(L, (2,) + r, offset=3)),
+    ("wrong", lambda L, r: make(L, (int(np.prod(r)) + 1,))), ("list", lambda L, r: [1.0]),
+    ("numpy", lambda L, r: _data(r, offset=2)),
+]
+
+
+def compare_setitem(cell: str, shape, key, value, mode: str):
+    """`base[key] = value` on both libraries, the base a plain tensor ('plain'), a leaf that requires
+    grad ('leaf') or a non-leaf computed from one ('nonleaf', the value requiring grad too):
+    outcome, the base's value, its grad_fn and the gradients of a weighted sum of it."""
+    region = _region(shape, key)
+    out = {}
+    for L in (torch, fg):
+        x = make(L, shape, grad=mode != "plain")
+        v = value(L, region)
+        if mode == "nonleaf" and isinstance(v, L.Tensor) and v.dtype.is_floating_point:
+            v.requires_grad_(True)
+        base = x * 1 if mode == "nonleaf" else x
+
+        def assign(base=base, L=L, v=v):
+            base[key(L)] = v
+            return base
+        out[L] = (x, v, base, run(assign))
+    (xt, vt, bt, theirs), (xo, vo, bo, ours) = out[torch], out[fg]
+    if not assert_same_outcome(cell, ours, theirs):
+        assert_tensor_same(cell, bo, bt, "base after the failed assignment")
+        return
+    assert_tensor_same(cell, bo, bt, "base after the assignment")
+    tname = type(bt.grad_fn).__name__ if bt.grad_fn is not None else None
+    oname = type(bo.grad_fn).__name__ if bo.grad_fn is not None else None
+    assert oname == tname, f"{cell}: grad_fn {oname} != torch's {tname}"
+    if bt.requires_grad:
+        (bt * _weights(torch, bt.shape)).sum().backward()
+        (bo * _weights(fg, bo.shape)).sum().backward()
+        assert_tensor_same(cell, xo.grad, xt.grad, "gradient of the base's leaf")
+        if isinstance(vt, torch.Tensor) and vt.requires_grad:
+            assert_tensor_same(cell, vo.grad, vt.grad, "gradient of the value")
+
+
+def _setitem_cells(modes):
+    for mode in modes:
+        for kname, key in SET_KEYS:
+            for vname, value in SET_VALUES:
+                for shape in ((2, 3), (3,)):
+                    yield pytest.param(shape, key, value, mode, id=f"setitem-{mode}-{kname}-{vname}-{shape_id(shape)}")
+
+
+@pytest.mark.parametrize("shape,key,value,mode", list(_setitem_cells(("plain", "leaf", "nonleaf"))))
+def test_setitem_matrix(request, shape, key, value, mode):
+    compare_setitem(request.node.callspec.id, shape, key, value, mode)

@@ -15,43 +15,46 @@ from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 
-def _normalise(key, shape):
-    """(index items, output positions of None, name of the last effective step)."""
+def _normalise(key, shape, bare_slice: bool = False):
+    """(index items over the input's dims, the steps torch takes in key order).
+
+    Steps are ("new", out_dim), ("select", out_dim, i) and ("slice", out_dim, start, stop, step);
+    a slice that keeps its whole dim takes no step (torch's slice optimisation, which a bare
+    `t[a:b]` key turns off)."""
     if not isinstance(key, tuple):
         key = (key,)
     key = tuple(_scalar_index(k) for k in key)
+    # torch counts the indexed dims before it looks at what the indices are
+    real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if real > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     for k in key:
         if isinstance(k, str):
             raise TypeError("new(): invalid data type 'str'")
+        if isinstance(k, Tensor) and k._dtype.is_floating_point:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if isinstance(k, (Tensor, np.ndarray, list)) or (isinstance(k, bool)):
             raise NotImplementedError("advanced indexing (tensor, list or bool indices) is not supported by "
                                       "fusegrad; use basic indices, slices, None and ...")
         if not (k is None or k is Ellipsis or isinstance(k, (slice, numbers.Integral))):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                              "are valid indices (got " + type(k).__name__ + ")")
-    real = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if sum(1 for k in key if k is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if real > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    items, new_axes, name = [], [], None
+    items, steps = [], []
     dim, out_dim = 0, 0
-    for k in key:
+    for pos, k in enumerate(key):
         if k is Ellipsis:
-            skip = len(shape) - real
-            for _ in range(skip):
-                items.append(("s", 0, shape[dim], 1))
+            # every ellipsis skips the dims no index names (torch allows several)
+            for _ in range(len(shape) - real):
+                if dim < len(shape):
+                    items.append(("s", 0, shape[dim], 1))
                 dim += 1
                 out_dim += 1
-            if name is None and skip == 0:
-                name = "AliasBackward0"
             continue
         if k is None:
-            new_axes.append(out_dim)
+            steps.append(("new", out_dim))
             out_dim += 1
-            name = "UnsqueezeBackward0"
             continue
-        size = shape[dim]
+        size = shape[dim] if dim < len(shape) else 0
         if isinstance(k, slice):
             if k.step == 0:
                 raise ValueError("slice step cannot be zero")
@@ -60,63 +63,58 @@ def _normalise(key, shape):
             start, stop, step = k.indices(size)
             stop = max(stop, start)
             items.append(("s", start, stop, step))
-            if (start, stop, step) != (0, size, 1) or name is None:
-                name = "SliceBackward0"
+            keeps_all = k.start in (None, 0) and step == 1 and (k.stop is None or k.stop >= size)
+            if bare_slice or not keeps_all:
+                steps.append(("slice", out_dim, start, stop, step))
             out_dim += 1
         else:
             i = int(k)
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+                # torch names the index's position in the key, not the tensor's dim
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             items.append(("i", i % size))
-            name = "SelectBackward0"
+            steps.append(("select", out_dim, i % size))
         dim += 1
-    if name is None:
-        name = "AliasBackward0"
-    return tuple(items), new_axes, name
+    return tuple(items), steps
 
 
 def _scalar_index(k):
-    """A 0-d integer tensor indexes as its int (torch: a select, a view); a
-    floating tensor is no index at all."""
+    """A 0-d integer tensor indexes as its int (torch: a select, a view)."""
     if isinstance(k, Tensor):
-        if k._dtype.is_floating_point:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if k.dim() == 0 and k._dtype.category == 1:
             return int(k)
     return k
 
 
 def getitem(t: Tensor, key) -> Tensor:
-    """`t[key]` for basic keys: a view sharing memory with `t`."""
+    """`t[key]` for basic keys: a view sharing memory with `t`, recorded as torch's chain of
+    selects, slices and unsqueezes (in key order; the last one names the grad_fn)."""
     shape = tuple(t.shape)
-    if t.dim() == 0 and key is not None and key is not Ellipsis and key != ():
+    if t.dim() == 0:
         if isinstance(key, slice):
+            _normalise(key, (0,))       # torch checks the step first
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-        if isinstance(key, tuple) and any(k is not None and k is not Ellipsis for k in key):
-            raise IndexError("too many indices for tensor of dimension 0")   # b[0, None], b[..., 0]
-        if isinstance(key, int) and not isinstance(key, bool) and key != 0:
-            # torch checks the bound first (as if the 0-d tensor were an empty dim 0)
-            raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
-        if not (isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)):
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            if key != 0:
+                # torch checks the bound first (as if the 0-d tensor were an empty dim 0)
+                raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    items, new_axes, name = _normalise(key, shape)
+    items, steps = _normalise(key, shape, bare_slice=isinstance(key, slice))
+    if not steps:
+        return apply_op("getitem", [t], {"index": items}, "AliasBackward0")
     out = t
-    effective = [(d, item) for d, item in enumerate(items) if item[0] == "i" or item[1:] != (0, shape[d], 1)]
-    if not effective and not new_axes:
-        out = apply_op("getitem", [t], {"index": items}, name)
-    # One select or slice per indexed dim, as torch records them (SelectBackward0 -> SelectBackward0).
-    removed = 0
-    for d, item in effective:
-        d -= removed
+    for step in steps:
+        d = step[1]
+        if step[0] == "new":
+            new_shape = list(out.shape)
+            new_shape.insert(d, 1)
+            out = apply_op("reshape", [out], {"shape": tuple(new_shape)}, "UnsqueezeBackward0")
+            continue
+        item = ("i", step[2]) if step[0] == "select" else ("s",) + step[2:]
         index = tuple(("s", 0, s, 1) for s in out.shape[:d]) + (item,)
-        out = apply_op("getitem", [out], {"index": index}, "SelectBackward0" if item[0] == "i" else "SliceBackward0")
-        removed += item[0] == "i"
-    if new_axes:
-        new_shape = list(out.shape)
-        for pos in new_axes:
-            new_shape.insert(pos, 1)
-        out = apply_op("reshape", [out], {"shape": tuple(new_shape)}, "UnsqueezeBackward0")
+        out = apply_op("getitem", [out], {"index": index},
+                       "SelectBackward0" if step[0] == "select" else "SliceBackward0")
     return out
 
 
@@ -124,8 +122,8 @@ def setitem(t: Tensor, key, value) -> None:
     """`t[key] = value`: a functional index_put recorded as torch's CopySlices."""
     from .functional import _coerce
     from .inplace import check_inplace
-    items, new_axes, _ = _normalise(key, tuple(t.shape))
-    if new_axes:
+    items, steps = _normalise(key, tuple(t.shape))
+    if any(step[0] == "new" for step in steps):
         raise NotImplementedError("None in an assignment index is not supported by fusegrad")
     if isinstance(value, (list, tuple, str)) or value is None:
         kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]

@@ -383,8 +383,10 @@ SET_VALUES = [
     ("full_bool", lambda L, r: make(L, r, "bool")), ("bcast_1", lambda L, r: make(L, (1,), offset=3)),
     ("lead_1", lambda L, r: make(L, (1,) + r, offset=3)), ("lead_2", lambda L, r: make(L, (2,) + r, offset=3)),
     ("wrong", lambda L, r: make(L, (int(np.prod(r)) + 1,))), ("list", lambda L, r: [1.0]),
-    ("numpy", lambda L, r: _data(r, offset=2)),
+    ("lead_1_1", lambda L, r: make(L, (1, 1) + r, offset=3)), ("trail_1", lambda L, r: make(L, r + (1,), offset=3)),
 ]
+# A NumPy array value is accepted (API.md: "NumPy arrays ... are accepted wherever a tensor is");
+# torch raises TypeError there, so it is no cell of the matrix.
 
 
 def compare_setitem(cell: str, shape, key, value, mode: str):

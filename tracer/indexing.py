@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from fusegrad.ir.ops.movement import index_shape
+
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -119,22 +121,47 @@ def getitem(t: Tensor, key) -> Tensor:
 
 
 def setitem(t: Tensor, key, value) -> None:
-    """`t[key] = value`: a functional index_put recorded as torch's CopySlices."""
+    """`t[key] = value`: a functional index_put recorded as torch's CopySlices (a key that
+    selects the whole tensor is torch's fill_ or copy_ of it)."""
     from .functional import _coerce
     from .inplace import check_inplace
-    items, steps = _normalise(key, tuple(t.shape))
-    if any(step[0] == "new" for step in steps):
-        raise NotImplementedError("None in an assignment index is not supported by fusegrad")
     if isinstance(value, (list, tuple, str)) or value is None:
         kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
+    items, steps = _normalise(key, tuple(t.shape))
+    whole = not steps
+    if isinstance(value, np.ndarray):
+        value = Tensor._wrap(np.asarray(value))
     if isinstance(value, Tensor):
-        value = _coerce(value, t._dtype)
-    elif isinstance(value, np.ndarray):
-        value = _coerce(Tensor._wrap(np.asarray(value)), t._dtype)
+        name = "FillBackward3" if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
+        value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
     else:
+        name = "FillBackward3" if whole else "CopySlices"     # torch fills with the number as a 0-d tensor
         value = np.asarray(value, dtype=t._dtype.np)
+    # torch checks the value's shape first, then the leaf (through a view of it unless whole)
     if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        through = "" if whole else "a view of "
+        raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
-    apply_op("index_put", [t, value], {"index": items}, "CopySlices", out=t)
+    apply_op("index_put", [t, value], {"index": items}, name, out=t)
+
+
+def _fit_value(value: Tensor, region: tuple, steps) -> Tensor:
+    """The value of `t[key] = value` in the region's shape, as torch's copy_ takes it: leading
+    size-1 dims dropped, then broadcast to `t[key]`'s shape (the key's None axes included;
+    torch's expand errors)."""
+    shape = tuple(value.shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    if shape != tuple(value.shape):
+        value = apply_op("reshape", [value], {"shape": shape}, "ViewBackward0")
+    target = list(region)
+    for step in steps:
+        if step[0] == "new":
+            target.insert(step[1], 1)
+    target = tuple(target)
+    if shape != target:
+        value = apply_op("expand", [value], {"shape": target}, "ExpandBackward0")
+    if target != region:
+        value = apply_op("reshape", [value], {"shape": region}, "ViewBackward0")
+    return value

@@ -170,7 +170,7 @@ def _expand_infer(types, attrs):
     t, shape = types[0], tuple(attrs["shape"])
     lead = len(shape) - t.ndim
     if lead < 0:
-        raise RuntimeError(f"expand({_tensor_kind(t)}{{{shape_str(t.shape)}}}, size={len(shape)}): the number of "
+        raise RuntimeError(f"expand({_tensor_kind(t)}{{{shape_str(t.shape)}}}, size={shape_str(shape)}): the number of "
                            f"sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
                            f"in the tensor ({t.ndim})")
     for i in reversed(range(t.ndim)):        # torch checks from the last dimension

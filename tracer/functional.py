@@ -971,8 +971,9 @@ def _check_expand_sizes(shape: tuple, sizes: tuple) -> None:
 
 
 def _legacy_type(a) -> str:
+    # torch's legacy type names, as its expand errors print them
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-            "bool": "torch.BoolTensor"}[a._dtype.name]
+            "bool": "CPUBoolType"}[a._dtype.name]
 
 
 def expand_as(a, other) -> Tensor:

@@ -88,20 +88,25 @@ def _scalar_index(k):
     return k
 
 
+def _check_0d_key(key) -> None:
+    """torch's errors for a bare int or slice key on a 0-d tensor (other keys go the general way)."""
+    if isinstance(key, slice):
+        _normalise(key, (0,))       # torch checks the step first
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        if key != 0:
+            # torch checks the bound first (as if the 0-d tensor were an empty dim 0)
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+
+
 def getitem(t: Tensor, key) -> Tensor:
     """`t[key]` for basic keys: a view sharing memory with `t`, recorded as torch's chain of
     selects, slices and unsqueezes (in key order; the last one names the grad_fn)."""
     shape = tuple(t.shape)
     if t.dim() == 0:
-        if isinstance(key, slice):
-            _normalise(key, (0,))       # torch checks the step first
-            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-            if key != 0:
-                # torch checks the bound first (as if the 0-d tensor were an empty dim 0)
-                raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        _check_0d_key(key)
     items, steps = _normalise(key, shape, bare_slice=isinstance(key, slice))
     if not steps:
         return apply_op("getitem", [t], {"index": items}, "AliasBackward0")
@@ -128,15 +133,19 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(value, (list, tuple, str)) or value is None:
         kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
+    if t.dim() == 0:
+        _check_0d_key(key)
     items, steps = _normalise(key, tuple(t.shape))
     whole = not steps
+    # torch copies into a whole tensor, filling it where the value is one number (but a 0-d one)
+    fill = "FillBackward3" if t.dim() else "CopyBackwards"
     if isinstance(value, np.ndarray):
         value = Tensor._wrap(np.asarray(value))
     if isinstance(value, Tensor):
-        name = "FillBackward3" if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
+        name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
         value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
     else:
-        name = "FillBackward3" if whole else "CopySlices"     # torch fills with the number as a 0-d tensor
+        name = fill if whole else "CopySlices"
         value = np.asarray(value, dtype=t._dtype.np)
     # torch checks the value's shape first, then the leaf (through a view of it unless whole)
     if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():

@@ -186,7 +186,7 @@ def _expand_infer(types, attrs):
 
 def _tensor_kind(t):
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-            "int64": "torch.LongTensor", "bool": "torch.BoolTensor"}[t.dtype.name]
+            "int64": "torch.LongTensor", "bool": "CPUBoolType"}[t.dtype.name]   # torch's legacy names
 
 
 register(OpDef("expand", MOVEMENT, _expand_infer, lambda x, shape: np.broadcast_to(x, shape),

@@ -19,14 +19,24 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
 from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach, div,
                                         eq, exp, expand, flatten, ge, gt, le, log, log_softmax, logical_and,
                                         logical_not, lt, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
-                                        norm, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
+                                        norm, permute, pow, relu, sigmoid, sign, sin, softmax, sqrt,
                                         squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+from fusegrad.tracer import functional as _functional
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
 from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches, compile,  # noqa: A004
                               grad, value_and_grad)
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
+
+
+def reshape(input, shape):
+    """fg.reshape(input, shape): torch.reshape's function form takes the shape as one
+    argument (the method also takes sizes: t.reshape(2, 3))."""
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"reshape(): argument 'shape' (position 2) must be tuple of ints, not {type(shape).__name__}")
+    return _functional.reshape(input, shape)
+
 
 float = float32  # noqa: A001  (torch's aliases)
 double = float64

@@ -542,8 +542,6 @@ def test_fill_through_an_expanded_view(write):
     assert x.tolist() == want
 
 
-@pytest.mark.xfail(strict=True, reason="tracer/inplace.fill_ names fill_(0-d tensor) FillBackward1; torch's "
-                                       "fill_.Tensor is FillBackward3 (FillBackward1 is the out-of-place fill)")
 def test_fill_with_a_0d_tensor_records_fillbackward3():
     names = []
     for L in (torch, fg):
@@ -553,8 +551,6 @@ def test_fill_with_a_0d_tensor_records_fillbackward3():
     assert names[1] == names[0]
 
 
-@pytest.mark.xfail(strict=True, reason="fg.reshape is the method's function: it takes sizes as varargs, "
-                                       "torch.reshape(input, shape) does not")
 def test_fg_reshape_takes_one_shape_argument():
     compare_cell("fg.reshape(x, 1, -1)", [((2, 3), "f32")], lambda L, x: L.reshape(x, 1, -1))
 

@@ -91,7 +91,7 @@ def fill_(t: Tensor, value) -> Tensor:
                                f"{value.dim()} dimensions.")
         from .functional import cast
         value = cast(value, t._dtype)
-        name = "FillBackward1"
+        name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)
     else:
         value = np.asarray(value, dtype=t._dtype.np)
         name = "FillBackward2"

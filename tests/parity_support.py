@@ -36,3 +36,41 @@ def same_error(fn):
     with pytest.raises(type(theirs.value)) as ours:
         fn(fg)
     assert str(ours.value) == str(theirs.value)
+
+
+INVALID_COMBINATION = "received an invalid combination of arguments"
+
+
+def errors_match(cell: str, ours_error, theirs_error, ours_value) -> None:
+    """Assert that fusegrad raised what torch raised (`theirs_error`, not None): the same
+    class and text. For torch's argument-parser TypeErrors only the words before " - got"
+    are compared: the overload listing after them depends on how arguments were passed
+    (positionally or by keyword, as a method or a function)."""
+    oe, te = ours_error, theirs_error
+    assert oe is not None, f"{cell}: torch raises {type(te).__name__}({te}), fusegrad returns {ours_value!r}"
+    assert type(oe) is type(te) or isinstance(oe, type(te)), \
+        f"{cell}: error class {type(oe).__name__}({oe}) != torch's {type(te).__name__}({te})"
+    ours_text, torch_text = str(oe), str(te)
+    if INVALID_COMBINATION in torch_text:
+        ours_text, torch_text = ours_text.split(" - got")[0], torch_text.split(" - got")[0]
+    assert ours_text == torch_text, f"{cell}: error text\n  ours:  {oe}\n  torch: {te}"
+
+
+def _dtype_name(t) -> str:
+    return str(t.dtype).split(".")[-1]
+
+
+def assert_tensor_same(cell: str, ours, theirs, what: str = "result", rtol=1e-5, atol=1e-6):
+    """Same type, shape, dtype and values (NaN positions and infinities equal; integers and
+    bools exactly); `cell` names the case in the failure message."""
+    if theirs is None:
+        assert ours is None, f"{cell}: {what} is {ours!r}, torch has None"
+        return
+    assert isinstance(ours, fg.Tensor), f"{cell}: {what} is {type(ours).__name__}, torch gives a Tensor"
+    assert tuple(ours.shape) == tuple(theirs.shape), f"{cell}: {what} shape {tuple(ours.shape)} != {tuple(theirs.shape)}"
+    assert _dtype_name(ours) == _dtype_name(theirs), f"{cell}: {what} dtype {ours.dtype} != {theirs.dtype}"
+    o, t = _np(ours), _np(theirs)
+    if theirs.dtype.is_floating_point:
+        np.testing.assert_allclose(o, t, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{cell}: {what} values")
+    else:
+        np.testing.assert_array_equal(o, t, err_msg=f"{cell}: {what} values")

@@ -18,6 +18,8 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch")
 
+from parity_support import assert_tensor_same, errors_match  # noqa: E402  (after the skip)
+
 # ================================================================ operand kinds
 TENSOR_DTYPES = ("f32", "f64", "i64", "bool")
 DTYPE = {"f32": "float32", "f64": "float64", "i64": "int64", "bool": "bool"}
@@ -61,33 +63,6 @@ def is_tensor_kind(kind: str) -> bool:
 
 
 # ================================================================ comparing one cell
-def _np(t):
-    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
-
-
-def _dtype_name(t) -> str:
-    return str(t.dtype).split(".")[-1]
-
-
-def assert_tensor_same(cell: str, ours, theirs, what: str = "result", rtol=1e-5, atol=1e-6):
-    """Same type, shape, dtype and values (NaN positions equal; integers and bools exactly)."""
-    if theirs is None:
-        assert ours is None, f"{cell}: {what} is {ours!r}, torch has None"
-        return
-    assert isinstance(ours, fg.Tensor), f"{cell}: {what} is {type(ours).__name__}, torch gives a Tensor"
-    assert tuple(ours.shape) == tuple(theirs.shape), f"{cell}: {what} shape {tuple(ours.shape)} != {tuple(theirs.shape)}"
-    assert _dtype_name(ours) == _dtype_name(theirs), f"{cell}: {what} dtype {ours.dtype} != {theirs.dtype}"
-    o, t = _np(ours), _np(theirs)
-    if theirs.dtype.is_floating_point:
-        np.testing.assert_allclose(o, t, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{cell}: {what} values")
-        # Infinities keep their sign (assert_allclose already requires equal infinities).
-    else:
-        np.testing.assert_array_equal(o, t, err_msg=f"{cell}: {what} values")
-
-
-INVALID_COMBINATION = "received an invalid combination of arguments"
-
-
 def run(fn):
     """(result, None) or (None, exception) of fn()."""
     with warnings.catch_warnings():
@@ -102,15 +77,7 @@ def assert_same_outcome(cell: str, ours, theirs):
     """Both raise the same class and text, or both succeed; returns True when both succeeded."""
     (o, oe), (t, te) = ours, theirs
     if te is not None:
-        assert oe is not None, f"{cell}: torch raises {type(te).__name__}({te}), fusegrad returns {o!r}"
-        assert type(oe) is type(te) or isinstance(oe, type(te)), \
-            f"{cell}: error class {type(oe).__name__}({oe}) != torch's {type(te).__name__}({te})"
-        ours_text, torch_text = str(oe), str(te)
-        if INVALID_COMBINATION in torch_text:
-            # The argument parser's overload listing depends on how arguments were passed
-            # (positionally or by keyword, as a method or a function): compare its first words.
-            ours_text, torch_text = ours_text.split(" - got")[0], torch_text.split(" - got")[0]
-        assert ours_text == torch_text, f"{cell}: error text\n  ours:  {oe}\n  torch: {te}"
+        errors_match(cell, oe, te, o)
         return False
     assert oe is None, f"{cell}: fusegrad raises {type(oe).__name__}({oe}), torch returns {t!r}"
     return True

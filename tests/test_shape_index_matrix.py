@@ -21,6 +21,9 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch")
 
+from parity_support import errors_match  # noqa: E402  (after the skip)
+from parity_support import assert_tensor_same as _assert_tensor_same  # noqa: E402
+
 SHAPES = [(), (1,), (3,), (2, 3), (1, 3), (2, 1, 3), (0,), (2, 0), (2, 3, 4)]
 DTYPES = {"f32": "float32", "f64": "float64", "i64": "int64", "bool": "bool"}
 
@@ -51,24 +54,9 @@ def _weights(L, shape):
 
 
 # ================================================================ comparing
-def _np(t):
-    return np.asarray(t.detach().tolist() if t.dim() else t.detach().item())
-
-
-def _dtype_name(t) -> str:
-    return str(t.dtype).split(".")[-1]
-
-
 def assert_tensor_same(cell: str, ours, theirs, what: str = "result"):
-    """Same type, shape, dtype and values (NaN positions equal)."""
-    if theirs is None:
-        assert ours is None, f"{cell}: {what} is {ours!r}, torch has None"
-        return
-    assert isinstance(ours, fg.Tensor), f"{cell}: {what} is {type(ours).__name__}, torch gives a Tensor"
-    assert tuple(ours.shape) == tuple(theirs.shape), f"{cell}: {what} shape {tuple(ours.shape)} != {tuple(theirs.shape)}"
-    assert _dtype_name(ours) == _dtype_name(theirs), f"{cell}: {what} dtype {ours.dtype} != {theirs.dtype}"
-    np.testing.assert_allclose(_np(ours).astype(np.float64), _np(theirs).astype(np.float64), rtol=1e-6,
-                               atol=1e-6, equal_nan=True, err_msg=f"{cell}: {what} values")
+    """parity_support's comparison at this file's tolerance."""
+    _assert_tensor_same(cell, ours, theirs, what, rtol=1e-6, atol=1e-6)
 
 
 def run(fn):
@@ -85,7 +73,6 @@ def run(fn):
     return result, error, texts
 
 
-INVALID_COMBINATION = "received an invalid combination of arguments"
 # torch raises these through TORCH_WARN_ONCE: only its first call in a process warns.
 WARN_ONCE = ("The use of `x.T`", "Tensor.T is deprecated", "Tensor.mT is deprecated")
 
@@ -94,15 +81,7 @@ def assert_same_outcome(cell: str, ours, theirs) -> bool:
     """Same warnings; both raise the same class and text, or both succeed (True then)."""
     (o, oe, ow), (t, te, tw) = ours, theirs
     if te is not None:
-        assert oe is not None, f"{cell}: torch raises {type(te).__name__}({te}), fusegrad returns {o!r}"
-        assert type(oe) is type(te) or isinstance(oe, type(te)), \
-            f"{cell}: error class {type(oe).__name__}({oe}) != torch's {type(te).__name__}({te})"
-        ours_text, torch_text = str(oe), str(te)
-        if INVALID_COMBINATION in torch_text:
-            # The argument parser's overload listing depends on how arguments were passed:
-            # compare its first words.
-            ours_text, torch_text = ours_text.split(" - got")[0], torch_text.split(" - got")[0]
-        assert ours_text == torch_text, f"{cell}: error text\n  ours:  {oe}\n  torch: {te}"
+        errors_match(cell, oe, te, o)
         return False
     assert oe is None, f"{cell}: fusegrad raises {type(oe).__name__}({oe}), torch returns {t!r}"
     ow = [w for w in ow if w in tw or not w.startswith(WARN_ONCE)]

@@ -27,6 +27,7 @@ import numpy as np
 MIN_ELEMENTS = 1 << 20
 
 _lock = threading.Lock()
+_local = threading.local()           # single: calls on this thread run in one piece (see single_threaded)
 _pool: ThreadPoolExecutor | None = None
 _pool_pid: int | None = None         # a forked child must not reuse its parent's (dead) workers
 
@@ -60,11 +61,26 @@ def _workers(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
+class single_threaded:
+    """Context manager: reference calls on this thread are not split while inside it."""
+
+    def __enter__(self):
+        self._prev = getattr(_local, "single", False)
+        _local.single = True
+        return self
+
+    def __exit__(self, *exc):
+        _local.single = self._prev
+        return False
+
+
 def splittable(ufunc, arrays, out_type) -> bool:
     """Whether `ufunc(*arrays)` producing `out_type` is worth splitting: an elementwise
     ufunc of one output over at least MIN_ELEMENTS elements, with operands of one
     dtype and a result of that dtype (or bool), so no casting rule is involved."""
     if type(ufunc) is not np.ufunc or ufunc.nout != 1 or ufunc.nin != len(arrays) or not arrays:
+        return False
+    if getattr(_local, "single", False):
         return False
     shape = out_type.shape
     if not shape or out_type.numel < MIN_ELEMENTS or shape[0] < 2:

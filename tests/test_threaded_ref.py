@@ -82,3 +82,14 @@ def test_straight_line_steps_split_too():
     args = [rng.standard_normal((ROWS, 256)).astype(np.float32), rng.standard_normal((ROWS, 1)).astype(np.float32)]
     for got, want in zip(line(args), run_program(b.program, args)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_single_threaded_turns_splitting_off_on_this_thread():
+    x = np.ones((ROWS, 256), np.float32)
+    t = TensorType(x.shape, float32)
+    with threaded.single_threaded():
+        assert not threaded.splittable(np.multiply, [x, x], t)
+        with threaded.single_threaded():
+            pass
+        assert not threaded.splittable(np.multiply, [x, x], t)     # still inside the outer one
+    assert threaded.splittable(np.multiply, [x, x], t)

@@ -100,8 +100,7 @@ class Builder:
     def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
         frozen = freeze_attrs(attrs)
         out_types = infer_types(OPS[op], tuple([v.type for v in inputs]), attrs, frozen)
-        outs = tuple([Value(t) for t in out_types])
-        self.program.instrs.append(Instr(op, inputs, outs, frozen, loc))
+        outs = self.append(op, inputs, out_types, frozen, loc)
         return outs[0] if len(outs) == 1 else outs
 
     def append(self, op: str, inputs, out_types, attrs: tuple = (), loc: str | None = None) -> tuple:

@@ -21,7 +21,7 @@ try:
     from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE, _make_extobj
     _QUIET = _make_extobj(all="ignore")
 except (ImportError, AttributeError, TypeError):        # another NumPy layout: the public API
-    _FP_STATE = None
+    _FP_STATE = _QUIET = None
 
 
 def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
@@ -30,7 +30,7 @@ def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     if type(ref) is np.ufunc and arrays and (arrays[0].size >= threaded.MIN_ELEMENTS or
                                               arrays[-1].size >= threaded.MIN_ELEMENTS) \
             and threaded.splittable(ref, arrays, out_types[0]):
-        return (threaded.call(ref, arrays, out_types[0], _FP_STATE, _QUIET if _FP_STATE is not None else None),)
+        return (threaded.call(ref, arrays, out_types[0], _FP_STATE, _QUIET),)
     if _FP_STATE is not None:
         token = _FP_STATE.set(_QUIET)
         try:
@@ -152,18 +152,21 @@ class StraightLine:
 
     def _steps(self, env: list) -> None:
         for ref, attrs, out_types, arg_slots, out_slots, into in self.steps:
-            if into >= 0:
-                args = [env[k] for k in arg_slots]
-                if threaded.splittable(ref, args, out_types[0]):
-                    results = (threaded.call(ref, args, out_types[0], _FP_STATE, _QUIET, out=env[into]),)
-                else:
-                    results = _as_typed(ref(*args, out=env[into]), out_types)
-            elif into == -2:        # a large ufunc step: row blocks on threads
-                results = apply_ref(ref, [env[k] for k in arg_slots], attrs, out_types)
+            args = [env[k] for k in arg_slots]
+            if into is None:
+                results = _as_typed(ref(*args, **attrs), out_types)
             else:
-                results = _as_typed(ref(*[env[k] for k in arg_slots], **attrs), out_types)
+                results = _large_ufunc(ref, args, out_types, env[into] if into >= 0 else None)
             for k, r in zip(out_slots, results):
                 env[k] = r
+
+
+def _large_ufunc(ufunc, arrays, out_types, out) -> tuple:
+    """A large ufunc step of a StraightLine, into `out` (a dying intermediate) or a new
+    array; in row blocks on threads where `threaded` may split it."""
+    if threaded.splittable(ufunc, arrays, out_types[0]):
+        return (threaded.call(ufunc, arrays, out_types[0], _FP_STATE, _QUIET, out=out),)
+    return _as_typed(ufunc(*arrays) if out is None else ufunc(*arrays, out=out), out_types)
 
 
 # Below this many elements a result is not worth reusing (the check costs more than
@@ -172,8 +175,9 @@ REUSE_MIN_ELEMENTS = 1 << 14
 
 
 def _with_reuse(planned, types: dict, outputs: set):
-    """Each planned step with the slot its ufunc may write into (-1: a new array; -2: a new
-    array, computed in row blocks on threads when large enough, `threaded`)."""
+    """Each planned step with `into`: None for a plain step; for a ufunc step on at least
+    REUSE_MIN_ELEMENTS elements, the slot of a dying intermediate it may write into, or
+    -1 for a new array (`_large_ufunc`)."""
     last_use: dict = {}
     for j, (_, _, _, arg_slots, _, _) in enumerate(planned):
         for k in arg_slots:
@@ -181,14 +185,13 @@ def _with_reuse(planned, types: dict, outputs: set):
     fresh: set = set()              # slots a ufunc step of the run made (no one else holds them)
     steps = []
     for j, (ref, attrs, out_types, arg_slots, out_slots, ufunc) in enumerate(planned):
-        into = -1                   # -1: a new array; -2: a new array, row blocks on threads
+        into = None
         if ufunc and out_types[0].numel >= REUSE_MIN_ELEMENTS:
+            into = -1
             for k in arg_slots:
                 if k in fresh and last_use[k] == j and k not in outputs and types[k] is out_types[0]:
                     into = k
                     break
-            if into < 0 and out_types[0].numel >= threaded.MIN_ELEMENTS:
-                into = -2
         if ufunc:
             fresh.update(out_slots)
         steps.append((ref, attrs, out_types, arg_slots, out_slots, into))

@@ -46,6 +46,11 @@ float64 = DType("float64", "f64", np.dtype(np.float64), 2)
 ALL_DTYPES = (bool_, int64, float32, float64)
 DEFAULT_FLOAT = float32
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+# torch's legacy tensor type names (what t.type() returns and its error texts print), by
+# dtype name; its expand errors name bool by the backend type instead.
+TORCH_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+                    "bool": "torch.BoolTensor"}
+EXPAND_TYPE_NAMES = {**TORCH_TYPE_NAMES, "bool": "CPUBoolType"}
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 # NumPy dtypes that have no fusegrad dtype of their own map to the nearest one.
 _NP_FALLBACK = {

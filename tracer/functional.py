@@ -16,7 +16,7 @@ import numpy as np
 
 from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
-from fusegrad.ir.types import DIMMED, SCALAR, ZERO_DIM
+from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, ZERO_DIM
 
 from .dispatch import apply_op
 from .tensor import Tensor
@@ -947,7 +947,7 @@ def expand(a, *sizes, size=None) -> Tensor:
     sizes = _shape_arg(_sizes("expand", "size", sizes, size), "expand", "size")
     lead = len(sizes) - a.dim()
     if lead < 0:
-        raise RuntimeError(f"expand({_legacy_type(a)}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
+        raise RuntimeError(f"expand({EXPAND_TYPE_NAMES[a._dtype.name]}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
                            f"the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({a.dim()})")
     _check_expand_sizes(tuple(a.shape), sizes)
@@ -968,12 +968,6 @@ def _check_expand_sizes(shape: tuple, sizes: tuple) -> None:
         elif sizes[i] == -1 and shape:
             raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
                                f"dimension {i}")
-
-
-def _legacy_type(a) -> str:
-    # torch's legacy type names, as its expand errors print them
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-            "bool": "CPUBoolType"}[a._dtype.name]
 
 
 def expand_as(a, other) -> Tensor:

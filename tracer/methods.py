@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import bool_, float32, float64, int64
+from fusegrad.ir.types import TORCH_TYPE_NAMES
 
 from . import functional as F
 from . import indexing, inplace
@@ -61,7 +62,7 @@ METHODS = {
     # casts
     "float": lambda self: F.cast(self, float32), "double": lambda self: F.cast(self, float64),
     "long": lambda self: F.cast(self, int64), "bool": lambda self: F.cast(self, bool_),
-    "type": lambda self, dtype=None: F.cast(self, dtype) if dtype is not None else _type_name(self),
+    "type": lambda self, dtype=None: F.cast(self, dtype) if dtype is not None else TORCH_TYPE_NAMES[self.dtype.name],
     # in-place
     "add_": inplace.binary_inplace("add", "AddBackward0"),
     "sub_": inplace.binary_inplace("sub", "SubBackward0"),
@@ -95,11 +96,6 @@ OPERATORS = {
     "__itruediv__": METHODS["div_"],
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
 }
-
-
-def _type_name(t) -> str:
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-            "bool": "torch.BoolTensor"}[t.dtype.name]
 
 
 def bind_methods() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..types import TensorType, int64
+from ..types import EXPAND_TYPE_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, register, shape_str
 
 
@@ -170,7 +170,7 @@ def _expand_infer(types, attrs):
     t, shape = types[0], tuple(attrs["shape"])
     lead = len(shape) - t.ndim
     if lead < 0:
-        raise RuntimeError(f"expand({_tensor_kind(t)}{{{shape_str(t.shape)}}}, size={shape_str(shape)}): the number of "
+        raise RuntimeError(f"expand({EXPAND_TYPE_NAMES[t.dtype.name]}{{{shape_str(t.shape)}}}, size={shape_str(shape)}): the number of "
                            f"sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
                            f"in the tensor ({t.ndim})")
     for i in reversed(range(t.ndim)):        # torch checks from the last dimension
@@ -184,9 +184,6 @@ def _expand_infer(types, attrs):
     return [TensorType(shape, t.dtype)]
 
 
-def _tensor_kind(t):
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-            "int64": "torch.LongTensor", "bool": "CPUBoolType"}[t.dtype.name]   # torch's legacy names
 
 
 register(OpDef("expand", MOVEMENT, _expand_infer, lambda x, shape: np.broadcast_to(x, shape),

@@ -20,7 +20,6 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
-import re
 import warnings
 import weakref
 
@@ -33,6 +32,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
+from fusegrad.tracer.engine import modified_error, output_of
 from fusegrad.tracer.node import _FREED_MSG, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
 
@@ -232,20 +232,10 @@ class _BackwardFn:
 def _raise_modified(box, version, tensor, where) -> None:
     """torch's error for a saved tensor changed in place after the call (as the eager engine's);
     `where` names the call's output, None for an input (named by its history now)."""
-    if where is None:
-        where = ""
-    if tensor is not None and not where:
-        node = tensor._grad_fn
-        if node is not None:
-            where = f", which is output {tensor._output_nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
-    kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-            "bool": "torch.BoolTensor"}.get(np.dtype(tensor.dtype.np).name if tensor is not None else "", "Tensor")
-    shape = "[" + ", ".join(str(s) for s in tensor.shape) + "]" if tensor is not None else "[]"
-    raise RuntimeError(
-        f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{kind} {shape}]{where} is at version {box[0]}; expected version "
-        f"{version} instead. Hint: enable anomaly detection to find the operation that failed to "
-        f"compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    if tensor is None:
+        raise modified_error((), "", where or "", box[0], version)
+    where = where or output_of(tensor._grad_fn, tensor._output_nr)
+    raise modified_error(tensor.shape, tensor.dtype.name, where, box[0], version)
 
 
 def _saved_checks(saved_arrays: list, grad_outs: list, inputs: list) -> list:

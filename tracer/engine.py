@@ -15,12 +15,12 @@ import re
 
 import numpy as np
 
-from fusegrad.ir import Builder, Program, TensorType, Value, backward as emit_backward, run_program
-from fusegrad.ir import OPS
+from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, run_program
 from fusegrad.ir.autodiff import VJPS, emit_instr_vjp
 from fusegrad.ir.interpreter import apply_ref
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
+from fusegrad.ir.types import TORCH_TYPE_NAMES
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
@@ -327,30 +327,39 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
 
 def _raise_modified(saved, owner, output_nr: int):
     """torch's error for a saved tensor changed in place since it was saved."""
-    shape = "[" + ", ".join(str(s) for s in saved.array.shape) + "]"
-    kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-            "bool": "torch.BoolTensor"}.get(saved.array.dtype.name, "Tensor")
-    raise RuntimeError(
+    raise modified_error(saved.array.shape, saved.array.dtype.name, _modified_history(saved, owner, output_nr),
+                         saved.box[0], saved.version)
+
+
+def modified_error(shape, dtype_name: str, where: str, version: int, expected: int) -> RuntimeError:
+    """torch's error for a tensor a backward needs that was changed in place since it was
+    saved: its type and shape, `where` (", which is output N of Op," or ""), its version now
+    and the version it was saved at."""
+    kind = TORCH_TYPE_NAMES.get(dtype_name, "Tensor")
+    return RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{kind} {shape}]{_modified_history(saved, owner, output_nr)} is at version {saved.box[0]}; "
-        f"expected version {saved.version} instead. Hint: enable anomaly detection to find the operation "
+        f"operation: [{kind} [{', '.join(str(s) for s in shape)}]]{where} is at version {version}; "
+        f"expected version {expected} instead. Hint: enable anomaly detection to find the operation "
         f"that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
-def _modified_history(saved, owner, output_nr: int) -> str:
-    """torch's ", which is output N of Op," for a modified saved tensor: for a saved output,
-    the node that made it; for a saved input, the tensor's history now; nothing for a leaf.
-    (torch names the node without "Backward0", or "Backward" before another
-    number: ExpBackward0 is "Exp", MaxBackward1 is "Max1".)"""
-    if saved.tensor is None:
-        node, nr = owner, output_nr
-    else:
-        if saved.tensor._base is not None:
-            refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
-        node, nr = saved.tensor._grad_fn, saved.tensor._output_nr
+def output_of(node, output_nr: int) -> str:
+    """torch's ", which is output N of Op," naming a node's output (torch drops "Backward0",
+    or "Backward" before another number: ExpBackward0 is "Exp", MaxBackward1 is "Max1");
+    "" for no node (a leaf)."""
     if node is None:
         return ""
-    return f", which is output {nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
+    return f", which is output {output_nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
+
+
+def _modified_history(saved, owner, output_nr: int) -> str:
+    """`output_of` for a modified saved tensor: for a saved output, the node that made it;
+    for a saved input, the tensor's history now; nothing for a leaf."""
+    if saved.tensor is None:
+        return output_of(owner, output_nr)
+    if saved.tensor._base is not None:
+        refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
+    return output_of(saved.tensor._grad_fn, saved.tensor._output_nr)
 
 
 def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:

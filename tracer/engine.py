@@ -379,7 +379,7 @@ def _tensor_apply(ins, args):
     return out if isinstance(out, tuple) else (out,)
 
 
-def _as_tensor_grad(g, create_graph: bool) -> Tensor:
+def _as_tensor_grad(g) -> Tensor:
     if isinstance(g, Tensor):
         return g
     return Tensor._wrap(np.array(g, copy=True))
@@ -426,7 +426,7 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
     with no_grad():
         for t, g in pairs:
             if create_graph:
-                g = _as_tensor_grad(g, create_graph)
+                g = _as_tensor_grad(g)
                 if t._grad is None:
                     # torch's AccumulateGrad copies a gradient with history into fresh memory
                     # (never a view of another tensor), recorded as CopyBackwards.

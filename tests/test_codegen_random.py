@@ -61,6 +61,14 @@ def _apply(e, kind, arg, xs):
 
 N_KINDS = len(UNARY) + len(BINARY) + 7
 
+
+def apply_ops(e, ops, xs) -> list:
+    """The inputs followed by the value of each random op (`_apply`), applied in turn."""
+    values = list(xs)
+    for kind, arg in ops:
+        values.append(_apply(e, kind, arg, values))
+    return values
+
 programs = st.tuples(
     st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3),
     st.lists(st.tuples(st.integers(0, N_KINDS - 1), st.tuples(st.integers(0, 63), st.integers(0, 63),
@@ -76,9 +84,7 @@ def test_random_programs(spec):
     shapes, ops, grad, seed = spec
 
     def body(e, *xs):
-        values = list(xs)
-        for kind, arg in ops:
-            values.append(_apply(e, kind, arg, values))
+        values = apply_ops(e, ops, xs)
         return [values[-1], values[len(values) // 2]] if len(values) > 2 else [values[-1]]
     p = build(body, *shapes, grad=grad)
     for v in p.outputs:

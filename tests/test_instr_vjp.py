@@ -14,16 +14,13 @@ from fusegrad.ir import Builder, Emitter, TensorType, float32, run_program
 from fusegrad.ir.autodiff import VJPS, backward, vjp_program
 from fusegrad.ir.interpreter import StraightLine
 from fusegrad.tracer.dispatch import apply_op
-from test_codegen_random import _apply, programs
+from test_codegen_random import apply_ops, programs
 from test_codegen_support import build, random_args
 
 
 def _random_program(shapes, ops, grad):
     def body(e, *xs):
-        values = list(xs)
-        for kind, arg in ops:
-            values.append(_apply(e, kind, arg, values))
-        return values[len(xs):][-2:]
+        return apply_ops(e, ops, xs)[len(xs):][-2:]
     return build(body, *shapes, grad=grad)
 
 
@@ -70,10 +67,7 @@ def test_copied_vjps_compute_what_fresh_emission_does(spec):
         b = Builder()
         e = Emitter(b)
         xs = [b.input(TensorType(shape, float32)) for shape in shapes]
-        values = list(xs)
-        for kind, arg in ops:
-            values.append(_apply(e, kind, arg, values))
-        outs = values[len(xs):][-2:]
+        outs = apply_ops(e, ops, xs)[len(xs):][-2:]
         forward = list(b.program.instrs)
         seeds = [b.input(o.type) for o in outs]
         grads = backward(b, forward, outs, seeds, xs, reuse=reuse)

@@ -410,8 +410,11 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             outputs.append(v)
     program = _live_program(trace.program, outputs)
 
-    # Gradients that will flow back into this call from the eager engine.
-    grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf]
+    # Gradients that will flow back into this call from the eager engine: from its
+    # symbolic outputs, and from the caller's tensors it wrote in place with history
+    # (eagerly `x.add_(w)` makes x a non-leaf whose grad_fn is the in-place op's).
+    written = _written_with_history(trace, program, mutated)
+    grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
     gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
@@ -420,7 +423,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
         instrs = [ins for ins in program.instrs if id(ins) in trace.grad_instrs]
-        wrt = [trace.value_of(x) for x in boundary]
+        wrt = [_input_value(trace, x) for x in boundary]
         grads = emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt)
         b.program.outputs = [g for g in grads if g is not None]
         bwd = simplify(b.program)
@@ -469,6 +472,33 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for t in alive:
             if not t._traced_leaf:
                 t._requires_grad = False
+
+
+def _written_with_history(trace: Trace, program: Program, mutated: list) -> list:
+    """The caller's tensors the call wrote in place by an op recorded with grad: after the
+    call they are outputs of it (torch gives them the in-place op's grad_fn)."""
+    if not mutated:
+        return []
+    producers = {v.id: ins for ins in program.instrs for v in ins.outputs}
+    written = []
+    for _, t in mutated:
+        ins = producers.get(t._sym.id) if t._sym is not None else None
+        if t._requires_grad and ins is not None and id(ins) in trace.grad_instrs:
+            written.append(t)
+    return written
+
+
+def _input_value(trace: Trace, x: Tensor):
+    """The program input (or its requires-grad identity alias) that stands for the caller's
+    tensor `x` as it was when the call read it: an in-place write inside the call re-binds x
+    to a later value, but gradients flow to the value the caller passed in."""
+    if x._sym is None:
+        return trace.value_of(x)
+    for v, a in zip(trace.inputs, trace.input_arrays):
+        if a is x._data:
+            return trace.aliases.get((v.id, x._requires_grad), v) \
+                if trace.lifted_grad.get(id(a), x._requires_grad) is not x._requires_grad else v
+    return trace.value_of(x)
 
 
 def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 
 import numpy as np
 
@@ -17,14 +18,18 @@ from fusegrad.tracer import Tensor, engine, is_grad_enabled
 from fusegrad.tracer.creation import tensor as _tensor
 
 
+def _index(k) -> int:
+    """An argnum as an int: anything with __index__ (NumPy integers too), as JAX's operator.index."""
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}") from None
+
+
 def _argnums_tuple(argnums, nargs: int):
-    single = isinstance(argnums, int)
-    if not (single or isinstance(argnums, (tuple, list))):
-        raise TypeError(f"argnums must be an int or a tuple of ints, got {type(argnums).__name__}")
-    nums = (argnums,) if single else tuple(argnums)
+    single = not isinstance(argnums, (tuple, list))
+    nums = (_index(argnums),) if single else tuple(_index(k) for k in argnums)
     for k in nums:
-        if not isinstance(k, int):
-            raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}")
         if not -nargs <= k < nargs:
             raise ValueError(f"argnums {k} is out of range for a function called with {nargs} positional "
                              f"argument(s)")
@@ -103,7 +108,7 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
             leaves[k] = _as_input(args[k], k)
             args[k] = leaves[k]
         with enable_grad():
-            out, aux = _split_aux(f(*args, **kwargs), has_aux)
+            out, aux = _split_aux(_differentiable(f, outer_grad)(*args, **kwargs), has_aux)
             out = _check_output(out)
             ins = [leaves[k] for k in nums]
             if not outer_grad and is_grad_enabled() and out._data is not None:
@@ -122,6 +127,17 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         grads = grads[0] if single else grads
         return ((value, aux), grads) if has_aux else (value, grads)
     return wrapped
+
+
+def _differentiable(f, outer_grad: bool):
+    """`f`, or the Python function of a compiled `f` when the gradient must stay differentiable:
+    a compiled call's backward runs on saved arrays and has no derivative itself, so
+    fg.grad(fg.grad(fg.compile(f))) would give zero second derivatives. Run eagerly, it
+    gives the same values (inside an outer fg.compile it is traced either way)."""
+    from .compile import CompiledFunction
+    if outer_grad and isinstance(f, CompiledFunction):
+        return f.fn
+    return f
 
 
 def _zeros_like(t: Tensor) -> Tensor:

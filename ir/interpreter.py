@@ -43,6 +43,24 @@ def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     return _as_typed(out, out_types)
 
 
+def apply_ref_small(ref, arrays, attrs: dict, want: np.dtype) -> np.ndarray:
+    """`ref(*arrays, **attrs)` for one output of NumPy dtype `want`, on arrays too small
+    to split over threads (the caller knows their sizes): `apply_ref` without its
+    size checks and tuple, for eager dispatch of a signature seen before."""
+    if _FP_STATE is not None:
+        token = _FP_STATE.set(_QUIET)
+        try:
+            out = ref(*arrays, **attrs) if attrs else ref(*arrays)
+        finally:
+            _FP_STATE.reset(token)
+    else:
+        with np.errstate(all="ignore"):
+            out = ref(*arrays, **attrs)
+    if type(out) is np.ndarray and (out.dtype is want or out.dtype == want):
+        return out
+    return np.asarray(out, dtype=want)
+
+
 def _as_typed(out, out_types) -> tuple:
     """A reference's result as a tuple of arrays of the output types' dtypes
     (NumPy returns scalars for 0-d results, and may widen dtypes)."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
-from fusegrad.ir.interpreter import apply_ref
-from fusegrad.ir.ops import infer_types
+from fusegrad.ir import threaded
+from fusegrad.ir.interpreter import apply_ref, apply_ref_small
+from fusegrad.ir.ops import OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -69,7 +70,156 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     trace = _TRACE_STATE.trace         # trace_state.current(), inlined (hot)
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)
-    attrs = attrs or {}
+    if out is None:
+        # The signature of this call: (op, node name, attributes, then shape, dtype and
+        # requires_grad of each input; None marks a constant). Unrolled for one and two
+        # inputs, the common arities: this runs once per eager op.
+        n = len(inputs)
+        try:
+            if n == 2:
+                a, b = inputs
+                if type(a) is np.ndarray:
+                    sa, da, ra = a.shape, a.dtype, None
+                else:
+                    sa, da, ra = a._data.shape, a._dtype, a._requires_grad
+                if type(b) is np.ndarray:
+                    sb, db, rb = b.shape, b.dtype, None
+                else:
+                    sb, db, rb = b._data.shape, b._dtype, b._requires_grad
+                key = (op, name, tuple(attrs.items()) if attrs else None, sa, da, ra, sb, db, rb)
+            elif n == 1:
+                a = inputs[0]
+                if type(a) is np.ndarray:
+                    key = (op, name, tuple(attrs.items()) if attrs else None, a.shape, a.dtype, None)
+                else:
+                    key = (op, name, tuple(attrs.items()) if attrs else None, a._data.shape, a._dtype,
+                           a._requires_grad)
+            else:
+                key = (op, name, tuple(attrs.items()) if attrs else None,
+                       *[(x.shape, x.dtype, None) if type(x) is np.ndarray
+                         else (x._data.shape, x._dtype, x._requires_grad) for x in inputs])
+            plan = _PLANS.get(key)
+        except TypeError:               # an unhashable attribute (slices in an index): no plan
+            key = plan = None
+        if plan is None and key is not None:
+            plan = _make_plan(key, op, inputs, attrs, name)
+        if plan is not None:
+            return _run_plan(plan, inputs, attrs)
+    return _apply_general(op, inputs, attrs or {}, name, out)
+
+
+class _Plan:
+    """What eager dispatch of one call signature needs, worked out once: the
+    types, the shape rule's result, which inputs and outputs a recorded node
+    saves, its class, and which outputs get a history. Every op and signature
+    goes through it; only in-place calls (`out=`) and unhashable attributes
+    take the general path."""
+
+    __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
+                 "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at")
+
+    def __init__(self, op, inputs, attrs, name):
+        opdef = OPS[op]
+        self.op, self.ref = op, opdef.ref
+        self.frozen = freeze_attrs(attrs)
+        self.in_types = tuple(type_of(x) for x in inputs)
+        self.out_types = tuple(infer_types(opdef, self.in_types, attrs, self.frozen))
+        self.want = self.out_types[0].dtype.np if len(self.out_types) == 1 else None
+        # Small enough never to be split over threads (ir.threaded): the lean reference call.
+        self.small = self.want is not None and all(t.numel < threaded.MIN_ELEMENTS
+                                                    for t in self.in_types + self.out_types)
+        self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
+        self.may_record = opdef.vjp is not None and True in self.needs
+        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs)
+                                         if self.may_record else ((), ()))
+        self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
+        # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2): a
+        # second backward through a node that saves only such a constant raises, as there.
+        saves_tensor = bool(self.out_slots) or any(i not in self.consts_at for i in self.in_slots)
+        self.marks_saved = not saves_tensor and any(i in self.consts_at for i in self.in_slots)
+        self.node_class = node_class(name or _default_name(op))
+        # Integer and bool results never require grad (torch).
+        self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
+                             for k, t in enumerate(self.out_types))
+        self.view = op in _VIEW_OPS
+
+
+_PLANS: dict = {}
+MAX_PLANS = 8192
+
+
+def _make_plan(key, op, inputs, attrs, name):
+    """The plan of a signature seen for the first time. A shape rule that raises
+    raises here (nothing is memoised); an opaque op's plan is used once, not kept."""
+    plan = _Plan(op, inputs, attrs or {}, name)
+    if OPS[op].group == OPAQUE:         # per-call attributes (a compiled call's backward): never kept
+        return plan
+    if len(_PLANS) >= MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _run_plan(plan: _Plan, inputs, attrs):
+    """Eager dispatch of a call whose signature has a plan (the hot path of eager mode)."""
+    if len(inputs) == 2:
+        a, b = inputs
+        arrays = [a if type(a) is np.ndarray else a._data, b if type(b) is np.ndarray else b._data]
+    else:
+        arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
+    if plan.small:
+        results = (apply_ref_small(plan.ref, arrays, attrs, plan.want),)
+    else:
+        results = apply_ref(plan.ref, arrays, attrs or {}, plan.out_types)
+    outs = []
+    for r, t in zip(results, plan.out_types):
+        wrapped = object.__new__(Tensor)
+        wrapped._init(r, t.dtype)
+        outs.append(wrapped)
+    if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(results[0], arrays[0]):
+        _make_view(outs[0], inputs[0], plan.op, plan.frozen)
+    if plan.may_record and is_grad_enabled():
+        saved = {}
+        for i in plan.in_slots:
+            x = inputs[i]
+            if type(x) is not np.ndarray:
+                saved[("in", i)] = SavedTensor(x._data, x._version, x)
+        for k in plan.out_slots:
+            saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
+        needs = plan.needs
+        if len(inputs) == 2:
+            edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
+        else:
+            edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
+        consts = tuple([x if type(x) is np.ndarray else None for x in inputs]) if plan.consts_at else \
+            (None,) * len(inputs)
+        node = plan.node_class(plan.op, plan.frozen, plan.in_types, plan.out_types, edges, consts, saved)
+        if plan.marks_saved:
+            node._had_saved = True
+        for k, t in enumerate(outs):
+            if plan.history[k]:
+                if t._base is None:         # a fresh result: set_history without its checks
+                    t._grad_fn, t._requires_grad = node, True
+                    if k:
+                        t._output_nr = k
+                else:
+                    set_history(t, node, k)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _make_view(view, src, op: str, frozen: tuple) -> None:
+    """`view` (the result of view op `op` on `src`) shares `src`'s memory: give it the
+    base, the version counter and the chain of view ops that derive it from the base."""
+    view._version = src._version
+    view._base = src._base if src._base is not None else src
+    # How to recompute this view from its base, for in-place writes through it.
+    view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
+    view._view_version = src._version[0]
+
+
+def _apply_general(op: str, inputs: list, attrs: dict, name, out):
+    """apply_op for in-place calls and unhashable attributes (and the reference for
+    what `_run_plan` does)."""
     opdef = OPS[op]
     # One pass over the inputs: types, arrays, which need grad, constants (the hot path).
     in_types, arrays, needs, consts = [], [], [], []
@@ -116,12 +266,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
             wrapped._init(r, t.dtype)
             outs.append(wrapped)
         if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
-            src = inputs[0]
-            outs[0]._version = src._version
-            outs[0]._base = src._base if src._base is not None else src
-            # How to recompute this view from its base, for in-place writes through it.
-            outs[0]._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
-            outs[0]._view_version = src._version[0]
+            _make_view(outs[0], inputs[0], op, frozen)
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)

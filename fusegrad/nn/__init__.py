@@ -5,9 +5,11 @@
     loss = fg.nn.functional.cross_entropy(model(x), targets)
 """
 from . import functional, init
+from .containers import ModuleDict, ModuleList, Sequential
 from .layers import (CrossEntropyLoss, Flatten, Identity, Linear, LogSoftmax, MSELoss, NLLLoss, ReLU,
-                     Sequential, Sigmoid, Softmax, Tanh)
+                     Sigmoid, Softmax, Tanh)
 from .module import Module, Parameter
 
 __all__ = ["Module", "Parameter", "Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
-           "Flatten", "Sequential", "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional", "init"]
+           "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
+           "functional", "init"]

@@ -58,32 +58,50 @@ def _check_tensor_args(function: str, **args) -> None:
 
 def linear(input, weight, bias=None):
     """`input @ weight.T + bias` with torch's shape and dtype checks."""
+    _check_tensor_args("linear", input=input, weight=weight)
+    if bias is not None:
+        _check_tensor_args("linear", input=input, weight=weight, bias=bias)
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")
     if input.dtype != weight.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
+    if weight.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
+    if weight.dim() == 1 and bias is None:
+        return input.matmul(weight)       # torch's matmul with weight.t() == weight: dot, mv, ...
     if weight.dim() != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {weight.dim()}-D tensor")
-    in_features = weight.shape[-1]
+    in_features, out_features = weight.shape[-1], weight.shape[0]
+    rows = 1
+    for size in input.shape[:-1]:
+        rows *= size
     if input.shape[-1] != in_features:
-        rows = 1
-        for size in input.shape[:-1]:
-            rows *= size
         # torch names the transposed weight (in x out) as mat2
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
-                           f"{in_features}x{weight.shape[0]})")
+                           f"{in_features}x{out_features})")
     if bias is None:
         return input.matmul(weight.t())
-    if bias.dtype != input.dtype or tuple(bias.shape) not in ((weight.shape[0],), (1,), ()):
-        return input.matmul(weight.t()) + bias          # the general rules (promotion, broadcasting)
+    if not _expandable(tuple(bias.shape), (rows, out_features)):
+        bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
+    if bias.dtype != input.dtype:
+        # addmm's check (self is the bias), no promotion
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
+                           f"{_dtype_name(input.dtype)}")
     # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
     rows = input if input.dim() == 2 else input.reshape(-1, in_features)
     out = apply_op("addmm", [bias, rows, weight.t()], None, "AddmmBackward0")
     if input.dim() != 2:
-        out = out.view(*input.shape[:-1], weight.shape[0])
+        out = out.view(*input.shape[:-1], out_features)
     return out
+
+
+def _expandable(shape: tuple, target: tuple) -> bool:
+    """Whether a tensor of `shape` expands to `target` (trailing dims equal or 1)."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
 
 
 def relu(input, inplace: bool = False):
@@ -134,20 +152,28 @@ def log_softmax(input, dim=None, dtype=None):
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _check_reduction(reduction: str) -> None:
+def _check_reduction(reduction: str) -> str:
+    """torch's `_Reduction.get_enum` check: the reduction to use, or its ValueError.
+    The deprecated 'elementwise_mean' means 'mean', with torch's warning."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      UserWarning, stacklevel=3)
+        return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    """torch's mapping of the deprecated size_average/reduce flags."""
+    """torch's mapping of the deprecated size_average/reduce flags, with its warning."""
     if size_average is None and reduce is None:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.",
+                  UserWarning, stacklevel=3)
+    return result
 
 
 def _class_view(t, ndim: int):
@@ -259,7 +285,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
              reduction: str = "mean"):
     """Negative log likelihood loss of log-probabilities `input` (N, C, ...) and class indices `target`."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     _check_class_targets(input, target, weight, ignore_index)
     return _nll(input, _unbatched_target(input, target), weight, ignore_index, reduction)
 
@@ -285,7 +311,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     """
     _check_tensor_args("cross_entropy_loss", input=input, target=target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     # torch checks only the upper bound; a negative smoothing smooths nothing
     if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -358,6 +384,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
                       f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if weight is None and reduction == "elementwise_mean":
+        reduction = _check_reduction(reduction)      # deprecated spelling of "mean" (not with weights)
     if not (_is_float(input) or _is_float(target)):
         dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")

@@ -8,6 +8,7 @@ The distributions and their bounds follow torch; the random streams do not
 from __future__ import annotations
 
 import math
+import warnings
 
 import fusegrad as fg
 
@@ -84,6 +85,7 @@ def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity:
     """He initialisation: U(-bound, bound), bound = gain * sqrt(3 / fan)."""
     if tensor.numel() == 0:
         # torch warns and leaves a zero-element tensor alone
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
         return tensor
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")

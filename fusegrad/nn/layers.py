@@ -6,10 +6,6 @@ parameter names, `extra_repr`, and `forward` through `fusegrad.nn.functional`.
 from __future__ import annotations
 
 import math
-import operator
-from collections import OrderedDict
-from itertools import islice
-from typing import Iterator
 
 import fusegrad as fg
 
@@ -18,7 +14,7 @@ from . import init
 from .module import Module, Parameter
 
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
-           "Sequential", "MSELoss", "CrossEntropyLoss", "NLLLoss"]
+           "MSELoss", "CrossEntropyLoss", "NLLLoss"]
 
 
 class Identity(Module):
@@ -136,67 +132,6 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
-
-
-class Sequential(Module):
-    """Runs its modules in order, each on the previous one's output.
-
-    Built from modules (named "0", "1", ...) or one OrderedDict of named
-    modules. Supports indexing, slicing (a new Sequential keeping the keys),
-    `seq[i] = module` replacement, `del seq[i]`, `len`, iteration, `append`.
-    """
-
-    def __init__(self, *args) -> None:
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for key, module in args[0].items():
-                self.add_module(key, module)
-        else:
-            for idx, module in enumerate(args):
-                self.add_module(str(idx), module)
-
-    def _get_item_by_idx(self, iterator, idx):
-        size = len(self)
-        idx = operator.index(idx)
-        if not -size <= idx < size:
-            raise IndexError(f"index {idx} is out of range")
-        idx %= size
-        return next(islice(iterator, idx, None))
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return type(self)(OrderedDict(list(self._modules.items())[idx]))
-        return self._get_item_by_idx(iter(self._modules.values()), idx)
-
-    def __setitem__(self, idx, module: Module) -> None:
-        key = self._get_item_by_idx(iter(self._modules.keys()), idx)
-        setattr(self, key, module)
-
-    def __delitem__(self, idx) -> None:
-        if isinstance(idx, slice):
-            for key in list(self._modules.keys())[idx]:
-                delattr(self, key)
-        else:
-            delattr(self, self._get_item_by_idx(iter(self._modules.keys()), idx))
-        # keep the numbering contiguous, as torch does
-        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
-        object.__setattr__(self, "_modules", renumbered)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> "Sequential":
-        """Add `module` at the end; returns self."""
-        self.add_module(str(len(self)), module)
-        return self
-
-    def forward(self, input):
-        for module in self:
-            input = module(input)
-        return input
 
 
 class _Loss(Module):

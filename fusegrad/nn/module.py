@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import fusegrad as fg
+from fusegrad.ir.types import DType
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Module", "Parameter"]
@@ -27,7 +28,8 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad: bool = True):
         if data is not None and not isinstance(data, Tensor):
-            raise TypeError(f"Parameter data must be a Tensor, but got {type(data).__name__}")
+            # torch's Parameter calls data.detach(), so a non-tensor fails on that attribute
+            raise AttributeError(f"'{type(data).__name__}' object has no attribute 'detach'")
         if requires_grad and data is not None and not data.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)
@@ -201,7 +203,9 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+        # torch leaves out names starting with a digit (a container's "0", "1", ...)
+        keys = set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        return sorted(key for key in keys if not key[0].isdigit())
 
     # ---- traversal ----------------------------------------------------------
 
@@ -279,6 +283,28 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return module
 
+    def get_parameter(self, target: str) -> Parameter:
+        """The Parameter at dotted path `target` (`"fc1.weight"`), with torch's AttributeErrors."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str):
+        """The buffer at dotted path `target`, with torch's AttributeErrors."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        buffer = getattr(module, name)
+        if name not in module._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return buffer
+
     # ---- state --------------------------------------------------------------
 
     def train(self, mode: bool = True) -> "Module":
@@ -318,22 +344,46 @@ class Module:
 
     def _apply_to_tensors(self, convert: Callable) -> "Module":
         # Parameters are converted in place (their identity is kept, so an
-        # optimizer built earlier still holds them), as torch's `_apply` does.
+        # optimizer built earlier still holds them), and so are their grads,
+        # as torch's `_apply` does.
         with fg.no_grad():
             for module in self.modules():
                 for name, param in module._parameters.items():
-                    if param is not None:
-                        _set_data(param, convert(param.detach()))
+                    if param is None:
+                        continue
+                    _set_data(param, convert(param.detach()))
+                    if param.grad is not None:
+                        param.grad = convert(param.grad)
                 for name, buf in module._buffers.items():
                     if buf is not None:
                         module._buffers[name] = convert(buf)
         return self
 
-    def to(self, dtype) -> "Module":
-        """Cast floating-point parameters and buffers to `dtype` (no devices exist here)."""
+    def to(self, *args, **kwargs) -> "Module":
+        """Cast floating-point parameters, their grads and buffers, as torch's `Module.to`.
+
+        Accepts torch's forms: `to(dtype)`, `to(device)`, `to(device, dtype)`,
+        `to(tensor)` (its dtype) and the keywords `device`, `dtype`,
+        `non_blocking`, `copy`, `memory_format`. The only device is the CPU.
+        """
+        dtype = _parse_to(*args, **kwargs)
+        if dtype is None:
+            return self
+        if not dtype.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
+
         def convert(t):
-            return _cast(t, dtype) if _is_floating(t) else t
+            return t.to(dtype) if t.dtype.is_floating_point else t
         return self._apply_to_tensors(convert)
+
+    def cpu(self) -> "Module":
+        """Move to the CPU: a no-op, fusegrad keeps every tensor there; returns self."""
+        return self
+
+    def type(self, dst_type) -> "Module":
+        """Cast every parameter and buffer (integer ones too) to `dst_type`; returns self."""
+        return self._apply_to_tensors(lambda t: t.to(dst_type))
 
     def float(self) -> "Module":
         """Cast floating-point parameters and buffers to float32."""
@@ -451,12 +501,27 @@ def zeroed_grad(grad):
     return grad.zero_()
 
 
-def _is_floating(t) -> bool:
-    return t.dtype in (fg.float32, fg.float64)
+_TO_KEYWORDS = ("device", "dtype", "non_blocking", "copy", "memory_format")
 
 
-def _cast(t, dtype):
-    return t.double() if dtype == fg.float64 else t.float() if dtype == fg.float32 else t.long()
+def _parse_to(*args, **kwargs):
+    """The dtype that `Module.to(*args, **kwargs)` asks for (None: keep), checking the device."""
+    unknown = [key for key in kwargs if key not in _TO_KEYWORDS]
+    if unknown:
+        raise TypeError(f"to() got an unexpected keyword argument '{unknown[0]}'")
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for arg in args:
+        if isinstance(arg, DType):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            dtype = arg.dtype
+        elif isinstance(arg, (str, int)) and not isinstance(arg, bool) and device is None:
+            device = arg
+        elif not isinstance(arg, bool):      # non_blocking / copy are accepted and ignored
+            raise TypeError(f"to() received an invalid combination of arguments - got {type(arg).__name__}")
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise RuntimeError(f"fusegrad runs on the CPU only; cannot move a module to device {device!r}")
+    return dtype
 
 
 def _set_data(param, value) -> None:

@@ -1,0 +1,317 @@
+"""Containers of submodules: Sequential, ModuleList, ModuleDict (torch.nn's).
+
+Each keeps its modules in the `_modules` registry under torch's keys
+("0", "1", ... for the sequences), so parameters, state_dict keys, repr and
+traversal follow torch; list and dict operations (indexing, slicing,
+insert/extend/pop, `+`, `*`) mirror torch's, errors included.
+"""
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections import abc as container_abcs
+from itertools import chain, islice
+from typing import Iterable, Iterator, Mapping
+
+from .module import Module, _addindent
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
+
+def _digits_hidden(keys: list[str]) -> list[str]:
+    """torch's containers leave their numeric keys out of `dir()`."""
+    return [key for key in keys if not key.isdigit()]
+
+
+class Sequential(Module):
+    """Runs its modules in order, each on the previous one's output.
+
+    Built from modules (named "0", "1", ...) or one OrderedDict of named
+    modules. Supports indexing, slicing (a new Sequential keeping the keys),
+    `seq[i] = module` replacement, `del seq[i]`, `len`, iteration, `append`,
+    `insert`, `extend`, `pop`, `+` and `*` (repetition shares the modules).
+    """
+
+    def __init__(self, *args) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def _get_item_by_idx(self, iterator, idx):
+        size = len(self)
+        idx = operator.index(idx)
+        if not -size <= idx < size:
+            raise IndexError(f"index {idx} is out of range")
+        idx %= size
+        return next(islice(iterator, idx, None))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._get_item_by_idx(iter(self._modules.values()), idx)
+
+    def __setitem__(self, idx, module: Module) -> None:
+        key = self._get_item_by_idx(iter(self._modules.keys()), idx)
+        setattr(self, key, module)
+
+    def __delitem__(self, idx) -> None:
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, self._get_item_by_idx(iter(self._modules.keys()), idx))
+        # keep the numbering contiguous, as torch does
+        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
+        object.__setattr__(self, "_modules", renumbered)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __dir__(self):
+        return _digits_hidden(super().__dir__())
+
+    def append(self, module: Module) -> "Sequential":
+        """Add `module` at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        """Put `module` at position `index` (negative counts from the end), shifting the rest; returns self."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+        """Append every module of `sequential`; returns self."""
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def pop(self, key) -> Module:
+        """Remove and return the module at `key`, renumbering the rest."""
+        value = self[key]
+        del self[key]
+        return value
+
+    def __add__(self, other) -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        combined = Sequential()
+        for layer in chain(self, other):
+            combined.append(layer)
+        return combined
+
+    def __iadd__(self, other) -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(i + offset), module)
+        return self
+
+    def _check_factor(self, other) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: int) -> "Sequential":
+        self._check_factor(other)
+        combined = Sequential()
+        for offset, module in enumerate(chain.from_iterable([list(self)] * other)):
+            combined.add_module(str(offset), module)
+        return combined
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> "Sequential":
+        self._check_factor(other)
+        original = list(self._modules.values())
+        offset = len(original)
+        for _ in range(other - 1):
+            for i, module in enumerate(original):
+                self.add_module(str(i + offset), module)
+            offset += len(original)
+        return self
+
+    def forward(self, input):
+        for module in self:
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of registered submodules (keys "0", "1", ...); no forward of its own."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self += modules
+
+    def _get_abs_string_index(self, idx) -> str:
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return self.__class__(list(self._modules.values())[idx])
+        return self._modules[self._get_abs_string_index(idx)]
+
+    def __setitem__(self, idx, module: Module) -> None:
+        setattr(self, self._get_abs_string_index(idx), module)
+
+    def __delitem__(self, idx) -> None:
+        if isinstance(idx, slice):
+            for k in range(len(self._modules))[idx]:
+                delattr(self, str(k))
+        else:
+            delattr(self, self._get_abs_string_index(idx))
+        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
+        object.__setattr__(self, "_modules", renumbered)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+        combined = ModuleList()
+        for i, module in enumerate(chain(self, other)):
+            combined.add_module(str(i), module)
+        return combined
+
+    def __dir__(self):
+        return _digits_hidden(super().__dir__())
+
+    def __repr__(self) -> str:
+        # torch folds runs of identical reprs: "(0-2): 3 x Linear(...)"
+        reprs = [repr(item) for item in self]
+        if not reprs:
+            return self._get_name() + "()"
+        blocks: list[list] = []          # [start, end, text]
+        for i, text in enumerate(reprs):
+            if blocks and blocks[-1][2] == text:
+                blocks[-1][1] = i
+            else:
+                blocks.append([i, i, text])
+        lines = []
+        for start, end, text in blocks:
+            line = f"({start}): {text}" if start == end else f"({start}-{end}): {end - start + 1} x {text}"
+            lines.append(_addindent(line, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+    def insert(self, index: int, module: Module) -> None:
+        """Put `module` before position `index`."""
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
+    def append(self, module: Module) -> "ModuleList":
+        """Add `module` at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def pop(self, key) -> Module:
+        """Remove and return the module at `key`, renumbering the rest."""
+        value = self[key]
+        del self[key]
+        return value
+
+    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        """Append every module of the iterable `modules`; returns self."""
+        if not isinstance(modules, container_abcs.Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        offset = len(self)
+        for i, module in enumerate(modules):
+            self.add_module(str(offset + i), module)
+        return self
+
+
+class ModuleDict(Module):
+    """An ordered dict of registered submodules; no forward of its own."""
+
+    def __init__(self, modules: Mapping[str, Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        """Remove every module."""
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        """Remove and return the module under `key`."""
+        value = self[key]
+        del self[key]
+        return value
+
+    def keys(self):
+        """The keys, in insertion order."""
+        return self._modules.keys()
+
+    def items(self):
+        """`(key, module)` pairs, in insertion order."""
+        return self._modules.items()
+
+    def values(self):
+        """The modules, in insertion order."""
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        """Add modules from a mapping or an iterable of `(key, module)` pairs."""
+        if not isinstance(modules, container_abcs.Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(modules).__name__)
+        if isinstance(modules, (OrderedDict, ModuleDict, container_abcs.Mapping)):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, pair in enumerate(modules):
+            if not isinstance(pair, container_abcs.Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
+                                + type(pair).__name__)
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]

@@ -20,6 +20,7 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 import weakref
 
@@ -275,7 +276,20 @@ class CompiledFunction:
         self.eager_calls = 0            # calls run eagerly (see EAGER_AFTER)
         self._breaking: dict = {}       # argument signature -> small graph-breaking calls in a row
         self._tracing_forced = False
-        functools.update_wrapper(self, fn)
+        # __name__, __doc__, __wrapped__...; not fn's __dict__: a compiled nn.Module's
+        # attributes (training, parameters) are read live through __getattr__, never copied.
+        functools.update_wrapper(self, fn, updated=())
+
+    def __get__(self, obj, objtype=None):
+        """A compiled function defined in a class body binds as a method (`@fg.compile def forward(self, x)`)."""
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __getattr__(self, name):
+        """Attributes this object lacks are the compiled callable's (`fg.compile(model).parameters()`,
+        `.weight`, `.eval()`, as torch.compile's OptimizedModule forwards them)."""
+        if name == "fn":            # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fn, name)
 
     def __call__(self, *args, **kwargs):
         if trace_state.current() is not None:      # nested compile: inline into the outer trace
@@ -448,6 +462,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         grad = leaf._grad
         if grad is not None and grad._data is not None and not grad._data.flags.writeable:
             grad._data = grad._data.copy()
+    saved_arrays = _saved_before_write_back([by_id[v.id] for v in backward[1]], mutated) \
+        if backward is not None else None
     for array, tensor in mutated:
         if tensor._sym is not None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
@@ -459,7 +475,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         if backward is not None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
-            back = _BackwardFn(bwd_program, [by_id[v.id] for v in saved], in_types, present, run)
+            back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
             back.checks = _saved_checks(back.saved, grad_outs, boundary)
         else:
             # A backward inside the call already freed what these outputs' backward needs
@@ -472,6 +488,16 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for t in alive:
             if not t._traced_leaf:
                 t._requires_grad = False
+
+
+def _saved_before_write_back(saved: list, mutated: list) -> list:
+    """The backward's saved arrays, each that is (or overlaps) memory the call writes back
+    copied first: the backward needs the value the call read (eagerly `y.mul_(x)` saves
+    y's original value), not what the write-back puts there."""
+    written = [array for array, t in mutated if t._sym is not None]
+    if not written:
+        return saved
+    return [a.copy() if any(np.may_share_memory(a, w) for w in written) else a for a in saved]
 
 
 def _written_with_history(trace: Trace, program: Program, mutated: list) -> list:

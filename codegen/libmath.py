@@ -15,8 +15,9 @@ Semantics follow torch (the project's oracle):
 * `fg_pow` is C99 `pow` for floats (pow(x, 0) = 1, pow(1, y) = 1, negative base
   with a non-integer exponent = nan); for integers it is exact wrap-around
   int64 arithmetic, and a negative exponent gives 1, +-1 or 0 like torch.
-* `fg_sigmoid` is accurate for large negative x (it returns the denormal
-  e**x rather than torch's 0); `fg_softplus` is log(1 + e**x) without torch's
+* `fg_sigmoid` is torch's 1/(1 + e**-x) where that is 0 (x below
+  `SIGMOID_ZERO`, where e**-x overflows) and e**x/(1 + e**x) above, without
+  the rounding of e**-x; `fg_softplus` is log(1 + e**x) without torch's
   `threshold` cut-off; `fg_log1p` of a denormal is x (C99; torch gives 0).
 
 Functions take scalars of one dtype and return that dtype: float32 or
@@ -222,13 +223,21 @@ def make_libm_unary(fn):
     return make
 
 
+# The largest x with a finite e**x, negated: below it torch's e**-x overflows and its
+# sigmoid, 1/(1 + e**-x), is 0 (the eager reference computes the same formula).
+SIGMOID_ZERO = {np.float32: -88.72283172607422, np.float64: -709.782712893384}
+
+
 def _make_sigmoid(ft):
     one = ft(1)
+    zero = ft(0)
+    underflow = ft(SIGMOID_ZERO[ft])
 
     def impl(x):
         e = math.exp(-abs(x))
         r = one / (one + e)
-        return r if x >= 0 else e * r
+        r = r if x >= 0 else e * r
+        return zero if x < underflow else r
     return impl
 
 

@@ -39,7 +39,8 @@ fg_tanh      |x| < 9/16: x + x**3*P(x*x) (minimax P: degree 4 / 10); else     1 
              the rounding errors of t+2 (TwoSum) and of the quotient (FMA
              remainder) put back as one correction: one final rounding
 fg_sigmoid   e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) for x < 0, with       1     1.30
-             the same correction for 1+e and the quotient
+             the same correction for 1+e and the quotient; 0 where torch's
+             e**-x overflows (x < -88.72 / -709.78), as torch's 1/(1 + inf)
 fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     2     1.67
 fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
              float64: log|x| as a double-double (s = f/(2+f) and 2s**3/3
@@ -250,6 +251,9 @@ _EXP_RANGE = {np.float32: (-104.0, 89.0), np.float64: (-746.0, 710.0)}
 _EXPM1_LO = {np.float32: -30.0, np.float64: -40.0}
 _EXPM1_TINY = {np.float32: 2.0 ** -25, np.float64: 2.0 ** -54}
 _TANH_SAT = {np.float32: 10.0, np.float64: 22.0}
+# sigmoid(x) = 0 below these: torch computes 1/(1 + e**-x), which is 0 once e**-x
+# overflows (the largest x with a finite e**x, negated); shared with libmath.
+_SIGMOID_ZERO = libmath.SIGMOID_ZERO
 
 
 # Helpers shared by several functions: always inlined by LLVM, and with
@@ -315,6 +319,7 @@ def _make_expm1(ft):
 def _make_sigmoid(ft):
     one = ft(1)
     zero = ft(0)
+    underflow = ft(_SIGMOID_ZERO[ft])
 
     def impl(x):
         e = fg_exp(-abs(x))
@@ -325,7 +330,8 @@ def _make_sigmoid(ft):
         rem = _fma(-q, d, num)                  # num - q*d, exact
         inv_d = q if x >= zero else one - q     # 1/d to ~2**-24, enough for a correction
         # num/(d + d_err) = q + (rem - q*d_err)/(d + d_err): one final rounding.
-        return _fmuladd(rem - q * d_err, inv_d, q)
+        y = _fmuladd(rem - q * d_err, inv_d, q)
+        return zero if x < underflow else y             # torch's 1/(1 + inf)
     return impl
 
 
@@ -515,8 +521,9 @@ def _make_pow64(ft):
         # y * log|a| = ph + pl (the FMA gives ph's rounding error exactly).
         ph = y * lh
         pl = _fma(y, lh, -ph) + y * ll
-        pl = pl if abs(ph) != inf else zero
-        # exp(ph + pl): pl joins the reduced argument.
+        # exp(ph + pl): pl joins the reduced argument, unless ph is clamped (its
+        # result is 0 or inf anyway, and pl, up to |y| * 2**-53, could be huge).
+        pl = pl if (ph > lo and ph < hi) else zero
         xc = hi if ph > hi else ph
         xc = lo if xc < lo else xc
         k, r = reduce(xc)

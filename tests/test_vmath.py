@@ -97,8 +97,9 @@ def reference64(name: str, x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):     # signalling NaN bit patterns warn on conversion
         d = x.astype(np.float64)
         if name == "sigmoid":
+            # 0 where torch's e**-x overflows (its 1/(1 + inf)), else without that rounding
             e = np.exp(-np.abs(d))
-            return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
+            return np.where(x < libmath.SIGMOID_ZERO[x.dtype.type], 0.0, np.where(d >= 0, 1 / (1 + e), e / (1 + e)))
         if name == "softplus":
             return np.logaddexp(0.0, d)
         return getattr(np, name)(d)
@@ -166,7 +167,7 @@ def _mp_reference(name: str, x: float):
     mp = mpmath
     v = mp.mpf(x)
     if name == "sigmoid":
-        return 1 / (1 + mp.exp(-v))
+        return mp.mpf(0) if x < libmath.SIGMOID_ZERO[np.float64] else 1 / (1 + mp.exp(-v))
     if name == "softplus":
         return mp.log1p(mp.exp(v))
     return getattr(mp, name)(v)
@@ -266,7 +267,7 @@ SPECIAL = {
 def torch_reference(name: str, x: np.ndarray) -> np.ndarray:
     """torch's result in x's dtype, except where torch is less accurate than our semantics."""
     t = torch.from_numpy(x)
-    if name == "sigmoid":           # torch's 1/(1 + e**-x) underflows to 0 long before e**x does
+    if name == "sigmoid":           # torch's rounding of e**-x is not part of our semantics
         return reference64(name, x).astype(x.dtype)
     if name == "softplus":          # torch's threshold=20 cut-off is not part of our semantics
         return reference64(name, x).astype(x.dtype)
@@ -305,12 +306,16 @@ def test_unary_special_values(module, dtype):
         assert_matches(name, (x,), got[name], torch_reference(name, x), bound)
 
 
-def test_sigmoid_does_not_underflow_early():
-    """float32 sigmoid(-100) is the denormal e**-100 (torch's float32 gives 0)."""
-    x = np.array([-87.0, -95.0, -100.0, -103.0], np.float32)
-    got = run_unary("vmath", x)["sigmoid"]
-    assert (got > 0).all()
-    assert_ulp32("sigmoid", x, got, reference64("sigmoid", x), ULP32["sigmoid"])
+@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_underflows_where_torchs_does(module, dtype):
+    """torch's sigmoid is 1/(1 + e**-x): 0 exactly where e**-x overflows, a denormal just above."""
+    edge = libmath.SIGMOID_ZERO[dtype]
+    x = np.array([edge, np.nextafter(edge, dtype(-np.inf)), -88.0, -95.0, -100.0, -708.0, -745.0, -1e30], dtype)
+    got = run_unary(module, x)["sigmoid"]
+    want = torch.sigmoid(torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(got == 0, want == 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
 
 
 POW_BASES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, np.inf, -np.inf, np.nan, 1e-45, 10.0]

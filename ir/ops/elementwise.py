@@ -66,8 +66,10 @@ elementwise("mul", np.multiply,
                                       e.mul(g[0], x[0]) if n[1] else None],
             "({0} * {1})")
 elementwise("div", np.true_divide,
+            # torch's div_tensor_other_backward: -grad * ((x / y) / y), which keeps x / y
+            # finite where y * y would underflow to 0 or overflow to inf.
             lambda e, x, y, g, a, n: [e.div(g[0], x[1]) if n[0] else None,
-                                      e.neg(e.div(e.mul(g[0], x[0]), e.mul(x[1], x[1]))) if n[1] else None],
+                                      e.mul(e.neg(g[0]), e.div(e.div(x[0], x[1]), x[1])) if n[1] else None],
             "({0} / {1})")
 elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
 
@@ -76,7 +78,9 @@ def _pow_vjp(e, x, y, g, a, n):
     base, expo = x
     gx = gy = None
     if n[0]:
-        d = e.mul(e.mul(g[0], expo), e.pow(base, e.sub(expo, 1)))
+        # torch's pow_backward: grad * (exponent * x ** (exponent - 1)), in that order (the
+        # order decides between inf, nan and 0 where a product over- or underflows).
+        d = e.mul(g[0], e.mul(expo, e.pow(base, e.sub(expo, 1))))
         gx = e.where(e.eq(expo, 0), 0, d)
     if n[1]:
         mask = e.logical_and(e.eq(base, 0), e.ge(expo, 0))
@@ -147,10 +151,10 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul
 
 # ------------------------------------------------------------------ piecewise
 # torch's threshold_backward: 0 where result <= 0, else the gradient (NaN passes
-# it). The zero is y * 0 so that, as in torch, the gradient depends on y and is
-# itself differentiable (requires_grad under create_graph).
+# it). The zero is y - y (+0.0 for y = +-0.0, as torch's zero) so that, as in torch,
+# the gradient depends on y and is itself differentiable (requires_grad under create_graph).
 elementwise("relu", lambda x: np.where(x < 0, x.dtype.type(0), x),    # keeps -0.0 and NaN, as torch
-            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.mul(y[0], 0), g[0])], "fg_relu({0})",
+            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.sub(y[0], y[0]), g[0])], "fg_relu({0})",
             bool_error=RuntimeError("Boolean inputs not supported for relu"))
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
             bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"))
@@ -180,8 +184,10 @@ def _clamp_vjp(e, x, y, g, a, n):
 
 
 def _clamp_ref(x, lo, hi):
-    # torch: min wins over max when min > max; NaN propagates.
-    return np.minimum(np.maximum(x, lo), hi)
+    # torch: min wins over max when min > max; NaN propagates. On a tie x is kept (clamp(-0.0,
+    # min=0.0) is -0.0, as torch's clamp with number bounds and codegen's fg_clamp): NumPy's
+    # maximum/minimum return their second operand on a tie, so x goes second.
+    return np.minimum(hi, np.maximum(lo, x))
 
 
 elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})")

@@ -37,12 +37,15 @@ def _mse_ref(x, t, reduction):
 
 
 def _mse_vjp(e, xs, ys, gs, attrs, needs):
-    # torch's mse_loss_backward: (2 / n if mean else 2) * (input - target) * grad.
+    # torch's mse_loss_backward: (2 / n if mean else 2) * (input - target) * grad; the
+    # target's is the same with the operands swapped, (target - input), not its negation
+    # (which would turn a zero difference into -0.0).
     x, t = xs
     scale = 2.0 / max(x.type.numel, 1) if attrs["reduction"] == "mean" else 2.0
     grad = gs[0] if attrs["reduction"] == "none" else e.expand(e.reshape(gs[0], (1,) * x.type.ndim), x.shape)
-    gx = e.mul(e.mul(e.sub(x, t), scale), grad)
-    return [gx if needs[0] else None, e.neg(gx) if needs[1] else None]
+    gx = e.mul(e.mul(e.sub(x, t), scale), grad) if needs[0] else None
+    gt = e.mul(e.mul(e.sub(t, x), scale), grad) if needs[1] else None
+    return [gx, gt]
 
 
 def _mse_decompose(e, xs, attrs):

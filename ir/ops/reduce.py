@@ -239,17 +239,20 @@ def _norm_vjp(e, x, y, g, a, n):
     gx = _grad_to_input(e, g[0], xv, axes, keepdim)
     norm = _grad_to_input(e, y[0], xv, axes, keepdim)
     if p == 2:
-        # torch: x * (g / norm), with 0 where the norm is 0.
-        scale = e.where(e.eq(norm, 0), 0, e.div(gx, norm))
-        return [e.mul(xv, scale)]
+        # torch: g * (x / norm), with x / norm 0 where the norm is 0 (+0.0: a -0.0
+        # input gets a +0.0 gradient from a positive g).
+        return [e.mul(gx, e.where(e.eq(norm, 0), 0, e.div(xv, norm)))]
     if p == 1:
         return [e.mul(gx, e.sign(xv))]
     if p == 0:
         return [None]        # torch: no gradient at all (x.grad stays None)
     if p in (float("inf"), float("-inf")):
-        # torch: ties at the largest (smallest) |x| share the gradient evenly.
-        share = _extremum_vjp(e, [e.op("abs", xv)], y, g, {"axes": axes, "keepdim": keepdim}, n)[0]
-        return [e.mul(share, e.sign(xv))]
+        # torch: sgn(x) * (g / count * mask), mask = |x| == norm or |x| is NaN, count its
+        # sum: ties at the largest (smallest) |x| share the gradient evenly, and in a slice
+        # whose norm is NaN its NaNs are the ties (sgn(nan) = 0, the others get 0).
+        mask = e.cast(_is_best(e, e.op("abs", xv), norm), xv.dtype)
+        count = e.expand(e.sum(mask, axes, keepdim=True), xv.shape)
+        return [e.mul(e.sign(xv), e.mul(e.div(gx, count), mask))]
     ax = e.op("abs", xv)
     if p < 1:
         # torch: sign(x) |x|^(p-1) (0 where x is 0) * g * norm^(1-p).

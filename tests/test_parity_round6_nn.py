@@ -330,3 +330,83 @@ def _values(t):
 ], ids=lambda f: "")
 def test_deprecated_reduction_arguments_warn_like_torch(fn):
     same_outcome(lambda L: unify(repr(fn(L))))
+
+
+# ================================================================ training loops, fuzzed
+LOSSES = [
+    ("ce", {}), ("ce", {"reduction": "sum"}), ("ce", {"weight": [0.2, 1.0, 2.5]}),
+    ("ce", {"ignore_index": 1}), ("ce", {"label_smoothing": 0.15}),
+    ("ce", {"weight": [0.5, 1.5, 1.0], "ignore_index": 0, "label_smoothing": 0.3, "reduction": "sum"}),
+    ("ce-probs", {}), ("ce-probs", {"label_smoothing": 0.2, "weight": [1.0, 0.3, 2.0]}),
+    ("mse", {}), ("mse", {"reduction": "sum"}),
+]
+OPTIMIZERS = [
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.2, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.7, nesterov=True, maximize=False)),
+    ("Adam", dict(lr=0.02)), ("Adam", dict(lr=0.02, weight_decay=0.05, amsgrad=True)),
+    ("Adam", dict(lr=0.03, betas=(0.8, 0.95), eps=1e-6, maximize=True)), ("AdamW", dict(lr=0.02, weight_decay=0.1)),
+]
+
+
+def make_case(seed):
+    """A random MLP (sizes, bias on/off), loss and optimizer, and data, as NumPy values."""
+    rng = np.random.default_rng(seed)
+    sizes = [int(rng.integers(1, 6))] + [int(rng.integers(2, 6)) for _ in range(rng.integers(0, 3))] + [3]
+    bias = bool(rng.integers(0, 2))
+    weights = []
+    for i in range(len(sizes) - 1):
+        weights.append(rng.standard_normal((sizes[i + 1], sizes[i])).astype(np.float32) * 0.6)
+        if bias:
+            weights.append(rng.standard_normal(sizes[i + 1]).astype(np.float32) * 0.3)
+    n = int(rng.integers(1, 7))
+    x = rng.standard_normal((n, sizes[0])).astype(np.float32)
+    loss = LOSSES[seed % len(LOSSES)]
+    if loss[0] == "ce":
+        y = rng.integers(0, 3, n)
+    else:
+        y = rng.standard_normal((n, 3)).astype(np.float32)
+        if loss[0] == "ce-probs":
+            y = np.exp(y) / np.exp(y).sum(1, keepdims=True)
+    return sizes, bias, weights, x, y, loss, OPTIMIZERS[seed % len(OPTIMIZERS)]
+
+
+def train(L, case, steps=4, compiled=False):
+    sizes, bias, weights, x, y, (loss_name, loss_kw), (opt_name, opt_kw) = case
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers += [L.nn.Linear(sizes[i], sizes[i + 1], bias=bias), L.nn.ReLU()]
+    model = L.nn.Sequential(*layers[:-1])
+    with L.no_grad():
+        for p, w in zip(model.parameters(), weights):
+            p.copy_(L.tensor(w))
+    opt = getattr(L.optim, opt_name)(model.parameters(), **opt_kw)
+    kw = {k: (L.tensor(v) if k == "weight" else v) for k, v in loss_kw.items()}
+    F = L.nn.functional
+
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        loss = F.mse_loss(out, y, **kw) if loss_name == "mse" else F.cross_entropy(out, y, **kw)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    if compiled:
+        step = fg.compile(step)
+    losses = [step(L.tensor(x), L.tensor(y)) for _ in range(steps)]
+    return losses, list(model.parameters())
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_random_training_loops_match_torch(seed):
+    case = make_case(seed)
+    (t_losses, t_params), (losses, params) = train(torch, case), train(fg, case)
+    for o, t in zip(losses + params, t_losses + t_params):
+        assert_same(o, t, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("seed", [2, 5, 8])
+def test_random_compiled_training_loops_match_torch(seed):
+    case = make_case(seed)
+    (t_losses, t_params), (losses, params) = train(torch, case), train(fg, case, compiled=True)
+    for o, t in zip(losses + params, t_losses + t_params):
+        assert_same(o, t, rtol=2e-5, atol=2e-6)

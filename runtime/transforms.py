@@ -60,8 +60,9 @@ def _check_output(out) -> Tensor:
     if not isinstance(out, Tensor):
         raise TypeError(f"the function passed to fg.grad must return a fg.Tensor, got {type(out).__name__}")
     if out.numel() != 1:
-        raise RuntimeError(f"the function passed to fg.grad must return a one-element tensor (a scalar), but "
-                           f"its output has shape {tuple(out.shape)}")
+        raise RuntimeError(f"the function passed to fg.grad must return a tensor with one element (a "
+                           f"one-element tensor, such as a scalar), but its output has shape {tuple(out.shape)} "
+                           f"({out.numel()} elements)")
     if not out.dtype.is_floating_point:
         raise TypeError(f"the function passed to fg.grad must return a floating point tensor, got "
                         f"{out.dtype.name}")

@@ -195,7 +195,8 @@ REUSE_MIN_ELEMENTS = 1 << 14
 def _with_reuse(planned, types: dict, outputs: set):
     """Each planned step with `into`: None for a plain step; for a ufunc step on at least
     REUSE_MIN_ELEMENTS elements, the slot of a dying intermediate it may write into, or
-    -1 for a new array (`_large_ufunc`)."""
+    -1 for a new array (`_large_ufunc`). An intermediate qualifies if a ufunc step of
+    the run made it and no other kind of step read it (so no view of it is alive)."""
     last_use: dict = {}
     for j, (_, _, _, arg_slots, _, _) in enumerate(planned):
         for k in arg_slots:
@@ -212,5 +213,9 @@ def _with_reuse(planned, types: dict, outputs: set):
                     break
         if ufunc:
             fresh.update(out_slots)
+        else:
+            # Any other step may return a view of what it reads (reshape, expand, getitem):
+            # that memory is no longer the run's alone, so it is never written into.
+            fresh.difference_update(arg_slots)
         steps.append((ref, attrs, out_types, arg_slots, out_slots, into))
     return steps

@@ -175,6 +175,26 @@ def test_large_steps_write_into_dying_intermediates_only():
             np.testing.assert_array_equal(a, c)
 
 
+def test_a_viewed_intermediate_is_never_written_into():
+    # t is made by a ufunc step and dies at neg(t), but reshape(t) returned a view of its
+    # memory that is read afterwards: writing neg's result into t would change the view.
+    from fusegrad.ir.interpreter import REUSE_MIN_ELEMENTS
+    shape = (128, REUSE_MIN_ELEMENTS // 128)
+    b = Builder()
+    e = Emitter(b)
+    x, y = b.input(TensorType(shape, float32)), b.input(TensorType(shape, float32))
+    t = e.mul(x, y)
+    flat = e.op("reshape", t, shape=(REUSE_MIN_ELEMENTS,))
+    negated = e.op("reshape", e.neg(t), shape=(REUSE_MIN_ELEMENTS,))
+    b.program.outputs = [e.add(flat, negated)]
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
+    (got,) = StraightLine(b.program)(args)
+    (want,) = run_program(b.program, args)
+    np.testing.assert_array_equal(got, want)
+    assert not want.any()
+
+
 def test_an_unhashable_attribute_is_emitted_afresh():
     # A traced instruction may carry an unhashable attribute value; its VJP cannot be
     # cached, so backward emits it by the rule every time (same gradient).

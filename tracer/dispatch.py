@@ -116,7 +116,8 @@ class _Plan:
     take the general path."""
 
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
-                 "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at")
+                 "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
+                 "no_consts", "saved_inputs", "saved_outputs")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -133,6 +134,10 @@ class _Plan:
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs)
                                          if self.may_record else ((), ()))
         self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
+        self.no_consts = (None,) * len(inputs)
+        # The saved-values dict's (index, key) pairs: tensor inputs and outputs the VJP reads.
+        self.saved_inputs = tuple((i, ("in", i)) for i in self.in_slots if i not in self.consts_at)
+        self.saved_outputs = tuple((k, ("out", k)) for k in self.out_slots)
         # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2): a
         # second backward through a node that saves only such a constant raises, as there.
         saves_tensor = bool(self.out_slots) or any(i not in self.consts_at for i in self.in_slots)
@@ -168,35 +173,36 @@ def _run_plan(plan: _Plan, inputs, attrs):
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
     if plan.small:
-        results = (apply_ref_small(plan.ref, arrays, attrs, plan.want),)
+        out = object.__new__(Tensor)
+        out._init(apply_ref_small(plan.ref, arrays, attrs, plan.want), plan.out_types[0].dtype)
+        outs = (out,)
     else:
-        results = apply_ref(plan.ref, arrays, attrs or {}, plan.out_types)
-    outs = []
-    for r, t in zip(results, plan.out_types):
-        wrapped = object.__new__(Tensor)
-        wrapped._init(r, t.dtype)
-        outs.append(wrapped)
-    if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(results[0], arrays[0]):
+        outs = []
+        for r, t in zip(apply_ref(plan.ref, arrays, attrs or {}, plan.out_types), plan.out_types):
+            wrapped = object.__new__(Tensor)
+            wrapped._init(r, t.dtype)
+            outs.append(wrapped)
+    if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(outs[0]._data, arrays[0]):
         _make_view(outs[0], inputs[0], plan.op, plan.frozen)
     if plan.may_record and is_grad_enabled():
         saved = {}
-        for i in plan.in_slots:
+        for i, slot in plan.saved_inputs:
             x = inputs[i]
-            if type(x) is not np.ndarray:
-                saved[("in", i)] = SavedTensor(x._data, x._version, x)
-        for k in plan.out_slots:
-            saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
+            saved[slot] = SavedTensor(x._data, x._version, x)
+        for k, slot in plan.saved_outputs:
+            saved[slot] = SavedTensor(outs[k]._data, outs[k]._version)
         needs = plan.needs
         if len(inputs) == 2:
             edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
         else:
             edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         consts = tuple([x if type(x) is np.ndarray else None for x in inputs]) if plan.consts_at else \
-            (None,) * len(inputs)
+            plan.no_consts
         node = plan.node_class(plan.op, plan.frozen, plan.in_types, plan.out_types, edges, consts, saved)
         if plan.marks_saved:
             node._had_saved = True
-        for k, t in enumerate(outs):
+        k = 0
+        for t in outs:
             if plan.history[k]:
                 if t._base is None:         # a fresh result: set_history without its checks
                     t._grad_fn, t._requires_grad = node, True
@@ -204,6 +210,7 @@ def _run_plan(plan: _Plan, inputs, attrs):
                         t._output_nr = k
                 else:
                     set_history(t, node, k)
+            k += 1
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -291,13 +291,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
 
 
 def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
-    """The reduced loss: one NllLossBackward0 node (the nll_loss op) for (N, C) and (C,)
-    inputs, as torch records it; other ranks as the ops of _nll_from_log_probs."""
-    if log_probs.dim() in (1, 2) and (weight is None or weight.dtype == log_probs.dtype):
-        inputs = [log_probs, target, fg.arange(log_probs.shape[-1])] + ([weight] if weight is not None else [])
-        return apply_op("nll_loss", inputs, {"reduction": reduction, "ignore_index": int(ignore_index)},
-                        "NllLossBackward0")
-    return _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)[0]
+    """The reduced loss as torch records it: one NllLossBackward0 node (the nll_loss op) for
+    (N, C) and (C,) inputs; for (N, C, d1, ...) the same op on the classes-last (N*d, C)
+    rows, named NllLoss2DBackward0 (and viewed back to the target's shape for 'none')."""
+    if weight is not None and weight.dtype != log_probs.dtype:
+        return _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)[0]
+    attrs = {"reduction": reduction, "ignore_index": int(ignore_index)}
+    extra = [weight] if weight is not None else []
+    n_classes = log_probs.shape[-1] if log_probs.dim() == 1 else log_probs.shape[1]
+    classes = fg.arange(n_classes)
+    if log_probs.dim() in (1, 2):
+        return apply_op("nll_loss", [log_probs, target, classes] + extra, attrs, "NllLossBackward0")
+    rows = target.numel()
+    order = (0,) + tuple(range(2, log_probs.dim())) + (1,)
+    flat = log_probs.permute(*order).reshape(rows, n_classes)
+    out = apply_op("nll_loss", [flat, target.reshape(rows), classes] + extra, attrs, "NllLoss2DBackward0")
+    return out.view(*target.shape) if reduction == "none" else out
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,

@@ -573,4 +573,11 @@ def compile(fn=None):
     """`@fg.compile` / `fg.compile(fn)`: trace every call into one program and run it compiled."""
     if fn is None:
         return compile
+    if not callable(fn):
+        raise NotCallableError(f"A callable function is expected, but {type(fn)} is provided.")
     return CompiledFunction(fn)
+
+
+class NotCallableError(TypeError, AssertionError):
+    """fg.compile of something not callable: a TypeError, and torch.compile's AssertionError
+    (with its text) for code written against torch."""

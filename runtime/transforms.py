@@ -96,6 +96,9 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
 
     With `has_aux=True`, `f` returns `(output, aux)` and the result is
     `((value, aux), grads)`, as in JAX."""
+    if not callable(f):
+        raise TypeError(f"Expected a callable value, got {f!r}")      # JAX's check and text
+
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args))

@@ -641,3 +641,18 @@ def test_double_backward_through_a_compiled_call_is_not_silently_zero():
     x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
     g, = fg.autograd.grad(f(x), x, create_graph=True)
     assert g.requires_grad
+
+
+# ================================================================ not callable
+def test_compile_of_something_not_callable_raises_torch_compiles_error():
+    with pytest.raises(Exception) as theirs:
+        torch.compile(3)
+    with pytest.raises(TypeError) as ours:
+        fg.compile(3)
+    assert isinstance(ours.value, type(theirs.value)) and str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("transform", [fg.grad, fg.value_and_grad])
+def test_transform_of_something_not_callable_raises_type_error_as_jax(transform):
+    with pytest.raises(TypeError, match="Expected a callable value, got 3"):
+        transform(3)

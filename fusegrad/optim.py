@@ -109,7 +109,8 @@ class Optimizer:
         if closure is not None:
             with fg.enable_grad():
                 loss = closure()
-        with fg.no_grad():
+        # torch's _use_grad_for_differentiable: the update records history only when differentiable
+        with fg.set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             for group in self.param_groups:
                 self._update_group(group)
         return loss
@@ -266,8 +267,17 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+        if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
+        for index, beta in enumerate(betas[:2]):
+            if isinstance(beta, Tensor):
+                if not capturable and foreach:
+                    raise ValueError(f"betas[{index}] as a Tensor is not supported for capturable=False and "
+                                     "foreach=True")
+                if beta.numel() != 1:
+                    raise ValueError(f"Tensor betas[{index}] must be 1-element")
+        # torch's _to_scalar: a 1-element tensor is kept as a 0-d one
+        betas = tuple(b.reshape(()) if isinstance(b, Tensor) else b for b in betas)
         # foreach and fused pick torch's device kernels: accepted and listed as torch does, no effect here.
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
@@ -286,7 +296,8 @@ class Adam(Optimizer):
         return state
 
     def _update_group(self, group: dict[str, Any]) -> None:
-        beta1, beta2 = group["betas"]
+        # Tensor betas (accepted as torch does) enter the formulas as their values
+        beta1, beta2 = (float(b) if isinstance(b, Tensor) else b for b in group["betas"])
         lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
         for p in group["params"]:
             if p.grad is None:

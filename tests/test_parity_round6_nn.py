@@ -453,3 +453,66 @@ def test_compiled_spatial_cross_entropy_matches_torch():
     y, g = compiled()
     assert_same(y, ty)
     assert_same(g, tg)
+
+
+# ================================================================ optimizer hyper-parameters as tensors
+def trajectory(name, **kw):
+    """Three steps of `name` on sum(p**3); hyper-parameters given as callables of the library."""
+    def run(L):
+        p = L.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        opt = getattr(L.optim, name)([p], **{k: (v(L) if callable(v) else v) for k, v in kw.items()})
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p * p).sum().backward()
+            opt.step()
+        return np.round(np.asarray(p.detach().tolist()), 5).tolist(), unify(repr(opt.param_groups[0].get("betas")))
+    return run
+
+
+@pytest.mark.parametrize("run", [
+    trajectory("Adam", lr=0.1, betas=lambda L: (L.tensor(0.8), L.tensor(0.9))),
+    trajectory("Adam", lr=0.1, betas=lambda L: (L.tensor([0.8]), L.tensor([[0.9]]))),
+    trajectory("Adam", lr=0.1, betas=lambda L: (L.tensor([0.8, 0.7]), L.tensor(0.9))),
+    trajectory("Adam", lr=0.1, betas=lambda L: (L.tensor(0.8), L.tensor(0.9)), foreach=True),
+    trajectory("Adam", lr=0.1, betas=lambda L: (L.tensor(0.8), 0.9)),
+    trajectory("AdamW", lr=lambda L: L.tensor(0.05), betas=lambda L: (L.tensor(0.5), L.tensor(0.99))),
+    trajectory("Adam", lr=0.1, differentiable=True),
+    trajectory("SGD", lr=0.1, momentum=0.5, differentiable=True),
+], ids=lambda f: "")
+def test_tensor_betas_and_differentiable_mode(run):
+    """Tensor betas work as in torch; differentiable=True runs the update with grad mode on
+    (so an in-place update of a leaf raises torch's error)."""
+    same_outcome(run)
+
+
+# ================================================================ signatures
+@pytest.mark.parametrize("fn", [
+    lambda L: L.nn.functional.softmax(L.tensor([1.0, 2.0]), 0, 3, L.float64).dtype == L.float64,
+    lambda L: L.nn.functional.log_softmax(L.tensor([1.0, 2.0]), 0, _stacklevel=5).tolist(),
+    lambda L: L.nn.functional.relu_(L.tensor([-1.0, 2.0])).tolist(),
+    lambda L: L.nn.Softmax()(L.ones(2, 3)).shape == (2, 3),
+], ids=lambda f: "")
+def test_functional_signatures_follow_torch(fn):
+    same_outcome(fn)
+
+
+def test_implicit_softmax_dim_warning_points_at_the_callers_line():
+    for L in (torch, fg):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.nn.functional.softmax(L.ones(2, 3))
+            L.nn.functional.log_softmax(L.ones(2, 3))
+        assert [w.filename for w in caught] == [__file__, __file__]
+
+
+def test_load_state_dict_with_assign_takes_the_tensors():
+    results = []
+    for L in (torch, fg):
+        m = L.nn.Sequential(L.nn.Linear(2, 1))
+        m[0].bias.requires_grad_(False)
+        w = L.ones(1, 2)
+        keys = m.load_state_dict({"0.weight": w, "0.bias": L.zeros(1)}, assign=True)
+        w.add_(1)            # the module holds w itself
+        results.append((m[0].weight.tolist(), type(m[0].weight).__name__, m[0].weight.requires_grad,
+                        m[0].bias.requires_grad, m[0].weight.is_leaf, repr(keys)))
+    assert results[1] == results[0]

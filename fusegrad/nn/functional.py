@@ -17,7 +17,7 @@ import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.tracer.dispatch import apply_op
 
-__all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax",
+__all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
 
 _DTYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
@@ -112,6 +112,11 @@ def relu(input, inplace: bool = False):
     return input.relu()
 
 
+def relu_(input):
+    """relu written into `input` (torch.nn.functional.relu_)."""
+    return relu(input, inplace=True)
+
+
 def tanh(input):
     """Elementwise hyperbolic tangent."""
     return input.tanh()
@@ -122,26 +127,28 @@ def sigmoid(input):
     return input.sigmoid()
 
 
-def _softmax_dim(ndim: int, name: str) -> int:
+def _softmax_dim(ndim: int, name: str, stacklevel: int = 3) -> int:
     # torch's legacy rule for an omitted dim, with its deprecation warning.
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", UserWarning, stacklevel=3)
+                  "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input, dim=None, dtype=None):
-    """exp(x) / sum(exp(x)) along `dim` (numerically stable); `dtype` casts first."""
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim` (numerically stable); `dtype` casts first.
+
+    The signature is torch's: `dtype` comes after the internal `_stacklevel`."""
     if dim is None:
-        dim = _softmax_dim(input.dim(), "softmax")
+        dim = _softmax_dim(input.dim(), "softmax", _stacklevel)
     if dtype is not None:
         input = _cast(input, dtype)
     return input.softmax(dim)
 
 
-def log_softmax(input, dim=None, dtype=None):
-    """x - logsumexp(x) along `dim`; `dtype` casts first."""
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """x - logsumexp(x) along `dim`; `dtype` casts first (torch's signature, as softmax)."""
     if dim is None:
-        dim = _softmax_dim(input.dim(), "log_softmax")
+        dim = _softmax_dim(input.dim(), "log_softmax", _stacklevel)
     if dtype is not None:
         input = _cast(input, dtype)
     return input.log_softmax(dim)

@@ -414,15 +414,32 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> _IncompatibleKeys:
+    def _state_owners(self, prefix: str = "", owners: dict | None = None) -> dict:
+        """`{state_dict key: (module, local name)}`, walked as `state_dict` walks."""
+        owners = {} if owners is None else owners
+        for key, param in self._parameters.items():
+            if param is not None:
+                owners[prefix + key] = (self, key)
+        for key, buf in self._buffers.items():
+            if buf is not None and key not in self._non_persistent_buffers_set:
+                owners[prefix + key] = (self, key)
+        for name, module in self._modules.items():
+            if module is not None:
+                module._state_owners(prefix + name + ".", owners)
+        return owners
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values (Tensors or NumPy arrays) into the parameters and buffers.
 
+        With `assign`, the module takes the state dict's tensors themselves
+        (parameters wrapped as Parameters keeping `requires_grad`), as torch.
         Raises torch's `RuntimeError` listing size mismatches and, when
         `strict`, missing and unexpected keys; returns the key lists.
         """
         if not hasattr(state_dict, "items"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
+        owners = self._state_owners() if assign else {}
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
         errors = []
@@ -442,7 +459,10 @@ class Module:
                     errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
                                   f"checkpoint, the shape in current model is {target.shape}.")
                     continue
-                target.copy_(value)
+                if assign:
+                    _assign(*owners[key], target, value)
+                else:
+                    target.copy_(value)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -488,6 +508,18 @@ def _check_name(module: Module, name: str, kind: str) -> None:
     registry = module._parameters if kind == "parameter" else module._buffers
     if hasattr(module, name) and name not in registry:
         raise KeyError(f"attribute '{name}' already exists")
+
+
+def _assign(module: Module, name: str, current, value) -> None:
+    """load_state_dict(assign=True) for one entry: the value replaces the parameter or buffer."""
+    if isinstance(current, Parameter):
+        if isinstance(value, Parameter):
+            value.requires_grad_(current.requires_grad)
+        else:
+            value = Parameter(value, requires_grad=current.requires_grad)
+        module._parameters[name] = value
+    else:
+        module._buffers[name] = value
 
 
 def zeroed_grad(grad):

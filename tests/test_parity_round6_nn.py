@@ -516,3 +516,57 @@ def test_load_state_dict_with_assign_takes_the_tensors():
         results.append((m[0].weight.tolist(), type(m[0].weight).__name__, m[0].weight.requires_grad,
                         m[0].bias.requires_grad, m[0].weight.is_leaf, repr(keys)))
     assert results[1] == results[0]
+
+
+# ================================================================ gradient clipping
+@pytest.mark.parametrize("clip", [
+    lambda L, ps: L.nn.utils.clip_grad_norm_(ps, 0.5),
+    lambda L, ps: L.nn.utils.clip_grad_norm_(ps, 0.3, norm_type="inf"),
+    lambda L, ps: L.nn.utils.clip_grad_norm_(ps, 100.0, norm_type=1),
+    lambda L, ps: L.nn.utils.clip_grad_value_(ps, 0.05),
+], ids=["l2", "inf", "l1-no-clip", "value"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_gradient_clipping_in_a_training_step(clip, compiled):
+    results = []
+    for L in (torch, fg):
+        m = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.ReLU(), L.nn.Linear(4, 2))
+        with L.no_grad():
+            for i, p in enumerate(m.parameters()):
+                p.copy_(L.tensor(np.cos(np.arange(p.numel()) * 0.7 + i).reshape(tuple(p.shape)).astype(np.float32)))
+        opt = L.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            L.nn.functional.cross_entropy(m(x), y).backward()
+            norm = clip(L, m.parameters())
+            opt.step()
+            return norm
+        if compiled and L is fg:
+            step = fg.compile(step)
+        x, y = L.tensor(np.sin(np.arange(15.0)).reshape(5, 3).astype(np.float32)), L.tensor([0, 1, 1, 0, 1])
+        norms = [step(x, y) for _ in range(2)]
+        results.append((norms, list(m.parameters())))
+    (t_norms, t_params), (norms, params) = results
+    for o, t in zip(norms + params, t_norms + t_params):
+        assert_same(o, t, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L: L.nn.utils.clip_grad_norm_([], 1.0),
+    lambda L: L.nn.utils.clip_grad_norm_((p for p in []), 1.0),
+    lambda L: L.nn.utils.clip_grad_norm_(L.ones(2, requires_grad=True), 1.0),
+    lambda L: (lambda p: (setattr(p, "grad", L.tensor([float("inf"), 1.0])),
+                          L.nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)))(L.ones(2, requires_grad=True)),
+    lambda L: (lambda p: (setattr(p, "grad", L.tensor([float("nan"), 1.0])),
+                          L.nn.utils.clip_grad_norm_(p, 1.0), p.grad)[1:])(L.ones(2, requires_grad=True)),
+], ids=lambda f: "")
+def test_gradient_clipping_edge_cases(fn):
+    same_outcome(lambda L: unify(repr(fn(L))))
+
+
+# ================================================================ outside nn/optim (recorded, not fixed here)
+@pytest.mark.xfail(strict=True, reason="Tensor.to(other) (tracer/functional.py `to`) should cast to other's dtype "
+                                       "as torch does; it fails with AttributeError: 'Tensor' object has no "
+                                       "attribute 'np'")
+def test_tensor_to_another_tensors_dtype():
+    same_outcome(lambda L: str(L.ones(2).to(L.ones(1, dtype=L.float64)).dtype).split(".")[-1])

@@ -4,7 +4,7 @@
     model = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 3))
     loss = fg.nn.functional.cross_entropy(model(x), targets)
 """
-from . import functional, init
+from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, Sequential
 from .layers import (CrossEntropyLoss, Flatten, Identity, Linear, LogSoftmax, MSELoss, NLLLoss, ReLU,
                      Sigmoid, Softmax, Tanh)
@@ -12,4 +12,4 @@ from .module import Module, Parameter
 
 __all__ = ["Module", "Parameter", "Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
-           "functional", "init"]
+           "functional", "init", "utils"]

@@ -1,0 +1,66 @@
+"""torch.nn.utils' gradient clipping: `clip_grad_norm_` and `clip_grad_value_`.
+
+Both scale or clamp each parameter's `.grad` in place under `no_grad` with
+public Tensor ops and never read a value back (the clip coefficient is
+clamped, not compared), so a compiled training step traces them as ops.
+"""
+from __future__ import annotations
+
+import math
+import types
+import warnings
+
+import fusegrad as fg
+from fusegrad.tracer.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+
+
+def _as_list(parameters) -> list:
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """The `norm_type`-norm of all `tensors` together (as if concatenated into one vector)."""
+    tensors = _as_list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return fg.tensor(0.0)
+    with fg.no_grad():
+        if norm_type == math.inf:
+            # max |x| written as ops with kernels (a compiled norm(inf) runs by reference)
+            total = fg.stack([t.abs().max() for t in tensors]).max()
+        else:
+            total = fg.stack([t.norm(norm_type) for t in tensors]).norm(norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> Tensor:
+    """Scale the gradients in place so that their total norm is at most `max_norm`; returns the
+    total norm before clipping (torch's formula: coef = max_norm / (norm + 1e-6), clamped at 1)."""
+    is_generator = isinstance(parameters, types.GeneratorType)
+    parameters = _as_list(parameters)
+    if is_generator and not parameters:
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    if grads:
+        with fg.no_grad():
+            coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(coef)
+    return total_norm
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient in place to [-clip_value, clip_value]."""
+    clip_value = float(clip_value)
+    with fg.no_grad():
+        for p in _as_list(parameters):
+            if p.grad is not None:
+                p.grad.clamp_(min=-clip_value, max=clip_value)

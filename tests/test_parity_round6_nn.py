@@ -570,3 +570,31 @@ def test_gradient_clipping_edge_cases(fn):
                                        "attribute 'np'")
 def test_tensor_to_another_tensors_dtype():
     same_outcome(lambda L: str(L.ones(2).to(L.ones(1, dtype=L.float64)).dtype).split(".")[-1])
+
+
+# ================================================================ nn.init
+@pytest.mark.parametrize("fn", [
+    lambda L: L.nn.init.kaiming_uniform_(L.ones(2, 3), mode="x"),
+    lambda L: L.nn.init.kaiming_normal_(L.ones(2, 3), mode="fan_avg"),
+    lambda L: L.nn.init.kaiming_normal_(L.ones(0, 3)).shape,
+    lambda L: L.nn.init.xavier_normal_(L.ones(3)),
+    lambda L: L.nn.init.eye_(L.ones(2, 3)).tolist(),
+    lambda L: L.nn.init.eye_(L.ones(3, 2, dtype=L.float64)).tolist(),
+    lambda L: L.nn.init.eye_(L.ones(3)),
+], ids=lambda f: "")
+def test_init_functions_and_errors(fn):
+    same_outcome(lambda L: unify(repr(fn(L))))
+
+
+@pytest.mark.parametrize("name,kwargs,std", [
+    ("kaiming_normal_", {}, (2.0 / (1 + 0.0)) ** 0.5 / 40 ** 0.5),
+    ("kaiming_normal_", {"mode": "FAN_OUT", "nonlinearity": "relu"}, 2 ** 0.5 / 30 ** 0.5),
+    ("xavier_normal_", {"gain": 2.0}, 2.0 * (2.0 / 70) ** 0.5),
+])
+def test_normal_initialisers_have_torchs_spread(name, kwargs, std):
+    fg.manual_seed(0)
+    w = getattr(fg.nn.init, name)(fg.empty(30, 40), **kwargs)
+    t = getattr(torch.nn.init, name)(torch.empty(30, 40), **kwargs)
+    values = w.numpy()
+    assert abs(values.std() / std - 1) < 0.08 and abs(float(t.std()) / std - 1) < 0.08
+    assert abs(values.mean()) < 0.1 * std

@@ -12,8 +12,8 @@ import warnings
 
 import fusegrad as fg
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-           "kaiming_uniform_", "xavier_uniform_"]
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+           "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -87,12 +87,40 @@ def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity:
         # torch warns and leaves a zero-element tensor alone
         warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
         return tensor
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    fan = fan_in if mode == "fan_in" else fan_out
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return uniform_(tensor, -bound, bound)
+
+
+def _calculate_correct_fan(tensor, mode: str) -> int:
+    """fan_in or fan_out of `tensor`, as `mode` (any case) names, with torch's error text."""
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+    """He initialisation: N(0, std**2), std = gain / sqrt(fan)."""
+    if tensor.numel() == 0:
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+    return normal_(tensor, 0.0, std)
+
+
+def xavier_normal_(tensor, gain: float = 1.0):
+    """Glorot initialisation: N(0, std**2), std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def eye_(tensor):
+    """Fill a 2-d tensor with the identity matrix (ones on the diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, fg.eye(*tensor.shape, dtype=tensor.dtype))
 
 
 def xavier_uniform_(tensor, gain: float = 1.0):

@@ -598,3 +598,7 @@ def test_normal_initialisers_have_torchs_spread(name, kwargs, std):
     values = w.numpy()
     assert abs(values.std() / std - 1) < 0.08 and abs(float(t.std()) / std - 1) < 0.08
     assert abs(values.mean()) < 0.1 * std
+
+
+def test_linear_with_float_feature_count():
+    same_outcome(lambda L: L.nn.Linear(2.0, 3))

@@ -12,8 +12,12 @@ _rng = [np.random.default_rng()]
 
 
 def manual_seed(seed: int):
-    """Seed fusegrad's random generator (randn, rand and nn's initialisers)."""
-    _rng[0] = np.random.default_rng(int(seed))
+    """Seed fusegrad's random generator (randn, rand and nn's initialisers). As torch, the
+    seed is taken as an integer (1.5 is 1) and a negative one wraps to 64 bits."""
+    seed = int(seed)
+    if not -2 ** 63 <= seed < 2 ** 64:
+        raise ValueError("Overflow when unpacking long long")
+    _rng[0] = np.random.default_rng(seed % 2 ** 64)
     return _rng[0]
 
 
@@ -49,7 +53,8 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
         if array.dtype.kind == "b":
             inferred = bool_
     target = dtype or inferred
-    return np.array(array, dtype=target.np, order="C", copy=True)
+    with np.errstate(over="ignore"):        # 1e40 as float32 is inf, silently (torch)
+        return np.array(array, dtype=target.np, order="C", copy=True)
 
 
 def _check_ragged(data, dim: int) -> None:
@@ -94,28 +99,55 @@ _GENERATOR_SIGNATURES = (
 
 
 def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
+    """The shape given to a creation function as `*size` (ints, or one tuple/list of
+    ints), with torch's errors for anything else."""
     if not size:        # torch: `size` is a required argument (() or [] make a 0-d tensor)
         if not keywords:    # randn()/rand() with no arguments at all
             raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but expected one of:\n"
                             + _GENERATOR_SIGNATURES)
         raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+    if len(size) == 1 and not isinstance(size[0], (tuple, list)):
+        d = _dim_size(size[0])
+        if d is None:
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{type(size[0]).__name__}")
+        return _checked((d,), fn)
+    items = size[0] if len(size) == 1 else size
     out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
-                            f"{type(s).__name__} at pos {len(out)}")
-        out.append(int(s))
+    for s in items:
+        d = _dim_size(s, bools=bool(out))           # torch takes a bool after the first size
+        if d is None and not out:
+            if len(size) > 1:
+                raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but found element "
+                            f"of type {type(s).__name__} at pos 0")
+        if d is None:
+            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {len(out) + 1} with "
+                            f'error "type must be tuple of ints,but got {type(s).__name__}"')
+        out.append(d)
+    return _checked(tuple(out), fn)
+
+
+def _checked(out: tuple, fn: str) -> tuple:
+    """`out` if no size is negative; torch's error otherwise."""
     for s in out:
         if s < 0:
             if fn == "zeros":
                 raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"[{', '.join(map(str, out))}]")
-    return tuple(out)
+    return out
+
+
+def _dim_size(s, bools: bool = False):
+    """One size as an int (ints, NumPy integers, 0-d integer tensors), else None."""
+    if isinstance(s, Tensor):
+        return int(s.item()) if s.dim() == 0 and s.dtype is int64 else None
+    if isinstance(s, bool) and not bools:
+        return None
+    if isinstance(s, (int, np.integer)):
+        return int(s)
+    return None
 
 
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
@@ -144,19 +176,44 @@ def empty(*size, dtype: DType | None = None, requires_grad: bool = False) -> Ten
 
 
 def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` filled with `fill_value` (its dtype inferred as torch: bool,
+    int64 for integers, else float32)."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (int, float, np.number, np.bool_)):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
     if dtype is None:
-        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
-    return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
+        dtype = (bool_ if isinstance(fill_value, (bool, np.bool_)) else
+                 int64 if isinstance(fill_value, (int, np.integer)) else float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
 
 
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    d = dtype or float32
-    return _new(_rng[0].standard_normal(_size(size, "randn", dtype is not None or requires_grad)).astype(d.np), requires_grad)
+    """Standard normal samples (float32 unless `dtype` says float64)."""
+    shape = _size(size, "randn", dtype is not None or requires_grad)
+    d = _random_dtype(dtype, "normal_kernel_cpu")
+    return _new(_rng[0].standard_normal(shape).astype(d.np), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
+    shape = _size(size, "rand", dtype is not None or requires_grad)
+    d = _random_dtype(dtype, "check_uniform_bounds")
+    return _new(_rng[0].random(shape).astype(d.np), requires_grad)
+
+
+_TORCH_SCALAR_NAMES = {"int64": "Long", "bool": "Bool"}
+
+
+def _random_dtype(dtype: DType | None, kernel: str) -> DType:
+    """randn/rand sample floating point only: torch's error names the kernel that refuses."""
     d = dtype or float32
-    return _new(_rng[0].random(_size(size, "rand", dtype is not None or requires_grad)).astype(d.np), requires_grad)
+    if not d.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TORCH_SCALAR_NAMES.get(d.name, d.name)}\'')
+    return d
 
 
 def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
@@ -167,6 +224,7 @@ def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
 
 def arange(start, end=None, step=1, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """torch.arange: int64 for integer arguments, else float32."""
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if end is None:
         start, end = 0, start
     if not (step > 0 or step < 0):               # 0 or NaN

@@ -554,6 +554,9 @@ def mean(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) 
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
     a = as_tensor(a, "mean")
     dim, keepdim, given = _dim_overload("mean", dim, keepdim)
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating point "
+                           f"or complex dtype. Got: {_TORCH_DTYPE_NAME[dtype.name]}")
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:

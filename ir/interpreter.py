@@ -58,6 +58,8 @@ def apply_ref_small(ref, arrays, attrs: dict, want: np.dtype) -> np.ndarray:
             out = ref(*arrays, **attrs)
     if type(out) is np.ndarray and (out.dtype is want or out.dtype == want):
         return out
+    if type(out) is tuple:              # a one-output op whose reference returns a tuple (custom_call)
+        (out,) = out
     return np.asarray(out, dtype=want)
 
 
@@ -97,6 +99,61 @@ def run_program(program: Program, args, apply=reference_apply, env: dict | None 
         for v, o in zip(ins.outputs, outs):
             env[v.id] = o
     return [env[v.id] for v in program.outputs]
+
+
+def run_freeing(program: Program, env: dict) -> list:
+    """run_program for a program run once (a compiled call's reference path): each value
+    is dropped once its last reader has run, so peak memory is the live values, not all
+    of them; instructions whose outputs `env` already holds (computed at a graph break)
+    are skipped; and a large ufunc step writes into an argument that dies there when an
+    earlier ufunc step of this run made it and nothing else read it (as StraightLine
+    does): each fresh array of millions of elements costs its page faults on first
+    touch, which on a first call is as much as the arithmetic."""
+    instrs = [ins for ins in program.instrs if ins.outputs[0].id not in env]
+    last = {}
+    for n, ins in enumerate(instrs):
+        for v in ins.inputs:
+            last[v.id] = n
+    for v in program.outputs:
+        last[v.id] = len(instrs)
+    frees = [[] for _ in instrs]
+    for vid, n in last.items():
+        if n < len(instrs):
+            frees[n].append(vid)
+    owned: set = set()              # ids of values a ufunc step of this run made, no view taken
+    for ins, free in zip(instrs, frees):
+        ref = OPS[ins.op].ref
+        args = [env[v.id] for v in ins.inputs]
+        if type(ref) is np.ufunc and ref.nout == 1 and not ins.attrs:
+            out_type = ins.outputs[0].type
+            into = None
+            if out_type.numel >= REUSE_MIN_ELEMENTS:
+                for v in ins.inputs:
+                    if v.id in owned and v.id in free and v.type is out_type:
+                        into = env[v.id]
+                        break
+            outs = _quiet(_large_ufunc, ref, args, (out_type,), into)
+            owned.add(ins.outputs[0].id)
+        else:
+            outs = apply_ref(ref, args, dict(ins.attrs), [v.type for v in ins.outputs])
+            owned.difference_update(v.id for v in ins.inputs)   # the result may be a view of them
+        for v, o in zip(ins.outputs, outs):
+            env[v.id] = o
+        for vid in free:
+            del env[vid]
+    return [env[v.id] for v in program.outputs]
+
+
+def _quiet(fn, *args):
+    """fn(*args) with floating-point warnings silenced (as `apply_ref`)."""
+    if _FP_STATE is not None:
+        token = _FP_STATE.set(_QUIET)
+        try:
+            return fn(*args)
+        finally:
+            _FP_STATE.reset(token)
+    with np.errstate(all="ignore"):
+        return fn(*args)
 
 
 class StraightLine:

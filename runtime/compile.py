@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, reference_apply, threaded
+from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
@@ -147,30 +148,6 @@ def _reference(program: Program, args: list, known: dict | None, run: _Run, why:
     # reference calls split over threads and 0.18 s without (cold: 0.07-0.09 s either way).
     with threaded.single_threaded():
         return run_freeing(program, env)
-
-
-def run_freeing(program: Program, env: dict) -> list:
-    """run_program, but each value is dropped once its last reader has run (a call's
-    peak memory is then its live values, not all of them), and instructions whose
-    outputs `env` already holds (computed at a graph break) are skipped."""
-    instrs = [ins for ins in program.instrs if ins.outputs[0].id not in env]
-    last = {}
-    for n, ins in enumerate(instrs):
-        for v in ins.inputs:
-            last[v.id] = n
-    for v in program.outputs:
-        last[v.id] = len(instrs)
-    frees = [[] for _ in instrs]
-    for vid, n in last.items():
-        if n < len(instrs):
-            frees[n].append(vid)
-    for ins, free in zip(instrs, frees):
-        outs = reference_apply(ins, [env[v.id] for v in ins.inputs])
-        for v, o in zip(ins.outputs, outs):
-            env[v.id] = o
-        for vid in free:
-            del env[vid]
-    return [env[v.id] for v in program.outputs]
 
 
 _reported_failures: set = set()

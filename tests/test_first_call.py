@@ -290,3 +290,45 @@ def test_explain_compiles_synchronously_even_when_async(monkeypatch):
     text = f.explain(fg.randn(10_000))
     assert "execution path: compiled kernels" in text
     assert "def kernel(" in text
+
+
+def _viewed_chain(shape):
+    """Ufunc steps on a large array, with a reshape view of an intermediate that is read
+    after the ufunc step where the intermediate dies (that one must not be written into)."""
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType(shape, float32))
+    y = b.input(TensorType(shape, float32))
+    t = e.tanh(e.mul(x, y))
+    flat = e.op("reshape", t, shape=(shape[0] * shape[1],))
+    u = e.exp(e.neg(t))                     # t dies here, but `flat` views it
+    v = e.sub(e.mul(u, u), x)               # u dies (read twice); x is an input
+    back = e.op("reshape", flat, shape=shape)
+    b.program.outputs = [e.add(v, back), e.sigmoid(v)]
+    return b.program
+
+
+def test_reference_run_writes_into_dying_intermediates_only(monkeypatch):
+    from fusegrad.ir import interpreter
+    shape = (64, interpreter.REUSE_MIN_ELEMENTS // 32)
+    program = _viewed_chain(shape)
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
+    copies = [a.copy() for a in args]
+    written_into = []
+    plain = interpreter._large_ufunc
+
+    def recording(ufunc, arrays, out_types, out):
+        written_into.append(out is not None)
+        return plain(ufunc, arrays, out_types, out)
+    monkeypatch.setattr(interpreter, "_large_ufunc", recording)
+    env = dict(zip([v.id for v in program.inputs], args))
+    got = interpreter.run_freeing(program, env)
+    want = interpreter.run_program(program, copies)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    for a, c in zip(args, copies):
+        np.testing.assert_array_equal(a, c)          # inputs are never written into
+    # mul(x, y) and neg(t) make new arrays (inputs; a viewed t); tanh, exp, mul(u, u),
+    # sub, sigmoid can reuse: tanh into mul's, exp into neg's, mul into exp's, sub into mul's.
+    assert written_into.count(True) >= 4 and written_into[:2] == [False, True]

@@ -30,6 +30,7 @@ from fusegrad.ir.interpreter import reference_apply
 from . import trace_state
 from .dispatch import ZERO_DIM_TYPES
 from .grad_mode import is_grad_enabled
+from .node import _FREED_MSG, saved_slots
 from .tensor import Tensor
 
 
@@ -317,6 +318,8 @@ class Trace:
         seed_values = [self.value_of(s) for s in seeds]
         wrt = [self.value_of(x) for x in inputs]
         active = active_values(instrs, out_values, wrt)
+        if self.freed:
+            self._check_not_freed(instrs, active)
         if not retain_graph:
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
         before = len(self.program.instrs)
@@ -324,6 +327,17 @@ class Trace:
         if create_graph:
             self.grad_instrs.update(id(ins) for ins in self.program.instrs[before:])
         return [None if g is None else self.symbolic(g, create_graph) for g in grads]
+
+    def _check_not_freed(self, instrs, active: set) -> None:
+        """torch's error for a backward through nodes an earlier backward freed (without
+        retain_graph), raised where one of them saved values for its VJP (x * x, x * 2;
+        not x + y, whose backward reads nothing)."""
+        for ins in instrs:
+            if id(ins) in self.freed and any(v.id in active for v in ins.outputs):
+                needs = tuple(v.id in active for v in ins.inputs)
+                in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+                if in_slots or out_slots:
+                    raise RuntimeError(_FREED_MSG)
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""

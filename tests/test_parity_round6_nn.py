@@ -565,9 +565,6 @@ def test_gradient_clipping_edge_cases(fn):
 
 
 # ================================================================ outside nn/optim (recorded, not fixed here)
-@pytest.mark.xfail(strict=True, reason="Tensor.to(other) (tracer/functional.py `to`) should cast to other's dtype "
-                                       "as torch does; it fails with AttributeError: 'Tensor' object has no "
-                                       "attribute 'np'")
 def test_tensor_to_another_tensors_dtype():
     same_outcome(lambda L: str(L.ones(2).to(L.ones(1, dtype=L.float64)).dtype).split(".")[-1])
 

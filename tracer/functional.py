@@ -997,10 +997,34 @@ def contiguous(a) -> Tensor:
     return clone(a)
 
 
-def to(a, dtype: DType | None = None, *args, **kwargs) -> Tensor:
-    if isinstance(dtype, str):   # .to("cpu")
-        dtype = kwargs.get("dtype")
-    return a if dtype is None else cast(a, dtype)
+def to(a, *args, **kwargs) -> Tensor:
+    """Tensor.to in torch's forms: (dtype), (device[, dtype]), (other tensor: its dtype), each
+    optionally followed by non_blocking and copy, or as keywords. The device must be the CPU.
+    Returns `a` itself when nothing changes, unless copy=True (a ToCopyBackward0 copy)."""
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    flags = []
+    for x in args:
+        if isinstance(x, DType):
+            dtype = x
+        elif isinstance(x, Tensor):
+            dtype = x._dtype
+        elif isinstance(x, str):
+            device = x
+        elif isinstance(x, bool):
+            flags.append(x)                      # non_blocking, then copy
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments - got ({type(x).__name__})")
+    if len(flags) > 1:
+        copy = flags[1]
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise AssertionError(f"fusegrad runs on the CPU only (got device {device!r})")
+    if dtype is None or dtype is a._dtype:
+        return apply_op("cast", [a], {"dtype": a._dtype}, "ToCopyBackward0") if copy else a
+    return cast(a, dtype)
 
 
 def cat(tensors, dim: int = 0) -> Tensor:

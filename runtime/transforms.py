@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from fusegrad.tracer import Tensor, engine, is_grad_enabled
+from fusegrad.tracer import Tensor, engine, is_grad_enabled, trace_state
 from fusegrad.tracer.creation import tensor as _tensor
 
 
@@ -45,6 +45,11 @@ def _as_input(x, k: int) -> Tensor:
         if x.requires_grad:
             # Differentiate through x's own history (for grad of grad) via an identity op.
             return x.view_as(x)
+        if trace_state.current() is not None:
+            # Traced: a leaf is a program value, and a detach() shares x's memory and so its
+            # value: one tensor passed as two arguments would be one leaf with both uses'
+            # gradients (eagerly, and in JAX, each position has its own). A copy is its own.
+            return x.detach().clone().requires_grad_(True)
         return x.detach().requires_grad_(True)
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
         t = _tensor(x)

@@ -512,9 +512,6 @@ def test_special_values(mode, group, op, dtype):
 
 
 # ================================================================ found on the way
-@pytest.mark.xfail(strict=True, reason="runtime: fg.compile(fg.grad(f, argnums=(0, 1)))(x, x) gives both "
-                                       "positions the sum of their gradients (as torch's autograd.grad of one "
-                                       "tensor listed twice); eager fg.grad, like JAX, gives each position its own")
 def test_compiled_grad_of_one_tensor_passed_twice():
     x = fg.tensor([0.0, 1.0, -2.0])
 

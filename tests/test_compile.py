@@ -406,3 +406,28 @@ def test_write_through_a_view_made_before_the_call():
         inside_p, inside_w = wrap(f)(fg.ones(3, requires_grad=True))
         results.append([t.detach().numpy().tolist() for t in (inside_p, inside_w, W, p)])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("where", ["arguments", "inside"])
+def test_two_leaves_over_one_memory_get_their_own_gradients(where):
+    """Two `x.detach().requires_grad_()` of one tensor are separate variables (torch): each
+    gets the gradient of its own uses, also when both are lifted from one memory in a trace."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for this behaviour")
+    grads = []
+    for lib in (torch, fg):
+        x = lib.tensor([1.0, 2.0])
+
+        def step(a, b):
+            (a * 2 + b * 3 + a * b).sum().backward()
+            return a.grad, b.grad
+
+        def inside(x):
+            return step(x.detach().requires_grad_(), x.detach().requires_grad_())
+        if where == "arguments":
+            a, b = x.detach().requires_grad_(), x.detach().requires_grad_()
+            (step if lib is torch else fg.compile(step))(a, b)
+            grads.append((a.grad.tolist(), b.grad.tolist()))
+        else:
+            ga, gb = (inside if lib is torch else fg.compile(inside))(x)
+            grads.append((ga.tolist(), gb.tolist()))
+    assert grads[1] == grads[0]

@@ -88,6 +88,7 @@ class Trace:
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
+        self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -124,8 +125,21 @@ class Trace:
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
             v = self._alias(v, x._requires_grad)
         if x._requires_grad:
-            (self.leaf_tensors if x._grad_fn is None else self.boundary).setdefault(key, x)
+            group = self.leaf_tensors if x._grad_fn is None else self.boundary
+            if group.setdefault(key, x) is not x:
+                v = self._own_variable(x, v, group, key)
         return v
+
+    def _own_variable(self, x: Tensor, v: Value, group: dict, key) -> Value:
+        """A second tensor that requires grad over memory another one lifted (two
+        `x.detach().requires_grad_()` of one tensor): eagerly they are separate
+        variables, each with its own gradient, so it gets its own identity value. The
+        cast is not recorded for gradients, so none flows from one to the other."""
+        w = self.own_values.get(id(x))
+        if w is None:
+            w = self.own_values[id(x)] = self.builder.emit("cast", v, dtype=v.dtype)
+            group[(key, id(x))] = x
+        return w
 
     def _alias(self, v: Value, requires_grad: bool) -> Value:
         """Memory lifted as `v` read through a tensor that differs in requires_grad (a

@@ -2,6 +2,8 @@
 explicit table (no namespace wrapping at import time: grep finds them here)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fusegrad.ir import bool_, float32, float64, int64
@@ -26,17 +28,68 @@ def _tensor_other(fn):
     return method
 
 
-def _binary_operator(fn, scalars: bool = True):
+def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
+    """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
+    with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError."""
+    arrays = () if reflected else (np.ndarray,)
+
     def method(self, other):
         t = type(other)
         if t is Tensor or (scalars and (t is float or t is int)):     # the common cases first
             return fn(self, other)
-        ok = isinstance(other, (Tensor, np.ndarray)) or (scalars and F._is_scalar(other))
+        ok = isinstance(other, (Tensor, *arrays)) or (scalars and F._is_scalar(other))
         if not ok:
             return NotImplemented
         return fn(self, other)
     method.__name__ = fn.__name__
     return method
+
+
+_C_SCALAR_NAMES = {"float32": "Float", "float64": "Double"}
+
+
+def _bitwise(name: str, on_bools):
+    """`t & o`, `t | o`, `t ^ o`: on bools the logical op `on_bools(a, b)` builds from the
+    logical and comparison ops; on floats torch's NotImplementedError. (Integer bitwise
+    ops have no entry in the op table yet: they raise rather than guess.)"""
+    def fn(a, b) -> Tensor:
+        swap = not isinstance(a, Tensor)        # `True & t`: promote with the tensor first
+        ops, dtype = F._promoted([b, a] if swap else [a, b], name)
+        if dtype is bool_:
+            return on_bools(*(ops[::-1] if swap else ops))
+        if dtype.is_floating_point:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_C_SCALAR_NAMES[dtype.name]}\'')
+        raise NotImplementedError(f"fusegrad has no integer {name} yet (only bool tensors take &, | and ^)")
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise("bitwise_and", F.logical_and)
+bitwise_or = _bitwise("bitwise_or", lambda a, b: F.logical_not(F.logical_and(F.logical_not(a), F.logical_not(b))))
+bitwise_xor = _bitwise("bitwise_xor", F.ne)
+
+
+def _invert(self) -> Tensor:
+    """`~t`: logical not of bools, `-t - 1` (two's complement, exact) of integers."""
+    if self._dtype is bool_:
+        return F.logical_not(self)
+    if self._dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return F.sub(F.neg(self), 1)
+
+
+def _matrix_adjoint(name: str, ndim_rule: str):
+    """`t.H` (2-d only) and `t.mH` (batches of matrices): for real tensors, the transpose."""
+    def adjoint(self) -> Tensor:
+        if self.dim() == 0 and name == "H":
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
+                          stacklevel=2)
+            return self
+        if (self.dim() != 2) if name == "H" else (self.dim() < 2):
+            raise RuntimeError(f"tensor.{name} is only supported on {ndim_rule}. Got {self.dim()}-D tensor.")
+        return F.transpose(self, -2, -1)
+    adjoint.__name__ = name
+    return adjoint
 
 
 METHODS = {
@@ -81,17 +134,19 @@ METHODS = {
 }
 
 OPERATORS = {
-    "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add),
-    "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub),
-    "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul),
-    "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(F.rdiv),
-    "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow)),
+    "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add, reflected=True),
+    "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub, reflected=True),
+    "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul, reflected=True),
+    "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(F.rdiv, reflected=True),
+    "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
     "__matmul__": _binary_operator(F.matmul, False),
-    "__rmatmul__": _binary_operator(_reflected(F.matmul), False),
+    "__rmatmul__": _binary_operator(_reflected(F.matmul), False, reflected=True),
     "__lt__": _binary_operator(F.lt), "__le__": _binary_operator(F.le), "__gt__": _binary_operator(F.gt),
     "__ge__": _binary_operator(F.ge), "__eq__": _binary_operator(F.eq), "__ne__": _binary_operator(F.ne),
-    "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs, "__invert__": F.logical_not,
-    "__and__": F.logical_and,
+    "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs, "__invert__": _invert,
+    "__and__": _binary_operator(bitwise_and), "__rand__": _binary_operator(_reflected(bitwise_and), reflected=True),
+    "__or__": _binary_operator(bitwise_or), "__ror__": _binary_operator(_reflected(bitwise_or), reflected=True),
+    "__xor__": _binary_operator(bitwise_xor), "__rxor__": _binary_operator(_reflected(bitwise_xor), reflected=True),
     "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
     "__itruediv__": METHODS["div_"],
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
@@ -104,3 +159,5 @@ def bind_methods() -> None:
         setattr(Tensor, name, fn)
     Tensor.T = property(F.T)
     Tensor.mT = property(F.mT)
+    Tensor.H = property(_matrix_adjoint("H", "matrices (2-D tensors)"))
+    Tensor.mH = property(_matrix_adjoint("mH", "matrices or batches of matrices"))

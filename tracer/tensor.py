@@ -7,6 +7,7 @@ the Python protocol methods, and binds the functional forms as methods.
 """
 from __future__ import annotations
 
+import copy
 import warnings
 import weakref
 
@@ -26,7 +27,19 @@ _NON_LEAF_GRAD_WARNING = (
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple printed `fg.Size([2, 3])`."""
+    """A tensor's shape: a tuple of ints printed `fg.Size([2, 3])`.
+
+    Slicing, `+` and `*` keep the type, as torch.Size does. Internal code makes
+    shapes with `_size`, which skips the item check.
+    """
+
+    def __new__(cls, sizes=()):
+        items = tuple(sizes)
+        for k, item in enumerate(items):
+            if type(item) is not int:
+                items = _size_items(items, k)
+                break
+        return tuple.__new__(cls, items)
 
     def __repr__(self) -> str:
         return f"fg.Size([{', '.join(str(s) for s in self)}])"
@@ -41,13 +54,59 @@ class Size(tuple):
 
     def __getitem__(self, key):
         out = super().__getitem__(key)
-        return Size(out) if isinstance(key, slice) else out
+        return _size(out) if isinstance(key, slice) else out
 
     def __add__(self, other):
-        return Size(tuple(self) + tuple(other))
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to torch.Size")
+        return _size(tuple(self) + other)
 
     def __radd__(self, other):
-        return Size(tuple(other) + tuple(self))
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _size(other + tuple(self))
+
+    def __mul__(self, count):
+        if not isinstance(count, int):
+            return NotImplemented
+        return _size(tuple(self) * count)
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+def _size(items) -> Size:
+    """A Size from a tuple of ints (no check: shapes of arrays)."""
+    return tuple.__new__(Size, items)
+
+
+def _size_items(items: tuple, start: int) -> tuple:
+    """`items` with every entry from `start` on as a Python int (NumPy integers, bools and
+    one-element integer tensors convert, as in torch), or torch's TypeError naming the first
+    that is none of these."""
+    out = list(items[:start])
+    for k in range(start, len(items)):
+        item = items[k]
+        if isinstance(item, Tensor):
+            if item.numel() != 1 or item.dtype.is_floating_point:
+                raise TypeError(f"torch.Size() takes an iterable of 'int' (item {k} is 'Tensor')")
+            out.append(int(item.item()))
+        elif isinstance(item, (int, np.integer)):
+            out.append(int(item))
+        else:
+            raise TypeError(f"torch.Size() takes an iterable of 'int' (item {k} is '{type(item).__name__}')")
+    return tuple(out)
+
+
+def _tp_name(value) -> str:
+    """A value's type as CPython's tp_name spells it in torch's messages: `list`, `Foo` for a
+    class defined in Python, `numpy.ndarray` for a type defined in C outside the builtins."""
+    kind = type(value)
+    if kind.__module__ == "builtins" or kind.__flags__ & (1 << 9):     # Py_TPFLAGS_HEAPTYPE
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 # torch's names of a dtype in the .grad assignment error: the C type, and the scalar type.
@@ -107,7 +166,7 @@ class Tensor:
     # ------------------------------------------------------------ metadata
     @property
     def shape(self) -> Size:
-        return Size(self._value_shape())
+        return _size(self._value_shape())
 
     def _value_shape(self) -> tuple:
         return self._sym.shape if self._data is None else self._data.shape
@@ -116,7 +175,7 @@ class Tensor:
         """The shape, or one dimension's size."""
         shape = self._value_shape()
         if dim is None:
-            return Size(shape)
+            return _size(shape)
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
             raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
         if not shape:
@@ -160,6 +219,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if type(flag) is not bool:
+            raise RuntimeError("requires_grad must be a bool")
         if flag and self.is_leaf and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if flag and not self.is_leaf:       # requires_grad_() allows it; the setter does not (torch)
@@ -198,7 +259,8 @@ class Tensor:
 
     @property
     def grad(self):
-        if not self._retains_grad and not self.is_leaf:
+        # torch warns only while the non-leaf's .grad is unset (one assigned is simply returned)
+        if self._grad is None and not self._retains_grad and not self.is_leaf:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
@@ -207,7 +269,7 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                                f"{type(value).__name__}")
+                                f"{_tp_name(value)}")
             if value._dtype is not self._dtype:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{_C_TYPE_NAME[value._dtype.name]}' to a tensor "
@@ -265,7 +327,9 @@ class Tensor:
     @data.setter
     def data(self, value) -> None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {_tp_name(value)}")
+        if self._requires_grad and not value._dtype.is_floating_point:
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         if self._data is None or value._data is None:
             trace_state.current().assign_data(self, value)
             return
@@ -292,9 +356,9 @@ class Tensor:
             return trace_state.current().materialize(self)
         return self._data
 
-    def numpy(self) -> np.ndarray:
-        """The value as a NumPy array sharing memory (error if it requires grad)."""
-        if self._requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The value as a NumPy array sharing memory (error if it requires grad, unless `force`)."""
+        if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         return self._concrete()
@@ -339,9 +403,31 @@ class Tensor:
                                f"{type(element)}.")
         return bool((self == element).any().item())
 
+    # NumPy defers to a Tensor's reflected operators (`np.float64(2) * t` is a Tensor, as torch).
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
-        a = self._concrete()
-        return a if dtype is None else a.astype(dtype)
+        """`np.asarray(t)`: the memory itself, as `numpy()` (so the same error if it requires grad)."""
+        a = self.numpy()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc applied to a tensor (`np.exp(t)`) returns a tensor, as in torch.
+
+        torch turns a bool result into uint8, a dtype fusegrad lacks: it stays bool here."""
+        try:
+            dtype = from_numpy_dtype(array.dtype)
+        except (TypeError, ValueError, KeyError):
+            return array                # a dtype a tensor cannot hold: leave the array
+        return Tensor._wrap(np.asarray(array, dtype=dtype.np), dtype)
+
+    def __format__(self, spec: str) -> str:
+        """`f"{t:.3f}"` formats a 0-d tensor's value; other tensors take only an empty spec (torch)."""
+        if type(self) is Tensor and self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def __len__(self) -> int:
         shape = self._value_shape()
@@ -368,13 +454,85 @@ class Tensor:
 
     __str__ = __repr__
 
+    # ------------------------------------------------------------ copy and pickle
+    def __reduce_ex__(self, protocol):
+        """Pickle (and `copy.copy`) as torch: the value, `requires_grad` and the user's attributes;
+        no history (a non-leaf comes back a leaf) and no `.grad`. The memory travels as its root
+        array plus this view's place in it, so tensors sharing memory share it after a round trip,
+        and `copy.copy`, which does not copy the root, shares memory with the original."""
+        root, offset, strides = _memory_of(self._concrete())
+        state = {k: v for k, v in self.__dict__.items() if k not in Tensor._INTERNAL}
+        return (_rebuild_tensor, (type(self), root, offset, self._value_shape(), strides, self._dtype.name,
+                                  self._requires_grad, state))
+
     def __deepcopy__(self, memo):
-        t = Tensor._wrap(self._concrete().copy(), self._dtype)
-        t._requires_grad = self._requires_grad
+        """A leaf with copied memory (views copied together still share it), `requires_grad`, a
+        copy of `.grad` and of the user's attributes; torch's error for a non-leaf.
+
+        A subclass (nn.Parameter) copies as torch's Parameter does: value and requires_grad."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                "moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
         if type(self) is not Tensor:
-            t.__class__ = type(self)
-            t.__dict__.update((k, v) for k, v in self.__dict__.items() if k not in Tensor._INTERNAL)
+            t = _new_like(type(self), self._concrete().copy(), self._dtype, self._requires_grad)
+            memo[id(self)] = t
+            return t
+        root, offset, strides = _memory_of(self._concrete())
+        key = ("fusegrad root array", id(root))         # never collides with an object's id
+        if key not in memo:
+            memo[key] = root.copy(order="K")
+            memo.setdefault(id(memo), []).append(root)  # keep `root` alive while its id is a key
+        t = _new_like(Tensor, _view_of(memo[key], offset, self._value_shape(), strides), self._dtype,
+                      self._requires_grad)
         memo[id(self)] = t
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        state = {k: v for k, v in self.__dict__.items() if k not in Tensor._INTERNAL}
+        if state:
+            t.__dict__.update(copy.deepcopy(state, memo))
         return t
+
+
+def _memory_of(array: np.ndarray):
+    """(root, byte offset, strides): the contiguous array owning `array`'s memory and where
+    `array` lies in it; (a contiguous copy, 0, its strides) where there is no such owner."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is not array and (root.flags.c_contiguous or root.flags.f_contiguous):
+        offset = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        return root, offset, array.strides
+    if root is array and (array.flags.c_contiguous or array.flags.f_contiguous):
+        return array, 0, array.strides
+    compact = np.ascontiguousarray(array)
+    return compact, 0, compact.strides
+
+
+def _view_of(root: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
+    """The array of `shape` and `strides` at byte `offset` in `root`'s memory."""
+    if offset == 0 and root.shape == tuple(shape) and root.strides == tuple(strides):
+        return root
+    flat = root.reshape(-1, order="A")      # C or F contiguous, so a view of the same memory
+    return np.lib.stride_tricks.as_strided(flat[offset // flat.itemsize:], shape, strides)
+
+
+def _new_like(cls, array: np.ndarray, dtype: DType, requires_grad: bool) -> Tensor:
+    """A leaf of class `cls` around `array`, built without running `cls.__init__`."""
+    t = object.__new__(cls)
+    t._init(array, dtype)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _rebuild_tensor(cls, root, offset, shape, strides, dtype_name, requires_grad, state):
+    """Unpickle a Tensor written by `Tensor.__reduce_ex__`."""
+    dtype = {"float32": float32, "float64": float64, "int64": int64, "bool": bool_}[dtype_name]
+    t = _new_like(cls, _view_of(root, offset, shape, strides), dtype, requires_grad)
+    t.__dict__.update(state)
+    return t
 
 

@@ -78,6 +78,13 @@ def _invert(self) -> Tensor:
     return F.sub(F.neg(self), 1)
 
 
+def _positive(self) -> Tensor:
+    """`+t` is `t` itself (torch), refused for bools as there."""
+    if self._dtype is bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
 def _matrix_adjoint(name: str, ndim_rule: str):
     """`t.H` (2-d only) and `t.mH` (batches of matrices): for real tensors, the transpose."""
     def adjoint(self) -> Tensor:
@@ -143,7 +150,7 @@ OPERATORS = {
     "__rmatmul__": _binary_operator(_reflected(F.matmul), False, reflected=True),
     "__lt__": _binary_operator(F.lt), "__le__": _binary_operator(F.le), "__gt__": _binary_operator(F.gt),
     "__ge__": _binary_operator(F.ge), "__eq__": _binary_operator(F.eq), "__ne__": _binary_operator(F.ne),
-    "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs, "__invert__": _invert,
+    "__neg__": F.neg, "__pos__": _positive, "__abs__": F.abs, "__invert__": _invert,
     "__and__": _binary_operator(bitwise_and), "__rand__": _binary_operator(_reflected(bitwise_and), reflected=True),
     "__or__": _binary_operator(bitwise_or), "__ror__": _binary_operator(_reflected(bitwise_or), reflected=True),
     "__xor__": _binary_operator(bitwise_xor), "__rxor__": _binary_operator(_reflected(bitwise_xor), reflected=True),

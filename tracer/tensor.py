@@ -373,6 +373,9 @@ class Tensor:
         return self._concrete().tolist()
 
     def __float__(self) -> float:
+        if self._requires_grad:     # torch warns here (float() and complex()), not in int() or item()
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self._python_scalar())
 
     def __int__(self) -> int:
@@ -401,7 +404,7 @@ class Tensor:
         if not (isinstance(element, Tensor) or _is_scalar(element)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                                f"{type(element)}.")
-        return bool((self == element).any().item())
+        return bool((element == self).any().item())     # torch's operand order (its error texts)
 
     # NumPy defers to a Tensor's reflected operators (`np.float64(2) * t` is a Tensor, as torch).
     __array_priority__ = 1000
@@ -436,9 +439,18 @@ class Tensor:
         return shape[0]
 
     def __iter__(self):
+        """The slices along dim 0, as torch's `iter(t.unbind(0))`: views named UnbindBackward0."""
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(len(self)))
+        from .dispatch import apply_op
+        return iter([apply_op("getitem", [self], {"index": (("i", i),)}, "UnbindBackward0")
+                     for i in range(len(self))])
+
+    def __reversed__(self):
+        """torch's rule: a 0-d tensor is its own reverse (iterating it then raises)."""
+        if self.dim() == 0:
+            return self
+        return reversed(list(self))
 
     def __hash__(self) -> int:
         return id(self)

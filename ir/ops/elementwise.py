@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType, bool_
-from .registry import ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
+from .registry import COMPOSITE, ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
 
 
 def _same_dtype(types, name):
@@ -80,8 +80,17 @@ def _pow_vjp(e, x, y, g, a, n):
     if n[0]:
         # torch's pow_backward: grad * (exponent * x ** (exponent - 1)), in that order (the
         # order decides between inf, nan and 0 where a product over- or underflows).
-        d = e.mul(g[0], e.mul(expo, e.pow(base, e.sub(expo, 1))))
-        gx = e.where(e.eq(expo, 0), 0, d)
+        zero = e.eq(expo, 0)
+        if expo.type.ndim == 0 and base.type.ndim > 0:
+            # A 0-d exponent (a Python number, mostly): torch's pow(Tensor, Scalar) backward
+            # is that product, recorded as a mul (MulBackward0 under create_graph), and zeros
+            # with no history for exponent 0. The masks give the tensor-exponent form's
+            # values; x**1 in place of x**-1 under the mask keeps the second derivative at
+            # x = 0 finite (0, where torch's zeros have none).
+            power = e.pow(base, e.where(zero, 1, e.sub(expo, 1)))
+            gx = e.mul(e.where(zero, 0, g[0]), e.where(zero, 0, e.mul(expo, power)))
+        else:
+            gx = e.where(zero, 0, e.mul(g[0], e.mul(expo, e.pow(base, e.sub(expo, 1)))))
     if n[1]:
         mask = e.logical_and(e.eq(base, 0), e.ge(expo, 0))
         # torch: grad * where(base == 0 & exponent >= 0, 0, pow * log(base)) (a NaN grad stays NaN)
@@ -142,23 +151,25 @@ elementwise("log", np.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
             float_only=True)
 elementwise("sin", np.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})", float_only=True)
-elementwise("cos", np.cos, lambda e, x, y, g, a, n: [e.neg(e.mul(g[0], e.sin(x[0])))], "fg_cos({0})",
+elementwise("cos", np.cos, lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.sin(x[0])))], "fg_cos({0})",
             float_only=True)
-elementwise("tanh", np.tanh, lambda e, x, y, g, a, n: [e.mul(g[0], e.sub(1, e.mul(y[0], y[0])))],
+# tanh, sigmoid and relu differentiate into torch's backward ops (below), so that a
+# create_graph gradient records TanhBackwardBackward0 and so on, as torch's does.
+elementwise("tanh", np.tanh, lambda e, x, y, g, a, n: [e.op("tanh_backward", g[0], y[0])],
             "fg_tanh({0})", float_only=True)
-elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.mul(g[0], e.mul(y[0], e.sub(1, y[0])))],
+elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_backward", g[0], y[0])],
             "fg_sigmoid({0})", float_only=True)
 
 # ------------------------------------------------------------------ piecewise
-# torch's threshold_backward: 0 where result <= 0, else the gradient (NaN passes
-# it). The zero is y - y (+0.0 for y = +-0.0, as torch's zero) so that, as in torch,
-# the gradient depends on y and is itself differentiable (requires_grad under create_graph).
+# torch's threshold_backward(grad, result, 0) (below): reading y, the gradient is
+# differentiable (requires_grad under create_graph), as in torch.
 elementwise("relu", lambda x: np.where(x < 0, x.dtype.type(0), x),    # keeps -0.0 and NaN, as torch
-            lambda e, x, y, g, a, n: [e.where(e.le(y[0], 0), e.sub(y[0], y[0]), g[0])], "fg_relu({0})",
+            lambda e, x, y, g, a, n: [e.op("threshold_backward", g[0], y[0])], "fg_relu({0})",
             bool_error=RuntimeError("Boolean inputs not supported for relu"))
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
             bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"))
-# sign is piecewise constant: a zero gradient, but differentiable as in torch (sgn).
+# sign is piecewise constant: its gradient is zeros (+0.0 whatever the cotangent, NaN
+# too) that depend on nothing, as torch's sgn_backward (a ZeroTensor, no history).
 def _sign_ref(x):
     if x.dtype == np.bool_:
         return x.copy()                  # torch: the sign of a bool is itself
@@ -166,7 +177,7 @@ def _sign_ref(x):
     return np.where(np.isnan(s), 0, s).astype(x.dtype) if x.dtype.kind == "f" else s   # torch: sign(nan) = 0
 
 
-elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.mul(g[0], 0)], "fg_sign({0})")
+elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.zeros_like(x[0])], "fg_sign({0})")
 
 
 def _clamp_vjp(e, x, y, g, a, n):
@@ -207,6 +218,52 @@ register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
                                          e.where(x[0], g[0], 0) if n[1] else None,
                                          e.where(x[0], 0, g[0]) if n[2] else None],
                "({1} if {0} else {2})"))
+
+# ------------------------------------------------------------------ torch's backward ops
+# The VJPs of tanh, sigmoid and relu, as the ops torch's own backward calls
+# (tanh_backward, sigmoid_backward, threshold_backward): a gradient built with
+# create_graph records their nodes (TanhBackwardBackward0, ...), and differentiating
+# it again applies torch's double-backward formulas. Composites: the scheduler
+# decomposes them into the elementwise ops they stand for, so kernels are unchanged.
+def backward_op(name, ref, vjp, decompose, doc):
+    """Declare a composite `name(grad, result)` of one shape and floating dtype."""
+    return register(OpDef(name, COMPOSITE, _infer_map(name, float_only=True), ref, vjp, decompose=decompose,
+                          doc=doc))
+
+
+def _tanh_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> tanh_backward(grad, output); output -> grad * (-2 * output * grad_output)
+    grad, out = x
+    return [e.op("tanh_backward", g[0], out) if n[0] else None,
+            e.mul(g[0], e.mul(e.mul(out, -2), grad)) if n[1] else None]
+
+
+def _sigmoid_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> sigmoid_backward(grad, output); output -> grad * grad_output * (-2 * output + 1)
+    grad, out = x
+    return [e.op("sigmoid_backward", g[0], out) if n[0] else None,
+            e.mul(e.mul(g[0], grad), e.add(e.mul(out, -2), 1)) if n[1] else None]
+
+
+def _threshold_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> threshold_backward(grad, self, threshold); self -> zeros
+    return [e.op("threshold_backward", g[0], x[1]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
+
+
+def _threshold_backward_ref(grad, result):
+    # torch: 0 (+0.0) where result <= 0, else the gradient (a NaN result passes it)
+    return np.where(result <= 0, grad.dtype.type(0), grad)
+
+
+backward_op("tanh_backward", lambda g, y: g * (y.dtype.type(1) - y * y), _tanh_backward_vjp,
+            lambda e, xs, a: [e.mul(xs[0], e.sub(1, e.mul(xs[1], xs[1])))],
+            "tanh_backward(grad, result): grad * (1 - result**2)")
+backward_op("sigmoid_backward", lambda g, y: (g * (y.dtype.type(1) - y)) * y, _sigmoid_backward_vjp,
+            lambda e, xs, a: [e.mul(e.mul(xs[0], e.sub(1, xs[1])), xs[1])],
+            "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order")
+backward_op("threshold_backward", _threshold_backward_ref, _threshold_backward_vjp,
+            lambda e, xs, a: [e.where(e.le(xs[1], 0), 0, xs[0])],
+            "threshold_backward(grad, result): relu's gradient, 0 where result <= 0")
 
 # ------------------------------------------------------------------ comparisons and logic
 for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),

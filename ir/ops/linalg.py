@@ -201,14 +201,14 @@ def _axes(x, attrs):
     return (attrs["axis"],) if x.type.ndim else ()
 
 
+# The VJPs are torch's _softmax_backward_data / _log_softmax_backward_data (below), so
+# that a create_graph gradient records their nodes and differentiates by torch's rules.
 def _softmax_vjp(e, x, y, g, a, n):
-    dot = e.sum(e.mul(g[0], y[0]), _axes(x[0], a), keepdim=True)
-    return [e.mul(y[0], e.sub(g[0], dot))]
+    return [e.op("softmax_backward_data", g[0], y[0], axis=a["axis"])]
 
 
 def _log_softmax_vjp(e, x, y, g, a, n):
-    total = e.sum(g[0], _axes(x[0], a), keepdim=True)
-    return [e.sub(g[0], e.mul(e.exp(y[0]), total))]
+    return [e.op("log_softmax_backward_data", g[0], y[0], axis=a["axis"])]
 
 
 def _softmax_decompose(e, xs, a):
@@ -226,3 +226,83 @@ def _log_softmax_decompose(e, xs, a):
 register(OpDef("softmax", COMPOSITE, _axis_infer, _softmax_ref, _softmax_vjp, decompose=_softmax_decompose))
 register(OpDef("log_softmax", COMPOSITE, _axis_infer, _log_softmax_ref, _log_softmax_vjp,
                decompose=_log_softmax_decompose))
+
+
+# ------------------------------------------------------------------ softmax backward
+# softmax_backward_data(grad, result; axis) = result * (grad - sum(grad * result)) and
+# log_softmax_backward_data(grad, result; axis) = grad - exp(result) * sum(grad), the
+# sums along `axis` (none for 0-d operands).
+def _backward_data_infer(types, attrs):
+    g, y = types
+    if g != y or not y.dtype.is_floating_point:
+        raise TypeError(f"softmax backward: expected a gradient and a result of one type, got {g} and {y}")
+    return [y]
+
+
+def _ref_axes(y, axis):
+    return (axis,) if y.ndim else ()
+
+
+def _softmax_backward_data_ref(g, y, axis):
+    dot = np.add.reduce(g * y, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
+    return y * (g - dot)
+
+
+def _log_softmax_backward_data_ref(g, y, axis):
+    total = np.add.reduce(g, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
+    return g - np.exp(y) * total
+
+
+def _softmax_backward_data_decompose(e, xs, a):
+    g, y = xs
+    return [e.mul(y, e.sub(g, e.sum(e.mul(g, y), _axes(y, a), keepdim=True)))]
+
+
+def _log_softmax_backward_data_decompose(e, xs, a):
+    g, y = xs
+    return [e.sub(g, e.mul(e.exp(y), e.sum(g, _axes(y, a), keepdim=True)))]
+
+
+def _softmax_backward_data_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> _softmax_backward_data(grad, output); output ->
+    # softmax_double_backward: grad * grad_output - (output * grad_output).sum * grad
+    # - grad_output * (output * grad).sum (sums along axis, kept).
+    grad_out, out = x
+    gg, axes = g[0], _axes(out, a)
+    d_grad = e.op("softmax_backward_data", gg, out, axis=a["axis"]) if n[0] else None
+    d_out = None
+    if n[1]:
+        dot = e.sum(e.mul(out, grad_out), axes, keepdim=True)
+        d_out = e.sub(e.sub(e.mul(gg, grad_out), e.mul(dot, gg)),
+                      e.mul(grad_out, e.sum(e.mul(out, gg), axes, keepdim=True)))
+    return [d_grad, d_out]
+
+
+def _log_softmax_backward_data_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> grad - (grad * output.exp()).sum; output ->
+    # -grad_output.sum * output.exp() * grad (sums along axis, kept).
+    grad_out, out = x
+    gg, axes = g[0], _axes(out, a)
+    d_grad = e.sub(gg, e.sum(e.mul(gg, e.exp(out)), axes, keepdim=True)) if n[0] else None
+    d_out = e.mul(e.mul(e.neg(e.sum(grad_out, axes, keepdim=True)), e.exp(out)), gg) if n[1] else None
+    return [d_grad, d_out]
+
+
+def _log_softmax_backward_data_rewrite(e, xs, a, graph):
+    # Of a log_softmax's own result: exp(result) is the softmax of its input, which
+    # (once decomposed) shares the forward's exp(x - max) and its sum.
+    src = graph.producer(xs[1])
+    if src is None or src.op != "log_softmax" or dict(src.attrs) != dict(a):
+        return None
+    g = xs[0]
+    probs = e.op("softmax", src.inputs[0], **dict(src.attrs))
+    return [e.sub(g, e.mul(probs, e.sum(g, _axes(g, a), keepdim=True)))]
+
+
+register(OpDef("softmax_backward_data", COMPOSITE, _backward_data_infer, _softmax_backward_data_ref,
+               _softmax_backward_data_vjp, decompose=_softmax_backward_data_decompose,
+               doc="softmax_backward_data(grad, result; axis): softmax's VJP, as torch's op"))
+register(OpDef("log_softmax_backward_data", COMPOSITE, _backward_data_infer, _log_softmax_backward_data_ref,
+               _log_softmax_backward_data_vjp, decompose=_log_softmax_backward_data_decompose,
+               rewrite=_log_softmax_backward_data_rewrite,
+               doc="log_softmax_backward_data(grad, result; axis): log_softmax's VJP, as torch's op"))

@@ -37,14 +37,13 @@ def _mse_ref(x, t, reduction):
 
 
 def _mse_vjp(e, xs, ys, gs, attrs, needs):
-    # torch's mse_loss_backward: (2 / n if mean else 2) * (input - target) * grad; the
-    # target's is the same with the operands swapped, (target - input), not its negation
-    # (which would turn a zero difference into -0.0).
+    # torch's mse_loss_backward (below) for the input; the target's is the same with the
+    # operands swapped, (target - input), not its negation (which would turn a zero
+    # difference into -0.0).
     x, t = xs
-    scale = 2.0 / max(x.type.numel, 1) if attrs["reduction"] == "mean" else 2.0
-    grad = gs[0] if attrs["reduction"] == "none" else e.expand(e.reshape(gs[0], (1,) * x.type.ndim), x.shape)
-    gx = e.mul(e.mul(e.sub(x, t), scale), grad) if needs[0] else None
-    gt = e.mul(e.mul(e.sub(t, x), scale), grad) if needs[1] else None
+    r = attrs["reduction"]
+    gx = e.op("mse_loss_backward", gs[0], x, t, reduction=r) if needs[0] else None
+    gt = e.op("mse_loss_backward", gs[0], t, x, reduction=r) if needs[1] else None
     return [gx, gt]
 
 
@@ -62,6 +61,52 @@ def _mse_decompose(e, xs, attrs):
 
 register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=_mse_decompose,
                doc="mse_loss(input, target; reduction): (input - target)**2, reduced"))
+
+
+# mse_loss_backward(grad, input, target; reduction) = (2 / n if mean else 2) *
+# (input - target) * grad, grad broadcast to the input's shape: torch's op, so that a
+# create_graph gradient records MseLossBackwardBackward0 and differentiates by torch's rules.
+def _mse_scale(x, reduction) -> float:
+    return 2.0 / max(x.type.numel, 1) if reduction == "mean" else 2.0
+
+
+def _mse_backward_infer(types, attrs):
+    g, x, t = types
+    if x != t or g.dtype is not x.dtype or g.shape not in ((), x.shape):
+        raise TypeError(f"mse_loss_backward: expected a gradient of the loss's shape and operands of one type, "
+                        f"got {g}, {x} and {t}")
+    return [x]
+
+
+def _mse_backward_ref(g, x, t, reduction):
+    scale = 2.0 / max(x.size, 1) if reduction == "mean" else 2.0
+    return ((x - t) * x.dtype.type(scale)) * g
+
+
+def _expand_grad(e, g, x):
+    """The loss's gradient broadcast to the input's shape."""
+    return e.expand(e.reshape(g, (1,) * x.type.ndim), x.shape) if g.shape != x.shape else g
+
+
+def _mse_backward_decompose(e, xs, attrs):
+    g, x, t = xs
+    return [e.mul(e.mul(e.sub(x, t), _mse_scale(x, attrs["reduction"])), _expand_grad(e, g, x))]
+
+
+def _mse_backward_vjp(e, xs, ys, gs, attrs, needs):
+    # torch: grad_output -> mse_loss_backward(grad, self, target); self ->
+    # mse_loss_double_backward(grad * grad_output) = 2 (/ n for mean) * grad * grad_output;
+    # target -> its negation.
+    g, x, t = xs
+    r, gg = attrs["reduction"], gs[0]
+    d_grad = e.op("mse_loss_backward", gg, x, t, reduction=r) if needs[0] else None
+    double = e.mul(e.mul(gg, _expand_grad(e, g, x)), _mse_scale(x, r)) if needs[1] or needs[2] else None
+    return [d_grad, double if needs[1] else None, e.neg(double) if needs[2] else None]
+
+
+register(OpDef("mse_loss_backward", COMPOSITE, _mse_backward_infer, _mse_backward_ref, _mse_backward_vjp,
+               decompose=_mse_backward_decompose,
+               doc="mse_loss_backward(grad, input, target; reduction): mse_loss's VJP, as torch's op"))
 
 
 # ------------------------------------------------------------------ nll_loss

@@ -255,16 +255,17 @@ def _norm_vjp(e, x, y, g, a, n):
         return [e.mul(e.sign(xv), e.mul(e.div(gx, count), mask))]
     ax = e.op("abs", xv)
     if p < 1:
-        # torch: sign(x) |x|^(p-1) (0 where x is 0) * g * norm^(1-p).
-        scaled = e.where(e.eq(xv, 0), 0, e.mul(e.sign(xv), e.pow(ax, p - 1)))
-        return [e.mul(scaled, e.mul(gx, e.pow(norm, 1 - p)))]
-    # General p: g * x * |x|^(p-2) / norm^(p-1) (as sign(x) |x|^(p-1) for p < 2,
-    # finite at x = 0), 0 where the norm is 0.
+        # torch: (sgn(x) * |x|^(p-1), 0 where x is 0) * g * norm^(1-p), in that order.
+        scaled = e.mul(e.sign(xv), e.where(e.eq(xv, 0), 0, e.pow(ax, p - 1)))
+        return [e.mul(e.mul(scaled, gx), e.pow(norm, 1 - p))]
+    # General p, as torch's linalg_vector_norm_backward: x * |x|^(p-2) (sgn(x) * |x|^(p-1)
+    # for p < 2, finite at x = 0) times g / norm^(p-1) (0 where the norm is 0); the
+    # product is the last op (MulBackward0 under create_graph).
     if p < 2:
-        num = e.mul(e.mul(e.sign(xv), e.pow(ax, p - 1)), gx)
+        scaled = e.mul(e.sign(xv), e.pow(ax, p - 1))
     else:
-        num = e.mul(e.mul(xv, e.pow(ax, p - 2)), gx)
-    return [e.where(e.eq(norm, 0), 0, e.div(num, e.pow(norm, p - 1)))]
+        scaled = e.mul(xv, e.pow(ax, p - 2))
+    return [e.mul(scaled, e.where(e.eq(norm, 0), 0, e.div(gx, e.pow(norm, p - 1))))]
 
 
 def _norm_decompose(e, xs, a):

@@ -155,6 +155,13 @@ def add(a, b, alpha=1) -> Tensor:
     """a + alpha * b."""
     if type(alpha) is not int or alpha != 1:
         b = scale_by_alpha(a, b, alpha, "add")
+    elif type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
+        tb = type(b)
+        if tb is Tensor and a._dtype is b._dtype:
+            return apply_op("add", [a, b], None, "AddBackward0")
+        if (tb is float or tb is int) and a._dtype.is_floating_point:
+            c = _SCALAR_ARRAYS.get((tb, b, a._dtype))
+            return apply_op("add", [a, c if c is not None else _scalar_array(b, a._dtype)], None, "AddBackward0")
     ops = _promoted_pair_fast(a, b) or _promoted([a, b], "add")
     return apply_op("add", ops[0], None, "AddBackward0")
 
@@ -187,6 +194,13 @@ def rsub(a, b) -> Tensor:
 
 def mul(a, b) -> Tensor:
     """a * b."""
+    if type(a) is Tensor:                   # the common cases inline (hot: every traced or eager mul)
+        tb = type(b)
+        if tb is Tensor and a._dtype is b._dtype:
+            return apply_op("mul", [a, b], None, "MulBackward0")
+        if (tb is float or tb is int) and a._dtype.is_floating_point:
+            c = _SCALAR_ARRAYS.get((tb, b, a._dtype))
+            return apply_op("mul", [a, c if c is not None else _scalar_array(b, a._dtype)], None, "MulBackward0")
     ops = _promoted_pair_fast(a, b) or _promoted([a, b], "mul")
     return apply_op("mul", ops[0], None, "MulBackward0")
 

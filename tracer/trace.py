@@ -192,10 +192,18 @@ class Trace:
             any_requires = type(inputs[0]) is not np.ndarray and inputs[0]._requires_grad
         elif len(inputs) == 2:
             a, b = inputs
-            values = (self._operand(a), self._operand(b))
-            types = (values[0].type, values[1].type)
-            any_requires = ((type(a) is not np.ndarray and a._requires_grad) or
-                            (type(b) is not np.ndarray and b._requires_grad))
+            # _operand inlined: a traced tensor's value, a Python scalar's new input, or a lift.
+            if type(a) is np.ndarray:
+                va, ra = self._input(a), False
+            else:
+                va, ra = a._sym or self.value_of(a), a._requires_grad
+            if type(b) is np.ndarray:
+                vb, rb = self._input(b), False
+            else:
+                vb, rb = b._sym or self.value_of(b), b._requires_grad
+            values = (va, vb)
+            types = (va.type, vb.type)
+            any_requires = ra or rb
         else:
             values = tuple([self._operand(x) for x in inputs])
             types = tuple([v.type for v in values])

@@ -23,6 +23,12 @@ def _digits_hidden(keys: list[str]) -> list[str]:
     return [key for key in keys if not key.isdigit()]
 
 
+def _renumber(container: Module) -> None:
+    """Name a numbered container's children 0, 1, 2... again after a deletion (as torch)."""
+    renumbered = OrderedDict((str(i), module) for i, module in enumerate(container._modules.values()))
+    object.__setattr__(container, "_modules", renumbered)
+
+
 class Sequential(Module):
     """Runs its modules in order, each on the previous one's output.
 
@@ -64,9 +70,7 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, self._get_item_by_idx(iter(self._modules.keys()), idx))
-        # keep the numbering contiguous, as torch does
-        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
-        object.__setattr__(self, "_modules", renumbered)
+        _renumber(self)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -185,8 +189,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._get_abs_string_index(idx))
-        renumbered = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))
-        object.__setattr__(self, "_modules", renumbered)
+        _renumber(self)
 
     def __len__(self) -> int:
         return len(self._modules)

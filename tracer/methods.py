@@ -93,7 +93,8 @@ def _matrix_adjoint(name: str, ndim_rule: str):
                           stacklevel=2)
             return self
         if (self.dim() != 2) if name == "H" else (self.dim() < 2):
-            raise RuntimeError(f"tensor.{name} is only supported on {ndim_rule}. Got {self.dim()}-D tensor.")
+            hint = " For batches of matrices, consider using tensor.mH" if name == "H" and self.dim() > 2 else ""
+            raise RuntimeError(f"tensor.{name} is only supported on {ndim_rule}. Got {self.dim()}-D tensor.{hint}")
         return F.transpose(self, -2, -1)
     adjoint.__name__ = name
     return adjoint

@@ -83,9 +83,9 @@ def _size(items) -> Size:
 
 
 def _size_items(items: tuple, start: int) -> tuple:
-    """`items` with every entry from `start` on as a Python int (NumPy integers, bools and
-    one-element integer tensors convert, as in torch), or torch's TypeError naming the first
-    that is none of these."""
+    """`items` with every entry from `start` on as an int (bools and one-element integer
+    tensors convert, NumPy integers stay, as in torch), or torch's TypeError naming the
+    first that is none of these."""
     out = list(items[:start])
     for k in range(start, len(items)):
         item = items[k]
@@ -93,8 +93,10 @@ def _size_items(items: tuple, start: int) -> tuple:
             if item.numel() != 1 or item.dtype.is_floating_point:
                 raise TypeError(f"torch.Size() takes an iterable of 'int' (item {k} is 'Tensor')")
             out.append(int(item.item()))
-        elif isinstance(item, (int, np.integer)):
-            out.append(int(item))
+        elif isinstance(item, np.integer):
+            out.append(item)            # torch keeps a NumPy integer as it is
+        elif isinstance(item, int):
+            out.append(int(item))       # bool -> int
         else:
             raise TypeError(f"torch.Size() takes an iterable of 'int' (item {k} is '{type(item).__name__}')")
     return tuple(out)
@@ -470,9 +472,11 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         """Pickle (and `copy.copy`) as torch: the value, `requires_grad` and the user's attributes;
         no history (a non-leaf comes back a leaf) and no `.grad`. The memory travels as its root
-        array plus this view's place in it, so tensors sharing memory share it after a round trip,
-        and `copy.copy`, which does not copy the root, shares memory with the original."""
+        array (a fresh view object of it, so that, as in torch, two tensors pickled together do
+        not share memory after loading) plus this tensor's place in it; `copy.copy` does not
+        copy that array, so its copy shares memory with the original, as torch's does."""
         root, offset, strides = _memory_of(self._concrete())
+        root = root.view()
         state = {k: v for k, v in self.__dict__.items() if k not in Tensor._INTERNAL}
         return (_rebuild_tensor, (type(self), root, offset, self._value_shape(), strides, self._dtype.name,
                                   self._requires_grad, state))

@@ -664,8 +664,6 @@ def test_create_graph_gradient_through_a_compiled_call_has_the_input_shape():
     assert_same(results[1], results[0])
 
 
-@pytest.mark.xfail(strict=True, reason="ir/ops pow's VJP: the differentiable gradient of t ** 3 ends in a where "
-                                       "(WhereBackward0) where torch's pow_backward ends in a mul (MulBackward0)")
 def test_grad_fn_of_a_differentiable_gradient_of_pow():
     names = []
     for L, grad in ((torch, torch.func.grad), (fg, fg.grad)):

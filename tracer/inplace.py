@@ -38,8 +38,15 @@ def _dims_text(shape) -> str:
 def binary_inplace(op: str, name: str):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
-        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, scale_by_alpha
+        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
         check_inplace(self)
+        # The common case (an optimizer's p.add_(g, alpha=-lr)): float tensors of one dtype and
+        # shape, a number alpha. No promotion, broadcast or cast check can fail or change it.
+        if (type(other) is Tensor and other._dtype is self._dtype and self._dtype.is_floating_point
+                and (type(alpha) is float or type(alpha) is int)
+                and other._value_shape() == self._value_shape()):
+            apply_op(op, [self, other if alpha == 1 else mul(other, alpha)], None, name, out=self)
+            return self
         if op == "sub":
             _check_bool_sub(self, other)
         if type(alpha) is not int or alpha != 1:

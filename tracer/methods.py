@@ -7,8 +7,10 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import bool_, float32, float64, int64
+from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.ir.types import TORCH_TYPE_NAMES
 
+from . import creation
 from . import functional as F
 from . import indexing, inplace
 from .tensor import Tensor
@@ -78,6 +80,76 @@ def _invert(self) -> Tensor:
     return F.sub(F.neg(self), 1)
 
 
+# ------------------------------------------------------------ new_* constructors
+# A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
+
+def new_zeros(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    return creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    return creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    return creation.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+    return creation.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------ whole-tensor comparisons (Python bools)
+_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _other_tensor(fn: str, other) -> None:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{fn}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+
+
+def equal(self, other) -> bool:
+    """Same shape and equal values (NaN is not equal to itself; dtypes may differ)."""
+    _other_tensor("equal", other)
+    return tuple(self.shape) == tuple(other.shape) and bool(np.array_equal(self._concrete(), other._concrete()))
+
+
+def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """|self - other| <= atol + rtol * |other| everywhere (broadcast; dtypes must match, as torch)."""
+    _other_tensor("allclose", other)
+    if self.dtype is not other.dtype:
+        raise RuntimeError(f"{_SCALAR_TYPE[self.dtype.name]} did not match {_SCALAR_TYPE[other.dtype.name]}")
+    broadcast_shapes(tuple(self.shape), tuple(other.shape))      # torch's error text
+    return bool(np.allclose(self._concrete(), other._concrete(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# torch's Tensor.type(str) names, both spellings of the module.
+_TYPE_BY_NAME = {name: dtype for dtype, name in ((float32, "FloatTensor"), (float64, "DoubleTensor"),
+                                                 (int64, "LongTensor"), (bool_, "BoolTensor"))
+                 for name in (f"torch.{name}", f"fg.{name}", f"fusegrad.{name}")}
+
+
+def _type(self, dtype=None, non_blocking: bool = False):
+    """`t.type()` names the tensor type; `t.type(dtype or name)` casts."""
+    if dtype is None:
+        return TORCH_TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, str):
+        if dtype not in _TYPE_BY_NAME:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _TYPE_BY_NAME[dtype]
+    elif isinstance(dtype, type):
+        raise ValueError(f"invalid type: '{dtype.__name__}'")
+    return F.cast(self, dtype)
+
+
 def _positive(self) -> Tensor:
     """`+t` is `t` itself (torch), refused for bools as there."""
     if self._dtype is bool_:
@@ -123,7 +195,7 @@ METHODS = {
     # casts
     "float": lambda self: F.cast(self, float32), "double": lambda self: F.cast(self, float64),
     "long": lambda self: F.cast(self, int64), "bool": lambda self: F.cast(self, bool_),
-    "type": lambda self, dtype=None: F.cast(self, dtype) if dtype is not None else TORCH_TYPE_NAMES[self.dtype.name],
+    "type": _type,
     # in-place
     "add_": inplace.binary_inplace("add", "AddBackward0"),
     "sub_": inplace.binary_inplace("sub", "SubBackward0"),
@@ -138,6 +210,9 @@ METHODS = {
     "relu_": inplace.unary_inplace("relu", "ReluBackward0"),
     "neg_": inplace.unary_inplace("neg", "NegBackward0"),
     "abs_": inplace.unary_inplace("abs", "AbsBackward0"),
+    # constructors and whole-tensor comparisons
+    "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
+    "new_tensor": new_tensor, "equal": equal, "allclose": allclose,
     "clamp_": inplace.clamp_, "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
 }
 

@@ -211,8 +211,79 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 
+    def is_complex(self) -> bool:
+        return False                    # fusegrad has no complex dtypes
+
+    def is_signed(self) -> bool:
+        return self._dtype is not bool_
+
     def element_size(self) -> int:
         return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self._dtype.itemsize
+
+    def ndimension(self) -> int:
+        return self.dim()
+
+    # Where the data lives: always the CPU, dense and strided, never shared or inference-only.
+    is_cuda = is_sparse = is_meta = is_quantized = is_mkldnn = False
+
+    def get_device(self) -> int:
+        return -1                       # torch's answer for a CPU tensor
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def is_inference(self) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for leaves)."""
+        return self._output_nr
+
+    # ------------------------------------------------------------ memory layout
+    def stride(self, dim: int | None = None):
+        """Elements to step in memory per index of each dim (a tuple), or of one dim."""
+        shape = self._value_shape()
+        if self._data is None:          # traced: a fresh value is laid out contiguously
+            strides, step = [], 1
+            for n in reversed(shape):
+                strides.insert(0, step)
+                step *= max(n, 1)
+            strides = tuple(strides)
+        else:
+            strides = tuple(b // self._data.itemsize for b in self._data.strides)
+        if dim is None:
+            return strides
+        if type(dim) is bool or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"stride(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        if not shape:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        from fusegrad.ir.ops import normalize_dim
+        return strides[normalize_dim(int(dim), len(shape))]
+
+    def is_contiguous(self) -> bool:
+        """Row-major without gaps (dims of size 1 may have any stride, as in torch)."""
+        return self._data is None or bool(self._data.flags.c_contiguous)
+
+    def storage_offset(self) -> int:
+        """Elements between the start of the memory this tensor views and its first element."""
+        root, offset, _ = _memory_of(self._concrete())
+        return offset // root.itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first element."""
+        return self._concrete().ctypes.data
 
     # ------------------------------------------------------------ autograd state
     @property

@@ -33,8 +33,8 @@ def _assert_matches(seed: int, mode: str) -> None:
                        f"`python3 tests/test_api_fuzz.py {mode} {seed}`\n{program.source()}\n" + "\n".join(diffs))
 
 
-# Seeds whose difference is a known bug outside tracer/ (each has a minimal xfail test below).
-POW_ZERO = "the gradient of x ** 0 depends on x (test_pow_zero_exponent_gradient_is_a_constant)"
+# Seeds whose difference is a known bug outside tracer/ (each with a minimal xfail test below;
+# none at present).
 KNOWN = {
     "eager": {},
     "second_order": {},

@@ -375,8 +375,34 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
 
 
 def _tensor_apply(ins, args):
-    out = apply_op(ins.op, list(args), dict(ins.attrs))
+    out = apply_op(ins.op, list(args), dict(ins.attrs), _create_graph_name(ins))
     return out if isinstance(out, tuple) else (out,)
+
+
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (3, 3): "BmmBackward0"}
+
+
+def _create_graph_name(ins) -> str | None:
+    """torch's node name for an op of a create_graph backward, where its derivative formulas
+    call view, squeeze/unsqueeze, mm/mv/dot/bmm, select/slice or a copy and the IR has reshape,
+    matmul, getitem or cast (None: the op's default name, as the forward records it). A
+    2-D permute stays PermuteBackward0 (x.T, permute); torch's t() would say TBackward0."""
+    op = ins.op
+    if op == "reshape":
+        before, after = ins.inputs[0].shape, ins.outputs[0].shape
+        if len(after) == len(before) + 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
+            return "UnsqueezeBackward0"
+        if len(after) == len(before) - 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
+            return "SqueezeBackward1"
+        return "ViewBackward0"
+    if op == "matmul":
+        return _MATMUL_NAMES.get((len(ins.inputs[0].shape), len(ins.inputs[1].shape)))
+    if op == "getitem":
+        index = dict(ins.attrs)["index"]
+        return "SelectBackward0" if any(item[0] == "i" for item in index) else "SliceBackward0"
+    if op == "cast":
+        return "ToCopyBackward0"
+    return None
 
 
 def _as_tensor_grad(g) -> Tensor:

@@ -514,7 +514,62 @@ SETTERS = {
     "grad_0d": _set("grad", lambda L: T(L, 1.0)),
     "grad_on_plain_tensor": _set("grad", lambda L: T(L, [1.0, 1.0]), lambda L: T(L, [1.0, 2.0])),
     "grad_on_nonleaf": _set("grad", lambda L: T(L, [1.0, 1.0]), lambda L: T(L, [1.0, 2.0], requires_grad=True) * 2),
+    "grad_requiring_grad": _set("grad", lambda L: T(L, [2.0, 3.0], requires_grad=True)),
+    "grad_int_on_int": _set("grad", lambda L: T(L, [2]), lambda L: T(L, [1])),
+    "requires_grad_np_bool": _set("requires_grad", lambda L: np.bool_(True), lambda L: T(L, 1.0)),
+    "requires_grad_one": _set("requires_grad", lambda L: 1, lambda L: T(L, 1.0)),
+    "requires_grad__str": lambda L: T(L, 1.0).requires_grad_("yes"),
+    "requires_grad__nonleaf": lambda L: (T(L, 1.0, requires_grad=True) * 2).requires_grad_(),
+    "requires_grad__nonleaf_false": lambda L: (T(L, 1.0, requires_grad=True) * 2).requires_grad_(False),
+    **{f"read_only_{name}": _set(name, lambda L: None)
+       for name in ("grad_fn", "is_leaf", "shape", "dtype", "ndim", "T", "mT", "device", "output_nr")},
 }
+
+
+def _grad_is_self(L):
+    x = T(L, [1.0], requires_grad=True)
+    x.grad = x
+
+
+def _deleted(attr):
+    def fn(L):
+        x = T(L, [1.0], requires_grad=True)
+        (x * 2).sum().backward()
+        delattr(x, attr)
+        return x, x.grad
+    return fn
+
+
+OTHER_STATE = {
+    "grad_is_self": _grad_is_self,
+    "del_grad": _deleted("grad"),
+    "del_data": _deleted("data"),
+    "del_requires_grad": _deleted("requires_grad"),
+    "detach__nonleaf": lambda L: (lambda y: (y.detach_(), y.is_leaf, y.requires_grad, y.grad_fn))(
+        T(L, [1.0], requires_grad=True) * 2),
+    "detach__view": lambda L: (T(L, [1.0, 2.0], requires_grad=True) * 2)[0:1].detach_(),
+    "detach_shares_memory": lambda L: (lambda x: (x.detach().add_(1), x)[1])(T(L, [1.0])),
+    "data_shares_memory": lambda L: (lambda x: (x.data.add_(1), x)[1])(T(L, [1.0], requires_grad=True)),
+    "data_is_plain_leaf": lambda L: (lambda d: (d, d.is_leaf, d.requires_grad, d.grad_fn))(
+        (T(L, [1.0], requires_grad=True) * 2).data),
+    "user_attribute": lambda L: (lambda t: (setattr(t, "foo", 3), t.foo, vars(t))[1:])(T(L, [1.0])),
+    "missing_attribute": lambda L: T(L, [1.0]).no_such_attribute,
+    # the legacy constructor
+    "Tensor_list": lambda L: (L.Tensor([1, 2]), L.Tensor([True]), L.Tensor(np.array([1, 2])), L.Tensor((2, 3))),
+    "Tensor_sizes": lambda L: (L.Tensor(2, 3).shape, L.Tensor(L.Size([4])).shape, L.Tensor(0), L.Tensor()),
+    "Tensor_of_tensor": lambda L: (L.Tensor(L.tensor([1, 2])), L.Tensor(L.tensor([1.0], dtype=L.float64))),
+    "Tensor_number": lambda L: L.Tensor(2.5),
+    "Tensor_negative": lambda L: L.Tensor(-1),
+    # Parameter is a Tensor; ops on it give plain Tensors
+    "parameter_types": lambda L: (lambda p: (isinstance(p, L.Tensor), type(p * 2).__name__, (p * 2).grad_fn.name(),
+                                            p.is_leaf, type(p.detach()).__name__, type(p.data).__name__,
+                                            bool(p), [type(r).__name__ for r in p]))(L.nn.Parameter(L.ones(1))),
+}
+
+
+@pytest.mark.parametrize("name", list(OTHER_STATE))
+def test_other_state(name):
+    check(OTHER_STATE[name])
 
 
 @pytest.mark.parametrize("name", list(ATTRIBUTES))

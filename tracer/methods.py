@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace
-from .tensor import Tensor
+from .tensor import Tensor, read_only
 
 
 def _reflected(fn):
@@ -240,7 +240,7 @@ def bind_methods() -> None:
     """Install METHODS and OPERATORS on Tensor (called once by tracer/__init__)."""
     for name, fn in {**METHODS, **OPERATORS}.items():
         setattr(Tensor, name, fn)
-    Tensor.T = property(F.T)
-    Tensor.mT = property(F.mT)
-    Tensor.H = property(_matrix_adjoint("H", "matrices (2-D tensors)"))
-    Tensor.mH = property(_matrix_adjoint("mH", "matrices or batches of matrices"))
+    Tensor.T = read_only(property(F.T), "T")
+    Tensor.mT = read_only(property(F.mT), "mT")
+    Tensor.H = read_only(property(_matrix_adjoint("H", "matrices (2-D tensors)")), "H")
+    Tensor.mH = read_only(property(_matrix_adjoint("mH", "matrices or batches of matrices")), "mH")

@@ -135,11 +135,27 @@ class Tensor:
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf"))
 
-    def __init__(self, data=None, requires_grad: bool = False):
+    def __init__(self, *args, requires_grad: bool = False):
+        """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
+        dtype, `Tensor(2, 3)` or `Tensor(fg.Size([2, 3]))` is a float32 tensor of that shape
+        (zeros here; torch leaves it uninitialised), `Tensor(data)` copies a sequence or array
+        as float32. `requires_grad` (not torch's) serves nn.Parameter."""
         from .creation import as_array
-        if data is None:
-            data = np.zeros((0,), dtype=np.float32)
-        array = data._data if isinstance(data, Tensor) else as_array(data, None)
+        if not args or (len(args) == 1 and args[0] is None):     # None: nn.Parameter()
+            array = np.zeros((0,), dtype=np.float32)
+        elif len(args) == 1 and isinstance(args[0], Tensor):
+            array = args[0]._concrete()
+        elif isinstance(args[0], Size) or all(type(a) is int for a in args):
+            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            if any(n < 0 for n in shape):
+                negative = next(n for n in shape if n < 0)
+                raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: "
+                                   f"[{', '.join(map(str, shape))}]")
+            array = np.zeros(shape, dtype=np.float32)
+        elif len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+            array = as_array(args[0], float32)
+        else:
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
         self._init(array, from_numpy_dtype(array.dtype))
         if requires_grad:
             self.requires_grad_(True)
@@ -300,8 +316,15 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(flag)
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set `requires_grad` on a leaf, in place; returns self."""
+        if type(requires_grad) is not bool and not isinstance(requires_grad, np.bool_):
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            f"{type(requires_grad).__name__}")
         if not self.is_leaf:
             if not requires_grad:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
@@ -339,6 +362,8 @@ class Tensor:
 
     @grad.setter
     def grad(self, value) -> None:
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -355,6 +380,10 @@ class Tensor:
                                    f"to a tensor of size '[{', '.join(map(str, self.shape))}]'. Please ensure that "
                                    f"the gradient and the tensor are the same size")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     @property
     def retains_grad(self) -> bool:
@@ -386,6 +415,13 @@ class Tensor:
         return t
 
     def detach_(self) -> "Tensor":
+        """Cut this tensor's history in place (not allowed on a view, as torch)."""
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+                "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+                "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         return self
@@ -408,6 +444,10 @@ class Tensor:
             return
         self._data = value._data
         self._dtype = value._dtype
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's `.grad` (see fg.autograd.backward)."""
@@ -583,6 +623,19 @@ class Tensor:
             t.__dict__.update(copy.deepcopy(state, memo))
         return t
 
+
+
+def read_only(prop: property, name: str) -> property:
+    """`prop` with a setter and deleter that raise torch's AttributeError for its read-only attributes."""
+    def refuse(self, value=None):
+        raise AttributeError(f"attribute '{name}' of 'torch._C.TensorBase' objects is not writable")
+    return property(prop.fget, refuse, refuse, prop.__doc__)
+
+
+for _name in ("grad_fn", "is_leaf", "shape", "dtype", "ndim", "device", "output_nr", "itemsize", "nbytes",
+              "retains_grad"):
+    setattr(Tensor, _name, read_only(getattr(Tensor, _name), _name))
+del _name
 
 def _memory_of(array: np.ndarray):
     """(root, byte offset, strides): the contiguous array owning `array`'s memory and where

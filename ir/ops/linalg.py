@@ -244,13 +244,19 @@ def _ref_axes(y, axis):
 
 
 def _softmax_backward_data_ref(g, y, axis):
-    dot = np.add.reduce(g * y, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
-    return y * (g - dot)
+    out = np.multiply(g, y, out=np.empty_like(y))   # one fresh array (also for 0-d), reused in place
+    dot = np.add.reduce(out, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
+    np.subtract(g, dot, out=out)
+    out *= y
+    return out
 
 
 def _log_softmax_backward_data_ref(g, y, axis):
     total = np.add.reduce(g, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
-    return g - np.exp(y) * total
+    out = np.exp(y, out=np.empty_like(y))
+    out *= total
+    np.subtract(g, out, out=out)
+    return out
 
 
 def _softmax_backward_data_decompose(e, xs, a):

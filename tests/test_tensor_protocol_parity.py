@@ -684,9 +684,6 @@ def test_deepcopy_copies_grad_independently():
 
 # ------------------------------------------------------------------ known gaps (other files)
 
-@pytest.mark.xfail(strict=True, reason="tracer/functional.py contiguous() clones, and clone keeps the strides of "
-                                       "a transposed view (as torch's clone does), so t.T.contiguous() is not "
-                                       "contiguous; torch's is")
 def test_contiguous_of_transposed_view():
     check(lambda L: (L.zeros(2, 3).T.contiguous().is_contiguous(), L.zeros(2, 3).T.contiguous().stride()))
 

@@ -1006,9 +1006,16 @@ def clone(a) -> Tensor:
 
 
 def contiguous(a) -> Tensor:
+    """`a` itself when its memory is C-ordered, else a C-ordered copy (CloneBackward0, as torch's
+    clone with contiguous_format). Traced values have no memory layout: they are returned as is."""
     if a._data is None or a._data.flags.c_contiguous:
         return a
-    return clone(a)
+    out = clone(a)
+    if not out._data.flags.c_contiguous:
+        # clone keeps a view's strides (torch's preserve_format); nothing else holds this
+        # fresh array yet, and cast's backward saves nothing, so it can be replaced.
+        out._data = np.ascontiguousarray(out._data)
+    return out
 
 
 def to(a, *args, **kwargs) -> Tensor:

@@ -1,8 +1,17 @@
-"""Basic indexing: `t[0]`, `t[:, 1:3]`, `t[..., None]`, and `t[idx] = value`.
+"""Indexing: `t[0]`, `t[:, 1:3]`, `t[..., None]`, `t[idx]`, `t[mask]`, and `t[key] = value`.
 
-A key is normalised into the IR's index form (("i", k) / ("s", start, stop,
-step) per leading dim) plus the positions of new axes; integers are checked
-against their dim with torch's IndexError text.
+A basic key is normalised into the IR's index form (("i", k) / ("s", start,
+stop, step) per leading dim) plus the positions of new axes; integers are
+checked against their dim with torch's IndexError text.
+
+A key with advanced items (int tensors, lists, NumPy arrays, bool masks,
+Python bools) is applied as torch applies it: the basic items first (a view:
+selects, slices, new axes; each advanced item keeps its dim as a full slice),
+then one `index_take` (getitem, IndexBackward0) or `index_put_at` (setitem,
+IndexPutBackward0) over the dims the advanced items name. A k-d mask stands
+for the k int arrays of its nonzero (a graph break inside a trace, where the
+mask's value is data); a Python bool or 0-d mask is a new size-1 dim indexed
+by [0] (True) or [] (False).
 """
 from __future__ import annotations
 
@@ -10,6 +19,7 @@ import numbers
 
 import numpy as np
 
+from fusegrad.ir import bool_
 from fusegrad.ir.ops.movement import index_shape
 
 from .dispatch import apply_op
@@ -33,11 +43,8 @@ def _normalise(key, shape, bare_slice: bool = False):
     for k in key:
         if isinstance(k, str):
             raise TypeError("new(): invalid data type 'str'")
-        if isinstance(k, Tensor) and k._dtype.is_floating_point:
+        if isinstance(k, (Tensor, np.ndarray)):     # what _parse_item leaves: a float tensor or array
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        if isinstance(k, (Tensor, np.ndarray, list)) or (isinstance(k, bool)):
-            raise NotImplementedError("advanced indexing (tensor, list or bool indices) is not supported by "
-                                      "fusegrad; use basic indices, slices, None and ...")
         if not (k is None or k is Ellipsis or isinstance(k, (slice, numbers.Integral))):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                              "are valid indices (got " + type(k).__name__ + ")")
@@ -102,14 +109,24 @@ def _check_0d_key(key) -> None:
 
 
 def getitem(t: Tensor, key) -> Tensor:
-    """`t[key]` for basic keys: a view sharing memory with `t`, recorded as torch's chain of
-    selects, slices and unsqueezes (in key order; the last one names the grad_fn)."""
+    """`t[key]`. A basic key makes a view sharing memory with `t`, recorded as torch's chain
+    of selects, slices and unsqueezes (in key order; the last one names the grad_fn); a key
+    with advanced items makes a copy (IndexBackward0), see the module docstring."""
+    parsed = _advanced_key(key)
+    if parsed is not None:
+        view, indices, dims = _advanced_target(t, parsed)
+        return apply_op("index_take", [view, *indices], {"dims": dims}, "IndexBackward0")
     shape = tuple(t.shape)
     if t.dim() == 0:
         _check_0d_key(key)
     items, steps = _normalise(key, shape, bare_slice=isinstance(key, slice))
     if not steps:
         return apply_op("getitem", [t], {"index": items}, "AliasBackward0")
+    return _apply_steps(t, steps)
+
+
+def _apply_steps(t: Tensor, steps) -> Tensor:
+    """`t` seen through the basic steps of `_normalise`, in key order (views)."""
     out = t
     for step in steps:
         d = step[1]
@@ -133,6 +150,10 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(value, (list, tuple, str)) or value is None:
         kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
+    parsed = _advanced_key(key)
+    if parsed is not None:
+        _advanced_setitem(t, parsed, value)
+        return
     if t.dim() == 0:
         _check_0d_key(key)
     items, steps = _normalise(key, tuple(t.shape))
@@ -174,3 +195,138 @@ def _fit_value(value: Tensor, region: tuple, steps) -> Tensor:
     if target != region:
         value = apply_op("reshape", [value], {"shape": region}, "ViewBackward0")
     return value
+
+
+# ================================================================ advanced indexing
+class _Index:
+    """An advanced item: one int64 index array (a Tensor or a NumPy array) for one dim."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Mask:
+    """An advanced item: a bool mask (Tensor or NumPy array) over as many dims as it has;
+    a 0-d one (a Python bool too) indexes a new size-1 dim."""
+    __slots__ = ("value", "ndim")
+
+    def __init__(self, value):
+        self.value = value
+        self.ndim = value.dim() if isinstance(value, Tensor) else value.ndim
+
+
+# torch (as NumPy before it) reads a short non-tuple sequence as a tuple of indices when an
+# item of it is a tensor, a sequence, a slice, ... or None: x[[0, [1, 2]]] is x[0, [1, 2]].
+_TUPLE_LIKE_ITEMS = (Tensor, list, tuple, np.ndarray, slice, type(Ellipsis), type(None))
+_MAX_TUPLE_LIKE = 32
+
+
+def _advanced_key(key):
+    """The key as a list of items with its advanced items parsed (_Index, _Mask), or None
+    when it has none (a basic key)."""
+    if isinstance(key, list) and len(key) < _MAX_TUPLE_LIKE and any(isinstance(k, _TUPLE_LIKE_ITEMS) for k in key):
+        key = tuple(key)
+    items = [_parse_item(k) for k in (key if isinstance(key, tuple) else (key,))]
+    if not any(isinstance(k, (_Index, _Mask)) for k in items):
+        return None
+    return items
+
+
+def _parse_item(k):
+    """One item of a key: an advanced item parsed, a 0-d integer index as its int (torch
+    selects with it), anything else as it is (`_normalise` checks it)."""
+    if isinstance(k, Tensor):
+        if k._dtype is bool_:
+            return _Mask(k)
+        if k._dtype.category == 1:
+            return int(k) if k.dim() == 0 else _Index(k)
+        return k
+    if isinstance(k, (bool, np.bool_)):
+        return _Mask(np.asarray(k))
+    if isinstance(k, np.ndarray):
+        if k.dtype == np.bool_:
+            return _Mask(k)
+        if k.dtype.kind in "iu":
+            return int(k) if k.ndim == 0 else _Index(k.astype(np.int64))
+        return k
+    if isinstance(k, (list, tuple)):
+        # torch's indexing_tensor_from_data: all bools make a mask, anything else a long index
+        a = np.asarray(k)
+        return _Mask(a) if a.dtype == np.bool_ else _Index(a.astype(np.int64))
+    return k
+
+
+def _advanced_target(t: Tensor, items):
+    """(the view the basic items make, the int64 index arrays, the dims of the view they index)."""
+    basic = []
+    for k in items:
+        if isinstance(k, _Index):
+            basic.append(slice(None))
+        elif isinstance(k, _Mask):
+            basic.extend([slice(None)] * k.ndim if k.ndim else [None])
+        else:
+            basic.append(k)
+    _, steps = _normalise(tuple(basic), tuple(t.shape))
+    view = _apply_steps(t, steps) if steps else t
+    indices, dims = [], []
+    for k, d in zip((k for k in items if isinstance(k, (_Index, _Mask))), _advanced_dims(items, t.dim())):
+        if isinstance(k, _Index):
+            indices.append(k.value)
+            dims.append(d)
+            continue
+        mask = k.value._concrete() if isinstance(k.value, Tensor) else k.value
+        if mask.ndim == 0:
+            indices.append(np.zeros(1 if mask else 0, np.int64))
+            dims.append(d)
+            continue
+        _check_mask(mask.shape, tuple(view.shape), d)
+        for j, nz in enumerate(np.nonzero(mask)):
+            indices.append(nz.astype(np.int64, copy=False))
+            dims.append(d + j)
+    return view, indices, tuple(dims)
+
+
+def _advanced_dims(items, ndim: int) -> list:
+    """The dim of the basic view at which each advanced item starts (walking the key as
+    `_normalise` does: ints drop their dim, new axes and 0-d masks add one)."""
+    real = sum(1 if not isinstance(k, _Mask) else k.ndim for k in items if k is not None and k is not Ellipsis)
+    out, dims = 0, []
+    for k in items:
+        if k is Ellipsis:
+            out += ndim - real
+        elif isinstance(k, _Mask):
+            dims.append(out)
+            out += max(k.ndim, 1)
+        elif isinstance(k, _Index):
+            dims.append(out)
+            out += 1
+        elif k is None or isinstance(k, slice):
+            out += 1
+    return dims
+
+
+def _check_mask(mask_shape: tuple, shape: tuple, start: int) -> None:
+    for j, m in enumerate(mask_shape):
+        if m != shape[start + j]:
+            raise IndexError(f"The shape of the mask {_dims(mask_shape)} at index {j} does not match the shape of "
+                             f"the indexed tensor {_dims(shape)} at index {start + j}")
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _advanced_setitem(t: Tensor, items, value) -> None:
+    """`t[key] = value` for a key with advanced items: torch's index_put_ on the view the
+    basic items make (IndexPutBackward0; CopySlices on `t` when that view is not `t`)."""
+    from .inplace import check_inplace
+    view, indices, dims = _advanced_target(t, items)
+    if isinstance(value, np.ndarray):
+        value = Tensor._wrap(np.asarray(value))
+    elif not isinstance(value, Tensor):
+        # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch)
+        value = np.asarray(value, dtype=t._dtype.np)
+    check_inplace(view)
+    apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",
+             out=view)

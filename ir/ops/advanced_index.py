@@ -1,0 +1,177 @@
+"""Advanced indexing: gather and scatter through integer index arrays.
+
+`index_take(x, *indices; dims)` is `x[key]` for a key that holds `indices[k]`
+at dim `dims[k]` of x (dims strictly increasing) and a full slice at every
+other dim; `index_put_at(x, v, *indices; dims, accumulate)` is x with that
+region replaced by `v` (torch's `index_put`), or with `v` added into it, each
+duplicate index adding (`accumulate=True`, NumPy's `np.add.at`).
+
+The index arrays are op *inputs* (int64), not attributes: a new index value
+reuses the compiled program. The indices broadcast together; their dims keep
+their place when the indexed dims are adjacent, and go to the front when they
+are not (NumPy's and torch's rule). Masks never reach these ops: the tracer
+turns a bool mask into int indices (its nonzero) first, as torch does.
+
+Both ops run by their NumPy reference in compiled programs (they have no
+kernel rule). Bounds are checked when they run, with torch's IndexError text;
+shapes and dtypes when they are recorded.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType, int64
+from .registry import MOVEMENT, OpDef, broadcast_shapes, register, shape_str
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+# --------------------------------------------------------------------- shape rules
+def broadcast_indices(shapes) -> tuple:
+    """The shape the index arrays broadcast to, with torch's IndexError text."""
+    try:
+        return broadcast_shapes(*shapes)
+    except RuntimeError:
+        listed = ", ".join(shape_str(s) for s in shapes)
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         f"{listed}") from None
+
+
+def adjacent(dims) -> bool:
+    """Whether the indexed dims are consecutive (their result dims then stay in place)."""
+    return tuple(dims) == tuple(range(dims[0], dims[0] + len(dims)))
+
+
+def take_shape(shape: tuple, index_shapes, dims) -> tuple:
+    """The shape of `x[key]`: the broadcast index shape where the indexed dims were
+    (in front when they are not adjacent), the other dims of x around it in order."""
+    middle = broadcast_indices(index_shapes)
+    if adjacent(dims):
+        return tuple(shape[:dims[0]]) + middle + tuple(shape[dims[-1] + 1:])
+    return middle + tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+def _check_dims(x: TensorType, indices, dims) -> None:
+    """Internal consistency (the tracer builds these ops): one int64 array per indexed dim."""
+    if not dims or len(dims) != len(indices) or list(dims) != sorted(set(dims)) or dims[-1] >= x.ndim \
+            or dims[0] < 0:
+        raise ValueError(f"advanced index: dims {dims} do not name {len(indices)} distinct dims of a "
+                         f"{x.ndim}-d tensor in order")
+    for t in indices:
+        if t.dtype is not int64:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def value_shape(shape: tuple) -> tuple:
+    """A value's shape without its leading size-1 dims (torch's index_put drops them)."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def _fits(value: tuple, target: tuple) -> bool:
+    """Whether `value` broadcasts to `target` (NumPy's rule, never growing target)."""
+    if len(value) > len(target):
+        return False
+    return all(v in (1, t) for v, t in zip(value[::-1], target[::-1]))
+
+
+# --------------------------------------------------------------------- bounds
+def numpy_key(ndim: int, indices, dims) -> tuple:
+    """The NumPy key of the region: `indices[k]` at dim `dims[k]`, full slices elsewhere."""
+    key = [slice(None)] * ndim
+    for d, i in zip(dims, indices):
+        key[d] = i
+    return tuple(key)
+
+
+def check_bounds(shape: tuple, indices, dims) -> None:
+    """torch's IndexError for an index outside its dim. As torch's kernel, the first
+    offending element in the broadcast order is reported, and at it the first index
+    array (its position among the index arrays names the dimension)."""
+    bad = []
+    for i, d in zip(indices, dims):
+        size = shape[d]
+        bad.append(i.size > 0 and (i.min() < -size or i.max() >= size))
+    if not any(bad):
+        return
+    wide = np.broadcast_arrays(*indices)
+    outside = [(w < -shape[d]) | (w >= shape[d]) for w, d in zip(wide, dims)]
+    first = int(np.argmax(np.logical_or.reduce(outside).ravel()))
+    for k, (w, d) in enumerate(zip(wide, dims)):
+        if outside[k].ravel()[first]:
+            if shape[d] == 0:
+                raise IndexError("index is out of bounds for dimension with size 0")
+            raise IndexError(f"index {int(w.ravel()[first])} is out of bounds for dimension {k} with size {shape[d]}")
+
+
+# --------------------------------------------------------------------- index_take
+def _take_infer(types, attrs):
+    x, indices, dims = types[0], types[1:], attrs["dims"]
+    _check_dims(x, indices, dims)
+    return [TensorType(take_shape(x.shape, [t.shape for t in indices], dims), x.dtype)]
+
+
+def _take_ref(x, *indices, dims):
+    check_bounds(x.shape, indices, dims)
+    return x[numpy_key(x.ndim, indices, dims)]
+
+
+def _take_vjp(e, x, y, g, a, n):
+    # Every gathered element sends its gradient back to where it came from; a position
+    # gathered twice receives both (index_put with accumulate=True, as torch).
+    zeros = e.zeros_like(x[0])
+    gx = e.op("index_put_at", zeros, g[0], *x[1:], dims=a["dims"], accumulate=True) if n[0] else None
+    return [gx] + [None] * (len(x) - 1)
+
+
+register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp,
+               doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)"))
+
+
+# --------------------------------------------------------------------- index_put_at
+def _put_infer(types, attrs):
+    x, v, indices, dims = types[0], types[1], types[2:], attrs["dims"]
+    _check_dims(x, indices, dims)
+    if x.dtype is not v.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_TORCH_NAMES[x.dtype.name]} for the destination and {_TORCH_NAMES[v.dtype.name]} "
+                           f"for the source.")
+    target = take_shape(x.shape, [t.shape for t in indices], dims)
+    if not _fits(value_shape(v.shape), target):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
+                           f"indexing result of shape {shape_str(target)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _put_ref(x, v, *indices, dims, accumulate):
+    check_bounds(x.shape, indices, dims)
+    out = np.array(x, copy=True)
+    key = numpy_key(x.ndim, indices, dims)
+    v = np.reshape(v, value_shape(v.shape))
+    if accumulate:
+        np.add.at(out, key, v)
+    else:
+        out[key] = v
+    return out
+
+
+def _put_vjp(e, x, y, g, a, n):
+    dims, indices = a["dims"], x[2:]
+    gx = gv = None
+    if n[0]:
+        # Overwritten positions take no gradient back to x; accumulated ones pass it on.
+        gx = g[0] if a["accumulate"] else \
+            e.op("index_put_at", g[0], e.const(0, g[0]), *indices, dims=dims, accumulate=False)
+    if n[1]:
+        # The value receives the gradient gathered from where it went, summed over its
+        # broadcast (a duplicate index sends it the gradient of that position again, as torch).
+        taken = e.op("index_take", g[0], *indices, dims=dims)
+        gv = e.reshape(e.sum_to(taken, value_shape(x[1].shape)), x[1].shape)
+    return [gx, gv] + [None] * len(indices)
+
+
+register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp,
+               doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
+                   "adding), int64 index arrays at `dims`"))

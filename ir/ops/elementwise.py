@@ -255,10 +255,27 @@ def _threshold_backward_ref(grad, result):
     return np.where(result <= 0, grad.dtype.type(0), grad)
 
 
-backward_op("tanh_backward", lambda g, y: g * (y.dtype.type(1) - y * y), _tanh_backward_vjp,
+# The references below make one fresh array and work in place in it (on large arrays each
+# temporary is another allocation and pass over memory); products are commutative in IEEE
+# arithmetic, so the values are torch's order's bit for bit.
+def _tanh_backward_ref(g, y):
+    out = np.multiply(y, y, out=np.empty_like(y))
+    np.subtract(y.dtype.type(1), out, out=out)
+    out *= g                            # g * (1 - y * y)
+    return out
+
+
+def _sigmoid_backward_ref(g, y):
+    out = np.subtract(y.dtype.type(1), y, out=np.empty_like(y))
+    out *= g
+    out *= y                            # (g * (1 - y)) * y
+    return out
+
+
+backward_op("tanh_backward", _tanh_backward_ref, _tanh_backward_vjp,
             lambda e, xs, a: [e.mul(xs[0], e.sub(1, e.mul(xs[1], xs[1])))],
             "tanh_backward(grad, result): grad * (1 - result**2)")
-backward_op("sigmoid_backward", lambda g, y: (g * (y.dtype.type(1) - y)) * y, _sigmoid_backward_vjp,
+backward_op("sigmoid_backward", _sigmoid_backward_ref, _sigmoid_backward_vjp,
             lambda e, xs, a: [e.mul(e.mul(xs[0], e.sub(1, xs[1])), xs[1])],
             "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order")
 backward_op("threshold_backward", _threshold_backward_ref, _threshold_backward_vjp,

@@ -26,6 +26,11 @@ _NON_LEAF_GRAD_WARNING = (
     "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+_ORPHAN_MSG = (
+    "This tensor was made inside a compiled (fg.compile) call that did not finish (it raised an exception), so "
+    "its value was never computed. Return the values you need from the compiled function instead.")
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints printed `fg.Size([2, 3])`.
 
@@ -271,14 +276,7 @@ class Tensor:
     def stride(self, dim: int | None = None):
         """Elements to step in memory per index of each dim (a tuple), or of one dim."""
         shape = self._value_shape()
-        if self._data is None:          # traced: a fresh value is laid out contiguously
-            strides, step = [], 1
-            for n in reversed(shape):
-                strides.insert(0, step)
-                step *= max(n, 1)
-            strides = tuple(strides)
-        else:
-            strides = tuple(b // self._data.itemsize for b in self._data.strides)
+        strides = _layout(self)
         if dim is None:
             return strides
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
@@ -290,7 +288,9 @@ class Tensor:
 
     def is_contiguous(self) -> bool:
         """Row-major without gaps (dims of size 1 may have any stride, as in torch)."""
-        return self._data is None or bool(self._data.flags.c_contiguous)
+        if self._data is None:          # traced: from the layout its view chain gives it
+            return _is_contiguous(self._value_shape(), _layout(self))
+        return bool(self._data.flags.c_contiguous)
 
     def storage_offset(self) -> int:
         """Elements between the start of the memory this tensor views and its first element."""
@@ -466,7 +466,10 @@ class Tensor:
     def _concrete(self) -> np.ndarray:
         """The value as a NumPy array; inside a trace this runs the program so far (a graph break)."""
         if self._sym is not None:
-            return trace_state.current().materialize(self)
+            trace = trace_state.current()
+            if trace is None:
+                raise RuntimeError(_ORPHAN_MSG)
+            return trace.materialize(self)
         return self._data
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -474,7 +477,10 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
-        return self._concrete()
+        trace = trace_state.current()
+        if trace is None and self._sym is None:
+            return self._data
+        return _array_inside_trace(self, trace)
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
@@ -675,4 +681,77 @@ def _rebuild_tensor(cls, root, offset, shape, strides, dtype_name, requires_grad
     t.__dict__.update(state)
     return t
 
+
+# ------------------------------------------------------------ traced tensors: layout and NumPy views
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step *= max(n, 1)
+    return tuple(strides)
+
+
+def _layout(t: Tensor) -> tuple:
+    """The element strides of `t`. A traced tensor has no memory yet: a fresh value is laid
+    out contiguously, and a view made inside the call (t.T, t[0], t.expand...) has the strides
+    its view chain gives its base's layout, as eagerly (torch's `x.t().stride()` is (1, 3))."""
+    if t._data is not None:
+        return tuple(b // t._data.itemsize for b in t._data.strides)
+    if t._base is None or not t._view_chain:
+        return _contiguous_strides(t._value_shape())
+    from fusegrad.ir import OPS
+    base_shape, base_strides = t._base._value_shape(), _layout(t._base)
+    if any(s < 0 for s in base_strides):
+        return _contiguous_strides(t._value_shape())
+    # Replay the chain's NumPy references (metadata-only views) on a one-byte-per-element
+    # stand-in of the base's layout; its byte strides are then element strides. The buffer
+    # spans every addressed element, so even a reference that copied would stay in bounds.
+    extent = 1 + sum((n - 1) * s for n, s in zip(base_shape, base_strides) if n > 0)
+    stand_in = np.lib.stride_tricks.as_strided(np.empty(max(extent, 1), np.int8), base_shape, base_strides)
+    for op, attrs in t._view_chain:
+        stand_in = OPS[op].ref(stand_in, **dict(attrs))
+    if stand_in.shape != t._value_shape():      # a chain the stand-in cannot replay: a fresh value's layout
+        return _contiguous_strides(t._value_shape())
+    return tuple(stand_in.strides)
+
+
+def _is_contiguous(shape: tuple, strides: tuple) -> bool:
+    """torch's rule: row-major without gaps, any stride on a dim of size 1; empty is contiguous."""
+    if any(n == 0 for n in shape):
+        return True
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
+    """`t.numpy()` inside a compiled call. Eagerly the array is the tensor's memory, so writing
+    to it changes the tensor; inside a trace that cannot hold:
+
+    - a traced tensor's value is a snapshot computed at this graph break (later ops read the
+      traced value, not this array);
+    - memory the trace has already read as a program input is read when the program runs,
+      so a write now would also change the ops recorded before it.
+
+    Both come back read-only: writing raises NumPy's "assignment destination is read-only"
+    instead of silently giving values that differ from eager execution. Memory the trace
+    has not read yet is the tensor's own, writable, as eagerly."""
+    if t._sym is not None:
+        if trace is None:
+            raise RuntimeError(_ORPHAN_MSG)
+        return _read_only(trace.materialize(t))
+    array = t._data
+    if any(np.may_share_memory(array, lifted) for lifted in trace.input_arrays):
+        return _read_only(array)
+    return array
 

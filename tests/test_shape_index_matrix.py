@@ -534,8 +534,6 @@ def test_fg_reshape_takes_one_shape_argument():
     compare_cell("fg.reshape(x, 1, -1)", [((2, 3), "f32")], lambda L, x: L.reshape(x, 1, -1))
 
 
-@pytest.mark.xfail(strict=True, reason="advanced indexing (bool, list and tensor indices) is not supported: "
-                                       "fusegrad raises NotImplementedError, torch indexes (IndexBackward0)")
 @pytest.mark.parametrize("key", ["True", "False", "list", "bool_tensor"])
 def test_bool_and_list_indices(key):
     keys = {"True": lambda L: True, "False": lambda L: False, "list": lambda L: [0, 1],

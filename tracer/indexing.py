@@ -88,10 +88,12 @@ def _normalise(key, shape, bare_slice: bool = False):
 
 
 def _scalar_index(k):
-    """A 0-d integer tensor indexes as its int (torch: a select, a view)."""
+    """A 0-d integer tensor or NumPy array indexes as its int (torch: a select, a view)."""
     if isinstance(k, Tensor):
         if k.dim() == 0 and k._dtype.category == 1:
             return int(k)
+    elif isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+        return int(k)
     return k
 
 
@@ -112,9 +114,11 @@ def getitem(t: Tensor, key) -> Tensor:
     """`t[key]`. A basic key makes a view sharing memory with `t`, recorded as torch's chain
     of selects, slices and unsqueezes (in key order; the last one names the grad_fn); a key
     with advanced items makes a copy (IndexBackward0), see the module docstring."""
+    key = _sequence_key(key)
     parsed = _advanced_key(key)
     if parsed is not None:
-        view, indices, dims = _advanced_target(t, parsed)
+        view, starts = _advanced_view(t, parsed)
+        indices, dims = _index_arrays(view, parsed, starts)
         return apply_op("index_take", [view, *indices], {"dims": dims}, "IndexBackward0")
     shape = tuple(t.shape)
     if t.dim() == 0:
@@ -150,6 +154,11 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(value, (list, tuple, str)) or value is None:
         kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
+    key = _sequence_key(key)
+    if key is True:         # torch: a copy into t.unsqueeze(0), as t[None] = value
+        key = None
+    elif key is False:      # torch: nothing is written, nothing checked
+        return
     parsed = _advanced_key(key)
     if parsed is not None:
         _advanced_setitem(t, parsed, value)
@@ -222,11 +231,16 @@ _TUPLE_LIKE_ITEMS = (Tensor, list, tuple, np.ndarray, slice, type(Ellipsis), typ
 _MAX_TUPLE_LIKE = 32
 
 
+def _sequence_key(key):
+    """A list key that torch reads as a tuple of indices, as that tuple."""
+    if type(key) is list and len(key) < _MAX_TUPLE_LIKE and any(isinstance(k, _TUPLE_LIKE_ITEMS) for k in key):
+        return tuple(key)
+    return key
+
+
 def _advanced_key(key):
     """The key as a list of items with its advanced items parsed (_Index, _Mask), or None
     when it has none (a basic key)."""
-    if isinstance(key, list) and len(key) < _MAX_TUPLE_LIKE and any(isinstance(k, _TUPLE_LIKE_ITEMS) for k in key):
-        key = tuple(key)
     items = [_parse_item(k) for k in (key if isinstance(key, tuple) else (key,))]
     if not any(isinstance(k, (_Index, _Mask)) for k in items):
         return None
@@ -247,9 +261,10 @@ def _parse_item(k):
     if isinstance(k, np.ndarray):
         if k.dtype == np.bool_:
             return _Mask(k)
-        if k.dtype.kind in "iu":
-            return int(k) if k.ndim == 0 else _Index(k.astype(np.int64))
-        return k
+        if k.ndim == 0:
+            return int(k) if k.dtype.kind in "iu" else k
+        # torch reads any other array as a sequence of numbers: a long index (0.5 is 0)
+        return _Index(k.astype(np.int64))
     if isinstance(k, (list, tuple)):
         # torch's indexing_tensor_from_data: all bools make a mask, anything else a long index
         a = np.asarray(k)
@@ -257,8 +272,9 @@ def _parse_item(k):
     return k
 
 
-def _advanced_target(t: Tensor, items):
-    """(the view the basic items make, the int64 index arrays, the dims of the view they index)."""
+def _advanced_view(t: Tensor, items):
+    """(the view of `t` the basic items make, each advanced item's first dim in it). Each
+    advanced item stands as full slices over its dims there (a 0-d mask as a new axis)."""
     basic = []
     for k in items:
         if isinstance(k, _Index):
@@ -269,8 +285,14 @@ def _advanced_target(t: Tensor, items):
             basic.append(k)
     _, steps = _normalise(tuple(basic), tuple(t.shape))
     view = _apply_steps(t, steps) if steps else t
+    return view, _advanced_dims(items, t.dim())
+
+
+def _index_arrays(view: Tensor, items, starts):
+    """(the int64 index arrays, the dims of `view` they index): a k-d mask gives the k arrays
+    of its nonzero (reading its value: a graph break inside a trace), a 0-d one [0] or []."""
     indices, dims = [], []
-    for k, d in zip((k for k in items if isinstance(k, (_Index, _Mask))), _advanced_dims(items, t.dim())):
+    for k, d in zip((k for k in items if isinstance(k, (_Index, _Mask))), starts):
         if isinstance(k, _Index):
             indices.append(k.value)
             dims.append(d)
@@ -284,7 +306,7 @@ def _advanced_target(t: Tensor, items):
         for j, nz in enumerate(np.nonzero(mask)):
             indices.append(nz.astype(np.int64, copy=False))
             dims.append(d + j)
-    return view, indices, tuple(dims)
+    return indices, tuple(dims)
 
 
 def _advanced_dims(items, ndim: int) -> list:
@@ -321,12 +343,13 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     """`t[key] = value` for a key with advanced items: torch's index_put_ on the view the
     basic items make (IndexPutBackward0; CopySlices on `t` when that view is not `t`)."""
     from .inplace import check_inplace
-    view, indices, dims = _advanced_target(t, items)
+    view, starts = _advanced_view(t, items)
     if isinstance(value, np.ndarray):
         value = Tensor._wrap(np.asarray(value))
     elif not isinstance(value, Tensor):
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch)
         value = np.asarray(value, dtype=t._dtype.np)
-    check_inplace(view)
+    check_inplace(view)        # before the mask is read (torch checks it first)
+    indices, dims = _index_arrays(view, items, starts)
     apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",
              out=view)

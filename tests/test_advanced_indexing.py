@@ -244,13 +244,14 @@ def _region(shape, key):
 
 def compare_setitem(cell, shape, key, value, mode, dtype="f32"):
     """`base[key] = value`, the base a plain tensor, a leaf requiring grad or a non-leaf (the
-    value then requiring grad too): outcome, the base's value and grad_fn, both gradients."""
+    value then requiring grad too), or a plain tensor given a value that requires grad
+    ('value_grad'): outcome, the base's value and grad_fn, both gradients."""
     region = _region(shape, key)
     out = {}
     for L in (torch, fg):
-        x = make(L, shape, dtype, grad=mode != "plain")
+        x = make(L, shape, dtype, grad=mode in ("leaf", "nonleaf"))
         v = value(L, region)
-        if mode == "nonleaf" and isinstance(v, L.Tensor) and v.dtype.is_floating_point:
+        if mode in ("nonleaf", "value_grad") and isinstance(v, L.Tensor) and v.dtype.is_floating_point:
             v.requires_grad_(True)
         base = x * 1 if mode == "nonleaf" else x
         out[L] = (x, v, base, run(lambda base=base, L=L, v=v: base.__setitem__(key(L), v)))
@@ -269,7 +270,7 @@ def compare_setitem(cell, shape, key, value, mode, dtype="f32"):
 
 
 def _set_cells():
-    for mode in ("plain", "leaf", "nonleaf"):
+    for mode in ("plain", "leaf", "nonleaf", "value_grad"):
         for kname, key in SET_KEYS:
             for vname, value in SET_VALUES:
                 yield pytest.param(key, value, mode, id=f"{mode}-{kname}-{vname}")

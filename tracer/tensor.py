@@ -692,27 +692,43 @@ def _contiguous_strides(shape: tuple) -> tuple:
 
 
 def _layout(t: Tensor) -> tuple:
-    """The element strides of `t`. A traced tensor has no memory yet: a fresh value is laid
-    out contiguously, and a view made inside the call (t.T, t[0], t.expand...) has the strides
-    its view chain gives its base's layout, as eagerly (torch's `x.t().stride()` is (1, 3))."""
+    """The element strides of `t` (see `layout_stand_in`)."""
     if t._data is not None:
         return tuple(b // t._data.itemsize for b in t._data.strides)
+    return layout_stand_in(t).strides
+
+
+def layout_stand_in(t: Tensor) -> np.ndarray:
+    """An int8 array of `t`'s shape whose byte strides are `t`'s element strides: its memory
+    layout, for the rules that depend on it (view(), contiguous()) without reading values.
+
+    A traced tensor has no memory yet: a fresh value is laid out contiguously, and a view
+    made inside the call (t.T, t[0], t.expand...) has the layout its view chain gives its
+    base's, as eagerly (torch's `x.t().stride()` is (1, 3))."""
+    shape = t._value_shape()
+    if t._data is not None:
+        return _strided_stand_in(shape, _layout(t))
     if t._base is None or not t._view_chain:
-        return _contiguous_strides(t._value_shape())
+        return _strided_stand_in(shape, _contiguous_strides(shape))
     from fusegrad.ir import OPS
-    base_shape, base_strides = t._base._value_shape(), _layout(t._base)
-    if any(s < 0 for s in base_strides):
-        return _contiguous_strides(t._value_shape())
-    # Replay the chain's NumPy references (metadata-only views) on a one-byte-per-element
-    # stand-in of the base's layout; its byte strides are then element strides. The buffer
-    # spans every addressed element, so even a reference that copied would stay in bounds.
-    extent = 1 + sum((n - 1) * s for n, s in zip(base_shape, base_strides) if n > 0)
-    stand_in = np.lib.stride_tricks.as_strided(np.empty(max(extent, 1), np.int8), base_shape, base_strides)
+    base = layout_stand_in(t._base)
+    if any(s < 0 for s in base.strides):
+        return _strided_stand_in(shape, _contiguous_strides(shape))
+    # Replay the chain's NumPy references: metadata-only views of the stand-in.
     for op, attrs in t._view_chain:
-        stand_in = OPS[op].ref(stand_in, **dict(attrs))
-    if stand_in.shape != t._value_shape():      # a chain the stand-in cannot replay: a fresh value's layout
-        return _contiguous_strides(t._value_shape())
-    return tuple(stand_in.strides)
+        base = OPS[op].ref(base, **dict(attrs))
+    if base.shape != shape:         # a chain the stand-in cannot replay: a fresh value's layout
+        return _strided_stand_in(shape, _contiguous_strides(shape))
+    return base
+
+
+def _strided_stand_in(shape: tuple, strides: tuple) -> np.ndarray:
+    if any(s < 0 for s in strides):
+        strides = _contiguous_strides(shape)
+    # The buffer spans every addressed element, so even a reference that copied stays in bounds;
+    # np.empty does not touch its pages.
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
+    return np.lib.stride_tricks.as_strided(np.empty(max(extent, 1), np.int8), shape, strides)
 
 
 def _is_contiguous(shape: tuple, strides: tuple) -> bool:

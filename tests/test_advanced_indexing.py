@@ -154,6 +154,12 @@ GET_KEYS = [
     ("float_numpy", (3, 4), lambda L: np.array([0.5])),
     ("too_many", (3, 4), lambda L: ([0], [0], [0])),
     ("scalar_list", (), lambda L: [0]),
+    ("ragged", (3, 4), lambda L: (S, [[0, 1], [1]])),
+    ("ragged_scalar", (3, 4), lambda L: (S, [[0, 1], 1])),
+    ("ragged_list", (3, 4), lambda L: (S, [0, [1]])),
+    ("none_in_list", (3, 4), lambda L: (S, [0.5, None])),
+    ("str_in_list", (3, 4), lambda L: (S, [0, "a"])),
+    ("numpy_bool_scalar", (3, 4), lambda L: np.True_),
     ("scalar_int_tensor", (), lambda L: L.tensor(0)),
 ]
 

@@ -46,8 +46,10 @@ def _normalise(key, shape, bare_slice: bool = False):
         if isinstance(k, (Tensor, np.ndarray)):     # what _parse_item leaves: a float tensor or array
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if not (k is None or k is Ellipsis or isinstance(k, (slice, numbers.Integral))):
+            kind = type(k).__name__ if type(k).__module__ == "builtins" else \
+                f"{type(k).__module__.split('.')[0]}.{type(k).__name__}"      # as Python's tp_name: numpy.bool
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                             "are valid indices (got " + type(k).__name__ + ")")
+                             "are valid indices (got " + kind + ")")
     items, steps = [], []
     dim, out_dim = 0, 0
     for pos, k in enumerate(key):
@@ -256,7 +258,7 @@ def _parse_item(k):
         if k._dtype.category == 1:
             return int(k) if k.dim() == 0 else _Index(k)
         return k
-    if isinstance(k, (bool, np.bool_)):
+    if isinstance(k, bool):         # a Python bool only: torch rejects NumPy's bool scalar
         return _Mask(np.asarray(k))
     if isinstance(k, np.ndarray):
         if k.dtype == np.bool_:
@@ -266,10 +268,43 @@ def _parse_item(k):
         # torch reads any other array as a sequence of numbers: a long index (0.5 is 0)
         return _Index(k.astype(np.int64))
     if isinstance(k, (list, tuple)):
-        # torch's indexing_tensor_from_data: all bools make a mask, anything else a long index
-        a = np.asarray(k)
+        a = _sequence_array(k)
         return _Mask(a) if a.dtype == np.bool_ else _Index(a.astype(np.int64))
     return k
+
+
+def _sequence_array(seq) -> np.ndarray:
+    """A nested sequence index as torch's indexing_tensor_from_data reads it (all bools make
+    a mask, anything else a long index), with its errors: the items' types first, then the
+    shape that the first item at each depth sets."""
+    stack = [seq]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str):
+            raise TypeError("new(): invalid data type 'str'")
+        elif not isinstance(item, (numbers.Number, np.generic, Tensor, np.ndarray)):
+            raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
+    sizes, level = [], seq
+    while isinstance(level, (list, tuple)):
+        sizes.append(len(level))
+        level = level[0] if level else None
+    _check_nesting(seq, sizes, 0)
+    return np.asarray(seq)
+
+
+def _check_nesting(seq, sizes, depth: int) -> None:
+    if len(seq) != sizes[depth]:
+        raise ValueError(f"expected sequence of length {sizes[depth]} at dim {depth} (got {len(seq)})")
+    for item in seq:
+        nested = isinstance(item, (list, tuple))
+        if depth + 1 < len(sizes):
+            if not nested:
+                raise TypeError("not a sequence")
+            _check_nesting(item, sizes, depth + 1)
+        elif nested:
+            raise TypeError(f"'{type(item).__name__}' object cannot be interpreted as an integer")
 
 
 def _advanced_view(t: Tensor, items):

@@ -307,6 +307,15 @@ def test_setitem_dtypes(dtype):
     compare_setitem(f"set-{dtype}-mask", (3, 4), MASK((3, 4)), lambda L, r: 1, "plain", dtype)
 
 
+def test_numpy_value_is_cast_to_the_tensor_dtype():
+    """API.md accepts NumPy arrays wherever a tensor is (torch takes none here): the array is
+    cast to the tensor's dtype, as basic setitem does."""
+    x, want = make(fg, (3, 4)), data((3, 4))
+    x[[0, 2, 0]] = np.arange(4.0)
+    want[[0, 2, 0]] = np.arange(4.0)
+    assert x.dtype == fg.float32 and x.tolist() == want.tolist()
+
+
 def test_setitem_bumps_the_version_and_keeps_memory():
     x = make(fg, (3, 4))
     memory, version = x._data, x._version[0]

@@ -379,10 +379,9 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     basic items make (IndexPutBackward0; CopySlices on `t` when that view is not `t`)."""
     from .inplace import check_inplace
     view, starts = _advanced_view(t, items)
-    if isinstance(value, np.ndarray):
-        value = Tensor._wrap(np.asarray(value))
-    elif not isinstance(value, Tensor):
-        # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch)
+    if not isinstance(value, Tensor):
+        # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
+        # NumPy array (torch takes none; basic setitem casts it too), a tensor must match
         value = np.asarray(value, dtype=t._dtype.np)
     check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)

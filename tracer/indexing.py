@@ -149,8 +149,9 @@ def _apply_steps(t: Tensor, steps) -> Tensor:
 
 
 def setitem(t: Tensor, key, value) -> None:
-    """`t[key] = value`: a functional index_put recorded as torch's CopySlices (a key that
-    selects the whole tensor is torch's fill_ or copy_ of it)."""
+    """`t[key] = value`. A basic key is a functional index_put recorded as torch's CopySlices
+    (a key that selects the whole tensor is torch's fill_ or copy_ of it); a key with advanced
+    items is torch's index_put_ (IndexPutBackward0), see `_advanced_setitem`."""
     from .functional import _coerce
     from .inplace import check_inplace
     if isinstance(value, (list, tuple, str)) or value is None:
@@ -231,6 +232,7 @@ class _Mask:
 # item of it is a tensor, a sequence, a slice, ... or None: x[[0, [1, 2]]] is x[0, [1, 2]].
 _TUPLE_LIKE_ITEMS = (Tensor, list, tuple, np.ndarray, slice, type(Ellipsis), type(None))
 _MAX_TUPLE_LIKE = 32
+_BASIC_KEYS = frozenset({int, slice, type(None), type(Ellipsis)})
 
 
 def _sequence_key(key):
@@ -243,6 +245,8 @@ def _sequence_key(key):
 def _advanced_key(key):
     """The key as a list of items with its advanced items parsed (_Index, _Mask), or None
     when it has none (a basic key)."""
+    if type(key) in _BASIC_KEYS:        # the common keys, without parsing (getitem is hot)
+        return None
     items = [_parse_item(k) for k in (key if isinstance(key, tuple) else (key,))]
     if not any(isinstance(k, (_Index, _Mask)) for k in items):
         return None

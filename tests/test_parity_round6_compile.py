@@ -618,9 +618,6 @@ def test_explain_of_a_function_without_ops_and_with_a_graph_break():
 
 
 # ================================================================ differences outside runtime/
-@pytest.mark.xfail(strict=True, reason="tracer/tensor.py Tensor.grad_fn: inside fg.compile a traced non-leaf that "
-                                       "requires grad has grad_fn None (torch: MulBackward0), so its repr inside "
-                                       "the function lacks grad_fn=<MulBackward0>")
 def test_grad_fn_of_a_traced_tensor_inside_the_call():
     seen = []
     fg.compile(lambda x: seen.append(type((x * 2).grad_fn).__name__))(fg.tensor(A, requires_grad=True))

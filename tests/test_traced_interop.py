@@ -422,10 +422,6 @@ def _data_assigned(L, x, shape):
     return y + 1, y.requires_grad
 
 
-@pytest.mark.xfail(strict=True, reason="tracer/tensor.py Tensor.grad_fn reads _grad_fn, which tracer/trace.py "
-                                       "Trace.record never sets: a traced non-leaf that requires grad has grad_fn "
-                                       "None inside the call (torch: MulBackward0, with next_functions), so its "
-                                       "repr lacks grad_fn=<MulBackward0>")
 @pytest.mark.parametrize("what", ["name", "next_functions", "repr", "exception text"])
 def test_grad_fn_of_a_traced_non_leaf(what):
     probes = {

@@ -348,6 +348,10 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._sym is not None and self._grad_fn is None and self._requires_grad and not self._traced_leaf:
+            # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
+            trace = trace_state.current()
+            return trace.grad_fn_of(self) if trace is not None else None
         if self._base is not None and self._view_version != self._version[0]:
             from .dispatch import refresh_view_history
             refresh_view_history(self)
@@ -577,8 +581,9 @@ class Tensor:
     def __repr__(self) -> str:
         from .formatting import format_tensor
         suffixes = []
-        if self._grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self._grad_fn.name()}>")
+        grad_fn = self._grad_fn if self._sym is None else self.grad_fn
+        if grad_fn is not None:
+            suffixes.append(f"grad_fn=<{grad_fn.name()}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         return format_tensor(self._concrete(), suffixes)

@@ -82,7 +82,11 @@ class Trace:
         self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
-        self.grad_instrs: set = set()       # ids of instructions recorded with grad
+        self.grad_instrs: dict = {}         # id of an instruction recorded with grad -> torch's node name
+                                            # (None: the op's default; see grad_fn_of)
+        self._nodes: dict = {}              # id of such an instruction -> its grad_fn node (made on demand)
+        self._producer_map: dict = {}       # id(value) -> (its instruction recorded with grad, output index)
+        self._producers_upto = 0            # how many instructions _producer_map has seen
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.alive: list = []               # weak references to symbolic tensors made by this trace
@@ -221,7 +225,7 @@ class Trace:
             ins = Instr(op, values, (v,), frozen)
             self.instrs.append(ins)
             if requires:
-                self.grad_instrs.add(id(ins))
+                self.grad_instrs[id(ins)] = name
             t = object.__new__(Tensor)
             t._init(None, v.type.dtype)
             t._sym = v
@@ -234,7 +238,7 @@ class Trace:
         ins = Instr(op, values, outs, frozen)
         self.instrs.append(ins)
         if requires:
-            self.grad_instrs.add(id(ins))
+            self.grad_instrs[id(ins)] = name
         if out is not None:
             if out._base is not None:
                 return self._write_through_view(out, outs[0], requires)
@@ -347,8 +351,75 @@ class Trace:
         before = len(self.program.instrs)
         grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt, active=active)
         if create_graph:
-            self.grad_instrs.update(id(ins) for ins in self.program.instrs[before:])
+            self.grad_instrs.update((id(ins), None) for ins in self.program.instrs[before:])
         return [None if g is None else self.symbolic(g, create_graph) for g in grads]
+
+    # ------------------------------------------------------------ grad_fn inside a trace
+    def grad_fn_of(self, t: Tensor):
+        """torch's grad_fn of a traced tensor that requires grad: a node of the class torch
+        names the op that made it (MulBackward0...), whose next_functions lead to the nodes
+        of its traced inputs, the AccumulateGrad of leaves and the grad_fn of tensors from
+        outside the call. For inspection and printing only: backward inside a trace
+        differentiates the program, not these nodes."""
+        found = self._producers().get(id(t._sym))
+        return None if found is None else self._node_for(found[0])
+
+    def _producers(self) -> dict:
+        """id(value) -> (instruction recorded with grad that defines it, output index);
+        extended as the program grows."""
+        for ins in self.instrs[self._producers_upto:]:
+            if id(ins) in self.grad_instrs:
+                for k, out in enumerate(ins.outputs):
+                    self._producer_map[id(out)] = (ins, k)
+        self._producers_upto = len(self.instrs)
+        return self._producer_map
+
+    def _node_for(self, ins: Instr):
+        """The node of an instruction recorded with grad, and of every such instruction it
+        reads from (made once each, inputs first, without recursion: graphs can be deep)."""
+        from .dispatch import _default_name, edge_of
+        from .node import grad_accumulator, node_class
+        producers, nodes, sources = self._producers(), self._nodes, None
+        stack = [ins]
+        while stack:
+            top = stack[-1]
+            if id(top) in nodes:
+                stack.pop()
+                continue
+            waiting = [p[0] for p in (producers.get(id(u)) for u in top.inputs)
+                       if p is not None and id(p[0]) not in nodes]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            if sources is None:
+                sources = self._grad_sources()
+            edges = []
+            for u in top.inputs:
+                found, t = producers.get(id(u)), sources.get(id(u))
+                if found is not None:
+                    edges.append((nodes[id(found[0])], found[1]))
+                elif t is not None:
+                    edges.append(edge_of(t) if t._grad_fn is not None else (grad_accumulator(t), 0))
+                else:
+                    edges.append(None)
+            name = self.grad_instrs.get(id(top)) or _default_name(top.op)
+            nodes[id(top)] = node_class(name)(top.op, top.attrs, tuple(u.type for u in top.inputs),
+                                              tuple(v.type for v in top.outputs), tuple(edges),
+                                              (None,) * len(top.inputs), {})
+        return nodes[id(ins)]
+
+    def _grad_sources(self) -> dict:
+        """id(value) -> the tensor from outside the call (a leaf or a non-leaf) or the leaf
+        made inside it that the value stands for, for every such tensor that requires grad."""
+        sources = {}
+        for t in list(self.leaf_tensors.values()) + list(self.boundary.values()):
+            sources[id(self.value_of(t))] = t
+        for ref in self.new_leaves:
+            t = ref()
+            if t is not None and t._sym is not None:
+                sources[id(t._sym)] = t
+        return sources
 
     def _check_not_freed(self, instrs, active: set) -> None:
         """torch's error for a backward through nodes an earlier backward freed (without

@@ -46,6 +46,8 @@ _NEXT_INPUTS = {
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "ReciprocalBackward0": (1,),  # reciprocal(x): IR div(1, x)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
+    "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
+    "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
 }
 
 

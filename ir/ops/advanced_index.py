@@ -126,7 +126,7 @@ def _take_vjp(e, x, y, g, a, n):
     return [gx] + [None] * (len(x) - 1)
 
 
-register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp,
+register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
                doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)"))
 
 
@@ -172,6 +172,6 @@ def _put_vjp(e, x, y, g, a, n):
     return [gx, gv] + [None] * len(indices)
 
 
-register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp,
+register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp, reference_only=True,
                doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
                    "adding), int64 index arrays at `dims`"))

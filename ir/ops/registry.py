@@ -52,6 +52,9 @@ class OpDef:
     # defining v (None for program inputs), graph.readers(v) how many instructions
     # and program outputs read v.
     rewrite: Callable | None = None
+    # Runs by its reference implementation in compiled programs by design (a data-dependent
+    # gather or scatter): the scheduler says so without warning of a missing kernel rule.
+    reference_only: bool = False
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

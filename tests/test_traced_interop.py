@@ -556,3 +556,18 @@ def test_a_tensor_carried_by_an_exception_is_its_eager_value(use):
             plus_one = fg.compile(lambda t: t + 1) if use != "eagerly" and L is fg else (lambda t: t + 1)
             outcomes.append((normalise(plus_one(exc.args[0])), _spelled_alike(str(exc))))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("form", ["flatten node", "method view", "reshape node", "contiguous"])
+def test_layout_rules_of_a_view_made_in_the_call(form):
+    # view/reshape/flatten/contiguous follow a traced view's layout as eagerly: a transposed
+    # view cannot be viewed flat, its reshape is a copy (UnsafeViewBackward0), and
+    # contiguous() clones it.
+    probes = {
+        "flatten node": lambda L, x: type(L.flatten((x * 2).t()).grad_fn).__name__,
+        "method view": lambda L, x: (x * 2).t().view(-1),
+        "reshape node": lambda L, x: type(L.reshape((x * 2).t(), (-1,)).grad_fn).__name__,
+        "contiguous": lambda L, x: ((x * 2).t().contiguous().is_contiguous(),
+                                    type((x * 2).t().contiguous().grad_fn).__name__),
+    }
+    assert_as_eager(probes[form])

@@ -19,7 +19,7 @@ from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, ZERO_DIM
 
 from .dispatch import apply_op
-from .tensor import Tensor
+from .tensor import Tensor, layout_stand_in
 
 _TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
@@ -814,13 +814,26 @@ def _numel(shape) -> int:
 
 
 def _viewable(t: Tensor, shape: tuple) -> bool:
-    if t._data is None:
+    """Whether `t`'s memory layout lets a view have `shape`. A traced value made in the call is
+    laid out contiguously; a view made in the call has its view chain's layout (as eagerly)."""
+    if t._data is None and (t._base is None or not t._view_chain):
         return True
     try:
-        np.reshape(t._data, shape, copy=False)
+        np.reshape(_layout_of(t), shape, copy=False)
         return True
     except ValueError:
         return False
+
+
+def _layout_of(t: Tensor) -> np.ndarray:
+    """`t`'s array, or for a traced view an array laid out as it would be (no values read)."""
+    return t._data if t._data is not None else layout_stand_in(t)
+
+
+def _c_ordered(t: Tensor) -> bool:
+    if t._data is None and (t._base is None or not t._view_chain):
+        return True
+    return _layout_of(t).flags.c_contiguous
 
 
 def reshape(a, *sizes, shape=None) -> Tensor:
@@ -832,7 +845,7 @@ def reshape(a, *sizes, shape=None) -> Tensor:
     if not _viewable(a, shape):
         name = "UnsafeViewBackward0"
     else:
-        name = "ViewBackward0" if a._data is None or a._data.flags.c_contiguous else "ReshapeAliasBackward0"
+        name = "ViewBackward0" if _c_ordered(a) else "ReshapeAliasBackward0"
     return apply_op("reshape", [a], {"shape": shape}, name)
 
 
@@ -1007,11 +1020,11 @@ def clone(a) -> Tensor:
 
 def contiguous(a) -> Tensor:
     """`a` itself when its memory is C-ordered, else a C-ordered copy (CloneBackward0, as torch's
-    clone with contiguous_format). Traced values have no memory layout: they are returned as is."""
-    if a._data is None or a._data.flags.c_contiguous:
+    clone with contiguous_format). A traced view made in the call has its chain's layout."""
+    if _c_ordered(a):
         return a
     out = clone(a)
-    if not out._data.flags.c_contiguous:
+    if out._data is not None and not out._data.flags.c_contiguous:
         # clone keeps a view's strides (torch's preserve_format); nothing else holds this
         # fresh array yet, and cast's backward saves nothing, so it can be replaced.
         out._data = np.ascontiguousarray(out._data)

@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace
-from .tensor import Tensor, layout_stand_in, read_only
+from .tensor import Tensor, read_only
 
 
 def _reflected(fn):
@@ -172,33 +172,6 @@ def _matrix_adjoint(name: str, ndim_rule: str):
     return adjoint
 
 
-# ------------------------------------------------------------ layout rules of traced views
-# Inside fg.compile a view made in the call (t.T, t[:, 1:]) has the layout its view chain
-# gives it (tensor.layout_stand_in), so the rules that depend on memory layout hold as eagerly.
-
-_NOT_VIEWABLE = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
-                 "across two contiguous subspaces). Use .reshape(...) instead.")
-
-
-def _view(self, *shape, size=None) -> Tensor:
-    """Tensor.view; on a traced tensor it also refuses a layout no view can express (as eagerly)."""
-    out = F.view(self, *shape, size=size)
-    if self._data is None and self._base is not None:
-        try:
-            np.reshape(layout_stand_in(self), tuple(out.shape), copy=False)
-        except ValueError:
-            del out         # the recorded reshape is dead code: the program drops it
-            raise RuntimeError(_NOT_VIEWABLE) from None
-    return out
-
-
-def _contiguous(self) -> Tensor:
-    """Tensor.contiguous; a traced view that is not C-ordered is cloned (CloneBackward0), as eagerly."""
-    if self._data is None and self._base is not None and not self.is_contiguous():
-        return F.clone(self)
-    return F.contiguous(self)
-
-
 METHODS = {
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
@@ -214,11 +187,11 @@ METHODS = {
     "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
     "argmax": F.argmax, "argmin": F.argmin, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
-    "reshape": F.reshape, "view": _view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
+    "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
     "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze, "expand": F.expand, "expand_as": F.expand_as,
-    "broadcast_to": F.broadcast_to, "clone": F.clone, "contiguous": _contiguous, "to": F.to,
+    "broadcast_to": F.broadcast_to, "clone": F.clone, "contiguous": F.contiguous, "to": F.to,
     "reshape_as": lambda self, other: F.reshape(self, tuple(other.shape)),
-    "view_as": lambda self, other: _view(self, tuple(other.shape)),
+    "view_as": lambda self, other: F.view(self, tuple(other.shape)),
     # casts
     "float": lambda self: F.cast(self, float32), "double": lambda self: F.cast(self, float64),
     "long": lambda self: F.cast(self, int64), "bool": lambda self: F.cast(self, bool_),

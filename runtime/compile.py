@@ -368,11 +368,21 @@ def _from_numpy(a):
 
 
 def _abandon(trace: Trace) -> None:
-    """Undo a failed call's side effects on the caller's tensors."""
+    """Undo a failed call's side effects on the caller's tensors, and give the tensors it
+    made that outlive it (carried by the exception, or kept in a closure) their values, as
+    eagerly (without history: the call's graph is gone). One whose value cannot be computed
+    stays symbolic, and using it says so (tensor.py)."""
     for _, tensor in trace.mutated.values():
         tensor._sym = None
     for leaf, old in trace.grad_leaves.values():
         leaf._grad = old
+    for t in trace.alive_tensors():
+        if t._sym is not None and t._data is None:
+            try:
+                value = trace.materialize(t)
+            except Exception:       # the op that failed the call, or one after it
+                continue
+            t._data, t._sym, t._requires_grad = value, None, False
 
 
 def _live_program(traced: Program, outputs: list) -> Program:

@@ -540,10 +540,6 @@ def test_a_tensor_carried_by_an_exception_never_gives_garbage():
     assert fg.compile(lambda x: x * 2)(fg.tensor(A)).tolist() == (torch.tensor(A) * 2).tolist()
 
 
-@pytest.mark.xfail(strict=True, reason="runtime/compile.py _abandon: a symbolic tensor that escapes a call that "
-                                       "raised (in the exception) keeps its symbolic value: printing it fails and "
-                                       "ops on it raise AttributeError in tracer/dispatch.py, and a later compiled "
-                                       "call given it raises KeyError (eager: a value)")
 @pytest.mark.parametrize("use", ["eagerly", "in a later compiled call"])
 def test_a_tensor_carried_by_an_exception_is_its_eager_value(use):
     def fn(L, x):

@@ -338,11 +338,6 @@ def test_a_read_only_array_is_still_readable_and_converts():
     assert_as_eager(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="tracer/trace.py Trace.value_of: memory handed out writable inside the "
-                                       "trace (numpy() before any op read it, or a user array given to "
-                                       "fg.from_numpy) is read when the program runs, so a NumPy write after an "
-                                       "op recorded its read changes that op's value (eager: ops read at their "
-                                       "own time); compiled y[0, 0] is 10, eager 2")
 @pytest.mark.parametrize("how", ["numpy() then use then write", "from_numpy of a user array"])
 def test_a_write_after_the_trace_read_exposed_memory(how):
     def through_numpy(L, x):

@@ -6,6 +6,7 @@ import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
 
+from . import trace_state
 from .tensor import Tensor
 
 _rng = [np.random.default_rng()]
@@ -87,6 +88,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with `array`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    trace = trace_state.current()
+    if trace is not None:           # Python may write the array between the traced ops
+        trace.expose(array)
     return Tensor._wrap(array, from_numpy_dtype(array.dtype)) if array.dtype in (
         np.float32, np.float64, np.int64, np.bool_) else Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
 

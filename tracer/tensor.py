@@ -766,7 +766,8 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
 
     Both come back read-only: writing raises NumPy's "assignment destination is read-only"
     instead of silently giving values that differ from eager execution. Memory the trace
-    has not read yet is the tensor's own, writable, as eagerly."""
+    has not read yet is the tensor's own, writable, as eagerly; the trace then reads it
+    by copying it at each op (Trace.expose), so writes between ops are seen as eagerly."""
     if t._sym is not None:
         if trace is None:
             raise RuntimeError(_ORPHAN_MSG)
@@ -774,5 +775,6 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
     array = t._data
     if any(np.may_share_memory(array, lifted) for lifted in trace.input_arrays):
         return _read_only(array)
+    trace.expose(array)             # later reads of this memory take its value at their time
     return array
 

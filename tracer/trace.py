@@ -93,6 +93,7 @@ class Trace:
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
+        self.exposed: list = []             # arrays handed to Python writable during the trace (expose)
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -124,6 +125,10 @@ class Trace:
         key = _memory_key(x._data)
         v = self.lifted.get(key)
         if v is None:
+            if self.exposed and not x._requires_grad and self._exposed_memory(x._data):
+                # Python can write this memory between ops (a numpy() array handed out, a user
+                # array given to from_numpy): each read takes its value now, as eager ops do.
+                return self._input(x._data.copy())
             v = self.lifted[key] = self._input(x._data)
             self.lifted_grad[key] = x._requires_grad
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
@@ -133,6 +138,14 @@ class Trace:
             if group.setdefault(key, x) is not x:
                 v = self._own_variable(x, v, group, key)
         return v
+
+    def expose(self, array: np.ndarray) -> None:
+        """`array` was handed to Python writable during the trace (t.numpy(), fg.from_numpy):
+        later reads of its memory copy it at that moment (see value_of)."""
+        self.exposed.append(array)
+
+    def _exposed_memory(self, array: np.ndarray) -> bool:
+        return any(np.may_share_memory(array, a) for a in self.exposed)
 
     def _own_variable(self, x: Tensor, v: Value, group: dict, key) -> Value:
         """A second tensor that requires grad over memory another one lifted (two

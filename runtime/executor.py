@@ -381,9 +381,11 @@ class _KernelStep:
             outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
             args.extend(outs)
             use = self.choice.next()
-            if use and self.defer_parallel and not self.compiled.parallel_ready() and background.async_enabled():
-                # Never make a call wait for the parallel variant: it compiles (or loads) on
-                # the background thread while calls stay serial.
+            if use and not self.compiled.parallel_ready() and (
+                    self.choice.decided is None or (self.defer_parallel and background.async_enabled())):
+                # Never make a call wait for the parallel variant that the measurement (or the
+                # tiered path) asks for: it compiles (or loads) on the background thread while
+                # calls stay serial. (FUSEGRAD_PARALLEL=always compiles it on the first call.)
                 self.compiled.prepare_parallel_in_background(args)
                 use = deferred = False
             else:

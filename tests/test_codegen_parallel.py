@@ -51,6 +51,7 @@ def test_parallel_and_serial_variants_agree(monkeypatch):
 
 
 def test_auto_policy_measures_and_settles(monkeypatch):
+    from fusegrad.runtime import background
     monkeypatch.setenv("FUSEGRAD_PARALLEL", "auto")
     monkeypatch.setattr(executor, "PARALLEL_MIN_SECONDS", 0.0)   # always worth measuring here
     p = build(_layer, (1024, 300), (300,))
@@ -58,11 +59,22 @@ def test_auto_policy_measures_and_settles(monkeypatch):
     clear_caches()
     compiled = compile_program(p)
     (step,) = compiled.steps
-    # Each variant compiles on its first call (untimed), then PARALLEL_SAMPLES timed calls each.
-    for _ in range(2 * executor.PARALLEL_SAMPLES + 2):
+    # The serial variant compiles on the first call (untimed), then PARALLEL_SAMPLES timed
+    # calls; the parallel variant then compiles on the background thread (no call waits for
+    # it), and once it is ready PARALLEL_SAMPLES timed parallel calls decide.
+    jobs = []
+    monkeypatch.setattr(background, "submit", lambda job, hold=False: jobs.append(job))
+    for _ in range(executor.PARALLEL_SAMPLES + 3):
+        compiled(args)
+    assert step.choice.decided is None and len(jobs) == 1 and not step.compiled.parallel_ready()
+    assert step.choice.times[True] == []                 # every call so far ran serially
+    jobs[0]()                                             # the background compile, run here
+    assert step.compiled.parallel_ready()
+    for _ in range(executor.PARALLEL_SAMPLES):
         compiled(args)
     assert step.choice.decided is not None
-    assert len(step.choice.times[False]) == len(step.choice.times[True]) == executor.PARALLEL_SAMPLES
+    assert len(step.choice.times[True]) == executor.PARALLEL_SAMPLES
+    assert len(step.choice.times[False]) >= executor.PARALLEL_SAMPLES
     assert "measured" in compiled.explain()
 
 

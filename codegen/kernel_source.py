@@ -78,6 +78,7 @@ def _kind(dtype) -> str:
 
 
 def ctor(dtype) -> str:
+    """The NumPy scalar constructor that generated source uses for `dtype`, e.g. "np.float32"."""
     return _CTOR[dtype.name]
 
 

@@ -218,6 +218,7 @@ def fg_sign(x):
 # ones are shared with vmath (compare-and-select code already vectorises).
 
 def make_libm_unary(fn):
+    """A factory for `overload_by_kind`: for every scalar type, an implementation calling `fn` (from `math`)."""
     def make(ft):
         return lambda x: fn(x)
     return make
@@ -259,6 +260,8 @@ def _make_pow(ft):
 
 
 def make_int_pow(ft):
+    """The integer power x**y for integer type `ft`, by repeated squaring in `ft`.
+    A negative exponent gives 0 except for bases 1 and -1, as torch does."""
     one = ft(1)
     zero = ft(0)
 
@@ -283,17 +286,20 @@ def make_int_pow(ft):
 
 
 def make_relu(ft):
+    """The relu implementation for scalar type `ft`: x, or 0 where x < 0."""
     zero = ft(0)
     return lambda x: zero if x < zero else x
 
 
 def make_maximum(ft):
+    """The maximum implementation for scalar type `ft`; for floats NaN propagates, as torch's maximum."""
     if issubclass(ft, np.floating):
         return lambda x, y: x if (x >= y or x != x) else y
     return lambda x, y: x if x >= y else y
 
 
 def make_minimum(ft):
+    """The minimum implementation for scalar type `ft`; for floats NaN propagates, as torch's minimum."""
     if issubclass(ft, np.floating):
         return lambda x, y: x if (x <= y or x != x) else y
     return lambda x, y: x if x <= y else y
@@ -306,6 +312,7 @@ def _make_clamp(ft):
 
 
 def make_sign(ft):
+    """The sign implementation for scalar type `ft`: -1, 0 or 1 (bool: x itself); NaN gives 0."""
     if ft is np.bool_:
         return lambda x: x
     one = ft(1)

@@ -78,10 +78,12 @@ def outer_shapes(space: tuple, axes: tuple) -> tuple:
 
 
 def is_reduction(ins) -> bool:
+    """Is instruction `ins` a reduction (an op of the REDUCE group)?"""
     return OPS[ins.op].group == REDUCE
 
 
 def reductions_of(instrs) -> list:
+    """The reductions among `instrs`, in their order."""
     return [ins for ins in instrs if is_reduction(ins)]
 
 
@@ -110,6 +112,7 @@ class Store:
 
 @dataclass
 class Analysis:
+    """What `analyse` found for a legal kernel: its layout, each reduction's phase, each stored value's place."""
     layout: str
     stages: dict          # id(row reduction) -> its phase
     tails: dict           # id(tail reduction) -> Tail

@@ -93,6 +93,7 @@ class Kernel:
 
     @property
     def layout(self) -> str:
+        """The kernel's loop layout ("pointwise", "row" or "column"); "?" before it is analysed."""
         return self.analysis.layout if self.analysis is not None else "?"
 
 
@@ -108,12 +109,14 @@ class Step:
 
 @dataclass
 class Schedule:
+    """The steps that implement a program, in order, and the notes on fusions refused (for explain)."""
     program: Program          # the program the steps implement (decomposed, dead code removed)
     steps: list
     notes: list               # (instruction, kernel or None, reason) for refused fusions
 
     @property
     def kernels(self) -> list:
+        """The fused kernels among the steps, in order."""
         return [s.kernel for s in self.steps if s.kind == KERNEL]
 
 

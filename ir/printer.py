@@ -41,10 +41,12 @@ class Namer:
         return self.names[v.id]
 
     def decl(self, v) -> str:
+        """The value's name with its type, as a declaration: "a:f32[2,3]"."""
         return f"{self(v)}:{v.type}"
 
 
 def format_instr(ins, name: Namer) -> str:
+    """One instruction as text: "outputs = op[attrs] inputs", naming values with `name`."""
     outs = " ".join(name.decl(v) for v in ins.outputs)
     attrs = " ".join(f"{k}={_attr(v)}" for k, v in ins.attrs)
     head = f"{ins.op}[{attrs}]" if attrs else ins.op
@@ -53,6 +55,8 @@ def format_instr(ins, name: Namer) -> str:
 
 
 def format_program(program: Program, name: Namer | None = None) -> str:
+    """The whole program as text, one instruction a line: "{ lambda inputs . instructions in (outputs) }".
+    Values read but never defined (a backward program's forward refs) join the inputs line."""
     name = name or Namer()
     lines = ["{ lambda " + " ".join(name.decl(v) for v in program.inputs) + " ."]
     defined = {v.id for v in program.inputs}

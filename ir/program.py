@@ -27,10 +27,12 @@ class Value:
 
     @property
     def shape(self) -> tuple:
+        """The value's shape (from its type)."""
         return self.type.shape
 
     @property
     def dtype(self):
+        """The value's dtype (from its type)."""
         return self.type.dtype
 
     def __repr__(self) -> str:
@@ -56,6 +58,7 @@ class Instr:
 
     @property
     def params(self) -> dict:
+        """The instruction's attributes as a dict (they are stored frozen, as a tuple)."""
         return dict(self.attrs)
 
     def __repr__(self) -> str:
@@ -93,11 +96,14 @@ class Builder:
         self.program = program if program is not None else Program()
 
     def input(self, type: TensorType) -> Value:
+        """Add a program input of type `type` and return its value."""
         v = Value(type)
         self.program.inputs.append(v)
         return v
 
     def emit(self, op: str, *inputs: Value, loc: str | None = None, **attrs):
+        """Append `op` on `inputs` with `attrs`, its output types from the op's shape/dtype rule.
+        Returns the output value, or a tuple of them for an op with several outputs."""
         frozen = freeze_attrs(attrs)
         out_types = infer_types(OPS[op], tuple([v.type for v in inputs]), attrs, frozen)
         outs = self.append(op, inputs, out_types, frozen, loc)

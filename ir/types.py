@@ -29,6 +29,7 @@ class DType:
 
     @property
     def itemsize(self) -> int:
+        """torch's dtype.itemsize: bytes per element."""
         return self.np.itemsize
 
     def __repr__(self) -> str:
@@ -61,6 +62,7 @@ _NP_FALLBACK = {
 
 
 def from_name(name: str) -> DType:
+    """The dtype named `name` ("float32", ...); also how dtypes unpickle."""
     return _BY_NAME[name]
 
 
@@ -163,10 +165,12 @@ class TensorType:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def numel(self) -> int:
+        """The number of elements (the product of the shape; 1 for a 0-d type)."""
         n = 1
         for s in self.shape:
             n *= s

@@ -204,6 +204,7 @@ def index_shape(shape, index):
 
 
 def to_numpy_index(index):
+    """The NumPy index for a normalised basic index: ("i", k) items become k, ("s", start, stop, step) slices."""
     return tuple(item[1] if item[0] == "i" else slice(item[1], item[2], item[3]) for item in index)
 
 

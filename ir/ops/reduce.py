@@ -13,6 +13,7 @@ from .registry import COMPOSITE, REDUCE, OpDef, register
 
 
 def reduced_shape(shape, axes, keepdim):
+    """The shape of a reduction of `shape` over `axes`: those dims become 1 with `keepdim`, else vanish."""
     if keepdim:
         return tuple(1 if i in axes else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in axes)

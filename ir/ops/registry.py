@@ -60,6 +60,7 @@ class OpDef:
 
     @property
     def differentiable(self) -> bool:
+        """Does the op have a VJP rule (so autograd can differentiate through it)?"""
         return self.vjp is not None
 
 
@@ -131,4 +132,5 @@ def normalize_dim(dim: int, ndim: int) -> int:
 
 
 def shape_str(shape) -> str:
+    """A shape as torch writes it in error messages: "[2, 3]"."""
     return "[" + ", ".join(str(s) for s in shape) + "]"

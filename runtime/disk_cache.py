@@ -43,6 +43,7 @@ def cache_dir() -> str | None:
 
 
 def kernel_path(root: str, name: str) -> str:
+    """Where kernel module `name` lives in the disk cache under `root`: root/kernels/name.py."""
     return os.path.join(root, SUBDIR, name + ".py")
 
 

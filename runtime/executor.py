@@ -424,6 +424,7 @@ class _KernelStep:
 
 
 def parallel_policy() -> str:
+    """FUSEGRAD_PARALLEL ("auto", "always" or "never"), read now; anything else means "auto"."""
     policy = os.environ.get("FUSEGRAD_PARALLEL", "auto").strip().lower()
     return policy if policy in ("auto", "always", "never") else "auto"
 
@@ -595,6 +596,7 @@ class CompiledProgram:
 
     @property
     def kernels(self) -> list:
+        """The program's fused kernels, in order; empty for the reference executor."""
         return [] if self.schedule is None else self.schedule.kernels
 
     def explain(self) -> str:

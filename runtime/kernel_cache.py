@@ -101,6 +101,8 @@ class CompiledKernel:
         self._parallel_requested = False
 
     def load(self) -> None:
+        """Import the kernel's module through the disk cache, or build it in memory when the cache
+        is off or unusable (that warns). Numba compiles each variant at its first call."""
         root = disk_cache.cache_dir()
         if root is not None:
             try:
@@ -113,6 +115,7 @@ class CompiledKernel:
         self.module = disk_cache.memory_module(self.name, self.text.replace("cache=True", "cache=False"))
 
     def dispatcher(self, parallel: bool):
+        """The module's Numba dispatcher: the parallel variant if asked for and present, else the serial."""
         return getattr(self.module, "kernel_parallel" if parallel and self.source.parallel_loop else "kernel")
 
     def ready(self) -> bool:
@@ -250,6 +253,7 @@ def get_kernel(source: KernelSource, math: str) -> CompiledKernel:
 
 
 def clear() -> None:
+    """Forget every cached CompiledKernel (run by `clear_caches()`)."""
     with _lock:
         _kernels.clear()
 

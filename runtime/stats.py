@@ -90,5 +90,6 @@ def compile_log_enabled() -> bool:
 
 
 def log_compile(message: str, *args) -> None:
+    """Log a compile event (logging-style `message % args`) when FUSEGRAD_LOG=compile."""
     if compile_log_enabled():
         logger.info(message, *args)

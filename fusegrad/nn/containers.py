@@ -154,6 +154,7 @@ class Sequential(Module):
         return self
 
     def forward(self, input):
+        """Pass `input` through each submodule in order and return the last output."""
         for module in self:
             input = module(input)
         return input

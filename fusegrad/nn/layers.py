@@ -24,6 +24,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, input):
+        """Return `input` itself."""
         return input
 
 
@@ -57,9 +58,11 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        """input @ weight.T + bias (F.linear)."""
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The repr's arguments, as torch prints them: in_features, out_features, bias."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -71,9 +74,11 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """F.relu of `input`, in place when the module was built with inplace=True."""
         return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
+        """The repr's argument, as torch prints it: "inplace=True" when in place, else empty."""
         return "inplace=True" if self.inplace else ""
 
 
@@ -81,6 +86,7 @@ class Tanh(Module):
     """tanh(x) elementwise."""
 
     def forward(self, input):
+        """tanh of `input`, elementwise."""
         return input.tanh()
 
 
@@ -88,6 +94,7 @@ class Sigmoid(Module):
     """1 / (1 + exp(-x)) elementwise."""
 
     def forward(self, input):
+        """sigmoid of `input`, elementwise."""
         return input.sigmoid()
 
 
@@ -99,9 +106,11 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):
+        """F.softmax of `input` along `dim` (dim=None warns and picks one, as torch does)."""
         return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
+        """The repr's argument, as torch prints it: dim."""
         return f"dim={self.dim}"
 
 
@@ -113,9 +122,11 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, input):
+        """F.log_softmax of `input` along `dim` (dim=None warns and picks one, as torch does)."""
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
+        """The repr's argument, as torch prints it: dim."""
         return f"dim={self.dim}"
 
 
@@ -128,9 +139,11 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input):
+        """`input` with dims start_dim..end_dim flattened into one."""
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
+        """The repr's arguments, as torch prints them: start_dim, end_dim."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -144,6 +157,7 @@ class MSELoss(_Loss):
     """`F.mse_loss` as a module."""
 
     def forward(self, input, target):
+        """F.mse_loss of `input` against `target`, reduced by `reduction`."""
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -158,6 +172,8 @@ class CrossEntropyLoss(_Loss):
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
+        """F.cross_entropy of logits `input` against `target` (class indices or probabilities)
+        with this module's weight, ignore_index, reduction and label_smoothing."""
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
@@ -172,5 +188,7 @@ class NLLLoss(_Loss):
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
+        """F.nll_loss of log-probabilities `input` against class indices `target`
+        with this module's weight, ignore_index and reduction."""
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)

@@ -90,6 +90,8 @@ class Module:
     # ---- forward ------------------------------------------------------------
 
     def forward(self, *args, **kwargs):
+        """The module's computation, which `module(...)` calls; every subclass defines it
+        (the base class raises NotImplementedError, as torch's does)."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):

@@ -66,6 +66,7 @@ class GraphProgram:
             self.instrs.append(Instr(node.op, ins, outs, node.attrs))
 
     def value(self, edge) -> Value:
+        """The IR value standing for `edge`, a (node, output_nr) pair of the graph."""
         return self.values[edge]
 
 

@@ -127,6 +127,7 @@ def _scalar_array(value, dtype: DType) -> np.ndarray:
 
 
 def tensor_from_scalar(x) -> Tensor:
+    """A 0-d tensor holding Python scalar `x`, with the dtype torch gives it (bool, int64 or float32)."""
     return Tensor._wrap(np.asarray(x, dtype=scalar_dtype(x).np))
 
 
@@ -221,6 +222,7 @@ def rdiv(a, b) -> Tensor:
 
 
 def neg(a) -> Tensor:
+    """torch.neg: -a elementwise (RuntimeError for bool, as torch)."""
     a = as_tensor(a, "neg")
     if a._dtype is bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -394,14 +396,17 @@ sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
 
 
 def relu(a) -> Tensor:
+    """torch.relu: max(a, 0) elementwise."""
     return apply_op("relu", [as_tensor(a, "relu")], None, "ReluBackward0")
 
 
 def abs(a) -> Tensor:
+    """torch.abs: |a| elementwise."""
     return apply_op("abs", [as_tensor(a, "abs")], None, "AbsBackward0")
 
 
 def sign(a) -> Tensor:
+    """torch.sign: -1, 0 or 1 elementwise, in a's dtype (0 for NaN)."""
     return apply_op("sign", [as_tensor(a, "sign")], None, "SignBackward0")
 
 
@@ -497,6 +502,7 @@ lt, le, gt, ge, eq, ne = (_compare(n) for n in ("lt", "le", "gt", "ge", "eq", "n
 
 
 def logical_not(a) -> Tensor:
+    """torch.logical_not: True where `a` is zero, as bool."""
     return apply_op("logical_not", [cast(as_tensor(a, "logical_not"), bool_)])
 
 
@@ -513,6 +519,7 @@ def any(a, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def logical_and(a, b) -> Tensor:
+    """torch.logical_and: True where both `a` and `b` are nonzero, as bool (broadcast)."""
     return apply_op("logical_and", [cast(as_tensor(a), bool_), cast(as_tensor(b), bool_)])
 
 
@@ -642,6 +649,7 @@ def max(a, dim=_MISSING, keepdim: bool = _MISSING):
 
 
 def min(a, dim=_MISSING, keepdim: bool = _MISSING):
+    """Smallest value; with `dim`, (values, indices) along it; with a tensor, minimum."""
     return _extremum(a, dim, keepdim, "min", minimum)
 
 
@@ -879,6 +887,7 @@ def view(a, *shape, size=None) -> Tensor:
 
 
 def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(a, "flatten")
     s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if a.dim() == 0:
@@ -906,6 +915,7 @@ def permute(a, *dims_, dims=None) -> Tensor:
 
 
 def transpose(a, dim0: int, dim1: int) -> Tensor:
+    """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
     a = as_tensor(a, "transpose")
     n = a.dim()
     d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
@@ -917,6 +927,7 @@ def transpose(a, dim0: int, dim1: int) -> Tensor:
 
 
 def t(a) -> Tensor:
+    """torch.t: a 0-d or 1-d tensor as is, a 2-d one transposed (RuntimeError above 2-d)."""
     a = as_tensor(a, "t")
     if a.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
@@ -950,6 +961,7 @@ def mT(a) -> Tensor:
 
 
 def unsqueeze(a, dim: int) -> Tensor:
+    """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
     a = as_tensor(a, "unsqueeze")
     d = normalize_dim(dim, a.dim() + 1)
     shape = list(a.shape)
@@ -958,6 +970,7 @@ def unsqueeze(a, dim: int) -> Tensor:
 
 
 def squeeze(a, dim=None) -> Tensor:
+    """torch.squeeze: `a` without its size-1 dims, or only those among `dim` (an int or a tuple)."""
     a = as_tensor(a, "squeeze")
     shape = tuple(a.shape)
     if dim is None:
@@ -1001,10 +1014,12 @@ def _check_expand_sizes(shape: tuple, sizes: tuple) -> None:
 
 
 def expand_as(a, other) -> Tensor:
+    """torch's Tensor.expand_as: `a` broadcast to other's shape (a view)."""
     return expand(a, tuple(other.shape))
 
 
 def broadcast_to(a, shape) -> Tensor:
+    """torch.broadcast_to: `a` expanded to `shape` (a view)."""
     return expand(a, tuple(shape))
 
 
@@ -1014,6 +1029,7 @@ def detach(a) -> Tensor:
 
 
 def clone(a) -> Tensor:
+    """torch.clone: a copy of `a` with its own memory (CloneBackward0); a view's strides are kept."""
     a = as_tensor(a, "clone")
     return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")
 

@@ -107,6 +107,7 @@ def fill_(t: Tensor, value) -> Tensor:
 
 
 def zero_(t: Tensor) -> Tensor:
+    """torch's Tensor.zero_: fill `t` with zeros in place and return it."""
     check_inplace(t)
     apply_op("index_put", [t, np.zeros((), dtype=t._dtype.np)], {"index": ()}, "ZeroBackward0", out=t)
     return t

@@ -84,22 +84,28 @@ def _invert(self) -> Tensor:
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
 def new_zeros(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    """torch's Tensor.new_zeros: zeros of `size`, with this tensor's dtype unless `dtype` is given."""
     return creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def new_ones(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    """torch's Tensor.new_ones: ones of `size`, with this tensor's dtype unless `dtype` is given."""
     return creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def new_empty(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+    """torch's Tensor.new_empty: uninitialised memory of `size`, with this tensor's dtype unless `dtype` is given."""
     return creation.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+    """torch's Tensor.new_full: `fill_value` everywhere in `size`, with this tensor's dtype unless `dtype` is given."""
     return creation.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
+    """torch's Tensor.new_tensor: a copy of `data`, with this tensor's dtype unless `dtype` is given.
+    From a Tensor it warns, as torch, to use detach().clone() instead."""
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "

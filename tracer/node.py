@@ -92,10 +92,13 @@ class Node:
         return tuple(self.edges[i] if self.edges[i] is not None else (None, 0) for i in shown)
 
     def free_saved(self) -> None:
+        """Drop the saved tensors (after a backward without retain_graph); a later use raises torch's error."""
         self.saved = {}
         self._freed = True
 
     def check_not_freed(self) -> None:
+        """Raise torch's "backward through the graph a second time" error if the saved tensors
+        this node had were freed."""
         if self._freed and self._had_saved:
             raise RuntimeError(_FREED_MSG)
 
@@ -118,6 +121,7 @@ class AccumulateGrad(Node):
 
     @property
     def next_functions(self) -> tuple:
+        """Empty: a leaf's node has no inputs to go back to."""
         return ()
 
 

@@ -106,6 +106,7 @@ class Trace:
     # ------------------------------------------------------------ values
     @property
     def program(self) -> Program:
+        """The program recorded so far."""
         return self.builder.program
 
     def _input(self, array: np.ndarray) -> Value:
@@ -170,6 +171,8 @@ class Trace:
         return w
 
     def symbolic(self, v: Value, requires_grad: bool) -> Tensor:
+        """A new symbolic Tensor standing for value `v` (no data until the call ends); the trace
+        keeps a weak reference so it can give the tensor its value if it outlives the call."""
         t = object.__new__(Tensor)
         t._init(None, v.dtype)
         t._sym = v

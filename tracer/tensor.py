@@ -52,6 +52,7 @@ class Size(tuple):
     __str__ = __repr__
 
     def numel(self) -> int:
+        """torch's Size.numel: the product of the sizes (1 for an empty Size)."""
         n = 1
         for s in self:
             n *= s
@@ -189,6 +190,7 @@ class Tensor:
     # ------------------------------------------------------------ metadata
     @property
     def shape(self) -> Size:
+        """torch's Tensor.shape: the sizes as a Size (a tuple)."""
         return _size(self._value_shape())
 
     def _value_shape(self) -> tuple:
@@ -207,13 +209,16 @@ class Tensor:
         return shape[normalize_dim(int(dim), len(shape))]
 
     def dim(self) -> int:
+        """torch's Tensor.dim: the number of dimensions."""
         return len(self._value_shape())
 
     @property
     def ndim(self) -> int:
+        """torch's Tensor.ndim: the number of dimensions."""
         return len(self._value_shape())
 
     def numel(self) -> int:
+        """torch's Tensor.numel: the number of elements (1 for a 0-d tensor)."""
         n = 1
         for s in self._value_shape():
             n *= s
@@ -223,48 +228,61 @@ class Tensor:
 
     @property
     def dtype(self) -> DType:
+        """torch's Tensor.dtype: the element type (fg.float32, fg.float64, fg.int64 or fg.bool)."""
         return self._dtype
 
     @property
     def device(self) -> str:
+        """Always "cpu" (a string: fusegrad runs on the CPU only)."""
         return "cpu"
 
     def is_floating_point(self) -> bool:
+        """torch's Tensor.is_floating_point: is the dtype float32 or float64?"""
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
+        """torch's Tensor.is_complex: always False (fusegrad has no complex dtypes)."""
         return False                    # fusegrad has no complex dtypes
 
     def is_signed(self) -> bool:
+        """torch's Tensor.is_signed: True for every dtype but bool."""
         return self._dtype is not bool_
 
     def element_size(self) -> int:
+        """torch's Tensor.element_size: bytes per element."""
         return self._dtype.itemsize
 
     @property
     def itemsize(self) -> int:
+        """torch's Tensor.itemsize: bytes per element."""
         return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """torch's Tensor.nbytes: numel() * itemsize, the bytes its elements take."""
         return self.numel() * self._dtype.itemsize
 
     def ndimension(self) -> int:
+        """torch's Tensor.ndimension: the number of dimensions (an alias of dim())."""
         return self.dim()
 
     # Where the data lives: always the CPU, dense and strided, never shared or inference-only.
     is_cuda = is_sparse = is_meta = is_quantized = is_mkldnn = False
 
     def get_device(self) -> int:
+        """torch's Tensor.get_device: -1, torch's answer for a CPU tensor."""
         return -1                       # torch's answer for a CPU tensor
 
     def cpu(self) -> "Tensor":
+        """torch's Tensor.cpu: the tensor itself (it is already on the CPU)."""
         return self
 
     def is_inference(self) -> bool:
+        """torch's Tensor.is_inference: always False (fusegrad has no inference mode)."""
         return False
 
     def is_shared(self) -> bool:
+        """torch's Tensor.is_shared: always False (no shared-memory tensors)."""
         return False
 
     @property
@@ -304,6 +322,8 @@ class Tensor:
     # ------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        """torch's Tensor.requires_grad: does autograd record the ops that read this tensor?
+        Only a leaf's flag may be assigned, and only a floating-point tensor can require grad."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -348,6 +368,8 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        """torch's Tensor.grad_fn: the node that made this tensor, None for a leaf.
+        Inside fg.compile, a traced non-leaf gets the node its op would have had."""
         if self._sym is not None and self._grad_fn is None and self._requires_grad and not self._traced_leaf:
             # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
             trace = trace_state.current()
@@ -359,6 +381,9 @@ class Tensor:
 
     @property
     def grad(self):
+        """torch's Tensor.grad: the gradient backward accumulated, or None.
+        Reading it on a non-leaf that does not retain grad warns, and assigning checks dtype
+        and shape, as torch does."""
         # torch warns only while the non-leaf's .grad is unset (one assigned is simply returned)
         if self._grad is None and not self._retains_grad and not self.is_leaf:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
@@ -391,6 +416,7 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """torch's Tensor.retains_grad: did retain_grad() make this non-leaf keep its .grad?"""
         return self._retains_grad
 
     def retain_grad(self) -> None:
@@ -493,6 +519,7 @@ class Tensor:
         return self._concrete().reshape(()).item()
 
     def tolist(self):
+        """torch's Tensor.tolist: the value as nested Python lists of numbers (a number for a 0-d tensor)."""
         return self._concrete().tolist()
 
     def __float__(self) -> float:

@@ -5,7 +5,7 @@
 gives a dict back, `allow_unused=None` follows `materialize_grads`), raises
 torch's errors for an empty `inputs` and contradictory flags, and
 materializes unused gradients as torch does (zeros that require grad under
-`create_graph`).
+`create_graph`). The grad-mode managers live here too, as in torch.autograd.
 """
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ import warnings
 from collections.abc import Mapping
 
 from fusegrad.tracer import engine
+from fusegrad.tracer import grad_mode  # noqa: F401  (torch.autograd.grad_mode)
 from fusegrad.tracer.creation import zeros_like
 from fusegrad.tracer.engine import backward, explain
+from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
 from fusegrad.tracer.node import Node as Function  # noqa: F401  (the grad_fn base class)
 from fusegrad.tracer.tensor import Tensor
 
-__all__ = ["backward", "grad", "explain"]
+__all__ = ["backward", "grad", "explain", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,

@@ -2,9 +2,12 @@
 randn/rand, arange, the *_like forms, and the global random generator."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
+from fusegrad.ir.types import promote_types
 
 from . import trace_state
 from .tensor import Tensor
@@ -27,6 +30,7 @@ def generator() -> np.random.Generator:
 
 
 def _flatten_tensors(data):
+    """`data` with every Tensor replaced by its NumPy value (same nesting)."""
     if isinstance(data, Tensor):
         return data._concrete()
     if isinstance(data, (list, tuple)):
@@ -35,49 +39,146 @@ def _flatten_tensors(data):
 
 
 def as_array(data, dtype: DType | None) -> np.ndarray:
-    """`data` as an owned NumPy array with torch's dtype inference (Python floats -> float32)."""
-    if isinstance(data, np.ndarray):
+    """`data` as an owned NumPy array with torch.tensor's dtype inference and nesting rules.
+
+    As torch: the shape follows the first element at each depth (a Tensor met there
+    counts as one number); the dtype is the promotion of every element's (Python
+    floats float32, ints int64, bools bool; NumPy values and tensors keep theirs)."""
+    if isinstance(data, Tensor):
+        array, inferred = np.array(data._concrete(), copy=True), data.dtype
+    elif isinstance(data, np.ndarray):
         array = np.array(data, copy=True)
         inferred = from_numpy_dtype(array.dtype)
     else:
-        if isinstance(data, (str, bytes)) or data is None:
+        if isinstance(data, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-        try:
-            array = np.array(_flatten_tensors(data))
-        except ValueError:
-            _check_ragged(data, 0)
-            raise
-        if array.dtype == object or array.dtype.kind in "USV":
-            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-        inferred = from_numpy_dtype(array.dtype) if array.dtype.kind in "biu" else (
-            float32 if array.dtype.kind == "f" and not _has_float64_scalars(data) else from_numpy_dtype(array.dtype))
-        if array.dtype.kind == "b":
-            inferred = bool_
+        sizes = _compute_sizes(data)
+        inferred = _infer_dtype(data)
+        array = _store(data, sizes, (dtype or inferred).np)
     target = dtype or inferred
     with np.errstate(over="ignore"):        # 1e40 as float32 is inf, silently (torch)
         return np.array(array, dtype=target.np, order="C", copy=True)
 
 
-def _check_ragged(data, dim: int) -> None:
-    """torch's ValueError for nested sequences of unequal lengths."""
-    if not isinstance(data, (list, tuple)) or not data:
+_SEQUENCES = (list, tuple, range)
+
+
+def _compute_sizes(data) -> tuple:
+    """torch's compute_sizes: the lengths met following the first element at each depth."""
+    sizes, obj = [], data
+    while True:
+        if isinstance(obj, np.ndarray):
+            if obj.ndim == 0 and obj is not data:
+                raise TypeError("len() of unsized object")
+            sizes.extend(obj.shape)
+            break
+        if isinstance(obj, str):            # a string is a sequence of strings, forever
+            if obj:
+                raise ValueError("too many dimensions 'str'")
+            sizes.append(0)
+            break
+        if not isinstance(obj, _SEQUENCES):
+            break                           # a number, or a Tensor standing for one
+        sizes.append(len(obj))
+        if not obj:
+            break
+        obj = obj[0]
+    return tuple(sizes)
+
+
+_PLAIN_TYPES = {float: float32, int: int64, bool: bool_}
+
+
+def _infer_dtype(obj) -> DType:
+    """torch's infer_scalar_type: one element's dtype, or the promotion of a sequence's."""
+    plain = _PLAIN_TYPES.get(type(obj))
+    if plain is not None:
+        return plain
+    if isinstance(obj, Tensor):
+        return obj.dtype
+    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "biuf":
+        return from_numpy_dtype(obj.dtype)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool_
+    if isinstance(obj, int):
+        return int64
+    if isinstance(obj, float):
+        return float32
+    if isinstance(obj, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+    if isinstance(obj, _SEQUENCES):
+        if not obj:
+            return float32
+        kinds = set(map(type, obj))         # fast path: a flat list of Python numbers
+        if kinds <= _PLAIN_TYPES.keys():
+            found = [_PLAIN_TYPES[k] for k in kinds]
+        else:
+            found = [_infer_dtype(item) for item in obj]
+        result = found[0]
+        for d in found[1:]:
+            result = promote_types(result, d)
+        return result
+    raise RuntimeError(f"Could not infer dtype of {type(obj).__name__}")
+
+
+def _store(data, sizes: tuple, np_dtype) -> np.ndarray:
+    """The values of `data` as an array of shape `sizes` (torch's recursive_store): NumPy
+    reads well-formed nesting at once; anything else is walked for torch's errors."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            array = np.array(_flatten_tensors(data), dtype=np_dtype)
+        if array.shape == sizes:
+            return array
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    except (ValueError, TypeError):
+        pass
+    values: list = []
+    _store_into(data, sizes, 0, values)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.array(values, dtype=np_dtype).reshape(sizes)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+
+
+def _store_into(obj, sizes: tuple, dim: int, out: list) -> None:
+    if dim == len(sizes):
+        out.append(_scalar(obj))
         return
-    first = data[0]
-    expect = len(first) if isinstance(first, (list, tuple)) else None
-    for item in data:
-        got = len(item) if isinstance(item, (list, tuple)) else None
-        if expect is not None and got != expect:
-            raise ValueError(f"expected sequence of length {expect} at dim {dim + 1} (got {got if got is not None else 'scalar'})")
-        _check_ragged(item, dim + 1)
+    if isinstance(obj, Tensor):
+        obj = obj._concrete()
+    if isinstance(obj, np.ndarray) and obj.ndim > 0:
+        items = list(obj)
+    elif isinstance(obj, _SEQUENCES):
+        items = obj
+    else:
+        raise TypeError("not a sequence")
+    if len(items) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(items)})")
+    for item in items:
+        _store_into(item, sizes, dim + 1, out)
 
 
-def _has_float64_scalars(data) -> bool:
-    # NumPy float64 scalars keep float64 (as in torch); Python floats don't.
-    return isinstance(data, np.floating) and data.dtype == np.float64
+def _scalar(obj):
+    """One number where torch stores a scalar (a one-element tensor gives its value)."""
+    if isinstance(obj, Tensor):
+        if obj.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return obj._concrete().reshape(()).item()
+    if isinstance(obj, np.ndarray):
+        return obj.reshape(()).item() if obj.size == 1 else float(obj)   # float() raises NumPy's error
+    if isinstance(obj, (_SEQUENCES, str, bytes)) or not isinstance(obj, (int, float, np.generic)):
+        raise TypeError(f"must be real number, not {type(obj).__name__}")
+    return obj
 
 
 def tensor(data, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     t = Tensor._wrap(as_array(data, dtype))
     if requires_grad:
         _require_grad(t)
@@ -88,6 +189,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with `array`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if any(stride < 0 for stride in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
         trace.expose(array)
@@ -132,6 +237,21 @@ def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
     return _checked(tuple(out), fn)
 
 
+def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
+    """`*size` merged with torch's `size=` keyword (`fg.zeros(size=(2, 3))`)."""
+    if not kw:
+        return size
+    unexpected = next((k for k in kw if k != "size"), None)
+    if unexpected is not None:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{unexpected}'")
+    if size:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    value = kw["size"]
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {type(value).__name__}")
+    return (value,)
+
+
 def _checked(out: tuple, fn: str) -> tuple:
     """`out` if no size is negative; torch's error otherwise."""
     for s in out:
@@ -167,15 +287,18 @@ def _require_grad(t: Tensor) -> None:
     t.requires_grad_(True)
 
 
-def zeros(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def zeros(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
+    size = _size_keyword(size, kw, "zeros")
     return _new(np.zeros(_size(size, "zeros"), dtype=(dtype or float32).np), requires_grad)
 
 
-def ones(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
+    size = _size_keyword(size, kw, "ones")
     return _new(np.ones(_size(size, "ones"), dtype=(dtype or float32).np), requires_grad)
 
 
-def empty(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
+    size = _size_keyword(size, kw, "empty")
     return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
 
 
@@ -195,16 +318,18 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
         return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
 
 
-def randn(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Standard normal samples (float32 unless `dtype` says float64)."""
-    shape = _size(size, "randn", dtype is not None or requires_grad)
+    size = _size_keyword(size, kw, "randn")
+    shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
     return _new(_rng[0].standard_normal(shape).astype(d.np), requires_grad)
 
 
-def rand(*size, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
-    shape = _size(size, "rand", dtype is not None or requires_grad)
+    size = _size_keyword(size, kw, "rand")
+    shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
     return _new(_rng[0].random(shape).astype(d.np), requires_grad)
 
@@ -226,8 +351,23 @@ def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
     return _new(_rng[0].integers(low, high, size=_size((size,))).astype((dtype or int64).np), False)
 
 
-def arange(start, end=None, step=1, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    """torch.arange: int64 for integer arguments, else float32."""
+_ARANGE_SIGNATURES = (
+    " * (Number end, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
+    "None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (Number start, Number end, *, torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+    "bool pin_memory = False, bool requires_grad = False)\n"
+    " * (Number start, Number end, Number step = 1, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout "
+    "= None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def arange(start=None, end=None, step=1, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """torch.arange: `arange(end)`, `arange(start, end, step=1)` or `arange(end=n)`; int64 for
+    integer arguments, else float32."""
+    if start is None:
+        if end is None:
+            raise TypeError("arange() received an invalid combination of arguments - got (), but expected one of:\n"
+                            + _ARANGE_SIGNATURES)
+        start = 0
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if end is None:
         start, end = 0, start
@@ -257,8 +397,25 @@ def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False) -> T
     return _new(np.eye(n, m, dtype=(dtype or float32).np), requires_grad)
 
 
+def _like_source(t, fn: str) -> Tensor:
+    """The tensor a *_like function copies shape and dtype from: a Tensor, or a NumPy array
+    (accepted wherever a tensor is); torch's TypeError for anything else."""
+    if isinstance(t, Tensor):
+        return t
+    if isinstance(t, np.ndarray):
+        return Tensor._wrap(np.zeros(t.shape, dtype=from_numpy_dtype(t.dtype).np))
+    raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {_type_name(t)}")
+
+
+def _type_name(x) -> str:
+    """A type's name as torch's argument errors spell it (numpy.ndarray, float, list)."""
+    module = type(x).__module__
+    return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
+
+
 def _like(fn):
     def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
+        t = _like_source(t, fn.__name__ + "_like")
         return fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -273,4 +430,6 @@ rand_like = _like(rand)
 
 
 def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """`full` with another tensor's shape and dtype."""
+    t = _like_source(t, "full_like")
     return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)

@@ -1,11 +1,14 @@
 """Grad mode: whether ops record history (torch.no_grad and friends).
 
 The flag is thread-local, as torch's is. Each manager works as a context
-manager and as a decorator.
+manager (`with` binds None, as torch's) and as a decorator; a decorated
+generator function runs every step of its body in the manager's mode, as
+torch's context_decorator does.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 class _GradState(threading.local):
@@ -27,6 +30,52 @@ def _set(flag: bool) -> None:
     _state.enabled = bool(flag)
 
 
+def _check_mode(mode) -> bool:
+    """`mode` if it is a Python bool: torch's `_set_grad_enabled` takes nothing else."""
+    if not isinstance(mode, bool):
+        name = type(mode).__name__
+        module = type(mode).__module__
+        if module != "builtins":
+            name = f"{module.split('.')[0]}.{name}"
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {name}")
+    return mode
+
+
+def _decorate(make_manager, fn):
+    """`fn` running inside a fresh manager from `make_manager()` on every call (and, for a
+    generator function, around every step of the generator, so the caller's mode between
+    steps is left alone)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with make_manager():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with make_manager():
+                            gen.close()
+                        raise
+                    except BaseException as error:      # thrown in by the caller: pass it on
+                        with make_manager():
+                            response = gen.throw(error)
+                    else:
+                        with make_manager():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_manager():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 class _GradMode:
     """Base of the grad-mode managers: context manager and decorator."""
 
@@ -35,32 +84,31 @@ class _GradMode:
     def __new__(cls, orig_func=None):
         # `@fg.no_grad` without parentheses decorates directly, as torch allows.
         self = super().__new__(cls)
-        if orig_func is not None and callable(orig_func) and cls is not set_grad_enabled:
+        if orig_func is not None and callable(orig_func):
             return self(orig_func)
         return self
 
     def __init__(self, orig_func=None):
         pass
 
-    def __enter__(self):
-        self._prev = is_grad_enabled()
+    def __enter__(self) -> None:
+        self.prev = is_grad_enabled()
         _set(self._target)
-        return self
 
     def __exit__(self, *exc):
-        _set(self._prev)
+        _set(self.prev)
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)():
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(self.clone, fn)
+
+    def clone(self):
+        """A fresh manager of the same kind (a decorator enters one per call)."""
+        return type(self)()
 
 
 class no_grad(_GradMode):
-    """Disable gradient recording: `with fg.no_grad():` or `@fg.no_grad()`."""
+    """Disable gradient recording: `with fg.no_grad():`, `@fg.no_grad()` or `@fg.no_grad`."""
 
     _target = False
 
@@ -72,29 +120,37 @@ class enable_grad(_GradMode):
 
 
 class set_grad_enabled(_GradMode):
-    """`fg.set_grad_enabled(flag)`: sets the mode at once, and restores it when used with `with`."""
+    """`fg.set_grad_enabled(mode)`: sets the mode at once (a function call), and restores
+    the previous mode when used with `with` or as a decorator."""
 
-    def __new__(cls, mode: bool):
+    def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
 
     def __init__(self, mode: bool):
-        self._prev = is_grad_enabled()
-        self._target = bool(mode)
+        self.prev = is_grad_enabled()
+        self.mode = _check_mode(mode)
         _set(mode)
 
-    def __enter__(self):
-        return self
+    def __enter__(self) -> None:
+        _set(self.mode)
 
     def __exit__(self, *exc):
-        _set(self._prev)
+        _set(self.prev)
         return False
 
     def __call__(self, fn):
-        _set(self._prev)
-        mode = self._target
+        # As a decorator it changes nothing now: each call runs in `mode`.
+        _set(self.prev)
+        return _decorate(self.clone, fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+    def clone(self):
+        """A manager for the same mode (restoring whatever mode is current when made)."""
+        prev = is_grad_enabled()
+        manager = type(self)(self.mode)
+        _set(prev)
+        return manager
+
+    def __repr__(self) -> str:
+        return f"fusegrad.autograd.grad_mode.set_grad_enabled(mode={self.mode})"
+
+    __str__ = __repr__

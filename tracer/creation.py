@@ -207,6 +207,16 @@ _GENERATOR_SIGNATURES = (
     "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
 
 
+_GENERATOR_FUNCTIONS = ("randn", "rand")
+
+
+def _invalid_generator_call(fn: str, size: tuple, *keywords: str) -> TypeError:
+    """torch's argument-parser error for randn/rand called with arguments no overload takes."""
+    got = ", ".join([type(s).__name__ for s in size] + list(keywords))
+    return TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                     + _GENERATOR_SIGNATURES)
+
+
 def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
     """The shape given to a creation function as `*size` (ints, or one tuple/list of
     ints), with torch's errors for anything else."""
@@ -227,6 +237,8 @@ def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
         d = _dim_size(s, bools=bool(out))           # torch takes a bool after the first size
         if d is None and not out:
             if len(size) > 1:
+                if fn in _GENERATOR_FUNCTIONS:
+                    raise _invalid_generator_call(fn, size)
                 raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
             raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but found element "
                             f"of type {type(s).__name__} at pos 0")
@@ -245,6 +257,8 @@ def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
     if unexpected is not None:
         raise TypeError(f"{fn}() got an unexpected keyword argument '{unexpected}'")
     if size:
+        if fn in _GENERATOR_FUNCTIONS:
+            raise _invalid_generator_call(fn, size, "size=tuple")
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
     value = kw["size"]
     if not isinstance(value, (tuple, list)):
@@ -360,17 +374,32 @@ _ARANGE_SIGNATURES = (
     "= None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
 
 
-def arange(start=None, end=None, step=1, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
-    """torch.arange: `arange(end)`, `arange(start, end, step=1)` or `arange(end=n)`; int64 for
-    integer arguments, else float32."""
-    if start is None:
-        if end is None:
-            raise TypeError("arange() received an invalid combination of arguments - got (), but expected one of:\n"
-                            + _ARANGE_SIGNATURES)
+def _invalid_arange_call(got: str) -> TypeError:
+    return TypeError(f"arange() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                     + _ARANGE_SIGNATURES)
+
+
+def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | None = None,
+           requires_grad: bool = False) -> Tensor:
+    """torch.arange: `arange(end)`, `arange(start, end, step=1)` or the keywords `start=`, `end=`,
+    `step=`; int64 for integer arguments, else float32."""
+    if first is not None and start is not None:
+        raise TypeError("arange() got multiple values for argument 'start'")
+    start = first if first is not None else start
+    if end is None:                     # one number: the end
+        if first is None:
+            if start is not None:       # arange(start=2)
+                raise TypeError('arange() missing 1 required positional arguments: "end"')
+            raise _invalid_arange_call("")
+        if step is not None:            # arange(5, step=2): the one-number form takes no step
+            raise _invalid_arange_call(f"{type(first).__name__}, step={type(step).__name__}")
+        start, end = 0, first
+    elif start is None:
+        if step is not None:            # arange(end=5, step=2)
+            raise _invalid_arange_call(f"step={type(step).__name__}, end={type(end).__name__}, ")
         start = 0
+    step = 1 if step is None else step
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if end is None:
-        start, end = 0, start
     if not (step > 0 or step < 0):               # 0 or NaN
         raise RuntimeError("step must be nonzero")
     if not (np.isfinite(start) and np.isfinite(end)):

@@ -397,3 +397,25 @@ def test_grad_with_python_float_argument_not_differentiated():
     expected = jax.grad(lambda s, x: (s * x ** 2).sum(), argnums=1)(2.5, np.array([1.0, -2.0], dtype=np.float32))
     assert isinstance(value, fg.Tensor)
     np.testing.assert_allclose(value.numpy(), np.asarray(expected), rtol=1e-6)
+
+
+# ------------------------------- grad modes inside fg.compile are eager's (one program)
+
+def test_grad_modes_inside_a_compiled_function_match_eager():
+    def f(x):
+        with fg.no_grad():
+            s = (x * 2).sum()
+        with fg.set_grad_enabled(False):
+            t = x.exp()
+        y = x * s + t
+        return y, s.requires_grad, t.requires_grad, y.requires_grad, fg.is_grad_enabled()
+
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    eager, compiled = f(x), fg.compile(f)(x)
+    assert compiled[1:] == eager[1:]
+    np.testing.assert_allclose(compiled[0].detach().numpy(), eager[0].detach().numpy(), rtol=1e-6)
+    compiled[0].sum().backward()
+    through_compiled, x.grad = x.grad, None
+    eager[0].sum().backward()
+    np.testing.assert_allclose(through_compiled.numpy(), x.grad.numpy(), rtol=1e-6)
+    assert fg.is_grad_enabled()

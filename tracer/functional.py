@@ -19,7 +19,8 @@ from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, ZERO_DIM
 
 from .dispatch import apply_op
-from .tensor import Tensor, layout_stand_in
+from .layout import layout_stand_in
+from .tensor import Tensor
 
 _TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`

@@ -16,6 +16,7 @@ import numpy as np
 from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
 
 from . import trace_state
+from .layout import is_contiguous, strides_of
 from .grad_mode import is_grad_enabled
 
 
@@ -294,7 +295,7 @@ class Tensor:
     def stride(self, dim: int | None = None):
         """Elements to step in memory per index of each dim (a tuple), or of one dim."""
         shape = self._value_shape()
-        strides = _layout(self)
+        strides = strides_of(self)
         if dim is None:
             return strides
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
@@ -307,7 +308,7 @@ class Tensor:
     def is_contiguous(self) -> bool:
         """Row-major without gaps (dims of size 1 may have any stride, as in torch)."""
         if self._data is None:          # traced: from the layout its view chain gives it
-            return _is_contiguous(self._value_shape(), _layout(self))
+            return is_contiguous(self._value_shape(), strides_of(self))
         return bool(self._data.flags.c_contiguous)
 
     def storage_offset(self) -> int:
@@ -714,68 +715,7 @@ def _rebuild_tensor(cls, root, offset, shape, strides, dtype_name, requires_grad
     return t
 
 
-# ------------------------------------------------------------ traced tensors: layout and NumPy views
-def _contiguous_strides(shape: tuple) -> tuple:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= max(n, 1)
-    return tuple(strides)
-
-
-def _layout(t: Tensor) -> tuple:
-    """The element strides of `t` (see `layout_stand_in`)."""
-    if t._data is not None:
-        return tuple(b // t._data.itemsize for b in t._data.strides)
-    return layout_stand_in(t).strides
-
-
-def layout_stand_in(t: Tensor) -> np.ndarray:
-    """An int8 array of `t`'s shape whose byte strides are `t`'s element strides: its memory
-    layout, for the rules that depend on it (view(), contiguous()) without reading values.
-
-    A traced tensor has no memory yet: a fresh value is laid out contiguously, and a view
-    made inside the call (t.T, t[0], t.expand...) has the layout its view chain gives its
-    base's, as eagerly (torch's `x.t().stride()` is (1, 3))."""
-    shape = t._value_shape()
-    if t._data is not None:
-        return _strided_stand_in(shape, _layout(t))
-    if t._base is None or not t._view_chain:
-        return _strided_stand_in(shape, _contiguous_strides(shape))
-    from fusegrad.ir import OPS
-    base = layout_stand_in(t._base)
-    if any(s < 0 for s in base.strides):
-        return _strided_stand_in(shape, _contiguous_strides(shape))
-    # Replay the chain's NumPy references: metadata-only views of the stand-in.
-    for op, attrs in t._view_chain:
-        base = OPS[op].ref(base, **dict(attrs))
-    if base.shape != shape:         # a chain the stand-in cannot replay: a fresh value's layout
-        return _strided_stand_in(shape, _contiguous_strides(shape))
-    return base
-
-
-def _strided_stand_in(shape: tuple, strides: tuple) -> np.ndarray:
-    if any(s < 0 for s in strides):
-        strides = _contiguous_strides(shape)
-    # The buffer spans every addressed element, so even a reference that copied stays in bounds;
-    # np.empty does not touch its pages.
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
-    return np.lib.stride_tricks.as_strided(np.empty(max(extent, 1), np.int8), shape, strides)
-
-
-def _is_contiguous(shape: tuple, strides: tuple) -> bool:
-    """torch's rule: row-major without gaps, any stride on a dim of size 1; empty is contiguous."""
-    if any(n == 0 for n in shape):
-        return True
-    expected = 1
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1:
-            if s != expected:
-                return False
-            expected *= n
-    return True
-
-
+# ------------------------------------------------------------ traced tensors: NumPy views
 def _read_only(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False

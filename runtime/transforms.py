@@ -111,7 +111,8 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         # Keep the gradient differentiable only when something outside is
         # differentiating through this call (grad of grad, or a caller's graph).
         outer_grad = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
-        args = list(args)
+        # NumPy arrays are values (JAX): those not differentiated reach f as tensors too.
+        args = [_tensor(a) if isinstance(a, np.ndarray) and k not in nums else a for k, a in enumerate(args)]
         leaves = {}
         for k in nums:
             leaves[k] = _as_input(args[k], k)

@@ -377,10 +377,6 @@ def test_torch_keywords_that_work(code):
 
 # ------------------ fg.grad: "Arguments may be fg.Tensors, NumPy arrays or Python floats"
 
-@pytest.mark.xfail(strict=True, reason="runtime/transforms.py value_and_grad: a NumPy argument that is not "
-                                       "differentiated reaches f as an ndarray, and ndarray * Tensor raises "
-                                       "TypeError (as in torch); converting every ndarray argument to a tensor "
-                                       "gives JAX's result")
 def test_grad_with_numpy_arguments_not_differentiated():
     import jax
     a, b = np.array([0.3, -0.8, 1.4], dtype=np.float32), np.array([1.0, 2.0, 3.0], dtype=np.float32)

@@ -46,9 +46,15 @@ _NEXT_INPUTS = {
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "ReciprocalBackward0": (1,),  # reciprocal(x): IR div(1, x)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
+    "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
+    "FillBackward2": (0,),
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
 }
+
+
+# Nodes torch defines in C++ (not generated from derivatives.yaml): name() qualifies them.
+_CPP_NAMES = {"CopySlices": "torch::autograd::CopySlices", "CopyBackwards": "torch::autograd::CopyBackwards"}
 
 
 class SavedTensor:
@@ -82,8 +88,10 @@ class Node:
         self._had_saved = bool(saved)
 
     def name(self) -> str:
-        """torch's class name of this node, e.g. "MulBackward0"."""
-        return type(self).__name__
+        """torch's name of this node: its class name ("MulBackward0"), or for the nodes torch
+        implements in C++ the qualified name ("torch::autograd::CopySlices")."""
+        cls = type(self).__name__
+        return _CPP_NAMES.get(cls, cls)
 
     @property
     def next_functions(self) -> tuple:

@@ -641,9 +641,7 @@ def test_inplace_grad_fn_name_matches_torch(name):
         x, w = leaves(L, X, np.abs(W) + 0.5)
         y = x * 1.5
         INPLACE_AUTOGRAD[name](L, y, w)
-        names.append(type(y.grad_fn).__name__)
-        if L is fg:
-            assert y.grad_fn.name() == names[-1]
+        names.append((type(y.grad_fn).__name__, y.grad_fn.name()))
     assert names[1] == names[0]
 
 

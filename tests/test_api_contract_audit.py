@@ -383,22 +383,33 @@ def test_torch_keywords_that_work(code):
 
 # ------------------ fg.grad: "Arguments may be fg.Tensors, NumPy arrays or Python floats"
 
+# JAX (the oracle where torch has no such call) is optional: without it the closed forms
+# d/dy sum(x * y) = x and d/dx sum(s * x**2) = 2 s x, which are JAX's results, are the oracle.
 def test_grad_with_numpy_arguments_not_differentiated():
-    import jax
     a, b = np.array([0.3, -0.8, 1.4], dtype=np.float32), np.array([1.0, 2.0, 3.0], dtype=np.float32)
 
     def f(x, y):
         return (x * y).sum()
-    expected = jax.grad(f, argnums=1)(a, b)
+    expected = _jax_grad(f, 1, a, b) if _has_jax() else a
     np.testing.assert_allclose(fg.grad(f, argnums=1)(a, b).numpy(), np.asarray(expected), rtol=1e-6)
 
 
 def test_grad_with_python_float_argument_not_differentiated():
-    import jax
-    value = fg.grad(lambda s, x: (s * x ** 2).sum(), argnums=1)(2.5, np.array([1.0, -2.0], dtype=np.float32))
-    expected = jax.grad(lambda s, x: (s * x ** 2).sum(), argnums=1)(2.5, np.array([1.0, -2.0], dtype=np.float32))
+    x = np.array([1.0, -2.0], dtype=np.float32)
+    value = fg.grad(lambda s, x: (s * x ** 2).sum(), argnums=1)(2.5, x)
+    expected = _jax_grad(lambda s, x: (s * x ** 2).sum(), 1, 2.5, x) if _has_jax() else 2 * 2.5 * x
     assert isinstance(value, fg.Tensor)
     np.testing.assert_allclose(value.numpy(), np.asarray(expected), rtol=1e-6)
+
+
+def _has_jax() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("jax") is not None
+
+
+def _jax_grad(f, argnum, *args):
+    import jax
+    return jax.grad(f, argnums=argnum)(*args)
 
 
 # ------------------------------- grad modes inside fg.compile are eager's (one program)

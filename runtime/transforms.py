@@ -36,8 +36,9 @@ def _argnums_tuple(argnums, nargs: int):
     return single, tuple(k % nargs for k in nums)
 
 
-def _as_input(x, k: int) -> Tensor:
-    """A differentiable leaf standing for argument k (same value and graph as x)."""
+def _as_input(x, k: int, again: bool = False) -> Tensor:
+    """A differentiable leaf standing for argument k (same value and graph as x); `again`: x is
+    also an earlier differentiated argument."""
     if isinstance(x, Tensor):
         if not x.dtype.is_floating_point:
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} has dtype "
@@ -45,10 +46,11 @@ def _as_input(x, k: int) -> Tensor:
         if x.requires_grad:
             # Differentiate through x's own history (for grad of grad) via an identity op.
             return x.view_as(x)
-        if trace_state.current() is not None:
+        if again and trace_state.current() is not None:
             # Traced: a leaf is a program value, and a detach() shares x's memory and so its
-            # value: one tensor passed as two arguments would be one leaf with both uses'
-            # gradients (eagerly, and in JAX, each position has its own). A copy is its own.
+            # value: one tensor passed as two differentiated arguments would be one leaf with
+            # both uses' gradients (eagerly, and in JAX, each position has its own). A copy is
+            # its own (only then: an identity copy of every argument would cost a pass).
             return x.detach().clone().requires_grad_(True)
         return x.detach().requires_grad_(True)
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
@@ -113,9 +115,9 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         outer_grad = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
         # NumPy arrays are values (JAX): those not differentiated reach f as tensors too.
         args = [_tensor(a) if isinstance(a, np.ndarray) and k not in nums else a for k, a in enumerate(args)]
-        leaves = {}
-        for k in nums:
-            leaves[k] = _as_input(args[k], k)
+        leaves, given = {}, list(args)
+        for n, k in enumerate(nums):
+            leaves[k] = _as_input(args[k], k, again=any(given[j] is given[k] for j in nums[:n] if j != k))
             args[k] = leaves[k]
         with enable_grad():
             out, aux = _split_aux(_differentiable(f, outer_grad)(*args, **kwargs), has_aux)

@@ -74,3 +74,19 @@ def assert_tensor_same(cell: str, ours, theirs, what: str = "result", rtol=1e-5,
         np.testing.assert_allclose(o, t, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{cell}: {what} values")
     else:
         np.testing.assert_array_equal(o, t, err_msg=f"{cell}: {what} values")
+
+
+# NumPy dtype of each short dtype name the matrices use.
+DTYPE_NAMES = {"f32": "float32", "f64": "float64", "i64": "int64", "bool": "bool"}
+
+
+def distinct_values(shape, dtype: str = "f32", offset: float = 0.0) -> np.ndarray:
+    """An array of `shape` whose entries all differ (so that a wrong gather or permutation
+    shows), of dtype "f32", "f64", "i64" or "bool" (bools alternate unevenly)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    values = np.arange(n, dtype=np.float64) * 0.5 - 1.25 + offset
+    if dtype == "i64":
+        values = np.arange(n) * 3 - 4 + int(offset)
+    elif dtype == "bool":
+        values = (np.arange(n) + int(offset)) % 3 == 1
+    return values.reshape(shape).astype(DTYPE_NAMES[dtype])

@@ -15,7 +15,7 @@ import fusegrad as fg
 torch = pytest.importorskip("torch")
 
 from gradcheck import check_grads  # noqa: E402  (after the skip)
-from parity_support import assert_tensor_same, errors_match  # noqa: E402
+from parity_support import assert_tensor_same, distinct_values, errors_match  # noqa: E402
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "i64": np.int64, "bool": np.bool_}
 
@@ -28,15 +28,7 @@ def _quiet_torch():
         yield
 
 
-def data(shape, dtype: str = "f32", offset: float = 0.0) -> np.ndarray:
-    """Distinct values, so that a wrong gather shows."""
-    n = int(np.prod(shape, dtype=np.int64))
-    values = np.arange(n, dtype=np.float64) * 0.5 - 1.25 + offset
-    if dtype == "i64":
-        values = np.arange(n) * 3 - 4 + int(offset)
-    elif dtype == "bool":
-        values = (np.arange(n) + int(offset)) % 3 == 1
-    return values.reshape(shape).astype(DTYPES[dtype])
+data = distinct_values
 
 
 def make(L, shape, dtype="f32", offset=0.0, grad=False):

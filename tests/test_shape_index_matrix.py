@@ -21,7 +21,7 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch")
 
-from parity_support import errors_match  # noqa: E402  (after the skip)
+from parity_support import distinct_values, errors_match  # noqa: E402  (after the skip)
 from parity_support import assert_tensor_same as _assert_tensor_same  # noqa: E402
 
 SHAPES = [(), (1,), (3,), (2, 3), (1, 3), (2, 1, 3), (0,), (2, 0), (2, 3, 4)]
@@ -29,15 +29,7 @@ DTYPES = {"f32": "float32", "f64": "float64", "i64": "int64", "bool": "bool"}
 
 
 # ================================================================ building operands
-def _data(shape, dtype: str = "f32", offset: float = 0.0) -> np.ndarray:
-    """Distinct values (so that a permutation is visible), of the given kind."""
-    n = int(np.prod(shape, dtype=np.int64))
-    values = np.arange(n, dtype=np.float64) * 0.5 - 1.25 + offset
-    if dtype == "i64":
-        values = np.arange(n) * 3 - 4 + int(offset)
-    elif dtype == "bool":
-        values = (np.arange(n) + int(offset)) % 3 == 1
-    return values.reshape(shape).astype(DTYPES[dtype])
+_data = distinct_values
 
 
 def make(L, shape, dtype: str = "f32", grad: bool = False, offset: float = 0.0):

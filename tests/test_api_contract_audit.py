@@ -352,14 +352,7 @@ def test_one_shared_accumulate_grad_node_per_leaf():
 # -------------------------- keywords torch's functions take (tracer/functional.py)
 
 KEYWORD_GAPS = {
-    "L.exp(input=x)": "tracer/functional.py: the function forms take torch's first-argument keyword `input`",
-    "L.relu(input=x)": "tracer/functional.py relu: keyword `input`",
-    "x.pow(exponent=2)": "tracer/functional.py pow / tracer/tensor.py Tensor.pow: keyword `exponent`",
-    "L.pow(x, exponent=2)": "tracer/functional.py pow: keyword `exponent`",
-    "L.where(condition=x > 0, input=x, other=x * 2)": "tracer/functional.py where: torch's keywords are "
-                                                      "condition, input, other",
     "L.where(x > 0)": "tracer/functional.py where: one argument means nonzero(as_tuple=True), as torch",
-    "x.sum(axis=0)": "tracer/tensor.py Tensor.sum (and mean/max/min...): torch accepts NumPy's `axis` for `dim`",
 }
 
 
@@ -376,6 +369,10 @@ def test_torch_keyword_spellings(code):
     "x.reshape(1, 2, 3).flatten(start_dim=1, end_dim=-1)", "L.cat(tensors=[x, x], dim=1)", "L.stack([x, x], dim=-1)",
     "x.clamp(min=0)", "L.clamp(x, max=0.0)", "x.add(x, alpha=2)", "L.sub(x, 1, alpha=0.5)", "x.requires_grad_(requires_grad=False)",
     "x.permute(dims=(1, 0))", "x.reshape(shape=(6,))",
+    "L.exp(input=x)", "L.relu(input=x)", "L.abs(input=x)", "x.pow(exponent=2)", "L.pow(x, exponent=2)",
+    "L.pow(input=x, exponent=2)", "L.where(condition=x > 0, input=x, other=x * 2)", "x.sum(axis=0)",
+    "x.mean(axis=(0, 1))", "x.max(axis=1)", "x.amax(axis=0, keepdims=True)", "x.argmax(axis=1)",
+    "x.sum(0, keepdims=True)",
 ])
 def test_torch_keywords_that_work(code):
     assert_as_torch(lambda L: _ev(code, L, x=_x(L)))
@@ -432,3 +429,8 @@ def test_grad_modes_inside_a_compiled_function_match_eager():
     eager[0].sum().backward()
     np.testing.assert_allclose(through_compiled.numpy(), x.grad.numpy(), rtol=1e-6)
     assert fg.is_grad_enabled()
+
+
+@pytest.mark.parametrize("code", ["x.sum(0, axis=0)", "x.sum(dim=0, axis=0)", "x.mean(0, True, keepdims=True)"])
+def test_a_dim_given_twice_is_torchs_type_error(code):
+    assert_as_torch(lambda L: _ev(code, L, x=_x(L)))

@@ -8,6 +8,7 @@ promoted dtype; they never promote a float32 tensor to float64.
 from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, abs, all and any as tensor functions
+import inspect
 import numbers
 import operator
 import warnings
@@ -241,8 +242,10 @@ def _arg_type_name(x) -> str:
     return "Tensor" if isinstance(x, (Tensor, np.ndarray)) else type(x).__name__
 
 
-def pow(a, b) -> Tensor:
-    """a ** b; PowBackward0 for a scalar exponent, 1 for a tensor one, 2 for a scalar base."""
+def pow(input, exponent) -> Tensor:
+    """input ** exponent (torch's keywords); PowBackward0 for a scalar exponent, 1 for a tensor
+    one, 2 for a scalar base."""
+    a, b = input, exponent
     if not isinstance(a, (Tensor, np.ndarray)) and not isinstance(b, (Tensor, np.ndarray)):
         raise TypeError(f"pow() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
                         f"{_arg_type_name(b)}), but expected one of:{_POW_SIGNATURES}")
@@ -376,9 +379,8 @@ def minimum(a, b) -> Tensor:
 
 
 def _unary_float(op: str, name: str):
-    def fn(a) -> Tensor:
-        if type(a) is not Tensor:
-            a = as_tensor(a, op)
+    def fn(input) -> Tensor:             # torch's keyword for the operand is `input`
+        a = input if type(input) is Tensor else as_tensor(input, op)
         if not a._dtype.is_floating_point:
             a = cast(a, float32)
         return apply_op(op, [a], None, name)
@@ -396,14 +398,14 @@ tanh = _unary_float("tanh", "TanhBackward0")
 sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
 
 
-def relu(a) -> Tensor:
-    """torch.relu: max(a, 0) elementwise."""
-    return apply_op("relu", [as_tensor(a, "relu")], None, "ReluBackward0")
+def relu(input) -> Tensor:
+    """torch.relu: max(input, 0) elementwise."""
+    return apply_op("relu", [as_tensor(input, "relu")], None, "ReluBackward0")
 
 
-def abs(a) -> Tensor:
-    """torch.abs: |a| elementwise."""
-    return apply_op("abs", [as_tensor(a, "abs")], None, "AbsBackward0")
+def abs(input) -> Tensor:
+    """torch.abs: |input| elementwise."""
+    return apply_op("abs", [as_tensor(input, "abs")], None, "AbsBackward0")
 
 
 def sign(a) -> Tensor:
@@ -473,8 +475,9 @@ def clamp(a, min=None, max=None) -> Tensor:
 clip = clamp
 
 
-def where(condition, a, b) -> Tensor:
-    """Elementwise choice: a where condition, else b."""
+def where(condition, input, other) -> Tensor:
+    """Elementwise choice: `input` where `condition`, else `other` (torch's keywords)."""
+    a, b = input, other
     condition = as_tensor(condition, "where", "condition")
     if condition._dtype is not bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
@@ -560,6 +563,28 @@ def _dim_overload(fn: str, dim, keepdim) -> tuple:
     return dim, (False if keepdim is _MISSING else keepdim), True
 
 
+def _numpy_spellings(fn):
+    """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
+    both ways, it reports the NumPy name as unexpected, as torch does)."""
+    name = fn.__name__
+    known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
+
+    def with_aliases(*args, **kwargs):
+        if kwargs:
+            for numpy_name, torch_name, position in (("axis", "dim", 1), ("keepdims", "keepdim", 2)):
+                if numpy_name in kwargs:
+                    # torch's parser then matches no overload and names the NumPy keyword
+                    # (np.sum(t) calls t.sum(axis=None, dtype=None, out=None)).
+                    if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
+                        raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
+                    kwargs[torch_name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+    with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
+    with_aliases.__wrapped__ = fn
+    return with_aliases
+
+
+@_numpy_spellings
 def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
     a = as_tensor(a, "sum")
@@ -572,6 +597,7 @@ def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -
     return apply_op("sum", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
 
 
+@_numpy_spellings
 def mean(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
     a = as_tensor(a, "mean")
@@ -644,11 +670,13 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     return RETURN_TYPES[kind](values, indices)
 
 
+@_numpy_spellings
 def max(a, dim=_MISSING, keepdim: bool = _MISSING):
     """Largest value; with `dim`, (values, indices) along it; with a tensor, maximum."""
     return _extremum(a, dim, keepdim, "max", maximum)
 
 
+@_numpy_spellings
 def min(a, dim=_MISSING, keepdim: bool = _MISSING):
     """Smallest value; with `dim`, (values, indices) along it; with a tensor, minimum."""
     return _extremum(a, dim, keepdim, "min", minimum)
@@ -670,6 +698,7 @@ def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
             raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero size.")
 
 
+@_numpy_spellings
 def amax(a, dim=(), keepdim: bool = False) -> Tensor:
     """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amax")
@@ -678,6 +707,7 @@ def amax(a, dim=(), keepdim: bool = False) -> Tensor:
     return apply_op("amax", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AmaxBackward0")
 
 
+@_numpy_spellings
 def amin(a, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amin")
@@ -706,16 +736,19 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     return extremum(a.detach(), dim, keepdim)[1]
 
 
+@_numpy_spellings
 def argmax(a, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first largest value (NaN counts as largest)."""
     return _arg_extremum("argmax", a, dim, keepdim)
 
 
+@_numpy_spellings
 def argmin(a, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first smallest value (NaN counts as smallest)."""
     return _arg_extremum("argmin", a, dim, keepdim)
 
 
+@_numpy_spellings
 def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over `dim` (all elements when None); "fro" is p = 2."""
     a = as_tensor(a, "norm")

@@ -428,11 +428,8 @@ def test_grad_fn_of_a_traced_non_leaf(what):
     assert_as_eager(probes[what])
 
 
-@pytest.mark.xfail(strict=True, reason="tracer/trace.py Trace.detach: detach() and .data of a traced tensor are "
-                                       "fresh values, not aliases: an in-place write through one is not seen by "
-                                       "the other (eager: they share memory), so the compiled result is the "
-                                       "value before the write")
-@pytest.mark.parametrize("how", ["detach().mul_", "data.mul_", "base mul_ seen by its detach"])
+@pytest.mark.parametrize("how", ["detach().mul_", "data.mul_", "base mul_ seen by its detach",
+                                 "write through a view of the detach", "gradient keeps the original path"])
 def test_in_place_through_a_detached_alias(how):
     def through_detach(L, x):
         y = x * 2
@@ -449,7 +446,19 @@ def test_in_place_through_a_detached_alias(how):
         d = y.detach()
         y.mul_(10)
         return d + 1
-    fn = {"detach().mul_": through_detach, "data.mul_": through_data, "base mul_ seen by its detach": on_base}[how]
+    def through_a_view(L, x):
+        y = x * 2
+        y.detach()[0].fill_(0)
+        return y + 1
+
+    def gradient_path(L, x):
+        y = x * 2
+        y.detach().mul_(3)         # the value changes; y's history (and its gradient) does not
+        loss = (y * x).sum()
+        (g,) = L.autograd.grad(loss, x)
+        return loss, g
+    fn = {"detach().mul_": through_detach, "data.mul_": through_data, "base mul_ seen by its detach": on_base,
+          "write through a view of the detach": through_a_view, "gradient keeps the original path": gradient_path}[how]
     assert_as_eager(fn)
 
 

@@ -94,6 +94,8 @@ class Trace:
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
         self.exposed: list = []             # arrays handed to Python writable during the trace (expose)
+        self.detach_source: dict = {}       # id(d) -> (weakref d, weakref t) for d = t.detach() of a traced t
+        self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -275,6 +277,8 @@ class Trace:
             self.alive.append(weakref.ref(t))
         if id(t) in self.views:
             self._refresh_views(t)
+        if self.detach_source:
+            self._follow_detach(t)
 
     # ------------------------------------------------------------ views
     # Eagerly a view shares its base's memory; here values are SSA, so a view is
@@ -319,9 +323,30 @@ class Trace:
             self.retained.append(weakref.ref(t))
 
     def detach(self, t: Tensor) -> Tensor:
-        """A value with no gradient path: a fresh value (an identity op outside the grad set)."""
+        """`t.detach()` / `t.data` of a traced tensor: a value with no gradient path (an identity
+        op outside the grad set). Eagerly the two share memory, so they stay linked: an in-place
+        write to either gives the other the new value (see _follow_detach)."""
         v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
-        return self.symbolic(v, False)
+        d = self.symbolic(v, False)
+        self.detach_source[id(d)] = (weakref.ref(d), weakref.ref(t))
+        self.detach_aliases.setdefault(id(t), []).append(weakref.ref(d))
+        return d
+
+    def _follow_detach(self, t: Tensor) -> None:
+        """`t` was written in place. If it is a detach() of a traced tensor, that tensor takes the
+        new value on its own gradient path (graft); if it has detach() aliases, they take it too."""
+        link = self.detach_source.get(id(t))
+        if link is not None and link[0]() is t:
+            source = link[1]()
+            if source is not None and source._sym is not None:
+                found = self._producers().get(id(source._sym))
+                name = self.grad_instrs.get(id(found[0])) if found is not None else None
+                self.record("graft", [t, source], None, name, source)      # refreshes source's aliases
+                return
+        for ref in self.detach_aliases.get(id(t), ()):
+            alias = ref()
+            if alias is not None and alias is not t and alias._sym is not None:
+                alias._sym = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
 
     def assign_data(self, t: Tensor, value: Tensor) -> None:
         """`t.data = value` inside a trace."""

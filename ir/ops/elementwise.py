@@ -282,6 +282,17 @@ backward_op("threshold_backward", _threshold_backward_ref, _threshold_backward_v
             lambda e, xs, a: [e.where(e.le(xs[1], 0), 0, xs[0])],
             "threshold_backward(grad, result): relu's gradient, 0 where result <= 0")
 
+# ------------------------------------------------------------------ graft
+def _graft_vjp(e, x, y, g, a, n):
+    return [None, g[0] if n[1] else None]      # the gradient path is the source's
+
+
+elementwise("graft", lambda value, source: np.array(value, copy=True), _graft_vjp, "{0}",
+            doc="graft(value, source): value's values on source's gradient path. Inside a trace, an "
+                "in-place write through `source.detach()` changes source's value but not its history, as "
+                "it does eagerly (where the two share memory)")
+
+
 # ------------------------------------------------------------------ comparisons and logic
 for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                           ("ge", np.greater_equal, ">="), ("eq", np.equal, "=="), ("ne", np.not_equal, "!=")):

@@ -571,3 +571,24 @@ def test_layout_rules_of_a_view_made_in_the_call(form):
                                     type((x * 2).t().contiguous().grad_fn).__name__),
     }
     assert_as_eager(probes[form])
+
+
+# A detach() of a temporary (a view, another detach) stays linked to the tensor under it, and a
+# view of a detach() sees writes to the original, as shared memory does eagerly.
+DETACH_CHAINS = {
+    "detach of a view": lambda L, x: (lambda y: (y[0].detach().fill_(7), y + 1)[1])(x * 2),
+    "data of a view, then the base written": lambda L, x: (lambda y: (lambda d: (y.mul_(2), d + 0)[1])(
+        y[1].data))(x * 3),
+    "two detaches": lambda L, x: (lambda y: (lambda a, b: (a.add_(1), b + y)[1])(y.detach(), y.detach()))(x * 2),
+    "detach of a detach": lambda L, x: (lambda y: (y.detach().detach().mul_(5), y.sum())[1])(x * 2),
+    "detach of t()": lambda L, x: (lambda y: (y.t().detach().mul_(2), y)[1])(x * 2),
+    "detach of a reshape": lambda L, x: (lambda y: (y.reshape(6).detach().add_(1), y)[1])(x * 2),
+    "a view of a detach written": lambda L, x: (lambda y: (lambda d: (d[1].mul_(0), y * 1)[1])(y.detach()))(x * 2),
+    "the base written, seen through a view of its detach": lambda L, x: (lambda y: (lambda v: (y.add_(1), v + 0)[1])(
+        y.detach()[0]))(x * 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DETACH_CHAINS))
+def test_detach_chains_share_writes_as_eagerly(case):
+    assert_as_eager(DETACH_CHAINS[case])

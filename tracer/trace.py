@@ -316,6 +316,8 @@ class Trace:
             again = view_of(base, view._view_chain)
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
+            if self.detach_aliases:
+                self._refresh_aliases(view)
 
     def retain(self, t: Tensor) -> None:
         """`t.retain_grad()` on a traced non-leaf: a backward also fills its `.grad`."""
@@ -328,25 +330,34 @@ class Trace:
         write to either gives the other the new value (see _follow_detach)."""
         v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
         d = self.symbolic(v, False)
-        self.detach_source[id(d)] = (weakref.ref(d), weakref.ref(t))
+        # t is held (for the call), not weakly: a temporary view or detach (y[0].detach(),
+        # y.detach().detach()) must outlive its detach for a write to reach the tensor under it.
+        self.detach_source[id(d)] = (weakref.ref(d), t)
         self.detach_aliases.setdefault(id(t), []).append(weakref.ref(d))
         return d
 
     def _follow_detach(self, t: Tensor) -> None:
         """`t` was written in place. If it is a detach() of a traced tensor, that tensor takes the
-        new value on its own gradient path (graft); if it has detach() aliases, they take it too."""
+        new value on its own gradient path (graft), which refreshes its aliases, this one among
+        them; otherwise its own detach() aliases take the new value."""
         link = self.detach_source.get(id(t))
-        if link is not None and link[0]() is t:
-            source = link[1]()
-            if source is not None and source._sym is not None:
-                found = self._producers().get(id(source._sym))
-                name = self.grad_instrs.get(id(found[0])) if found is not None else None
-                self.record("graft", [t, source], None, name, source)      # refreshes source's aliases
-                return
+        if link is not None and link[0]() is t and link[1]._sym is not None:
+            source = link[1]
+            found = self._producers().get(id(source._sym))
+            name = self.grad_instrs.get(id(found[0])) if found is not None else None
+            self.record("graft", [t, source], None, name, source)
+            return
+        self._refresh_aliases(t)
+
+    def _refresh_aliases(self, t: Tensor) -> None:
+        """t's value changed: its detach()es (and theirs, and their views) read it again."""
         for ref in self.detach_aliases.get(id(t), ()):
             alias = ref()
             if alias is not None and alias is not t and alias._sym is not None:
                 alias._sym = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
+                if id(alias) in self.views:
+                    self._refresh_views(alias)
+                self._refresh_aliases(alias)
 
     def assign_data(self, t: Tensor, value: Tensor) -> None:
         """`t.data = value` inside a trace."""

@@ -29,6 +29,8 @@ ERRORS = [
     "randn(2, requires_grad=True, dtype=L.int64)", "randn_like(L.ones(2, dtype=L.int64))",
     "rand_like(L.ones(2, dtype=L.bool))", "zeros(2, -1)", "empty(-2)", "manual_seed('a')", "manual_seed(2 ** 64)",
     "ones(2, dtype=L.int64).mean(dtype=L.int64)", "ones(2).mean(dtype=L.bool)",
+    # reshape/permute read sizes with the same parser as the creation functions
+    "ones(2).reshape((True, 2))", "ones(2, 1).permute((True, 0))", "ones(2).reshape(True, 2)",
 ]
 
 

@@ -10,6 +10,7 @@ from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
 from fusegrad.ir.types import promote_types
 
 from . import trace_state
+from .functional import _shape_arg
 from .tensor import Tensor
 
 _rng = [np.random.default_rng()]
@@ -225,28 +226,8 @@ def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
             raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but expected one of:\n"
                             + _GENERATOR_SIGNATURES)
         raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
-    if len(size) == 1 and not isinstance(size[0], (tuple, list)):
-        d = _dim_size(size[0])
-        if d is None:
-            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not "
-                            f"{type(size[0]).__name__}")
-        return _checked((d,), fn)
-    items = size[0] if len(size) == 1 else size
-    out = []
-    for s in items:
-        d = _dim_size(s, bools=bool(out))           # torch takes a bool after the first size
-        if d is None and not out:
-            if len(size) > 1:
-                if fn in _GENERATOR_FUNCTIONS:
-                    raise _invalid_generator_call(fn, size)
-                raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
-            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but found element "
-                            f"of type {type(s).__name__} at pos 0")
-        if d is None:
-            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {len(out) + 1} with "
-                            f'error "type must be tuple of ints,but got {type(s).__name__}"')
-        out.append(d)
-    return _checked(tuple(out), fn)
+    too_many = (lambda: _invalid_generator_call(fn, size)) if fn in _GENERATOR_FUNCTIONS else None
+    return _checked(_shape_arg(size, fn, "size", too_many), fn)
 
 
 def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
@@ -275,17 +256,6 @@ def _checked(out: tuple, fn: str) -> tuple:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"[{', '.join(map(str, out))}]")
     return out
-
-
-def _dim_size(s, bools: bool = False):
-    """One size as an int (ints, NumPy integers, 0-d integer tensors), else None."""
-    if isinstance(s, Tensor):
-        return int(s.item()) if s.dim() == 0 and s.dtype is int64 else None
-    if isinstance(s, bool) and not bools:
-        return None
-    if isinstance(s, (int, np.integer)):
-        return int(s)
-    return None
 
 
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:

@@ -787,24 +787,40 @@ log_softmax = _softmax_like("log_softmax", "LogSoftmaxBackward0")
 
 
 # ------------------------------------------------------------------ shape ops
-def _shape_arg(shape, fn: str = "reshape", arg: str = "shape") -> tuple:
-    """Sizes given as ints or as one tuple/list of ints (torch's TypeError texts otherwise)."""
+def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) -> tuple:
+    """Sizes given as ints or as one tuple/list of ints, read as torch's int-list parser reads
+    them (creation functions, reshape, view, permute, expand), with its TypeError texts
+    otherwise. `too_many()`: the error for several arguments whose first is no size, where a
+    function has its own (randn/rand's invalid combination)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    elif shape and (not _is_index(shape[0]) or isinstance(shape[0], bool)):
+    elif shape and not _is_size(shape[0], first=True):
         # torch's parser reads a first argument that is no int as the one tuple argument
         if len(shape) > 1:
-            raise TypeError(f"{fn}() takes 1 positional argument but {len(shape)} were given")
+            raise too_many() if too_many is not None else TypeError(
+                f"{fn}() takes 1 positional argument but {len(shape)} were given")
         raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, not "
                         f"{type(shape[0]).__name__}")
     for k, s in enumerate(shape):
-        if not _is_index(s):
+        if not _is_size(s, first=k == 0):
             if k == 0:
                 raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element "
                                 f"of type {type(s).__name__} at pos 0")
             raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {k + 1} with error "
                             f"\"type must be tuple of ints,but got {type(s).__name__}\"")
     return tuple(operator.index(s) for s in shape)
+
+
+def _is_size(s, first: bool) -> bool:
+    """One size for torch's int-list parser: an int (a bool only after the first size), a NumPy
+    integer or a 0-d integer tensor."""
+    if type(s) is int:
+        return True
+    if isinstance(s, bool):
+        return not first
+    if isinstance(s, Tensor):
+        return s.dim() == 0 and s._dtype is int64
+    return _is_index(s)
 
 
 def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:

@@ -31,22 +31,14 @@ def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
                                               arrays[-1].size >= threaded.MIN_ELEMENTS) \
             and threaded.splittable(ref, arrays, out_types[0]):
         return (threaded.call(ref, arrays, out_types[0], _FP_STATE, _QUIET),)
-    if _FP_STATE is not None:
-        token = _FP_STATE.set(_QUIET)
-        try:
-            out = ref(*arrays, **attrs)
-        finally:
-            _FP_STATE.reset(token)
-    else:
-        with np.errstate(all="ignore"):
-            out = ref(*arrays, **attrs)
-    return _as_typed(out, out_types)
+    return _as_typed(_quiet(ref, *arrays, **attrs), out_types)
 
 
 def apply_ref_small(ref, arrays, attrs: dict, want: np.dtype) -> np.ndarray:
     """`ref(*arrays, **attrs)` for one output of NumPy dtype `want`, on arrays too small
     to split over threads (the caller knows their sizes): `apply_ref` without its
-    size checks and tuple, for eager dispatch of a signature seen before."""
+    size checks and tuple, for eager dispatch of a signature seen before. (`_quiet` is
+    written out here: its call and keyword packing are a tenth of a small eager op.)"""
     if _FP_STATE is not None:
         token = _FP_STATE.set(_QUIET)
         try:
@@ -120,23 +112,18 @@ def run_freeing(program: Program, env: dict) -> list:
     for vid, n in last.items():
         if n < len(instrs):
             frees[n].append(vid)
-    owned: set = set()              # ids of values a ufunc step of this run made, no view taken
-    for ins, free in zip(instrs, frees):
-        ref = OPS[ins.op].ref
+    refs = [OPS[ins.op].ref for ins in instrs]
+    types = {v.id: v.type for ins in instrs for v in ins.outputs}
+    targets = _reuse_targets([(_is_plain_ufunc(ref, ins.attrs), ins.outputs[0].type,
+                               [v.id for v in ins.inputs], [v.id for v in ins.outputs])
+                              for ref, ins in zip(refs, instrs)],
+                             types, {v.id for v in program.outputs})
+    for ins, ref, free, into in zip(instrs, refs, frees, targets):
         args = [env[v.id] for v in ins.inputs]
-        if type(ref) is np.ufunc and ref.nout == 1 and not ins.attrs:
-            out_type = ins.outputs[0].type
-            into = None
-            if out_type.numel >= REUSE_MIN_ELEMENTS:
-                for v in ins.inputs:
-                    if v.id in owned and v.id in free and v.type is out_type:
-                        into = env[v.id]
-                        break
-            outs = _quiet(_large_ufunc, ref, args, (out_type,), into)
-            owned.add(ins.outputs[0].id)
-        else:
+        if into is None:
             outs = apply_ref(ref, args, dict(ins.attrs), [v.type for v in ins.outputs])
-            owned.difference_update(v.id for v in ins.inputs)   # the result may be a view of them
+        else:
+            outs = _quiet(_large_ufunc, ref, args, (ins.outputs[0].type,), env[into] if into != -1 else None)
         for v, o in zip(ins.outputs, outs):
             env[v.id] = o
         for vid in free:
@@ -144,16 +131,17 @@ def run_freeing(program: Program, env: dict) -> list:
     return [env[v.id] for v in program.outputs]
 
 
-def _quiet(fn, *args):
-    """fn(*args) with floating-point warnings silenced (as `apply_ref`)."""
+def _quiet(call, /, *args, **kwargs):
+    """call(*args, **kwargs) with NumPy's floating-point warnings silenced (torch never warns
+    about overflow or 0/0). `call` is positional-only: references take keywords (`fn=`)."""
     if _FP_STATE is not None:
         token = _FP_STATE.set(_QUIET)
         try:
-            return fn(*args)
+            return call(*args, **kwargs)
         finally:
             _FP_STATE.reset(token)
     with np.errstate(all="ignore"):
-        return fn(*args)
+        return call(*args, **kwargs)
 
 
 class StraightLine:
@@ -179,7 +167,7 @@ class StraightLine:
         template: list = [None] * len(slots)
         folded: set = set()             # slots holding values computed here, once
         types: dict = {}                # slot -> static type
-        planned = []                    # (ref, attrs, out_types, arg_slots, out_slots, ufunc)
+        planned = []                    # (ref, attrs, out_types, arg_slots, out_slots)
         for ins in program.instrs:
             opdef = OPS[ins.op]
             attrs = dict(ins.attrs)
@@ -200,12 +188,14 @@ class StraightLine:
                     template[k] = r
                     folded.add(k)
             else:
-                ufunc = isinstance(opdef.ref, np.ufunc) and opdef.ref.nout == 1 and not attrs
-                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots, ufunc))
+                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots))
         self.n_inputs = len(program.inputs)
         self.template = template
         self.output_slots = tuple(slots[v.id] for v in program.outputs)
-        self.steps = tuple(_with_reuse(planned, types, set(self.output_slots)))
+        targets = _reuse_targets([(_is_plain_ufunc(ref, attrs), out_types[0], arg_slots, out_slots)
+                                  for ref, attrs, out_types, arg_slots, out_slots in planned],
+                                 types, set(self.output_slots))
+        self.steps = tuple(step + (into,) for step, into in zip(planned, targets))
 
     def __call__(self, args) -> list:
         """The program's outputs for `args` (one array per input), with
@@ -214,15 +204,7 @@ class StraightLine:
             raise ValueError(f"program takes {self.n_inputs} inputs, got {len(args)}")
         env = self.template.copy()
         env[:self.n_inputs] = args
-        if _FP_STATE is not None:
-            token = _FP_STATE.set(_QUIET)
-            try:
-                self._steps(env)
-            finally:
-                _FP_STATE.reset(token)
-        else:
-            with np.errstate(all="ignore"):
-                self._steps(env)
+        _quiet(self._steps, env)
         return [env[k] for k in self.output_slots]
 
     def _steps(self, env: list) -> None:
@@ -249,30 +231,36 @@ def _large_ufunc(ufunc, arrays, out_types, out) -> tuple:
 REUSE_MIN_ELEMENTS = 1 << 14
 
 
-def _with_reuse(planned, types: dict, outputs: set):
-    """Each planned step with `into`: None for a plain step; for a ufunc step on at least
-    REUSE_MIN_ELEMENTS elements, the slot of a dying intermediate it may write into, or
-    -1 for a new array (`_large_ufunc`). An intermediate qualifies if a ufunc step of
-    the run made it and no other kind of step read it (so no view of it is alive)."""
+def _reuse_targets(steps, types: dict, keep: set) -> list:
+    """Where each step may put its result: None for a step that is not a large ufunc step,
+    -1 for a new array, or the key of an argument to write into. `steps`: (is a one-output
+    ufunc without attributes, output type, argument keys, output keys) per step; `types`: key
+    -> type; `keep`: keys never written into (the program's outputs). An argument qualifies
+    if it dies at the step, has the result's type, was made by an earlier ufunc step (so
+    nothing else holds its array) and no other kind of step read it (reshape, expand or
+    getitem may have returned a view of it that is still alive)."""
     last_use: dict = {}
-    for j, (_, _, _, arg_slots, _, _) in enumerate(planned):
-        for k in arg_slots:
+    for j, (_, _, arg_keys, _) in enumerate(steps):
+        for k in arg_keys:
             last_use[k] = j
-    fresh: set = set()              # slots a ufunc step of the run made (no one else holds them)
-    steps = []
-    for j, (ref, attrs, out_types, arg_slots, out_slots, ufunc) in enumerate(planned):
+    fresh: set = set()
+    targets = []
+    for j, (ufunc, out_type, arg_keys, out_keys) in enumerate(steps):
         into = None
-        if ufunc and out_types[0].numel >= REUSE_MIN_ELEMENTS:
+        if ufunc and out_type.numel >= REUSE_MIN_ELEMENTS:
             into = -1
-            for k in arg_slots:
-                if k in fresh and last_use[k] == j and k not in outputs and types[k] is out_types[0]:
+            for k in arg_keys:
+                if k in fresh and last_use[k] == j and k not in keep and types[k] is out_type:
                     into = k
                     break
         if ufunc:
-            fresh.update(out_slots)
+            fresh.update(out_keys)
         else:
-            # Any other step may return a view of what it reads (reshape, expand, getitem):
-            # that memory is no longer the run's alone, so it is never written into.
-            fresh.difference_update(arg_slots)
-        steps.append((ref, attrs, out_types, arg_slots, out_slots, into))
-    return steps
+            fresh.difference_update(arg_keys)
+        targets.append(into)
+    return targets
+
+
+def _is_plain_ufunc(ref, attrs) -> bool:
+    """A one-output NumPy ufunc called without attributes: it can write into a given array."""
+    return type(ref) is np.ufunc and ref.nout == 1 and not attrs

@@ -35,7 +35,7 @@ from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
 from fusegrad.tracer.engine import modified_error, output_of
-from fusegrad.tracer.node import _FREED_MSG, node_class, saved_slots
+from fusegrad.tracer.node import _FREED_MSG, node_class
 from fusegrad.tracer.trace import Trace, TraceContext
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
@@ -414,12 +414,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     # Gradients that will flow back into this call from the eager engine: from its
     # symbolic outputs, and from the caller's tensors it wrote in place with history
     # (eagerly `x.add_(w)` makes x a non-leaf whose grad_fn is the in-place op's).
-    written = _written_with_history(trace, program, mutated)
+    written = _written_with_history(trace, mutated)
     grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
     gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
-    freed = gradients_may_flow and _freed_behind(trace, program, grad_outs)
+    freed = gradients_may_flow and _freed_behind(trace, grad_outs)
     if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
@@ -487,18 +487,11 @@ def _saved_before_write_back(saved: list, mutated: list) -> list:
     return [a.copy() if any(np.may_share_memory(a, w) for w in written) else a for a in saved]
 
 
-def _written_with_history(trace: Trace, program: Program, mutated: list) -> list:
+def _written_with_history(trace: Trace, mutated: list) -> list:
     """The caller's tensors the call wrote in place by an op recorded with grad: after the
     call they are outputs of it (torch gives them the in-place op's grad_fn)."""
-    if not mutated:
-        return []
-    producers = {v.id: ins for ins in program.instrs for v in ins.outputs}
-    written = []
-    for _, t in mutated:
-        ins = producers.get(t._sym.id) if t._sym is not None else None
-        if t._requires_grad and ins is not None and id(ins) in trace.grad_instrs:
-            written.append(t)
-    return written
+    return [t for _, t in mutated
+            if t._requires_grad and t._sym is not None and trace.grad_producer(t._sym) is not None]
 
 
 def _input_value(trace: Trace, x: Tensor):
@@ -529,17 +522,20 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
         back.node = weakref.ref(node)
 
 
-def _freed_behind(trace: Trace, program: Program, grad_outs: list) -> bool:
+def _freed_behind(trace: Trace, grad_outs: list) -> bool:
     """Would a backward through `grad_outs` reach values that a backward inside the call,
     without retain_graph, freed? True when every output was made by a freed instruction
     and one freed instruction behind them saved values for its VJP (torch raises there)."""
     if not trace.freed:
         return False
-    producers = {v.id: ins for ins in program.instrs for v in ins.outputs}
+
+    def freed_producer(v):
+        found = trace.grad_producer(v)
+        return found[0] if found is not None and id(found[0]) in trace.freed else None
     stack = []
     for t in grad_outs:
-        ins = producers.get(t._sym.id)
-        if ins is None or id(ins) not in trace.freed:
+        ins = freed_producer(t._sym)
+        if ins is None:
             return False
         stack.append(ins)
     seen = set()
@@ -548,11 +544,9 @@ def _freed_behind(trace: Trace, program: Program, grad_outs: list) -> bool:
         if id(ins) in seen:
             continue
         seen.add(id(ins))
-        in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs),
-                                          (True,) * len(ins.inputs))
-        if in_slots or out_slots:
+        if trace.saves_for_backward(ins):
             return True
-        stack += [p for p in (producers.get(v.id) for v in ins.inputs) if p is not None and id(p) in trace.freed]
+        stack += [p for p in (freed_producer(v) for v in ins.inputs) if p is not None]
     return False
 
 

@@ -94,7 +94,7 @@ class Trace:
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
         self.exposed: list = []             # arrays handed to Python writable during the trace (expose)
-        self.detach_source: dict = {}       # id(d) -> (weakref d, weakref t) for d = t.detach() of a traced t
+        self.detach_source: dict = {}       # id(d) -> (weakref d, t) for d = t.detach() of a traced t
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
@@ -343,7 +343,7 @@ class Trace:
         link = self.detach_source.get(id(t))
         if link is not None and link[0]() is t and link[1]._sym is not None:
             source = link[1]
-            found = self._producers().get(id(source._sym))
+            found = self.grad_producer(source._sym)
             name = self.grad_instrs.get(id(found[0])) if found is not None else None
             self.record("graft", [t, source], None, name, source)
             return
@@ -413,8 +413,19 @@ class Trace:
         of its traced inputs, the AccumulateGrad of leaves and the grad_fn of tensors from
         outside the call. For inspection and printing only: backward inside a trace
         differentiates the program, not these nodes."""
-        found = self._producers().get(id(t._sym))
+        found = self.grad_producer(t._sym)
         return None if found is None else self._node_for(found[0])
+
+    def grad_producer(self, v: Value):
+        """(the instruction recorded with grad that defines v, its output index), or None."""
+        return self._producers().get(id(v))
+
+    def saves_for_backward(self, ins: Instr, needs: tuple | None = None) -> bool:
+        """Does `ins`'s VJP read forward values (those torch saves for its node), given which
+        inputs need a gradient (all by default)? A backward through a freed node raises then."""
+        needs = (True,) * len(ins.inputs) if needs is None else needs
+        in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+        return bool(in_slots or out_slots)
 
     def _producers(self) -> dict:
         """id(value) -> (instruction recorded with grad that defines it, output index);
@@ -478,11 +489,9 @@ class Trace:
         retain_graph), raised where one of them saved values for its VJP (x * x, x * 2;
         not x + y, whose backward reads nothing)."""
         for ins in instrs:
-            if id(ins) in self.freed and any(v.id in active for v in ins.outputs):
-                needs = tuple(v.id in active for v in ins.inputs)
-                in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
-                if in_slots or out_slots:
-                    raise RuntimeError(_FREED_MSG)
+            if id(ins) in self.freed and any(v.id in active for v in ins.outputs) and \
+                    self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs)):
+                raise RuntimeError(_FREED_MSG)
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""

@@ -54,7 +54,7 @@ _NEXT_INPUTS = {
 
 
 # Nodes torch defines in C++ (not generated from derivatives.yaml): name() qualifies them.
-_CPP_NAMES = {"CopySlices": "torch::autograd::CopySlices", "CopyBackwards": "torch::autograd::CopyBackwards"}
+_CPP_NAMES = {name: "torch::autograd::" + name for name in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
 
 
 class SavedTensor:
@@ -122,10 +122,6 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__(None, (), (), (), (), (), {})
         self.variable = variable
-
-    def name(self) -> str:
-        """torch's name of this node (its class is AccumulateGrad; its name() is C++'s)."""
-        return "torch::autograd::AccumulateGrad"
 
     @property
     def next_functions(self) -> tuple:

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
+from fusegrad.ir import DType, bool_, float32, from_numpy_dtype
 
 from . import trace_state
 from .layout import is_contiguous, strides_of
@@ -147,17 +147,13 @@ class Tensor:
         dtype, `Tensor(2, 3)` or `Tensor(fg.Size([2, 3]))` is a float32 tensor of that shape
         (zeros here; torch leaves it uninitialised), `Tensor(data)` copies a sequence or array
         as float32. `requires_grad` (not torch's) serves nn.Parameter."""
-        from .creation import as_array
+        from .creation import _checked, as_array
         if not args or (len(args) == 1 and args[0] is None):     # None: nn.Parameter()
             array = np.zeros((0,), dtype=np.float32)
         elif len(args) == 1 and isinstance(args[0], Tensor):
             array = args[0]._concrete()
         elif isinstance(args[0], Size) or all(type(a) is int for a in args):
-            shape = tuple(args[0]) if isinstance(args[0], Size) else args
-            if any(n < 0 for n in shape):
-                negative = next(n for n in shape if n < 0)
-                raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: "
-                                   f"[{', '.join(map(str, shape))}]")
+            shape = _checked(tuple(args[0]) if isinstance(args[0], Size) else args, "Tensor")
             array = np.zeros(shape, dtype=np.float32)
         elif len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
             array = as_array(args[0], float32)
@@ -663,7 +659,6 @@ class Tensor:
         return t
 
 
-
 def read_only(prop: property, name: str) -> property:
     """`prop` with a setter and deleter that raise torch's AttributeError for its read-only attributes."""
     def refuse(self, value=None):
@@ -675,6 +670,7 @@ for _name in ("grad_fn", "is_leaf", "shape", "dtype", "ndim", "device", "output_
               "retains_grad"):
     setattr(Tensor, _name, read_only(getattr(Tensor, _name), _name))
 del _name
+
 
 def _memory_of(array: np.ndarray):
     """(root, byte offset, strides): the contiguous array owning `array`'s memory and where
@@ -709,8 +705,8 @@ def _new_like(cls, array: np.ndarray, dtype: DType, requires_grad: bool) -> Tens
 
 def _rebuild_tensor(cls, root, offset, shape, strides, dtype_name, requires_grad, state):
     """Unpickle a Tensor written by `Tensor.__reduce_ex__`."""
-    dtype = {"float32": float32, "float64": float64, "int64": int64, "bool": bool_}[dtype_name]
-    t = _new_like(cls, _view_of(root, offset, shape, strides), dtype, requires_grad)
+    t = _new_like(cls, _view_of(root, offset, shape, strides), from_numpy_dtype(np.dtype(dtype_name)),
+                  requires_grad)
     t.__dict__.update(state)
     return t
 
@@ -736,9 +732,7 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
     has not read yet is the tensor's own, writable, as eagerly; the trace then reads it
     by copying it at each op (Trace.expose), so writes between ops are seen as eagerly."""
     if t._sym is not None:
-        if trace is None:
-            raise RuntimeError(_ORPHAN_MSG)
-        return _read_only(trace.materialize(t))
+        return _read_only(t._concrete())
     array = t._data
     if any(np.may_share_memory(array, lifted) for lifted in trace.input_arrays):
         return _read_only(array)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
-from fusegrad.ir.types import promote_types
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
 
 from . import trace_state
 from .functional import _shape_arg
@@ -318,14 +318,13 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     return _new(_rng[0].random(shape).astype(d.np), requires_grad)
 
 
-_TORCH_SCALAR_NAMES = {"int64": "Long", "bool": "Bool"}
 
 
 def _random_dtype(dtype: DType | None, kernel: str) -> DType:
     """randn/rand sample floating point only: torch's error names the kernel that refuses."""
     d = dtype or float32
     if not d.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TORCH_SCALAR_NAMES.get(d.name, d.name)}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[d.name]}\'')
     return d
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir import threaded
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.interpreter import apply_ref, apply_ref_small
 from fusegrad.ir.ops import OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
@@ -326,8 +327,7 @@ def _write_inplace(t, result: np.ndarray, op: str) -> None:
 
 
 def _torch_name(dt) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(np.dtype(dt).name,
-                                                                                         str(dt))
+    return TORCH_SCALAR_NAMES.get(np.dtype(dt).name, str(dt))
 
 
 def _inplace_on_view(op, inputs, attrs, name, view):

@@ -17,13 +17,12 @@ import numpy as np
 
 from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
-from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, ZERO_DIM
+from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .dispatch import apply_op
 from .layout import layout_stand_in
 from .tensor import Tensor
 
-_TORCH_DTYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
 
 
@@ -275,7 +274,7 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     if na == 1 and nb == 1:
         if a._dtype is not b._dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                               f"{_TORCH_DTYPE_NAME[a._dtype.name]} and {_TORCH_DTYPE_NAME[b._dtype.name]}")
+                               f"{TORCH_SCALAR_NAMES[a._dtype.name]} and {TORCH_SCALAR_NAMES[b._dtype.name]}")
         return                                   # the size check is the op's shape rule
     if na <= 2 and nb <= 2:
         if nb == 1:
@@ -297,8 +296,8 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k1}] "
                            f"but got: [{batch}, {k2}].")
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected scalar type {_TORCH_DTYPE_NAME[a._dtype.name]} but found "
-                           f"{_TORCH_DTYPE_NAME[b._dtype.name]}")
+        raise RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[a._dtype.name]} but found "
+                           f"{TORCH_SCALAR_NAMES[b._dtype.name]}")
 
 
 def _batch_of_one(a: Tensor, b: Tensor) -> bool:
@@ -310,7 +309,7 @@ def _check_mv(mat: tuple, vec: tuple, mat_dtype: DType, vec_dtype: DType) -> Non
     if mat[1] != vec[0]:
         raise RuntimeError(f"size mismatch, got input ({mat[0]}), mat ({mat[0]}x{mat[1]}), vec ({vec[0]})")
     if mat_dtype is not vec_dtype:
-        v, m = _TORCH_DTYPE_NAME[vec_dtype.name], _TORCH_DTYPE_NAME[mat_dtype.name]
+        v, m = TORCH_SCALAR_NAMES[vec_dtype.name], TORCH_SCALAR_NAMES[mat_dtype.name]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
 
 
@@ -481,7 +480,7 @@ def where(condition, input, other) -> Tensor:
     condition = as_tensor(condition, "where", "condition")
     if condition._dtype is not bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_TORCH_DTYPE_NAME[condition._dtype.name]}")
+                           f"{TORCH_SCALAR_NAMES[condition._dtype.name]}")
     ops, _ = _promoted([a, b], "where", ("input", "other"))
     return apply_op("where", [condition] + ops, None, "WhereBackward0")
 
@@ -604,12 +603,12 @@ def mean(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) 
     dim, keepdim, given = _dim_overload("mean", dim, keepdim)
     if dtype is not None and not dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating point "
-                           f"or complex dtype. Got: {_TORCH_DTYPE_NAME[dtype.name]}")
+                           f"or complex dtype. Got: {TORCH_SCALAR_NAMES[dtype.name]}")
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {_TORCH_DTYPE_NAME[a._dtype.name]}")
+                           f"or complex dtype. Got: {TORCH_SCALAR_NAMES[a._dtype.name]}")
     name = "MeanBackward1" if given else "MeanBackward0"
     return apply_op("mean", [a], {"axes": _dims(dim, a.dim(), "mean"), "keepdim": bool(keepdim)}, name)
 
@@ -754,7 +753,7 @@ def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
     a = as_tensor(a, "norm")
     if not a._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_TORCH_DTYPE_NAME[a._dtype.name]}")
+                           f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
@@ -775,7 +774,7 @@ def _softmax_like(op: str, grad_name: str):
                 return Tensor._wrap(np.zeros(tuple(a.shape), a._dtype.np))
             kernel = f"{op}_lastdim_kernel_impl" if axis == a.dim() - 1 or a.dim() == 0 else f"{op}_kernel_impl"
             raise NotImplementedError(f'"{kernel}" not implemented for '
-                                      f"'{_TORCH_DTYPE_NAME[a._dtype.name]}'")
+                                      f"'{TORCH_SCALAR_NAMES[a._dtype.name]}'")
         return apply_op(op, [a], {"axis": axis}, grad_name)
     fn.__name__ = op
     fn.__doc__ = f"Numerically stable {op} along `dim` (floating point inputs only, as torch)."

@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from fusegrad.ir import bool_
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape
 
 from .dispatch import apply_op
@@ -155,8 +156,7 @@ def setitem(t: Tensor, key, value) -> None:
     from .functional import _coerce
     from .inplace import check_inplace
     if isinstance(value, (list, tuple, str)) or value is None:
-        kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}[t._dtype.name]
-        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{kind}Tensor")
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
     key = _sequence_key(key)
     if key is True:         # torch: a copy into t.unsqueeze(0), as t[None] = value
         key = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import float32
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
 
@@ -38,7 +39,7 @@ def _dims_text(shape) -> str:
 def binary_inplace(op: str, name: str):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
-        from .functional import _TORCH_DTYPE_NAME, _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
+        from .functional import _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
         check_inplace(self)
         # The common case (an optimizer's p.add_(g, alpha=-lr)): float tensors of one dtype and
         # shape, a number alpha. No promotion, broadcast or cast check can fail or change it.
@@ -59,8 +60,8 @@ def binary_inplace(op: str, name: str):
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         if dtype.category > self._dtype.category:
-            raise RuntimeError(f"result type {_TORCH_DTYPE_NAME[dtype.name]} can't be cast to the desired output "
-                               f"type {_TORCH_DTYPE_NAME[self._dtype.name]}")
+            raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[dtype.name]} can't be cast to the desired output "
+                               f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
         apply_op(op, [self, _coerce(other, self._dtype)], None, name, out=self)
         return self
     method.__name__ = op + "_"

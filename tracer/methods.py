@@ -8,7 +8,7 @@ import numpy as np
 
 from fusegrad.ir import bool_, float32, float64, int64
 from fusegrad.ir.ops import broadcast_shapes
-from fusegrad.ir.types import TORCH_TYPE_NAMES
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
@@ -47,7 +47,6 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
     return method
 
 
-_C_SCALAR_NAMES = {"float32": "Float", "float64": "Double"}
 
 
 def _bitwise(name: str, on_bools):
@@ -60,7 +59,7 @@ def _bitwise(name: str, on_bools):
         if dtype is bool_:
             return on_bools(*(ops[::-1] if swap else ops))
         if dtype.is_floating_point:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_C_SCALAR_NAMES[dtype.name]}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
         raise NotImplementedError(f"fusegrad has no integer {name} yet (only bool tensors take &, | and ^)")
     fn.__name__ = name
     return fn
@@ -114,7 +113,6 @@ def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
 
 
 # ------------------------------------------------------------ whole-tensor comparisons (Python bools)
-_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 def _other_tensor(fn: str, other) -> None:
@@ -132,7 +130,7 @@ def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     """|self - other| <= atol + rtol * |other| everywhere (broadcast; dtypes must match, as torch)."""
     _other_tensor("allclose", other)
     if self.dtype is not other.dtype:
-        raise RuntimeError(f"{_SCALAR_TYPE[self.dtype.name]} did not match {_SCALAR_TYPE[other.dtype.name]}")
+        raise RuntimeError(f"{TORCH_SCALAR_NAMES[self.dtype.name]} did not match {TORCH_SCALAR_NAMES[other.dtype.name]}")
     broadcast_shapes(tuple(self.shape), tuple(other.shape))      # torch's error text
     return bool(np.allclose(self._concrete(), other._concrete(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, from_numpy_dtype
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
 from .layout import is_contiguous, strides_of
@@ -120,7 +121,6 @@ def _tp_name(value) -> str:
 
 # torch's names of a dtype in the .grad assignment error: the C type, and the scalar type.
 _C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
-_SCALAR_TYPE_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 class Tensor:
@@ -397,7 +397,7 @@ class Tensor:
             if value._dtype is not self._dtype:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{_C_TYPE_NAME[value._dtype.name]}' to a tensor "
-                    f"with grad_dtype '{_SCALAR_TYPE_NAME[self._dtype.name]}'. The gradient must match the tensor's "
+                    f"with grad_dtype '{TORCH_SCALAR_NAMES[self._dtype.name]}'. The gradient must match the tensor's "
                     "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with "
                     "a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes "
                     "of a tensor and its gradient may break downstream systems that assume they match.")

@@ -15,17 +15,17 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.tracer.dispatch import apply_op
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
 
-_DTYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 def _dtype_name(dtype) -> str:
     """torch's C++ scalar-type name (`Float`, `Double`, `Long`, `Bool`)."""
-    return _DTYPE_NAMES.get(dtype.name, dtype.name)
+    return TORCH_SCALAR_NAMES.get(dtype.name, dtype.name)
 
 
 def _shape_list(shape) -> str:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType, int64
+from ..types import TORCH_SCALAR_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, broadcast_shapes, register, shape_str
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 # --------------------------------------------------------------------- shape rules
@@ -136,7 +135,7 @@ def _put_infer(types, attrs):
     _check_dims(x, indices, dims)
     if x.dtype is not v.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_TORCH_NAMES[x.dtype.name]} for the destination and {_TORCH_NAMES[v.dtype.name]} "
+                           f"{TORCH_SCALAR_NAMES[x.dtype.name]} for the destination and {TORCH_SCALAR_NAMES[v.dtype.name]} "
                            f"for the source.")
     target = take_shape(x.shape, [t.shape for t in indices], dims)
     if not _fits(value_shape(v.shape), target):

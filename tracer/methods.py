@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from fusegrad.ir import bool_, float32, float64, int64
+from fusegrad.ir import bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
@@ -82,19 +82,18 @@ def _invert(self) -> Tensor:
 # ------------------------------------------------------------ new_* constructors
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
-def new_zeros(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
-    """torch's Tensor.new_zeros: zeros of `size`, with this tensor's dtype unless `dtype` is given."""
-    return creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+def _new_of_size(make, what: str):
+    """torch's Tensor.new_<make>: `make(*size)` with this tensor's dtype unless `dtype` is given."""
+    def new(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
+        return make(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    new.__name__ = f"new_{make.__name__}"
+    new.__doc__ = f"torch's Tensor.{new.__name__}: {what} of `size`, with this tensor's dtype unless `dtype` is given."
+    return new
 
 
-def new_ones(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
-    """torch's Tensor.new_ones: ones of `size`, with this tensor's dtype unless `dtype` is given."""
-    return creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
-
-
-def new_empty(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
-    """torch's Tensor.new_empty: uninitialised memory of `size`, with this tensor's dtype unless `dtype` is given."""
-    return creation.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+new_zeros = _new_of_size(creation.zeros, "zeros")
+new_ones = _new_of_size(creation.ones, "ones")
+new_empty = _new_of_size(creation.empty, "uninitialised memory")
 
 
 def new_full(self, size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
@@ -135,10 +134,9 @@ def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     return bool(np.allclose(self._concrete(), other._concrete(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-# torch's Tensor.type(str) names, both spellings of the module.
-_TYPE_BY_NAME = {name: dtype for dtype, name in ((float32, "FloatTensor"), (float64, "DoubleTensor"),
-                                                 (int64, "LongTensor"), (bool_, "BoolTensor"))
-                 for name in (f"torch.{name}", f"fg.{name}", f"fusegrad.{name}")}
+# torch's Tensor.type(str) names ("torch.FloatTensor"), also spelled with fg. or fusegrad.
+_TYPE_BY_NAME = {module + legacy.split(".", 1)[1]: from_numpy_dtype(np.dtype(dtype_name))
+                 for dtype_name, legacy in TORCH_TYPE_NAMES.items() for module in ("torch.", "fg.", "fusegrad.")}
 
 
 def _type(self, dtype=None, non_blocking: bool = False):

@@ -99,9 +99,7 @@ def _infer_dtype(obj) -> DType:
         return obj.dtype
     if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "biuf":
         return from_numpy_dtype(obj.dtype)
-    if isinstance(obj, (bool, np.bool_)):
-        return bool_
-    if isinstance(obj, int):
+    if isinstance(obj, int):            # an int subclass (bool cannot be subclassed; np.bool_ is above)
         return int64
     if isinstance(obj, float):
         return float32

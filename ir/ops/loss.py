@@ -66,8 +66,9 @@ register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=
 # mse_loss_backward(grad, input, target; reduction) = (2 / n if mean else 2) *
 # (input - target) * grad, grad broadcast to the input's shape: torch's op, so that a
 # create_graph gradient records MseLossBackwardBackward0 and differentiates by torch's rules.
-def _mse_scale(x, reduction) -> float:
-    return 2.0 / max(x.type.numel, 1) if reduction == "mean" else 2.0
+def _mse_scale(numel: int, reduction) -> float:
+    """d(loss)/d(diff**2) times 2: 2 / n for the mean over n elements, else 2."""
+    return 2.0 / max(numel, 1) if reduction == "mean" else 2.0
 
 
 def _mse_backward_infer(types, attrs):
@@ -79,8 +80,7 @@ def _mse_backward_infer(types, attrs):
 
 
 def _mse_backward_ref(g, x, t, reduction):
-    scale = 2.0 / max(x.size, 1) if reduction == "mean" else 2.0
-    return ((x - t) * x.dtype.type(scale)) * g
+    return ((x - t) * x.dtype.type(_mse_scale(x.size, reduction))) * g
 
 
 def _expand_grad(e, g, x):
@@ -90,7 +90,7 @@ def _expand_grad(e, g, x):
 
 def _mse_backward_decompose(e, xs, attrs):
     g, x, t = xs
-    return [e.mul(e.mul(e.sub(x, t), _mse_scale(x, attrs["reduction"])), _expand_grad(e, g, x))]
+    return [e.mul(e.mul(e.sub(x, t), _mse_scale(x.type.numel, attrs["reduction"])), _expand_grad(e, g, x))]
 
 
 def _mse_backward_vjp(e, xs, ys, gs, attrs, needs):
@@ -100,7 +100,7 @@ def _mse_backward_vjp(e, xs, ys, gs, attrs, needs):
     g, x, t = xs
     r, gg = attrs["reduction"], gs[0]
     d_grad = e.op("mse_loss_backward", gg, x, t, reduction=r) if needs[0] else None
-    double = e.mul(e.mul(gg, _expand_grad(e, g, x)), _mse_scale(x, r)) if needs[1] or needs[2] else None
+    double = e.mul(e.mul(gg, _expand_grad(e, g, x)), _mse_scale(x.type.numel, r)) if needs[1] or needs[2] else None
     return [d_grad, double if needs[1] else None, e.neg(double) if needs[2] else None]
 
 

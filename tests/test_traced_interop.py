@@ -592,3 +592,30 @@ DETACH_CHAINS = {
 @pytest.mark.parametrize("case", sorted(DETACH_CHAINS))
 def test_detach_chains_share_writes_as_eagerly(case):
     assert_as_eager(DETACH_CHAINS[case])
+
+
+def test_the_graft_op_takes_values_from_one_operand_and_gradient_to_the_other():
+    """graft(value, source): forward is `value` (reference and compiled kernel alike), the
+    gradient goes to `source` only, and mismatched shapes are refused by the shape rule."""
+    from fusegrad.ir import Builder, Emitter, TensorType, float32, run_program
+    from fusegrad.ir.autodiff import backward
+    from fusegrad.runtime.executor import compile_program
+    b = Builder()
+    e = Emitter(b)
+    value, source = b.input(TensorType((3,), float32)), b.input(TensorType((3,), float32))
+    out = e.op("graft", value, source)
+    seed = b.input(out.type)
+    grads = backward(b, list(b.program.instrs), [out], [seed], [value, source])
+    assert grads[0] is None                          # nothing flows to the values' operand
+    b.program.outputs = [out, grads[1]]
+    args = [np.array([1.0, -2.0, 3.0], np.float32), np.array([7.0, 8.0, 9.0], np.float32),
+            np.array([0.5, 0.25, 2.0], np.float32)]
+    got, grad_source = run_program(b.program, args)
+    np.testing.assert_array_equal(got, args[0])
+    np.testing.assert_array_equal(grad_source, args[2])
+    compiled = compile_program(b.program)(args)
+    for c, r in zip(compiled, (got, grad_source)):
+        np.testing.assert_array_equal(c, r)
+    bad = Builder()
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(2\)"):
+        Emitter(bad).op("graft", bad.input(TensorType((3,), float32)), bad.input(TensorType((2,), float32)))

@@ -402,10 +402,12 @@ def _live_program(traced: Program, outputs: list) -> Program:
 
 
 def _finish(trace: Trace, result, run: _Run) -> None:
+    shared = trace.release_detach_links()
+    sharing = {id(d) for d, _, _ in shared}
     alive = [t for t in trace.alive_tensors() if t._sym is not None]
     mutated = list(trace.mutated.values())
     outputs, seen = [], set()
-    for v in [t._sym for t in alive] + [t._sym for _, t in mutated]:
+    for v in [t._sym for t in alive if id(t) not in sharing] + [t._sym for _, t in mutated]:
         if v.id not in seen:
             seen.add(v.id)
             outputs.append(v)
@@ -441,7 +443,13 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
 
     for t in alive:
-        t._data = by_id[t._sym.id]
+        if id(t) not in sharing:
+            t._data = by_id[t._sym.id]
+    for d, t, shares_version in shared:     # a detach() and its tensor: one array, as eagerly
+        d._data = t._data
+        if shares_version:
+            d._version = t._version
+    for t in alive:
         t._sym = None
     for leaf, _ in trace.grad_leaves.values():
         # A gradient can be an expand's read-only broadcast view; a .grad owns writable

@@ -457,7 +457,7 @@ class Tensor:
     def data(self) -> "Tensor":
         """The value without history; shares memory but not the version counter."""
         if self._data is None:
-            return trace_state.current().detach(self)
+            return trace_state.current().detach(self, shares_version=False)
         return Tensor._wrap(self._data, self._dtype)
 
     @data.setter

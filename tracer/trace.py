@@ -94,8 +94,9 @@ class Trace:
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
         self.exposed: list = []             # arrays handed to Python writable during the trace (expose)
-        self.detach_source: dict = {}       # id(d) -> (weakref d, t) for d = t.detach() of a traced t
+        self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
+        self.identity_source: dict = {}     # value id -> the value it is an identity cast of
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -324,17 +325,42 @@ class Trace:
         if not any(r() is t for r in self.retained):
             self.retained.append(weakref.ref(t))
 
-    def detach(self, t: Tensor) -> Tensor:
+    def detach(self, t: Tensor, shares_version: bool = True) -> Tensor:
         """`t.detach()` / `t.data` of a traced tensor: a value with no gradient path (an identity
         op outside the grad set). Eagerly the two share memory, so they stay linked: an in-place
-        write to either gives the other the new value (see _follow_detach)."""
-        v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
-        d = self.symbolic(v, False)
+        write to either gives the other the new value (see _follow_detach), and after the call
+        they share one array (see release_detach_links). `.data` does not share the version
+        counter (`shares_version=False`)."""
+        d = self.symbolic(self._identity_of(t), False)
         # t is held (for the call), not weakly: a temporary view or detach (y[0].detach(),
         # y.detach().detach()) must outlive its detach for a write to reach the tensor under it.
-        self.detach_source[id(d)] = (weakref.ref(d), t)
+        self.detach_source[id(d)] = (weakref.ref(d), t, shares_version)
         self.detach_aliases.setdefault(id(t), []).append(weakref.ref(d))
         return d
+
+    def release_detach_links(self) -> list:
+        """The call has returned, so no write can reach a detach() any more: stop holding
+        the tensors detached from (a value_and_grad's loss and gradients before their
+        detach() would otherwise be kept alive and become outputs, each written by a
+        kernel). Returns `(d, t, shares_version)` for each detach `d` whose tensor `t` is
+        still alive elsewhere and still holds the same value: those share memory eagerly,
+        so after the call they share one array."""
+        links = [(d_ref, weakref.ref(t), shares) for d_ref, t, shares in self.detach_source.values()]
+        self.detach_source.clear()
+        shared = []
+        for d_ref, t_ref, shares in links:
+            d, t = d_ref(), t_ref()
+            if d is None or t is None or d._sym is None or t._sym is None or d._data is not None:
+                continue
+            if self.identity_source.get(d._sym.id) is t._sym:
+                shared.append((d, t, shares))
+        return shared
+
+    def _identity_of(self, t: Tensor) -> Value:
+        """A new value equal to t's (an identity cast outside the grad set), remembered as such."""
+        v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
+        self.identity_source[v.id] = t._sym
+        return v
 
     def _follow_detach(self, t: Tensor) -> None:
         """`t` was written in place. If it is a detach() of a traced tensor, that tensor takes the
@@ -354,7 +380,7 @@ class Trace:
         for ref in self.detach_aliases.get(id(t), ()):
             alias = ref()
             if alias is not None and alias is not t and alias._sym is not None:
-                alias._sym = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
+                alias._sym = self._identity_of(t)
                 if id(alias) in self.views:
                     self._refresh_views(alias)
                 self._refresh_aliases(alias)

@@ -104,3 +104,77 @@ def test_plans_match_torch_over_a_small_random_chain():
         results.append((y.item(), x.grad.numpy().copy()))
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- the loop-test fast paths
+# W6's loop (`while y.norm() < 1000: y = y * 2`) runs t.norm(), a comparison, bool() and
+# randn(n, requires_grad=True) once per step: each has a fast path for its common call,
+# which must give what the general path (and torch) gives.
+NORM_VECTORS = [[3.0, 4.0], [], [-0.0, 0.0], [2.5], [1e30, 1e30], [float("nan"), 1.0],
+                [float("inf"), 1.0], [1e-30, 1e-30], list(np.linspace(-3, 3, 4096)),
+                list(np.linspace(-3, 3, 4097))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("values", NORM_VECTORS, ids=lambda v: f"n{len(v)}" if len(v) > 2 else str(v))
+def test_default_norm_of_a_vector_matches_torch(values, dtype):
+    torch = pytest.importorskip("torch", reason="torch is the oracle for norm's values and node")
+    x = fg.tensor(values, dtype=getattr(fg, dtype), requires_grad=True)
+    tx = torch.tensor(values, dtype=getattr(torch, dtype), requires_grad=True)
+    n, tn = x.norm(), tx.norm()
+    assert n.dtype.name == str(tn.dtype).split(".")[-1] and n.shape == () and n.requires_grad
+    assert type(n.grad_fn).__name__ == type(tn.grad_fn).__name__ == "LinalgVectorNormBackward0"
+    np.testing.assert_allclose(n.item(), tn.item(), rtol=2e-7 if dtype == "float32" else 1e-15)
+    # the same call through the general path (explicit arguments) gives the same bits
+    assert fg.norm(x, p=2, dim=0).item() == n.item() or np.isnan(n.item())
+    if values and np.isfinite(tn.item()):
+        n.backward()
+        tn.backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-30)
+
+
+def test_default_norm_saves_its_input_and_output_as_torch():
+    x = fg.tensor([3.0, 4.0], requires_grad=True)
+    y = x * 1
+    n = y.norm()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        n.backward()
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.0, float("nan"), 3, 0, True, False])
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_bool_of_a_one_element_tensor(value, shape):
+    t = fg.tensor(value).reshape(shape)
+    assert bool(t) is bool(value)
+
+
+def test_bool_of_other_sizes_keeps_torchs_errors():
+    with pytest.raises(RuntimeError, match="^Boolean value of Tensor with more than one value is ambiguous$"):
+        bool(fg.ones(2))
+    with pytest.raises(RuntimeError, match="^Boolean value of Tensor with no values is ambiguous$"):
+        bool(fg.ones(0))
+
+
+def test_bool_inside_a_compiled_call_reads_the_traced_value():
+    def f(x):
+        y = x * 2
+        return y * 3 if bool(y.sum() > 5) else y
+    compiled = fg.compile(f)
+    for values in ([1.0, 1.0], [3.0, 3.0]):
+        x = fg.tensor(values)
+        np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
+
+
+@pytest.mark.parametrize("make", ["randn", "rand", "zeros", "ones", "empty"])
+def test_plain_sizes_and_requires_grad(make):
+    fn = getattr(fg, make)
+    for size in [(3,), (0,), (2, 3), (1, 0, 2)]:
+        t = fn(*size, requires_grad=True)
+        assert tuple(t.shape) == size and t.requires_grad and t.is_leaf and t.grad_fn is None
+        assert t.dtype is fg.float32
+    with pytest.raises(RuntimeError, match=r"^Trying to create tensor with negative dimension -1: \[2, -1\]$"):
+        fn(2, -1) if make != "zeros" else fg.empty(2, -1)
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require "
+                                           "gradients$"):
+        fg.zeros(2, dtype=fg.int64, requires_grad=True)

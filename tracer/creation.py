@@ -219,6 +219,12 @@ def _invalid_generator_call(fn: str, size: tuple, *keywords: str) -> TypeError:
 def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
     """The shape given to a creation function as `*size` (ints, or one tuple/list of
     ints), with torch's errors for anything else."""
+    for s in size:
+        if type(s) is not int or s < 0:
+            break
+    else:
+        if size:            # plain sizes (fg.randn(3)): nothing to parse or check
+            return size
     if not size:        # torch: `size` is a required argument (() or [] make a 0-d tensor)
         if not keywords:    # randn()/rand() with no arguments at all
             raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but expected one of:\n"
@@ -259,7 +265,9 @@ def _checked(out: tuple, fn: str) -> tuple:
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
     t = Tensor._wrap(array)
     if requires_grad:
-        _require_grad(t)
+        if not t._dtype.is_floating_point:
+            _require_grad(t)                # raises torch's error
+        t._requires_grad = True             # a fresh concrete leaf: requires_grad_ has nothing to check
     return t
 
 

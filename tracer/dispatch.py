@@ -16,7 +16,7 @@ from fusegrad.ir.ops import OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
-from .grad_mode import is_grad_enabled
+from .grad_mode import _state as _grad_state, is_grad_enabled
 from .node import SavedTensor, grad_accumulator, node_class, saved_slots
 from .tensor import Tensor
 
@@ -168,9 +168,13 @@ def _make_plan(key, op, inputs, attrs, name):
 
 def _run_plan(plan: _Plan, inputs, attrs):
     """Eager dispatch of a call whose signature has a plan (the hot path of eager mode)."""
-    if len(inputs) == 2:
+    n = len(inputs)
+    if n == 2:
         a, b = inputs
         arrays = [a if type(a) is np.ndarray else a._data, b if type(b) is np.ndarray else b._data]
+    elif n == 1:
+        a = inputs[0]
+        arrays = [a if type(a) is np.ndarray else a._data]
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
     if plan.small:
@@ -185,7 +189,7 @@ def _run_plan(plan: _Plan, inputs, attrs):
             outs.append(wrapped)
     if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(outs[0]._data, arrays[0]):
         _make_view(outs[0], inputs[0], plan.op, plan.frozen)
-    if plan.may_record and is_grad_enabled():
+    if plan.may_record and _grad_state.enabled:       # is_grad_enabled(), inlined (hot)
         saved = {}
         for i, slot in plan.saved_inputs:
             x = inputs[i]
@@ -193,8 +197,10 @@ def _run_plan(plan: _Plan, inputs, attrs):
         for k, slot in plan.saved_outputs:
             saved[slot] = SavedTensor(outs[k]._data, outs[k]._version)
         needs = plan.needs
-        if len(inputs) == 2:
+        if n == 2:
             edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
+        elif n == 1:
+            edges = (edge_of(inputs[0]),)         # it needs a gradient, or nothing would record
         else:
             edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         consts = tuple([x if type(x) is np.ndarray else None for x in inputs]) if plan.consts_at else \

@@ -532,10 +532,19 @@ _REDUCTION_SIGNATURES = ("\n * (*, torch.dtype dtype = None)\n * (tuple of ints 
                          "torch.dtype dtype = None)\n")
 
 
+_FRO = "fro"        # norm's default p (tested by identity on the fast path)
+_ALL_DIMS = [tuple(range(n)) for n in range(8)]
+
+
+def _all_dims(ndim: int) -> tuple:
+    """(0, 1, ..., ndim - 1): the axes of a reduction over every dim."""
+    return _ALL_DIMS[ndim] if ndim < 8 else tuple(range(ndim))
+
+
 def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
     """Normalised, sorted reduction axes; None or () means all."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        return tuple(range(ndim))
+        return _all_dims(ndim)
     if isinstance(dim, bool) or not (_is_index(dim) or (isinstance(dim, (tuple, list)) and
                                                         builtins.all(_is_index(d) for d in dim))):
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(dim).__name__}), "
@@ -748,8 +757,12 @@ def argmin(a, dim=None, keepdim: bool = False) -> Tensor:
 
 
 @_numpy_spellings
-def norm(a, p="fro", dim=None, keepdim: bool = False) -> Tensor:
+def norm(a, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over `dim` (all elements when None); "fro" is p = 2."""
+    if type(a) is Tensor and p is _FRO and dim is None and keepdim is False and a._dtype.is_floating_point:
+        # t.norm(), the common call (a loop's stopping test): nothing to check or convert.
+        return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
+                        "LinalgVectorNormBackward0")
     a = as_tensor(a, "norm")
     if not a._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "

@@ -539,6 +539,9 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
+        data = self._data
+        if data is not None and data.size == 1 and self._sym is None:
+            return bool(data.item())        # the common case (a loop's test): no checks to make
         n = self.numel()
         if n != 1:
             raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "

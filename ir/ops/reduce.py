@@ -6,6 +6,8 @@ and `_no_axes` rewrites such a reduction away before codegen.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..types import TensorType, int64
@@ -210,17 +212,19 @@ def _one_element_norms(shape, axes) -> bool:
 
 
 def _norm_ref(x, p, axes, keepdim):
+    if p == 2 and x.ndim == 1 and x.size != 1 and x.size <= 4096 and x.dtype.kind == "f" and not keepdim:
+        # The whole of a short vector (the common eager call, t.norm()): one dot, and its
+        # root in double precision rounded once to x's dtype, which is the correctly
+        # rounded root (a double carries more than twice float32's bits); half the cost
+        # of square-then-sum on a few elements (on long vectors BLAS's float32 dot is
+        # less accurate than NumPy's pairwise sum).
+        return np.array(math.sqrt(x.dot(x)), x.dtype)
     _check_norm_identity(x, p, axes)
     if p != 0 and _one_element_norms(x.shape, axes):
         r = np.abs(x)
         return r if keepdim else r.reshape(reduced_shape(x.shape, axes, False))
     if p == 2:
-        if x.ndim == 1 and x.size <= 4096 and x.dtype.kind == "f" and not keepdim:
-            # A short vector's norm: one dot costs half of square-then-sum on a few elements
-            # (on long ones BLAS's float32 dot is less accurate than NumPy's pairwise sum).
-            r = np.sqrt(x.dot(x))
-        else:
-            r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
+        r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
         r = np.max(np.abs(x), axis=axes, keepdims=keepdim, initial=0)
     elif p == float("-inf"):

@@ -229,3 +229,32 @@ def test_a_compiled_calls_backward_is_not_kept_by_the_cache():
     gc.collect()
     assert all(ref() is None for ref in nodes)
     assert not any(key[0] == "custom_call" for key in VJPS.entries)
+
+
+def test_a_one_step_program_runs_on_the_short_path_as_the_interpreter_does():
+    # One step with one output (most nodes' VJPs) skips the slot list: its outputs may
+    # also be inputs or folded constants, its result is coerced to the IR dtype, and
+    # floating-point warnings stay silenced.
+    import warnings
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType((3,), float32))
+    b.program.outputs = [e.log(x), x, e.zeros_like(x)]
+    line = StraightLine(b.program)
+    assert line.single is not None
+    args = [np.array([0.0, 1.0, -1.0], np.float32)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = line(args)
+    want = run_program(b.program, args)
+    assert got[1] is args[0]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+    b = Builder()
+    e = Emitter(b)
+    x = b.input(TensorType((2, 3), float32))
+    b.program.outputs = [e.sum(x, (0, 1))]              # NumPy returns a scalar here
+    (total,) = StraightLine(b.program)([np.ones((2, 3), np.float32)])
+    assert type(total) is np.ndarray and total.dtype == np.float32 and total.shape == () and total == 6

@@ -26,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import Builder, Program, TensorType, backward as emit_backward, reference_apply, threaded
+from fusegrad.ir import OPS, Builder, Program, TensorType, backward as emit_backward, reference_apply, threaded
 from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
@@ -402,12 +402,17 @@ def _live_program(traced: Program, outputs: list) -> Program:
 
 
 def _finish(trace: Trace, result, run: _Run) -> None:
-    shared = trace.release_detach_links()
-    sharing = {id(d) for d, _, _ in shared}
+    homes = trace.memory_homes()
+    trace.release_detach_links()
     alive = [t for t in trace.alive_tensors() if t._sym is not None]
+    # A detach or view that outlives the call is, eagerly, memory of the tensor it comes
+    # from: the program outputs that tensor's value once (even if the tensor itself died),
+    # and the alias is made from it after the call (_share_memory).
+    shared = {id(t): homes[id(t)] for t in alive if id(t) in homes and homes[id(t)][0]() is t}
     mutated = list(trace.mutated.values())
     outputs, seen = [], set()
-    for v in [t._sym for t in alive if id(t) not in sharing] + [t._sym for _, t in mutated]:
+    for v in [t._sym for t in alive if id(t) not in shared] + \
+             [home[1] for home in shared.values() if home[1] is not None] + [t._sym for _, t in mutated]:
         if v.id not in seen:
             seen.add(v.id)
             outputs.append(v)
@@ -425,7 +430,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
-        instrs = [ins for ins in program.instrs if id(ins) in trace.grad_instrs]
+        # Differentiated: what every output that requires grad depends on (a view or detach
+        # made from another output's memory is not a program output, but its op is on the path).
+        reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
+        instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
         wrt = [_input_value(trace, x) for x in boundary]
         grads = emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt)
         b.program.outputs = [g for g in grads if g is not None]
@@ -443,12 +451,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
 
     for t in alive:
-        if id(t) not in sharing:
+        if id(t) not in shared:
             t._data = by_id[t._sym.id]
-    for d, t, shares_version in shared:     # a detach() and its tensor: one array, as eagerly
-        d._data = t._data
-        if shares_version:
-            d._version = t._version
+    _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None
     for leaf, _ in trace.grad_leaves.values():
@@ -483,6 +488,28 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for t in alive:
             if not t._traced_leaf:
                 t._requires_grad = False
+
+
+def _share_memory(alive: list, shared: dict, by_id: dict) -> None:
+    """Give each detach and view that outlives the call its memory as eagerly: the array of
+    the tensor it comes from (a program output, or the memory of a tensor from outside the
+    call) seen through its view chain, and that tensor's version counter (see
+    Trace.memory_homes). A saved value of the backward that such a tensor holds is read
+    from its memory, so that an in-place change of it after the call is caught by the
+    version check, as torch's is."""
+    for t in alive:
+        home = shared.get(id(t))
+        if home is None:
+            continue
+        _, root_value, root_array, chain, version = home
+        array = by_id[root_value.id] if root_value is not None else root_array
+        for op, attrs in chain:
+            array = OPS[op].ref(array, **dict(attrs))
+        t._data, t._version = array, version
+        if t._base is not None:
+            t._view_version = version[0]
+        if root_value is not None and t._sym.id in by_id:
+            by_id[t._sym.id] = array
 
 
 def _saved_before_write_back(saved: list, mutated: list) -> list:

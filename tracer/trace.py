@@ -34,6 +34,9 @@ from .node import _FREED_MSG, saved_slots
 from .tensor import Tensor
 
 
+_STALE = object()      # a view's base value that no tensor holds (see Trace._mark_view)
+
+
 def _memory_key(a: np.ndarray) -> int:
     # A tensor and its .data / detach() share the same ndarray object, and
     # every lifted array stays alive (in input_arrays) for the whole trace,
@@ -97,6 +100,7 @@ class Trace:
         self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.identity_source: dict = {}     # value id -> the value it is an identity cast of
+        self.view_values: dict = {}         # value id of a view -> (its base's value then, view chain)
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -251,7 +255,7 @@ class Trace:
             t._requires_grad = requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point
             self.alive.append(weakref.ref(t))
             if opdef.view and type(inputs[0]) is Tensor:
-                self._mark_view(t, inputs[0], op, frozen)
+                self._mark_view(t, inputs[0], op, frozen, values[0])
             return t
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
@@ -268,10 +272,20 @@ class Trace:
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
         """An in-place write: `t` now holds value `v`."""
+        if not requires and t._requires_grad and t._sym is not None and v.type == t._sym.type:
+            found = self.grad_producer(t._sym)
+            if found is not None:
+                # A write not recorded for gradients (under no_grad, `t.data = ...`) leaves
+                # t's history as it was, as eagerly: the new value goes on t's gradient path.
+                v, requires = self._grafted(v, t._sym, found), True
+        sibling = None
         if t._data is not None:
             key = _memory_key(t._data)
             self.lifted[key] = v
+            before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
+            if before is not None and before[1] is not t and before[1]._sym is not None:
+                sibling = before[1]
         t._sym = v
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
@@ -280,20 +294,70 @@ class Trace:
             self._refresh_views(t)
         if self.detach_source:
             self._follow_detach(t)
+        if sibling is not None:
+            self._follow_memory(t, sibling)
+
+    def _follow_memory(self, t: Tensor, sibling: Tensor) -> None:
+        """`t`, a tensor from outside the call, was written in place, and `sibling` (another one
+        over the same memory: `x.detach()` or `x.data` of an argument `x` the call wrote before)
+        still holds its own earlier write. Eagerly it sees t's write: with no gradient path
+        it reads the memory again (its latest value); one that requires grad takes the new
+        value on its own gradient path (graft), as a traced detach's source does."""
+        if not sibling._requires_grad:
+            sibling._sym = None
+            if id(sibling) in self.views:
+                self._refresh_views(sibling)
+        elif not t._requires_grad:
+            self._graft_into(t, sibling)
+
+    def _graft_into(self, t: Tensor, source: Tensor) -> None:
+        """`source` takes t's value on its own gradient path (graft), recorded for gradients
+        whatever the grad mode: a write that reaches a tensor through memory it shares never
+        changes its history, eagerly (`with no_grad(): y.detach().add_(1)` included)."""
+        from .grad_mode import enable_grad
+        found = self.grad_producer(source._sym)
+        name = self.grad_instrs.get(id(found[0])) if found is not None else None
+        with enable_grad():
+            self.record("graft", [t, source], None, name, source)
+
+    def _grafted(self, v: Value, source: Value, found: tuple) -> Value:
+        """A graft of `v` onto `source`'s gradient path (`found`: source's producer), recorded
+        for gradients under the name of source's node (its grad_fn stays as it was)."""
+        out = Value(source.type)
+        ins = Instr("graft", (v, source), (out,), ())
+        self.instrs.append(ins)
+        self.grad_instrs[id(ins)] = self.grad_instrs.get(id(found[0]))
+        return out
 
     # ------------------------------------------------------------ views
     # Eagerly a view shares its base's memory; here values are SSA, so a view is
     # recorded as (base, chain of view ops), an in-place write through it becomes
     # a write of the base (as eager's CopySlices), and after any write to a base
     # its live views are derived from it again.
-    def _mark_view(self, t: Tensor, src: Tensor, op: str, frozen: tuple) -> None:
-        if op == "reshape" and (src._base is not None or (src._data is not None and
-                                                          not src._data.flags.c_contiguous)):
-            return      # a reshape of a possibly strided tensor copies (torch's reshape)
+    def _mark_view(self, t: Tensor, src: Tensor, op: str, frozen: tuple, src_value: Value) -> None:
+        if op == "reshape" and not self._reshape_is_view(src, frozen):
+            return      # a reshape that copies (torch's reshape of a strided tensor)
         base = src._base if src._base is not None else src
         t._base = base
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
+        # The base's value this view reads (None for memory the call has not written): after
+        # the call, the view is the base's memory while the base still holds that value.
+        if src._base is None:
+            root = src_value if src._sym is not None else None
+        else:
+            root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else None
+        self.view_values[t._sym.id] = (root, t._view_chain)
+
+    @staticmethod
+    def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
+        """Whether `src.reshape(shape)` is a view, as eagerly: NumPy's reshape of src's layout
+        (a contiguous tensor always; a view or strided tensor where its strides allow)."""
+        if src._base is None and (src._data is None or src._data.flags.c_contiguous):
+            return True
+        from .layout import layout_stand_in
+        stand_in = layout_stand_in(src)
+        return bool(np.may_share_memory(OPS["reshape"].ref(stand_in, **dict(frozen)), stand_in))
 
     def _write_through_view(self, view: Tensor, v: Value, requires: bool) -> Tensor:
         """`view` was written in place with value `v`: write the base (eager's CopySlices)."""
@@ -314,7 +378,13 @@ class Trace:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            again = view_of(base, view._view_chain)
+            if view._requires_grad and not is_grad_enabled():
+                # (a write under no_grad: the view keeps its gradient path, as eagerly)
+                from .grad_mode import enable_grad
+                with enable_grad():
+                    again = view_of(base, view._view_chain)
+            else:
+                again = view_of(base, view._view_chain)
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
             if self.detach_aliases:
@@ -329,7 +399,7 @@ class Trace:
         """`t.detach()` / `t.data` of a traced tensor: a value with no gradient path (an identity
         op outside the grad set). Eagerly the two share memory, so they stay linked: an in-place
         write to either gives the other the new value (see _follow_detach), and after the call
-        they share one array (see release_detach_links). `.data` does not share the version
+        they share one array (see memory_homes). `.data` does not share the version
         counter (`shares_version=False`)."""
         d = self.symbolic(self._identity_of(t), False)
         # t is held (for the call), not weakly: a temporary view or detach (y[0].detach(),
@@ -338,23 +408,68 @@ class Trace:
         self.detach_aliases.setdefault(id(t), []).append(weakref.ref(d))
         return d
 
-    def release_detach_links(self) -> list:
+    def memory_homes(self) -> dict:
+        """Where each symbolic tensor's memory is, eagerly, another tensor's: id(t) ->
+        (weak ref to t, root value or None, root array or None, view chain, version counter).
+
+        A detach() or .data is its source's memory; a view made here is its base's, seen
+        through its view chain; following those links up from t ends at a root tensor: a
+        symbolic one (its value, `root value`, is what the program outputs) or one from
+        outside the call (its array, `root array`). After the call t is that memory seen
+        through the chain, as eagerly, and shares the version counter of the highest tensor
+        it reaches by links that share one (all but `.data`). Only links still valid count:
+        a detach whose source was not written since, a view whose base holds the value it
+        was derived from. Call it before release_detach_links (which drops the sources)."""
+        links = {}
+        for t in self.alive_tensors():
+            if t._sym is not None and t._data is None:
+                link = self._memory_link(t)
+                if link is not None:
+                    links[id(t)] = link
+        homes = {}
+        for t_id, (t, parent, chain, shares) in links.items():
+            owner, sharing, seen = (parent if shares else t), shares, {t_id}
+            root = parent
+            while id(root) in links and id(root) not in seen:
+                seen.add(id(root))
+                _, up, up_chain, up_shares = links[id(root)]
+                chain = up_chain + chain
+                sharing = sharing and up_shares
+                if sharing:
+                    owner = up
+                root = up
+            symbolic = root._data is None
+            homes[t_id] = (weakref.ref(t), root._sym if symbolic else None, None if symbolic else root._data,
+                           chain, owner._version)
+        return homes
+
+    def _memory_link(self, t: Tensor):
+        """(t, the tensor whose memory t is, view chain, shares its version counter) or None."""
+        link = self.detach_source.get(id(t))
+        if link is not None and link[0]() is t:
+            source = link[1]
+            if source._sym is not None and self.identity_source.get(t._sym.id) is source._sym:
+                return t, source, (), link[2]
+            return None
+        base = t._base
+        derived = self.view_values.get(t._sym.id)
+        if base is None or derived is None or derived[1] != t._view_chain:
+            return None
+        root = derived[0]
+        if base._data is None:
+            valid = base._sym is root
+        else:       # memory from outside the call: unwritten, or holding the value the view read
+            written = self.mutated.get(_memory_key(base._data))
+            valid = base._sym is None and written is None if root is None else \
+                written is not None and written[1] is base and base._sym is root
+        return (t, base, t._view_chain, True) if valid else None
+
+    def release_detach_links(self) -> None:
         """The call has returned, so no write can reach a detach() any more: stop holding
         the tensors detached from (a value_and_grad's loss and gradients before their
         detach() would otherwise be kept alive and become outputs, each written by a
-        kernel). Returns `(d, t, shares_version)` for each detach `d` whose tensor `t` is
-        still alive elsewhere and still holds the same value: those share memory eagerly,
-        so after the call they share one array."""
-        links = [(d_ref, weakref.ref(t), shares) for d_ref, t, shares in self.detach_source.values()]
+        kernel). A detach still shares its source's memory after the call: see memory_homes."""
         self.detach_source.clear()
-        shared = []
-        for d_ref, t_ref, shares in links:
-            d, t = d_ref(), t_ref()
-            if d is None or t is None or d._sym is None or t._sym is None or d._data is not None:
-                continue
-            if self.identity_source.get(d._sym.id) is t._sym:
-                shared.append((d, t, shares))
-        return shared
 
     def _identity_of(self, t: Tensor) -> Value:
         """A new value equal to t's (an identity cast outside the grad set), remembered as such."""
@@ -368,10 +483,7 @@ class Trace:
         them; otherwise its own detach() aliases take the new value."""
         link = self.detach_source.get(id(t))
         if link is not None and link[0]() is t and link[1]._sym is not None:
-            source = link[1]
-            found = self.grad_producer(source._sym)
-            name = self.grad_instrs.get(id(found[0])) if found is not None else None
-            self.record("graft", [t, source], None, name, source)
+            self._graft_into(t, link[1])
             return
         self._refresh_aliases(t)
 
@@ -386,8 +498,10 @@ class Trace:
                 self._refresh_aliases(alias)
 
     def assign_data(self, t: Tensor, value: Tensor) -> None:
-        """`t.data = value` inside a trace."""
-        if t._data is not None and value._data is None and t._data.shape == value.shape:
+        """`t.data = value` inside a trace: a write of t that keeps its history (see rebind)
+        where the value fits t's memory."""
+        if value._data is None and tuple(t.shape) == tuple(value.shape) and \
+                (t._data is not None or t._dtype is value._dtype):
             self.rebind(t, value._sym, False)
             return
         t._data, t._sym, t._dtype = value._data, value._sym, value._dtype
@@ -536,7 +650,12 @@ class Trace:
                 if g is None:
                     continue
                 self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
-                leaf._grad = g if leaf._grad is None else add(leaf._grad, g)
+                if leaf._grad is None:
+                    leaf._grad = g
+                elif create_graph:
+                    leaf._grad = add(leaf._grad, g)
+                else:       # torch's AccumulateGrad adds into the existing .grad in place
+                    leaf._grad.add_(g)
 
 
 class TraceContext:

@@ -46,8 +46,10 @@ from dataclasses import dataclass, field
 from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.types import int64
 
+from . import picks
 from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
+from .picks import Picked
 from .schedule import Kernel, calls_math
 
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
@@ -113,6 +115,7 @@ class _Reduction:
     local: str | None = None       # a tail summed per row into this scalar, then flushed (see _accumulate)
     flush: str | None = None       # ... into this accumulator
     buffer: str | None = None      # operands staged in this float32 row buffer, summed after the loop
+    picked: bool = False           # reads one element per row (codegen/picks.py): no accumulator
 
     @property
     def acc(self) -> str:
@@ -305,6 +308,18 @@ class _Generator:
         arg = self.loads[v.id][0]
         if v.type.ndim == 0:
             return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
+        picked = [e for e in index if isinstance(e, Picked)]
+        if picked:
+            # One element per row at a computed position (codegen/picks.py): the position
+            # is a child, so it is computed (and named) before the read.
+            position = picked[0].node
+            rest = tuple(e for e in index if not isinstance(e, Picked))
+
+            def render(t, arg=arg, index=index):
+                return f"{arg}[" + ", ".join(f"np.uintp({t[0]})" if isinstance(e, Picked) else
+                                             self._subscript_entry(e) for e in index) + "]"
+            return self._node(("load", v.id, index), render, [position], region,
+                              deps=index_dims(rest) | position.deps)
         text = f"{arg}[{self._subscript(index)}]"
         return self._node(("load", v.id, index), lambda t, text=text: text, [], region,
                           deps=index_dims(index))
@@ -409,6 +424,8 @@ class _Generator:
         inner_loop = bool(self.inner)
         if tail is None:
             phase = info.stage
+            if self._pick(ins, info):
+                return
             operand = self.expr(ins.inputs[0], identity(self.space), ("inner", phase))
             scope = ("inner", phase, len(self.inner))
             target = "b" + info.acc if self.whole else info.acc
@@ -442,6 +459,33 @@ class _Generator:
                                [f"{info.buffer}[{self._buffer_index()}] = {self._text(operand)}"]))
             return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
+
+    def _pick(self, ins, info: _Reduction) -> bool:
+        """Row reduction `ins` reads one element per row (codegen/picks.py): compute that
+        element at its position, clamped into the row so that the read is always in
+        bounds, and select the identity where the position lies outside the row."""
+        if self.whole or not self.outer or len(self.inner) != 1:
+            return False
+        d = self.inner[0]
+        found = picks.match(ins, self.producer, identity(self.space), d)
+        if found is None or not picks.cone_is_pickable(found.value, self.producer, self.an.tails):
+            return False
+        region = ("inner", info.stage)
+        position = self.expr(found.position, found.position_index, region)
+        if d in position.deps:          # not one position per row
+            return False
+        clamped = self._node(("pick", id(ins)), lambda t, d=d: f"min(max({t[0]}, 0), n{d} - 1)", [position], region)
+        at = tuple(Picked(clamped) if e == d and not isinstance(e, Clamped) else e for e in found.value_index)
+        value = self.expr(found.value, at, region)
+        fallback = self.expr(found.fallback, found.fallback_index, region)
+        scope = ("finish", info.stage)
+        for node in (position, value, fallback):
+            node.users.append(scope)
+        info.picked = True
+        self.sinks.append((scope, self._next(), lambda: [
+            f"{info.name} = {info.out_ctor}({self._text(value)} if 0 <= {self._text(position)} < n{d} "
+            f"else {self._text(fallback)})"]))
+        return True
 
     def _subscript(self, index) -> str:
         """Array subscript for `index`. Loop variables of ranges that do not start
@@ -628,7 +672,8 @@ class _Generator:
                 self._emit_whole_phase(put, p, infos)
             else:
                 for info in infos + self.locals_by_phase.get(p, []):
-                    put(depth, f"{info.local or info.acc} = {info.init}")
+                    if not info.picked:
+                        put(depth, f"{info.local or info.acc} = {info.init}")
                 self._emit_inner(put, p, depth, parallel_first=self.whole)
                 for info in self.locals_by_phase.get(p, []):
                     for line in _update(info, info.flush, info.local, "w"):
@@ -653,6 +698,9 @@ class _Generator:
     def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
         for stmt in self._statements(("inner", p, 0)):
             put(depth, stmt)
+        if not any(self._statements(("inner", p, k + 1)) for k in range(len(self.inner))) and \
+                not self._buffer_lines(p):
+            return                      # nothing left in this phase's loops (its reduction was picked)
         for k, d in enumerate(self.inner):
             if k == 0 and first_range is not None:
                 put(depth, f"for i{d} in range({first_range}):")

@@ -216,13 +216,15 @@ def _raise_modified(box, version, tensor, where) -> None:
     raise modified_error(tensor.shape, tensor.dtype.name, where, box[0], version)
 
 
-def _saved_checks(saved_arrays: list, grad_outs: list, inputs: list) -> list:
+def _saved_checks(saved_arrays: list, grad_outs: list, others: list) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
-    require grad or of its inputs that do: an in-place change after the call raises."""
+    require grad or of the tensors in `others` (its other outputs, such as a max's
+    indices, its inputs that require grad, the tensors it wrote in place): an in-place
+    change after the call raises."""
     owners = {}
     for k, t in enumerate(grad_outs):
         owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
-    for t in inputs:
+    for t in others:
         if t._data is not None:
             owners.setdefault(id(t._data), (t, None))
     checks = []
@@ -462,8 +464,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         grad = leaf._grad
         if grad is not None and grad._data is not None and not grad._data.flags.writeable:
             grad._data = grad._data.copy()
-    saved_arrays = _saved_before_write_back([by_id[v.id] for v in backward[1]], mutated) \
-        if backward is not None else None
+    saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
     for array, tensor in mutated:
         if tensor._sym is not None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
@@ -476,7 +477,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
-            back.checks = _saved_checks(back.saved, grad_outs, boundary)
+            back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated])
         else:
             # A backward inside the call already freed what these outputs' backward needs
             # (a training step returning its loss): their grad_fn raises, as torch's would.
@@ -512,14 +513,27 @@ def _share_memory(alive: list, shared: dict, by_id: dict) -> None:
             by_id[t._sym.id] = array
 
 
-def _saved_before_write_back(saved: list, mutated: list) -> list:
-    """The backward's saved arrays, each that is (or overlaps) memory the call writes back
-    copied first: the backward needs the value the call read (eagerly `y.mul_(x)` saves
-    y's original value), not what the write-back puts there."""
+def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list:
+    """The backward's saved arrays. The value a call leaves in memory it writes back (an
+    argument's final value) is read from that memory, as eagerly: a change of it after the
+    call is caught by that tensor's version counter, as torch's is (see _saved_checks).
+    Any other saved array that is (or overlaps) memory the call writes back is copied
+    first: the backward needs the value the call read (eagerly `y.mul_(x)` saves y's
+    original value), not what the write-back puts there."""
+    final = {t._sym.id: array for array, t in mutated if t._sym is not None}
+    # (read through a tensor that differs in requires_grad, memory's value is an identity alias)
+    final.update({w.id: final[v_id] for (v_id, _), w in trace.aliases.items() if v_id in final})
     written = [array for array, t in mutated if t._sym is not None]
-    if not written:
-        return saved
-    return [a.copy() if any(np.may_share_memory(a, w) for w in written) else a for a in saved]
+    arrays = []
+    for v in saved:
+        array, memory = by_id[v.id], final.get(v.id)
+        if memory is not None and memory.shape == array.shape and memory.dtype == array.dtype:
+            arrays.append(memory)
+        elif written and any(np.may_share_memory(array, w) for w in written):
+            arrays.append(array.copy())
+        else:
+            arrays.append(array)
+    return arrays
 
 
 def _written_with_history(trace: Trace, mutated: list) -> list:

@@ -34,7 +34,7 @@ from .node import _FREED_MSG, saved_slots
 from .tensor import Tensor
 
 
-_STALE = object()      # a view's base value that no tensor holds (see Trace._mark_view)
+_STALE = object()      # what a view read of its base when that is unknown: never its base's now
 
 
 def _memory_key(a: np.ndarray) -> int:
@@ -100,7 +100,7 @@ class Trace:
         self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.identity_source: dict = {}     # value id -> the value it is an identity cast of
-        self.view_values: dict = {}         # value id of a view -> (its base's value then, view chain)
+        self.view_values: dict = {}         # value id of a view -> (what it read of its base, view chain)
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
         self.instrs_known = 0               # how many instructions graph breaks have run (instrs only grow)
@@ -341,12 +341,15 @@ class Trace:
         t._base = base
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
-        # The base's value this view reads (None for memory the call has not written): after
-        # the call, the view is the base's memory while the base still holds that value.
-        if src._base is None:
-            root = src_value if src._sym is not None else None
+        # What this view reads: the base's value, or (memory from outside the call that the call
+        # has not written) the base's array. After the call the view is the base's memory while
+        # the base still holds that (see _memory_link).
+        if base._data is not None and base._sym is None:
+            root = base._data
+        elif src._base is None:
+            root = src_value
         else:
-            root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else None
+            root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else _STALE
         self.view_values[t._sym.id] = (root, t._view_chain)
 
     @staticmethod
@@ -458,10 +461,10 @@ class Trace:
         root = derived[0]
         if base._data is None:
             valid = base._sym is root
-        else:       # memory from outside the call: unwritten, or holding the value the view read
+        else:       # memory from outside the call: the same array unwritten, or the value it read
             written = self.mutated.get(_memory_key(base._data))
-            valid = base._sym is None and written is None if root is None else \
-                written is not None and written[1] is base and base._sym is root
+            valid = root is base._data and base._sym is None if written is None else \
+                written[1] is base and base._sym is root
         return (t, base, t._view_chain, True) if valid else None
 
     def release_detach_links(self) -> None:

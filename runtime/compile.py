@@ -470,6 +470,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
             tensor._sym = None
             tensor._version[0] += 1
+    for t in alive:
+        if id(t) in shared and t._base is not None:
+            t._view_version = t._version[0]     # its history is current (not regenerated eagerly)
 
     if backward is not None or freed:
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
@@ -507,8 +510,6 @@ def _share_memory(alive: list, shared: dict, by_id: dict) -> None:
         for op, attrs in chain:
             array = OPS[op].ref(array, **dict(attrs))
         t._data, t._version = array, version
-        if t._base is not None:
-            t._view_version = version[0]
         if root_value is not None and t._sym.id in by_id:
             by_id[t._sym.id] = array
 

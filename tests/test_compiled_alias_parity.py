@@ -215,6 +215,14 @@ RETURNS = [
     ("x.mul_(2); return x.exp()", (nonleaf,), ["", "with L.no_grad(): out.add_(1)", "args[0].detach().add_(1)"],
      "out.sum().backward()"),
     ("y = x * x; return y", (leaf,), ["", "args[0].detach().add_(1)", "args[0].data.add_(1)"], "out.sum().backward()"),
+    ("x.mul_(2); v = x[0]; return v", (nonleaf,), ["", "out.add_(1)"], "out.sum().backward()"),
+    ("x.mul_(2); v = x[0]; return v, x", (nonleaf,), ["", "out[0].add_(1)"], "out[0].sum().backward()"),
+    ("v = x[0]; x.mul_(2); return v", (nonleaf,), ["", "out.add_(1)"], "out.sum().backward()"),
+    # a saved view whose base dies, and later values (the reference executor reuses dead buffers)
+    ("y = x * 2; v = y[0]; w = v * v; z = (x + 1) * 3; q = (z * z + 1).sqrt(); return w.sum() + q.sum()", (leaf,),
+     [""], "out.backward()"),
+    ("v = (x * 2).t()[1]; a = x + 1; b = a * 3; c = b * b; d = c + 1; return v, d", (plain,), ["", "out[0].add_(1)"],
+     None),
     # `.data =` swaps the memory: a view made before keeps the old one
     ("v = x[0]; x.data = L.zeros(2, 3); return v, x", (plain,), ["", "out[0].add_(1)"], None),
     ("v = x[0]; x.data = L.zeros(4); return v, x", (plain,), ["", "out[0].add_(1)"], None),

@@ -433,12 +433,16 @@ def test_program_outputs_hold_each_value_once(body, make, n_outputs):
     del result
 
 
+@pytest.mark.parametrize("outer", [False, True], ids=["plain", "w requires grad"])
 @pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
-@pytest.mark.parametrize("has_aux", [False, True])
-def test_value_and_grad_outputs_and_results(argnums, has_aux):
-    """Under fg.compile as eagerly and as torch.func: values, gradients, aux (detached, as in
-    JAX); the program outputs the value, aux and each gradient once."""
-    from torch.func import grad_and_value
+@pytest.mark.parametrize("has_aux", [False, True], ids=["", "has_aux"])
+@pytest.mark.parametrize("transform", ["value_and_grad", "grad"])
+def test_transforms_under_compile(transform, has_aux, argnums, outer):
+    """fg.value_and_grad / fg.grad under fg.compile as eagerly and as torch.func: values,
+    gradients, aux (JAX's layout, aux detached), requires_grad (where an argument requires
+    grad, the results carry history, as torch.func's); the program outputs each value once
+    (and, for plain arguments, nothing else)."""
+    from torch import func
 
     def loss(L, x, w):
         y = (x * w).tanh()
@@ -447,24 +451,30 @@ def test_value_and_grad_outputs_and_results(argnums, has_aux):
 
     x_np = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.3]], np.float32)
     w_np = np.array([[1.0, 2.0, -3.0], [0.5, -0.5, 0.1]], np.float32)
-    transform = fg.value_and_grad(lambda x, w: loss(fg, x, w), argnums=argnums, has_aux=has_aux)
-    compiled = fg.compile(transform)
-    got = compiled(fg.tensor(x_np), fg.tensor(w_np))
-    eager = transform(fg.tensor(x_np), fg.tensor(w_np))
-    grads, value_aux = grad_and_value(lambda x, w: loss(torch, x, w), argnums=argnums, has_aux=has_aux)(
-        torch.tensor(x_np), torch.tensor(w_np))
-    # JAX's layout ((value, aux), grads), torch.func's (grads, (value, aux))
-    for ours in (got, eager):
-        found, want = [], []
-        _collect(ours[0], found), _collect(ours[1], found)
-        _collect(value_aux, want), _collect(grads, want)
+    ours = getattr(fg, transform)(lambda x, w: loss(fg, x, w), argnums=argnums, has_aux=has_aux)
+    theirs = {"value_and_grad": func.grad_and_value, "grad": func.grad}[transform](
+        lambda x, w: loss(torch, x, w), argnums=argnums, has_aux=has_aux)
+    compiled = fg.compile(ours)
+    got = compiled(fg.tensor(x_np), fg.tensor(w_np, requires_grad=outer))
+    eager = ours(fg.tensor(x_np), fg.tensor(w_np, requires_grad=outer))
+    want_result = theirs(torch.tensor(x_np), torch.tensor(w_np, requires_grad=outer))
+    want = []
+    if transform == "value_and_grad":   # torch.func's (grads, (value, aux)) in JAX's ((value, aux), grads)
+        _collect(want_result[1], want), _collect(want_result[0], want)
+    else:
+        _collect(want_result, want)
+    for result in (got, eager):
+        found = []
+        _collect(result, found)
         assert len(found) == len(want)
         for o, t in zip(found, want):
-            assert not o.requires_grad and o.grad_fn is None
+            assert o.requires_grad == t.requires_grad
             assert tuple(o.shape) == tuple(t.shape)
-            np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
     roots = _roots(compiled.last_run.forward)
-    assert len(set(roots)) == len(roots) == len(found)
+    assert len(set(roots)) == len(roots)
+    if not outer:
+        assert len(roots) == len(want)
 
 
 def test_value_and_grad_of_one_tensor_passed_twice():

@@ -297,10 +297,6 @@ def test_max_indices_returned_and_written_after_the_call(after):
     _assert_same((_loosened(got_facts), got_values), (_loosened(want[0]), want[1]), "fg.compile")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "eager: the version error for max's indices (saved output 1, which requires no grad) adds "
-    "', which is output 1 of Max,' where torch names nothing: tracer/engine.py _modified_history should "
-    "give '' for a saved output that does not require grad (torch's indices have no grad_fn)"))
 def test_max_indices_written_eagerly_error_text():
     assert_parity(MAX, (leaf,), "out[3].fill_(0)", "out[0].sum().backward()")
 

@@ -354,9 +354,13 @@ def output_of(node, output_nr: int) -> str:
 
 
 def _modified_history(saved, owner, output_nr: int) -> str:
-    """`output_of` for a modified saved tensor: for a saved output, the node that made it;
-    for a saved input, the tensor's history now; nothing for a leaf."""
+    """`output_of` for a modified saved tensor: for a saved output, the node that made it
+    (nothing for an output that takes no gradient, such as max's indices: torch's has no
+    grad_fn); for a saved input, the tensor's history now; nothing for a leaf."""
     if saved.tensor is None:
+        out_type = owner.out_types[output_nr]
+        if not out_type.dtype.is_floating_point or output_nr in OPS[owner.op].nondiff_outputs:
+            return ""
         return output_of(owner, output_nr)
     if saved.tensor._base is not None:
         refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided

@@ -178,7 +178,7 @@ def tensor(data, dtype: DType | None = None, requires_grad: bool = False) -> Ten
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-    t = Tensor._wrap(as_array(data, dtype))
+    t = Tensor._wrap(as_array(data, _dtype_arg("tensor", dtype)))
     if requires_grad:
         _require_grad(t)
     return t
@@ -262,6 +262,14 @@ def _checked(out: tuple, fn: str) -> tuple:
     return out
 
 
+def _dtype_arg(fn: str, dtype) -> DType | None:
+    """`dtype` if it is None or a dtype; torch's TypeError otherwise (a string or a Python
+    type would fail deep inside NumPy)."""
+    if dtype is not None and not isinstance(dtype, DType):
+        raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    return dtype
+
+
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
     t = Tensor._wrap(array)
     if requires_grad:
@@ -279,22 +287,26 @@ def _require_grad(t: Tensor) -> None:
 
 def zeros(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "zeros")
+    _dtype_arg("zeros", dtype)
     return _new(np.zeros(_size(size, "zeros"), dtype=(dtype or float32).np), requires_grad)
 
 
 def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "ones")
+    _dtype_arg("ones", dtype)
     return _new(np.ones(_size(size, "ones"), dtype=(dtype or float32).np), requires_grad)
 
 
 def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "empty")
+    _dtype_arg("empty", dtype)
     return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
 
 
 def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value` (its dtype inferred as torch: bool,
     int64 for integers, else float32)."""
+    _dtype_arg("full", dtype)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     if isinstance(fill_value, Tensor):
@@ -311,6 +323,7 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Standard normal samples (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "randn")
+    _dtype_arg("randn", dtype)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
     return _new(_rng[0].standard_normal(shape).astype(d.np), requires_grad)
@@ -319,6 +332,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "rand")
+    _dtype_arg("rand", dtype)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
     return _new(_rng[0].random(shape).astype(d.np), requires_grad)
@@ -334,10 +348,22 @@ def _random_dtype(dtype: DType | None, kernel: str) -> DType:
     return d
 
 
-def randint(low, high=None, size=(), dtype: DType | None = None) -> Tensor:
-    if high is None:
-        low, high = 0, low
-    return _new(_rng[0].integers(low, high, size=_size((size,))).astype((dtype or int64).np), False)
+_NO_SIZE = object()
+
+
+def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None) -> Tensor:
+    """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high)."""
+    _dtype_arg("randint", dtype)
+    position = 3
+    if size is _NO_SIZE:                # randint(high, size): the second argument is the size
+        low, high, size, position = 0, low, high, 2
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' (position {position}) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    shape = _size((size,), "randint")
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _new(_rng[0].integers(low, high, size=shape).astype((dtype or int64).np), False)
 
 
 _ARANGE_SIGNATURES = (
@@ -358,6 +384,7 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
            requires_grad: bool = False) -> Tensor:
     """torch.arange: `arange(end)`, `arange(start, end, step=1)` or the keywords `start=`, `end=`,
     `step=`; int64 for integer arguments, else float32."""
+    _dtype_arg("arange", dtype)
     if first is not None and start is not None:
         raise TypeError("arange() got multiple values for argument 'start'")
     start = first if first is not None else start
@@ -375,6 +402,10 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
         start = 0
     step = 1 if step is None else step
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    for name, v in (("end", end), ("start", start), ("step", step)):
+        if not isinstance(v, (int, float, np.number, np.bool_)):
+            raise TypeError(f"arange(): argument '{name}' (position {1 if name == 'end' and first is end else 2}) "
+                            f"must be Number, not {type(v).__name__}")
     if not (step > 0 or step < 0):               # 0 or NaN
         raise RuntimeError("step must be nonzero")
     if not (np.isfinite(start) and np.isfinite(end)):
@@ -394,10 +425,24 @@ def _scalar_str(x) -> str:
 
 
 def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` inclusive."""
+    _dtype_arg("linspace", dtype)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        got = ", ".join(type(v).__name__ for v in (start, end, steps))
+        raise TypeError(f"linspace() received an invalid combination of arguments - got ({got}), but expected one "
+                        "of:\n * (Tensor start, Tensor end, int steps, *, ...)\n * (Number start, Number end, "
+                        "int steps, *, ...)\n")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     return _new(np.linspace(start, end, steps).astype((dtype or float32).np), requires_grad)
 
 
 def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """An n x m (n x n) matrix with ones on the diagonal."""
+    _dtype_arg("eye", dtype)
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _new(np.eye(n, m, dtype=(dtype or float32).np), requires_grad)
 
 
@@ -420,6 +465,7 @@ def _type_name(x) -> str:
 def _like(fn):
     def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
         t = _like_source(t, fn.__name__ + "_like")
+        _dtype_arg(fn.__name__ + "_like", dtype)
         return fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -436,4 +482,8 @@ rand_like = _like(rand)
 def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """`full` with another tensor's shape and dtype."""
     t = _like_source(t, "full_like")
+    _dtype_arg("full_like", dtype)
+    if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
+        raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)

@@ -143,6 +143,8 @@ def _float_operands(operands, fn):
 def scale_by_alpha(a, b, alpha, fn: str):
     """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
     alpha with integer operands and a bool alpha with non-bool ones are errors)."""
+    if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray))):     # (a 0-d tensor is taken)
+        raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     dtype = _promoted([a, b], fn)[1]
     if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -170,9 +172,9 @@ def add(a, b, alpha=1) -> Tensor:
 
 def sub(a, b, alpha=1) -> Tensor:
     """a - alpha * b."""
+    _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
         b = scale_by_alpha(a, b, alpha, "sub")
-    _check_bool_sub(a, b)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, "SubBackward0")
 
@@ -209,6 +211,9 @@ def mul(a, b) -> Tensor:
 
 def div(a, b, rounding_mode=None) -> Tensor:
     """True division (integers divide as float32, as torch)."""
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{rounding_mode}'")
     if rounding_mode is not None:
         raise NotImplementedError("div(): rounding_mode is not supported by fusegrad")
     return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward0")
@@ -245,7 +250,8 @@ def pow(input, exponent) -> Tensor:
     """input ** exponent (torch's keywords); PowBackward0 for a scalar exponent, 1 for a tensor
     one, 2 for a scalar base."""
     a, b = input, exponent
-    if not isinstance(a, (Tensor, np.ndarray)) and not isinstance(b, (Tensor, np.ndarray)):
+    if not (isinstance(a, (Tensor, np.ndarray)) and (isinstance(b, (Tensor, np.ndarray)) or _is_scalar(b))
+            or isinstance(b, (Tensor, np.ndarray)) and _is_scalar(a)):
         raise TypeError(f"pow() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
                         f"{_arg_type_name(b)}), but expected one of:{_POW_SIGNATURES}")
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
@@ -450,6 +456,11 @@ def clamp(a, min=None, max=None) -> Tensor:
 
     As torch: bounds that are all tensors take part in autograd (ClampBackward0); number
     bounds (a 0-d tensor among them counts as a number) do not (ClampBackward1)."""
+    if not isinstance(a, (Tensor, np.ndarray)):
+        raise TypeError(f"clamp() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
+                        f"{', '.join(_arg_type_name(b) for b in (min, max) if b is not None)}), but expected one of:"
+                        "\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
+                        "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
     a = as_tensor(a, "clamp")
     if min is None and max is None:
         clamp_bounds(a._dtype, min, max)             # raises torch's error
@@ -474,9 +485,20 @@ def clamp(a, min=None, max=None) -> Tensor:
 clip = clamp
 
 
-def where(condition, input, other) -> Tensor:
+_WHERE_SIGNATURES = ("\n * (Tensor condition)\n * (Tensor condition, Tensor input, Tensor other, *, Tensor out = None)"
+                     "\n * (Tensor condition, Number self, Tensor other)\n * (Tensor condition, Tensor input, Number other)"
+                     "\n * (Tensor condition, Number self, Number other)\n")
+
+
+def where(condition, input=_MISSING, other=_MISSING) -> Tensor:
     """Elementwise choice: `input` where `condition`, else `other` (torch's keywords)."""
     a, b = input, other
+    given = [x for x in (condition, a, b) if x is not _MISSING]
+    if not (isinstance(condition, (Tensor, np.ndarray)) and len(given) == 3 and
+            builtins.all(isinstance(x, (Tensor, np.ndarray)) or _is_scalar(x) for x in (a, b))):
+        # torch's parser matches none of its overloads (where(c) alone, nonzero, is not traced)
+        raise TypeError(f"where() received an invalid combination of arguments - got "
+                        f"({', '.join(_arg_type_name(x) for x in given)}), but expected one of:{_WHERE_SIGNATURES}")
     condition = as_tensor(condition, "where", "condition")
     if condition._dtype is not bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
@@ -545,6 +567,12 @@ def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
     """Normalised, sorted reduction axes; None or () means all."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return _all_dims(ndim)
+    if isinstance(dim, (tuple, list)) and dim and _is_index(dim[0]) and not isinstance(dim[0], bool):
+        for k, d in enumerate(dim[1:], start=2):
+            if not _is_index(d):             # torch's int-list parser, past the first element
+                name = "linalg_vector_norm" if fn == "norm" else fn
+                raise TypeError(f"{name}(): argument 'dim' failed to unpack the object at pos {k} with error "
+                                f"\"type must be tuple of ints,but got {type(d).__name__}\"")
     if isinstance(dim, bool) or not (_is_index(dim) or (isinstance(dim, (tuple, list)) and
                                                         builtins.all(_is_index(d) for d in dim))):
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(dim).__name__}), "
@@ -571,6 +599,30 @@ def _dim_overload(fn: str, dim, keepdim) -> tuple:
     return dim, (False if keepdim is _MISSING else keepdim), True
 
 
+def _check_keepdim(fn: str, args: tuple, kwargs: dict) -> None:
+    """torch's TypeError for a keepdim that is not a bool (it is never read as truthy), with
+    the position where it was given positionally."""
+    at = 3 if fn == "norm" else 2                       # norm reads (input, p, dim, keepdim)
+    if "keepdim" in kwargs:
+        keepdim, where = kwargs["keepdim"], ""
+    elif len(args) > at:
+        keepdim, where = args[at], f" (position {at})"
+    else:
+        return
+    if keepdim is not _MISSING and not isinstance(keepdim, (bool, np.bool_)):
+        if fn == "norm":                                 # torch's norm calls linalg_vector_norm
+            fn, where = "linalg_vector_norm", " (position 4)"
+        raise TypeError(f"{fn}(): argument 'keepdim'{where} must be bool, not {type(keepdim).__name__}")
+
+
+def _int_arg(fn: str, arg: str, position: int, value) -> int:
+    """`value` if it is an int (or a NumPy integer), else torch's TypeError: a bool, a float or
+    a tuple is no dim (a bool would otherwise silently read as 0 or 1)."""
+    if isinstance(value, (bool, np.bool_)) or not _is_index(value):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {type(value).__name__}")
+    return value
+
+
 def _numpy_spellings(fn):
     """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
     both ways, it reports the NumPy name as unexpected, as torch does)."""
@@ -586,6 +638,7 @@ def _numpy_spellings(fn):
                     if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
                         raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
                     kwargs[torch_name] = kwargs.pop(numpy_name)
+        _check_keepdim(name, args, kwargs)
         return fn(*args, **kwargs)
     with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
     with_aliases.__wrapped__ = fn
@@ -656,7 +709,8 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     if isinstance(dim, (Tensor, np.ndarray)) and keepdim is _MISSING:
         return elementwise(a, dim)
     a = as_tensor(a, kind)
-    if (dim is _MISSING and keepdim is not _MISSING) or not (dim is _MISSING or _is_index(dim)):
+    if (dim is _MISSING and keepdim is not _MISSING) or not (dim is _MISSING or _is_index(dim)) \
+            or isinstance(dim, (bool, np.bool_)):
         got = ", ".join(["Tensor"] + [f"{name}={type(v).__name__}" for name, v in (("dim", dim), ("keepdim", keepdim))
                                       if v is not _MISSING])
         raise TypeError(f"{kind}() received an invalid combination of arguments - got ({got}), but expected one of:"
@@ -706,10 +760,17 @@ def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
             raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero size.")
 
 
+def _check_dim_list(fn: str, dim) -> None:
+    """amax/amin take only a list of ints: a lone non-int is torch's TypeError naming the list."""
+    if not (dim is None or isinstance(dim, (tuple, list)) or (_is_index(dim) and not isinstance(dim, (bool, np.bool_)))):
+        raise TypeError(f"{fn}(): argument 'dim' (position 1) must be tuple of ints, not {type(dim).__name__}")
+
+
 @_numpy_spellings
 def amax(a, dim=(), keepdim: bool = False) -> Tensor:
     """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amax")
+    _check_dim_list("amax", dim)
     _check_nonempty_dims("amax", a, dim)
     axes = _dims(dim, a.dim(), "amax")
     return apply_op("amax", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AmaxBackward0")
@@ -719,6 +780,7 @@ def amax(a, dim=(), keepdim: bool = False) -> Tensor:
 def amin(a, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
     a = as_tensor(a, "amin")
+    _check_dim_list("amin", dim)
     _check_nonempty_dims("amin", a, dim)
     axes = _dims(dim, a.dim(), "amin")
     return apply_op("amin", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AminBackward0")
@@ -728,7 +790,7 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     """argmax/argmin: the index of the first largest/smallest value (over the flattened tensor
     when dim is None), with torch's checks in torch's order."""
     a = as_tensor(a, fn)
-    if dim is not None and not _is_index(dim):
+    if dim is not None and (not _is_index(dim) or isinstance(dim, (bool, np.bool_))):
         raise TypeError(f"{fn}(): argument 'dim' must be int, not {type(dim).__name__}")
     if a._dtype is bool_:
         raise RuntimeError(f"{fn}(): does not support bool input")
@@ -767,6 +829,15 @@ def norm(a, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     if not a._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
+    if isinstance(p, str) and p != "fro":
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc'): fusegrad has no nuclear norm (no singular values)")
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if isinstance(dim, (bool, np.bool_)):
+        raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found element "
+                        "of type bool at pos 0")
+    if dim is not None and not _is_index(dim) and not isinstance(dim, (tuple, list)):
+        raise TypeError(f"object of type '{type(dim).__name__}' has no len()")    # torch's norm takes len(dim)
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
@@ -951,6 +1022,7 @@ def view(a, *shape, size=None) -> Tensor:
 def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(a, "flatten")
+    _int_arg("flatten", "start_dim", 1, start_dim), _int_arg("flatten", "end_dim", 2, end_dim)
     s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if a.dim() == 0:
         return reshape(a, (1,))
@@ -979,6 +1051,7 @@ def permute(a, *dims_, dims=None) -> Tensor:
 def transpose(a, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
     a = as_tensor(a, "transpose")
+    _int_arg("transpose", "dim0", 1, dim0), _int_arg("transpose", "dim1", 2, dim1)
     n = a.dim()
     d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
     if n == 0:                       # dims in [-1, 0] (checked above): the identity, as torch
@@ -1025,6 +1098,7 @@ def mT(a) -> Tensor:
 def unsqueeze(a, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
     a = as_tensor(a, "unsqueeze")
+    _int_arg("unsqueeze", "dim", 1, dim)
     d = normalize_dim(dim, a.dim() + 1)
     shape = list(a.shape)
     shape.insert(d, 1)
@@ -1169,7 +1243,7 @@ def _check_tensor_list(tensors, fn: str) -> None:
 
 
 def _check_dim_arg(fn: str, dim) -> None:
-    if not _is_index(dim):
+    if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
         raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
 
 

@@ -79,6 +79,82 @@ def _invert(self) -> Tensor:
     return F.sub(F.neg(self), 1)
 
 
+# ------------------------------------------------------------ argument checks of in-place methods
+# torch checks these before writing; without them a bad operand was silently converted (a
+# None fill became NaN, an integer tensor took a float result truncated).
+
+def _cast_error(result: str, self: Tensor) -> RuntimeError:
+    return RuntimeError(f"result type {result} can't be cast to the desired output type "
+                        f"{TORCH_SCALAR_NAMES[self._dtype.name]}")
+
+
+def _float_result(fn, op: str):
+    """A unary in-place op whose result is floating point (exp_, log_, ...): an integer or
+    bool tensor cannot hold it; neg_ of a bool is torch's negation error."""
+    def method(self) -> Tensor:
+        if op == "neg" and self._dtype is bool_:
+            F.neg(self)                             # raises torch's text
+        if op != "neg" and not self._dtype.is_floating_point:
+            raise _cast_error("Float", self)
+        return fn(self)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
+def _checked_other(fn):
+    """A binary in-place op (add_, mul_, ...): `other` is a tensor, an array or a number, and
+    an integer tensor takes no negative integer power."""
+    def method(self, other, alpha=1) -> Tensor:
+        if not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
+            raise TypeError(f"{fn.__name__}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        if fn.__name__ == "pow_" and not self._dtype.is_floating_point and F._is_scalar(other) \
+                and not isinstance(other, (bool, np.bool_)) and float(other).is_integer() and other < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return fn(self, other, alpha)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
+def _clamp_(self, min=None, max=None) -> Tensor:
+    """In-place clamp: a float bound cannot clamp an integer tensor in place (torch's text)."""
+    if not self._dtype.is_floating_point and any(isinstance(b, (float, np.floating)) for b in (min, max)):
+        raise RuntimeError("result type Float can't be cast to the desired output type long int"
+                           if self._dtype is int64 else "result type Float can't be cast to the desired output "
+                           f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
+    return inplace.clamp_(self, min, max)
+
+
+_FILL_SIGNATURES = ("\n * (Tensor value)\n      didn't match because some of the arguments have invalid types: "
+                    "(!{0}!)\n * (Number value)\n      didn't match because some of the arguments have invalid "
+                    "types: (!{0}!)\n")
+
+
+def _fill_(self, value) -> Tensor:
+    """Set every element to `value`, a number or a 0-d tensor (anything else: torch's TypeError)."""
+    if not (isinstance(value, Tensor) or F._is_scalar(value)):
+        kind = type(value).__name__
+        raise TypeError(f"fill_() received an invalid combination of arguments - got ({kind}), but expected one "
+                        f"of:{_FILL_SIGNATURES.format(kind)}")
+    return inplace.fill_(self, value)
+
+
+def _copy_(self, src, non_blocking: bool = False) -> Tensor:
+    """Copy `src` into self: a tensor (or an array) broadcast to self's shape, or a number
+    (torch takes one and fills with it)."""
+    if F._is_scalar(src) and not isinstance(src, np.ndarray):
+        return inplace.fill_(self, src)
+    if not isinstance(src, (Tensor, np.ndarray)):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    if not isinstance(non_blocking, (bool, np.bool_)):
+        raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
+                        f"{type(non_blocking).__name__}")
+    shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(src)))
+    if shape != tuple(self.shape):          # src has more dims or larger sizes than self
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+    return inplace.copy_(self, src)
+
+
 # ------------------------------------------------------------ new_* constructors
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
@@ -199,23 +275,23 @@ METHODS = {
     "long": lambda self: F.cast(self, int64), "bool": lambda self: F.cast(self, bool_),
     "type": _type,
     # in-place
-    "add_": inplace.binary_inplace("add", "AddBackward0"),
-    "sub_": inplace.binary_inplace("sub", "SubBackward0"),
-    "mul_": inplace.binary_inplace("mul", "MulBackward0"),
-    "div_": inplace.binary_inplace("div", "DivBackward0"),
-    "pow_": inplace.binary_inplace("pow", "PowBackward0"),
-    "exp_": inplace.unary_inplace("exp", "ExpBackward0"),
-    "log_": inplace.unary_inplace("log", "LogBackward0"),
-    "sqrt_": inplace.unary_inplace("sqrt", "SqrtBackward0"),
-    "tanh_": inplace.unary_inplace("tanh", "TanhBackward0"),
-    "sigmoid_": inplace.unary_inplace("sigmoid", "SigmoidBackward0"),
+    "add_": _checked_other(inplace.binary_inplace("add", "AddBackward0")),
+    "sub_": _checked_other(inplace.binary_inplace("sub", "SubBackward0")),
+    "mul_": _checked_other(inplace.binary_inplace("mul", "MulBackward0")),
+    "div_": _checked_other(inplace.binary_inplace("div", "DivBackward0")),
+    "pow_": _checked_other(inplace.binary_inplace("pow", "PowBackward0")),
+    "exp_": _float_result(inplace.unary_inplace("exp", "ExpBackward0"), "exp"),
+    "log_": _float_result(inplace.unary_inplace("log", "LogBackward0"), "log"),
+    "sqrt_": _float_result(inplace.unary_inplace("sqrt", "SqrtBackward0"), "sqrt"),
+    "tanh_": _float_result(inplace.unary_inplace("tanh", "TanhBackward0"), "tanh"),
+    "sigmoid_": _float_result(inplace.unary_inplace("sigmoid", "SigmoidBackward0"), "sigmoid"),
     "relu_": inplace.unary_inplace("relu", "ReluBackward0"),
-    "neg_": inplace.unary_inplace("neg", "NegBackward0"),
+    "neg_": _float_result(inplace.unary_inplace("neg", "NegBackward0"), "neg"),
     "abs_": inplace.unary_inplace("abs", "AbsBackward0"),
     # constructors and whole-tensor comparisons
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "equal": equal, "allclose": allclose,
-    "clamp_": inplace.clamp_, "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
+    "clamp_": _clamp_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
 }
 
 OPERATORS = {

@@ -291,6 +291,7 @@ def _nll_from_log_probs(log_probs, target, weight, ignore_index: int, reduction:
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
     """Negative log likelihood loss of log-probabilities `input` (N, C, ...) and class indices `target`."""
+    _check_ignore_index("nll_loss_nd", ignore_index)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     _check_class_targets(input, target, weight, ignore_index)
@@ -316,6 +317,13 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     return out.view(*target.shape) if reduction == "none" else out
 
 
+def _check_ignore_index(fn: str, ignore_index) -> None:
+    """torch's parser takes an int only (a float or bool ignore_index would otherwise be
+    compared with the targets silently)."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument 'ignore_index' (position 5) must be int, not {type(ignore_index).__name__}")
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
     """Cross entropy between logits `input` (C,), (N, C) or (N, C, d1, ...) and `target`.
@@ -326,6 +334,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reductions; validation errors use torch's classes and texts.
     """
     _check_tensor_args("cross_entropy_loss", input=input, target=target)
+    _check_ignore_index("cross_entropy_loss", ignore_index)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     # torch checks only the upper bound; a negative smoothing smooths nothing
@@ -405,6 +414,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     if not (_is_float(input) or _is_float(target)):
         dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")
+    # a bool operand is promoted with the other (torch's mse kernel); `-` would refuse it
+    input, target = (x.to(y.dtype) if x.dtype == fg.bool else x for x, y in ((input, target), (target, input)))
     if weight is None and target.dtype == input.dtype and reduction in _REDUCTIONS:
         # torch.broadcast_tensors, then one MseLossBackward0 node
         shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))

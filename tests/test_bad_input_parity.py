@@ -338,8 +338,15 @@ OPTIM = [
     "optim.SGD([g3], lr=0.1).step(1)", "optim.SGD([g3], lr=0.1).zero_grad('a')",
 ]
 
+# matmul with mismatched inner sizes for every rank pair 0..3 (and a batch mismatch)
+_MM_SHAPES = {0: "()", 1: "(4,)", 2: "(2, 4)", 3: "(5, 2, 4)"}
+_MM_OTHER = {0: "()", 1: "(3,)", 2: "(3, 2)", 3: "(6, 3, 2)"}
+MATMUL = [f"L.ones{_MM_SHAPES[i]} @ L.ones{_MM_OTHER[j]}" for i in range(4) for j in range(4)] + [
+    "L.ones(5, 2, 3) @ L.ones(6, 3, 2)", "L.ones(2, 3) @ L.ones(3, 2, dtype=L.float64)", "L.matmul(i3, f3)",
+    "L.matmul(b3, b3)", "L.matmul(f3, 'a')", "f3.matmul(None)", "L.ones(0, 3) @ L.ones(2, 3)"]
+
 BATTERY = [(group, expr) for group, exprs in [
-    ("creation", CREATION), ("elementwise", ELEMENTWISE), ("reductions", REDUCTIONS), ("shape", SHAPE_OPS),
+    ("creation", CREATION), ("elementwise", ELEMENTWISE), ("matmul", MATMUL), ("reductions", REDUCTIONS), ("shape", SHAPE_OPS),
     ("indexing", INDEXING), ("inplace", INPLACE), ("conversion", CONVERSION), ("autograd", AUTOGRAD),
     ("nn", NN), ("optim", OPTIM)] for expr in exprs]
 

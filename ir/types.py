@@ -81,8 +81,9 @@ def from_numpy_dtype(dt) -> DType:
         return _BY_NP[dt]
     if dt in _NP_FALLBACK:
         return _NP_FALLBACK[dt]
-    raise TypeError(f"can't convert np.ndarray of type numpy.{dt.name}. The only supported types are: "
-                    "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only supported types are: "
+                    "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+                    "uint16, uint8, and bool.")
 
 
 def _higher(a: DType, b: DType) -> DType:

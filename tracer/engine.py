@@ -424,19 +424,25 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         grad_tensors = [grad_tensors]
     if retain_graph is None:
         retain_graph = create_graph
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
+    if inputs is not None:
+        # (torch checks these after the gradients, the empty list before)
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     trace = trace_state.current()
     if trace is not None:
         trace.backward(roots, seeds, inputs, create_graph, retain_graph)
         return
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     if inputs is not None:
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        if not inputs:
-            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        for t in inputs:
-            if isinstance(t, Tensor) and not t._requires_grad:
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         targets = [(t, edge_of(t)) for t in inputs]
     else:
         targets = []

@@ -1183,6 +1183,16 @@ def contiguous(a) -> Tensor:
     return out
 
 
+# torch's device types, in the order its device-string error lists them.
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+                 "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+_TO_SIGNATURES = (
+    "\n * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)"
+    "\n * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, torch.memory_format memory_format = None)"
+    "\n * (Tensor tensor, bool non_blocking = False, bool copy = False, *, torch.memory_format memory_format = None)\n")
+
+
 def to(a, *args, **kwargs) -> Tensor:
     """Tensor.to in torch's forms: (dtype), (device[, dtype]), (other tensor: its dtype), each
     optionally followed by non_blocking and copy, or as keywords. The device must be the CPU.
@@ -1206,8 +1216,18 @@ def to(a, *args, **kwargs) -> Tensor:
             raise TypeError(f"to() received an invalid combination of arguments - got ({type(x).__name__})")
     if len(flags) > 1:
         copy = flags[1]
-    if device is not None and str(device).split(":")[0] != "cpu":
-        raise AssertionError(f"fusegrad runs on the CPU only (got device {device!r})")
+    if isinstance(args[0] if args else None, DType) and builtins.any(isinstance(x, str) for x in args[1:]):
+        # torch's overloads take a device only before the dtype
+        got = ", ".join("torch.dtype" if isinstance(x, DType) else type(x).__name__ for x in args)
+        raise TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one of:"
+                        + _TO_SIGNATURES)
+    if device is not None:
+        kind = str(device).split(":")[0]
+        if kind not in _DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device "
+                               f"string: {device}")
+        if kind != "cpu":
+            raise AssertionError(f"fusegrad runs on the CPU only (got device {device!r})")
     if dtype is None or dtype is a._dtype:
         return apply_op("cast", [a], {"dtype": a._dtype}, "ToCopyBackward0") if copy else a
     return cast(a, dtype)

@@ -23,7 +23,7 @@ def check_inplace(t: Tensor) -> None:
     # though no grad_fn node is built for it: only untouched concrete tensors are leaves.
     base_is_leaf = t._base is not None and t._base._requires_grad and t._base._grad_fn is None and \
         t._base._sym is None
-    if t._grad_fn is None and t._requires_grad and t._sym is None:
+    if t._grad_fn is None and t._requires_grad and (t._sym is None or t.is_leaf):
         if base_is_leaf:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")

@@ -360,8 +360,13 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """torch's rule: no grad_fn. (Inside a trace, a tensor an op made that requires grad
-        has history though no node is built for it.)"""
-        return self._grad_fn is None and (self._sym is None or not self._requires_grad or self._traced_leaf)
+        has history though no node is built for it; a leaf written there under no_grad, such
+        as a Parameter initialised in place, has none and stays a leaf.)"""
+        if self._grad_fn is not None:
+            return False
+        if self._sym is None or not self._requires_grad or self._traced_leaf:
+            return True
+        return self._data is not None and trace_state.current().grad_producer(self._sym) is None
 
     @property
     def grad_fn(self):

@@ -5,6 +5,13 @@ torch eager on a varied set of workloads the main benchmark does not cover.
     python3 benchmarks/generality.py --only softmax,perm  # cases whose name holds a substring
     python3 benchmarks/generality.py --explain red-sum-ax0   # print compiled.explain() of one case
     python3 benchmarks/generality.py --list
+    python3 benchmarks/generality.py --statistic min --torch-threads 1   # on a busy machine
+
+On a shared 2-core machine, any 2-thread runtime (torch's OpenMP, OpenBLAS under
+np.matmul, Numba's parallel kernels) waits for the busy core: a 0.1 ms torch call or
+a 0.7 ms fusegrad step with small matmuls then takes 15-30 ms.  Repeat suspicious
+cases; `--statistic min` and one thread (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1
+--torch-threads 1) give a steadier comparison.
 
 Each case is written once against torch's API (fusegrad's API is torch's) and run by
 both libraries.  Value-and-gradient cases compile `fg.value_and_grad(loss, argnums)`
@@ -34,6 +41,8 @@ from typing import Callable, Optional
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")   # np.matmul, fusegrad's BLAS steps
+os.environ.setdefault("MKL_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
@@ -147,7 +156,7 @@ def _value_and_grad_cases():
     # broadcasting
     add(Case("bcast-outer", "vg", "tanh(a[N,1] + b[1,M]).sum(), N=4096 M=1024, grads a,b",
              lambda: [randn(4096, 1), randn(1, 1024, seed=1)],
-             lambda lib: lambda a, b: (a + b).tanh().sum(), argnums=(0, 1)))
+             lambda lib: lambda a, b: (a + b).tanh().sum(), argnums=(0, 1), memory_bound=False))
     add(Case("bcast-row", "vg", "sin(w[1,M] * x[N,M]).sum(), grads x,w",
              lambda: [randn(*big), randn(1, 1024, seed=1)],
              lambda lib: lambda x, w: (w * x).sin().sum(), argnums=(0, 1)))

@@ -31,9 +31,9 @@ Sums accumulate in float64 for floating dtypes (int64/bool otherwise)
 through `fg_acc_add`, an addition LLVM may reassociate so that the loop
 vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
 propagating maximum/minimum), which vectorise too (codegen/accumulate.py).
-A reduction to one value (no outer loops) runs in blocks of
-BLOCK elements of its first dim whose partial results are combined at the
-end; tail reductions over the parallel dim accumulate per block of rows.
+A reduction to one value (no outer loops) runs in blocks of about BLOCK
+elements (BLOCK elements of a vector; whole rows of its first dim otherwise)
+whose partial results are combined at the end; tail reductions over the parallel dim accumulate per block of rows.
 Blocks are the unit of parallel work: the parallel variant of a kernel is
 the same source with `prange` for its outermost loop.
 """
@@ -637,7 +637,10 @@ class _Generator:
             size = " * ".join(others) or "1"
             put(0, f"nblocks = max(1, min(n{d0}, {MAX_BLOCKS}, {MAX_PARTIALS} // max(1, {size})))")
             put(0, f"rows = (n{d0} + nblocks - 1) // nblocks")
-        if self.whole:
+        if self.whole and len(self.inner) > 1:
+            put(0, f"step = max(1, {BLOCK} // max(1, {' * '.join(f'n{d}' for d in self.inner[1:])}))")
+            put(0, f"nblocks = (n{self.inner[0]} + step - 1) // step")
+        elif self.whole:
             put(0, f"nblocks = (n{self.inner[0]} + {BLOCK - 1}) // {BLOCK}")
         for info in self.red.values():
             tail = info.tail
@@ -713,17 +716,20 @@ class _Generator:
             put(depth - 1, line)
 
     def _emit_whole_phase(self, put, p, infos) -> None:
-        """A phase reducing everything to single values, in blocks of its first dim."""
+        """A phase reducing everything to single values, in blocks of its first dim: BLOCK
+        elements of a vector; with more dims, `step` rows of about BLOCK elements (at least
+        one row), so that a (4096, 1024) sum has 4096 blocks to share between threads."""
         d0 = self.inner[0]
+        rows = "step" if len(self.inner) > 1 else str(BLOCK)
         for info in infos:
             put(0, f"part{info.n} = np.empty(nblocks, {info.acc_ctor})")
         put(0, "for blk in PRANGE(nblocks):")
-        put(1, f"lo = blk * {BLOCK}")
+        put(1, f"lo = blk * {rows}")
         for line in self._buffer_allocations():
             put(1, line)
         for info in infos:
             put(1, f"b{info.acc} = {info.init}")
-        self._emit_inner(put, p, 1, first_range=f"lo, min(n{d0}, lo + {BLOCK})")
+        self._emit_inner(put, p, 1, first_range=f"lo, min(n{d0}, lo + {rows})")
         for info in infos:
             put(1, f"part{info.n}[blk] = b{info.acc}")
         for info in infos:

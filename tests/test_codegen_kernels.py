@@ -179,3 +179,23 @@ def test_log_softmax_backward_computes_exp_once_per_element(monkeypatch, policy)
     args = random_args(program, np.random.default_rng(5), low=-30, high=30)
     args[1] = np.eye(129, dtype=np.float32)[np.arange(40) % 129]
     check(program, args)
+
+
+# ---------------------------------------------------------------------- reductions to one value
+def _whole_3d(e, x):
+    return e.sum(e.mul(e.tanh(x), x), (0, 1, 2))
+
+
+@pytest.mark.parametrize("fn,shape", [(_whole_2d, (4097, 3)), (_whole_2d, (3, 5000)), (_whole_2d, (600, 1000)),
+                                      (_whole_3d, (5, 7, 129)), (_whole_3d, (300, 2, 40))],
+                         ids=["many short rows", "rows longer than a block", "many blocks", "3-d", "3-d many"])
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_sum_of_everything_splits_its_rows_into_blocks(monkeypatch, fn, shape, policy):
+    """A reduction of a 2-d or 3-d tensor to one value blocks whole rows of about BLOCK
+    elements (so its parallel variant has blocks to share); the result is the reference's."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    program = build(fn, shape, grad=True)
+    (kernel,) = schedule(program).kernels
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    assert "step = max(1, 4096 // max(1, " in text and "for i0 in range(lo, min(n0, lo + step)):" in text, text
+    check(program, random_args(program, np.random.default_rng(9)), rtol=1e-5, atol=1e-5)

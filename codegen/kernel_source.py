@@ -189,6 +189,7 @@ class _Generator:
         self.red: dict = {}              # id(reduction instruction) -> _Reduction
         self.seq = 0
         self.locals_by_phase: dict = {}  # phase -> tails summed per row into a local (_accumulate)
+        self.column_locals: list = []    # tails summed over the innermost outer loop into a local
         self.staged_by_phase: dict = {}  # phase -> (reduction, accumulator) staged in a row buffer
         self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
         # Row buffers carry values between the phases of one row (rows of one inner dim).
@@ -447,6 +448,13 @@ class _Generator:
                 self.locals_by_phase.setdefault(tail.level, []).append(info)
             else:
                 inner_loop = False
+                in_innermost = scope == ("outer", len(self.outer)) or scope[0] == "inner"
+                if not self.inner and len(self.outer) >= 2 and in_innermost and self.outer[-1] not in tail.kept:
+                    # The same rewrite for a kernel without row loops (a column sum, a loss
+                    # summed to one value): a local over its innermost loop, flushed after it.
+                    info.local, info.flush = f"lacc{info.n}", target
+                    target = info.local
+                    self.column_locals.append(info)
         operand.users.append(scope)
         if inner_loop and info.combine == "add" and info.kind == "f" and self._calls_math(operand) and \
                 info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
@@ -654,6 +662,9 @@ class _Generator:
             put(0, stmt)
         depth = 0
         for k, d in enumerate(self.outer):
+            if k == len(self.outer) - 1 and k > 0:
+                for info in self.column_locals:
+                    put(depth, f"{info.local} = {info.init}")
             if k == 0 and chunked:
                 put(depth, "for blk in PRANGE(nblocks):")
                 for line in self._buffer_allocations():
@@ -683,6 +694,9 @@ class _Generator:
                         put(depth, line)
             for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
                 put(depth, stmt)
+        for info in self.column_locals:             # after the innermost outer loop
+            for line in _update(info, info.flush, info.local, "w"):
+                put(depth - 1, line)
         for info in self.red.values():
             if info.tail is not None and info.blocked:
                 n, kept = info.n, info.tail.kept

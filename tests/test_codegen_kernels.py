@@ -199,3 +199,22 @@ def test_a_sum_of_everything_splits_its_rows_into_blocks(monkeypatch, fn, shape,
     text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
     assert "step = max(1, 4096 // max(1, " in text and "for i0 in range(lo, min(n0, lo + step)):" in text, text
     check(program, random_args(program, np.random.default_rng(9)), rtol=1e-5, atol=1e-5)
+
+
+def _column_loss(e, x, g):
+    """softmax over dim 0: its backward kernel has no row loops and sums a loss to one value."""
+    return e.sum(e.mul(e.op("softmax", x, axis=0), g), tuple(range(x.type.ndim)))
+
+
+@pytest.mark.parametrize("shape", [(33, 130), (5, 3, 40)])
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_sum_in_a_kernel_without_row_loops_accumulates_in_a_local(monkeypatch, shape, policy):
+    """A tail summed to one value inside a kernel whose loops are all outer (a column
+    kernel) adds each innermost loop into a local scalar, flushed after the loop: an
+    accumulator in memory would carry the loop through a store and a load."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    program = build(_column_loss, shape, shape, grad=True)
+    texts = [generate(k, "fusegrad.codegen.vmath").functions[0][2] for k in schedule(program).kernels]
+    loss_kernel = next(t for t in texts if "part0[blk, 0]" in t or "tacc0[0]" in t)
+    assert "lacc0 = fg_acc_add(lacc0," in loss_kernel, loss_kernel
+    check(program, random_args(program, np.random.default_rng(10)), rtol=1e-4, atol=1e-5)

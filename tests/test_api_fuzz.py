@@ -170,9 +170,6 @@ def test_pow_exponent_gradient_at_base_0():
     assert_same(grads[1][1], grads[0][1])
 
 
-@pytest.mark.xfail(strict=True, reason="ir/ops pow VJP (base side): torch's gradient of x ** 0 is zeros that "
-                                       "do not depend on x (no graph under create_graph); fusegrad's is "
-                                       "0 * x ** -1, so the gradient requires grad (and is NaN at x = 0)")
 def test_pow_zero_exponent_gradient_is_a_constant():
     results = []
     for L in (torch, fg):

@@ -189,9 +189,6 @@ NAME_DIFFERENCES = {
 }
 # torch's pow(x, 0) backward is zeros with no history (g.requires_grad is False, and a
 # second grad raises); ours is a masked product that depends on x (zeros, requiring grad).
-REQUIRES_GRAD_DIFFERENCES = {
-    "pow_0": "x ** 0: torch's gradient is zeros without history; ours requires grad (its value is right)",
-}
 CELLS["pow_0"] = lambda L, x: x ** 0
 
 
@@ -268,7 +265,7 @@ def _check_eager(cell: str, check_name: bool = True, check_requires_grad: bool =
                 assert ours["name"] == theirs["name"], f"{where}: g.grad_fn {ours['name']} != torch's {theirs['name']}"
 
 
-_PLAIN = [c for c in CELLS if c not in NAME_DIFFERENCES and c not in REQUIRES_GRAD_DIFFERENCES]
+_PLAIN = [c for c in CELLS if c not in NAME_DIFFERENCES]
 
 
 @pytest.mark.parametrize("cell", _PLAIN)
@@ -291,12 +288,6 @@ def test_create_graph_gradient_node_names_of_movement_ops(cell):
     raise AssertionError(f"{cell}: names agree now; drop it from NAME_DIFFERENCES ({reason})")
 
 
-@pytest.mark.parametrize("cell", sorted(REQUIRES_GRAD_DIFFERENCES))
-def test_second_derivative_eagerly_values_where_history_differs(cell):
-    _check_eager(cell, check_name=False, check_requires_grad=False)
-
-
-@pytest.mark.xfail(strict=True, reason=REQUIRES_GRAD_DIFFERENCES["pow_0"])
 def test_pow_zero_gradient_has_no_history_as_torch():
     _check_eager("pow_0")
 

@@ -104,21 +104,14 @@ def _binary_operands(dtype):
     return [np.repeat(v, v.size), np.tile(v, v.size)]
 
 
-def _pow_root_skip(dtype, operands):
-    # Recorded elsewhere (README's known differences): torch computes x ** 0.5 and
-    # x ** -0.5 as sqrt/rsqrt, which differs from C pow at -inf and -0.0.
-    x = operands[0]
-    return (x == -INF) | ((x == 0) & np.signbit(x))
-
-
 UNARY = Group("unary")
 for _name in ("abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg"):
     UNARY.add(_name, (lambda n: lambda L, x: getattr(L, n)(x))(_name), _unary_operands)
 UNARY.add("neg_op", lambda L, x: -x, _unary_operands)
 UNARY.add("relu_F", lambda L, x: L.nn.functional.relu(x), _unary_operands)
 for _e in (0, 0.5, -0.5, 1, 2, 3, -1, -2, 2.5, 0.0, 1.0, 2.0):
-    UNARY.add(f"pow_{_e!r}", (lambda e: lambda L, x: x ** e)(_e), _unary_operands,
-              skip=_pow_root_skip if _e in (0.5, -0.5) else None)
+    # (x ** 0.5 and x ** -0.5 are sqrt and 1/sqrt, as torch's: nan at -inf, -0. at -0.)
+    UNARY.add(f"pow_{_e!r}", (lambda e: lambda L, x: x ** e)(_e), _unary_operands)
 UNARY.add("rpow_2", lambda L, x: 2.0 ** x, _unary_operands)
 UNARY.add("rpow_neg", lambda L, x: (-2.0) ** x, _unary_operands)
 UNARY.add("pow_fn_3", lambda L, x: L.pow(x, 3), _unary_operands)

@@ -42,7 +42,10 @@ def _same_memory(view: np.ndarray, source: np.ndarray) -> bool:
 
 
 def _default_name(op: str) -> str:
-    return "".join(part.capitalize() for part in op.split("_")) + "Backward0"
+    """torch's node name for `op`: the op table's (extra["node"]) or the op's name in
+    torch's spelling (log_softmax -> LogSoftmaxBackward0)."""
+    node = OPS[op].extra.get("node") if op in OPS else None
+    return node or "".join(part.capitalize() for part in op.split("_")) + "Backward0"
 
 
 def type_of(x) -> TensorType:

@@ -115,6 +115,56 @@ def _pow_ref(x, y):
 elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})")
 
 
+# pow_const(x; exponent): x ** exponent for the exponents torch's pow(Tensor, Scalar) computes
+# by multiplies and square roots (ones, x, x*x, x*x*x, 1/x, 1/(x*x), sqrt(x), 1/sqrt(x); bit for bit,
+# with sqrt's special values: (-inf) ** 0.5 is nan, (-0.) ** 0.5 is -0.). The tracer records a
+# float tensor to such a Python exponent with it, as PowBackward0; the exponent is an
+# attribute (part of the program's structure), so the kernel multiplies instead of calling
+# fg_pow (~5x the work). Any other exponent stays a runtime operand of `pow`.
+POW_CONST_EXPONENTS = (0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5)
+
+
+def _pow_const_ref(x, exponent):
+    one = x.dtype.type(1)
+    return {0.0: lambda: np.ones_like(x), 1.0: lambda: x.copy(), 2.0: lambda: x * x, 3.0: lambda: x * x * x, -1.0: lambda: one / x,
+            -2.0: lambda: one / (x * x), 0.5: lambda: np.sqrt(x), -0.5: lambda: one / np.sqrt(x)}[exponent]()
+
+
+def _pow_const_rewrite(e, xs, attrs, graph):
+    """The same arithmetic in kernel ops (so kernels multiply and divide)."""
+    x, n = xs[0], attrs["exponent"]
+    if n == 0.0:
+        return [e.expand(e.const(1, x), x.shape)]
+    if n == 1.0:
+        return [x]
+    if n in (2.0, 3.0, -2.0):
+        square = e.mul(x, x)
+        return [square if n == 2.0 else e.mul(square, x) if n == 3.0 else e.div(1, square)]
+    return [e.div(1, x) if n == -1.0 else e.sqrt(x) if n == 0.5 else e.div(1, e.sqrt(x))]
+
+
+def pow_const_or_pow(e, x, exponent: float):
+    """x ** exponent in IR: pow_const where it applies, else pow with a constant exponent."""
+    if x.dtype.is_floating_point and exponent in POW_CONST_EXPONENTS:
+        return e.op("pow_const", x, exponent=float(exponent))
+    return e.pow(x, exponent)
+
+
+def _pow_const_vjp(e, x, y, g, a, n):
+    # torch's pow_backward: zeros for exponent 0 (no history), else
+    # grad * (exponent * self.pow(exponent - 1)), in that order
+    n_ = a["exponent"]
+    if n_ == 0.0:
+        return [e.zeros_like(x[0])]
+    return [e.mul(g[0], e.mul(n_, pow_const_or_pow(e, x[0], n_ - 1.0)))]
+
+
+register(OpDef("pow_const", ELEMENTWISE, _infer_map("pow", float_only=True), _pow_const_ref, _pow_const_vjp,
+               lambda t, a: f"fg_pow({t[0]}, {a['exponent']!r})", rewrite=_pow_const_rewrite,
+               extra={"node": "PowBackward0"},
+               doc="pow_const(x; exponent): x ** exponent for exponent in 0, 1, 2, 3, -1, -2, 0.5, -0.5"))
+
+
 def _extremum_vjp(first_wins):
     # torch: ties share the gradient equally; the loser gets none.
     def vjp(e, x, y, g, a, n):

@@ -1,0 +1,88 @@
+"""x ** e for the Python exponents torch computes by multiplies and roots (ir/ops/elementwise.py
+pow_const): the values are torch's bit for bit (x*x, x*x*x, 1/x, 1/(x*x), sqrt, 1/sqrt, with
+sqrt's special values), the node is PowBackward0, gradients and second derivatives follow
+torch's pow_backward, compiled kernels multiply instead of calling fg_pow, and any other
+exponent stays a runtime operand (a new value compiles nothing)."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.codegen import generate, schedule
+from fusegrad.ir.ops.elementwise import POW_CONST_EXPONENTS
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for pow's values and nodes")
+
+VALUES = [0.5, 1.5, 3.0, 0.0, -0.0, -2.0, 1e-30, 1e30, float("inf"), -float("inf"), float("nan")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("exponent", [1, 2, 3, -1, -2, 0.5, -0.5, 2.0, 2.5])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_values_gradients_and_node_match_torch(monkeypatch, exponent, dtype, compiled):
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    x = fg.tensor(VALUES, dtype=getattr(fg, dtype), requires_grad=True)
+    tx = torch.tensor(VALUES, dtype=getattr(torch, dtype), requires_grad=True)
+
+    def f(x):
+        return x ** exponent
+    y = (fg.compile(f) if compiled else f)(x)
+    ty = tx ** exponent
+    if not compiled:
+        assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__ == "PowBackward0"
+    got, want = y.detach().numpy(), ty.detach().numpy()
+    np.testing.assert_array_equal(got, want)                      # bit for bit here ...
+    numbers = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))      # ... and signs of zeros
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=2e-7 if dtype == "float32" else 1e-15)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -1, 0.5, -0.5])
+def test_second_derivative_and_graph_match_torch(exponent):
+    x = fg.tensor([0.5, 1.5, 3.0], requires_grad=True)
+    tx = torch.tensor([0.5, 1.5, 3.0], requires_grad=True)
+    (g,) = fg.autograd.grad((x ** exponent).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx ** exponent).sum(), tx, create_graph=True)
+    assert type(g.grad_fn).__name__ == type(tg.grad_fn).__name__
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-6)
+    (gg,) = fg.autograd.grad(g.sum(), x)
+    (tgg,) = torch.autograd.grad(tg.sum(), tx)
+    np.testing.assert_allclose(gg.numpy(), tgg.numpy(), rtol=1e-6)
+
+
+def test_an_int_tensor_keeps_integer_pow():
+    t = fg.tensor([1, 2, 3]) ** 2
+    assert t.dtype is fg.int64 and t.tolist() == [1, 4, 9]
+    assert (fg.tensor([4, 9]) ** 0.5).tolist() == [2.0, 3.0]       # promoted to float, a root
+
+
+def _kernel_text(f, x):
+    compiled = fg.compile(f)
+    compiled(x)
+    program = compiled.last_run.forward
+    return "\n".join(generate(k, "fusegrad.codegen.vmath").functions[0][2] for k in schedule(program).kernels)
+
+
+@pytest.mark.parametrize("exponent", POW_CONST_EXPONENTS)
+def test_compiled_kernels_multiply_instead_of_calling_pow(monkeypatch, exponent):
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    x = fg.rand(64, requires_grad=True)
+    text = _kernel_text(fg.value_and_grad(lambda x: (x ** exponent).sum()), x)
+    assert "fg_pow" not in text or exponent in (-2.0, -0.5), text      # their gradients use x ** -3 / -1.5
+    assert "fg_pow" in _kernel_text(fg.value_and_grad(lambda x: (x ** 2.5).sum()), x)
+
+
+def test_other_exponents_share_one_program():
+    exponent = [2.5]
+    f = fg.compile(lambda x: x ** exponent[0])
+    x = fg.rand(8)
+    f(x)
+    before = fg.cache_info()
+    for exponent[0] in (2.7, 1.25, -3.0):
+        np.testing.assert_allclose(f(x).numpy(), x.numpy() ** exponent[0], rtol=1e-6)
+    after = fg.cache_info()
+    assert after.misses == before.misses and after.hits == before.hits + 3
+    exponent[0] = 2.0                        # pow_const: a program of its own
+    np.testing.assert_array_equal(f(x).numpy(), x.numpy() * x.numpy())
+    assert fg.cache_info().misses == after.misses + 1

@@ -36,7 +36,7 @@ from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
 from fusegrad.tracer.engine import modified_error, output_of
 from fusegrad.tracer.node import _FREED_MSG, node_class
-from fusegrad.tracer.trace import Trace, TraceContext
+from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
 # with the first kernel) is imported with this module: every compiled call's first run
@@ -436,8 +436,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         # made from another output's memory is not a program output, but its op is on the path).
         reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
         instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
-        wrt = [_input_value(trace, x) for x in boundary]
-        grads = emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt)
+        groups = [trace.held_values(x, _input_value(trace, x)) for x in boundary]
+        grads = sum_groups(b, emit_backward(b, instrs, [t._sym for t in grad_outs], seeds,
+                                            [v for group in groups for v in group]), groups)
         b.program.outputs = [g for g in grads if g is not None]
         bwd = simplify(b.program)
         saved = free_values(bwd)

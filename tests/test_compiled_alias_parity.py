@@ -622,13 +622,15 @@ def test_a_saved_tensor_written_inside_the_call(body):
     assert_parity(body, backward="out.sum().backward()")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a leaf written under no_grad inside fg.compile and used afterwards: the backward after the call "
-    "differentiates with respect to the value the caller passed in (runtime/compile.py _input_value), so "
-    "the uses of the written value reach no leaf and x.grad stays None; torch accumulates every use of "
-    "the leaf, before and after the write, into x.grad"))
 def test_a_leaf_written_under_no_grad_then_used():
+    # a leaf's gradient sums the uses of every value it held (Trace.held_values)
     assert_parity("with L.no_grad(): x.mul_(10); return x * x", backward="out.sum().backward()")
+    assert_parity("y = x * 2; with L.no_grad(): x.mul_(10); return y + x * x", backward="out.sum().backward()")
+
+
+def test_a_leaf_written_under_no_grad_inside_a_backward_in_the_call():
+    body = "y = x * 2; with L.no_grad(): x.mul_(10); (y + x * x).sum().backward(); return x.grad"
+    assert_parity(body)
 
 
 def _kept_after_a_failed_call(L, compiled: bool):

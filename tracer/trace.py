@@ -73,6 +73,20 @@ def _reading_method() -> str:
     return name
 
 
+def sum_groups(builder, grads: list, groups: list) -> list:
+    """Per group of consecutive gradients (one group per differentiated tensor: the values
+    it held), their sum, or None when none of them has one."""
+    out, k = [], 0
+    for group in groups:
+        present = [g for g in grads[k:k + len(group)] if g is not None]
+        k += len(group)
+        total = present[0] if present else None
+        for g in present[1:]:
+            total = builder.emit("add", total, g)
+        out.append(total)
+    return out
+
+
 class Trace:
     """One call's program under construction, and the bookkeeping to finish it."""
 
@@ -100,6 +114,7 @@ class Trace:
         self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.identity_source: dict = {}     # value id -> the value it is an identity cast of
+        self.leaf_values: dict = {}         # id(leaf) -> (leaf, values it held): a leaf written under no_grad
         self.view_values: dict = {}         # value id of a view -> (what it read of its base, view chain)
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
@@ -278,6 +293,14 @@ class Trace:
                 # A write not recorded for gradients (under no_grad, `t.data = ...`) leaves
                 # t's history as it was, as eagerly: the new value goes on t's gradient path.
                 v, requires = self._grafted(v, t._sym, found), True
+        if not requires and t._requires_grad and t._grad_fn is None and t.is_leaf and \
+                v.type == self.value_of(t).type:
+            # A leaf written under no_grad (an optimizer step) stays that leaf: its gradient
+            # sums over every value it held (see held_values).
+            held = self.leaf_values.get(id(t))
+            if held is None:
+                held = self.leaf_values[id(t)] = (t, [self.value_of(t)])
+            held[1].append(v)
         sibling = None
         if t._data is not None:
             key = _memory_key(t._data)
@@ -527,6 +550,15 @@ class Trace:
         return self.known[v.id]
 
     # ------------------------------------------------------------ autograd
+    def held_values(self, x: Tensor, first=None) -> list:
+        """The values leaf `x` held in this call: eagerly a write under no_grad changes a
+        leaf's memory, not its identity, so d/dx sums the uses of each (`first`: what stands
+        for the value it had before the first write, if not the one it was read as)."""
+        held = self.leaf_values.get(id(x))
+        if held is None or held[0] is not x:
+            return [self.value_of(x) if first is None else first]
+        return [held[1][0] if first is None else first] + held[1][1:]
+
     def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True):
         """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
 
@@ -537,14 +569,16 @@ class Trace:
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
         out_values = [self.value_of(o) for o in outputs]
         seed_values = [self.value_of(s) for s in seeds]
-        wrt = [self.value_of(x) for x in inputs]
+        groups = [self.held_values(x) for x in inputs]
+        wrt = [v for group in groups for v in group]
         active = active_values(instrs, out_values, wrt)
         if self.freed:
             self._check_not_freed(instrs, active)
         if not retain_graph:
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
         before = len(self.program.instrs)
-        grads = emit_backward(self.builder, instrs, out_values, seed_values, wrt, active=active)
+        grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
+                                                       active=active), groups)
         if create_graph:
             self.grad_instrs.update((id(ins), None) for ins in self.program.instrs[before:])
         return [None if g is None else self.symbolic(g, create_graph) for g in grads]

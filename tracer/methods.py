@@ -104,11 +104,13 @@ def _float_result(fn, op: str):
 def _checked_other(fn):
     """A binary in-place op (add_, mul_, ...): `other` is a tensor, an array or a number, and
     an integer tensor takes no negative integer power."""
+    is_pow = fn.__name__ == "pow_"
+
     def method(self, other, alpha=1) -> Tensor:
-        if not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
+        if type(other) is not Tensor and not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
             raise TypeError(f"{fn.__name__}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__}")
-        if fn.__name__ == "pow_" and not self._dtype.is_floating_point and F._is_scalar(other) \
+        if is_pow and not self._dtype.is_floating_point and F._is_scalar(other) \
                 and not isinstance(other, (bool, np.bool_)) and float(other).is_integer() and other < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return fn(self, other, alpha)

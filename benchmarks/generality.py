@@ -46,6 +46,8 @@ os.environ.setdefault("MKL_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
+from harness import _sample  # noqa: E402  (seconds per call, collector paused)
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
@@ -348,19 +350,6 @@ def build(case, column):
 def _numpy(t):
     # .numpy() of an fg result may be a lazy view; np.asarray does not copy it
     return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
-
-
-def _sample(fn, calls):
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        return (time.perf_counter() - start) / calls
-    finally:
-        if gc_was_on:
-            gc.enable()
 
 
 def measure(fn, sample_s, repeats):

@@ -30,7 +30,6 @@ np.copyto bandwidth; GB/s = minimal bytes / compiled time.  err = fusegrad compi
 first result against torch eager's, max |difference| relative to the largest |value|.
 """
 import argparse
-import gc
 import math
 import os
 import statistics

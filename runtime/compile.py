@@ -373,18 +373,26 @@ def _abandon(trace: Trace) -> None:
     """Undo a failed call's side effects on the caller's tensors, and give the tensors it
     made that outlive it (carried by the exception, or kept in a closure) their values, as
     eagerly (without history: the call's graph is gone). One whose value cannot be computed
-    stays symbolic, and using it says so (tensor.py)."""
+    stays symbolic, and using it says so (tensor.py). A detach or view of a tensor made in
+    the call shares that tensor's array, as on success (_share_memory)."""
+    homes = trace.memory_homes()
     for _, tensor in trace.mutated.values():
         tensor._sym = None
     for leaf, old in trace.grad_leaves.values():
         leaf._grad = old
+    done = []
     for t in trace.alive_tensors():
         if t._sym is not None and t._data is None:
             try:
-                value = trace.materialize(t)
+                t._data = trace.materialize(t)
             except Exception:       # the op that failed the call, or one after it
                 continue
-            t._data, t._sym, t._requires_grad = value, None, False
+            done.append(t)
+    shared = {id(t): homes[id(t)] for t in done if id(t) in homes and homes[id(t)][0]() is t
+              and homes[id(t)][1] is not None and homes[id(t)][1].id in trace.known}
+    _share_memory(done, shared, trace.known)
+    for t in done:
+        t._sym, t._requires_grad = None, False
 
 
 def _live_program(traced: Program, outputs: list) -> Program:

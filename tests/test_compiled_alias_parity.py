@@ -646,9 +646,5 @@ def _kept_after_a_failed_call(L, compiled: bool):
     return [k.tolist() for k in kept], [kept[0].data_ptr() == k.data_ptr() for k in kept]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a call that raises: the tensors a closure kept get their values one by one "
-    "(runtime/compile.py _abandon materializes each), so a kept detach or view no longer shares "
-    "memory with its kept tensor (memory_homes could give them one array there too)"))
 def test_tensors_kept_by_a_call_that_raises_share_memory():
     assert _kept_after_a_failed_call(fg, True) == _kept_after_a_failed_call(torch, False)

@@ -86,3 +86,26 @@ def test_other_exponents_share_one_program():
     exponent[0] = 2.0                        # pow_const: a program of its own
     np.testing.assert_array_equal(f(x).numpy(), x.numpy() * x.numpy())
     assert fg.cache_info().misses == after.misses + 1
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 0.5])
+def test_the_base_is_saved_as_torch_saves_it(exponent):
+    # PowBackward0 saves self for every exponent (even 0, whose gradient is zeros): an in-place
+    # change of the base before the backward raises torch's version error.
+    for L in (torch, fg):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        z = y ** exponent
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.sum().backward()
+
+
+def test_the_gradient_of_x_to_the_zero_is_plain_zeros():
+    values = [float("nan"), float("inf"), -0.0, 2.0]
+    x, tx = fg.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    (g,) = fg.autograd.grad((x ** 0).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx ** 0).sum(), tx, create_graph=True)
+    assert not g.requires_grad and not tg.requires_grad
+    np.testing.assert_array_equal(g.numpy(), tg.numpy())
+    assert not np.signbit(g.numpy()).any()

@@ -109,3 +109,17 @@ def test_the_gradient_of_x_to_the_zero_is_plain_zeros():
     assert not g.requires_grad and not tg.requires_grad
     np.testing.assert_array_equal(g.numpy(), tg.numpy())
     assert not np.signbit(g.numpy()).any()
+
+
+@pytest.mark.parametrize("exponent", [np.array([2.0, 3.0]), np.array([2.0]), np.array(2.0)],
+                         ids=["2 values", "1 value", "0-d"])
+def test_an_array_exponent_is_a_tensor_exponent(exponent):
+    # only a Python (or NumPy) number selects pow_const; an array exponent broadcasts as torch's tensor one
+    x = fg.tensor([[1.5, 2.0]], requires_grad=True)
+    tx = torch.tensor([[1.5, 2.0]], requires_grad=True)
+    y, ty = fg.pow(x, exponent), torch.pow(tx, torch.from_numpy(exponent).float())
+    assert tuple(y.shape) == tuple(ty.shape)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-6)
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)

@@ -262,7 +262,7 @@ def pow(input, exponent) -> Tensor:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if dtype.is_floating_point and name == "PowBackward0" and not isinstance(b, (bool, np.bool_)) and \
+    if dtype.is_floating_point and _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and \
             float(b) in POW_CONST_EXPONENTS:
         # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
         return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)

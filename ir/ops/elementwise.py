@@ -124,10 +124,15 @@ elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})")
 POW_CONST_EXPONENTS = (0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5)
 
 
+_POW_CONST_REFS = {
+    0.0: lambda x, one: np.ones_like(x), 1.0: lambda x, one: x.copy(), 2.0: lambda x, one: x * x,
+    3.0: lambda x, one: x * x * x, -1.0: lambda x, one: one / x, -2.0: lambda x, one: one / (x * x),
+    0.5: lambda x, one: np.sqrt(x), -0.5: lambda x, one: one / np.sqrt(x),
+}
+
+
 def _pow_const_ref(x, exponent):
-    one = x.dtype.type(1)
-    return {0.0: lambda: np.ones_like(x), 1.0: lambda: x.copy(), 2.0: lambda: x * x, 3.0: lambda: x * x * x, -1.0: lambda: one / x,
-            -2.0: lambda: one / (x * x), 0.5: lambda: np.sqrt(x), -0.5: lambda: one / np.sqrt(x)}[exponent]()
+    return _POW_CONST_REFS[exponent](x, x.dtype.type(1))
 
 
 def _pow_const_rewrite(e, xs, attrs, graph):

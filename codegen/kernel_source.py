@@ -483,7 +483,7 @@ class _Generator:
         if d in position.deps:          # not one position per row
             return False
         clamped = self._node(("pick", id(ins)), lambda t, d=d: f"min(max({t[0]}, 0), n{d} - 1)", [position], region)
-        at = tuple(Picked(clamped) if e == d and not isinstance(e, Clamped) else e for e in found.value_index)
+        at = tuple(Picked(clamped) if e == d else e for e in found.value_index)
         value = self.expr(found.value, at, region)
         fallback = self.expr(found.fallback, found.fallback_index, region)
         scope = ("finish", info.stage)
@@ -715,18 +715,19 @@ class _Generator:
     def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
         for stmt in self._statements(("inner", p, 0)):
             put(depth, stmt)
-        if not any(self._statements(("inner", p, k + 1)) for k in range(len(self.inner))) and \
-                not self._buffer_lines(p):
+        bodies = [self._statements(("inner", p, k + 1)) for k in range(len(self.inner))]
+        buffered = self._buffer_lines(p)
+        if not any(bodies) and not buffered:
             return                      # nothing left in this phase's loops (its reduction was picked)
-        for k, d in enumerate(self.inner):
+        for k, (d, body) in enumerate(zip(self.inner, bodies)):
             if k == 0 and first_range is not None:
                 put(depth, f"for i{d} in range({first_range}):")
             else:
                 put(depth, self._loop(d, parallel=(k == 0 and parallel_first)))
             depth += 1
-            for stmt in self._statements(("inner", p, k + 1)):
+            for stmt in body:
                 put(depth, stmt)
-        for line in self._buffer_lines(p):
+        for line in buffered:
             put(depth - 1, line)
 
     def _emit_whole_phase(self, put, p, infos) -> None:

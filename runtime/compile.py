@@ -388,9 +388,7 @@ def _abandon(trace: Trace) -> None:
             except Exception:       # the op that failed the call, or one after it
                 continue
             done.append(t)
-    shared = {id(t): homes[id(t)] for t in done if id(t) in homes and homes[id(t)][0]() is t
-              and homes[id(t)][1] is not None and homes[id(t)][1].id in trace.known}
-    _share_memory(done, shared, trace.known)
+    _share_memory(done, _homes_of(done, homes, trace.known), trace.known)
     for t in done:
         t._sym, t._requires_grad = None, False
 
@@ -418,7 +416,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     # A detach or view that outlives the call is, eagerly, memory of the tensor it comes
     # from: the program outputs that tensor's value once (even if the tensor itself died),
     # and the alias is made from it after the call (_share_memory).
-    shared = {id(t): homes[id(t)] for t in alive if id(t) in homes and homes[id(t)][0]() is t}
+    shared = _homes_of(alive, homes)
     mutated = list(trace.mutated.values())
     outputs, seen = [], set()
     for v in [t._sym for t in alive if id(t) not in shared] + \
@@ -501,6 +499,19 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for t in alive:
             if not t._traced_leaf:
                 t._requires_grad = False
+
+
+def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:
+    """id(t) -> t's entry of Trace.memory_homes for those of `tensors` that have one; with
+    `computed` (value id -> array: what a failed call got to compute), only those whose
+    root is a value computed there."""
+    out = {}
+    for t in tensors:
+        home = homes.get(id(t))
+        if home is not None and home[0]() is t and (computed is None or (home[1] is not None and
+                                                                        home[1].id in computed)):
+            out[id(t)] = home
+    return out
 
 
 def _share_memory(alive: list, shared: dict, by_id: dict) -> None:

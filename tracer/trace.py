@@ -293,14 +293,11 @@ class Trace:
                 # A write not recorded for gradients (under no_grad, `t.data = ...`) leaves
                 # t's history as it was, as eagerly: the new value goes on t's gradient path.
                 v, requires = self._grafted(v, t._sym, found), True
-        if not requires and t._requires_grad and t._grad_fn is None and t.is_leaf and \
-                v.type == self.value_of(t).type:
+        before = self.value_of(t) if not requires and t._requires_grad and t.is_leaf else None
+        if before is not None and v.type == before.type:
             # A leaf written under no_grad (an optimizer step) stays that leaf: its gradient
             # sums over every value it held (see held_values).
-            held = self.leaf_values.get(id(t))
-            if held is None:
-                held = self.leaf_values[id(t)] = (t, [self.value_of(t)])
-            held[1].append(v)
+            self.leaf_values.setdefault(id(t), (t, [before]))[1].append(v)
         sibling = None
         if t._data is not None:
             key = _memory_key(t._data)

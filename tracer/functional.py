@@ -643,7 +643,8 @@ def _numpy_spellings(fn):
                     if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
                         raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
                     kwargs[torch_name] = kwargs.pop(numpy_name)
-        _check_keepdim(name, args, kwargs)
+        if kwargs or len(args) > 2:         # (t.sum(), t.norm(): no keepdim given)
+            _check_keepdim(name, args, kwargs)
         return fn(*args, **kwargs)
     with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
     with_aliases.__wrapped__ = fn
@@ -1027,7 +1028,8 @@ def view(a, *shape, size=None) -> Tensor:
 def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(a, "flatten")
-    _int_arg("flatten", "start_dim", 1, start_dim), _int_arg("flatten", "end_dim", 2, end_dim)
+    _int_arg("flatten", "start_dim", 1, start_dim)
+    _int_arg("flatten", "end_dim", 2, end_dim)
     s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if a.dim() == 0:
         return reshape(a, (1,))
@@ -1056,7 +1058,8 @@ def permute(a, *dims_, dims=None) -> Tensor:
 def transpose(a, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
     a = as_tensor(a, "transpose")
-    _int_arg("transpose", "dim0", 1, dim0), _int_arg("transpose", "dim1", 2, dim1)
+    _int_arg("transpose", "dim0", 1, dim0)
+    _int_arg("transpose", "dim1", 2, dim1)
     n = a.dim()
     d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
     if n == 0:                       # dims in [-1, 0] (checked above): the identity, as torch

@@ -254,14 +254,7 @@ def _classifier_step(lib, sizes, batch, optimizer):
     opt = optimizer(lib, model.parameters())
     x = lib.from_numpy(randn(batch, sizes[0]))
     y = lib.from_numpy(_rng(1).integers(0, sizes[-1], batch))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = fn(lib).cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step, (x, y)
+    return _train_step(model, opt, fn(lib).cross_entropy), (x, y)
 
 
 def _mse_momentum_step(lib):
@@ -270,14 +263,18 @@ def _mse_momentum_step(lib):
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = lib.from_numpy(randn(4096, 64))
     y = lib.from_numpy(randn(4096, 1, seed=1))
+    return _train_step(model, opt, fn(lib).mse_loss), (x, y)
 
+
+def _train_step(model, opt, loss_fn):
+    """One optimizer step on (x, y): zero_grad, loss, backward, step; returns the loss."""
     def step(x, y):
         opt.zero_grad()
-        loss = fn(lib).mse_loss(model(x), y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
-    return step, (x, y)
+    return step
 
 
 def _step_cases():

@@ -123,3 +123,22 @@ def test_an_array_exponent_is_a_tensor_exponent(exponent):
     y.sum().backward()
     ty.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("exponent", POW_CONST_EXPONENTS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_compiled_program_matches_the_reference_executor(exponent, dtype):
+    # the op itself in an IR program with its backward: compiled kernels vs the reference executor
+    from fusegrad.ir import float32 as f32, float64 as f64
+    from test_codegen_support import build, check, random_args
+    program = build(lambda e, x: e.sum(e.op("pow_const", x, exponent=exponent), (0, 1)),
+                    ((6, 130), f32 if dtype == "float32" else f64), grad=True)
+    check(program, random_args(program, np.random.default_rng(11), low=0.1, high=3.0), rtol=1e-5, atol=1e-6)
+
+
+def test_the_op_refuses_integer_operands():
+    from fusegrad.ir import Builder, Emitter, TensorType, int64
+    b = Builder()
+    x = b.input(TensorType((3,), int64))
+    with pytest.raises(TypeError, match="pow"):
+        Emitter(b).op("pow_const", x, exponent=2.0)

@@ -64,6 +64,9 @@ def probe_env(cache_dir):
     env["FUSEGRAD_CACHE_DIR"] = os.path.join(cache_dir, "fusegrad")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
     env["MALLOC_MMAP_THRESHOLD_"] = str(128 * 1024)
+    # The peak-memory reading is the RSS growth of steady calls: fusegrad's buffer pool would
+    # keep a call's arrays resident from the calls before and hide them, so it is off here.
+    env["FUSEGRAD_BUFFER_POOL_MB"] = "0"
     return env
 
 

@@ -30,11 +30,12 @@ from collections import OrderedDict
 import numpy as np
 
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
-from fusegrad.ir import Program, TensorType, reference_apply, run_program
+from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
 from . import background, disk_cache, stats
+from .buffers import MIN_POOLED_BYTES, POOL
 
 # Numba and the kernel cache are imported on first use, not with this module: the
 # reference path of a first call needs program_key only, and importing Numba
@@ -344,6 +345,22 @@ class _OpStep:
             env[s] = r
 
 
+class _IntoStep(_OpStep):
+    """An op whose reference can write its one output into given memory (the op table's
+    `extra["ref_into"]`: BLAS products): it writes into a pooled buffer (runtime/buffers.py)."""
+
+    def __init__(self, step, slots: dict, into):
+        super().__init__(step, slots)
+        out = step.instr.outputs[0].type
+        self.into, self.shape, self.dtype = into, out.shape, out.dtype.np
+        self.attrs = dict(step.instr.attrs)
+
+    def run(self, env: list) -> None:
+        out = POOL.empty(self.shape, self.dtype)
+        self.into(out, *[env[s] for s in self.ins], **self.attrs)
+        env[self.outs[0]] = out
+
+
 class _KernelStep:
     """A fused kernel: allocate its outputs, call its Numba dispatcher."""
 
@@ -356,6 +373,9 @@ class _KernelStep:
                       zip(self.source.loads, self.source.scalar_loads)]
         self.params = [dtype.np.type(value) for value, dtype in self.source.params]
         self.stores = [(slots[v.id], v.shape, v.dtype.np) for v in self.source.stores]
+        # outputs large enough to page-fault when fresh come from the buffer pool
+        self.allocators = [POOL.empty if v.type.numel * v.dtype.np.itemsize >= MIN_POOLED_BYTES else np.empty
+                           for v in self.source.stores]
         numel = 1
         for s in kernel.space:
             numel *= s
@@ -378,7 +398,7 @@ class _KernelStep:
             for slot, scalar, _ in self.loads:
                 args.append(env[slot][()] if scalar else env[slot])
             args.extend(self.params)
-            outs = [np.empty(shape, dtype) for _, shape, dtype in self.stores]
+            outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
             args.extend(outs)
             use = self.choice.next()
             if use and not self.compiled.parallel_ready() and (
@@ -529,7 +549,7 @@ class CompiledProgram:
             if step.kind == KERNEL:
                 self.steps.append(_KernelStep(step.kernel, self.slots, math))
             else:
-                self.steps.append(_OpStep(step, self.slots))
+                self.steps.append(_op_step(step, self.slots))
                 if step.kind == "reference" and step.missing_rule:
                     _warn_reference(step.instr.op, step.why)
         self.runs = [(step.run, _frees) for step, _frees in zip(self.steps, self._last_reads())]
@@ -638,6 +658,18 @@ class CompiledProgram:
                 where = f"kernel {kernel.id}" if kernel is not None else "its producers"
                 parts.append(f"  {format_instr(ins, name)}: not fused into {where}: {why}")
         return "\n".join(parts)
+
+
+def _op_step(step, slots: dict) -> _OpStep:
+    """The executor step of a non-kernel schedule step: one whose op can write into given
+    memory writes into a pooled buffer when its output is large enough to be worth it."""
+    ins = step.instr
+    into = OPS[ins.op].extra.get("ref_into")
+    if into is not None and len(ins.outputs) == 1:
+        out = ins.outputs[0].type
+        if out.numel * out.dtype.np.itemsize >= MIN_POOLED_BYTES:
+            return _IntoStep(step, slots, into)
+    return _OpStep(step, slots)
 
 
 def _reads(step) -> list:

@@ -99,6 +99,11 @@ def _matmul_ref(a, b):
     return np.asarray(np.matmul(a, b))
 
 
+def _matmul_into(out, a, b):
+    """_matmul_ref writing into `out` (C-contiguous, the output's shape and dtype)."""
+    np.matmul(a, b, out=out)
+
+
 def _matmul_vjp(e, x, y, g, a, n):
     """Both operands promoted to >= 2-d, then ga = g @ b^T, gb = a^T @ g.
 
@@ -125,7 +130,8 @@ def _matmul_vjp(e, x, y, g, a, n):
     return [ga, gb]
 
 
-register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp))
+# extra["ref_into"]: the reference writing into given memory (the executor's buffer pool)
+register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp, extra={"ref_into": _matmul_into}))
 
 
 # ------------------------------------------------------------------ addmm

@@ -1,0 +1,161 @@
+"""The executor's buffer pool (runtime/buffers.py): compiled programs reuse the memory of
+arrays nobody holds any more, and never hand out memory that someone still holds."""
+import gc
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.runtime import buffers
+from fusegrad.runtime.buffers import MIN_POOLED_BYTES, BufferPool
+
+BIG = MIN_POOLED_BYTES // 4 * 2          # float32 elements: twice the pooled minimum
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_empty_gives_the_requested_array():
+    pool = BufferPool(1 << 30)
+    a = pool.empty((2, BIG // 2), np.float32)
+    assert a.shape == (2, BIG // 2) and a.dtype == np.float32
+    assert a.flags.c_contiguous and a.flags.writeable and a.flags.aligned
+
+
+def test_a_dropped_array_is_reused_and_a_held_one_never():
+    pool = BufferPool(1 << 30)
+    a = pool.empty((BIG,), np.float32)
+    first = _address(a)
+    b = pool.empty((BIG,), np.float32)            # a is alive: new memory
+    assert _address(b) != first and pool.reused == 0
+    del a
+    c = pool.empty((4, BIG // 4), np.float32)      # same element count and dtype: a's buffer
+    assert _address(c) == first and pool.reused == 1
+    assert pool.held_bytes == 2 * BIG * 4
+
+
+@pytest.mark.parametrize("keep", [lambda a: a.T, lambda a: a[1:], lambda a: a.reshape(-1),
+                                  lambda a: fg.from_numpy(a), lambda a: memoryview(a)],
+                         ids=["transpose", "slice", "reshape", "tensor", "memoryview"])
+def test_a_view_of_an_array_keeps_its_buffer(keep):
+    pool = BufferPool(1 << 30)
+    a = pool.empty((2, BIG // 2), np.float32)
+    a[...] = 7.0
+    view = keep(a)
+    del a
+    gc.collect()
+    b = pool.empty((2, BIG // 2), np.float32)
+    b[...] = -1.0
+    assert pool.reused == 0
+    assert (np.asarray(view.numpy() if isinstance(view, fg.Tensor) else view) == 7.0).all()
+
+
+def test_dtypes_and_sizes_have_their_own_buffers():
+    pool = BufferPool(1 << 30)
+    a = pool.empty((BIG,), np.float32)
+    del a
+    b = pool.empty((BIG,), np.int32)                # same bytes, other dtype: not a's buffer
+    c = pool.empty((BIG // 2,), np.float64)         # same bytes, other count
+    assert pool.reused == 0 and b.dtype == np.int32 and c.dtype == np.float64
+
+
+def test_small_arrays_are_not_pooled():
+    pool = BufferPool(1 << 30)
+    for _ in range(3):
+        pool.empty((16,), np.float32)
+    assert pool.held_bytes == 0 and pool.reused == 0
+
+
+def test_the_limit_releases_free_buffers_then_falls_back():
+    nbytes = BIG * 4
+    pool = BufferPool(2 * nbytes)
+    a = pool.empty((BIG,), np.float32)
+    b = pool.empty((BIG,), np.int32)
+    c = pool.empty((BIG,), np.uint32)               # over the limit, nothing free: plain np.empty
+    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.uint32)) not in pool._buckets
+    del b, c
+    d = pool.empty((BIG,), np.uint32)               # b's free buffer is released to make room
+    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.int32)) not in pool._buckets
+    assert pool._buckets[(BIG, np.dtype(np.uint32))][0].base is None and d.base is not None
+    assert a.shape == (BIG,)
+
+
+def test_a_zero_limit_turns_the_pool_off():
+    pool = BufferPool(0)
+    pool.empty((BIG,), np.float32)
+    assert pool.held_bytes == 0
+
+
+def test_clear_caches_releases_free_buffers():
+    keep = buffers.POOL.empty((BIG + 8,), np.float32)
+    buffers.POOL.empty((BIG + 16,), np.float32)
+    fg.clear_caches()
+    sizes = [flat.size for bucket in buffers.POOL._buckets.values() for flat in bucket]
+    assert BIG + 8 in sizes and BIG + 16 not in sizes
+    del keep
+
+
+# ---------------------------------------------------------------- compiled programs
+
+
+def _fresh(n, seed):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def test_compiled_results_kept_by_the_caller_are_never_overwritten():
+    f = fg.compile(lambda x, w: ((x * 2).exp(), (x.reshape(64, -1) @ w).tanh()))
+    w = fg.from_numpy(_fresh(BIG // 64 * 64, 9).reshape(BIG // 64, 64))
+    kept = []
+    for k in range(4):
+        x = _fresh(BIG, k)
+        kept.append((x, f(fg.from_numpy(x), w)))
+    before = buffers.POOL.reused
+    for _ in range(3):           # results dropped at once: their buffers are reused
+        f(fg.from_numpy(_fresh(BIG, 99)), w)
+    assert buffers.POOL.reused > before
+    for x, (e, t) in kept:
+        np.testing.assert_allclose(e.numpy(), np.exp(x * 2), rtol=2e-6)
+        np.testing.assert_allclose(t.numpy(), np.tanh(x.reshape(64, -1) @ w.numpy()), rtol=2e-5, atol=1e-6)
+
+
+def test_values_saved_for_a_later_backward_are_never_overwritten():
+    f = fg.compile(lambda x: (x.sin() * x).exp())
+    xs = [fg.tensor(_fresh(BIG, k) * 0.3, requires_grad=True) for k in range(3)]
+    outs = [f(x) for x in xs]
+    for _ in range(3):
+        f(fg.tensor(_fresh(BIG, 50), requires_grad=True))      # calls in between
+    for x, y in zip(xs, outs):
+        y.sum().backward()
+        v = x.detach().numpy().astype(np.float64)
+        expected = np.exp(np.sin(v) * v) * (np.cos(v) * v + np.sin(v))
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_training_loop_reaches_a_steady_pool():
+    """After the first steps a compiled training step allocates no new pooled memory, and it
+    computes what eager steps compute."""
+    def make():
+        fg.manual_seed(0)
+        model = fg.nn.Sequential(fg.nn.Linear(64, 256), fg.nn.ReLU(), fg.nn.Linear(256, 1))
+        opt = fg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = fg.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return model, step
+    x = fg.from_numpy(_fresh(512 * 64, 1).reshape(512, 64))
+    y = fg.from_numpy(_fresh(512, 2).reshape(512, 1))
+    eager_model, eager_step = make()
+    model, step = make()
+    step = fg.compile(step)
+    for k in range(6):
+        if k == 3:
+            held = buffers.POOL.held_bytes
+        np.testing.assert_allclose(step(x, y).item(), eager_step(x, y).item(), rtol=1e-5)
+    assert buffers.POOL.held_bytes == held
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)

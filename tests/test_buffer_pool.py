@@ -159,3 +159,15 @@ def test_a_training_loop_reaches_a_steady_pool():
     assert buffers.POOL.held_bytes == held
     for p, q in zip(model.parameters(), eager_model.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_pooled_results_pickle_and_copy_as_tensors():
+    import copy
+    import pickle
+    f = fg.compile(lambda x: (x * 3).reshape(2, -1))
+    x = fg.from_numpy(_fresh(BIG, 5))
+    y = f(x)
+    expected = (x.numpy() * 3).reshape(2, -1)
+    for z in (pickle.loads(pickle.dumps(y)), copy.deepcopy(y), copy.copy(y)):
+        assert z.dtype == fg.float32 and z.shape == (2, BIG // 2) and z.storage_offset() == 0
+        np.testing.assert_array_equal(z.numpy(), expected)

@@ -1,9 +1,14 @@
 """fusegrad.optim: SGD and Adam (and AdamW) with torch's exact update formulas.
 
-`step()` updates each parameter in place under `fg.no_grad()` with public
-in-place Tensor ops (`add_`, `mul_`, `copy_`), so eagerly it behaves as
-torch's single-tensor (CPU) implementation, and inside `fg.compile` the
-same calls trace as functional updates of the parameter and state values.
+`step()` updates each parameter in place under `fg.no_grad()`. Where the
+update is the common case (number hyper-parameters, a gradient of the
+parameter's type, no history recorded) it is one op per parameter,
+`sgd_update` / `adam_update` (ir/ops/optim_update.py): one dispatch eagerly,
+one traced instruction inside `fg.compile`, whose kernels fuse the whole
+update into one loop. Otherwise it is a sequence of public in-place Tensor
+ops (`add_`, `mul_`, `copy_`), as torch's single-tensor (CPU)
+implementation; both compute the same bits. Inside `fg.compile` either
+traces as functional updates of the parameter and state values.
 Parameters whose `.grad` is None are skipped, as in torch.
 """
 from __future__ import annotations
@@ -13,8 +18,15 @@ import warnings
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 import fusegrad as fg
+from fusegrad.ir import float32
+from fusegrad.ir.ops.optim_update import adam_scalars, sgd_scalars
 from fusegrad.nn.module import typename, zeroed_grad
+from fusegrad.tracer import trace_state
+from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.functional import _scalar_array
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -33,6 +45,10 @@ required = _RequiredParameter()
 class Optimizer:
     """Base class: holds `param_groups` (dicts with "params" and hyper-parameters)
     and per-parameter `state`, as torch.optim.Optimizer does."""
+
+    # Update each parameter with one fused op where it covers the case (see the module
+    # docstring); False takes the per-op path everywhere (the tests compare the two).
+    _fuse_updates = True
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -194,6 +210,54 @@ def _check_lr(lr, strict_order: bool = False) -> None:
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
+# ---- fused updates -------------------------------------------------------------
+def _numbers(*values) -> bool:
+    """Whether every value is a Python int or float (what the fused updates take)."""
+    return all(type(v) is float or type(v) is int for v in values)
+
+
+def _fusable_grad(p: Tensor, grad: Tensor) -> bool:
+    """Whether a fused update covers this gradient: a floating one of the parameter's
+    dtype and shape with no history. Anything else takes the per-op path, which
+    raises torch's errors where it should."""
+    return (isinstance(grad, Tensor) and not grad._requires_grad and grad._dtype is p._dtype
+            and p._dtype.is_floating_point and grad._value_shape() == p._value_shape())
+
+
+def _writable(targets, like: Tensor) -> bool:
+    """Whether `_write_back` can write each target: of `like`'s dtype and shape, not a
+    view (writes through a view re-derive its base), and eagerly, writable memory (the
+    per-op path raises torch's error for memory that is not)."""
+    for t in targets:
+        if not isinstance(t, Tensor) or t._base is not None or t._dtype is not like._dtype \
+                or t._value_shape() != like._value_shape():
+            return False
+        if t._data is not None and not t._data.flags.writeable:
+            return False
+    return True
+
+
+def _write_back(target: Tensor, value: Tensor, bumps: int = 1) -> None:
+    """`target.copy_(value)` for a fused update's result of target's type, without a dispatch:
+    eagerly the value is copied into target's memory and its version bumped `bumps` times
+    (once per in-place op the per-op update applies to it, as torch's do); in a trace
+    target is re-bound to the value, as any in-place op's write is (the call bumps the
+    versions of what it wrote when it returns)."""
+    trace = trace_state.current()
+    if trace is None:
+        np.copyto(target._data, value._data)
+        target._version[0] += bumps
+    else:
+        trace.rebind(target, value._sym, False)
+
+
+def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:
+    """Apply update op `op` to `tensors` and the Python numbers `scalars`, which enter as
+    0-d arrays of `dtype` as a Tensor op's number operands do (runtime inputs when traced)."""
+    out = apply_op(op, tensors + [_scalar_array(x, dtype) for x in scalars], attrs)
+    return out if type(out) is tuple else (out,)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
 
@@ -221,8 +285,11 @@ class SGD(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        fused = self._fused_form(group)
         for p in group["params"]:
             if p.grad is None:
+                continue
+            if fused is not None and self._fused_update(p, *fused):
                 continue
             grad = -p.grad if group["maximize"] else p.grad
             if weight_decay != 0:
@@ -237,6 +304,45 @@ class SGD(Optimizer):
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
             p.add_(grad, alpha=-lr)
+
+    def _fused_form(self, group: dict[str, Any]) -> tuple | None:
+        """(sgd_update's attributes, its scalar operands) for this group, or None where
+        the op does not compute what the per-op code does: history recorded, a tensor
+        or other non-number hyper-parameter, or an alpha of 1 that the per-op code
+        skips multiplying by (an int weight decay or Nesterov momentum of 1; lr = -1)."""
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay = group["weight_decay"]
+        if not self._fuse_updates or fg.is_grad_enabled() or not _numbers(lr, momentum, dampening, weight_decay):
+            return None
+        nesterov = bool(group["nesterov"]) and momentum != 0
+        if -lr == 1 or (type(weight_decay) is int and weight_decay == 1) or \
+                (nesterov and type(momentum) is int and momentum == 1):
+            return None
+        attrs = dict(maximize=bool(group["maximize"]), weight_decay=weight_decay != 0, momentum=momentum != 0,
+                     dampening=momentum != 0 and 1 - dampening != 1, nesterov=nesterov)
+        values = dict(weight_decay=weight_decay, momentum=momentum, one_minus_dampening=1 - dampening,
+                      nesterov_momentum=momentum, neg_lr=-lr)
+        return attrs, [values[name] for name in sgd_scalars(attrs)]
+
+    def _fused_update(self, p: Tensor, attrs: dict, scalars: list) -> bool:
+        """Update `p` with one sgd_update op; False (nothing done) where it does not apply:
+        the first momentum step (it makes the buffer) and unusual tensors."""
+        grad = p.grad
+        if not _fusable_grad(p, grad):
+            return False
+        tensors = [p, grad]
+        if attrs["momentum"]:
+            buf = self.state[p].get("momentum_buffer")
+            if buf is None:
+                return False
+            tensors.append(buf)
+        if not _writable(tensors[:1] + tensors[2:], p):
+            return False
+        new = _fused("sgd_update", tensors, scalars, attrs, p._dtype)
+        _write_back(p, new[0])
+        if attrs["momentum"]:
+            _write_back(tensors[2], new[1], bumps=2)       # per-op: buf.mul_(momentum).add_(grad, ...)
+        return True
 
 
 class Adam(Optimizer):
@@ -299,8 +405,11 @@ class Adam(Optimizer):
         # Tensor betas (accepted as torch does) enter the formulas as their values
         beta1, beta2 = (float(b) if isinstance(b, Tensor) else b for b in group["betas"])
         lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
+        attrs = self._fused_attrs(group)
         for p in group["params"]:
             if p.grad is None:
+                continue
+            if attrs is not None and self._fused_update(p, group, attrs):
                 continue
             grad = -p.grad if group["maximize"] else p.grad
             state = self._init_state(p, amsgrad)
@@ -334,6 +443,60 @@ class Adam(Optimizer):
                 step_size = lr / bias_correction1
                 denom = (second.sqrt() / math.sqrt(bias_correction2)).add_(eps)
                 p.add_(exp_avg / denom, alpha=-step_size)
+
+    def _fused_attrs(self, group: dict[str, Any]) -> dict | None:
+        """adam_update's attributes for this group, or None where the op does not compute
+        what the per-op code does: history recorded, the capturable formula, tensor or
+        other non-number hyper-parameters, or an alpha of 1 that the per-op code skips
+        multiplying by (beta2 = 0; an int L2 weight decay of 1)."""
+        beta1, beta2 = group["betas"][:2]
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        if not self._fuse_updates or fg.is_grad_enabled() or group["capturable"] or \
+                not _numbers(lr, beta1, beta2, eps, weight_decay) or 1 - beta2 == 1:
+            return None
+        decay = "none" if weight_decay == 0 else "decoupled" if group["decoupled_weight_decay"] else "l2"
+        if decay == "l2" and type(weight_decay) is int and weight_decay == 1:
+            return None
+        return dict(amsgrad=bool(group["amsgrad"]), maximize=bool(group["maximize"]), weight_decay=decay,
+                    lerp_low=1 - beta1 < 0.5)
+
+    def _fused_update(self, p: Tensor, group: dict[str, Any], attrs: dict) -> bool:
+        """Update `p` with one adam_update op; False (nothing done but the state's
+        creation, which the per-op path would do too) where it does not apply."""
+        grad = p.grad
+        if not _fusable_grad(p, grad):
+            return False
+        state = self._init_state(p, attrs["amsgrad"])
+        step_t = state["step"]
+        moments = [state.get("exp_avg"), state.get("exp_avg_sq")]
+        if attrs["amsgrad"]:
+            moments.append(state.get("max_exp_avg_sq"))
+        if not _writable([p] + moments, p) or not (isinstance(step_t, Tensor) and step_t._dtype is float32 and
+                                                   step_t._base is None and step_t._value_shape() == ()):
+            return False
+        beta1, beta2 = group["betas"][:2]
+        lr, weight_decay = group["lr"], group["weight_decay"]
+        # The count is read before the op increments it: inside fg.compile the state tensor
+        # is still concrete here (no graph break), and the numbers below become runtime scalars.
+        step = step_t.item() + 1
+        step_size = lr / (1 - beta1 ** step)
+        if -step_size == 1:                 # (p.add_ would skip multiplying by alpha = 1)
+            return False
+        weight = 1 - beta1
+        values = dict(weight_decay=weight_decay, decay_factor=1 - lr * weight_decay, weight=weight,
+                      one_minus_weight=1 - weight, beta2=beta2, one_minus_beta2=1 - beta2,
+                      sqrt_bias_correction2=math.sqrt(1 - beta2 ** step), eps=group["eps"], neg_step_size=-step_size)
+        new = _fused("adam_update", [p, grad] + moments + [step_t], [values[name] for name in adam_scalars(attrs)],
+                     attrs, p._dtype)
+        # versions as the per-op code's in-place ops bump them (p.mul_ for decoupled decay, then p.add_;
+        # exp_avg_sq.mul_(beta2).add_(...); one op each for the rest)
+        _write_back(p, new[0], bumps=2 if attrs["weight_decay"] == "decoupled" else 1)
+        _write_back(moments[0], new[1])
+        _write_back(moments[1], new[2], bumps=2)
+        if attrs["amsgrad"]:
+            _write_back(moments[2], new[3])
+        _write_back(step_t, new[-1])
+        return True
 
     @staticmethod
     def _capturable_update(p, exp_avg, second, step_t, lr, beta1, beta2, eps) -> None:

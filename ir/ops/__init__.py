@@ -3,6 +3,7 @@ from .registry import (COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPAQUE, OPS, RE
                        broadcast_shapes, infer_types, normalize_dim, register, shape_str)
 from . import elementwise, reduce, movement, linalg, loss, custom  # noqa: F401  (registers the ops)
 from . import advanced_index  # noqa: F401  (registers index_take and index_put_at)
+from . import optim_update  # noqa: F401  (registers sgd_update and adam_update)
 
 __all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "infer_types", "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

@@ -237,18 +237,19 @@ def _writable(targets, like: Tensor) -> bool:
     return True
 
 
-def _write_back(target: Tensor, value: Tensor, bumps: int = 1) -> None:
-    """`target.copy_(value)` for a fused update's result of target's type, without a dispatch:
-    eagerly the value is copied into target's memory and its version bumped `bumps` times
-    (once per in-place op the per-op update applies to it, as torch's do); in a trace
-    target is re-bound to the value, as any in-place op's write is (the call bumps the
-    versions of what it wrote when it returns)."""
+def _write_back(target: Tensor, value, bumps: int = 1) -> None:
+    """`target.copy_(value)` for a value of target's type (a fused update's result, or an
+    array), without a dispatch: eagerly the value is copied into target's memory and its
+    version bumped `bumps` times (once per in-place op the per-op update applies to it, as
+    torch's do); in a trace target is re-bound to the value (an array: a new runtime
+    input), as any in-place op's write is (the call bumps the versions of what it wrote
+    when it returns)."""
     trace = trace_state.current()
     if trace is None:
-        np.copyto(target._data, value._data)
+        np.copyto(target._data, value if type(value) is np.ndarray else value._data)
         target._version[0] += bumps
     else:
-        trace.rebind(target, value._sym, False)
+        trace.rebind(target, trace.value_of(value) if type(value) is np.ndarray else value._sym, False)
 
 
 def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:
@@ -486,8 +487,8 @@ class Adam(Optimizer):
         values = dict(weight_decay=weight_decay, decay_factor=1 - lr * weight_decay, weight=weight,
                       one_minus_weight=1 - weight, beta2=beta2, one_minus_beta2=1 - beta2,
                       sqrt_bias_correction2=math.sqrt(1 - beta2 ** step), eps=group["eps"], neg_step_size=-step_size)
-        new = _fused("adam_update", [p, grad] + moments + [step_t], [values[name] for name in adam_scalars(attrs)],
-                     attrs, p._dtype)
+        new = _fused("adam_update", [p, grad] + moments, [values[name] for name in adam_scalars(attrs)], attrs,
+                     p._dtype)
         # versions as the per-op code's in-place ops bump them (p.mul_ for decoupled decay, then p.add_;
         # exp_avg_sq.mul_(beta2).add_(...); one op each for the rest)
         _write_back(p, new[0], bumps=2 if attrs["weight_decay"] == "decoupled" else 1)
@@ -495,7 +496,9 @@ class Adam(Optimizer):
         _write_back(moments[1], new[2], bumps=2)
         if attrs["amsgrad"]:
             _write_back(moments[2], new[3])
-        _write_back(step_t, new[-1])
+        # step_t.add_(1) without a kernel: the float32 sum is the new count rounded to float32
+        # (the count + 1 is exact in a double), so the count is written as a number
+        _write_back(step_t, np.array(step, dtype=np.float32))
         return True
 
     @staticmethod

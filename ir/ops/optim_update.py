@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType, float32
+from ..types import TensorType
 from .registry import COMPOSITE, OpDef, register
 
 
@@ -49,25 +49,21 @@ def _adam_tensor_count(attrs) -> int:
     return 5 if attrs["amsgrad"] else 4                  # param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq]
 
 
-def _check_types(name, types, n_tensors, scalar_names, extra=()) -> TensorType:
+def _check_types(name, types, n_tensors, scalar_names) -> TensorType:
     """The parameter's type, after checking the operands: `n_tensors` of the parameter's
-    shape and floating dtype, then `extra` exact types, then one 0-d scalar of the
-    parameter's dtype per name."""
-    expected = n_tensors + len(extra) + len(scalar_names)
+    shape and floating dtype, then one 0-d scalar of the parameter's dtype per name."""
+    expected = n_tensors + len(scalar_names)
     if len(types) != expected:
-        raise TypeError(f"{name}: expected {expected} operands ({n_tensors} tensors, {len(extra)} extra, "
-                        f"scalars {', '.join(scalar_names)}), got {len(types)}")
+        raise TypeError(f"{name}: expected {expected} operands ({n_tensors} tensors, then the scalars "
+                        f"{', '.join(scalar_names)}), got {len(types)}")
     param = types[0]
     if not param.dtype.is_floating_point:
         raise TypeError(f"{name}: expected a floating point parameter, got {param}")
     for t in types[1:n_tensors]:
         if t != param:
             raise TypeError(f"{name}: the gradient and state must have the parameter's type {param}, got {t}")
-    for t, want in zip(types[n_tensors:], extra):
-        if t != want:
-            raise TypeError(f"{name}: expected {want}, got {t}")
     scalar = TensorType((), param.dtype)
-    for t, scalar_name in zip(types[n_tensors + len(extra):], scalar_names):
+    for t, scalar_name in zip(types[n_tensors:], scalar_names):
         if t != scalar:
             raise TypeError(f"{name}: scalar {scalar_name} must be {scalar}, got {t}")
     return param
@@ -125,11 +121,11 @@ register(OpDef("sgd_update", COMPOSITE, _sgd_infer, _sgd_ref, decompose=_sgd_dec
 
 
 # ------------------------------------------------------------------ adam_update
-# adam_update(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq], step, *scalars; amsgrad,
-# maximize, weight_decay ("none", "l2", "decoupled"), lerp_low) -> (param', exp_avg',
-# exp_avg_sq'[, max_exp_avg_sq'], step'): torch's (non-capturable) Adam/AdamW step, `step`
-# the float32 count (+1). Per-op code:
-#   step = step + 1;  p = p * decay_factor (decoupled);  g = -grad (maximize);  g = g + p * wd (l2)
+# adam_update(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq], *scalars; amsgrad, maximize,
+# weight_decay ("none", "l2", "decoupled"), lerp_low) -> (param', exp_avg', exp_avg_sq'[,
+# max_exp_avg_sq']): torch's (non-capturable) Adam/AdamW step. (The step count is the
+# caller's: it knows the new count as a number, which it writes without a kernel.) Per-op code:
+#   p = p * decay_factor (decoupled);  g = -grad (maximize);  g = g + p * wd (l2)
 #   m = m + (g - m) * weight (lerp_low, weight = 1 - beta1 < 0.5) or g - (g - m) * (1 - weight)
 #   v = v * beta2 + (g * g) * (1 - beta2);  mx = maximum(mx, v) (amsgrad)
 #   p = p + (m / (sqrt(mx or v) / sqrt_bias_correction2 + eps)) * -step_size
@@ -138,16 +134,15 @@ def _adam_infer(types, attrs):
         raise ValueError(f"adam_update: weight_decay must be 'none', 'l2' or 'decoupled', got "
                          f"{attrs['weight_decay']!r}")
     n = _adam_tensor_count(attrs)
-    param = _check_types("adam_update", types, n, adam_scalars(attrs), extra=(TensorType((), float32),))
-    return [param] * (n - 1) + [types[n]]
+    param = _check_types("adam_update", types, n, adam_scalars(attrs))
+    return [param] * (n - 1)
 
 
 def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
     attrs = dict(amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay, lerp_low=lerp_low)
     n = _adam_tensor_count(attrs)
     p, g, m, v = arrays[:4]
-    step = np.add(arrays[n], np.float32(1))
-    s = dict(zip(adam_scalars(attrs), arrays[n + 1:]))
+    s = dict(zip(adam_scalars(attrs), arrays[n:]))
     if weight_decay == "decoupled":
         p = p * s["decay_factor"]
     if maximize:
@@ -167,14 +162,13 @@ def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
     update = m / denom
     update *= s["neg_step_size"]
     p = p + update
-    return (p, m, v, second, step) if amsgrad else (p, m, v, step)
+    return (p, m, v, second) if amsgrad else (p, m, v)
 
 
 def _adam_decompose(e, xs, attrs):
     n = _adam_tensor_count(attrs)
     p, g, m, v = xs[:4]
-    step = e.add(xs[n], 1)                  # step_t.add_(1) comes first, as in the per-op code
-    s = dict(zip(adam_scalars(attrs), xs[n + 1:]))
+    s = dict(zip(adam_scalars(attrs), xs[n:]))
     if attrs["weight_decay"] == "decoupled":
         p = e.mul(p, s["decay_factor"])
     if attrs["maximize"]:
@@ -190,10 +184,10 @@ def _adam_decompose(e, xs, attrs):
     second = e.maximum(xs[4], v) if attrs["amsgrad"] else v
     denom = e.add(e.div(e.sqrt(second), s["sqrt_bias_correction2"]), s["eps"])
     p = e.add(p, e.mul(e.div(m, denom), s["neg_step_size"]))
-    return [p, m, v, second, step] if attrs["amsgrad"] else [p, m, v, step]
+    return [p, m, v, second] if attrs["amsgrad"] else [p, m, v]
 
 
 register(OpDef("adam_update", COMPOSITE, _adam_infer, _adam_ref, decompose=_adam_decompose,
-               doc="adam_update(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq], step, *scalars; amsgrad, "
+               doc="adam_update(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq], *scalars; amsgrad, "
                    "maximize, weight_decay, lerp_low): torch's Adam/AdamW step of one parameter -> (param, "
-                   "exp_avg, exp_avg_sq[, max_exp_avg_sq], step)"))
+                   "exp_avg, exp_avg_sq[, max_exp_avg_sq])"))

@@ -131,6 +131,7 @@ def test_fused_matches_torch_over_ten_steps(name, config, dtype):
 
 # ------------------------------------------------------------------ tracing, kernels, caching
 def _tiny_training_step(make_opt):
+    """A training step whose learning rate decays every step (a schedule)."""
     fg.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 4))     # weights (3, 4), (4, 3); biases
     opt = make_opt(model.parameters())
@@ -141,6 +142,7 @@ def _tiny_training_step(make_opt):
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
+        opt.param_groups[0]["lr"] *= 0.97
         return loss
     return step, (x, y)
 
@@ -150,7 +152,8 @@ def _tiny_training_step(make_opt):
     lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
 ], ids=["adam", "sgd-momentum"])
 def test_compiled_steps_recompile_nothing(make_opt):
-    """The step count changes every step; it enters as runtime scalars, never as attributes."""
+    """The step count and the learning rate change every step; they enter as runtime
+    scalars, never as attributes (which key the program cache)."""
     step, args = _tiny_training_step(make_opt)
     compiled = fg.compile(step)
     eager_step, eager_args = _tiny_training_step(make_opt)

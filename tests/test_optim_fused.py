@@ -44,6 +44,12 @@ def _grads(steps: int, seed: int = 1) -> list:
     return [[rng.standard_normal(s) for s in SHAPES] for _ in range(steps)]
 
 
+def _grad(g: np.ndarray, dtype) -> fg.Tensor:
+    """A gradient in Fortran order where it has two dimensions, as a transposed product's is
+    (the fused reference reorders it; the values must not change)."""
+    return fg.from_numpy(np.asfortranarray(g.astype(dtype.np)))
+
+
 def _params(dtype) -> list:
     rng = np.random.default_rng(0)
     return [fg.tensor(rng.standard_normal(s), dtype=dtype, requires_grad=True) for s in SHAPES]
@@ -67,7 +73,7 @@ def _run(name, config, dtype, fused: bool, compiled: bool, steps: int = 4) -> li
     snapshots = []
     for k, grads in enumerate(_grads(steps)):
         for p, g in zip(params, grads):
-            p.grad = fg.tensor(g, dtype=dtype)
+            p.grad = _grad(g, dtype)
         (opt.step if k == 0 else step)()
         snapshots.append(_snapshot(params, opt))
     return snapshots
@@ -119,7 +125,7 @@ def test_fused_matches_torch_over_ten_steps(name, config, dtype):
     opt, t_opt = getattr(optim, name)(params, **config), getattr(torch.optim, name)(theirs, **config)
     for grads in _grads(10):
         for p, tp, g in zip(params, theirs, grads):
-            p.grad, tp.grad = fg.tensor(g, dtype=dtype), torch.tensor(g, dtype=tdtype)
+            p.grad, tp.grad = _grad(g, dtype), torch.tensor(g, dtype=tdtype)
         opt.step()
         t_opt.step()
     tol = 1e-5 if dtype is fg.float32 else 1e-12

@@ -69,6 +69,17 @@ def _check_types(name, types, n_tensors, scalar_names) -> TensorType:
     return param
 
 
+def _in_param_order(arrays, n_tensors) -> list:
+    """The operands, with the first `n_tensors` (param, grad, state) made C-contiguous when
+    the parameter is. The gradient of a transposed product is in Fortran order, and NumPy
+    calls over operands of two layouts run several times slower (and NumPy's reuse of a
+    temporary in place can leave the result in the gradient's layout, which makes the
+    caller's copy into the parameter slow too). The values are the same."""
+    if not arrays[0].flags.c_contiguous:
+        return arrays
+    return [np.ascontiguousarray(a) for a in arrays[:n_tensors]] + list(arrays[n_tensors:])
+
+
 # ------------------------------------------------------------------ sgd_update
 # sgd_update(param, grad[, momentum_buffer], *scalars; maximize, weight_decay, momentum,
 # dampening, nesterov) -> (param'[, momentum_buffer']): torch's SGD step on a buffer that
@@ -85,6 +96,7 @@ def _sgd_ref(*arrays, maximize, weight_decay, momentum, dampening, nesterov):
     attrs = dict(maximize=maximize, weight_decay=weight_decay, momentum=momentum, dampening=dampening,
                  nesterov=nesterov)
     n = _sgd_tensor_count(attrs)
+    arrays = _in_param_order(arrays, n)
     p, g = arrays[0], arrays[1]
     s = dict(zip(sgd_scalars(attrs), arrays[n:]))
     if maximize:
@@ -141,6 +153,7 @@ def _adam_infer(types, attrs):
 def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
     attrs = dict(amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay, lerp_low=lerp_low)
     n = _adam_tensor_count(attrs)
+    arrays = _in_param_order(arrays, n)
     p, g, m, v = arrays[:4]
     s = dict(zip(adam_scalars(attrs), arrays[n:]))
     if weight_decay == "decoupled":

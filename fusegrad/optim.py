@@ -477,8 +477,8 @@ class Adam(Optimizer):
             return False
         beta1, beta2 = group["betas"][:2]
         lr, weight_decay = group["lr"], group["weight_decay"]
-        # The count is read before the op increments it: inside fg.compile the state tensor
-        # is still concrete here (no graph break), and the numbers below become runtime scalars.
+        # Inside fg.compile the state tensor is still concrete here (or holds a number this
+        # trace wrote), so reading it is no graph break; the numbers below are runtime scalars.
         step = step_t.item() + 1
         step_size = lr / (1 - beta1 ** step)
         if -step_size == 1:                 # (p.add_ would skip multiplying by alpha = 1)
@@ -496,8 +496,8 @@ class Adam(Optimizer):
         _write_back(moments[1], new[2], bumps=2)
         if attrs["amsgrad"]:
             _write_back(moments[2], new[3])
-        # step_t.add_(1) without a kernel: the float32 sum is the new count rounded to float32
-        # (the count + 1 is exact in a double), so the count is written as a number
+        # step_t.add_(1) without a kernel: float32's sum is the exact count + 1 rounded to float32,
+        # which is what converting the double `step` gives (exact, or far from a float32 tie)
         _write_back(step_t, np.array(step, dtype=np.float32))
         return True
 

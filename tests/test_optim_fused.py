@@ -44,6 +44,12 @@ def _grads(steps: int, seed: int = 1) -> list:
     return [[rng.standard_normal(s) for s in SHAPES] for _ in range(steps)]
 
 
+@pytest.fixture
+def kernels_now(monkeypatch):
+    """Compiled calls run their kernels from the first call (no tiered reference runs)."""
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "0")
+
+
 def _grad(g: np.ndarray, dtype) -> fg.Tensor:
     """A gradient in Fortran order where it has two dimensions, as a transposed product's is
     (the fused reference reorders it; the values must not change)."""
@@ -105,7 +111,7 @@ COMPILED_CONFIGS = [
 
 
 @pytest.mark.parametrize("name, config, dtype", COMPILED_CONFIGS, ids=[f"{n}-{c}-{d}" for n, c, d in COMPILED_CONFIGS])
-def test_fused_compiled_is_bit_identical_to_per_op(name, config, dtype):
+def test_fused_compiled_is_bit_identical_to_per_op(name, config, dtype, kernels_now):
     fused = _run(name, config, dtype, True, True)
     _assert_identical(fused, _run(name, config, dtype, False, True))
     # and compiled agrees with eager (kernels round as NumPy does up to the last bits)
@@ -157,7 +163,7 @@ def _tiny_training_step(make_opt):
     lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
     lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
 ], ids=["adam", "sgd-momentum"])
-def test_compiled_steps_recompile_nothing(make_opt):
+def test_compiled_steps_recompile_nothing(make_opt, kernels_now):
     """The step count and the learning rate change every step; they enter as runtime
     scalars, never as attributes (which key the program cache)."""
     step, args = _tiny_training_step(make_opt)

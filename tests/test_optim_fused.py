@@ -298,3 +298,26 @@ def test_saved_parameter_modified_by_a_step_raises_at_backward(make, compiled):
         (fg.compile(lambda: opt.step()) if compiled else opt.step)()
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.backward()
+
+
+def test_two_steps_in_one_compiled_call_count_both(kernels_now):
+    """The step count written by the first step is read by the second (no graph break)."""
+    results = []
+    for compiled in (False, True):
+        params = _params(fg.float32)
+        opt = optim.Adam(params, lr=0.01)
+        for p, g in zip(params, _grads(1)[0]):
+            p.grad = _grad(g, fg.float32)
+
+        def two_steps():
+            opt.step()
+            opt.step()
+        fn = fg.compile(two_steps) if compiled else two_steps
+        for _ in range(2):
+            fn()
+        if compiled:
+            assert fn.last_run.breaks == []
+        results.append(_snapshot(params, opt))
+        assert [opt.state[p]["step"].item() for p in params] == [4.0] * len(params)
+    for x, y in zip(*results):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)

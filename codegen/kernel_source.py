@@ -56,6 +56,7 @@ BLOCK = 4096               # elements of the first dim per block of a reduction 
 MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
 MAX_PARTIALS = 1 << 22     # cap on nblocks * (accumulator size) for those blocks
 MAX_NESTING = 6            # deeper expressions are split into named temporaries
+TILE = 16                  # square tiles of a pointwise kernel that reads an operand transposed
 _CTOR = {"bool": "np.bool_", "int64": "np.int64", "float32": "np.float32", "float64": "np.float64"}
 _INIT = {
     "add": {"f": "0.0", "i": "0", "b": "False"},
@@ -159,14 +160,29 @@ class KernelSource:
 
 
 def generate(kernel: Kernel, math_module: str, acc_module: str = "fusegrad.codegen.accumulate") -> KernelSource:
-    """The source of `kernel`, calling fg_* math from `math_module`."""
+    """The source of `kernel`, calling fg_* math from `math_module`.
+
+    A pointwise kernel that reads an operand transposed (its contiguous axis follows the
+    second innermost loop while the innermost loop strides across it: `x.t() * 2`, a
+    transposed weight's update) is generated again with its two innermost loops tiled
+    (TILE x TILE): row by row, each read touches a new cache line (and, for large rows, a new
+    page), and the next row reads the neighbouring element of each; within a tile those
+    lines are still cached. Measured on a [4096, 1024] float32 `x.t() * 2`: 15-18 ms untiled
+    (as NumPy's own transposed copy), 6-7.5 ms in 16 x 16 tiles; 64 x 64 tiles took 14 ms (rows
+    16 KiB apart fall into few cache sets, so a tall tile evicts its own lines)."""
     with recursion_room(len(kernel.instrs)):
-        return _Generator(kernel).build(math_module, acc_module)
+        generator = _Generator(kernel)
+        source = generator.build(math_module, acc_module)
+        tile = generator.transposed_pair()
+        if tile is None:
+            return source
+        return _Generator(kernel, tile).build(math_module, acc_module)
 
 
 class _Generator:
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, tile: tuple | None = None):
         self.k = kernel
+        self.tile = tile                 # (a, b): the two innermost loops, tiled (see generate)
         self.an = kernel.analysis
         self.space = kernel.space
         self.axes = tuple(kernel.axes)
@@ -192,6 +208,9 @@ class _Generator:
         self.column_locals: list = []    # tails summed over the innermost outer loop into a local
         self.staged_by_phase: dict = {}  # phase -> (reduction, accumulator) staged in a row buffer
         self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
+        if tile is not None:
+            self.unsigned |= set(tile)
+        self.load_indices: list = []     # (value, index) of every array read
         # Row buffers carry values between the phases of one row (rows of one inner dim).
         self.row_buffers_ok = bool(self.outer) and len(self.inner) == 1
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
@@ -306,6 +325,7 @@ class _Generator:
     def _load(self, v, index, region) -> _Node:
         if v.id not in self.loads:
             self.loads[v.id] = (f"a{len(self.loads)}", v)
+        self.load_indices.append((v, index))
         arg = self.loads[v.id][0]
         if v.type.ndim == 0:
             return self._node(("load", v.id, index), lambda t, arg=arg: arg, [], region, deps=(), trivial=True)
@@ -671,6 +691,8 @@ class _Generator:
                     put(depth + 1, line)
                 put(depth + 1, f"for i{d} in range(blk * rows, min(n{d}, blk * rows + rows)):")
                 depth += 2
+            elif self.tile is not None and d in self.tile:
+                depth = self._tiled_loops(put, depth, k, d)
             else:
                 put(depth, self._loop(d, parallel=(k == 0)))
                 depth += 1
@@ -711,6 +733,31 @@ class _Generator:
 
     def _loop(self, d, parallel=False) -> str:
         return f"for i{d} in {'PRANGE' if parallel else 'range'}(n{d}):"
+
+    def transposed_pair(self) -> tuple | None:
+        """(a, b), the kernel's two innermost loop dims, when the kernel is pointwise and
+        some operand's contiguous (last) axis is read by loop a while loop b, the
+        innermost, indexes another of its axes: a transposed read (see generate)."""
+        if self.inner or self.red or len(self.outer) < 2:
+            return None
+        a, b = self.outer[-2], self.outer[-1]
+        for v, index in self.load_indices:
+            if len(index) >= 2 and index[-1] == a and b in index[:-1]:
+                return a, b
+        return None
+
+    def _tiled_loops(self, put, depth: int, k: int, d) -> int:
+        """The loop of dim `d` (the k-th outer loop) when the two innermost loops are tiled:
+        dim a opens the tile loops and its loop within the tile, dim b its loop within the
+        tile. Returns the depth of the loop body."""
+        a, b = self.tile
+        if d == a:
+            put(depth, f"for ta in {'PRANGE' if k == 0 else 'range'}((n{a} + {TILE - 1}) // {TILE}):")
+            put(depth + 1, f"for tb in range((n{b} + {TILE - 1}) // {TILE}):")
+            put(depth + 2, f"for i{a} in range(ta * {TILE}, min(n{a}, ta * {TILE} + {TILE})):")
+            return depth + 3
+        put(depth, f"for i{b} in range(tb * {TILE}, min(n{b}, tb * {TILE} + {TILE})):")
+        return depth + 1
 
     def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
         for stmt in self._statements(("inner", p, 0)):

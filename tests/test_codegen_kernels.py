@@ -218,3 +218,41 @@ def test_a_sum_in_a_kernel_without_row_loops_accumulates_in_a_local(monkeypatch,
     loss_kernel = next(t for t in texts if "part0[blk, 0]" in t or "tacc0[0]" in t)
     assert "lacc0 = fg_acc_add(lacc0," in loss_kernel, loss_kernel
     check(program, random_args(program, np.random.default_rng(10)), rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- transposed reads
+def _transposed_mul(e, x, s):
+    return e.mul(e.op("permute", x, dims=(1, 0)), s)
+
+
+def _swap_last_two_plus_bias(e, x, b):
+    return e.tanh(e.add(e.op("permute", x, dims=(0, 2, 1)), b))
+
+
+@pytest.mark.parametrize("fn,types", [
+    (_transposed_mul, [(37, 50), ()]),
+    (_transposed_mul, [(64, 16), ()]),
+    (_transposed_mul, [(1, 40), ()]),
+    (_swap_last_two_plus_bias, [(3, 33, 17), (33,)]),
+], ids=["ragged tiles", "whole tiles", "one row", "3-d with a broadcast operand"])
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_pointwise_kernel_reading_an_operand_transposed_is_tiled(monkeypatch, fn, types, policy):
+    """The two innermost loops of a pointwise kernel that reads an operand across its
+    contiguous axis run in TILE x TILE tiles (edges included); values are the reference's,
+    and with the backward (whose kernels read the cotangent transposed) too."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    program = build(fn, *types)
+    texts = [generate(k, "fusegrad.codegen.vmath").functions[0][2] for k in schedule(program).kernels]
+    live = [n for n in program.inputs[0].shape if n > 1]
+    assert any("for tb in range(" in t for t in texts) == (len(live) >= 2), texts
+    check(program, random_args(program, np.random.default_rng(11)))
+    program = build(fn, *types, grad=True)
+    check(program, random_args(program, np.random.default_rng(12)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_kernel_reading_in_order_is_not_tiled():
+    program = build(lambda e, x, y: e.mul(x, y), (40, 30), (40, 1))
+    program2 = build(lambda e, x, y: e.add(e.exp(x), y), (40, 30), (30,))
+    for p in (program, program2):
+        texts = [generate(k, "fusegrad.codegen.vmath").functions[0][2] for k in schedule(p).kernels]
+        assert texts and not any("for tb in" in t for t in texts), texts

@@ -100,6 +100,25 @@ def test_fused_eager_is_bit_identical_to_per_op(name, config, dtype):
     _assert_identical(_run(name, config, dtype, True, False), _run(name, config, dtype, False, False))
 
 
+@pytest.mark.parametrize("name, config", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1)),
+                                          ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+                                          ("AdamW", dict(lr=0.01))], ids=["sgd", "adam", "adamw"])
+def test_fused_eager_layouts_do_not_change_values(name, config):
+    """A Fortran-order parameter with C-order gradients (the references compute each result
+    in its destination's layout)."""
+    runs = []
+    for fused in (True, False):
+        rng = np.random.default_rng(0)
+        p = fg.from_numpy(np.asfortranarray(rng.standard_normal((5, 3)))).requires_grad_()
+        opt = getattr(optim, name)([p], **config)
+        opt._fuse_updates = fused
+        for _ in range(3):
+            p.grad = fg.tensor(rng.standard_normal((5, 3)))
+            opt.step()
+        runs.append([_snapshot([p], opt)])
+    _assert_identical(*runs)
+
+
 COMPILED_CONFIGS = [
     ("SGD", dict(lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.1, maximize=True), fg.float32),
     ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01), fg.float64),

@@ -69,15 +69,17 @@ def _check_types(name, types, n_tensors, scalar_names) -> TensorType:
     return param
 
 
-def _in_param_order(arrays, n_tensors) -> list:
-    """The operands, with the first `n_tensors` (param, grad, state) made C-contiguous when
-    the parameter is. The gradient of a transposed product is in Fortran order, and NumPy
-    calls over operands of two layouts run several times slower (and NumPy's reuse of a
-    temporary in place can leave the result in the gradient's layout, which makes the
-    caller's copy into the parameter slow too). The values are the same."""
-    if not arrays[0].flags.c_contiguous:
-        return arrays
-    return [np.ascontiguousarray(a) for a in arrays[:n_tensors]] + list(arrays[n_tensors:])
+def _like(a, target):
+    """`a` in `target`'s memory order (C or Fortran; as it is for any other layout). The
+    references compute each output in the layout of the tensor it is written into: the
+    gradient of a transposed product is in Fortran order (and so is a momentum buffer
+    cloned from it), and NumPy calls over operands of two layouts run several times
+    slower than one transposing copy. The values are the same."""
+    if target.flags.c_contiguous:
+        return np.ascontiguousarray(a)
+    if target.flags.f_contiguous:
+        return np.asfortranarray(a)
+    return a
 
 
 # ------------------------------------------------------------------ sgd_update
@@ -96,19 +98,19 @@ def _sgd_ref(*arrays, maximize, weight_decay, momentum, dampening, nesterov):
     attrs = dict(maximize=maximize, weight_decay=weight_decay, momentum=momentum, dampening=dampening,
                  nesterov=nesterov)
     n = _sgd_tensor_count(attrs)
-    arrays = _in_param_order(arrays, n)
-    p, g = arrays[0], arrays[1]
-    s = dict(zip(sgd_scalars(attrs), arrays[n:]))
+    p, s = arrays[0], dict(zip(sgd_scalars(attrs), arrays[n:]))
+    work = arrays[2] if momentum else p          # the layout the gradient terms are computed in
+    g = _like(arrays[1], work)
     if maximize:
         g = np.negative(g)
     if weight_decay:
-        g = g + p * s["weight_decay"]
+        g = g + _like(p, work) * s["weight_decay"]
     if not momentum:
         return p + g * s["neg_lr"]
     buf = arrays[2] * s["momentum"]
     buf += g * s["one_minus_dampening"] if dampening else g
     step = g + buf * s["nesterov_momentum"] if nesterov else buf
-    return p + step * s["neg_lr"], buf
+    return p + _like(step, p) * s["neg_lr"], buf
 
 
 def _sgd_decompose(e, xs, attrs):
@@ -153,15 +155,15 @@ def _adam_infer(types, attrs):
 def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
     attrs = dict(amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay, lerp_low=lerp_low)
     n = _adam_tensor_count(attrs)
-    arrays = _in_param_order(arrays, n)
-    p, g, m, v = arrays[:4]
+    p, m, v = arrays[0], arrays[2], arrays[3]
     s = dict(zip(adam_scalars(attrs), arrays[n:]))
+    g = _like(arrays[1], m)                      # the moments' terms in the moments' layout
     if weight_decay == "decoupled":
         p = p * s["decay_factor"]
     if maximize:
         g = np.negative(g)
     if weight_decay == "l2":
-        g = g + p * s["weight_decay"]
+        g = g + _like(p, m) * s["weight_decay"]
     if lerp_low:
         m = m + (g - m) * s["weight"]
     else:
@@ -174,7 +176,7 @@ def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
     denom += s["eps"]
     update = m / denom
     update *= s["neg_step_size"]
-    p = p + update
+    p = p + _like(update, p)
     return (p, m, v, second) if amsgrad else (p, m, v)
 
 

@@ -340,3 +340,33 @@ def test_two_steps_in_one_compiled_call_count_both(kernels_now):
         assert [opt.state[p]["step"].item() for p in params] == [4.0] * len(params)
     for x, y in zip(*results):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("make", [lambda ps: optim.Adam(ps, lr=0.1, amsgrad=True, weight_decay=0.1),
+                                  lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)],
+                         ids=["adam", "sgd"])
+def test_zero_dim_parameter(make):
+    runs = []
+    for fused in (True, False):
+        p = fg.tensor(1.5, requires_grad=True)
+        opt = make([p])
+        opt._fuse_updates = fused
+        for g in (0.3, -0.2, 0.7):
+            p.grad = fg.tensor(g)
+            opt.step()
+        snapshot = _snapshot([p], opt)
+        assert all(a.shape == () for a in snapshot)
+        runs.append([snapshot])
+    _assert_identical(*runs)
+
+
+def test_references_keep_zero_dim_and_layouts():
+    """The references' results have the operands' shape (a reordering must not make a 0-d
+    array 1-d) and are never an operand itself."""
+    attrs = dict(amsgrad=True, maximize=True, weight_decay="l2", lerp_low=True)
+    for shape in ((), (3, 2)):
+        tensors = [np.full(shape, v, order="F") for v in (1.0, 0.5, 0.1, 0.2, 0.3)]
+        scalars = [np.asarray(v) for v in (0.1, 0.1, 0.9, 0.1, 1.0, 1e-8, -0.01)]
+        outs = OPS["adam_update"].ref(*tensors, *scalars, **attrs)
+        assert [np.shape(o) for o in outs] == [shape] * 4
+        assert not any(o is t for o in outs for t in tensors)

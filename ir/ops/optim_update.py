@@ -23,7 +23,7 @@ from ..types import TensorType
 from .registry import COMPOSITE, OpDef, register
 
 
-# ------------------------------------------------------------------ layout
+# ------------------------------------------------------------------ operands
 # The 0-d scalar inputs that follow the tensors, by name, in input order.
 def sgd_scalars(attrs) -> tuple:
     """Names of sgd_update's scalar inputs for these attributes, in input order."""
@@ -76,9 +76,9 @@ def _like(a, target):
     cloned from it), and NumPy calls over operands of two layouts run several times
     slower than one transposing copy. The values are the same."""
     if target.flags.c_contiguous:
-        return np.ascontiguousarray(a)
+        return np.asarray(a, order="C")          # (ascontiguousarray would make a 0-d array 1-d)
     if target.flags.f_contiguous:
-        return np.asfortranarray(a)
+        return np.asarray(a, order="F")
     return a
 
 

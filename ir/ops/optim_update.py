@@ -153,31 +153,40 @@ def _adam_infer(types, attrs):
 
 
 def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
+    # The per-op code's arithmetic, operand for operand, into as few fresh arrays as can
+    # hold it (each fresh array of a large parameter costs its page faults).
     attrs = dict(amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay, lerp_low=lerp_low)
     n = _adam_tensor_count(attrs)
     p, m, v = arrays[0], arrays[2], arrays[3]
     s = dict(zip(adam_scalars(attrs), arrays[n:]))
     g = _like(arrays[1], m)                      # the moments' terms in the moments' layout
     if weight_decay == "decoupled":
-        p = p * s["decay_factor"]
+        p = np.multiply(p, s["decay_factor"], out=np.empty_like(p))
     if maximize:
-        g = np.negative(g)
+        g = np.negative(g, out=np.empty_like(m))
     if weight_decay == "l2":
-        g = g + _like(p, m) * s["weight_decay"]
-    if lerp_low:
-        m = m + (g - m) * s["weight"]
-    else:
-        m = g - (g - m) * s["one_minus_weight"]
-    v = v * s["beta2"]
-    v += (g * g) * s["one_minus_beta2"]
-    second = np.maximum(arrays[4], v) if amsgrad else v
-    denom = np.sqrt(second)
-    denom /= s["sqrt_bias_correction2"]
-    denom += s["eps"]
-    update = m / denom
-    update *= s["neg_step_size"]
-    p = p + _like(update, p)
-    return (p, m, v, second) if amsgrad else (p, m, v)
+        decay = np.multiply(_like(p, m), s["weight_decay"], out=np.empty_like(m))
+        g = np.add(g, decay, out=decay)
+    m_new = np.subtract(g, m, out=np.empty_like(m))
+    if lerp_low:                                 # m + (g - m) * weight
+        np.multiply(m_new, s["weight"], out=m_new)
+        np.add(m, m_new, out=m_new)
+    else:                                        # g - (g - m) * (1 - weight)
+        np.multiply(m_new, s["one_minus_weight"], out=m_new)
+        np.subtract(g, m_new, out=m_new)
+    v_new = np.multiply(v, s["beta2"], out=np.empty_like(v))
+    work = np.multiply(g, g, out=np.empty_like(m))
+    np.multiply(work, s["one_minus_beta2"], out=work)
+    np.add(v_new, work, out=v_new)
+    second = np.maximum(arrays[4], v_new, out=np.empty_like(v)) if amsgrad else v_new
+    np.sqrt(second, out=work)                    # denom = sqrt(second) / sqrt_bias_correction2 + eps
+    np.divide(work, s["sqrt_bias_correction2"], out=work)
+    np.add(work, s["eps"], out=work)
+    np.divide(m_new, work, out=work)             # update = m / denom * -step_size
+    np.multiply(work, s["neg_step_size"], out=work)
+    update = _like(work, p)
+    p_new = np.add(p, update, out=update)
+    return (p_new, m_new, v_new, second) if amsgrad else (p_new, m_new, v_new)
 
 
 def _adam_decompose(e, xs, attrs):

@@ -162,9 +162,9 @@ class KernelSource:
 def generate(kernel: Kernel, math_module: str, acc_module: str = "fusegrad.codegen.accumulate") -> KernelSource:
     """The source of `kernel`, calling fg_* math from `math_module`.
 
-    A pointwise kernel that reads an operand transposed (its contiguous axis follows the
-    second innermost loop while the innermost loop strides across it: `x.t() * 2`, a
-    transposed weight's update) is generated again with its two innermost loops tiled
+    A pointwise kernel that reads an operand transposed (its contiguous axis follows an
+    outer loop while the innermost loop strides across it: `x.t() * 2`, a transposed
+    weight's update, `x.permute(2, 0, 1)`) is generated again with those two loops tiled
     (TILE x TILE): row by row, each read touches a new cache line (and, for large rows, a new
     page), and the next row reads the neighbouring element of each; within a tile those
     lines are still cached. Measured on a [4096, 1024] float32 `x.t() * 2`: 15-18 ms untiled
@@ -182,7 +182,7 @@ def generate(kernel: Kernel, math_module: str, acc_module: str = "fusegrad.codeg
 class _Generator:
     def __init__(self, kernel: Kernel, tile: tuple | None = None):
         self.k = kernel
-        self.tile = tile                 # (a, b): the two innermost loops, tiled (see generate)
+        self.tile = tile                 # (a, b): loop a and the innermost loop b, tiled (see generate)
         self.an = kernel.analysis
         self.space = kernel.space
         self.axes = tuple(kernel.axes)
@@ -735,21 +735,21 @@ class _Generator:
         return f"for i{d} in {'PRANGE' if parallel else 'range'}(n{d}):"
 
     def transposed_pair(self) -> tuple | None:
-        """(a, b), the kernel's two innermost loop dims, when the kernel is pointwise and
-        some operand's contiguous (last) axis is read by loop a while loop b, the
-        innermost, indexes another of its axes: a transposed read (see generate)."""
+        """(a, b) when the kernel is pointwise and some operand's contiguous (last) axis is
+        read by an outer loop a while loop b, the innermost, indexes another of its axes:
+        a transposed read (see generate). Loops between a and b stay between them."""
         if self.inner or self.red or len(self.outer) < 2:
             return None
-        a, b = self.outer[-2], self.outer[-1]
+        b = self.outer[-1]
         for v, index in self.load_indices:
-            if len(index) >= 2 and index[-1] == a and b in index[:-1]:
-                return a, b
+            if len(index) >= 2 and index[-1] in self.outer[:-1] and b in index[:-1]:
+                return index[-1], b
         return None
 
     def _tiled_loops(self, put, depth: int, k: int, d) -> int:
-        """The loop of dim `d` (the k-th outer loop) when the two innermost loops are tiled:
-        dim a opens the tile loops and its loop within the tile, dim b its loop within the
-        tile. Returns the depth of the loop body."""
+        """The loop of dim `d` (the k-th outer loop) when loops a and b are tiled: dim a
+        opens the tile loops and its loop within the tile, dim b (the innermost) its loop
+        within the tile. Returns the depth of the loop body."""
         a, b = self.tile
         if d == a:
             put(depth, f"for ta in {'PRANGE' if k == 0 else 'range'}((n{a} + {TILE - 1}) // {TILE}):")

@@ -229,12 +229,18 @@ def _swap_last_two_plus_bias(e, x, b):
     return e.tanh(e.add(e.op("permute", x, dims=(0, 2, 1)), b))
 
 
+def _rotate_dims(e, x, y):
+    return e.mul(e.op("permute", x, dims=(2, 0, 1)), y)
+
+
 @pytest.mark.parametrize("fn,types", [
+    (_rotate_dims, [(5, 19, 34), (34, 1, 19)]),
     (_transposed_mul, [(37, 50), ()]),
     (_transposed_mul, [(64, 16), ()]),
     (_transposed_mul, [(1, 40), ()]),
     (_swap_last_two_plus_bias, [(3, 33, 17), (33,)]),
-], ids=["ragged tiles", "whole tiles", "one row", "3-d with a broadcast operand"])
+], ids=["permute(2, 0, 1): a loop between the tiled ones", "ragged tiles", "whole tiles", "one row",
+        "3-d with a broadcast operand"])
 @pytest.mark.parametrize("policy", ["never", "always"])
 def test_a_pointwise_kernel_reading_an_operand_transposed_is_tiled(monkeypatch, fn, types, policy):
     """The two innermost loops of a pointwise kernel that reads an operand across its

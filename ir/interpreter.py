@@ -55,6 +55,19 @@ def apply_ref_small(ref, arrays, attrs: dict, want: np.dtype) -> np.ndarray:
     return np.asarray(out, dtype=want)
 
 
+def apply_ref_into(ufunc, arrays, out: np.ndarray) -> np.ndarray:
+    """`ufunc(*arrays, out=out)` with floating-point warnings silenced (apply_ref_small for a
+    ufunc whose result is written into given memory: a buffer of ir/buffers.py's pool)."""
+    if _FP_STATE is not None:
+        token = _FP_STATE.set(_QUIET)
+        try:
+            return ufunc(*arrays, out=out)
+        finally:
+            _FP_STATE.reset(token)
+    with np.errstate(all="ignore"):
+        return ufunc(*arrays, out=out)
+
+
 def _as_typed(out, out_types) -> tuple:
     """A reference's result as a tuple of arrays of the output types' dtypes
     (NumPy returns scalars for 0-d results, and may widen dtypes)."""

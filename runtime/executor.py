@@ -31,11 +31,11 @@ import numpy as np
 
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
+from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
 from . import background, disk_cache, stats
-from .buffers import MIN_POOLED_BYTES, POOL
 
 # Numba and the kernel cache are imported on first use, not with this module: the
 # reference path of a first call needs program_key only, and importing Numba
@@ -80,6 +80,7 @@ def _clear() -> None:
 
 
 stats.register_clearer(_clear)
+stats.register_clearer(POOL.release_free)
 
 _attr_text: dict = {}
 
@@ -347,7 +348,7 @@ class _OpStep:
 
 class _IntoStep(_OpStep):
     """An op whose reference can write its one output into given memory (the op table's
-    `extra["ref_into"]`: BLAS products): it writes into a pooled buffer (runtime/buffers.py)."""
+    `extra["ref_into"]`: BLAS products): it writes into a pooled buffer (ir/buffers.py)."""
 
     def __init__(self, step, slots: dict, into):
         super().__init__(step, slots)

@@ -1,4 +1,4 @@
-"""The executor's buffer pool (runtime/buffers.py): compiled programs reuse the memory of
+"""The executor's buffer pool (ir/buffers.py): compiled programs reuse the memory of
 arrays nobody holds any more, and never hand out memory that someone still holds."""
 import gc
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.runtime import buffers
-from fusegrad.runtime.buffers import MIN_POOLED_BYTES, BufferPool
+from fusegrad.ir import buffers
+from fusegrad.ir.buffers import MIN_POOLED_BYTES, BufferPool
 
 BIG = MIN_POOLED_BYTES // 4 * 2          # float32 elements: twice the pooled minimum
 
@@ -171,3 +171,57 @@ def test_pooled_results_pickle_and_copy_as_tensors():
     for z in (pickle.loads(pickle.dumps(y)), copy.deepcopy(y), copy.copy(y)):
         assert z.dtype == fg.float32 and z.shape == (2, BIG // 2) and z.storage_offset() == 0
         np.testing.assert_array_equal(z.numpy(), expected)
+
+
+# ---------------------------------------------------------------- eager ufunc results
+
+
+def test_eager_ufunc_results_come_from_the_pool_and_stay_the_callers():
+    x = fg.from_numpy(_fresh(BIG, 21))
+    kept = [x * 2.0, x > 0, (x * 3).exp()]       # float32, bool and a chain, all held
+    before = buffers.POOL.reused
+    for _ in range(4):
+        (x - 1.0).tanh()                         # results dropped at once: reused
+    assert buffers.POOL.reused > before
+    v = x.numpy()
+    np.testing.assert_array_equal(kept[0].numpy(), v * np.float32(2.0))
+    np.testing.assert_array_equal(kept[1].numpy(), v > 0)
+    np.testing.assert_allclose(kept[2].numpy(), np.exp(v * 3), rtol=1e-6)
+    assert kept[1].dtype == fg.bool and kept[0].dtype == fg.float32
+
+
+@pytest.mark.parametrize("expr", [lambda x, i: x + i, lambda x, i: i * 2, lambda x, i: i / 2,
+                                  lambda x, i: (i > 0) & (x > 0), lambda x, i: x.double() * 2],
+                         ids=["float+int", "int", "int true divide", "bool and", "float64"])
+def test_eager_results_keep_torchs_dtypes_whatever_the_pool_does(expr):
+    torch = pytest.importorskip("torch", reason="torch is the oracle for result dtypes")
+    x = _fresh(BIG, 22)
+    i = np.arange(BIG, dtype=np.int64) % 7 - 3
+    got = expr(fg.from_numpy(x), fg.from_numpy(i))
+    want = expr(torch.from_numpy(x), torch.from_numpy(i))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_eager_training_with_the_pool_matches_without(monkeypatch):
+    """Eager steps of a small MLP compute the same bits with pooled results as with fresh ones."""
+    def run():
+        fg.manual_seed(0)
+        model = fg.nn.Sequential(fg.nn.Linear(64, 256), fg.nn.ReLU(), fg.nn.Linear(256, 1))
+        opt = fg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = fg.from_numpy(_fresh(512 * 64, 1).reshape(512, 64))
+        y = fg.from_numpy(_fresh(512, 2).reshape(512, 1))
+        losses = []
+        for _ in range(4):
+            opt.zero_grad()
+            loss = fg.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().numpy().copy() for p in model.parameters()]
+    pooled = run()
+    monkeypatch.setattr(buffers.POOL, "limit_bytes", 0)
+    fresh = run()
+    assert pooled[0] == fresh[0]
+    for a, b in zip(pooled[1], fresh[1]):
+        np.testing.assert_array_equal(a, b)

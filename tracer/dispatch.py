@@ -11,7 +11,8 @@ import numpy as np
 from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir import threaded
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
-from fusegrad.ir.interpreter import apply_ref, apply_ref_small
+from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
+from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small
 from fusegrad.ir.ops import OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
@@ -121,7 +122,7 @@ class _Plan:
 
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
-                 "no_consts", "saved_inputs", "saved_outputs")
+                 "no_consts", "saved_inputs", "saved_outputs", "pooled")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -133,6 +134,9 @@ class _Plan:
         # Small enough never to be split over threads (ir.threaded): the lean reference call.
         self.small = self.want is not None and all(t.numel < threaded.MIN_ELEMENTS
                                                     for t in self.in_types + self.out_types)
+        # A ufunc result large enough to page-fault when fresh is written into a buffer of
+        # the pool (ir/buffers.py), when the ufunc's own result dtype is the output's.
+        self.pooled = self.small and not attrs and _pools(opdef.ref, self.in_types, self.out_types[0])
         self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
         self.may_record = opdef.vjp is not None and True in self.needs
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs)
@@ -151,6 +155,20 @@ class _Plan:
         self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
+
+
+def _pools(ref, in_types, out_type) -> bool:
+    """Whether a plan's result comes from the buffer pool: a ufunc reference whose loop for
+    these operand dtypes gives the output's dtype, and a result of at least MIN_POOLED_BYTES."""
+    if type(ref) is not np.ufunc or ref.nout != 1 or len(in_types) != ref.nin:
+        return False
+    if out_type.numel * out_type.dtype.np.itemsize < MIN_POOLED_BYTES:
+        return False
+    try:
+        resolved = ref.resolve_dtypes(tuple(t.dtype.np for t in in_types) + (None,))
+    except (TypeError, AttributeError):          # no loop for these dtypes (it raises at the call)
+        return False
+    return resolved[-1] == out_type.dtype.np
 
 
 _PLANS: dict = {}
@@ -180,7 +198,12 @@ def _run_plan(plan: _Plan, inputs, attrs):
         arrays = [a if type(a) is np.ndarray else a._data]
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
-    if plan.small:
+    if plan.pooled:
+        out = object.__new__(Tensor)
+        out._init(apply_ref_into(plan.ref, arrays, POOL.empty(plan.out_types[0].shape, plan.want)),
+                  plan.out_types[0].dtype)
+        outs = (out,)
+    elif plan.small:
         out = object.__new__(Tensor)
         out._init(apply_ref_small(plan.ref, arrays, attrs, plan.want), plan.out_types[0].dtype)
         outs = (out,)

@@ -1,4 +1,5 @@
-"""Memory for the arrays a compiled program writes (kernel and BLAS outputs), reused across calls.
+"""Memory for the arrays fusegrad writes (compiled kernel and BLAS outputs, eager ufunc results),
+reused across calls.
 
 Why: a fresh array of a few hundred KiB to a few MiB is, with glibc's malloc, a new
 mapping (or heap memory that the previous call's frees gave back to the kernel), and
@@ -31,7 +32,6 @@ import threading
 
 import numpy as np
 
-from . import stats
 
 # Below this size malloc serves arrays from memory the process keeps (no faults), and a
 # reused buffer would save nothing.
@@ -123,5 +123,6 @@ class BufferPool:
             self._release_free(self.held_bytes)
 
 
+# One pool for the process: compiled programs' kernel and BLAS outputs (runtime/executor.py)
+# and eager ufunc results (tracer/dispatch.py). runtime registers its release with clear_caches().
 POOL = BufferPool(_limit_from_env())
-stats.register_clearer(POOL.release_free)

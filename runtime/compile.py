@@ -34,7 +34,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
-from fusegrad.tracer.engine import modified_error, output_of
+from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_of
 from fusegrad.tracer.node import _FREED_MSG, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
@@ -466,11 +466,17 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     for t in alive:
         t._sym = None
     for leaf, _ in trace.grad_leaves.values():
-        # A gradient can be an expand's read-only broadcast view; a .grad owns writable
-        # memory (a later backward accumulates into it in place), as in torch.
+        # A gradient can be an expand's read-only broadcast view or a transposed product; a
+        # .grad owns writable memory (a later backward accumulates into it in place) laid out
+        # as its leaf, as in torch (tracer.engine.grad_memory).
         grad = leaf._grad
-        if grad is not None and grad._data is not None and not grad._data.flags.writeable:
-            grad._data = grad._data.copy()
+        if grad is None or grad._data is None:
+            continue
+        if leaf._data is None:          # a leaf made inside the call: its own layout is row-major
+            if not grad._data.flags.writeable:
+                grad._data = grad._data.copy()
+        elif not has_grad_layout(grad._data, leaf._data):
+            grad._data = grad_memory(grad._data, leaf._data)
     saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
     for array, tensor in mutated:
         if tensor._sym is not None:

@@ -458,6 +458,40 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     _accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None], create_graph)
 
 
+def grad_memory(g: np.ndarray, leaf: np.ndarray) -> np.ndarray:
+    """A first `.grad`: `g`'s values in owned, writable memory laid out as the leaf's (torch's
+    AccumulateGrad layout contract: a dense leaf's gradient has the leaf's strides, any
+    other's is contiguous). A weight used as `w.t()` otherwise keeps the transposed
+    (Fortran-order) layout of its product, and every later op on it mixes layouts."""
+    dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or _dense(leaf)
+    out = np.empty_like(leaf, dtype=g.dtype) if dense else np.empty(leaf.shape, g.dtype)
+    np.copyto(out, g)
+    return out
+
+
+def has_grad_layout(g: np.ndarray, leaf: np.ndarray) -> bool:
+    """Whether writable `g` already is laid out as grad_memory would lay it out for `leaf`."""
+    if not g.flags.writeable:
+        return False
+    if leaf.flags.c_contiguous:
+        return g.flags.c_contiguous
+    if leaf.flags.f_contiguous:
+        return g.flags.f_contiguous
+    return g.strides == np.empty_like(leaf, dtype=g.dtype).strides if _dense(leaf) else g.flags.c_contiguous
+
+
+def _dense(a: np.ndarray) -> bool:
+    """Whether `a`'s elements fill its memory span without gaps (a permuted contiguous array)."""
+    span = a.itemsize
+    for n, stride in sorted(zip(a.shape, map(abs, a.strides)), key=lambda p: p[1]):
+        if n == 1:
+            continue
+        if stride != span:
+            return False
+        span *= n
+    return True
+
+
 def _accumulate_into_grads(pairs, create_graph: bool) -> None:
     """Add each gradient (an array, or a Tensor with create_graph) into its tensor's `.grad`."""
     with no_grad():
@@ -475,7 +509,7 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
                     with enable_grad():
                         t._grad = t._grad + g
             elif t._grad is None:
-                t._grad = Tensor._wrap(np.array(g, copy=True))      # owned, writable memory
+                t._grad = Tensor._wrap(grad_memory(g, t._data))
             else:
                 t._grad._data += g
                 t._grad._version[0] += 1

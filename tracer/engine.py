@@ -463,7 +463,9 @@ def grad_memory(g: np.ndarray, leaf: np.ndarray) -> np.ndarray:
     AccumulateGrad layout contract: a dense leaf's gradient has the leaf's strides, any
     other's is contiguous). A weight used as `w.t()` otherwise keeps the transposed
     (Fortran-order) layout of its product, and every later op on it mixes layouts."""
-    dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or _dense(leaf)
+    if leaf.flags.c_contiguous:             # the common case, on every first backward
+        return np.array(g, order="C", copy=True)
+    dense = leaf.flags.f_contiguous or _dense(leaf)
     out = np.empty_like(leaf, dtype=g.dtype) if dense else np.empty(leaf.shape, g.dtype)
     np.copyto(out, g)
     return out

@@ -17,6 +17,9 @@ A call's intermediates thus come back as soon as the executor drops them, and th
 outputs a caller keeps (a result, a `.grad`, a value saved for backward) stay theirs
 for as long as they are alive; nothing is ever handed out twice.
 
+Only arrays of 64 KiB to 32 MiB are pooled (below, malloc reuses memory the process keeps;
+above, fresh memory comes in huge pages).
+
 What it costs: the pool keeps up to `FUSEGRAD_BUFFER_POOL_MB` (default 512) MiB of
 buffers, in use or free; beyond that, allocations fall back to `np.empty` after free
 buffers of other sizes are released. Free buffers stay resident between calls (that is
@@ -36,6 +39,10 @@ import numpy as np
 # Below this size malloc serves arrays from memory the process keeps (no faults), and a
 # reused buffer would save nothing.
 MIN_POOLED_BYTES = 1 << 16
+# Above this size glibc always maps fresh memory and NumPy asks for transparent huge pages
+# (one fault per 2 MiB), so a fresh array is cheap again, while a kept buffer would pin
+# a lot of memory.
+MAX_POOLED_BYTES = 1 << 25
 DEFAULT_LIMIT_MB = 512
 
 
@@ -79,7 +86,7 @@ class BufferPool:
             numel *= n
         dtype = np.dtype(dtype)
         nbytes = numel * dtype.itemsize
-        if nbytes < MIN_POOLED_BYTES or not self.limit_bytes:
+        if nbytes < MIN_POOLED_BYTES or nbytes > MAX_POOLED_BYTES or not self.limit_bytes:
             return np.empty(shape, dtype)
         key = (numel, dtype)
         with self._lock:

@@ -7,7 +7,7 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.ir import buffers
-from fusegrad.ir.buffers import MIN_POOLED_BYTES, BufferPool
+from fusegrad.ir.buffers import MAX_POOLED_BYTES, MIN_POOLED_BYTES, BufferPool
 
 BIG = MIN_POOLED_BYTES // 4 * 2          # float32 elements: twice the pooled minimum
 
@@ -60,10 +60,11 @@ def test_dtypes_and_sizes_have_their_own_buffers():
     assert pool.reused == 0 and b.dtype == np.int32 and c.dtype == np.float64
 
 
-def test_small_arrays_are_not_pooled():
+def test_small_and_huge_arrays_are_not_pooled():
     pool = BufferPool(1 << 30)
     for _ in range(3):
         pool.empty((16,), np.float32)
+        pool.empty((MAX_POOLED_BYTES // 4 + 1,), np.float32)
     assert pool.held_bytes == 0 and pool.reused == 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import threaded
+from .buffers import MIN_POOLED_BYTES, POOL
 from .ops import OPS
 from .program import Instr, Program
 
@@ -55,17 +56,50 @@ def apply_ref_small(ref, arrays, attrs: dict, want: np.dtype) -> np.ndarray:
     return np.asarray(out, dtype=want)
 
 
-def apply_ref_into(ufunc, arrays, out: np.ndarray) -> np.ndarray:
-    """`ufunc(*arrays, out=out)` with floating-point warnings silenced (apply_ref_small for a
-    ufunc whose result is written into given memory: a buffer of ir/buffers.py's pool)."""
+def apply_ref_into(into, arrays, out: np.ndarray, attrs=None) -> np.ndarray:
+    """`into(out, *arrays, **attrs)` (an into_writer) with floating-point warnings silenced;
+    returns `out`, which holds the result (a buffer of ir/buffers.py's pool)."""
     if _FP_STATE is not None:
         token = _FP_STATE.set(_QUIET)
         try:
-            return ufunc(*arrays, out=out)
+            if attrs:
+                into(out, *arrays, **attrs)
+            else:
+                into(out, *arrays)
         finally:
             _FP_STATE.reset(token)
-    with np.errstate(all="ignore"):
-        return ufunc(*arrays, out=out)
+    else:
+        with np.errstate(all="ignore"):
+            into(out, *arrays, **(attrs or {}))
+    return out
+
+
+_UFUNC_WRITERS: dict = {}
+
+
+def into_writer(opdef, in_types, out_types, attrs):
+    """How a reference writes its one result into given memory, when that result is large
+    enough to come from the buffer pool (ir/buffers.py): the op table's `extra["ref_into"]`
+    (out, *arrays, **attrs), or, for a ufunc reference without attributes whose loop for
+    these operand dtypes gives the output's dtype, the ufunc with `out=`. None otherwise."""
+    if len(out_types) != 1 or out_types[0].numel * out_types[0].dtype.np.itemsize < MIN_POOLED_BYTES:
+        return None
+    into = opdef.extra.get("ref_into")
+    if into is not None:
+        return into
+    ref = opdef.ref
+    if type(ref) is not np.ufunc or attrs or ref.nout != 1 or len(in_types) != ref.nin:
+        return None
+    try:
+        resolved = ref.resolve_dtypes(tuple(t.dtype.np for t in in_types) + (None,))
+    except (TypeError, AttributeError):          # no loop for these dtypes (it raises at the call)
+        return None
+    if resolved[-1] != out_types[0].dtype.np:
+        return None
+    writer = _UFUNC_WRITERS.get(ref)
+    if writer is None:
+        writer = _UFUNC_WRITERS[ref] = lambda out, *arrays, ufunc=ref: ufunc(*arrays, out=out)
+    return writer
 
 
 def _as_typed(out, out_types) -> tuple:
@@ -180,7 +214,8 @@ class StraightLine:
         template: list = [None] * len(slots)
         folded: set = set()             # slots holding values computed here, once
         types: dict = {}                # slot -> static type
-        planned = []                    # (ref, attrs, out_types, arg_slots, out_slots)
+        planned = []                    # (ref, attrs, out_types, arg_slots, out_slots, pooled writer)
+        in_types = {k: v.type for k, v in enumerate(program.inputs)}
         for ins in program.instrs:
             opdef = OPS[ins.op]
             attrs = dict(ins.attrs)
@@ -201,19 +236,21 @@ class StraightLine:
                     template[k] = r
                     folded.add(k)
             else:
-                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots))
+                writer = into_writer(opdef, [in_types[k] if k in in_types else types[k] for k in arg_slots],
+                                     out_types, attrs)
+                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots, writer))
         self.n_inputs = len(program.inputs)
         self.template = template
         self.output_slots = tuple(slots[v.id] for v in program.outputs)
         targets = _reuse_targets([(_is_plain_ufunc(ref, attrs), out_types[0], arg_slots, out_slots)
-                                  for ref, attrs, out_types, arg_slots, out_slots in planned],
+                                  for ref, attrs, out_types, arg_slots, out_slots, _ in planned],
                                  types, set(self.output_slots))
         self.steps = tuple(step + (into,) for step, into in zip(planned, targets))
         # One step with one output and no buffer reuse (most eager nodes' VJPs: g * 2,
         # g * x): run without the slot list (a tenth of a small node's backward).
         self.single = None
-        if len(self.steps) == 1 and len(self.steps[0][4]) == 1 and self.steps[0][5] is None:
-            self.single = self.steps[0][:4] + (self.steps[0][4][0],)
+        if len(self.steps) == 1 and len(self.steps[0][4]) == 1 and self.steps[0][6] is None:
+            self.single = self.steps[0][:4] + (self.steps[0][4][0], self.steps[0][5])
 
     def __call__(self, args) -> list:
         """The program's outputs for `args` (one array per input), with
@@ -221,10 +258,14 @@ class StraightLine:
         if len(args) != self.n_inputs:
             raise ValueError(f"program takes {self.n_inputs} inputs, got {len(args)}")
         if self.single is not None:
-            ref, attrs, out_types, arg_slots, out_slot = self.single
+            ref, attrs, out_types, arg_slots, out_slot, writer = self.single
             n, template = self.n_inputs, self.template
-            result = apply_ref_small(ref, [args[k] if k < n else template[k] for k in arg_slots], attrs,
-                                     out_types[0].dtype.np)
+            arrays = [args[k] if k < n else template[k] for k in arg_slots]
+            if writer is not None:          # a large result: into a pooled buffer
+                result = apply_ref_into(writer, arrays, POOL.empty(out_types[0].shape, out_types[0].dtype.np),
+                                        attrs)
+            else:
+                result = apply_ref_small(ref, arrays, attrs, out_types[0].dtype.np)
             return [result if k == out_slot else args[k] if k < n else template[k] for k in self.output_slots]
         env = self.template.copy()
         env[:self.n_inputs] = args
@@ -232,9 +273,13 @@ class StraightLine:
         return [env[k] for k in self.output_slots]
 
     def _steps(self, env: list) -> None:
-        for ref, attrs, out_types, arg_slots, out_slots, into in self.steps:
+        for ref, attrs, out_types, arg_slots, out_slots, writer, into in self.steps:
             args = [env[k] for k in arg_slots]
-            if into is None:
+            if into is None and writer is not None:     # a large result: into a pooled buffer
+                out = POOL.empty(out_types[0].shape, out_types[0].dtype.np)
+                writer(out, *args, **attrs)
+                results = (out,)
+            elif into is None:
                 results = _as_typed(ref(*args, **attrs), out_types)
             else:
                 results = _large_ufunc(ref, args, out_types, env[into] if into >= 0 else None)

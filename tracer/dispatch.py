@@ -11,8 +11,8 @@ import numpy as np
 from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir import threaded
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
-from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
-from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small
+from fusegrad.ir.buffers import POOL
+from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small, into_writer
 from fusegrad.ir.ops import OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
@@ -134,9 +134,10 @@ class _Plan:
         # Small enough never to be split over threads (ir.threaded): the lean reference call.
         self.small = self.want is not None and all(t.numel < threaded.MIN_ELEMENTS
                                                     for t in self.in_types + self.out_types)
-        # A ufunc result large enough to page-fault when fresh is written into a buffer of
-        # the pool (ir/buffers.py), when the ufunc's own result dtype is the output's.
-        self.pooled = self.small and not attrs and _pools(opdef.ref, self.in_types, self.out_types[0])
+        # A result large enough to page-fault when fresh is written into a buffer of the pool
+        # (ir/buffers.py) by the op's `ref_into`, or by its ufunc when the ufunc's own result
+        # dtype is the output's: None, or the callable writing it (ir.interpreter.into_writer).
+        self.pooled = into_writer(opdef, self.in_types, self.out_types, attrs) if self.small else None
         self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
         self.may_record = opdef.vjp is not None and True in self.needs
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs)
@@ -155,20 +156,6 @@ class _Plan:
         self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
-
-
-def _pools(ref, in_types, out_type) -> bool:
-    """Whether a plan's result comes from the buffer pool: a ufunc reference whose loop for
-    these operand dtypes gives the output's dtype, and a result of at least MIN_POOLED_BYTES."""
-    if type(ref) is not np.ufunc or ref.nout != 1 or len(in_types) != ref.nin:
-        return False
-    if out_type.numel * out_type.dtype.np.itemsize < MIN_POOLED_BYTES:
-        return False
-    try:
-        resolved = ref.resolve_dtypes(tuple(t.dtype.np for t in in_types) + (None,))
-    except (TypeError, AttributeError):          # no loop for these dtypes (it raises at the call)
-        return False
-    return resolved[-1] == out_type.dtype.np
 
 
 _PLANS: dict = {}
@@ -198,9 +185,9 @@ def _run_plan(plan: _Plan, inputs, attrs):
         arrays = [a if type(a) is np.ndarray else a._data]
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
-    if plan.pooled:
+    if plan.pooled is not None:
         out = object.__new__(Tensor)
-        out._init(apply_ref_into(plan.ref, arrays, POOL.empty(plan.out_types[0].shape, plan.want)),
+        out._init(apply_ref_into(plan.pooled, arrays, POOL.empty(plan.out_types[0].shape, plan.want), attrs),
                   plan.out_types[0].dtype)
         outs = (out,)
     elif plan.small:

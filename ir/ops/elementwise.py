@@ -36,11 +36,13 @@ def _infer_map(name, result=None, float_only=False, bool_error=None):
 
 
 def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None,
-                bool_error=None):
+                bool_error=None, ref_into=None):
     """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs).
-    `bool_error`: the exception torch raises for bool operands, if it does."""
+    `bool_error`: the exception torch raises for bool operands, if it does. `ref_into(out,
+    *arrays)`: the reference writing its result into given memory (OpDef.extra, see
+    ir/buffers.py), where `ref` is not a ufunc."""
     return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error), ref, vjp, expr,
-                          doc=doc, rewrite=rewrite))
+                          doc=doc, rewrite=rewrite, extra={"ref_into": ref_into} if ref_into else {}))
 
 
 def _sigmoid_ref(x):
@@ -220,9 +222,22 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_bac
 # ------------------------------------------------------------------ piecewise
 # torch's threshold_backward(grad, result, 0) (below): reading y, the gradient is
 # differentiable (requires_grad under create_graph), as in torch.
-elementwise("relu", lambda x: np.where(x < 0, x.dtype.type(0), x),    # keeps -0.0 and NaN, as torch
+def _relu_into(out, x):
+    """torch's relu, where(x < 0, 0, x), into `out`: 0 for negatives, x itself otherwise (NaN
+    and -0.0 included). np.maximum is 8x faster than np.where or a masked copy on a random
+    sign (0.24 against 1.9 ms on 512k float32), and equal but for -0.0, which it turns into
+    +0.0: zeros are copied back from x, when there are any."""
+    np.maximum(x, x.dtype.type(0), out=out)
+    if x.dtype.kind == "f":
+        zeros = x == 0
+        if zeros.any():
+            np.copyto(out, x, where=zeros)
+    return out
+
+
+elementwise("relu", lambda x: _relu_into(np.empty(x.shape, x.dtype), x),
             lambda e, x, y, g, a, n: [e.op("threshold_backward", g[0], y[0])], "fg_relu({0})",
-            bool_error=RuntimeError("Boolean inputs not supported for relu"))
+            bool_error=RuntimeError("Boolean inputs not supported for relu"), ref_into=_relu_into)
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
             bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"))
 # sign is piecewise constant: its gradient is zeros (+0.0 whatever the cotangent, NaN
@@ -282,10 +297,20 @@ register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
 # create_graph records their nodes (TanhBackwardBackward0, ...), and differentiating
 # it again applies torch's double-backward formulas. Composites: the scheduler
 # decomposes them into the elementwise ops they stand for, so kernels are unchanged.
-def backward_op(name, ref, vjp, decompose, doc):
-    """Declare a composite `name(grad, result)` of one shape and floating dtype."""
+def backward_op(name, ref, vjp, decompose, doc, ref_into=None):
+    """Declare a composite `name(grad, result)` of one shape and floating dtype; `ref_into(out,
+    grad, result)`: its reference writing into given memory (ir/buffers.py), if it has one."""
     return register(OpDef(name, COMPOSITE, _infer_map(name, float_only=True), ref, vjp, decompose=decompose,
-                          doc=doc))
+                          doc=doc, extra={"ref_into": ref_into} if ref_into else {}))
+
+
+def _fresh_result(into):
+    """The reference of a backward op from its writer: into a new array of the result's shape."""
+    def ref(grad, result):
+        out = np.empty(np.broadcast_shapes(grad.shape, result.shape), result.dtype)
+        into(out, grad, result)
+        return out
+    return ref
 
 
 def _tanh_backward_vjp(e, x, y, g, a, n):
@@ -312,29 +337,28 @@ def _threshold_backward_ref(grad, result):
     return np.where(result <= 0, grad.dtype.type(0), grad)
 
 
-# The references below make one fresh array and work in place in it (on large arrays each
-# temporary is another allocation and pass over memory); products are commutative in IEEE
-# arithmetic, so the values are torch's order's bit for bit.
-def _tanh_backward_ref(g, y):
-    out = np.multiply(y, y, out=np.empty_like(y))
+# The references below work in place in their output (on large arrays each temporary is
+# another allocation and pass over memory); products are commutative in IEEE arithmetic,
+# so the values are torch's order's bit for bit.
+def _tanh_backward_into(out, g, y):
+    np.multiply(y, y, out=out)
     np.subtract(y.dtype.type(1), out, out=out)
     out *= g                            # g * (1 - y * y)
-    return out
 
 
-def _sigmoid_backward_ref(g, y):
-    out = np.subtract(y.dtype.type(1), y, out=np.empty_like(y))
+def _sigmoid_backward_into(out, g, y):
+    np.subtract(y.dtype.type(1), y, out=out)
     out *= g
     out *= y                            # (g * (1 - y)) * y
-    return out
 
 
-backward_op("tanh_backward", _tanh_backward_ref, _tanh_backward_vjp,
+backward_op("tanh_backward", _fresh_result(_tanh_backward_into), _tanh_backward_vjp,
             lambda e, xs, a: [e.mul(xs[0], e.sub(1, e.mul(xs[1], xs[1])))],
-            "tanh_backward(grad, result): grad * (1 - result**2)")
-backward_op("sigmoid_backward", _sigmoid_backward_ref, _sigmoid_backward_vjp,
+            "tanh_backward(grad, result): grad * (1 - result**2)", ref_into=_tanh_backward_into)
+backward_op("sigmoid_backward", _fresh_result(_sigmoid_backward_into), _sigmoid_backward_vjp,
             lambda e, xs, a: [e.mul(e.mul(xs[0], e.sub(1, xs[1])), xs[1])],
-            "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order")
+            "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order",
+            ref_into=_sigmoid_backward_into)
 backward_op("threshold_backward", _threshold_backward_ref, _threshold_backward_vjp,
             lambda e, xs, a: [e.where(e.le(xs[1], 0), 0, xs[0])],
             "threshold_backward(grad, result): relu's gradient, 0 where result <= 0")

@@ -154,6 +154,12 @@ def _addmm_ref(bias, m1, m2):
     return np.matmul(m1, m2) + bias
 
 
+def _addmm_into(out, bias, m1, m2):
+    """_addmm_ref writing into `out` (the same two roundings: the product, then the sum)."""
+    np.matmul(m1, m2, out=out)
+    np.add(out, bias, out=out)
+
+
 def _addmm_vjp(e, x, y, g, a, n):
     bias, m1, m2 = x
     return [g[0] if n[0] else None,
@@ -167,7 +173,8 @@ def _addmm_decompose(e, xs, a):
 
 
 register(OpDef("addmm", COMPOSITE, _addmm_infer, _addmm_ref, _addmm_vjp, decompose=_addmm_decompose,
-               doc="addmm(bias, mat1, mat2): bias + mat1 @ mat2 (a linear layer)"))
+               doc="addmm(bias, mat1, mat2): bias + mat1 @ mat2 (a linear layer)",
+               extra={"ref_into": _addmm_into}))
 
 
 # ------------------------------------------------------------------ softmax

@@ -236,7 +236,11 @@ def _ref_into_cases():
     g = rng.standard_normal((256, 128)).astype(np.float32)
     m1, m2 = rng.standard_normal((256, 64)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
     b = rng.standard_normal(128).astype(np.float32)
+    g[1, :6] = [-0.0, 0.0, np.nan, np.inf, -np.inf, -2.0]
+    r = np.maximum(x, 0)
+    r[1, :6] = [0.0, np.nan, 0.0, -1.0, 3.0, -0.0]
     return {"relu": [x], "tanh_backward": [g, y], "sigmoid_backward": [g, (y + 1) / 2],
+            "threshold_backward": [g, r], "threshold_backward_f64": [g.astype(np.float64), r.astype(np.float64)],
             "addmm": [b, m1, m2], "matmul": [m1, m2]}
 
 
@@ -245,6 +249,7 @@ def test_each_ref_into_writes_exactly_what_its_reference_returns(op):
     """The op table's `ref_into` (used for pooled results) computes its reference's bits."""
     from fusegrad.ir import OPS
     arrays = _ref_into_cases()[op]
+    op = op.removesuffix("_f64")
     want = OPS[op].ref(*arrays)
     out = np.full(want.shape, 7.0, want.dtype)
     OPS[op].extra["ref_into"](out, *arrays)
@@ -254,7 +259,8 @@ def test_each_ref_into_writes_exactly_what_its_reference_returns(op):
 
 def test_every_ref_into_is_checked_above():
     from fusegrad.ir import OPS
-    assert {name for name, op in OPS.items() if "ref_into" in op.extra} == set(_ref_into_cases())
+    assert {name for name, op in OPS.items() if "ref_into" in op.extra} == \
+        {case.removesuffix("_f64") for case in _ref_into_cases()}
 
 
 @pytest.mark.parametrize("fn", ["tanh", "sigmoid", "relu"])
@@ -272,3 +278,19 @@ def test_eager_backward_of_large_activations_matches_torch(fn):
         # (NumPy's and torch's tanh differ by an ulp or so; 1 - y*y amplifies that near |y| = 1)
         np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_relu_and_its_gradient_keep_torchs_bits():
+    """relu (np.maximum, -0.0 copied back) and threshold_backward (integer masking) are
+    where(x < 0, 0, x) and where(result <= 0, 0, grad) bit for bit: signed zeros, NaN, inf."""
+    from fusegrad.ir import OPS
+    cases = _ref_into_cases()
+    for dtype in (np.float32, np.float64):
+        x = cases["relu"][0].astype(dtype)
+        got = OPS["relu"].ref(x)
+        want = np.where(x < 0, dtype(0), x)
+        assert np.array_equal(got.view(f"i{x.itemsize}"), want.view(f"i{x.itemsize}"))
+        g, r = (a.astype(dtype) for a in cases["threshold_backward"])
+        got = OPS["threshold_backward"].ref(g, r)
+        want = np.where(r <= 0, dtype(0), g)
+        assert np.array_equal(got.view(f"i{g.itemsize}"), want.view(f"i{g.itemsize}"))

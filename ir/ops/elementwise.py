@@ -332,9 +332,18 @@ def _threshold_backward_vjp(e, x, y, g, a, n):
     return [e.op("threshold_backward", g[0], x[1]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
 
 
-def _threshold_backward_ref(grad, result):
-    # torch: 0 (+0.0) where result <= 0, else the gradient (a NaN result passes it)
-    return np.where(result <= 0, grad.dtype.type(0), grad)
+def _threshold_backward_into(out, grad, result):
+    """torch's threshold_backward(grad, result, 0) into `out`: +0.0 where result <= 0, else
+    the gradient (a NaN result passes it), bit for bit as where(result <= 0, 0, grad): the
+    gradient's bits, as integers, times the 0/1 mask of what passes. np.where (or a masked
+    copy) takes 9x as long on a random mask (1.9 against 0.2 ms on 512k float32)."""
+    passes = np.less_equal(result, 0)
+    if type(passes) is np.ndarray:
+        np.logical_not(passes, out=passes)
+    else:                                   # 0-d operands give a NumPy scalar
+        passes = not passes
+    ints = np.dtype(f"i{grad.dtype.itemsize}")
+    np.multiply(grad.view(ints), passes, out=out.view(ints))
 
 
 # The references below work in place in their output (on large arrays each temporary is
@@ -359,9 +368,10 @@ backward_op("sigmoid_backward", _fresh_result(_sigmoid_backward_into), _sigmoid_
             lambda e, xs, a: [e.mul(e.mul(xs[0], e.sub(1, xs[1])), xs[1])],
             "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order",
             ref_into=_sigmoid_backward_into)
-backward_op("threshold_backward", _threshold_backward_ref, _threshold_backward_vjp,
+backward_op("threshold_backward", _fresh_result(_threshold_backward_into), _threshold_backward_vjp,
             lambda e, xs, a: [e.where(e.le(xs[1], 0), 0, xs[0])],
-            "threshold_backward(grad, result): relu's gradient, 0 where result <= 0")
+            "threshold_backward(grad, result): relu's gradient, 0 where result <= 0",
+            ref_into=_threshold_backward_into)
 
 # ------------------------------------------------------------------ graft
 def _graft_vjp(e, x, y, g, a, n):

@@ -60,6 +60,19 @@ HOT_CALLS = 2
 # requires_grad), calls with that signature run the function eagerly.
 EAGER_AFTER = 2
 
+# With tiered execution, a program whose kernels are in the disk cache loads them at once
+# (and runs them) only when its reference run would take longer than the load: loading
+# costs about 0.08 s a kernel, the reference executor about 0.5 ns per element an
+# instruction writes. Below this many elements the call runs on the reference executor
+# while the kernels load in the background (W1's warm first call: 0.15-0.23 s loading at
+# once, about 0.05 s this way).
+LOAD_NOW_MIN_ELEMENTS = 200_000_000
+
+
+def _element_work(program: Program) -> int:
+    """Elements the instructions of `program` write, in all (what a reference run costs)."""
+    return sum(v.type.numel for ins in program.instrs for v in ins.outputs)
+
 
 def _is_small(program: Program) -> bool:
     """Whether the program's values hold fewer than SMALL_PROGRAM_ELEMENTS elements in all."""
@@ -93,7 +106,9 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
     2. small program after a graph break: reference; with tiered execution on
        (FUSEGRAD_ASYNC_COMPILE=1) also a small program not hot yet or with few instructions;
     3. tiered execution off (the default): compile now and run the kernels;
-    4. every kernel in the disk cache and Numba initialised: load them now and run;
+    4. every kernel in the disk cache and Numba initialised: load them now and run when
+       the reference run would cost more than the load (LOAD_NOW_MIN_ELEMENTS), else
+       load them on the background thread and run this call on the reference executor;
     5. otherwise: compile on the background thread (at most once per program key)
        and run this call on the reference executor; a later call finds the kernels
        ready, and none ever waits for them.
@@ -124,8 +139,11 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
     if background.numba_ready():
         try:
             if ex.on_disk(key):
-                return _run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
-                                     "compiled kernels (loaded from the disk cache)")
+                if _element_work(program) >= LOAD_NOW_MIN_ELEMENTS:
+                    return _run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
+                                         "compiled kernels (loaded from the disk cache)")
+                ex.compile_in_background(program, key, structure, args, hold=run.hold)
+                return _reference(program, args, known, run, "kernels loading from the disk cache in the background")
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
                 compiled = ex.try_ready(program, key, structure)
                 if compiled is not None:

@@ -172,7 +172,8 @@ def test_failed_background_compile_falls_back_and_is_reported(asynchronous, fres
         check(f(x), x)                               # reported once
 
 
-def test_failed_load_of_a_program_on_disk_falls_back(asynchronous, fresh_cache, monkeypatch):
+@pytest.mark.parametrize("load_now", [False, True], ids=["in the background", "at once"])
+def test_failed_load_of_a_program_on_disk_falls_back(asynchronous, fresh_cache, monkeypatch, load_now):
     f = fg.compile(fg.value_and_grad(chain))
     x = fg.randn(BIG)
     f(x)
@@ -183,18 +184,45 @@ def test_failed_load_of_a_program_on_disk_falls_back(asynchronous, fresh_cache, 
         raise RuntimeError("scheduler exploded")
 
     monkeypatch.setattr(executor, "schedule", broken)
+    if load_now:
+        monkeypatch.setattr(compile_mod, "LOAD_NOW_MIN_ELEMENTS", 1)
+    else:                                           # the background job fails; the next call says so
+        check(f(x), x)
+        background.wait_for_compiles()
     with pytest.warns(RuntimeWarning, match="scheduler exploded"):
         check(f(x), x)
     assert f.last_run.path.startswith("reference executor")
 
 
-def test_program_whose_kernels_are_on_disk_loads_them_at_once(asynchronous, fresh_cache):
+def _reload_from_disk(fresh_cache):
     f = fg.compile(fg.value_and_grad(chain))
     x = fg.randn(BIG)
     f(x)
     background.wait_for_compiles()
     assert list((fresh_cache / "programs").rglob("*"))      # the program index entry
     clear_caches()                                            # as in a new process: in-memory caches empty
+    return f, x
+
+
+def test_program_whose_kernels_are_on_disk_loads_them_in_the_background(asynchronous, fresh_cache):
+    """Its reference run costs less than loading the kernels: the call does not wait for
+    them; the next call after the load runs them, and nothing is compiled."""
+    f, x = _reload_from_disk(fresh_cache)
+    before = cache_info()
+    check(f(x), x)
+    assert f.last_run.path == "reference executor (kernels loading from the disk cache in the background)"
+    background.wait_for_compiles()
+    check(f(x), x)
+    assert f.last_run.path == "compiled kernels"
+    d = delta(before, "kernels_compiled", "disk_hits", "background_compiles")
+    assert d == {"kernels_compiled": 0, "disk_hits": d["disk_hits"], "background_compiles": 1}
+    assert d["disk_hits"] >= 1
+
+
+def test_program_whose_kernels_are_on_disk_and_whose_reference_run_is_long_loads_them_at_once(
+        asynchronous, fresh_cache, monkeypatch):
+    f, x = _reload_from_disk(fresh_cache)
+    monkeypatch.setattr(compile_mod, "LOAD_NOW_MIN_ELEMENTS", 1)
     before = cache_info()
     check(f(x), x)
     assert f.last_run.path == "compiled kernels (loaded from the disk cache)"

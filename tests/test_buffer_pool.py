@@ -12,6 +12,12 @@ from fusegrad.ir.buffers import MAX_POOLED_BYTES, MIN_POOLED_BYTES, BufferPool
 BIG = MIN_POOLED_BYTES // 4 * 2          # float32 elements: twice the pooled minimum
 
 
+@pytest.fixture
+def pool_on(monkeypatch):
+    """The process's pool enabled whatever FUSEGRAD_BUFFER_POOL_MB says (tests of reuse)."""
+    monkeypatch.setattr(buffers.POOL, "limit_bytes", 512 << 20)
+
+
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
@@ -88,7 +94,7 @@ def test_a_zero_limit_turns_the_pool_off():
     assert pool.held_bytes == 0
 
 
-def test_clear_caches_releases_free_buffers():
+def test_clear_caches_releases_free_buffers(pool_on):
     keep = buffers.POOL.empty((BIG + 8,), np.float32)
     buffers.POOL.empty((BIG + 16,), np.float32)
     fg.clear_caches()
@@ -104,7 +110,7 @@ def _fresh(n, seed):
     return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
 
 
-def test_compiled_results_kept_by_the_caller_are_never_overwritten():
+def test_compiled_results_kept_by_the_caller_are_never_overwritten(pool_on):
     f = fg.compile(lambda x, w: ((x * 2).exp(), (x.reshape(64, -1) @ w).tanh()))
     w = fg.from_numpy(_fresh(BIG // 64 * 64, 9).reshape(BIG // 64, 64))
     kept = []
@@ -120,7 +126,7 @@ def test_compiled_results_kept_by_the_caller_are_never_overwritten():
         np.testing.assert_allclose(t.numpy(), np.tanh(x.reshape(64, -1) @ w.numpy()), rtol=2e-5, atol=1e-6)
 
 
-def test_values_saved_for_a_later_backward_are_never_overwritten():
+def test_values_saved_for_a_later_backward_are_never_overwritten(pool_on):
     f = fg.compile(lambda x: (x.sin() * x).exp())
     xs = [fg.tensor(_fresh(BIG, k) * 0.3, requires_grad=True) for k in range(3)]
     outs = [f(x) for x in xs]
@@ -133,7 +139,7 @@ def test_values_saved_for_a_later_backward_are_never_overwritten():
         np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-4, atol=1e-6)
 
 
-def test_a_training_loop_reaches_a_steady_pool():
+def test_a_training_loop_reaches_a_steady_pool(pool_on):
     """After the first steps a compiled training step allocates no new pooled memory, and it
     computes what eager steps compute."""
     def make():
@@ -162,7 +168,7 @@ def test_a_training_loop_reaches_a_steady_pool():
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
 
 
-def test_pooled_results_pickle_and_copy_as_tensors():
+def test_pooled_results_pickle_and_copy_as_tensors(pool_on):
     import copy
     import pickle
     f = fg.compile(lambda x: (x * 3).reshape(2, -1))
@@ -177,7 +183,7 @@ def test_pooled_results_pickle_and_copy_as_tensors():
 # ---------------------------------------------------------------- eager ufunc results
 
 
-def test_eager_ufunc_results_come_from_the_pool_and_stay_the_callers():
+def test_eager_ufunc_results_come_from_the_pool_and_stay_the_callers(pool_on):
     x = fg.from_numpy(_fresh(BIG, 21))
     kept = [x * 2.0, x > 0, (x * 3).exp()]       # float32, bool and a chain, all held
     before = buffers.POOL.reused
@@ -264,7 +270,7 @@ def test_every_ref_into_is_checked_above():
 
 
 @pytest.mark.parametrize("fn", ["tanh", "sigmoid", "relu"])
-def test_eager_backward_of_large_activations_matches_torch(fn):
+def test_eager_backward_of_large_activations_matches_torch(pool_on, fn):
     """Eager forward and backward through large activations (their results and gradients come
     from the pool: the eager plan and the engine's StraightLine) give torch's values."""
     torch = pytest.importorskip("torch", reason="torch is the oracle")

@@ -32,6 +32,7 @@ import numpy as np
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
+from fusegrad.ir.interpreter import apply_ref_into, into_writer
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
@@ -347,19 +348,18 @@ class _OpStep:
 
 
 class _IntoStep(_OpStep):
-    """An op whose reference can write its one output into given memory (the op table's
-    `extra["ref_into"]`: BLAS products): it writes into a pooled buffer (ir/buffers.py)."""
+    """An op whose reference can write its one large output into given memory (BLAS
+    products; ir.interpreter.into_writer): it writes into a pooled buffer (ir/buffers.py)."""
 
-    def __init__(self, step, slots: dict, into):
+    def __init__(self, step, slots: dict, writer):
         super().__init__(step, slots)
         out = step.instr.outputs[0].type
-        self.into, self.shape, self.dtype = into, out.shape, out.dtype.np
+        self.writer, self.shape, self.dtype = writer, out.shape, out.dtype.np
         self.attrs = dict(step.instr.attrs)
 
     def run(self, env: list) -> None:
-        out = POOL.empty(self.shape, self.dtype)
-        self.into(out, *[env[s] for s in self.ins], **self.attrs)
-        env[self.outs[0]] = out
+        env[self.outs[0]] = apply_ref_into(self.writer, [env[s] for s in self.ins],
+                                           POOL.empty(self.shape, self.dtype), self.attrs)
 
 
 class _KernelStep:
@@ -665,12 +665,9 @@ def _op_step(step, slots: dict) -> _OpStep:
     """The executor step of a non-kernel schedule step: one whose op can write into given
     memory writes into a pooled buffer when its output is large enough to be worth it."""
     ins = step.instr
-    into = OPS[ins.op].extra.get("ref_into")
-    if into is not None and len(ins.outputs) == 1:
-        out = ins.outputs[0].type
-        if out.numel * out.dtype.np.itemsize >= MIN_POOLED_BYTES:
-            return _IntoStep(step, slots, into)
-    return _OpStep(step, slots)
+    writer = into_writer(OPS[ins.op], [v.type for v in ins.inputs], [v.type for v in ins.outputs],
+                         dict(ins.attrs))
+    return _OpStep(step, slots) if writer is None else _IntoStep(step, slots, writer)
 
 
 def _reads(step) -> list:

@@ -17,7 +17,7 @@ import numpy as np
 
 from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
-from fusegrad.ir.ops.elementwise import POW_CONST_EXPONENTS
+from fusegrad.ir.ops.elementwise import pow_const_applies
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .dispatch import apply_op
@@ -262,8 +262,7 @@ def pow(input, exponent) -> Tensor:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if dtype.is_floating_point and _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and \
-            float(b) in POW_CONST_EXPONENTS:
+    if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and pow_const_applies(dtype, b):
         # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
         return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)
     return apply_op("pow", ops, None, name)

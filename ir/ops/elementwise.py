@@ -150,9 +150,14 @@ def _pow_const_rewrite(e, xs, attrs, graph):
     return [e.div(1, x) if n == -1.0 else e.sqrt(x) if n == 0.5 else e.div(1, e.sqrt(x))]
 
 
+def pow_const_applies(dtype, exponent) -> bool:
+    """Whether `x ** exponent` (a number) of a `dtype` tensor is pow_const rather than pow."""
+    return dtype.is_floating_point and float(exponent) in POW_CONST_EXPONENTS
+
+
 def pow_const_or_pow(e, x, exponent: float):
     """x ** exponent in IR: pow_const where it applies, else pow with a constant exponent."""
-    if x.dtype.is_floating_point and exponent in POW_CONST_EXPONENTS:
+    if pow_const_applies(x.dtype, exponent):
         return e.op("pow_const", x, exponent=float(exponent))
     return e.pow(x, exponent)
 
@@ -222,6 +227,16 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_bac
 # ------------------------------------------------------------------ piecewise
 # torch's threshold_backward(grad, result, 0) (below): reading y, the gradient is
 # differentiable (requires_grad under create_graph), as in torch.
+def _fresh_result(into):
+    """An op's reference from its writer `into(out, *arrays)`: into a new array of the
+    operands' broadcast shape and (common) dtype."""
+    def ref(*arrays):
+        out = np.empty(np.broadcast_shapes(*(a.shape for a in arrays)), arrays[0].dtype)
+        into(out, *arrays)
+        return out
+    return ref
+
+
 def _relu_into(out, x):
     """torch's relu, where(x < 0, 0, x), into `out`: 0 for negatives, x itself otherwise (NaN
     and -0.0 included). np.maximum is 8x faster than np.where or a masked copy on a random
@@ -232,10 +247,9 @@ def _relu_into(out, x):
         zeros = x == 0
         if zeros.any():
             np.copyto(out, x, where=zeros)
-    return out
 
 
-elementwise("relu", lambda x: _relu_into(np.empty(x.shape, x.dtype), x),
+elementwise("relu", _fresh_result(_relu_into),
             lambda e, x, y, g, a, n: [e.op("threshold_backward", g[0], y[0])], "fg_relu({0})",
             bool_error=RuntimeError("Boolean inputs not supported for relu"), ref_into=_relu_into)
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
@@ -302,15 +316,6 @@ def backward_op(name, ref, vjp, decompose, doc, ref_into=None):
     grad, result)`: its reference writing into given memory (ir/buffers.py), if it has one."""
     return register(OpDef(name, COMPOSITE, _infer_map(name, float_only=True), ref, vjp, decompose=decompose,
                           doc=doc, extra={"ref_into": ref_into} if ref_into else {}))
-
-
-def _fresh_result(into):
-    """The reference of a backward op from its writer: into a new array of the result's shape."""
-    def ref(grad, result):
-        out = np.empty(np.broadcast_shapes(grad.shape, result.shape), result.dtype)
-        into(out, grad, result)
-        return out
-    return ref
 
 
 def _tanh_backward_vjp(e, x, y, g, a, n):

@@ -139,25 +139,31 @@ def test_values_saved_for_a_later_backward_are_never_overwritten(pool_on):
         np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-4, atol=1e-6)
 
 
+def _mse_mlp():
+    """A small MLP's regression training step (SGD with momentum): the model and the step."""
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(64, 256), fg.nn.ReLU(), fg.nn.Linear(256, 1))
+    opt = fg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = fg.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def _mse_data():
+    return fg.from_numpy(_fresh(512 * 64, 1).reshape(512, 64)), fg.from_numpy(_fresh(512, 2).reshape(512, 1))
+
+
 def test_a_training_loop_reaches_a_steady_pool(pool_on):
     """After the first steps a compiled training step allocates no new pooled memory, and it
     computes what eager steps compute."""
-    def make():
-        fg.manual_seed(0)
-        model = fg.nn.Sequential(fg.nn.Linear(64, 256), fg.nn.ReLU(), fg.nn.Linear(256, 1))
-        opt = fg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = fg.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return model, step
-    x = fg.from_numpy(_fresh(512 * 64, 1).reshape(512, 64))
-    y = fg.from_numpy(_fresh(512, 2).reshape(512, 1))
-    eager_model, eager_step = make()
-    model, step = make()
+    x, y = _mse_data()
+    eager_model, eager_step = _mse_mlp()
+    model, step = _mse_mlp()
     step = fg.compile(step)
     for k in range(6):
         if k == 3:
@@ -213,18 +219,9 @@ def test_eager_results_keep_torchs_dtypes_whatever_the_pool_does(expr):
 def test_eager_training_with_the_pool_matches_without(monkeypatch):
     """Eager steps of a small MLP compute the same bits with pooled results as with fresh ones."""
     def run():
-        fg.manual_seed(0)
-        model = fg.nn.Sequential(fg.nn.Linear(64, 256), fg.nn.ReLU(), fg.nn.Linear(256, 1))
-        opt = fg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        x = fg.from_numpy(_fresh(512 * 64, 1).reshape(512, 64))
-        y = fg.from_numpy(_fresh(512, 2).reshape(512, 1))
-        losses = []
-        for _ in range(4):
-            opt.zero_grad()
-            loss = fg.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
+        model, step = _mse_mlp()
+        x, y = _mse_data()
+        losses = [step(x, y).item() for _ in range(4)]
         return losses, [p.detach().numpy().copy() for p in model.parameters()]
     pooled = run()
     monkeypatch.setattr(buffers.POOL, "limit_bytes", 0)

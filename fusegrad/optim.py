@@ -241,15 +241,14 @@ def _write_back(target: Tensor, value, bumps: int = 1) -> None:
     """`target.copy_(value)` for a value of target's type (a fused update's result, or an
     array), without a dispatch: eagerly the value is copied into target's memory and its
     version bumped `bumps` times (once per in-place op the per-op update applies to it, as
-    torch's do); in a trace target is re-bound to the value (an array: a new runtime
-    input), as any in-place op's write is (the call bumps the versions of what it wrote
-    when it returns)."""
+    torch's do); in a trace it is an in-place write of target with that value (an array: a
+    new runtime input), as any in-place op's is (see Trace.write)."""
     trace = trace_state.current()
     if trace is None:
         np.copyto(target._data, value if type(value) is np.ndarray else value._data)
         target._version[0] += bumps
     else:
-        trace.rebind(target, trace.value_of(value) if type(value) is np.ndarray else value._sym, False)
+        trace.write(target, trace.value_of(value) if type(value) is np.ndarray else value._sym, False)
 
 
 def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:

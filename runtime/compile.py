@@ -26,7 +26,8 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import OPS, Builder, Program, TensorType, backward as emit_backward, reference_apply, threaded
+from fusegrad.ir import (OPS, Builder, Program, TensorType, active_values, backward as emit_backward, reference_apply,
+                         threaded)
 from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
@@ -208,6 +209,8 @@ class _BackwardFn:
         self.run_info = run
         self.node = None        # weak reference to the CompiledFunctionBackward node
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name)
+        self.stale = None       # (value, version box, version when saved, its name): a saved value
+                                # an in-place write inside the call replaced (Trace.stale_saved)
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
@@ -217,6 +220,9 @@ class _BackwardFn:
         node = self.node() if self.node is not None else None
         if node is not None and node._freed and self.saved:
             raise RuntimeError(_FREED_MSG)
+        if self.stale is not None:
+            v, box, version, where = self.stale
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
         for box, version, ref, where in self.checks:
             if box[0] != version:
                 _raise_modified(box, version, ref(), where)
@@ -461,9 +467,11 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
         instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
         groups = [trace.held_values(x, _input_value(trace, x)) for x in boundary]
-        grads = sum_groups(b, emit_backward(b, instrs, [t._sym for t in grad_outs], seeds,
-                                            [v for group in groups for v in group]), groups)
+        wrt = [v for group in groups for v in group]
+        grads = sum_groups(b, emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt), groups)
         b.program.outputs = [g for g in grads if g is not None]
+        stale = trace.stale_saved(instrs, active_values(instrs, [t._sym for t in grad_outs], wrt)) \
+            if trace.stale else None
         bwd = simplify(b.program)
         saved = free_values(bwd)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
@@ -496,6 +504,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         elif not has_grad_layout(grad._data, leaf._data):
             grad._data = grad_memory(grad._data, leaf._data)
     saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
+    trace.apply_writes()
     for array, tensor in mutated:
         if tensor._sym is not None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
@@ -512,6 +521,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             run.backward = bwd_program
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated])
+            back.stale = stale
         else:
             # A backward inside the call already freed what these outputs' backward needs
             # (a training step returning its loss): their grad_fn raises, as torch's would.

@@ -350,7 +350,12 @@ def output_of(node, output_nr: int) -> str:
     "" for no node (a leaf)."""
     if node is None:
         return ""
-    return f", which is output {output_nr} of {re.sub(r'Backward(0$)?', '', node.name(), count=1)},"
+    return output_name(node.name(), output_nr)
+
+
+def output_name(node_name: str, output_nr: int) -> str:
+    """torch's ", which is output N of Op," for output `output_nr` of a node named `node_name`."""
+    return f", which is output {output_nr} of {re.sub(r'Backward(0$)?', '', node_name, count=1)},"
 
 
 def _modified_history(saved, owner, output_nr: int) -> str:

@@ -57,6 +57,11 @@ _NEXT_INPUTS = {
 _CPP_NAMES = {name: "torch::autograd::" + name for name in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
 
 
+def qualified_name(node_class_name: str) -> str:
+    """What `name()` of a node of this class returns (see Node.name)."""
+    return _CPP_NAMES.get(node_class_name, node_class_name)
+
+
 class SavedTensor:
     """A tensor value saved for backward, with the version it had then."""
 
@@ -90,8 +95,7 @@ class Node:
     def name(self) -> str:
         """torch's name of this node: its class name ("MulBackward0"), or for the nodes torch
         implements in C++ the qualified name ("torch::autograd::CopySlices")."""
-        cls = type(self).__name__
-        return _CPP_NAMES.get(cls, cls)
+        return qualified_name(type(self).__name__)
 
     @property
     def next_functions(self) -> tuple:

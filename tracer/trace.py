@@ -28,9 +28,10 @@ from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
-from .dispatch import ZERO_DIM_TYPES
+from .dispatch import ZERO_DIM_TYPES, _default_name
+from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
-from .node import _FREED_MSG, saved_slots
+from .node import _FREED_MSG, qualified_name, saved_slots
 from .tensor import Tensor
 
 
@@ -124,6 +125,10 @@ class Trace:
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
         self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
+        self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, symbolic]
+        self.writing = None                 # (counter, its version before, index of its first instruction)
+                                            # while an in-place write runs
+        self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
 
     # ------------------------------------------------------------ values
     @property
@@ -278,12 +283,136 @@ class Trace:
         if requires:
             self.grad_instrs[id(ins)] = name
         if out is not None:
-            if out._base is not None:
-                return self._write_through_view(out, outs[0], requires)
-            self.rebind(out, outs[0], requires)
-            return out
+            if self.writing is not None or op == "graft":     # part of a write under way
+                return self._write(out, outs[0], requires)
+            self.begin_write(out, len(self.instrs) - 1)
+            try:
+                return self._write(out, outs[0], requires)
+            finally:
+                self.writing = None
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
+
+    def _write(self, out: Tensor, v: Value, requires: bool) -> Tensor:
+        if out._base is not None:
+            return self._write_through_view(out, v, requires)
+        self.rebind(out, v, requires)
+        return out
+
+    # ------------------------------------------------------------ version counters
+    # Eagerly an in-place write bumps the version counter its tensor shares with its views
+    # and detach()es (not with `.data`), and a backward that needs a value saved before
+    # the write raises. Here a write re-binds tensors to new values, so a value some
+    # tensor on that counter held until the write is marked stale, with the version it
+    # was held at; a backward whose VJPs read a stale value raises torch's error
+    # (stale_saved). The counters themselves move when the call returns (apply_writes).
+    def begin_write(self, t: Tensor, first: int) -> None:
+        """A user-level in-place write of `t` starts (an op with `out=t`, an optimizer's update);
+        `first`: the index of its first instruction (the op that computes the value written)."""
+        root = self._counter_owner(t)
+        box = root._version
+        entry = self.writes.get(id(box))
+        if entry is None:
+            entry = self.writes[id(box)] = [box, 0, root._data is None]
+        self.writing = (box, box[0] + entry[1], first)
+        entry[1] += 1
+
+    def write(self, t: Tensor, v: Value, requires: bool) -> None:
+        """A user-level in-place write of `t` with value `v` (see begin_write and rebind)."""
+        self.begin_write(t, len(self.instrs))
+        try:
+            self.rebind(t, v, requires)
+        finally:
+            self.writing = None
+
+    def _counter_owner(self, t: Tensor) -> Tensor:
+        """The tensor whose version counter `t` shares eagerly: up through views' bases and
+        detach()es' sources (not `.data`'s)."""
+        while True:
+            if t._base is not None:
+                t = t._base
+                continue
+            link = self.detach_source.get(id(t))
+            if link is not None and link[2] and link[0]() is t:
+                t = link[1]
+                continue
+            return t
+
+    def _replaced(self, t: Tensor, new) -> None:
+        """`t` is about to hold value `new` (None: to read its memory again): if a write on its
+        counter is under way, the value it holds now (for memory from outside the call: the
+        value it was lifted as, and its aliases) is stale from here on."""
+        box, version, first = self.writing
+        if self._counter_owner(t)._version is not box:
+            return
+        old = t._sym
+        if old is None and t._data is not None:
+            old = self.lifted.get(_memory_key(t._data))
+            if old is not None:
+                for requires in (False, True):
+                    alias = self.aliases.get((old.id, requires))
+                    if alias is not None:
+                        self.stale.setdefault(alias.id, (box, version, weakref.ref(t), new, first))
+        if old is not None:
+            self.stale.setdefault(old.id, (box, version, weakref.ref(t), new, first))
+
+    def stale_saved(self, instrs, active: set):
+        """The first value (from the last instruction back, as a backward meets them) that an
+        active instruction's VJP reads and an in-place write replaced: (value, counter,
+        version it was saved at, torch's ", which is output N of Op," or ""), or None.
+        Only a trace with such writes pays for the scan."""
+        if not self.stale:
+            return None
+        positions = None
+        for ins in reversed(instrs):
+            if not any(v.id in active for v in ins.outputs):
+                continue
+            if not any(v.id in self.stale for v in ins.inputs + ins.outputs):
+                continue
+            # Stale for this instruction: replaced by a write after it (the write's own ops
+            # read the value before it, as an in-place op's node saves it).
+            if positions is None:
+                positions = {id(x): k for k, x in enumerate(self.instrs)}
+            at = positions[id(ins)]
+            stale = {v.id: self.stale[v.id] for v in ins.inputs + ins.outputs
+                     if v.id in self.stale and self.stale[v.id][4] > at}
+            if not stale:
+                continue
+            needs = tuple(v.id in active for v in ins.inputs)
+            in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+            for k in out_slots:
+                v = ins.outputs[k]
+                if v.id in stale:
+                    box, version = stale[v.id][:2]
+                    differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
+                    return v, box, version, self._output_name(ins, k) if differentiable else ""
+            for i in in_slots:
+                v = ins.inputs[i]
+                if v.id in stale:
+                    # A saved input is named by its tensor's history now, as torch names it
+                    # (a tensor no longer alive: its history after the write).
+                    box, version, ref, new, _ = stale[v.id]
+                    t = ref()
+                    now = t._sym if t is not None and t._sym is not None else new
+                    found = self.grad_producer(now) if now is not None else None
+                    return v, box, version, "" if found is None else self._output_name(*found)
+        return None
+
+    def _output_name(self, ins: Instr, k: int) -> str:
+        return output_name(qualified_name(self.grad_instrs.get(id(ins)) or _default_name(ins.op)), k)
+
+    def version_now(self, box) -> int:
+        """A version counter's value now, counting this call's writes."""
+        entry = self.writes.get(id(box))
+        return box[0] + (entry[1] if entry is not None and entry[0] is box else 0)
+
+    def apply_writes(self) -> None:
+        """The call returns: counters of memory made in it take its writes (memory from outside
+        it is bumped once per call where it is written back)."""
+        for box, count, symbolic in self.writes.values():
+            if symbolic:
+                box[0] += count
+        self.writes.clear()
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
         """An in-place write: `t` now holds value `v`."""
@@ -299,6 +428,8 @@ class Trace:
             # sums over every value it held (see held_values).
             self.leaf_values.setdefault(id(t), (t, [before]))[1].append(v)
         sibling = None
+        if self.writing is not None:
+            self._replaced(t, v)
         if t._data is not None:
             key = _memory_key(t._data)
             self.lifted[key] = v
@@ -324,6 +455,8 @@ class Trace:
         it reads the memory again (its latest value); one that requires grad takes the new
         value on its own gradient path (graft), as a traced detach's source does."""
         if not sibling._requires_grad:
+            if self.writing is not None:
+                self._replaced(sibling, None)
             sibling._sym = None
             if id(sibling) in self.views:
                 self._refresh_views(sibling)
@@ -408,6 +541,8 @@ class Trace:
                     again = view_of(base, view._view_chain)
             else:
                 again = view_of(base, view._view_chain)
+            if self.writing is not None:
+                self._replaced(view, again._sym)
             view._sym, view._requires_grad = again._sym, again._requires_grad
             self.views[id(base)].append(ref)
             if self.detach_aliases:
@@ -515,7 +650,10 @@ class Trace:
         for ref in self.detach_aliases.get(id(t), ()):
             alias = ref()
             if alias is not None and alias is not t and alias._sym is not None:
-                alias._sym = self._identity_of(t)
+                new = self._identity_of(t)
+                if self.writing is not None:
+                    self._replaced(alias, new)
+                alias._sym = new
                 if id(alias) in self.views:
                     self._refresh_views(alias)
                 self._refresh_aliases(alias)
@@ -571,6 +709,11 @@ class Trace:
         active = active_values(instrs, out_values, wrt)
         if self.freed:
             self._check_not_freed(instrs, active)
+        if self.stale:
+            found = self.stale_saved(instrs, active)
+            if found is not None:
+                v, box, version, where = found
+                raise modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
         if not retain_graph:
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
         before = len(self.program.instrs)
@@ -614,7 +757,7 @@ class Trace:
     def _node_for(self, ins: Instr):
         """The node of an instruction recorded with grad, and of every such instruction it
         reads from (made once each, inputs first, without recursion: graphs can be deep)."""
-        from .dispatch import _default_name, edge_of
+        from .dispatch import edge_of
         from .node import grad_accumulator, node_class
         producers, nodes, sources = self._producers(), self._nodes, None
         stack = [ins]

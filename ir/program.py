@@ -94,6 +94,10 @@ class Builder:
 
     def __init__(self, program: Program | None = None):
         self.program = program if program is not None else Program()
+        # True where the program will run on Tensors that record history (a create_graph
+        # backward): an opaque op's VJP must then be IR its gradient can flow through
+        # (custom_call's `expand`).
+        self.differentiable = False
 
     def input(self, type: TensorType) -> Value:
         """Add a program input of type `type` and return its value."""

@@ -36,7 +36,7 @@ from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
 from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_of
-from fusegrad.tracer.node import _FREED_MSG, node_class
+from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
@@ -197,6 +197,50 @@ class _ForwardFn:
         return tuple(self._results)
 
 
+class _Constant:
+    """custom_call protocol for an array an expanded backward reads as it is (no inputs, no gradient)."""
+
+    def __init__(self, type: TensorType, array):
+        self.out_types = [type]
+        self.array = array
+        self.vjp_fn = None
+
+    def run(self):
+        return (self.array,)
+
+
+_NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (create_graph): the call wrote memory "
+              "in place or wrote a leaf under no_grad; run it eagerly")
+
+
+class _OnceDifferentiable:
+    """custom_call protocol for a compiled backward run inside a create_graph backward where it
+    has no IR form: its inputs are the cotangents, then the call's inputs (read only so that
+    the gradient requires grad where they do); differentiating it raises _NOT_TWICE."""
+
+    def __init__(self, back: "_BackwardFn", n_cotangents: int):
+        self.back = back
+        self.n = n_cotangents
+        self.out_types = back.out_types
+        self.vjp_fn = _Refusal()
+
+    def run(self, *arrays):
+        return self.back.run(*arrays[:self.n])
+
+
+class _Refusal:
+    """custom_call protocol of a backward that cannot be differentiated: raises _NOT_TWICE."""
+
+    out_types = ()
+    vjp_fn = None
+
+    def run(self, *arrays):
+        raise RuntimeError(_NOT_TWICE)
+
+    def expand(self, e, xs, gs):
+        raise RuntimeError(_NOT_TWICE)
+
+
 class _BackwardFn:
     """custom_call protocol running the compiled backward program of one call."""
 
@@ -211,18 +255,57 @@ class _BackwardFn:
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name)
         self.stale = None       # (value, version box, version when saved, its name): a saved value
                                 # an in-place write inside the call replaced (Trace.stale_saved)
+        self.forward = None     # (forward program, its inputs, their arrays, the input values of the
+                                # tensors gradients flow to), for expand; None where it cannot
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
         return self.grad_present
 
+    def _check_stale(self) -> None:
+        if self.stale is not None:
+            v, box, version, where = self.stale
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+
+    def expand(self, e, xs, gs) -> list:
+        """This VJP as IR (the custom_call protocol's `expand`, for a create_graph backward): the
+        call's forward re-emitted from its inputs `xs` as far as the backward reads it, then the
+        backward program on cotangents `gs`, so that the gradient has a history of its own
+        (second derivatives through a compiled call, which torch.compile refuses)."""
+        self._check_stale()
+        if self.forward is None:
+            # No IR form: the compiled backward, whose result requires grad where an input does
+            # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).
+            grads = e.op("custom_call", *gs, *xs, fn=_OnceDifferentiable(self, len(gs)))
+            return list(grads) if isinstance(grads, tuple) else [grads]
+        program, inputs, arrays, input_values = self.forward
+        env = {v.id: x for v, x in zip(input_values, xs)}
+        constants = {v.id: (v, a) for v, a in zip(inputs, arrays)}
+
+        def value(u):
+            w = env.get(u.id)
+            if w is None:       # an input that is not a tensor the gradient flows to: a constant
+                v, a = constants[u.id]
+                w = env[u.id] = e.op("custom_call", fn=_Constant(v.type, a))
+            return w
+
+        def emit(instrs):
+            for ins in instrs:
+                outs = e.op(ins.op, *[value(u) for u in ins.inputs], **dict(ins.attrs))
+                for o, w in zip(ins.outputs, outs if isinstance(outs, tuple) else (outs,)):
+                    env[o.id] = w
+        seeds = self.program.inputs[:len(gs)]
+        emit(_live_program(program, self.program.inputs[len(gs):]).instrs)
+        env.update((v.id, g) for v, g in zip(seeds, gs))
+        emit(self.program.instrs)
+        grads = iter(self.program.outputs)
+        return [value(next(grads)) if present else None for present in self.grad_present]
+
     def run(self, *cotangents):
         node = self.node() if self.node is not None else None
         if node is not None and node._freed and self.saved:
             raise RuntimeError(_FREED_MSG)
-        if self.stale is not None:
-            v, box, version, where = self.stale
-            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+        self._check_stale()
         for box, version, ref, where in self.checks:
             if box[0] != version:
                 _raise_modified(box, version, ref(), where)
@@ -477,6 +560,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
         outputs = outputs + [v for v in saved if v.id not in seen]
         program = _live_program(trace.program, outputs)
+        # What a create_graph backward re-emits (_BackwardFn.expand): not where the call wrote
+        # memory (its inputs now hold later values) or a leaf held several values.
+        if not mutated and all(len(group) == 1 for group in groups):
+            forward_form = (program, trace.inputs, trace.input_arrays, [group[0] for group in groups])
+        else:
+            forward_form = None
 
     run.forward = program
     run.breaks = trace.breaks
@@ -522,6 +611,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated])
             back.stale = stale
+            back.forward = forward_form
         else:
             # A backward inside the call already freed what these outputs' backward needs
             # (a training step returning its loss): their grad_fn raises, as torch's would.
@@ -622,6 +712,10 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
     if isinstance(back, _BackwardFn):
+        # A create_graph backward reads the call's inputs (_BackwardFn.expand): the node keeps
+        # them as torch's nodes keep saved inputs (a leaf itself, else its array).
+        for i, x in enumerate(boundary):
+            node.saved[("in", i)] = SavedTensor(x._data, x._version, x if x._grad_fn is None else None)
         node._had_saved = bool(back.saved)
         back.node = weakref.ref(node)
 

@@ -624,16 +624,55 @@ def test_grad_fn_of_a_traced_tensor_inside_the_call():
     assert seen == ["MulBackward0"]
 
 
-@pytest.mark.xfail(strict=True, reason="ir/ops/custom.py _vjp: with create_graph=True the gradient through a compiled "
-                                       "call's CompiledFunctionBackward does not require grad (its custom_call reads "
-                                       "only the cotangents), so differentiating it again silently gives zeros or "
-                                       "'does not require grad'; torch.compile raises 'does not currently support "
-                                       "double backward'")
-def test_double_backward_through_a_compiled_call_is_not_silently_zero():
-    f = fg.compile(lambda a: (a.sin() * a).sum())
-    x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
-    g, = fg.autograd.grad(f(x), x, create_graph=True)
-    assert g.requires_grad
+def _sin_times(a):
+    return (a.sin() * a).sum()
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_higher_derivatives_through_a_compiled_call_match_eager_torch(order):
+    """torch.compile refuses a double backward; fusegrad re-emits the call's forward and backward
+    as recorded ops (CompiledFunctionBackward's expand), so each order matches eager torch."""
+    results = []
+    for L, f in ((torch, _sin_times), (fg, fg.compile(_sin_times))):
+        x = L.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        y = f(x)
+        for _ in range(order - 1):
+            y, = L.autograd.grad(y, x, create_graph=True)
+            assert y.requires_grad
+            y = y.sum()
+        g, = L.autograd.grad(y, x)
+        results.append(g.numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_penalty_through_a_compiled_model_reaches_its_parameters():
+    """d/dW of |d out/d x|^2, with x a non-leaf and the model's weights leaves of the call."""
+    rng = np.random.default_rng(0)
+    w, xs = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+    results = []
+    for L in (torch, fg):
+        lin = L.nn.Linear(4, 3)
+        with L.no_grad():
+            lin.weight.copy_(L.tensor(w))
+            lin.bias.fill_(0.5)
+        f = (lambda h: lin(h).tanh().sum())
+        x = L.tensor(xs, requires_grad=True)
+        g, = L.autograd.grad((fg.compile(f) if L is fg else f)(x * 2), x, create_graph=True)
+        (g ** 2).sum().backward()
+        results.append([g.detach().numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy(), x.grad.numpy()])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_double_backward_through_a_call_that_writes_memory_raises_a_clear_error():
+    def f(x, buffer):
+        buffer.add_(1)
+        return (x * x * buffer).sum()
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    g, = fg.autograd.grad(fg.compile(f)(x, fg.zeros(2)), x, create_graph=True)    # first order: fine
+    assert g.tolist() == [2.0, 4.0] and g.requires_grad
+    with pytest.raises(RuntimeError, match="^fg.compile cannot differentiate this call's backward again"):
+        g.sum().backward()
 
 
 # ================================================================ not callable

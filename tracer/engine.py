@@ -141,6 +141,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         present = [v for v in wrt if v is not None]
         root_values = [graph.value(e) for e in root_edges]
         b = Builder(Program())
+        b.differentiable = True
         seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
         grad_values = emit_backward(b, graph.instrs, root_values, seed_values, present)
         b.program.outputs = [g for g in grad_values if g is not None]

@@ -8,7 +8,14 @@ without the IR importing them: the op's attribute `fn` is any object with
     fn.vjp_fn     : another such object or None; called with one cotangent
                     per output, it returns one gradient per input; it may have
                     reached() -> one bool per input: whether any gradient
-                    reaches that input (None is its gradient where not)
+                    reaches that input (None is its gradient where not);
+                    and expand(e, xs, gs) -> one gradient value per input
+                    (None where none reaches): the same VJP emitted as IR
+                    ops through Emitter `e` from the primal inputs `xs`,
+                    used where the gradient must itself be differentiable
+                    (a create_graph backward: `e.b.differentiable`). Without
+                    it such a gradient raises rather than being silently
+                    constant.
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled
@@ -37,6 +44,13 @@ def _vjp(e, xs, ys, gs, attrs, needs):
         if not any(needs):
             return [None] * len(xs)
     gs = [g if g is not None else e.zeros_like(y) for g, y in zip(gs, ys)]
+    if e.b.differentiable:
+        expand = getattr(back, "expand", None)
+        if expand is None:
+            raise RuntimeError("a create_graph backward cannot differentiate through this custom_call: its "
+                               "backward has no IR form (expand)")
+        grads = expand(e, xs, gs)
+        return [g if need else None for g, need in zip(grads, needs)]
     grads = e.op("custom_call", *gs, fn=back)
     grads = grads if isinstance(grads, tuple) else (grads,)
     return [g if need else None for g, need in zip(grads, needs)]

@@ -19,7 +19,7 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
 from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach, div,
                                         eq, exp, expand, flatten, ge, gt, le, log, log_softmax, logical_and,
                                         logical_not, lt, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
-                                        norm, permute, pow, relu, sigmoid, sign, sin, softmax, sqrt,
+                                        nonzero, norm, permute, pow, relu, sigmoid, sign, sin, softmax, sqrt,
                                         squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer.formatting import set_printoptions

@@ -351,17 +351,6 @@ def test_one_shared_accumulate_grad_node_per_leaf():
 
 # -------------------------- keywords torch's functions take (tracer/functional.py)
 
-KEYWORD_GAPS = {
-    "L.where(x > 0)": "tracer/functional.py where: one argument means nonzero(as_tuple=True), as torch",
-}
-
-
-@pytest.mark.parametrize("code", [pytest.param(code, marks=pytest.mark.xfail(strict=True, reason=reason))
-                                  for code, reason in KEYWORD_GAPS.items()])
-def test_torch_keyword_spellings(code):
-    assert_as_torch(lambda L: _ev(code, L, x=_x(L)))
-
-
 @pytest.mark.parametrize("code", [
     "x.sum(dim=1, keepdim=True)", "L.sum(x, dim=(0, 1))", "x.mean(dim=[0])", "x.max(dim=1, keepdim=True)",
     "L.min(x, dim=0)", "x.norm(p=1, dim=1, keepdim=True)", "L.softmax(x, dim=-1)", "x.log_softmax(dim=0)",
@@ -372,7 +361,8 @@ def test_torch_keyword_spellings(code):
     "L.exp(input=x)", "L.relu(input=x)", "L.abs(input=x)", "x.pow(exponent=2)", "L.pow(x, exponent=2)",
     "L.pow(input=x, exponent=2)", "L.where(condition=x > 0, input=x, other=x * 2)", "x.sum(axis=0)",
     "x.mean(axis=(0, 1))", "x.max(axis=1)", "x.amax(axis=0, keepdims=True)", "x.argmax(axis=1)",
-    "x.sum(0, keepdims=True)",
+    "x.sum(0, keepdims=True)", "L.where(x > 0)", "L.nonzero(x)", "x.nonzero(as_tuple=True)",
+    "L.nonzero(x.sum() > 0)", "L.nonzero(x.sum() > 1e9, as_tuple=True)", "L.nonzero(x > 1e9)",
 ])
 def test_torch_keywords_that_work(code):
     assert_as_torch(lambda L: _ev(code, L, x=_x(L)))
@@ -434,3 +424,17 @@ def test_grad_modes_inside_a_compiled_function_match_eager():
 @pytest.mark.parametrize("code", ["x.sum(0, axis=0)", "x.sum(dim=0, axis=0)", "x.mean(0, True, keepdims=True)"])
 def test_a_dim_given_twice_is_torchs_type_error(code):
     assert_as_torch(lambda L: _ev(code, L, x=_x(L)))
+
+
+def test_nonzero_inside_a_compiled_call_is_a_graph_break_with_torchs_gradient():
+    def f(L, x):
+        return (x[L.where(x > 0)] ** 2).sum()
+    results = []
+    for L, fn in ((torch, f), (fg, fg.compile(f))):
+        x = L.tensor([[1.0, -1.0], [3.0, 2.0]], requires_grad=True)
+        y = fn(L, x)
+        y.backward()
+        results.append((y.item(), x.grad.tolist()))
+    assert results[1] == results[0]
+    explained = fg.compile(f).explain(fg, fg.tensor([[1.0, -1.0], [3.0, 2.0]]))
+    assert "## graph breaks" in explained

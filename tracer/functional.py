@@ -494,13 +494,29 @@ _WHERE_SIGNATURES = ("\n * (Tensor condition)\n * (Tensor condition, Tensor inpu
                      "\n * (Tensor condition, Number self, Number other)\n")
 
 
+def nonzero(input, *, as_tuple: bool = False):
+    """Indices of the nonzero elements, as torch.nonzero: an [n, ndim] int64 tensor, or with
+    `as_tuple` one int64 tensor per dimension (a 0-d input counts as 1-d there). Its shape
+    depends on the values, so inside fg.compile it reads them (a graph break)."""
+    t = as_tensor(input, "nonzero")
+    values = t._concrete()
+    from .creation import tensor
+    if as_tuple:
+        return tuple(tensor(index.astype(np.int64)) for index in np.atleast_1d(values).nonzero())
+    found = np.argwhere(values) if values.ndim else np.zeros((int(values != 0), 0), np.int64)
+    return tensor(found.astype(np.int64))
+
+
 def where(condition, input=_MISSING, other=_MISSING) -> Tensor:
-    """Elementwise choice: `input` where `condition`, else `other` (torch's keywords)."""
+    """Elementwise choice: `input` where `condition`, else `other` (torch's keywords); with the
+    condition alone, `nonzero(condition, as_tuple=True)`, as torch."""
     a, b = input, other
+    if a is _MISSING and b is _MISSING and isinstance(condition, Tensor):
+        return nonzero(condition, as_tuple=True)
     given = [x for x in (condition, a, b) if x is not _MISSING]
     if not (isinstance(condition, (Tensor, np.ndarray)) and len(given) == 3 and
             builtins.all(isinstance(x, (Tensor, np.ndarray)) or _is_scalar(x) for x in (a, b))):
-        # torch's parser matches none of its overloads (where(c) alone, nonzero, is not traced)
+        # torch's parser matches none of its overloads
         raise TypeError(f"where() received an invalid combination of arguments - got "
                         f"({', '.join(_arg_type_name(x) for x in given)}), but expected one of:{_WHERE_SIGNATURES}")
     condition = as_tensor(condition, "where", "condition")

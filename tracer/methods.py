@@ -265,7 +265,7 @@ METHODS = {
     "logical_not": F.logical_not, "logical_and": F.logical_and, "all": F.all, "any": F.any,
     # reductions
     "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
-    "argmax": F.argmax, "argmin": F.argmin, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
+    "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
     "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze, "expand": F.expand, "expand_as": F.expand_as,

@@ -125,3 +125,29 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None) -> np.ndarray:
     for f in futures:
         f.result()
     return out
+
+
+def splittable_rows(out: np.ndarray) -> bool:
+    """Whether a row-independent computation producing `out` (each row along the first
+    axis depends only on the same rows of its operands) is worth splitting into blocks
+    of rows on threads."""
+    return (out.ndim >= 2 and out.shape[0] >= 2 and out.size >= MIN_ELEMENTS and thread_count() > 1
+            and not getattr(_local, "single", False))
+
+
+def by_rows(block, rows: int) -> None:
+    """Run `block(lo, hi)` over [0, rows) cut into one block per thread, at once; each
+    call must write only its own rows. Floating-point warnings are silenced in the
+    workers, as in the reference calls they stand for."""
+    n = min(thread_count(), rows)
+    bounds = [rows * k // n for k in range(n + 1)]
+
+    def quiet(lo: int, hi: int) -> None:
+        with np.errstate(all="ignore"):
+            block(lo, hi)
+
+    pool = _workers(n)
+    futures = [pool.submit(quiet, bounds[k], bounds[k + 1]) for k in range(1, n)]
+    block(bounds[0], bounds[1])
+    for f in futures:
+        f.result()

@@ -93,3 +93,38 @@ def test_single_threaded_turns_splitting_off_on_this_thread():
             pass
         assert not threaded.splittable(np.multiply, [x, x], t)     # still inside the outer one
     assert threaded.splittable(np.multiply, [x, x], t)
+
+
+def _softmax_family_by_formula(op, arrays, axis):
+    """The softmax references' formulas in one piece (as before they were split by rows)."""
+    if op in ("softmax", "log_softmax"):
+        x, = arrays
+        shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+        if op == "softmax":
+            ex = np.exp(shifted)
+            return ex / np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
+        return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))
+    g, y = arrays
+    if op == "softmax_backward_data":
+        return (g - np.add.reduce(g * y, axis=axis, keepdims=True, dtype=y.dtype)) * y
+    return g - np.exp(y) * np.add.reduce(g, axis=axis, keepdims=True, dtype=y.dtype)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmax_backward_data", "log_softmax_backward_data"])
+@pytest.mark.parametrize("axis,shape", [(1, (ROWS, 256)), (-1, (3, ROWS // 3, 256)), (0, (ROWS, 256))])
+def test_softmax_family_in_row_blocks_equals_one_piece(op, axis, shape):
+    """Split into rows on threads where the axis is the last (every row on its own), whole
+    otherwise: bit for bit the one-piece formulas, in the reference and in the pooled writer."""
+    from fusegrad.ir import OPS
+    rng = np.random.default_rng(0)
+    arrays = [(rng.standard_normal(shape) * 4).astype(np.float32)
+              for _ in range(1 if op in ("softmax", "log_softmax") else 2)]
+    arrays[-1][0, 0] = np.inf if op == "softmax" else arrays[-1][0, 0]       # a non-finite row too
+    with np.errstate(all="ignore"):
+        want = _softmax_family_by_formula(op, arrays, axis)
+        got = OPS[op].ref(*arrays, axis=axis)
+        out = np.full(shape, 7.0, np.float32)
+        OPS[op].extra["ref_into"](out, *arrays, axis=axis)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(out, want)
+    assert threaded.splittable_rows(out) and threaded.thread_count() == 3

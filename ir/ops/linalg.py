@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import threaded
+from ..buffers import POOL
 from ..types import TensorType
 from .movement import _expand_infer
 from .registry import COMPOSITE, MATMUL, OpDef, broadcast_shapes, register
@@ -182,31 +184,62 @@ def _axis_infer(types, attrs):
     return [types[0]]
 
 
-# The references work in place on one fresh array where they can: on large inputs
-# (the eager path, a tiered first call) every extra temporary is another pass over
-# memory and another allocation.
-def _shifted(x, axis):
-    """x minus its maximum along `axis` (a new array; x itself when empty)."""
-    if not x.size:
-        return x.copy()
-    return np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True))
+# The references write into one array (`*_into(out, ...)`: a fresh array, or a buffer of
+# the pool for eager calls, see ir/buffers.py) and work in place in it: on large inputs
+# every extra temporary is another pass over memory and, fresh, a page fault per 4 KiB.
+# Each row along a last-axis softmax depends only on itself, so a large one is computed
+# in blocks of rows on threads (_by_rows), bit for bit as in one piece.
+def _by_rows(into):
+    """`into(out, *arrays, axis)` run in blocks of rows on threads where the axis is the last
+    of several and the result is large (ir/threaded.py), else in one piece."""
+    def split(out, *arrays, axis):
+        if axis % max(out.ndim, 1) == out.ndim - 1 and threaded.splittable_rows(out):
+            threaded.by_rows(lambda lo, hi: into(out[lo:hi], *[a[lo:hi] for a in arrays], axis=axis), out.shape[0])
+        else:
+            into(out, *arrays, axis=axis)
+    return split
 
 
-def _softmax_ref(x, axis):
+def _fresh(into):
+    """The reference from a writer: into a new array of the last operand's shape and dtype."""
+    def ref(*arrays, axis):
+        out = np.empty(arrays[-1].shape, arrays[-1].dtype)
+        into(out, *arrays, axis=axis)
+        return out
+    return ref
+
+
+def _subtract_max(out, x, axis):
+    """out = x minus its maximum along `axis`."""
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+
+
+@_by_rows
+def _softmax_into(out, x, axis):
     if x.ndim == 0:         # exp(x - x) / exp(x - x): NaN for any non-finite x, as torch
-        return np.ones_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
-    ex = _shifted(x, axis)
-    np.exp(ex, out=ex)
-    ex /= np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
-    return ex
+        out[()] = 1 if np.isfinite(x) else np.nan
+        return
+    if not x.size:
+        return
+    _subtract_max(out, x, axis)
+    np.exp(out, out=out)
+    out /= np.add.reduce(out, axis=axis, keepdims=True, dtype=x.dtype)
 
 
-def _log_softmax_ref(x, axis):
+@_by_rows
+def _log_softmax_into(out, x, axis):
     if x.ndim == 0:         # x - x - log(exp(x - x)): NaN for any non-finite x, as torch
-        return np.zeros_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
-    shifted = _shifted(x, axis)
-    shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))
-    return shifted
+        out[()] = 0 if np.isfinite(x) else np.nan
+        return
+    if not x.size:
+        return
+    _subtract_max(out, x, axis)
+    exps = np.exp(out, out=POOL.empty(out.shape, out.dtype))
+    out -= np.log(np.add.reduce(exps, axis=axis, keepdims=True, dtype=x.dtype))
+
+
+_softmax_ref = _fresh(_softmax_into)
+_log_softmax_ref = _fresh(_log_softmax_into)
 
 
 def _axes(x, attrs):
@@ -236,9 +269,10 @@ def _log_softmax_decompose(e, xs, a):
     return [e.sub(shifted, e.log(e.sum(e.exp(shifted), axis, keepdim=True)))]
 
 
-register(OpDef("softmax", COMPOSITE, _axis_infer, _softmax_ref, _softmax_vjp, decompose=_softmax_decompose))
+register(OpDef("softmax", COMPOSITE, _axis_infer, _softmax_ref, _softmax_vjp, decompose=_softmax_decompose,
+               extra={"ref_into": _softmax_into}))
 register(OpDef("log_softmax", COMPOSITE, _axis_infer, _log_softmax_ref, _log_softmax_vjp,
-               decompose=_log_softmax_decompose))
+               decompose=_log_softmax_decompose, extra={"ref_into": _log_softmax_into}))
 
 
 # ------------------------------------------------------------------ softmax backward
@@ -256,20 +290,24 @@ def _ref_axes(y, axis):
     return (axis,) if y.ndim else ()
 
 
-def _softmax_backward_data_ref(g, y, axis):
-    out = np.multiply(g, y, out=np.empty_like(y))   # one fresh array (also for 0-d), reused in place
+@_by_rows
+def _softmax_backward_data_into(out, g, y, axis):
+    np.multiply(g, y, out=out)
     dot = np.add.reduce(out, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
     np.subtract(g, dot, out=out)
     out *= y
-    return out
 
 
-def _log_softmax_backward_data_ref(g, y, axis):
+@_by_rows
+def _log_softmax_backward_data_into(out, g, y, axis):
     total = np.add.reduce(g, axis=_ref_axes(y, axis), keepdims=True, dtype=y.dtype)
-    out = np.exp(y, out=np.empty_like(y))
+    np.exp(y, out=out)
     out *= total
     np.subtract(g, out, out=out)
-    return out
+
+
+_softmax_backward_data_ref = _fresh(_softmax_backward_data_into)
+_log_softmax_backward_data_ref = _fresh(_log_softmax_backward_data_into)
 
 
 def _softmax_backward_data_decompose(e, xs, a):
@@ -320,8 +358,9 @@ def _log_softmax_backward_data_rewrite(e, xs, a, graph):
 
 register(OpDef("softmax_backward_data", COMPOSITE, _backward_data_infer, _softmax_backward_data_ref,
                _softmax_backward_data_vjp, decompose=_softmax_backward_data_decompose,
+               extra={"ref_into": _softmax_backward_data_into},
                doc="softmax_backward_data(grad, result; axis): softmax's VJP, as torch's op"))
 register(OpDef("log_softmax_backward_data", COMPOSITE, _backward_data_infer, _log_softmax_backward_data_ref,
                _log_softmax_backward_data_vjp, decompose=_log_softmax_backward_data_decompose,
-               rewrite=_log_softmax_backward_data_rewrite,
+               rewrite=_log_softmax_backward_data_rewrite, extra={"ref_into": _log_softmax_backward_data_into},
                doc="log_softmax_backward_data(grad, result; axis): log_softmax's VJP, as torch's op"))

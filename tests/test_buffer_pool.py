@@ -242,15 +242,22 @@ def _ref_into_cases():
     g[1, :6] = [-0.0, 0.0, np.nan, np.inf, -np.inf, -2.0]
     r = np.maximum(x, 0)
     r[1, :6] = [0.0, np.nan, 0.0, -1.0, 3.0, -0.0]
+    target, classes = rng.integers(0, 128, 256), np.arange(128)
+    target[::7] = -100                       # ignored samples
     return {"relu": [x], "tanh_backward": [g, y], "sigmoid_backward": [g, (y + 1) / 2],
             "threshold_backward": [g, r], "threshold_backward_f64": [g.astype(np.float64), r.astype(np.float64)],
             "addmm": [b, m1, m2], "matmul": [m1, m2], "softmax": [x], "log_softmax": [x],
             "softmax_backward_data": [g, y], "log_softmax_backward_data": [g, y],
-            "log_softmax_f64": [x.astype(np.float64)]}
+            "log_softmax_f64": [x.astype(np.float64)],
+            "nll_loss_backward": [np.float32(0.5) * np.ones((), np.float32), x, target, classes],
+            "nll_loss_backward_f64": [g[:, 0].astype(np.float64), x.astype(np.float64), target, classes,
+                                      rng.random(128)]}
 
 
 _REF_INTO_ATTRS = {"softmax": {"axis": 1}, "log_softmax": {"axis": 0}, "softmax_backward_data": {"axis": 1},
-                   "log_softmax_backward_data": {"axis": 0}, "log_softmax_f64": {"axis": 1}}
+                   "log_softmax_backward_data": {"axis": 0}, "log_softmax_f64": {"axis": 1},
+                   "nll_loss_backward": {"reduction": "mean", "ignore_index": -100},
+                   "nll_loss_backward_f64": {"reduction": "none", "ignore_index": -100}}
 
 
 @pytest.mark.parametrize("op", sorted(_ref_into_cases()))

@@ -151,6 +151,27 @@ def test_addmm_and_mse_loss(bias_shape):
     check(p, random_args(p, rng), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("rows", [7, None], ids=["2d", "1d"])
+def test_nll_loss_and_its_backward_op(reduction, weighted, rows):
+    """nll_loss's gradient is the nll_loss_backward op: its NumPy reference (zeros and a
+    scatter) equals its decomposition in a kernel, with ignored targets (-1 of -3..3)."""
+    rng = np.random.default_rng(19)
+    lp_shape, t_shape = ((rows, 4), (rows,)) if rows else ((4,), ())
+
+    def body(e, lp, target, *weight):
+        classes = e.op("iota", shape=(4,), axis=0, dtype=int64)
+        return [e.op("nll_loss", e.tanh(lp), target, classes, *weight, reduction=reduction, ignore_index=-1)]
+    types = [lp_shape, (t_shape, int64)] + ([(4,)] if weighted else [])
+    p = build(body, *types, grad=True)
+    assert "nll_loss_backward" in {ins.op for ins in p.instrs}
+    assert REFERENCE not in [step.kind for step in schedule(p).steps]
+    args = random_args(p, rng)
+    args[1] = np.clip(args[1], -1, 3)
+    check(p, args, rtol=1e-5, atol=1e-6)
+
+
 def test_fallback_ops_run_by_reference():
     rng = np.random.default_rng(12)
 

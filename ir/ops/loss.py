@@ -166,18 +166,64 @@ def _nll_parts(e, xs, attrs):
 
 
 def _nll_vjp(e, xs, ys, gs, attrs, needs):
-    lp = xs[0]
-    one_hot, w_t = _nll_parts(e, xs, attrs)
-    g = gs[0]
+    grad = e.op("nll_loss_backward", gs[0], *xs, reduction=attrs["reduction"], ignore_index=attrs["ignore_index"])
+    return [grad if needs[0] else None] + [None] * (len(xs) - 1)
+
+
+# nll_loss_backward(grad, log_probs, target, classes[, weight]; reduction, ignore_index):
+# nll_loss's VJP, as torch's op (a create_graph gradient records NllLossBackwardBackward0,
+# linked to log_probs). Kernels see its decomposition (a one-hot select, which
+# codegen/picks.py reads as a compare with the loop counter); its reference writes zeros
+# and scatters the per-sample values (a select over every element costs ~3x as much).
+def _nll_backward_infer(types, attrs):
+    g, rest = types[0], types[1:]
+    want = _nll_infer(rest, attrs)[0]
+    if g != want:
+        raise TypeError(f"nll_loss_backward: expected a gradient of type {want}, got {g}")
+    return [rest[0]]
+
+
+def _nll_backward_into(out, g, log_probs, target, classes, weight=None, *, reduction, ignore_index):
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    if weight is not None:
+        w_t = weight[safe] * valid
+    if reduction == "mean":
+        total = np.sum(w_t, dtype=out.dtype) if weight is not None else out.dtype.type(np.count_nonzero(valid))
+        g = g / total
+    per_sample = -(g * w_t) if weight is not None else -np.broadcast_to(g, target.shape)
+    out.fill(0)
+    if out.ndim == 2:
+        rows = np.flatnonzero(valid)
+        out[rows, safe[rows]] = per_sample[rows]
+    elif valid:
+        out[safe] = per_sample
+    return out
+
+
+def _nll_backward_ref(g, log_probs, *rest, **attrs):
+    return _nll_backward_into(np.empty_like(log_probs), g, log_probs, *rest, **attrs)
+
+
+def _nll_backward_decompose(e, xs, attrs):
+    g, lp = xs[0], xs[1]
+    one_hot, w_t = _nll_parts(e, xs[1:], attrs)
     if attrs["reduction"] == "mean":
         g = e.div(g, e.sum(w_t, tuple(range(w_t.type.ndim))))
     if attrs["reduction"] != "none":
         g = e.expand(e.reshape(g, (1,) * w_t.type.ndim), w_t.shape)
-    per_sample = e.neg(e.mul(g, w_t)) if len(xs) == 4 else e.neg(g)
+    per_sample = e.neg(e.mul(g, w_t)) if len(xs) == 5 else e.neg(g)
     if lp.type.ndim == 2:
         per_sample = e.reshape(per_sample, (lp.shape[0], 1))
-    grad = e.where(one_hot, e.expand(per_sample, lp.shape), 0)
-    return [grad if needs[0] else None] + [None] * (len(xs) - 1)
+    return [e.where(one_hot, e.expand(per_sample, lp.shape), 0)]
+
+
+def _nll_backward_vjp(e, xs, ys, gs, attrs, needs):
+    # torch: grad_output -> nll_loss(grad, target, weight, ...); self -> zeros
+    gg = gs[0]
+    d_grad = e.op("nll_loss", gg, *xs[2:], reduction=attrs["reduction"], ignore_index=attrs["ignore_index"]) \
+        if needs[0] else None
+    return [d_grad, e.zeros_like(xs[1]) if needs[1] else None] + [None] * (len(xs) - 2)
 
 
 def _nll_decompose(e, xs, attrs):
@@ -196,3 +242,7 @@ def _nll_decompose(e, xs, attrs):
 register(OpDef("nll_loss", COMPOSITE, _nll_infer, _nll_ref, _nll_vjp, decompose=_nll_decompose,
                doc="nll_loss(log_probs, target, classes[, weight]; reduction, ignore_index): -log_probs[target], "
                    "reduced"))
+register(OpDef("nll_loss_backward", COMPOSITE, _nll_backward_infer, _nll_backward_ref, _nll_backward_vjp,
+               decompose=_nll_backward_decompose, extra={"ref_into": _nll_backward_into},
+               doc="nll_loss_backward(grad, log_probs, target, classes[, weight]; reduction, ignore_index): "
+                   "nll_loss's VJP, as torch's op"))

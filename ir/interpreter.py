@@ -287,6 +287,14 @@ class StraightLine:
                 env[k] = r
 
 
+def ufunc_into(ufunc, arrays, out_type: TensorType, out: np.ndarray) -> np.ndarray:
+    """`ufunc(*arrays, out=out)` with floating-point warnings silenced, in row blocks on
+    threads where `threaded` may split it; returns `out`."""
+    if threaded.splittable(ufunc, arrays, out_type):
+        return threaded.call(ufunc, arrays, out_type, _FP_STATE, _QUIET, out=out)
+    return apply_ref_into(lambda into, *xs: ufunc(*xs, out=into), arrays, out)
+
+
 def _large_ufunc(ufunc, arrays, out_types, out) -> tuple:
     """A large ufunc step of a StraightLine, into `out` (a dying intermediate) or a new
     array; in row blocks on threads where `threaded` may split it."""

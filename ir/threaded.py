@@ -131,8 +131,23 @@ def splittable_rows(out: np.ndarray) -> bool:
     """Whether a row-independent computation producing `out` (each row along the first
     axis depends only on the same rows of its operands) is worth splitting into blocks
     of rows on threads."""
-    return (out.ndim >= 2 and out.shape[0] >= 2 and out.size >= MIN_ELEMENTS and thread_count() > 1
+    return (out.ndim >= 1 and out.shape[0] >= 2 and out.size >= MIN_ELEMENTS and thread_count() > 1
             and not getattr(_local, "single", False))
+
+
+def elementwise_into(into):
+    """`into(out, *arrays)` of an elementwise op (a writer that is not one ufunc call, such
+    as relu's or tanh_backward's) split into blocks of rows on threads where `out` is large
+    and every operand has its shape or is 0-d: each element is computed on its own, so
+    the result is bit-identical."""
+    def split(out, *arrays):
+        if splittable_rows(out) and all(a.ndim == 0 or a.shape == out.shape for a in arrays):
+            by_rows(lambda lo, hi: into(out[lo:hi], *[a if a.ndim == 0 else a[lo:hi] for a in arrays]),
+                    out.shape[0])
+        else:
+            into(out, *arrays)
+    split.__name__, split.__doc__ = into.__name__, into.__doc__
+    return split
 
 
 def by_rows(block, rows: int) -> None:

@@ -244,7 +244,7 @@ def _ref_into_cases():
     r[1, :6] = [0.0, np.nan, 0.0, -1.0, 3.0, -0.0]
     target, classes = rng.integers(0, 128, 256), np.arange(128)
     target[::7] = -100                       # ignored samples
-    return {"relu": [x], "tanh_backward": [g, y], "sigmoid_backward": [g, (y + 1) / 2],
+    return {"relu": [x], "sigmoid": [x * 40], "tanh_backward": [g, y], "sigmoid_backward": [g, (y + 1) / 2],
             "threshold_backward": [g, r], "threshold_backward_f64": [g.astype(np.float64), r.astype(np.float64)],
             "addmm": [b, m1, m2], "matmul": [m1, m2], "softmax": [x], "log_softmax": [x],
             "softmax_backward_data": [g, y], "log_softmax_backward_data": [g, y],

@@ -128,3 +128,25 @@ def test_softmax_family_in_row_blocks_equals_one_piece(op, axis, shape):
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(out, want)
     assert threaded.splittable_rows(out) and threaded.thread_count() == 3
+
+
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "tanh_backward", "sigmoid_backward", "threshold_backward"])
+@pytest.mark.parametrize("shape", [(ROWS * 256,), (ROWS, 256)], ids=["1d", "2d"])
+def test_elementwise_writers_in_row_blocks_equal_one_piece(op, shape):
+    """The op table's writers that are not one ufunc call split into row blocks on threads
+    (threaded.elementwise_into), bit for bit (signed zeros, NaN and inf included)."""
+    from fusegrad.ir import OPS
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(1 if op in ("relu", "sigmoid") else 2)]
+    flat = arrays[-1].reshape(-1)
+    flat[:5] = [-0.0, 0.0, np.nan, np.inf, -np.inf]
+    into = OPS[op].extra["ref_into"]
+    out = np.full(shape, 7.0, np.float32)
+    with np.errstate(all="ignore"):
+        into(out, *arrays)
+        with threaded.single_threaded():
+            whole = np.full(shape, 7.0, np.float32)
+            into(whole, *arrays)
+    assert threaded.splittable_rows(out)
+    np.testing.assert_array_equal(out, whole)
+    assert np.array_equal(np.signbit(out), np.signbit(whole))

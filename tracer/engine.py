@@ -15,9 +15,11 @@ import re
 
 import numpy as np
 
-from fusegrad.ir import OPS, Builder, Program, TensorType, Value, backward as emit_backward, run_program
+from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype,
+                         run_program)
 from fusegrad.ir.autodiff import VJPS, emit_instr_vjp
-from fusegrad.ir.interpreter import apply_ref
+from fusegrad.ir.buffers import POOL
+from fusegrad.ir.interpreter import apply_ref, ufunc_into
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.types import TORCH_TYPE_NAMES
@@ -286,10 +288,14 @@ class _Evaluator(Builder):
 
 
 def _accumulate(grads: dict, edge, g) -> None:
-    """Sum gradient `g` into the one arriving at `edge` (a new array: either may be shared)."""
+    """Sum gradient `g` into the one arriving at `edge` (a new array: either may be shared;
+    a large one comes from the buffer pool and is added in row blocks on threads)."""
     prev = grads.get(edge)
     if prev is None:
         grads[edge] = g
+    elif type(g) is np.ndarray and g.shape == prev.shape and g.dtype == prev.dtype and prev.ndim:
+        out_type = TensorType(prev.shape, from_numpy_dtype(prev.dtype))
+        grads[edge] = ufunc_into(np.add, [prev, g], out_type, POOL.empty(prev.shape, prev.dtype))
     else:
         with np.errstate(all="ignore"):
             grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import threaded
 from ..types import TensorType, bool_
 from .registry import COMPOSITE, ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
 
@@ -53,10 +54,19 @@ def _sigmoid_ref(x):
     one = x.dtype.type(1)
     if x.ndim == 0 or x.dtype.kind != "f":
         return one / (one + np.exp(-x))
-    t = np.negative(x)              # one array, worked in place: 1 / (1 + exp(-x))
-    np.exp(t, out=t)
-    t += one
-    return np.divide(one, t, out=t)
+    out = np.empty_like(x)
+    _sigmoid_into(out, x)
+    return out
+
+
+@threaded.elementwise_into
+def _sigmoid_into(out, x):
+    """_sigmoid_ref of a floating array, worked in place in `out`: 1 / (1 + exp(-x))."""
+    one = x.dtype.type(1)
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += one
+    np.divide(one, out, out=out)
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -222,7 +232,7 @@ elementwise("cos", np.cos, lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.sin(x[0
 elementwise("tanh", np.tanh, lambda e, x, y, g, a, n: [e.op("tanh_backward", g[0], y[0])],
             "fg_tanh({0})", float_only=True)
 elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_backward", g[0], y[0])],
-            "fg_sigmoid({0})", float_only=True)
+            "fg_sigmoid({0})", float_only=True, ref_into=_sigmoid_into)
 
 # ------------------------------------------------------------------ piecewise
 # torch's threshold_backward(grad, result, 0) (below): reading y, the gradient is
@@ -237,6 +247,7 @@ def _fresh_result(into):
     return ref
 
 
+@threaded.elementwise_into
 def _relu_into(out, x):
     """torch's relu, where(x < 0, 0, x), into `out`: 0 for negatives, x itself otherwise (NaN
     and -0.0 included). np.maximum is 8x faster than np.where or a masked copy on a random
@@ -337,6 +348,7 @@ def _threshold_backward_vjp(e, x, y, g, a, n):
     return [e.op("threshold_backward", g[0], x[1]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
 
 
+@threaded.elementwise_into
 def _threshold_backward_into(out, grad, result):
     """torch's threshold_backward(grad, result, 0) into `out`: +0.0 where result <= 0, else
     the gradient (a NaN result passes it), bit for bit as where(result <= 0, 0, grad): the
@@ -354,12 +366,14 @@ def _threshold_backward_into(out, grad, result):
 # The references below work in place in their output (on large arrays each temporary is
 # another allocation and pass over memory); products are commutative in IEEE arithmetic,
 # so the values are torch's order's bit for bit.
+@threaded.elementwise_into
 def _tanh_backward_into(out, g, y):
     np.multiply(y, y, out=out)
     np.subtract(y.dtype.type(1), out, out=out)
     out *= g                            # g * (1 - y * y)
 
 
+@threaded.elementwise_into
 def _sigmoid_backward_into(out, g, y):
     np.subtract(y.dtype.type(1), y, out=out)
     out *= g

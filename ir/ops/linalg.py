@@ -193,7 +193,7 @@ def _by_rows(into):
     """`into(out, *arrays, axis)` run in blocks of rows on threads where the axis is the last
     of several and the result is large (ir/threaded.py), else in one piece."""
     def split(out, *arrays, axis):
-        if axis % max(out.ndim, 1) == out.ndim - 1 and threaded.splittable_rows(out):
+        if out.ndim >= 2 and axis % out.ndim == out.ndim - 1 and threaded.splittable_rows(out):
             threaded.by_rows(lambda lo, hi: into(out[lo:hi], *[a[lo:hi] for a in arrays], axis=axis), out.shape[0])
         else:
             into(out, *arrays, axis=axis)

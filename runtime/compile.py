@@ -169,15 +169,13 @@ def _reference(program: Program, args: list, known: dict | None, run: _Run, why:
         return run_freeing(program, env)
 
 
-_reported_failures: set = set()
-
-
 def _run_compiled(compiled, args: list, run: _Run, path: str):
     run.compiled = compiled
     if compiled.schedule is None:
         run.path = f"reference executor ({compiled.reference_reason})"
-        if compiled.failure is not None and id(compiled) not in _reported_failures:
-            _reported_failures.add(id(compiled))
+        if compiled.failure is not None and not compiled.failure_reported:
+            # (a flag on the object: a set of id()s would match a later program at a dead one's address)
+            compiled.failure_reported = True
             warnings.warn(f"fusegrad: {compiled.failure}; this program runs on the reference executor",
                           RuntimeWarning, stacklevel=4)
     else:

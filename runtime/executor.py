@@ -532,6 +532,7 @@ class CompiledProgram:
         self.reference_reason = reference_reason
         self.miss_reason = ""
         self.failure: str | None = None     # why a background compile failed (reported once)
+        self.failure_reported = False
         self.calls = 0
         if sched is None:
             return

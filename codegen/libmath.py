@@ -41,7 +41,7 @@ from numba.extending import overload
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_pow", "fg_relu", "fg_maximum", "fg_minimum",
-    "fg_clamp", "fg_sign",
+    "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc", "fg_remainder",
 ]
 
 
@@ -212,6 +212,21 @@ def fg_sign(x):
     return python_entry(fg_sign, x)
 
 
+def fg_div_floor(x, y):
+    """torch's floor division of floats (c10's div_floor_floating; x / y where y == 0)."""
+    return python_entry(fg_div_floor, x, y)
+
+
+def fg_div_trunc(x, y):
+    """torch's division rounded toward zero, trunc(x / y), of floats."""
+    return python_entry(fg_div_trunc, x, y)
+
+
+def fg_remainder(x, y):
+    """torch's remainder of floats: fmod(x, y), plus y where their signs differ."""
+    return python_entry(fg_remainder, x, y)
+
+
 # --------------------------------------------------------------------- implementations
 # Factories: `make_*(ft)` returns the implementation for operands of NumPy
 # scalar type `ft` (np.float32, np.float64, np.int64, np.bool_). The public
@@ -321,6 +336,39 @@ def make_sign(ft):
 
 
 _FLOAT = ("f32", "f64")
+def make_div_floor(ft):
+    """ir/ops/division.py's float formula, one element at a time."""
+    one, half, zero = ft(1), ft(0.5), ft(0)
+
+    def impl(x, y):
+        if y == zero:
+            return x / y
+        mod = ft(np.fmod(x, y))
+        div = (x - mod) / y
+        if mod != zero and (y < zero) != (mod < zero):
+            div = div - one
+        if div == zero:
+            return ft(np.copysign(zero, x / y))
+        floordiv = np.floor(div)
+        return floordiv + one if div - floordiv > half else floordiv
+    return impl
+
+
+def make_div_trunc(ft):
+    def impl(x, y):
+        return np.trunc(x / y)
+    return impl
+
+
+def make_remainder(ft):
+    zero = ft(0)
+
+    def impl(x, y):
+        mod = ft(np.fmod(x, y))
+        return mod + y if mod != zero and (y < zero) != (mod < zero) else mod
+    return impl
+
+
 _NUMERIC = ("f32", "f64", "int")
 _ALL = ("f32", "f64", "int", "bool")
 
@@ -340,3 +388,6 @@ overload_by_kind(fg_maximum, make_maximum, _ALL)
 overload_by_kind(fg_minimum, make_minimum, _ALL)
 overload_by_kind(fg_clamp, _make_clamp, _ALL)
 overload_by_kind(fg_sign, make_sign, _ALL)
+overload_by_kind(fg_div_floor, make_div_floor)
+overload_by_kind(fg_div_trunc, make_div_trunc)
+overload_by_kind(fg_remainder, make_remainder)

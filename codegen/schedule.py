@@ -140,7 +140,7 @@ def _base_kind(ins) -> str:
         return MATMUL_CALL
     if opdef.group == COMPOSITE:
         return REFERENCE          # left by decompose_composites: no rule, or an empty operand
-    if opdef.group == ELEMENTWISE and opdef.expr is not None:
+    if opdef.group == ELEMENTWISE and opdef.expr is not None and _kernel_dtype_ok(opdef, ins):
         return "fusible"
     if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
         axes = dict(ins.attrs)["axes"]
@@ -156,11 +156,19 @@ def _base_kind(ins) -> str:
     return REFERENCE
 
 
+def _kernel_dtype_ok(opdef, ins) -> bool:
+    """False for an op whose kernel form covers floats only (extra["kernel_floats_only"]:
+    integer division, whose zero divisor must raise) applied to integers."""
+    return not opdef.extra.get("kernel_floats_only") or ins.outputs[0].dtype.is_floating_point
+
+
 def reference_reason(ins) -> tuple:
     """(why `ins` runs by reference, whether that is a missing kernel rule worth a warning)."""
     opdef = OPS[ins.op]
     if not all(v.type.numel for v in list(ins.inputs) + list(ins.outputs)):
         return f"{ins.op} of an empty tensor runs by its reference implementation", False
+    if not _kernel_dtype_ok(opdef, ins):
+        return f"{ins.op} of integers runs by its reference implementation (a zero divisor raises)", False
     if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
         return f"{ins.op} over an empty dimension raises; the reference implementation reports it", False
     if opdef.reference_only:

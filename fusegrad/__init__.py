@@ -17,10 +17,12 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
                                       manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
                                       tensor, zeros, zeros_like)
 from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach, div,
-                                        eq, exp, expand, flatten, ge, gt, le, log, log_softmax, logical_and,
-                                        logical_not, lt, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
-                                        nonzero, norm, permute, pow, relu, sigmoid, sign, sin, softmax, sqrt,
-                                        squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+                                        eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
+                                        logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,
+                                        ne, neg, nonzero, norm, permute, pow, relu, remainder, sigmoid, sign, sin,
+                                        softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze,
+                                        where)
+from fusegrad.tracer.methods import bitwise_and, bitwise_or, bitwise_xor
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling

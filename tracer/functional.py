@@ -216,8 +216,38 @@ def div(a, b, rounding_mode=None) -> Tensor:
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"'{rounding_mode}'")
     if rounding_mode is not None:
-        raise NotImplementedError("div(): rounding_mode is not supported by fusegrad")
+        ops, _ = _promoted([a, b], "div")
+        return apply_op("div_" + rounding_mode, ops, None, "DivBackward2")
     return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward0")
+
+
+def floor_divide(input, other) -> Tensor:
+    """torch.floor_divide, `input // other` (ir/ops/division.py). torch records a
+    NotImplemented node (its backward raises); here the gradient is zeros, as through
+    div(..., rounding_mode='floor')."""
+    ops, _ = _promoted([input, other], "floor_divide")
+    return apply_op("div_floor", ops, None, "NotImplemented")
+
+
+def rfloordiv(a, b) -> Tensor:
+    """b // a, for `7 // x`."""
+    return floor_divide(b, a)
+
+
+def remainder(input, other) -> Tensor:
+    """torch.remainder, `input % other`: the sign of the divisor, as Python's %
+    (RemainderBackward0 for a number divisor, RemainderBackward1 for a tensor)."""
+    ops, _ = _promoted([input, other], "remainder")
+    if not isinstance(input, Tensor):
+        name = "NotImplemented"          # remainder(number, tensor): torch has no derivative formula
+    else:
+        name = "RemainderBackward1" if isinstance(other, (Tensor, np.ndarray)) else "RemainderBackward0"
+    return apply_op("remainder", ops, None, name)
+
+
+def rremainder(a, b) -> Tensor:
+    """b % a, for `7 % x`."""
+    return remainder(b, a)
 
 
 def rdiv(a, b) -> Tensor:

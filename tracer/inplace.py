@@ -36,8 +36,9 @@ def _dims_text(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def binary_inplace(op: str, name: str):
-    """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output."""
+def binary_inplace(op: str, name: str, method_name: str | None = None):
+    """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output
+    (`method_name`: torch's name of the method, where it is not the op's name and "_")."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         from .functional import _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
         check_inplace(self)
@@ -64,7 +65,7 @@ def binary_inplace(op: str, name: str):
                                f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
         apply_op(op, [self, _coerce(other, self._dtype)], None, name, out=self)
         return self
-    method.__name__ = op + "_"
+    method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
     return method
 

@@ -13,6 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace
+from .dispatch import apply_op
 from .tensor import Tensor, read_only
 
 
@@ -51,8 +52,8 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
 
 def _bitwise(name: str, on_bools):
     """`t & o`, `t | o`, `t ^ o`: on bools the logical op `on_bools(a, b)` builds from the
-    logical and comparison ops; on floats torch's NotImplementedError. (Integer bitwise
-    ops have no entry in the op table yet: they raise rather than guess.)"""
+    logical and comparison ops; on integers the bitwise op; on floats torch's
+    NotImplementedError."""
     def fn(a, b) -> Tensor:
         swap = not isinstance(a, Tensor)        # `True & t`: promote with the tensor first
         ops, dtype = F._promoted([b, a] if swap else [a, b], name)
@@ -60,7 +61,7 @@ def _bitwise(name: str, on_bools):
             return on_bools(*(ops[::-1] if swap else ops))
         if dtype.is_floating_point:
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
-        raise NotImplementedError(f"fusegrad has no integer {name} yet (only bool tensors take &, | and ^)")
+        return apply_op(name, ops[::-1] if swap else ops, None, None)
     fn.__name__ = name
     return fn
 
@@ -256,6 +257,8 @@ METHODS = {
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
+    "floor_divide": F.floor_divide, "remainder": F.remainder,
+    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
     # unary
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
@@ -282,6 +285,8 @@ METHODS = {
     "mul_": _checked_other(inplace.binary_inplace("mul", "MulBackward0")),
     "div_": _checked_other(inplace.binary_inplace("div", "DivBackward0")),
     "pow_": _checked_other(inplace.binary_inplace("pow", "PowBackward0")),
+    "floor_divide_": _checked_other(inplace.binary_inplace("div_floor", "NotImplemented", "floor_divide_")),
+    "remainder_": _checked_other(inplace.binary_inplace("remainder", "RemainderBackward0", "remainder_")),
     "exp_": _float_result(inplace.unary_inplace("exp", "ExpBackward0"), "exp"),
     "log_": _float_result(inplace.unary_inplace("log", "LogBackward0"), "log"),
     "sqrt_": _float_result(inplace.unary_inplace("sqrt", "SqrtBackward0"), "sqrt"),
@@ -310,8 +315,11 @@ OPERATORS = {
     "__and__": _binary_operator(bitwise_and), "__rand__": _binary_operator(_reflected(bitwise_and), reflected=True),
     "__or__": _binary_operator(bitwise_or), "__ror__": _binary_operator(_reflected(bitwise_or), reflected=True),
     "__xor__": _binary_operator(bitwise_xor), "__rxor__": _binary_operator(_reflected(bitwise_xor), reflected=True),
+    "__floordiv__": _binary_operator(F.floor_divide),
+    "__rfloordiv__": _binary_operator(F.rfloordiv, reflected=True),
+    "__mod__": _binary_operator(F.remainder), "__rmod__": _binary_operator(F.rremainder, reflected=True),
     "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
-    "__itruediv__": METHODS["div_"],
+    "__itruediv__": METHODS["div_"], "__ifloordiv__": METHODS["floor_divide_"], "__imod__": METHODS["remainder_"],
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
 }
 

@@ -54,7 +54,8 @@ _NEXT_INPUTS = {
 
 
 # Nodes torch defines in C++ (not generated from derivatives.yaml): name() qualifies them.
-_CPP_NAMES = {name: "torch::autograd::" + name for name in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
+_CPP_NAMES = {name: "torch::autograd::" + name
+              for name in ("AccumulateGrad", "CopySlices", "CopyBackwards", "NotImplemented")}
 
 
 def qualified_name(node_class_name: str) -> str:

@@ -36,14 +36,26 @@ def _infer_map(name, result=None, float_only=False, bool_error=None):
     return infer
 
 
+def _integers_only(infer, name):
+    def checked(types, attrs):
+        out = infer(types, attrs)
+        if out[0].dtype.is_floating_point:
+            raise TypeError(f"{name}: expected integer or bool operands, got {out[0].dtype.name}")
+        return out
+    return checked
+
+
 def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None,
-                bool_error=None, ref_into=None):
+                bool_error=None, ref_into=None, extra=None):
     """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs).
     `bool_error`: the exception torch raises for bool operands, if it does. `ref_into(out,
     *arrays)`: the reference writing its result into given memory (OpDef.extra, see
-    ir/buffers.py), where `ref` is not a ufunc."""
+    ir/buffers.py), where `ref` is not a ufunc. `extra`: further OpDef.extra facts."""
+    facts = dict(extra or {})
+    if ref_into:
+        facts["ref_into"] = ref_into
     return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error), ref, vjp, expr,
-                          doc=doc, rewrite=rewrite, extra={"ref_into": ref_into} if ref_into else {}))
+                          doc=doc, rewrite=rewrite, extra=facts))
 
 
 def _sigmoid_ref(x):
@@ -409,6 +421,11 @@ for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("g
     elementwise(_name, _ref, None, "({0} %s {1})" % _sym, result=bool_)
 # Branch-free forms, so loops using them vectorise.
 elementwise("logical_and", np.logical_and, None, "(({0} != 0) & ({1} != 0))", result=bool_)
+# Bitwise ops of integers and bools (torch's NotImplementedError for floats comes from the tracer).
+for _name, _ref, _sym in (("bitwise_and", np.bitwise_and, "&"), ("bitwise_or", np.bitwise_or, "|"),
+                          ("bitwise_xor", np.bitwise_xor, "^")):
+    _op = elementwise(_name, _ref, None, "({0} %s {1})" % _sym, doc=f"{_name}(a, b): a {_sym} b of integers or bools")
+    _op.infer = _integers_only(_op.infer, _name)
 elementwise("logical_not", np.logical_not, None, "({0} == 0)", result=bool_)
 
 

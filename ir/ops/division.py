@@ -1,0 +1,79 @@
+"""Rounding division and remainder, as torch computes them.
+
+div_floor(a, b)  torch.floor_divide / div(rounding_mode="floor") / `a // b`
+div_trunc(a, b)  div(rounding_mode="trunc")
+remainder(a, b)  torch.remainder / `a % b`: the sign of the divisor, as Python's %
+
+Floats follow c10's scalar formulas bit for bit: div_floor is fmod, the quotient
+(a - fmod) / b corrected down where the remainder's sign differs from b's, then
+rounded to the nearest integer below; a / b where b == 0; a zero quotient takes
+the sign of a / b. remainder is fmod plus b where their signs differ (a zero keeps
+fmod's sign, the dividend's). Integers divide as Python does (floor), truncate
+toward zero for div_trunc, and raise torch's RuntimeError("ZeroDivisionError") for
+a zero divisor. Bools are torch's NotImplementedError.
+
+Kernels compute the float forms (codegen's fg_div_floor, fg_div_trunc and
+fg_remainder, the same formulas); integer ones run by their reference, which can
+raise (a kernel cannot report a zero divisor). Rounded quotients have zero
+gradients (torch's DivBackward2); remainder's are (g, -g * div_floor(a, b)).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .elementwise import elementwise
+
+
+def _no_zero_divisor(b) -> None:
+    if np.any(b == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _div_floor_ref(a, b):
+    if a.dtype.kind != "f":
+        _no_zero_divisor(b)
+        return np.floor_divide(a, b)
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floordiv = np.floor(div)
+    floordiv = np.where(div - floordiv > 0.5, floordiv + 1, floordiv)
+    floordiv = np.where(div != 0, floordiv, np.copysign(np.zeros_like(div), a / b))
+    return np.asarray(np.where(b == 0, a / b, floordiv), dtype=a.dtype)
+
+
+def _div_trunc_ref(a, b):
+    if a.dtype.kind != "f":
+        _no_zero_divisor(b)
+        q = np.floor_divide(a, b)
+        return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+    return np.asarray(np.trunc(a / b), dtype=a.dtype)
+
+
+def _remainder_ref(a, b):
+    if a.dtype.kind != "f":
+        _no_zero_divisor(b)
+        return np.remainder(a, b)
+    mod = np.fmod(a, b)
+    return np.asarray(np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod), dtype=a.dtype)
+
+
+def _zero_grads(e, x, y, g, a, n):
+    # torch's DivBackward2 with a rounding mode: zeros for both operands
+    return [e.zeros_like(x[0]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
+
+
+def _remainder_vjp(e, x, y, g, a, n):
+    # torch: self -> grad; other -> -grad * floor_divide(self, other)
+    return [g[0] if n[0] else None,
+            e.neg(e.mul(g[0], e.op("div_floor", x[0], x[1]))) if n[1] else None]
+
+
+_FLOAT_KERNELS = {"kernel_floats_only": True}
+for _name, _ref, _vjp, _cpu in (("div_floor", _div_floor_ref, _zero_grads, "div_floor_cpu"),
+                                ("div_trunc", _div_trunc_ref, _zero_grads, "div_trunc_cpu"),
+                                ("remainder", _remainder_ref, _remainder_vjp, "remainder_cpu")):
+    elementwise(_name, _ref, _vjp, f"fg_{_name}({{0}}, {{1}})",
+                bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"), extra=_FLOAT_KERNELS,
+                doc=f"{_name}(a, b): torch's {_name.replace('_', ' ')} (see ir/ops/division.py)")
+del _name, _ref, _vjp, _cpu

@@ -172,7 +172,8 @@ def reference_reason(ins) -> tuple:
     if opdef.group == REDUCE and opdef.expr in REDUCE_COMBINES:
         return f"{ins.op} over an empty dimension raises; the reference implementation reports it", False
     if opdef.reference_only:
-        return f"{ins.op} runs by its reference implementation (NumPy's indexing)", False
+        how = opdef.extra.get("reference_why", "NumPy's indexing")
+        return f"{ins.op} runs by its reference implementation ({how})", False
     if opdef.decompose is not None:
         return f"{ins.op} with these attributes has no decomposition; it runs by its reference implementation", True
     return f"no kernel rule for {ins.op} ({opdef.group} op); it runs by its reference implementation", True

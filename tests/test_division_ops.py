@@ -163,3 +163,4 @@ def test_integer_division_runs_by_reference_without_a_warning():
     steps = schedule(p).steps
     assert [step.kind for step in steps] == [REFERENCE, REFERENCE]
     assert all(not step.missing_rule and "a zero divisor raises" in step.why for step in steps)
+

@@ -882,7 +882,7 @@ def norm(a, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
                            f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
     if isinstance(p, str) and p != "fro":
         if p == "nuc":
-            raise NotImplementedError("norm(p='nuc'): fusegrad has no nuclear norm (no singular values)")
+            return _nuclear_norm(a, dim, keepdim)
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if isinstance(dim, (bool, np.bool_)):
         raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found element "
@@ -892,6 +892,31 @@ def norm(a, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
+
+
+def _nuclear_norm(a: Tensor, dim, keepdim: bool) -> Tensor:
+    """norm(p='nuc'): the sum of the singular values of the matrices over the two axes `dim`
+    (the only two when None), as torch's linalg.matrix_norm (SumBackward1 over
+    LinalgSvdBackward0)."""
+    if a.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    axes = tuple(range(a.dim())) if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if len(axes) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in axes)}")
+    axes = tuple(normalize_dim(d, a.dim()) for d in axes)
+    if axes[0] == axes[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({axes[0]}, {axes[1]})")
+    rest = [d for d in range(a.dim()) if d not in axes]
+    matrices = a if axes == (a.dim() - 2, a.dim() - 1) else permute(a, tuple(rest) + axes)
+    values = apply_op("svd", [matrices], None)[1]
+    out = sum(values, -1)
+    if keepdim:        # as torch: two trailing unit axes moved to `axes` (PermuteBackward0 on top)
+        out = unsqueeze(unsqueeze(out, -1), -1)
+        source = iter(range(len(rest)))
+        order = [a.dim() - 2 if d == axes[0] else a.dim() - 1 if d == axes[1] else next(source)
+                 for d in range(a.dim())]
+        out = permute(out, tuple(order))
+    return out
 
 
 def _softmax_like(op: str, grad_name: str):

@@ -1,6 +1,7 @@
 """matmul (NumPy semantics: 1-d promotion and batch broadcasting), addmm
-(a linear layer: bias + mat1 @ mat2, one node as in torch), and the
-numerically stable softmax / log_softmax along one axis."""
+(a linear layer: bias + mat1 @ mat2, one node as in torch), the numerically
+stable softmax / log_softmax along one axis, and the reduced singular value
+decomposition (svd: the nuclear norm's singular values)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ from .. import threaded
 from ..buffers import POOL
 from ..types import TensorType
 from .movement import _expand_infer
-from .registry import COMPOSITE, MATMUL, OpDef, broadcast_shapes, register
+from .registry import COMPOSITE, MATMUL, OPAQUE, OpDef, broadcast_shapes, register
 
 
 def _matmul_infer(types, attrs):
@@ -364,3 +365,35 @@ register(OpDef("log_softmax_backward_data", COMPOSITE, _backward_data_infer, _lo
                _log_softmax_backward_data_vjp, decompose=_log_softmax_backward_data_decompose,
                rewrite=_log_softmax_backward_data_rewrite, extra={"ref_into": _log_softmax_backward_data_into},
                doc="log_softmax_backward_data(grad, result; axis): log_softmax's VJP, as torch's op"))
+
+
+# ------------------------------------------------------------------ svd
+# svd(x) -> (U, S, Vh), reduced (full_matrices=False), batched over leading axes: LAPACK's
+# gesdd through NumPy, run by reference everywhere. Only S carries a gradient (torch's
+# LinalgSvdBackward0 for the singular values: U diag(gS) Vh); U and Vh are read as
+# constants by that VJP, so a second derivative does not flow through them.
+def _svd_infer(types, attrs):
+    x = types[0]
+    if x.ndim < 2 or not x.dtype.is_floating_point:
+        raise TypeError(f"svd: expected a floating point matrix or batch of matrices, got {x}")
+    *batch, m, n = x.shape
+    k = min(m, n)
+    return [TensorType((*batch, m, k), x.dtype), TensorType((*batch, k), x.dtype),
+            TensorType((*batch, k, n), x.dtype)]
+
+
+def _svd_ref(x):
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    return u.astype(x.dtype, copy=False), s.astype(x.dtype, copy=False), vh.astype(x.dtype, copy=False)
+
+
+def _svd_vjp(e, x, y, g, a, n):
+    u, s, vh = y
+    gs = g[1]
+    scaled = e.mul(u, e.reshape(gs, tuple(gs.shape[:-1]) + (1, gs.shape[-1])))
+    return [e.matmul(scaled, vh)]
+
+
+register(OpDef("svd", OPAQUE, _svd_infer, _svd_ref, _svd_vjp, nondiff_outputs=(0, 2), reference_only=True,
+               extra={"node": "LinalgSvdBackward0", "reference_why": "LAPACK through np.linalg.svd"},
+               doc="svd(x) -> (U, S, Vh): the reduced singular value decomposition (singular values differentiable)"))

@@ -26,8 +26,7 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import (OPS, Builder, Program, TensorType, active_values, backward as emit_backward, reference_apply,
-                         threaded)
+from fusegrad.ir import OPS, Builder, Program, TensorType, active_values, backward as emit_backward, threaded
 from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program

@@ -41,7 +41,7 @@ from numba.extending import overload
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_pow", "fg_relu", "fg_maximum", "fg_minimum",
-    "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc", "fg_remainder",
+    "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc", "fg_remainder", "fg_lshift", "fg_rshift",
 ]
 
 
@@ -227,6 +227,16 @@ def fg_remainder(x, y):
     return python_entry(fg_remainder, x, y)
 
 
+def fg_lshift(x, y):
+    """torch's int64 x << y: 0 for a count outside [0, 64)."""
+    return python_entry(fg_lshift, x, y)
+
+
+def fg_rshift(x, y):
+    """torch's int64 x >> y: x >> 63 (the sign) for a count outside [0, 63)."""
+    return python_entry(fg_rshift, x, y)
+
+
 # --------------------------------------------------------------------- implementations
 # Factories: `make_*(ft)` returns the implementation for operands of NumPy
 # scalar type `ft` (np.float32, np.float64, np.int64, np.bool_). The public
@@ -369,6 +379,21 @@ def make_remainder(ft):
     return impl
 
 
+def make_lshift(ft):
+    zero = ft(0)
+
+    def impl(x, y):
+        valid = y >= 0 and y < 64
+        return (x << (y if valid else zero)) if valid else zero
+    return impl
+
+
+def make_rshift(ft):
+    def impl(x, y):
+        return x >> (y if (y >= 0 and y < 63) else ft(63))
+    return impl
+
+
 _NUMERIC = ("f32", "f64", "int")
 _ALL = ("f32", "f64", "int", "bool")
 
@@ -391,3 +416,5 @@ overload_by_kind(fg_sign, make_sign, _ALL)
 overload_by_kind(fg_div_floor, make_div_floor)
 overload_by_kind(fg_div_trunc, make_div_trunc)
 overload_by_kind(fg_remainder, make_remainder)
+overload_by_kind(fg_lshift, make_lshift, ("int",))
+overload_by_kind(fg_rshift, make_rshift, ("int",))

@@ -717,6 +717,16 @@ def fg_remainder(x, y):
     return python_entry(fg_remainder, x, y)
 
 
+def fg_lshift(x, y):
+    """torch's int64 x << y: 0 for a count outside [0, 64)."""
+    return python_entry(fg_lshift, x, y)
+
+
+def fg_rshift(x, y):
+    """torch's int64 x >> y: x >> 63 (the sign) for a count outside [0, 63)."""
+    return python_entry(fg_rshift, x, y)
+
+
 def _make_clamp(ft):
     def impl(x, lo, hi):
         return fg_minimum(fg_maximum(x, lo), hi)
@@ -744,3 +754,5 @@ overload_by_kind(fg_sign, libmath.make_sign, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_div_floor, libmath.make_div_floor)
 overload_by_kind(fg_div_trunc, libmath.make_div_trunc)
 overload_by_kind(fg_remainder, libmath.make_remainder)
+overload_by_kind(fg_lshift, libmath.make_lshift, ("int",))
+overload_by_kind(fg_rshift, libmath.make_rshift, ("int",))

@@ -22,7 +22,8 @@ from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, ca
                                         ne, neg, nonzero, norm, permute, pow, relu, remainder, sigmoid, sign, sin,
                                         softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze,
                                         where)
-from fusegrad.tracer.methods import bitwise_and, bitwise_or, bitwise_xor
+from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
+                                     bitwise_xor)
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling

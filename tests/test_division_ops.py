@@ -1,5 +1,5 @@
 """Rounding division, remainder and integer bitwise ops (`//`, `%`, div(rounding_mode=...),
-`&`, `|`, `^`) against torch: values bit for bit (zeros' signs included; a NaN's sign bit is
+`&`, `|`, `^`, `<<`, `>>`) against torch: values bit for bit (zeros' signs included; a NaN's sign bit is
 not compared), dtypes, gradients, node names and errors, eager and compiled; and the
 float kernels against the NumPy reference executor."""
 from __future__ import annotations
@@ -60,6 +60,8 @@ INT_EXPRS = {
     "and": lambda L, a, b: a & b, "or": lambda L, a, b: a | 8, "xor": lambda L, a, b: a ^ b,
     "rand": lambda L, a, b: 3 & a, "bool_or_int": lambda L, a, b: (a > 0) | 1,
     "functions": lambda L, a, b: L.bitwise_and(a, b) + L.bitwise_or(a, b) - L.bitwise_xor(a, 5),
+    "lshift": lambda L, a, b: a << (b * 13 - 3), "rshift": lambda L, a, b: a >> (b * 13 - 3),
+    "shift_scalars": lambda L, a, b: (a << 3) + (3 << b.abs()) - (a >> 1) + (L.tensor([1]) << 63).sum(),
 }
 
 
@@ -80,6 +82,7 @@ ERRORS = [
     "L.tensor([True]) // L.tensor([True])", "L.tensor([True]) % L.tensor([True])",
     "L.div(L.tensor([True]), L.tensor([True]), rounding_mode='trunc')", "L.tensor([1.5]) & L.tensor([1.5])",
     "L.tensor([1.5], dtype=L.float64) ^ 1", "L.tensor([3]) | 2.5", "L.div(L.tensor([1.0]), 2, rounding_mode='round')",
+    "L.tensor([1.5]) << 1", "L.tensor([True]) >> L.tensor([True])", "L.tensor([3]) << 1.5",
 ]
 
 
@@ -164,3 +167,13 @@ def test_integer_division_runs_by_reference_without_a_warning():
     assert [step.kind for step in steps] == [REFERENCE, REFERENCE]
     assert all(not step.missing_rule and "a zero divisor raises" in step.why for step in steps)
 
+
+@pytest.mark.parametrize("op", ["lshift", "rshift"])
+def test_shift_kernels_equal_the_reference(op):
+    """Counts outside [0, 64) included: the kernels clamp them as the references do."""
+    rng = np.random.default_rng(31)
+    p = build(lambda e, a, b: [e.op(op, e.add(a, a), b)], ((40, 33), int64), ((33,), int64))
+    assert REFERENCE not in [step.kind for step in schedule(p).steps]
+    a = rng.integers(-2 ** 40, 2 ** 40, (40, 33))
+    b = np.arange(-5, 95, 3)[:33]
+    check(p, [a, b])

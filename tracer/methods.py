@@ -66,6 +66,20 @@ def _bitwise(name: str, on_bools):
     return fn
 
 
+def _shift(name: str, op: str):
+    """`t << o`, `t >> o` of int64 tensors (torch's NotImplementedError for floats and bools)."""
+    def fn(a, b) -> Tensor:
+        swap = not isinstance(a, Tensor)
+        ops, dtype = F._promoted([b, a] if swap else [a, b], name)
+        if dtype is bool_ or dtype.is_floating_point:
+            raise NotImplementedError(f'"{op}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
+        return apply_op(op, ops[::-1] if swap else ops, None, None)
+    fn.__name__ = name
+    return fn
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift")
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift")
 bitwise_and = _bitwise("bitwise_and", F.logical_and)
 bitwise_or = _bitwise("bitwise_or", lambda a, b: F.logical_not(F.logical_and(F.logical_not(a), F.logical_not(b))))
 bitwise_xor = _bitwise("bitwise_xor", F.ne)
@@ -259,6 +273,7 @@ METHODS = {
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
     "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
     # unary
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
@@ -315,6 +330,10 @@ OPERATORS = {
     "__and__": _binary_operator(bitwise_and), "__rand__": _binary_operator(_reflected(bitwise_and), reflected=True),
     "__or__": _binary_operator(bitwise_or), "__ror__": _binary_operator(_reflected(bitwise_or), reflected=True),
     "__xor__": _binary_operator(bitwise_xor), "__rxor__": _binary_operator(_reflected(bitwise_xor), reflected=True),
+    "__lshift__": _binary_operator(bitwise_left_shift),
+    "__rlshift__": _binary_operator(_reflected(bitwise_left_shift), reflected=True),
+    "__rshift__": _binary_operator(bitwise_right_shift),
+    "__rrshift__": _binary_operator(_reflected(bitwise_right_shift), reflected=True),
     "__floordiv__": _binary_operator(F.floor_divide),
     "__rfloordiv__": _binary_operator(F.rfloordiv, reflected=True),
     "__mod__": _binary_operator(F.remainder), "__rmod__": _binary_operator(F.rremainder, reflected=True),

@@ -426,6 +426,24 @@ for _name, _ref, _sym in (("bitwise_and", np.bitwise_and, "&"), ("bitwise_or", n
                           ("bitwise_xor", np.bitwise_xor, "^")):
     _op = elementwise(_name, _ref, None, "({0} %s {1})" % _sym, doc=f"{_name}(a, b): a {_sym} b of integers or bools")
     _op.infer = _integers_only(_op.infer, _name)
+
+
+# Shifts of int64, as torch's kernels: a shift count outside [0, 64) gives 0 (left) or the sign
+# (right: a >> 63); NumPy's and LLVM's shifts are undefined there, so the count is clamped first.
+def _lshift_ref(a, b):
+    valid = (b >= 0) & (b < 64)
+    return np.where(valid, np.left_shift(a, np.where(valid, b, 0)), 0).astype(a.dtype)
+
+
+def _rshift_ref(a, b):
+    return np.right_shift(a, np.where((b >= 0) & (b < 63), b, 63)).astype(a.dtype)
+
+
+for _name, _ref, _cpu in (("lshift", _lshift_ref, "lshift_cpu"), ("rshift", _rshift_ref, "rshift_cpu")):
+    _op = elementwise(_name, _ref, None, f"fg_{_name}({{0}}, {{1}})",
+                      bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"),
+                      doc=f"{_name}(a, b): torch's int64 shift (0 or the sign beyond 63 or below 0)")
+    _op.infer = _integers_only(_op.infer, _name)
 elementwise("logical_not", np.logical_not, None, "({0} == 0)", result=bool_)
 
 

@@ -363,9 +363,6 @@ EAGER_XFAIL: dict[str, str] = {
     **{e: _POSITION for e in ["f23.softmax(dim=(1,))", "f23.log_softmax(dim=None)", "L.softmax(f23, 'a')",
                               "L.flatten(f23, 'a')", "L.cat([f3, f3], dim=1.5)", "L.cat([f23, f23], dim=True)",
                               "L.stack([f3, f3], dim=1.5)", "f23.argmin(1.5)", "f3.add_(f3, alpha='a')"]},
-    **{e: "torch writes through an expanded view (every alias gets the value); fusegrad refuses the write "
-          "(tracer/inplace.py fill_/zero_ share the internal-overlap check of the arithmetic ops)"
-       for e in ["f3.expand(2, 3).fill_(0.0)", "f3.expand(2, 3).zero_()"]},
 }
 COMPILED_ONLY: dict[str, str] = {}
 COMPILED_XFAIL = {**EAGER_XFAIL, **COMPILED_ONLY}

@@ -494,12 +494,11 @@ def test_setitem_matrix_more_shapes(shape, key, value, mode, request):
     compare_setitem(request.node.callspec.id, shape, key, value, mode)
 
 
-# ================================================================ differences outside tracer/indexing
-@pytest.mark.xfail(strict=True, reason="dispatch._write_inplace refuses every write through an expand view "
-                                       "(a read-only NumPy broadcast); torch allows fill_/zero_ on one, and any "
-                                       "in-place op where the expand made no overlap")
+# ================================================================ writes through an expand
 @pytest.mark.parametrize("write", ["fill_", "zero_", "add_same_shape"])
 def test_fill_through_an_expanded_view(write):
+    """torch allows fill_/zero_ through an expand's view (every alias gets the value), and any
+    in-place op where the expand made no overlap (dispatch._writable_memory)."""
     for L in (torch, fg):
         x = L.tensor([1.0, 2.0, 3.0])
         if write == "fill_":
@@ -511,6 +510,27 @@ def test_fill_through_an_expanded_view(write):
         if L is torch:
             want = x.tolist()
     assert x.tolist() == want
+
+
+@pytest.mark.parametrize("body", ["x.expand(2, 3).fill_(7)", "x.expand(2, 3).zero_()", "x.expand(3).add_(1)",
+                                  "x.unsqueeze(1).expand(3, 4)[:, 1:].fill_(5)", "x.expand(2, 3).add_(1)",
+                                  "x.expand(2, 3).copy_(L.ones(2, 3))"])
+def test_writes_through_an_expand_inside_fg_compile_are_torchs(body):
+    """The traced write reaches the expand's source (dispatch._unexpand): a fill through any
+    expand, another write only where the expand replicated nothing; torch's overlap error else."""
+    def run(L, compiled):
+        def fn(x):
+            exec(body, {"L": L, "x": x})
+            return x * 1
+        x = L.tensor([1.0, 2.0, 3.0])
+        try:
+            out = (fg.compile(fn) if compiled else fn)(x)
+        except RuntimeError as e:
+            return str(e)
+        return out.tolist(), x.tolist()
+    want = run(torch, False)
+    assert run(fg, False) == want
+    assert run(fg, True) == want
 
 
 def test_fill_with_a_0d_tensor_records_fillbackward3():

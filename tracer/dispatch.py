@@ -284,7 +284,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
         out_slots = ()
 
     if out is not None:
-        _write_inplace(out, results[0], opdef.name)
+        _write_inplace(out, results[0], opdef.name, name in _FILLS)
         outs = (out,)
     else:
         outs = []
@@ -331,18 +331,76 @@ def set_history(t, node, output_nr: int) -> None:
         t._view_version = t._version[0]
 
 
-def _write_inplace(t, result: np.ndarray, op: str) -> None:
-    if not t._data.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+# fill_ and zero_ (their nodes' names): torch writes them through a view whose elements share
+# memory (an expand's broadcast: every alias gets the value); other in-place ops refuse one.
+_FILLS = frozenset({"FillBackward2", "FillBackward3", "ZeroBackward0"})
+_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.")
+
+
+def _writable_memory(a: np.ndarray):
+    """`a`'s elements as a writable array: `a` itself, or, for a read-only view of writable
+    memory (NumPy's broadcast_to makes an expand's view read-only), a writable view of the
+    same memory with a's layout; None when the memory itself is read-only."""
+    if a.flags.writeable:
+        return a
+    root = a
+    while isinstance(root.base, np.ndarray) and not root.flags.writeable:
+        root = root.base
+    if not root.flags.writeable or not root.flags.c_contiguous:
+        return None
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(a.shape, a.dtype, buffer=root, offset=offset, strides=a.strides)
+
+
+def _overlaps_itself(a: np.ndarray) -> bool:
+    """Do two elements of `a` share memory (a stride 0 over more than one element)?"""
+    return any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape))
+
+
+def _write_inplace(t, result: np.ndarray, op: str, fill: bool = False) -> None:
+    target = _writable_memory(t._data)
+    if target is None or (target is not t._data and not fill and _overlaps_itself(t._data)):
+        raise RuntimeError(_OVERLAP_MSG)
     if not np.can_cast(result.dtype, t._data.dtype, casting="same_kind"):
         raise RuntimeError(f"result type {_torch_name(result.dtype)} can't be cast to the desired output "
                            f"type {_torch_name(t._data.dtype)}")
     if result.shape != t._data.shape:
         raise RuntimeError(f"output with shape [{', '.join(map(str, t._data.shape))}] doesn't match the "
                            f"broadcast shape [{', '.join(map(str, result.shape))}]")
-    np.copyto(t._data, result, casting="unsafe")
+    np.copyto(target, result, casting="unsafe")
     t._version[0] += 1
+
+
+def _fill_through_expand(src, expanded, rest, value):
+    """`src` after a fill (of `value`, one value everywhere) through `rest` views of an expand of
+    it (`expanded`): the memory of an element takes the value where the write reached any of
+    its replicas, as eagerly (they are one memory location)."""
+    reached = _scatter(np.zeros(tuple(expanded.shape), np.bool_), rest, np.ones(tuple(value.shape), np.bool_))
+    shape, target = tuple(src.shape), tuple(expanded.shape)
+    lead = len(target) - len(shape)
+    axes = tuple(k for k in range(len(target)) if k < lead or (shape[k - lead] == 1 and target[k] > 1))
+    if axes:
+        reached = apply_op("amax", [reached], {"axes": axes, "keepdim": False})
+    reached = apply_op("reshape", [reached], {"shape": shape})
+    constant = apply_op("amax", [value], {"axes": tuple(range(value.dim())), "keepdim": False})
+    return apply_op("where", [reached, apply_op("expand", [constant], {"shape": shape}), src], None, "CopySlices")
+
+
+def _unexpand(src, value, fill: bool):
+    """`value`, of the shape of an expand of `src`, written back to `src`'s shape: one of the
+    positions the expand replicated each (they hold one value only after a fill; any other
+    write there is torch's overlap error)."""
+    shape, target = tuple(src.shape), tuple(value.shape)
+    lead = len(target) - len(shape)
+    replicated = [k for k in range(len(target))
+                  if target[k] > 1 and (k < lead or shape[k - lead] == 1)]
+    if replicated:
+        if not fill:
+            raise RuntimeError(_OVERLAP_MSG)
+        index = tuple(("s", 0, 1, 1) if k in replicated else ("s", 0, target[k], 1) for k in range(len(target)))
+        value = apply_op("getitem", [value], {"index": index})
+    return apply_op("reshape", [value], {"shape": shape}, "CopySlices")
 
 
 def _torch_name(dt) -> str:
@@ -357,8 +415,9 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     old = view._snapshot()
     result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
-    _write_inplace(view, result._data, op)
-    new_base = _scatter(base, chain, result)
+    fill = name in _FILLS
+    _write_inplace(view, result._data, op, fill)
+    new_base = _scatter(base, chain, result, fill)
     if new_base._grad_fn is not None:
         set_history(base, new_base._grad_fn, new_base._output_nr)
     again = view_of(base, chain)
@@ -387,14 +446,20 @@ def view_of(base, chain):
     return again
 
 
-def _scatter(base, chain, value):
-    """`base` with the region that `chain` selects replaced by `value` (recorded ops)."""
+def _scatter(base, chain, value, fill: bool = False):
+    """`base` with the region that `chain` selects replaced by `value` (recorded ops). `fill`:
+    the write gave every element one value (fill_, zero_), so positions an expand replicated
+    may be written: they all hold it."""
     if not chain:
         return value
     (op, attrs), rest = chain[0], chain[1:]
     attrs = dict(attrs)
     inner = apply_op(op, [base], attrs) if rest else None
-    new_inner = _scatter(inner, rest, value) if rest else value
+    if op == "expand" and fill and rest:
+        return _fill_through_expand(base, inner, rest, value)
+    new_inner = _scatter(inner, rest, value, fill) if rest else value
+    if op == "expand":
+        return _unexpand(base, new_inner, fill)
     if op == "getitem":
         return apply_op("index_put", [base, new_inner], {"index": attrs["index"]}, "CopySlices")
     if op == "reshape":

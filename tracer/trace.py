@@ -28,7 +28,7 @@ from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
-from .dispatch import ZERO_DIM_TYPES, _default_name
+from .dispatch import _FILLS, ZERO_DIM_TYPES, _default_name
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .node import _FREED_MSG, qualified_name, saved_slots
@@ -283,19 +283,20 @@ class Trace:
         if requires:
             self.grad_instrs[id(ins)] = name
         if out is not None:
+            fill = name in _FILLS
             if self.writing is not None or op == "graft":     # part of a write under way
-                return self._write(out, outs[0], requires)
+                return self._write(out, outs[0], requires, fill)
             self.begin_write(out, len(self.instrs) - 1)
             try:
-                return self._write(out, outs[0], requires)
+                return self._write(out, outs[0], requires, fill)
             finally:
                 self.writing = None
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
 
-    def _write(self, out: Tensor, v: Value, requires: bool) -> Tensor:
+    def _write(self, out: Tensor, v: Value, requires: bool, fill: bool = False) -> Tensor:
         if out._base is not None:
-            return self._write_through_view(out, v, requires)
+            return self._write_through_view(out, v, requires, fill)
         self.rebind(out, v, requires)
         return out
 
@@ -515,12 +516,13 @@ class Trace:
         stand_in = layout_stand_in(src)
         return bool(np.may_share_memory(OPS["reshape"].ref(stand_in, **dict(frozen)), stand_in))
 
-    def _write_through_view(self, view: Tensor, v: Value, requires: bool) -> Tensor:
-        """`view` was written in place with value `v`: write the base (eager's CopySlices)."""
+    def _write_through_view(self, view: Tensor, v: Value, requires: bool, fill: bool = False) -> Tensor:
+        """`view` was written in place with value `v`: write the base (eager's CopySlices);
+        `fill`: every element of it got one value (see dispatch._scatter)."""
         from .dispatch import _scatter, view_of
         base = view._base
         result = self.symbolic(v, requires or view._requires_grad)
-        new_base = _scatter(base, view._view_chain, result)
+        new_base = _scatter(base, view._view_chain, result, fill)
         self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives this trace's views of it
         if not any(ref() is view for ref in self.views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.

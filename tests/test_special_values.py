@@ -455,12 +455,7 @@ _GRAD_MODES = ("eager_grad", "eager_seed", "compiled_seed", "compiled_grad")
 
 # Known differences outside this task's files: strict xfails, (mode, group, op, dtype) with
 # None as a wildcard -> reason.
-CLAMP_ONE_BOUND = ("tracer/functional.clamp records a missing bound as +-inf, so the clamp VJP cannot "
-                   "tell clamp(x, min=t) from clamp(x, t, inf): torch's min-only gradient is where(x < min, g, 0), "
-                   "ours where(x < min < max, g, 0), which is 0 at min = +inf")
-KNOWN: dict = {
-    (("eager_grad", "eager_seed", "compiled_seed", "compiled_grad"), "binary", "clamp_min_t", None): CLAMP_ONE_BOUND,
-}
+KNOWN: dict = {}
 
 
 def _known(mode, group, op, dtype):

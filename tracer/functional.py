@@ -511,6 +511,11 @@ def clamp(a, min=None, max=None) -> Tensor:
             raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
     if not tensor_bounds:                             # numbers: no gradient flows to them
         min, max = (b.detach() if isinstance(b, Tensor) else b for b in (min, max))
+    elif min is None or max is None:
+        # One tensor bound: its own op, so that the gradients are torch's one-bound ones
+        # (clamp(x, t, +inf) would give the bound none where t is +inf).
+        op, bound = ("clamp_max", max) if min is None else ("clamp_min", min)
+        return apply_op(op, [_coerce(a, dtype), _coerce(bound, dtype)], None, "ClampBackward0")
     lo, hi = clamp_bounds(dtype, min, max)
     ops = [_coerce(x, dtype) for x in (a, lo, hi)]
     return apply_op("clamp", ops, None, "ClampBackward0" if tensor_bounds else "ClampBackward1")

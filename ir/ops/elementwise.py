@@ -313,6 +313,25 @@ def _clamp_ref(x, lo, hi):
 elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})")
 
 
+# clamp with one tensor bound (torch's clamp_backward_min_max with the other bound undefined):
+# x's gradient where x >= min (x <= max), the bound's where x < min (x > max). Ties keep x, as
+# clamp's reference and fg_maximum/fg_minimum do (x is their first operand).
+def _clamp_min_vjp(e, x, y, g, a, n):
+    v, lo = x
+    return [e.where(e.ge(v, lo), g[0], 0) if n[0] else None, e.where(e.lt(v, lo), g[0], 0) if n[1] else None]
+
+
+def _clamp_max_vjp(e, x, y, g, a, n):
+    v, hi = x
+    return [e.where(e.le(v, hi), g[0], 0) if n[0] else None, e.where(e.gt(v, hi), g[0], 0) if n[1] else None]
+
+
+elementwise("clamp_min", lambda x, lo: np.maximum(lo, x), _clamp_min_vjp, "fg_maximum({0}, {1})",
+            doc="clamp_min(x, lo): clamp with a tensor lower bound only")
+elementwise("clamp_max", lambda x, hi: np.minimum(hi, x), _clamp_max_vjp, "fg_minimum({0}, {1})",
+            doc="clamp_max(x, hi): clamp with a tensor upper bound only")
+
+
 def _where_infer(types, attrs):
     c, x, y = types
     if c.dtype is not bool_:

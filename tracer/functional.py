@@ -1065,9 +1065,9 @@ def reshape(a, *sizes, shape=None) -> Tensor:
     # torch: a view of contiguous data, an alias with new strides of strided data that
     # allows one, else a copy.
     if not _viewable(a, shape):
-        name = "UnsafeViewBackward0"
-    else:
-        name = "ViewBackward0" if _c_ordered(a) else "ReshapeAliasBackward0"
+        # torch copies into contiguous memory (CloneBackward0), then views it (_unsafe_view)
+        return apply_op("reshape", [contiguous(a)], {"shape": shape}, "UnsafeViewBackward0")
+    name = "ViewBackward0" if _c_ordered(a) else "ReshapeAliasBackward0"
     return apply_op("reshape", [a], {"shape": shape}, name)
 
 

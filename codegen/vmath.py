@@ -81,6 +81,9 @@ from numba.extending import intrinsic
 
 from . import libmath
 from .libmath import overload_by_kind, python_entry
+# Rounding division, remainder (libm's fmod) and shifts have no vectorised form: libmath's
+# functions, overloads included, serve both math modules.
+from .libmath import fg_div_floor, fg_div_trunc, fg_lshift, fg_remainder, fg_rshift  # noqa: F401
 
 __all__ = list(libmath.__all__)
 
@@ -702,31 +705,6 @@ def fg_sign(x):
     return python_entry(fg_sign, x)
 
 
-def fg_div_floor(x, y):
-    """torch's floor division of floats (c10's div_floor_floating; x / y where y == 0)."""
-    return python_entry(fg_div_floor, x, y)
-
-
-def fg_div_trunc(x, y):
-    """torch's division rounded toward zero, trunc(x / y), of floats."""
-    return python_entry(fg_div_trunc, x, y)
-
-
-def fg_remainder(x, y):
-    """torch's remainder of floats: fmod(x, y), plus y where their signs differ."""
-    return python_entry(fg_remainder, x, y)
-
-
-def fg_lshift(x, y):
-    """torch's int64 x << y: 0 for a count outside [0, 64)."""
-    return python_entry(fg_lshift, x, y)
-
-
-def fg_rshift(x, y):
-    """torch's int64 x >> y: x >> 63 (the sign) for a count outside [0, 63)."""
-    return python_entry(fg_rshift, x, y)
-
-
 def _make_clamp(ft):
     def impl(x, lo, hi):
         return fg_minimum(fg_maximum(x, lo), hi)
@@ -750,9 +728,3 @@ overload_by_kind(fg_maximum, libmath.make_maximum, ("f32", "f64", "int", "bool")
 overload_by_kind(fg_minimum, libmath.make_minimum, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_clamp, _make_clamp, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_sign, libmath.make_sign, ("f32", "f64", "int", "bool"))
-# Rounding division and remainder call libm's fmod (no vectorised form): share libmath's.
-overload_by_kind(fg_div_floor, libmath.make_div_floor)
-overload_by_kind(fg_div_trunc, libmath.make_div_trunc)
-overload_by_kind(fg_remainder, libmath.make_remainder)
-overload_by_kind(fg_lshift, libmath.make_lshift, ("int",))
-overload_by_kind(fg_rshift, libmath.make_rshift, ("int",))

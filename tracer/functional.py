@@ -299,9 +299,21 @@ def pow(input, exponent) -> Tensor:
 
 
 def matmul(a, b) -> Tensor:
-    """Matrix product with NumPy's 1-d and batch rules."""
+    """Matrix product with NumPy's 1-d and batch rules. Where torch turns the product into a
+    2-d one (a vector times a matrix; a batch folded into rows times a matrix or vector),
+    it is recorded as torch's chain of nodes (unsqueeze or view, mm or mv, squeeze or view)."""
     a, b = as_tensor(a, "matmul"), as_tensor(b, "matmul", "other", 2)
     _check_matmul(a, b)
+    na, nb = a.dim(), b.dim()
+    if na == 1 and nb == 2:
+        row = apply_op("reshape", [a], {"shape": (1, a.shape[0])}, "UnsqueezeBackward0")
+        product = apply_op("matmul", [row, b], None, "MmBackward0")
+        return apply_op("reshape", [product], {"shape": (b.shape[1],)}, "SqueezeBackward4")
+    if na >= 3 and nb <= 2 and _matmul_fold(a, b) == "left":
+        lead = tuple(a.shape[:-1])
+        rows = reshape(a, (_numel(lead), a.shape[-1]))
+        product = apply_op("matmul", [rows, b], None, "MmBackward0" if nb == 2 else "MvBackward0")
+        return apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])}, "UnsafeViewBackward0")
     return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
 
 

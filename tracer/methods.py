@@ -50,27 +50,17 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
 
 
 
-def _bitwise(name: str, on_bools):
-    """`t & o`, `t | o`, `t ^ o`: on bools the logical op `on_bools(a, b)` builds from the
-    logical and comparison ops; on integers the bitwise op; on floats torch's
-    NotImplementedError."""
+def _bitwise(name: str, on_bools, op: str | None = None):
+    """`t & o`, `t | o`, `t ^ o`, `t << o`, `t >> o`: on integers IR op `op` (`name` by default);
+    on bools the logical op `on_bools(a, b)` builds from the logical and comparison ops, or
+    torch's NotImplementedError where there is none (shifts); on floats that error too."""
+    op = op or name
+
     def fn(a, b) -> Tensor:
         swap = not isinstance(a, Tensor)        # `True & t`: promote with the tensor first
         ops, dtype = F._promoted([b, a] if swap else [a, b], name)
-        if dtype is bool_:
+        if dtype is bool_ and on_bools is not None:
             return on_bools(*(ops[::-1] if swap else ops))
-        if dtype.is_floating_point:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
-        return apply_op(name, ops[::-1] if swap else ops, None, None)
-    fn.__name__ = name
-    return fn
-
-
-def _shift(name: str, op: str):
-    """`t << o`, `t >> o` of int64 tensors (torch's NotImplementedError for floats and bools)."""
-    def fn(a, b) -> Tensor:
-        swap = not isinstance(a, Tensor)
-        ops, dtype = F._promoted([b, a] if swap else [a, b], name)
         if dtype is bool_ or dtype.is_floating_point:
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
         return apply_op(op, ops[::-1] if swap else ops, None, None)
@@ -78,8 +68,8 @@ def _shift(name: str, op: str):
     return fn
 
 
-bitwise_left_shift = _shift("bitwise_left_shift", "lshift")
-bitwise_right_shift = _shift("bitwise_right_shift", "rshift")
+bitwise_left_shift = _bitwise("bitwise_left_shift", None, "lshift")
+bitwise_right_shift = _bitwise("bitwise_right_shift", None, "rshift")
 bitwise_and = _bitwise("bitwise_and", F.logical_and)
 bitwise_or = _bitwise("bitwise_or", lambda a, b: F.logical_not(F.logical_and(F.logical_not(a), F.logical_not(b))))
 bitwise_xor = _bitwise("bitwise_xor", F.ne)

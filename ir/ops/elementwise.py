@@ -22,13 +22,15 @@ def _same_dtype(types, name):
     return d
 
 
-def _infer_map(name, result=None, float_only=False, bool_error=None):
+def _infer_map(name, result=None, float_only=False, bool_error=None, integer_only=False):
     def infer(types, attrs):
         d = _same_dtype(types, name)
         if bool_error is not None and d is bool_:
             raise bool_error
         if float_only and not d.is_floating_point:
             raise TypeError(f"{name}: expected a floating point operand, got {d.name}")
+        if integer_only and d.is_floating_point:
+            raise TypeError(f"{name}: expected integer or bool operands, got {d.name}")
         shape = types[0].shape
         if len(types) > 1 and any(t.shape != shape for t in types[1:]):
             shape = broadcast_shapes(*(t.shape for t in types))
@@ -36,25 +38,18 @@ def _infer_map(name, result=None, float_only=False, bool_error=None):
     return infer
 
 
-def _integers_only(infer, name):
-    def checked(types, attrs):
-        out = infer(types, attrs)
-        if out[0].dtype.is_floating_point:
-            raise TypeError(f"{name}: expected integer or bool operands, got {out[0].dtype.name}")
-        return out
-    return checked
-
-
 def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None,
-                bool_error=None, ref_into=None, extra=None):
+                bool_error=None, ref_into=None, extra=None, integer_only=False):
     """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs).
+    `float_only` / `integer_only`: the operand kinds it takes (TypeError otherwise).
     `bool_error`: the exception torch raises for bool operands, if it does. `ref_into(out,
     *arrays)`: the reference writing its result into given memory (OpDef.extra, see
     ir/buffers.py), where `ref` is not a ufunc. `extra`: further OpDef.extra facts."""
     facts = dict(extra or {})
     if ref_into:
         facts["ref_into"] = ref_into
-    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error), ref, vjp, expr,
+    return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error, integer_only), ref,
+                          vjp, expr,
                           doc=doc, rewrite=rewrite, extra=facts))
 
 
@@ -443,8 +438,8 @@ elementwise("logical_and", np.logical_and, None, "(({0} != 0) & ({1} != 0))", re
 # Bitwise ops of integers and bools (torch's NotImplementedError for floats comes from the tracer).
 for _name, _ref, _sym in (("bitwise_and", np.bitwise_and, "&"), ("bitwise_or", np.bitwise_or, "|"),
                           ("bitwise_xor", np.bitwise_xor, "^")):
-    _op = elementwise(_name, _ref, None, "({0} %s {1})" % _sym, doc=f"{_name}(a, b): a {_sym} b of integers or bools")
-    _op.infer = _integers_only(_op.infer, _name)
+    elementwise(_name, _ref, None, "({0} %s {1})" % _sym, integer_only=True,
+                doc=f"{_name}(a, b): a {_sym} b of integers or bools")
 
 
 # Shifts of int64, as torch's kernels: a shift count outside [0, 64) gives 0 (left) or the sign
@@ -459,10 +454,9 @@ def _rshift_ref(a, b):
 
 
 for _name, _ref, _cpu in (("lshift", _lshift_ref, "lshift_cpu"), ("rshift", _rshift_ref, "rshift_cpu")):
-    _op = elementwise(_name, _ref, None, f"fg_{_name}({{0}}, {{1}})",
-                      bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"),
-                      doc=f"{_name}(a, b): torch's int64 shift (0 or the sign beyond 63 or below 0)")
-    _op.infer = _integers_only(_op.infer, _name)
+    elementwise(_name, _ref, None, f"fg_{_name}({{0}}, {{1}})", integer_only=True,
+                bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"),
+                doc=f"{_name}(a, b): torch's int64 shift (0 or the sign beyond 63 or below 0)")
 elementwise("logical_not", np.logical_not, None, "({0} == 0)", result=bool_)
 
 

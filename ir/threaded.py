@@ -135,17 +135,20 @@ def splittable_rows(out: np.ndarray) -> bool:
             and not getattr(_local, "single", False))
 
 
-def elementwise_into(into):
-    """`into(out, *arrays)` of an elementwise op (a writer that is not one ufunc call, such
-    as relu's or tanh_backward's) split into blocks of rows on threads where `out` is large
-    and every operand has its shape or is 0-d: each element is computed on its own, so
-    the result is bit-identical."""
-    def split(out, *arrays):
-        if splittable_rows(out) and all(a.ndim == 0 or a.shape == out.shape for a in arrays):
-            by_rows(lambda lo, hi: into(out[lo:hi], *[a if a.ndim == 0 else a[lo:hi] for a in arrays]),
+def in_row_blocks(into, rows_independent=None):
+    """`into(out, *arrays, **attrs)` split into blocks of rows on threads where `out` is large,
+    every operand has its shape or is 0-d, and (`rows_independent(out, **attrs)`, for ops
+    such as a softmax along one axis) each row of the result depends only on the same rows
+    of the operands; else run in one piece. An elementwise writer (relu's, tanh_backward's:
+    one that is not one ufunc call) needs no predicate: each element is computed on its
+    own. Either way the result is bit-identical."""
+    def split(out, *arrays, **attrs):
+        if splittable_rows(out) and (rows_independent is None or rows_independent(out, **attrs)) \
+                and all(a.ndim == 0 or a.shape == out.shape for a in arrays):
+            by_rows(lambda lo, hi: into(out[lo:hi], *[a if a.ndim == 0 else a[lo:hi] for a in arrays], **attrs),
                     out.shape[0])
         else:
-            into(out, *arrays)
+            into(out, *arrays, **attrs)
     split.__name__, split.__doc__ = into.__name__, into.__doc__
     return split
 

@@ -134,7 +134,7 @@ def test_softmax_family_in_row_blocks_equals_one_piece(op, axis, shape):
 @pytest.mark.parametrize("shape", [(ROWS * 256,), (ROWS, 256)], ids=["1d", "2d"])
 def test_elementwise_writers_in_row_blocks_equal_one_piece(op, shape):
     """The op table's writers that are not one ufunc call split into row blocks on threads
-    (threaded.elementwise_into), bit for bit (signed zeros, NaN and inf included)."""
+    (threaded.in_row_blocks), bit for bit (signed zeros, NaN and inf included)."""
     from fusegrad.ir import OPS
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(1 if op in ("relu", "sigmoid") else 2)]

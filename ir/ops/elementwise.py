@@ -66,7 +66,7 @@ def _sigmoid_ref(x):
     return out
 
 
-@threaded.elementwise_into
+@threaded.in_row_blocks
 def _sigmoid_into(out, x):
     """_sigmoid_ref of a floating array, worked in place in `out`: 1 / (1 + exp(-x))."""
     one = x.dtype.type(1)
@@ -244,17 +244,17 @@ elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_bac
 # ------------------------------------------------------------------ piecewise
 # torch's threshold_backward(grad, result, 0) (below): reading y, the gradient is
 # differentiable (requires_grad under create_graph), as in torch.
-def _fresh_result(into):
-    """An op's reference from its writer `into(out, *arrays)`: into a new array of the
-    operands' broadcast shape and (common) dtype."""
-    def ref(*arrays):
+def fresh_result(into):
+    """An op's reference from its writer `into(out, *arrays, **attrs)`: into a new array of
+    the operands' broadcast shape and (common) dtype."""
+    def ref(*arrays, **attrs):
         out = np.empty(np.broadcast_shapes(*(a.shape for a in arrays)), arrays[0].dtype)
-        into(out, *arrays)
+        into(out, *arrays, **attrs)
         return out
     return ref
 
 
-@threaded.elementwise_into
+@threaded.in_row_blocks
 def _relu_into(out, x):
     """torch's relu, where(x < 0, 0, x), into `out`: 0 for negatives, x itself otherwise (NaN
     and -0.0 included). np.maximum is 8x faster than np.where or a masked copy on a random
@@ -267,7 +267,7 @@ def _relu_into(out, x):
             np.copyto(out, x, where=zeros)
 
 
-elementwise("relu", _fresh_result(_relu_into),
+elementwise("relu", fresh_result(_relu_into),
             lambda e, x, y, g, a, n: [e.op("threshold_backward", g[0], y[0])], "fg_relu({0})",
             bool_error=RuntimeError("Boolean inputs not supported for relu"), ref_into=_relu_into)
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
@@ -374,7 +374,7 @@ def _threshold_backward_vjp(e, x, y, g, a, n):
     return [e.op("threshold_backward", g[0], x[1]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
 
 
-@threaded.elementwise_into
+@threaded.in_row_blocks
 def _threshold_backward_into(out, grad, result):
     """torch's threshold_backward(grad, result, 0) into `out`: +0.0 where result <= 0, else
     the gradient (a NaN result passes it), bit for bit as where(result <= 0, 0, grad): the
@@ -392,28 +392,28 @@ def _threshold_backward_into(out, grad, result):
 # The references below work in place in their output (on large arrays each temporary is
 # another allocation and pass over memory); products are commutative in IEEE arithmetic,
 # so the values are torch's order's bit for bit.
-@threaded.elementwise_into
+@threaded.in_row_blocks
 def _tanh_backward_into(out, g, y):
     np.multiply(y, y, out=out)
     np.subtract(y.dtype.type(1), out, out=out)
     out *= g                            # g * (1 - y * y)
 
 
-@threaded.elementwise_into
+@threaded.in_row_blocks
 def _sigmoid_backward_into(out, g, y):
     np.subtract(y.dtype.type(1), y, out=out)
     out *= g
     out *= y                            # (g * (1 - y)) * y
 
 
-backward_op("tanh_backward", _fresh_result(_tanh_backward_into), _tanh_backward_vjp,
+backward_op("tanh_backward", fresh_result(_tanh_backward_into), _tanh_backward_vjp,
             lambda e, xs, a: [e.mul(xs[0], e.sub(1, e.mul(xs[1], xs[1])))],
             "tanh_backward(grad, result): grad * (1 - result**2)", ref_into=_tanh_backward_into)
-backward_op("sigmoid_backward", _fresh_result(_sigmoid_backward_into), _sigmoid_backward_vjp,
+backward_op("sigmoid_backward", fresh_result(_sigmoid_backward_into), _sigmoid_backward_vjp,
             lambda e, xs, a: [e.mul(e.mul(xs[0], e.sub(1, xs[1])), xs[1])],
             "sigmoid_backward(grad, result): grad * (1 - result) * result, in torch's order",
             ref_into=_sigmoid_backward_into)
-backward_op("threshold_backward", _fresh_result(_threshold_backward_into), _threshold_backward_vjp,
+backward_op("threshold_backward", fresh_result(_threshold_backward_into), _threshold_backward_vjp,
             lambda e, xs, a: [e.where(e.le(xs[1], 0), 0, xs[0])],
             "threshold_backward(grad, result): relu's gradient, 0 where result <= 0",
             ref_into=_threshold_backward_into)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import threaded
 from ..buffers import POOL
 from ..types import TensorType
+from .elementwise import fresh_result
 from .movement import _expand_infer
 from .registry import COMPOSITE, MATMUL, OPAQUE, OpDef, broadcast_shapes, register
 
@@ -190,24 +191,15 @@ def _axis_infer(types, attrs):
 # every extra temporary is another pass over memory and, fresh, a page fault per 4 KiB.
 # Each row along a last-axis softmax depends only on itself, so a large one is computed
 # in blocks of rows on threads (_by_rows), bit for bit as in one piece.
+def _last_axis(out, axis) -> bool:
+    """Is `axis` the last of several (each row then holds whole softmaxes)?"""
+    return out.ndim >= 2 and axis % out.ndim == out.ndim - 1
+
+
 def _by_rows(into):
-    """`into(out, *arrays, axis)` run in blocks of rows on threads where the axis is the last
-    of several and the result is large (ir/threaded.py), else in one piece."""
-    def split(out, *arrays, axis):
-        if out.ndim >= 2 and axis % out.ndim == out.ndim - 1 and threaded.splittable_rows(out):
-            threaded.by_rows(lambda lo, hi: into(out[lo:hi], *[a[lo:hi] for a in arrays], axis=axis), out.shape[0])
-        else:
-            into(out, *arrays, axis=axis)
-    return split
-
-
-def _fresh(into):
-    """The reference from a writer: into a new array of the last operand's shape and dtype."""
-    def ref(*arrays, axis):
-        out = np.empty(arrays[-1].shape, arrays[-1].dtype)
-        into(out, *arrays, axis=axis)
-        return out
-    return ref
+    """`into(out, *arrays, axis)` in blocks of rows on threads where the axis is the last of
+    several and the result is large (ir/threaded.py), else in one piece."""
+    return threaded.in_row_blocks(into, _last_axis)
 
 
 def _subtract_max(out, x, axis):
@@ -239,8 +231,8 @@ def _log_softmax_into(out, x, axis):
     out -= np.log(np.add.reduce(exps, axis=axis, keepdims=True, dtype=x.dtype))
 
 
-_softmax_ref = _fresh(_softmax_into)
-_log_softmax_ref = _fresh(_log_softmax_into)
+_softmax_ref = fresh_result(_softmax_into)
+_log_softmax_ref = fresh_result(_log_softmax_into)
 
 
 def _axes(x, attrs):
@@ -307,8 +299,8 @@ def _log_softmax_backward_data_into(out, g, y, axis):
     np.subtract(g, out, out=out)
 
 
-_softmax_backward_data_ref = _fresh(_softmax_backward_data_into)
-_log_softmax_backward_data_ref = _fresh(_log_softmax_backward_data_into)
+_softmax_backward_data_ref = fresh_result(_softmax_backward_data_into)
+_log_softmax_backward_data_ref = fresh_result(_log_softmax_backward_data_into)
 
 
 def _softmax_backward_data_decompose(e, xs, a):

@@ -377,9 +377,7 @@ def _fill_through_expand(src, expanded, rest, value):
     it (`expanded`): the memory of an element takes the value where the write reached any of
     its replicas, as eagerly (they are one memory location)."""
     reached = _scatter(np.zeros(tuple(expanded.shape), np.bool_), rest, np.ones(tuple(value.shape), np.bool_))
-    shape, target = tuple(src.shape), tuple(expanded.shape)
-    lead = len(target) - len(shape)
-    axes = tuple(k for k in range(len(target)) if k < lead or (shape[k - lead] == 1 and target[k] > 1))
+    shape, axes = tuple(src.shape), _replicated_axes(src, expanded)
     if axes:
         reached = apply_op("amax", [reached], {"axes": axes, "keepdim": False})
     reached = apply_op("reshape", [reached], {"shape": shape})
@@ -391,16 +389,21 @@ def _unexpand(src, value, fill: bool):
     """`value`, of the shape of an expand of `src`, written back to `src`'s shape: one of the
     positions the expand replicated each (they hold one value only after a fill; any other
     write there is torch's overlap error)."""
-    shape, target = tuple(src.shape), tuple(value.shape)
-    lead = len(target) - len(shape)
-    replicated = [k for k in range(len(target))
-                  if target[k] > 1 and (k < lead or shape[k - lead] == 1)]
+    replicated = _replicated_axes(src, value)
     if replicated:
         if not fill:
             raise RuntimeError(_OVERLAP_MSG)
-        index = tuple(("s", 0, 1, 1) if k in replicated else ("s", 0, target[k], 1) for k in range(len(target)))
+        index = tuple(("s", 0, 1 if k in replicated else size, 1) for k, size in enumerate(value.shape))
         value = apply_op("getitem", [value], {"index": index})
-    return apply_op("reshape", [value], {"shape": shape}, "CopySlices")
+    return apply_op("reshape", [value], {"shape": tuple(src.shape)}, "CopySlices")
+
+
+def _replicated_axes(src, expanded) -> tuple:
+    """The axes of `expanded` (an expand of `src`, or a value of its shape) over which the
+    expand repeats src's elements: new leading axes and size-1 axes grown, of size > 1."""
+    shape, target = tuple(src.shape), tuple(expanded.shape)
+    lead = len(target) - len(shape)
+    return tuple(k for k in range(len(target)) if target[k] > 1 and (k < lead or shape[k - lead] == 1))
 
 
 def _torch_name(dt) -> str:

@@ -547,11 +547,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
         instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
         groups = [trace.held_values(x, _input_value(trace, x)) for x in boundary]
-        wrt = [v for group in groups for v in group]
-        grads = sum_groups(b, emit_backward(b, instrs, [t._sym for t in grad_outs], seeds, wrt), groups)
+        wrt, out_values = [v for group in groups for v in group], [t._sym for t in grad_outs]
+        # (the active set is needed here only when the call wrote something in place)
+        active = active_values(instrs, out_values, wrt) if trace.stale else None
+        grads = sum_groups(b, emit_backward(b, instrs, out_values, seeds, wrt, active=active), groups)
         b.program.outputs = [g for g in grads if g is not None]
-        stale = trace.stale_saved(instrs, active_values(instrs, [t._sym for t in grad_outs], wrt)) \
-            if trace.stale else None
+        stale = trace.stale_saved(instrs, active) if active is not None else None
         bwd = simplify(b.program)
         saved = free_values(bwd)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])

@@ -168,9 +168,9 @@ def test_integer_division_runs_by_reference_without_a_warning():
     assert all(not step.missing_rule and "a zero divisor raises" in step.why for step in steps)
 
 
-@pytest.mark.parametrize("op", ["lshift", "rshift"])
-def test_shift_kernels_equal_the_reference(op):
-    """Counts outside [0, 64) included: the kernels clamp them as the references do."""
+@pytest.mark.parametrize("op", ["lshift", "rshift", "bitwise_and", "bitwise_or", "bitwise_xor"])
+def test_integer_bitwise_kernels_equal_the_reference(op):
+    """Shift counts outside [0, 64) included: the kernels clamp them as the references do."""
     rng = np.random.default_rng(31)
     p = build(lambda e, a, b: [e.op(op, e.add(a, a), b)], ((40, 33), int64), ((33,), int64))
     assert REFERENCE not in [step.kind for step in schedule(p).steps]

@@ -40,8 +40,9 @@ from numba.extending import overload
 
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus",
-    "fg_sqrt", "fg_sin", "fg_cos", "fg_pow", "fg_relu", "fg_maximum", "fg_minimum",
-    "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc", "fg_remainder", "fg_lshift", "fg_rshift",
+    "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
+    "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
+    "fg_remainder", "fg_lshift", "fg_rshift",
 ]
 
 
@@ -180,6 +181,16 @@ def fg_sin(x):
 def fg_cos(x):
     """Cosine."""
     return python_entry(fg_cos, x)
+
+
+def fg_sin_near(x):
+    """Sine, for the code generator's guarded kernels (codegen/trig_guard.py); libm's here."""
+    return python_entry(fg_sin_near, x)
+
+
+def fg_cos_near(x):
+    """Cosine, for the code generator's guarded kernels (codegen/trig_guard.py); libm's here."""
+    return python_entry(fg_cos_near, x)
 
 
 def fg_pow(x, y):
@@ -407,6 +418,8 @@ overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_sqrt, make_libm_unary(math.sqrt))
 overload_by_kind(fg_sin, make_libm_unary(math.sin))
 overload_by_kind(fg_cos, make_libm_unary(math.cos))
+overload_by_kind(fg_sin_near, make_libm_unary(math.sin))
+overload_by_kind(fg_cos_near, make_libm_unary(math.cos))
 overload_by_kind(fg_pow, _make_pow, _NUMERIC)
 overload_by_kind(fg_relu, make_relu, _ALL)
 overload_by_kind(fg_maximum, make_maximum, _ALL)

@@ -9,6 +9,8 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    shifts, `pad_edge`; index_put (t[i] = v, copy_, fill_) as a select over
    the indexed box; addmm, mse_loss, nll_loss into their ops), then common
    subexpressions are merged and dead code is dropped (ir.passes.simplify).
+   float32 sin/cos become their near forms, each distinct argument with a
+   guard output (codegen/trig_guard.py; `Schedule.guards` counts them).
 2. Every instruction gets a kind from its op group:
    - elementwise ops and reductions with a combine expression (sum, amax,
      amin) are *fusible*: they join loop kernels;
@@ -68,6 +70,7 @@ from fusegrad.ir.passes import rewrite_identities, simplify
 from .decompose import decompose_composites
 from .indexing import inlinable_movement, is_view
 from .loopnest import Analysis, LoopNest, NotFusable, is_reduction, reductions_of, recursion_room, row_axes_ok
+from .trig_guard import guard_near_forms
 
 KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
 REDUCE_COMBINES = ("add", "max", "min")
@@ -113,6 +116,7 @@ class Schedule:
     program: Program          # the program the steps implement (decomposed, dead code removed)
     steps: list
     notes: list               # (instruction, kernel or None, reason) for refused fusions
+    guards: int = 0           # the last `guards` outputs of `program` are trig guards (trig_guard.py)
 
     @property
     def kernels(self) -> list:
@@ -123,8 +127,11 @@ class Schedule:
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
     program = simplify(decompose_composites(rewrite_identities(program)))
+    program, guards = guard_near_forms(program)
     with recursion_room(len(program.instrs)):
-        return _Scheduler(program).run()
+        result = _Scheduler(program).run()
+    result.guards = guards
+    return result
 
 
 # ------------------------------------------------------------------ classification

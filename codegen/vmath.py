@@ -55,6 +55,11 @@ fg_sin/cos   float32: Payne-Hanek reduction in float64 without a table        1 
              valid over the whole float32 range. float64: libm (a table-free
              reduction would need ~40 pieces), so a float64 loop using
              sin/cos does not vectorise.
+fg_sin_near  float32 |x| < NEAR_LIMIT (2**20): Cody-Waite, k = rint(x*2/pi),      1     libm
+/cos_near    r = x - k*(p1 + p2 + p3) in float64 (p1, p2: 33-bit pieces of pi/2,
+             exact products), then fg_sin/cos's polynomials: bit-identical to
+             them there (tested), 2.4x faster. Beyond the limit the result is
+             wrong: codegen/trig_guard.py guards every use.
 ===========  ==============================================================  ====  ====
 
 (*) no error found in the sample; the bound asserted is 1.
@@ -597,13 +602,34 @@ def _reduce_quadrant(x):
     return f * 1.5707963267948966, n
 
 
-def _make_sincos32(cosine: bool):
+# pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_3 (+ 1e-37): the first two have 33 significant bits,
+# so k * piece is exact in float64 for |k| < 2**20.
+_PIO2_1, _PIO2_2, _PIO2_3 = 1.5707963267341256, 6.077100506303966e-11, 2.0222662487959506e-21
+NEAR_LIMIT = 2.0 ** 20       # fg_sin_near/fg_cos_near are exact below this |x| (float32)
+
+
+@_helper
+def _reduce_near(x):
+    """float64 x (a float32 value, |x| < NEAR_LIMIT) -> (r, n) as _reduce_quadrant's.
+
+    Cody-Waite: k = rint(x*2/pi) < 2**20, and x - k*_PIO2_1 and the next product are
+    exact, so r is accurate to ~2**-80 absolute (k * 1e-37 and one rounding of the last
+    product), as _reduce_quadrant's r; the float32 results agree bit for bit."""
+    k = _rint(x * 0.6366197723675814)
+    r = _fmuladd(-k, _PIO2_1, x)
+    r = _fmuladd(-k, _PIO2_2, r)
+    r = _fmuladd(-k, _PIO2_3, r)
+    q = _fmuladd(-4.0, _rint(k * 0.25), k)              # k mod 4, in [-2, 2]
+    return r, (q + 4.0 if q < 0.0 else q)
+
+
+def _make_sincos32(cosine: bool, reduce=_reduce_quadrant):
     shift = 1.0 if cosine else 0.0       # cos(x) = sin(x + pi/2): one quadrant on
     sp = _SINP
     cp = _COSP
 
     def impl(x):
-        r, n = _reduce_quadrant(np.float64(x))
+        r, n = reduce(np.float64(x))
         n = n + shift
         n = n - 4.0 if n >= 4.0 else n
         z = r * r
@@ -622,6 +648,14 @@ def _make_sin(ft):
 
 def _make_cos(ft):
     return _make_sincos32(True) if ft is np.float32 else libmath.make_libm_unary(math.cos)(ft)
+
+
+def _make_sin_near(ft):
+    return _make_sincos32(False, _reduce_near) if ft is np.float32 else libmath.make_libm_unary(math.sin)(ft)
+
+
+def _make_cos_near(ft):
+    return _make_sincos32(True, _reduce_near) if ft is np.float32 else libmath.make_libm_unary(math.cos)(ft)
 
 
 # --------------------------------------------------------------------- public names
@@ -675,6 +709,16 @@ def fg_cos(x):
     return python_entry(fg_cos, x)
 
 
+def fg_sin_near(x):
+    """Sine of |x| < NEAR_LIMIT (float32; float64: libm's, any x); see codegen/trig_guard.py."""
+    return python_entry(fg_sin_near, x)
+
+
+def fg_cos_near(x):
+    """Cosine of |x| < NEAR_LIMIT (float32; float64: libm's, any x); see codegen/trig_guard.py."""
+    return python_entry(fg_cos_near, x)
+
+
 def fg_pow(x, y):
     """x**y with torch's semantics (C99 pow for floats, wrap-around for integers)."""
     return python_entry(fg_pow, x, y)
@@ -721,6 +765,8 @@ overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_sqrt, _make_sqrt)
 overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)
+overload_by_kind(fg_sin_near, _make_sin_near)
+overload_by_kind(fg_cos_near, _make_cos_near)
 overload_by_kind(fg_pow, _make_pow, ("f32", "f64", "int"))
 # Compare-and-select functions are already vectorisable: share libmath's.
 overload_by_kind(fg_relu, libmath.make_relu, ("f32", "f64", "int", "bool"))

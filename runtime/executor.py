@@ -534,6 +534,7 @@ class CompiledProgram:
         self.failure: str | None = None     # why a background compile failed (reported once)
         self.failure_reported = False
         self.calls = 0
+        self.far_trig_calls = 0      # calls rerun by reference for a sin/cos argument >= 2**20
         if sched is None:
             return
         prog = sched.program
@@ -545,6 +546,9 @@ class CompiledProgram:
                 self.slots.setdefault(v.id, len(self.slots))
         self.input_types = [(self.slots[v.id], v.dtype.np, v.shape) for v in prog.inputs]
         self.output_slots = [self.slots[v.id] for v in prog.outputs]
+        # Trig guards (codegen/trig_guard.py): the schedule's last outputs, not the program's.
+        split = len(self.output_slots) - sched.guards
+        self.output_slots, self.guard_slots = self.output_slots[:split], self.output_slots[split:]
         math = _kernel_cache().math_module()
         self.steps = []
         for step in sched.steps:
@@ -563,7 +567,7 @@ class CompiledProgram:
         for n, step in enumerate(self.steps):
             for slot in _reads(step):
                 last[slot] = n
-        keep = set(self.output_slots)
+        keep = set(self.output_slots) | set(self.guard_slots)
         frees = [[] for _ in self.steps]
         for slot, n in last.items():
             if slot not in keep:
@@ -614,6 +618,11 @@ class CompiledProgram:
             run(env)
             for slot in frees:
                 env[slot] = None
+        for s in self.guard_slots:
+            if env[s][()]:
+                # A sin/cos argument reached the near forms' limit: their results are wrong.
+                self.far_trig_calls += 1
+                return run_program(self.program, list(args))
         return [env[s] for s in self.output_slots]
 
     @property
@@ -630,8 +639,11 @@ class CompiledProgram:
         kinds = [s.step.kind if isinstance(s, _OpStep) else KERNEL for s in self.steps]
         summary = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
         parts = [f"compiled program: {len(self.steps)} steps ({summary}); calls so far: {self.calls}",
-                 f"compiled because: {self.miss_reason}",
-                 "program (composite ops decomposed):", format_program(self.schedule.program, name)]
+                 f"compiled because: {self.miss_reason}"]
+        if self.guard_slots:
+            parts.append(f"sin/cos: near forms, exact for |x| < 2**20 ({len(self.guard_slots)} guard output(s)); "
+                         f"calls with a larger argument rerun in NumPy: {self.far_trig_calls}")
+        parts += ["program (composite ops decomposed):", format_program(self.schedule.program, name)]
         for n, step in enumerate(self.steps, 1):
             if isinstance(step, _OpStep):
                 parts.append(f"[{n}] {step.step.kind}: {format_instr(step.instr, name)}    # {step.step.why}")

@@ -30,12 +30,21 @@ def kinds(sched):
     return [s.kind for s in sched.steps]
 
 
+def guard_ids(sched) -> set:
+    """The trig guards' outputs (codegen/trig_guard.py: one per distinct sin/cos argument)."""
+    outs = sched.program.outputs
+    return {v.id for v in outs[len(outs) - sched.guards:]}
+
+
 def test_chain_of_20_elementwise_ops_is_one_kernel():
     sched = schedule(build(chain, (64, 32), ()))
     assert kinds(sched) == [KERNEL]
     (k,) = sched.kernels
-    assert len([i for i in k.instrs if i not in k.inlined]) == 20
-    assert len(k.stores) == 1                 # only the output is written
+    assert sched.guards == 3                  # sin's argument and two cos arguments
+    # the 20 ops, and abs, ge, where, amax per guard: fused into the same loop
+    assert len([i for i in k.instrs if i not in k.inlined]) == 20 + 4 * sched.guards
+    assert {v.id for v in k.stores} >= guard_ids(sched)
+    assert len(k.stores) == 1 + sched.guards  # otherwise only the output is written
 
 
 def test_chain_backward_is_one_kernel():
@@ -44,7 +53,9 @@ def test_chain_backward_is_one_kernel():
     p = build(lambda e, x, s: e.sum(chain(e, x, s), (0, 1)), (64, 32), (), grad=True)
     sched = schedule(p)
     assert kinds(sched) == [KERNEL]
-    assert [v.shape for v in sched.kernels[0].stores] == [(), (), (64, 32)]
+    stores = sched.kernels[0].stores
+    assert [v.shape for v in stores if v.id not in guard_ids(sched)] == [(), (), (64, 32)]
+    assert {v.id for v in stores} >= guard_ids(sched)
     check(p, random_args(p, np.random.default_rng(9), low=0.1, high=1.0), rtol=1e-4, atol=1e-5)
 
 

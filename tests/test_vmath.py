@@ -470,6 +470,67 @@ def test_libmath_chain_is_scalar_libm():
     print(f"libmath W1 kernel: {calls} calls in the loop, {len(PACKED.findall(function_asm(kernel)))} packed ops")
 
 
+# --------------------------------------------------------------------- near forms of sin/cos
+NEAR = ("sin", "cos")
+
+
+@functools.lru_cache(maxsize=None)
+def near_kernel(module: str):
+    """kernel(x, out): out[0..1] = fg_sin(x), fg_cos(x); out[2..3] = their near forms."""
+    names = [f"fg_{n}" for n in NEAR] + [f"fg_{n}_near" for n in NEAR]
+    body = "".join(f"        out[{j}, i] = {f}(x[i])\n" for j, f in enumerate(names))
+    source = f"def kernel(x, out):\n    for i in range(x.shape[0]):\n{body}"
+    return _compile(source, {f: getattr(MODULES[module], f) for f in names})
+
+
+def assert_near_forms_agree(x: np.ndarray) -> None:
+    """fg_sin_near/fg_cos_near give fg_sin/fg_cos's float32 results bit for bit on x."""
+    out = np.empty((4, x.size), np.float32)
+    near_kernel("vmath")(x, out)
+    for j, name in enumerate(NEAR):
+        full, near = out[j], out[j + 2]
+        differ = (full.view(np.int32) != near.view(np.int32)) & ~(np.isnan(full) & np.isnan(near))
+        assert not differ.any(), f"{name}_near({x[differ][0]!r}) = {near[differ][0]!r}, not {full[differ][0]!r}"
+
+
+def test_near_forms_agree_with_the_full_forms_below_the_limit():
+    """Below vmath.NEAR_LIMIT (2**20) the Cody-Waite reduction gives the Payne-Hanek one's
+    results bit for bit: the sweep, the floats just under the limit, and specials."""
+    x = float32_sweep(stride=4099)
+    x = x[np.abs(x) < vmath.NEAR_LIMIT]
+    limit = np.float32(vmath.NEAR_LIMIT)
+    under = limit - np.arange(1, 20_001, dtype=np.float32) * np.spacing(np.float32(2.0 ** 19))
+    ints = np.arange(0, 2**20, 7, dtype=np.float32)          # whole numbers: near multiples of pi/2 too
+    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-45], np.float32)
+    assert_near_forms_agree(np.concatenate([x, under, -under, ints, -ints, specials]))
+
+
+def test_near_forms_are_wrong_beyond_the_limit():
+    """Why codegen/trig_guard.py guards them: far arguments lose the reduction's accuracy."""
+    x = np.float32(2.0) ** np.arange(21, 127, dtype=np.float32) * np.float32(1.2345)
+    out = np.empty((4, x.size), np.float32)
+    near_kernel("vmath")(x, out)
+    assert np.abs(out[0] - np.sin(x.astype(np.float64))).max() < 1e-6     # the full form is exact
+    assert np.abs(out[2] - np.sin(x.astype(np.float64))).max() > 1e-3
+
+
+def test_near_forms_vectorise():
+    near_kernel("vmath")(np.ones(1, np.float32), np.empty((4, 1), np.float32))
+    asm = function_asm(near_kernel("vmath"))
+    assert re.search(r"\bcall", asm) is None
+    assert re.search(r"[yz]mm", asm)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_libmath_near_forms_are_libm(dtype):
+    """The libm twin's near forms (and vmath's float64 ones) are libm's sin/cos: any argument."""
+    x = np.array([0.5, -3.0, 1e7, 3e30], dtype)
+    for module in (libmath,) + ((vmath,) if dtype is np.float64 else ()):
+        for name in NEAR:
+            got = np.array([getattr(module, f"fg_{name}_near")(v) for v in x], dtype)
+            np.testing.assert_array_equal(got, getattr(np, name)(x.astype(np.float64)).astype(dtype))
+
+
 # --------------------------------------------------------------------- exhaustive (slow)
 @pytest.mark.slow
 @pytest.mark.parametrize("module", ["vmath"])
@@ -491,6 +552,20 @@ def test_float32_exhaustive(module):
             print(f"{start:#010x}", worst, flush=True)
     print(worst)
     assert all(worst[n] <= ULP32[n] for n in UNARY), worst
+
+
+@pytest.mark.slow
+def test_near_forms_exhaustive():
+    """The near forms against the full forms, bit for bit, on every float32 below the limit
+    whose index is a multiple of FUSEGRAD_SWEEP_STRIDE (default 16)."""
+    import os
+    stride = int(os.environ.get("FUSEGRAD_SWEEP_STRIDE", "16"))
+    top = int(np.float32(vmath.NEAR_LIMIT).view(np.uint32))
+    chunk = 1 << 24
+    for start in range(0, top, chunk * stride):
+        x = (np.arange(chunk, dtype=np.uint64) * stride + start).astype(np.uint32)
+        x = x[x < top].view(np.float32)
+        assert_near_forms_agree(np.concatenate([x, -x]))
 
 
 @pytest.mark.slow

@@ -1,0 +1,63 @@
+"""Guarded fast sin/cos: the cheap range reduction where it is exact, the reference elsewhere.
+
+vmath's float32 `fg_sin`/`fg_cos` reduce any argument exactly (Payne-Hanek), which
+costs 2.4x the polynomial's time; `fg_sin_near`/`fg_cos_near` reduce with three
+pieces of pi/2 (Cody-Waite) and agree with them bit for bit while |x| < NEAR_LIMIT
+(2**20), but not beyond. Arguments that large are rare (a phase of 2**20 radians),
+so kernels use the near forms and the program says, per argument, whether any
+element reached the limit:
+
+    y = sin x                    y = sin_near x
+                         ->      f = abs x;  c = ge f 2**20;  w = where c 1 0
+                                 guard = amax[all axes] w          (an extra output)
+
+The guard is an ordinary reduction, so the scheduler fuses it into the kernel that
+computes x (a pass over values already in registers). The executor reads the
+guard outputs after the run and, if any is 1, runs the call again on the
+reference executor (NumPy's sin, exact everywhere) and counts it
+(`CompiledProgram.far_trig_calls`, shown by explain()). An infinite argument
+reaches the limit too: it reruns by reference, where sin(inf) is nan as always.
+
+Only float32 instructions with an `extra["near_form"]` in the op table change:
+float64 sin/cos are libm's in kernels, exact everywhere.
+"""
+from __future__ import annotations
+
+from fusegrad.ir import Builder, Emitter, Instr, Program
+from fusegrad.ir.ops import OPS
+from fusegrad.ir.types import float32
+
+from .vmath import NEAR_LIMIT
+
+
+def guard_near_forms(program: Program) -> tuple[Program, int]:
+    """`program` with float32 sin/cos as their near forms and one guard output per
+    distinct argument appended to its outputs (1 where an element has |x| >= NEAR_LIMIT,
+    else 0; float32, 0-d). Returns the program and the number of guard outputs."""
+    if not any(_near_form(ins) for ins in program.instrs):
+        return program, 0
+    out = Program(program.inputs, [], list(program.outputs))
+    guarded = []
+    for ins in program.instrs:
+        near = _near_form(ins)
+        if near is None:
+            out.instrs.append(ins)
+            continue
+        out.instrs.append(Instr(near, ins.inputs, ins.outputs, ins.attrs, ins.loc))
+        if all(ins.inputs[0] is not v for v in guarded):
+            guarded.append(ins.inputs[0])
+    e = Emitter(Builder(out), "trig guard")
+    for x in guarded:
+        far = e.where(e.ge(e.op("abs", x), NEAR_LIMIT), e.const(1, x), e.const(0, x))
+        rank = len(x.shape)
+        out.outputs.append(e.amax(far, tuple(range(rank))) if rank else far)
+    return out, len(guarded)
+
+
+def _near_form(ins) -> str | None:
+    """The near form to run `ins` as, or None (not a float32 op that has one, or an empty
+    operand: the scheduler runs those by reference, where a reduction of nothing fails)."""
+    near = OPS[ins.op].extra.get("near_form")
+    if near is None or ins.outputs[0].dtype is not float32 or ins.outputs[0].type.numel == 0:
+        return None
+    return near

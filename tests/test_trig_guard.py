@@ -1,0 +1,110 @@
+"""Guarded near forms of sin/cos (codegen/trig_guard.py): kernels use the cheap range
+reduction, exact below 2**20, and a call whose arguments reach that runs again in NumPy.
+
+Checked: where the guard sits (fused into the kernel computing the argument, one per
+distinct argument, float32 only); results against the reference executor and torch for
+arguments below, at and beyond the limit, NaN and inf, forward and backward; the rerun
+count that explain() reports.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.codegen import KERNEL, schedule
+from fusegrad.codegen.vmath import NEAR_LIMIT
+from fusegrad.ir import float64, run_program
+from fusegrad.runtime.executor import compile_program
+from test_codegen_support import build
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for sin/cos of far arguments")
+
+LIMIT = np.float32(NEAR_LIMIT)
+
+
+def wave(e, x, w):
+    """sin(x * w) + cos(x): two distinct arguments, so two guards."""
+    return e.add(e.sin(e.mul(x, w)), e.cos(x))
+
+
+def test_one_guard_per_distinct_argument_fused_into_the_kernel():
+    sched = schedule(build(wave, (64, 32), (32,)))
+    assert sched.guards == 2
+    assert [s.kind for s in sched.steps] == [KERNEL]
+    outs = sched.program.outputs
+    guards = outs[len(outs) - 2:]
+    assert all(g.shape == () for g in guards)
+    assert {g.id for g in guards} <= {v.id for v in sched.kernels[0].stores}
+    assert [ins.op for ins in sched.program.instrs if ins.op.endswith("_near")] == ["sin_near", "cos_near"]
+
+
+def test_sin_of_one_argument_and_its_derivative_share_a_guard():
+    p = build(lambda e, x: e.sin(x), (16,), grad=True)     # sin forward, cos backward: one argument
+    assert schedule(p).guards == 1
+
+
+def test_float64_and_empty_operands_keep_the_full_forms():
+    assert schedule(build(wave, ((8, 4), float64), ((4,), float64))).guards == 0
+    sched = schedule(build(lambda e, x: e.sin(x), (0, 3)))
+    assert sched.guards == 0 and not any(ins.op == "sin_near" for ins in sched.program.instrs)
+
+
+def _run_both(program, args):
+    compiled = compile_program(program)
+    before = compiled.far_trig_calls
+    got = compiled(args)
+    return got, run_program(program, list(args)), compiled.far_trig_calls - before
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, float(LIMIT) * 0.999])
+def test_arguments_below_the_limit_run_the_kernel(scale):
+    p = build(wave, (64, 32), (32,))
+    rng = np.random.default_rng(0)
+    x = (rng.uniform(-1, 1, (64, 32)) * scale).astype(np.float32)
+    w = np.ones(32, np.float32)
+    got, want, reruns = _run_both(p, [x, w])
+    assert reruns == 0
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("far", [float(LIMIT), -float(LIMIT), 3e7, 1e30, float(np.finfo(np.float32).max), np.inf])
+def test_an_argument_at_or_beyond_the_limit_reruns_in_numpy(far):
+    p = build(wave, (64, 32), (32,))
+    x = np.linspace(-3, 3, 64 * 32, dtype=np.float32).reshape(64, 32)
+    x[17, 5] = far
+    w = np.ones(32, np.float32)
+    got, want, reruns = _run_both(p, [x, w])
+    assert reruns == 1
+    for g, r in zip(got, want):
+        np.testing.assert_array_equal(g, r)          # the reference executor's own results
+    t = torch.from_numpy(x)
+    np.testing.assert_allclose(got[0], (t.sin() + t.cos()).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_nan_alone_does_not_rerun():
+    p = build(wave, (64, 32), (32,))
+    x = np.zeros((64, 32), np.float32)
+    x[3, 3] = np.nan
+    got, want, reruns = _run_both(p, [x, np.ones(32, np.float32)])
+    assert reruns == 0
+    assert np.isnan(got[0][3, 3]) and np.count_nonzero(np.isnan(got[0])) == 1
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-6, atol=2e-6)
+
+
+def test_compiled_value_and_grad_with_far_arguments_match_torch():
+    def loss(x):
+        return (x.sin() * x.cos() + x.cos()).sum()
+    step = fg.compile(fg.value_and_grad(loss))
+    for scale in (1.0, 1e8):
+        x = (np.random.default_rng(3).uniform(-1, 1, (128, 64)) * scale).astype(np.float32)
+        value, grad = step(fg.tensor(x))
+        t = torch.tensor(x, requires_grad=True)
+        want = loss(t)
+        want.backward()
+        np.testing.assert_allclose(value.item(), want.item(), rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+    text = step.explain(fg.tensor(x))       # explain() runs the call too: a second rerun
+    assert "sin/cos: near forms, exact for |x| < 2**20 (1 guard output(s)); " \
+           "calls with a larger argument rerun in NumPy: 2" in text

@@ -591,12 +591,13 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         elif not has_grad_layout(grad._data, leaf._data):
             grad._data = grad_memory(grad._data, leaf._data)
     saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
-    trace.apply_writes()
+    written_back = []
     for array, tensor in mutated:
         if tensor._sym is not None:
             np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
             tensor._sym = None
-            tensor._version[0] += 1
+            written_back.append(tensor)
+    trace.apply_writes(written_back)
     for t in alive:
         if id(t) in shared and t._base is not None:
             t._view_version = t._version[0]     # its history is current (not regenerated eagerly)

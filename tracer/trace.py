@@ -107,6 +107,8 @@ class Trace:
         self._producers_upto = 0            # how many instructions _producer_map has seen
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
+        self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
+                                            # the call that it reads or writes
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
@@ -153,6 +155,8 @@ class Trace:
         key = _memory_key(x._data)
         v = self.lifted.get(key)
         if v is None:
+            if x._base is not None and self._outside_view(x):
+                return x._sym
             if self.exposed and not x._requires_grad and self._exposed_memory(x._data):
                 # Python can write this memory between ops (a numpy() array handed out, a user
                 # array given to from_numpy): each read takes its value now, as eager ops do.
@@ -166,6 +170,17 @@ class Trace:
             if group.setdefault(key, x) is not x:
                 v = self._own_variable(x, v, group, key)
         return v
+
+    def _outside_view(self, x: Tensor) -> bool:
+        """`x`, a view made before the call, is read or written for the first time: note it, so
+        that writes to its base reach it (_refresh_outside_views). True when the call has written
+        the base already: x now holds its view of the base's new value (not its memory's)."""
+        self.outside_views.setdefault(id(x._base), []).append(weakref.ref(x))
+        if x._base._sym is None:
+            return False
+        again = self._view_again(x._base, x)
+        self.rebind(x, again._sym, again._requires_grad)
+        return True
 
     def expose(self, array: np.ndarray) -> None:
         """`array` was handed to Python writable during the trace (t.numpy(), fg.from_numpy):
@@ -407,12 +422,16 @@ class Trace:
         entry = self.writes.get(id(box))
         return box[0] + (entry[1] if entry is not None and entry[0] is box else 0)
 
-    def apply_writes(self) -> None:
-        """The call returns: counters of memory made in it take its writes (memory from outside
-        it is bumped once per call where it is written back)."""
+    def apply_writes(self, written_back: list) -> None:
+        """The call returns: version counters take its in-place writes, as eagerly; those of
+        memory from outside the call only where it is written back (`written_back`: its
+        tensors), at least once (a write by a path that counts none)."""
+        counters = {id(t._version): t._version for t in written_back}
         for box, count, symbolic in self.writes.values():
-            if symbolic:
+            if symbolic or counters.pop(id(box), None) is not None:
                 box[0] += count
+        for box in counters.values():
+            box[0] += 1
         self.writes.clear()
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
@@ -444,6 +463,8 @@ class Trace:
             self.alive.append(weakref.ref(t))
         if id(t) in self.views:
             self._refresh_views(t)
+        if id(t) in self.outside_views:
+            self._refresh_outside_views(t)
         if self.detach_source:
             self._follow_detach(t)
         if sibling is not None:
@@ -523,26 +544,39 @@ class Trace:
         base = view._base
         result = self.symbolic(v, requires or view._requires_grad)
         new_base = _scatter(base, view._view_chain, result, fill)
-        self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives this trace's views of it
-        if not any(ref() is view for ref in self.views.get(id(base), ())):
+        if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.
-            self.rebind(view, view_of(base, view._view_chain)._sym, view._requires_grad or requires)
+            self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
+        self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
         return view
 
-    def _refresh_views(self, base: Tensor) -> None:
+    def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
+        """`view`'s chain applied to `base`'s value now (recorded ops). A view that requires grad
+        keeps its gradient path under no_grad (an optimizer's write), as eagerly."""
         from .dispatch import view_of
+        if view._requires_grad and not is_grad_enabled():
+            from .grad_mode import enable_grad
+            with enable_grad():
+                return view_of(base, view._view_chain)
+        return view_of(base, view._view_chain)
+
+    def _refresh_outside_views(self, base: Tensor) -> None:
+        """`base` was written: the views of it made before the call that the call has read
+        (or written) are its memory, so they hold their part of its new value."""
+        for ref in list(self.outside_views[id(base)]):
+            view = ref()
+            if view is None or view._base is not base:
+                continue
+            again = self._view_again(base, view)
+            self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
+
+    def _refresh_views(self, base: Tensor) -> None:
         refs, self.views[id(base)] = self.views[id(base)], []
         for ref in refs:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            if view._requires_grad and not is_grad_enabled():
-                # (a write under no_grad: the view keeps its gradient path, as eagerly)
-                from .grad_mode import enable_grad
-                with enable_grad():
-                    again = view_of(base, view._view_chain)
-            else:
-                again = view_of(base, view._view_chain)
+            again = self._view_again(base, view)
             if self.writing is not None:
                 self._replaced(view, again._sym)
             view._sym, view._requires_grad = again._sym, again._requires_grad

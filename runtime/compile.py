@@ -34,7 +34,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import edge_of
-from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_of
+from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
@@ -249,7 +249,8 @@ class _BackwardFn:
         self.vjp_fn = None
         self.run_info = run
         self.node = None        # weak reference to the CompiledFunctionBackward node
-        self.checks = []        # (version box, version when saved, weak ref to the tensor, its name)
+        self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
+                                # the saved view's shape or None) (_saved_checks)
         self.stale = None       # (value, version box, version when saved, its name): a saved value
                                 # an in-place write inside the call replaced (Trace.stale_saved)
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
@@ -303,28 +304,32 @@ class _BackwardFn:
         if node is not None and node._freed and self.saved:
             raise RuntimeError(_FREED_MSG)
         self._check_stale()
-        for box, version, ref, where in self.checks:
+        for box, version, ref, where, shape in self.checks:
             if box[0] != version:
-                _raise_modified(box, version, ref(), where)
+                _raise_modified(box, version, ref(), where, shape)
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
 
 
-def _raise_modified(box, version, tensor, where) -> None:
+def _raise_modified(box, version, tensor, where, shape=None) -> None:
     """torch's error for a saved tensor changed in place after the call (as the eager engine's);
-    `where` names the call's output, None for an input (named by its history now)."""
+    `where` names the call's output, None for an input (named by its history now); `shape`:
+    the saved view's, where the call saved a view of the tensor."""
     if tensor is None:
-        raise modified_error((), "", where or "", box[0], version)
-    where = where or output_of(tensor._grad_fn, tensor._output_nr)
-    raise modified_error(tensor.shape, tensor.dtype.name, where, box[0], version)
+        raise modified_error(shape or (), "", where or "", box[0], version)
+    if where is None:
+        where = output_of(tensor._grad_fn, tensor._output_nr)
+    raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 
 
-def _saved_checks(saved_arrays: list, grad_outs: list, others: list) -> list:
+def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
-    indices, its inputs that require grad, the tensors it wrote in place): an in-place
-    change after the call raises."""
+    indices, its inputs that require grad, the tensors it wrote in place), or a view of
+    memory the call read (`read`: a weight saved transposed, an argument or a module's
+    buffer that needs no grad): an in-place change after the call raises, as torch's
+    check of the saved tensor does."""
     owners = {}
     for k, t in enumerate(grad_outs):
         owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
@@ -332,11 +337,32 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list) -> list:
         if t._data is not None:
             owners.setdefault(id(t._data), (t, None))
     checks = []
+    by_memory = None
     for a in saved_arrays:
         t, where = owners.get(id(a), (None, None))
         if t is not None:
-            checks.append((t._version, t._version[0], weakref.ref(t), where))
+            checks.append((t._version, t._version[0], weakref.ref(t), where, None))
+            continue
+        if by_memory is None:
+            by_memory = {}
+            for x in read:
+                if x._data is not None:
+                    by_memory.setdefault(id(_memory_owner(x._data)), []).append(x)
+        t = next((x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)), None)
+        if t is not None:
+            # torch names a saved view by its shape, and (when it requires grad) as the
+            # view its engine regenerates: "which is output 0 of AsStrided"
+            view = a.shape != t._data.shape or a.strides != t._data.strides
+            where = output_name("AsStridedBackward0", 0) if view and t._requires_grad else None
+            checks.append((t._version, t._version[0], weakref.ref(t), where, a.shape if view else None))
     return checks
+
+
+def _memory_owner(a: np.ndarray):
+    """The array that owns `a`'s memory (the end of its chain of bases)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 class _FreedBackwardFn:
@@ -608,7 +634,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
-            back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated])
+            back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
+                                        trace.lifted_tensors)
             back.stale = stale
             back.forward = forward_form
         else:

@@ -362,7 +362,8 @@ def output_of(node, output_nr: int) -> str:
 
 def output_name(node_name: str, output_nr: int) -> str:
     """torch's ", which is output N of Op," for output `output_nr` of a node named `node_name`."""
-    return f", which is output {output_nr} of {re.sub(r'Backward(0$)?', '', node_name, count=1)},"
+    # ("Backwards" stays: torch::autograd::CopyBackwards keeps its name)
+    return f", which is output {output_nr} of {re.sub(r'Backward(0$|(?=[0-9]))', '', node_name, count=1)},"
 
 
 def _modified_history(saved, owner, output_nr: int) -> str:

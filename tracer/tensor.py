@@ -615,7 +615,8 @@ class Tensor:
         suffixes = []
         grad_fn = self._grad_fn if self._sym is None else self.grad_fn
         if grad_fn is not None:
-            suffixes.append(f"grad_fn=<{grad_fn.name()}>")
+            # torch prints the class name: <CopySlices>, where name() says torch::autograd::CopySlices
+            suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         return format_tensor(self._concrete(), suffixes)

@@ -98,6 +98,7 @@ class Trace:
         self.input_arrays: list = []        # one per program input
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
+        self.lifted_tensors: list = []      # the caller's tensors whose memory the call read, in order
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         self.grad_instrs: dict = {}         # id of an instruction recorded with grad -> torch's node name
@@ -163,6 +164,7 @@ class Trace:
                 return self._input(x._data.copy())
             v = self.lifted[key] = self._input(x._data)
             self.lifted_grad[key] = x._requires_grad
+            self.lifted_tensors.append(x)
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
             v = self._alias(v, x._requires_grad)
         if x._requires_grad:

@@ -1,0 +1,90 @@
+"""Parity round 7: differences from torch 2.13 found by a probe of the API contract.
+
+Each test runs the same code on torch and fusegrad and compares values, printed forms
+and exception texts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+
+def _outcome(fn):
+    """fn()'s result as comparable data, or its exception's class name and text."""
+    try:
+        return fn()
+    except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+        return type(exc).__name__, str(exc)
+
+
+# --------------------------------------------------------------------- printed grad_fn names
+@pytest.mark.parametrize("write", ["setitem", "select mul_", "copy_"])
+def test_repr_prints_the_grad_fn_class_name(write):
+    """torch prints <CopySlices> and <CopyBackwards>, though their name() is torch::autograd::..."""
+    def run(lib):
+        y = lib.tensor([1.0, 2.0], requires_grad=True) * 1
+        if write == "setitem":
+            y[0] = 5.0
+        elif write == "select mul_":
+            y[0].mul_(3)
+        else:
+            y.copy_(lib.ones(2))
+        return repr(y), y.grad_fn.name(), type(y.grad_fn).__name__
+    assert run(fg) == run(torch)
+
+
+def test_version_error_names_copy_backwards_whole():
+    """torch drops "Backward0" from a node's name in this text, but keeps CopyBackwards."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 2
+        h.copy_(h * h)              # h * h saved h, which copy_ then overwrites
+        return _outcome(lambda: h.sum().backward())
+    got = run(fg)
+    assert got == run(torch)
+    assert "which is output 0 of torch::autograd::CopyBackwards, is at version 1" in got[1]
+
+
+# --------------------------------------------------------------------- compiled backward checks
+def _linear_case(lib, compile_):
+    m = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        m.weight.copy_(lib.ones(2, 3))
+        m.bias.fill_(0.1)
+    x = lib.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    r = compile_(m)(x).sum()
+    with lib.no_grad():
+        m.weight.mul_(2)
+    return _outcome(lambda: r.backward())
+
+
+def _argument_case(body, change):
+    def case(lib, compile_):
+        x = lib.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+        w = lib.ones(3, 2) if "t()" in body or "@" in body else lib.ones(2, 3)
+        f = compile_(eval(f"lambda x, w: {body}"))
+        r = f(x, w)
+        getattr(w, change)(2)
+        return _outcome(lambda: (r.backward(), x.grad.tolist())[1])
+    return case
+
+
+CASES = {
+    "a module's weight, saved transposed": _linear_case,
+    "an argument without grad, saved": _argument_case("(x @ w).sum()", "mul_"),
+    "an argument without grad, saved as a view": _argument_case("(x * w.t()).sum()", "add_"),
+    "an argument without grad, not saved": _argument_case("(x + w).sum()", "add_"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_compiled_backward_checks_every_saved_tensor_it_read(case):
+    """torch checks the version of every saved tensor: also those that need no grad, and a
+    weight saved as its transpose (fusegrad checked only the inputs that require grad)."""
+    want = CASES[case](torch, lambda f: f)
+    got = CASES[case](fg, fg.compile)
+    assert got == want

@@ -246,7 +246,7 @@ def _write_back(target: Tensor, value, bumps: int = 1) -> None:
     trace = trace_state.current()
     if trace is None:
         np.copyto(target._data, value if type(value) is np.ndarray else value._data)
-        target._version[0] += bumps
+        target._vbox[0] += bumps
     else:
         trace.write(target, trace.value_of(value) if type(value) is np.ndarray else value._sym, False)
 

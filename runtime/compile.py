@@ -341,7 +341,7 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
     for a in saved_arrays:
         t, where = owners.get(id(a), (None, None))
         if t is not None:
-            checks.append((t._version, t._version[0], weakref.ref(t), where, None))
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None))
             continue
         if by_memory is None:
             by_memory = {}
@@ -354,7 +354,7 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
             # view its engine regenerates: "which is output 0 of AsStrided"
             view = a.shape != t._data.shape or a.strides != t._data.strides
             where = output_name("AsStridedBackward0", 0) if view and t._requires_grad else None
-            checks.append((t._version, t._version[0], weakref.ref(t), where, a.shape if view else None))
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, a.shape if view else None))
     return checks
 
 
@@ -626,7 +626,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     trace.apply_writes(written_back)
     for t in alive:
         if id(t) in shared and t._base is not None:
-            t._view_version = t._version[0]     # its history is current (not regenerated eagerly)
+            t._view_version = t._vbox[0]     # its history is current (not regenerated eagerly)
 
     if backward is not None or freed:
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
@@ -679,7 +679,7 @@ def _share_memory(alive: list, shared: dict, by_id: dict) -> None:
         array = by_id[root_value.id] if root_value is not None else root_array
         for op, attrs in chain:
             array = OPS[op].ref(array, **dict(attrs))
-        t._data, t._version = array, version
+        t._data, t._vbox = array, version
         if root_value is not None and t._sym.id in by_id:
             by_id[t._sym.id] = array
 
@@ -741,7 +741,7 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
         # A create_graph backward reads the call's inputs (_BackwardFn.expand): the node keeps
         # them as torch's nodes keep saved inputs (a leaf itself, else its array).
         for i, x in enumerate(boundary):
-            node.saved[("in", i)] = SavedTensor(x._data, x._version, x if x._grad_fn is None else None)
+            node.saved[("in", i)] = SavedTensor(x._data, x._vbox, x if x._grad_fn is None else None)
         node._had_saved = bool(back.saved)
         back.node = weakref.ref(node)
 

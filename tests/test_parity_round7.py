@@ -88,3 +88,24 @@ def test_a_compiled_backward_checks_every_saved_tensor_it_read(case):
     want = CASES[case](torch, lambda f: f)
     got = CASES[case](fg, fg.compile)
     assert got == want
+
+
+def test_version_is_an_int_shared_by_views_as_torchs():
+    def run(lib):
+        x = lib.ones(2, 3)
+        seen = [x._version]
+        x.add_(1)
+        v = x[0]
+        v.mul_(2)
+        x[1] = 3.0
+        d = x.detach()
+        d.zero_()
+        seen += [x._version, v._version, d._version, type(x._version).__name__]
+        p = lib.nn.Parameter(lib.ones(3))
+        opt = lib.optim.SGD([p], lr=0.1, momentum=0.9)
+        for _ in range(2):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        return seen + [p._version]
+    assert run(fg) == run(torch)

@@ -58,7 +58,7 @@ def type_of(x) -> TensorType:
 
 def edge_of(t):
     """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
-    if t._base is not None and t._view_version != t._version[0]:
+    if t._base is not None and t._view_version != t._vbox[0]:
         refresh_view_history(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
@@ -206,9 +206,9 @@ def _run_plan(plan: _Plan, inputs, attrs):
         saved = {}
         for i, slot in plan.saved_inputs:
             x = inputs[i]
-            saved[slot] = SavedTensor(x._data, x._version, x)
+            saved[slot] = SavedTensor(x._data, x._vbox, x)
         for k, slot in plan.saved_outputs:
-            saved[slot] = SavedTensor(outs[k]._data, outs[k]._version)
+            saved[slot] = SavedTensor(outs[k]._data, outs[k]._vbox)
         needs = plan.needs
         if n == 2:
             edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
@@ -237,11 +237,11 @@ def _run_plan(plan: _Plan, inputs, attrs):
 def _make_view(view, src, op: str, frozen: tuple) -> None:
     """`view` (the result of view op `op` on `src`) shares `src`'s memory: give it the
     base, the version counter and the chain of view ops that derive it from the base."""
-    view._version = src._version
+    view._vbox = src._vbox
     view._base = src._base if src._base is not None else src
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
-    view._view_version = src._version[0]
+    view._view_version = src._vbox[0]
 
 
 def _apply_general(op: str, inputs: list, attrs: dict, name, out):
@@ -279,7 +279,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
                 if x is out and i == 0:     # in-place: keep self's value from before the write
                     x = x._snapshot()       # (another operand that is self too, as in h.mul_(h),
                                             # is saved as it is: the write makes backward raise, as torch)
-                saved[("in", i)] = SavedTensor(x._data, x._version, x)
+                saved[("in", i)] = SavedTensor(x._data, x._vbox, x)
     else:
         out_slots = ()
 
@@ -296,7 +296,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             _make_view(outs[0], inputs[0], op, frozen)
     if record:
         for k in out_slots:
-            saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._version)
+            saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._vbox)
         if len(inputs) == 2:            # unrolled: most ops are binary, and a comprehension costs more
             edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
         else:
@@ -328,7 +328,7 @@ def set_history(t, node, output_nr: int) -> None:
         t._retains_grad = False
         t.retain_grad()
     if t._base is not None:
-        t._view_version = t._version[0]
+        t._view_version = t._vbox[0]
 
 
 # fill_ and zero_ (their nodes' names): torch writes them through a view whose elements share
@@ -369,7 +369,7 @@ def _write_inplace(t, result: np.ndarray, op: str, fill: bool = False) -> None:
         raise RuntimeError(f"output with shape [{', '.join(map(str, t._data.shape))}] doesn't match the "
                            f"broadcast shape [{', '.join(map(str, result.shape))}]")
     np.copyto(target, result, casting="unsafe")
-    t._version[0] += 1
+    t._vbox[0] += 1
 
 
 def _fill_through_expand(src, expanded, rest, value):
@@ -433,7 +433,7 @@ def refresh_view_history(view) -> None:
     """A view whose base was written in place since its history was recorded is
     re-derived from the base (torch regenerates such a view's grad_fn too)."""
     base = view._base
-    if view._view_version == view._version[0] or not base._requires_grad or base._grad_fn is None:
+    if view._view_version == view._vbox[0] or not base._requires_grad or base._grad_fn is None:
         return
     again = view_of(base, view._view_chain)
     set_history(view, again._grad_fn, again._output_nr)

@@ -385,7 +385,7 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
     for (node, k), value in graph.values.items():
         if value is v:
             t = Tensor._wrap(saved.array)
-            t._version = saved.box
+            t._vbox = saved.box
             if not isinstance(node, AccumulateGrad):
                 t._grad_fn, t._output_nr, t._requires_grad = node, k, True
             return t
@@ -527,7 +527,7 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
                 t._grad = Tensor._wrap(grad_memory(g, t._data))
             else:
                 t._grad._data += g
-                t._grad._version[0] += 1
+                t._grad._vbox[0] += 1
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,

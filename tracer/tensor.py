@@ -126,7 +126,7 @@ _C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "b
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
-    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_version", "_sym", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_vbox", "_sym", "__weakref__", "__dict__")
 
     # State that most tensors never change is a class-level default; a tensor that
     # sets one keeps its own in its __dict__. Making a tensor (every op does, eager
@@ -138,6 +138,8 @@ class Tensor:
     _base = None                # for a view: the tensor whose memory it shares
     _view_chain = ()            # for a view: the view ops that derive it from _base
     _view_version = 0           # _version when the view's history was last derived
+    # _vbox: the version counter, a one-element list shared by a tensor, its views and its
+    # detach()es (torch's VariableVersion); `_version` reads it as torch's int.
     _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf"))
@@ -163,12 +165,17 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's memory has had (torch's `_version`)."""
+        return self._vbox[0]
+
     def _init(self, array: np.ndarray, dtype: DType) -> None:
         self._data = array
         self._dtype = dtype
         self._requires_grad = False
         self._grad_fn = None
-        self._version = [0]
+        self._vbox = [0]
         self._sym = None
 
     @classmethod
@@ -376,7 +383,7 @@ class Tensor:
             # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
             trace = trace_state.current()
             return trace.grad_fn_of(self) if trace is not None else None
-        if self._base is not None and self._view_version != self._version[0]:
+        if self._base is not None and self._view_version != self._vbox[0]:
             from .dispatch import refresh_view_history
             refresh_view_history(self)
         return self._grad_fn
@@ -443,7 +450,7 @@ class Tensor:
         if self._data is None:
             return trace_state.current().detach(self)
         t = Tensor._wrap(self._data, self._dtype)
-        t._version = self._version      # shared, as torch: in-place on either is seen by the other's checks
+        t._vbox = self._vbox      # shared, as torch: in-place on either is seen by the other's checks
         return t
 
     def detach_(self) -> "Tensor":

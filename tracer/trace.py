@@ -328,7 +328,7 @@ class Trace:
         """A user-level in-place write of `t` starts (an op with `out=t`, an optimizer's update);
         `first`: the index of its first instruction (the op that computes the value written)."""
         root = self._counter_owner(t)
-        box = root._version
+        box = root._vbox
         entry = self.writes.get(id(box))
         if entry is None:
             entry = self.writes[id(box)] = [box, 0, root._data is None]
@@ -361,7 +361,7 @@ class Trace:
         counter is under way, the value it holds now (for memory from outside the call: the
         value it was lifted as, and its aliases) is stale from here on."""
         box, version, first = self.writing
-        if self._counter_owner(t)._version is not box:
+        if self._counter_owner(t)._vbox is not box:
             return
         old = t._sym
         if old is None and t._data is not None:
@@ -428,7 +428,7 @@ class Trace:
         """The call returns: version counters take its in-place writes, as eagerly; those of
         memory from outside the call only where it is written back (`written_back`: its
         tensors), at least once (a write by a path that counts none)."""
-        counters = {id(t._version): t._version for t in written_back}
+        counters = {id(t._vbox): t._vbox for t in written_back}
         for box, count, symbolic in self.writes.values():
             if symbolic or counters.pop(id(box), None) is not None:
                 box[0] += count
@@ -636,7 +636,7 @@ class Trace:
                 root = up
             symbolic = root._data is None
             homes[t_id] = (weakref.ref(t), root._sym if symbolic else None, None if symbolic else root._data,
-                           chain, owner._version)
+                           chain, owner._vbox)
         return homes
 
     def _memory_link(self, t: Tensor):

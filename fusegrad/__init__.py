@@ -25,6 +25,7 @@ from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, ca
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional
+from fusegrad.tracer.device import device
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
 from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches, compile,  # noqa: A004

@@ -109,3 +109,45 @@ def test_version_is_an_int_shared_by_views_as_torchs():
             opt.step()
         return seen + [p._version]
     assert run(fg) == run(torch)
+
+
+# --------------------------------------------------------------------- devices and arange
+DEVICE_CALLS = [
+    'L.zeros(2, device="cpu").device', 'L.ones(2, 3, device=L.device("cpu")).shape',
+    'L.tensor([1.0], device="cpu")', 'L.arange(3, device="cpu")', 'L.full((2,), 1.0, device="cpu")',
+    'L.zeros_like(L.ones(2), device="cpu")', 'L.randn(2, device="cpu").shape', 'L.rand(2, device="cpu").shape',
+    'L.eye(2, device="cpu")', 'L.linspace(0, 1, 3, device="cpu")', 'L.randint(0, 3, (2,), device="cpu").shape',
+    'L.full_like(L.ones(2), 3.0, device="cpu")', 'L.empty(2, device="cpu").shape',
+    'L.zeros(2, device="foo")', 'L.zeros(2, device=3)', 'L.device("cpu:x")', 'L.device("cpu:0", 1)',
+    'L.device("cpu", -1)', 'L.device("cpu", 0)', 'str(L.device("cpu:0"))', 'L.device("cpu") == "cpu"',
+    'L.zeros(2).device.type', 'str(L.zeros(2).device)', 'L.zeros(2).device == L.device("cpu")',
+    'L.zeros(2).to(L.device("cpu"))', 'L.zeros(2).to("cpu", L.float64)', 'L.nn.Linear(2, 2).to("cpu").weight.shape',
+    'L.nn.Linear(2, 2).to(L.device("cpu")).weight.dtype',
+]
+
+
+def _eval(call: str, lib):
+    outcome = _outcome(lambda: eval(call, {"L": lib}))
+    text = repr(outcome) if not isinstance(outcome, tuple) else repr(outcome)
+    return text.replace("torch.", "").replace("fusegrad.", "").replace("fg.", "")
+
+
+@pytest.mark.parametrize("call", DEVICE_CALLS)
+def test_devices_as_torch(call):
+    """fusegrad runs on the CPU: device="cpu" (or fg.device("cpu")) is accepted wherever torch
+    takes a device, and a Tensor's device is torch's device object."""
+    assert _eval(call, fg) == _eval(call, torch)
+
+
+def test_device_arguments_inside_compile():
+    f = fg.compile(lambda x: x + fg.ones(2, device="cpu") + fg.zeros_like(x, device=x.device))
+    np.testing.assert_array_equal(f(fg.zeros(2)).numpy(), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("args", [(0, 5, 1.5), (0, 5.5), (-2.5, 2, 1.5), (0, 1, 0.3), (0.5, 3.7, 0.9),
+                                  (-3.7, -0.2, 0.9), (0, 5, 0), (7, 2.2, -1.5)])
+@pytest.mark.parametrize("dtype", ["int64", "float64", "bool"])
+def test_arange_with_a_dtype_as_torch(args, dtype):
+    """An integer dtype truncates start, end and step first (a step that truncates to 0 is
+    torch's ValueError); bool is refused."""
+    assert _eval(f"L.arange(*{args!r}, dtype=L.{dtype})", fg) == _eval(f"L.arange(*{args!r}, dtype=L.{dtype})", torch)

@@ -10,6 +10,7 @@ from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
 
 from . import trace_state
+from .device import check_device
 from .functional import _shape_arg
 from .tensor import Tensor
 
@@ -172,8 +173,9 @@ def _scalar(obj):
     return obj
 
 
-def tensor(data, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def tensor(data, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
+    check_device(device)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
@@ -235,9 +237,15 @@ def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
 
 
 def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
-    """`*size` merged with torch's `size=` keyword (`fg.zeros(size=(2, 3))`)."""
+    """`*size` merged with torch's `size=` keyword (`fg.zeros(size=(2, 3))`); a `device=`
+    keyword must name the CPU."""
     if not kw:
         return size
+    if "device" in kw:
+        kw = dict(kw)
+        check_device(kw.pop("device"))
+        if not kw:
+            return size
     unexpected = next((k for k in kw if k != "size"), None)
     if unexpected is not None:
         raise TypeError(f"{fn}() got an unexpected keyword argument '{unexpected}'")
@@ -303,9 +311,10 @@ def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
 
 
-def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """A tensor of `size` filled with `fill_value` (its dtype inferred as torch: bool,
     int64 for integers, else float32)."""
+    check_device(device)
     _dtype_arg("full", dtype)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
@@ -351,8 +360,9 @@ def _random_dtype(dtype: DType | None, kernel: str) -> DType:
 _NO_SIZE = object()
 
 
-def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None) -> Tensor:
+def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high)."""
+    check_device(device)
     _dtype_arg("randint", dtype)
     position = 3
     if size is _NO_SIZE:                # randint(high, size): the second argument is the size
@@ -381,10 +391,14 @@ def _invalid_arange_call(got: str) -> TypeError:
 
 
 def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | None = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, device=None) -> Tensor:
     """torch.arange: `arange(end)`, `arange(start, end, step=1)` or the keywords `start=`, `end=`,
-    `step=`; int64 for integer arguments, else float32."""
+    `step=`; int64 for integer arguments, else float32. An integer dtype truncates the
+    arguments first, as torch does (`arange(0, 5, 1.5, dtype=fg.int64)` is 0..4)."""
+    check_device(device)
     _dtype_arg("arange", dtype)
+    if dtype is bool_:
+        raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
     if first is not None and start is not None:
         raise TypeError("arange() got multiple values for argument 'start'")
     start = first if first is not None else start
@@ -414,6 +428,10 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
+    elif not dtype.is_floating_point:
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
     n = max(0, int(np.ceil((end - start) / step)))
     values = start + step * np.arange(n, dtype=np.float64 if dtype.is_floating_point else np.int64)
     return _new(values.astype(dtype.np), requires_grad)
@@ -424,8 +442,9 @@ def _scalar_str(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """`steps` evenly spaced values from `start` to `end` inclusive."""
+    check_device(device)
     _dtype_arg("linspace", dtype)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         got = ", ".join(type(v).__name__ for v in (start, end, steps))
@@ -437,8 +456,9 @@ def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool 
     return _new(np.linspace(start, end, steps).astype((dtype or float32).np), requires_grad)
 
 
-def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """An n x m (n x n) matrix with ones on the diagonal."""
+    check_device(device)
     _dtype_arg("eye", dtype)
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
@@ -479,8 +499,9 @@ randn_like = _like(randn)
 rand_like = _like(rand)
 
 
-def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """`full` with another tensor's shape and dtype."""
+    check_device(device)
     t = _like_source(t, "full_like")
     _dtype_arg("full_like", dtype)
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):

@@ -236,9 +236,10 @@ class Tensor:
         return self._dtype
 
     @property
-    def device(self) -> str:
-        """Always "cpu" (a string: fusegrad runs on the CPU only)."""
-        return "cpu"
+    def device(self):
+        """torch's Tensor.device: always `fg.device("cpu")` (fusegrad runs on the CPU only)."""
+        from .device import CPU
+        return CPU
 
     def is_floating_point(self) -> bool:
         """torch's Tensor.is_floating_point: is the dtype float32 or float64?"""

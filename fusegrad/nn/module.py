@@ -13,6 +13,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.types import DType
+from fusegrad.tracer.device import check_device, device as torch_device
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Module", "Parameter"]
@@ -549,12 +550,11 @@ def _parse_to(*args, **kwargs):
             dtype = arg
         elif isinstance(arg, Tensor):
             dtype = arg.dtype
-        elif isinstance(arg, (str, int)) and not isinstance(arg, bool) and device is None:
+        elif isinstance(arg, (str, int, torch_device)) and not isinstance(arg, bool) and device is None:
             device = arg
         elif not isinstance(arg, bool):      # non_blocking / copy are accepted and ignored
             raise TypeError(f"to() received an invalid combination of arguments - got {type(arg).__name__}")
-    if device is not None and str(device).split(":")[0] != "cpu":
-        raise RuntimeError(f"fusegrad runs on the CPU only; cannot move a module to device {device!r}")
+    check_device(device)
     return dtype
 
 

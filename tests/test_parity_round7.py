@@ -151,3 +151,34 @@ def test_arange_with_a_dtype_as_torch(args, dtype):
     """An integer dtype truncates start, end and step first (a step that truncates to 0 is
     torch's ValueError); bool is refused."""
     assert _eval(f"L.arange(*{args!r}, dtype=L.{dtype})", fg) == _eval(f"L.arange(*{args!r}, dtype=L.{dtype})", torch)
+
+
+# --------------------------------------------------------------------- reciprocal
+@pytest.mark.parametrize("write", ["divisor", "none"])
+def test_scalar_over_tensor_saves_the_reciprocal_as_torch(write):
+    """`2 / h` is reciprocal(h) * 2, and the reciprocal saves its result: changing h in place
+    afterwards does not invalidate the backward (it did: div(1, h) saved h)."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 4.0], requires_grad=True)
+        h = x * 1
+        y = 2 / h
+        names = [type(y.grad_fn).__name__, type(y.grad_fn.next_functions[0][0]).__name__,
+                 len(y.grad_fn.next_functions[0][0].next_functions)]
+        if write == "divisor":
+            h.add_(1)
+        y.sum().backward()
+        return names, x.grad.tolist()
+    assert run(fg) == run(torch)
+
+
+def test_reciprocal_values_and_derivatives_as_torch():
+    def run(lib):
+        z = lib.tensor([1.0, -2.0, 4.0, 0.0], requires_grad=True)
+        r = lib.reciprocal(z)
+        g, = lib.autograd.grad((r * r.detach()).sum(), z, create_graph=True)
+        g2, = lib.autograd.grad(g[:3].sum(), z)
+        return repr(r.detach()), z.reciprocal().grad_fn.name(), g.tolist(), g2[:3].tolist()  # (g2[3] is nan)
+    assert run(fg) == run(torch)
+    f = fg.compile(fg.value_and_grad(lambda x: (3 / x + x.reciprocal()).sum()))
+    value, grad = f(fg.tensor([1.0, 2.0]))
+    np.testing.assert_allclose([value.item()] + grad.tolist(), [6.0, -4.0, -1.0])

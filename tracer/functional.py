@@ -254,9 +254,7 @@ def rremainder(a, b) -> Tensor:
 def rdiv(a, b) -> Tensor:
     """b / a, for `2 / x`: torch records reciprocal(a) * b."""
     x, scalar = _float_operands([a, b], "div")
-    one = np.ones((), dtype=x._dtype.np)
-    return apply_op("mul", [apply_op("div", [one, x], None, "ReciprocalBackward0"), scalar], None,
-                    "MulBackward0")
+    return apply_op("mul", [apply_op("reciprocal", [x], None), scalar], None, "MulBackward0")
 
 
 def neg(a) -> Tensor:
@@ -448,6 +446,7 @@ sin = _unary_float("sin", "SinBackward0")
 cos = _unary_float("cos", "CosBackward0")
 tanh = _unary_float("tanh", "TanhBackward0")
 sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
+reciprocal = _unary_float("reciprocal", "ReciprocalBackward0")
 
 
 def relu(input) -> Tensor:

@@ -44,7 +44,6 @@ _NEXT_INPUTS = {
     "PowBackward2": (1,),       # pow(scalar, x)
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
-    "ReciprocalBackward0": (1,),  # reciprocal(x): IR div(1, x)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
     "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
     "FillBackward2": (0,),

@@ -364,6 +364,13 @@ def backward_op(name, ref, vjp, decompose, doc, ref_into=None):
                           doc=doc, extra={"ref_into": ref_into} if ref_into else {}))
 
 
+# torch's reciprocal (`2 / x` records reciprocal(x) * 2): its VJP reads the result, which
+# torch saves, so a later in-place change of x does not invalidate it as div(1, x)'s would.
+register(OpDef("reciprocal", COMPOSITE, _infer_map("reciprocal", float_only=True), np.reciprocal,
+               lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.mul(y[0], y[0])))],
+               decompose=lambda e, xs, a: [e.div(e.const(1, xs[0]), xs[0])], doc="1 / x"))
+
+
 def _tanh_backward_vjp(e, x, y, g, a, n):
     # torch: grad_output -> tanh_backward(grad, output); output -> grad * (-2 * output * grad_output)
     grad, out = x

@@ -182,3 +182,12 @@ def test_reciprocal_values_and_derivatives_as_torch():
     f = fg.compile(fg.value_and_grad(lambda x: (3 / x + x.reciprocal()).sum()))
     value, grad = f(fg.tensor([1.0, 2.0]))
     np.testing.assert_allclose([value.item()] + grad.tolist(), [6.0, -4.0, -1.0])
+
+
+@pytest.mark.parametrize("call", ["L.zeros(2, dtype=float)", "L.ones(2, dtype=int)", "L.tensor([1, 0], dtype=bool)",
+                                  "L.full((2,), 1, dtype=float)", "L.arange(3, dtype=float)",
+                                  "L.zeros_like(L.ones(2), dtype=int)", "L.eye(2, dtype=bool)",
+                                  "L.empty(2, dtype=str)", "L.zeros(2, dtype='float32')"])
+def test_python_types_as_dtypes(call):
+    """torch takes float, int and bool for float64, int64 and bool."""
+    assert _eval(call, fg) == _eval(call, torch)

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
+from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
 
 from . import trace_state
@@ -271,11 +271,18 @@ def _checked(out: tuple, fn: str) -> tuple:
 
 
 def _dtype_arg(fn: str, dtype) -> DType | None:
-    """`dtype` if it is None or a dtype; torch's TypeError otherwise (a string or a Python
-    type would fail deep inside NumPy)."""
+    """`dtype` if it is None or a dtype; the Python types float, int and bool stand for float64,
+    int64 and bool, as in torch; torch's TypeError otherwise (a string would fail deep inside
+    NumPy)."""
     if dtype is not None and not isinstance(dtype, DType):
-        raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+        python_type = _PYTHON_DTYPES.get(dtype) if isinstance(dtype, type) else None
+        if python_type is None:
+            raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+        return python_type
     return dtype
+
+
+_PYTHON_DTYPES = {float: float64, int: int64, bool: bool_}
 
 
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
@@ -295,19 +302,19 @@ def _require_grad(t: Tensor) -> None:
 
 def zeros(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "zeros")
-    _dtype_arg("zeros", dtype)
+    dtype = _dtype_arg("zeros", dtype)
     return _new(np.zeros(_size(size, "zeros"), dtype=(dtype or float32).np), requires_grad)
 
 
 def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "ones")
-    _dtype_arg("ones", dtype)
+    dtype = _dtype_arg("ones", dtype)
     return _new(np.ones(_size(size, "ones"), dtype=(dtype or float32).np), requires_grad)
 
 
 def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     size = _size_keyword(size, kw, "empty")
-    _dtype_arg("empty", dtype)
+    dtype = _dtype_arg("empty", dtype)
     return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
 
 
@@ -315,7 +322,7 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
     """A tensor of `size` filled with `fill_value` (its dtype inferred as torch: bool,
     int64 for integers, else float32)."""
     check_device(device)
-    _dtype_arg("full", dtype)
+    dtype = _dtype_arg("full", dtype)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     if isinstance(fill_value, Tensor):
@@ -332,7 +339,7 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Standard normal samples (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "randn")
-    _dtype_arg("randn", dtype)
+    dtype = _dtype_arg("randn", dtype)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
     return _new(_rng[0].standard_normal(shape).astype(d.np), requires_grad)
@@ -341,7 +348,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "rand")
-    _dtype_arg("rand", dtype)
+    dtype = _dtype_arg("rand", dtype)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
     return _new(_rng[0].random(shape).astype(d.np), requires_grad)
@@ -363,7 +370,7 @@ _NO_SIZE = object()
 def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high)."""
     check_device(device)
-    _dtype_arg("randint", dtype)
+    dtype = _dtype_arg("randint", dtype)
     position = 3
     if size is _NO_SIZE:                # randint(high, size): the second argument is the size
         low, high, size, position = 0, low, high, 2
@@ -396,7 +403,7 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
     `step=`; int64 for integer arguments, else float32. An integer dtype truncates the
     arguments first, as torch does (`arange(0, 5, 1.5, dtype=fg.int64)` is 0..4)."""
     check_device(device)
-    _dtype_arg("arange", dtype)
+    dtype = _dtype_arg("arange", dtype)
     if dtype is bool_:
         raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
     if first is not None and start is not None:
@@ -445,7 +452,7 @@ def _scalar_str(x) -> str:
 def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """`steps` evenly spaced values from `start` to `end` inclusive."""
     check_device(device)
-    _dtype_arg("linspace", dtype)
+    dtype = _dtype_arg("linspace", dtype)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         got = ", ".join(type(v).__name__ for v in (start, end, steps))
         raise TypeError(f"linspace() received an invalid combination of arguments - got ({got}), but expected one "
@@ -459,7 +466,7 @@ def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool 
 def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """An n x m (n x n) matrix with ones on the diagonal."""
     check_device(device)
-    _dtype_arg("eye", dtype)
+    dtype = _dtype_arg("eye", dtype)
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
@@ -485,7 +492,7 @@ def _type_name(x) -> str:
 def _like(fn):
     def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
         t = _like_source(t, fn.__name__ + "_like")
-        _dtype_arg(fn.__name__ + "_like", dtype)
+        dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         return fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -503,7 +510,7 @@ def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = F
     """`full` with another tensor's shape and dtype."""
     check_device(device)
     t = _like_source(t, "full_like")
-    _dtype_arg("full_like", dtype)
+    dtype = _dtype_arg("full_like", dtype)
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")

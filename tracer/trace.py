@@ -36,6 +36,12 @@ from .tensor import Tensor
 
 
 _STALE = object()      # what a view read of its base when that is unknown: never its base's now
+_REGENERATED_VIEW = object()    # a stale entry's "new value" for a view that died before the write
+
+
+def _no_tensor():
+    """A stale entry's reference for a view that died before the write (a dead weakref)."""
+    return None
 
 
 def _memory_key(a: np.ndarray) -> int:
@@ -132,6 +138,7 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
+        self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
 
     # ------------------------------------------------------------ values
     @property
@@ -393,28 +400,36 @@ class Trace:
                 positions = {id(x): k for k, x in enumerate(self.instrs)}
             at = positions[id(ins)]
             stale = {v.id: self.stale[v.id] for v in ins.inputs + ins.outputs
-                     if v.id in self.stale and self.stale[v.id][4] > at}
+                     if v.id in self.stale and self.stale[v.id][4] >= at}
             if not stale:
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
             in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
             for k in out_slots:
                 v = ins.outputs[k]
-                if v.id in stale:
+                if v.id in stale and stale[v.id][4] > at:
                     box, version = stale[v.id][:2]
                     differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
                     return v, box, version, self._output_name(ins, k) if differentiable else ""
             for i in in_slots:
                 v = ins.inputs[i]
-                if v.id in stale:
-                    # A saved input is named by its tensor's history now, as torch names it
-                    # (a tensor no longer alive: its history after the write).
-                    box, version, ref, new, _ = stale[v.id]
-                    t = ref()
-                    now = t._sym if t is not None and t._sym is not None else new
-                    found = self.grad_producer(now) if now is not None else None
-                    return v, box, version, "" if found is None else self._output_name(*found)
+                # A write's own first op reads the value before it: its node saves that for
+                # the operand it overwrites (input 0), but another operand over the written
+                # memory (`h.mul_(h)`) is the tensor torch saves, and the write changes it.
+                if v.id in stale and (stale[v.id][4] > at or i > 0):
+                    return (v,) + stale[v.id][:2] + (self._saved_input_name(v, *stale[v.id][2:4]),)
         return None
+
+    def _saved_input_name(self, v: Value, ref, new) -> str:
+        """torch's ", which is output N of Op," for a saved input: named by its tensor's history
+        now, as torch names it (a tensor no longer alive: its history after the write; a view
+        that died before it: the view torch's engine regenerates, when it has history)."""
+        if new is _REGENERATED_VIEW:
+            return output_name("AsStridedBackward0", 0) if self.grad_producer(v) is not None else ""
+        t = ref()
+        now = t._sym if t is not None and t._sym is not None else new
+        found = self.grad_producer(now) if now is not None else None
+        return "" if found is None else self._output_name(*found)
 
     def _output_name(self, ins: Instr, k: int) -> str:
         return output_name(qualified_name(self.grad_instrs.get(id(ins)) or _default_name(ins.op)), k)
@@ -465,6 +480,8 @@ class Trace:
             self.alive.append(weakref.ref(t))
         if id(t) in self.views:
             self._refresh_views(t)
+        if self.writing is not None and id(t) in self.view_held:
+            self._stale_views(t)
         if id(t) in self.outside_views:
             self._refresh_outside_views(t)
         if self.detach_source:
@@ -518,6 +535,7 @@ class Trace:
         t._base = base
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
+        self.view_held.setdefault(id(base), []).append(t._sym)
         # What this view reads: the base's value, or (memory from outside the call that the call
         # has not written) the base's array. After the call the view is the base's memory while
         # the base still holds that (see _memory_link).
@@ -571,6 +589,16 @@ class Trace:
                 continue
             again = self._view_again(base, view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
+
+    def _stale_views(self, base: Tensor) -> None:
+        """`base` is written: every value a view of it made here held (also views no longer
+        alive: `h[0] * h[1]` saved two) shares its counter, so a backward reading one raises,
+        as torch's check of the saved view does (named as torch's regenerated view)."""
+        box, version, first = self.writing
+        if self._counter_owner(base)._vbox is not box:
+            return
+        for v in self.view_held[id(base)]:
+            self.stale.setdefault(v.id, (box, version, _no_tensor, _REGENERATED_VIEW, first))
 
     def _refresh_views(self, base: Tensor) -> None:
         refs, self.views[id(base)] = self.views[id(base)], []

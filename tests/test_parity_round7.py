@@ -220,3 +220,26 @@ def test_compiled_version_errors_for_views_and_self_operands(body):
         x = lib.tensor(np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3), requires_grad=True)
         return _outcome(lambda: (compile_(f)(x).backward(), x.grad.tolist())[1])
     assert run(fg, fg.compile) == run(torch, lambda g: g)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_reshape_that_copies_is_not_a_view(compiled):
+    """torch's reshape of data that needs a copy (and matmul's folded batch) ends in _unsafe_view,
+    which is not a view: an in-place op on it records its own node."""
+    def body(x, lib):
+        h = x * 1
+        r = h.t().reshape(6)
+        r.add_(1)
+        g = h[:, ::2].reshape(4)
+        g.mul_(2)
+        m = h.reshape(1, 2, 3) @ lib.ones(3, 2)
+        m.sub_(1)
+        names = [type(t.grad_fn).__name__ for t in (r, g, m)] + [t._base is None for t in (r, g, m)]
+        return r.sum() + g.sum() + m.sum() + h.sum(), names
+
+    def run(lib, compile_):
+        x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+        loss, names = compile_(lambda x: body(x, lib))(x)
+        loss.backward()
+        return loss.item(), names, x.grad.tolist()
+    assert run(fg, fg.compile if compiled else (lambda f: f)) == run(torch, lambda f: f)

@@ -312,8 +312,18 @@ def matmul(a, b) -> Tensor:
         lead = tuple(a.shape[:-1])
         rows = reshape(a, (_numel(lead), a.shape[-1]))
         product = apply_op("matmul", [rows, b], None, "MmBackward0" if nb == 2 else "MvBackward0")
-        return apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])}, "UnsafeViewBackward0")
+        return _unsafe_view(apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])},
+                                     "UnsafeViewBackward0"))
     return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
+
+
+def _unsafe_view(t: Tensor) -> Tensor:
+    """torch's _unsafe_view: a view of memory that nothing else holds (a copy, a product made
+    for it) is not a view: no `_base`, so an in-place write records its own op on it
+    (AddBackward0), not a CopySlices on the hidden base."""
+    t._base = None
+    t._view_chain = ()
+    return t
 
 
 def _check_matmul(a: Tensor, b: Tensor) -> None:
@@ -1078,7 +1088,7 @@ def reshape(a, *sizes, shape=None) -> Tensor:
     # allows one, else a copy.
     if not _viewable(a, shape):
         # torch copies into contiguous memory (CloneBackward0), then views it (_unsafe_view)
-        return apply_op("reshape", [contiguous(a)], {"shape": shape}, "UnsafeViewBackward0")
+        return _unsafe_view(apply_op("reshape", [contiguous(a)], {"shape": shape}, "UnsafeViewBackward0"))
     name = "ViewBackward0" if _c_ordered(a) else "ReshapeAliasBackward0"
     return apply_op("reshape", [a], {"shape": shape}, name)
 

@@ -13,7 +13,7 @@ from fusegrad.ir import threaded
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small, into_writer
-from fusegrad.ir.ops import OPAQUE, infer_types
+from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -244,6 +244,30 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     view._view_version = src._vbox[0]
 
 
+_PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+                    "a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _check_no_partial_overlap(out: Tensor, arrays: list) -> None:
+    """torch's error for an in-place elementwise op reading memory that its output partly
+    overlaps (`a.add_(a[0])`): the result would depend on the order of the writes. The same
+    memory in the same layout (`h.mul_(h)`) is fine; so is an overlap too costly to decide,
+    as in torch. (copy_ and t[i] = v copy through a temporary: they allow overlap.)"""
+    target = out._data
+    for a in arrays:
+        if a is target or a.ndim == 0 or not np.may_share_memory(a, target):
+            continue
+        if a.shape == target.shape and a.strides == target.strides and \
+                a.__array_interface__["data"][0] == target.__array_interface__["data"][0]:
+            continue
+        try:
+            overlap = np.shares_memory(a, target, max_work=10_000)
+        except np.exceptions.TooHardError:
+            overlap = False
+        if overlap:
+            raise RuntimeError(_PARTIAL_OVERLAP)
+
+
 def _apply_general(op: str, inputs: list, attrs: dict, name, out):
     """apply_op for in-place calls and unhashable attributes (and the reference for
     what `_run_plan` does)."""
@@ -263,6 +287,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             needs.append(x._requires_grad)
             consts.append(None)
     in_types, needs = tuple(in_types), tuple(needs)
+    if out is not None and opdef.group == ELEMENTWISE:
+        _check_no_partial_overlap(out, arrays)      # (before the shapes: torch checks this first)
     frozen = freeze_attrs(attrs)
     out_types = infer_types(opdef, in_types, attrs, frozen)
     results = apply_ref(opdef.ref, arrays, attrs, out_types)

@@ -42,6 +42,23 @@ def reshape(input, shape):
     return _functional.reshape(input, shape)
 
 
+def is_tensor(obj) -> bool:
+    """torch.is_tensor: is `obj` a fusegrad Tensor (a Parameter included)?"""
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    """torch.numel: the number of elements of a tensor."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.numel()
+
+
+def get_default_dtype():
+    """torch.get_default_dtype: the dtype of floating tensors made without one (always float32)."""
+    return float32
+
+
 float = float32  # noqa: A001  (torch's aliases)
 double = float64
 long = int64

@@ -32,6 +32,11 @@ class DType:
         """torch's dtype.itemsize: bytes per element."""
         return self.np.itemsize
 
+    @property
+    def is_signed(self) -> bool:
+        """torch's dtype.is_signed: every dtype but bool."""
+        return self.category != 0
+
     def __repr__(self) -> str:
         return f"fusegrad.{self.name}"
 

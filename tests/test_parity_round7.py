@@ -256,3 +256,11 @@ def test_in_place_ops_on_partly_overlapping_memory(code):
         a = lib.arange(6.0).reshape(2, 3)
         return _outcome(lambda: (exec(code, {"a": a}), a.tolist())[1])
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("call", ["L.is_tensor(L.ones(1))", "L.is_tensor(1.0)", "L.is_tensor(L.nn.Parameter(L.ones(1)))",
+                                  "L.numel(L.ones(2, 3))", "L.numel([1])", "L.get_default_dtype()",
+                                  "[d.is_signed for d in (L.float32, L.float64, L.int64, L.bool)]",
+                                  "[d.is_floating_point for d in (L.float32, L.float64, L.int64, L.bool)]"])
+def test_small_torch_helpers(call):
+    assert _eval(call, fg) == _eval(call, torch)

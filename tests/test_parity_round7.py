@@ -264,3 +264,15 @@ def test_in_place_ops_on_partly_overlapping_memory(code):
                                   "[d.is_floating_point for d in (L.float32, L.float64, L.int64, L.bool)]"])
 def test_small_torch_helpers(call):
     assert _eval(call, fg) == _eval(call, torch)
+
+
+@pytest.mark.parametrize("code", ["v[0] = 1.0", "v[0] = L.ones(3)", "v[:, 0] = 5.0", "v[1, 1] = 2.0",
+                                  "v[0, :, 1:] = 3.0", "v[1] = L.arange(3.0)"])
+def test_setitem_into_an_expanded_tensor(code):
+    """t[key] = v on an expand's view writes only the selected region, as torch's copy_ into
+    t[key]: allowed where that region overlaps nothing."""
+    def run(lib):
+        a = lib.zeros(2, 3)
+        v = a.expand(2, 2, 3)
+        return _outcome(lambda: (exec(code, {"v": v, "L": lib}), a.tolist())[1])
+    assert run(fg) == run(torch)

@@ -276,3 +276,15 @@ def test_setitem_into_an_expanded_tensor(code):
         v = a.expand(2, 2, 3)
         return _outcome(lambda: (exec(code, {"v": v, "L": lib}), a.tolist())[1])
     assert run(fg) == run(torch)
+
+
+def test_clamp_with_one_tensor_bound_lists_torchs_three_edges():
+    def run(lib):
+        x = lib.ones(3, requires_grad=True)
+        m = lib.zeros(3, requires_grad=True)
+        out = []
+        for y in (x.clamp(min=m), x.clamp(max=m), x.clamp(m, m * 2), x.clamp(min=0.5)):
+            out.append((type(y.grad_fn).__name__,
+                        [(type(n).__name__ if n is not None else None, i) for n, i in y.grad_fn.next_functions]))
+        return out
+    assert run(fg) == run(torch)

@@ -100,8 +100,14 @@ class Node:
     @property
     def next_functions(self) -> tuple:
         """((node, output_nr) or (None, 0)) for each differentiable input of torch's signature."""
-        shown = _NEXT_INPUTS.get(type(self).__name__, range(len(self.edges)))
-        return tuple(self.edges[i] if self.edges[i] is not None else (None, 0) for i in shown)
+        shown = _NEXT_INPUTS.get(type(self).__name__)
+        if shown is None:
+            # the op table's torch_edges: torch's inputs by position, None for one the op lacks
+            opdef = OPS.get(self.op)
+            shown = opdef.extra.get("torch_edges") if opdef is not None else None
+            if shown is None:
+                shown = range(len(self.edges))
+        return tuple(self.edges[i] if i is not None and self.edges[i] is not None else (None, 0) for i in shown)
 
     def free_saved(self) -> None:
         """Drop the saved tensors (after a backward without retain_graph); a later use raises torch's error."""

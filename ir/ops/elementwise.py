@@ -330,10 +330,11 @@ def _clamp_max_vjp(e, x, y, g, a, n):
     return [e.where(e.le(v, hi), g[0], 0) if n[0] else None, e.where(e.gt(v, hi), g[0], 0) if n[1] else None]
 
 
+# (torch_edges: torch's ClampBackward0 lists (self, min, max), the absent bound as (None, 0))
 elementwise("clamp_min", lambda x, lo: np.maximum(lo, x), _clamp_min_vjp, "fg_maximum({0}, {1})",
-            doc="clamp_min(x, lo): clamp with a tensor lower bound only")
+            doc="clamp_min(x, lo): clamp with a tensor lower bound only", extra={"torch_edges": (0, 1, None)})
 elementwise("clamp_max", lambda x, hi: np.minimum(hi, x), _clamp_max_vjp, "fg_minimum({0}, {1})",
-            doc="clamp_max(x, hi): clamp with a tensor upper bound only")
+            doc="clamp_max(x, hi): clamp with a tensor upper bound only", extra={"torch_edges": (0, None, 1)})
 
 
 def _where_infer(types, attrs):

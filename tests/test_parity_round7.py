@@ -288,3 +288,33 @@ def test_clamp_with_one_tensor_bound_lists_torchs_three_edges():
                         [(type(n).__name__ if n is not None else None, i) for n, i in y.grad_fn.next_functions]))
         return out
     assert run(fg) == run(torch)
+
+
+OVERFLOW_CALLS = [
+    'L.full((2,), 1e300)', 'L.full((2,), 3.4028235e38 * 1.0000001)', 'L.full((2,), float("inf"))',
+    'L.full((2,), 1e300, dtype=L.float64)', 'L.full((2,), float("nan"), dtype=L.int64)',
+    'L.full((2,), 1e19, dtype=L.int64)', 'L.full((2,), 2**63)', 'L.full((2,), -2**63)',
+    'L.full((2,), 2.5, dtype=L.int64)', 'L.zeros(2).fill_(1e300)', 'L.zeros(2).fill_(-1e39)',
+    'L.zeros(2).fill_(3.4e38)', 'L.zeros(2, dtype=L.int64).fill_(float("nan"))',
+    'L.zeros(2, dtype=L.int64).fill_(1e30)', 'L.zeros(2, dtype=L.int64).fill_(2**63)',
+    'L.tensor([1e20], dtype=L.int64)', 'L.tensor([float("nan")], dtype=L.int64)',
+    'L.tensor([1.5, -2.7], dtype=L.int64)', 'L.tensor([1e300], dtype=L.float32)', 'L.tensor(1e300)',
+    'L.zeros(2) + 1e300', 'L.full((2,), -1.5, dtype=L.bool)', 'L.full_like(L.arange(3), float("nan"))',
+    '_setitem(L.zeros(2, dtype=L.int64), float("nan"))', '_setitem(L.zeros(2, dtype=L.int64), 1e30)',
+    '_setitem(L.zeros(2, dtype=L.int64), 7.9)', '_setitem(L.zeros(2), 1e300)',
+]
+
+
+def _setitem(t, v):
+    t[0] = v
+    return t
+
+
+@pytest.mark.parametrize("call", OVERFLOW_CALLS)
+def test_numbers_that_overflow_the_dtype(call):
+    """torch refuses a number its dtype cannot hold (c10's checked_convert), where NumPy would
+    store inf or the minimum integer; rounding, inf and nan into floats are fine."""
+    def run(lib):
+        return _outcome(lambda: repr(eval(call, {"L": lib, "_setitem": _setitem}))).__repr__() \
+            .replace("torch.", "").replace("fusegrad.", "")
+    assert run(fg) == run(torch)

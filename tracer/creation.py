@@ -11,6 +11,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
 
 from . import trace_state
 from .device import check_device
+from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg
 from .tensor import Tensor
 
@@ -56,7 +57,14 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         sizes = _compute_sizes(data)
         inferred = _infer_dtype(data)
-        array = _store(data, sizes, (dtype or inferred).np)
+        if dtype is int64 and inferred.is_floating_point:
+            # torch checks each number: nan, inf or beyond int64 raises
+            array = _store(data, sizes, np.float64)
+            if array.size and not (np.isfinite(array).all() and array.min() >= -2.0 ** 63
+                                   and array.max() < 2.0 ** 63):
+                raise RuntimeError("value cannot be converted to type int64 without overflow")
+        else:
+            array = _store(data, sizes, (dtype or inferred).np)
     target = dtype or inferred
     with np.errstate(over="ignore"):        # 1e40 as float32 is inf, silently (torch)
         return np.array(array, dtype=target.np, order="C", copy=True)
@@ -332,6 +340,7 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
     if dtype is None:
         dtype = (bool_ if isinstance(fill_value, (bool, np.bool_)) else
                  int64 if isinstance(fill_value, (int, np.integer)) else float32)
+    check_scalar_fits(fill_value, dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
 

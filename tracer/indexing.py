@@ -24,6 +24,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape
 
 from .dispatch import _overlaps_itself, apply_op
+from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -179,6 +180,7 @@ def setitem(t: Tensor, key, value) -> None:
         value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
     else:
         name = fill if whole else "CopySlices"
+        check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
     # torch checks the value's shape first, then the leaf (through a view of it unless whole)
     if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():

@@ -11,6 +11,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops import broadcast_shapes
 
 from .dispatch import apply_op
+from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -102,6 +103,7 @@ def fill_(t: Tensor, value) -> Tensor:
         value = cast(value, t._dtype)
         name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)
     else:
+        check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
         name = "FillBackward2"
     apply_op("index_put", [t, value], {"index": ()}, name, out=t)

@@ -1,0 +1,42 @@
+"""torch's check that a Python number fits the dtype it is written into (c10's checked_convert).
+
+`fg.full((2,), 1e300)`, `t.fill_(nan)` on int64, `t[0] = 1e30` on int64: torch raises
+"value cannot be converted to type ... without overflow" where NumPy would store inf, or
+the minimum integer, without a word. Rounding is not an overflow (2.5 into int64 is 2), nor
+is inf or nan into a floating dtype.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fusegrad.ir import float32, int64
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT64_BOUND = 2 ** 63
+
+
+def check_scalar_fits(value, dtype, int_name: str = "int64_t") -> None:
+    """Raise torch's RuntimeError if the Python (or NumPy) number `value` overflows `dtype`;
+    `int_name`: how torch names int64 in the message ("int64" for torch.tensor's data)."""
+    if isinstance(value, (bool, np.bool_)):
+        return
+    if dtype is int64:
+        if isinstance(value, (int, np.integer)):
+            fits = -_INT64_BOUND <= int(value) < _INT64_BOUND
+        else:
+            v = float(value)
+            fits = math.isfinite(v) and -_INT64_BOUND <= v < _INT64_BOUND
+        if not fits:
+            raise RuntimeError(f"value cannot be converted to type {int_name} without overflow")
+    elif dtype is float32:
+        try:
+            v = float(value)
+        except OverflowError:               # an int beyond float64
+            v = math.inf if value > 0 else -math.inf
+            fits = False
+        else:
+            fits = not math.isfinite(v) or abs(v) <= _FLOAT32_MAX
+        if not fits:
+            raise RuntimeError("value cannot be converted to type float without overflow")

@@ -471,7 +471,15 @@ class CompiledFunction:
             parts += [f"{loc}: {why}" for loc, why in run.breaks]
         else:
             parts.append("## graph breaks\nnone")
-        for title, compiled in (("forward", run.compiled), ("backward", run.backward_compiled)):
+        backward = run.backward_compiled
+        if backward is None and run.backward is not None:
+            # The backward runs when gradients flow back (after this call): schedule it now, from
+            # the program cache, so that its kernels and their source are described too.
+            try:
+                backward = executor.compile_program(run.backward)
+            except Exception as exc:             # a codegen bug: say so, never raise from explain
+                parts.append(f"## backward kernels\nnot available: {type(exc).__name__}: {exc}")
+        for title, compiled in (("forward", run.compiled), ("backward", backward)):
             if compiled is not None:
                 parts += [f"## {title} kernels and generated source", compiled.explain()]
         return "\n\n".join(parts)

@@ -318,3 +318,25 @@ def test_numbers_that_overflow_the_dtype(call):
         return _outcome(lambda: repr(eval(call, {"L": lib, "_setitem": _setitem}))).__repr__() \
             .replace("torch.", "").replace("fusegrad.", "")
     assert run(fg) == run(torch)
+
+
+def test_explain_shows_the_backward_kernels_before_the_backward_runs():
+    """explain() runs one call; the backward that gradients flowing into it will run is
+    scheduled too, so its kernels and their generated source are described."""
+    f = fg.compile(lambda x, w: (x @ w).tanh() * x.sum())
+    x = fg.tensor(np.ones((4, 3), np.float32), requires_grad=True)
+    w = fg.ones(3, 2, requires_grad=True)
+    text = f.explain(x, w)
+    forward, backward = text.split("## backward kernels and generated source")
+    assert "## forward kernels and generated source" in forward and "def kernel(" in forward
+    assert "def kernel(" in backward and "ran: not run yet" in backward
+    before = fg.cache_info()
+    y = f(x, w)
+    y.sum().backward()
+    after = fg.cache_info()
+    assert after.misses == before.misses           # the backward explain scheduled is reused
+    tw = torch.ones(3, 2, requires_grad=True)
+    tx = torch.ones(4, 3, requires_grad=True)
+    ((tx @ tw).tanh() * tx.sum()).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)

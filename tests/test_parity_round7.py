@@ -340,3 +340,19 @@ def test_explain_shows_the_backward_kernels_before_the_backward_runs():
     ((tx @ tw).tanh() * tx.sum()).sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("target_dtype", ["float64", "int64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_with_a_target_of_another_dtype(target_dtype, reduction):
+    """torch computes in the promoted dtype under one MseLossBackward0 node."""
+    def run(lib):
+        x = lib.tensor(np.linspace(0, 1, 6).reshape(2, 3).astype(np.float32), requires_grad=True)
+        t = lib.ones(2, 3, dtype=getattr(lib, target_dtype))
+        loss = lib.nn.functional.mse_loss(x, t, reduction=reduction)
+        g, = lib.autograd.grad(loss.sum(), x)
+        return str(loss.dtype).split(".")[1], type(loss.grad_fn).__name__, loss.detach().tolist(), g.tolist()
+    got, want = run(fg), run(torch)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-6)

@@ -15,7 +15,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes
-from fusegrad.ir.types import TORCH_SCALAR_NAMES
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
@@ -416,6 +416,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")
     # a bool operand is promoted with the other (torch's mse kernel); `-` would refuse it
     input, target = (x.to(y.dtype) if x.dtype == fg.bool else x for x, y in ((input, target), (target, input)))
+    if weight is None and target.dtype != input.dtype and reduction in _REDUCTIONS:
+        # torch's mse kernel computes in the promoted dtype (an int64 target with float32 input,
+        # a float64 target): one MseLossBackward0 node (the input's cast, where it needs one,
+        # is a ToCopyBackward0 before it here, inside torch's node there)
+        promoted = promote_types(input.dtype, target.dtype)
+        input, target = input.to(promoted), target.to(promoted)
     if weight is None and target.dtype == input.dtype and reduction in _REDUCTIONS:
         # torch.broadcast_tensors, then one MseLossBackward0 node
         shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))

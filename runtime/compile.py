@@ -33,7 +33,7 @@ from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
-from fusegrad.tracer.dispatch import edge_of
+from fusegrad.tracer.dispatch import _writable_memory, edge_of
 from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
@@ -508,16 +508,28 @@ def _from_numpy(a):
 
 
 def _abandon(trace: Trace) -> None:
-    """Undo a failed call's side effects on the caller's tensors, and give the tensors it
-    made that outlive it (carried by the exception, or kept in a closure) their values, as
-    eagerly (without history: the call's graph is gone). One whose value cannot be computed
-    stays symbolic, and using it says so (tensor.py). A detach or view of a tensor made in
-    the call shares that tensor's array, as on success (_share_memory)."""
+    """A call raised: keep its in-place writes to the caller's tensors made before the error
+    (with their version bumps) and the gradients a backward in it accumulated, as eagerly,
+    and give the tensors it made that outlive it
+    (carried by the exception, or kept in a closure) their values, as eagerly (without
+    history: the call's graph is gone). One whose value cannot be computed stays symbolic,
+    and using it says so (tensor.py); a write whose value cannot be computed is dropped. A
+    detach or view of a tensor made in the call shares that tensor's array, as on success
+    (_share_memory)."""
     homes = trace.memory_homes()
-    for _, tensor in trace.mutated.values():
+    written_back = []
+    for array, tensor in trace.mutated.values():
+        if tensor._sym is None:
+            continue
+        try:
+            value = trace.materialize(tensor)
+        except Exception:           # the op that failed the call, or one after it
+            value = None
         tensor._sym = None
-    for leaf, old in trace.grad_leaves.values():
-        leaf._grad = old
+        if value is not None and value.shape == array.shape:
+            np.copyto(_writable(array), value, casting="unsafe")
+            written_back.append(tensor)
+    trace.apply_writes(written_back)
     done = []
     for t in trace.alive_tensors():
         if t._sym is not None and t._data is None:
@@ -529,6 +541,16 @@ def _abandon(trace: Trace) -> None:
     _share_memory(done, _homes_of(done, homes, trace.known), trace.known)
     for t in done:
         t._sym, t._requires_grad = None, False
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    """Where a write-back goes: `array`, or for an expand's read-only view of writable memory
+    (an argument `x.expand(2, 3)` filled in the call) a writable view of that memory, so
+    every alias gets the value, as eagerly."""
+    if array.flags.writeable or 0 not in array.strides:
+        return array            # (a read-only snapshot stays read-only: the write raises)
+    memory = _writable_memory(array)
+    return array if memory is None else memory
 
 
 def _live_program(traced: Program, outputs: list) -> Program:
@@ -628,7 +650,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     written_back = []
     for array, tensor in mutated:
         if tensor._sym is not None:
-            np.copyto(array, by_id[tensor._sym.id], casting="unsafe")
+            np.copyto(_writable(array), by_id[tensor._sym.id], casting="unsafe")
             tensor._sym = None
             written_back.append(tensor)
     trace.apply_writes(written_back)

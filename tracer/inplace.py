@@ -22,8 +22,7 @@ def check_inplace(t: Tensor) -> None:
         return
     # Inside a trace, a tensor an op made or wrote with grad has history though no grad_fn
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
-    base_is_leaf = t._base is not None and t._base._requires_grad and t._base._grad_fn is None and \
-        t._base._sym is None
+    base_is_leaf = t._base is not None and t._base._requires_grad and t._base.is_leaf
     if t._requires_grad and t.is_leaf:
         if base_is_leaf:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "

@@ -313,6 +313,9 @@ class Trace:
             self.begin_write(out, len(self.instrs) - 1)
             try:
                 return self._write(out, outs[0], requires, fill)
+            except BaseException:
+                self._abort_write()
+                raise
             finally:
                 self.writing = None
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
@@ -347,8 +350,16 @@ class Trace:
         self.begin_write(t, len(self.instrs))
         try:
             self.rebind(t, v, requires)
+        except BaseException:
+            self._abort_write()
+            raise
         finally:
             self.writing = None
+
+    def _abort_write(self) -> None:
+        """The write under way raised (an overlap, a leaf): eagerly it bumped no version."""
+        box = self.writing[0]
+        self.writes[id(box)][1] -= 1
 
     def _counter_owner(self, t: Tensor) -> Tensor:
         """The tensor whose version counter `t` shares eagerly: up through views' bases and

@@ -470,10 +470,12 @@ class Trace:
                 # A write not recorded for gradients (under no_grad, `t.data = ...`) leaves
                 # t's history as it was, as eagerly: the new value goes on t's gradient path.
                 v, requires = self._grafted(v, t._sym, found), True
-        before = self.value_of(t) if not requires and t._requires_grad and t.is_leaf else None
+        before = self.value_of(t) if not requires and t._requires_grad and (
+            t.is_leaf or (t._data is not None and t._grad_fn is not None)) else None
         if before is not None and v.type == before.type:
-            # A leaf written under no_grad (an optimizer step) stays that leaf: its gradient
-            # sums over every value it held (see held_values).
+            # A leaf written under no_grad (an optimizer step) stays that leaf, and the caller's
+            # non-leaf keeps its history: the gradient sums over every value it held (see
+            # held_values), as eagerly the new values sit on the same gradient path.
             self.leaf_values.setdefault(id(t), (t, [before]))[1].append(v)
         sibling = None
         if self.writing is not None:

@@ -33,7 +33,7 @@ from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
-from fusegrad.tracer.dispatch import _writable_memory, edge_of
+from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
@@ -356,13 +356,6 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
             where = output_name("AsStridedBackward0", 0) if view and t._requires_grad else None
             checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, a.shape if view else None))
     return checks
-
-
-def _memory_owner(a: np.ndarray):
-    """The array that owns `a`'s memory (the end of its chain of bases)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
 
 
 class _FreedBackwardFn:

@@ -32,6 +32,7 @@ _VIEW_OPS = frozenset(name for name, op in OPS.items() if op.view)
 
 
 def _memory_owner(a: np.ndarray) -> np.ndarray:
+    """The array that owns `a`'s memory (the end of its chain of bases)."""
     while isinstance(a.base, np.ndarray):
         a = a.base
     return a

@@ -7,8 +7,10 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    decomposed (codegen/decompose.py: composites; max_dim/min_dim as three
    reductions; cat/stack as a select between operands read through clamped
    shifts, `pad_edge`; index_put (t[i] = v, copy_, fill_) as a select over
-   the indexed box; addmm, mse_loss, nll_loss into their ops), then common
-   subexpressions are merged and dead code is dropped (ir.passes.simplify).
+   the indexed box; addmm, mse_loss, nll_loss into their ops), permutes move
+   past elementwise ops and reductions so loops run in memory order
+   (ir/permute_sinking.py), then common subexpressions are merged and dead
+   code is dropped (ir.passes.simplify).
    float32 sin/cos become their near forms, each distinct argument with a
    guard output (codegen/trig_guard.py; `Schedule.guards` counts them).
 2. Every instruction gets a kind from its op group:
@@ -66,6 +68,7 @@ from dataclasses import dataclass, field
 from fusegrad.ir import Program
 from fusegrad.ir.ops import COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.passes import rewrite_identities, simplify
+from fusegrad.ir.permute_sinking import sink_permutes
 
 from .decompose import decompose_composites
 from .indexing import inlinable_movement, is_view
@@ -126,7 +129,7 @@ class Schedule:
 
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
-    program = simplify(decompose_composites(rewrite_identities(program)))
+    program = simplify(sink_permutes(decompose_composites(rewrite_identities(program))))
     program, guards = guard_near_forms(program)
     with recursion_room(len(program.instrs)):
         result = _Scheduler(program).run()

@@ -30,6 +30,7 @@ from collections import OrderedDict
 import numpy as np
 
 from fusegrad.codegen import KERNEL, Schedule, generate, schedule
+from fusegrad.codegen.layout_copy import contiguous_copy, needs_copy
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
 from fusegrad.ir.interpreter import apply_ref_into, into_writer
@@ -397,7 +398,13 @@ class _KernelStep:
         if self.compiled.failure is None:
             args = list(self.extents)
             for slot, scalar, _ in self.loads:
-                args.append(env[slot][()] if scalar else env[slot])
+                operand = env[slot]
+                if scalar:
+                    operand = operand[()]
+                elif needs_copy(operand):
+                    # A strided operand would make Numba run the loop unvectorised (layout_copy).
+                    operand = contiguous_copy(operand)
+                args.append(operand)
             args.extend(self.params)
             outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
             args.extend(outs)
@@ -643,7 +650,7 @@ class CompiledProgram:
         if self.guard_slots:
             parts.append(f"sin/cos: near forms, exact for |x| < 2**20 ({len(self.guard_slots)} guard output(s)); "
                          f"calls with a larger argument rerun in NumPy: {self.far_trig_calls}")
-        parts += ["program (composite ops decomposed):", format_program(self.schedule.program, name)]
+        parts += ["program (composite ops decomposed, permutes sunk):", format_program(self.schedule.program, name)]
         for n, step in enumerate(self.steps, 1):
             if isinstance(step, _OpStep):
                 parts.append(f"[{n}] {step.step.kind}: {format_instr(step.instr, name)}    # {step.step.why}")

@@ -1,0 +1,243 @@
+"""Permutes sink past elementwise ops and reductions (ir/permute_sinking.py), and
+large strided operands reach kernels as contiguous copies (codegen/layout_copy.py).
+
+Oracles: the reference executor on the program before the pass (random programs
+from hypothesis, and the compiled executor on a few of them), NumPy's own copy for
+the tiled copy, and torch for the strides of a compiled `x.t() * 2`.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fusegrad as fg
+from fusegrad.codegen import schedule
+from fusegrad.codegen.decompose import decompose_composites
+from fusegrad.codegen.layout_copy import MIN_COPY_ELEMENTS, contiguous_copy, needs_copy
+from fusegrad.ir import run_program
+from fusegrad.ir.passes import simplify
+from fusegrad.ir.permute_sinking import sink_permutes
+from fusegrad.ir.verifier import verify
+from test_codegen_support import build, check, random_args
+
+try:
+    import torch
+except ImportError:          # torch is an optional oracle
+    torch = None
+
+
+def _permute(e, x, dims):
+    return e.op("permute", x, dims=tuple(dims))
+
+
+def _ops(program):
+    return [ins.op for ins in program.instrs]
+
+
+# ---------------------------------------------------------------------- the pass, by example
+def test_a_chain_over_a_permuted_input_runs_unpermuted_and_its_sum_needs_no_permute():
+    """W1's chain with its backward on x.permute(2, 0, 1): no permute is left, since the
+    sum reduces everything and the gradient comes back as the permute's own VJP."""
+    program = build(lambda e, x: e.sum(e.add(e.mul(e.tanh(y := _permute(e, x, (2, 0, 1))), e.sigmoid(y)),
+                                              e.exp(e.neg(e.mul(y, y)))), (0, 1, 2)),
+                    (4, 5, 6), grad=True)
+    assert "permute" in _ops(program)
+    sunk = simplify(sink_permutes(decompose_composites(program)))      # as the scheduler runs it
+    verify(sunk)
+    assert "permute" not in _ops(sunk), sunk
+    args = random_args(program, np.random.default_rng(0))
+    for got, want in zip(run_program(sunk, args), run_program(program, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_returned_elementwise_result_is_the_permute_of_the_unpermuted_loop():
+    program = build(lambda e, x: e.mul(_permute(e, x, (1, 0)), 2.0), (3, 5))
+    sunk = sink_permutes(program)
+    assert _ops(sunk) == ["const", "mul", "permute"], sunk
+    assert sunk.instrs[1].inputs[0] is program.inputs[0]
+
+
+def test_a_full_sized_operand_read_in_order_keeps_the_permute():
+    """x.t() * y with y [5, 3]: sinking would read y transposed instead, so nothing moves."""
+    program = build(lambda e, x, y: e.mul(_permute(e, x, (1, 0)), y), (3, 5), (5, 3))
+    assert _ops(sink_permutes(program)) == ["permute", "mul"]
+
+
+def test_a_reduction_of_a_permute_reduces_the_matching_axes():
+    """sum over axis 2 of x.permute(2, 0, 1) is x summed over axis 1, then permuted (1, 0);
+    returned, it is copied (cast), since torch's reduction results are contiguous."""
+    program = build(lambda e, x: e.sum(_permute(e, x, (2, 0, 1)), (2,)), (3, 4, 5))
+    sunk = sink_permutes(program)
+    assert _ops(sunk) == ["sum", "permute", "cast"], sunk
+    assert sunk.instrs[0].params == {"axes": (1,), "keepdim": False}
+    assert sunk.instrs[1].params == {"dims": (1, 0)}
+
+
+def test_a_single_element_broadcast_moves_with_the_loop():
+    """The backward's seed, expand(reshape(g, (1, 1)), shape), is re-expanded to the unpermuted shape."""
+    program = build(lambda e, x, g: e.mul(_permute(e, x, (1, 0)),
+                                          e.expand(e.reshape(g, (1, 1)), (5, 3))), (3, 5), ())
+    sunk = sink_permutes(program)
+    verify(sunk)
+    mul = next(ins for ins in sunk.instrs if ins.op == "mul")
+    assert mul.inputs[0] is program.inputs[0] and mul.outputs[0].shape == (3, 5)
+
+
+def test_a_program_without_permutes_is_returned_as_it_is():
+    program = build(lambda e, x: e.tanh(x), (3, 4))
+    assert sink_permutes(program) is program
+
+
+# ---------------------------------------------------------------------- random programs
+SHAPE = (2, 3, 4)
+UNARY = ["neg", "tanh", "exp", "abs", "sigmoid"]
+BINARY = ["add", "mul", "sub", "maximum"]
+
+
+@st.composite
+def _programs(draw):
+    """A random program over x [2, 3, 4] permuted, with elementwise ops against the same
+    permute, 0-d values, broadcast single elements or operands in order, reductions of
+    random axes (keepdim or not) and permutes of permutes; returns (build fn, types)."""
+    steps = draw(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 50), st.integers(0, 50)),
+                          min_size=1, max_size=8))
+    dims = draw(st.permutations(range(3)))
+
+    def fn(e, x, s, y):
+        values = [_permute(e, x, dims)]
+        for kind, a, b in steps:
+            v = values[a % len(values)]
+            if kind < 3:
+                out = e.op(UNARY[(a + b) % len(UNARY)], v)
+            elif kind < 5:
+                same = [w for w in values if w.shape == v.shape]
+                w = same[b % len(same)]
+                out = e.op(BINARY[b % len(BINARY)], v, w)
+            elif kind == 5:
+                out = e.op(BINARY[b % len(BINARY)], v, s)
+            elif kind == 6:
+                one = e.reshape(s, (1,) * v.type.ndim)
+                out = e.mul(v, e.expand(one, v.shape) if b % 2 else one)
+            elif kind == 7:
+                # an operand in memory order of v's own shape (refuses to sink when v is permuted)
+                out = e.add(v, e.expand(e.reshape(e.sum(y, (0, 1, 2)), (1,) * v.type.ndim), v.shape)
+                            if v.shape != y.shape else y)
+            elif kind == 8 and v.type.ndim > 0:
+                axes = sorted({a % v.type.ndim, b % v.type.ndim})[: 1 + a % 2]
+                out = e.op(["sum", "amax", "amin"][b % 3], v, axes=tuple(axes), keepdim=bool(b % 2))
+            elif kind == 9 and v.type.ndim > 1:
+                perms = list(itertools.permutations(range(v.type.ndim)))
+                out = _permute(e, v, perms[b % len(perms)])
+            else:
+                out = e.neg(v)
+            values.append(out)
+        return values[-2:]
+    return fn, [SHAPE, (), tuple(SHAPE[d] for d in dims)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_programs(), st.booleans())
+def test_random_programs_compute_the_same_after_sinking(case, grad):
+    fn, types = case
+    program = build(fn, *types, grad=grad)
+    sunk = sink_permutes(program)
+    verify(sunk)
+    args = random_args(program, np.random.default_rng(1))
+    for k, (got, want) in enumerate(zip(run_program(sunk, args), run_program(program, args))):
+        assert got.shape == want.shape and got.dtype == want.dtype, k
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"output {k}\n{program}\n{sunk}")
+
+
+@settings(max_examples=6, deadline=None)
+@given(_programs())
+def test_random_programs_compiled_match_the_reference(case):
+    """A few of them compiled (each distinct kernel costs a Numba compile)."""
+    fn, types = case
+    program = build(fn, *types, grad=True)
+    check(program, random_args(program, np.random.default_rng(2)), rtol=1e-4, atol=1e-5)
+
+
+def test_the_scheduled_kernel_reads_a_permuted_input_in_order():
+    """No tiling and no transposed index: the loops follow x's memory."""
+    program = build(lambda e, x: e.sum(e.tanh(_permute(e, x, (2, 0, 1))), (0, 1, 2)), (4, 5, 6), grad=True)
+    sched = schedule(program)
+    assert all(ins.op != "permute" for k in sched.kernels for ins in k.instrs)
+    check(program, random_args(program, np.random.default_rng(3)))
+
+
+# ---------------------------------------------------------------------- through fg.compile
+@pytest.mark.skipif(torch is None, reason="torch is the oracle for strides")
+@pytest.mark.parametrize("make,dims", [
+    (lambda x: x.t() * 2, None),
+    (lambda x: (x.permute(2, 0, 1).exp() + 1).sum(-1), (2, 0, 1)),
+    (lambda x: x.permute(1, 2, 0).tanh().sum(1, keepdim=True), (1, 2, 0)),
+], ids=["t-mul", "permute-sum-last", "permute-sum-keepdim"])
+def test_compiled_results_have_torch_values_and_strides(make, dims):
+    rng = np.random.default_rng(4)
+    shape = (5, 7) if dims is None else (3, 5, 7)
+    a = rng.standard_normal(shape).astype(np.float32)
+    got = fg.compile(make)(fg.tensor(a))
+    want = make(torch.tensor(a))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert got.stride() == want.stride()
+    assert got.is_contiguous() == want.is_contiguous()
+
+
+def test_compiled_gradient_through_a_permute_matches_eager():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+
+    def loss(x):
+        return (x.permute(2, 0, 1).sigmoid() * 3 - x.permute(2, 0, 1)).amax(0).sum()
+    got = fg.compile(fg.grad(loss))(fg.tensor(a))
+    want = fg.grad(loss)(fg.tensor(a))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- strided operands
+def _layouts():
+    rng = np.random.default_rng(6)
+    base = rng.standard_normal((6, 8, 10))
+    for dtype in (np.float32, np.float64, np.int64, np.bool_):
+        b = (base > 0) if dtype is np.bool_ else base.astype(dtype)
+        yield b.transpose(2, 0, 1)
+        yield b.transpose(1, 2, 0)
+        yield b[:, ::2, 1:]
+        yield b[::-1, :, ::3].transpose(0, 2, 1)
+        yield b[0].T
+        yield b[:, :, :1].transpose(2, 1, 0)
+        yield np.broadcast_to(b[:1], b.shape)
+    big = rng.standard_normal((3, 5, 7, 11)).astype(np.float32)
+    yield big.transpose(3, 1, 0, 2)
+    yield big.transpose(0, 3, 2, 1)[:, 1:, ::2]
+
+
+@pytest.mark.parametrize("array", list(_layouts()), ids=lambda a: f"{a.dtype}{a.shape}{a.strides}")
+def test_contiguous_copy_is_numpys_copy(array):
+    got = contiguous_copy(array)
+    assert got.flags.c_contiguous and got.dtype == array.dtype
+    np.testing.assert_array_equal(got, np.ascontiguousarray(array))
+    assert not np.shares_memory(got, array)
+
+
+def test_only_large_strided_operands_are_copied():
+    big = np.zeros((2, MIN_COPY_ELEMENTS), np.float32)
+    assert needs_copy(big.T)
+    assert not needs_copy(big)
+    assert not needs_copy(big[:, :100].T)                       # small: a strided read is cheaper
+
+
+def test_a_kernel_gets_a_large_strided_argument_contiguous():
+    """A transposed argument (as fg.compile lifts `x.t()`) reaches the kernel C-contiguous, so
+    Numba runs its vectorised form; values are the reference's."""
+    program = build(lambda e, x: e.sum(e.mul(e.tanh(x), x), (0, 1)), (256, 256), grad=True)
+    args = random_args(program, np.random.default_rng(7))
+    args[0] = np.asfortranarray(args[0])
+    compiled = check(program, args, rtol=1e-4, atol=1e-4)
+    kernels = [s.compiled for s in compiled.steps if getattr(s, "compiled", None)]
+    layouts = {a.layout for k in kernels for sig in k.dispatcher(False).signatures for a in sig
+               if hasattr(a, "layout")}
+    assert layouts == {"C"}, layouts

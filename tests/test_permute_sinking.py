@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fusegrad as fg
-from fusegrad.codegen import schedule
+from fusegrad.codegen import VIEW, schedule
 from fusegrad.codegen.decompose import decompose_composites
 from fusegrad.codegen.layout_copy import MIN_COPY_ELEMENTS, contiguous_copy, needs_copy
 from fusegrad.ir import run_program
@@ -241,3 +241,20 @@ def test_a_kernel_gets_a_large_strided_argument_contiguous():
     layouts = {a.layout for k in kernels for sig in k.dispatcher(False).signatures for a in sig
                if hasattr(a, "layout")}
     assert layouts == {"C"}, layouts
+
+
+@pytest.mark.parametrize("side,copied", [(256, True), (64, False)], ids=["large: copied", "small: read inline"])
+def test_a_large_transposed_input_read_by_a_reduction_is_a_view_step_copied_in_tiles(side, copied):
+    """(x.t() * y).sum() keeps its permute (y is full-sized). A large x becomes a view step,
+    which the executor copies contiguous before the kernel reads it; a small one is read
+    through the permute inline."""
+    program = build(lambda e, x, y: e.sum(e.mul(_permute(e, x, (1, 0)), y), (0, 1)), (side, side), (side, side),
+                    grad=True)
+    sched = schedule(program)
+    views = [s for s in sched.steps if s.kind == VIEW and s.instr.inputs[0] is program.inputs[0]]
+    assert bool(views) == copied, [s.kind for s in sched.steps]
+    compiled = check(program, random_args(program, np.random.default_rng(8)), rtol=1e-4, atol=1e-4)
+    if copied:
+        kernels = [s.compiled for s in compiled.steps if getattr(s, "compiled", None)]
+        assert {a.layout for k in kernels for sig in k.dispatcher(False).signatures for a in sig
+                if hasattr(a, "layout")} == {"C"}

@@ -99,13 +99,33 @@ def _batch(ma, mb):
     return _prod(broadcast_shapes(ma[:-2], mb[:-2]))
 
 
+def _is_outer(sa, sb) -> bool:
+    """Two operands of at least 2 dims contracting one element (`x[n, 1] @ y[1, m]`, a linear
+    layer's weight gradient for one input feature): every output element is one product, so
+    the matmul is a broadcast multiply, bit for bit. NumPy's matmul took 0.58 ms for a
+    [4096, 1] @ [1, 128] float32 (torch 0.05 ms), np.multiply 0.17 ms; in a kernel the
+    multiply fuses with what reads it."""
+    return len(sa) >= 2 and len(sb) >= 2 and sa[-1] == 1
+
+
 def _matmul_ref(a, b):
+    if _is_outer(a.shape, b.shape):
+        return np.multiply(a, b)
     return np.asarray(np.matmul(a, b))
 
 
 def _matmul_into(out, a, b):
     """_matmul_ref writing into `out` (C-contiguous, the output's shape and dtype)."""
-    np.matmul(a, b, out=out)
+    if _is_outer(a.shape, b.shape):
+        np.multiply(a, b, out=out)
+    else:
+        np.matmul(a, b, out=out)
+
+
+def _matmul_rewrite(e, xs, attrs, graph):
+    """An outer product (see _is_outer) is a broadcast `mul`, which fuses into kernels."""
+    a, b = xs
+    return [e.mul(a, b)] if _is_outer(a.shape, b.shape) else None
 
 
 def _matmul_vjp(e, x, y, g, a, n):
@@ -135,7 +155,8 @@ def _matmul_vjp(e, x, y, g, a, n):
 
 
 # extra["ref_into"]: the reference writing into given memory (the executor's buffer pool)
-register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp, extra={"ref_into": _matmul_into}))
+register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp, rewrite=_matmul_rewrite,
+               extra={"ref_into": _matmul_into}))
 
 
 # ------------------------------------------------------------------ addmm
@@ -155,12 +176,12 @@ def _addmm_infer(types, attrs):
 
 
 def _addmm_ref(bias, m1, m2):
-    return np.matmul(m1, m2) + bias
+    return _matmul_ref(m1, m2) + bias
 
 
 def _addmm_into(out, bias, m1, m2):
     """_addmm_ref writing into `out` (the same two roundings: the product, then the sum)."""
-    np.matmul(m1, m2, out=out)
+    _matmul_into(out, m1, m2)
     np.add(out, bias, out=out)
 
 
@@ -173,7 +194,8 @@ def _addmm_vjp(e, x, y, g, a, n):
 
 def _addmm_decompose(e, xs, a):
     bias, m1, m2 = xs
-    return [e.add(e.matmul(m1, m2), bias)]
+    product = e.mul(m1, m2) if _is_outer(m1.shape, m2.shape) else e.matmul(m1, m2)
+    return [e.add(product, bias)]
 
 
 register(OpDef("addmm", COMPOSITE, _addmm_infer, _addmm_ref, _addmm_vjp, decompose=_addmm_decompose,

@@ -583,7 +583,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     # symbolic outputs, and from the caller's tensors it wrote in place with history
     # (eagerly `x.add_(w)` makes x a non-leaf whose grad_fn is the in-place op's).
     written = _written_with_history(trace, mutated)
-    grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf] + written
+    # (A view made under no_grad of a tensor that requires grad is a leaf without a gradient.)
+    grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf
+                 and not (t._no_grad_view and trace.grad_producer(t._sym) is None)] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
     gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
@@ -757,7 +759,7 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
     fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
     node = node_class("CompiledFunctionBackward")(
         "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
-        tuple(edge_of(x) for x in boundary), (None,) * len(boundary), {})
+        tuple(None if x._no_grad_view else edge_of(x) for x in boundary), (None,) * len(boundary), {})
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
     if isinstance(back, _BackwardFn):

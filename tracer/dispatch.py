@@ -6,6 +6,8 @@ This is the only place that creates nodes, so every user-level function in
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from fusegrad.ir import OPS, TensorType, bool_, float32, float64, from_numpy_dtype, int64
@@ -57,12 +59,48 @@ def type_of(x) -> TensorType:
     return TensorType(x._data.shape, x._dtype)
 
 
+# > 0 while the machinery of in-place writes re-derives views (view_of, _scatter): those are
+# not the user's views made under no_grad (see _make_view).
+INTERNAL_VIEWS = [0]
+
+_NO_GRAD_VIEW_TAIL = (
+    "is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, "
+    "it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the "
+    "no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+def no_grad_view_rebased_error(node=None, output_nr: int = 0) -> RuntimeError:
+    """torch's error for the history of a view made under no_grad (or of a view of one, made by
+    `node`) after its base, or a view of the base, was written in place (in any grad mode)."""
+    rest = ("its base or another view of its base has been modified inplace with grad mode enabled. "
+            + _NO_GRAD_VIEW_TAIL.split(". ", 1)[1])
+    if node is None:
+        return RuntimeError("A view was created in no_grad mode and " + rest)
+    name = re.sub(r"Backward\d*$", "", type(node).__name__)
+    return RuntimeError(f"Output {output_nr} of {name} is a view of a view which was created in no_grad mode and "
+                        + rest)
+
+
+def no_grad_view_error(t) -> RuntimeError:
+    """torch's error for an in-place op with grad enabled on a view made under no_grad of a
+    tensor that requires grad (or on a view of one, named by its node: "Output 0 of Select")."""
+    node = t.grad_fn                    # (a traced tensor has one without a built node)
+    if node is None:
+        return RuntimeError("A view was created in no_grad mode and " + _NO_GRAD_VIEW_TAIL)
+    name = re.sub(r"Backward\d*$", "", type(node).__name__)
+    return RuntimeError(f"Output {t._output_nr} of {name} is a view of a view which was created in no_grad mode "
+                        "and " + _NO_GRAD_VIEW_TAIL)
+
+
 def edge_of(t):
     """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
     if t._base is not None and t._view_version != t._vbox[0]:
         refresh_view_history(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
+    if t._no_grad_view:
+        return None                     # torch's next_functions shows (None, 0)
     return (grad_accumulator(t), 0)
 
 
@@ -87,10 +125,14 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                 if type(a) is np.ndarray:
                     sa, da, ra = a.shape, a.dtype, None
                 else:
+                    if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
+                        refresh_view_history(a)     # its base may have gained history since
                     sa, da, ra = a._data.shape, a._dtype, a._requires_grad
                 if type(b) is np.ndarray:
                     sb, db, rb = b.shape, b.dtype, None
                 else:
+                    if b._base is not None and b._view_version != b._vbox[0] and _grad_state.enabled:
+                        refresh_view_history(b)
                     sb, db, rb = b._data.shape, b._dtype, b._requires_grad
                 key = (op, name, tuple(attrs.items()) if attrs else None, sa, da, ra, sb, db, rb)
             elif n == 1:
@@ -98,9 +140,15 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                 if type(a) is np.ndarray:
                     key = (op, name, tuple(attrs.items()) if attrs else None, a.shape, a.dtype, None)
                 else:
+                    if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
+                        refresh_view_history(a)
                     key = (op, name, tuple(attrs.items()) if attrs else None, a._data.shape, a._dtype,
                            a._requires_grad)
             else:
+                for x in inputs:
+                    if type(x) is not np.ndarray and x._base is not None and x._view_version != x._vbox[0] \
+                            and _grad_state.enabled:
+                        refresh_view_history(x)
                 key = (op, name, tuple(attrs.items()) if attrs else None,
                        *[(x.shape, x.dtype, None) if type(x) is np.ndarray
                          else (x._data.shape, x._dtype, x._requires_grad) for x in inputs])
@@ -243,6 +291,13 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
     view._view_version = src._vbox[0]
+    if (src._no_grad_view or (view._base._requires_grad and not _grad_state.enabled)) and not INTERNAL_VIEWS[0]:
+        # torch: a view made under no_grad of a base that requires grad requires grad too,
+        # as a leaf without a gradient of its own (edge_of: its edges lead nowhere); an
+        # in-place op on it, or on a view of it, with grad enabled raises.
+        view._no_grad_view = True
+        if not _grad_state.enabled:
+            view._requires_grad = True
 
 
 _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
@@ -273,6 +328,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
     """apply_op for in-place calls and unhashable attributes (and the reference for
     what `_run_plan` does)."""
     opdef = OPS[op]
+    if out is not None and out._no_grad_view and _grad_state.enabled:
+        raise no_grad_view_error(out)
     # One pass over the inputs: types, arrays, which need grad, constants (the hot path).
     in_types, arrays, needs, consts = [], [], [], []
     for x in inputs:
@@ -460,7 +517,12 @@ def refresh_view_history(view) -> None:
     """A view whose base was written in place since its history was recorded is
     re-derived from the base (torch regenerates such a view's grad_fn too)."""
     base = view._base
-    if view._view_version == view._vbox[0] or not base._requires_grad or base._grad_fn is None:
+    if view._view_version == view._vbox[0]:
+        return
+    if view._no_grad_view:
+        # torch will not regenerate the history of a view made under no_grad (nor of a view of one)
+        raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)
+    if not base._requires_grad or base._grad_fn is None:
         return
     again = view_of(base, view._view_chain)
     set_history(view, again._grad_fn, again._output_nr)
@@ -470,9 +532,13 @@ def view_of(base, chain):
     """`base` seen through a chain of view ops (recorded ops); the last step is named
     AsStridedBackward0, as torch names a view it regenerates from its base."""
     again = base
-    for k, (view_op, view_attrs) in enumerate(chain):
-        last = k == len(chain) - 1
-        again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    INTERNAL_VIEWS[0] += 1
+    try:
+        for k, (view_op, view_attrs) in enumerate(chain):
+            last = k == len(chain) - 1
+            again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+    finally:
+        INTERNAL_VIEWS[0] -= 1
     return again
 
 
@@ -482,6 +548,14 @@ def _scatter(base, chain, value, fill: bool = False):
     may be written: they all hold it."""
     if not chain:
         return value
+    INTERNAL_VIEWS[0] += 1
+    try:
+        return _scatter_through(base, chain, value, fill)
+    finally:
+        INTERNAL_VIEWS[0] -= 1
+
+
+def _scatter_through(base, chain, value, fill: bool):
     (op, attrs), rest = chain[0], chain[1:]
     attrs = dict(attrs)
     inner = apply_op(op, [base], attrs) if rest else None

@@ -156,6 +156,7 @@ def setitem(t: Tensor, key, value) -> None:
     items is torch's index_put_ (IndexPutBackward0), see `_advanced_setitem`."""
     from .functional import _coerce
     from .inplace import check_inplace
+    from .dispatch import no_grad_view_error
     if isinstance(value, (list, tuple, str)) or value is None:
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
     key = _sequence_key(key)
@@ -183,6 +184,9 @@ def setitem(t: Tensor, key, value) -> None:
         check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
     # torch checks the value's shape first, then the leaf (through a view of it unless whole)
+    if t._no_grad_view and is_grad_enabled():
+        # torch writes through t[key], a view (named by its node) of a view made under no_grad
+        raise no_grad_view_error(t if whole else t[key])
     if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():
         through = "" if whole else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")

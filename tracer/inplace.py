@@ -10,7 +10,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
 
-from .dispatch import apply_op
+from .dispatch import apply_op, no_grad_view_error
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -20,6 +20,8 @@ def check_inplace(t: Tensor) -> None:
     """torch's errors for an in-place op on a leaf (or a view of one) that requires grad."""
     if not is_grad_enabled():
         return
+    if t._no_grad_view:
+        raise no_grad_view_error(t)
     # Inside a trace, a tensor an op made or wrote with grad has history though no grad_fn
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
     base_is_leaf = t._base is not None and t._base._requires_grad and t._base.is_leaf

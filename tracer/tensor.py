@@ -135,6 +135,9 @@ class Tensor:
     _output_nr = 0              # which output of _grad_fn this tensor is
     _grad_acc = None            # a leaf's AccumulateGrad node, once made
     _retains_grad = False
+    _no_grad_view = False       # a view made under no_grad of a tensor that requires grad (torch's
+                                # CreationMeta.NO_GRAD_MODE), or a view of one: see dispatch._make_view
+    _rebased = False            # such a view, traced, whose base was written since (Trace.begin_write)
     _base = None                # for a view: the tensor whose memory it shares
     _view_chain = ()            # for a view: the view ops that derive it from _base
     _view_version = 0           # _version when the view's history was last derived
@@ -142,7 +145,8 @@ class Tensor:
     # detach()es (torch's VariableVersion); `_version` reads it as torch's int.
     _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
-                           "_view_version", "_traced_leaf"))
+                           "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
+                           "_view_node"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -329,6 +333,9 @@ class Tensor:
     def requires_grad(self) -> bool:
         """torch's Tensor.requires_grad: does autograd record the ops that read this tensor?
         Only a leaf's flag may be assigned, and only a floating-point tensor can require grad."""
+        if self._base is not None and self._view_version != self._vbox[0] and not self._no_grad_view \
+                and self._sym is None:
+            self.grad_fn                # a view whose base gained history in place since has it too
         return self._requires_grad
 
     @requires_grad.setter
@@ -372,14 +379,21 @@ class Tensor:
         as a Parameter initialised in place, has none and stays a leaf.)"""
         if self._grad_fn is not None:
             return False
+        if self._no_grad_view:
+            self.grad_fn                # torch's error where its base was written since (as grad_fn)
         if self._sym is None or not self._requires_grad or self._traced_leaf:
             return True
-        return self._data is not None and trace_state.current().grad_producer(self._sym) is None
+        if self._data is None and not self._no_grad_view:
+            return False
+        trace = trace_state.current()
+        return trace is None or trace.grad_producer(self._sym) is None
 
     @property
     def grad_fn(self):
         """torch's Tensor.grad_fn: the node that made this tensor, None for a leaf.
         Inside fg.compile, a traced non-leaf gets the node its op would have had."""
+        if self._rebased and trace_state.current() is not None:
+            raise trace_state.current().rebased_error(self)
         if self._sym is not None and self._grad_fn is None and self._requires_grad and not self._traced_leaf:
             # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
             trace = trace_state.current()

@@ -28,7 +28,7 @@ from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
-from .dispatch import _FILLS, ZERO_DIM_TYPES, _default_name
+from .dispatch import _FILLS, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .node import _FREED_MSG, qualified_name, saved_slots
@@ -287,6 +287,10 @@ class Trace:
         if out_types is None:
             out_types = infer_types(opdef, types, attrs or {}, frozen)
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
+        if requires:
+            for x in inputs:
+                if type(x) is Tensor and x._rebased:
+                    raise self.rebased_error(x)
         if len(out_types) == 1 and out is None:
             v = Value(out_types[0])
             ins = Instr(op, values, (v,), frozen)
@@ -344,6 +348,10 @@ class Trace:
             entry = self.writes[id(box)] = [box, 0, root._data is None]
         self.writing = (box, box[0] + entry[1], first)
         entry[1] += 1
+        for ref in self.views.get(id(root), ()):
+            view = ref()
+            if view is not None and view._no_grad_view:
+                view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
 
     def write(self, t: Tensor, v: Value, requires: bool) -> None:
         """A user-level in-place write of `t` with value `v` (see begin_write and rebind)."""
@@ -559,6 +567,14 @@ class Trace:
         else:
             root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else _STALE
         self.view_values[t._sym.id] = (root, t._view_chain)
+        if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
+            # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
+            # requires grad requires grad, with no gradient path to its base
+            t._no_grad_view = True
+            if not is_grad_enabled():
+                t._requires_grad = True
+            else:       # a view of such a view: its node names it in the error (rebased_error)
+                t._view_node = self.grad_fn_of(t)
 
     @staticmethod
     def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
@@ -592,6 +608,10 @@ class Trace:
             with enable_grad():
                 return view_of(base, view._view_chain)
         return view_of(base, view._view_chain)
+
+    def rebased_error(self, t: Tensor) -> RuntimeError:
+        """torch's error for using a view made under no_grad whose base was written since."""
+        return no_grad_view_rebased_error(t.__dict__.get("_view_node"), t._output_nr)
 
     def _refresh_outside_views(self, base: Tensor) -> None:
         """`base` was written: the views of it made before the call that the call has read

@@ -1,0 +1,116 @@
+"""Views and autograd history, as torch: views made under no_grad of a tensor that requires
+grad require grad, are leaves with no gradient of their own (their edges lead nowhere), and an
+in-place op on one (or on a view of one) with grad enabled raises torch's error, eagerly and
+inside fg.compile; a view made before its base gains history in place has that history too."""
+from __future__ import annotations
+
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for views made under no_grad")
+
+
+def _error(fn):
+    try:
+        fn()
+    except Exception as e:          # noqa: BLE001 - the class and text are what is compared
+        return type(e).__name__, str(e)
+    return "ok"
+
+
+def _observe(lib, x):
+    """What a user sees of views of x made under no_grad (x: [3, 3], requires grad)."""
+    seen = []
+    with lib.no_grad():
+        v = x[0:2]
+    seen.append(("flags", v.requires_grad, v.is_leaf, v.grad_fn is None))
+    y = v * 2
+    seen.append(("use", y.requires_grad, [n is None for n, _ in y.grad_fn.next_functions]))
+    seen.append(("v.mul_", _error(lambda: v.mul_(2))))
+    seen.append(("v[0] =", _error(lambda: v.__setitem__(0, 5.0))))
+    seen.append(("v[0:1].add_", _error(lambda: v[0:1].add_(1))))
+    seen.append(("v.t().add_", _error(lambda: v.t().add_(1))))
+    with lib.no_grad():
+        w = v[0:1]
+        d = x.detach()[0:2]
+        v.mul_(3)                    # allowed under no_grad
+    seen.append(("nested", w.requires_grad, d.requires_grad))
+    # written since (under no_grad): torch will not regenerate their history
+    seen.append(("after a write", _error(lambda: w.is_leaf), _error(lambda: v.grad_fn), _error(lambda: v * 2)))
+    z = x * 1
+    with lib.no_grad():
+        u = z[0:2]
+    seen.append(("of a non-leaf", u.requires_grad, u.is_leaf, u.grad_fn is None))
+    loss = (y * y).sum() + (u * 3).sum() + (x * x).sum()
+    return seen, loss
+
+
+def _run(lib, compiled):
+    x = lib.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]], requires_grad=True)
+    fn = (lambda t: _observe(lib, t))
+    seen, loss = (fg.compile(fn) if compiled else fn)(x)
+    loss.backward()
+    seen.append(("grads", x.grad.tolist(), round(loss.item(), 4)))
+    return seen
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_views_made_under_no_grad_behave_as_torchs(compiled):
+    want = _run(torch, False)
+    got = _run(fg, compiled)
+    for g, w in zip(got, want):
+        assert g == w
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_returned_view_made_under_no_grad_is_a_leaf_without_gradient(compiled):
+    def f(lib):
+        def g(x):
+            with lib.no_grad():
+                v = x[0:2]
+            return v, (v * 2).sum()
+        return g
+    results = {}
+    for lib in (torch, fg):
+        x = lib.ones(3, requires_grad=True)
+        run = fg.compile(f(fg)) if lib is fg and compiled else f(lib)
+        v, s = run(x)
+        s.backward()
+        results[lib] = (v.requires_grad, v.is_leaf, v.grad_fn is None, v.grad, x.grad,
+                        _error(lambda: v.add_(1))[1][:40])
+    assert results[fg] == results[torch]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_view_of_a_leaf_view_follows_the_base_that_does_not_require_grad(compiled):
+    """x = arange(9.).reshape(3, 3).requires_grad_() is a view of a base without grad: torch's
+    view of x made under no_grad does not require grad."""
+    def f(lib):
+        def g(x):
+            with lib.no_grad():
+                v = x[0:2]
+            y = v * 2
+            return v.requires_grad, v.is_leaf, y.requires_grad
+        return g
+    results = {}
+    for lib in (torch, fg):
+        x = lib.arange(9.0).reshape(3, 3).requires_grad_()
+        results[lib] = (fg.compile(f(fg)) if lib is fg and compiled else f(lib))(x)
+    assert results[fg] == results[torch]
+
+
+# ---------------------------------------------------------------------- a base that gains history
+def _view_then_base_gains_history(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = lib.zeros(2)
+    v, w = y[:], y[0]
+    y.add_(x)                      # y gains history in place: its views have it too (regenerated)
+    flags = (w.requires_grad, v.requires_grad)
+    s = (v * v).sum() + w * 3
+    s.backward()
+    return flags, s.requires_grad, type(v.grad_fn).__name__, x.grad.tolist()
+
+
+def test_a_view_made_before_its_base_gains_history_requires_grad():
+    assert _view_then_base_gains_history(fg) == _view_then_base_gains_history(torch)

@@ -19,7 +19,9 @@ The pass is conservative: a permuted value flows on only through ops whose other
 operands need no transposed read (the same permute, 0-d values, broadcasts of a
 single element); any other reader gets the permute back, emitted just before it, so
 no program reads more transposed memory than before. A permute a reader needs is
-emitted once; a value the program returns is returned as the permute (a NumPy view).
+emitted once; a value the program returns is returned as the permute (a NumPy view),
+except a reduction's result (and what is computed from it), which torch lays out
+contiguously: that is copied (a `cast` to its own dtype).
 """
 from __future__ import annotations
 

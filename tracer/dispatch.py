@@ -70,27 +70,26 @@ _NO_GRAD_VIEW_TAIL = (
     "tracked).")
 
 
+def _no_grad_view_subject(node, output_nr: int) -> str:
+    """How torch's errors name a view made under no_grad: itself, or a view of one by its node."""
+    if node is None:
+        return "A view was created in no_grad mode and "
+    name = re.sub(r"Backward\d*$", "", type(node).__name__)
+    return f"Output {output_nr} of {name} is a view of a view which was created in no_grad mode and "
+
+
 def no_grad_view_rebased_error(node=None, output_nr: int = 0) -> RuntimeError:
     """torch's error for the history of a view made under no_grad (or of a view of one, made by
     `node`) after its base, or a view of the base, was written in place (in any grad mode)."""
-    rest = ("its base or another view of its base has been modified inplace with grad mode enabled. "
-            + _NO_GRAD_VIEW_TAIL.split(". ", 1)[1])
-    if node is None:
-        return RuntimeError("A view was created in no_grad mode and " + rest)
-    name = re.sub(r"Backward\d*$", "", type(node).__name__)
-    return RuntimeError(f"Output {output_nr} of {name} is a view of a view which was created in no_grad mode and "
-                        + rest)
+    return RuntimeError(_no_grad_view_subject(node, output_nr) + "its base or another view of its base has been "
+                        "modified inplace with grad mode enabled. " + _NO_GRAD_VIEW_TAIL.split(". ", 1)[1])
 
 
 def no_grad_view_error(t) -> RuntimeError:
     """torch's error for an in-place op with grad enabled on a view made under no_grad of a
     tensor that requires grad (or on a view of one, named by its node: "Output 0 of Select")."""
-    node = t.grad_fn                    # (a traced tensor has one without a built node)
-    if node is None:
-        return RuntimeError("A view was created in no_grad mode and " + _NO_GRAD_VIEW_TAIL)
-    name = re.sub(r"Backward\d*$", "", type(node).__name__)
-    return RuntimeError(f"Output {t._output_nr} of {name} is a view of a view which was created in no_grad mode "
-                        "and " + _NO_GRAD_VIEW_TAIL)
+    # (t.grad_fn: a traced tensor has one without a built node)
+    return RuntimeError(_no_grad_view_subject(t.grad_fn, t._output_nr) + _NO_GRAD_VIEW_TAIL)
 
 
 def edge_of(t):

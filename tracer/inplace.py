@@ -10,7 +10,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
 
-from .dispatch import apply_op, no_grad_view_error
+from .dispatch import _check_no_partial_overlap, apply_op, no_grad_view_error
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -125,5 +125,7 @@ def copy_(t: Tensor, src) -> Tensor:
     src = cast(as_tensor(src, "copy_", "src"), t._dtype)
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
+    if t._data is not None and src._data is not None:
+        _check_no_partial_overlap(t, [src._data])       # as torch's copy_
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

@@ -359,3 +359,22 @@ def test_mse_loss_with_a_target_of_another_dtype(target_dtype, reduction):
     assert got[:2] == want[:2]
     np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
     np.testing.assert_allclose(got[3], want[3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("code", [
+    "x.expand(2, 3).sigmoid()", "x.expand(2, 3) * 2", "x.expand(2, 3) + a", "a.t().t().exp()",
+    "L.arange(6.).reshape(3, 2).t().expand(2, 2, 3).exp()", "x.reshape(3, 1).expand(3, 4).exp()",
+    "a.t() * x.reshape(3, 1)", "x.reshape(3, 1).expand(3, 2) + a.t()", "b.permute(2, 0, 1).exp()",
+    "b.permute(1, 2, 0) + 1", "b.transpose(0, 2).expand(3, 4, 3, 2).tanh()",
+    "x.reshape(1, 3, 1).expand(2, 3, 4).neg()", "x.expand(4, 3).t().exp()", "x.expand(2, 3).t() + a.t()"])
+def test_elementwise_results_have_torchs_strides(code):
+    """TensorIterator's layout: dims ordered by the operands' strides, a broadcast dim deciding
+    nothing (NumPy put an expand's stride-0 dim innermost: strides (1, 2), so .view(6) raised)."""
+    def run(lib):
+        env = {"L": lib, "x": lib.arange(3.0), "a": lib.arange(6.0).reshape(2, 3),
+               "b": lib.arange(24.0).reshape(2, 3, 4)}
+        t = eval(code, env)
+        return t.stride(), t.is_contiguous(), np.array(t.tolist())
+    got, want = run(fg), run(torch)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-6)

@@ -240,7 +240,11 @@ def _run_plan(plan: _Plan, inputs, attrs):
         outs = (out,)
     elif plan.small:
         out = object.__new__(Tensor)
-        out._init(apply_ref_small(plan.ref, arrays, attrs, plan.want), plan.out_types[0].dtype)
+        result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
+        if not result.flags.c_contiguous and result.ndim > 1 and OPS[plan.op].group == ELEMENTWISE and \
+                _reads_a_broadcast(arrays, result.shape):
+            result = _torch_layout(result, arrays)      # (rare: an expand's operand)
+        out._init(result, plan.out_types[0].dtype)
         outs = (out,)
     else:
         outs = []
@@ -301,6 +305,62 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
 
 _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
                     "a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _reads_a_broadcast(arrays: list, shape: tuple) -> bool:
+    """Is some operand an expand's memory (a stride-0 dim of size > 1), all of them laid over
+    the result's shape as they are (a reference may hand NumPy another view of an operand)?"""
+    found = False
+    for a in arrays:
+        if not a.ndim:
+            continue
+        if a.ndim > len(shape) or any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
+            return False
+        found = found or any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
+    return found
+
+
+def _torch_layout(result: np.ndarray, arrays: list) -> np.ndarray:
+    """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
+    torch's TensorIterator gives it: dims ordered by the operands' strides, fastest first,
+    where a broadcast (stride 0) dim of an operand leaves the decision to the next operand
+    and ties keep the dims' order (torch's reorder_dimensions). They differ on an expand:
+    NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
+    ndim, shape = result.ndim, result.shape
+    operands = []
+    for a in arrays:
+        if a.ndim and a.size > 1:
+            pad = ndim - a.ndim
+            operands.append([0] * pad + [0 if a.shape[d] == 1 else a.strides[d] for d in range(a.ndim)])
+
+    def should_swap(d0, d1) -> int:
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+    perm = list(range(ndim - 1, -1, -1))          # fastest first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]                            # slowest first
+    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
+        return result                             # NumPy chose the same order
+    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
+    np.copyto(out, result)
+    return out
 
 
 def _dense(a: np.ndarray) -> bool:

@@ -688,9 +688,6 @@ BUGS = {
     "Q": "fg.compile: version counters after writes through .data: def f(a): a.zero_(); a.data.fill_(1.5) "
          "leaves a._version 0 (torch 1)",
     # names in texts
-    "H": "after a no_grad write to its base, torch regenerates a view's grad_fn as AsStridedBackward0 ('output "
-         "0 of AsStrided' in the version error); fusegrad keeps TBackward0: v = x.t(); (with L.no_grad(): "
-         "x.mul_(2)); type(v.grad_fn).__name__",
     "H2": "the version error names another stale saved tensor (or version): y = L.maximum(x.t(), x); (with "
           "L.no_grad(): x.mul_(2)); y.sum().backward(): torch names x ('[2, 2]] is at version'), fusegrad "
           "'output 0 of T'",
@@ -699,11 +696,7 @@ BUGS = {
 # mode -> {seed: the BUGS it shows}
 KNOWN: dict = {
     "eager": {
-        4899: "S", 46: "E", 61: "H", 67: "H", 104: "H", 203: "H", 215: "H2", 237: "H",
-        257: "H", 313: "H", 361: "H", 396: "H", 419: "H", 424: "I", 444: "H",
-        544: "H", 610: "H", 671: "H", 673: "F", 681: "H",
-        701: "H", 716: "H", 757: "H", 781: "H", 801: "H", 802: "B", 835: "H", 938: "H",
-        939: "H", 954: "H", 1037: "H", 1048: "H2",
+        4899: "S", 46: "E", 215: "H2", 424: "I", 673: "F", 802: "B", 1048: "H2"
     },
     "compiled": {
         4899: "S", 99: "F", 104: "B", 117: "B", 142: "D", 154: "Q", 155: "Q", 164: "Q", 173: "D", 179: "O", 197: "O",

@@ -596,8 +596,10 @@ def refresh_view_history(view) -> None:
     if view._no_grad_view:
         # torch will not regenerate the history of a view made under no_grad (nor of a view of one)
         raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)
-    if not base._requires_grad or base._grad_fn is None:
+    if not base._requires_grad:
         return
+    # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write
+    # to the leaf under no_grad)
     again = view_of(base, view._view_chain)
     set_history(view, again._grad_fn, again._output_nr)
 

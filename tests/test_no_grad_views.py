@@ -133,3 +133,21 @@ def test_a_view_of_a_leaf_written_under_no_grad_gets_torchs_regenerated_node(vie
         (v * v).sum().backward()
         return before, after, nxt, x.grad.tolist()
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("through_view", [False, True], ids=["tensor", "view"])
+def test_an_in_place_op_reading_its_own_output_makes_backward_raise(through_view, compiled):
+    """t.mul_(t): the other operand is saved as t, which the op itself then writes; torch's
+    backward raises ("output 0 of AsStrided" through a view), and so does fusegrad's."""
+    def body(x):
+        y = x * 1
+        t = y[:] if through_view else y
+        t.mul_(t)
+        return t.sum()
+    results = {}
+    for lib in (torch, fg):
+        x = lib.ones(2, requires_grad=True)
+        run = fg.compile(body) if lib is fg and compiled else body
+        results[lib] = _error(lambda: run(x).backward())
+    assert results[fg] == results[torch]

@@ -575,7 +575,9 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     base, chain = view._base, view._view_chain
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     old = view._snapshot()
-    result = apply_op(op, [old if x is view else x for x in inputs], attrs, name)
+    # Only self is read from the snapshot: another operand that is the view (t.mul_(t)) is saved
+    # as the view, so the write makes its backward raise, as torch's (and as h.mul_(h) does).
+    result = apply_op(op, [old if k == 0 else x for k, x in enumerate(inputs)], attrs, name)
     fill = name in _FILLS
     _write_inplace(view, result._data, op, fill)
     new_base = _scatter(base, chain, result, fill)

@@ -104,9 +104,9 @@ def test_a_view_of_a_leaf_view_follows_the_base_that_does_not_require_grad(compi
 def _view_then_base_gains_history(lib):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = lib.zeros(2)
-    v, w = y[:], y[0]
+    v, w, u = y[:], y[0], y[1:]
     y.add_(x)                      # y gains history in place: its views have it too (regenerated)
-    flags = (w.requires_grad, v.requires_grad)
+    flags = (u.is_leaf, w.requires_grad, v.requires_grad)
     s = (v * v).sum() + w * 3
     s.backward()
     return flags, s.requires_grad, type(v.grad_fn).__name__, x.grad.tolist()

@@ -377,10 +377,12 @@ class Tensor:
         """torch's rule: no grad_fn. (Inside a trace, a tensor an op made that requires grad
         has history though no node is built for it; a leaf written there under no_grad, such
         as a Parameter initialised in place, has none and stays a leaf.)"""
+        if (self._base is not None and self._sym is None and self._view_version != self._vbox[0]) \
+                or self._rebased:
+            self.grad_fn                # the base was written since: the view's history is regenerated
+                                        # (or, for a view made under no_grad, torch's error)
         if self._grad_fn is not None:
             return False
-        if self._no_grad_view:
-            self.grad_fn                # torch's error where its base was written since (as grad_fn)
         if self._sym is None or not self._requires_grad or self._traced_leaf:
             return True
         if self._data is None and not self._no_grad_view:

@@ -21,6 +21,7 @@ from fusegrad.ir.program import freeze_attrs
 from . import trace_state
 from .grad_mode import _state as _grad_state, is_grad_enabled
 from .node import SavedTensor, grad_accumulator, node_class, saved_slots
+from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -242,8 +243,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
         out = object.__new__(Tensor)
         result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
         if not result.flags.c_contiguous and result.ndim > 1 and OPS[plan.op].group == ELEMENTWISE and \
-                _reads_a_broadcast(arrays, result.shape):
-            result = _torch_layout(result, arrays)      # (rare: an expand's operand)
+                reads_a_broadcast(arrays, result.shape):
+            result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
         out._init(result, plan.out_types[0].dtype)
         outs = (out,)
     else:
@@ -307,78 +308,6 @@ _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor an
                     "a single memory location. Please clone() the tensor before performing the operation.")
 
 
-def _reads_a_broadcast(arrays: list, shape: tuple) -> bool:
-    """Is some operand an expand's memory (a stride-0 dim of size > 1), all of them laid over
-    the result's shape as they are (a reference may hand NumPy another view of an operand)?"""
-    found = False
-    for a in arrays:
-        if not a.ndim:
-            continue
-        if a.ndim > len(shape) or any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
-            return False
-        found = found or any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
-    return found
-
-
-def _torch_layout(result: np.ndarray, arrays: list) -> np.ndarray:
-    """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
-    torch's TensorIterator gives it: dims ordered by the operands' strides, fastest first,
-    where a broadcast (stride 0) dim of an operand leaves the decision to the next operand
-    and ties keep the dims' order (torch's reorder_dimensions). They differ on an expand:
-    NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
-    ndim, shape = result.ndim, result.shape
-    operands = []
-    for a in arrays:
-        if a.ndim and a.size > 1:
-            pad = ndim - a.ndim
-            operands.append([0] * pad + [0 if a.shape[d] == 1 else a.strides[d] for d in range(a.ndim)])
-
-    def should_swap(d0, d1) -> int:
-        for strides in operands:
-            s0, s1 = strides[d0], strides[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 < s1:
-                return -1
-            if s0 > s1:
-                return 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-    perm = list(range(ndim - 1, -1, -1))          # fastest first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    order = perm[::-1]                            # slowest first
-    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
-        return result                             # NumPy chose the same order
-    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
-    np.copyto(out, result)
-    return out
-
-
-def _dense(a: np.ndarray) -> bool:
-    """torch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in
-    some order of the dims (size-1 dims aside)."""
-    expected = a.itemsize
-    for stride, size in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-def _byte_range(a: np.ndarray) -> tuple:
-    start = a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in zip(a.shape, a.strides) if st < 0)
-    return start, start + a.size * a.itemsize
-
-
 def _check_no_partial_overlap(out: Tensor, arrays: list) -> None:
     """torch's error for an in-place op reading memory that its output partly overlaps
     (`a.add_(a[0])`, `x.sub_(x[1, 1])`, `x.copy_(x.t())`): the result would depend on the
@@ -386,12 +315,12 @@ def _check_no_partial_overlap(out: Tensor, arrays: list) -> None:
     layout (`h.mul_(h)`) is fine, and so is any pair where one is not dense (a strided
     slice: too costly to decide)."""
     target = out._data
-    if target.size == 0 or not _dense(target):
+    if target.size == 0 or not dense(target):
         return
     for a in arrays:
-        if a is target or a.size == 0 or not np.may_share_memory(a, target) or not _dense(a):
+        if a is target or a.size == 0 or not np.may_share_memory(a, target) or not dense(a):
             continue
-        (a0, a1), (t0, t1) = _byte_range(a), _byte_range(target)
+        (a0, a1), (t0, t1) = byte_range(a), byte_range(target)
         if (a0, a1) == (t0, t1) and a.shape == target.shape and a.strides == target.strides:
             continue
         if a0 < t1 and t0 < a1:

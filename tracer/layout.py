@@ -73,3 +73,76 @@ def is_contiguous(shape: tuple, strides: tuple) -> bool:
                 return False
             expected *= n
     return True
+
+
+def reads_a_broadcast(arrays: list, shape: tuple) -> bool:
+    """Is some operand an expand's memory (a stride-0 dim of size > 1), all of them laid over
+    the result's shape as they are (a reference may hand NumPy another view of an operand)?"""
+    found = False
+    for a in arrays:
+        if not a.ndim:
+            continue
+        if a.ndim > len(shape) or any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
+            return False
+        found = found or any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
+    return found
+
+
+def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
+    """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
+    torch's TensorIterator gives it: dims ordered by the operands' strides, fastest first,
+    where a broadcast (stride 0) dim of an operand leaves the decision to the next operand
+    and ties keep the dims' order (torch's reorder_dimensions). They differ on an expand:
+    NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
+    ndim, shape = result.ndim, result.shape
+    operands = []
+    for a in arrays:
+        if a.ndim and a.size > 1:
+            pad = ndim - a.ndim
+            operands.append([0] * pad + [0 if a.shape[d] == 1 else a.strides[d] for d in range(a.ndim)])
+
+    def should_swap(d0, d1) -> int:
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+    perm = list(range(ndim - 1, -1, -1))          # fastest first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]                            # slowest first
+    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
+        return result                             # NumPy chose the same order
+    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
+    np.copyto(out, result)
+    return out
+
+
+def dense(a: np.ndarray) -> bool:
+    """torch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in
+    some order of the dims (size-1 dims aside)."""
+    expected = a.itemsize
+    for stride, size in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def byte_range(a: np.ndarray) -> tuple:
+    """The [start, end) addresses of a dense array's memory."""
+    start = a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in zip(a.shape, a.strides) if st < 0)
+    return start, start + a.size * a.itemsize

@@ -378,3 +378,16 @@ def test_elementwise_results_have_torchs_strides(code):
     got, want = run(fg), run(torch)
     assert got[:2] == want[:2]
     np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+@pytest.mark.parametrize("code", ["e[...] = t", "e[...] = 1.0", "e[:] = 1.0", "e[:, :] = L.ones(2, 3)",
+                                  "e.copy_(t)", "e.fill_(t)", "e.fill_(1.0)", "e.zero_()", "e[0] = t",
+                                  "e[0, 0] = t", "e[0][...] = 1.0", "e[0] = L.ones(2, 3)"])
+def test_writes_into_an_expand(code):
+    """torch refuses a copy into memory whose elements alias (an expand), even of a number;
+    only fill_ and zero_ of a number, and writes into a region without aliases, go through."""
+    def run(lib):
+        x = lib.zeros(2, 3)
+        env = {"L": lib, "e": x.expand(2, 2, 3), "t": lib.tensor(5.0)}
+        return _outcome(lambda: (exec(code, env), x.tolist())[1])
+    assert run(fg) == run(torch)

@@ -23,7 +23,7 @@ from fusegrad.ir import bool_
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape
 
-from .dispatch import _overlaps_itself, apply_op
+from .dispatch import _OVERLAP_MSG, _overlaps_itself, apply_op
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -191,6 +191,10 @@ def setitem(t: Tensor, key, value) -> None:
         through = "" if whole else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
+    if whole and t._sym is None and _overlaps_itself(t._data):
+        # torch copies into t itself, whose elements share memory (an expand): refused, even for
+        # a number (only fill_ and zero_ of a number write through an expand)
+        raise RuntimeError(_OVERLAP_MSG)
     if not whole and t._sym is None and _overlaps_itself(t._data):
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does

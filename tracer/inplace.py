@@ -10,7 +10,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
 
-from .dispatch import _check_no_partial_overlap, apply_op, no_grad_view_error
+from .dispatch import _OVERLAP_MSG, _check_no_partial_overlap, _overlaps_itself, apply_op, no_grad_view_error
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -100,6 +100,8 @@ def fill_(t: Tensor, value) -> Tensor:
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.dim()} dimensions.")
+        if t._data is not None and _overlaps_itself(t._data):
+            raise RuntimeError(_OVERLAP_MSG)    # torch's fill_.Tensor refuses an expand; fill_(number) not
         from .functional import cast
         value = cast(value, t._dtype)
         name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)

@@ -441,8 +441,9 @@ def _writable_memory(a: np.ndarray):
 
 
 def _overlaps_itself(a: np.ndarray) -> bool:
-    """Do two elements of `a` share memory (a stride 0 over more than one element)?"""
-    return any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape))
+    """Do two elements of `a` share memory (a stride 0 over more than one element)? (An empty
+    array has none, whatever strides NumPy gave it.)"""
+    return a.size > 0 and any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape))
 
 
 def _write_inplace(t, result: np.ndarray, op: str, fill: bool = False) -> None:

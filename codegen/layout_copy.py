@@ -41,11 +41,20 @@ def _tiled_copy(src, dst):
                         dst[k, i0, i1] = src[k, i0, i1]
 
 
+def _transposed_pair(array: np.ndarray):
+    """(fastest axis, last axis) among the axes of size > 1 and stride not 0, when they differ
+    (a loop in index order reads the array transposed); else None."""
+    live = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
+    if len(live) < 2:
+        return None
+    fast = min(live, key=lambda d: abs(array.strides[d]))
+    return None if fast == live[-1] else (fast, live[-1])
+
+
 def reads_across_memory(array: np.ndarray) -> bool:
     """Is `array`'s fastest-varying axis (of size > 1, stride not 0) other than its last such
     axis? A loop in index order then reads it transposed."""
-    live = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
-    return len(live) > 1 and min(live, key=lambda d: abs(array.strides[d])) != live[-1]
+    return _transposed_pair(array) is not None
 
 
 def needs_copy(array: np.ndarray) -> bool:
@@ -55,17 +64,14 @@ def needs_copy(array: np.ndarray) -> bool:
 
 def contiguous_copy(array: np.ndarray) -> np.ndarray:
     """A C-contiguous copy of `array`, tiled where its fastest axis is not the last one."""
-    sizes, strides = array.shape, array.strides
     # From the buffer pool: a fresh 16 MiB array costs ~2 ms of page faults each call.
-    out = POOL.empty(sizes, array.dtype)
-    live = [d for d in range(array.ndim) if sizes[d] > 1 and strides[d] != 0]
-    if not reads_across_memory(array):
+    out = POOL.empty(array.shape, array.dtype)
+    pair = _transposed_pair(array)
+    if pair is None:
         np.copyto(out, array)                     # rows read in order: NumPy's copy is fine
         return out
-    fast = min(live, key=lambda d: abs(strides[d]))
-    last = live[-1]
     # Bring the pair (fast, last) to the end; every other axis stays in order in front.
-    order = [d for d in range(array.ndim) if d not in (fast, last)] + [fast, last]
+    order = [d for d in range(array.ndim) if d not in pair] + list(pair)
     src, dst = array.transpose(order), out.transpose(order)
     if src.ndim == 2:
         _tiled_copy(src[None], dst[None])

@@ -164,9 +164,9 @@ class _Sinker:
         of ones) broadcast to the unpermuted shape. None otherwise."""
         if v.type.ndim == 0:
             return v
-        if v.type.ndim != y.type.ndim or any(s != 1 for s in self._broadcast_source(v).shape):
-            return None
         single = self._broadcast_source(v)
+        if v.type.ndim != y.type.ndim or any(s != 1 for s in single.shape):
+            return None
         shape = _unpermuted_shape(v.shape, dims)
         return single if single.shape == shape else self._emit("expand", (single,), {"shape": shape}, None)
 

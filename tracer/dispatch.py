@@ -308,13 +308,12 @@ _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor an
                     "a single memory location. Please clone() the tensor before performing the operation.")
 
 
-def _check_no_partial_overlap(out: Tensor, arrays: list) -> None:
+def _check_no_partial_overlap(target: np.ndarray, arrays: list) -> None:
     """torch's error for an in-place op reading memory that its output partly overlaps
     (`a.add_(a[0])`, `x.sub_(x[1, 1])`, `x.copy_(x.t())`): the result would depend on the
     order of the writes. torch's rule (get_overlap_status): the same memory in the same
     layout (`h.mul_(h)`) is fine, and so is any pair where one is not dense (a strided
-    slice: too costly to decide)."""
-    target = out._data
+    slice: too costly to decide). `target`: the memory written."""
     if target.size == 0 or not dense(target):
         return
     for a in arrays:
@@ -331,8 +330,6 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
     """apply_op for in-place calls and unhashable attributes (and the reference for
     what `_run_plan` does)."""
     opdef = OPS[op]
-    if out is not None and out._no_grad_view and _grad_state.enabled:
-        raise no_grad_view_error(out)
     # One pass over the inputs: types, arrays, which need grad, constants (the hot path).
     in_types, arrays, needs, consts = [], [], [], []
     for x in inputs:
@@ -349,7 +346,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             consts.append(None)
     in_types, needs = tuple(in_types), tuple(needs)
     if out is not None and opdef.group == ELEMENTWISE:
-        _check_no_partial_overlap(out, arrays)      # (before the shapes: torch checks this first)
+        _check_no_partial_overlap(out._data, arrays)    # (before the shapes: torch checks this first)
     frozen = freeze_attrs(attrs)
     out_types = infer_types(opdef, in_types, attrs, frozen)
     results = apply_ref(opdef.ref, arrays, attrs, out_types)

@@ -128,6 +128,6 @@ def copy_(t: Tensor, src) -> Tensor:
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
     if t._data is not None and src._data is not None:
-        _check_no_partial_overlap(t, [src._data])       # as torch's copy_
+        _check_no_partial_overlap(t._data, [src._data])     # as torch's copy_
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

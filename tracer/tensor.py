@@ -394,8 +394,10 @@ class Tensor:
     def grad_fn(self):
         """torch's Tensor.grad_fn: the node that made this tensor, None for a leaf.
         Inside fg.compile, a traced non-leaf gets the node its op would have had."""
-        if self._rebased and trace_state.current() is not None:
-            raise trace_state.current().rebased_error(self)
+        if self._rebased:
+            trace = trace_state.current()
+            if trace is not None:
+                raise trace.rebased_error(self)
         if self._sym is not None and self._grad_fn is None and self._requires_grad and not self._traced_leaf:
             # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
             trace = trace_state.current()

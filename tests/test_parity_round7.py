@@ -251,7 +251,10 @@ def test_a_reshape_that_copies_is_not_a_view(compiled):
                                   "a.sub_(a.t().t())", "a.add_(a.view(6)[:3].view(3))", "a.sub_(a[1, 1])",
                                   "a.mul_(a[0, 0])", "a.copy_(a[1, 2])", "a.copy_(a.t().reshape(2, 3))",
                                   "a.view(3, 2).copy_(a.t())", "a[:, :2].copy_(a[:, 1:])",
-                                  "a[0].copy_(a[0])", "a[0].add_(a[0, 1])", "a[1, 1].add_(a[1, 1])"])
+                                  "a[0].copy_(a[0])", "a[0].add_(a[0, 1])", "a[1, 1].add_(a[1, 1])",
+                                  "a.view(3, 2)[...] = a.t()", "a[:, 0:2] = a[:, 1:3]", "a[0, 0:2] = a[0, 1:3]",
+                                  "a[...] = a[0]", "a[...] = a[0:1]", "a[0:1] = a[1:2]", "a[:] = a[1, 1]",
+                                  "a.view(3, 2)[...] = a.t()[None]"])
 def test_in_place_ops_on_partly_overlapping_memory(code):
     """torch refuses an in-place elementwise op whose operand partly overlaps the memory it
     writes (the result would depend on the order of the writes); copies are allowed."""

@@ -21,9 +21,9 @@ import numpy as np
 
 from fusegrad.ir import bool_
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
-from fusegrad.ir.ops.movement import index_shape
+from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
-from .dispatch import _OVERLAP_MSG, _overlaps_itself, apply_op
+from .dispatch import _OVERLAP_MSG, _check_no_partial_overlap, _overlaps_itself, apply_op
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -176,6 +176,9 @@ def setitem(t: Tensor, key, value) -> None:
     fill = "FillBackward3" if t.dim() else "CopyBackwards"
     if isinstance(value, np.ndarray):
         value = Tensor._wrap(np.asarray(value))
+    # torch copies a value of one or more dims into t[key] (copy_, with its overlap check) and
+    # fills it with a 0-d one (no check)
+    source = value._data if isinstance(value, Tensor) and value.dim() > 0 else None
     if isinstance(value, Tensor):
         name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
         value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
@@ -191,6 +194,12 @@ def setitem(t: Tensor, key, value) -> None:
         through = "" if whole else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
+    if source is not None and t._sym is None:
+        region = t._data if whole else t._data[to_numpy_index(items) + (Ellipsis,)]
+        while source.ndim > region.ndim and source.shape[0] == 1:
+            source = source[0]              # torch drops a value's leading 1s first
+        if source.shape == region.shape:    # (broadcast, it is an expand: torch cannot decide)
+            _check_no_partial_overlap(region, [source])
     if whole and t._sym is None and _overlaps_itself(t._data):
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)

@@ -466,11 +466,23 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A tensor sharing this one's memory and version counter, with no history."""
-        if self._data is None:
+        if self._data is None or self._outside_view_rebound():
             return trace_state.current().detach(self)
         t = Tensor._wrap(self._data, self._dtype)
         t._vbox = self._vbox      # shared, as torch: in-place on either is seen by the other's checks
         return t
+
+    def _outside_view_rebound(self) -> bool:
+        """Inside a trace, for a view made before the call whose base the call has written: read
+        it (the trace then gives it its part of the base's new value) and say so, so that its
+        detach() or .data takes that value, not the memory's old one."""
+        if self._base is None:
+            return False
+        trace = trace_state.current()
+        if trace is None or not trace.memory_written(self._base):
+            return False
+        trace.value_of(self)
+        return self._sym is not None
 
     def detach_(self) -> "Tensor":
         """Cut this tensor's history in place (not allowed on a view, as torch)."""
@@ -487,7 +499,7 @@ class Tensor:
     @property
     def data(self) -> "Tensor":
         """The value without history; shares memory but not the version counter."""
-        if self._data is None:
+        if self._data is None or self._outside_view_rebound():
             return trace_state.current().detach(self, shares_version=False)
         return Tensor._wrap(self._data, self._dtype)
 

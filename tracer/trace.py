@@ -116,6 +116,8 @@ class Trace:
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
                                             # the call that it reads or writes
+        self.view_bases: dict = {}          # memory key -> {id: weak reference} of the tensors from outside
+                                            # the call over that memory with views (here or before) in use
         self.alive: list = []               # weak references to symbolic tensors made by this trace
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
@@ -184,12 +186,25 @@ class Trace:
         """`x`, a view made before the call, is read or written for the first time: note it, so
         that writes to its base reach it (_refresh_outside_views). True when the call has written
         the base already: x now holds its view of the base's new value (not its memory's)."""
-        self.outside_views.setdefault(id(x._base), []).append(weakref.ref(x))
-        if x._base._sym is None:
+        base = x._base
+        self.outside_views.setdefault(id(base), []).append(weakref.ref(x))
+        self._note_view_base(base)
+        if not self.memory_written(base):
             return False
-        again = self._view_again(x._base, x)
+        again = self._view_again(base, x)
         self.rebind(x, again._sym, again._requires_grad)
         return True
+
+    def memory_written(self, t: Tensor) -> bool:
+        """Whether the call has written `t` or (for a tensor from outside the call) its memory."""
+        return t._sym is not None or (t._data is not None and _memory_key(t._data) in self.mutated)
+
+    def _note_view_base(self, base: Tensor) -> None:
+        """`base`, a tensor from outside the call, has views in use: a write to its memory through
+        another tensor (`base.detach()`, `.data`, the tensor it was detached from) reaches them."""
+        bases = self.view_bases.setdefault(_memory_key(base._data), {})
+        if id(base) not in bases:
+            bases[id(base)] = weakref.ref(base)
 
     def expose(self, array: np.ndarray) -> None:
         """`array` was handed to Python writable during the trace (t.numpy(), fg.from_numpy):
@@ -509,6 +524,20 @@ class Trace:
             self._follow_detach(t)
         if sibling is not None:
             self._follow_memory(t, sibling)
+        if t._data is not None and key in self.view_bases:
+            self._refresh_memory_views(t, key)
+
+    def _refresh_memory_views(self, t: Tensor, key) -> None:
+        """`t`, from outside the call, was written: the views of the other tensors over its memory
+        (its detach()es, .data, its source) read their part of the new value, as eagerly."""
+        for ref in list(self.view_bases[key].values()):
+            other = ref()
+            if other is None or other is t or other._sym is not None:
+                continue        # (one holding a value of its own was handled by _follow_memory)
+            if id(other) in self.views:
+                self._refresh_views(other)
+            if id(other) in self.outside_views:
+                self._refresh_outside_views(other)
 
     def _follow_memory(self, t: Tensor, sibling: Tensor) -> None:
         """`t`, a tensor from outside the call, was written in place, and `sibling` (another one
@@ -557,6 +586,8 @@ class Trace:
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
         self.view_held.setdefault(id(base), []).append(t._sym)
+        if base._data is not None:
+            self._note_view_base(base)
         # What this view reads: the base's value, or (memory from outside the call that the call
         # has not written) the base's array. After the call the view is the base's memory while
         # the base still holds that (see _memory_link).

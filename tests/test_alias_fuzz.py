@@ -684,8 +684,6 @@ BUGS = {
          "...' where fusegrad does not, for a view of one saved by a backward (eagerly) and for such a view made "
          "outside fg.compile and written inside (its requires_grad, is_leaf, the error of a write to it and of a "
          "use after its base was written are torch's)",
-    "Q": "fg.compile: version counters after writes through .data: def f(a): a.zero_(); a.data.fill_(1.5) "
-         "leaves a._version 0 (torch 1)",
     # names in texts
     "H2": "the version error names another stale saved tensor (or version): y = L.maximum(x.t(), x); (with "
           "L.no_grad(): x.mul_(2)); y.sum().backward(): torch names x ('[2, 2]] is at version'), fusegrad "
@@ -698,13 +696,13 @@ KNOWN: dict = {
         215: "H2", 673: "F", 802: "B", 1048: "H2"
     },
     "compiled": {
-        4899: "S", 99: "F", 104: "B", 117: "B", 154: "Q", 155: "Q", 164: "Q", 179: "O", 197: "O",
+        4899: "S", 99: "F", 104: "B", 117: "B", 179: "O", 197: "O",
         241: "L", 243: "O", 247: "D", 308: "B", 352: "O", 359: "K",
         415: "B", 445: "D", 456: "F", 496: "H2", 501: "B",
-        551: "O", 571: "F I", 575: "D", 642: "Q", 646: "B", 650: "O",
-        657: "K", 673: "F", 679: "D", 688: "K", 690: "Q", 708: "O", 712: "O", 732: "D",
-        757: "H2", 789: "D", 799: "O", 802: "B", 803: "B", 817: "D Q", 846: "O", 924: "D",
-        954: "C2", 957: "Q", 963: "H2", 1015: "Q", 1018: "D", 1025: "B", 1038: "C2", 1048: "H2",
+        551: "O", 571: "F I", 575: "D", 646: "B", 650: "O",
+        657: "K", 673: "F", 679: "D", 688: "K", 708: "O", 712: "O", 732: "D",
+        757: "H2", 789: "D", 799: "O", 802: "B", 803: "B", 846: "O", 924: "D",
+        954: "C2", 963: "H2", 1018: "D", 1025: "B", 1038: "C2", 1048: "H2",
         1053: "B",
     },
     "kernels": {

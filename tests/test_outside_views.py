@@ -148,3 +148,27 @@ def test_writes_reach_the_views_of_a_detached_alias(case):
                                        "another array over part of x's base's memory, kept apart inside the call")
 def test_a_write_through_the_detach_of_a_view_argument():
     _run_alias_case(ALIAS_CASES["d written, view of x read"], lambda lib: lib.arange(6.0).reshape(2, 3))
+
+
+VERSION_CASES = {
+    "zero_, then a write through .data": "x.zero_(); x.data.fill_(1.5)",
+    "a write through .data, then add_": "x.data.fill_(1.5); x.add_(1)",
+    "a write through detach(), then mul_": "x.detach().fill_(1.5); x.mul_(2)",
+    "a write into an empty view of a view": "v = x[2:][..., None]; v[...] = 0.5",
+    "a write into an empty reshape": "v = x[2:].reshape(3, 0); v.fill_(1)",
+}
+
+
+@pytest.mark.parametrize("case", VERSION_CASES)
+def test_version_counters_count_every_write(case):
+    """Each in-place op moves the version counter it writes, as eagerly: one through `.data`
+    moves only .data's own (the two once lost the other's writes), one into an empty view
+    still counts (it was once traced as a copy, not a view)."""
+    namespace = {}
+    exec(f"def body(x):\n    {VERSION_CASES[case]}\n    return x * 1", namespace)
+    body = namespace["body"]
+    x_fg, x_t = fg.ones(2, 3), torch.ones(2, 3)
+    got, want = fg.compile(body)(x_fg), body(x_t)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(x_fg.numpy(), x_t.numpy())
+    assert x_fg._version == x_t._version

@@ -136,7 +136,8 @@ class Trace:
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
         self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
-        self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, symbolic]
+        self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, memory
+                                            # key written (None: a tensor made in the call)]
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
@@ -360,7 +361,7 @@ class Trace:
         box = root._vbox
         entry = self.writes.get(id(box))
         if entry is None:
-            entry = self.writes[id(box)] = [box, 0, root._data is None]
+            entry = self.writes[id(box)] = [box, 0, None if root._data is None else _memory_key(root._data)]
         self.writing = (box, box[0] + entry[1], first)
         entry[1] += 1
         for ref in self.views.get(id(root), ()):
@@ -476,10 +477,12 @@ class Trace:
     def apply_writes(self, written_back: list) -> None:
         """The call returns: version counters take its in-place writes, as eagerly; those of
         memory from outside the call only where it is written back (`written_back`: its
-        tensors), at least once (a write by a path that counts none)."""
+        tensors: a write through x.data and one through x count on their own counters, whichever
+        wrote last), at least once (a write by a path that counts none)."""
         counters = {id(t._vbox): t._vbox for t in written_back}
-        for box, count, symbolic in self.writes.values():
-            if symbolic or counters.pop(id(box), None) is not None:
+        memory = {_memory_key(t._data) for t in written_back}
+        for box, count, key in self.writes.values():
+            if counters.pop(id(box), None) is not None or key is None or key in memory:
                 box[0] += count
         for box in counters.values():
             box[0] += 1
@@ -615,6 +618,8 @@ class Trace:
             return True
         from .layout import layout_stand_in
         stand_in = layout_stand_in(src)
+        if stand_in.size == 0:
+            return True         # torch views an empty tensor in any shape (and NumPy shares no memory)
         return bool(np.may_share_memory(OPS["reshape"].ref(stand_in, **dict(frozen)), stand_in))
 
     def _write_through_view(self, view: Tensor, v: Value, requires: bool, fill: bool = False) -> Tensor:

@@ -100,8 +100,9 @@ def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
     """Run `ins`'s VJP rule (zeros for outputs without a cotangent); per input, its
     gradient summed to its shape and cast to its dtype, or None."""
     opdef = OPS[ins.op]
-    gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
-          for k, (v, g) in enumerate(zip(ins.outputs, gs))]
+    if not opdef.extra.get("vjp_takes_missing"):    # (an op whose rule tells a missing one from zero)
+        gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
+              for k, (v, g) in enumerate(zip(ins.outputs, gs))]
     contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), list(needs))
     return [e.cast(e.sum_to(g, v.shape), v.dtype) if need and g is not None else None
             for v, need, g in zip(ins.inputs, needs, contribs)]

@@ -20,6 +20,7 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
+import itertools
 import types
 import warnings
 import weakref
@@ -250,9 +251,12 @@ class _BackwardFn:
         self.run_info = run
         self.node = None        # weak reference to the CompiledFunctionBackward node
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
-                                # the saved view's shape or None) (_saved_checks)
-        self.stale = None       # (value, version box, version when saved, its name): a saved value
-                                # an in-place write inside the call replaced (Trace.stale_saved)
+                                # the saved view's shape or None, index in saved) (_saved_checks)
+        self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
+        self.stale = {}         # which outputs get cotangents (a tuple of bools) -> (value, version
+                                # box, version when saved, its name) of a saved value those reach that
+                                # an in-place write inside the call replaced (Trace.stale_saved); the
+                                # entry None (every output) is the default
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to), for expand; None where it cannot
 
@@ -260,17 +264,34 @@ class _BackwardFn:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
         return self.grad_present
 
-    def _check_stale(self) -> None:
-        if self.stale is not None:
-            v, box, version, where = self.stale
+    def _check_stale(self, given=None) -> None:
+        found = self.stale.get(given, self.stale.get(None)) if self.stale else None
+        if found is not None:
+            v, box, version, where = found
             raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
 
-    def expand(self, e, xs, gs) -> list:
+    def for_cotangents(self, given: tuple):
+        """This backward for a pass that gives cotangents only to the outputs marked in `given`
+        (the custom_call protocol): a saved value only the others reach is not checked, as
+        torch's engine never reaches its node."""
+        return self if all(given) else _GivenCotangents(self, given)
+
+    def reached_saved(self, given: tuple) -> set:
+        """Indices of the saved values that the backward program combines with a cotangent in
+        `given` (the others are multiplied by zeros only): those a backward from these outputs
+        reads, whose version checks it runs."""
+        found = self._reached_saved.get(given)
+        if found is None:
+            seeds = len(self.program.inputs) - len(self.saved)
+            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
+        return found
+
+    def expand(self, e, xs, gs, given=None) -> list:
         """This VJP as IR (the custom_call protocol's `expand`, for a create_graph backward): the
         call's forward re-emitted from its inputs `xs` as far as the backward reads it, then the
         backward program on cotangents `gs`, so that the gradient has a history of its own
         (second derivatives through a compiled call, which torch.compile refuses)."""
-        self._check_stale()
+        self._check_stale(given)
         if self.forward is None:
             # No IR form: the compiled backward, whose result requires grad where an input does
             # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).
@@ -299,17 +320,77 @@ class _BackwardFn:
         grads = iter(self.program.outputs)
         return [value(next(grads)) if present else None for present in self.grad_present]
 
-    def run(self, *cotangents):
+    def run(self, *cotangents, given=None):
         node = self.node() if self.node is not None else None
         if node is not None and node._freed and self.saved:
             raise RuntimeError(_FREED_MSG)
-        self._check_stale()
-        for box, version, ref, where, shape in self.checks:
-            if box[0] != version:
+        self._check_stale(given)
+        reached = self.reached_saved(given) if given is not None else None
+        for box, version, ref, where, shape, k in self.checks:
+            if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
+
+
+class _GivenCotangents:
+    """A _BackwardFn run by a pass that gives cotangents to only some of the call's outputs."""
+
+    def __init__(self, back: _BackwardFn, given: tuple):
+        self.back, self.given = back, given
+        self.out_types = back.out_types
+        self.vjp_fn = None
+
+    def reached(self) -> list:
+        return self.back.reached()
+
+    def expand(self, e, xs, gs) -> list:
+        return self.back.expand(e, xs, gs, given=self.given)
+
+    def run(self, *cotangents):
+        return self.back.run(*cotangents, given=self.given)
+
+
+# Per subset of the outputs, the saved values a backward reaches are found for calls with at
+# most this many outputs that require grad (2**n - 2 subsets; the scan runs only for a call
+# whose in-place writes replaced a saved value). Above it every backward checks them all.
+STALE_SUBSETS_UP_TO = 4
+
+
+def _stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list, active: set) -> dict:
+    """_BackwardFn.stale: the stale saved value each subset of the outputs reaches (see there)."""
+    found = trace.stale_saved(instrs, active)
+    if found is None:
+        return {}
+    stale = {None: found}
+    if len(out_values) <= STALE_SUBSETS_UP_TO:
+        for given in itertools.product((False, True), repeat=len(out_values)):
+            if any(given) and not all(given):
+                reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
+                stale[given] = trace.stale_saved(instrs, reached)
+    return stale
+
+
+def reached_inputs(program: Program, seeds: int, given: tuple) -> set:
+    """Indices (after the first `seeds` inputs) of the inputs of a backward program whose value
+    reaches a gradient when only the seeds marked in `given` are non-zero: those an instruction
+    combines with a value that depends on a given seed, directly or through values computed
+    from them. A value computed from an absent seed alone is zero and reaches nothing."""
+    live = {v.id for v, g in zip(program.inputs[:seeds], given) if g}
+    zero = {v.id for v, g in zip(program.inputs[:seeds], given) if not g}
+    needed = set()
+    for ins in program.instrs:
+        ids = [v.id for v in ins.inputs]
+        if any(i in live for i in ids):
+            live.update(v.id for v in ins.outputs)
+            needed.update(i for i in ids if i not in live and i not in zero)
+        elif any(i in zero for i in ids):
+            zero.update(v.id for v in ins.outputs)
+    for ins in reversed(program.instrs):
+        if any(v.id in needed for v in ins.outputs):
+            needed.update(v.id for v in ins.inputs if v.id not in zero)
+    return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}
 
 
 def _raise_modified(box, version, tensor, where, shape=None) -> None:
@@ -338,10 +419,10 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
             owners.setdefault(id(t._data), (t, None))
     checks = []
     by_memory = None
-    for a in saved_arrays:
+    for k, a in enumerate(saved_arrays):
         t, where = owners.get(id(a), (None, None))
         if t is not None:
-            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None))
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
             continue
         if by_memory is None:
             by_memory = {}
@@ -354,7 +435,7 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
             # view its engine regenerates: "which is output 0 of AsStrided"
             view = a.shape != t._data.shape or a.strides != t._data.strides
             where = output_name("AsStridedBackward0", 0) if view and t._requires_grad else None
-            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, a.shape if view else None))
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, a.shape if view else None, k))
     return checks
 
 
@@ -603,7 +684,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         active = active_values(instrs, out_values, wrt) if trace.stale else None
         grads = sum_groups(b, emit_backward(b, instrs, out_values, seeds, wrt, active=active), groups)
         b.program.outputs = [g for g in grads if g is not None]
-        stale = trace.stale_saved(instrs, active) if active is not None else None
+        stale = _stale_by_cotangents(trace, instrs, out_values, wrt, active) if active is not None else {}
         bwd = simplify(b.program)
         saved = free_values(bwd)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])

@@ -670,8 +670,6 @@ BUGS = {
     # wrong errors
     "B": "t[key] = v into an expand raises 'more than one element of the written-to tensor ...': under "
          "fg.compile always, eagerly when it requires grad: h = x * 1; e = h.expand(2, 3); e[1:] = 5.",
-    "O": "fg.compile: a backward raises the version error for a tensor saved on a branch it does not reach: "
-         "def f(x): t = x ** 2; (with L.no_grad(): x.mul_(2)); return (x * 2).sum(), t; f(x)[0].backward()",
     "L": "fg.compile: the caller's leaf becomes a non-leaf (grad_fn CompiledFunctionBackward): "
          "def f(a): t = a.detach(); (with L.no_grad(): a.mul_(2)); t.fill_(-1.); return a.sum()",
     "K": "fg.compile: x.sub_(x[1, 1]) runs where torch raises 'unsupported operation: some elements of the input "
@@ -696,12 +694,12 @@ KNOWN: dict = {
         215: "H2", 673: "F", 802: "B", 1048: "H2"
     },
     "compiled": {
-        4899: "S", 99: "F", 104: "B", 117: "B", 179: "O", 197: "O",
-        241: "L", 243: "O", 247: "D", 308: "B", 352: "O", 359: "K",
+        4899: "S", 99: "F", 104: "B", 117: "B",
+        241: "L", 247: "D", 308: "B", 359: "K",
         415: "B", 445: "D", 456: "F", 496: "H2", 501: "B",
-        551: "O", 571: "F I", 575: "D", 646: "B", 650: "O",
-        657: "K", 673: "F", 679: "D", 688: "K", 708: "O", 712: "O", 732: "D",
-        757: "H2", 789: "D", 799: "O", 802: "B", 803: "B", 846: "O", 924: "D",
+        571: "F I", 575: "D", 646: "B",
+        657: "K", 673: "F", 679: "D", 688: "K", 732: "D",
+        757: "H2", 789: "D", 802: "B", 803: "B", 846: "F", 924: "D",
         954: "C2", 963: "H2", 1018: "D", 1025: "B", 1038: "C2", 1048: "H2",
         1053: "B",
     },

@@ -15,7 +15,9 @@ without the IR importing them: the op's attribute `fn` is any object with
                     used where the gradient must itself be differentiable
                     (a create_graph backward: `e.b.differentiable`). Without
                     it such a gradient raises rather than being silently
-                    constant.
+                    constant; and for_cotangents(given) -> the object to use
+                    when only the outputs marked in `given` get a cotangent
+                    (the others get zeros).
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled
@@ -43,6 +45,9 @@ def _vjp(e, xs, ys, gs, attrs, needs):
         needs = [need and r for need, r in zip(needs, reached())]
         if not any(needs):
             return [None] * len(xs)
+    for_cotangents = getattr(back, "for_cotangents", None)
+    if for_cotangents is not None and any(g is None for g in gs):
+        back = for_cotangents(tuple(g is not None for g in gs))
     gs = [g if g is not None else e.zeros_like(y) for g, y in zip(gs, ys)]
     if e.b.differentiable:
         expand = getattr(back, "expand", None)
@@ -56,4 +61,6 @@ def _vjp(e, xs, ys, gs, attrs, needs):
     return [g if need else None for g, need in zip(grads, needs)]
 
 
-register(OpDef("custom_call", OPAQUE, _infer, _ref, _vjp, doc="custom_call(*xs; fn): an opaque function"))
+# (its rule gets None for an output without a cotangent: the backward checks only what the others reach)
+register(OpDef("custom_call", OPAQUE, _infer, _ref, _vjp, doc="custom_call(*xs; fn): an opaque function",
+               extra={"vjp_takes_missing": True}))

@@ -15,7 +15,7 @@ from fusegrad.ir import threaded
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small, into_writer
-from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, infer_types
+from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, REDUCE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -171,7 +171,7 @@ class _Plan:
 
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
-                 "no_consts", "saved_inputs", "saved_outputs", "pooled")
+                 "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -205,6 +205,14 @@ class _Plan:
         self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
+        self.row_major = row_major_result(opdef)
+
+
+def row_major_result(opdef) -> bool:
+    """Whether torch allocates the op's eager results row-major whatever its inputs' layout (a
+    reduction's: NumPy's follow the input's order, so the sum over a permute's dim kept the
+    permute's layout, and .view(-1) of it raised)."""
+    return opdef.group == REDUCE or opdef.extra.get("row_major_result", False)
 
 
 _PLANS: dict = {}
@@ -242,16 +250,18 @@ def _run_plan(plan: _Plan, inputs, attrs):
     elif plan.small:
         out = object.__new__(Tensor)
         result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
-        if not result.flags.c_contiguous and result.ndim > 1 and OPS[plan.op].group == ELEMENTWISE and \
-                reads_a_broadcast(arrays, result.shape):
-            result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
+        if not result.flags.c_contiguous and result.ndim > 1:
+            if plan.row_major:
+                result = np.ascontiguousarray(result)
+            elif OPS[plan.op].group == ELEMENTWISE and reads_a_broadcast(arrays, result.shape):
+                result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
         out._init(result, plan.out_types[0].dtype)
         outs = (out,)
     else:
         outs = []
         for r, t in zip(apply_ref(plan.ref, arrays, attrs or {}, plan.out_types), plan.out_types):
             wrapped = object.__new__(Tensor)
-            wrapped._init(r, t.dtype)
+            wrapped._init(np.ascontiguousarray(r) if plan.row_major and not r.flags.c_contiguous else r, t.dtype)
             outs.append(wrapped)
     if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(outs[0]._data, arrays[0]):
         _make_view(outs[0], inputs[0], plan.op, plan.frozen)
@@ -374,7 +384,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
         outs = []
         for r, t in zip(results, out_types):
             wrapped = object.__new__(Tensor)
-            wrapped._init(r, t.dtype)
+            wrapped._init(np.ascontiguousarray(r) if not r.flags.c_contiguous and row_major_result(opdef) else r,
+                          t.dtype)
             outs.append(wrapped)
         if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
             _make_view(outs[0], inputs[0], op, frozen)

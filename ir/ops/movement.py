@@ -357,7 +357,10 @@ def _placed(e, x, axis, before, after, shape):
     return e.op("pad_edge", x, axis=axis, before=before, after=after)
 
 
-register(OpDef("cat", MOVEMENT, _cat_infer, lambda *xs, axis: np.concatenate(xs, axis=axis), _cat_vjp,
+# cat and stack allocate their result row-major, as torch does (NumPy follows the inputs' order:
+# the cat of two transposes was itself transposed, and .view(-1) of it raised)
+register(OpDef("cat", MOVEMENT, _cat_infer, lambda *xs, axis: np.ascontiguousarray(np.concatenate(xs, axis=axis)),
+               _cat_vjp,
                decompose=_cat_decompose, doc="cat(*xs; axis)"))
 
 
@@ -419,5 +422,6 @@ def _stack_decompose(e, xs, attrs):
     return _cat_decompose(e, [e.reshape(x, shape) for x in xs], {"axis": axis})
 
 
-register(OpDef("stack", MOVEMENT, _stack_infer, lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp,
+register(OpDef("stack", MOVEMENT, _stack_infer, lambda *xs, axis: np.ascontiguousarray(np.stack(xs, axis=axis)),
+               _stack_vjp,
                decompose=_stack_decompose, doc="stack(*xs; axis)"))

@@ -106,8 +106,9 @@ def _no_axes(e, xs, attrs, graph):
 register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_no_axes))
 register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max", rewrite=_no_axes))
 register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min", rewrite=_no_axes))
+# (extra "row_major_result": a reduction composed of others, whose eager result torch allocates row-major)
 register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose,
-               rewrite=_no_axes))
+               rewrite=_no_axes, extra={"row_major_result": True}))
 
 
 # --------------------------------------------------------- max/min along one dim
@@ -289,4 +290,4 @@ def _infer_norm(types, attrs):
 
 
 register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
-               doc="norm(x; p, axes, keepdim): vector p-norm over axes"))
+               doc="norm(x; p, axes, keepdim): vector p-norm over axes", extra={"row_major_result": True}))

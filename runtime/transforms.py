@@ -36,14 +36,15 @@ def _argnums_tuple(argnums, nargs: int):
     return single, tuple(k % nargs for k in nums)
 
 
-def _as_input(x, k: int, again: bool = False) -> Tensor:
+def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tensor:
     """A differentiable leaf standing for argument k (same value and graph as x); `again`: x is
-    also an earlier differentiated argument."""
+    also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
+    history is not followed."""
     if isinstance(x, Tensor):
         if not x.dtype.is_floating_point:
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} has dtype "
                             f"{x.dtype.name}")
-        if x.requires_grad:
+        if x.requires_grad and keep_history:
             # Differentiate through x's own history (for grad of grad) via an identity op.
             return x.view_as(x)
         if again and trace_state.current() is not None:
@@ -112,18 +113,21 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         from fusegrad.tracer import enable_grad
         # Keep the gradient differentiable only when something outside is
         # differentiating through this call (grad of grad, or a caller's graph).
-        outer_grad = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        # (under no_grad nothing outside is: the results are plain values, as torch.func's)
+        grad_mode = is_grad_enabled()
+        outer_grad = grad_mode and any(isinstance(a, Tensor) and a.requires_grad for a in args)
         # NumPy arrays are values (JAX): those not differentiated reach f as tensors too.
         args = [_tensor(a) if isinstance(a, np.ndarray) and k not in nums else a for k, a in enumerate(args)]
         leaves, given = {}, list(args)
         for n, k in enumerate(nums):
-            leaves[k] = _as_input(args[k], k, again=any(given[j] is given[k] for j in nums[:n] if j != k))
+            leaves[k] = _as_input(args[k], k, again=any(given[j] is given[k] for j in nums[:n] if j != k),
+                                  keep_history=grad_mode)
             args[k] = leaves[k]
         with enable_grad():
             out, aux = _split_aux(_differentiable(f, outer_grad)(*args, **kwargs), has_aux)
             out = _check_output(out)
             ins = [leaves[k] for k in nums]
-            if not outer_grad and is_grad_enabled() and out._data is not None:
+            if not outer_grad and grad_mode and out._data is not None:
                 # f closes over a tensor that requires grad (torch.func.grad keeps that history).
                 own = {id(x) for x in ins}
                 outer_grad = any(id(leaf) not in own for leaf in engine.leaves_behind(out))

@@ -135,8 +135,11 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     unless retain_graph. Without create_graph, `retained` (a list) receives
     (tensor, gradient) for the retain_grad() tensors of the nodes that ran."""
     root_edges = [edge_of(r) for r in roots]
+    if nodes is None:
+        nodes = _topological_nodes([e[0] for e in root_edges])
+    live = _live_nodes(nodes, targets)
     if not create_graph:
-        grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained)
+        grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
     else:
         graph = GraphProgram(root_edges, nodes)
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
@@ -154,22 +157,17 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if not retain_graph:
-        for node in (nodes if nodes is not None else _topological_nodes([e[0] for e in root_edges])):
-            node.free_saved()
+        # Only the nodes the backward ran through, as torch (an autograd.grad for one input
+        # leaves the rest of the graph usable)
+        for node in nodes:
+            if id(node) in live:
+                node.free_saved()
     return grads
 
 
-def _run_nodes(root_edges, roots, seeds, targets, nodes, retained=None) -> list:
-    """The backward without create_graph, node by node in reverse topological
-    order: each node's VJP is its signature's cached program
-    (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
-    on the arrays it reads (evaluated as it is emitted the first time a
-    signature is seen); gradients arriving at one edge are summed.
-    Building, simplifying and interpreting a program for every call's graph
-    cost several times more than the arithmetic on small tensors."""
-    if nodes is None:
-        nodes = _topological_nodes([e[0] for e in root_edges])
-    # A node runs only if a target is reachable from it (the nodes come inputs first).
+def _live_nodes(nodes, targets) -> set:
+    """Ids of the nodes (inputs first) from which a target edge is reachable: those a
+    backward runs."""
     target_nodes = {id(e[0]) for e in targets if e is not None}
     live = set()
     for node in nodes:
@@ -180,6 +178,21 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained=None) -> list:
             if edge is not None and id(edge[0]) in live:
                 live.add(id(node))
                 break
+    return live
+
+
+def _run_nodes(root_edges, roots, seeds, targets, nodes, retained=None, live=None) -> list:
+    """The backward without create_graph, node by node in reverse topological
+    order: each node's VJP is its signature's cached program
+    (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
+    on the arrays it reads (evaluated as it is emitted the first time a
+    signature is seen); gradients arriving at one edge are summed.
+    Building, simplifying and interpreting a program for every call's graph
+    cost several times more than the arithmetic on small tensors."""
+    if nodes is None:
+        nodes = _topological_nodes([e[0] for e in root_edges])
+    if live is None:        # a node runs only if a target is reachable from it
+        live = _live_nodes(nodes, targets)
     keep = {e for e in targets if e is not None}
     hooked = []                 # (tensor, edge) of retain_grad() tensors on the nodes that run
     if retained is not None:
@@ -468,7 +481,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                     if t is not None and t._grad_fn is node:
                         targets.append((t, (node, k)))
     grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
-    _accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None], create_graph)
+    # (a leaf whose requires_grad was turned off after the forward gets nothing: torch's
+    # AccumulateGrad checks it when it runs)
+    _accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
+                           create_graph)
 
 
 def grad_memory(g: np.ndarray, leaf: np.ndarray) -> np.ndarray:

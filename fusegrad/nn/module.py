@@ -34,6 +34,8 @@ class Parameter(Tensor):
         if requires_grad and data is not None and not data.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)
+        if data is not None:
+            self._vbox = data._vbox     # torch's Parameter shares data's version counter, as a detach()
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -55,10 +57,14 @@ def typename(value) -> str:
     if isinstance(value, Tensor):
         names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
         return "fg." + names.get(value.dtype.name, "Tensor")
-    kind = type(value)
-    if kind.__module__ in ("builtins", ""):
-        return kind.__qualname__
-    return f"{kind.__module__}.{kind.__qualname__}"
+    # as torch.typename: a class or function by its own name, anything else by its type's
+    module = getattr(value, "__module__", "") or ""
+    qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not isinstance(qualname, str):
+        module, qualname = type(value).__module__ or "", type(value).__qualname__
+    if module in ("builtins", ""):
+        return qualname
+    return f"{module}.{qualname}"
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -133,7 +139,7 @@ class Module:
     def add_module(self, name: str, module: "Module | None") -> None:
         """Add a submodule (or None) under `name`."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
             raise TypeError(f"module name should be a string. Got {type(name).__name__}")
         if "_modules" not in self.__dict__:

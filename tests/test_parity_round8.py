@@ -43,3 +43,134 @@ def test_reductions_cat_and_stack_allocate_row_major_results(case):
         y = LAYOUTS[case](lib)
         return y.stride(), y.is_contiguous(), y.view(-1).numpy().tolist()
     assert run(fg) == run(torch)
+
+
+ELEMENTWISE_LAYOUTS = {
+    "relu of a transpose": lambda L, t: t.relu(),
+    "int relu of a transpose": lambda L, t: t.long().relu(),
+    "sum of a transpose and a copy": lambda L, t: t + t.contiguous(),
+    "sum of a copy and a transpose": lambda L, t: t.contiguous() + t,
+    "where on a transpose": lambda L, t: L.where(t > 2, t, 0.0),
+    "zeros_like": lambda L, t: L.zeros_like(t),
+    "ones_like, by keyword": lambda L, t: L.ones_like(input=t),
+    "empty_like": lambda L, t: L.empty_like(t).fill_(1.0),
+    "full_like": lambda L, t: L.full_like(t, 2.0),
+    "zeros_like float64": lambda L, t: L.zeros_like(t, dtype=L.float64),
+}
+
+
+@pytest.mark.parametrize("case", ELEMENTWISE_LAYOUTS)
+def test_elementwise_and_like_results_keep_a_strided_operands_layout(case):
+    """torch's elementwise results and *_like tensors (preserve_format) take a dense operand's
+    strides (relu and *_like were row-major, so .view(-1) of them worked where torch raises)."""
+    def run(lib):
+        y = ELEMENTWISE_LAYOUTS[case](lib, lib.arange(6.).reshape(2, 3).t())
+        return y.stride(), y.is_contiguous(), y.numpy().tolist(), _outcome(lambda: y.view(-1).shape[0])
+    assert run(fg) == run(torch)
+
+
+# --------------------------------------------------------------------- ranges
+LINSPACES = [(-1, 1, 11), (0, 1, 4), (0, 10, 7), (0, 1, 100), (3, 3, 4), (1, 0, 3), (-2.5, 7.25, 33), (0, 1, 1),
+             (0, 1, 0)]
+ARANGES = [(-1, 1, 0.1), (0, 2, 0.1), (1, 3, 0.1), (-3, 3, 0.3), (-0.5, 0.5, 0.1), (0.5, 10.25, 0.25),
+           (0, 1, 0.01), (5, -5, -0.7), (0, 5.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("args", LINSPACES)
+def test_linspace_is_torchs_bit_for_bit(args, dtype):
+    """torch counts the first half up from start and the second down from end, one fused
+    multiply-add a value (its linspace(-1, 1, 11) holds -1.49e-08, and prints so)."""
+    def run(lib):
+        y = lib.linspace(*args, dtype=getattr(lib, dtype))
+        return y.tolist(), repr(y).replace("torch.", "").replace("fusegrad.", "")
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("args", ARANGES)
+def test_floating_arange_is_torchs_bit_for_bit(args, dtype):
+    """torch's kernel is vectorised over blocks of two 32-byte vectors (arange(-1, 1, 0.1) holds
+    -2.98e-09 where the exact value is 0)."""
+    def run(lib):
+        y = lib.arange(*args, dtype=getattr(lib, dtype))
+        return y.tolist(), repr(y).replace("torch.", "").replace("fusegrad.", "")
+    assert run(fg) == run(torch)
+
+
+def test_range_ends_may_be_0d_tensors():
+    assert fg.linspace(fg.tensor(0.0), fg.tensor(1.0), 3).tolist() == \
+        torch.linspace(torch.tensor(0.0), torch.tensor(1.0), 3).tolist()
+
+
+# --------------------------------------------------------------------- conversions
+@pytest.mark.parametrize("target", ["float", "int", "bool", "dtype=float"])
+def test_to_takes_python_types_as_dtypes(target):
+    def run(lib):
+        t = lib.tensor([1.5, 0.0])
+        y = t.to(dtype=float) if target == "dtype=float" else t.to(eval(target))
+        return str(y.dtype).split(".")[-1], y.tolist()
+    assert run(fg) == run(torch)
+
+
+# --------------------------------------------------------------------- autograd
+def test_grad_under_no_grad_differentiates_and_returns_plain_values():
+    """fg.grad is a transformation: it differentiates under no_grad too (it raised a TypeError),
+    and its results carry no history there, as torch.func.grad's."""
+    for lib, grad in ((fg, fg.grad), (torch, torch.func.grad)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 4.0], requires_grad=True)
+        with lib.no_grad():
+            g1 = grad(lambda a: (a * a).sum())(x)
+            g2 = grad(lambda a: (a * w).sum())(x)
+            g3 = grad(grad(lambda a: (a * a * a).sum()))(lib.tensor(2.0))
+        got = [(g.tolist(), g.requires_grad, g.grad_fn is None) for g in (g1, g2, g3)]
+        if lib is fg:
+            fg_got = got
+    assert fg_got == got
+
+
+def test_autograd_grad_frees_only_the_nodes_it_ran():
+    """autograd.grad(z, x) runs (and frees) only the nodes on the way to x: a later backward
+    through the rest of the graph works, as in torch (it raised 'a second time')."""
+    def run(lib):
+        w, x = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        a = w.exp()
+        z = (x * a).sum()
+        first = np.round(lib.autograd.grad(z, x)[0].numpy(), 5).tolist()
+        a.sum().backward()
+        y = x * 2
+        z2 = (y * w).sum()
+        lib.autograd.grad(z2, y)
+        return first, np.round(w.grad.numpy(), 5).tolist(), _outcome(lambda: z2.backward())[0]
+    assert run(fg) == run(torch)
+
+
+def test_a_leaf_that_stops_requiring_grad_gets_no_gradient():
+    def run(lib):
+        x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        y = (x * w * 2).sum()
+        x.requires_grad = False
+        y.backward()
+        return x.grad, w.grad.tolist()
+    assert run(fg) == run(torch)
+
+
+# --------------------------------------------------------------------- nn
+def test_a_parameter_shares_its_datas_version_counter():
+    """Parameter(x) shares x's memory and version counter: a write to x after a forward that
+    saved it raises at backward (fusegrad gave a silently wrong gradient)."""
+    def run(lib):
+        x = lib.ones(3)
+        p = lib.nn.Parameter(x)
+        y = (p * p).sum()
+        x.add_(1)
+        return _outcome(lambda: y.backward()), x._version, p._version
+    got, want = run(fg), run(torch)
+    assert got[1:] == want[1:] and got[0][0] == want[0][0]
+    assert got[0][1].startswith("one of the variables needed for gradient computation has been modified")
+
+
+def test_a_class_given_to_sequential_is_named_as_torch_names_it():
+    message = _outcome(lambda: fg.nn.Sequential(fg.nn.Linear(1, 1), fg.nn.ReLU))
+    assert message == ("TypeError", f"{fg.nn.ReLU.__module__}.ReLU is not a Module subclass")

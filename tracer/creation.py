@@ -13,6 +13,7 @@ from . import trace_state
 from .device import check_device
 from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg
+from .layout import dense
 from .tensor import Tensor
 
 _rng = [np.random.default_rng()]
@@ -449,8 +450,26 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
         if step == 0:
             raise ValueError("step must be nonzero")
     n = max(0, int(np.ceil((end - start) / step)))
+    if dtype.is_floating_point:
+        return _new(_floating_range(float(start), float(step), n, dtype.np), requires_grad)
     values = start + step * np.arange(n, dtype=np.float64 if dtype.is_floating_point else np.int64)
     return _new(values.astype(dtype.np), requires_grad)
+
+
+def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndarray:
+    """torch's floating arange, bit for bit: its CPU kernel computes in double, one fused
+    multiply-add a value, and is vectorised (vectors of 32 bytes: 8 float32 or 4 float64) over
+    blocks of two vectors, in which element j of a vector is its first element, rounded to
+    the result's dtype, plus j * step; the elements after the last whole block are
+    start + i * step. (arange(-1, 1, 0.1) has -2.98e-09 where the exact value is 0.)"""
+    lanes = 32 // np.dtype(out).itemsize
+    i = np.arange(n, dtype=np.float64)
+    lane = i % lanes
+    steps, starts = np.full(n, step), np.full(n, start)
+    first = _fused_multiply_add(steps, i - lane, starts).astype(out).astype(np.float64)
+    vectorised = i < (n // (2 * lanes)) * 2 * lanes
+    return np.where(vectorised, _fused_multiply_add(steps, lane, first),
+                    _fused_multiply_add(steps, i, starts)).astype(out)
 
 
 def _scalar_str(x) -> str:
@@ -469,7 +488,46 @@ def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool 
                         "int steps, *, ...)\n")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    return _new(np.linspace(start, end, steps).astype((dtype or float32).np), requires_grad)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    return _new(_torch_linspace(start, end, steps, (dtype or float32).np), requires_grad)
+
+
+def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
+    """torch's linspace, as its CPU kernel computes it: the step in the result's dtype (double for
+    integers), the first half counted up from start and the second down from end. (Its
+    linspace(-1, 1, 11) has -1.49e-08 where the exact value is 0, and prints so.)"""
+    out = np.dtype(out)
+    if steps <= 1:
+        return np.full(steps, start).astype(out)
+    floating = out.kind == "f"
+    as_type = out.type if floating else (lambda v: np.float64(int(v)))
+    first, last = as_type(start), as_type(end)
+    step = (last - first) / as_type(steps - 1) if floating else (last - first) / (steps - 1)
+    # Each value is one fused multiply-add, rounded once, in the step's precision.
+    i = np.arange(steps, dtype=np.float64)
+    up = i < steps // 2
+    step = float(step)
+    values = _fused_multiply_add(np.where(up, step, -step), np.where(up, i, steps - 1 - i),
+                                 np.where(up, float(first), float(last)))
+    return values.astype(out)
+
+
+def _fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c in float64 with (almost always) one rounding, as a hardware fma: the product's
+    and the sum's rounding errors (Dekker's and Knuth's error-free transformations) are added
+    back before the last rounding."""
+    def split(x):
+        scaled = 134217729.0 * x            # 2**27 + 1: x = high + low, each of 26 bits
+        high = scaled - (scaled - x)
+        return high, x - high
+    product = a * b
+    a_high, a_low = split(a)
+    b_high, b_low = split(b)
+    product_error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
+    total = product + c
+    back = total - product
+    sum_error = (product - (total - back)) + (c - back)
+    return total + (sum_error + product_error)
 
 
 def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
@@ -498,11 +556,24 @@ def _type_name(x) -> str:
     return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
 
+def _like_layout(result: Tensor, source: Tensor) -> Tensor:
+    """`result` (row-major, of source's shape) with source's strides where source's elements
+    fill their memory densely (torch's memory_format=torch.preserve_format)."""
+    a = source._data
+    if a is None or a.ndim < 2 or a.flags.c_contiguous or min(a.strides) < 0 or not dense(a):
+        return result
+    order = sorted(range(a.ndim), key=lambda d: -a.strides[d])        # slowest first
+    laid = np.empty([a.shape[d] for d in order], result._data.dtype).transpose(np.argsort(order))
+    np.copyto(laid, result._data)
+    result._data = laid
+    return result
+
+
 def _like(fn):
-    def like(t, dtype: DType | None = None, requires_grad: bool = False, **kw):
-        t = _like_source(t, fn.__name__ + "_like")
+    def like(input, dtype: DType | None = None, requires_grad: bool = False, **kw):
+        t = _like_source(input, fn.__name__ + "_like")
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
-        return fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw)
+        return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
     return like
@@ -515,12 +586,12 @@ randn_like = _like(randn)
 rand_like = _like(rand)
 
 
-def full_like(t, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
+def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """`full` with another tensor's shape and dtype."""
     check_device(device)
-    t = _like_source(t, "full_like")
+    t = _like_source(input, "full_like")
     dtype = _dtype_arg("full_like", dtype)
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
-    return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return _like_layout(full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad), t)

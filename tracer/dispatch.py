@@ -171,7 +171,7 @@ class _Plan:
 
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
-                 "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major")
+                 "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -206,6 +206,7 @@ class _Plan:
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
+        self.elementwise = opdef.group == ELEMENTWISE
 
 
 def row_major_result(opdef) -> bool:
@@ -250,10 +251,15 @@ def _run_plan(plan: _Plan, inputs, attrs):
     elif plan.small:
         out = object.__new__(Tensor)
         result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
-        if not result.flags.c_contiguous and result.ndim > 1:
-            if plan.row_major:
+        if result.ndim > 1:
+            if result.flags.c_contiguous:
+                # a row-major result of a strided operand (relu writes a fresh array): torch's
+                # elementwise results follow their operands' layout
+                if plan.elementwise and not all([a.flags.c_contiguous for a in arrays]):
+                    result = elementwise_layout(result, arrays)
+            elif plan.row_major:
                 result = np.ascontiguousarray(result)
-            elif OPS[plan.op].group == ELEMENTWISE and reads_a_broadcast(arrays, result.shape):
+            elif plan.elementwise and reads_a_broadcast(arrays, result.shape):
                 result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
         out._init(result, plan.out_types[0].dtype)
         outs = (out,)

@@ -1305,9 +1305,13 @@ def to(a, *args, **kwargs) -> Tensor:
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     flags = []
+    if isinstance(dtype, type) and dtype in (float, int, bool):
+        dtype = {float: float64, int: int64, bool: bool_}[dtype]
     for x in args:
         if isinstance(x, DType):
             dtype = x
+        elif isinstance(x, type) and x in (float, int, bool):     # torch takes the Python types as dtypes
+            dtype = {float: float64, int: int64, bool: bool_}[x]
         elif isinstance(x, Tensor):
             dtype = x._dtype
         elif isinstance(x, (str, torch_device)):

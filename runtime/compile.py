@@ -253,6 +253,12 @@ class _BackwardFn:
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
                                 # the saved view's shape or None, index in saved) (_saved_checks)
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
+        # The call's outputs share this one node, where eagerly each has its own: a backward
+        # without retain_graph frees only the saved values it reached, so another output's
+        # backward can still run (y1.backward(); y2.backward()) where it needs none of them.
+        self._consumed = set()      # ids of the backward's instructions whose saved values a backward
+                                    # freed (see reached_inputs)
+        self._last_users = None     # those the last run used (freed if the engine frees the node)
         self.stale = {}         # which outputs get cotangents (a tuple of bools) -> (value, version
                                 # box, version when saved, its name) of a saved value those reach that
                                 # an in-place write inside the call replaced (Trace.stale_saved); the
@@ -276,14 +282,27 @@ class _BackwardFn:
         torch's engine never reaches its node."""
         return self if all(given) else _GivenCotangents(self, given)
 
-    def reached_saved(self, given: tuple) -> set:
-        """Indices of the saved values that the backward program combines with a cotangent in
-        `given` (the others are multiplied by zeros only): those a backward from these outputs
-        reads, whose version checks it runs."""
+    def _check_not_freed(self, users: set) -> None:
+        """torch's "backward through the graph a second time" error, where this run uses saved
+        values that a backward without retain_graph freed."""
+        node = self.node() if self.node is not None else None
+        if node is not None and node._freed:
+            # The engine freed the node after the last run: what that run used is gone. The node
+            # stays usable for what it did not use (eagerly those are other nodes).
+            self._consumed |= self._last_users or set()
+            self._last_users = None
+            node._freed = False
+        if users & self._consumed:
+            raise RuntimeError(_FREED_MSG)
+
+    def reached_saved(self, given: tuple | None) -> tuple:
+        """(indices of the saved values that the backward program combines with a cotangent in
+        `given`, None: every output's; ids of the instructions that do so): what a backward
+        from these outputs reads, whose version checks it runs (see reached_inputs)."""
         found = self._reached_saved.get(given)
         if found is None:
             seeds = len(self.program.inputs) - len(self.saved)
-            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
+            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given or (True,) * seeds)
         return found
 
     def expand(self, e, xs, gs, given=None) -> list:
@@ -321,14 +340,13 @@ class _BackwardFn:
         return [value(next(grads)) if present else None for present in self.grad_present]
 
     def run(self, *cotangents, given=None):
-        node = self.node() if self.node is not None else None
-        if node is not None and node._freed and self.saved:
-            raise RuntimeError(_FREED_MSG)
+        reached, users = self.reached_saved(given)
+        self._check_not_freed(users)
         self._check_stale(given)
-        reached = self.reached_saved(given) if given is not None else None
         for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and (reached is None or k in reached):
+            if box[0] != version and k in reached:
                 _raise_modified(box, version, ref(), where, shape)
+        self._last_users = users
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
@@ -372,25 +390,30 @@ def _stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list
     return stale
 
 
-def reached_inputs(program: Program, seeds: int, given: tuple) -> set:
-    """Indices (after the first `seeds` inputs) of the inputs of a backward program whose value
-    reaches a gradient when only the seeds marked in `given` are non-zero: those an instruction
-    combines with a value that depends on a given seed, directly or through values computed
-    from them. A value computed from an absent seed alone is zero and reaches nothing."""
+def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
+    """What a backward program reads when only the seeds marked in `given` are non-zero:
+    (indices, after the first `seeds` inputs, of the inputs whose value reaches a gradient;
+    ids of the instructions that combine a value depending on a given seed with one that does
+    not: each stands for an eager node's use of its saved values). An input reaches a gradient
+    where such an instruction reads it, directly or through values computed from it; a value
+    computed from an absent seed alone is zero and reaches nothing."""
     live = {v.id for v, g in zip(program.inputs[:seeds], given) if g}
     zero = {v.id for v, g in zip(program.inputs[:seeds], given) if not g}
-    needed = set()
+    needed, users = set(), set()
     for ins in program.instrs:
         ids = [v.id for v in ins.inputs]
         if any(i in live for i in ids):
             live.update(v.id for v in ins.outputs)
-            needed.update(i for i in ids if i not in live and i not in zero)
+            read = [i for i in ids if i not in live and i not in zero]
+            if read:
+                needed.update(read)
+                users.add(id(ins))
         elif any(i in zero for i in ids):
             zero.update(v.id for v in ins.outputs)
     for ins in reversed(program.instrs):
         if any(v.id in needed for v in ins.outputs):
             needed.update(v.id for v in ins.inputs if v.id not in zero)
-    return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}
+    return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}, users
 
 
 def _raise_modified(box, version, tensor, where, shape=None) -> None:

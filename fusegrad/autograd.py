@@ -56,8 +56,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         inputs_tuple = tuple(inputs)
     if len(inputs_tuple) == 0:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    for out in ([outputs] if isinstance(outputs, Tensor) else outputs if isinstance(outputs, (list, tuple)) else
-                [outputs]):
+    # (as torch: anything but a tensor is iterated, so a float raises "'float' object is not iterable")
+    for out in ([outputs] if isinstance(outputs, Tensor) else tuple(outputs)):
         if not isinstance(out, Tensor):
             raise AssertionError("Expected output to be a torch.Tensor")      # torch's check and text
     result = engine.grad(outputs, list(inputs_tuple), grad_outputs, retain_graph, create_graph,

@@ -56,7 +56,7 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # dtype name; its expand errors name bool by the backend type instead.
 TORCH_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
                     "bool": "torch.BoolTensor"}
-EXPAND_TYPE_NAMES = {**TORCH_TYPE_NAMES, "bool": "CPUBoolType"}
+EXPAND_TYPE_NAMES = {**TORCH_TYPE_NAMES, "bool": "CPUBoolType"}   # (and its version-counter errors)
 # torch's scalar type names, by dtype name ("result type Float can't be cast to ...").
 TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 _BY_NP = {d.np: d for d in ALL_DTYPES}

@@ -692,7 +692,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
                  and not (t._no_grad_view and trace.grad_producer(t._sym) is None)] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     backward = None
-    gradients_may_flow = bool(grad_outs and boundary) and is_grad_enabled()
+    gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
     if gradients_may_flow and not freed:
         b = Builder(Program())

@@ -36,6 +36,12 @@ def _argnums_tuple(argnums, nargs: int):
     return single, tuple(k % nargs for k in nums)
 
 
+def _transform_input(leaf: Tensor) -> Tensor:
+    """Mark `leaf` as made by a transformation for its argument (see value_and_grad)."""
+    leaf.__dict__["_transform_input"] = True
+    return leaf
+
+
 def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tensor:
     """A differentiable leaf standing for argument k (same value and graph as x); `again`: x is
     also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
@@ -52,14 +58,14 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tens
             # value: one tensor passed as two differentiated arguments would be one leaf with
             # both uses' gradients (eagerly, and in JAX, each position has its own). A copy is
             # its own (only then: an identity copy of every argument would cost a pass).
-            return x.detach().clone().requires_grad_(True)
-        return x.detach().requires_grad_(True)
+            return _transform_input(x.detach().clone().requires_grad_(True))
+        return _transform_input(x.detach().requires_grad_(True))
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
             what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
-        return t.requires_grad_(True)
+        return _transform_input(t.requires_grad_(True))
     raise TypeError(f"argument {k} of type {type(x).__name__} is not a valid differentiable input: expected a "
                     f"fg.Tensor, a NumPy array or a Python float")
 
@@ -129,8 +135,11 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
             ins = [leaves[k] for k in nums]
             if not outer_grad and grad_mode and out._data is not None:
                 # f closes over a tensor that requires grad (torch.func.grad keeps that history).
+                # (not a leaf an inner fg.grad made for its own argument: a mixed partial,
+                # grad(grad(f, 1), 0), has nothing outside to keep history for)
                 own = {id(x) for x in ins}
-                outer_grad = any(id(leaf) not in own for leaf in engine.leaves_behind(out))
+                outer_grad = any(id(leaf) not in own and not leaf.__dict__.get("_transform_input", False)
+                                 for leaf in engine.leaves_behind(out))
             if out.requires_grad:
                 grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
             else:

@@ -174,3 +174,57 @@ def test_a_parameter_shares_its_datas_version_counter():
 def test_a_class_given_to_sequential_is_named_as_torch_names_it():
     message = _outcome(lambda: fg.nn.Sequential(fg.nn.Linear(1, 1), fg.nn.ReLU))
     assert message == ("TypeError", f"{fg.nn.ReLU.__module__}.ReLU is not a Module subclass")
+
+
+def test_max_over_dim_0_of_a_0d_tensor_is_a_copy():
+    """x.max(0) of a 0-d x returned a view of x: a later write to x changed the values."""
+    def run(lib):
+        x = lib.tensor(2.0)
+        v, i = x.max(0)
+        w, j = x.min(0, keepdim=True)
+        x.add_(1)
+        return v.item(), w.item(), i.item(), v._base is None
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("outputs", ["1.0", "None", "[1.0]", "'a'", "(y, 2.0)"])
+def test_autograd_grad_of_a_non_tensor(outputs):
+    def run(lib):
+        x = lib.ones(1, requires_grad=True)
+        y = x.sum()
+        return _outcome(lambda: lib.autograd.grad(eval(outputs), x))
+    assert run(fg) == run(torch)
+
+
+def test_a_saved_bool_tensor_is_named_as_torch_names_it():
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        c = lib.ones(2, dtype=lib.bool)
+        y = lib.where(c, x, 0.0)
+        c.fill_(False)
+        return _outcome(lambda: y.sum().backward())
+    assert run(fg) == run(torch)
+
+
+def test_a_mixed_partial_by_nested_grads_is_a_plain_value():
+    """grad(grad(f, argnums=1), argnums=0) of numbers: the inner call's leaf is its own, so the
+    result keeps no history (it had grad_fn=<AddBackward0>), as torch.func's."""
+    f = lambda x, y: x * x * y * y * y  # noqa: E731
+    got = fg.grad(lambda x, y: fg.grad(f, argnums=1)(x, y), argnums=0)(2.0, 3.0)
+    want = torch.func.grad(lambda x, y: torch.func.grad(f, argnums=1)(x, y), argnums=0)(
+        torch.tensor(2.0), torch.tensor(3.0))
+    assert (repr(got), got.requires_grad) == (repr(want), want.requires_grad)
+
+
+def test_enable_grad_inside_a_compiled_call_made_under_no_grad():
+    """Outputs recorded under enable_grad inside the call keep their history (a compiled
+    backward), as eagerly, though the call itself runs under no_grad."""
+    def body(a):
+        with fg.enable_grad():
+            return a * 2
+    x = fg.ones(2, requires_grad=True)
+    with fg.no_grad():
+        y = fg.compile(body)(x)
+    assert y.requires_grad
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

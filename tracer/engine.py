@@ -22,7 +22,7 @@ from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
 from fusegrad.ir.ops import infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
-from fusegrad.ir.types import TORCH_TYPE_NAMES
+from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
@@ -356,7 +356,7 @@ def modified_error(shape, dtype_name: str, where: str, version: int, expected: i
     """torch's error for a tensor a backward needs that was changed in place since it was
     saved: its type and shape, `where` (", which is output N of Op," or ""), its version now
     and the version it was saved at."""
-    kind = TORCH_TYPE_NAMES.get(dtype_name, "Tensor")
+    kind = EXPAND_TYPE_NAMES.get(dtype_name, "Tensor")      # (bool: CPUBoolType, as torch's text)
     return RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{kind} [{', '.join(str(s) for s in shape)}]]{where} is at version {version}; "

@@ -803,7 +803,8 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
                         "MaxBackward1" if kind == "max" else "MinBackward1")
     axis = normalize_dim(int(dim), a.dim())
     if a.dim() == 0:
-        values = apply_op("reshape", [a], {"shape": ()}, "MaxBackward0" if kind == "max" else "MinBackward0")
+        # a copy (a reshape would be a view: a later write to `a` would change the values)
+        values = apply_op("cast", [a], {"dtype": a._dtype}, "MaxBackward0" if kind == "max" else "MinBackward0")
         return RETURN_TYPES[kind](values, Tensor._wrap(np.zeros((), np.int64)))
     values, indices = apply_op(kind + "_dim", [a], {"axis": axis, "keepdim": bool(keepdim)},
                                "MaxBackward0" if kind == "max" else "MinBackward0")

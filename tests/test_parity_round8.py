@@ -228,3 +228,17 @@ def test_enable_grad_inside_a_compiled_call_made_under_no_grad():
     assert y.requires_grad
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("make", ["a.T", "a[:, ::2]", "a.T.astype(np.int32)", "a.T, dtype=L.float32", "a[::-1]",
+                                  "np.ascontiguousarray(a.T)"])
+def test_tensor_of_an_array_keeps_its_dense_layout(make):
+    """torch.tensor of an array keeps a dense array's strides (so .view(-1) of a transposed one
+    raises) and refuses negative strides, as from_numpy does."""
+    a = np.arange(6.0).reshape(2, 3)
+
+    def run(L):
+        return _outcome(lambda: (lambda t: (t.stride(), t.tolist(), _outcome(lambda: t.view(-1).shape[0])))(
+            eval(f"L.tensor({make})")))
+    got, want = run(fg), run(torch)
+    assert got[:1] == want[:1] if isinstance(want[0], str) else got == want

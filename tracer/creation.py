@@ -13,7 +13,7 @@ from . import trace_state
 from .device import check_device
 from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg
-from .layout import dense
+from .layout import in_dense_order
 from .tensor import Tensor
 
 _rng = [np.random.default_rng()]
@@ -189,20 +189,29 @@ def tensor(data, dtype: DType | None = None, requires_grad: bool = False, device
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-    t = Tensor._wrap(as_array(data, _dtype_arg("tensor", dtype)))
+    if isinstance(data, np.ndarray):
+        _check_no_negative_strides(data)
+    array = as_array(data, _dtype_arg("tensor", dtype))
+    if isinstance(data, np.ndarray) and array.shape == data.shape:
+        array = in_dense_order(array, data)         # torch keeps a dense array's layout
+    t = Tensor._wrap(array)
     if requires_grad:
         _require_grad(t)
     return t
+
+
+def _check_no_negative_strides(array: np.ndarray) -> None:
+    if any(stride < 0 for stride in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with `array`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    if any(stride < 0 for stride in array.strides):
-        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
-                         "strides are not currently supported. (You can probably work around this by making a "
-                         "copy of your array  with array.copy().) ")
+    _check_no_negative_strides(array)
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
         trace.expose(array)
@@ -559,13 +568,8 @@ def _type_name(x) -> str:
 def _like_layout(result: Tensor, source: Tensor) -> Tensor:
     """`result` (row-major, of source's shape) with source's strides where source's elements
     fill their memory densely (torch's memory_format=torch.preserve_format)."""
-    a = source._data
-    if a is None or a.ndim < 2 or a.flags.c_contiguous or min(a.strides) < 0 or not dense(a):
-        return result
-    order = sorted(range(a.ndim), key=lambda d: -a.strides[d])        # slowest first
-    laid = np.empty([a.shape[d] for d in order], result._data.dtype).transpose(np.argsort(order))
-    np.copyto(laid, result._data)
-    result._data = laid
+    if source._data is not None:
+        result._data = in_dense_order(result._data, source._data)
     return result
 
 

@@ -146,3 +146,15 @@ def byte_range(a: np.ndarray) -> tuple:
     """The [start, end) addresses of a dense array's memory."""
     start = a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in zip(a.shape, a.strides) if st < 0)
     return start, start + a.size * a.itemsize
+
+
+def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """`result` (of source's shape) laid out in source's order of strides where source's elements
+    fill their memory densely, as torch's memory_format=torch.preserve_format keeps a layout
+    (*_like, torch.tensor of an array); `result` itself otherwise."""
+    if source.ndim < 2 or source.flags.c_contiguous or min(source.strides) < 0 or not dense(source):
+        return result
+    order = sorted(range(source.ndim), key=lambda d: -source.strides[d])        # slowest first
+    laid = np.empty([source.shape[d] for d in order], result.dtype).transpose(np.argsort(order))
+    np.copyto(laid, result)
+    return laid

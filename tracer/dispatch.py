@@ -255,8 +255,10 @@ def _run_plan(plan: _Plan, inputs, attrs):
             if result.flags.c_contiguous:
                 # a row-major result of a strided operand (relu writes a fresh array): torch's
                 # elementwise results follow their operands' layout
-                if plan.elementwise and not all([a.flags.c_contiguous for a in arrays]):
-                    result = elementwise_layout(result, arrays)
+                if plan.elementwise and not (arrays[0].flags.c_contiguous if n == 1 else
+                                             arrays[0].flags.c_contiguous and arrays[1].flags.c_contiguous
+                                             if n == 2 else all([a.flags.c_contiguous for a in arrays])):
+                    result = elementwise_layout(result, arrays)     # (unrolled: the hot path)
             elif plan.row_major:
                 result = np.ascontiguousarray(result)
             elif plan.elementwise and reads_a_broadcast(arrays, result.shape):

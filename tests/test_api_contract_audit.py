@@ -290,31 +290,12 @@ def test_grad_fn_graph_structure_as_torch(code):
     assert_as_torch(run)
 
 
-def _xfail(reason):
-    return pytest.param(marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
-GRAPH_GAPS = {
-    "x.add(x, alpha=2)": "tracer/functional.py add: alpha is recorded as a separate MulBackward0; torch's "
-                         "AddBackward0 links both inputs' nodes directly",
-    "(lambda y: (y[0].mul_(2), y)[1])(x * 1)": "tracer (in-place through a view): CopySlices links the view's "
-                                               "MulBackward0 chain; torch's second entry is (None, 0)",
-}
-
-
 @pytest.mark.parametrize("code", ["(lambda y: (y.zero_(), y)[1])(x * 1)", "(lambda y: (y.fill_(2), y)[1])(x * 1)",
                                   "(lambda y: (y.__setitem__(0, 2.0), y)[1])(x * 1)",
-                                  "(lambda y: (y.copy_(x * 2), y)[1])(x * 1)"])
+                                  "(lambda y: (y.copy_(x * 2), y)[1])(x * 1)",
+                                  "(lambda y: (y[0].mul_(2), y)[1])(x * 1)", "x.add(x, alpha=2)",
+                                  "L.sub(x, w, alpha=0.5)"])
 def test_grad_fn_graph_structure_of_fills_and_copies(code):
-    def run(L):
-        x, w = _x(L), L.ones(3, requires_grad=True)
-        return _walk(eval(code).grad_fn)
-    assert_as_torch(run)
-
-
-@pytest.mark.parametrize("code", [pytest.param(code, marks=pytest.mark.xfail(strict=True, reason=reason))
-                                  for code, reason in GRAPH_GAPS.items()])
-def test_grad_fn_graph_structure_gaps(code):
     def run(L):
         x, w = _x(L), L.ones(3, requires_grad=True)
         return _walk(eval(code).grad_fn)

@@ -5,6 +5,8 @@ printed forms and exception texts.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -242,3 +244,42 @@ def test_tensor_of_an_array_keeps_its_dense_layout(make):
             eval(f"L.tensor({make})")))
     got, want = run(fg), run(torch)
     assert got[:1] == want[:1] if isinstance(want[0], str) else got == want
+
+
+def test_a_retained_non_leafs_grad_with_create_graph_is_a_clone():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        (y ** 3).sum().backward(create_graph=True)
+        first = repr(y.grad)
+        (y ** 3).sum().backward(create_graph=True)
+        return first, repr(y.grad), repr(x.grad)
+    got = run(fg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # torch warns of the leaf's reference cycle
+        want = run(torch)
+    assert got == want
+
+
+COPY_SLICES_WRITES = ["a[0].mul_(2)", "a[0].add_(y)", "a[0].zero_()", "a[0].fill_(3.)", "a[:, 1].copy_(y2)",
+                      "a.t()[0].mul_(y2)", "a[0] += y", "a.view(6)[1:].div_(2.)", "a[0][1:].sub_(y[:2])",
+                      "a[0].mul_(2); a[1].add_(y)"]
+
+
+@pytest.mark.parametrize("write", COPY_SLICES_WRITES)
+def test_copy_slices_next_functions_are_torchs(write):
+    """torch's CopySlices wraps the in-place op: its next_functions are the base's history and
+    then the op's other inputs (fusegrad listed the op's own node)."""
+    def names(node):
+        return [(type(n).__name__ if n is not None else None, k) for n, k in node.next_functions]
+
+    def run(lib):
+        x = lib.ones(2, 3, requires_grad=True)
+        y, y2 = lib.ones(3, requires_grad=True), lib.ones(2, requires_grad=True)
+        a = x * 1
+        exec(write)
+        shown = names(a.grad_fn)
+        (a * a).sum().backward()
+        return shown, x.grad.tolist(), y.grad.tolist() if y.grad is not None else None
+    assert run(fg) == run(torch)

@@ -20,7 +20,7 @@ from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
 from .grad_mode import _state as _grad_state, is_grad_enabled
-from .node import SavedTensor, grad_accumulator, node_class, saved_slots
+from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
 from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast
 from .tensor import Tensor
 
@@ -520,6 +520,7 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     replaced) and the view a history as a view of the new base, as torch does."""
     base, chain = view._base, view._view_chain
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
+    base_edge = edge_of(base) if base._requires_grad else None
     old = view._snapshot()
     # Only self is read from the snapshot: another operand that is the view (t.mul_(t)) is saved
     # as the view, so the write makes its backward raise, as torch's (and as h.mul_(h) does).
@@ -529,6 +530,9 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     new_base = _scatter(base, chain, result, fill)
     if new_base._grad_fn is not None:
         set_history(base, new_base._grad_fn, new_base._output_nr)
+        if type(new_base._grad_fn).__name__ == "CopySlices":
+            op_node = result._grad_fn
+            display_edges(new_base._grad_fn, (base_edge,) + (op_node.next_functions[1:] if op_node else ()))
     again = view_of(base, chain)
     if again._grad_fn is not None:
         set_history(view, again._grad_fn, again._output_nr)

@@ -529,7 +529,11 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
         for t, g in pairs:
             if create_graph:
                 g = _as_tensor_grad(g)
-                if t._grad is None:
+                if t._grad is None and t._grad_fn is not None:
+                    # a retained non-leaf: torch's retain_grad hook stores a clone
+                    with enable_grad():
+                        t._grad = g.clone()
+                elif t._grad is None:
                     # torch's AccumulateGrad copies a gradient with history into fresh memory
                     # (never a view of another tensor), recorded as CopyBackwards.
                     copy = Tensor._wrap(np.empty(g._value_shape(), g.dtype.np))

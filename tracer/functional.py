@@ -23,6 +23,7 @@ from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NA
 from .device import check_device, device as torch_device
 from .dispatch import apply_op
 from .layout import layout_stand_in
+from .node import display_edges
 from .tensor import Tensor
 
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
@@ -157,11 +158,22 @@ def scale_by_alpha(a, b, alpha, fn: str):
     return b * alpha if _is_scalar(b) else mul(b, alpha)
 
 
+def _shown_as_one_node(out: Tensor, a, scaled) -> Tensor:
+    """`out` = a + scaled (or -), scaled = alpha * b made here: its node shows torch's
+    next_functions, a's and b's (torch scales inside AddBackward0 / SubBackward0)."""
+    node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
+    if node is not None and scale is not None and out._data is not None:
+        display_edges(node, (node.next_functions[0], scale.next_functions[0]))
+    return out
+
+
 def add(a, b, alpha=1) -> Tensor:
     """a + alpha * b."""
     if type(alpha) is not int or alpha != 1:
-        b = scale_by_alpha(a, b, alpha, "add")
-    elif type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
+        scaled = scale_by_alpha(a, b, alpha, "add")
+        ops = _promoted_pair_fast(a, scaled) or _promoted([a, scaled], "add")
+        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), a, scaled)
+    if type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
         tb = type(b)
         if tb is Tensor and a._dtype is b._dtype:
             return apply_op("add", [a, b], None, "AddBackward0")
@@ -176,7 +188,9 @@ def sub(a, b, alpha=1) -> Tensor:
     """a - alpha * b."""
     _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
-        b = scale_by_alpha(a, b, alpha, "sub")
+        scaled = scale_by_alpha(a, b, alpha, "sub")
+        ops, dtype = _promoted([a, scaled], "sub")
+        return _shown_as_one_node(apply_op("sub", ops, None, "SubBackward0"), a, scaled)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, "SubBackward0")
 

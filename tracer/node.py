@@ -100,6 +100,9 @@ class Node:
     @property
     def next_functions(self) -> tuple:
         """((node, output_nr) or (None, 0)) for each differentiable input of torch's signature."""
+        displayed = DISPLAYED_EDGES.get(self) if DISPLAYED_EDGES else None
+        if displayed is not None:
+            return displayed
         shown = _NEXT_INPUTS.get(type(self).__name__)
         if shown is None:
             # the op table's torch_edges: torch's inputs by position, None for one the op lacks
@@ -138,6 +141,19 @@ class AccumulateGrad(Node):
         """Empty: a leaf's node has no inputs to go back to."""
         return ()
 
+
+# Nodes whose torch counterpart does in one node what fusegrad records as several -> the
+# next_functions torch shows for it (the graph the engine runs is unchanged):
+# - the CopySlices of an in-place op through a view: torch's wraps the op, and shows the base's
+#   history then the op's other inputs; here the op is a node of its own behind it (and a chain
+#   of views writes back through a CopySlices per step);
+# - add/sub with alpha: torch's AddBackward0 scales inside; here a MulBackward0 scales b first.
+DISPLAYED_EDGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def display_edges(node, edges: tuple) -> None:
+    """Show `edges` ((node, output_nr) or (None, 0) each) as `node`'s next_functions."""
+    DISPLAYED_EDGES[node] = tuple(e if e is not None else (None, 0) for e in edges)
 
 _CLASSES: dict[str, type] = {}
 

@@ -101,6 +101,20 @@ def machine_description():
     return f"{cpu}, {os.cpu_count()} logical CPUs, {memory_gib:.0f} GiB; {platform.platform()}"
 
 
+def blas_description():
+    """NumPy's BLAS (which fusegrad's matmuls use) and the OpenBLAS kernel choice the environment
+    forces, if any: OPENBLAS_CORETYPE=Haswell on an AVX-512 machine halves its matmul speed."""
+    import numpy as np
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+        name = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # an older NumPy's config layout
+        name = "unknown"
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return f"NumPy's BLAS {name}; OPENBLAS_CORETYPE={forced} (from the environment)" if forced else \
+        f"NumPy's BLAS {name}; OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels)"
+
+
 def versions():
     """One line of library versions, fusegrad's from the source tree this run imports."""
     from importlib import metadata
@@ -215,6 +229,7 @@ def run_benchmark(args, thread_description):
             "# fusegrad benchmarks", "",
             f"- machine: {machine_description()}",
             f"- versions: {versions()}",
+            f"- BLAS: {blas_description()}",
             f"- threads: {thread_description}",
             f"- mode: {'quick (sizes / 16, few repeats)' if quick else 'full'}; {args.statistic} of up to "
             f"{plan.max_repeats} samples after {plan.warmup_calls} warm-up calls, each sample at least "

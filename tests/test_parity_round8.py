@@ -283,3 +283,71 @@ def test_copy_slices_next_functions_are_torchs(write):
         (a * a).sum().backward()
         return shown, x.grad.tolist(), y.grad.tolist() if y.grad is not None else None
     assert run(fg) == run(torch)
+
+
+# --------------------------------------------------------------------- indexing and in-place
+def test_inplace_power_runs_in_place():
+    """`t **= k` is pow_ (there was no __ipow__: Python rebound t, and aliases never saw it)."""
+    def run(lib):
+        a = lib.tensor([1.0, 2.0, 3.0])
+        b, v = a, a[1:]
+        b **= 2
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 1
+        w = y[1:]
+        w **= 2
+        y.sum().backward()
+        return a.tolist(), v.tolist(), a._version, x.grad.tolist()
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("key", ["[:, [0, 2]]", "[..., [1, 3]]", "[:, 1, [0, 2]]", "[:, L.tensor([True, False, True])]",
+                                 "[[1, 0]]", "[:, [[0], [2]], [1, 3]]"])
+def test_advanced_index_results_are_row_major(key):
+    def run(L):
+        y = eval(f"L.arange(24.).reshape(2, 3, 4){key}")
+        return y.stride(), y.view(-1).tolist()
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("write", ["x[L.tensor([True, False, True])] = L.tensor(5)", "x[x == 0] = L.tensor([[5]])",
+                                   "x[x == 0] = L.tensor([5, 6])", "x[:, L.tensor([True, False])] = L.tensor(5)",
+                                   "x[L.tensor([True, False, True]), 0] = L.tensor(5)",
+                                   "x[L.tensor(True)] = L.tensor(5)", "x[L.tensor([0, 2])] = L.tensor(7)",
+                                   "x[L.tensor([0, 1])] = L.tensor([1, 2, 3, 4])"])
+def test_setitem_through_a_mask_casts_a_one_element_value(write):
+    """torch writes a one-element value through a bool mask by masked_fill_ (a cast); an index
+    put of a tensor value must match the dtype, and a shape mismatch is reported first."""
+    def run(L):
+        x = L.zeros(3, 2)
+        return _outcome(lambda: (exec(write), x.tolist())[1])
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("write", ["x.add_(1)", "x.zero_()", "x[...] = 1.0", "x[[0]] = 1.0", "x[0] = 1.0"])
+def test_inplace_on_a_leaf_that_is_a_view_names_it_a_view(write):
+    def run(L):
+        x = L.arange(6.0).reshape(2, 3).requires_grad_()
+        return _outcome(lambda: exec(write))
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("write", ["a.pow_(t)", "a.pow_(2)", "a.remainder_(t)", "a.remainder_(2)", "a.clamp_(min=t)",
+                                   "a.clamp_(min=0.5)", "a.clamp_(t, t + 1)", "a.clamp_(max=t)",
+                                   "a.div_(t, rounding_mode='floor')", "a.div_(2, rounding_mode='trunc')",
+                                   "a.div_(2, rounding_mode='x')", "a /= t"])
+def test_inplace_ops_with_tensor_arguments_as_torch(write):
+    """torch's nodes for the tensor overloads (PowBackward1, RemainderBackward1, ClampBackward0,
+    which crashed), and div_'s rounding_mode."""
+    def run(L):
+        x = L.tensor([1.0, 2.5, 3.0], requires_grad=True)
+        t = L.tensor([1.5, 0.5, 2.0], requires_grad=True)
+        a = x * 1
+
+        def go():
+            exec(write)
+            (a * a).sum().backward()
+            return (type(a.grad_fn).__name__, np.round(a.detach().numpy(), 5).tolist(),
+                    np.round(x.grad.numpy(), 4).tolist(), None if t.grad is None else np.round(t.grad.numpy(), 4).tolist())
+        return _outcome(go)
+    assert run(fg) == run(torch)

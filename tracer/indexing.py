@@ -191,7 +191,7 @@ def setitem(t: Tensor, key, value) -> None:
         # torch writes through t[key], a view (named by its node) of a view made under no_grad
         raise no_grad_view_error(t if whole else t[key])
     if t._grad_fn is None and t._requires_grad and t._sym is None and is_grad_enabled():
-        through = "" if whole else "a view of "
+        through = "" if whole and t._base is None else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
     if source is not None and t._sym is None:
@@ -412,6 +412,11 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match
         value = np.asarray(value, dtype=t._dtype.np)
+    elif value._dtype is not t._dtype and value.numel() == 1 and \
+            any(isinstance(item, _Mask) and item.ndim > 0 for item in items):
+        # torch writes a one-element value through a bool mask by masked_fill_, which casts it
+        from .functional import cast
+        value = cast(value, t._dtype)
     check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)
     apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",

@@ -26,7 +26,7 @@ def check_inplace(t: Tensor) -> None:
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
     base_is_leaf = t._base is not None and t._base._requires_grad and t._base.is_leaf
     if t._requires_grad and t.is_leaf:
-        if base_is_leaf:
+        if base_is_leaf or t._base is not None:     # (a leaf that is a view: arange(6).reshape(2, 3))
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
@@ -38,10 +38,12 @@ def _dims_text(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def binary_inplace(op: str, name: str, method_name: str | None = None):
+def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_name: str | None = None):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output
-    (`method_name`: torch's name of the method, where it is not the op's name and "_")."""
+    (`method_name`: torch's name of the method, where it is not the op's name and "_";
+    `tensor_name`: the node's name where other is a tensor, if torch's overloads differ there)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
+        name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
         from .functional import _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
         check_inplace(self)
         # The common case (an optimizer's p.add_(g, alpha=-lr)): float tensors of one dtype and
@@ -49,7 +51,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None):
         if (type(other) is Tensor and other._dtype is self._dtype and self._dtype.is_floating_point
                 and (type(alpha) is float or type(alpha) is int)
                 and other._value_shape() == self._value_shape()):
-            apply_op(op, [self, other if alpha == 1 else mul(other, alpha)], None, name, out=self)
+            apply_op(op, [self, other if alpha == 1 else mul(other, alpha)], None, name_here, out=self)
             return self
         if op == "sub":
             _check_bool_sub(self, other)
@@ -65,7 +67,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None):
         if dtype.category > self._dtype.category:
             raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[dtype.name]} can't be cast to the desired output "
                                f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
-        apply_op(op, [self, _coerce(other, self._dtype)], None, name, out=self)
+        apply_op(op, [self, _coerce(other, self._dtype)], None, name_here, out=self)
         return self
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
@@ -84,9 +86,17 @@ def unary_inplace(op: str, name: str):
 
 
 def clamp_(t: Tensor, min=None, max=None) -> Tensor:
-    """In-place clamp with number bounds."""
+    """In-place clamp: number bounds (ClampBackward1), or tensor bounds, which take part in
+    autograd as in the out-of-place clamp (ClampBackward0)."""
     check_inplace(t)
-    from .functional import clamp_bounds
+    from .functional import _clamp_overload, _coerce, clamp_bounds
+    if (min is not None or max is not None) and _clamp_overload(t, min, max):
+        if min is None or max is None:
+            op, bound = ("clamp_max", max) if min is None else ("clamp_min", min)
+            apply_op(op, [t, _coerce(bound, t._dtype)], None, "ClampBackward0", out=t)
+        else:
+            apply_op("clamp", [t, _coerce(min, t._dtype), _coerce(max, t._dtype)], None, "ClampBackward0", out=t)
+        return t
     lo, hi = clamp_bounds(t._dtype, min, max)
     apply_op("clamp", [t, np.asarray(lo, t._dtype.np), np.asarray(hi, t._dtype.np)], None, "ClampBackward1",
              out=t)

@@ -123,6 +123,21 @@ def _checked_other(fn):
     return method
 
 
+_ROUNDED_DIVS = {mode: _checked_other(inplace.binary_inplace("div_" + mode, "DivBackward2", "div_"))
+                 for mode in ("trunc", "floor")}
+_TRUE_DIV_ = _checked_other(inplace.binary_inplace("div", "DivBackward0"))
+
+
+def _div_(self, other, *, rounding_mode=None) -> Tensor:
+    """In-place division; `rounding_mode` "trunc" or "floor" rounds the quotient, as div()."""
+    if rounding_mode is None:
+        return _TRUE_DIV_(self, other)
+    if rounding_mode not in _ROUNDED_DIVS:
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    return _ROUNDED_DIVS[rounding_mode](self, other)
+
+
 def _clamp_(self, min=None, max=None) -> Tensor:
     """In-place clamp: a float bound cannot clamp an integer tensor in place (torch's text)."""
     if not self._dtype.is_floating_point and any(isinstance(b, (float, np.floating)) for b in (min, max)):
@@ -288,10 +303,11 @@ METHODS = {
     "add_": _checked_other(inplace.binary_inplace("add", "AddBackward0")),
     "sub_": _checked_other(inplace.binary_inplace("sub", "SubBackward0")),
     "mul_": _checked_other(inplace.binary_inplace("mul", "MulBackward0")),
-    "div_": _checked_other(inplace.binary_inplace("div", "DivBackward0")),
-    "pow_": _checked_other(inplace.binary_inplace("pow", "PowBackward0")),
+    "div_": _div_,
+    "pow_": _checked_other(inplace.binary_inplace("pow", "PowBackward0", tensor_name="PowBackward1")),
     "floor_divide_": _checked_other(inplace.binary_inplace("div_floor", "NotImplemented", "floor_divide_")),
-    "remainder_": _checked_other(inplace.binary_inplace("remainder", "RemainderBackward0", "remainder_")),
+    "remainder_": _checked_other(inplace.binary_inplace("remainder", "RemainderBackward0", "remainder_",
+                                                       tensor_name="RemainderBackward1")),
     "exp_": _float_result(inplace.unary_inplace("exp", "ExpBackward0"), "exp"),
     "log_": _float_result(inplace.unary_inplace("log", "LogBackward0"), "log"),
     "sqrt_": _float_result(inplace.unary_inplace("sqrt", "SqrtBackward0"), "sqrt"),
@@ -328,7 +344,7 @@ OPERATORS = {
     "__rfloordiv__": _binary_operator(F.rfloordiv, reflected=True),
     "__mod__": _binary_operator(F.remainder), "__rmod__": _binary_operator(F.rremainder, reflected=True),
     "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
-    "__itruediv__": METHODS["div_"], "__ifloordiv__": METHODS["floor_divide_"], "__imod__": METHODS["remainder_"],
+    "__itruediv__": METHODS["div_"], "__ipow__": METHODS["pow_"], "__ifloordiv__": METHODS["floor_divide_"], "__imod__": METHODS["remainder_"],
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
 }
 

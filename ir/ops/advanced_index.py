@@ -125,22 +125,24 @@ def _take_vjp(e, x, y, g, a, n):
     return [gx] + [None] * (len(x) - 1)
 
 
+# (its eager result is row-major, as torch's: NumPy puts the indexed dims first in memory)
 register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
-               doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)"))
+               doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)",
+               extra={"row_major_result": True}))
 
 
 # --------------------------------------------------------------------- index_put_at
 def _put_infer(types, attrs):
     x, v, indices, dims = types[0], types[1], types[2:], attrs["dims"]
     _check_dims(x, indices, dims)
+    target = take_shape(x.shape, [t.shape for t in indices], dims)
+    if not _fits(value_shape(v.shape), target):         # (torch checks the shape first)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
+                           f"indexing result of shape {shape_str(target)}")
     if x.dtype is not v.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{TORCH_SCALAR_NAMES[x.dtype.name]} for the destination and {TORCH_SCALAR_NAMES[v.dtype.name]} "
                            f"for the source.")
-    target = take_shape(x.shape, [t.shape for t in indices], dims)
-    if not _fits(value_shape(v.shape), target):
-        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
-                           f"indexing result of shape {shape_str(target)}")
     return [TensorType(x.shape, x.dtype)]
 
 

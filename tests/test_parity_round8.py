@@ -351,3 +351,17 @@ def test_inplace_ops_with_tensor_arguments_as_torch(write):
                     np.round(x.grad.numpy(), 4).tolist(), None if t.grad is None else np.round(t.grad.numpy(), 4).tolist())
         return _outcome(go)
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("writes", ["y.exp_(); y.add_(1)", "y.tanh_(); a.add_(1)", "y.sigmoid_(); y[0].mul_(2)",
+                                    "y.exp_()", "y.relu_(); y.add_(1)", "y.sqrt_(); y.add_(1)",
+                                    "y.exp_(); x.data.add_(1)"])
+def test_an_output_saving_inplace_op_on_a_view_saves_the_view(writes):
+    """exp_ (tanh_, sigmoid_, relu_, sqrt_) on a view saves the view itself, as torch: a later
+    write to it or its base makes the backward raise (it used a private copy)."""
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        a = x * 1
+        y = a[1:]
+        return _outcome(lambda: (exec(writes), y.sum().backward(), np.round(x.grad.numpy(), 4).tolist())[2])
+    assert run(fg) == run(torch)

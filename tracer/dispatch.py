@@ -527,6 +527,11 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     result = apply_op(op, [old if k == 0 else x for k, x in enumerate(inputs)], attrs, name)
     fill = name in _FILLS
     _write_inplace(view, result._data, op, fill)
+    node = result._grad_fn
+    if node is not None and ("out", 0) in node.saved:
+        # an op that saves its output (exp_, tanh_, sigmoid_, relu_, sqrt_) saves the view itself
+        # in torch: a later write to the view or its base makes the backward raise
+        node.saved[("out", 0)] = SavedTensor(view._data, view._vbox)
     new_base = _scatter(base, chain, result, fill)
     if new_base._grad_fn is not None:
         set_history(base, new_base._grad_fn, new_base._output_nr)

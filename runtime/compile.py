@@ -691,6 +691,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf
                  and not (t._no_grad_view and trace.grad_producer(t._sym) is None)] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
+    # leaves made inside the call by requires_grad_() (their outputs' gradients reach them too)
+    boundary += [t for t in (ref() for ref in trace.new_leaves)
+                 if t is not None and t._sym is not None and t._requires_grad and t.__dict__.get("_leaf_value")]
     backward = None
     gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
@@ -849,6 +852,9 @@ def _input_value(trace: Trace, x: Tensor):
     to a later value, but gradients flow to the value the caller passed in."""
     if x._sym is None:
         return trace.value_of(x)
+    made_here = x.__dict__.get("_leaf_value")
+    if made_here is not None:           # a leaf made inside the call: the value it became a leaf with
+        return made_here
     for v, a in zip(trace.inputs, trace.input_arrays):
         if a is x._data:
             return trace.aliases.get((v.id, x._requires_grad), v) \

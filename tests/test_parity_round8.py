@@ -365,3 +365,27 @@ def test_an_output_saving_inplace_op_on_a_view_saves_the_view(writes):
         y = a[1:]
         return _outcome(lambda: (exec(writes), y.sum().backward(), np.round(x.grad.numpy(), 4).tolist())[2])
     assert run(fg) == run(torch)
+
+
+LEAVES_MADE_INSIDE = {
+    "detach().requires_grad_()": lambda L, x: (lambda y: ((y.exp()).sum(), y))((x * 2).detach().requires_grad_()),
+    "requires_grad = True": lambda L, x: (lambda y: (setattr(y, "requires_grad", True), ((y * y).sum(), y))[1])(
+        (x * 2).detach()),
+    "exp().requires_grad_()": lambda L, x: (lambda y: ((y * 2).sum(), y))(x.exp().requires_grad_()),
+    "beside a created leaf": lambda L, x: (lambda y, w: ((y * w).sum(), y, w))(
+        (x * 2).detach().requires_grad_(), L.ones(2, requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("case", LEAVES_MADE_INSIDE)
+def test_outputs_of_a_leaf_made_inside_a_compiled_call_keep_their_history(case):
+    """A leaf made by requires_grad_() inside fg.compile: outputs computed from it require grad
+    and a backward fills its .grad, as eagerly (they came back as plain values)."""
+    body = LEAVES_MADE_INSIDE[case]
+
+    def run(L, compiled):
+        x = L.tensor([1.0, 2.0])
+        out = fg.compile(lambda x: body(fg, x))(x) if compiled else body(L, x)
+        out[0].backward()
+        return out[0].requires_grad, [(o.requires_grad, np.round(o.grad.numpy(), 4).tolist()) for o in out[1:]]
+    assert run(fg, True) == run(torch, False)

@@ -369,6 +369,7 @@ class Tensor:
         if self._sym is not None and requires_grad and not self._traced_leaf:
             # A leaf made inside a compiled call: backward() there accumulates into its .grad.
             self._traced_leaf = True
+            self.__dict__["_leaf_value"] = self._sym      # (its value as a leaf: gradients flow to it)
             trace_state.current().new_leaves.append(weakref.ref(self))
         return self
 

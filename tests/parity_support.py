@@ -90,3 +90,11 @@ def distinct_values(shape, dtype: str = "f32", offset: float = 0.0) -> np.ndarra
     elif dtype == "bool":
         values = (np.arange(n) + int(offset)) % 3 == 1
     return values.reshape(shape).astype(DTYPE_NAMES[dtype])
+
+
+def outcome(fn):
+    """fn()'s result as comparable data, or its exception's class name and text."""
+    try:
+        return fn()
+    except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+        return type(exc).__name__, str(exc)

@@ -12,15 +12,9 @@ import pytest
 
 import fusegrad as fg
 
+from parity_support import outcome as _outcome
+
 torch = pytest.importorskip("torch", reason="torch is the oracle")
-
-
-def _outcome(fn):
-    """fn()'s result as comparable data, or its exception's class name and text."""
-    try:
-        return fn()
-    except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
-        return type(exc).__name__, str(exc)
 
 
 # --------------------------------------------------------------------- result layouts

@@ -257,7 +257,7 @@ class _BackwardFn:
         # without retain_graph frees only the saved values it reached, so another output's
         # backward can still run (y1.backward(); y2.backward()) where it needs none of them.
         self._consumed = set()      # ids of the backward's instructions whose saved values a backward
-                                    # freed (see reached_inputs)
+                                    # freed (see reached_inputs); EVERY_USE: a backward from every output
         self._last_users = None     # those the last run used (freed if the engine frees the node)
         self.stale = {}         # which outputs get cotangents (a tuple of bools) -> (value, version
                                 # box, version when saved, its name) of a saved value those reach that
@@ -289,20 +289,22 @@ class _BackwardFn:
         if node is not None and node._freed:
             # The engine freed the node after the last run: what that run used is gone. The node
             # stays usable for what it did not use (eagerly those are other nodes).
-            self._consumed |= self._last_users or set()
+            last = self._last_users
+            self._consumed = EVERY_USE if EVERY_USE in (last, self._consumed) else self._consumed | (last or set())
             self._last_users = None
             node._freed = False
-        if users & self._consumed:
+        consumed = self._consumed
+        if consumed and (users if consumed is EVERY_USE else consumed if users is EVERY_USE else users & consumed):
             raise RuntimeError(_FREED_MSG)
 
-    def reached_saved(self, given: tuple | None) -> tuple:
+    def reached_saved(self, given: tuple) -> tuple:
         """(indices of the saved values that the backward program combines with a cotangent in
-        `given`, None: every output's; ids of the instructions that do so): what a backward
-        from these outputs reads, whose version checks it runs (see reached_inputs)."""
+        `given`; ids of the instructions that do so): what a backward from these outputs reads,
+        whose version checks it runs (see reached_inputs)."""
         found = self._reached_saved.get(given)
         if found is None:
             seeds = len(self.program.inputs) - len(self.saved)
-            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given or (True,) * seeds)
+            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
         return found
 
     def expand(self, e, xs, gs, given=None) -> list:
@@ -340,16 +342,21 @@ class _BackwardFn:
         return [value(next(grads)) if present else None for present in self.grad_present]
 
     def run(self, *cotangents, given=None):
-        reached, users = self.reached_saved(given)
+        # (a backward from every output, the common case, reaches everything: no scan)
+        reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         self._check_not_freed(users)
         self._check_stale(given)
         for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and k in reached:
+            if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
         self._last_users = users
         outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
+
+
+# _BackwardFn's instructions used by a backward from every output: all of them.
+EVERY_USE = frozenset({"every instruction"})
 
 
 class _GivenCotangents:

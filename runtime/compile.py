@@ -294,7 +294,7 @@ class _BackwardFn:
             self._last_users = None
             node._freed = False
         consumed = self._consumed
-        if consumed and (users if consumed is EVERY_USE else consumed if users is EVERY_USE else users & consumed):
+        if self.saved and consumed and (users if consumed is EVERY_USE else consumed if users is EVERY_USE else users & consumed):
             raise RuntimeError(_FREED_MSG)
 
     def reached_saved(self, given: tuple) -> tuple:

@@ -383,3 +383,12 @@ def test_outputs_of_a_leaf_made_inside_a_compiled_call_keep_their_history(case):
         out[0].backward()
         return out[0].requires_grad, [(o.requires_grad, np.round(o.grad.numpy(), 4).tolist()) for o in out[1:]]
     assert run(fg, True) == run(torch, False)
+
+
+@pytest.mark.parametrize("call", ["x.sum(dtype=L.int64)", "x.sum(dtype=L.bool)", "x.sum(0, dtype=L.int64)",
+                                  "x.detach().sum(dtype=L.int64)", "x.sum(dtype=L.float64)"])
+def test_sum_to_an_integer_dtype_of_a_tensor_that_requires_grad(call):
+    def run(L):
+        x = L.tensor([1.5, 2.5], requires_grad=True)
+        return _outcome(lambda: (lambda r: (r.item(), r.requires_grad))(eval(call)))
+    assert run(fg) == run(torch)

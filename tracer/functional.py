@@ -22,6 +22,7 @@ from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NA
 
 from .device import check_device, device as torch_device
 from .dispatch import apply_op
+from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
 from .node import display_edges
 from .tensor import Tensor
@@ -743,6 +744,9 @@ def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -
     a = as_tensor(a, "sum")
     dim, keepdim, given = _dim_overload("sum", dim, keepdim)
     if dtype is not None:
+        if not dtype.is_floating_point and a.requires_grad and is_grad_enabled():
+            # torch's sum records its node before the cast: a gradient of integers cannot exist
+            raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[dtype.name]}")
         a = cast(a, dtype)
     elif not a._dtype.is_floating_point:
         a = cast(a, int64)

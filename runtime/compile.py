@@ -631,7 +631,7 @@ def _abandon(trace: Trace) -> None:
             value = None
         tensor._sym = None
         if value is not None and value.shape == array.shape:
-            np.copyto(_writable(array), value, casting="unsafe")
+            np.copyto(_writable(array, tensor), value, casting="unsafe")
             written_back.append(tensor)
     trace.apply_writes(written_back)
     done = []
@@ -647,14 +647,20 @@ def _abandon(trace: Trace) -> None:
         t._sym, t._requires_grad = None, False
 
 
-def _writable(array: np.ndarray) -> np.ndarray:
+def _writable(array: np.ndarray, tensor=None) -> np.ndarray:
     """Where a write-back goes: `array`, or for an expand's read-only view of writable memory
     (an argument `x.expand(2, 3)` filled in the call) a writable view of that memory, so
     every alias gets the value, as eagerly."""
-    if array.flags.writeable or 0 not in array.strides:
+    if array.flags.writeable or not (0 in array.strides or _views_an_expand(tensor)):
         return array            # (a read-only snapshot stays read-only: the write raises)
     memory = _writable_memory(array)
     return array if memory is None else memory
+
+
+def _views_an_expand(tensor) -> bool:
+    """Is `tensor` a view made through an expand (s.expand(2, 3, 3)[-1] has no stride 0 of its own
+    but is read-only, as NumPy makes every view of a broadcast)?"""
+    return tensor is not None and tensor._base is not None and any(op == "expand" for op, _ in tensor._view_chain)
 
 
 def _live_program(traced: Program, outputs: list) -> Program:
@@ -759,7 +765,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     written_back = []
     for array, tensor in mutated:
         if tensor._sym is not None:
-            np.copyto(_writable(array), by_id[tensor._sym.id], casting="unsafe")
+            np.copyto(_writable(array, tensor), by_id[tensor._sym.id], casting="unsafe")
             tensor._sym = None
             written_back.append(tensor)
     trace.apply_writes(written_back)

@@ -668,8 +668,6 @@ BUGS = {
     "I": "a view made before its base gains history in place does not require grad: y = L.zeros(2); v = y[:]; "
          "y.add_(x) (x requires grad); (v * v).sum().requires_grad is False (torch True): gradient lost",
     # wrong errors
-    "B": "t[key] = v into an expand raises 'more than one element of the written-to tensor ...': under "
-         "fg.compile always, eagerly when it requires grad: h = x * 1; e = h.expand(2, 3); e[1:] = 5.",
     "L": "fg.compile: the caller's leaf becomes a non-leaf (grad_fn CompiledFunctionBackward): "
          "def f(a): t = a.detach(); (with L.no_grad(): a.mul_(2)); t.fill_(-1.); return a.sum()",
     "K": "fg.compile: x.sub_(x[1, 1]) runs where torch raises 'unsupported operation: some elements of the input "
@@ -691,17 +689,17 @@ BUGS = {
 # mode -> {seed: the BUGS it shows}
 KNOWN: dict = {
     "eager": {
-        215: "H2", 673: "F", 802: "B", 1048: "H2"
+        215: "H2", 673: "F", 1048: "H2"
     },
     "compiled": {
-        4899: "S", 99: "F", 104: "B", 117: "B",
-        241: "L", 247: "D", 308: "B", 359: "K",
-        415: "B", 445: "D", 456: "F", 496: "H2", 501: "B",
-        571: "F I", 575: "D", 646: "B",
+        4899: "S", 99: "F",
+        241: "L", 247: "D", 359: "K",
+        445: "D", 456: "F", 496: "H2",
+        571: "F I", 575: "D",
         657: "K", 673: "F", 679: "D", 688: "K", 732: "D",
-        757: "H2", 789: "D", 802: "B", 803: "B", 846: "F", 924: "D",
-        954: "C2", 963: "H2", 1018: "D", 1025: "B", 1038: "C2", 1048: "H2",
-        1053: "B",
+        757: "H2", 789: "D", 846: "F", 924: "D",
+        954: "C2", 963: "H2", 1018: "D", 1038: "C2", 1048: "H2",
+       
     },
     "kernels": {
     },

@@ -392,3 +392,44 @@ def test_sum_to_an_integer_dtype_of_a_tensor_that_requires_grad(call):
         x = L.tensor([1.5, 2.5], requires_grad=True)
         return _outcome(lambda: (lambda r: (r.item(), r.requires_grad))(eval(call)))
     assert run(fg) == run(torch)
+
+
+EXPAND_WRITES = ["e[0].add_(1)", "e[0, 1] = 5.", "e[0][1:] = 5.", "e[1].mul_(w)", "e[0].copy_(w)", "e[:, 0].add_(1)",
+                 "e.add_(1)", "e[0:2].add_(1)", "e.t()[0].add_(1)", "e[1] = w * 2"]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("write", EXPAND_WRITES)
+def test_a_write_into_a_part_of_an_expand_that_holds_each_element_once(write, compiled):
+    """torch allows an in-place write into a region of an expand (of a tensor with history) that
+    holds each element once, a row of x.expand(2, 3), and refuses one that holds an element
+    twice (fusegrad refused both)."""
+    def body(L, a, w):
+        e = a.expand(2, 3)
+        exec(write)
+        return (a * a).sum()
+
+    def run(L, compiled):
+        x = L.ones(3, requires_grad=True)
+        w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+        def go():
+            fn = fg.compile(lambda a, w: body(fg, a, w)) if compiled else (lambda a, w: body(L, a, w))
+            fn(x * 1, w).backward()
+            return np.round(x.grad.numpy(), 5).tolist(), None if w.grad is None else np.round(w.grad.numpy(), 5).tolist()
+        return _outcome(go)
+    assert run(fg, compiled) == run(torch, False)
+
+
+def test_a_compiled_write_into_a_view_of_an_expand_argument():
+    """s.expand(2, 3, 3)[-1] is read-only in NumPy (every view of a broadcast is); a compiled
+    call that writes it writes s, as eagerly (the write-back raised 'read-only')."""
+    def body(a2):
+        a2.div_(a2.abs() + 1)
+        return (a2 * -1.0).sum()
+
+    def run(L, fn):
+        s0 = L.tensor([[-1.25, -0.75, 1.0], [-0.25, 0.25, -0.75], [-1.25, -1.75, -1.5]])
+        out = fn(s0.expand(2, 3, 3)[-1])
+        return round(out.item(), 4), np.round(s0.numpy(), 4).tolist(), s0._version
+    assert run(fg, fg.compile(body)) == run(torch, body)

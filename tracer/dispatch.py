@@ -450,8 +450,17 @@ def _writable_memory(a: np.ndarray):
     root = a
     while isinstance(root.base, np.ndarray) and not root.flags.writeable:
         root = root.base
-    if not root.flags.writeable or not root.flags.c_contiguous:
+    if not root.flags.writeable:
         return None
+    if not root.flags.c_contiguous:
+        # a dense root in another order (a transposed result): its memory as one row-major run
+        if min(root.strides, default=0) < 0:
+            return None
+        flat = root.ravel(order="K")
+        if flat.__array_interface__["data"][0] != root.__array_interface__["data"][0] or \
+                not np.may_share_memory(flat, root):
+            return None                 # (not dense: ravel copied)
+        root = flat
     offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return np.ndarray(a.shape, a.dtype, buffer=root, offset=offset, strides=a.strides)
 
@@ -487,6 +496,22 @@ def _fill_through_expand(src, expanded, rest, value):
     reached = apply_op("reshape", [reached], {"shape": shape})
     constant = apply_op("amax", [value], {"axes": tuple(range(value.dim())), "keepdim": False})
     return apply_op("where", [reached, apply_op("expand", [constant], {"shape": shape}), src], None, "CopySlices")
+
+
+def _write_through_expand(src, expanded_shape: tuple, rest, value):
+    """`src` after a write of `value` into the region that the views `rest` select of an expand
+    of it: allowed where the region holds each element of src at most once (a row of
+    x.expand(2, 3)), as torch's copy into it; torch's overlap error otherwise."""
+    ids = np.broadcast_to(np.arange(src.numel()).reshape(tuple(src.shape)), expanded_shape)
+    for op, attrs in rest:
+        ids = OPS[op].ref(ids, **dict(attrs))
+    ids = np.asarray(ids).reshape(-1)
+    if np.unique(ids).size != ids.size:
+        raise RuntimeError(_OVERLAP_MSG)
+    flat = apply_op("reshape", [src], {"shape": (src.numel(),)})
+    values = apply_op("reshape", [value], {"shape": (ids.size,)})
+    written = apply_op("index_put_at", [flat, values, ids.astype(np.int64)], {"dims": (0,), "accumulate": False})
+    return apply_op("reshape", [written], {"shape": tuple(src.shape)}, "CopySlices")
 
 
 def _unexpand(src, value, fill: bool):
@@ -594,6 +619,8 @@ def _scatter_through(base, chain, value, fill: bool):
     inner = apply_op(op, [base], attrs) if rest else None
     if op == "expand" and fill and rest:
         return _fill_through_expand(base, inner, rest, value)
+    if op == "expand" and rest:
+        return _write_through_expand(base, tuple(inner.shape), rest, value)
     new_inner = _scatter(inner, rest, value, fill) if rest else value
     if op == "expand":
         return _unexpand(base, new_inner, fill)

@@ -204,7 +204,8 @@ def setitem(t: Tensor, key, value) -> None:
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)
         raise RuntimeError(_OVERLAP_MSG)
-    if not whole and t._sym is None and _overlaps_itself(t._data):
+    if not whole and (_overlaps_itself(t._data) if t._sym is None else
+                      t._base is not None and any(op == "expand" for op, _ in t._view_chain)):
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does
         region = t[key]

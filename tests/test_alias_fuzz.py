@@ -670,11 +670,6 @@ BUGS = {
     # wrong errors
     "L": "fg.compile: the caller's leaf becomes a non-leaf (grad_fn CompiledFunctionBackward): "
          "def f(a): t = a.detach(); (with L.no_grad(): a.mul_(2)); t.fill_(-1.); return a.sum()",
-    "K": "fg.compile: x.sub_(x[1, 1]) runs where torch raises 'unsupported operation: some elements of the input "
-         "tensor and the written-to tensor refer to a single memory location' (eagerly it raises, as torch)",
-    "S": "fg.compile: e[...] = t (a 0-d tensor t) into an expand writes every alias where torch raises "
-         "'unsupported operation: more than one element of the written-to tensor ...': e = x.expand(2, 2, 3); "
-         "e[...] = x.sum() (eagerly it raises, as torch)",
     "F": "views made under no_grad of a tensor that requires grad, after their base is written: torch raises "
          "'A view was created in no_grad mode and its base or another view of its base has been modified inplace "
          "...' where fusegrad does not, for a view of one saved by a backward (eagerly) and for such a view made "
@@ -692,11 +687,11 @@ KNOWN: dict = {
         215: "H2", 673: "F", 1048: "H2"
     },
     "compiled": {
-        4899: "S", 99: "F",
-        241: "L", 247: "D", 359: "K",
+        99: "F",
+        241: "L", 247: "D",
         445: "D", 456: "F", 496: "H2",
         571: "F I", 575: "D",
-        657: "K", 673: "F", 679: "D", 688: "K", 732: "D",
+        673: "F", 679: "D", 732: "D",
         757: "H2", 789: "D", 846: "F", 924: "D",
         954: "C2", 963: "H2", 1018: "D", 1038: "C2", 1048: "H2",
        

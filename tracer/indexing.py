@@ -23,7 +23,8 @@ from fusegrad.ir import bool_
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
-from .dispatch import _OVERLAP_MSG, _check_no_partial_overlap, _overlaps_itself, apply_op
+from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
+from .layout import traced_overlaps_itself, traced_partial_overlap
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -179,6 +180,7 @@ def setitem(t: Tensor, key, value) -> None:
     # torch copies a value of one or more dims into t[key] (copy_, with its overlap check) and
     # fills it with a 0-d one (no check)
     source = value._data if isinstance(value, Tensor) and value.dim() > 0 else None
+    value_tensor = value if isinstance(value, Tensor) and value.dim() > 0 else None
     if isinstance(value, Tensor):
         name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
         value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
@@ -200,7 +202,10 @@ def setitem(t: Tensor, key, value) -> None:
             source = source[0]              # torch drops a value's leading 1s first
         if source.shape == region.shape:    # (broadcast, it is an expand: torch cannot decide)
             _check_no_partial_overlap(region, [source])
-    if whole and t._sym is None and _overlaps_itself(t._data):
+    elif value_tensor is not None and traced_partial_overlap(
+            t, [value_tensor], region=lambda ids: ids if whole else ids[to_numpy_index(items) + (Ellipsis,)]):
+        raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace, the same check on views of one tensor)
+    if whole and (_overlaps_itself(t._data) if t._sym is None else traced_overlaps_itself(t)):
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)
         raise RuntimeError(_OVERLAP_MSG)

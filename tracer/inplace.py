@@ -10,9 +10,11 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
 
-from .dispatch import _OVERLAP_MSG, _check_no_partial_overlap, _overlaps_itself, apply_op, no_grad_view_error
+from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
+                       no_grad_view_error)
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
+from .layout import traced_partial_overlap
 from .tensor import Tensor
 
 
@@ -139,5 +141,7 @@ def copy_(t: Tensor, src) -> Tensor:
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
     if t._data is not None and src._data is not None:
         _check_no_partial_overlap(t._data, [src._data])     # as torch's copy_
+    elif traced_partial_overlap(t, [src]):                  # (inside a trace: views of one tensor)
+        raise RuntimeError(_PARTIAL_OVERLAP)
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

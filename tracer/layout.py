@@ -158,3 +158,55 @@ def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
     laid = np.empty([source.shape[d] for d in order], result.dtype).transpose(np.argsort(order))
     np.copyto(laid, result)
     return laid
+
+
+def _element_ids(t: Tensor):
+    """(the tensor whose memory `t` is, or a view of: t's base or t; which of its elements t's
+    elements are, as an int array of t's shape), replaying t's view chain on element indices."""
+    owner = t._base if t._base is not None else t
+    ids = np.arange(max(owner.numel(), 0)).reshape(tuple(owner.shape))
+    if t._base is not None:
+        from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
+        for op, attrs in t._view_chain:
+            ids = OPS[op].ref(ids, **dict(attrs))
+    return owner, np.asarray(ids)
+
+
+def _dense_ids(ids: np.ndarray) -> bool:
+    """Do these element indices cover a block of consecutive elements, each once?"""
+    return ids.size == 0 or (ids.max() - ids.min() + 1 == ids.size and np.unique(ids).size == ids.size)
+
+
+def traced_partial_overlap(target: Tensor, operands, region=None) -> bool:
+    """torch's get_overlap_status for tensors of a trace, which have no memory yet: does an
+    operand that is a view of the same tensor as `target` (or that tensor) cover some of its
+    elements (of the part `region(ids)` selects, where given) without being the same elements
+    in the same order? Pairs where one side is not a dense block are let through, as torch does."""
+    owner = target._base if target._base is not None else target
+    shared = [x for x in operands if x is not target and (x is owner or getattr(x, "_base", None) is owner)]
+    if not shared:
+        return False
+    _, mine = _element_ids(target)
+    if region is not None:
+        mine = np.asarray(region(mine))
+    if mine.size == 0 or not _dense_ids(mine):
+        return False
+    for x in shared:
+        _, theirs = _element_ids(x)
+        while theirs.ndim > mine.ndim and theirs.shape[0] == 1:
+            theirs = theirs[0]              # (torch drops a written value's leading 1s)
+        if theirs.size == 0 or not _dense_ids(theirs):
+            continue
+        if theirs.shape == mine.shape and np.array_equal(theirs, mine):
+            continue
+        if theirs.min() <= mine.max() and mine.min() <= theirs.max():
+            return True
+    return False
+
+
+def traced_overlaps_itself(t: Tensor) -> bool:
+    """Do two elements of traced view `t` (an expand's) share memory?"""
+    if t._base is None:
+        return False
+    _, ids = _element_ids(t)
+    return np.unique(ids).size != ids.size

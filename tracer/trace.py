@@ -22,13 +22,14 @@ import numpy as np
 
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          from_numpy_dtype)
-from fusegrad.ir.ops import infer_types
+from fusegrad.ir.ops import ELEMENTWISE, infer_types
 from fusegrad.ir.ops.registry import _INFERRED      # infer_types' memo, read inline on the hot path
 from fusegrad.ir.program import Instr
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
-from .dispatch import _FILLS, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
+from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
+from .layout import traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .node import _FREED_MSG, qualified_name, saved_slots
@@ -328,6 +329,8 @@ class Trace:
             self.grad_instrs[id(ins)] = name
         if out is not None:
             fill = name in _FILLS
+            if opdef.group == ELEMENTWISE and self.writing is None and traced_partial_overlap(out, inputs):
+                raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
             if self.writing is not None or op == "graft":     # part of a write under way
                 return self._write(out, outs[0], requires, fill)
             self.begin_write(out, len(self.instrs) - 1)

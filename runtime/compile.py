@@ -854,9 +854,13 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
 
 def _written_with_history(trace: Trace, mutated: list) -> list:
     """The caller's tensors the call wrote in place by an op recorded with grad: after the
-    call they are outputs of it (torch gives them the in-place op's grad_fn)."""
+    call they are outputs of it (torch gives them the in-place op's grad_fn). Not a leaf: one
+    that requires grad can be written only under no_grad or through memory it shares (its
+    detach()), and stays a leaf, as eagerly."""
+    leaves = {id(t) for t in trace.leaf_tensors.values()}
     return [t for _, t in mutated
-            if t._requires_grad and t._sym is not None and trace.grad_producer(t._sym) is not None]
+            if t._requires_grad and id(t) not in leaves and t._sym is not None
+            and trace.grad_producer(t._sym) is not None]
 
 
 def _input_value(trace: Trace, x: Tensor):

@@ -668,8 +668,6 @@ BUGS = {
     "I": "a view made before its base gains history in place does not require grad: y = L.zeros(2); v = y[:]; "
          "y.add_(x) (x requires grad); (v * v).sum().requires_grad is False (torch True): gradient lost",
     # wrong errors
-    "L": "fg.compile: the caller's leaf becomes a non-leaf (grad_fn CompiledFunctionBackward): "
-         "def f(a): t = a.detach(); (with L.no_grad(): a.mul_(2)); t.fill_(-1.); return a.sum()",
     "F": "views made under no_grad of a tensor that requires grad, after their base is written: torch raises "
          "'A view was created in no_grad mode and its base or another view of its base has been modified inplace "
          "...' where fusegrad does not, for a view of one saved by a backward (eagerly) and for such a view made "
@@ -687,14 +685,8 @@ KNOWN: dict = {
         215: "H2", 673: "F", 1048: "H2"
     },
     "compiled": {
-        99: "F",
-        241: "L", 247: "D",
-        445: "D", 456: "F", 496: "H2",
-        571: "F I", 575: "D",
-        673: "F", 679: "D", 732: "D",
-        757: "H2", 789: "D", 846: "F", 924: "D",
-        954: "C2", 963: "H2", 1018: "D", 1038: "C2", 1048: "H2",
-       
+        247: "D", 445: "D", 496: "H2", 571: "F I", 575: "D", 673: "F", 679: "D", 732: "D", 757: "H2", 789: "D",
+        924: "D", 954: "C2", 963: "H2", 1018: "D", 1038: "C2", 1048: "H2",
     },
     "kernels": {
     },

@@ -458,3 +458,21 @@ def test_compiled_in_place_writes_check_overlap_as_torch(write):
         warnings.simplefilter("ignore")         # (index_put by reference inside compiled programs)
         got = run(fg, fg.compile(body))
     assert got == run(torch, body)
+
+
+def test_a_leaf_written_through_its_detach_inside_a_compiled_call_stays_a_leaf():
+    """A leaf that requires grad, written under no_grad and through its detach() inside the call,
+    is still a leaf afterwards (it became an output with CompiledFunctionBackward: bug L)."""
+    def body(L, a):
+        t = a.detach()
+        with L.no_grad():
+            a.mul_(2)
+        t.fill_(-1.0)
+        return a.sum(), (a * a).sum()
+
+    def run(L, compiled):
+        a = L.ones(3, requires_grad=True)
+        out = fg.compile(lambda a: body(fg, a))(a) if compiled else body(L, a)
+        (out[0] + out[1]).backward()
+        return a.is_leaf, a.grad_fn is None, a.tolist(), a.grad.tolist(), a._version
+    assert run(fg, True) == run(torch, False)

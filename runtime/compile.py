@@ -35,6 +35,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
+from fusegrad.tracer.layout import views_an_expand
 from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
@@ -257,8 +258,10 @@ class _BackwardFn:
         # without retain_graph frees only the saved values it reached, so another output's
         # backward can still run (y1.backward(); y2.backward()) where it needs none of them.
         self._consumed = set()      # ids of the backward's instructions whose saved values a backward
-                                    # freed (see reached_inputs); EVERY_USE: a backward from every output
-        self._last_users = None     # those the last run used (freed if the engine frees the node)
+                                    # freed (see reached_inputs)
+        self._consumed_all = False  # a backward from every output freed them all
+        self._last_users = None     # those the last run used (freed if the engine frees the node);
+                                    # EVERY_USE for a backward from every output
         self.stale = {}         # which outputs get cotangents (a tuple of bools) -> (value, version
                                 # box, version when saved, its name) of a saved value those reach that
                                 # an in-place write inside the call replaced (Trace.stale_saved); the
@@ -289,12 +292,19 @@ class _BackwardFn:
         if node is not None and node._freed:
             # The engine freed the node after the last run: what that run used is gone. The node
             # stays usable for what it did not use (eagerly those are other nodes).
-            last = self._last_users
-            self._consumed = EVERY_USE if EVERY_USE in (last, self._consumed) else self._consumed | (last or set())
+            if self._last_users is EVERY_USE:
+                self._consumed_all = True
+            elif self._last_users:
+                self._consumed |= self._last_users
             self._last_users = None
             node._freed = False
-        consumed = self._consumed
-        if self.saved and consumed and (users if consumed is EVERY_USE else consumed if users is EVERY_USE else users & consumed):
+        if not self.saved:
+            return                      # (nothing saved: nothing to free, as torch's (x + 1).sum())
+        if self._consumed_all:
+            freed = bool(users)
+        else:
+            freed = bool(self._consumed) if users is EVERY_USE else bool(users & self._consumed)
+        if freed:
             raise RuntimeError(_FREED_MSG)
 
     def reached_saved(self, given: tuple) -> tuple:
@@ -651,16 +661,10 @@ def _writable(array: np.ndarray, tensor=None) -> np.ndarray:
     """Where a write-back goes: `array`, or for an expand's read-only view of writable memory
     (an argument `x.expand(2, 3)` filled in the call) a writable view of that memory, so
     every alias gets the value, as eagerly."""
-    if array.flags.writeable or not (0 in array.strides or _views_an_expand(tensor)):
+    if array.flags.writeable or not (0 in array.strides or views_an_expand(tensor)):
         return array            # (a read-only snapshot stays read-only: the write raises)
     memory = _writable_memory(array)
     return array if memory is None else memory
-
-
-def _views_an_expand(tensor) -> bool:
-    """Is `tensor` a view made through an expand (s.expand(2, 3, 3)[-1] has no stride 0 of its own
-    but is read-only, as NumPy makes every view of a broadcast)?"""
-    return tensor is not None and tensor._base is not None and any(op == "expand" for op, _ in tensor._view_chain)
 
 
 def _live_program(traced: Program, outputs: list) -> Program:

@@ -461,7 +461,7 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
     n = max(0, int(np.ceil((end - start) / step)))
     if dtype.is_floating_point:
         return _new(_floating_range(float(start), float(step), n, dtype.np), requires_grad)
-    values = start + step * np.arange(n, dtype=np.float64 if dtype.is_floating_point else np.int64)
+    values = start + step * np.arange(n, dtype=np.int64)
     return _new(values.astype(dtype.np), requires_grad)
 
 
@@ -508,10 +508,9 @@ def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
     out = np.dtype(out)
     if steps <= 1:
         return np.full(steps, start).astype(out)
-    floating = out.kind == "f"
-    as_type = out.type if floating else (lambda v: np.float64(int(v)))
+    as_type = out.type if out.kind == "f" else (lambda v: np.float64(int(v)))
     first, last = as_type(start), as_type(end)
-    step = (last - first) / as_type(steps - 1) if floating else (last - first) / (steps - 1)
+    step = (last - first) / as_type(steps - 1)
     # Each value is one fused multiply-add, rounded once, in the step's precision.
     i = np.arange(steps, dtype=np.float64)
     up = i < steps // 2

@@ -21,7 +21,7 @@ from fusegrad.ir.program import freeze_attrs
 from . import trace_state
 from .grad_mode import _state as _grad_state, is_grad_enabled
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
-from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast
+from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast, replay_on_ids
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -502,10 +502,8 @@ def _write_through_expand(src, expanded_shape: tuple, rest, value):
     """`src` after a write of `value` into the region that the views `rest` select of an expand
     of it: allowed where the region holds each element of src at most once (a row of
     x.expand(2, 3)), as torch's copy into it; torch's overlap error otherwise."""
-    ids = np.broadcast_to(np.arange(src.numel()).reshape(tuple(src.shape)), expanded_shape)
-    for op, attrs in rest:
-        ids = OPS[op].ref(ids, **dict(attrs))
-    ids = np.asarray(ids).reshape(-1)
+    ids = replay_on_ids(np.broadcast_to(np.arange(src.numel()).reshape(tuple(src.shape)), expanded_shape),
+                        rest).reshape(-1)
     if np.unique(ids).size != ids.size:
         raise RuntimeError(_OVERLAP_MSG)
     flat = apply_op("reshape", [src], {"shape": (src.numel(),)})
@@ -561,8 +559,7 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     if new_base._grad_fn is not None:
         set_history(base, new_base._grad_fn, new_base._output_nr)
         if type(new_base._grad_fn).__name__ == "CopySlices":
-            op_node = result._grad_fn
-            display_edges(new_base._grad_fn, (base_edge,) + (op_node.next_functions[1:] if op_node else ()))
+            display_edges(new_base._grad_fn, (base_edge,) + (node.next_functions[1:] if node else ()))
     again = view_of(base, chain)
     if again._grad_fn is not None:
         set_history(view, again._grad_fn, again._output_nr)

@@ -181,18 +181,15 @@ def _live_nodes(nodes, targets) -> set:
     return live
 
 
-def _run_nodes(root_edges, roots, seeds, targets, nodes, retained=None, live=None) -> list:
+def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
     on the arrays it reads (evaluated as it is emitted the first time a
     signature is seen); gradients arriving at one edge are summed.
     Building, simplifying and interpreting a program for every call's graph
-    cost several times more than the arithmetic on small tensors."""
-    if nodes is None:
-        nodes = _topological_nodes([e[0] for e in root_edges])
-    if live is None:        # a node runs only if a target is reachable from it
-        live = _live_nodes(nodes, targets)
+    cost several times more than the arithmetic on small tensors. `nodes`: the graph, inputs
+    first; `live`: those that run (_live_nodes)."""
     keep = {e for e in targets if e is not None}
     hooked = []                 # (tensor, edge) of retain_grad() tensors on the nodes that run
     if retained is not None:

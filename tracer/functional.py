@@ -546,16 +546,22 @@ def clamp(a, min=None, max=None) -> Tensor:
             "clamp_scalar" if both else "clamp_min_scalar" if min is not None else "clamp_max_scalar"
         if both or not tensor_bounds:
             raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
+    op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
+    return apply_op(op, operands, None, name)
+
+
+def clamp_call(a: Tensor, min, max, dtype: DType, tensor_bounds: bool) -> tuple:
+    """(op, operands, node name) of clamp(a, min, max) computed in `dtype` (clamp and clamp_):
+    tensor bounds (`tensor_bounds`, torch's Tensor overload) take part in autograd, numbers do not."""
     if not tensor_bounds:                             # numbers: no gradient flows to them
         min, max = (b.detach() if isinstance(b, Tensor) else b for b in (min, max))
     elif min is None or max is None:
         # One tensor bound: its own op, so that the gradients are torch's one-bound ones
         # (clamp(x, t, +inf) would give the bound none where t is +inf).
         op, bound = ("clamp_max", max) if min is None else ("clamp_min", min)
-        return apply_op(op, [_coerce(a, dtype), _coerce(bound, dtype)], None, "ClampBackward0")
+        return op, [_coerce(a, dtype), _coerce(bound, dtype)], "ClampBackward0"
     lo, hi = clamp_bounds(dtype, min, max)
-    ops = [_coerce(x, dtype) for x in (a, lo, hi)]
-    return apply_op("clamp", ops, None, "ClampBackward0" if tensor_bounds else "ClampBackward1")
+    return "clamp", [_coerce(x, dtype) for x in (a, lo, hi)], "ClampBackward0" if tensor_bounds else "ClampBackward1"
 
 
 clip = clamp

@@ -24,7 +24,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
-from .layout import traced_overlaps_itself, traced_partial_overlap
+from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -209,8 +209,7 @@ def setitem(t: Tensor, key, value) -> None:
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)
         raise RuntimeError(_OVERLAP_MSG)
-    if not whole and (_overlaps_itself(t._data) if t._sym is None else
-                      t._base is not None and any(op == "expand" for op, _ in t._view_chain)):
+    if not whole and (_overlaps_itself(t._data) if t._sym is None else views_an_expand(t)):
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does
         region = t[key]

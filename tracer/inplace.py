@@ -91,17 +91,11 @@ def clamp_(t: Tensor, min=None, max=None) -> Tensor:
     """In-place clamp: number bounds (ClampBackward1), or tensor bounds, which take part in
     autograd as in the out-of-place clamp (ClampBackward0)."""
     check_inplace(t)
-    from .functional import _clamp_overload, _coerce, clamp_bounds
-    if (min is not None or max is not None) and _clamp_overload(t, min, max):
-        if min is None or max is None:
-            op, bound = ("clamp_max", max) if min is None else ("clamp_min", min)
-            apply_op(op, [t, _coerce(bound, t._dtype)], None, "ClampBackward0", out=t)
-        else:
-            apply_op("clamp", [t, _coerce(min, t._dtype), _coerce(max, t._dtype)], None, "ClampBackward0", out=t)
-        return t
-    lo, hi = clamp_bounds(t._dtype, min, max)
-    apply_op("clamp", [t, np.asarray(lo, t._dtype.np), np.asarray(hi, t._dtype.np)], None, "ClampBackward1",
-             out=t)
+    from .functional import _clamp_overload, clamp_bounds, clamp_call
+    if min is None and max is None:
+        clamp_bounds(t._dtype, min, max)             # raises torch's error
+    op, operands, name = clamp_call(t, min, max, t._dtype, _clamp_overload(t, min, max))
+    apply_op(op, operands, None, name, out=t)
     return t
 
 

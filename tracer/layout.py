@@ -160,16 +160,27 @@ def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
     return laid
 
 
+def views_an_expand(t) -> bool:
+    """Is `t` a view made through an expand (whose elements may share memory; NumPy makes every
+    view of a broadcast read-only, also s.expand(2, 3, 3)[-1], which has no stride 0)?"""
+    return t is not None and t._base is not None and any(op == "expand" for op, _ in t._view_chain)
+
+
+def replay_on_ids(ids: np.ndarray, chain) -> np.ndarray:
+    """Element indices `ids` seen through a chain of view ops (their NumPy references): which
+    elements of the tensor the chain starts from each element of the view is."""
+    from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
+    for op, attrs in chain:
+        ids = OPS[op].ref(ids, **dict(attrs))
+    return np.asarray(ids)
+
+
 def _element_ids(t: Tensor):
     """(the tensor whose memory `t` is, or a view of: t's base or t; which of its elements t's
     elements are, as an int array of t's shape), replaying t's view chain on element indices."""
     owner = t._base if t._base is not None else t
-    ids = np.arange(max(owner.numel(), 0)).reshape(tuple(owner.shape))
-    if t._base is not None:
-        from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
-        for op, attrs in t._view_chain:
-            ids = OPS[op].ref(ids, **dict(attrs))
-    return owner, np.asarray(ids)
+    ids = np.arange(owner.numel()).reshape(tuple(owner.shape))
+    return owner, (replay_on_ids(ids, t._view_chain) if t._base is not None else ids)
 
 
 def _dense_ids(ids: np.ndarray) -> bool:

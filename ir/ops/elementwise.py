@@ -212,8 +212,20 @@ def _extremum_vjp(first_wins):
     return vjp
 
 
-elementwise("maximum", np.maximum, _extremum_vjp(True), "fg_maximum({0}, {1})")
-elementwise("minimum", np.minimum, _extremum_vjp(False), "fg_minimum({0}, {1})")
+# On a tie torch returns the first operand (maximum(-0., 0.) is -0.), NumPy the second: the
+# references swap the operands (NaN propagates either way), as codegen's fg_maximum does.
+def _maximum_ref(x, y):
+    return np.maximum(y, x)
+
+
+def _minimum_ref(x, y):
+    return np.minimum(y, x)
+
+
+elementwise("maximum", _maximum_ref, _extremum_vjp(True), "fg_maximum({0}, {1})",
+            ref_into=lambda out, x, y: np.maximum(y, x, out=out))
+elementwise("minimum", _minimum_ref, _extremum_vjp(False), "fg_minimum({0}, {1})",
+            ref_into=lambda out, x, y: np.minimum(y, x, out=out))
 
 # ------------------------------------------------------------------ transcendental
 def _exp_rewrite(e, xs, attrs, graph):

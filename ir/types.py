@@ -38,7 +38,7 @@ class DType:
         return self.category != 0
 
     def __repr__(self) -> str:
-        return f"fusegrad.{self.name}"
+        return f"fg.{self.name}"
 
     def __reduce__(self):
         return (from_name, (self.name,))

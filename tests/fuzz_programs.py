@@ -599,8 +599,8 @@ def differences(want: dict, got: dict, mode: str = "eager") -> list[str]:
                 continue                         # README: compiled outputs carry CompiledFunctionBackward
             if key == "repr" and not _identical(g["value"], w["value"]):
                 continue                         # printed digits may differ in the last place
-            if key == "repr" and w[key] is not None and w[key].replace("torch.", "fusegrad.") == g[key]:
-                continue                         # dtype=torch.float64 is printed dtype=fusegrad.float64
+            if key == "repr" and w[key] is not None and w[key].replace("torch.", "fg.") == g[key]:
+                continue                         # dtype=torch.float64 is printed dtype=fg.float64
             if w[key] != g[key]:
                 out.append(f"output {i} {key}: torch {w[key]!r} fusegrad {g[key]!r}")
         if w["shape"] == g["shape"] and not _close(g["value"], w["value"]):

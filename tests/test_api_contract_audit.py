@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch", reason="torch is the oracle of the API cont
 # --------------------------------------------------------------------------- helpers
 
 def _normalise(text: str) -> str:
-    """A repr with the library prefix dropped (torch.float64 / fusegrad.float64 -> float64)."""
+    """A repr with the library prefix dropped (torch.float64 / fg.float64 -> float64)."""
     return re.sub(r"\b(torch|fusegrad|fg)\.", "", text)
 
 

@@ -16,7 +16,7 @@ from fusegrad.tracer.formatting import format_tensor, printoptions, set_printopt
 def torch_repr(a: np.ndarray) -> str:
     # np.array copies into a C-contiguous ndarray and, unlike
     # np.ascontiguousarray, keeps 0-d arrays 0-d.
-    return repr(torch.from_numpy(np.array(a))).replace("torch.", "fusegrad.")
+    return repr(torch.from_numpy(np.array(a))).replace("torch.", "fg.")
 
 
 def assert_prints_like_torch(a: np.ndarray) -> None:
@@ -161,7 +161,7 @@ def test_spec_examples():
 def test_requires_grad_suffix(shape, dtype):
     a = _normal(shape, dtype, seed=3)
     leaf = torch.tensor(a, requires_grad=True)
-    expected = repr(leaf).replace("torch.", "fusegrad.")
+    expected = repr(leaf).replace("torch.", "fg.")
     assert format_tensor(a, ["requires_grad=True"]) == expected
 
 
@@ -175,14 +175,14 @@ def test_grad_fn_suffix(shape, dtype, op):
     x = torch.tensor(_normal(shape, dtype, seed=4), requires_grad=True)
     y = {"mul": lambda: x * 2.5, "add": lambda: x + x, "mean": x.mean, "sum": x.sum}[op]()
     suffix = f"grad_fn=<{type(y.grad_fn).__name__}>"
-    expected = repr(y).replace("torch.", "fusegrad.")
+    expected = repr(y).replace("torch.", "fg.")
     assert format_tensor(y.detach().numpy(), [suffix]) == expected
 
 
 def test_long_suffix_wraps_to_new_line():
     # A suffix that overflows the line goes on its own line, indented under "tensor(".
     y = torch.tensor(_normal((8,), seed=5), requires_grad=True) * 2
-    expected = repr(y).replace("torch.", "fusegrad.")
+    expected = repr(y).replace("torch.", "fg.")
     assert "\n       grad_fn" in expected  # the oracle does wrap here
     assert format_tensor(y.detach().numpy(), ["grad_fn=<MulBackward0>"]) == expected
 
@@ -223,7 +223,7 @@ def test_printoptions_match_torch(options):
             assert_prints_like_torch(a)
             if a.dtype.kind == "f":  # suffix wrapping also follows linewidth
                 leaf = torch.tensor(a, requires_grad=True)
-                expected = repr(leaf).replace("torch.", "fusegrad.")
+                expected = repr(leaf).replace("torch.", "fg.")
                 assert format_tensor(a, ["requires_grad=True"]) == expected
 
 

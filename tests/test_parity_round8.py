@@ -79,7 +79,7 @@ def test_linspace_is_torchs_bit_for_bit(args, dtype):
     multiply-add a value (its linspace(-1, 1, 11) holds -1.49e-08, and prints so)."""
     def run(lib):
         y = lib.linspace(*args, dtype=getattr(lib, dtype))
-        return y.tolist(), repr(y).replace("torch.", "").replace("fusegrad.", "")
+        return y.tolist(), repr(y).replace("torch.", "").replace("fg.", "")
     assert run(fg) == run(torch)
 
 
@@ -90,7 +90,7 @@ def test_floating_arange_is_torchs_bit_for_bit(args, dtype):
     -2.98e-09 where the exact value is 0)."""
     def run(lib):
         y = lib.arange(*args, dtype=getattr(lib, dtype))
-        return y.tolist(), repr(y).replace("torch.", "").replace("fusegrad.", "")
+        return y.tolist(), repr(y).replace("torch.", "").replace("fg.", "")
     assert run(fg) == run(torch)
 
 

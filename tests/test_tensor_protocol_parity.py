@@ -31,7 +31,7 @@ def _printed(value) -> str:
         return f"{type(value).__name__}[" + ", ".join(_printed(v) for v in value) + "]"
     if isinstance(value, (torch.dtype, fg.dtype)):
         return f"dtype:{str(value).split('.')[-1]}"
-    text = repr(value).replace("torch.", "fusegrad.")
+    text = repr(value).replace("torch.", "fg.")
     kind = type(value).__name__
     return f"{kind}:{text}"
 
@@ -115,9 +115,9 @@ def test_repr_fuzz(seed):
         name = names[int(rng.integers(0, len(names)))]
         theirs = _MAKERS[name](torch, a)
         ours = _MAKERS[name](fg, a)
-        expected = repr(theirs).replace("torch.", "fusegrad.")
+        expected = repr(theirs).replace("torch.", "fg.")
         assert repr(ours) == expected, f"{name} {a.dtype} {a.shape}"
-        assert str(ours) == str(theirs).replace("torch.", "fusegrad.")
+        assert str(ours) == str(theirs).replace("torch.", "fg.")
 
 
 @pytest.mark.parametrize("options", [

@@ -54,7 +54,7 @@ def normalise(r):
 
 
 def _spelled_alike(text: str) -> str:
-    """torch.float32 / fusegrad.float32, torch.Size / fg.Size: one spelling of the library."""
+    """torch.float32 / fg.float32, torch.Size / fg.Size: one spelling of the library."""
     return text.replace("torch.", "LIB.").replace("fusegrad.", "LIB.").replace("fg.", "LIB.")
 
 

@@ -2,7 +2,7 @@
 
 This follows torch 2.13's `torch/_tensor_str.py` step by step, so that
 `format_tensor(a)` equals `repr(torch.from_numpy(a))` with `torch.` spelled
-`fusegrad.`:
+`fg.` (as API.md spells `fg.Size`):
 
 - one `_Formatter` per tensor decides, from the nonzero finite values, between
   integer mode (`3.`), fixed point with `precision` digits (`3.1416`) and
@@ -218,13 +218,13 @@ def _tensor_str(a: np.ndarray, indent: int) -> str:
 
 
 def _torch_len(suffix: str) -> int:
-    """Length of `suffix` as torch spells it: `torch.float64`, not `fusegrad.float64`.
+    """Length of `suffix` as torch spells it: `torch.float64`, not `fg.float64`.
 
     Wrapping is decided on torch's spelling so that the output equals torch's
     repr with the module name replaced, even where the longer name would have
     made torch break the line.
     """
-    return len(suffix) - suffix.count("fusegrad.") * (len("fusegrad.") - len("torch."))
+    return len(suffix) + suffix.count("fg.") * (len("torch.") - len("fg."))
 
 
 def _add_suffixes(tensor_str: str, suffixes: Sequence[str], indent: int) -> str:
@@ -246,14 +246,14 @@ def _add_suffixes(tensor_str: str, suffixes: Sequence[str], indent: int) -> str:
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    return "fusegrad." + dtype.name
+    return "fg." + dtype.name
 
 
 def format_tensor(array: np.ndarray, suffixes: Sequence[str] = ()) -> str:
     """`repr` of a tensor holding `array`, exactly as torch prints it.
 
     `array` may be float16/32/64, signed or unsigned integer, or bool.
-    A `dtype=fusegrad.<name>` suffix is added where torch adds `dtype=torch.<name>`
+    A `dtype=fg.<name>` suffix is added where torch adds `dtype=torch.<name>`
     (non-default dtypes; any dtype but float32 on an empty tensor), and
     `size=(...)` for empty tensors that are not 1-d. `suffixes` (for example
     `"requires_grad=True"` or `"grad_fn=<AddBackward0>"`) follow them.

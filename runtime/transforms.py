@@ -133,13 +133,16 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
             out, aux = _split_aux(_differentiable(f, outer_grad)(*args, **kwargs), has_aux)
             out = _check_output(out)
             ins = [leaves[k] for k in nums]
-            if not outer_grad and grad_mode and out._data is not None:
+            if not outer_grad and grad_mode:
                 # f closes over a tensor that requires grad (torch.func.grad keeps that history).
                 # (not a leaf an inner fg.grad made for its own argument: a mixed partial,
                 # grad(grad(f, 1), 0), has nothing outside to keep history for)
                 own = {id(x) for x in ins}
+                trace = trace_state.current()
+                behind = engine.leaves_behind(out) if trace is None or out._sym is None else \
+                    trace.leaves_behind(out)
                 outer_grad = any(id(leaf) not in own and not leaf.__dict__.get("_transform_input", False)
-                                 for leaf in engine.leaves_behind(out))
+                                 for leaf in behind)
             if out.requires_grad:
                 grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
             else:

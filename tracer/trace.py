@@ -939,6 +939,26 @@ class Trace:
                 sources[id(t._sym)] = t
         return sources
 
+    def leaves_behind(self, t: Tensor) -> list:
+        """The tensors that require grad (the caller's, or leaves made in the call) that traced
+        `t`'s value reads through instructions recorded with grad: `engine.leaves_behind` for a
+        tensor of this trace."""
+        producers, sources = self._producers(), self._grad_sources()
+        found, seen, stack = [], set(), [t._sym]
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            source = sources.get(id(v))
+            if source is not None:
+                found.append(source)
+                continue
+            producer = producers.get(id(v))
+            if producer is not None:
+                stack.extend(producer[0].inputs)
+        return found
+
     def _check_not_freed(self, instrs, active: set) -> None:
         """torch's error for a backward through nodes an earlier backward freed (without
         retain_graph), raised where one of them saved values for its VJP (x * x, x * 2;
@@ -955,6 +975,8 @@ class Trace:
         if inputs is not None:
             leaves = list(inputs)
         else:
+            for root in roots:
+                self.value_of(root)     # (a root that is itself a leaf joins leaf_tensors here)
             leaves = list(self.leaf_tensors.values()) + [t for t in (r() for r in self.retained)
                                                          if t is not None and t._sym is not None]
             leaves += [t for t in (r() for r in self.new_leaves)

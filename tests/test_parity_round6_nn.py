@@ -35,7 +35,7 @@ def unify(text: str) -> str:
     for theirs, ours in (("torch.nn.modules.module.", "fusegrad.nn.module."),
                          ("torch.nn.modules.container.", "fusegrad.nn.containers."),
                          ("torch.Size", "fg.Size"), ("torch.nn.", "fg.nn."), ("torch.FloatTensor", "fg.FloatTensor"),
-                         ("dtype=torch.", "dtype=fusegrad.")):
+                         ("dtype=torch.", "dtype=fg.")):
         text = text.replace(theirs, ours)
     return text
 

@@ -24,6 +24,7 @@ import fusegrad as fg
 from fusegrad.ir import float32
 from fusegrad.ir.ops.optim_update import adam_scalars, sgd_scalars
 from fusegrad.nn.module import typename, zeroed_grad
+from fusegrad.runtime.compile import STATEFUL
 from fusegrad.tracer import trace_state
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import _scalar_array
@@ -64,6 +65,17 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+        STATEFUL.add(self)      # (explain's dry run of a compiled step restores the state)
+
+    def snapshot_state(self) -> dict:
+        """A copy of the per-parameter state dicts (the tensors in them are shared, not copied:
+        a dry run writes none of them; see fusegrad.runtime.compile.STATEFUL)."""
+        return {p: dict(state) for p, state in self.state.items()}
+
+    def restore_state(self, snapshot: dict) -> None:
+        """Put back the state `snapshot_state` returned: entries a step added are dropped."""
+        self.state.clear()
+        self.state.update(snapshot)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own hyper-parameters (defaults fill the rest)."""

@@ -523,6 +523,7 @@ class CompiledFunction:
             self.eager_calls += 1
             return self.fn(*args, **kwargs)
         trace = Trace()
+        trace.dry = self._tracing_forced        # explain's call leaves the caller's tensors as they were
         try:
             with TraceContext(trace):
                 result = self.fn(*args, **kwargs)
@@ -552,17 +553,22 @@ class CompiledFunction:
         return self._breaking.get(_signature(tuple(_from_numpy(a) for a in args)), 0) >= EAGER_AFTER
 
     def explain(self, *args, **kwargs) -> str:
-        """Run one call and describe it: programs, path, kernels, source, graph breaks.
+        """Trace and run one call and describe it: programs, path, kernels, source, graph breaks.
 
         The call compiles its kernels before running (no background compile), so
-        the kernels and their source are part of the description."""
+        the kernels and their source are part of the description. It is a dry run:
+        the caller's tensors keep their values, versions, history and `.grad`, and
+        optimizers their state, as if it had not run (Python side effects of the
+        function's own code, which tracing executes, are not undone)."""
         eager_before = self.runs_eagerly(*args)
         self._tracing_forced = True
+        snapshots = _snapshot_states()
         try:
             with background.synchronous():
                 self(*args, **kwargs)
         finally:
             self._tracing_forced = False
+            _restore_states(snapshots)
         run = self.last_run
         parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}",
                  f"background compiles pending: {background.pending()}"]
@@ -602,6 +608,21 @@ class CompiledFunction:
 _SMALL_REFERENCE_PATH = "reference executor (small program)"
 
 
+# Objects that keep state outside tensors which a compiled call may change (fusegrad.optim's
+# optimizers add themselves): explain's dry run takes each one's `snapshot_state()` before
+# its call and gives it back with `restore_state(snapshot)` after.
+STATEFUL: weakref.WeakSet = weakref.WeakSet()
+
+
+def _snapshot_states() -> list:
+    return [(obj, obj.snapshot_state()) for obj in list(STATEFUL)]
+
+
+def _restore_states(snapshots: list) -> None:
+    for obj, snapshot in snapshots:
+        obj.restore_state(snapshot)
+
+
 def _signature(args: tuple) -> tuple:
     """What decides whether a call may run eagerly: each argument's shape, dtype and
     requires_grad (its type, for anything but a tensor)."""
@@ -630,6 +651,9 @@ def _abandon(trace: Trace) -> None:
     and using it says so (tensor.py); a write whose value cannot be computed is dropped. A
     detach or view of a tensor made in the call shares that tensor's array, as on success
     (_share_memory)."""
+    if trace.dry:
+        trace.restore_states()
+        return
     homes = trace.memory_homes()
     written_back = []
     for array, tensor in trace.mutated.values():
@@ -769,10 +793,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     written_back = []
     for array, tensor in mutated:
         if tensor._sym is not None:
-            np.copyto(_writable(array, tensor), by_id[tensor._sym.id], casting="unsafe")
+            if not trace.dry:       # (a dry run, explain, leaves the caller's memory as it was)
+                np.copyto(_writable(array, tensor), by_id[tensor._sym.id], casting="unsafe")
+                written_back.append(tensor)
             tensor._sym = None
-            written_back.append(tensor)
-    trace.apply_writes(written_back)
+    if not trace.dry:
+        trace.apply_writes(written_back)
     for t in alive:
         if id(t) in shared and t._base is not None:
             t._view_version = t._vbox[0]     # its history is current (not regenerated eagerly)
@@ -798,6 +824,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for t in alive:
             if not t._traced_leaf:
                 t._requires_grad = False
+    if trace.dry:
+        trace.restore_states()
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

@@ -246,7 +246,7 @@ def _ref_into_cases():
     target[::7] = -100                       # ignored samples
     return {"relu": [x], "sigmoid": [x * 40], "tanh_backward": [g, y], "sigmoid_backward": [g, (y + 1) / 2],
             "threshold_backward": [g, r], "threshold_backward_f64": [g.astype(np.float64), r.astype(np.float64)],
-            "addmm": [b, m1, m2], "matmul": [m1, m2], "softmax": [x], "log_softmax": [x],
+            "addmm": [b, m1, m2], "matmul": [m1, m2], "maximum": [g, r], "minimum": [g, r], "softmax": [x], "log_softmax": [x],
             "softmax_backward_data": [g, y], "log_softmax_backward_data": [g, y],
             "log_softmax_f64": [x.astype(np.float64)],
             "nll_loss_backward": [np.float32(0.5) * np.ones((), np.float32), x, target, classes],

@@ -216,6 +216,9 @@ def test_update_traces_as_one_op_and_one_kernel_per_parameter():
     # one loop over each parameter's shape, and nothing else (the step count is written as a number)
     kernels = re.findall(r"^\[\d+\] (\w+)(?: \d+ \(pointwise\) over \[([\d, ]*)\])?", report, re.M)
     assert sorted(kernels) == sorted(("kernel", ", ".join(map(str, p.shape))) for p in params)
+    # explain is a dry run: the step count and the parameters are as the eager step left them
+    assert [opt.state[p]["step"].item() for p in params] == [1.0] * len(params)
+    compiled()
     assert [opt.state[p]["step"].item() for p in params] == [2.0] * len(params)
 
 

@@ -93,3 +93,128 @@ def test_backward_of_a_leaf_made_inside_a_compiled_call():
         s.backward()
         return s.grad
     assert fg.compile(f)().item() == f().item() == 1.0
+
+
+# --------------------------------------------------------------------- explain is a dry run
+def test_explain_leaves_the_callers_tensors_and_gradients_as_they_were():
+    """explain(*args) traces and runs one call to describe it, but a test that calls it and
+    then compares N compiled steps with N torch steps must not be one step off: the caller's
+    tensors keep their values, versions and .grad."""
+    @fg.compile
+    def step(x, w):
+        loss = ((x @ w).tanh() ** 2).mean()
+        loss.backward()
+        with fg.no_grad():
+            x.mul_(2)
+        return loss
+
+    x, w = fg.ones(2, 3), fg.full((3, 2), 0.1, requires_grad=True)
+    report = step.explain(x, w)
+    assert "## forward program" in report and "## backward program" in report
+    assert w.grad is None and x._version == 0 and x.tolist() == [[1.] * 3] * 2
+    step(x, w)
+    once = w.grad.clone()
+    step.explain(x, w)
+    np.testing.assert_array_equal(w.grad.numpy(), once.numpy())
+    assert x._version == 1 and x.tolist() == [[2.] * 3] * 2
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_explain_of_a_training_step_takes_no_optimizer_step(optimizer):
+    def run(lib, explain):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            model.weight.copy_(lib.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))
+            model.bias.fill_(0.1)
+        opt = (lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if optimizer == "SGD"
+               else lib.optim.Adam(model.parameters(), lr=0.1))
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        x = lib.tensor([[1., 2., 3.], [-1., 0.5, 2.]])
+        if explain:
+            step = fg.compile(step)
+            assert "## forward program" in step.explain(x)
+            assert len(opt.state) == 0
+        losses = [step(x).item() for _ in range(3)]
+        return losses, model.weight.detach().numpy()
+
+    theirs, ours = run(torch, False), run(fg, True)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------- in-place operators
+def _outcome(lib, code: str):
+    """What `code` (run with L = lib) leaves in `out`, or its exception's class and text."""
+    namespace = {"L": lib}
+    try:
+        exec(code, namespace)
+    except Exception as exc:            # noqa: BLE001 (the exception is the result)
+        return type(exc).__name__, str(exc)
+    return repr(namespace.get("out"))
+
+
+INPLACE_OPERATORS = {
+    "&= is seen by an alias": "a = L.tensor([True, False, True]); v = a; a &= L.tensor([False, True, True]); "
+                              "out = (v.tolist(), a is v, a._version)",
+    "|= is seen by a view": "a = L.tensor([True, False, True]); v = a[1:]; a |= L.tensor([False, True, False]); "
+                            "out = v.tolist()",
+    "^= with a number": "a = L.tensor([5, 3]); v = a; a ^= 1; out = v.tolist()",
+    "<<= and >>=": "a = L.tensor([5, 3]); v = a; a <<= 1; a >>= L.tensor([0, 1]); out = v.tolist()",
+    "<<= of a bool tensor is a Long result": "a = L.tensor([True, False]); a <<= 1",
+    "&= with a broadcast to a larger shape": "a = L.tensor([1, 2]); a &= L.tensor([[1, 2], [3, 4]])",
+    "&= of a float tensor": "a = L.tensor([1., 2.]); a &= 1",
+    "+= None": "a = L.ones(2); a += None",
+    "*= a str": "a = L.ones(2); a *= 'a'",
+    "-= a list": "a = L.ones(2); a -= [1., 2.]",
+    "**= None": "a = L.ones(2); a **= None",
+    "+= and *= still in place": "a = L.ones(2); v = a; a += 1; a *= L.tensor(2.); out = (v.tolist(), a._version)",
+}
+
+
+@pytest.mark.parametrize("case", INPLACE_OPERATORS)
+def test_inplace_operators_write_in_place_and_raise_torchs_errors(case):
+    """`a &= b` (and |=, ^=, <<=, >>=) wrote a new tensor to the name: an alias or view never saw
+    it, and `bool <<= 1` promoted silently. `a += None` named add_'s argument instead of
+    Python's unsupported-operand error."""
+    assert _outcome(fg, INPLACE_OPERATORS[case]) == _outcome(torch, INPLACE_OPERATORS[case])
+
+
+def test_inplace_bitwise_operators_inside_fg_compile_write_the_argument():
+    def f(a, b):
+        a &= b
+        a ^= fg.tensor([True, True, False])
+        return a
+
+    a = fg.tensor([True, False, True])
+    out = fg.compile(f)(a, fg.tensor([False, True, True]))
+    assert out.tolist() == a.tolist() == [True, True, True] and a._version == 2
+
+
+CLAMP_IN_PLACE = [
+    "out = L.tensor([1, 2]).clamp_(max=L.tensor(1.5))",
+    "out = L.tensor([1, 2]).clamp_(max=L.tensor([1.5, 1.]))",
+    "out = L.tensor([1, 2]).clamp_(max=1.5)",
+    "out = L.tensor([1, 2]).clamp_(0, 1)",
+    "out = L.tensor([1, 2]).clamp_(min=L.tensor(True))",
+    "out = L.tensor([True, False]).clamp_(0, 1)",
+    "out = L.tensor([True, False]).clamp_(0.5)",
+    "out = L.tensor([True, False]).clamp_(L.tensor(False), L.tensor(True))",
+    "out = L.tensor([True, False]).clamp_(True, True)",
+    "out = L.tensor([1., 2.]).clamp_(max=L.tensor(1.5, dtype=L.float64))",
+    "out = L.tensor([1., 2.]).clamp_(max=L.tensor([1, 1]))",
+]
+
+
+@pytest.mark.parametrize("code", CLAMP_IN_PLACE)
+def test_clamp_in_place_refuses_a_result_its_tensor_cannot_hold(code):
+    """An integer tensor clamped in place by a float tensor bound, or a bool tensor by integer
+    bounds, was silently truncated; torch raises its result-type error."""
+    assert _outcome(fg, code) == _outcome(torch, code)

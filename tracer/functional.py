@@ -533,9 +533,17 @@ def clamp(a, min=None, max=None) -> Tensor:
                         "\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
                         "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
     a = as_tensor(a, "clamp")
+    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
+    tensor_bounds, dtype = clamp_result_type(a, min, max)
+    op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
+    return apply_op(op, operands, None, name)
+
+
+def clamp_result_type(a: Tensor, min, max) -> tuple:
+    """(whether torch takes its Tensor overload, the result dtype) of clamp(a, min, max), with
+    torch's errors for no bounds, bad bound types and bool results (clamp and clamp_)."""
     if min is None and max is None:
         clamp_bounds(a._dtype, min, max)             # raises torch's error
-    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
     tensor_bounds = _clamp_overload(a, min, max)
     bounds = [b for b in (min, max) if b is not None]
     kinds = [_kind(b) if tensor_bounds else (_kind(b)[0], SCALAR) for b in bounds]
@@ -546,8 +554,7 @@ def clamp(a, min=None, max=None) -> Tensor:
             "clamp_scalar" if both else "clamp_min_scalar" if min is not None else "clamp_max_scalar"
         if both or not tensor_bounds:
             raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
-    op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
-    return apply_op(op, operands, None, name)
+    return tensor_bounds, dtype
 
 
 def clamp_call(a: Tensor, min, max, dtype: DType, tensor_bounds: bool) -> tuple:

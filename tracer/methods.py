@@ -75,6 +75,24 @@ bitwise_or = _bitwise("bitwise_or", lambda a, b: F.logical_not(F.logical_and(F.l
 bitwise_xor = _bitwise("bitwise_xor", F.ne)
 
 
+def _bitwise_inplace(fn, name: str):
+    """`t &= o` and the other in-place bitwise ops: the out-of-place result, written into t
+    (torch's shape and result-type checks first: `bool_t <<= 1` is a Long result)."""
+    def method(self, other):
+        inplace.check_inplace(self)
+        result = fn(self, other)
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if result._dtype.category > self._dtype.category:
+            raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[result._dtype.name]} can't be cast to the "
+                               f"desired output type {TORCH_SCALAR_NAMES[self._dtype.name]}")
+        return inplace.copy_(self, result)
+    method.__name__ = name
+    method.__doc__ = f"In-place `{fn.__name__}`."
+    return method
+
+
 def _invert(self) -> Tensor:
     """`~t`: logical not of bools, `-t - 1` (two's complement, exact) of integers."""
     if self._dtype is bool_:
@@ -139,11 +157,15 @@ def _div_(self, other, *, rounding_mode=None) -> Tensor:
 
 
 def _clamp_(self, min=None, max=None) -> Tensor:
-    """In-place clamp: a float bound cannot clamp an integer tensor in place (torch's text)."""
-    if not self._dtype.is_floating_point and any(isinstance(b, (float, np.floating)) for b in (min, max)):
-        raise RuntimeError("result type Float can't be cast to the desired output type long int"
-                           if self._dtype is int64 else "result type Float can't be cast to the desired output "
-                           f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
+    """In-place clamp: the out-of-place result type must fit self (a float bound cannot clamp
+    an integer tensor, an integer one a bool tensor); torch names self's type as C++ does
+    for number bounds ("long int") and as a scalar type for tensor bounds ("Long")."""
+    min, max = (F.as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
+    tensor_bounds, dtype = F.clamp_result_type(self, min, max)
+    if dtype.category > self._dtype.category:
+        target = TORCH_SCALAR_NAMES[self._dtype.name] if tensor_bounds else F._c_name(self._dtype)
+        raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[dtype.name]} can't be cast to the desired output "
+                           f"type {target}")
     return inplace.clamp_(self, min, max)
 
 
@@ -308,6 +330,11 @@ METHODS = {
     "floor_divide_": _checked_other(inplace.binary_inplace("div_floor", "NotImplemented", "floor_divide_")),
     "remainder_": _checked_other(inplace.binary_inplace("remainder", "RemainderBackward0", "remainder_",
                                                        tensor_name="RemainderBackward1")),
+    "bitwise_and_": _bitwise_inplace(bitwise_and, "bitwise_and_"),
+    "bitwise_or_": _bitwise_inplace(bitwise_or, "bitwise_or_"),
+    "bitwise_xor_": _bitwise_inplace(bitwise_xor, "bitwise_xor_"),
+    "bitwise_left_shift_": _bitwise_inplace(bitwise_left_shift, "bitwise_left_shift_"),
+    "bitwise_right_shift_": _bitwise_inplace(bitwise_right_shift, "bitwise_right_shift_"),
     "exp_": _float_result(inplace.unary_inplace("exp", "ExpBackward0"), "exp"),
     "log_": _float_result(inplace.unary_inplace("log", "LogBackward0"), "log"),
     "sqrt_": _float_result(inplace.unary_inplace("sqrt", "SqrtBackward0"), "sqrt"),
@@ -343,8 +370,16 @@ OPERATORS = {
     "__floordiv__": _binary_operator(F.floor_divide),
     "__rfloordiv__": _binary_operator(F.rfloordiv, reflected=True),
     "__mod__": _binary_operator(F.remainder), "__rmod__": _binary_operator(F.rremainder, reflected=True),
-    "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
-    "__itruediv__": METHODS["div_"], "__ipow__": METHODS["pow_"], "__ifloordiv__": METHODS["floor_divide_"], "__imod__": METHODS["remainder_"],
+    # (an operand of another type: NotImplemented, so Python raises "unsupported operand
+    # type(s) for +=", as for torch's)
+    "__iadd__": _binary_operator(METHODS["add_"]), "__isub__": _binary_operator(METHODS["sub_"]),
+    "__imul__": _binary_operator(METHODS["mul_"]), "__itruediv__": _binary_operator(METHODS["div_"]),
+    "__ipow__": _binary_operator(METHODS["pow_"]), "__ifloordiv__": _binary_operator(METHODS["floor_divide_"]),
+    "__imod__": _binary_operator(METHODS["remainder_"]),
+    "__iand__": _binary_operator(METHODS["bitwise_and_"]), "__ior__": _binary_operator(METHODS["bitwise_or_"]),
+    "__ixor__": _binary_operator(METHODS["bitwise_xor_"]),
+    "__ilshift__": _binary_operator(METHODS["bitwise_left_shift_"]),
+    "__irshift__": _binary_operator(METHODS["bitwise_right_shift_"]),
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
 }
 

@@ -137,6 +137,8 @@ class Trace:
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
         self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
+        self.dry = False                    # a dry run (explain): the caller's tensors are restored after
+        self.kept_states: dict = {}         # id(tensor from outside) -> (tensor, its state before; see keep_state)
         self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, memory
                                             # key written (None: a tensor made in the call)]
         self.writing = None                 # (counter, its version before, index of its first instruction)
@@ -174,6 +176,8 @@ class Trace:
                 # array given to from_numpy): each read takes its value now, as eager ops do.
                 return self._input(x._data.copy())
             v = self.lifted[key] = self._input(x._data)
+            if self.dry:
+                self.keep_state(x)
             self.lifted_grad[key] = x._requires_grad
             self.lifted_tensors.append(x)
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
@@ -477,6 +481,25 @@ class Trace:
         entry = self.writes.get(id(box))
         return box[0] + (entry[1] if entry is not None and entry[0] is box else 0)
 
+    def keep_state(self, t: Tensor) -> None:
+        """In a dry run, remember the state of `t` (a tensor from outside the call) the first
+        time the call reads or writes it, for restore_states."""
+        if id(t) not in self.kept_states:
+            self.kept_states[id(t)] = (t, (t._data, t._dtype, t._requires_grad, t._grad_fn, t._vbox, t._vbox[0],
+                                           dict(t.__dict__)))
+
+    def restore_states(self) -> None:
+        """The end of a dry run: the caller's tensors the call read or wrote get back their
+        history, flags, version and `.grad` as they were before it (their memory was never
+        written: _finish skips the write-back)."""
+        for leaf, before in self.grad_leaves.values():
+            leaf._grad = before
+        for t, (data, dtype, requires, grad_fn, vbox, version, attrs) in self.kept_states.values():
+            t._data, t._dtype, t._requires_grad, t._grad_fn, t._vbox, t._sym = data, dtype, requires, grad_fn, vbox, None
+            vbox[0] = version
+            t.__dict__.clear()
+            t.__dict__.update(attrs)
+
     def apply_writes(self, written_back: list) -> None:
         """The call returns: version counters take its in-place writes, as eagerly; those of
         memory from outside the call only where it is written back (`written_back`: its
@@ -510,6 +533,8 @@ class Trace:
         if self.writing is not None:
             self._replaced(t, v)
         if t._data is not None:
+            if self.dry:
+                self.keep_state(t)
             key = _memory_key(t._data)
             self.lifted[key] = v
             before = self.mutated.get(key)

@@ -18,22 +18,32 @@ from fusegrad.tracer import Tensor, engine, is_grad_enabled, trace_state
 from fusegrad.tracer.creation import tensor as _tensor
 
 
-def _index(k) -> int:
-    """An argnum as an int: anything with __index__ (NumPy integers too), as JAX's operator.index."""
+def _index(k, text: str) -> int:
+    """An argnum as an int: anything with __index__ (NumPy integers too), else torch.func's error."""
     try:
         return operator.index(k)
     except TypeError:
-        raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}") from None
+        raise RuntimeError(f"{text}, got: {type(k)}") from None
 
 
 def _argnums_tuple(argnums, nargs: int):
-    single = not isinstance(argnums, (tuple, list))
-    nums = (_index(argnums),) if single else tuple(_index(k) for k in argnums)
+    """(whether argnums is one int, the argument indices); torch.func's checks and texts,
+    except that an index out of range is a ValueError (API.md)."""
+    single = not isinstance(argnums, tuple)
+    if single:
+        nums = (_index(argnums, "argnums must be int or Tuple[int, ...]"),)
+    else:
+        if not argnums:
+            raise RuntimeError("argnums must be non-empty")
+        nums = tuple(_index(k, "argnum must be int") for k in argnums)
     for k in nums:
         if not -nargs <= k < nargs:
             raise ValueError(f"argnums {k} is out of range for a function called with {nargs} positional "
                              f"argument(s)")
-    return single, tuple(k % nargs for k in nums)
+    positions = tuple(k % nargs for k in nums)
+    if len(set(positions)) != len(positions):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return single, positions
 
 
 def _transform_input(leaf: Tensor) -> Tensor:
@@ -47,9 +57,8 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tens
     also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
     history is not followed."""
     if isinstance(x, Tensor):
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} has dtype "
-                            f"{x.dtype.name}")
+        if not x.dtype.is_floating_point:       # (torch.func's error: it makes x require grad)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if x.requires_grad and keep_history:
             # Differentiate through x's own history (for grad of grad) via an identity op.
             return x.view_as(x)
@@ -77,20 +86,16 @@ def _check_output(out) -> Tensor:
         raise RuntimeError(f"the function passed to fg.grad must return a tensor with one element (a "
                            f"one-element tensor, such as a scalar), but its output has shape {tuple(out.shape)} "
                            f"({out.numel()} elements)")
-    if not out.dtype.is_floating_point:
-        raise TypeError(f"the function passed to fg.grad must return a floating point tensor, got "
-                        f"{out.dtype.name}")
-    return out
+    return out       # (an integer or bool output is a constant: zero gradients, as torch.func's)
 
 
 def _split_aux(result, has_aux: bool):
     """(output, aux) of `f`'s result; aux is None without has_aux."""
     if not has_aux:
         return result, None
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise TypeError(f"a function transformed with has_aux=True must return a pair (output, aux), got "
-                        f"{type(result).__name__}" + (f" of length {len(result)}"
-                                                      if isinstance(result, (tuple, list)) else ""))
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) if "
+                           "has_aux is True")
     return result[0], result[1]
 
 
@@ -130,7 +135,12 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
                                   keep_history=grad_mode)
             args[k] = leaves[k]
         with enable_grad():
-            out, aux = _split_aux(_differentiable(f, outer_grad)(*args, **kwargs), has_aux)
+            engine.TRANSFORMS_RUNNING[0] += 1
+            try:
+                result = _differentiable(f, outer_grad)(*args, **kwargs)
+            finally:
+                engine.TRANSFORMS_RUNNING[0] -= 1
+            out, aux = _split_aux(result, has_aux)
             out = _check_output(out)
             ins = [leaves[k] for k in nums]
             if not outer_grad and grad_mode:

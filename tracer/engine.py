@@ -439,8 +439,17 @@ def _as_tensor_grad(g) -> Tensor:
     return Tensor._wrap(np.array(g, copy=True))
 
 
+# How many fg.grad / fg.value_and_grad calls are running their function now (runtime.transforms):
+# a backward() there raises, as inside torch.func's transforms.
+TRANSFORMS_RUNNING = [0]
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
     """Accumulate gradients of `tensors` into the `.grad` of the leaves (and retained non-leaves)."""
+    if TRANSFORMS_RUNNING[0]:
+        raise RuntimeError("backward() called inside a functorch transform. This is not supported, please use "
+                           "functorch.grad or functorch.vjp instead or call backward() outside of functorch "
+                           "transforms.")
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     if isinstance(grad_tensors, Tensor):

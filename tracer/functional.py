@@ -4,6 +4,10 @@ Each one checks and normalises its arguments as torch does (type promotion,
 dims, indices), then reduces to `apply_op` with the IR op and the grad_fn
 name torch uses for that call. Python scalars become NumPy constants of the
 promoted dtype; they never promote a float32 tensor to float64.
+
+Parameters carry torch's names (`input`, `other`), so torch's keyword calls
+work (`fg.add(x, other=y)`, `fg.sum(input=x, dim=0)`); the bodies name them
+`a` and `b`.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
+from fusegrad.ir.ops.registry import shape_str
 from fusegrad.ir.ops.elementwise import pow_const_applies
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
@@ -168,8 +173,9 @@ def _shown_as_one_node(out: Tensor, a, scaled) -> Tensor:
     return out
 
 
-def add(a, b, alpha=1) -> Tensor:
+def add(input, other, alpha=1) -> Tensor:
     """a + alpha * b."""
+    a, b = input, other
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "add")
         ops = _promoted_pair_fast(a, scaled) or _promoted([a, scaled], "add")
@@ -185,8 +191,9 @@ def add(a, b, alpha=1) -> Tensor:
     return apply_op("add", ops[0], None, "AddBackward0")
 
 
-def sub(a, b, alpha=1) -> Tensor:
+def sub(input, other, alpha=1) -> Tensor:
     """a - alpha * b."""
+    a, b = input, other
     _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "sub")
@@ -213,8 +220,9 @@ def rsub(a, b) -> Tensor:
     return apply_op("sub", ops, None, "RsubBackward1")
 
 
-def mul(a, b) -> Tensor:
+def mul(input, other) -> Tensor:
     """a * b."""
+    a, b = input, other
     if type(a) is Tensor:                   # the common cases inline (hot: every traced or eager mul)
         tb = type(b)
         if tb is Tensor and a._dtype is b._dtype:
@@ -226,8 +234,9 @@ def mul(a, b) -> Tensor:
     return apply_op("mul", ops[0], None, "MulBackward0")
 
 
-def div(a, b, rounding_mode=None) -> Tensor:
+def div(input, other, rounding_mode=None) -> Tensor:
     """True division (integers divide as float32, as torch)."""
+    a, b = input, other
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"'{rounding_mode}'")
@@ -272,8 +281,9 @@ def rdiv(a, b) -> Tensor:
     return apply_op("mul", [apply_op("reciprocal", [x], None), scalar], None, "MulBackward0")
 
 
-def neg(a) -> Tensor:
+def neg(input) -> Tensor:
     """torch.neg: -a elementwise (RuntimeError for bool, as torch)."""
+    a = input
     a = as_tensor(a, "neg")
     if a._dtype is bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -312,10 +322,11 @@ def pow(input, exponent) -> Tensor:
     return apply_op("pow", ops, None, name)
 
 
-def matmul(a, b) -> Tensor:
+def matmul(input, other) -> Tensor:
     """Matrix product with NumPy's 1-d and batch rules. Where torch turns the product into a
     2-d one (a vector times a matrix; a batch folded into rows times a matrix or vector),
     it is recorded as torch's chain of nodes (unsqueeze or view, mm or mv, squeeze or view)."""
+    a, b = input, other
     a, b = as_tensor(a, "matmul"), as_tensor(b, "matmul", "other", 2)
     _check_matmul(a, b)
     na, nb = a.dim(), b.dim()
@@ -441,15 +452,15 @@ def _c_name(d: DType) -> str:
     return {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}[d.name]
 
 
-def maximum(a, b) -> Tensor:
+def maximum(input, other) -> Tensor:
     """Elementwise max of two tensors (torch takes no Python scalar here: TypeError)."""
-    a, b = as_tensor(a, "maximum"), as_tensor(b, "maximum", "other", 2)
+    a, b = as_tensor(input, "maximum"), as_tensor(other, "maximum", "other", 2)
     return apply_op("maximum", _promoted([a, b], "maximum")[0], None, "MaximumBackward0")
 
 
-def minimum(a, b) -> Tensor:
+def minimum(input, other) -> Tensor:
     """Elementwise min of two tensors (torch takes no Python scalar here: TypeError)."""
-    a, b = as_tensor(a, "minimum"), as_tensor(b, "minimum", "other", 2)
+    a, b = as_tensor(input, "minimum"), as_tensor(other, "minimum", "other", 2)
     return apply_op("minimum", _promoted([a, b], "minimum")[0], None, "MinimumBackward0")
 
 
@@ -484,8 +495,9 @@ def abs(input) -> Tensor:
     return apply_op("abs", [as_tensor(input, "abs")], None, "AbsBackward0")
 
 
-def sign(a) -> Tensor:
+def sign(input) -> Tensor:
     """torch.sign: -1, 0 or 1 elementwise, in a's dtype (0 for NaN)."""
+    a = input
     return apply_op("sign", [as_tensor(a, "sign")], None, "SignBackward0")
 
 
@@ -522,11 +534,12 @@ def _clamp_overload(a: Tensor, min, max) -> bool:
                     f"{_CLAMP_SIGNATURES}")
 
 
-def clamp(a, min=None, max=None) -> Tensor:
+def clamp(input, min=None, max=None) -> Tensor:
     """Limit values to [min, max]; either bound may be None, a number or a tensor.
 
     As torch: bounds that are all tensors take part in autograd (ClampBackward0); number
     bounds (a 0-d tensor among them counts as a number) do not (ClampBackward1)."""
+    a = input
     if not isinstance(a, (Tensor, np.ndarray)):
         raise TypeError(f"clamp() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
                         f"{', '.join(_arg_type_name(b) for b in (min, max) if b is not None)}), but expected one of:"
@@ -617,7 +630,8 @@ _COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
 
 
 def _compare(op: str):
-    def fn(a, b) -> Tensor:
+    def fn(input, other) -> Tensor:
+        a, b = input, other
         if not isinstance(a, (Tensor, np.ndarray)):        # torch takes no number as `input`
             raise TypeError(f"{op}() received an invalid combination of arguments - got "
                             f"({_arg_type_name(a)}, {_arg_type_name(b)}), but expected one of:{_COMPARE_SIGNATURES}")
@@ -631,25 +645,29 @@ def _compare(op: str):
 lt, le, gt, ge, eq, ne = (_compare(n) for n in ("lt", "le", "gt", "ge", "eq", "ne"))
 
 
-def logical_not(a) -> Tensor:
+def logical_not(input) -> Tensor:
     """torch.logical_not: True where `a` is zero, as bool."""
+    a = input
     return apply_op("logical_not", [cast(as_tensor(a, "logical_not"), bool_)])
 
 
-def all(a, dim=None, keepdim: bool = False) -> Tensor:
+def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (along dim) is nonzero."""
+    a = input
     a = as_tensor(a, "all")
     return eq(sum(logical_not(a), dim, keepdim), 0)
 
 
-def any(a, dim=None, keepdim: bool = False) -> Tensor:
+def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (along dim) is nonzero."""
+    a = input
     a = as_tensor(a, "any")
     return gt(sum(cast(a, bool_), dim, keepdim), 0)
 
 
-def logical_and(a, b) -> Tensor:
+def logical_and(input, other) -> Tensor:
     """torch.logical_and: True where both `a` and `b` are nonzero, as bool (broadcast)."""
+    a, b = input, other
     return apply_op("logical_and", [cast(as_tensor(a), bool_), cast(as_tensor(b), bool_)])
 
 
@@ -752,8 +770,9 @@ def _numpy_spellings(fn):
 
 
 @_numpy_spellings
-def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
+def sum(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
+    a = input
     a = as_tensor(a, "sum")
     dim, keepdim, given = _dim_overload("sum", dim, keepdim)
     if dtype is not None:
@@ -768,8 +787,9 @@ def sum(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -
 
 
 @_numpy_spellings
-def mean(a, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
+def mean(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
+    a = input
     a = as_tensor(a, "mean")
     dim, keepdim, given = _dim_overload("mean", dim, keepdim)
     if dtype is not None and not dtype.is_floating_point:
@@ -801,7 +821,7 @@ class _ValuesIndices(tuple):
         return self[1]
 
     def __repr__(self):
-        return f"fusegrad.return_types.{type(self).__name__}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+        return f"fg.return_types.{type(self).__name__}(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
 
 # One class per kind, named as torch names them (type(x.max(1)).__name__ == "max").
@@ -843,15 +863,19 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
 
 
 @_numpy_spellings
-def max(a, dim=_MISSING, keepdim: bool = _MISSING):
+def max(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     """Largest value; with `dim`, (values, indices) along it; with a tensor, maximum."""
-    return _extremum(a, dim, keepdim, "max", maximum)
+    if other is not _MISSING and dim is _MISSING:
+        return maximum(input, other)
+    return _extremum(input, dim, keepdim, "max", maximum)
 
 
 @_numpy_spellings
-def min(a, dim=_MISSING, keepdim: bool = _MISSING):
+def min(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     """Smallest value; with `dim`, (values, indices) along it; with a tensor, minimum."""
-    return _extremum(a, dim, keepdim, "min", minimum)
+    if other is not _MISSING and dim is _MISSING:
+        return minimum(input, other)
+    return _extremum(input, dim, keepdim, "min", minimum)
 
 
 def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
@@ -877,8 +901,9 @@ def _check_dim_list(fn: str, dim) -> None:
 
 
 @_numpy_spellings
-def amax(a, dim=(), keepdim: bool = False) -> Tensor:
+def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
+    a = input
     a = as_tensor(a, "amax")
     _check_dim_list("amax", dim)
     _check_nonempty_dims("amax", a, dim)
@@ -887,8 +912,9 @@ def amax(a, dim=(), keepdim: bool = False) -> Tensor:
 
 
 @_numpy_spellings
-def amin(a, dim=(), keepdim: bool = False) -> Tensor:
+def amin(input, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
+    a = input
     a = as_tensor(a, "amin")
     _check_dim_list("amin", dim)
     _check_nonempty_dims("amin", a, dim)
@@ -917,20 +943,23 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
 
 
 @_numpy_spellings
-def argmax(a, dim=None, keepdim: bool = False) -> Tensor:
+def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first largest value (NaN counts as largest)."""
+    a = input
     return _arg_extremum("argmax", a, dim, keepdim)
 
 
 @_numpy_spellings
-def argmin(a, dim=None, keepdim: bool = False) -> Tensor:
+def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first smallest value (NaN counts as smallest)."""
+    a = input
     return _arg_extremum("argmin", a, dim, keepdim)
 
 
 @_numpy_spellings
-def norm(a, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
+def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over `dim` (all elements when None); "fro" is p = 2."""
+    a = input
     if type(a) is Tensor and p is _FRO and dim is None and keepdim is False and a._dtype.is_floating_point:
         # t.norm(), the common call (a loop's stopping test): nothing to check or convert.
         return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
@@ -979,7 +1008,8 @@ def _nuclear_norm(a: Tensor, dim, keepdim: bool) -> Tensor:
 
 
 def _softmax_like(op: str, grad_name: str):
-    def fn(a, dim=_MISSING, dtype: DType | None = None) -> Tensor:
+    def fn(input, dim=_MISSING, dtype: DType | None = None) -> Tensor:
+        a = input
         if dim is _MISSING:
             raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
@@ -1112,8 +1142,9 @@ def _c_ordered(t: Tensor) -> bool:
     return _layout_of(t).flags.c_contiguous
 
 
-def reshape(a, *sizes, shape=None) -> Tensor:
+def reshape(input, *sizes, shape=None) -> Tensor:
     """`a` with a new shape (one size may be -1): a view where the data allows one, else a copy."""
+    a = input
     a = as_tensor(a, "reshape")
     shape = _infer_shape(_shape_arg(_sizes("reshape", "shape", sizes, shape)), a.numel())
     # torch: a view of contiguous data, an alias with new strides of strided data that
@@ -1154,8 +1185,9 @@ def view(a, *shape, size=None) -> Tensor:
     return apply_op("reshape", [a], {"shape": shape}, "ViewBackward0")
 
 
-def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
+    a = input
     a = as_tensor(a, "flatten")
     _int_arg("flatten", "start_dim", 1, start_dim)
     _int_arg("flatten", "end_dim", 2, end_dim)
@@ -1170,8 +1202,9 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(a, shape[:s] + (-1,) + shape[e + 1:])
 
 
-def permute(a, *dims_, dims=None) -> Tensor:
+def permute(input, *dims_, dims=None) -> Tensor:
     """`a` with its dims reordered (a view)."""
+    a = input
     a = as_tensor(a, "permute")
     dims = _shape_arg(_sizes("permute", "dims", dims_, dims), "permute", "dims")
     if len(dims) != a.dim():
@@ -1184,8 +1217,9 @@ def permute(a, *dims_, dims=None) -> Tensor:
     return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
 
 
-def transpose(a, dim0: int, dim1: int) -> Tensor:
+def transpose(input, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
+    a = input
     a = as_tensor(a, "transpose")
     _int_arg("transpose", "dim0", 1, dim0)
     _int_arg("transpose", "dim1", 2, dim1)
@@ -1198,8 +1232,9 @@ def transpose(a, dim0: int, dim1: int) -> Tensor:
     return apply_op("permute", [a], {"dims": tuple(dims)}, "TransposeBackward0")
 
 
-def t(a) -> Tensor:
+def t(input) -> Tensor:
     """torch.t: a 0-d or 1-d tensor as is, a 2-d one transposed (RuntimeError above 2-d)."""
+    a = input
     a = as_tensor(a, "t")
     if a.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
@@ -1232,8 +1267,9 @@ def mT(a) -> Tensor:
     return transpose(a, -2, -1)
 
 
-def unsqueeze(a, dim: int) -> Tensor:
+def unsqueeze(input, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
+    a = input
     a = as_tensor(a, "unsqueeze")
     _int_arg("unsqueeze", "dim", 1, dim)
     d = normalize_dim(dim, a.dim() + 1)
@@ -1242,11 +1278,38 @@ def unsqueeze(a, dim: int) -> Tensor:
     return apply_op("reshape", [a], {"shape": tuple(shape)}, "UnsqueezeBackward0")
 
 
-def squeeze(a, dim=None) -> Tensor:
+def squeeze(input, dim=_MISSING) -> Tensor:
     """torch.squeeze: `a` without its size-1 dims, or only those among `dim` (an int or a tuple)."""
-    a = as_tensor(a, "squeeze")
+    a = as_tensor(input, "squeeze")
+    _check_squeeze_dim(dim, method=False)
+    return _squeeze(a, dim)
+
+
+def squeeze_method(self, dim=_MISSING) -> Tensor:
+    """Tensor.squeeze (torch's error for a bad `dim` lists the method's signatures)."""
+    _check_squeeze_dim(dim, method=True)
+    return _squeeze(self, dim)
+
+
+def _check_squeeze_dim(dim, method: bool) -> None:
+    """torch's TypeError for a `dim` that is neither an int nor a sequence of ints (None too)."""
+    if dim is _MISSING or (_is_index(dim) and not isinstance(dim, (bool, np.bool_))) or \
+            (isinstance(dim, (tuple, list)) and builtins.all(_is_index(d) for d in dim)):
+        return
+    got = _arg_type_name(dim)
+    why = "      didn't match because some of the arguments have invalid types: "
+    if method:
+        signatures = "".join(f"\n * ({sig})\n{why}(!{got}!)" for sig in ("", "int dim", "tuple of ints dim"))
+        raise TypeError(f"squeeze() received an invalid combination of arguments - got ({got}), but expected one "
+                        f"of:{signatures}\n")
+    raise TypeError(f"squeeze() received an invalid combination of arguments - got (Tensor, {got}), but expected "
+                    f"one of:\n * (Tensor input)" + "".join(f"\n * (Tensor input, {sig})\n{why}(Tensor, !{got}!)"
+                                                         for sig in ("int dim", "tuple of ints dim")) + "\n")
+
+
+def _squeeze(a: Tensor, dim) -> Tensor:
     shape = tuple(a.shape)
-    if dim is None:
+    if dim is _MISSING:
         new = tuple(s for s in shape if s != 1)
         name = "SqueezeBackward0"
     else:
@@ -1272,15 +1335,17 @@ def expand(a, *sizes, size=None) -> Tensor:
 
 
 def _check_expand_sizes(shape: tuple, sizes: tuple) -> None:
-    """torch's order of checks, from the last dim: an existing dim that does not match is the op's
-    shape rule's error; a -1 on a new leading dim is this one. Other negative sizes reach the
-    shape rule's overflow error, as do all of a 0-d tensor's."""
+    """torch's order of checks, from the last dim: an existing dim that does not match (its
+    text shows the sizes as given, -1 included), then a -1 on a new leading dim. Other negative
+    sizes reach the op's shape rule's overflow error, as do all of a 0-d tensor's."""
     lead = len(sizes) - len(shape)
     for i in reversed(range(len(sizes))):
         if i >= lead:
             existing = shape[i - lead]
             if sizes[i] != -1 and existing != 1 and existing != sizes[i]:
-                return
+                raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) must match the existing size "
+                                   f"({existing}) at non-singleton dimension {i}.  Target sizes: "
+                                   f"{shape_str(sizes)}.  Tensor sizes: {shape_str(shape)}")
         elif sizes[i] == -1 and shape:
             raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
                                f"dimension {i}")
@@ -1296,20 +1361,23 @@ def broadcast_to(a, shape) -> Tensor:
     return expand(a, tuple(shape))
 
 
-def detach(a) -> Tensor:
+def detach(input) -> Tensor:
     """`a` without history, sharing its memory (fg.detach(t) is t.detach())."""
+    a = input
     return as_tensor(a, "detach").detach()
 
 
-def clone(a) -> Tensor:
+def clone(input) -> Tensor:
     """torch.clone: a copy of `a` with its own memory (CloneBackward0); a view's strides are kept."""
+    a = input
     a = as_tensor(a, "clone")
     return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")
 
 
-def contiguous(a) -> Tensor:
+def contiguous(input) -> Tensor:
     """`a` itself when its memory is C-ordered, else a C-ordered copy (CloneBackward0, as torch's
     clone with contiguous_format). A traced view made in the call has its chain's layout."""
+    a = input
     if _c_ordered(a):
         return a
     out = clone(a)

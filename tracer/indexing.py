@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from fusegrad.ir import bool_
+from fusegrad.ir import OPS, TensorType, bool_
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
@@ -183,7 +183,7 @@ def setitem(t: Tensor, key, value) -> None:
     value_tensor = value if isinstance(value, Tensor) and value.dim() > 0 else None
     if isinstance(value, Tensor):
         name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
-        value = _fit_value(_coerce(value, t._dtype), index_shape(tuple(t.shape), items), steps)
+        value = _fit_value(value, index_shape(tuple(t.shape), items), steps, lambda v: _coerce(v, t._dtype))
     else:
         name = fill if whole else "CopySlices"
         check_scalar_fits(value, t._dtype)
@@ -218,20 +218,23 @@ def setitem(t: Tensor, key, value) -> None:
     apply_op("index_put", [t, value], {"index": items}, name, out=t)
 
 
-def _fit_value(value: Tensor, region: tuple, steps) -> Tensor:
-    """The value of `t[key] = value` in the region's shape, as torch's copy_ takes it: leading
-    size-1 dims dropped, then broadcast to `t[key]`'s shape (the key's None axes included;
-    torch's expand errors)."""
+def _fit_value(value: Tensor, region: tuple, steps, cast) -> Tensor:
+    """The value of `t[key] = value` in the region's shape, as torch's copy_ takes it: `cast`
+    to t's dtype, leading size-1 dims dropped, then broadcast to `t[key]`'s shape (the key's
+    None axes included; torch's expand errors, which name the value's own type)."""
     shape = tuple(value.shape)
     while shape and shape[0] == 1:
         shape = shape[1:]
-    if shape != tuple(value.shape):
-        value = apply_op("reshape", [value], {"shape": shape}, "ViewBackward0")
     target = list(region)
     for step in steps:
         if step[0] == "new":
             target.insert(step[1], 1)
     target = tuple(target)
+    if shape != target:
+        OPS["expand"].infer([TensorType(shape, value.dtype)], {"shape": target})    # (raises)
+    value = cast(value)
+    if shape != tuple(value.shape):
+        value = apply_op("reshape", [value], {"shape": shape}, "ViewBackward0")
     if shape != target:
         value = apply_op("expand", [value], {"shape": target}, "ExpandBackward0")
     if target != region:

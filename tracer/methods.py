@@ -31,6 +31,21 @@ def _tensor_other(fn):
     return method
 
 
+def _counted_from_self(fn):
+    """`fn` bound as a method: torch counts a method's arguments after self, so `x.add(None)`
+    names argument 'other' at position 1 where `torch.add(x, None)` says position 2."""
+    def method(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except TypeError as exc:
+            text = str(exc)
+            if not text.startswith(f"{fn.__name__}(): argument 'other' (position 2)"):
+                raise
+            raise TypeError(text.replace("(position 2)", "(position 1)", 1)) from None
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
     with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError."""
@@ -296,7 +311,8 @@ def _matrix_adjoint(name: str, ndim_rule: str):
 
 METHODS = {
     # arithmetic
-    "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
+    "add": _counted_from_self(F.add), "sub": _counted_from_self(F.sub), "mul": _counted_from_self(F.mul),
+    "div": _counted_from_self(F.div), "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
@@ -313,7 +329,7 @@ METHODS = {
     "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
-    "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze, "expand": F.expand, "expand_as": F.expand_as,
+    "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,
     "broadcast_to": F.broadcast_to, "clone": F.clone, "contiguous": F.contiguous, "to": F.to,
     "reshape_as": lambda self, other: F.reshape(self, tuple(other.shape)),
     "view_as": lambda self, other: F.view(self, tuple(other.shape)),

@@ -218,6 +218,11 @@ def _check_class_targets(input, target, weight, ignore_index: int) -> None:
         raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
     n_classes = input.shape[1] if input.dim() > 1 else input.shape[0]
     if weight is not None:
+        if weight.requires_grad and fg.is_grad_enabled():
+            # torch's nll_loss has no derivative for weight (a label-smoothed loss would have one)
+            kernel = "nll_loss_forward" if input.dim() <= 2 else "nll_loss2d_forward"
+            raise RuntimeError(f"The function '{kernel}' is not differentiable with respect to argument 'weight'. "
+                               "This input cannot have requires_grad True.")
         if weight.dim() != 1 or weight.shape[0] != n_classes:
             raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
                                f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")

@@ -44,7 +44,7 @@ def _accurate_sum(x, axes, keepdim):
     only along the innermost axis it loops over; over any other axis of a float32 array it
     adds one row at a time (arange(20000.).reshape(-1, 2).sum(0) came out 4e-5 off where
     torch's is exact), so those accumulate in float64, as the compiled kernels do."""
-    if x.dtype != np.float32 or _reduces_innermost_axes(x, axes):
+    if x.size < _ACCURATE_SUM_MIN or x.dtype != np.float32 or _reduces_innermost_axes(x, axes):
         return np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
     lead = len(axes)
     if x.flags.c_contiguous and sorted(ax % x.ndim for ax in axes) == list(range(lead)) and x.size:
@@ -57,6 +57,7 @@ def _accurate_sum(x, axes, keepdim):
 
 
 _CASCADE_BLOCK = 64
+_ACCURATE_SUM_MIN = 4096    # smaller arrays: NumPy's sum as it is (a few ulp at most; eager ops stay cheap)
 
 
 def _cascade_rows(rows: np.ndarray) -> np.ndarray:

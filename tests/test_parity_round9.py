@@ -175,6 +175,8 @@ INPLACE_OPERATORS = {
     "*= a str": "a = L.ones(2); a *= 'a'",
     "-= a list": "a = L.ones(2); a -= [1., 2.]",
     "**= None": "a = L.ones(2); a **= None",
+    "pow_ of bools": "a = L.tensor([True, False]); a.pow_(L.tensor([True, True]))",
+    "**= of bools": "a = L.tensor([True, False]); a **= L.tensor(True)",
     "+= and *= still in place": "a = L.ones(2); v = a; a += 1; a *= L.tensor(2.); out = (v.tolist(), a._version)",
 }
 

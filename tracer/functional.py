@@ -283,8 +283,7 @@ def rdiv(a, b) -> Tensor:
 
 def neg(input) -> Tensor:
     """torch.neg: -a elementwise (RuntimeError for bool, as torch)."""
-    a = input
-    a = as_tensor(a, "neg")
+    a = as_tensor(input, "neg")
     if a._dtype is bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -326,8 +325,7 @@ def matmul(input, other) -> Tensor:
     """Matrix product with NumPy's 1-d and batch rules. Where torch turns the product into a
     2-d one (a vector times a matrix; a batch folded into rows times a matrix or vector),
     it is recorded as torch's chain of nodes (unsqueeze or view, mm or mv, squeeze or view)."""
-    a, b = input, other
-    a, b = as_tensor(a, "matmul"), as_tensor(b, "matmul", "other", 2)
+    a, b = as_tensor(input, "matmul"), as_tensor(other, "matmul", "other", 2)
     _check_matmul(a, b)
     na, nb = a.dim(), b.dim()
     if na == 1 and nb == 2:
@@ -653,15 +651,13 @@ def logical_not(input) -> Tensor:
 
 def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (along dim) is nonzero."""
-    a = input
-    a = as_tensor(a, "all")
+    a = as_tensor(input, "all")
     return eq(sum(logical_not(a), dim, keepdim), 0)
 
 
 def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (along dim) is nonzero."""
-    a = input
-    a = as_tensor(a, "any")
+    a = as_tensor(input, "any")
     return gt(sum(cast(a, bool_), dim, keepdim), 0)
 
 
@@ -772,8 +768,7 @@ def _numpy_spellings(fn):
 @_numpy_spellings
 def sum(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
-    a = input
-    a = as_tensor(a, "sum")
+    a = as_tensor(input, "sum")
     dim, keepdim, given = _dim_overload("sum", dim, keepdim)
     if dtype is not None:
         if not dtype.is_floating_point and a.requires_grad and is_grad_enabled():
@@ -789,8 +784,7 @@ def sum(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = Non
 @_numpy_spellings
 def mean(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
-    a = input
-    a = as_tensor(a, "mean")
+    a = as_tensor(input, "mean")
     dim, keepdim, given = _dim_overload("mean", dim, keepdim)
     if dtype is not None and not dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating point "
@@ -903,8 +897,7 @@ def _check_dim_list(fn: str, dim) -> None:
 @_numpy_spellings
 def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
-    a = input
-    a = as_tensor(a, "amax")
+    a = as_tensor(input, "amax")
     _check_dim_list("amax", dim)
     _check_nonempty_dims("amax", a, dim)
     axes = _dims(dim, a.dim(), "amax")
@@ -914,8 +907,7 @@ def amax(input, dim=(), keepdim: bool = False) -> Tensor:
 @_numpy_spellings
 def amin(input, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
-    a = input
-    a = as_tensor(a, "amin")
+    a = as_tensor(input, "amin")
     _check_dim_list("amin", dim)
     _check_nonempty_dims("amin", a, dim)
     axes = _dims(dim, a.dim(), "amin")
@@ -1144,8 +1136,7 @@ def _c_ordered(t: Tensor) -> bool:
 
 def reshape(input, *sizes, shape=None) -> Tensor:
     """`a` with a new shape (one size may be -1): a view where the data allows one, else a copy."""
-    a = input
-    a = as_tensor(a, "reshape")
+    a = as_tensor(input, "reshape")
     shape = _infer_shape(_shape_arg(_sizes("reshape", "shape", sizes, shape)), a.numel())
     # torch: a view of contiguous data, an alias with new strides of strided data that
     # allows one, else a copy.
@@ -1187,8 +1178,7 @@ def view(a, *shape, size=None) -> Tensor:
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
-    a = input
-    a = as_tensor(a, "flatten")
+    a = as_tensor(input, "flatten")
     _int_arg("flatten", "start_dim", 1, start_dim)
     _int_arg("flatten", "end_dim", 2, end_dim)
     s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
@@ -1204,8 +1194,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def permute(input, *dims_, dims=None) -> Tensor:
     """`a` with its dims reordered (a view)."""
-    a = input
-    a = as_tensor(a, "permute")
+    a = as_tensor(input, "permute")
     dims = _shape_arg(_sizes("permute", "dims", dims_, dims), "permute", "dims")
     if len(dims) != a.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -1219,8 +1208,7 @@ def permute(input, *dims_, dims=None) -> Tensor:
 
 def transpose(input, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
-    a = input
-    a = as_tensor(a, "transpose")
+    a = as_tensor(input, "transpose")
     _int_arg("transpose", "dim0", 1, dim0)
     _int_arg("transpose", "dim1", 2, dim1)
     n = a.dim()
@@ -1234,8 +1222,7 @@ def transpose(input, dim0: int, dim1: int) -> Tensor:
 
 def t(input) -> Tensor:
     """torch.t: a 0-d or 1-d tensor as is, a 2-d one transposed (RuntimeError above 2-d)."""
-    a = input
-    a = as_tensor(a, "t")
+    a = as_tensor(input, "t")
     if a.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
     dims = tuple(reversed(range(a.dim())))
@@ -1269,8 +1256,7 @@ def mT(a) -> Tensor:
 
 def unsqueeze(input, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
-    a = input
-    a = as_tensor(a, "unsqueeze")
+    a = as_tensor(input, "unsqueeze")
     _int_arg("unsqueeze", "dim", 1, dim)
     d = normalize_dim(dim, a.dim() + 1)
     shape = list(a.shape)
@@ -1369,8 +1355,7 @@ def detach(input) -> Tensor:
 
 def clone(input) -> Tensor:
     """torch.clone: a copy of `a` with its own memory (CloneBackward0); a view's strides are kept."""
-    a = input
-    a = as_tensor(a, "clone")
+    a = as_tensor(input, "clone")
     return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")
 
 

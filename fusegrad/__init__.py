@@ -16,9 +16,9 @@ from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad,
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                       manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
                                       tensor, zeros, zeros_like)
-from fusegrad.tracer.functional import (abs, add, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
+from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
                                         div, eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
-                                        logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,
+                                        any, logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,
                                         ne, neg, nonzero, norm, permute, pow, reciprocal, relu, remainder, sigmoid,
                                         sign, sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose,
                                         unsqueeze, where)

@@ -389,3 +389,11 @@ def test_error_texts_match_torchs(call):
             return type(exc).__name__, str(exc)
         return "no error"
     assert run(fg) == run(torch) != "no error"
+
+
+@pytest.mark.parametrize("call", ["L.all(L.tensor([1., 0.]))", "L.any(L.tensor([1., 0.]))",
+                                  "L.all(L.tensor([[True, False], [True, True]]), dim=1)",
+                                  "L.any(L.tensor([[0, 0], [0, 1]]), 0, keepdim=True)", "L.all(input=L.tensor([1, 2]))"])
+def test_all_and_any_are_functions_too(call):
+    """fg.all / fg.any existed only as methods."""
+    assert repr(eval(call, {"L": fg})) == repr(eval(call, {"L": torch}))

@@ -471,16 +471,26 @@ def _overlaps_itself(a: np.ndarray) -> bool:
     return a.size > 0 and any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape))
 
 
+def result_cast_error(result: str, target: str) -> RuntimeError:
+    """torch's error for an in-place op whose result type its tensor cannot hold (each type
+    named as torch names it there: "Float", "Long", or C++'s "long int" for number operands)."""
+    return RuntimeError(f"result type {result} can't be cast to the desired output type {target}")
+
+
+def broadcast_shape_error(shape, broadcast) -> RuntimeError:
+    """torch's error for an in-place op whose operands broadcast beyond its tensor's shape."""
+    return RuntimeError(f"output with shape [{', '.join(map(str, shape))}] doesn't match the broadcast shape "
+                        f"[{', '.join(map(str, broadcast))}]")
+
+
 def _write_inplace(t, result: np.ndarray, op: str, fill: bool = False) -> None:
     target = _writable_memory(t._data)
     if target is None or (target is not t._data and not fill and _overlaps_itself(t._data)):
         raise RuntimeError(_OVERLAP_MSG)
     if not np.can_cast(result.dtype, t._data.dtype, casting="same_kind"):
-        raise RuntimeError(f"result type {_torch_name(result.dtype)} can't be cast to the desired output "
-                           f"type {_torch_name(t._data.dtype)}")
+        raise result_cast_error(_torch_name(result.dtype), _torch_name(t._data.dtype))
     if result.shape != t._data.shape:
-        raise RuntimeError(f"output with shape [{', '.join(map(str, t._data.shape))}] doesn't match the "
-                           f"broadcast shape [{', '.join(map(str, result.shape))}]")
+        raise broadcast_shape_error(t._data.shape, result.shape)
     np.copyto(target, result, casting="unsafe")
     t._vbox[0] += 1
 

@@ -11,7 +11,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops import broadcast_shapes
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
-                       no_grad_view_error)
+                       broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .layout import traced_partial_overlap
@@ -36,8 +36,13 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def _dims_text(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
+def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:
+    """torch's checks of an in-place op's out-of-place result (its broadcast `shape`, its
+    `dtype`) against `t`, in torch's order: the shape, then the type (not of a higher kind)."""
+    if tuple(shape) != tuple(t.shape):
+        raise broadcast_shape_error(tuple(t.shape), shape)
+    if dtype.category > t._dtype.category:
+        raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[t._dtype.name])
 
 
 def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_name: str | None = None):
@@ -60,15 +65,9 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if type(alpha) is not int or alpha != 1:
             other = scale_by_alpha(self, other, alpha, op)
         (_, other), dtype = _promoted([self, other], op + "_")
-        shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(other)))
-        if shape != tuple(self.shape):            # torch checks this before the result dtype
-            raise RuntimeError(f"output with shape {_dims_text(self.shape)} doesn't match the broadcast shape "
-                               f"{_dims_text(shape)}")
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
-        if dtype.category > self._dtype.category:
-            raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[dtype.name]} can't be cast to the desired output "
-                               f"type {TORCH_SCALAR_NAMES[self._dtype.name]}")
+        check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
         apply_op(op, [self, _coerce(other, self._dtype)], None, name_here, out=self)
         return self
     method.__name__ = method_name or op + "_"

@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace
-from .dispatch import apply_op
+from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 
 
@@ -96,12 +96,7 @@ def _bitwise_inplace(fn, name: str):
     def method(self, other):
         inplace.check_inplace(self)
         result = fn(self, other)
-        if tuple(result.shape) != tuple(self.shape):
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(result.shape)}")
-        if result._dtype.category > self._dtype.category:
-            raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[result._dtype.name]} can't be cast to the "
-                               f"desired output type {TORCH_SCALAR_NAMES[self._dtype.name]}")
+        inplace.check_result_fits(self, tuple(result.shape), result._dtype)
         return inplace.copy_(self, result)
     method.__name__ = name
     method.__doc__ = f"In-place `{fn.__name__}`."
@@ -121,11 +116,6 @@ def _invert(self) -> Tensor:
 # torch checks these before writing; without them a bad operand was silently converted (a
 # None fill became NaN, an integer tensor took a float result truncated).
 
-def _cast_error(result: str, self: Tensor) -> RuntimeError:
-    return RuntimeError(f"result type {result} can't be cast to the desired output type "
-                        f"{TORCH_SCALAR_NAMES[self._dtype.name]}")
-
-
 def _float_result(fn, op: str):
     """A unary in-place op whose result is floating point (exp_, log_, ...): an integer or
     bool tensor cannot hold it; neg_ of a bool is torch's negation error."""
@@ -133,7 +123,7 @@ def _float_result(fn, op: str):
         if op == "neg" and self._dtype is bool_:
             F.neg(self)                             # raises torch's text
         if op != "neg" and not self._dtype.is_floating_point:
-            raise _cast_error("Float", self)
+            raise result_cast_error("Float", TORCH_SCALAR_NAMES[self._dtype.name])
         return fn(self)
     method.__name__, method.__doc__ = fn.__name__, fn.__doc__
     return method
@@ -180,9 +170,8 @@ def _clamp_(self, min=None, max=None) -> Tensor:
     min, max = (F.as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
     tensor_bounds, dtype = F.clamp_result_type(self, min, max)
     if dtype.category > self._dtype.category:
-        target = TORCH_SCALAR_NAMES[self._dtype.name] if tensor_bounds else F._c_name(self._dtype)
-        raise RuntimeError(f"result type {TORCH_SCALAR_NAMES[dtype.name]} can't be cast to the desired output "
-                           f"type {target}")
+        raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[self._dtype.name]
+                                if tensor_bounds else F._c_name(self._dtype))
     return inplace.clamp_(self, min, max)
 
 

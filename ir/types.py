@@ -59,6 +59,8 @@ TORCH_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTens
 EXPAND_TYPE_NAMES = {**TORCH_TYPE_NAMES, "bool": "CPUBoolType"}   # (and its version-counter errors)
 # torch's scalar type names, by dtype name ("result type Float can't be cast to ...").
 TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+# The dtype torch reads a Python type as, where one is given as a dtype (`t.to(float)`, `dtype=int`)
+PYTHON_TYPE_DTYPES = {float: float64, int: int64, bool: bool_}
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 # NumPy dtypes that have no fusegrad dtype of their own map to the nearest one.
 _NP_FALLBACK = {

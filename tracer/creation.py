@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
-from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
+from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_types
 
 from . import trace_state
 from .device import check_device
@@ -293,14 +293,11 @@ def _dtype_arg(fn: str, dtype) -> DType | None:
     int64 and bool, as in torch; torch's TypeError otherwise (a string would fail deep inside
     NumPy)."""
     if dtype is not None and not isinstance(dtype, DType):
-        python_type = _PYTHON_DTYPES.get(dtype) if isinstance(dtype, type) else None
+        python_type = PYTHON_TYPE_DTYPES.get(dtype) if isinstance(dtype, type) else None
         if python_type is None:
             raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         return python_type
     return dtype
-
-
-_PYTHON_DTYPES = {float: float64, int: int64, bool: bool_}
 
 
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:

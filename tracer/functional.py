@@ -23,7 +23,7 @@ from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, sca
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.registry import shape_str
 from fusegrad.ir.ops.elementwise import pow_const_applies
-from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
+from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
 from .dispatch import apply_op
@@ -495,8 +495,7 @@ def abs(input) -> Tensor:
 
 def sign(input) -> Tensor:
     """torch.sign: -1, 0 or 1 elementwise, in a's dtype (0 for NaN)."""
-    a = input
-    return apply_op("sign", [as_tensor(a, "sign")], None, "SignBackward0")
+    return apply_op("sign", [as_tensor(input, "sign")], None, "SignBackward0")
 
 
 def clamp_bounds(dtype: DType, min, max) -> tuple:
@@ -645,8 +644,7 @@ lt, le, gt, ge, eq, ne = (_compare(n) for n in ("lt", "le", "gt", "ge", "eq", "n
 
 def logical_not(input) -> Tensor:
     """torch.logical_not: True where `a` is zero, as bool."""
-    a = input
-    return apply_op("logical_not", [cast(as_tensor(a, "logical_not"), bool_)])
+    return apply_op("logical_not", [cast(as_tensor(input, "logical_not"), bool_)])
 
 
 def all(input, dim=None, keepdim: bool = False) -> Tensor:
@@ -663,8 +661,7 @@ def any(input, dim=None, keepdim: bool = False) -> Tensor:
 
 def logical_and(input, other) -> Tensor:
     """torch.logical_and: True where both `a` and `b` are nonzero, as bool (broadcast)."""
-    a, b = input, other
-    return apply_op("logical_and", [cast(as_tensor(a), bool_), cast(as_tensor(b), bool_)])
+    return apply_op("logical_and", [cast(as_tensor(input), bool_), cast(as_tensor(other), bool_)])
 
 
 # ------------------------------------------------------------------ reductions
@@ -937,15 +934,13 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
 @_numpy_spellings
 def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first largest value (NaN counts as largest)."""
-    a = input
-    return _arg_extremum("argmax", a, dim, keepdim)
+    return _arg_extremum("argmax", input, dim, keepdim)
 
 
 @_numpy_spellings
 def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first smallest value (NaN counts as smallest)."""
-    a = input
-    return _arg_extremum("argmin", a, dim, keepdim)
+    return _arg_extremum("argmin", input, dim, keepdim)
 
 
 @_numpy_spellings
@@ -1349,8 +1344,7 @@ def broadcast_to(a, shape) -> Tensor:
 
 def detach(input) -> Tensor:
     """`a` without history, sharing its memory (fg.detach(t) is t.detach())."""
-    a = input
-    return as_tensor(a, "detach").detach()
+    return as_tensor(input, "detach").detach()
 
 
 def clone(input) -> Tensor:
@@ -1390,13 +1384,12 @@ def to(a, *args, **kwargs) -> Tensor:
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     flags = []
-    if isinstance(dtype, type) and dtype in (float, int, bool):
-        dtype = {float: float64, int: int64, bool: bool_}[dtype]
+    dtype = PYTHON_TYPE_DTYPES.get(dtype, dtype) if isinstance(dtype, type) else dtype
     for x in args:
         if isinstance(x, DType):
             dtype = x
-        elif isinstance(x, type) and x in (float, int, bool):     # torch takes the Python types as dtypes
-            dtype = {float: float64, int: int64, bool: bool_}[x]
+        elif isinstance(x, type) and x in PYTHON_TYPE_DTYPES:     # torch takes the Python types as dtypes
+            dtype = PYTHON_TYPE_DTYPES[x]
         elif isinstance(x, Tensor):
             dtype = x._dtype
         elif isinstance(x, (str, torch_device)):

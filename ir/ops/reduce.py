@@ -39,25 +39,25 @@ def _check_nonempty(x, axes, name):
                          "Specify the reduction dim with the 'dim' argument.")
 
 
+_CASCADE_BLOCK = 64
+_ACCURATE_SUM_MIN = 4096    # smaller arrays: NumPy's sum as it is (a few ulp at most; eager ops stay cheap)
+
+
 def _accurate_sum(x, axes, keepdim):
     """np.add.reduce in x's dtype, as accurate as torch's cascade sums. NumPy sums pairwise
     only along the innermost axis it loops over; over any other axis of a float32 array it
     adds one row at a time (arange(20000.).reshape(-1, 2).sum(0) came out 4e-5 off where
-    torch's is exact), so those accumulate in float64, as the compiled kernels do."""
+    torch's is exact). Those sums are a cascade over row blocks where the leading axes of a
+    row-major array are summed away (a batch dim, a bias gradient: float32 at NumPy's
+    speed), else accumulated in float64, as the compiled kernels do."""
     if x.size < _ACCURATE_SUM_MIN or x.dtype != np.float32 or _reduces_innermost_axes(x, axes):
         return np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
     lead = len(axes)
-    if x.flags.c_contiguous and sorted(ax % x.ndim for ax in axes) == list(range(lead)) and x.size:
-        # The common case (a batch dim summed away, a bias gradient): a cascade over rows of
-        # the (reduced, kept) matrix, in float32 at NumPy's speed.
+    if x.flags.c_contiguous and sorted(ax % x.ndim for ax in axes) == list(range(lead)):
         kept = x.shape[lead:]
         total = _cascade_rows(x.reshape(-1, int(np.prod(kept, dtype=np.int64))))
         return total.reshape((1,) * lead + kept if keepdim else kept)
     return np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=np.float64).astype(np.float32)
-
-
-_CASCADE_BLOCK = 64
-_ACCURATE_SUM_MIN = 4096    # smaller arrays: NumPy's sum as it is (a few ulp at most; eager ops stay cheap)
 
 
 def _cascade_rows(rows: np.ndarray) -> np.ndarray:
@@ -82,8 +82,7 @@ def _reduces_innermost_axes(x, axes) -> bool:
     if len(reduced) <= 1:
         inner = min((ax for ax in range(n) if x.shape[ax] > 1), key=lambda ax: abs(x.strides[ax]), default=None)
         return inner is None or reduced <= {inner}
-    return x.flags.c_contiguous and reduced == set(range(n - len(reduced), n)) and \
-        all(x.shape[ax] > 1 for ax in range(n - len(reduced), n))
+    return x.flags.c_contiguous and reduced == set(range(n - len(reduced), n))
 
 
 def _sum_ref(x, axes, keepdim):

@@ -179,8 +179,8 @@ def setitem(t: Tensor, key, value) -> None:
         value = Tensor._wrap(np.asarray(value))
     # torch copies a value of one or more dims into t[key] (copy_, with its overlap check) and
     # fills it with a 0-d one (no check)
-    source = value._data if isinstance(value, Tensor) and value.dim() > 0 else None
     value_tensor = value if isinstance(value, Tensor) and value.dim() > 0 else None
+    source = value_tensor._data if value_tensor is not None else None
     if isinstance(value, Tensor):
         name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
         value = _fit_value(value, index_shape(tuple(t.shape), items), steps, lambda v: _coerce(v, t._dtype))

@@ -155,6 +155,7 @@ def display_edges(node, edges: tuple) -> None:
     """Show `edges` ((node, output_nr) or (None, 0) each) as `node`'s next_functions."""
     DISPLAYED_EDGES[node] = tuple(e if e is not None else (None, 0) for e in edges)
 
+
 _CLASSES: dict[str, type] = {}
 
 

@@ -650,14 +650,12 @@ def _abandon(trace: Trace) -> None:
     history: the call's graph is gone). One whose value cannot be computed stays symbolic,
     and using it says so (tensor.py); a write whose value cannot be computed is dropped. A
     detach or view of a tensor made in the call shares that tensor's array, as on success
-    (_share_memory)."""
-    if trace.dry:
-        trace.restore_states()
-        return
+    (_share_memory). A dry run (explain) writes nothing back: the caller's tensors get their
+    state back (Trace.restore_states)."""
     homes = trace.memory_homes()
     written_back = []
     for array, tensor in trace.mutated.values():
-        if tensor._sym is None:
+        if tensor._sym is None or trace.dry:
             continue
         try:
             value = trace.materialize(tensor)
@@ -667,7 +665,8 @@ def _abandon(trace: Trace) -> None:
         if value is not None and value.shape == array.shape:
             np.copyto(_writable(array, tensor), value, casting="unsafe")
             written_back.append(tensor)
-    trace.apply_writes(written_back)
+    if not trace.dry:
+        trace.apply_writes(written_back)
     done = []
     for t in trace.alive_tensors():
         if t._sym is not None and t._data is None:
@@ -679,6 +678,8 @@ def _abandon(trace: Trace) -> None:
     _share_memory(done, _homes_of(done, homes, trace.known), trace.known)
     for t in done:
         t._sym, t._requires_grad = None, False
+    if trace.dry:
+        trace.restore_states()
 
 
 def _writable(array: np.ndarray, tensor=None) -> np.ndarray:

@@ -119,6 +119,24 @@ def test_explain_leaves_the_callers_tensors_and_gradients_as_they_were():
     assert x._version == 1 and x.tolist() == [[2.] * 3] * 2
 
 
+def test_explain_of_a_call_that_raises_writes_nothing_and_gives_kept_tensors_values():
+    kept = []
+
+    @fg.compile
+    def f(x):
+        kept.append(x * 2)
+        x.add_(1)
+        raise ValueError("boom")
+
+    x = fg.ones(3)
+    with pytest.raises(ValueError, match="boom"):
+        f.explain(x)
+    assert x.tolist() == [1.] * 3 and x._version == 0 and kept[0].tolist() == [2.] * 3
+    with pytest.raises(ValueError, match="boom"):
+        f(x)                        # a call that is not a dry run keeps its writes, as eagerly
+    assert x.tolist() == [2.] * 3 and x._version == 1
+
+
 @pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
 def test_explain_of_a_training_step_takes_no_optimizer_step(optimizer):
     def run(lib, explain):

@@ -13,9 +13,11 @@ buffer (`rb<k>`, one per block of rows, so per thread). The loops follow
 codegen/loopnest.py: outer loops, phases of inner loops, epilogues.
 
 What keeps the hot loop vectorised (tests/test_codegen_kernels.py checks the
-assembly of W1's kernel): a float32 sum whose operand calls fg_* math stages
-the operand in a float32 row buffer (`sb<n>`) and sums it in float64 after the
-loop, since float64 arithmetic in the loop would halve its vector width; a
+assembly of W1's kernel): a float32 sum whose operand calls fg_* math adds
+it up in float32 over chunks of CHUNK elements (`csum<n>`; one partial sum per
+vector lane) and each chunk's sum in float64, since float64 arithmetic in the
+loop would halve its vector width (measured: W1's kernel 2.45 ms with the
+operand staged in a buffer and summed in float64 after the loop, 1.96 ms); a
 tail reduction that does not move with the inner loops sums each row into a
 local scalar (`lacc<n>`) instead of a memory cell; loop variables of ranges
 that start at a block offset index arrays as `np.uintp`, because Numba's
@@ -27,8 +29,8 @@ Constants other than a few literals (0, 1, -1, 2, 0.5, inf, nan) are
 arguments too (`c0, ...`): a mean's element count or a learning rate must
 not make a new kernel. Argument order: extents, loads, constants, outputs.
 
-Sums accumulate in float64 for floating dtypes (int64/bool otherwise)
-through `fg_acc_add`, an addition LLVM may reassociate so that the loop
+Sums accumulate in float64 for floating dtypes (int64/bool otherwise;
+float32 chunk sums of costly operands, above, first) through `fg_acc_add`, an addition LLVM may reassociate so that the loop
 vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
 propagating maximum/minimum), which vectorise too (codegen/accumulate.py).
 A reduction to one value (no outer loops) runs in blocks of about BLOCK
@@ -53,6 +55,7 @@ from .picks import Picked
 from .schedule import Kernel, calls_math
 
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
+CHUNK = 1024               # elements of the innermost loop per float32 chunk sum (_accumulate)
 MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
 MAX_PARTIALS = 1 << 22     # cap on nblocks * (accumulator size) for those blocks
 MAX_NESTING = 6            # deeper expressions are split into named temporaries
@@ -115,7 +118,7 @@ class _Reduction:
     node: _Node | None = None      # a row reduction's result
     local: str | None = None       # a tail summed per row into this scalar, then flushed (see _accumulate)
     flush: str | None = None       # ... into this accumulator
-    buffer: str | None = None      # operands staged in this float32 row buffer, summed after the loop
+    chunk_sum: str | None = None   # float32 sum of the operand over one chunk of the innermost loop
     picked: bool = False           # reads one element per row (codegen/picks.py): no accumulator
 
     @property
@@ -206,7 +209,7 @@ class _Generator:
         self.seq = 0
         self.locals_by_phase: dict = {}  # phase -> tails summed per row into a local (_accumulate)
         self.column_locals: list = []    # tails summed over the innermost outer loop into a local
-        self.staged_by_phase: dict = {}  # phase -> (reduction, accumulator) staged in a row buffer
+        self.chunk_sums: dict = {}       # phase -> (reduction, accumulator) summed per chunk in float32
         self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
         if tile is not None:
             self.unsigned |= set(tile)
@@ -240,8 +243,8 @@ class _Generator:
             # Stored by an earlier phase of this row: read it back instead of recomputing.
             # (Not when every reduced dim has size 1: then no inner loops separate the
             # phases, they share one loop body, and the read would be placed before the store.)
-            text = f"o{written[1]}[{self._subscript(index)}]"
-            return self._node(("reread", v.id), lambda t, text=text: text, [], region,
+            k = written[1]
+            return self._node(("reread", v.id), lambda t: f"o{k}[{self._subscript(index)}]", [], region,
                               deps={i for i in index if i is not None})
         if region[0] == "inner" and index == self.identity and self.row_buffers_ok:
             for p in range(region[1]):
@@ -286,9 +289,9 @@ class _Generator:
             scope = ("inner", earlier.region[1], len(self.inner))
             earlier.users.append(scope)
             earlier.users.append(scope)        # two readers: it gets a named temporary
-            self.sinks.append((scope, self._next(), lambda: [f"{name}[i{d}] = {self._text(earlier)}"]))
-        text = f"{name}[i{d}]"
-        return self._node(("rowbuf", v.id), lambda t, text=text: text, [], region, deps={d})
+            self.sinks.append((scope, self._next(),
+                               lambda: [f"{name}[{self._subscript_entry(d)}] = {self._text(earlier)}"]))
+        return self._node(("rowbuf", v.id), lambda t: f"{name}[{self._subscript_entry(d)}]", [], region, deps={d})
 
     def _node(self, key, render, children, region, deps=None, level=None, trivial=False) -> _Node:
         deps = frozenset().union(*(c.deps for c in children)) if deps is None else frozenset(deps)
@@ -341,8 +344,7 @@ class _Generator:
                                              self._subscript_entry(e) for e in index) + "]"
             return self._node(("load", v.id, index), render, [position], region,
                               deps=index_dims(rest) | position.deps)
-        text = f"{arg}[{self._subscript(index)}]"
-        return self._node(("load", v.id, index), lambda t, text=text: text, [], region,
+        return self._node(("load", v.id, index), lambda t: f"{arg}[{self._subscript(index)}]", [], region,
                           deps=index_dims(index))
 
     def _source(self, ins, index, region) -> _Node:
@@ -435,10 +437,12 @@ class _Generator:
           (a loss summed to one value inside a row kernel) sums each row into a
           local scalar, added to the accumulator after the row: an accumulator
           in memory would carry the loop through a store and a load;
-        - a float32 sum whose operand calls fg_* math (exp, tanh...) writes
-          the operand into a float32 row buffer and sums the buffer in float64
-          after the loop: float64 arithmetic in the hot loop would halve its
-          vector width (and everything else in it), the buffer stays in L1.
+        - a float32 sum whose operand calls fg_* math (exp, tanh...) adds it
+          up in float32 over chunks of CHUNK elements of the innermost loop,
+          each chunk's sum then added in float64: float64 arithmetic in the hot
+          loop would halve its vector width (and everything else in it). The
+          vectorised chunk sum keeps one partial sum per vector lane (and per
+          unrolled copy), so each float32 partial adds up a few dozen values.
         """
         info = self.red[id(ins)]
         tail = info.tail
@@ -478,13 +482,12 @@ class _Generator:
         operand.users.append(scope)
         if inner_loop and info.combine == "add" and info.kind == "f" and self._calls_math(operand) and \
                 info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
-            info.buffer = f"sb{info.n}"
+            info.chunk_sum = f"csum{info.n}"
             phase = info.stage if tail is None else tail.level
-            self.staged_by_phase.setdefault(phase, []).append((info, target, operand))
-            # (No copy when a row buffer already holds the operand for a later phase.)
-            self.sinks.append((scope, self._next(),
-                               lambda: [] if id(operand) in self.node_buffer else
-                               [f"{info.buffer}[{self._buffer_index()}] = {self._text(operand)}"]))
+            self.chunk_sums.setdefault(phase, []).append((info, target))
+            self.unsigned.add(self.inner[-1])          # its loop starts at a chunk's offset
+            self.sinks.append((scope, self._next(), lambda: [
+                f"{info.chunk_sum} = fg_acc_add({info.chunk_sum}, {self._text(operand)})"]))
             return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
 
@@ -561,32 +564,10 @@ class _Generator:
             self.math_memo[id(node)] = known
         return known
 
-    def _buffer_index(self) -> str:
-        """The row buffer's subscript in the innermost loop."""
-        d = self.inner[-1]
-        return f"np.uintp(i{d} - lo)" if self.whole and len(self.inner) == 1 else f"i{d}"
-
-    def _buffer_lines(self, p: int) -> list:
-        """After phase p's innermost loop: sum the staged operands in float64."""
-        staged = self.staged_by_phase.get(p, [])
-        if not staged:
-            return []
-        d = self.inner[-1]
-        extent = f"min(n{d}, lo + {BLOCK}) - lo" if self.whole and len(self.inner) == 1 else f"n{d}"
-        lines = [f"for j in range({extent}):"]
-        for info, target, operand in staged:
-            buffer = self.node_buffer.get(id(operand), info.buffer)
-            lines += ["    " + line for line in _update(info, target, f"{buffer}[j]", "v")]
-        return lines
-
     def _buffer_allocations(self) -> list:
-        """Row buffers, allocated once per block of work (each thread its own)."""
+        """Row buffers, allocated once per block of rows (each thread its own)."""
         d = self.inner[-1] if self.inner else None
-        size = str(BLOCK) if self.whole and len(self.inner) == 1 else f"n{d}"
-        return [f"{info.buffer} = np.empty({size}, np.float32)"
-                for p in sorted(self.staged_by_phase) for info, _, operand in self.staged_by_phase[p]
-                if id(operand) not in self.node_buffer] + \
-            [f"{name} = np.empty({size}, {self.buffer_dtypes[name]})" for name in self.row_buffers.values()]
+        return [f"{name} = np.empty(n{d}, {self.buffer_dtypes[name]})" for name in self.row_buffers.values()]
 
     def _store(self, k: int, st) -> None:
         if st.kind == "full":
@@ -599,8 +580,8 @@ class _Generator:
             region, scope = ("epi", g), ("epi", g, len(st.kept))
         node = self.expr(st.value, st.index, region)
         node.users.append(scope)
-        target = f"o{k}[{self._subscript(st.index)}]" if st.index else f"o{k}[()]"
-        self.sinks.append((scope, self._next(), lambda: [f"{target} = {self._text(node)}"]))
+        self.sinks.append((scope, self._next(), lambda: [
+            f"o{k}[{self._subscript(st.index) if st.index else '()'}] = {self._text(node)}"]))
 
     # -------------------------------------------------------------- naming and emission
     def _name_temporaries(self) -> None:
@@ -659,8 +640,8 @@ class _Generator:
         others = [f"n{d}" for d in self.live[1:]] if self.outer else []
         # Rows run in blocks when tails accumulate per block, or so that each
         # block (each thread) allocates its row buffers once.
-        chunked = self.blocked or (bool(self.outer) and bool(self.staged_by_phase or self.row_buffers))
-        if chunked:
+        row_blocks = self.blocked or (bool(self.outer) and bool(self.row_buffers))
+        if row_blocks:
             d0 = self.outer[0]
             size = " * ".join(others) or "1"
             put(0, f"nblocks = max(1, min(n{d0}, {MAX_BLOCKS}, {MAX_PARTIALS} // max(1, {size})))")
@@ -685,7 +666,7 @@ class _Generator:
             if k == len(self.outer) - 1 and k > 0:
                 for info in self.column_locals:
                     put(depth, f"{info.local} = {info.init}")
-            if k == 0 and chunked:
+            if k == 0 and row_blocks:
                 put(depth, "for blk in PRANGE(nblocks):")
                 for line in self._buffer_allocations():
                     put(depth + 1, line)
@@ -760,22 +741,38 @@ class _Generator:
         return depth + 1
 
     def _emit_inner(self, put, p, depth, parallel_first=False, first_range=None) -> None:
+        """Phase p's inner loops. `first_range` bounds the first (a block of a whole phase).
+        With float32 chunk sums (see _accumulate), the innermost loop runs in chunks of
+        CHUNK elements, each chunk's sums added to their accumulators after it."""
         for stmt in self._statements(("inner", p, 0)):
             put(depth, stmt)
         bodies = [self._statements(("inner", p, k + 1)) for k in range(len(self.inner))]
-        buffered = self._buffer_lines(p)
-        if not any(bodies) and not buffered:
+        if not any(bodies):
             return                      # nothing left in this phase's loops (its reduction was picked)
+        sums = self.chunk_sums.get(p, [])
+        last = len(self.inner) - 1
         for k, (d, body) in enumerate(zip(self.inner, bodies)):
-            if k == 0 and first_range is not None:
-                put(depth, f"for i{d} in range({first_range}):")
+            start, stop = first_range if k == 0 and first_range is not None else ("0", f"n{d}")
+            parallel = k == 0 and parallel_first
+            if k == last and sums:
+                # (A parallel loop's iterations would race on the accumulators: a kernel
+                # with no outer loops sums in blocks, _emit_whole_phase.)
+                assert not parallel, "float32 chunk sums in a parallel loop"
+                put(depth, f"for ch{d} in range({start}, {stop}, {CHUNK}):")
+                depth += 1
+                for info, _ in sums:
+                    put(depth, f"{info.chunk_sum} = np.float32(0.0)")
+                put(depth, f"for i{d} in range(ch{d}, min(n{d}, ch{d} + {CHUNK})):")
+            elif first_range is not None and k == 0:
+                put(depth, f"for i{d} in range({start}, {stop}):")
             else:
-                put(depth, self._loop(d, parallel=(k == 0 and parallel_first)))
+                put(depth, self._loop(d, parallel=parallel))
             depth += 1
             for stmt in body:
                 put(depth, stmt)
-        for line in buffered:
-            put(depth - 1, line)
+        for info, target in sums:
+            for line in _update(info, target, info.chunk_sum, "v"):
+                put(depth - 1, line)
 
     def _emit_whole_phase(self, put, p, infos) -> None:
         """A phase reducing everything to single values, in blocks of its first dim: BLOCK
@@ -791,7 +788,7 @@ class _Generator:
             put(1, line)
         for info in infos:
             put(1, f"b{info.acc} = {info.init}")
-        self._emit_inner(put, p, 1, first_range=f"lo, min(n{d0}, lo + {rows})")
+        self._emit_inner(put, p, 1, first_range=("lo", f"min(n{d0}, lo + {rows})"))
         for info in infos:
             put(1, f"part{info.n}[blk] = b{info.acc}")
         for info in infos:

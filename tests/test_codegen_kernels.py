@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from fusegrad.codegen import generate, schedule
+from fusegrad.codegen.kernel_source import CHUNK
 from fusegrad.ir import float64, int64
 from test_codegen_support import build, check, random_args
 
@@ -113,6 +114,7 @@ def _layernorm(e, x, w, b):
 
 CASES = [
     ("row sum of exp", _row_sum_of_exp, [(37, 301)]),
+    ("row sum of exp over chunks", _row_sum_of_exp, [(3, 2 * CHUNK + 77)]),
     ("row sum over two axes", _row_sum_3d_two_axes, [(5, 7, 129)]),
     ("whole 2-d sum", _whole_2d, [(9, 1000)]),
     ("whole 1-d sum over blocks", _w1, [(3 * 4096 + 77,)]),
@@ -140,16 +142,23 @@ def test_float64_and_int_sums_are_not_staged():
         check(program, random_args(program, np.random.default_rng(1)))
 
 
-def test_float32_row_sum_is_staged_and_accurate():
-    program = build(_row_sum_of_exp, (4, 5000))
+@pytest.mark.parametrize("shape", [(4, 5000), (2, 1 << 20)])
+def test_float32_row_sum_of_math_is_chunked_and_accurate(shape):
+    """A float32 sum whose operand calls vector math adds up in float32 over chunks of
+    CHUNK elements and the chunks' sums in float64: within an ulp of the exact sum,
+    however long the row (a float32 running sum of 2**20 values near 1 would be off
+    by about 1e-3)."""
+    program = build(_row_sum_of_exp, shape)
     (kernel,) = schedule(program).kernels
     text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
-    assert "sb0 = np.empty(" in text and "for j in range(" in text, text
-    x = (np.random.default_rng(3).random((4, 5000)) * 0.01).astype(np.float32)
+    assert f"for ch1 in range(0, n1, {CHUNK}):" in text and "csum0 = fg_acc_add(csum0, " in text, text
+    assert "np.empty" not in text, text
+    x = (np.random.default_rng(3).random(shape) * 0.01).astype(np.float32)
     compiled = check(program, [x])
-    got = compiled([x])[0]
+    got = compiled([x])[0].astype(np.float64)
     want = np.exp(x.astype(np.float64)).sum(axis=1)
-    np.testing.assert_allclose(got, want, rtol=1e-7)     # float64 accumulation, one float32 rounding
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(got - want) <= ulp), (got - want) / ulp
 
 
 @pytest.mark.parametrize("policy", ["never", "always"])

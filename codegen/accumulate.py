@@ -5,8 +5,8 @@ loop `acc = fg_acc_add(acc, x)` vectorises (several partial sums added at the
 end: a blocked summation) while every other operation in the kernel keeps
 strict IEEE semantics: the fast-math flag sits on this one instruction and
 stays on it when LLVM inlines the call. Kernels accumulate sums in float64,
-so float32 sums keep about 1e-9 relative accuracy; a float32 operand that
-calls vector math is first summed in float32 over chunks of 1024 elements
+so float32 sums keep about 1e-9 relative accuracy; a float32 sum over a
+kernel's innermost loop first adds up chunks of 1024 elements in float32
 (kernel_source.CHUNK), one partial sum per vector lane, which keeps the
 float32 result within about an ulp (as torch's float32 sums).
 

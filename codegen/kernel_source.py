@@ -13,11 +13,12 @@ buffer (`rb<k>`, one per block of rows, so per thread). The loops follow
 codegen/loopnest.py: outer loops, phases of inner loops, epilogues.
 
 What keeps the hot loop vectorised (tests/test_codegen_kernels.py checks the
-assembly of W1's kernel): a float32 sum whose operand calls fg_* math adds
-it up in float32 over chunks of CHUNK elements (`csum<n>`; one partial sum per
-vector lane) and each chunk's sum in float64, since float64 arithmetic in the
-loop would halve its vector width (measured: W1's kernel 2.45 ms with the
-operand staged in a buffer and summed in float64 after the loop, 1.96 ms); a
+assembly of W1's kernel): a float32 sum over the innermost loop adds up in
+float32 over chunks of CHUNK elements (`csum<n>`; one partial sum per vector
+lane) and each chunk's sum in float64, since float64 arithmetic in the loop
+would halve its vector width (measured: W1's kernel took 2.45 ms with its
+operand staged in a buffer and summed in float64 after the loop, 1.96 ms so;
+W2's 1.54 ms with float64 row sums, 1.24 ms so); a
 tail reduction that does not move with the inner loops sums each row into a
 local scalar (`lacc<n>`) instead of a memory cell; loop variables of ranges
 that start at a block offset index arrays as `np.uintp`, because Numba's
@@ -30,7 +31,7 @@ arguments too (`c0, ...`): a mean's element count or a learning rate must
 not make a new kernel. Argument order: extents, loads, constants, outputs.
 
 Sums accumulate in float64 for floating dtypes (int64/bool otherwise;
-float32 chunk sums of costly operands, above, first) through `fg_acc_add`, an addition LLVM may reassociate so that the loop
+float32 sums over the innermost loop, above, in float32 chunks first) through `fg_acc_add`, an addition LLVM may reassociate so that the loop
 vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
 propagating maximum/minimum), which vectorise too (codegen/accumulate.py).
 A reduction to one value (no outer loops) runs in blocks of about BLOCK
@@ -219,7 +220,6 @@ class _Generator:
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
         self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
         self.node_buffer: dict = {}      # id(node) -> the row buffer it is written to
-        self.math_memo: dict = {}        # id(node) -> whether computing it calls fg_* math
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -437,12 +437,12 @@ class _Generator:
           (a loss summed to one value inside a row kernel) sums each row into a
           local scalar, added to the accumulator after the row: an accumulator
           in memory would carry the loop through a store and a load;
-        - a float32 sum whose operand calls fg_* math (exp, tanh...) adds it
-          up in float32 over chunks of CHUNK elements of the innermost loop,
-          each chunk's sum then added in float64: float64 arithmetic in the hot
-          loop would halve its vector width (and everything else in it). The
-          vectorised chunk sum keeps one partial sum per vector lane (and per
-          unrolled copy), so each float32 partial adds up a few dozen values.
+        - a float32 sum over the innermost loop adds up in float32 over chunks
+          of CHUNK elements, each chunk's sum then added in float64: float64
+          arithmetic in the hot loop would halve its vector width (and that of
+          everything else in it). The vectorised chunk sum keeps one partial
+          sum per vector lane (and per unrolled copy), so each float32 partial
+          adds up a few dozen values.
         """
         info = self.red[id(ins)]
         tail = info.tail
@@ -480,8 +480,8 @@ class _Generator:
                     target = info.local
                     self.column_locals.append(info)
         operand.users.append(scope)
-        if inner_loop and info.combine == "add" and info.kind == "f" and self._calls_math(operand) and \
-                info.acc_ctor == "np.float64" and ins.inputs[0].dtype.name == "float32":
+        if inner_loop and info.combine == "add" and info.kind == "f" and info.acc_ctor == "np.float64" and \
+                ins.inputs[0].dtype.name == "float32" and ins.outputs[0].dtype.name == "float32":
             info.chunk_sum = f"csum{info.n}"
             phase = info.stage if tail is None else tail.level
             self.chunk_sums.setdefault(phase, []).append((info, target))
@@ -553,16 +553,6 @@ class _Generator:
         if key not in self.params:
             self.params[key] = (f"c{len(self.params)}", value, int64)
         return self.params[key][0]
-
-    def _calls_math(self, node: _Node) -> bool:
-        """Does computing `node` call fg_* math in the loop (measured: staging a cheap operand
-        costs more than the narrower vectors it avoids)?"""
-        known = self.math_memo.get(id(node))
-        if known is None:
-            in_loop = node.region[0] == "inner"          # hoisted values cost nothing per element
-            known = in_loop and (node.costly or any(self._calls_math(c) for c in node.children))
-            self.math_memo[id(node)] = known
-        return known
 
     def _buffer_allocations(self) -> list:
         """Row buffers, allocated once per block of rows (each thread its own)."""

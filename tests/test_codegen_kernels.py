@@ -131,8 +131,8 @@ def test_staged_and_local_reductions_match_reference(monkeypatch, name, fn, type
     check(program, random_args(program, np.random.default_rng(0)), rtol=1e-4, atol=1e-5)
 
 
-def test_float64_and_int_sums_are_not_staged():
-    """Only float32 operands of float64 accumulators go through a row buffer."""
+def test_float64_and_int_sums_are_not_chunked():
+    """Only float32 sums add up in float32 chunks; float64 and int64 sums accumulate directly."""
     for types, fn in [([((8, 50), float64)], _row_sum_of_exp),
                       ([((8, 50), int64)], lambda e, x: e.sum(e.mul(x, x), (1,)))]:
         program = build(fn, *types)
@@ -142,21 +142,25 @@ def test_float64_and_int_sums_are_not_staged():
         check(program, random_args(program, np.random.default_rng(1)))
 
 
+def _row_sum(e, x):
+    return e.sum(x, (1,))
+
+
 @pytest.mark.parametrize("shape", [(4, 5000), (2, 1 << 20)])
-def test_float32_row_sum_of_math_is_chunked_and_accurate(shape):
-    """A float32 sum whose operand calls vector math adds up in float32 over chunks of
-    CHUNK elements and the chunks' sums in float64: within an ulp of the exact sum,
-    however long the row (a float32 running sum of 2**20 values near 1 would be off
-    by about 1e-3)."""
-    program = build(_row_sum_of_exp, shape)
+@pytest.mark.parametrize("fn,exact", [(_row_sum_of_exp, np.exp), (_row_sum, lambda x: x)], ids=["exp", "plain"])
+def test_float32_row_sum_is_chunked_and_accurate(shape, fn, exact):
+    """A float32 sum adds up in float32 over chunks of CHUNK elements and the chunks'
+    sums in float64: within an ulp of the exact sum, however long the row (a float32
+    running sum of 2**20 values near 1 would be off by about 1e-3)."""
+    program = build(fn, shape)
     (kernel,) = schedule(program).kernels
     text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
     assert f"for ch1 in range(0, n1, {CHUNK}):" in text and "csum0 = fg_acc_add(csum0, " in text, text
     assert "np.empty" not in text, text
-    x = (np.random.default_rng(3).random(shape) * 0.01).astype(np.float32)
+    x = (1 + np.random.default_rng(3).random(shape) * 0.01).astype(np.float32)
     compiled = check(program, [x])
     got = compiled([x])[0].astype(np.float64)
-    want = np.exp(x.astype(np.float64)).sum(axis=1)
+    want = exact(x.astype(np.float64)).sum(axis=1)
     ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
     assert np.all(np.abs(got - want) <= ulp), (got - want) / ulp
 

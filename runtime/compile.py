@@ -778,12 +778,14 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None
-    for leaf, _ in trace.grad_leaves.values():
+    for leaf, before in trace.grad_leaves.values():
         # A gradient can be an expand's read-only broadcast view or a transposed product; a
         # .grad owns writable memory (a later backward accumulates into it in place) laid out
-        # as its leaf, as in torch (tracer.engine.grad_memory).
+        # as its leaf, as in torch (tracer.engine.grad_memory). A .grad the call accumulated
+        # into in place keeps its memory and layout, as torch's AccumulateGrad keeps them
+        # (the write-back below fills it).
         grad = leaf._grad
-        if grad is None or grad._data is None:
+        if grad is None or grad is before or grad._data is None:
             continue
         if leaf._data is None:          # a leaf made inside the call: its own layout is row-major
             if not grad._data.flags.writeable:

@@ -8,6 +8,7 @@ same calls are traced into the program.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import numbers
 import operator
@@ -52,7 +53,31 @@ def _transform_input(leaf: Tensor) -> Tensor:
     return leaf
 
 
-def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tensor:
+def _tree_leaves(x) -> list:
+    """The leaves of argument x, in order: x itself, or the items of its tuples, lists
+    (namedtuples too) and dicts, depth first (torch.func's and JAX's pytrees)."""
+    if isinstance(x, dict):
+        return [leaf for v in x.values() for leaf in _tree_leaves(v)]
+    if isinstance(x, (tuple, list)):
+        return [leaf for v in x for leaf in _tree_leaves(v)]
+    return [x]
+
+
+def _tree_rebuild(x, leaves):
+    """x with its leaves replaced by the next items of iterator `leaves` (same containers)."""
+    if isinstance(x, dict):
+        out = copy.copy(x)          # (keeps the dict's type: OrderedDict, defaultdict...)
+        for key, v in x.items():
+            out[key] = _tree_rebuild(v, leaves)
+        return out
+    if isinstance(x, tuple) and hasattr(x, "_fields"):        # a namedtuple
+        return type(x)(*[_tree_rebuild(v, leaves) for v in x])
+    if isinstance(x, (tuple, list)):
+        return type(x)([_tree_rebuild(v, leaves) for v in x])
+    return next(leaves)
+
+
+def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contained: bool = False) -> Tensor:
     """A differentiable leaf standing for argument k (same value and graph as x); `again`: x is
     also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
     history is not followed."""
@@ -75,8 +100,10 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True) -> Tens
             what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
         return _transform_input(t.requires_grad_(True))
-    raise TypeError(f"argument {k} of type {type(x).__name__} is not a valid differentiable input: expected a "
-                    f"fg.Tensor, a NumPy array or a Python float")
+    what = f"argument {k} holds a {type(x).__name__}, which" if contained else \
+        f"argument {k} of type {type(x).__name__}"
+    raise TypeError(f"{what} is not a valid differentiable input: expected a fg.Tensor, a NumPy array or a Python "
+                    f"float, or a tuple, list or dict of them")
 
 
 def _check_output(out) -> Tensor:
@@ -126,14 +153,24 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         # differentiating through this call (grad of grad, or a caller's graph).
         # (under no_grad nothing outside is: the results are plain values, as torch.func's)
         grad_mode = is_grad_enabled()
-        outer_grad = grad_mode and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        outer_grad = grad_mode and any(isinstance(x, Tensor) and x.requires_grad
+                                       for a in args for x in _tree_leaves(a))
         # NumPy arrays are values (JAX): those not differentiated reach f as tensors too.
         args = [_tensor(a) if isinstance(a, np.ndarray) and k not in nums else a for k, a in enumerate(args)]
-        leaves, given = {}, list(args)
-        for n, k in enumerate(nums):
-            leaves[k] = _as_input(args[k], k, again=any(given[j] is given[k] for j in nums[:n] if j != k),
-                                  keep_history=grad_mode)
-            args[k] = leaves[k]
+        given_args = list(args)
+        leaves, given = [], []              # per differentiated leaf: its fresh input, what was given
+        for k in nums:
+            tree = args[k]
+            contained = isinstance(tree, (tuple, list, dict))
+            for x in _tree_leaves(tree):
+                leaves.append(_as_input(x, k, again=any(g is x for g in given), keep_history=grad_mode,
+                                        contained=contained))
+                given.append(x)
+        if not leaves:
+            raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")      # torch.func's text
+        fresh = iter(leaves)
+        for k in nums:
+            args[k] = _tree_rebuild(args[k], fresh)
         with enable_grad():
             engine.TRANSFORMS_RUNNING[0] += 1
             try:
@@ -142,7 +179,7 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
                 engine.TRANSFORMS_RUNNING[0] -= 1
             out, aux = _split_aux(result, has_aux)
             out = _check_output(out)
-            ins = [leaves[k] for k in nums]
+            ins = leaves
             if not outer_grad and grad_mode:
                 # f closes over a tensor that requires grad (torch.func.grad keeps that history).
                 # (not a leaf an inner fg.grad made for its own argument: a mixed partial,
@@ -157,11 +194,13 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
                 grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
             else:
                 grads = (None,) * len(ins)
-        grads = tuple(g if g is not None else _zeros_like(leaves[k]) for g, k in zip(grads, nums))
+        grads = [g if g is not None else _zeros_like(x) for g, x in zip(grads, leaves)]
         value = out if outer_grad else out.detach()
         if not outer_grad:
-            grads = tuple(g.detach() for g in grads)
+            grads = [g.detach() for g in grads]
             aux = _stop_gradient(aux)
+        by_leaf = iter(grads)               # each argument's gradients in its own containers
+        grads = tuple(_tree_rebuild(given_args[k], by_leaf) for k in nums)
         grads = grads[0] if single else grads
         return ((value, aux), grads) if has_aux else (value, grads)
     return wrapped

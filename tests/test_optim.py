@@ -258,7 +258,7 @@ def test_bad_arguments_raise_torch_errors(make):
 
 
 def test_optimizer_rejects_a_tensor_and_non_leaves():
-    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got fg.FloatTensor"):
+    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got torch.FloatTensor"):
         optim.SGD(nn.Parameter(fg.zeros(2)), lr=0.1)
     x = fg.zeros(2, requires_grad=True)
     with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):

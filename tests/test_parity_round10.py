@@ -131,3 +131,124 @@ def test_container_arguments_bad_input():
         f({"w": fg.tensor([1, 2])})
     with pytest.raises(TypeError, match="^argument 0 holds a str, which is not a valid differentiable input"):
         f((fg.tensor(1.), "s"))
+
+
+# --------------------------------------------------------------------- error texts of nn
+def _raised(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return info.type, str(info.value)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3,), (2, 4, 3)], ids=["2d", "1d", "3d"])
+@pytest.mark.parametrize("dtypes", ["dfn", "fdn", "dff", "dfd", "fdf", "ffd", "fdd", "ddf"])
+def test_linear_dtype_mismatch_texts(shape, dtypes):
+    """F.linear's dtype errors are those of torch's addmm (with a bias: the bias against the
+    weight first, then mat1 against mat2) and of its mm (no bias: C++ type names)."""
+    def call(lib):
+        kinds = {"d": lib.float64, "f": lib.float32}
+        x, w = lib.ones(*shape, dtype=kinds[dtypes[0]]), lib.ones(2, 3, dtype=kinds[dtypes[1]])
+        b = None if dtypes[2] == "n" else lib.ones(2, dtype=kinds[dtypes[2]])
+        return lambda: lib.nn.functional.linear(x, w, b)
+    assert _raised(call(fg)) == _raised(call(torch))
+
+
+def test_linear_without_bias_checks_shapes_before_dtypes():
+    def call(lib):
+        return lambda: lib.nn.functional.linear(lib.ones(4, 3, dtype=lib.float64), lib.ones(2, 5))
+    assert _raised(call(fg)) == _raised(call(torch))
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_module_and_optimizer_type_errors_are_torch_verbatim(case):
+    """torch's texts name torch's types (`torch.FloatTensor`, `torch.nn.Parameter`)."""
+    def call(lib):
+        m = lib.nn.Module()
+        m.p = lib.nn.Parameter(lib.ones(1))
+        m.register_buffer("b", lib.ones(1))
+        return [lambda: setattr(m, "p", lib.ones(1)), lambda: m.register_buffer("c", 3),
+                lambda: setattr(m, "b", 3), lambda: lib.optim.SGD(lib.ones(2), lr=0.1),
+                lambda: m.register_parameter("q", lib.ones(1))][case]
+    assert _raised(call(fg)) == _raised(call(torch))
+
+
+def test_load_state_dict_size_mismatch_names_torch_sizes():
+    def call(lib):
+        model = lib.nn.Linear(3, 2)
+        state = {"weight": lib.ones(3, 3), "bias": lib.ones(2)}
+        return lambda: model.load_state_dict(state)
+    assert _raised(call(fg)) == _raised(call(torch))
+
+
+def test_mse_loss_size_warning_is_torch_verbatim():
+    texts = []
+    for lib in (torch, fg):
+        with pytest.warns(UserWarning) as caught:
+            lib.nn.functional.mse_loss(lib.ones(3, 1), lib.ones(3))
+        texts.append(str(caught[0].message))
+    assert texts[0] == texts[1]
+
+
+# --------------------------------------------------------------------- numerics at boundary points
+_INF = float("inf")
+
+
+def _same_values(ours, theirs):
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, equal_nan=True)
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_cross_entropy_ignores_a_non_finite_row_it_skips(reduction, compiled):
+    """An ignored row (a padding row of -inf logits) is not read: no NaN; its 'none' loss is +0."""
+    x, t = [[0., 1., 2.], [-_INF, -_INF, -_INF], [1., 2., 3.]], [1, -100, 0]
+
+    def f(lib):
+        return lambda x, t: lib.nn.functional.cross_entropy(x, t, reduction=reduction)
+    theirs = f(torch)(torch.tensor(x), torch.tensor(t))
+    ours = (fg.compile(f(fg)) if compiled else f(fg))(fg.tensor(x), fg.tensor(t))
+    _same_values(ours.tolist(), theirs.tolist())
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_nll_loss_with_an_ignored_class_whose_log_probability_is_infinite(compiled):
+    lp = [[-_INF, -1., -2.], [-3., -1., -2.]]
+
+    def f(lib):
+        return lambda x, t: lib.nn.functional.nll_loss(x, t, ignore_index=0, reduction="none")
+    theirs = f(torch)(torch.tensor(lp), torch.tensor([0, 1]))
+    ours = (fg.compile(f(fg)) if compiled else f(fg))(fg.tensor(lp), fg.tensor([0, 1]))
+    _same_values(ours.tolist(), theirs.tolist())
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_sum_and_mean_of_a_0d_negative_zero(name, compiled):
+    """torch's sum starts from 0: a 0-d -0. sums (and averages) to +0."""
+    theirs = getattr(torch.tensor(-0.), name)()
+    fn = lambda x: getattr(x, name)()      # noqa: E731
+    ours = (fg.compile(fn) if compiled else fn)(fg.tensor(-0.))
+    _same_values(ours.item(), theirs.item())
+
+
+@pytest.mark.parametrize("kwargs", [{"dim": (0, 1, 2)}, {"p": "fro", "dim": (0, 1, 1)}, {"dim": [0, 1, 2]},
+                                    {"p": None, "dim": (0, 1, 2)}, {"p": 2, "dim": (0, 1, 2)}])
+def test_frobenius_norm_over_more_than_two_dims(kwargs):
+    """torch.norm takes "fro" (its default p) over more than two dims to linalg.matrix_norm,
+    which refuses them; p=None or a number is a vector norm over all of them."""
+    def call(lib):
+        return lambda: lib.ones(2, 3, 4).norm(**kwargs)
+    try:
+        theirs = ("ok", float(call(torch)()))
+    except RuntimeError as e:
+        theirs = ("error", str(e))
+    try:
+        ours = ("ok", float(call(fg)()))
+    except RuntimeError as e:
+        ours = ("error", str(e))
+    if theirs[0] == "ok":
+        assert ours[0] == "ok" and abs(ours[1] - theirs[1]) < 1e-5
+    else:
+        assert ours == theirs

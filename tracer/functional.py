@@ -964,6 +964,11 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
                         "of type bool at pos 0")
     if dim is not None and not _is_index(dim) and not isinstance(dim, (tuple, list)):
         raise TypeError(f"object of type '{type(dim).__name__}' has no len()")    # torch's norm takes len(dim)
+    if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
+        # torch.norm takes "fro" over more than two dims to linalg.matrix_norm, which refuses them
+        if a.dim() < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")

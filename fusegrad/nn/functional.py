@@ -28,6 +28,11 @@ def _dtype_name(dtype) -> str:
     return TORCH_SCALAR_NAMES.get(dtype.name, dtype.name)
 
 
+def _c_type_name(dtype) -> str:
+    """The C++ type name torch's mm names a dtype by (`float`, `double`, `long int`, `bool`)."""
+    return {"float32": "float", "float64": "double", "int64": "long int"}.get(dtype.name, dtype.name)
+
+
 def _shape_list(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -64,7 +69,12 @@ def linear(input, weight, bias=None):
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")
-    if input.dtype != weight.dtype:
+    # torch's addmm (with a bias) checks dtypes first, the bias's against the weight's first;
+    # its mm (no bias) checks shapes first (below)
+    if bias is not None and bias.dtype != weight.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
+                           f"{_dtype_name(weight.dtype)}")
+    if input.dtype != weight.dtype and (bias is not None or weight.dim() != 2):
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
     if weight.dim() > 2:
@@ -82,13 +92,12 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{in_features}x{out_features})")
     if bias is None:
+        if input.dtype != weight.dtype:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(input.dtype)} "
+                               f"!= {_c_type_name(weight.dtype)}")
         return input.matmul(weight.t())
     if not _expandable(tuple(bias.shape), (rows, out_features)):
         bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
-    if bias.dtype != input.dtype:
-        # addmm's check (self is the bias), no promotion
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
-                           f"{_dtype_name(input.dtype)}")
     # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
     rows = input if input.dim() == 2 else input.reshape(-1, in_features)
     out = apply_op("addmm", [bias, rows, weight.t()], None, "AddmmBackward0")
@@ -410,8 +419,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     """
     # torch compares target.size() first: a non-tensor fails on that attribute
     if tuple(target.size()) != tuple(input.size()):
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
-                      f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+        warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
+                      f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if weight is None and reduction == "elementwise_mean":

@@ -53,10 +53,11 @@ def _addindent(text: str, spaces: int) -> str:
 
 
 def typename(value) -> str:
-    """torch.typename: `fg.FloatTensor` for tensors, else the qualified type name (`int`)."""
+    """torch.typename, for error texts (torch's verbatim): `torch.FloatTensor` for tensors, else
+    the qualified type name (`int`)."""
     if isinstance(value, Tensor):
         names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
-        return "fg." + names.get(value.dtype.name, "Tensor")
+        return "torch." + names.get(value.dtype.name, "Tensor")
     # as torch.typename: a class or function by its own name, anything else by its type's
     module = getattr(value, "__module__", "") or ""
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
@@ -118,7 +119,7 @@ class Module:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
-                            "(fg.nn.Parameter or None required)")
+                            "(torch.nn.Parameter or None required)")
         else:
             self._parameters[name] = param
 
@@ -129,7 +130,7 @@ class Module:
         _check_name(self, name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
-                            "(fg Tensor or None required)")
+                            "(torch Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -166,7 +167,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
-                                "(fg.nn.Parameter or None expected)")
+                                "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
             modules = self.__dict__.get("_modules")
@@ -178,14 +179,14 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{typename(value)}' as child module '{name}' "
-                                    "(fg.nn.Module or None expected)")
+                                    "(torch.nn.Module or None expected)")
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
                 if buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
-                                        "(fg.Tensor or None expected)")
+                                        "(torch.nn.Buffer, torch.Tensor or None expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)
@@ -465,8 +466,9 @@ class Module:
                                       f"Tensor-like object from checkpoint but received {type(value)}")
                         continue
                 if tuple(value.shape) != tuple(target.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                                  f"checkpoint, the shape in current model is {target.shape}.")
+                    errors.append(f"size mismatch for {key}: copying a param with shape torch.Size("
+                                  f"{list(value.shape)}) from checkpoint, the shape in current model is "
+                                  f"torch.Size({list(target.shape)}).")
                     continue
                 if assign:
                     _assign(*owners[key], target, value)

@@ -138,17 +138,18 @@ def _nll_ref(log_probs, target, classes, weight=None, *, reduction, ignore_index
     safe = np.where(valid, target, 0)
     picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
     w_t = (weight[safe] if weight is not None else np.ones_like(picked)) * valid
-    losses = -(w_t * picked)
+    # An ignored position reads nothing (a -inf there is no NaN) and loses +0, as torch's.
+    losses = np.where(valid, -(w_t * picked), 0)
     if reduction == "none":
         return losses.astype(log_probs.dtype)
-    total = np.sum(losses, dtype=log_probs.dtype)
+    total = np.sum(losses, dtype=log_probs.dtype) + log_probs.dtype.type(0)    # (a sum from +0, as torch's)
     if reduction == "sum":
         return np.asarray(total)
     return np.asarray(total / np.sum(w_t, dtype=log_probs.dtype), dtype=log_probs.dtype)
 
 
 def _nll_parts(e, xs, attrs):
-    """(one-hot of the valid targets over the classes, per-sample weight) in IR ops."""
+    """(one-hot of the valid targets over the classes, per-sample weight, valid) in IR ops."""
     lp, target, classes = xs[0], xs[1], xs[2]
     valid = e.ne(target, e.const(attrs["ignore_index"], target))
     safe = e.where(valid, target, e.const(-1, target))       # -1 matches no class
@@ -162,7 +163,7 @@ def _nll_parts(e, xs, attrs):
         w_t = e.sum(e.where(one_hot, weight, 0), (lp.type.ndim - 1,))
     else:
         w_t = e.cast(valid, lp.dtype)
-    return one_hot, w_t
+    return one_hot, w_t, valid
 
 
 def _nll_vjp(e, xs, ys, gs, attrs, needs):
@@ -207,7 +208,7 @@ def _nll_backward_ref(g, log_probs, *rest, **attrs):
 
 def _nll_backward_decompose(e, xs, attrs):
     g, lp = xs[0], xs[1]
-    one_hot, w_t = _nll_parts(e, xs[1:], attrs)
+    one_hot, w_t, _ = _nll_parts(e, xs[1:], attrs)
     if attrs["reduction"] == "mean":
         g = e.div(g, e.sum(w_t, tuple(range(w_t.type.ndim))))
     if attrs["reduction"] != "none":
@@ -228,11 +229,11 @@ def _nll_backward_vjp(e, xs, ys, gs, attrs, needs):
 
 def _nll_decompose(e, xs, attrs):
     lp = xs[0]
-    one_hot, w_t = _nll_parts(e, xs, attrs)
+    one_hot, w_t, valid = _nll_parts(e, xs, attrs)
     picked = e.sum(e.where(one_hot, lp, 0), (lp.type.ndim - 1,))
     losses = e.neg(e.mul(w_t, picked)) if len(xs) == 4 else e.neg(picked)
     if attrs["reduction"] == "none":
-        return [losses]
+        return [e.where(valid, losses, 0)]          # an ignored position loses +0, as torch's
     total = e.sum(losses, tuple(range(losses.type.ndim)))
     if attrs["reduction"] == "sum":
         return [total]

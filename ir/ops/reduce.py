@@ -149,12 +149,20 @@ def _no_axes(e, xs, attrs, graph):
     return None if attrs["axes"] else [xs[0]]
 
 
-register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_no_axes))
+def _sum_no_axes(e, xs, attrs, graph):
+    """A sum over no axes (of a 0-d value) is its operand added to a zero: torch's sum starts
+    from 0, so a -0. sums to 0."""
+    if attrs["axes"]:
+        return None
+    return [e.add(xs[0], 0) if xs[0].dtype.is_floating_point else xs[0]]
+
+
+register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_sum_no_axes))
 register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max", rewrite=_no_axes))
 register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min", rewrite=_no_axes))
 # (extra "row_major_result": a reduction composed of others, whose eager result torch allocates row-major)
 register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose,
-               rewrite=_no_axes, extra={"row_major_result": True}))
+               rewrite=_sum_no_axes, extra={"row_major_result": True}))
 
 
 # --------------------------------------------------------- max/min along one dim

@@ -252,3 +252,12 @@ def test_frobenius_norm_over_more_than_two_dims(kwargs):
         assert ours[0] == "ok" and abs(ours[1] - theirs[1]) < 1e-5
     else:
         assert ours == theirs
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_accumulating_into_an_expanded_grad_raises_torchs_overlap_error(compiled):
+    def call(lib, wrap):
+        w = lib.ones(3, 2, requires_grad=True)
+        w.grad = lib.zeros(1, 2).expand(3, 2)
+        return lambda: wrap(lambda w: (w * 2).sum().backward())(w)
+    assert _raised(call(fg, fg.compile if compiled else (lambda f: f))) == _raised(call(torch, lambda f: f))

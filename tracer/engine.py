@@ -26,7 +26,7 @@ from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.passes import simplify
 
 from . import trace_state
-from .dispatch import apply_op, edge_of, refresh_view_history
+from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
 from .node import AccumulateGrad, _FREED_MSG
 from .tensor import Tensor
@@ -552,7 +552,10 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
             elif t._grad is None:
                 t._grad = Tensor._wrap(grad_memory(g, t._data))
             else:
-                t._grad._data += g
+                data = t._grad._data
+                if not data.flags.writeable and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):
+                    raise RuntimeError(_OVERLAP_MSG)    # a .grad set to an expand: torch's in-place add refuses
+                data += g
                 t._grad._vbox[0] += 1
 
 

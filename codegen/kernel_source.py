@@ -464,8 +464,7 @@ class _Generator:
                 scope = ("post", tail.level) if tail.level >= 0 else ("outer", len(self.outer))
                 inner_loop = False
             operand = self.expr(ins.inputs[0], tail.in_index, region)
-            kept = ", ".join(f"i{d}" for d in tail.kept) or "0"
-            target = f"part{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
+            target = self._tail_cell(info)
             if inner_loop and not set(tail.kept) & set(self.inner):
                 info.local, info.flush = f"lacc{info.n}", target
                 target = info.local
@@ -489,7 +488,18 @@ class _Generator:
             self.sinks.append((scope, self._next(), lambda: [
                 f"{info.chunk_sum} = fg_acc_add({info.chunk_sum}, {self._text(operand)})"]))
             return
+        if tail is not None and info.local is None:
+            # A cell indexed by loop variables: rendered when emitted, when every loop that
+            # runs in chunks is known (its variable indexes as unsigned).
+            self.sinks.append((scope, self._next(),
+                               lambda: _update(info, self._tail_cell(info), self._text(operand), "v")))
+            return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
+
+    def _tail_cell(self, info: _Reduction) -> str:
+        """The accumulator cell of tail reduction `info` at the current loop indices."""
+        kept = ", ".join(self._subscript_entry(d) for d in info.tail.kept) or "0"
+        return f"part{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
 
     def _pick(self, ins, info: _Reduction) -> bool:
         """Row reduction `ins` reads one element per row (codegen/picks.py): compute that

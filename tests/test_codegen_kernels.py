@@ -124,6 +124,33 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,fn,types", CASES, ids=[c[0] for c in CASES])
+def test_loops_run_in_chunks_index_arrays_unsigned(name, fn, types):
+    """A loop that starts at a chunk's offset indexes every array (loads, stores, row buffers,
+    tail accumulators) through np.uintp: Numba's negative-index wrap-around would otherwise
+    stop the loop from vectorising (a column-sum cell indexed by a signed variable once made
+    W2's kernel three times slower)."""
+    program = build(fn, *types, grad=True)
+    for kernel in schedule(program).kernels:
+        text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+        lines = text.splitlines()
+        for k, line in enumerate(lines):
+            loop = re.match(r"(\s*)for i(\d+) in range\(ch\d+, ", line)
+            if loop is None:
+                continue
+            depth, var = len(loop.group(1)), loop.group(2)
+            body = []
+            for later in lines[k + 1:]:
+                if len(later) - len(later.lstrip()) <= depth:
+                    break
+                body.append(later)
+            assert body, text
+            for subscript in re.findall(r"\w+\[([^\[\]]*)\]", "\n".join(body)):
+                for entry in subscript.split(","):
+                    if re.search(rf"\bi{var}\b", entry):
+                        assert entry.strip().startswith("np.uintp("), (subscript, text)
+
+
+@pytest.mark.parametrize("name,fn,types", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("policy", ["never", "always"])
 def test_staged_and_local_reductions_match_reference(monkeypatch, name, fn, types, policy):
     monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)

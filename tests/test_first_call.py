@@ -360,3 +360,28 @@ def test_reference_run_writes_into_dying_intermediates_only(monkeypatch):
     # mul(x, y) and neg(t) make new arrays (inputs; a viewed t); tanh, exp, mul(u, u),
     # sub, sigmoid can reuse: tanh into mul's, exp into neg's, mul into exp's, sub into mul's.
     assert written_into.count(True) >= 4 and written_into[:2] == [False, True]
+
+
+def test_reference_runs_take_the_gil_back_quickly_while_the_worker_is_busy():
+    """While a background job runs Python, the caller's reference run shortens the GIL switch
+    interval (its NumPy operations would otherwise each wait up to 5 ms for the GIL), and
+    puts it back after; with the worker idle nothing changes."""
+    import sys
+    import threading
+    before = sys.getswitchinterval()
+    with background.gil_to_caller():
+        assert sys.getswitchinterval() == before
+    started, finish = threading.Event(), threading.Event()
+
+    def job():
+        started.set()
+        finish.wait(10)
+    background.submit(job)
+    try:
+        assert started.wait(10)
+        with background.gil_to_caller():
+            assert sys.getswitchinterval() == pytest.approx(background._MAIN_SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == before
+    finally:
+        finish.set()
+        background.wait_for_compiles(timeout=10)

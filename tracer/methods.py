@@ -350,6 +350,10 @@ METHODS = {
     "relu_": inplace.unary_inplace("relu", "ReluBackward0"),
     "neg_": _float_result(inplace.unary_inplace("neg", "NegBackward0"), "neg"),
     "abs_": inplace.unary_inplace("abs", "AbsBackward0"),
+    "sin_": _float_result(inplace.unary_inplace("sin", "SinBackward0"), "sin"),
+    "cos_": _float_result(inplace.unary_inplace("cos", "CosBackward0"), "cos"),
+    "reciprocal_": _float_result(inplace.unary_inplace("reciprocal", "ReciprocalBackward0"), "reciprocal"),
+    "sign_": inplace.unary_inplace("sign", "SignBackward0"),
     # constructors and whole-tensor comparisons
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "equal": equal, "allclose": allclose,

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Callable
 
 logger = logging.getLogger("fusegrad")
@@ -37,7 +37,9 @@ class CacheInfo:
     reference_calls: int = 0
 
 
-_info = CacheInfo()
+# The counters, kept mutable (a compiled call that hits the cache counts one: building a new
+# frozen CacheInfo each time cost microseconds); cache_info() snapshots them.
+_counts: dict = {f.name: f.default for f in fields(CacheInfo)}
 _clearers: list = []
 _drains: list = []
 _count_lock = threading.Lock()     # counters change on the background compile thread too
@@ -45,7 +47,8 @@ _count_lock = threading.Lock()     # counters change on the background compile t
 
 def cache_info() -> CacheInfo:
     """The counters now (an immutable snapshot)."""
-    return _info
+    with _count_lock:
+        return CacheInfo(**_counts)
 
 
 def clear_caches() -> None:
@@ -71,9 +74,12 @@ def register_drain(fn: Callable[[], None]) -> None:
 
 def count(**deltas) -> None:
     """Add to counters, e.g. count(hits=1) or count(kernels_compiled=1, compile_seconds=0.4)."""
-    global _info
     with _count_lock:
-        _info = replace(_info, **{k: getattr(_info, k) + v for k, v in deltas.items()})
+        for k in deltas:
+            if k not in _counts:
+                raise AttributeError(f"'CacheInfo' object has no attribute '{k}'")
+        for k, v in deltas.items():
+            _counts[k] += v
 
 
 def compile_log_enabled() -> bool:

@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from fusegrad.tracer import Tensor, engine, is_grad_enabled, trace_state
+from fusegrad.tracer import Tensor, enable_grad, engine, is_grad_enabled, trace_state
 from fusegrad.tracer.creation import tensor as _tensor
 
 
@@ -148,7 +148,6 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args))
-        from fusegrad.tracer import enable_grad
         # Keep the gradient differentiable only when something outside is
         # differentiating through this call (grad of grad, or a caller's graph).
         # (under no_grad nothing outside is: the results are plain values, as torch.func's)

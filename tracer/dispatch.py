@@ -171,7 +171,8 @@ class _Plan:
 
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
-                 "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise")
+                 "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise", "out_dtype",
+                 "saves")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -196,6 +197,7 @@ class _Plan:
         # The saved-values dict's (index, key) pairs: tensor inputs and outputs the VJP reads.
         self.saved_inputs = tuple((i, ("in", i)) for i in self.in_slots if i not in self.consts_at)
         self.saved_outputs = tuple((k, ("out", k)) for k in self.out_slots)
+        self.saves = bool(self.saved_inputs or self.saved_outputs)
         # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2): a
         # second backward through a node that saves only such a constant raises, as there.
         saves_tensor = bool(self.out_slots) or any(i not in self.consts_at for i in self.in_slots)
@@ -207,6 +209,7 @@ class _Plan:
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
         self.elementwise = opdef.group == ELEMENTWISE
+        self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 
 def row_major_result(opdef) -> bool:
@@ -249,7 +252,6 @@ def _run_plan(plan: _Plan, inputs, attrs):
                   plan.out_types[0].dtype)
         outs = (out,)
     elif plan.small:
-        out = object.__new__(Tensor)
         result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
         if result.ndim > 1:
             if result.flags.c_contiguous:
@@ -263,7 +265,10 @@ def _run_plan(plan: _Plan, inputs, attrs):
                 result = np.ascontiguousarray(result)
             elif plan.elementwise and reads_a_broadcast(arrays, result.shape):
                 result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
-        out._init(result, plan.out_types[0].dtype)
+        out = object.__new__(Tensor)
+        # (Tensor._init, written out: one call fewer per op)
+        out._data, out._dtype, out._requires_grad, out._grad_fn, out._vbox, out._sym = \
+            result, plan.out_dtype, False, None, [0], None
         outs = (out,)
     else:
         outs = []
@@ -275,26 +280,49 @@ def _run_plan(plan: _Plan, inputs, attrs):
         _make_view(outs[0], inputs[0], plan.op, plan.frozen)
     if plan.may_record and _grad_state.enabled:       # is_grad_enabled(), inlined (hot)
         saved = {}
-        for i, slot in plan.saved_inputs:
-            x = inputs[i]
-            saved[slot] = SavedTensor(x._data, x._vbox, x)
-        for k, slot in plan.saved_outputs:
-            saved[slot] = SavedTensor(outs[k]._data, outs[k]._vbox)
+        if plan.saves:
+            for i, slot in plan.saved_inputs:
+                x = inputs[i]
+                saved[slot] = SavedTensor(x._data, x._vbox, x)
+            for k, slot in plan.saved_outputs:
+                saved[slot] = SavedTensor(outs[k]._data, outs[k]._vbox)
         needs = plan.needs
+        # (edge_of's common case written out: an input with a history that is no view)
         if n == 2:
-            edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
+            if needs[0]:
+                e0 = (a._grad_fn, a._output_nr) if a._base is None and a._grad_fn is not None else edge_of(a)
+            else:
+                e0 = None
+            if needs[1]:
+                e1 = (b._grad_fn, b._output_nr) if b._base is None and b._grad_fn is not None else edge_of(b)
+            else:
+                e1 = None
+            edges = (e0, e1)
+            consts = (a if type(a) is np.ndarray else None, b if type(b) is np.ndarray else None) \
+                if plan.consts_at else plan.no_consts
         elif n == 1:
-            edges = (edge_of(inputs[0]),)         # it needs a gradient, or nothing would record
+            # it needs a gradient, or nothing would record
+            edges = ((a._grad_fn, a._output_nr) if a._base is None and a._grad_fn is not None else edge_of(a),)
+            consts = plan.no_consts
         else:
             edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
-        consts = tuple([x if type(x) is np.ndarray else None for x in inputs]) if plan.consts_at else \
-            plan.no_consts
+            consts = tuple([x if type(x) is np.ndarray else None for x in inputs]) if plan.consts_at else \
+                plan.no_consts
         node = plan.node_class(plan.op, plan.frozen, plan.in_types, plan.out_types, edges, consts, saved)
         if plan.marks_saved:
             node._had_saved = True
+        history = plan.history
+        if len(outs) == 1:
+            if history[0]:
+                t = outs[0]
+                if t._base is None:         # a fresh result: set_history without its checks
+                    t._grad_fn, t._requires_grad = node, True
+                else:
+                    set_history(t, node, 0)
+            return outs[0]
         k = 0
         for t in outs:
-            if plan.history[k]:
+            if history[k]:
                 if t._base is None:         # a fresh result: set_history without its checks
                     t._grad_fn, t._requires_grad = node, True
                     if k:

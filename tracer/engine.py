@@ -17,7 +17,7 @@ import numpy as np
 
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, backward as emit_backward, from_numpy_dtype,
                          run_program)
-from fusegrad.ir.autodiff import VJPS, emit_instr_vjp
+from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
 from fusegrad.ir.ops import infer_types
@@ -74,22 +74,26 @@ class GraphProgram:
 
 def _topological_nodes(roots) -> list:
     """Nodes reachable from `roots`, inputs before their consumers (iterative DFS)."""
-    order, seen = [], set()
+    order, seen = [], set()         # (nodes hash by identity)
+    mark, finish = seen.add, order.append
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
         stack = [(root, iter(root.edges))]
-        seen.add(id(root))
+        push, pop = stack.append, stack.pop
+        mark(root)
         while stack:
             node, it = stack[-1]
             for edge in it:
-                if edge is not None and id(edge[0]) not in seen:
-                    seen.add(id(edge[0]))
-                    stack.append((edge[0], iter(edge[0].edges)))
-                    break
+                if edge is not None:
+                    child = edge[0]
+                    if child not in seen:
+                        mark(child)
+                        push((child, iter(child.edges)))
+                        break
             else:
-                stack.pop()
-                order.append(node)
+                pop()
+                finish(node)
     return order
 
 
@@ -121,7 +125,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
         elif not isinstance(g, Tensor):
             from .creation import tensor
             g = tensor(g, dtype=out.dtype)
-        if tuple(g.shape) != tuple(out.shape):
+        if g._value_shape() != out._value_shape():     # (tuples: what .shape holds)
             raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {g.shape!r} and output[{k}] "
                                f"has a shape of {out.shape!r}.".replace("fg.Size", "torch.Size"))
         roots.append(out)
@@ -207,37 +211,87 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
             if g.dtype != root.dtype.np:
                 g = g.astype(root.dtype.np)
             _accumulate(grads, edge, g)
+    # (the per-node work below is written out: it runs once per node of every eager backward)
+    entries = VJPS.entries
+    grads_get, grads_pop = grads.get, grads.pop
     for node in reversed(nodes):
         if node.op is None or id(node) not in live:         # AccumulateGrad: its gradient is a result
             continue
         if len(node.out_types) == 1:
             edge = (node, 0)
-            gs = (grads[edge] if edge in keep else grads.pop(edge)) if edge in grads else None,
+            g = grads_pop(edge, None)
+            if g is None:
+                continue
+            if edge in keep:
+                grads[edge] = g
+            gs = (g,)
+            given = _GIVEN_ONE
         else:
-            gs = tuple([grads.get((node, k)) if (node, k) in keep else grads.pop((node, k), None)
+            gs = tuple([grads_get((node, k)) if (node, k) in keep else grads_pop((node, k), None)
                         for k in range(len(node.out_types))])
-        given = tuple([g is not None for g in gs])
-        if True not in given:
-            continue
-        needs = tuple([edge is not None and id(edge[0]) in live for edge in node.edges])
+            given = tuple([g is not None for g in gs])
+            if True not in given:
+                continue
+        edges = node.edges
+        if len(edges) == 2:
+            e0, e1 = edges
+            needs = (e0 is not None and id(e0[0]) in live, e1 is not None and id(e1[0]) in live)
+        elif len(edges) == 1:
+            e0 = edges[0]
+            needs = (e0 is not None and id(e0[0]) in live,)
+        else:
+            needs = tuple([edge is not None and id(edge[0]) in live for edge in edges])
         if True not in needs:
             continue
-        vjp = VJPS.get((node.op, node.attrs, node.in_types, node.out_types, needs, given))
+        key = (node.op, node.attrs, node.in_types, node.out_types, needs, given)
+        try:
+            vjp = entries.get(key)      # VJPS.get's hit, inlined (its other cases: VJPS.get)
+        except TypeError:
+            vjp = None
+        if type(vjp) is InstrVjp:
+            VJPS.hits += 1
+        else:
+            vjp = VJPS.get(key)
         if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
             results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
-            for edge, g in zip(node.edges, results):
+            for edge, g in zip(edges, results):
                 if g is not None:
                     _accumulate(grads, edge, g)
             continue
-        args = [_saved_operand(node, slot) for slot in vjp.reads]   # in the VJP's order of reading:
-        args.extend([g for g in gs if g is not None])                # torch's order of checking
-        results = vjp.run(args)
-        for edge, position in zip(node.edges, vjp.grad_index):
+        reads = vjp.reads
+        if reads:                   # _saved_operand for each slot, in the VJP's order of reading:
+            if node._freed:         # torch's order of checking
+                raise RuntimeError(_FREED_MSG)
+            consts = node.consts
+            args = []
+            for slot in reads:
+                index = slot[1]
+                if slot[0] == "in":
+                    const = consts[index]
+                    if const is not None:
+                        args.append(const)
+                        continue
+                args.append(_checked_array(node.saved.get(slot), node, index))
+            if len(gs) == 1:
+                args.append(gs[0])
+            else:
+                args.extend([g for g in gs if g is not None])
+        else:
+            args = [g for g in gs if g is not None]
+        run = vjp._run
+        results = run(args) if run is not None else vjp.run(args)
+        for edge, position in zip(edges, vjp.grad_index):
             if position is not None:
-                _accumulate(grads, edge, results[position])
+                if edge in grads:
+                    _accumulate(grads, edge, results[position])
+                else:
+                    grads[edge] = results[position]
     if retained is not None:
         retained.extend((t, grads[edge]) for t, edge in hooked if edge in grads)
     return [grads.get(e) if e is not None else None for e in targets]
+
+
+_GIVEN_ONE = (True,)
 
 
 def _saved_operand(node, slot):
@@ -531,6 +585,18 @@ def _dense(a: np.ndarray) -> bool:
 
 def _accumulate_into_grads(pairs, create_graph: bool) -> None:
     """Add each gradient (an array, or a Tensor with create_graph) into its tensor's `.grad`."""
+    if not create_graph:
+        # (no op runs here: NumPy arrays only, so no grad mode to set)
+        for t, g in pairs:
+            if t._grad is None:
+                t._grad = Tensor._wrap(grad_memory(g, t._data))
+            else:
+                data = t._grad._data
+                if not data.flags.writeable and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):
+                    raise RuntimeError(_OVERLAP_MSG)    # a .grad set to an expand: torch's in-place add refuses
+                data += g
+                t._grad._vbox[0] += 1
+        return
     with no_grad():
         for t, g in pairs:
             if create_graph:
@@ -580,8 +646,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         grads = trace.gradients(roots, seeds, inputs, create_graph, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
             raise RuntimeError(_unused_message([g is None for g in grads].index(True)))
-        from .functional import mul
-        return tuple(mul(x, 0) if g is None and materialize_grads else g for x, g in zip(inputs, grads))
+        if materialize_grads and any(g is None for g in grads):
+            from .functional import mul
+            return tuple(mul(x, 0) if g is None else g for x, g in zip(inputs, grads))
+        return tuple(grads)
     targets = [edge_of(t) for t in inputs]
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     reachable = {id(n) for n in graph_nodes}

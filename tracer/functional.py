@@ -629,6 +629,13 @@ _COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
 def _compare(op: str):
     def fn(input, other) -> Tensor:
         a, b = input, other
+        if type(a) is Tensor:               # _promoted's common cases inline (a loop's `t < 1000`)
+            tb = type(b)
+            if tb is Tensor and a._dtype is b._dtype:
+                return apply_op(op, [a, b])
+            if (tb is float or tb is int) and a._dtype.is_floating_point:
+                c = _SCALAR_ARRAYS.get((tb, b, a._dtype))
+                return apply_op(op, [a, c if c is not None else _scalar_array(b, a._dtype)])
         if not isinstance(a, (Tensor, np.ndarray)):        # torch takes no number as `input`
             raise TypeError(f"{op}() received an invalid combination of arguments - got "
                             f"({_arg_type_name(a)}, {_arg_type_name(b)}), but expected one of:{_COMPARE_SIGNATURES}")

@@ -123,6 +123,9 @@ def _tp_name(value) -> str:
 _C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
 
 
+_ENGINE_BACKWARD = [None]       # engine.backward, once Tensor.backward has imported it
+
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
@@ -522,7 +525,10 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's `.grad` (see fg.autograd.backward)."""
-        from .engine import backward
+        backward = _ENGINE_BACKWARD[0]
+        if backward is None:            # (imported on first use: the engine imports this module)
+            from .engine import backward
+            _ENGINE_BACKWARD[0] = backward
         if gradient is not None and not isinstance(gradient, Tensor):
             # torch reads a non-tensor gradient as a sequence of gradients and names its first item.
             try:

@@ -24,7 +24,7 @@ from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values
                          from_numpy_dtype)
 from fusegrad.ir.ops import ELEMENTWISE, infer_types
 from fusegrad.ir.ops.registry import _INFERRED      # infer_types' memo, read inline on the hot path
-from fusegrad.ir.program import Instr
+from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
@@ -35,6 +35,9 @@ from .grad_mode import is_grad_enabled
 from .node import _FREED_MSG, qualified_name, saved_slots
 from .tensor import Tensor
 
+
+_new = object.__new__
+_next_id = _ids.__next__        # Value's ids (ir.program), for Values made inline on the hot path
 
 _STALE = object()      # what a view read of its base when that is unknown: never its base's now
 _REGENERATED_VIEW = object()    # a stale entry's "new value" for a view that died before the write
@@ -290,7 +293,15 @@ class Trace:
             else:
                 va, ra = a._sym or self.value_of(a), a._requires_grad
             if type(b) is np.ndarray:
-                vb, rb = self._input(b), False
+                if not b.shape:         # (_input for a 0-d constant, x * 2's, written out: the hot case)
+                    t = ZERO_DIM_TYPES.get(b.dtype)
+                    vb = _new(Value)
+                    vb.type, vb.id = t if t is not None else TensorType((), from_numpy_dtype(b.dtype)), _next_id()
+                    self.inputs.append(vb)
+                    self.input_arrays.append(b)
+                else:
+                    vb = self._input(b)
+                rb = False
             else:
                 vb, rb = b._sym or self.value_of(b), b._requires_grad
             values = (va, vb)
@@ -313,15 +324,20 @@ class Trace:
                 if type(x) is Tensor and x._rebased:
                     raise self.rebased_error(x)
         if len(out_types) == 1 and out is None:
-            v = Value(out_types[0])
-            ins = Instr(op, values, (v,), frozen)
+            # (Value(...), Instr(...) and Tensor._init written out: once per traced op)
+            out_type = out_types[0]
+            v = _new(Value)
+            v.type, v.id = out_type, _next_id()
+            ins = _new(Instr)
+            ins.op, ins.inputs, ins.outputs, ins.attrs, ins.loc = op, values, (v,), frozen, None
             self.instrs.append(ins)
             if requires:
                 self.grad_instrs[id(ins)] = name
-            t = object.__new__(Tensor)
-            t._init(None, v.type.dtype)
+            t = _new(Tensor)
+            dtype = out_type.dtype
+            t._data, t._dtype, t._grad_fn, t._vbox = None, dtype, None, [0]
             t._sym = v
-            t._requires_grad = requires and 0 not in opdef.nondiff_outputs and v.type.dtype.is_floating_point
+            t._requires_grad = requires and 0 not in opdef.nondiff_outputs and dtype.is_floating_point
             self.alive.append(weakref.ref(t))
             if opdef.view and type(inputs[0]) is Tensor:
                 self._mark_view(t, inputs[0], op, frozen, values[0])

@@ -22,6 +22,7 @@ class Value:
     __slots__ = ("type", "id", "__weakref__")
 
     def __init__(self, type: TensorType):
+        # (written out in tracer.trace.Trace.record, the per-op hot path: keep it in step)
         self.type = type
         self.id = next(_ids)
 
@@ -50,6 +51,7 @@ class Instr:
     __slots__ = ("op", "inputs", "outputs", "attrs", "loc")
 
     def __init__(self, op: str, inputs, outputs, attrs: tuple = (), loc: str | None = None):
+        # (written out in tracer.trace.Trace.record, the per-op hot path: keep it in step)
         self.op = op
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)

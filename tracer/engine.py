@@ -599,30 +599,21 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
         return
     with no_grad():
         for t, g in pairs:
-            if create_graph:
-                g = _as_tensor_grad(g)
-                if t._grad is None and t._grad_fn is not None:
-                    # a retained non-leaf: torch's retain_grad hook stores a clone
-                    with enable_grad():
-                        t._grad = g.clone()
-                elif t._grad is None:
-                    # torch's AccumulateGrad copies a gradient with history into fresh memory
-                    # (never a view of another tensor), recorded as CopyBackwards.
-                    copy = Tensor._wrap(np.empty(g._value_shape(), g.dtype.np))
-                    with enable_grad():
-                        copy.copy_(g)
-                    t._grad = copy
-                else:
-                    with enable_grad():
-                        t._grad = t._grad + g
+            g = _as_tensor_grad(g)
+            if t._grad is None and t._grad_fn is not None:
+                # a retained non-leaf: torch's retain_grad hook stores a clone
+                with enable_grad():
+                    t._grad = g.clone()
             elif t._grad is None:
-                t._grad = Tensor._wrap(grad_memory(g, t._data))
+                # torch's AccumulateGrad copies a gradient with history into fresh memory
+                # (never a view of another tensor), recorded as CopyBackwards.
+                copy = Tensor._wrap(np.empty(g._value_shape(), g.dtype.np))
+                with enable_grad():
+                    copy.copy_(g)
+                t._grad = copy
             else:
-                data = t._grad._data
-                if not data.flags.writeable and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):
-                    raise RuntimeError(_OVERLAP_MSG)    # a .grad set to an expand: torch's in-place add refuses
-                data += g
-                t._grad._vbox[0] += 1
+                with enable_grad():
+                    t._grad = t._grad + g
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,

@@ -178,6 +178,7 @@ class Tensor:
         return self._vbox[0]
 
     def _init(self, array: np.ndarray, dtype: DType) -> None:
+        # (written out on two hot paths, dispatch._run_plan and Trace.record: keep them in step)
         self._data = array
         self._dtype = dtype
         self._requires_grad = False

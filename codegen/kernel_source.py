@@ -219,7 +219,6 @@ class _Generator:
         self.row_buffers_ok = bool(self.outer) and len(self.inner) == 1
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
         self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
-        self.node_buffer: dict = {}      # id(node) -> the row buffer it is written to
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -284,7 +283,7 @@ class _Generator:
         name = self.row_buffers.get(v.id)
         d = self.inner[-1]
         if name is None:
-            name = self.row_buffers[v.id] = self.node_buffer[id(earlier)] = f"rb{len(self.row_buffers)}"
+            name = self.row_buffers[v.id] = f"rb{len(self.row_buffers)}"
             self.buffer_dtypes[name] = ctor(v.dtype)
             scope = ("inner", earlier.region[1], len(self.inner))
             earlier.users.append(scope)
@@ -566,7 +565,7 @@ class _Generator:
 
     def _buffer_allocations(self) -> list:
         """Row buffers, allocated once per block of rows (each thread its own)."""
-        d = self.inner[-1] if self.inner else None
+        d = self.inner[-1] if self.row_buffers else None
         return [f"{name} = np.empty(n{d}, {self.buffer_dtypes[name]})" for name in self.row_buffers.values()]
 
     def _store(self, k: int, st) -> None:
@@ -784,8 +783,6 @@ class _Generator:
             put(0, f"part{info.n} = np.empty(nblocks, {info.acc_ctor})")
         put(0, "for blk in PRANGE(nblocks):")
         put(1, f"lo = blk * {rows}")
-        for line in self._buffer_allocations():
-            put(1, line)
         for info in infos:
             put(1, f"b{info.acc} = {info.init}")
         self._emit_inner(put, p, 1, first_range=("lo", f"min(n{d0}, lo + {rows})"))

@@ -44,6 +44,7 @@ from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 # with the first kernel) is imported with this module: every compiled call's first run
 # needs it, and importing it there cost that call ~40 ms.
 from . import background, executor, stats
+from .gc_pause import gc_paused
 from .background import wait_for_compiles  # noqa: F401  (fg.wait_for_compiles)
 
 # Programs whose values hold fewer elements than this in total are "small": their
@@ -61,6 +62,8 @@ HOT_CALLS = 2
 # EAGER_AFTER such calls in a row with one argument signature (shapes, dtypes,
 # requires_grad), calls with that signature run the function eagerly.
 EAGER_AFTER = 2
+
+_GC_PAUSED = gc_paused()      # one instance: it holds no state of its own
 
 # With tiered execution, a program whose kernels are in the disk cache loads them at once
 # (and runs them) only when its reference run would take longer than the load: loading
@@ -522,24 +525,25 @@ class CompiledFunction:
         if signature is not None and self._breaking.get(signature, 0) >= EAGER_AFTER and not self._tracing_forced:
             self.eager_calls += 1
             return self.fn(*args, **kwargs)
-        trace = Trace()
-        trace.dry = self._tracing_forced        # explain's call leaves the caller's tensors as they were
-        try:
-            with TraceContext(trace):
-                result = self.fn(*args, **kwargs)
-        except BaseException:
-            _abandon(trace)
-            raise
-        run = _Run()
-        run.hold = True
-        try:
-            _finish(trace, result, run)
-        except BaseException:
-            _abandon(trace)
-            raise
-        finally:
-            run.hold = False
-            background.release()
+        with _GC_PAUSED:                            # (why: runtime/gc_pause.py)
+            trace = Trace()
+            trace.dry = self._tracing_forced        # explain's call leaves the caller's tensors as they were
+            try:
+                with TraceContext(trace):
+                    result = self.fn(*args, **kwargs)
+            except BaseException:
+                _abandon(trace)
+                raise
+            run = _Run()
+            run.hold = True
+            try:
+                _finish(trace, result, run)
+            except BaseException:
+                _abandon(trace)
+                raise
+            finally:
+                run.hold = False
+                background.release()
         self.last_run = run
         if run.breaks and run.path == _SMALL_REFERENCE_PATH:
             signature = signature if signature is not None else _signature(args)

@@ -149,6 +149,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
         present = [v for v in wrt if v is not None]
         root_values = [graph.value(e) for e in root_edges]
+        # A gradient of another dtype is cast to its output's, as the first op of the
+        # gradient's history (torch's validate_outputs: a differentiable .to(dtype))
+        seeds = [s if s.dtype == r.dtype else _cast_seed(s, r.dtype) for s, r in zip(seeds, roots)]
         b = Builder(Program())
         b.differentiable = True
         seed_values = [b.input(TensorType(tuple(r.shape), r.dtype)) for r in roots]
@@ -167,6 +170,12 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             if id(node) in live:
                 node.free_saved()
     return grads
+
+
+def _cast_seed(seed: Tensor, dtype) -> Tensor:
+    from .functional import to
+    with enable_grad():
+        return to(seed, dtype)
 
 
 def _live_nodes(nodes, targets) -> set:

@@ -898,9 +898,24 @@ class Trace:
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
                                                        active=active), groups)
-        if create_graph:
-            self.grad_instrs.update((id(ins), None) for ins in self.program.instrs[before:])
-        return [None if g is None else self.symbolic(g, create_graph) for g in grads]
+        requiring = self._recorded_with_grad(self.program.instrs[before:]) if create_graph else ()
+        return [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+
+    def _recorded_with_grad(self, emitted) -> set:
+        """A create_graph backward's instructions `emitted`: record with grad those that read a
+        value requiring grad (a seed that does, a forward value a VJP reads), as eagerly each
+        op of a gradient's history is; returns the ids of the values that require grad. A
+        gradient that reads none (d(2x)/dx) is a plain tensor, as torch's."""
+        requiring = {i for i, (ins, k) in self._producers().items()
+                     if ins.outputs[k].type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs}
+        requiring.update(self._grad_sources())
+        for ins in emitted:
+            opdef = OPS[ins.op]
+            if opdef.vjp is not None and any(id(u) in requiring for u in ins.inputs):
+                self.grad_instrs[id(ins)] = None
+                requiring.update(id(v) for k, v in enumerate(ins.outputs)
+                                 if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs)
+        return requiring
 
     # ------------------------------------------------------------ grad_fn inside a trace
     def grad_fn_of(self, t: Tensor):

@@ -98,3 +98,30 @@ def test_create_graph_gradient_requires_grad_as_torch(fn, compiled):
         ours.sum().backward()
         theirs.sum().backward()
         assert_same(x.grad, tx.grad)
+
+
+# --------------------------------------------------------------------- backward(create_graph=True)'s warning
+_WARNING_SCRIPT = """
+import warnings
+import {lib} as lib
+warnings.simplefilter("always")
+x = lib.ones(2, requires_grad=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    lib.autograd.grad((x * x).sum(), x, create_graph=True)      # no warning: autograd.grad
+    for _ in range(2):
+        (x * x).sum().backward(create_graph=True)
+        x.grad = None
+print(len(caught), caught[0].category.__name__, str(caught[0].message).split(" (Triggered")[0])
+"""
+
+
+def test_backward_create_graph_warns_once_a_process_as_torch():
+    """torch's TORCH_WARN_ONCE about the parameter/.grad reference cycle: backward() only,
+    the first time in a process (so each library runs in a fresh interpreter)."""
+    import subprocess
+    import sys
+    outputs = [subprocess.run([sys.executable, "-c", _WARNING_SCRIPT.format(lib=lib)], capture_output=True,
+                              text=True, timeout=120, check=True).stdout for lib in ("fusegrad", "torch")]
+    assert outputs[0] == outputs[1]
+    assert outputs[0].startswith("1 UserWarning Using backward() with create_graph=True will create a reference cycle")

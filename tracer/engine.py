@@ -12,6 +12,7 @@ history of its own.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 
@@ -507,6 +508,13 @@ def _as_tensor_grad(g) -> Tensor:
 TRANSFORMS_RUNNING = [0]
 
 
+_CREATE_GRAPH_CYCLE = ("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                       "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+                       "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+                       ".grad fields of your parameters to None after use to break the cycle and avoid the leak.")
+_WARNED_CREATE_GRAPH: list = []
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
     """Accumulate gradients of `tensors` into the `.grad` of the leaves (and retained non-leaves)."""
     if TRANSFORMS_RUNNING[0]:
@@ -532,6 +540,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if create_graph and not _WARNED_CREATE_GRAPH:
+        _WARNED_CREATE_GRAPH.append(True)      # torch's TORCH_WARN_ONCE: once a process
+        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=3)
     trace = trace_state.current()
     if trace is not None:
         trace.backward(roots, seeds, inputs, create_graph, retain_graph)

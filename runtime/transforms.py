@@ -48,9 +48,20 @@ def _argnums_tuple(argnums, nargs: int):
 
 
 def _transform_input(leaf: Tensor) -> Tensor:
-    """Mark `leaf` as made by a transformation for its argument (see value_and_grad)."""
-    leaf.__dict__["_transform_input"] = True
+    """A leaf a transformation made for its argument; marked `_transform_done` when the
+    transformation returns (see _reads_outside)."""
     return leaf
+
+
+def _reads_outside(t: Tensor, own: set) -> bool:
+    """Whether `t`'s history reads a tensor that requires grad other than this call's own
+    leaves (ids in `own`): a caller's tensor, a closure's parameter, or the leaf of an outer
+    transformation still under way (fg.grad(lambda x: fg.grad(lambda y: x * y)(3.))). The
+    leaf of an inner transformation that has returned does not count: a mixed partial,
+    grad(grad(f, 1), 0), has nothing outside to keep history for."""
+    trace = trace_state.current()
+    behind = engine.leaves_behind(t) if trace is None or t._sym is None else trace.leaves_behind(t)
+    return any(id(leaf) not in own and not leaf.__dict__.get("_transform_done", False) for leaf in behind)
 
 
 def _tree_leaves(x) -> list:
@@ -170,34 +181,38 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         fresh = iter(leaves)
         for k in nums:
             args[k] = _tree_rebuild(args[k], fresh)
-        with enable_grad():
-            engine.TRANSFORMS_RUNNING[0] += 1
-            try:
-                result = _differentiable(f, outer_grad)(*args, **kwargs)
-            finally:
-                engine.TRANSFORMS_RUNNING[0] -= 1
-            out, aux = _split_aux(result, has_aux)
-            out = _check_output(out)
-            ins = leaves
-            if not outer_grad and grad_mode:
-                # f closes over a tensor that requires grad (torch.func.grad keeps that history).
-                # (not a leaf an inner fg.grad made for its own argument: a mixed partial,
-                # grad(grad(f, 1), 0), has nothing outside to keep history for)
-                own = {id(x) for x in ins}
-                trace = trace_state.current()
-                behind = engine.leaves_behind(out) if trace is None or out._sym is None else \
-                    trace.leaves_behind(out)
-                outer_grad = any(id(leaf) not in own and not leaf.__dict__.get("_transform_input", False)
-                                 for leaf in behind)
-            if out.requires_grad:
-                grads = engine.grad([out], ins, create_graph=outer_grad, allow_unused=True)
+        own = {id(x) for x in leaves}
+        try:
+            with enable_grad():
+                engine.TRANSFORMS_RUNNING[0] += 1
+                try:
+                    result = _differentiable(f, outer_grad)(*args, **kwargs)
+                finally:
+                    engine.TRANSFORMS_RUNNING[0] -= 1
+                out, aux = _split_aux(result, has_aux)
+                out = _check_output(out)
+                if not outer_grad and grad_mode:
+                    # f closes over a tensor that requires grad (torch.func.grad keeps that history)
+                    outer_grad = _reads_outside(out, own)
+                if out.requires_grad:
+                    grads = engine.grad([out], leaves, create_graph=outer_grad, allow_unused=True)
+                else:
+                    grads = (None,) * len(leaves)
+            grads = [g if g is not None else _zeros_like(x) for g, x in zip(grads, leaves)]
+            if outer_grad:
+                # Each result keeps its history only where it reads a tensor from outside (as
+                # torch.func's, unwrapped from its level): d/dx of x*x + y.sum() with y
+                # requiring grad is a plain tensor.
+                value = out if _reads_outside(out, own) else out.detach()
+                grads = [g if g.requires_grad and _reads_outside(g, own) else g.detach() for g in grads]
             else:
-                grads = (None,) * len(ins)
-        grads = [g if g is not None else _zeros_like(x) for g, x in zip(grads, leaves)]
-        value = out if outer_grad else out.detach()
-        if not outer_grad:
-            grads = [g.detach() for g in grads]
-            aux = _stop_gradient(aux)
+                value = out.detach()
+                grads = [g.detach() for g in grads]
+                aux = _stop_gradient(aux)
+        finally:
+            for leaf in leaves:
+                if leaf._grad_fn is None:       # (not x.view_as(x) of an argument that requires grad)
+                    leaf.__dict__["_transform_done"] = True
         by_leaf = iter(grads)               # each argument's gradients in its own containers
         grads = tuple(_tree_rebuild(given_args[k], by_leaf) for k in nums)
         grads = grads[0] if single else grads

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 import pytest
 
 import fusegrad as fg
@@ -103,6 +105,8 @@ def test_create_graph_gradient_requires_grad_as_torch(fn, compiled):
 # --------------------------------------------------------------------- backward(create_graph=True)'s warning
 _WARNING_SCRIPT = """
 import warnings
+
+import numpy as np
 import {lib} as lib
 warnings.simplefilter("always")
 x = lib.ones(2, requires_grad=True)
@@ -125,3 +129,167 @@ def test_backward_create_graph_warns_once_a_process_as_torch():
                               text=True, timeout=120, check=True).stdout for lib in ("fusegrad", "torch")]
     assert outputs[0] == outputs[1]
     assert outputs[0].startswith("1 UserWarning Using backward() with create_graph=True will create a reference cycle")
+
+
+# --------------------------------------------------------------------- cross_entropy / nll_loss of (N, C, d1, ...)
+def _graph(node, depth=3):
+    """grad_fn names down `depth` levels (first edges), with the number of edges of each."""
+    names = []
+    while node is not None and depth:
+        names.append((node.name(), len(node.next_functions)))
+        node = node.next_functions[0][0] if node.next_functions else None
+        depth -= 1
+    return names
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 4, 5), (2, 3, 2, 2, 2), (0, 3, 4, 5)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("options", [{}, {"weight": [0.5, 2.0, 1.0]}, {"ignore_index": 1}],
+                         ids=["plain", "weight", "ignore"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_cross_entropy_of_images_as_torch(shape, reduction, options, compiled):
+    rng = np.random.default_rng(len(shape))
+    logits = rng.standard_normal(shape).astype(np.float32)
+    target = rng.integers(0, shape[1], (shape[0],) + shape[2:])
+
+    def run(lib):
+        x = lib.tensor(logits, requires_grad=True)
+        kw = {k: lib.tensor(v) if k == "weight" else v for k, v in options.items()}
+
+        def loss_fn(x):
+            loss = lib.nn.functional.cross_entropy(x, lib.tensor(target), reduction=reduction, **kw)
+            (loss * loss).sum().backward()
+            return loss
+        loss = (fg.compile(loss_fn) if compiled and lib is fg else loss_fn)(x)
+        return loss, x.grad
+
+    (loss, grad), (t_loss, t_grad) = run(fg), run(torch)
+    assert_same(loss, t_loss, rtol=1e-5, atol=1e-6)
+    assert_same(grad, t_grad, rtol=1e-5, atol=1e-6)
+    if not compiled:
+        assert _graph(loss.grad_fn) == _graph(t_loss.grad_fn)
+
+
+def test_nll_loss_of_images_double_backward_as_torch():
+    rng = np.random.default_rng(3)
+    logits, target = rng.standard_normal((2, 3, 4, 5)), rng.integers(0, 3, (2, 4, 5))
+
+    def run(lib):
+        x = lib.tensor(logits, requires_grad=True)
+        lp = lib.log_softmax(x, 1)
+        loss = lib.nn.functional.nll_loss(lp, lib.tensor(target), reduction="sum")
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        (g * g).sum().backward()
+        return g, x.grad
+
+    for ours, theirs in zip(run(fg), run(torch)):
+        assert_same(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_nll_loss_of_a_non_contiguous_image_batch():
+    rng = np.random.default_rng(4)
+    logits, target = rng.standard_normal((2, 4, 5, 3)).astype(np.float32), rng.integers(0, 3, (2, 4, 5))
+
+    def run(lib):
+        x = lib.tensor(logits, requires_grad=True)
+        loss = lib.nn.functional.cross_entropy(x.permute(0, 3, 1, 2), lib.tensor(target), reduction="none")
+        loss.sum().backward()
+        return loss, x.grad
+
+    for ours, theirs in zip(run(fg), run(torch)):
+        assert_same(ours, theirs)
+
+
+# --------------------------------------------------------------------- third derivatives inside fg.compile
+_THIRD = [
+    ("x^4", lambda L, x: x * x * x * x),
+    ("sin*cos", lambda L, x: x.sin() * x.cos()),
+    ("1/(1+x^2)", lambda L, x: 1 / (1 + x * x)),
+    ("tanh*exp", lambda L, x: x.tanh() * x.exp()),
+]
+
+
+@pytest.mark.parametrize("name,f", _THIRD, ids=[n for n, _ in _THIRD])
+def test_third_derivatives_compiled_as_torch(name, f):
+    """A create_graph backward's instructions join the recorded-with-grad set for the next
+    one (they were dropped from the producer map: third derivatives lost terms)."""
+    from torch.func import grad as tgrad
+    want = tgrad(tgrad(tgrad(lambda t: f(torch, t))))(torch.tensor(0.7, dtype=torch.float64))
+    third = fg.grad(fg.grad(fg.grad(lambda t: f(fg, t))))
+    x = fg.tensor(0.7, dtype=fg.float64)
+    assert_same(fg.compile(third)(x), want, rtol=1e-10)
+    assert_same(third(x), want, rtol=1e-10)
+
+    def by_autograd(L, x):
+        (g1,) = L.autograd.grad(f(L, x), x, create_graph=True)
+        (g2,) = L.autograd.grad(g1, x, create_graph=True)
+        (g3,) = L.autograd.grad(g2, x)
+        return g3
+    x = fg.tensor(0.7, dtype=fg.float64, requires_grad=True)
+    assert_same(fg.compile(lambda t: by_autograd(fg, t))(x), want, rtol=1e-10)
+
+
+# --------------------------------------------------------------------- nested fg.grad and history
+def test_inner_grad_closing_over_the_outer_argument():
+    from torch.func import grad as tgrad
+    want = tgrad(lambda x: tgrad(lambda y: x * y * x)(torch.tensor(3.0)))(torch.tensor(2.0))
+    f = fg.grad(lambda x: fg.grad(lambda y: x * y * x)(fg.tensor(3.0)))
+    assert_same(f(fg.tensor(2.0)), want)
+    assert_same(fg.compile(f)(fg.tensor(2.0)), want)
+
+
+def test_grad_results_keep_history_only_where_they_read_outside():
+    """torch.func.grad unwraps each result from its level: a gradient that reads no outer
+    tensor requiring grad is plain, though another argument requires grad."""
+    from torch.func import grad as tgrad, grad_and_value
+    w, tw = fg.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    cases = [
+        (fg.grad(lambda x, y: (x * x).sum() + y.sum())(fg.tensor([1.0, 2.0]), w),
+         tgrad(lambda x, y: (x * x).sum() + y.sum())(torch.tensor([1.0, 2.0]), tw)),
+        (fg.grad(lambda x: (x * x * w).sum())(fg.tensor([1.0, 2.0])),
+         tgrad(lambda x: (x * x * tw).sum())(torch.tensor([1.0, 2.0]))),
+        (fg.value_and_grad(lambda x: (x * x).sum() + w.sum())(fg.tensor([1.0, 2.0]))[1],
+         grad_and_value(lambda x: (x * x).sum() + tw.sum())(torch.tensor([1.0, 2.0]))[0]),
+        (fg.value_and_grad(lambda x: (x * x).sum() + w.sum())(fg.tensor([1.0, 2.0]))[0],
+         grad_and_value(lambda x: (x * x).sum() + tw.sum())(torch.tensor([1.0, 2.0]))[1]),
+    ]
+    for ours, theirs in cases:
+        assert_same(ours, theirs)
+        assert ours.requires_grad == theirs.requires_grad
+        assert _name(ours) == _name(theirs)
+
+
+# --------------------------------------------------------------------- add/sub with alpha: alpha is a Scalar
+@pytest.mark.parametrize("expr", [
+    lambda L, x, w: x.add(w, alpha=2).sum(),
+    lambda L, x, w: L.sub(x, w, alpha=0.5).sum(),
+    lambda L, x, w: (x + 0).sub_(w, alpha=2).sum(),
+    lambda L, x, w: (x * 2).sum(),
+])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_second_backward_through_add_with_alpha_as_torch(expr, compiled):
+    def run(lib):
+        x, w = lib.ones(3, requires_grad=True), lib.ones(3, requires_grad=True)
+
+        def twice(x, w):
+            y = expr(lib, x, w)
+            y.backward()
+            try:
+                y.backward()
+            except RuntimeError as e:
+                return str(e)
+            return None
+        fn = fg.compile(twice) if compiled and lib is fg else twice
+        return fn(x, w), x.grad, w.grad
+
+    ours, theirs = run(fg), run(torch)
+    assert ours[0] == theirs[0]
+    assert_same(ours[1], theirs[1])
+    assert_same(ours[2], theirs[2])
+
+
+# --------------------------------------------------------------------- nn texts
+def test_module_to_an_integer_dtype_and_parameter_of_an_array_texts():
+    from parity_support import same_error
+    same_error(lambda L: L.nn.Linear(2, 2).to(L.int64))
+    same_error(lambda L: L.nn.Parameter(np.ones(2)))

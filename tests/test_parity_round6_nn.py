@@ -429,17 +429,12 @@ def spatial_loss(fn, shape, reduction, weighted):
     return run
 
 
-FOUR_D_NONE = pytest.mark.xfail(strict=True, reason=(
-    "4-d input, reduction='none': torch's node is NllLoss2DBackward0 itself; ours is a ViewBackward0 over "
-    "it, as the nll_loss op (ir/ops/loss.py) takes only (N, C) rows"))
-
-
-@pytest.mark.parametrize("shape,reduction", [
-    pytest.param(shape, reduction, marks=[FOUR_D_NONE] if reduction == "none" and len(shape) == 4 else [])
-    for shape in SPATIAL for reduction in ("mean", "sum", "none")], ids=str)
+@pytest.mark.parametrize("shape,reduction", [(shape, reduction) for shape in SPATIAL
+                                              for reduction in ("mean", "sum", "none")], ids=str)
 @pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
 def test_spatial_class_index_losses_record_torchs_nodes(fn, shape, reduction):
-    """(N, C, d1, ...) inputs: NllLoss2DBackward0 (under a ViewBackward0 for 'none'), values and grads."""
+    """(N, C, d1, ...) inputs: NllLoss2DBackward0 (under a ViewBackward0 for 'none' but of 4-d input), values
+    and grads."""
     (ty, tg), (y, g) = spatial_loss(fn, shape, reduction, True)(torch), spatial_loss(fn, shape, reduction, True)(fg)
     assert y.grad_fn.name() == ty.grad_fn.name()
     assert_same(y, ty)

@@ -29,7 +29,7 @@ from .device import check_device, device as torch_device
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
-from .node import display_edges
+from .node import display_edges, keep_scalar_operands
 from .tensor import Tensor
 
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
@@ -161,7 +161,12 @@ def scale_by_alpha(a, b, alpha, fn: str):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if dtype is bool_:
         alpha = builtins.bool(alpha)
-    return b * alpha if _is_scalar(b) else mul(b, alpha)
+    if _is_scalar(b):
+        return b * alpha
+    scaled = mul(b, alpha)
+    if _is_scalar(alpha):
+        keep_scalar_operands(scaled)
+    return scaled
 
 
 def _shown_as_one_node(out: Tensor, a, scaled) -> Tensor:

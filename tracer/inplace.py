@@ -14,6 +14,7 @@ from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap
                        broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
+from .node import keep_scalar_operands
 from .layout import traced_partial_overlap
 from .tensor import Tensor
 
@@ -58,7 +59,10 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if (type(other) is Tensor and other._dtype is self._dtype and self._dtype.is_floating_point
                 and (type(alpha) is float or type(alpha) is int)
                 and other._value_shape() == self._value_shape()):
-            apply_op(op, [self, other if alpha == 1 else mul(other, alpha)], None, name_here, out=self)
+            if alpha != 1:
+                other = mul(other, alpha)
+                keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
+            apply_op(op, [self, other], None, name_here, out=self)
             return self
         if op == "sub":
             _check_bool_sub(self, other)

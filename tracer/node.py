@@ -45,6 +45,7 @@ _NEXT_INPUTS = {
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
+    "NllLoss2DBackward0": (0,),     # nll_loss_nd, likewise
     "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
     "FillBackward2": (0,),
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
@@ -157,6 +158,30 @@ def display_edges(node, edges: tuple) -> None:
 
 
 _CLASSES: dict[str, type] = {}
+
+
+class _ScalarOnlyMulBackward0(Node):
+    """The node of `alpha * b` that `add(a, b, alpha=)` / `sub` make: torch scales inside
+    AddBackward0 / SubBackward0, which keeps alpha as a Scalar (not a saved tensor), so a
+    backward frees nothing here and a second one is allowed."""
+
+    __slots__ = ()
+
+    def free_saved(self) -> None:
+        pass
+
+
+_ScalarOnlyMulBackward0.__name__ = _ScalarOnlyMulBackward0.__qualname__ = "MulBackward0"
+
+
+def keep_scalar_operands(t) -> None:
+    """`t` = alpha * b, made by add/sub(alpha=) (MulBackward0 by a Python scalar): keep that
+    scalar through a backward, eagerly and inside a trace."""
+    from . import trace_state
+    if t._grad_fn is not None and t._sym is None:
+        t._grad_fn.__class__ = _ScalarOnlyMulBackward0
+    elif t._sym is not None and t._requires_grad:
+        trace_state.current().keep_scalar_operands(t)
 
 
 def node_class(name: str) -> type:

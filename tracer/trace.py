@@ -117,6 +117,7 @@ class Trace:
         self._producer_map: dict = {}       # id(value) -> (its instruction recorded with grad, output index)
         self._producers_upto = 0            # how many instructions _producer_map has seen
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
+        self.never_freed: set = set()       # ids of instructions that save only Python scalars (keep_scalar_operands)
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
                                             # the call that it reads or writes
@@ -894,7 +895,8 @@ class Trace:
                 v, box, version, where = found
                 raise modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
         if not retain_graph:
-            self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs))
+            self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs)
+                              and id(ins) not in self.never_freed)
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
                                                        active=active), groups)
@@ -913,8 +915,11 @@ class Trace:
             opdef = OPS[ins.op]
             if opdef.vjp is not None and any(id(u) in requiring for u in ins.inputs):
                 self.grad_instrs[id(ins)] = None
-                requiring.update(id(v) for k, v in enumerate(ins.outputs)
-                                 if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs)
+                for k, v in enumerate(ins.outputs):
+                    # (_producers() has scanned past `emitted` already: entered here)
+                    self._producer_map[id(v)] = (ins, k)
+                    if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs:
+                        requiring.add(id(v))
         return requiring
 
     # ------------------------------------------------------------ grad_fn inside a trace
@@ -930,6 +935,13 @@ class Trace:
     def grad_producer(self, v: Value):
         """(the instruction recorded with grad that defines v, its output index), or None."""
         return self._producers().get(id(v))
+
+    def keep_scalar_operands(self, t: Tensor) -> None:
+        """`t` is `alpha * b` made by add/sub(alpha=): its instruction is never freed (as
+        node.keep_scalar_operands eagerly)."""
+        found = self.grad_producer(t._sym)
+        if found is not None:
+            self.never_freed.add(id(found[0]))
 
     def saves_for_backward(self, ins: Instr, needs: tuple | None = None) -> bool:
         """Does `ins`'s VJP read forward values (those torch saves for its node), given which

@@ -314,8 +314,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
 
 def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     """The reduced loss as torch records it: one NllLossBackward0 node (the nll_loss op) for
-    (N, C) and (C,) inputs; for (N, C, d1, ...) the same op on the classes-last (N*d, C)
-    rows, named NllLoss2DBackward0 (and viewed back to the target's shape for 'none')."""
+    (N, C) and (C,) inputs, one NllLoss2DBackward0 (nll_loss_nd) for (N, C, H, W), and for
+    other ranks the same on an (N, C, 1, d) view (viewed back to the target's shape for 'none')."""
     if weight is not None and weight.dtype != log_probs.dtype:
         return _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)[0]
     attrs = {"reduction": reduction, "ignore_index": int(ignore_index)}
@@ -324,10 +324,14 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     classes = fg.arange(n_classes)
     if log_probs.dim() in (1, 2):
         return apply_op("nll_loss", [log_probs, target, classes] + extra, attrs, "NllLossBackward0")
-    rows = target.numel()
-    order = (0,) + tuple(range(2, log_probs.dim())) + (1,)
-    flat = log_probs.permute(*order).reshape(rows, n_classes)
-    out = apply_op("nll_loss", [flat, target.reshape(rows), classes] + extra, attrs, "NllLoss2DBackward0")
+    if log_probs.dim() == 4:
+        return apply_op("nll_loss_nd", [log_probs, target, classes] + extra, attrs, "NllLoss2DBackward0")
+    # torch's nll_loss_nd: other ranks go through nll_loss2d on an (N, C, 1, d) view, and a
+    # 'none' loss is viewed back to the target's shape (ViewBackward0 on both sides)
+    n, size = log_probs.shape[0], target.numel() // max(log_probs.shape[0], 1)
+    four, rows = ((n, n_classes, 1, size), (n, 1, size)) if log_probs.numel() else ((n, n_classes, 0, 0), (n, 0, 0))
+    out = apply_op("nll_loss_nd", [log_probs.reshape(four), target.reshape(rows), classes] + extra, attrs,
+                   "NllLoss2DBackward0")
     return out.view(*target.shape) if reduction == "none" else out
 
 

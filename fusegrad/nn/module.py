@@ -29,8 +29,10 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad: bool = True):
         if data is not None and not isinstance(data, Tensor):
-            # torch's Parameter calls data.detach(), so a non-tensor fails on that attribute
-            raise AttributeError(f"'{type(data).__name__}' object has no attribute 'detach'")
+            # torch's Parameter calls data.detach(), so a non-tensor fails on that attribute,
+            # with Python's text ('numpy.ndarray' object has no attribute 'detach')
+            data.detach  # noqa: B018
+            raise TypeError(f"Parameter data must be a tensor, got {type(data).__name__}")
         if requires_grad and data is not None and not data.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)
@@ -381,7 +383,7 @@ class Module:
             return self
         if not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                            f"dtype={dtype}")
+                            f"dtype=torch.{str(dtype).split('.')[-1]}")
 
         def convert(t):
             return t.to(dtype) if t.dtype.is_floating_point else t

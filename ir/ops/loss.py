@@ -247,3 +247,59 @@ register(OpDef("nll_loss_backward", COMPOSITE, _nll_backward_infer, _nll_backwar
                decompose=_nll_backward_decompose, extra={"ref_into": _nll_backward_into},
                doc="nll_loss_backward(grad, log_probs, target, classes[, weight]; reduction, ignore_index): "
                    "nll_loss's VJP, as torch's op"))
+
+
+# ------------------------------------------------------------------ nll_loss_nd
+# nll_loss_nd(log_probs, target, classes[, weight]; reduction, ignore_index) for
+# (N, C, d1, ...) log-probabilities and (N, d1, ...) class indices, the classes along
+# dim 1: torch's NllLoss2DBackward0 (cross_entropy of images). It is nll_loss on the
+# classes-last rows (a permute, then a reshape to (N*d1*..., C)): its reference, its
+# decomposition and its VJP all compute it so. One op, so that autograd records one
+# node linked to log_probs, as torch's.
+def _rows_order(ndim: int) -> tuple:
+    return (0,) + tuple(range(2, ndim)) + (1,)
+
+
+def _nll_nd_infer(types, attrs):
+    lp, target = types[0], types[1]
+    if lp.ndim < 3 or target.shape != (lp.shape[0],) + lp.shape[2:]:
+        raise TypeError(f"nll_loss_nd: expected (N, C, d1, ...) log-probabilities and (N, d1, ...) class "
+                        f"indices, got {', '.join(str(t) for t in types)}")
+    rows = target.numel
+    _nll_infer([TensorType((rows, lp.shape[1]), lp.dtype), TensorType((rows,), target.dtype)] + list(types[2:]),
+               attrs)
+    return [TensorType(target.shape if attrs["reduction"] == "none" else (), lp.dtype)]
+
+
+def _nll_nd_ref(log_probs, target, classes, weight=None, **attrs):
+    rows = np.transpose(log_probs, _rows_order(log_probs.ndim)).reshape(target.size, log_probs.shape[1])
+    out = _nll_ref(rows, target.reshape(-1), classes, weight, **attrs)
+    return out.reshape(target.shape) if attrs["reduction"] == "none" else out
+
+
+def _as_rows(e, log_probs, target):
+    rows = target.type.numel
+    permuted = e.op("permute", log_probs, dims=_rows_order(log_probs.type.ndim))
+    return e.reshape(permuted, (rows, log_probs.shape[1])), e.reshape(target, (rows,))
+
+
+def _nll_nd_decompose(e, xs, attrs):
+    rows, target = _as_rows(e, xs[0], xs[1])
+    out = e.op("nll_loss", rows, target, *xs[2:], **attrs)
+    return [e.reshape(out, xs[1].shape) if attrs["reduction"] == "none" else out]
+
+
+def _nll_nd_vjp(e, xs, ys, gs, attrs, needs):
+    if not needs[0]:
+        return [None] * len(xs)
+    log_probs, order = xs[0], _rows_order(xs[0].type.ndim)
+    rows, target = _as_rows(e, log_probs, xs[1])
+    g = e.reshape(gs[0], target.shape) if attrs["reduction"] == "none" else gs[0]
+    grad_rows = e.op("nll_loss_backward", g, rows, target, *xs[2:], **attrs)
+    permuted = e.reshape(grad_rows, tuple(log_probs.shape[k] for k in order))
+    return [e.op("permute", permuted, dims=tuple(int(k) for k in np.argsort(order)))] + [None] * (len(xs) - 1)
+
+
+register(OpDef("nll_loss_nd", COMPOSITE, _nll_nd_infer, _nll_nd_ref, _nll_nd_vjp, decompose=_nll_nd_decompose,
+               doc="nll_loss_nd(log_probs, target, classes[, weight]; reduction, ignore_index): nll_loss with "
+                   "the classes along dim 1 of (N, C, d1, ...)"))

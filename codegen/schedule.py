@@ -49,6 +49,8 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    one other kernel, computed from values in memory anyway, is recomputed by
    that kernel instead (a relu's backward mask is computed from the stored
    activation where the backward reads it, not written by the forward).
+6. A kernel holds at most MAX_KERNEL_MATH (64) instructions that call fg_*
+   math (exp, tanh, sin...): compile time grows faster than a kernel's body.
 
 Canonical kernel counts (asserted in tests/test_codegen_schedule.py and, for
 max_dim and cat, tests/test_codegen_cat_max.py):
@@ -99,6 +101,7 @@ class Kernel:
     last: int = -1
     reduces: bool = False                          # has a reduction
     present: set = field(default_factory=set)      # id() of every instruction in `instrs`
+    math: int = 0                                  # instructions that call fg_* math (MAX_KERNEL_MATH)
 
     @property
     def layout(self) -> str:
@@ -138,6 +141,12 @@ def schedule(program: Program) -> Schedule:
         result = _Scheduler(program).run()
     result.guards = guards
     return result
+
+
+# Rule 6: a kernel holds at most this many instructions that call fg_* math. LLVM's
+# time grows faster than a kernel's body (a chain of 300 tanh, one kernel: 10 s cold);
+# splitting it costs one store and load of a value per 64 transcendental evaluations.
+MAX_KERNEL_MATH = 64
 
 
 # ------------------------------------------------------------------ classification
@@ -361,6 +370,8 @@ class _Scheduler:
         return k
 
     def _join(self, groups: list, ins) -> None:
+        if sum(g.math for g in groups) + calls_math(OPS[ins.op]) > MAX_KERNEL_MATH:
+            raise NotFusable(f"the kernel would hold more than {MAX_KERNEL_MATH} math calls")
         space, axes = _joined_space(groups, ins)
         others = set().union(*(self._deps(v) for v in ins.inputs)) - set(groups)
         if self._reaches(set(groups), others):
@@ -409,6 +420,7 @@ class _Scheduler:
             k.present |= g.present
             k.members |= g.members
             k.reduces = k.reduces or g.reduces
+            k.math += g.math
             k.last = max(k.last, g.last)
             for i in g.instrs:
                 if id(i) not in self.free:
@@ -436,7 +448,7 @@ class _Scheduler:
                     if a.space != b.space or (a.axes and b.axes and a.axes != b.axes):
                         continue
                     linked = b in self.preds[a] or a in self.preds[b]
-                    if not (reads[a] & reads[b]) and not linked:
+                    if not (reads[a] & reads[b]) and not linked or a.math + b.math > MAX_KERNEL_MATH:
                         continue
                     if self._reaches({a, b}, set()):
                         continue
@@ -533,6 +545,7 @@ class _Scheduler:
         k.present.add(id(ins))
         k.members.add(id(ins))
         k.reduces = k.reduces or is_reduction(ins)
+        k.math += calls_math(OPS[ins.op])
         k.last = max(k.last, self.pos[id(ins)])
         for v in ins.outputs:
             self.node_of[v.id] = k

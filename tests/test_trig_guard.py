@@ -2,7 +2,7 @@
 reduction, exact below 2**20, and a call whose arguments reach that runs again in NumPy.
 
 Checked: where the guard sits (fused into the kernel computing the argument, one per
-distinct argument, float32 only); results against the reference executor and torch for
+shape of the arguments, float32 only); results against the reference executor and torch for
 arguments below, at and beyond the limit, NaN and inf, forward and backward; the rerun
 count that explain() reports.
 """
@@ -24,19 +24,42 @@ LIMIT = np.float32(NEAR_LIMIT)
 
 
 def wave(e, x, w):
-    """sin(x * w) + cos(x): two distinct arguments, so two guards."""
+    """sin(x * w) + cos(x): two distinct arguments of one shape, so one guard."""
     return e.add(e.sin(e.mul(x, w)), e.cos(x))
 
 
-def test_one_guard_per_distinct_argument_fused_into_the_kernel():
+def two_shapes(e, x, w):
+    """sin(x) + cos(w): arguments of two shapes, so two guards."""
+    return e.add(e.sin(x), e.cos(w))
+
+
+def test_one_guard_per_shape_fused_into_the_kernel():
     sched = schedule(build(wave, (64, 32), (32,)))
-    assert sched.guards == 2
+    assert sched.guards == 1
     assert [s.kind for s in sched.steps] == [KERNEL]
-    outs = sched.program.outputs
-    guards = outs[len(outs) - 2:]
-    assert all(g.shape == () for g in guards)
-    assert {g.id for g in guards} <= {v.id for v in sched.kernels[0].stores}
+    (guard,) = sched.program.outputs[-1:]
+    assert guard.shape == ()
+    assert guard.id in {v.id for v in sched.kernels[0].stores}
     assert [ins.op for ins in sched.program.instrs if ins.op.endswith("_near")] == ["sin_near", "cos_near"]
+    # the two tests fold into one running flag (a where each), reduced once
+    assert [ins.op for ins in sched.program.instrs].count("where") == 2
+    assert [ins.op for ins in sched.program.instrs].count("amax") == 1
+
+
+def test_arguments_of_two_shapes_get_two_guards():
+    sched = schedule(build(two_shapes, (64, 32), (32,)))
+    assert sched.guards == 2
+    assert all(g.shape == () for g in sched.program.outputs[-2:])
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_a_far_argument_of_either_shape_reruns(where):
+    p = build(two_shapes, (64, 32), (32,))
+    x, w = np.zeros((64, 32), np.float32), np.zeros(32, np.float32)
+    (x if where == 0 else w).flat[7] = 4e7
+    got, want, reruns = _run_both(p, [x, w])
+    assert reruns == 1
+    np.testing.assert_array_equal(got[0], want[0])
 
 
 def test_sin_of_one_argument_and_its_derivative_share_a_guard():
@@ -108,3 +131,28 @@ def test_compiled_value_and_grad_with_far_arguments_match_torch():
     text = step.explain(fg.tensor(x))       # explain() runs the call too: a second rerun
     assert "sin/cos: near forms, exact for |x| < 2**20 (1 guard output(s)); " \
            "calls with a larger argument rerun in NumPy: 2" in text
+
+
+def test_a_long_chain_of_sines_splits_into_kernels_and_keeps_one_guard():
+    """300 chained sines: kernels of at most MAX_KERNEL_MATH math calls (compile time grows
+    faster than a kernel), the guard's running maximum carried across them; a far value
+    reached in the middle of the chain still reruns the call in NumPy."""
+    from fusegrad.codegen.schedule import MAX_KERNEL_MATH
+
+    def chain(e, x):
+        for _ in range(150):
+            x = e.sin(e.mul(x, e.const(0.5, x)))     # a contraction: rounding differences shrink
+        return x
+    p = build(chain, (8, 16))
+    sched = schedule(p)
+    assert sched.guards == 1
+    assert len(sched.kernels) == -(-150 // MAX_KERNEL_MATH)
+    assert all(k.math <= MAX_KERNEL_MATH for k in sched.kernels)
+    x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16)
+    got, want, reruns = _run_both(p, [x])
+    assert reruns == 0
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
+    x[2, 3] = 1e9                   # the first sine's argument, 5e8, is far; the rest are small
+    got, want, reruns = _run_both(p, [x])
+    assert reruns == 1
+    np.testing.assert_array_equal(got[0], want[0])

@@ -293,3 +293,14 @@ def test_module_to_an_integer_dtype_and_parameter_of_an_array_texts():
     from parity_support import same_error
     same_error(lambda L: L.nn.Linear(2, 2).to(L.int64))
     same_error(lambda L: L.nn.Parameter(np.ones(2)))
+
+
+# --------------------------------------------------------------------- no warning where torch prints none
+def test_compiled_backward_through_a_strided_slice_warns_nothing():
+    """index_put of a strided slice runs by reference by design: no RuntimeWarning."""
+    x = fg.ones(4, 3, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = fg.compile(lambda a: a[::2] * 2)(x)
+        y.sum().backward()
+    assert x.grad.tolist() == [[2.0] * 3, [0.0] * 3, [2.0] * 3, [0.0] * 3]

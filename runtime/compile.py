@@ -965,12 +965,21 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
     return False
 
 
-def compile(fn=None):
-    """`@fg.compile` / `fg.compile(fn)`: trace every call into one program and run it compiled."""
+def compile(fn=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable: bool = False):
+    """`@fg.compile` / `fg.compile(fn)`: trace every call into one program and run it compiled.
+
+    torch.compile's keyword arguments are accepted, so code written for it runs
+    (`@fg.compile(fullgraph=True)` too): `disable=True` returns `fn` itself; the others
+    choose among torch's backends and modes and change nothing here (kernels are
+    shape-generic, as `dynamic=True` asks; a graph break is handled, not refused)."""
     if fn is None:
-        return compile
+        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
     if not callable(fn):
         raise NotCallableError(f"A callable function is expected, but {type(fn)} is provided.")
+    if disable:
+        return fn
     return CompiledFunction(fn)
 
 

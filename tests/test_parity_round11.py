@@ -304,3 +304,15 @@ def test_compiled_backward_through_a_strided_slice_warns_nothing():
         y = fg.compile(lambda a: a[::2] * 2)(x)
         y.sum().backward()
     assert x.grad.tolist() == [[2.0] * 3, [0.0] * 3, [2.0] * 3, [0.0] * 3]
+
+
+# --------------------------------------------------------------------- torch.compile's keyword arguments
+def test_compile_takes_torch_compiles_keyword_arguments():
+    @fg.compile(fullgraph=True, dynamic=True, backend="inductor", mode="max-autotune", options={})
+    def double(x):
+        return x * 2
+    assert isinstance(double, fg.compile(lambda x: x).__class__)
+    assert double(fg.ones(2)).tolist() == [2.0, 2.0]
+    plain = lambda x: x + 1  # noqa: E731
+    assert fg.compile(plain, disable=True) is plain
+    assert fg.compile(disable=True)(plain) is plain

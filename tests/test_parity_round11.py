@@ -316,3 +316,24 @@ def test_compile_takes_torch_compiles_keyword_arguments():
     plain = lambda x: x + 1  # noqa: E731
     assert fg.compile(plain, disable=True) is plain
     assert fg.compile(disable=True)(plain) is plain
+
+
+def test_explain_gives_back_a_grad_that_zero_grad_cleared():
+    """explain()'s call is a dry run: opt.zero_grad() inside it leaves `.grad` as it was."""
+    model = fg.nn.Linear(3, 2)
+    opt = fg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled, x = fg.compile(step), fg.ones(4, 3)
+    compiled(x)
+    grads = [p.grad for p in model.parameters()]
+    weights = [p.detach().clone() for p in model.parameters()]
+    compiled.explain(x)
+    assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+    assert all(np.array_equal(p.detach().numpy(), w.numpy()) for p, w in zip(model.parameters(), weights))

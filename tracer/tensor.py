@@ -441,11 +441,19 @@ class Tensor:
                 raise RuntimeError(f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' "
                                    f"to a tensor of size '[{', '.join(map(str, self.shape))}]'. Please ensure that "
                                    f"the gradient and the tensor are the same size")
+        self._keep_grad_for_dry_run()
         self._grad = value
 
     @grad.deleter
     def grad(self) -> None:
+        self._keep_grad_for_dry_run()
         self._grad = None
+
+    def _keep_grad_for_dry_run(self) -> None:
+        """explain()'s call is a dry run: a `.grad` it sets (opt.zero_grad()) comes back after it."""
+        trace = trace_state.current()
+        if trace is not None and trace.dry:
+            trace.grad_leaves.setdefault(id(self), (self, self._grad))
 
     @property
     def retains_grad(self) -> bool:

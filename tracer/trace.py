@@ -509,13 +509,15 @@ class Trace:
         """The end of a dry run: the caller's tensors the call read or wrote get back their
         history, flags, version and `.grad` as they were before it (their memory was never
         written: _finish skips the write-back)."""
-        for leaf, before in self.grad_leaves.values():
-            leaf._grad = before
         for t, (data, dtype, requires, grad_fn, vbox, version, attrs) in self.kept_states.values():
             t._data, t._dtype, t._requires_grad, t._grad_fn, t._vbox, t._sym = data, dtype, requires, grad_fn, vbox, None
             vbox[0] = version
             t.__dict__.clear()
             t.__dict__.update(attrs)
+        # After the states: a `.grad` set before the call first read its tensor (zero_grad()
+        # then the forward) is in the state kept as it was after that write
+        for leaf, before in self.grad_leaves.values():
+            leaf._grad = before
 
     def apply_writes(self, written_back: list) -> None:
         """The call returns: version counters take its in-place writes, as eagerly; those of

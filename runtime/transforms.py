@@ -43,7 +43,7 @@ def _argnums_tuple(argnums, nargs: int):
                              f"argument(s)")
     positions = tuple(k % nargs for k in nums)
     if len(set(positions)) != len(positions):
-        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+        raise RuntimeError(f"argnums elements must be unique, got {positions}")   # (normalised, as torch.func)
     return single, positions
 
 
@@ -105,7 +105,7 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # its own (only then: an identity copy of every argument would cost a pass).
             return _transform_input(x.detach().clone().requires_grad_(True))
         return _transform_input(x.detach().requires_grad_(True))
-    if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, bool)):
+    if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
             what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"

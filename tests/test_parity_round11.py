@@ -337,3 +337,12 @@ def test_explain_gives_back_a_grad_that_zero_grad_cleared():
     compiled.explain(x)
     assert all(p.grad is g for p, g in zip(model.parameters(), grads))
     assert all(np.array_equal(p.detach().numpy(), w.numpy()) for p, w in zip(model.parameters(), weights))
+
+
+def test_grad_argnums_repeat_text_is_normalised_and_complex_is_a_type_error():
+    from parity_support import same_error
+    for argnums in ((0, -2), (1, -1)):
+        same_error(lambda L: (fg.grad if L is fg else torch.func.grad)(
+            lambda x, y: (x * y).sum(), argnums=argnums)(L.ones(2), L.ones(2)))
+    with pytest.raises(TypeError, match="argument 0 of type complex is not a valid differentiable input"):
+        fg.grad(lambda x: x * 2)(complex(1, 2))

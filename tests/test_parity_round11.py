@@ -346,3 +346,43 @@ def test_grad_argnums_repeat_text_is_normalised_and_complex_is_a_type_error():
             lambda x, y: (x * y).sum(), argnums=argnums)(L.ones(2), L.ones(2)))
     with pytest.raises(TypeError, match="argument 0 of type complex is not a valid differentiable input"):
         fg.grad(lambda x: x * 2)(complex(1, 2))
+
+
+# --------------------------------------------------------------------- NotImplemented nodes: floor_divide, number % tensor
+_NO_DERIVATIVE = [
+    ("x // 2", lambda L, x: x // 2),
+    ("2 // x", lambda L, x: 2 // x),
+    ("x // (x + 1)", lambda L, x: x // (x + 1)),
+    ("floor_divide", lambda L, x: L.floor_divide(x, 2)),
+    ("floor_divide_", lambda L, x: (x * 1).floor_divide_(2)),
+    ("2 % x", lambda L, x: 2 % x),
+    ("x % 2", lambda L, x: x % 2),                        # (these two have derivatives)
+    ("div floor", lambda L, x: L.div(x, 2, rounding_mode="floor")),
+]
+
+
+@pytest.mark.parametrize("name,f", _NO_DERIVATIVE, ids=[n for n, _ in _NO_DERIVATIVE])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_backward_through_a_not_implemented_node_raises_as_torch(name, f, compiled):
+    def run(lib):
+        x = lib.tensor([1.5, 2.5], requires_grad=True)
+        y = f(lib, x)
+        names = (y.grad_fn.name(), [n.name() if n is not None else None for n, _ in y.grad_fn.next_functions])
+
+        def backward(y):
+            y.sum().backward()
+        try:
+            if compiled and lib is fg:
+                fg.compile(lambda t: backward(f(fg, t)))(x)
+            else:
+                backward(y)
+        except RuntimeError as e:
+            return names, str(e), None
+        return names, None, x.grad
+
+    ours, theirs = run(fg), run(torch)
+    if not compiled:
+        assert ours[0] == theirs[0]
+    assert ours[1] == theirs[1]
+    if theirs[2] is not None:
+        assert_same(ours[2], theirs[2])

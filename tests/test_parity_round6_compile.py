@@ -505,7 +505,7 @@ def test_argnums_accepts_what_jax_accepts(argnums):
 def test_duplicate_argnums_raise_as_in_torch_func():
     with pytest.raises(RuntimeError, match=r"argnums elements must be unique, got \(0, 0\)"):
         fg.grad(lambda a, b: (a * b).sum(), argnums=(0, 0))(fg.tensor(A), fg.tensor(A) * 3)
-    with pytest.raises(RuntimeError, match=r"argnums elements must be unique, got \(1, -1\)"):
+    with pytest.raises(RuntimeError, match=r"argnums elements must be unique, got \(1, 1\)"):
         fg.grad(lambda a, b: (a * b).sum(), argnums=(1, -1))(fg.tensor(A), fg.tensor(A) * 3)
 
 

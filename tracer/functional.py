@@ -252,11 +252,10 @@ def div(input, other, rounding_mode=None) -> Tensor:
 
 
 def floor_divide(input, other) -> Tensor:
-    """torch.floor_divide, `input // other` (ir/ops/division.py). torch records a
-    NotImplemented node (its backward raises); here the gradient is zeros, as through
-    div(..., rounding_mode='floor')."""
+    """torch.floor_divide, `input // other` (ir/ops/division.py): a NotImplemented node,
+    whose backward raises torch's error (div(..., rounding_mode='floor') has zero gradients)."""
     ops, _ = _promoted([input, other], "floor_divide")
-    return apply_op("div_floor", ops, None, "NotImplemented")
+    return apply_op("div_floor", ops, _NO_DERIVATIVE["floor_divide"], "NotImplemented")
 
 
 def rfloordiv(a, b) -> Tensor:
@@ -268,11 +267,13 @@ def remainder(input, other) -> Tensor:
     """torch.remainder, `input % other`: the sign of the divisor, as Python's %
     (RemainderBackward0 for a number divisor, RemainderBackward1 for a tensor)."""
     ops, _ = _promoted([input, other], "remainder")
-    if not isinstance(input, Tensor):
-        name = "NotImplemented"          # remainder(number, tensor): torch has no derivative formula
-    else:
-        name = "RemainderBackward1" if isinstance(other, (Tensor, np.ndarray)) else "RemainderBackward0"
+    if not isinstance(input, Tensor):    # remainder(number, tensor): torch has no derivative formula
+        return apply_op("remainder", ops, _NO_DERIVATIVE["remainder"], "NotImplemented")
+    name = "RemainderBackward1" if isinstance(other, (Tensor, np.ndarray)) else "RemainderBackward0"
     return apply_op("remainder", ops, None, name)
+
+
+_NO_DERIVATIVE = {op: {"no_derivative": op} for op in ("floor_divide", "remainder")}
 
 
 def rremainder(a, b) -> Tensor:

@@ -46,10 +46,12 @@ def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:
         raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[t._dtype.name])
 
 
-def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_name: str | None = None):
+def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_name: str | None = None,
+                   attrs: dict | None = None):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output
     (`method_name`: torch's name of the method, where it is not the op's name and "_";
-    `tensor_name`: the node's name where other is a tensor, if torch's overloads differ there)."""
+    `tensor_name`: the node's name where other is a tensor, if torch's overloads differ there;
+    `attrs`: the op's attributes)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
         from .functional import _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
@@ -62,7 +64,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             if alpha != 1:
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
-            apply_op(op, [self, other], None, name_here, out=self)
+            apply_op(op, [self, other], attrs, name_here, out=self)
             return self
         if op == "sub":
             _check_bool_sub(self, other)
@@ -72,7 +74,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
-        apply_op(op, [self, _coerce(other, self._dtype)], None, name_here, out=self)
+        apply_op(op, [self, _coerce(other, self._dtype)], attrs, name_here, out=self)
         return self
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."

@@ -14,6 +14,7 @@ import functools
 import weakref
 
 from fusegrad.ir import OPS, Builder, Emitter, Value
+from fusegrad.ir.ops.registry import NoDerivativeError
 
 _FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
               "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -30,7 +31,10 @@ def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
     out_types = opdef.infer(list(in_types), dict(attrs))
     ys = [Value(t) for t in out_types]
     gs = [None if k in opdef.nondiff_outputs else Value(t) for k, t in enumerate(out_types)]
-    opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
+    try:
+        opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
+    except NoDerivativeError:       # torch's NotImplemented node saves nothing; its backward raises
+        return (), ()
     used = {v.id for ins in b.program.instrs for v in ins.inputs}
     return (tuple(i for i, v in enumerate(xs) if v.id in used),
             tuple(k for k, v in enumerate(ys) if v.id in used))
@@ -46,6 +50,7 @@ _NEXT_INPUTS = {
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
     "NllLoss2DBackward0": (0,),     # nll_loss_nd, likewise
+    "RemainderBackward0": (0,),     # remainder(x, scalar)
     "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
     "FillBackward2": (0,),
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
@@ -105,6 +110,9 @@ class Node:
         if displayed is not None:
             return displayed
         shown = _NEXT_INPUTS.get(type(self).__name__)
+        if shown is None and type(self).__name__ == "NotImplemented":
+            # torch's NotImplemented node lists the tensor operands only (x // 2, 2 % x)
+            shown = [i for i, c in enumerate(self.consts) if c is None]
         if shown is None:
             # the op table's torch_edges: torch's inputs by position, None for one the op lacks
             opdef = OPS.get(self.op)

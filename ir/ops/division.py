@@ -16,12 +16,15 @@ Kernels compute the float forms (codegen's fg_div_floor, fg_div_trunc and
 fg_remainder, the same formulas); integer ones run by their reference, which can
 raise (a kernel cannot report a zero divisor). Rounded quotients have zero
 gradients (torch's DivBackward2); remainder's are (g, -g * div_floor(a, b)).
+With the attribute `no_derivative` (floor_divide, `a // b`, and remainder of a number
+by a tensor, which torch records as NotImplemented nodes) the VJP raises torch's error.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .elementwise import elementwise
+from .registry import NoDerivativeError
 
 
 def _no_zero_divisor(b) -> None:
@@ -29,7 +32,7 @@ def _no_zero_divisor(b) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
-def _div_floor_ref(a, b):
+def _div_floor_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
         _no_zero_divisor(b)
         return np.floor_divide(a, b)
@@ -50,7 +53,7 @@ def _div_trunc_ref(a, b):
     return np.asarray(np.trunc(a / b), dtype=a.dtype)
 
 
-def _remainder_ref(a, b):
+def _remainder_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
         _no_zero_divisor(b)
         return np.remainder(a, b)
@@ -58,13 +61,22 @@ def _remainder_ref(a, b):
     return np.asarray(np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod), dtype=a.dtype)
 
 
+def _check_derivative(attrs) -> None:
+    """`no_derivative` (an attribute the caller sets): torch records a NotImplemented node for
+    floor_divide and for remainder(number, tensor), whose backward raises."""
+    if attrs.get("no_derivative"):
+        raise NoDerivativeError(f"derivative for aten::{attrs['no_derivative']} is not implemented")
+
+
 def _zero_grads(e, x, y, g, a, n):
     # torch's DivBackward2 with a rounding mode: zeros for both operands
+    _check_derivative(a)
     return [e.zeros_like(x[0]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
 
 
 def _remainder_vjp(e, x, y, g, a, n):
     # torch: self -> grad; other -> -grad * floor_divide(self, other)
+    _check_derivative(a)
     return [g[0] if n[0] else None,
             e.neg(e.mul(g[0], e.op("div_floor", x[0], x[1]))) if n[1] else None]
 

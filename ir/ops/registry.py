@@ -20,6 +20,11 @@ COMPOSITE = "composite"       # decomposes into the groups above for codegen
 OPAQUE = "opaque"             # runs only by its reference implementation
 
 
+class NoDerivativeError(RuntimeError):
+    """Raised by a VJP that torch does not define (its NotImplemented node): at backward
+    time, not when a node probes which values its VJP would save (tracer.node.saved_slots)."""
+
+
 @dataclass
 class OpDef:
     """One op of the table. See ARCHITECTURE.md, "How to add an op"."""

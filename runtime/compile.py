@@ -907,6 +907,9 @@ def _input_value(trace: Trace, x: Tensor):
     tensor `x` as it was when the call read it: an in-place write inside the call re-binds x
     to a later value, but gradients flow to the value the caller passed in."""
     if x._sym is None:
+        held = trace.leaf_values.get(id(x))
+        if held is not None and held[0] is x:       # its memory was written through an alias
+            return held[1][0]
         return trace.value_of(x)
     made_here = x.__dict__.get("_leaf_value")
     if made_here is not None:           # a leaf made inside the call: the value it became a leaf with

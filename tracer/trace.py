@@ -555,6 +555,12 @@ class Trace:
             if self.dry:
                 self.keep_state(t)
             key = _memory_key(t._data)
+            leaf, held = self.leaf_tensors.get(key), self.lifted.get(key)
+            if leaf is not None and leaf is not t and held is not None and held.type == v.type:
+                # Another tensor's write to the memory of a leaf that requires grad and was read
+                # (x.data.add_(1), x.detach()[0] = 4 after y = x * 3): the leaf stays that leaf,
+                # its gradient the sum over every value it held, as for a write under no_grad
+                self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v)
             self.lifted[key] = v
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)

@@ -386,3 +386,62 @@ def test_backward_through_a_not_implemented_node_raises_as_torch(name, f, compil
     assert ours[1] == theirs[1]
     if theirs[2] is not None:
         assert_same(ours[2], theirs[2])
+
+
+# --------------------------------------------------------------------- writes through .data / detach() of a used leaf
+def _data_write_after_use(L, x):
+    y = x * 3
+    x.data.add_(1)
+    y.sum().backward()
+
+
+def _data_write_between_uses(L, x):
+    y = x * 3
+    x.data.add_(1)
+    (y + x * 5).sum().backward()
+
+
+def _detach_write_after_use(L, x):
+    y = x * 3
+    x.detach()[0] = 4.0
+    y.sum().backward()
+
+
+def _clip_between_forward_and_backward(L, x):
+    loss = (x * L.tensor([1.0, 2.0])).sum()
+    x.data.clamp_(-1, 1)
+    loss.backward()
+
+
+def _saved_then_written_through_detach(L, x):
+    d = x.detach()
+    y = x * x
+    d.add_(1)           # shares x's version counter: torch's error at backward
+    y.sum().backward()
+
+
+def _returned_then_detach_written(L, x):
+    y = x * 3
+    x.detach()[0] = 4.0
+    return y            # backward outside the call
+
+
+@pytest.mark.parametrize("f", [_data_write_after_use, _data_write_between_uses, _detach_write_after_use,
+                               _clip_between_forward_and_backward, _saved_then_written_through_detach,
+                               _returned_then_detach_written])
+def test_compiled_write_through_an_alias_of_a_used_leaf_as_torch(f):
+    def run(lib, compiled):
+        x = lib.tensor([0.5, -1.5], requires_grad=True)
+        try:
+            out = (fg.compile(lambda t: f(fg, t)) if compiled else (lambda t: f(lib, t)))(x)
+            if out is not None:
+                out.sum().backward()
+        except RuntimeError as e:
+            return str(e).split(":")[0], None, None
+        return None, x.grad, x.detach()
+
+    theirs = run(torch, False)
+    for ours in (run(fg, False), run(fg, True)):
+        assert ours[0] == theirs[0]
+        assert_same(ours[1], theirs[1])
+        assert_same(ours[2], theirs[2])

@@ -36,7 +36,7 @@ from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import views_an_expand
-from fusegrad.tracer.engine import grad_memory, has_grad_layout, modified_error, output_name, output_of
+from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
@@ -833,6 +833,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
                 t._requires_grad = False
     if trace.dry:
         trace.restore_states()
+    else:
+        for tensors, gradients, retain_graph, create_graph in trace.outside_backwards:
+            # a backward in the call goes on into the history its inputs had before it
+            engine_backward(tensors, gradients, retain_graph=retain_graph, create_graph=create_graph)
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

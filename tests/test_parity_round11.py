@@ -445,3 +445,71 @@ def test_compiled_write_through_an_alias_of_a_used_leaf_as_torch(f):
         assert ours[0] == theirs[0]
         assert_same(ours[1], theirs[1])
         assert_same(ours[2], theirs[2])
+
+
+# --------------------------------------------------------------------- a backward in a compiled call goes on into earlier history
+def _outside_cases(L, C):
+    """(name, run) pairs: each run returns the gradients to compare."""
+    def nonleaf_argument():
+        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+        def step(h):
+            loss = (h * h).sum()
+            loss.backward()
+            return loss
+        C(step)(a * 2)
+        return [a.grad]
+
+    def closure_over_a_nonleaf():
+        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = a.exp()
+        C(lambda: (h * h).sum().backward())()
+        return [a.grad]
+
+    def fed_by_an_eager_module():
+        L.manual_seed(0)
+        lin = L.nn.Linear(3, 2)
+        with L.no_grad():
+            lin.weight.copy_(L.tensor([[1.0, 0.0, -1.0], [0.5, 0.5, 0.5]]))
+            lin.bias.fill_(0.1)
+        a = L.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        C(lambda f: (f.tanh() ** 2).sum().backward())(lin(a))
+        return [a.grad, lin.weight.grad, lin.bias.grad]
+
+    def second_order_split_across_calls():
+        x = L.tensor([0.3, -1.2, 0.8], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (x ** 3).sum().backward(create_graph=True)
+        C(lambda t, v: (t.grad * v).sum().backward())(x, L.tensor([1.0, 2.0, -1.0]))
+        return [x.grad]
+
+    return [nonleaf_argument, closure_over_a_nonleaf, fed_by_an_eager_module, second_order_split_across_calls]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_compiled_backward_continues_into_history_from_before_the_call(case):
+    theirs = _outside_cases(torch, lambda f: f)[case]()
+    for compile_ in (lambda f: f, fg.compile):
+        ours = _outside_cases(fg, compile_)[case]()
+        for o, t in zip(ours, theirs):
+            assert_same(o, t)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_retained_non_leaf_grad_is_a_new_tensor_each_backward(compiled):
+    def f(L, x):
+        y = x * 1
+        y.retain_grad()
+        z = (y * y).sum()
+        z.backward(retain_graph=True)
+        first = y.grad
+        z.backward()
+        return first, y.grad
+
+    theirs = f(torch, torch.tensor([1.0, -2.0, 4.0], requires_grad=True))
+    x = fg.tensor([1.0, -2.0, 4.0], requires_grad=True)
+    ours = (fg.compile(lambda t: f(fg, t)) if compiled else (lambda t: f(fg, t)))(x)
+    for o, t in zip(ours, theirs):
+        assert_same(o, t)
+    assert ours[1].grad_fn is None and not ours[1].requires_grad

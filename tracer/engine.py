@@ -610,6 +610,10 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
         for t, g in pairs:
             if t._grad is None:
                 t._grad = Tensor._wrap(grad_memory(g, t._data))
+            elif t._grad_fn is not None:
+                # a retained non-leaf: torch's retain_grad hook makes a new tensor (grad + new),
+                # so a .grad taken from an earlier backward keeps its value
+                t._grad = Tensor._wrap(np.asarray(t._grad._concrete() + g, dtype=t._grad.dtype.np))
             else:
                 data = t._grad._data
                 if not data.flags.writeable and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):

@@ -117,6 +117,9 @@ class Trace:
         self._producer_map: dict = {}       # id(value) -> (its instruction recorded with grad, output index)
         self._producers_upto = 0            # how many instructions _producer_map has seen
         self.freed: set = set()             # ids of instructions a backward without retain_graph ran through
+        # A backward in the call that reaches tensors with history from before it: (those tensors,
+        # their gradients, retain_graph, create_graph), run eagerly when the call returns
+        self.outside_backwards: list = []
         self.never_freed: set = set()       # ids of instructions that save only Python scalars (keep_scalar_operands)
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
@@ -1057,7 +1060,16 @@ class Trace:
                                                          if t is not None and t._sym is not None]
             leaves += [t for t in (r() for r in self.new_leaves)
                        if t is not None and t._sym is not None and t._requires_grad]
-        grads = self.gradients(roots, seeds, leaves, create_graph, retain_graph)
+        # Tensors from outside the call with a history of their own (a non-leaf argument, the
+        # output of an eager module): their gradients continue through that history when the
+        # call returns (compile._finish), as eagerly the backward would go on into it
+        outside = list(self.boundary.values()) if inputs is None else []
+        grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph)
+        grads, outside_grads = grads[:len(leaves)], grads[len(leaves):]
+        reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
+        if reached:
+            self.outside_backwards.append(([t for t, _ in reached], [g for _, g in reached], retain_graph,
+                                           create_graph))
         with (enable_grad() if create_graph else no_grad()):
             for leaf, g in zip(leaves, grads):
                 if g is None:
@@ -1065,7 +1077,7 @@ class Trace:
                 self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
                 if leaf._grad is None:
                     leaf._grad = g
-                elif create_graph:
+                elif create_graph or not leaf.is_leaf:      # (a retained non-leaf: a new tensor, as torch's hook)
                     leaf._grad = add(leaf._grad, g)
                 else:       # torch's AccumulateGrad adds into the existing .grad in place
                     leaf._grad.add_(g)

@@ -513,3 +513,24 @@ def test_a_retained_non_leaf_grad_is_a_new_tensor_each_backward(compiled):
     for o, t in zip(ours, theirs):
         assert_same(o, t)
     assert ours[1].grad_fn is None and not ours[1].requires_grad
+
+
+@pytest.mark.parametrize("which", ["upstream only", "upstream and direct", "two inputs"])
+def test_compiled_autograd_grad_reaches_leaves_behind_a_non_leaf_argument(which):
+    def f(L, h, a):
+        if which == "upstream only":
+            return L.autograd.grad((h * h).sum(), a)
+        if which == "upstream and direct":
+            return L.autograd.grad((h * h).sum() + (a * a).sum(), a)
+        return L.autograd.grad((h.exp() * h).sum(), [a, h])
+
+    def run(lib, compiled):
+        a = lib.tensor([0.5, 1.0, -1.5], requires_grad=True)
+        call = fg.compile(lambda x, y: f(fg, x, y)) if compiled else (lambda x, y: f(lib, x, y))
+        return call(a * 2, a)
+
+    theirs = run(torch, False)
+    for ours in (run(fg, False), run(fg, True)):
+        assert len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            assert_same(o, t)

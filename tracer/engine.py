@@ -658,7 +658,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
     if trace is not None:
-        grads = trace.gradients(roots, seeds, inputs, create_graph, retain_graph)
+        outside = _upstream_boundary(trace, inputs) if not create_graph else []
+        grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph)
+        if outside:
+            grads = _through_outside_history(trace, inputs, grads, outside, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
             raise RuntimeError(_unused_message([g is None for g in grads].index(True)))
         if materialize_grads and any(g is None for g in grads):
@@ -683,6 +686,44 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         else:
             out.append(g if isinstance(g, Tensor) else Tensor._wrap(np.array(g, copy=True)))
     return tuple(out)
+
+
+def _upstream_boundary(trace, inputs) -> list:
+    """The tensors from outside a traced call with a history of their own (a non-leaf argument)
+    behind which some of `inputs` lie (autograd.grad inside fg.compile with respect to a leaf
+    upstream of the call): [] when there are none, the common case."""
+    outside = list(trace.boundary.values())
+    if not outside:
+        return []
+    behind = {id(leaf) for t in outside for leaf in leaves_behind(t)}
+    ids = {id(t) for t in outside}
+    wanted = [t for t in inputs if t._data is not None and id(t) not in ids and
+              (id(t) in behind or t._grad_fn is not None)]
+    return outside if wanted else []
+
+
+def _through_outside_history(trace, inputs, grads, outside, retain_graph) -> list:
+    """Gradients of `inputs` that lie behind the call's `outside` tensors: their gradients in the
+    call, read now (a graph break), go on through their eager history (create_graph off)."""
+    from .functional import add
+    grads, at_outside = list(grads[:len(inputs)]), grads[len(inputs):]
+    reached = [(t, g) for t, g in zip(outside, at_outside) if g is not None]
+    ids = {id(t) for t in outside}
+    behind = [k for k, t in enumerate(inputs) if t._data is not None and id(t) not in ids]
+    if not reached or not behind:
+        return grads
+    seeds = [Tensor._wrap(np.array(trace.materialize(g), copy=True)) for _, g in reached]
+    previous = trace_state.set_current(None)
+    try:
+        upstream = grad([t for t, _ in reached], [inputs[k] for k in behind], seeds,
+                        retain_graph=retain_graph, allow_unused=True)
+    finally:
+        trace_state.set_current(previous)
+    with no_grad():
+        for k, g in zip(behind, upstream):
+            if g is not None:       # (an input the call also read directly: both parts)
+                grads[k] = g if grads[k] is None else add(grads[k], g)
+    return grads
 
 
 def _unused_message(index: int) -> str:

@@ -515,7 +515,16 @@ class CompiledFunction:
         `.weight`, `.eval()`, as torch.compile's OptimizedModule forwards them)."""
         if name == "fn":            # not set yet (copy, unpickling): no recursion
             raise AttributeError(name)
-        return getattr(self.fn, name)
+        attr = getattr(self.fn, name)
+        if isinstance(attr, types.MethodType) and attr.__self__ is self.fn:
+            # a method that returns the module itself (`.eval()`, `.train()`, `.to(...)`)
+            # returns this compiled wrapper, as torch.compile's OptimizedModule does
+            @functools.wraps(attr)
+            def method(*args, **kwargs):
+                result = attr(*args, **kwargs)
+                return self if result is self.fn else result
+            return method
+        return attr
 
     def __call__(self, *args, **kwargs):
         if trace_state.current() is not None:      # nested compile: inline into the outer trace

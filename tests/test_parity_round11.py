@@ -534,3 +534,13 @@ def test_compiled_autograd_grad_reaches_leaves_behind_a_non_leaf_argument(which)
         assert len(ours) == len(theirs)
         for o, t in zip(ours, theirs):
             assert_same(o, t)
+
+
+def test_a_compiled_module_returns_itself_from_eval_and_train():
+    """torch.compile(model).eval() is the OptimizedModule again (Module.eval returns self)."""
+    model = fg.nn.Sequential(fg.nn.Linear(3, 2), fg.nn.ReLU())
+    compiled = fg.compile(model)
+    assert compiled.eval() is compiled and not model.training
+    assert compiled.train() is compiled and model.training
+    assert [p is q for p, q in zip(compiled.parameters(), model.parameters())] == [True, True]
+    np.testing.assert_array_equal(compiled(fg.ones(2, 3)).numpy(), model(fg.ones(2, 3)).numpy())

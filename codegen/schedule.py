@@ -3,7 +3,8 @@
 Rules (each refusal is recorded with its reason, for `explain()`):
 
 1. The op table's algebraic identities are applied (ir.passes.rewrite_identities:
-   exp(log_softmax(x)) is softmax(x)), ops with a `decompose` rule are
+   exp(log_softmax(x)) is softmax(x); a reduction drops its axes of size 1),
+   before and again after decomposition, ops with a `decompose` rule are
    decomposed (codegen/decompose.py: composites; max_dim/min_dim as three
    reductions; cat/stack as a select between operands read through clamped
    shifts, `pad_edge`; index_put (t[i] = v, copy_, fill_) as a select over
@@ -135,7 +136,8 @@ class Schedule:
 
 def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
-    program = simplify(sink_permutes(decompose_composites(rewrite_identities(program))))
+    # (identities again after decomposing: a softmax over a unit dim decomposes into reductions over it)
+    program = simplify(sink_permutes(rewrite_identities(decompose_composites(rewrite_identities(program)))))
     program, guards = guard_near_forms(program)
     with recursion_room(len(program.instrs)):
         result = _Scheduler(program).run()

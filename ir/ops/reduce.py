@@ -157,9 +157,34 @@ def _sum_no_axes(e, xs, attrs, graph):
     return [e.add(xs[0], 0) if xs[0].dtype.is_floating_point else xs[0]]
 
 
-register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_sum_no_axes))
-register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max", rewrite=_no_axes))
-register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min", rewrite=_no_axes))
+def _without_unit_axes(op: str, plus_zero: bool):
+    """The rewrite of a reduction some of whose axes have size 1: those axes reduce nothing, so
+    it reduces over the others (keepdim, then reshaped to its own result), or is its operand
+    when none is left (a sum's plus 0, as torch's sum starts from 0: -0. sums to +0). Kernels
+    need it: a reduction over a unit axis fused into a row kernel after another reduction read
+    a per-row scalar of the wrong row (x - x.sum(1, keepdim=True) of a (3, 1, 2) x, and
+    softmax over a unit dim, gave wrong values and gradients)."""
+    def rule(e, xs, attrs, graph):
+        x, axes = xs[0], attrs["axes"]
+        if not axes:
+            return _sum_no_axes(e, xs, attrs, graph) if plus_zero else _no_axes(e, xs, attrs, graph)
+        kept = tuple(a for a in axes if x.shape[a] != 1)
+        if len(kept) == len(axes):
+            return None
+        want = _infer_reduce([x.type], attrs)[0]
+        if kept:
+            out = e.op(op, x, **{**attrs, "axes": kept, "keepdim": True})
+        else:
+            out = e.add(x, 0) if plus_zero and x.dtype.is_floating_point else x
+        return [e.reshape(out, want.shape)]
+    return rule
+
+
+register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_without_unit_axes("sum", True)))
+register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max",
+               rewrite=_without_unit_axes("amax", False)))
+register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min",
+               rewrite=_without_unit_axes("amin", False)))
 # (extra "row_major_result": a reduction composed of others, whose eager result torch allocates row-major)
 register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose,
                rewrite=_sum_no_axes, extra={"row_major_result": True}))

@@ -42,7 +42,7 @@ __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
     "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
-    "fg_remainder", "fg_lshift", "fg_rshift",
+    "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64",
 ]
 
 
@@ -201,6 +201,20 @@ def fg_pow(x, y):
 def fg_relu(x):
     """max(x, 0) keeping NaN (relu(nan) = nan)."""
     return python_entry(fg_relu, x)
+
+
+def fg_to_int64(x):
+    """x as int64, as torch's CPU cast: a float outside int64's range (inf, nan, |x| >= 2**63)
+    is INT64_MIN (the x86 conversion's value; LLVM's cast leaves it undefined)."""
+    return python_entry(fg_to_int64, x)
+
+
+def make_to_int64(ft):
+    """The int64 cast for scalar type `ft`: a select, so that loops using it vectorise."""
+    if issubclass(ft, np.floating):
+        limit, lowest = ft(2.0 ** 63), np.int64(-2 ** 63)
+        return lambda x: np.int64(x) if (x < limit and x >= -limit) else lowest
+    return lambda x: np.int64(x)
 
 
 def fg_maximum(x, y):
@@ -422,6 +436,7 @@ overload_by_kind(fg_sin_near, make_libm_unary(math.sin))
 overload_by_kind(fg_cos_near, make_libm_unary(math.cos))
 overload_by_kind(fg_pow, _make_pow, _NUMERIC)
 overload_by_kind(fg_relu, make_relu, _ALL)
+overload_by_kind(fg_to_int64, make_to_int64, _ALL)
 overload_by_kind(fg_maximum, make_maximum, _ALL)
 overload_by_kind(fg_minimum, make_minimum, _ALL)
 overload_by_kind(fg_clamp, _make_clamp, _ALL)

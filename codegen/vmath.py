@@ -749,6 +749,11 @@ def fg_sign(x):
     return python_entry(fg_sign, x)
 
 
+def fg_to_int64(x):
+    """x as int64; a float outside int64's range (inf, nan) is INT64_MIN, as torch's CPU cast."""
+    return python_entry(fg_to_int64, x)
+
+
 def _make_clamp(ft):
     def impl(x, lo, hi):
         return fg_minimum(fg_maximum(x, lo), hi)
@@ -774,3 +779,4 @@ overload_by_kind(fg_maximum, libmath.make_maximum, ("f32", "f64", "int", "bool")
 overload_by_kind(fg_minimum, libmath.make_minimum, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_clamp, _make_clamp, ("f32", "f64", "int", "bool"))
 overload_by_kind(fg_sign, libmath.make_sign, ("f32", "f64", "int", "bool"))
+overload_by_kind(fg_to_int64, libmath.make_to_int64, ("f32", "f64", "int", "bool"))

@@ -282,3 +282,16 @@ def test_index_put_with_a_strided_slice_runs_by_reference():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         check(p, random_args(p, np.random.default_rng(17)))
+
+
+def test_a_cast_to_int64_of_an_inf_or_nan_made_in_the_kernel_is_torchs_int64_min():
+    """LLVM's float-to-int conversion of inf or nan is undefined (it gave -105); torch's CPU
+    cast gives INT64_MIN, and so does the reference (NumPy's astype on x86)."""
+    import fusegrad as fg
+    x = np.array([1.5, -2.7, np.inf, -np.inf, np.nan, 3e19, -1e30, 7.0], np.float32)
+    want = (x * 1).astype(np.int64)
+    got = fg.compile(lambda t: (t * 1).long())(fg.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert got[2] == np.iinfo(np.int64).min
+    logs = fg.compile(lambda t: fg.log(t).long())(fg.tensor([False, True])).numpy()
+    np.testing.assert_array_equal(logs, [np.iinfo(np.int64).min, 0])

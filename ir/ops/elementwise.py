@@ -498,8 +498,14 @@ def _cast_vjp(e, x, y, g, a, n):
     return [e.cast(g[0], x[0].dtype) if x[0].dtype.is_floating_point else None]
 
 
-register(OpDef("cast", ELEMENTWISE, _cast_infer, lambda x, dtype: x.astype(dtype.np), _cast_vjp,
-               lambda args, attrs: f"np.{attrs['dtype'].np.name}({args[0]})"))
+def _cast_expr(args, attrs) -> str:
+    # to int64 by fg_to_int64: torch's value (INT64_MIN) for an inf or nan computed in the kernel
+    if attrs["dtype"].np.name == "int64":
+        return f"fg_to_int64({args[0]})"
+    return f"np.{attrs['dtype'].np.name}({args[0]})"
+
+
+register(OpDef("cast", ELEMENTWISE, _cast_infer, lambda x, dtype: x.astype(dtype.np), _cast_vjp, _cast_expr))
 
 
 # ------------------------------------------------------------------ sources

@@ -545,3 +545,29 @@ def test_a_compiled_module_returns_itself_from_eval_and_train():
     assert [p is q for p, q in zip(compiled.parameters(), model.parameters())] == [True, True]
     np.testing.assert_allclose(compiled(fg.ones(2, 3)).detach().numpy(), model(fg.ones(2, 3)).detach().numpy(),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_autograd_grad_to_an_intermediate_leaves_the_graph_below_it_usable(compiled):
+    """torch frees the nodes a backward ran through; an intermediate's own node did not run."""
+    def f(L, x):
+        y = x.exp()
+        (g,) = L.autograd.grad((y * 2).sum(), [y])
+        y.sum().backward()
+        try:
+            (y * y).sum().backward()
+            (y * y).sum().backward()            # this one frees: y * y saved y
+        except RuntimeError as e:
+            return g, str(e)
+        return g, None
+
+    def run(lib):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        call = fg.compile(lambda t: f(fg, t)) if compiled and lib is fg else (lambda t: f(lib, t))
+        g, error = call(x)
+        return g, error, x.grad
+
+    (g, error, grad), (tg, terror, tgrad) = run(fg), run(torch)
+    assert_same(g, tg)
+    assert error == terror
+    assert_same(grad, tgrad)

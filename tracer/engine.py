@@ -166,9 +166,10 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if not retain_graph:
         # Only the nodes the backward ran through, as torch (an autograd.grad for one input
-        # leaves the rest of the graph usable)
+        # leaves the rest of the graph usable): not a target's own node when nothing live
+        # lies below it (autograd.grad(z, [y]) leaves y's grad_fn as it was)
         for node in nodes:
-            if id(node) in live:
+            if id(node) in live and any(e is not None and id(e[0]) in live for e in node.edges):
                 node.free_saved()
     return grads
 

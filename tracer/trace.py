@@ -906,8 +906,10 @@ class Trace:
                 v, box, version, where = found
                 raise modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
         if not retain_graph:
+            # (the instructions whose VJP ran: an active output and an active input; a target's
+            # own instruction with nothing active below stays usable, as torch's node)
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs)
-                              and id(ins) not in self.never_freed)
+                              and any(u.id in active for u in ins.inputs) and id(ins) not in self.never_freed)
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
                                                        active=active), groups)

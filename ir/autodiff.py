@@ -10,7 +10,7 @@ from __future__ import annotations
 from .emit import Emitter
 from .interpreter import StraightLine
 from .ops import OPS
-from .ops.registry import OPAQUE
+from .ops.registry import OPAQUE, NoDerivativeError
 from .passes import simplify
 from .program import Builder, Instr, Program, Value
 from .verifier import free_values
@@ -103,7 +103,10 @@ def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
     if not opdef.extra.get("vjp_takes_missing"):    # (an op whose rule tells a missing one from zero)
         gs = [e.zeros_like(v) if g is None and k not in opdef.nondiff_outputs else g
               for k, (v, g) in enumerate(zip(ins.outputs, gs))]
-    contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), list(needs))
+    try:
+        contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), list(needs))
+    except NoDerivativeError as exc:
+        raise RuntimeError(str(exc)) from None      # torch's class (the subclass is for saved_slots' probe)
     return [e.cast(e.sum_to(g, v.shape), v.dtype) if need and g is not None else None
             for v, need, g in zip(ins.inputs, needs, contribs)]
 

@@ -571,3 +571,35 @@ def test_autograd_grad_to_an_intermediate_leaves_the_graph_below_it_usable(compi
     assert_same(g, tg)
     assert error == terror
     assert_same(grad, tgrad)
+
+
+# --------------------------------------------------------------------- version counter through views, compiled
+_VIEW_WRITES = [
+    lambda x: _ret(lambda y: (y[0].sqrt_(), y[0].mul_(2)), x),         # sqrt_ saves its output; written again
+    lambda x: _ret(lambda y: (y[0].sigmoid_(), y.add_(1)), x),         # through the base
+    lambda x: _ret(lambda y: (y[:, 1].exp_(), y[:, 1].mul_(3)), x),
+]
+
+
+def _ret(writes, x):
+    y = x + 1
+    writes(y)
+    return y
+
+
+@pytest.mark.parametrize("k", range(len(_VIEW_WRITES)))
+def test_compiled_version_error_after_a_second_write_through_a_view(k):
+    def run(lib, compiled):
+        x = lib.ones(2, 2, requires_grad=True) if lib is torch else fg.ones(2, 2, requires_grad=True)
+        f = _VIEW_WRITES[k]
+        try:
+            y = (fg.compile(f) if compiled else f)(x)
+            y.sum().backward()
+        except RuntimeError as e:
+            return type(e).__name__, str(e).split(":")[0]
+        return None, x.grad.tolist()
+
+    theirs = run(torch, False)
+    assert theirs[0] == "RuntimeError"
+    assert run(fg, False) == theirs
+    assert run(fg, True) == theirs

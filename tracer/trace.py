@@ -689,6 +689,9 @@ class Trace:
             # A view made before the call (its memory is the base's): it holds the new value too.
             self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
         self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
+        # the value written is the view's memory from here on (sqrt_ through a view saves it):
+        # a later write of the base makes it stale, as the values the views held
+        self.view_held.setdefault(id(base), []).append(v)
         return view
 
     def _view_again(self, base: Tensor, view: Tensor) -> Tensor:

@@ -578,7 +578,16 @@ _VIEW_WRITES = [
     lambda x: _ret(lambda y: (y[0].sqrt_(), y[0].mul_(2)), x),         # sqrt_ saves its output; written again
     lambda x: _ret(lambda y: (y[0].sigmoid_(), y.add_(1)), x),         # through the base
     lambda x: _ret(lambda y: (y[:, 1].exp_(), y[:, 1].mul_(3)), x),
+    lambda x: _saved_between_view_writes(x),
 ]
+
+
+def _saved_between_view_writes(x):
+    v = (x + 1)[:, 1]
+    v.mul_(2)
+    z = v * x           # saves v as re-derived after the first write
+    v.add_(1)
+    return z
 
 
 def _ret(writes, x):

@@ -573,10 +573,10 @@ class Trace:
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
             self.alive.append(weakref.ref(t))
+        if self.writing is not None and id(t) in self.view_held:
+            self._stale_views(t)        # (first: the views' values re-derived next are current)
         if id(t) in self.views:
             self._refresh_views(t)
-        if self.writing is not None and id(t) in self.view_held:
-            self._stale_views(t)
         if id(t) in self.outside_views:
             self._refresh_outside_views(t)
         if self.detach_source:

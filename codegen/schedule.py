@@ -453,7 +453,7 @@ class _Scheduler:
                     if a.space != b.space or (a.axes and b.axes and a.axes != b.axes):
                         continue
                     linked = b in self.preds[a] or a in self.preds[b]
-                    if not (reads[a] & reads[b]) and not linked or a.math + b.math > MAX_KERNEL_MATH:
+                    if (not (reads[a] & reads[b]) and not linked) or a.math + b.math > MAX_KERNEL_MATH:
                         continue
                     if self._reaches({a, b}, set()):
                         continue

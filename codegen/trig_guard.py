@@ -44,9 +44,10 @@ def guard_near_forms(program: Program) -> tuple[Program, int]:
     e = Emitter(Builder(out), "trig guard")
     # One guard per shape: each argument's test is folded into a running flag of that
     # shape right after its sin (where(|x| >= limit, 1, flag so far): 0 or 1, so no NaN
-    # can hide a flag), and one reduction ends it. A guard per argument made a chain of n sines a kernel with
-    # n reductions, n partial-sum arrays and n combining loops: compile time grew faster
-    # than n (50 sines: 6 s, against 1.4 s for 50 tanh; ~300 failed with a RecursionError).
+    # can hide a flag), and one reduction ends it. A guard per argument made a chain of n
+    # sines a kernel with n reductions, n partial-sum arrays and n combining loops: compile
+    # time grew faster than n (50 sines: 6 s, against 1.4 s for 50 tanh; ~300 failed with
+    # a RecursionError).
     # Folded where the sine is, the tests stay in the kernels that compute the arguments;
     # a kernel boundary passes on one running array.
     guarded, running = [], {}

@@ -36,7 +36,8 @@ from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import views_an_expand
-from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout, modified_error, output_name, output_of
+from fusegrad.tracer.engine import (backward as engine_backward, grad_memory, has_grad_layout, modified_error,
+                                    output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 

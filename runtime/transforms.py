@@ -47,12 +47,6 @@ def _argnums_tuple(argnums, nargs: int):
     return single, positions
 
 
-def _transform_input(leaf: Tensor) -> Tensor:
-    """A leaf a transformation made for its argument; marked `_transform_done` when the
-    transformation returns (see _reads_outside)."""
-    return leaf
-
-
 def _reads_outside(t: Tensor, own: set) -> bool:
     """Whether `t`'s history reads a tensor that requires grad other than this call's own
     leaves (ids in `own`): a caller's tensor, a closure's parameter, or the leaf of an outer
@@ -103,14 +97,14 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # value: one tensor passed as two differentiated arguments would be one leaf with
             # both uses' gradients (eagerly, and in JAX, each position has its own). A copy is
             # its own (only then: an identity copy of every argument would cost a pass).
-            return _transform_input(x.detach().clone().requires_grad_(True))
-        return _transform_input(x.detach().requires_grad_(True))
+            return x.detach().clone().requires_grad_(True)
+        return x.detach().requires_grad_(True)
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
             what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
-        return _transform_input(t.requires_grad_(True))
+        return t.requires_grad_(True)
     what = f"argument {k} holds a {type(x).__name__}, which" if contained else \
         f"argument {k} of type {type(x).__name__}"
     raise TypeError(f"{what} is not a valid differentiable input: expected a fg.Tensor, a NumPy array or a Python "
@@ -210,8 +204,10 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
                 grads = [g.detach() for g in grads]
                 aux = _stop_gradient(aux)
         finally:
+            # The leaves this call made for its arguments (not x.view_as(x) of one that requires
+            # grad) belong to a transformation that has returned (see _reads_outside)
             for leaf in leaves:
-                if leaf._grad_fn is None:       # (not x.view_as(x) of an argument that requires grad)
+                if leaf._grad_fn is None:
                     leaf.__dict__["_transform_done"] = True
         by_leaf = iter(grads)               # each argument's gradients in its own containers
         grads = tuple(_tree_rebuild(given_args[k], by_leaf) for k in nums)

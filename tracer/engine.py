@@ -659,10 +659,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
     if trace is not None:
-        outside = _upstream_boundary(trace, inputs) if not create_graph else []
+        outside, behind = _upstream_boundary(trace, inputs) if not create_graph else ([], [])
         grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph)
         if outside:
-            grads = _through_outside_history(trace, inputs, grads, outside, retain_graph)
+            grads = _through_outside_history(trace, inputs, grads, outside, behind, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
             raise RuntimeError(_unused_message([g is None for g in grads].index(True)))
         if materialize_grads and any(g is None for g in grads):
@@ -689,29 +689,29 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     return tuple(out)
 
 
-def _upstream_boundary(trace, inputs) -> list:
-    """The tensors from outside a traced call with a history of their own (a non-leaf argument)
-    behind which some of `inputs` lie (autograd.grad inside fg.compile with respect to a leaf
-    upstream of the call): [] when there are none, the common case."""
+def _upstream_boundary(trace, inputs) -> tuple:
+    """(the tensors from outside a traced call with a history of their own (a non-leaf
+    argument), the positions of `inputs` that may lie behind them: leaves of that history
+    and non-leaves from outside) for autograd.grad inside fg.compile with respect to a tensor
+    upstream of the call; ([], []) when there are none, the common case."""
     outside = list(trace.boundary.values())
     if not outside:
-        return []
-    behind = {id(leaf) for t in outside for leaf in leaves_behind(t)}
+        return [], []
+    leaves = {id(leaf) for t in outside for leaf in leaves_behind(t)}
     ids = {id(t) for t in outside}
-    wanted = [t for t in inputs if t._data is not None and id(t) not in ids and
-              (id(t) in behind or t._grad_fn is not None)]
-    return outside if wanted else []
+    behind = [k for k, t in enumerate(inputs) if t._data is not None and id(t) not in ids and
+              (id(t) in leaves or t._grad_fn is not None)]
+    return (outside, behind) if behind else ([], [])
 
 
-def _through_outside_history(trace, inputs, grads, outside, retain_graph) -> list:
-    """Gradients of `inputs` that lie behind the call's `outside` tensors: their gradients in the
-    call, read now (a graph break), go on through their eager history (create_graph off)."""
+def _through_outside_history(trace, inputs, grads, outside, behind, retain_graph) -> list:
+    """Gradients of the `inputs` at positions `behind`, which lie behind the call's `outside`
+    tensors: their gradients in the call, read now (a graph break), go on through their eager
+    history (create_graph off)."""
     from .functional import add
     grads, at_outside = list(grads[:len(inputs)]), grads[len(inputs):]
     reached = [(t, g) for t, g in zip(outside, at_outside) if g is not None]
-    ids = {id(t) for t in outside}
-    behind = [k for k, t in enumerate(inputs) if t._data is not None and id(t) not in ids]
-    if not reached or not behind:
+    if not reached:
         return grads
     seeds = [Tensor._wrap(np.array(trace.materialize(g), copy=True)) for _, g in reached]
     previous = trace_state.set_current(None)

@@ -913,30 +913,35 @@ class Trace:
             # own instruction with nothing active below stays usable, as torch's node)
             self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs)
                               and any(u.id in active for u in ins.inputs) and id(ins) not in self.never_freed)
+        # (taken before the backward is emitted: _producers() scans instructions once, and
+        # those of the backward join the recorded-with-grad set only below)
+        requiring = self._requiring_grad() if create_graph else ()
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
                                                        active=active), groups)
-        requiring = self._recorded_with_grad(self.program.instrs[before:]) if create_graph else ()
+        if create_graph:
+            self._record_with_grad(self.program.instrs[before:], requiring)
         return [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
 
-    def _recorded_with_grad(self, emitted) -> set:
-        """A create_graph backward's instructions `emitted`: record with grad those that read a
-        value requiring grad (a seed that does, a forward value a VJP reads), as eagerly each
-        op of a gradient's history is; returns the ids of the values that require grad. A
-        gradient that reads none (d(2x)/dx) is a plain tensor, as torch's."""
+    def _requiring_grad(self) -> set:
+        """The ids of the values of this trace that require grad: floating outputs of the
+        instructions recorded with grad, and the tensors from outside or leaves behind them."""
         requiring = {i for i, (ins, k) in self._producers().items()
                      if ins.outputs[k].type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs}
         requiring.update(self._grad_sources())
+        return requiring
+
+    def _record_with_grad(self, emitted, requiring: set) -> None:
+        """A create_graph backward's instructions `emitted`: record with grad those that read a
+        value requiring grad (a seed that does, a forward value a VJP reads), as eagerly each
+        op of a gradient's history is, and add their outputs to `requiring`. A gradient that
+        reads none (d(2x)/dx) is a plain tensor, as torch's."""
         for ins in emitted:
             opdef = OPS[ins.op]
             if opdef.vjp is not None and any(id(u) in requiring for u in ins.inputs):
                 self.grad_instrs[id(ins)] = None
-                for k, v in enumerate(ins.outputs):
-                    # (_producers() has scanned past `emitted` already: entered here)
-                    self._producer_map[id(v)] = (ins, k)
-                    if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs:
-                        requiring.add(id(v))
-        return requiring
+                requiring.update(id(v) for k, v in enumerate(ins.outputs)
+                                 if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs)
 
     # ------------------------------------------------------------ grad_fn inside a trace
     def grad_fn_of(self, t: Tensor):

@@ -612,3 +612,37 @@ def test_compiled_version_error_after_a_second_write_through_a_view(k):
     assert theirs[0] == "RuntimeError"
     assert run(fg, False) == theirs
     assert run(fg, True) == theirs
+
+
+# --------------------------------------------------------------------- nll_loss_nd: compiled vs reference, bad input
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss_nd_program_compiled_equals_the_reference(reduction, weighted):
+    """The op itself (and its VJP) as an IR program: kernels against the reference executor."""
+    from fusegrad.ir import int64
+    from test_codegen_support import build, check
+    shapes = [(2, 3, 4, 5), ((2, 4, 5), int64), ((3,), int64)] + ([(3,)] if weighted else [])
+
+    def loss(e, lp, target, classes, *weight):
+        return e.op("nll_loss_nd", lp, target, classes, *weight, reduction=reduction, ignore_index=1)
+    p = build(loss, *shapes, grad=True)
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((2, 3, 4, 5)).astype(np.float32), rng.integers(0, 3, (2, 4, 5)),
+            np.arange(3)] + ([rng.random(3).astype(np.float32) + 0.5] if weighted else [])
+    args += [rng.standard_normal(p.inputs[k].shape).astype(np.float32) for k in range(len(args), len(p.inputs))]
+    check(p, args)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("case", ["target shape", "target dtype", "class out of range"])
+def test_cross_entropy_of_images_bad_input_as_torch(case, compiled):
+    from parity_support import same_error
+
+    def call(lib):
+        x = lib.ones(2, 3, 4, 5)
+        target = {"target shape": lib.zeros(2, 4, 4, dtype=lib.int64),
+                  "target dtype": lib.zeros(2, 4, 5),
+                  "class out of range": lib.full((2, 4, 5), 3, dtype=lib.int64)}[case]
+        f = lambda a, t: lib.nn.functional.cross_entropy(a, t)  # noqa: E731
+        return (fg.compile(f) if compiled and lib is fg else f)(x, target)
+    same_error(call)

@@ -28,10 +28,26 @@ from fusegrad.tracer import functional as _functional
 from fusegrad.tracer.device import device
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
-from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches, compile,  # noqa: A004
+from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_caches,
                               grad, value_and_grad)
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
+from fusegrad.runtime import compile as _compile_callable
+from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule
+
+
+def compile(fn=None, **options):  # noqa: A001
+    """`@fg.compile` / `fg.compile(fn)`: trace every call into one program and run it compiled
+    (fusegrad.runtime.compile). torch.compile's keyword arguments are accepted. A module
+    compiles into an nn.Module wrapping it, as torch.compile's OptimizedModule: its
+    parameters are the module's, named `_orig_mod.<name>`, and other attributes are the
+    module's own."""
+    if fn is None:
+        return lambda f: compile(f, **options)
+    compiled = _compile_callable(fn, **options)
+    if isinstance(fn, nn.Module) and compiled is not fn:
+        return _OptimizedModule(fn, compiled)
+    return compiled
 
 
 def reshape(input, shape):

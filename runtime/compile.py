@@ -512,20 +512,11 @@ class CompiledFunction:
         return self if obj is None else types.MethodType(self, obj)
 
     def __getattr__(self, name):
-        """Attributes this object lacks are the compiled callable's (`fg.compile(model).parameters()`,
-        `.weight`, `.eval()`, as torch.compile's OptimizedModule forwards them)."""
+        """Attributes this object lacks are the compiled callable's (a callable object's
+        own attributes; a module is wrapped by fusegrad.nn.compiled.OptimizedModule instead)."""
         if name == "fn":            # not set yet (copy, unpickling): no recursion
             raise AttributeError(name)
-        attr = getattr(self.fn, name)
-        if isinstance(attr, types.MethodType) and attr.__self__ is self.fn:
-            # a method that returns the module itself (`.eval()`, `.train()`, `.to(...)`)
-            # returns this compiled wrapper, as torch.compile's OptimizedModule does
-            @functools.wraps(attr)
-            def method(*args, **kwargs):
-                result = attr(*args, **kwargs)
-                return self if result is self.fn else result
-            return method
-        return attr
+        return getattr(self.fn, name)
 
     def __call__(self, *args, **kwargs):
         if trace_state.current() is not None:      # nested compile: inline into the outer trace

@@ -1,0 +1,81 @@
+"""Parity round 12: fg.compile(module) is an nn.Module wrapping the original, as
+torch.compile's OptimizedModule (parameter and state_dict names under `_orig_mod.`,
+repr, training mirrored, attributes read from and written to the original)."""
+from __future__ import annotations
+
+import numpy as np
+
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+from parity_support import assert_same  # noqa: E402
+
+
+def _model(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU(), lib.nn.Linear(2, 1))
+    with lib.no_grad():
+        for k, p in enumerate(model.parameters()):
+            p.copy_(lib.tensor(np.linspace(-1, 1, p.numel(), dtype=np.float32).reshape(tuple(p.shape)) + 0.1 * k))
+    return model
+
+
+def _compiled(lib, model):
+    # backend="eager": torch's OptimizedModule without Inductor's compile time
+    return torch.compile(model, backend="eager") if lib is torch else fg.compile(model)
+
+
+def test_a_compiled_module_is_a_module_named_like_torchs():
+    ours, theirs = _compiled(fg, _model(fg)), _compiled(torch, _model(torch))
+    assert isinstance(ours, fg.nn.Module) and type(ours).__name__ == type(theirs).__name__ == "OptimizedModule"
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == [
+        "_orig_mod.0.weight", "_orig_mod.0.bias", "_orig_mod.2.weight", "_orig_mod.2.bias"]
+    assert repr(ours) == repr(theirs)
+    assert len(ours) == len(theirs) == 3
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()] == ["_orig_mod"]
+
+
+def test_a_compiled_module_shares_state_with_the_original():
+    for lib in (fg, torch):
+        model = _model(lib)
+        compiled = _compiled(lib, model)
+        assert compiled._orig_mod is model
+        assert compiled.eval() is compiled and not model.training and not compiled.training
+        model.train()
+        assert compiled.training                    # read from the original
+        compiled.extra = 5                          # written to the original
+        assert model.extra == 5 and "extra" not in compiled.__dict__
+        assert all(p is q for p, q in zip(compiled.parameters(), model.parameters()))
+
+
+def test_a_compiled_module_trains_as_the_original():
+    """A compiled module's forward, backward and an optimizer over compiled.parameters()."""
+    results = []
+    for lib in (torch, fg):
+        model = _model(lib)
+        compiled = _compiled(lib, model)
+        opt = lib.optim.SGD(compiled.parameters(), lr=0.1)
+        x = lib.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10 - 0.5)
+        for _ in range(2):
+            opt.zero_grad()
+            loss = (compiled(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+        results.append((loss, *model.parameters()))
+    for ours, theirs in zip(results[1], results[0]):
+        assert_same(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_a_compiled_module_explains_its_forward():
+    model = _model(fg)
+    text = fg.compile(model).explain(fg.ones(2, 3))
+    assert "matmul" in text and "kernel" in text.lower()
+
+
+def test_compile_options_and_disable_keep_working_for_modules():
+    model = _model(fg)
+    assert fg.compile(model, disable=True) is model
+    assert type(fg.compile(fullgraph=True)(model)).__name__ == "OptimizedModule"

@@ -101,18 +101,40 @@ def machine_description():
     return f"{cpu}, {os.cpu_count()} logical CPUs, {memory_gib:.0f} GiB; {platform.platform()}"
 
 
+def openblas_kernel():
+    """The kernel family NumPy's bundled OpenBLAS runs ("Haswell", "SkylakeX", ...), or None
+    where it cannot be asked (another BLAS, or an OpenBLAS without the scipy_openblas names)."""
+    import ctypes
+    import glob
+    import numpy as np
+    for path in glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "libscipy_openblas*")):
+        try:
+            library = ctypes.CDLL(path)         # already loaded by NumPy: the same handle
+            for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename"):
+                corename = getattr(library, symbol, None)
+                if corename is not None:
+                    corename.restype = ctypes.c_char_p
+                    return corename().decode()
+        except OSError:
+            pass
+    return None
+
+
 def blas_description():
-    """NumPy's BLAS (which fusegrad's matmuls use) and the OpenBLAS kernel choice the environment
-    forces, if any: OPENBLAS_CORETYPE=Haswell on an AVX-512 machine halves its matmul speed."""
+    """NumPy's BLAS (which fusegrad's matmuls use), the OpenBLAS kernels it runs, and the
+    kernel choice the environment forces, if any: OPENBLAS_CORETYPE=Haswell on an AVX-512
+    machine halves its matmul speed (see benchmarks/README.md)."""
     import numpy as np
     try:
         blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
         name = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
     except Exception:  # an older NumPy's config layout
         name = "unknown"
+    kernel = openblas_kernel()
+    running = f", running its {kernel} kernels" if kernel else ""
     forced = os.environ.get("OPENBLAS_CORETYPE")
-    return f"NumPy's BLAS {name}; OPENBLAS_CORETYPE={forced} (from the environment)" if forced else \
-        f"NumPy's BLAS {name}; OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels)"
+    return f"NumPy's BLAS {name}{running}; OPENBLAS_CORETYPE={forced} (from the environment)" if forced else \
+        f"NumPy's BLAS {name}{running}; OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels)"
 
 
 def versions():

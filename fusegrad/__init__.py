@@ -13,9 +13,9 @@ __version__ = "0.1.0"
 
 from fusegrad.ir.types import bool_ as bool, float32, float64, int64, DType as dtype  # noqa: A001
 from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, linspace,
-                                      manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
-                                      tensor, zeros, zeros_like)
+from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, initial_seed,
+                                      linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
+                                      randn_like, tensor, zeros, zeros_like)
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
                                         div, eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
                                         any, logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,

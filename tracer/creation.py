@@ -9,28 +9,27 @@ import numpy as np
 from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_types
 
-from . import trace_state
+from . import generator as random_generator, trace_state
 from .device import check_device
 from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg
 from .layout import in_dense_order
 from .tensor import Tensor
 
-_rng = [np.random.default_rng()]
-
-
-def manual_seed(seed: int):
-    """Seed fusegrad's random generator (randn, rand and nn's initialisers). As torch, the
-    seed is taken as an integer (1.5 is 1) and a negative one wraps to 64 bits."""
+def manual_seed(seed: int) -> random_generator.Generator:
+    """Seed fusegrad's random generator (rand, randn, randint, uniform_/normal_ and nn's
+    initialisers), which then gives torch's numbers for the same seed (tracer/generator.py).
+    As torch, the seed is taken as an integer (1.5 is 1) and a negative one wraps to 64
+    bits; returns the generator."""
     seed = int(seed)
     if not -2 ** 63 <= seed < 2 ** 64:
         raise ValueError("Overflow when unpacking long long")
-    _rng[0] = np.random.default_rng(seed % 2 ** 64)
-    return _rng[0]
+    return random_generator.DEFAULT.manual_seed(seed)
 
 
-def generator() -> np.random.Generator:
-    return _rng[0]
+def initial_seed() -> int:
+    """The seed the random generator started from (torch.initial_seed)."""
+    return random_generator.DEFAULT.initial_seed()
 
 
 def _flatten_tensors(data):
@@ -358,7 +357,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     dtype = _dtype_arg("randn", dtype)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
-    return _new(_rng[0].standard_normal(shape).astype(d.np), requires_grad)
+    return _new(random_generator.DEFAULT.normal(_numel(shape), d.np).reshape(shape), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
@@ -367,7 +366,14 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     dtype = _dtype_arg("rand", dtype)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
-    return _new(_rng[0].random(shape).astype(d.np), requires_grad)
+    return _new(random_generator.DEFAULT.uniform(_numel(shape), d.np).reshape(shape), requires_grad)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for size in shape:
+        n *= size
+    return n
 
 
 
@@ -396,7 +402,8 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     shape = _size((size,), "randint")
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _new(_rng[0].integers(low, high, size=shape).astype((dtype or int64).np), False)
+    values = random_generator.DEFAULT.integers(int(low), int(high), _numel(shape)).reshape(shape)
+    return _new(values.astype((dtype or int64).np), False)
 
 
 _ARANGE_SIGNATURES = (
@@ -582,8 +589,36 @@ def _like(fn):
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-randn_like = _like(randn)
-rand_like = _like(rand)
+
+
+def _random_like(fn, fill):
+    """randn_like / rand_like: an empty tensor laid out as the source (preserve_format), then
+    filled in memory order as torch's kernels fill it; `fill(array)` writes the samples."""
+    def like(input, dtype: DType | None = None, requires_grad: bool = False, **kw):
+        t = _like_source(input, fn.__name__ + "_like")
+        dtype = _dtype_arg(fn.__name__ + "_like", dtype)
+        result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)
+        _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds")
+        fill(result._data)
+        if requires_grad:
+            _require_grad(result)
+        return result
+    like.__name__ = fn.__name__ + "_like"
+    like.__doc__ = f"`{fn.__name__}` with another tensor's shape, dtype and layout."
+    return like
+
+
+def _fill_normal(array: np.ndarray) -> None:
+    random_generator.fill(array, random_generator.DEFAULT.normal(array.size, array.dtype,
+                                                                  contiguous=array.flags.c_contiguous))
+
+
+def _fill_uniform(array: np.ndarray) -> None:
+    random_generator.fill(array, random_generator.DEFAULT.uniform(array.size, array.dtype))
+
+
+randn_like = _random_like(randn, _fill_normal)
+rand_like = _random_like(rand, _fill_uniform)
 
 
 def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:

@@ -131,6 +131,57 @@ def zero_(t: Tensor) -> Tensor:
     return t
 
 
+def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
+    """Write random samples into `t` in place: `draw(n, dtype, contiguous)` gives them in the
+    order torch's kernel fills t's memory (tracer/generator.py)."""
+    if not t._dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[t._dtype.name]}\'')
+    check_inplace(t)
+    from . import generator
+    n = t.numel()
+    if t._data is None:                 # traced: its layout is not known; filled row-major
+        values = draw(n, t._dtype.np, True).reshape(tuple(t.shape))
+    else:
+        values = np.empty(t._data.shape, t._dtype.np)
+        samples = draw(n, t._dtype.np, t._data.flags.c_contiguous)
+        if t._data.flags.c_contiguous:
+            values.reshape(-1)[...] = samples
+        else:
+            values.reshape(-1)[generator.in_memory_order(t._data)] = samples
+    apply_op("index_put", [t, values], {"index": ()}, name, out=t)
+    return t
+
+
+def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
+    """Fill `t` with samples of U[low, high) from fusegrad's generator (torch's numbers)."""
+    from .generator import DEFAULT
+    if t._dtype.is_floating_point:
+        kind = "float" if t._dtype is float32 else "double"
+        limit = np.finfo(t._dtype.np).max
+        for which, bound in (("from", low), ("to", high)):
+            if not -limit <= bound <= limit:
+                raise RuntimeError(f"{which} is out of bounds for {kind}")
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_number(low)} > "
+                               f"to={_number(high)}")
+    return _random_fill(t, "check_uniform_bounds", lambda n, dtype, _: DEFAULT.uniform(n, dtype, low, high),
+                        "UniformBackward0")
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill `t` with samples of N(mean, std**2) from fusegrad's generator (torch's numbers)."""
+    from .generator import DEFAULT
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_number(std)}")
+    return _random_fill(t, "normal_kernel_cpu",
+                        lambda n, dtype, contiguous: DEFAULT.normal(n, dtype, mean, std, contiguous), "NormalBackward0")
+
+
+def _number(x) -> str:
+    """A bound as torch's message prints it (%g-like: 1, 0.5)."""
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
 def copy_(t: Tensor, src) -> Tensor:
     """Copy `src` (broadcast, cast to t's dtype) into t."""
     check_inplace(t)

@@ -205,6 +205,36 @@ def _copy_(self, src, non_blocking: bool = False) -> Tensor:
     return inplace.copy_(self, src)
 
 
+def _float_argument(fn: str, name: str, position: int, value) -> float:
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, (bool, np.bool_)) or not F._is_scalar(value):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not {type(value).__name__}")
+    return float(value) if not isinstance(value, (int, np.integer)) else int(value)
+
+
+def _random_arguments(fn: str, names: tuple, defaults: tuple, args, kwargs) -> list:
+    """torch's parse of uniform_(from, to) / normal_(mean, std): positions or keywords
+    (`from` is a Python keyword: `t.uniform_(**{"from": 0})`), numbers only."""
+    unknown = [k for k in kwargs if k not in names and k != "generator"]
+    if unknown:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{unknown[0]}'")
+    if len(args) > len(names):
+        raise TypeError(f"{fn}() takes from 0 to {len(names)} positional arguments but {len(args)} were given")
+    values = list(args) + [kwargs.get(n, d) for n, d in zip(names[len(args):], defaults[len(args):])]
+    return [_float_argument(fn, n, k + 1, v) for k, (n, v) in enumerate(zip(names, values))]
+
+
+def _uniform_(self, *args, **kwargs) -> Tensor:
+    """Fill with samples of U[from, to) (default [0, 1)), torch's numbers for fg.manual_seed's seed."""
+    return inplace.uniform_(self, *_random_arguments("uniform_", ("from", "to"), (0.0, 1.0), args, kwargs))
+
+
+def _normal_(self, *args, **kwargs) -> Tensor:
+    """Fill with samples of N(mean, std**2) (default N(0, 1)), torch's numbers for fg.manual_seed's seed."""
+    return inplace.normal_(self, *_random_arguments("normal_", ("mean", "std"), (0.0, 1.0), args, kwargs))
+
+
 # ------------------------------------------------------------ new_* constructors
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
@@ -359,6 +389,7 @@ METHODS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "equal": equal, "allclose": allclose,
     "clamp_": _clamp_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
+    "uniform_": _uniform_, "normal_": _normal_,
 }
 
 OPERATORS = {

@@ -1,9 +1,9 @@
 """In-place initialisers (torch.nn.init) drawing from fusegrad's RNG.
 
-Each fills a tensor under `no_grad` through `copy_`, so it works on leaf
-Parameters that require grad, and `fg.manual_seed` makes it reproducible.
-The distributions and their bounds follow torch; the random streams do not
-(torch's generator is not reproduced).
+Each fills a tensor under `no_grad`, so it works on leaf Parameters that require
+grad. The distributions, their bounds and the numbers drawn follow torch:
+after the same `fg.manual_seed` / `torch.manual_seed`, a layer starts from
+torch's weights (the generator is torch's, tracer/generator.py).
 """
 from __future__ import annotations
 
@@ -47,12 +47,14 @@ def _fill(tensor, value):
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0):
     """Fill `tensor` with U(a, b) samples; returns it."""
-    return _fill(tensor, fg.rand(tuple(tensor.shape), dtype=tensor.dtype) * (b - a) + a)
+    with fg.no_grad():
+        return tensor.uniform_(a, b)
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0):
     """Fill `tensor` with N(mean, std**2) samples; returns it."""
-    return _fill(tensor, fg.randn(tuple(tensor.shape), dtype=tensor.dtype) * std + mean)
+    with fg.no_grad():
+        return tensor.normal_(mean, std)
 
 
 def constant_(tensor, val: float):

@@ -1,0 +1,263 @@
+"""fusegrad's random generator: torch's CPU generator, number for number.
+
+`fg.manual_seed(n)` followed by `fg.rand`, `fg.randn`, `fg.randint`, `Tensor.uniform_`
+/ `normal_` or `fg.nn.init` (so `nn.Linear`'s initial weights) gives the numbers
+torch gives after `torch.manual_seed(n)`, so that a model built from a seed in both
+libraries starts from the same weights.
+
+torch's CPU generator is a 32-bit Mersenne Twister (MT19937) seeded by the seed's
+low 32 bits (init_genrand); NumPy's legacy `RandomState(seed)` is the same engine
+seeded the same way, and supplies the raw 32-bit words here. What torch makes of
+the words (ATen's TransformationHelper.h and cpu/DistributionTemplates.h,
+checked against torch 2.13 sample by sample in tests/test_random.py):
+
+- uniform float32: (word & (2**24 - 1)) * 2**-24, then `x * (to - from) + from` in
+  float32; float64 takes 64-bit words (first word high) and 53 bits.
+- integers in [low, high): word % (high - low) + low (64-bit words when the range
+  needs them).
+- normal, float32 tensors of 16 or more contiguous elements: torch's AVX2 fill. All
+  uniforms are drawn first; each block of 16 becomes 8 Box-Muller pairs computed with
+  avx_mathfun's float32 log and sincos (Cephes polynomials, emulated here operation
+  by operation, with the fused multiply-adds GCC contracts there); a last partial block
+  is redrawn as 16 fresh uniforms written over the last 16 elements.
+- normal, float64 of 16 or more contiguous elements: the same blocks in double, with
+  libm's log, cos and sin (Python's math module calls the same functions).
+- normal, anything else: one double-precision Box-Muller pair per two elements, the
+  second value cached on the generator for the next sample (torch keeps it across
+  calls; a seed clears it).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+f32, f64 = np.float32, np.float64
+_MASK24, _MASK53 = (1 << 24) - 1, (1 << 53) - 1
+
+
+class Generator:
+    """The global random generator (torch's default CPU generator); `fg.manual_seed` seeds it."""
+
+    def __init__(self, seed: int | None = None):
+        self.manual_seed(int.from_bytes(os.urandom(8), "little") if seed is None else seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream from `seed` (taken modulo 2**64, as torch's)."""
+        self._seed = seed % 2 ** 64
+        self._engine = np.random.RandomState(self._seed & 0xFFFFFFFF)
+        self._next_normal = None            # the cached second value of a Box-Muller pair
+        return self
+
+    def initial_seed(self) -> int:
+        """The seed the stream started from (torch.initial_seed)."""
+        return self._seed
+
+    # ------------------------------------------------------------------ raw words
+    def words32(self, n: int) -> np.ndarray:
+        """n raw 32-bit draws of the engine (as uint64)."""
+        return self._engine.randint(0, 2 ** 32, size=n, dtype=np.uint64)
+
+    def words64(self, n: int) -> np.ndarray:
+        """n 64-bit draws, each two 32-bit words, the first the high half (torch's random64)."""
+        w = self.words32(2 * n)
+        return (w[0::2] << np.uint64(32)) | w[1::2]
+
+    # ------------------------------------------------------------------ samples
+    def uniform(self, n: int, dtype, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+        """n samples of U[low, high) in `dtype` (float32 or float64), in draw order."""
+        if np.dtype(dtype) == np.float32:
+            x = (self.words32(n) & np.uint64(_MASK24)).astype(f32) * f32(2.0 ** -24)
+            lo, hi = f32(low), f32(high)
+            # torch computes fma(x, to - from, from) in float32 (0 and 1: x itself)
+            return x if (lo, hi) == (0, 1) else _fma(x, hi - lo, lo)
+        x = (self.words64(n) & np.uint64(_MASK53)).astype(f64) * 2.0 ** -53
+        return x if (low, high) == (0, 1) else _fma64(x, f64(high) - f64(low), f64(low))
+
+    def integers(self, low: int, high: int, n: int) -> np.ndarray:
+        """n integers uniform in [low, high) as int64 (torch's random_from_to)."""
+        span = high - low
+        words = self.words64(n) if span >= 2 ** 32 else self.words32(n)
+        return ((words % np.uint64(span)).astype(np.int64) + np.int64(low)).astype(np.int64)
+
+    def normal(self, n: int, dtype, mean: float = 0.0, std: float = 1.0, contiguous: bool = True) -> np.ndarray:
+        """n samples of N(mean, std**2) in `dtype`, in fill order, by torch's path for a
+        tensor of n elements (`contiguous`: whether that tensor is)."""
+        if n >= 16 and contiguous:
+            if np.dtype(dtype) == np.float32:
+                return self._normal_blocks_float32(n, f32(mean), f32(std))
+            return self._normal_blocks_float64(n, float(mean), float(std))
+        return self._normal_pairs(n, float(mean), float(std)).astype(dtype)
+
+    def _normal_blocks_float32(self, n: int, mean, std) -> np.ndarray:
+        data = self.uniform(n, f32)
+        full = n // 16 * 16
+        data[:full] = _box_muller_avx2(data[:full].reshape(-1, 16), mean, std).reshape(-1)
+        if n % 16:
+            data[n - 16:] = _box_muller_avx2(self.uniform(16, f32).reshape(1, 16), mean, std).reshape(-1)
+        return data
+
+    def _normal_blocks_float64(self, n: int, mean: float, std: float) -> np.ndarray:
+        data = self.uniform(n, f64)
+        full = n // 16 * 16
+        data[:full] = _box_muller_libm(data[:full].reshape(-1, 16), mean, std).reshape(-1)
+        if n % 16:
+            data[n - 16:] = _box_muller_libm(self.uniform(16, f64).reshape(1, 16), mean, std).reshape(-1)
+        return data
+
+    def _normal_pairs(self, n: int, mean: float, std: float) -> np.ndarray:
+        out = np.empty(n, f64)
+        for i in range(n):          # (few elements: this path is torch's for under 16)
+            if self._next_normal is not None:
+                value, self._next_normal = self._next_normal, None
+            else:
+                u1, u2 = self.uniform(2, f64)
+                radius = math.sqrt(-2.0 * math.log1p(-u2))
+                theta = 2.0 * math.pi * u1
+                self._next_normal = radius * math.sin(theta)
+                value = radius * math.cos(theta)
+            out[i] = value
+        return out if (mean, std) == (0.0, 1.0) else _fma64(out, std, mean)
+
+
+def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """torch's normal_fill_16 in double: per row, u[:8] and u[8:] make 8 pairs."""
+    u1 = (1.0 - blocks[:, :8]).ravel().tolist()
+    u2 = blocks[:, 8:].ravel().tolist()
+    radius = [math.sqrt(-2.0 * math.log(u)) for u in u1]
+    theta = [2.0 * math.pi * u for u in u2]
+    first = np.array([r * math.cos(t) for r, t in zip(radius, theta)], f64)
+    second = np.array([r * math.sin(t) for r, t in zip(radius, theta)], f64)
+    out = np.empty_like(blocks)
+    out[:, :8] = _fma64(first, std, mean).reshape(-1, 8)
+    out[:, 8:] = _fma64(second, std, mean).reshape(-1, 8)
+    return out
+
+
+def _fma64(a, b, c) -> np.ndarray:
+    """float64 a * b + c with one rounding, as the FMA instruction GCC contracts torch's
+    `x * scale + shift` into: Dekker's exact product and TwoSum, then one final sum
+    (correct but for ties made by the last rounding, which random inputs do not hit)."""
+    a, b, c = (np.asarray(v, f64) for v in (a, b, c))
+    p = a * b
+    a_hi, a_lo = _split(a)
+    b_hi, b_lo = _split(b)
+    e = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    s = p + c
+    bp = s - p
+    t = (p - (s - bp)) + (c - bp)
+    return np.where(np.isfinite(s), s + (t + e), p + c)
+
+
+def _split(x):
+    """Veltkamp's split of doubles into 26- and 27-bit halves (exact products of halves)."""
+    big = x * 134217729.0              # 2**27 + 1
+    hi = big - (big - x)
+    return hi, x - hi
+
+
+# ---------------------------------------------------------------------- torch's AVX2 fill
+def _fma(a, b, c) -> np.ndarray:
+    """float32 a * b + c rounded once, as the FMA instruction: the product of two float32
+    is exact in double, and the double sum rounded to float32 differs from the single
+    rounding only when the sum's 29 bits beyond float32 round to exactly half an ulp
+    (about 2**-29 of random inputs: once in some ten million samples)."""
+    return (np.asarray(a, f32).astype(f64) * np.asarray(b, f32) + np.asarray(c, f32)).astype(f32)
+
+
+_LOG_P = tuple(f32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+                                1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+                                3.3333331174e-1))
+_SIN_P = tuple(f32(c) for c in (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1))
+_COS_P = tuple(f32(c) for c in (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2))
+_DP = tuple(f32(c) for c in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8))
+
+
+def _log_avx(x: np.ndarray) -> np.ndarray:
+    """avx_mathfun's log256_ps on positive float32 (the fill's 1 - u is in (0, 1])."""
+    bits = np.maximum(x, f32(1.17549435e-38)).view(np.int32)
+    e = ((bits >> 23) - 0x7F).astype(f32) + f32(1)
+    x = ((bits & ~0x7F800000) | 0x3F000000).view(f32)          # mantissa in [0.5, 1)
+    small = x < f32(0.707106781186547524)
+    tmp = np.where(small, x, f32(0))
+    x = x - f32(1)
+    e = e - np.where(small, f32(1), f32(0))
+    x = x + tmp
+    z = x * x
+    y = np.full_like(x, _LOG_P[0])
+    for p in _LOG_P[1:]:
+        y = _fma(y, x, p)
+    y = y * x
+    y = _fma(y, z, e * f32(-2.12194440e-4))
+    y = _fma(-z, f32(0.5), y)
+    x = x + y
+    return _fma(e, f32(0.693359375), x)
+
+
+def _sincos_avx(x: np.ndarray) -> tuple:
+    """avx_mathfun's sincos256_ps on float32 in [0, 2 pi): (sin, cos)."""
+    sign_sin = x.view(np.int32) & np.int32(-2 ** 31)
+    x = np.abs(x)
+    j = (x * f32(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(f32)
+    swap_sin = (j & 4) << 29
+    use_sin_poly = (j & 2) == 0
+    for dp in _DP:
+        x = _fma(y, dp, x)
+    sign_cos = ((~(j - 2)) & 4) << 29
+    sign_sin = sign_sin ^ swap_sin
+    z = x * x
+    yc = np.full_like(x, _COS_P[0])
+    for p in _COS_P[1:]:
+        yc = _fma(yc, z, p)
+    yc = yc * z
+    yc = _fma(yc, z, -(z * f32(0.5)))
+    yc = yc + f32(1)
+    ys = np.full_like(x, _SIN_P[0])
+    for p in _SIN_P[1:]:
+        ys = _fma(ys, z, p)
+    ys = ys * z
+    ys = _fma(ys, x, x)
+    # (avx_mathfun selects with masks and adds the unselected +0: -0 comes out +0)
+    sin = np.where(use_sin_poly, ys, yc) + f32(0)
+    cos = np.where(use_sin_poly, yc, ys) + f32(0)
+    return ((sin.view(np.int32) ^ sign_sin).view(f32), (cos.view(np.int32) ^ sign_cos.astype(np.int32)).view(f32))
+
+
+def _box_muller_avx2(blocks: np.ndarray, mean, std) -> np.ndarray:
+    """torch's normal_fill_16_AVX2 on rows of 16 float32 uniforms."""
+    u1 = f32(1) - blocks[:, :8]
+    theta = f32(2.0 * math.pi) * blocks[:, 8:]
+    radius = np.sqrt(f32(-2) * _log_avx(u1))
+    sin, cos = _sincos_avx(theta)
+    out = np.empty_like(blocks)
+    out[:, :8] = _fma(radius * cos, std, mean)
+    out[:, 8:] = _fma(radius * sin, std, mean)
+    return out
+
+
+# ---------------------------------------------------------------------- filling arrays
+def in_memory_order(array: np.ndarray) -> np.ndarray:
+    """Indices into array.ravel() (logical order) of its elements sorted by address: the
+    order torch's nullary kernels fill a tensor in."""
+    offsets = np.zeros(array.shape, np.int64)
+    for axis, stride in enumerate(array.strides):
+        shape = [1] * array.ndim
+        shape[axis] = array.shape[axis]
+        offsets = offsets + np.arange(array.shape[axis], dtype=np.int64).reshape(shape) * stride
+    return np.argsort(offsets.ravel(), kind="stable")
+
+
+def fill(array: np.ndarray, values: np.ndarray) -> None:
+    """Write `values` (in fill order) into `array` in memory order, as torch fills a tensor."""
+    if array.flags.c_contiguous:
+        array.reshape(-1)[...] = values
+    else:
+        flat = np.empty(array.size, array.dtype)
+        flat[in_memory_order(array)] = values
+        array[...] = flat.reshape(array.shape)
+
+
+DEFAULT = Generator()

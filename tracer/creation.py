@@ -10,6 +10,7 @@ from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_types
 
 from . import generator as random_generator, trace_state
+from .fma import fma64
 from .device import check_device
 from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg
@@ -479,10 +480,10 @@ def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndar
     i = np.arange(n, dtype=np.float64)
     lane = i % lanes
     steps, starts = np.full(n, step), np.full(n, start)
-    first = _fused_multiply_add(steps, i - lane, starts).astype(out).astype(np.float64)
+    first = fma64(steps, i - lane, starts).astype(out).astype(np.float64)
     vectorised = i < (n // (2 * lanes)) * 2 * lanes
-    return np.where(vectorised, _fused_multiply_add(steps, lane, first),
-                    _fused_multiply_add(steps, i, starts)).astype(out)
+    return np.where(vectorised, fma64(steps, lane, first),
+                    fma64(steps, i, starts)).astype(out)
 
 
 def _scalar_str(x) -> str:
@@ -519,27 +520,9 @@ def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
     i = np.arange(steps, dtype=np.float64)
     up = i < steps // 2
     step = float(step)
-    values = _fused_multiply_add(np.where(up, step, -step), np.where(up, i, steps - 1 - i),
+    values = fma64(np.where(up, step, -step), np.where(up, i, steps - 1 - i),
                                  np.where(up, float(first), float(last)))
     return values.astype(out)
-
-
-def _fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a * b + c in float64 with (almost always) one rounding, as a hardware fma: the product's
-    and the sum's rounding errors (Dekker's and Knuth's error-free transformations) are added
-    back before the last rounding."""
-    def split(x):
-        scaled = 134217729.0 * x            # 2**27 + 1: x = high + low, each of 26 bits
-        high = scaled - (scaled - x)
-        return high, x - high
-    product = a * b
-    a_high, a_low = split(a)
-    b_high, b_low = split(b)
-    product_error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
-    total = product + c
-    back = total - product
-    sum_error = (product - (total - back)) + (c - back)
-    return total + (sum_error + product_error)
 
 
 def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:

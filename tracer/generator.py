@@ -33,6 +33,8 @@ import os
 
 import numpy as np
 
+from .fma import fma32, fma64
+
 f32, f64 = np.float32, np.float64
 _MASK24, _MASK53 = (1 << 24) - 1, (1 << 53) - 1
 
@@ -71,9 +73,9 @@ class Generator:
             x = (self.words32(n) & np.uint64(_MASK24)).astype(f32) * f32(2.0 ** -24)
             lo, hi = f32(low), f32(high)
             # torch computes fma(x, to - from, from) in float32 (0 and 1: x itself)
-            return x if (lo, hi) == (0, 1) else _fma(x, hi - lo, lo)
+            return x if (lo, hi) == (0, 1) else fma32(x, hi - lo, lo)
         x = (self.words64(n) & np.uint64(_MASK53)).astype(f64) * 2.0 ** -53
-        return x if (low, high) == (0, 1) else _fma64(x, f64(high) - f64(low), f64(low))
+        return x if (low, high) == (0, 1) else fma64(x, f64(high) - f64(low), f64(low))
 
     def integers(self, low: int, high: int, n: int) -> np.ndarray:
         """n integers uniform in [low, high) as int64 (torch's random_from_to)."""
@@ -118,7 +120,7 @@ class Generator:
                 self._next_normal = radius * math.sin(theta)
                 value = radius * math.cos(theta)
             out[i] = value
-        return out if (mean, std) == (0.0, 1.0) else _fma64(out, std, mean)
+        return out if (mean, std) == (0.0, 1.0) else fma64(out, std, mean)
 
 
 def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -130,42 +132,12 @@ def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
     first = np.array([r * math.cos(t) for r, t in zip(radius, theta)], f64)
     second = np.array([r * math.sin(t) for r, t in zip(radius, theta)], f64)
     out = np.empty_like(blocks)
-    out[:, :8] = _fma64(first, std, mean).reshape(-1, 8)
-    out[:, 8:] = _fma64(second, std, mean).reshape(-1, 8)
+    out[:, :8] = fma64(first, std, mean).reshape(-1, 8)
+    out[:, 8:] = fma64(second, std, mean).reshape(-1, 8)
     return out
 
 
-def _fma64(a, b, c) -> np.ndarray:
-    """float64 a * b + c with one rounding, as the FMA instruction GCC contracts torch's
-    `x * scale + shift` into: Dekker's exact product and TwoSum, then one final sum
-    (correct but for ties made by the last rounding, which random inputs do not hit)."""
-    a, b, c = (np.asarray(v, f64) for v in (a, b, c))
-    p = a * b
-    a_hi, a_lo = _split(a)
-    b_hi, b_lo = _split(b)
-    e = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-    s = p + c
-    bp = s - p
-    t = (p - (s - bp)) + (c - bp)
-    return np.where(np.isfinite(s), s + (t + e), p + c)
-
-
-def _split(x):
-    """Veltkamp's split of doubles into 26- and 27-bit halves (exact products of halves)."""
-    big = x * 134217729.0              # 2**27 + 1
-    hi = big - (big - x)
-    return hi, x - hi
-
-
 # ---------------------------------------------------------------------- torch's AVX2 fill
-def _fma(a, b, c) -> np.ndarray:
-    """float32 a * b + c rounded once, as the FMA instruction: the product of two float32
-    is exact in double, and the double sum rounded to float32 differs from the single
-    rounding only when the sum's 29 bits beyond float32 round to exactly half an ulp
-    (about 2**-29 of random inputs: once in some ten million samples)."""
-    return (np.asarray(a, f32).astype(f64) * np.asarray(b, f32) + np.asarray(c, f32)).astype(f32)
-
-
 _LOG_P = tuple(f32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
                                 1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
                                 3.3333331174e-1))
@@ -187,12 +159,12 @@ def _log_avx(x: np.ndarray) -> np.ndarray:
     z = x * x
     y = np.full_like(x, _LOG_P[0])
     for p in _LOG_P[1:]:
-        y = _fma(y, x, p)
+        y = fma32(y, x, p)
     y = y * x
-    y = _fma(y, z, e * f32(-2.12194440e-4))
-    y = _fma(-z, f32(0.5), y)
+    y = fma32(y, z, e * f32(-2.12194440e-4))
+    y = fma32(-z, f32(0.5), y)
     x = x + y
-    return _fma(e, f32(0.693359375), x)
+    return fma32(e, f32(0.693359375), x)
 
 
 def _sincos_avx(x: np.ndarray) -> tuple:
@@ -205,21 +177,21 @@ def _sincos_avx(x: np.ndarray) -> tuple:
     swap_sin = (j & 4) << 29
     use_sin_poly = (j & 2) == 0
     for dp in _DP:
-        x = _fma(y, dp, x)
+        x = fma32(y, dp, x)
     sign_cos = ((~(j - 2)) & 4) << 29
     sign_sin = sign_sin ^ swap_sin
     z = x * x
     yc = np.full_like(x, _COS_P[0])
     for p in _COS_P[1:]:
-        yc = _fma(yc, z, p)
+        yc = fma32(yc, z, p)
     yc = yc * z
-    yc = _fma(yc, z, -(z * f32(0.5)))
+    yc = fma32(yc, z, -(z * f32(0.5)))
     yc = yc + f32(1)
     ys = np.full_like(x, _SIN_P[0])
     for p in _SIN_P[1:]:
-        ys = _fma(ys, z, p)
+        ys = fma32(ys, z, p)
     ys = ys * z
-    ys = _fma(ys, x, x)
+    ys = fma32(ys, x, x)
     # (avx_mathfun selects with masks and adds the unselected +0: -0 comes out +0)
     sin = np.where(use_sin_poly, ys, yc) + f32(0)
     cos = np.where(use_sin_poly, yc, ys) + f32(0)
@@ -233,8 +205,8 @@ def _box_muller_avx2(blocks: np.ndarray, mean, std) -> np.ndarray:
     radius = np.sqrt(f32(-2) * _log_avx(u1))
     sin, cos = _sincos_avx(theta)
     out = np.empty_like(blocks)
-    out[:, :8] = _fma(radius * cos, std, mean)
-    out[:, 8:] = _fma(radius * sin, std, mean)
+    out[:, :8] = fma32(radius * cos, std, mean)
+    out[:, 8:] = fma32(radius * sin, std, mean)
     return out
 
 

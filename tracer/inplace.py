@@ -15,6 +15,7 @@ from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap
 from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .node import keep_scalar_operands
+from . import generator
 from .layout import traced_partial_overlap
 from .tensor import Tensor
 
@@ -137,7 +138,6 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
     if not t._dtype.is_floating_point:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[t._dtype.name]}\'')
     check_inplace(t)
-    from . import generator
     n = t.numel()
     if t._data is None:                 # traced: its layout is not known; filled row-major
         values = draw(n, t._dtype.np, True).reshape(tuple(t.shape))
@@ -154,7 +154,7 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
 
 def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
     """Fill `t` with samples of U[low, high) from fusegrad's generator (torch's numbers)."""
-    from .generator import DEFAULT
+    from .creation import _scalar_str
     if t._dtype.is_floating_point:
         kind = "float" if t._dtype is float32 else "double"
         limit = np.finfo(t._dtype.np).max
@@ -162,24 +162,20 @@ def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
             if not -limit <= bound <= limit:
                 raise RuntimeError(f"{which} is out of bounds for {kind}")
         if low > high:
-            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_number(low)} > "
-                               f"to={_number(high)}")
-    return _random_fill(t, "check_uniform_bounds", lambda n, dtype, _: DEFAULT.uniform(n, dtype, low, high),
-                        "UniformBackward0")
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_scalar_str(low)} > "
+                               f"to={_scalar_str(high)}")
+    return _random_fill(t, "check_uniform_bounds",
+                        lambda n, dtype, _: generator.DEFAULT.uniform(n, dtype, low, high), "UniformBackward0")
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill `t` with samples of N(mean, std**2) from fusegrad's generator (torch's numbers)."""
-    from .generator import DEFAULT
+    from .creation import _scalar_str
     if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {_number(std)}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_scalar_str(std)}")
     return _random_fill(t, "normal_kernel_cpu",
-                        lambda n, dtype, contiguous: DEFAULT.normal(n, dtype, mean, std, contiguous), "NormalBackward0")
-
-
-def _number(x) -> str:
-    """A bound as torch's message prints it (%g-like: 1, 0.5)."""
-    return f"{x:g}" if isinstance(x, float) else str(x)
+                        lambda n, dtype, contiguous: generator.DEFAULT.normal(n, dtype, mean, std, contiguous),
+                        "NormalBackward0")
 
 
 def copy_(t: Tensor, src) -> Tensor:

@@ -79,3 +79,41 @@ def test_compile_options_and_disable_keep_working_for_modules():
     model = _model(fg)
     assert fg.compile(model, disable=True) is model
     assert type(fg.compile(fullgraph=True)(model)).__name__ == "OptimizedModule"
+
+
+# --------------------------------------------------------------------- torch's texts
+def _outcome(L, call):
+    try:
+        result = eval(call, {"L": L})
+    except Exception as exc:  # noqa: BLE001 (the class and text are what is compared)
+        return type(exc).__name__, str(exc).splitlines()[0]
+    return "ok", repr(result).replace("torch.", "fg.")
+
+
+@pytest.mark.parametrize("call", [
+    "L.zeros(10**12)", "L.ones(10**6, 10**6)", "L.empty(10**12)", "L.full((10**12,), 1.0)",
+    "L.zeros(10**12, dtype=L.float64)", "L.randn(10**12)", "L.rand(10**12)", "L.randint(0, 5, (10**12,))",
+    "L.arange(10**13)", "L.linspace(0, 1, 10**12)", "L.eye(10**7)", "L.zeros_like(L.zeros(1).expand(10**12))",
+    "L.zeros(2**62)", "L.zeros(2**40, 2**40)", "L.zeros(2**63)", "L.zeros(3, 2**64)",
+])
+def test_a_tensor_too_large_raises_torchs_error(call):
+    """torch's RuntimeError (its allocator's, or its storage-size overflow), not NumPy's
+    MemoryError / ValueError; a size past int64 is torch's TypeError."""
+    assert _outcome(fg, call) == _outcome(torch, call)
+
+
+@pytest.mark.parametrize("call", [
+    "(L.ones(2, requires_grad=True) * 2).sum().backward(retain_graph='yes')",
+    "(L.ones(2, requires_grad=True) * 2).sum().backward(create_graph=1.0)",
+    "(L.ones(2, requires_grad=True) * 2).sum().backward(retain_graph=1)",
+    "L.autograd.grad((L.ones(2, requires_grad=True) * 2).sum(), [L.ones(1)], retain_graph='x')",
+    "L.zeros(2).requires_grad_(requires_grad=True)", "L.zeros(2).requires_grad_(x=True)",
+])
+def test_backward_flags_and_requires_grad_keywords_as_torch(call):
+    assert _outcome(fg, call) == _outcome(torch, call)
+
+
+def test_requires_grad_takes_api_mds_keyword():
+    """API.md spells the argument `flag`; torch's is `requires_grad`: both are taken."""
+    assert fg.zeros(2).requires_grad_(flag=True).requires_grad
+    assert not fg.zeros(2).requires_grad_(flag=False).requires_grad

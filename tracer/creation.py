@@ -240,7 +240,7 @@ def _size(size, fn: str = "empty", keywords: bool = True) -> tuple:
     """The shape given to a creation function as `*size` (ints, or one tuple/list of
     ints), with torch's errors for anything else."""
     for s in size:
-        if type(s) is not int or s < 0:
+        if type(s) is not int or s < 0 or s >= 2 ** 63:
             break
     else:
         if size:            # plain sizes (fg.randn(3)): nothing to parse or check
@@ -278,8 +278,11 @@ def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
 
 
 def _checked(out: tuple, fn: str) -> tuple:
-    """`out` if no size is negative; torch's error otherwise."""
-    for s in out:
+    """`out` if no size is negative or over int64; torch's error otherwise."""
+    for k, s in enumerate(out):
+        if s >= 2 ** 63:
+            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {k + 1} with error "
+                            '"Overflow when unpacking long long')       # (torch's text goes on with a C++ trace)
         if s < 0:
             if fn == "zeros":
                 raise RuntimeError("zeros: Dimension size must be non-negative.")
@@ -315,22 +318,42 @@ def _require_grad(t: Tensor) -> None:
     t.requires_grad_(True)
 
 
+def _allocated(shape: tuple, dtype, make) -> np.ndarray:
+    """`make()`, which allocates an array of `shape` and NumPy `dtype`, with torch's errors for
+    a tensor too large: its byte count overflowing int64, or the allocation failing (NumPy's
+    MemoryError names its own sizes; torch's RuntimeError, the tensor's bytes)."""
+    nbytes = _numel(shape) * np.dtype(dtype).itemsize
+    if nbytes >= 2 ** 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    try:
+        return make()
+    except MemoryError:
+        raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                           f"memory: you tried to allocate {nbytes} bytes. Error code 12 (Cannot allocate memory)"
+                           ) from None
+
+
+def _filled(numpy_fn, size, kw, fn: str, dtype, requires_grad: bool) -> Tensor:
+    """zeros / ones / empty: `numpy_fn(shape, dtype)` of the parsed size."""
+    size = _size_keyword(size, kw, fn)
+    dtype = (_dtype_arg(fn, dtype) or float32).np
+    shape = _size(size, fn)
+    return _new(_allocated(shape, dtype, lambda: numpy_fn(shape, dtype=dtype)), requires_grad)
+
+
 def zeros(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    size = _size_keyword(size, kw, "zeros")
-    dtype = _dtype_arg("zeros", dtype)
-    return _new(np.zeros(_size(size, "zeros"), dtype=(dtype or float32).np), requires_grad)
+    """A tensor of zeros (float32 unless `dtype` says otherwise)."""
+    return _filled(np.zeros, size, kw, "zeros", dtype, requires_grad)
 
 
 def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    size = _size_keyword(size, kw, "ones")
-    dtype = _dtype_arg("ones", dtype)
-    return _new(np.ones(_size(size, "ones"), dtype=(dtype or float32).np), requires_grad)
+    """A tensor of ones (float32 unless `dtype` says otherwise)."""
+    return _filled(np.ones, size, kw, "ones", dtype, requires_grad)
 
 
 def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    size = _size_keyword(size, kw, "empty")
-    dtype = _dtype_arg("empty", dtype)
-    return _new(np.zeros(_size(size, "empty"), dtype=(dtype or float32).np), requires_grad)
+    """An uninitialised tensor (fusegrad's holds zeros: NumPy's calloc costs no more)."""
+    return _filled(np.zeros, size, kw, "empty", dtype, requires_grad)
 
 
 def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
@@ -348,8 +371,9 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
         dtype = (bool_ if isinstance(fill_value, (bool, np.bool_)) else
                  int64 if isinstance(fill_value, (int, np.integer)) else float32)
     check_scalar_fits(fill_value, dtype)
+    shape = _size((size,), "full")
     with np.errstate(over="ignore", invalid="ignore"):
-        return _new(np.full(_size((size,), "full"), fill_value, dtype=dtype.np), requires_grad)
+        return _new(_allocated(shape, dtype.np, lambda: np.full(shape, fill_value, dtype=dtype.np)), requires_grad)
 
 
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
@@ -358,7 +382,8 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     dtype = _dtype_arg("randn", dtype)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
-    return _new(random_generator.DEFAULT.normal(_numel(shape), d.np).reshape(shape), requires_grad)
+    values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.normal(_numel(shape), d.np))
+    return _new(values.reshape(shape), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
@@ -367,7 +392,8 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     dtype = _dtype_arg("rand", dtype)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
-    return _new(random_generator.DEFAULT.uniform(_numel(shape), d.np).reshape(shape), requires_grad)
+    values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.uniform(_numel(shape), d.np))
+    return _new(values.reshape(shape), requires_grad)
 
 
 def _numel(shape) -> int:
@@ -403,8 +429,9 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     shape = _size((size,), "randint")
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = random_generator.DEFAULT.integers(int(low), int(high), _numel(shape)).reshape(shape)
-    return _new(values.astype((dtype or int64).np), False)
+    out = (dtype or int64).np
+    values = _allocated(shape, out, lambda: random_generator.DEFAULT.integers(int(low), int(high), _numel(shape)))
+    return _new(values.reshape(shape).astype(out), False)
 
 
 _ARANGE_SIGNATURES = (
@@ -465,8 +492,9 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
             raise ValueError("step must be nonzero")
     n = max(0, int(np.ceil((end - start) / step)))
     if dtype.is_floating_point:
-        return _new(_floating_range(float(start), float(step), n, dtype.np), requires_grad)
-    values = start + step * np.arange(n, dtype=np.int64)
+        return _new(_allocated((n,), dtype.np, lambda: _floating_range(float(start), float(step), n, dtype.np)),
+                    requires_grad)
+    values = _allocated((n,), dtype.np, lambda: start + step * np.arange(n, dtype=np.int64))
     return _new(values.astype(dtype.np), requires_grad)
 
 
@@ -503,7 +531,8 @@ def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool 
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
-    return _new(_torch_linspace(start, end, steps, (dtype or float32).np), requires_grad)
+    out = (dtype or float32).np
+    return _new(_allocated((steps,), out, lambda: _torch_linspace(start, end, steps, out)), requires_grad)
 
 
 def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
@@ -521,7 +550,7 @@ def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
     up = i < steps // 2
     step = float(step)
     values = fma64(np.where(up, step, -step), np.where(up, i, steps - 1 - i),
-                                 np.where(up, float(first), float(last)))
+                   np.where(up, float(first), float(last)))
     return values.astype(out)
 
 
@@ -532,7 +561,8 @@ def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, devi
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    return _new(np.eye(n, m, dtype=(dtype or float32).np), requires_grad)
+    out = (dtype or float32).np
+    return _new(_allocated((n, n if m is None else m), out, lambda: np.eye(n, m, dtype=out)), requires_grad)
 
 
 def _like_source(t, fn: str) -> Tensor:

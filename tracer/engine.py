@@ -533,6 +533,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
+    _check_flags(retain_graph, create_graph)
     if inputs is not None:
         # (torch checks these after the gradients, the empty list before)
         for t in inputs:
@@ -641,6 +642,14 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
                     t._grad = t._grad + g
 
 
+def _check_flags(*flags) -> None:
+    """retain_graph / create_graph are bools (torch's engine takes ints too, a str is its
+    TypeError, where Python's truth test would have taken anything)."""
+    for flag in flags:
+        if not isinstance(flag, (bool, int, np.bool_, np.integer)):
+            raise TypeError(f"'{type(flag).__name__}' object cannot be interpreted as an integer")
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool = False, materialize_grads: bool = False):
     """The gradients of `outputs` with respect to `inputs`, returned as a tuple (no .grad is touched)."""
@@ -652,6 +661,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if retain_graph is None:
         retain_graph = create_graph
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
+    _check_flags(retain_graph, create_graph)
     for t in inputs:
         if not isinstance(t, Tensor):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")

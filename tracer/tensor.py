@@ -356,8 +356,13 @@ class Tensor:
     def requires_grad(self) -> None:
         raise RuntimeError("requires_grad must be a bool")
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        """Set `requires_grad` on a leaf, in place; returns self."""
+    def requires_grad_(self, requires_grad: bool = True, **flag) -> "Tensor":
+        """Set `requires_grad` on a leaf, in place; returns self. (API.md spells the argument
+        `flag`: `requires_grad_(flag=True)` is taken too; torch's keyword is `requires_grad`.)"""
+        if flag:
+            if set(flag) != {"flag"}:
+                raise TypeError(f"requires_grad_() got an unexpected keyword argument '{next(iter(flag))}'")
+            requires_grad = flag["flag"]
         if type(requires_grad) is not bool and not isinstance(requires_grad, np.bool_):
             raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                             f"{type(requires_grad).__name__}")

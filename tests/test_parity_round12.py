@@ -117,3 +117,40 @@ def test_requires_grad_takes_api_mds_keyword():
     """API.md spells the argument `flag`; torch's is `requires_grad`: both are taken."""
     assert fg.zeros(2).requires_grad_(flag=True).requires_grad
     assert not fg.zeros(2).requires_grad_(flag=False).requires_grad
+
+
+# --------------------------------------------------------------------- retain_grad and autograd.grad
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("then_backward", [False, True])
+def test_autograd_grad_fills_retained_grads_on_its_path(compiled, then_backward):
+    """torch's retain_grad hook fires in autograd.grad too: for a target that retains its
+    grad (a copy of the gradient returned) and for retained tensors the backward ran through."""
+    def run(L, compiled):
+        def f(x):
+            y = x * 2
+            y.retain_grad()
+            w = y * 3
+            w.retain_grad()
+            off_path = x + 1                # not between z and y: its node does not run
+            off_path.retain_grad()
+            z = (w * w).sum() + off_path.sum()
+            (g,) = L.autograd.grad(z, [y], retain_graph=True)
+            if then_backward:
+                z.backward()
+            return g, y.grad, w.grad, off_path.grad, x.grad
+        x = L.tensor([1.0, -2.0], requires_grad=True)
+        return (L.compile(f) if compiled else f)(x)
+    for ours, theirs in zip(run(fg, compiled), run(torch, False)):
+        if theirs is None:
+            assert ours is None
+        else:
+            assert_same(ours, theirs)
+
+
+def test_the_retained_grad_of_a_target_is_a_copy_of_the_gradient_returned():
+    x = fg.ones(2, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    (g,) = fg.autograd.grad((y * y).sum(), [y])
+    g.mul_(100)
+    np.testing.assert_array_equal(y.grad.numpy(), [4.0, 4.0])

@@ -212,7 +212,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
             if node.retained and id(node) in live:
                 for k, ref in node.retained.items():
                     t = ref()
-                    if t is not None and t._grad_fn is node and (node, k) not in keep:
+                    # (a retained tensor that is itself a target gets its .grad too, as in torch)
+                    if t is not None and t._grad_fn is node:
                         hooked.append((t, (node, k)))
                         keep.add((node, k))
     grads: dict = {}
@@ -670,7 +671,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     trace = trace_state.current()
     if trace is not None:
         outside, behind = _upstream_boundary(trace, inputs) if not create_graph else ([], [])
-        grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph)
+        retained = [] if not create_graph else None
+        grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph, retained)
+        if retained:
+            trace.fill_retained(retained)
         if outside:
             grads = _through_outside_history(trace, inputs, grads, outside, behind, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):

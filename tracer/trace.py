@@ -888,11 +888,14 @@ class Trace:
             return [self.value_of(x) if first is None else first]
         return [held[1][0] if first is None else first] + held[1][1:]
 
-    def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True):
+    def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
+                  retained: list | None = None):
         """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
 
         Without retain_graph, the instructions it differentiates are marked freed, as
-        torch frees the saved tensors of the nodes a backward traverses."""
+        torch frees the saved tensors of the nodes a backward traverses. With `retained`
+        (a list), the retain_grad() tensors on the backward's path are differentiated too
+        and (tensor, gradient) pairs appended to it: torch's backward fills their .grad."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
@@ -901,6 +904,13 @@ class Trace:
         groups = [self.held_values(x) for x in inputs]
         wrt = [v for group in groups for v in group]
         active = active_values(instrs, out_values, wrt)
+        on_path = []
+        if retained is not None:
+            taken = {v.id for v in wrt}
+            on_path = [t for t in (r() for r in self.retained) if t is not None and t._sym is not None
+                       and t._sym.id in active and t._sym.id not in taken]
+            groups += [[t._sym] for t in on_path]
+            wrt += [t._sym for t in on_path]
         if self.freed:
             self._check_not_freed(instrs, active)
         if self.stale:
@@ -921,7 +931,14 @@ class Trace:
                                                        active=active), groups)
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
-        return [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+        grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+        if retained is not None:
+            retained.extend((t, g) for t, g in zip(on_path, grads[len(inputs):]) if g is not None)
+            grads = grads[:len(inputs)]
+            # a target that retains its grad gets a copy of the gradient returned (torch's hook clones)
+            kept = {id(t) for t in (r() for r in self.retained) if t is not None}
+            retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept)
+        return grads
 
     def _requiring_grad(self) -> set:
         """The ids of the values of this trace that require grad: floating outputs of the
@@ -1059,8 +1076,6 @@ class Trace:
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""
-        from .functional import add
-        from .grad_mode import enable_grad, no_grad
         if inputs is not None:
             leaves = list(inputs)
         else:
@@ -1080,10 +1095,15 @@ class Trace:
         if reached:
             self.outside_backwards.append(([t for t, _ in reached], [g for _, g in reached], retain_graph,
                                            create_graph))
+        self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
+
+    def fill_retained(self, pairs, create_graph: bool = False) -> None:
+        """Accumulate each (tensor, gradient) of `pairs` into the tensor's `.grad`: a leaf's,
+        or a retain_grad() non-leaf's, as torch's AccumulateGrad and retain_grad hook do."""
+        from .functional import add
+        from .grad_mode import enable_grad, no_grad
         with (enable_grad() if create_graph else no_grad()):
-            for leaf, g in zip(leaves, grads):
-                if g is None:
-                    continue
+            for leaf, g in pairs:
                 self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
                 if leaf._grad is None:
                     leaf._grad = g

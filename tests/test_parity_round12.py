@@ -154,3 +154,29 @@ def test_the_retained_grad_of_a_target_is_a_copy_of_the_gradient_returned():
     (g,) = fg.autograd.grad((y * y).sum(), [y])
     g.mul_(100)
     np.testing.assert_array_equal(y.grad.numpy(), [4.0, 4.0])
+
+
+# --------------------------------------------------------------------- in place on views of leaves
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("program", [
+    "a = L.arange(4.); x = a.view(2, 2).requires_grad_(); x[0].mul_(2)",
+    "a = L.arange(4.); x = a.view(2, 2).requires_grad_(); x.mul_(2)",
+    "a = L.arange(4.); x = a.view(2, 2).requires_grad_(); x[0][1:].mul_(2)",
+    "a = L.arange(4.); x = a.view(2, 2).requires_grad_(); a.mul_(2)",
+    "a = L.zeros(4); w = L.ones(4, requires_grad=True); v = a[:2]; v.copy_(w[:2]); v.mul_(2)",
+    "x = L.ones(4, requires_grad=True); x[:2].mul_(2)",
+    "x = L.ones(4, requires_grad=True) * 1; x[:2].mul_(2)",
+])
+def test_in_place_on_a_view_of_a_leaf_is_refused_as_torch(compiled, program):
+    """torch refuses an in-place op on a view that requires grad whose base is a leaf, also
+    when the leaf is a view made to require grad by requires_grad_() (fusegrad let it through
+    and then computed a wrong gradient)."""
+    def outcome(L, compiled):
+        def run():
+            exec(program, {"L": L})
+        try:
+            (L.compile(run) if compiled else run)()
+        except RuntimeError as exc:
+            return str(exc)
+        return "ok"
+    assert outcome(fg, compiled) == outcome(torch, False)

@@ -28,14 +28,14 @@ def check_inplace(t: Tensor) -> None:
         raise no_grad_view_error(t)
     # Inside a trace, a tensor an op made or wrote with grad has history though no grad_fn
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
-    base_is_leaf = t._base is not None and t._base._requires_grad and t._base.is_leaf
-    if t._requires_grad and t.is_leaf:
-        if base_is_leaf or t._base is not None:     # (a leaf that is a view: arange(6).reshape(2, 3))
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    if base_is_leaf and t._base is not t:
+    # As torch: a view that requires grad of a base that is a leaf, whether the base requires
+    # grad or not (a view of a leaf made by requires_grad_() on a view: arange(4.).view(2, 2)).
+    view_of_leaf = t._base is not None and t._base is not t and t._base.is_leaf and \
+        (t._requires_grad or t._base._requires_grad)
+    if view_of_leaf or (t._requires_grad and t.is_leaf and t._base is not None):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._requires_grad and t.is_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:

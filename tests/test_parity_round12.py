@@ -180,3 +180,34 @@ def test_in_place_on_a_view_of_a_leaf_is_refused_as_torch(compiled, program):
             return str(exc)
         return "ok"
     assert outcome(fg, compiled) == outcome(torch, False)
+
+
+# --------------------------------------------------------------------- CopySlices and a second backward
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("program", [
+    "v = -x; v[0] = 2.0; s = v.sum(); s.backward(); s.backward()",
+    "v = -x; v[0] = x[1]; s = v.sum(); s.backward(); s.backward()",
+    "v = x + 1; v[:, 1] = 0.; s = v.sum(); s.backward(); s.backward()",
+    "v = -x; v[0].zero_(); s = v.sum(); s.backward(); s.backward()",
+    "v = -x; v.view(-1).add_(1); s = v.sum(); s.backward(); s.backward()",
+    "v = -x; v[0] = 2.0; s = v.sum(); t = v[1].sum(); s.backward(); t.backward()",
+    "v = -x; v[0] = 2.0; s = v.sum(); L.autograd.grad(s, [x]); L.autograd.grad(s, [x])",
+    "v = -x; v[0] = 2.0; s = v.sum(); s.backward(retain_graph=True); s.backward()",
+    "v = -x; v[0] = 2.0; s = v.sum(); L.autograd.grad(s, [v]); L.autograd.grad(s, [x])",
+    "v = -x; v.copy_(x.detach()); s = v.sum(); s.backward(); s.backward()",
+])
+def test_a_second_backward_through_copyslices_raises_as_torch(compiled, program):
+    """torch's CopySlices (an in-place write through a view of a non-leaf) releases the
+    function it wraps after a backward: a second backward through it raises even when
+    nothing under it saved a tensor (fusegrad let it through)."""
+    def outcome(L, compiled):
+        def run():
+            x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+            exec(program, {"L": L, "x": x})
+            return x.grad
+        try:
+            grad = (L.compile(run) if compiled else run)()
+        except RuntimeError as exc:
+            return str(exc)
+        return None if grad is None else grad.tolist()
+    assert outcome(fg, compiled) == outcome(torch, False)

@@ -29,7 +29,7 @@ from fusegrad.ir.passes import simplify
 from . import trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
-from .node import AccumulateGrad, _FREED_MSG
+from .node import AccumulateGrad, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 
 
@@ -255,6 +255,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
             needs = tuple([edge is not None and id(edge[0]) in live for edge in edges])
         if True not in needs:
             continue
+        if node._freed and isinstance(node, StatefulNode):
+            raise RuntimeError(_FREED_MSG)      # (a CopySlices: torch's raises though it reads nothing saved)
         key = (node.op, node.attrs, node.in_types, node.out_types, needs, given)
         try:
             vjp = entries.get(key)      # VJPS.get's hit, inlined (its other cases: VJPS.get)

@@ -192,11 +192,27 @@ def keep_scalar_operands(t) -> None:
         trace_state.current().keep_scalar_operands(t)
 
 
+# Nodes that hold state a backward without retain_graph releases even when they save no
+# tensor: torch's CopySlices drops the function it wraps, so a second backward through any
+# CopySlices raises "backward through the graph a second time" (v = -x; v[0] = 2.0).
+RELEASES_STATE = frozenset({"CopySlices"})
+
+
+class StatefulNode(Node):
+    """A node of RELEASES_STATE: a freed one raises on any later backward through it."""
+
+    __slots__ = ()
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._had_saved = True
+
+
 def node_class(name: str) -> type:
     """The Node subclass called `name` (created once, so type(...).__name__ is torch's)."""
     cls = _CLASSES.get(name)
     if cls is None:
-        cls = type(name, (Node,), {"__slots__": ()})
+        cls = type(name, (StatefulNode if name in RELEASES_STATE else Node,), {"__slots__": ()})
         _CLASSES[name] = cls
     return cls
 

@@ -32,7 +32,7 @@ from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, 
 from .layout import traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
-from .node import _FREED_MSG, qualified_name, saved_slots
+from .node import _FREED_MSG, RELEASES_STATE, qualified_name, saved_slots
 from .tensor import Tensor
 
 
@@ -983,7 +983,10 @@ class Trace:
 
     def saves_for_backward(self, ins: Instr, needs: tuple | None = None) -> bool:
         """Does `ins`'s VJP read forward values (those torch saves for its node), given which
-        inputs need a gradient (all by default)? A backward through a freed node raises then."""
+        inputs need a gradient (all by default), or is its node one that holds state a backward
+        releases (node.RELEASES_STATE)? A backward through a freed node raises then."""
+        if self.grad_instrs.get(id(ins)) in RELEASES_STATE:
+            return True
         needs = (True,) * len(ins.inputs) if needs is None else needs
         in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
         return bool(in_slots or out_slots)

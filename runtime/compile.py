@@ -604,9 +604,19 @@ class CompiledFunction:
                 backward = executor.compile_program(run.backward)
             except Exception as exc:             # a codegen bug: say so, never raise from explain
                 parts.append(f"## backward kernels\nnot available: {type(exc).__name__}: {exc}")
-        for title, compiled in (("forward", run.compiled), ("backward", backward)):
+        forward, forward_title = run.compiled, "forward kernels and generated source"
+        if forward is None and run.path == _SMALL_REFERENCE_PATH and run.forward.instrs:
+            # Not compiled: the reference executor costs less on a program this small. Its kernels
+            # are scheduled (from the program cache) to show what fusion makes of it.
+            try:
+                forward = executor.compile_program(run.forward)
+                forward_title += (" (not used by calls of these shapes: a program this small runs on the "
+                                  "reference executor)")
+            except Exception as exc:             # a codegen bug: say so, never raise from explain
+                parts.append(f"## forward kernels\nnot available: {type(exc).__name__}: {exc}")
+        for title, compiled in ((forward_title, forward), ("backward kernels and generated source", backward)):
             if compiled is not None:
-                parts += [f"## {title} kernels and generated source", compiled.explain()]
+                parts += [f"## {title}", compiled.explain()]
         return "\n\n".join(parts)
 
 

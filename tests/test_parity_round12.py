@@ -211,3 +211,21 @@ def test_a_second_backward_through_copyslices_raises_as_torch(compiled, program)
             return str(exc)
         return None if grad is None else grad.tolist()
     assert outcome(fg, compiled) == outcome(torch, False)
+
+
+# --------------------------------------------------------------------- explain of small graph-breaking calls
+def test_explain_shows_kernels_and_source_of_a_small_program_run_by_reference():
+    """A small program whose calls break the graph runs on the reference executor; explain()
+    still shows the kernels fusion makes of it and their Numba source, saying they are not used."""
+    @fg.compile
+    def f(x):
+        if x.sum() > 0:
+            return (x * 2).exp()
+        return (x * 3).exp()
+    for _ in range(3):
+        np.testing.assert_allclose(f(fg.tensor([1.0, 2.0])).numpy(), np.exp([2.0, 4.0]), rtol=1e-6)
+    text = f.explain(fg.tensor([1.0, 2.0]))
+    assert "execution path: reference executor (small program)" in text
+    assert "## forward kernels and generated source (not used by calls of these shapes" in text
+    assert "def kernel(" in text and "@njit" in text and "fuses:" in text
+    assert "bool() reads the value" in text

@@ -32,5 +32,5 @@ def fma32(a, b, c) -> np.ndarray:
     """float32 a * b + c rounded once: the product of two float32 is exact in double, and the
     double sum rounded to float32 differs from one rounding only when its 29 bits beyond
     float32 round to exactly half an ulp (about 2**-29 of random inputs)."""
-    return (np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32)
-            + np.asarray(c, np.float32)).astype(np.float32)
+    product = np.multiply(a, b, dtype=np.float64)        # (the operands are float32: exact)
+    return np.add(product, c, out=product).astype(np.float32)

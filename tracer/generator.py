@@ -48,7 +48,11 @@ class Generator:
     def manual_seed(self, seed: int) -> "Generator":
         """Restart the stream from `seed` (taken modulo 2**64, as torch's)."""
         self._seed = seed % 2 ** 64
-        self._engine = np.random.RandomState(self._seed & 0xFFFFFFFF)
+        # RandomState's integer seeding is init_genrand, as torch's mt19937(seed); its state then
+        # moves into a bare MT19937 bit generator, whose random_raw gives the words cheaply.
+        _, key, pos, _, _ = np.random.RandomState(self._seed & 0xFFFFFFFF).get_state()
+        self._bits = np.random.MT19937()
+        self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
         self._next_normal = None            # the cached second value of a Box-Muller pair
         return self
 
@@ -59,7 +63,7 @@ class Generator:
     # ------------------------------------------------------------------ raw words
     def words32(self, n: int) -> np.ndarray:
         """n raw 32-bit draws of the engine (as uint64)."""
-        return self._engine.randint(0, 2 ** 32, size=n, dtype=np.uint64)
+        return self._bits.random_raw(n)
 
     def words64(self, n: int) -> np.ndarray:
         """n 64-bit draws, each two 32-bit words, the first the high half (torch's random64)."""
@@ -93,33 +97,45 @@ class Generator:
         return self._normal_pairs(n, float(mean), float(std)).astype(dtype)
 
     def _normal_blocks_float32(self, n: int, mean, std) -> np.ndarray:
-        data = self.uniform(n, f32)
-        full = n // 16 * 16
-        data[:full] = _box_muller_avx2(data[:full].reshape(-1, 16), mean, std).reshape(-1)
-        if n % 16:
-            data[n - 16:] = _box_muller_avx2(self.uniform(16, f32).reshape(1, 16), mean, std).reshape(-1)
-        return data
+        return self._normal_blocks(n, f32, lambda blocks: _box_muller_avx2(blocks, mean, std))
 
     def _normal_blocks_float64(self, n: int, mean: float, std: float) -> np.ndarray:
-        data = self.uniform(n, f64)
-        full = n // 16 * 16
-        data[:full] = _box_muller_libm(data[:full].reshape(-1, 16), mean, std).reshape(-1)
-        if n % 16:
-            data[n - 16:] = _box_muller_libm(self.uniform(16, f64).reshape(1, 16), mean, std).reshape(-1)
+        return self._normal_blocks(n, f64, lambda blocks: _box_muller_libm(blocks, mean, std))
+
+    def _normal_blocks(self, n: int, dtype, transform) -> np.ndarray:
+        """torch's normal_fill: n uniforms, each whole block of 16 transformed in place; a last
+        partial block is 16 fresh uniforms (drawn after the n) transformed and written over the
+        last 16 elements. (The tail block rides along in the one call of `transform`.)"""
+        full, tail = n // 16 * 16, n % 16
+        uniforms = self.uniform(n + (16 if tail else 0), dtype)
+        blocks = np.concatenate([uniforms[:full], uniforms[n:]]) if tail else uniforms
+        normals = transform(blocks.reshape(-1, 16)).reshape(-1)
+        data = uniforms[:n]
+        data[:full] = normals[:full]
+        if tail:
+            data[n - 16:] = normals[full:]
         return data
 
     def _normal_pairs(self, n: int, mean: float, std: float) -> np.ndarray:
-        out = np.empty(n, f64)
-        for i in range(n):          # (few elements: this path is torch's for under 16)
-            if self._next_normal is not None:
-                value, self._next_normal = self._next_normal, None
-            else:
-                u1, u2 = self.uniform(2, f64)
-                radius = math.sqrt(-2.0 * math.log1p(-u2))
-                theta = 2.0 * math.pi * u1
-                self._next_normal = radius * math.sin(theta)
-                value = radius * math.cos(theta)
-            out[i] = value
+        """torch's normal_distribution<double>, one sample at a time (its path for tensors of
+        under 16 elements): a Box-Muller pair from two 53-bit uniforms, the second value kept
+        for the next sample. Python floats: a few samples cost less than NumPy's calls."""
+        values = []
+        if self._next_normal is not None and n:
+            values.append(self._next_normal)
+            self._next_normal = None
+        pairs = (n - len(values) + 1) // 2
+        words = self.words32(4 * pairs).tolist()
+        for k in range(0, 4 * pairs, 4):
+            u1 = ((words[k] << 32 | words[k + 1]) & _MASK53) * 2.0 ** -53
+            u2 = ((words[k + 2] << 32 | words[k + 3]) & _MASK53) * 2.0 ** -53
+            radius = math.sqrt(-2.0 * math.log1p(-u2))
+            theta = 2.0 * math.pi * u1
+            values.append(radius * math.cos(theta))
+            values.append(radius * math.sin(theta))
+        if len(values) > n:                 # an odd count: the last sine waits for the next sample
+            self._next_normal = values.pop()
+        out = np.array(values, f64)
         return out if (mean, std) == (0.0, 1.0) else fma64(out, std, mean)
 
 
@@ -157,8 +173,8 @@ def _log_avx(x: np.ndarray) -> np.ndarray:
     e = e - np.where(small, f32(1), f32(0))
     x = x + tmp
     z = x * x
-    y = np.full_like(x, _LOG_P[0])
-    for p in _LOG_P[1:]:
+    y = fma32(_LOG_P[0], x, _LOG_P[1])
+    for p in _LOG_P[2:]:
         y = fma32(y, x, p)
     y = y * x
     y = fma32(y, z, e * f32(-2.12194440e-4))
@@ -181,15 +197,11 @@ def _sincos_avx(x: np.ndarray) -> tuple:
     sign_cos = ((~(j - 2)) & 4) << 29
     sign_sin = sign_sin ^ swap_sin
     z = x * x
-    yc = np.full_like(x, _COS_P[0])
-    for p in _COS_P[1:]:
-        yc = fma32(yc, z, p)
+    yc = fma32(fma32(_COS_P[0], z, _COS_P[1]), z, _COS_P[2])
     yc = yc * z
     yc = fma32(yc, z, -(z * f32(0.5)))
     yc = yc + f32(1)
-    ys = np.full_like(x, _SIN_P[0])
-    for p in _SIN_P[1:]:
-        ys = fma32(ys, z, p)
+    ys = fma32(fma32(_SIN_P[0], z, _SIN_P[1]), z, _SIN_P[2])
     ys = ys * z
     ys = fma32(ys, x, x)
     # (avx_mathfun selects with masks and adds the unselected +0: -0 comes out +0)

@@ -219,6 +219,7 @@ class _Generator:
         self.row_buffers_ok = bool(self.outer) and len(self.inner) == 1
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
         self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
+        self.buffer_writers: dict = {}   # value id -> phases that write its row buffer
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -285,7 +286,15 @@ class _Generator:
         if name is None:
             name = self.row_buffers[v.id] = f"rb{len(self.row_buffers)}"
             self.buffer_dtypes[name] = ctor(v.dtype)
-            scope = ("inner", earlier.region[1], len(self.inner))
+        # The phase that computed `earlier` writes the buffer, so this read (a later phase) finds
+        # it filled. A value can be computed in several phases (requests are built in dependency
+        # order, not phase order): a buffer a later phase already writes gets this earlier
+        # writer too (both write the same values), or the read would see the previous row's.
+        writers = self.buffer_writers.setdefault(v.id, set())
+        phase = earlier.region[1]
+        if phase not in writers:
+            writers.add(phase)
+            scope = ("inner", phase, len(self.inner))
             earlier.users.append(scope)
             earlier.users.append(scope)        # two readers: it gets a named temporary
             self.sinks.append((scope, self._next(),
@@ -387,7 +396,12 @@ class _Generator:
         stages, tails = self.an.stages, self.an.tails
         for n, ins in enumerate(reds):
             self._declare_reduction(n, ins, stages.get(id(ins)), tails.get(id(ins)))
-        for ins in sorted(reds, key=lambda r: stages.get(id(r), -1)):
+        # In phase order (a tail at the phase it accumulates in), so that a costly value is first
+        # built in the earliest phase that computes it, and later phases read its row buffer.
+        def phase_of(r):
+            stage = stages.get(id(r))
+            return stage if stage is not None else tails[id(r)].level if id(r) in tails else -1
+        for ins in sorted(reds, key=phase_of):
             self._accumulate(ins)
         stores = []
         for st in self.an.stores:

@@ -77,3 +77,49 @@ def test_double_backward_through_softmax_of_a_broadcast_input_compiled():
             ours = compiled(fg.tensor(x), fg.tensor(w), fg.tensor(m, requires_grad=True))
             for o, t in zip(ours, theirs):
                 np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+# --------------------------------------------------------------------- random row-phase programs
+# Programs shaped like the failure: a normaliser over the last axis, then row reductions that
+# read it and each other (each one a later phase of the row kernel), with outputs that are
+# whole sums (tails), rows or row values, compiled against the reference executor.
+from test_codegen_support import build, check, random_args  # noqa: E402
+
+_ROW_SHAPE = (4, 6)
+
+
+def _row_phase_program(seed: int):
+    """A normaliser k of x over the last axis; a chain of 1-3 row reductions of k times an
+    input or the previous reduction's residual (each a later phase); outputs: whole sums of
+    k times some of the reductions (tails), and the last reduction itself or not."""
+    rng = np.random.default_rng(seed)
+    normaliser = int(rng.integers(0, 3))
+    chain = [(int(rng.integers(0, 3)), int(rng.integers(0, 2))) for _ in range(int(rng.integers(1, 4)))]
+    tails = [bool(t) for t in rng.integers(0, 2, size=len(chain))]
+    tails[-1] = True
+    keep_row = bool(rng.integers(0, 2))
+
+    def body(e, x, c, y):
+        k = [lambda: e.op("softmax", x, axis=1), lambda: e.exp(e.sub(x, e.amax(x, (1,), True))),
+             lambda: e.tanh(x)][normaliser]()
+        reductions, previous = [], None
+        for source, kind in chain:
+            operand = [c, y, e.sub(y, previous) if previous is not None else c][source]
+            previous = (e.sum if kind == 0 else e.amax)(e.mul(operand, k), (1,), True)
+            reductions.append(previous)
+        outs = [e.sum(e.mul(k, r), (0, 1), False) for r, tail in zip(reductions, tails) if tail]
+        return outs + ([reductions[-1]] if keep_row else [])
+    return build(body, _ROW_SHAPE, _ROW_SHAPE, _ROW_SHAPE, grad=bool(seed % 2))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_row_phase_programs(seed):
+    p = _row_phase_program(seed)
+    check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6, 60))
+def test_random_row_phase_programs_sweep(seed):
+    p = _row_phase_program(seed)
+    check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)

@@ -106,7 +106,11 @@ def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
     try:
         contribs = opdef.vjp(e, list(ins.inputs), list(ins.outputs), gs, dict(ins.attrs), list(needs))
     except NoDerivativeError as exc:
-        raise RuntimeError(str(exc)) from None      # torch's class (the subclass is for saved_slots' probe)
+        # torch's class (the subclass is for saved_slots' probe), marked so that a compiled
+        # call can defer it to the backward that would run through this op, as torch does
+        error = RuntimeError(str(exc))
+        error.no_derivative = True
+        raise error from None
     return [e.cast(e.sum_to(g, v.shape), v.dtype) if need and g is not None else None
             for v, need, g in zip(ins.inputs, needs, contribs)]
 

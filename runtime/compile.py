@@ -483,15 +483,17 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list)
     return checks
 
 
-class _FreedBackwardFn:
-    """custom_call protocol for outputs whose backward was freed inside the call."""
+class _RaisingBackwardFn:
+    """custom_call protocol for outputs whose backward raises torch's error when it runs: it
+    was freed inside the call, or it goes through an op without a derivative (x // 2)."""
 
-    def __init__(self, in_types):
+    def __init__(self, in_types, message: str = _FREED_MSG):
         self.out_types = in_types
         self.vjp_fn = None
+        self.message = message
 
     def run(self, *cotangents):
-        raise RuntimeError(_FREED_MSG)
+        raise RuntimeError(self.message)
 
 
 class CompiledFunction:
@@ -754,6 +756,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     backward = None
     gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
+    no_derivative = grads = None        # (no_derivative: torch's error for a backward through an op without one)
     if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
@@ -765,7 +768,14 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         wrt, out_values = [v for group in groups for v in group], [t._sym for t in grad_outs]
         # (the active set is needed here only when the call wrote something in place)
         active = active_values(instrs, out_values, wrt) if trace.stale else None
-        grads = sum_groups(b, emit_backward(b, instrs, out_values, seeds, wrt, active=active), groups)
+        try:
+            grads = sum_groups(b, emit_backward(b, instrs, out_values, seeds, wrt, active=active), groups)
+        except RuntimeError as exc:
+            if not getattr(exc, "no_derivative", False):
+                raise
+            # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not here)
+            no_derivative, grads = str(exc), None
+    if grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
         stale = _stale_by_cotangents(trace, instrs, out_values, wrt, active) if active is not None else {}
         bwd = simplify(b.program)
@@ -821,7 +831,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         if id(t) in shared and t._base is not None:
             t._view_version = t._vbox[0]     # its history is current (not regenerated eagerly)
 
-    if backward is not None or freed:
+    if backward is not None or freed or no_derivative:
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]
         if backward is not None:
             bwd_program, saved, present = backward
@@ -832,9 +842,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back.stale = stale
             back.forward = forward_form
         else:
-            # A backward inside the call already freed what these outputs' backward needs
-            # (a training step returning its loss): their grad_fn raises, as torch's would.
-            back = _FreedBackwardFn(in_types)
+            # A backward inside the call already freed what these outputs' backward needs (a
+            # training step returning its loss), or it runs through an op without a derivative:
+            # their grad_fn raises, as torch's would.
+            back = _RaisingBackwardFn(in_types, no_derivative or _FREED_MSG)
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except

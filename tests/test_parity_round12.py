@@ -229,3 +229,20 @@ def test_explain_shows_kernels_and_source_of_a_small_program_run_by_reference():
     assert "## forward kernels and generated source (not used by calls of these shapes" in text
     assert "def kernel(" in text and "@njit" in text and "fuses:" in text
     assert "bool() reads the value" in text
+
+
+# --------------------------------------------------------------------- an op without a derivative, compiled
+@pytest.mark.parametrize("fn", [lambda x: x // 2, lambda x: (x // 2).sum() + x.sum(), lambda x: 2 % x])
+def test_a_compiled_call_through_an_op_without_derivative_raises_only_in_backward(fn):
+    """torch raises "derivative for aten::floor_divide is not implemented" when a backward runs
+    through the op; the compiled call itself raised it (it builds its backward eagerly)."""
+    def outcome(L, compiled):
+        x = L.tensor([1.5, -2.5], requires_grad=True)
+        y = (L.compile(fn) if compiled else fn)(x)
+        values = y.detach().numpy().tolist()
+        try:
+            y.sum().backward()
+        except RuntimeError as exc:
+            return values, str(exc)
+        return values, x.grad.tolist()
+    assert outcome(fg, True) == outcome(fg, False) == outcome(torch, False)

@@ -246,3 +246,21 @@ def test_a_compiled_call_through_an_op_without_derivative_raises_only_in_backwar
             return values, str(exc)
         return values, x.grad.tolist()
     assert outcome(fg, True) == outcome(fg, False) == outcome(torch, False)
+
+
+# --------------------------------------------------------------------- a range as an index
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_range_indexes_as_a_sequence_of_ints(compiled):
+    """`input[range(n), target]` ("What is torch.nn really?"'s negative log-likelihood)."""
+    def run(L):
+        x = L.arange(12.0).reshape(3, 4).requires_grad_()
+        picked = x[range(3), L.tensor([0, 1, 3])]
+        rows = x[range(2)]
+        columns = x[:, range(1, 4, 2)]
+        y = L.zeros(3, 4)
+        y[range(3), [0, 1, 2]] = 1.0
+        (-picked.mean() + rows.sum() + columns.sum()).backward()
+        return picked, rows, columns, y, x.grad
+    ours = (fg.compile(lambda: run(fg)) if compiled else lambda: run(fg))()
+    for o, t in zip(ours, run(torch)):
+        assert_same(o, t)

@@ -307,6 +307,8 @@ def _parse_item(k):
     if isinstance(k, (list, tuple)):
         a = _sequence_array(k)
         return _Mask(a) if a.dtype == np.bool_ else _Index(a.astype(np.int64))
+    if isinstance(k, range):        # a sequence of ints (x[range(n), target], as a tutorial writes)
+        return _Index(np.arange(k.start, k.stop, k.step, dtype=np.int64))
     return k
 
 

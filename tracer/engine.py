@@ -22,6 +22,7 @@ from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
 from fusegrad.ir.ops import infer_types
+from fusegrad.ir.ops.registry import OPAQUE
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.passes import simplify
@@ -268,11 +269,14 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
             vjp = VJPS.get(key)
         if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
             results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
+            _check_unread(node, ())     # (what it read was checked as it read it)
             for edge, g in zip(edges, results):
                 if g is not None:
                     _accumulate(grads, edge, g)
             continue
         reads = vjp.reads
+        if len(node.saved) > len(reads):
+            _check_unread(node, reads)
         if reads:                   # _saved_operand for each slot, in the VJP's order of reading:
             if node._freed:         # torch's order of checking
                 raise RuntimeError(_FREED_MSG)
@@ -377,6 +381,18 @@ def _accumulate(grads: dict, edge, g) -> None:
     else:
         with np.errstate(all="ignore"):
             grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)
+
+
+def _check_unread(node, reads) -> None:
+    """The version check of the values a node saved that this backward's VJP does not read
+    (a result saved for another input's gradient: x ** e): torch's node unpacks, and so
+    checks, every value it saved, whichever gradients it computes. (Not a compiled call's node:
+    the inputs it keeps are for a create_graph re-expansion; its own checks are its saved values'.)"""
+    if OPS[node.op].group == OPAQUE:
+        return
+    for slot, saved in node.saved.items():
+        if slot not in reads and saved.box[0] != saved.version:
+            _raise_modified(saved, node, slot[1])
 
 
 def _checked_array(saved, node, output_nr: int):

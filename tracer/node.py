@@ -24,6 +24,18 @@ _FREED_MSG = ("Trying to backward through the graph a second time (or directly a
 
 @functools.lru_cache(maxsize=8192)
 def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
+    """(input indices, output indices) of the values a node saves, given which inputs need
+    grad: the inputs op's VJP reads for those, and the outputs it reads for any input (torch's
+    generated nodes save an input only for the gradients that need it, but an output they
+    use always: x ** e saves its result though e needs no gradient)."""
+    inputs, outputs = _read_slots(op, attrs, in_types, needs)
+    if False in needs:
+        outputs = _read_slots(op, attrs, in_types, (True,) * len(needs))[1]
+    return inputs, outputs
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
     """(input indices, output indices) whose values op's VJP reads, given which inputs need grad."""
     opdef = OPS[op]
     b = Builder()

@@ -322,7 +322,10 @@ def _allocated(shape: tuple, dtype, make) -> np.ndarray:
     """`make()`, which allocates an array of `shape` and NumPy `dtype`, with torch's errors for
     a tensor too large: its byte count overflowing int64, or the allocation failing (NumPy's
     MemoryError names its own sizes; torch's RuntimeError, the tensor's bytes)."""
-    nbytes = _numel(shape) * np.dtype(dtype).itemsize
+    numel = _numel(shape)
+    if numel < 1 << 20:                 # (small: nothing to check, no allocation to fail)
+        return make()
+    nbytes = numel * np.dtype(dtype).itemsize
     if nbytes >= 2 ** 63:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     try:

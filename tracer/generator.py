@@ -37,6 +37,7 @@ from .fma import fma32, fma64
 
 f32, f64 = np.float32, np.float64
 _MASK24, _MASK53 = (1 << 24) - 1, (1 << 53) - 1
+_UNIT53, _TWO_PI = 2.0 ** -53, 2.0 * math.pi
 
 
 class Generator:
@@ -94,7 +95,7 @@ class Generator:
             if np.dtype(dtype) == np.float32:
                 return self._normal_blocks_float32(n, f32(mean), f32(std))
             return self._normal_blocks_float64(n, float(mean), float(std))
-        return self._normal_pairs(n, float(mean), float(std)).astype(dtype)
+        return self._normal_pairs(n, float(mean), float(std), dtype)
 
     def _normal_blocks_float32(self, n: int, mean, std) -> np.ndarray:
         return self._normal_blocks(n, f32, lambda blocks: _box_muller_avx2(blocks, mean, std))
@@ -116,7 +117,7 @@ class Generator:
             data[n - 16:] = normals[full:]
         return data
 
-    def _normal_pairs(self, n: int, mean: float, std: float) -> np.ndarray:
+    def _normal_pairs(self, n: int, mean: float, std: float, dtype) -> np.ndarray:
         """torch's normal_distribution<double>, one sample at a time (its path for tensors of
         under 16 elements): a Box-Muller pair from two 53-bit uniforms, the second value kept
         for the next sample. Python floats: a few samples cost less than NumPy's calls."""
@@ -126,17 +127,19 @@ class Generator:
             self._next_normal = None
         pairs = (n - len(values) + 1) // 2
         words = self.words32(4 * pairs).tolist()
+        sqrt, log1p, cos, sin = math.sqrt, math.log1p, math.cos, math.sin
         for k in range(0, 4 * pairs, 4):
-            u1 = ((words[k] << 32 | words[k + 1]) & _MASK53) * 2.0 ** -53
-            u2 = ((words[k + 2] << 32 | words[k + 3]) & _MASK53) * 2.0 ** -53
-            radius = math.sqrt(-2.0 * math.log1p(-u2))
-            theta = 2.0 * math.pi * u1
-            values.append(radius * math.cos(theta))
-            values.append(radius * math.sin(theta))
+            u1 = ((words[k] << 32 | words[k + 1]) & _MASK53) * _UNIT53
+            u2 = ((words[k + 2] << 32 | words[k + 3]) & _MASK53) * _UNIT53
+            radius = sqrt(-2.0 * log1p(-u2))
+            theta = _TWO_PI * u1
+            values.append(radius * cos(theta))
+            values.append(radius * sin(theta))
         if len(values) > n:                 # an odd count: the last sine waits for the next sample
             self._next_normal = values.pop()
-        out = np.array(values, f64)
-        return out if (mean, std) == (0.0, 1.0) else fma64(out, std, mean)
+        if (mean, std) == (0.0, 1.0):
+            return np.array(values, dtype)
+        return fma64(np.array(values, f64), std, mean).astype(dtype)
 
 
 def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:

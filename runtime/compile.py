@@ -148,8 +148,12 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
                 if _element_work(program) >= LOAD_NOW_MIN_ELEMENTS:
                     return _run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
                                          "compiled kernels (loaded from the disk cache)")
+                # The load starts after this call's reference run: loading holds the GIL for
+                # most of its 0.1-0.2 s, and the reference run waited behind it (W1's warm
+                # first call: 0.04-0.26 s with the load started first)
+                outputs = _reference(program, args, known, run, "kernels loading from the disk cache in the background")
                 ex.compile_in_background(program, key, structure, args, hold=run.hold)
-                return _reference(program, args, known, run, "kernels loading from the disk cache in the background")
+                return outputs
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
                 compiled = ex.try_ready(program, key, structure)
                 if compiled is not None:

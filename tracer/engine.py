@@ -661,6 +661,19 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
                     t._grad = t._grad + g
 
 
+def _retained_on_path(nodes, targets) -> list:
+    """(tensor, edge) of the retain_grad() tensors whose nodes a backward to `targets` runs."""
+    live = _live_nodes(nodes, [e for e in targets if e is not None])
+    found = []
+    for node in nodes:
+        if node.retained and id(node) in live:
+            for k, ref in node.retained.items():
+                t = ref()
+                if t is not None and t._grad_fn is node:
+                    found.append((t, (node, k)))
+    return found
+
+
 def _check_flags(*flags) -> None:
     """retain_graph / create_graph are bools (torch's engine takes ints too, a str is its
     TypeError, where Python's truth test would have taken anything)."""
@@ -689,10 +702,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     trace = trace_state.current()
     if trace is not None:
         outside, behind = _upstream_boundary(trace, inputs) if not create_graph else ([], [])
-        retained = [] if not create_graph else None
+        retained = []
         grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph, retained)
         if retained:
-            trace.fill_retained(retained)
+            trace.fill_retained(retained, create_graph)
         if outside:
             grads = _through_outside_history(trace, inputs, grads, outside, behind, retain_graph)
         if not (allow_unused or materialize_grads) and any(g is None for g in grads):
@@ -706,9 +719,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     reachable = {id(n) for n in graph_nodes}
     targets = [e if id(e[0]) in reachable else None for e in targets]
     retained = [] if not create_graph else None
-    grads = _run(roots, seeds, targets, retain_graph, create_graph, graph_nodes, retained)
+    # torch fills the .grad of a retain_grad() tensor whose node this backward runs: without
+    # create_graph _run_nodes collects them; with it they are extra targets (_retained_on_path)
+    extra = _retained_on_path(graph_nodes, targets) if create_graph else []
+    grads = _run(roots, seeds, targets + [e for _, e in extra], retain_graph, create_graph, graph_nodes, retained)
+    if extra:
+        grads, extra_grads = grads[:len(targets)], grads[len(targets):]
+        _accumulate_into_grads([(t, g) for (t, _), g in zip(extra, extra_grads) if g is not None], True)
     if retained:
-        # torch fills the .grad of a retain_grad() tensor whose node this backward ran.
         _accumulate_into_grads(retained, False)
     out = []
     for k, (t, g) in enumerate(zip(inputs, grads)):

@@ -30,7 +30,7 @@ from fusegrad.ir.passes import simplify
 from . import trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
-from .node import AccumulateGrad, StatefulNode, _FREED_MSG
+from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 
 
@@ -428,9 +428,14 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
 
 
 def _raise_modified(saved, owner, output_nr: int):
-    """torch's error for a saved tensor changed in place since it was saved."""
+    """torch's error for a saved tensor changed in place since it was saved (named as the
+    operand a dtype promotion copied, when it is such a copy: torch saved the operand)."""
+    source = saved.tensor.__dict__.get("_promoted_from") if saved.tensor is not None else None
+    version = saved.version
+    if source is not None:
+        saved = SavedTensor(source._data, saved.box, source)
     raise modified_error(saved.array.shape, saved.array.dtype.name, _modified_history(saved, owner, output_nr),
-                         saved.box[0], saved.version)
+                         saved.box[0], version)
 
 
 def modified_error(shape, dtype_name: str, where: str, version: int, expected: int) -> RuntimeError:

@@ -76,7 +76,14 @@ def cast(x: Tensor, dtype: DType) -> Tensor:
 
 def _coerce(x, dtype: DType):
     if isinstance(x, Tensor):
-        return cast(x, dtype)
+        y = cast(x, dtype)
+        if y is not x and y._sym is None:
+            # torch's node saves the operand itself, not a promoted copy: the copy shares the
+            # operand's version counter, so that an in-place change of the operand after the op
+            # is caught (x64 * x32; x32.add_(1); backward raises), and names it in the error.
+            y._vbox = x._vbox
+            y.__dict__["_promoted_from"] = x
+        return y
     return _scalar_array(x, dtype)
 
 

@@ -336,3 +336,19 @@ def test_an_operand_promoted_to_another_dtype_is_version_checked_as_itself(progr
             return str(exc).split(" Hint")[0]
         return "ok"
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_version_counts_writes_inside_a_compiled_call(compiled):
+    def g(L, a):
+        d = a.detach()
+        v0 = a._version
+        d.zero_()
+        v1 = a._version
+        b = a.clone()
+        b.add_(1)
+        view = b[1:]
+        view.mul_(2)
+        return v0, v1, b._version, view._version
+    ours = (fg.compile(lambda a: g(fg, a)) if compiled else lambda a: g(fg, a))(fg.randn(3, requires_grad=True))
+    assert ours == g(torch, torch.randn(3, requires_grad=True))

@@ -174,7 +174,11 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        """How many in-place writes this tensor's memory has had (torch's `_version`)."""
+        """How many in-place writes this tensor's memory has had (torch's `_version`); inside
+        fg.compile it counts the call's writes so far (the counters move when it returns)."""
+        trace = trace_state.current()
+        if trace is not None:
+            return trace.version_now(trace.counter_of(self))
         return self._vbox[0]
 
     def _init(self, array: np.ndarray, dtype: DType) -> None:

@@ -496,6 +496,10 @@ class Trace:
     def _output_name(self, ins: Instr, k: int) -> str:
         return output_name(qualified_name(self.grad_instrs.get(id(ins)) or _default_name(ins.op)), k)
 
+    def counter_of(self, t: Tensor) -> list:
+        """The version counter (a one-item list) `t` shares eagerly (see _counter_owner)."""
+        return self._counter_owner(t)._vbox
+
     def version_now(self, box) -> int:
         """A version counter's value now, counting this call's writes."""
         entry = self.writes.get(id(box))

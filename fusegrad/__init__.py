@@ -19,7 +19,7 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
                                         div, eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
                                         any, logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,
-                                        ne, neg, nonzero, norm, permute, pow, reciprocal, relu, remainder, sigmoid,
+                                        ne, neg, nonzero, norm, pow, reciprocal, relu, remainder, sigmoid,
                                         sign, sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose,
                                         unsqueeze, where)
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
@@ -56,6 +56,16 @@ def reshape(input, shape):
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"reshape(): argument 'shape' (position 2) must be tuple of ints, not {type(shape).__name__}")
     return _functional.reshape(input, shape)
+
+
+def permute(input, dims=None):
+    """fg.permute(input, dims): torch.permute's function form takes the dims as one
+    argument (the method also takes them spread: t.permute(1, 0))."""
+    if dims is None:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"permute(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+    return _functional.permute(input, dims)
 
 
 def is_tensor(obj) -> bool:

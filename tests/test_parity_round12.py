@@ -352,3 +352,14 @@ def test_version_counts_writes_inside_a_compiled_call(compiled):
         return v0, v1, b._version, view._version
     ours = (fg.compile(lambda a: g(fg, a)) if compiled else lambda a: g(fg, a))(fg.randn(3, requires_grad=True))
     assert ours == g(torch, torch.randn(3, requires_grad=True))
+
+
+@pytest.mark.parametrize("call", ["L.permute(t, 1, 0)", "L.permute(t, (1, 0))", "L.permute(t, dims=[1, 0])",
+                                  "L.permute(t)", "L.permute(t, 1)", "t.permute(1, 0)", "t.permute((1, 0))"])
+def test_permute_function_form_takes_dims_as_one_argument(call):
+    def outcome(L):
+        try:
+            return tuple(eval(call, {"L": L, "t": L.zeros(2, 3)}).shape)
+        except TypeError as exc:
+            return str(exc)
+    assert outcome(fg) == outcome(torch)

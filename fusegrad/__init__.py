@@ -58,14 +58,22 @@ def reshape(input, shape):
     return _functional.reshape(input, shape)
 
 
-def permute(input, dims=None):
+def permute(*args, **kwargs):
     """fg.permute(input, dims): torch.permute's function form takes the dims as one
     argument (the method also takes them spread: t.permute(1, 0))."""
-    if dims is None:
+    if len(args) > 2:
+        raise TypeError(f"permute() takes 2 positional arguments but {len(args)} were given")
+    named = dict(zip(("input", "dims"), args))
+    for key, value in kwargs.items():
+        if key not in ("input", "dims") or key in named:
+            raise TypeError(f"permute() got an unexpected keyword argument '{key}'")
+        named[key] = value
+    if "dims" not in named:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    dims = named["dims"]
     if not isinstance(dims, (tuple, list)):
         raise TypeError(f"permute(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
-    return _functional.permute(input, dims)
+    return _functional.permute(named.get("input"), dims)
 
 
 def is_tensor(obj) -> bool:

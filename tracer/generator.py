@@ -7,12 +7,14 @@ libraries starts from the same weights.
 
 torch's CPU generator is a 32-bit Mersenne Twister (MT19937) seeded by the seed's
 low 32 bits (init_genrand); NumPy's legacy `RandomState(seed)` is the same engine
-seeded the same way, and supplies the raw 32-bit words here. What torch makes of
+seeded the same way, and its state, moved into a bare MT19937 bit generator, supplies
+the raw 32-bit words here (random_raw). What torch makes of
 the words (ATen's TransformationHelper.h and cpu/DistributionTemplates.h,
 checked against torch 2.13 sample by sample in tests/test_random.py):
 
 - uniform float32: (word & (2**24 - 1)) * 2**-24, then `x * (to - from) + from` in
-  float32; float64 takes 64-bit words (first word high) and 53 bits.
+  float32 as one fused multiply-add; float64 takes 64-bit words (first word high) and
+  53 bits.
 - integers in [low, high): word % (high - low) + low (64-bit words when the range
   needs them).
 - normal, float32 tensors of 16 or more contiguous elements: torch's AVX2 fill. All

@@ -207,16 +207,10 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
     cost several times more than the arithmetic on small tensors. `nodes`: the graph, inputs
     first; `live`: those that run (_live_nodes)."""
     keep = {e for e in targets if e is not None}
-    hooked = []                 # (tensor, edge) of retain_grad() tensors on the nodes that run
-    if retained is not None:
-        for node in nodes:
-            if node.retained and id(node) in live:
-                for k, ref in node.retained.items():
-                    t = ref()
-                    # (a retained tensor that is itself a target gets its .grad too, as in torch)
-                    if t is not None and t._grad_fn is node:
-                        hooked.append((t, (node, k)))
-                        keep.add((node, k))
+    # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
+    # itself a target gets its .grad too, as in torch)
+    hooked = _retained_tensors(nodes, live) if retained is not None else []
+    keep.update(edge for _, edge in hooked)
     grads: dict = {}
     for edge, root, seed in zip(root_edges, roots, seeds):
         if id(edge[0]) in live:
@@ -668,7 +662,11 @@ def _accumulate_into_grads(pairs, create_graph: bool) -> None:
 
 def _retained_on_path(nodes, targets) -> list:
     """(tensor, edge) of the retain_grad() tensors whose nodes a backward to `targets` runs."""
-    live = _live_nodes(nodes, [e for e in targets if e is not None])
+    return _retained_tensors(nodes, _live_nodes(nodes, [e for e in targets if e is not None]))
+
+
+def _retained_tensors(nodes, live: set) -> list:
+    """(tensor, edge) of the retain_grad() tensors of the nodes in `live` (ids)."""
     found = []
     for node in nodes:
         if node.retained and id(node) in live:

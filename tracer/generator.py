@@ -81,7 +81,7 @@ class Generator:
             lo, hi = f32(low), f32(high)
             # torch computes fma(x, to - from, from) in float32 (0 and 1: x itself)
             return x if (lo, hi) == (0, 1) else fma32(x, hi - lo, lo)
-        x = (self.words64(n) & np.uint64(_MASK53)).astype(f64) * 2.0 ** -53
+        x = (self.words64(n) & np.uint64(_MASK53)).astype(f64) * _UNIT53
         return x if (low, high) == (0, 1) else fma64(x, f64(high) - f64(low), f64(low))
 
     def integers(self, low: int, high: int, n: int) -> np.ndarray:
@@ -95,15 +95,9 @@ class Generator:
         tensor of n elements (`contiguous`: whether that tensor is)."""
         if n >= 16 and contiguous:
             if np.dtype(dtype) == np.float32:
-                return self._normal_blocks_float32(n, f32(mean), f32(std))
-            return self._normal_blocks_float64(n, float(mean), float(std))
+                return self._normal_blocks(n, f32, lambda blocks: _box_muller_avx2(blocks, f32(mean), f32(std)))
+            return self._normal_blocks(n, f64, lambda blocks: _box_muller_libm(blocks, float(mean), float(std)))
         return self._normal_pairs(n, float(mean), float(std), dtype)
-
-    def _normal_blocks_float32(self, n: int, mean, std) -> np.ndarray:
-        return self._normal_blocks(n, f32, lambda blocks: _box_muller_avx2(blocks, mean, std))
-
-    def _normal_blocks_float64(self, n: int, mean: float, std: float) -> np.ndarray:
-        return self._normal_blocks(n, f64, lambda blocks: _box_muller_libm(blocks, mean, std))
 
     def _normal_blocks(self, n: int, dtype, transform) -> np.ndarray:
         """torch's normal_fill: n uniforms, each whole block of 16 transformed in place; a last
@@ -239,14 +233,19 @@ def in_memory_order(array: np.ndarray) -> np.ndarray:
     return np.argsort(offsets.ravel(), kind="stable")
 
 
+def in_logical_order(array: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`values`, given in the order torch's kernels fill `array`'s memory, as an array of
+    array's shape in logical order (each value at the element it fills)."""
+    if array.flags.c_contiguous:
+        return values.reshape(array.shape)
+    flat = np.empty(array.size, values.dtype)
+    flat[in_memory_order(array)] = values
+    return flat.reshape(array.shape)
+
+
 def fill(array: np.ndarray, values: np.ndarray) -> None:
     """Write `values` (in fill order) into `array` in memory order, as torch fills a tensor."""
-    if array.flags.c_contiguous:
-        array.reshape(-1)[...] = values
-    else:
-        flat = np.empty(array.size, array.dtype)
-        flat[in_memory_order(array)] = values
-        array[...] = flat.reshape(array.shape)
+    array[...] = in_logical_order(array, values)
 
 
 DEFAULT = Generator()

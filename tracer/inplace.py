@@ -142,12 +142,7 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
     if t._data is None:                 # traced: its layout is not known; filled row-major
         values = draw(n, t._dtype.np, True).reshape(tuple(t.shape))
     else:
-        values = np.empty(t._data.shape, t._dtype.np)
-        samples = draw(n, t._dtype.np, t._data.flags.c_contiguous)
-        if t._data.flags.c_contiguous:
-            values.reshape(-1)[...] = samples
-        else:
-            values.reshape(-1)[generator.in_memory_order(t._data)] = samples
+        values = generator.in_logical_order(t._data, draw(n, t._dtype.np, t._data.flags.c_contiguous))
     apply_op("index_put", [t, values], {"index": ()}, name, out=t)
     return t
 

@@ -908,11 +908,11 @@ class Trace:
         groups = [self.held_values(x) for x in inputs]
         wrt = [v for group in groups for v in group]
         active = active_values(instrs, out_values, wrt)
-        on_path = []
+        on_path, kept = [], ()
         if retained is not None:
             taken = {v.id for v in wrt}
-            on_path = [t for t in (r() for r in self.retained) if t is not None and t._sym is not None
-                       and t._sym.id in active and t._sym.id not in taken]
+            kept = [t for t in (r() for r in self.retained) if t is not None]
+            on_path = [t for t in kept if t._sym is not None and t._sym.id in active and t._sym.id not in taken]
             groups += [[t._sym] for t in on_path]
             wrt += [t._sym for t in on_path]
         if self.freed:
@@ -940,8 +940,8 @@ class Trace:
             retained.extend((t, g) for t, g in zip(on_path, grads[len(inputs):]) if g is not None)
             grads = grads[:len(inputs)]
             # a target that retains its grad gets a copy of the gradient returned (torch's hook clones)
-            kept = {id(t) for t in (r() for r in self.retained) if t is not None}
-            retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept)
+            kept_ids = {id(t) for t in kept}
+            retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept_ids)
         return grads
 
     def _requiring_grad(self) -> set:

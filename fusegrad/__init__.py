@@ -18,10 +18,12 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
                                       randn_like, tensor, zeros, zeros_like)
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
                                         div, eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
-                                        any, logical_and, logical_not, lt, matmul, max, maximum, mean, min, minimum, mul,
-                                        ne, neg, nonzero, norm, pow, reciprocal, relu, remainder, sigmoid,
-                                        sign, sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose,
-                                        unsqueeze, where)
+                                        any, logical_and, logical_not, logical_or, logical_xor, lt, matmul, max,
+                                        maximum, mean, min, minimum, mul, ne, neg, nonzero, norm, pow, reciprocal,
+                                        relu, remainder, sigmoid, sign, sin, softmax, sqrt, square, squeeze, stack,
+                                        sub, sum, t, tanh, transpose, unsqueeze, where)
+from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
+from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional

@@ -334,6 +334,11 @@ def pow(input, exponent) -> Tensor:
     return apply_op("pow", ops, None, name)
 
 
+def square(input) -> Tensor:
+    """input * input as torch computes it: pow(input, 2) (PowBackward0; bool squares to int64)."""
+    return pow(as_tensor(input, "square"), 2)
+
+
 def matmul(input, other) -> Tensor:
     """Matrix product with NumPy's 1-d and batch rules. Where torch turns the product into a
     2-d one (a vector times a matrix; a batch folded into rows times a matrix or vector),
@@ -681,7 +686,19 @@ def any(input, dim=None, keepdim: bool = False) -> Tensor:
 
 def logical_and(input, other) -> Tensor:
     """torch.logical_and: True where both `a` and `b` are nonzero, as bool (broadcast)."""
-    return apply_op("logical_and", [cast(as_tensor(input), bool_), cast(as_tensor(other), bool_)])
+    return apply_op("logical_and", [cast(as_tensor(input, "logical_and"), bool_),
+                                    cast(as_tensor(other, "logical_and", "other", 2), bool_)])
+
+
+def logical_or(input, other) -> Tensor:
+    """torch.logical_or: True where `a` or `b` is nonzero, as bool (broadcast)."""
+    return logical_not(logical_and(logical_not(as_tensor(input, "logical_or")),
+                                   logical_not(as_tensor(other, "logical_or", "other", 2))))
+
+
+def logical_xor(input, other) -> Tensor:
+    """torch.logical_xor: True where exactly one of `a` and `b` is nonzero, as bool (broadcast)."""
+    return ne(cast(as_tensor(input, "logical_xor"), bool_), cast(as_tensor(other, "logical_xor", "other", 2), bool_))
 
 
 # ------------------------------------------------------------------ reductions

@@ -2,6 +2,7 @@
 explicit table (no namespace wrapping at import time: grep finds them here)."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -12,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace
+from . import indexing, inplace, predicates, products
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 
@@ -34,16 +35,23 @@ def _tensor_other(fn):
 def _counted_from_self(fn):
     """`fn` bound as a method: torch counts a method's arguments after self, so `x.add(None)`
     names argument 'other' at position 1 where `torch.add(x, None)` says position 2."""
+    prefix = f"{fn.__name__}(): argument '"
+
     def method(self, *args, **kwargs):
         try:
             return fn(self, *args, **kwargs)
         except TypeError as exc:
             text = str(exc)
-            if not text.startswith(f"{fn.__name__}(): argument 'other' (position 2)"):
+            found = _ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
+            if found is None or found.group(1) == "1":
                 raise
-            raise TypeError(text.replace("(position 2)", "(position 1)", 1)) from None
+            shifted = f"(position {int(found.group(1)) - 1})"
+            raise TypeError(text[:found.start(1) - len("(position ")] + shifted + text[found.end(1) + 1:]) from None
     method.__name__, method.__doc__ = fn.__name__, fn.__doc__
     return method
+
+
+_ARGUMENT_POSITION = re.compile(r"\w+\(\): argument '\w+' \(position (\d+)\)")
 
 
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
@@ -270,26 +278,6 @@ def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
 # ------------------------------------------------------------ whole-tensor comparisons (Python bools)
 
 
-def _other_tensor(fn: str, other) -> None:
-    if not isinstance(other, Tensor):
-        raise TypeError(f"{fn}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-
-
-def equal(self, other) -> bool:
-    """Same shape and equal values (NaN is not equal to itself; dtypes may differ)."""
-    _other_tensor("equal", other)
-    return tuple(self.shape) == tuple(other.shape) and bool(np.array_equal(self._concrete(), other._concrete()))
-
-
-def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """|self - other| <= atol + rtol * |other| everywhere (broadcast; dtypes must match, as torch)."""
-    _other_tensor("allclose", other)
-    if self.dtype is not other.dtype:
-        raise RuntimeError(f"{TORCH_SCALAR_NAMES[self.dtype.name]} did not match {TORCH_SCALAR_NAMES[other.dtype.name]}")
-    broadcast_shapes(tuple(self.shape), tuple(other.shape))      # torch's error text
-    return bool(np.allclose(self._concrete(), other._concrete(), rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
 # torch's Tensor.type(str) names ("torch.FloatTensor"), also spelled with fg. or fusegrad.
 _TYPE_BY_NAME = {module + legacy.split(".", 1)[1]: from_numpy_dtype(np.dtype(dtype_name))
                  for dtype_name, legacy in TORCH_TYPE_NAMES.items() for module in ("torch.", "fg.", "fusegrad.")}
@@ -334,6 +322,9 @@ METHODS = {
     # arithmetic
     "add": _counted_from_self(F.add), "sub": _counted_from_self(F.sub), "mul": _counted_from_self(F.mul),
     "div": _counted_from_self(F.div), "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
+    "mm": _counted_from_self(products.mm), "bmm": _counted_from_self(products.bmm),
+    "mv": _counted_from_self(products.mv), "dot": _counted_from_self(products.dot),
+    "outer": _counted_from_self(products.outer), "square": F.square,
     "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
@@ -344,7 +335,10 @@ METHODS = {
     "sigmoid": F.sigmoid, "relu": F.relu, "abs": F.abs, "sign": F.sign, "reciprocal": F.reciprocal,
     # comparisons
     "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "eq": F.eq, "ne": F.ne,
-    "logical_not": F.logical_not, "logical_and": F.logical_and, "all": F.all, "any": F.any,
+    "logical_not": F.logical_not, "logical_and": _counted_from_self(F.logical_and),
+    "logical_or": _counted_from_self(F.logical_or), "logical_xor": _counted_from_self(F.logical_xor),
+    "isnan": predicates.isnan, "isinf": predicates.isinf, "isfinite": predicates.isfinite,
+    "isclose": _counted_from_self(predicates.isclose), "all": F.all, "any": F.any,
     # reductions
     "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
     "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
@@ -387,7 +381,8 @@ METHODS = {
     "sign_": inplace.unary_inplace("sign", "SignBackward0"),
     # constructors and whole-tensor comparisons
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
-    "new_tensor": new_tensor, "equal": equal, "allclose": allclose,
+    "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),
+    "allclose": _counted_from_self(predicates.allclose),
     "clamp_": _clamp_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
     "uniform_": _uniform_, "normal_": _normal_,
 }

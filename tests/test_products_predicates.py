@@ -1,0 +1,146 @@
+"""torch's fixed-rank products (mm, bmm, mv, dot, outer), the value tests (isnan, isinf,
+isfinite, isclose, allclose, equal), square and logical_or/xor: values, dtypes, grad_fn
+names and error texts against torch, eager and inside fg.compile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+nan, inf = float("nan"), float("inf")
+
+
+def _outcome(lib, case):
+    """("value", bool) | ("tensor", array, dtype name, grad_fn name) | ("error", class, text)."""
+    try:
+        r = case(lib)
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    if isinstance(r, bool):
+        return ("value", r)
+    return ("tensor", r.detach().numpy(), str(r.dtype).split(".")[-1],
+            None if r.grad_fn is None else type(r.grad_fn).__name__)
+
+
+CASES = {
+ "mm": lambda L: L.mm(L.ones(2,3,requires_grad=True), L.ones(3,4)),
+ "mm m": lambda L: L.ones(2,3).mm(L.ones(3,4)),
+ "mm 1d": lambda L: L.mm(L.ones(3), L.ones(3,4)),
+ "mm 1d b": lambda L: L.mm(L.ones(2,3), L.ones(3)),
+ "mm size": lambda L: L.mm(L.ones(2,3), L.ones(2,3)),
+ "mm dtype": lambda L: L.mm(L.ones(2,3), L.ones(3,2,dtype=L.float64)),
+ "mm int": lambda L: L.mm(L.ones(2,3,dtype=L.int64), L.ones(3,2,dtype=L.int64)),
+ "mm num": lambda L: L.mm(L.ones(2,3), 2),
+ "mm empty": lambda L: L.mm(L.ones(0,3), L.ones(3,2)),
+ "bmm": lambda L: L.bmm(L.ones(2,2,3,requires_grad=True), L.ones(2,3,4)),
+ "bmm 2d": lambda L: L.bmm(L.ones(2,3), L.ones(3,4)),
+ "bmm 2d b": lambda L: L.bmm(L.ones(2,2,3), L.ones(3,4)),
+ "bmm batch": lambda L: L.bmm(L.ones(2,2,3), L.ones(3,3,4)),
+ "bmm k": lambda L: L.bmm(L.ones(2,2,3), L.ones(2,4,4)),
+ "bmm dtype": lambda L: L.bmm(L.ones(2,2,3), L.ones(2,3,4,dtype=L.float64)),
+ "mv": lambda L: L.mv(L.ones(2,3,requires_grad=True), L.arange(3.)),
+ "mv size": lambda L: L.mv(L.ones(2,3), L.ones(4)),
+ "mv vv": lambda L: L.mv(L.ones(3), L.ones(3)),
+ "mv mm": lambda L: L.mv(L.ones(2,3), L.ones(3,3)),
+ "mv dtype": lambda L: L.mv(L.ones(2,3), L.ones(3,dtype=L.float64)),
+ "dot": lambda L: L.dot(L.arange(3.,requires_grad=True), L.arange(3.)),
+ "dot m": lambda L: L.arange(3.).dot(L.arange(3.)),
+ "dot size": lambda L: L.dot(L.ones(3), L.ones(4)),
+ "dot 2d": lambda L: L.dot(L.ones(2,2), L.ones(2,2)),
+ "dot dtype": lambda L: L.dot(L.ones(3), L.ones(3, dtype=L.float64)),
+ "dot int": lambda L: L.dot(L.arange(3), L.arange(3)),
+ "outer": lambda L: L.outer(L.arange(3.,requires_grad=True), L.arange(2.)),
+ "outer int f": lambda L: L.outer(L.arange(3), L.arange(2.)),
+ "outer 2d": lambda L: L.outer(L.ones(2,2), L.ones(2)),
+ "outer 2d b": lambda L: L.outer(L.ones(2), L.ones(2,2)),
+ "isnan": lambda L: L.isnan(L.tensor([1., nan, inf, -inf], requires_grad=True)),
+ "isinf": lambda L: L.isinf(L.tensor([1., nan, inf, -inf])),
+ "isfinite": lambda L: L.isfinite(L.tensor([1., nan, inf, -inf], dtype=L.float64)),
+ "isnan int": lambda L: L.isnan(L.tensor([1, 2])),
+ "isinf int": lambda L: L.isinf(L.tensor([1, 2])),
+ "isfinite bool": lambda L: L.isfinite(L.tensor([True])),
+ "isnan num": lambda L: L.isnan(1.0),
+ "isnan m": lambda L: L.tensor([nan]).isnan(),
+ "square": lambda L: L.square(L.tensor([1., -2.], requires_grad=True)),
+ "square int": lambda L: L.square(L.tensor([3])),
+ "square bool": lambda L: L.square(L.tensor([True])),
+ "square m": lambda L: L.tensor([3.]).square(),
+ "square num": lambda L: L.square(2.0),
+ "isclose": lambda L: L.isclose(L.tensor([nan, inf, -inf, 1.0, 1e-9, 0.]), L.tensor([nan, inf, inf, 1.0+1e-6, 0., 1e-7])),
+ "isclose eqnan": lambda L: L.isclose(L.tensor([nan, 1.]), L.tensor([nan, 2.]), equal_nan=True),
+ "isclose int": lambda L: L.isclose(L.tensor([1, 2, 100000]), L.tensor([1, 3, 100001])),
+ "isclose bool": lambda L: L.isclose(L.tensor([True, False]), L.tensor([True, True])),
+ "isclose tol": lambda L: L.isclose(L.tensor([1., 1.1]), L.tensor([1.05, 1.]), rtol=0.1, atol=0.),
+ "isclose zero tol": lambda L: L.isclose(L.tensor([1., 1.1]), L.tensor([1., 1.]), rtol=0, atol=0),
+ "isclose rtol<0": lambda L: L.isclose(L.ones(2), L.ones(2), rtol=-1),
+ "isclose atol<0": lambda L: L.isclose(L.ones(2), L.ones(2), atol=-0.5),
+ "isclose dtype": lambda L: L.isclose(L.ones(2), L.ones(2, dtype=L.float64)),
+ "isclose bcast": lambda L: L.isclose(L.ones(2,3), L.ones(3)),
+ "isclose bad": lambda L: L.isclose(L.ones(2,3), L.ones(4)),
+ "isclose num": lambda L: L.isclose(L.ones(2), 1.0),
+ "allclose": lambda L: L.allclose(L.ones(2,3), L.ones(3)),
+ "allclose f": lambda L: L.allclose(L.ones(2,3), L.ones(3)*1.01),
+ "allclose m": lambda L: L.ones(2).allclose(L.ones(2)),
+ "allclose num": lambda L: L.allclose(L.ones(2), 1.0),
+ "allclose m num": lambda L: L.ones(2).allclose(1.0),
+ "allclose dtype": lambda L: L.allclose(L.ones(2), L.ones(2, dtype=L.float64)),
+ "allclose nan": lambda L: L.allclose(L.tensor([nan]), L.tensor([nan]), equal_nan=True),
+ "equal": lambda L: L.equal(L.ones(2), L.ones(2)),
+ "equal shape": lambda L: L.equal(L.ones(2), L.ones(3)),
+ "equal dtype": lambda L: L.equal(L.ones(2), L.ones(2, dtype=L.float64)),
+ "equal int": lambda L: L.equal(L.tensor([1, 2]), L.tensor([1., 2.])),
+ "equal nan": lambda L: L.equal(L.tensor([nan]), L.tensor([nan])),
+ "equal num": lambda L: L.equal(L.ones(2), 1),
+ "equal m num": lambda L: L.ones(2).equal(1),
+ "logical_or": lambda L: L.logical_or(L.tensor([0., 1, 2, 0]), L.tensor([0, 0, 1, 3])),
+ "logical_or num": lambda L: L.logical_or(L.tensor([0.]), 1.0),
+ "logical_or m": lambda L: L.tensor([0.]).logical_or(L.tensor([1])),
+ "logical_xor": lambda L: L.logical_xor(L.tensor([0., 1, 2, 0]), L.tensor([0, 0, 1, 3])),
+ "logical_and num": lambda L: L.logical_and(L.tensor([0.]), 1.0),
+ "logical_and m num": lambda L: L.tensor([0.]).logical_and(1.0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_torch(name):
+    ours, theirs = _outcome(fg, CASES[name]), _outcome(torch, CASES[name])
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "tensor":
+        assert ours[1].shape == theirs[1].shape and ours[2:] == theirs[2:], (ours, theirs)
+        np.testing.assert_array_equal(ours[1], theirs[1])
+    else:
+        assert ours == theirs
+
+
+def _products(lib, a, b, v, w):
+    y = lib.bmm(a, b).sum() + lib.mm(a[0], b[1]).sum() + lib.mv(a[1], v).sum() + lib.dot(v, v)
+    y = y + lib.outer(w, v).square().sum() + a[0].mm(b[0]).sum()
+    return y + lib.isnan(a).sum() + lib.isclose(a, a * 1.000001).sum() + lib.isinf(a).sum() + lib.isfinite(a).sum()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_gradients_match_torch(compiled):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (2, 4, 5), (4,), (3,))]
+
+    def run(lib, fn):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(*xs)
+        out.backward()
+        return [out.detach().numpy()] + [x.grad.numpy() for x in xs]
+
+    fn = lambda *xs: _products(fg, *xs)                          # noqa: E731
+    ours = run(fg, fg.compile(fn) if compiled else fn)
+    theirs = run(torch, lambda *xs: _products(torch, *xs))
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-5)
+
+
+def test_isclose_is_traced_inside_compile():
+    close = fg.compile(lambda a, b: fg.isclose(a, b, rtol=0.1))
+    a, b = fg.tensor([1.0, 2.0, nan]), fg.tensor([1.05, 3.0, nan])
+    np.testing.assert_array_equal(close(a, b).numpy(), [True, False, False])
+    assert close.last_run.path.startswith("compiled kernels")

@@ -18,7 +18,7 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
                                       randn_like, tensor, zeros, zeros_like)
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmin, cat, clamp, clip, clone, cos, detach,
                                         div, eq, exp, expand, flatten, floor_divide, ge, gt, le, log, log_softmax,
-                                        any, logical_and, logical_not, logical_or, logical_xor, lt, matmul, max,
+                                        any, logical_and, logical_not, logical_or, logical_xor, lt, matmul, masked_fill, max,
                                         maximum, mean, min, minimum, mul, ne, neg, nonzero, norm, pow, reciprocal,
                                         relu, remainder, sigmoid, sign, sin, softmax, sqrt, square, squeeze, stack,
                                         sub, sum, t, tanh, transpose, unsqueeze, where)

@@ -115,9 +115,65 @@ def test_matches_torch(name):
         assert ours == theirs
 
 
+def leafgrad(L, make):
+    x = L.arange(6.).reshape(2,3).requires_grad_()
+    v = L.tensor(1.5, requires_grad=True)
+    y = make(L, x, v); (y * L.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
+    return L.stack([x.grad.reshape(-1), v.grad.reshape(1).expand(6)])
+M = lambda L: L.tensor([True, False, True])
+MASKED_FILL_CASES = {
+ "basic": lambda L: L.arange(6.).reshape(2,3).requires_grad_().masked_fill(M(L), 0.5),
+ "fn": lambda L: L.masked_fill(L.arange(6.).reshape(2,3), M(L), 2),
+ "tensor value": lambda L: L.arange(6.).reshape(2,3).masked_fill(M(L), L.tensor(1.5, requires_grad=True)),
+ "long mask": lambda L: L.arange(3.).masked_fill(M(L).long(), 0.5),
+ "float mask": lambda L: L.arange(3.).masked_fill(M(L).float(), 0.5),
+ "1d value": lambda L: L.arange(3.).masked_fill(M(L), L.tensor([1., 2.])),
+ "bad bcast": lambda L: L.arange(6.).reshape(2,3).masked_fill(L.ones(4, dtype=L.bool), 1.),
+ "grow": lambda L: L.arange(6.).reshape(2,3).masked_fill(L.ones(2,2,3, dtype=L.bool), 1.),
+ "int x": lambda L: L.arange(3).masked_fill(M(L), 2.5),
+ "int x tv": lambda L: L.arange(3).masked_fill(M(L), L.tensor(2.5)),
+ "bool x": lambda L: L.ones(3, dtype=L.bool).masked_fill(M(L), 0),
+ "str": lambda L: L.arange(3.).masked_fill(M(L), 'a'),
+ "list mask": lambda L: L.arange(3.).masked_fill([True, False, True], 1.),
+ "nan": lambda L: L.arange(3.).masked_fill(M(L), nan),
+ "inplace": lambda L: L.arange(3.).masked_fill_(M(L), 7.),
+ "inplace leaf": lambda L: L.arange(3.).requires_grad_().masked_fill_(M(L), 7.),
+ "inplace grow": lambda L: L.ones(3).masked_fill_(L.ones(2,3, dtype=L.bool), 1.),
+ "inplace nonleaf": lambda L: (L.arange(3.).requires_grad_() * 1).masked_fill_(M(L), 7.),
+ "kw": lambda L: L.arange(3.).masked_fill(mask=M(L), value=1.),
+ "grads": lambda L: leafgrad(L, lambda L, x, v: x.masked_fill(M(L), v)),
+ "grads2": lambda L: leafgrad(L, lambda L, x, v: (x * 2).masked_fill_(M(L), v)),
+ "grads4": lambda L: leafgrad(L, lambda L, x, v: x.masked_fill(L.tensor([[[True,False,False],[True,True,False]],[[False]*3,[True]*3]]), v)),
+}
+
+
+@pytest.mark.parametrize("name", list(MASKED_FILL_CASES))
+def test_masked_fill_matches_torch(name):
+    ours, theirs = _outcome(fg, MASKED_FILL_CASES[name]), _outcome(torch, MASKED_FILL_CASES[name])
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "tensor":
+        assert ours[1].shape == theirs[1].shape and ours[2:] == theirs[2:], (ours, theirs)
+        np.testing.assert_array_equal(ours[1], theirs[1])
+    elif ours[0] == "error" and "invalid combination" in theirs[2]:
+        assert ours[:2] == theirs[:2] and ours[2].split(" - got")[0] == theirs[2].split(" - got")[0]
+    else:
+        assert ours == theirs
+
+
+@pytest.mark.parametrize("value", [1.5, "tensor"])
+def test_masked_fill_next_functions_match_torch(value):
+    def names(lib):
+        x = lib.arange(6.).reshape(2, 3).requires_grad_()
+        fill = lib.tensor(1.5, requires_grad=True) if value == "tensor" else value
+        node = x.masked_fill(lib.tensor([True, False, True]), fill).grad_fn
+        return type(node).__name__, [type(n).__name__ for n, _ in node.next_functions]
+    assert names(fg) == names(torch)
+
+
 def _products(lib, a, b, v, w):
     y = lib.bmm(a, b).sum() + lib.mm(a[0], b[1]).sum() + lib.mv(a[1], v).sum() + lib.dot(v, v)
-    y = y + lib.outer(w, v).square().sum() + a[0].mm(b[0]).sum()
+    y = y + lib.outer(w, v).square().sum() + a[0].mm(b[0]).sum() + a.masked_fill(a > 0.5, 0.25).sum()
+    y = y + (a * 1).masked_fill_(a < 0, lib.tensor(2.0)).sum()
     return y + lib.isnan(a).sum() + lib.isclose(a, a * 1.000001).sum() + lib.isinf(a).sum() + lib.isfinite(a).sum()
 
 

@@ -640,6 +640,35 @@ def where(condition, input=_MISSING, other=_MISSING) -> Tensor:
     return apply_op("where", [condition] + ops, None, "WhereBackward0")
 
 
+
+_MASKED_FILL_SIGNATURES = "\n * (Tensor mask, Tensor value)\n * (Tensor mask, Number value)\n"
+
+
+def masked_fill_operands(input, mask, value, fn: str = "masked_fill"):
+    """torch's checks of masked_fill(input, mask, value): (input, mask, the value as an operand
+    of input's dtype, the node's name). A Python number is cast as torch casts it (2.5 into
+    an integer tensor is 2); a 0-d tensor value is differentiable (MaskedFillBackward1)."""
+    a = as_tensor(input, fn)
+    if not isinstance(mask, (Tensor, np.ndarray)) or not (isinstance(value, (Tensor, np.ndarray)) or _is_scalar(value)):
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({_arg_type_name(mask)}, "
+                        f"{_arg_type_name(value)}), but expected one of:{_MASKED_FILL_SIGNATURES}")
+    mask = as_tensor(mask, fn, "mask", 2)
+    if mask._dtype is not bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_c_name(mask._dtype)}")
+    if isinstance(value, (Tensor, np.ndarray)):
+        value = as_tensor(value, fn, "value", 3)
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        return a, mask, cast(value, a._dtype), "MaskedFillBackward1"
+    return a, mask, _scalar_array(value, a._dtype), "MaskedFillBackward0"
+
+
+def masked_fill(input, mask, value) -> Tensor:
+    """`value` where `mask` is True, else `input` (broadcast; value cast to input's dtype)."""
+    a, mask, value, name = masked_fill_operands(input, mask, value)
+    return apply_op("where", [mask, value, a], None, name)
+
 _COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
                        "\n * (Tensor input, Number other, *, Tensor out = None)\n")
 

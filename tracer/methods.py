@@ -188,6 +188,15 @@ _FILL_SIGNATURES = ("\n * (Tensor value)\n      didn't match because some of the
                     "types: (!{0}!)\n")
 
 
+def _masked_fill_(self, mask, value) -> Tensor:
+    """In place: `value` where `mask` is True (mask broadcast to self's shape)."""
+    inplace.check_inplace(self)
+    a, mask, value, name = F.masked_fill_operands(self, mask, value, "masked_fill_")
+    inplace.check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(mask.shape)), self._dtype)
+    apply_op("where", [mask, value, self], None, name, out=self)
+    return self
+
+
 def _fill_(self, value) -> Tensor:
     """Set every element to `value`, a number or a 0-d tensor (anything else: torch's TypeError)."""
     if not (isinstance(value, Tensor) or F._is_scalar(value)):
@@ -383,7 +392,7 @@ METHODS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),
     "allclose": _counted_from_self(predicates.allclose),
-    "clamp_": _clamp_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
+    "clamp_": _clamp_, "masked_fill": F.masked_fill, "masked_fill_": _masked_fill_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
     "uniform_": _uniform_, "normal_": _normal_,
 }
 

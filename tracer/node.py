@@ -60,6 +60,8 @@ _NEXT_INPUTS = {
     "PowBackward2": (1,),       # pow(scalar, x)
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
+    "MaskedFillBackward0": (2,),    # masked_fill(x, mask, number): IR where(mask, number, x)
+    "MaskedFillBackward1": (2, 1),  # masked_fill(x, mask, 0-d tensor)
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
     "NllLoss2DBackward0": (0,),     # nll_loss_nd, likewise
     "RemainderBackward0": (0,),     # remainder(x, scalar)

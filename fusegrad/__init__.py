@@ -24,6 +24,7 @@ from fusegrad.tracer.functional import (abs, add, all, amax, amin, argmax, argmi
                                         sub, sum, t, tanh, transpose, unsqueeze, where)
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
+from fusegrad.tracer.moments import std, var
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional

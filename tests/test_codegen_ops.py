@@ -137,6 +137,18 @@ def test_composites():
     check(p, random_args(p, rng))
 
 
+def test_variance_and_standard_deviation():
+    rng = np.random.default_rng(12)
+
+    def body(e, x):
+        return [e.op("var", x, axes=(1,), correction=1.0, keepdim=True), e.op("std", x, axes=(0,), correction=0.0,
+                                                                             keepdim=False),
+                e.op("var", x, axes=(0, 1), correction=2.0, keepdim=False), e.op("std", x, axes=(1,), correction=1.0,
+                                                                              keepdim=False)]
+    p = build(body, (5, 6), grad=True)
+    check(p, random_args(p, rng), rtol=1e-4)
+
+
 @pytest.mark.parametrize("bias_shape", [(5,), (1,), ()], ids=str)
 def test_addmm_and_mse_loss(bias_shape):
     """The one-node ops of nn.functional.linear and mse_loss, forward and backward, through

@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace, predicates, products
+from . import indexing, inplace, moments, predicates, products
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 
@@ -349,7 +349,7 @@ METHODS = {
     "isnan": predicates.isnan, "isinf": predicates.isinf, "isfinite": predicates.isfinite,
     "isclose": _counted_from_self(predicates.isclose), "all": F.all, "any": F.any,
     # reductions
-    "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
+    "sum": F.sum, "mean": F.mean, "var": moments.var, "std": moments.std, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
     "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,

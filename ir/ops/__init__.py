@@ -5,6 +5,7 @@ from . import elementwise, reduce, movement, linalg, loss, custom  # noqa: F401 
 from . import advanced_index  # noqa: F401  (registers index_take and index_put_at)
 from . import optim_update  # noqa: F401  (registers sgd_update and adam_update)
 from . import division  # noqa: F401  (registers div_floor, div_trunc and remainder)
+from . import moments  # noqa: F401  (registers var and std)
 
 __all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "infer_types", "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

@@ -1,0 +1,71 @@
+"""Variance and standard deviation over axes (torch.var / torch.std), with a correction
+(Bessel's by default): composites a kernel computes as a mean, then a sum of squared
+deviations, and whose VJPs are torch's var_backward and std_backward."""
+from __future__ import annotations
+
+import numpy as np
+
+from .reduce import _grad_to_input, _infer_reduce
+from .registry import COMPOSITE, OpDef, register
+
+
+def reduced_count(shape, axes) -> int:
+    """How many elements each result reduces."""
+    count = 1
+    for ax in axes:
+        count *= shape[ax]
+    return count
+
+
+def _var_ref(x, axes, correction, keepdim):
+    # In double and rounded once, as torch's CPU kernel accumulates a float32 variance in
+    # double; divided by max(0, n - correction), so no degrees of freedom give inf or NaN.
+    wide = x.astype(np.float64)
+    deviations = wide - wide.mean(axis=axes, keepdims=True) if wide.size else wide
+    total = np.sum(deviations * deviations, axis=axes, keepdims=keepdim)
+    dof = max(0.0, reduced_count(x.shape, axes) - correction)
+    return np.asarray(np.true_divide(total, dof) if x.size else np.full(total.shape, np.nan), dtype=x.dtype)
+
+
+def _std_ref(x, axes, correction, keepdim):
+    return np.asarray(np.sqrt(_var_ref(x.astype(np.float64), axes, correction, keepdim)), dtype=x.dtype)
+
+
+def _var_grad(e, g, x, axes, correction, keepdim):
+    """torch's var_backward: 2 / (n - correction) * g * (x - mean); with no degrees of freedom
+    over all elements, g * (NaN where x is the mean, else inf)."""
+    n = reduced_count(x.shape, axes)
+    centred = e.sub(x, e.div(e.sum(x, axes, keepdim=True), n))
+    grad = _grad_to_input(e, g, x, axes, keepdim)
+    dof = n - correction
+    if dof <= 0 and len(axes) == len(x.shape):
+        return e.mul(grad, e.where(e.eq(centred, 0), float("nan"), e.add(e.zeros_like(centred), float("inf"))))
+    return e.mul(e.mul(grad, 2.0 / dof if dof > 0 else float("inf")), centred)
+
+
+def _var_vjp(e, x, y, g, a, n):
+    return [_var_grad(e, g[0], x[0], a["axes"], a["correction"], a["keepdim"])]
+
+
+def _std_vjp(e, x, y, g, a, n):
+    # torch's std_backward: var_backward of g / (2 std), 0 where std is 0
+    per_var = e.where(e.eq(y[0], 0), 0, e.div(g[0], e.mul(y[0], 2)))
+    return [_var_grad(e, per_var, x[0], a["axes"], a["correction"], a["keepdim"])]
+
+
+def _var_decompose(e, xs, a):
+    x, axes = xs[0], a["axes"]
+    n = reduced_count(x.shape, axes)
+    centred = e.sub(x, e.div(e.sum(x, axes, keepdim=True), n))
+    return [e.div(e.sum(e.mul(centred, centred), axes, a["keepdim"]), max(0.0, n - a["correction"]))]
+
+
+def _std_decompose(e, xs, a):
+    return [e.sqrt(_var_decompose(e, xs, a)[0])]
+
+
+register(OpDef("var", COMPOSITE, _infer_reduce, _var_ref, _var_vjp, decompose=_var_decompose,
+               doc="var(x; axes, correction, keepdim): sum of squared deviations / (n - correction)",
+               extra={"row_major_result": True}))
+register(OpDef("std", COMPOSITE, _infer_reduce, _std_ref, _std_vjp, decompose=_std_decompose,
+               doc="std(x; axes, correction, keepdim): the square root of var", extra={"row_major_result": True}))

@@ -173,6 +173,23 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
                         "NormalBackward0")
 
 
+def bernoulli_(t: Tensor, p: float = 0.5) -> Tensor:
+    """Fill `t` with 1 where a uniform draw is below `p`, else 0 (torch's numbers: its CPU
+    kernel's double-precision uniform, one per element in fill order; any dtype)."""
+    from .creation import _scalar_str
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
+    check_inplace(t)
+    draws = generator.DEFAULT.uniform(t.numel(), np.float64) < p
+    values = draws.astype(t._dtype.np)
+    if t._data is None:                 # traced: filled row-major
+        values = values.reshape(tuple(t.shape))
+    else:
+        values = generator.in_logical_order(t._data, values)
+    apply_op("index_put", [t, values], {"index": ()}, "BernoulliBackward2", out=t)
+    return t
+
+
 def copy_(t: Tensor, src) -> Tensor:
     """Copy `src` (broadcast, cast to t's dtype) into t."""
     check_inplace(t)

@@ -6,10 +6,10 @@
 """
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, Sequential
-from .layers import (CrossEntropyLoss, Flatten, Identity, Linear, LogSoftmax, MSELoss, NLLLoss, ReLU,
+from .layers import (CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax, MSELoss, NLLLoss, ReLU,
                      Sigmoid, Softmax, Tanh)
 from .module import Module, Parameter
 
-__all__ = ["Module", "Parameter", "Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
+__all__ = ["Module", "Parameter", "Identity", "Linear", "Dropout", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
            "functional", "init", "utils"]

@@ -121,6 +121,23 @@ def relu(input, inplace: bool = False):
     return input.relu()
 
 
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability `p` and scale the others by 1 / (1 - p) when
+    training (else `input` itself), as torch's CPU dropout: `input * noise`, noise a
+    bernoulli_(1 - p) draw of torch's generator divided by 1 - p (MulBackward0)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_tensor_args("dropout_" if inplace else "dropout", input=input)
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        noise = fg.zeros((), dtype=input.dtype)
+    else:
+        noise = fg.empty_like(input).bernoulli_(1 - p)
+        noise.div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
 def relu_(input):
     """relu written into `input` (torch.nn.functional.relu_)."""
     return relu(input, inplace=True)

@@ -82,6 +82,26 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
+class Dropout(Module):
+    """During training, zeroes each element with probability p and scales the rest by
+    1 / (1 - p) (F.dropout); in eval mode, returns its input unchanged."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        """F.dropout(input, p, training, inplace)."""
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        """The repr's arguments, as torch prints them: "p=0.5, inplace=False"."""
+        return f"p={self.p}, inplace={self.inplace}"
+
+
 class Tanh(Module):
     """tanh(x) elementwise."""
 

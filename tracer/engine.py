@@ -27,9 +27,10 @@ from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.passes import simplify
 
-from . import trace_state
+from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
+from .hooks import ANY_NODE_HOOKS, NODE_HOOKS
 from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 
@@ -147,6 +148,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     if not create_graph:
         grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
     else:
+        if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and id(node) in live for node in nodes):
+            raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
+                                      "create_graph backward yet (hooks on leaves do)")
         graph = GraphProgram(root_edges, nodes)
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
         present = [v for v in wrt if v is not None]
@@ -165,6 +169,13 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             values = iter(run_program(program, seeds, _tensor_apply, env))
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
+    for k, edge in enumerate(targets):
+        # a leaf's hooks see its total gradient, before it is accumulated or returned
+        if edge is not None and grads[k] is not None and type(edge[0]) is AccumulateGrad:
+            leaf_hooks = hooks.leaf_hooks(edge[0].variable)
+            if leaf_hooks:
+                grads[k] = (hooks.run_on_tensor(leaf_hooks, grads[k], True) if create_graph
+                            else hooks.run_on_array(leaf_hooks, grads[k]))
     if not retain_graph:
         # Only the nodes the backward ran through, as torch (an autograd.grad for one input
         # leaves the rest of the graph usable): not a target's own node when nothing live
@@ -229,6 +240,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
             g = grads_pop(edge, None)
             if g is None:
                 continue
+            if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:     # a non-leaf's register_hook (tracer/hooks.py)
+                g = hooks.run_on_array(hooks.node_hooks(node, 0), g)
             if edge in keep:
                 grads[edge] = g
             gs = (g,)
@@ -236,6 +249,12 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
         else:
             gs = tuple([grads_get((node, k)) if (node, k) in keep else grads_pop((node, k), None)
                         for k in range(len(node.out_types))])
+            if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:
+                gs = tuple([g if g is None else hooks.run_on_array(hooks.node_hooks(node, k), g)
+                            for k, g in enumerate(gs)])
+                for k, g in enumerate(gs):
+                    if g is not None and (node, k) in keep:
+                        grads[(node, k)] = g
             given = tuple([g is not None for g in gs])
             if True not in given:
                 continue

@@ -147,9 +147,10 @@ class Tensor:
     # _vbox: the version counter, a one-element list shared by a tensor, its views and its
     # detach()es (torch's VariableVersion); `_version` reads it as torch's int.
     _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
+    _hooks = None               # a leaf's register_hook functions (tracer/hooks.py)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
-                           "_view_node"))
+                           "_view_node", "_hooks"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -485,6 +486,12 @@ class Tensor:
         if node.retained is None:
             node.retained = {}
         node.retained[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` with this tensor's gradient during backward; a tensor it returns
+        replaces the gradient. Returns a handle whose `remove()` unregisters it."""
+        from .hooks import register_hook
+        return register_hook(self, hook)
 
     def detach(self) -> "Tensor":
         """A tensor sharing this one's memory and version counter, with no history."""

@@ -936,6 +936,11 @@ class Trace:
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+        for k, x in enumerate(inputs):
+            # a leaf's register_hook functions, traced on its symbolic gradient (tracer/hooks.py)
+            if grads[k] is not None and x._grad_fn is None and x.__dict__.get("_hooks"):
+                from .hooks import run_on_tensor
+                grads[k] = run_on_tensor(x._hooks, grads[k], create_graph)
         if retained is not None:
             retained.extend((t, g) for t, g in zip(on_path, grads[len(inputs):]) if g is not None)
             grads = grads[:len(inputs)]

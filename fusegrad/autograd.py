@@ -17,10 +17,10 @@ from fusegrad.tracer import grad_mode  # noqa: F401  (torch.autograd.grad_mode)
 from fusegrad.tracer.creation import zeros_like
 from fusegrad.tracer.engine import backward, explain
 from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
-from fusegrad.tracer.node import Node as Function  # noqa: F401  (the grad_fn base class)
+from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
 from fusegrad.tracer.tensor import Tensor
 
-__all__ = ["backward", "grad", "explain", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
+__all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,

@@ -341,7 +341,10 @@ def _saved_operand(node, slot):
 def _evaluate_vjp(node, needs: tuple, given: tuple, seeds: list) -> list:
     """A node's VJP run as it is emitted (each instruction's reference as soon as
     it is emitted, forward values fetched when first read): per input, its
-    gradient array or None."""
+    gradient array or None. A node that runs its own backward (a custom autograd.Function's,
+    tracer/custom_function.py) is called instead."""
+    if node.run_backward is not None:
+        return node.run_backward(needs, given, seeds)
     xs = [Value(t) for t in node.in_types]
     ys = [Value(t) for t in node.out_types]
     slots = {x.id: ("in", i) for i, x in enumerate(xs)}
@@ -505,6 +508,11 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
 
 
 def _tensor_apply(ins, args):
+    on_tensors = OPS[ins.op].extra.get("apply_tensors")
+    if on_tensors is not None:          # (custom_call: its object may run on tensors itself)
+        out = on_tensors(dict(ins.attrs), args)
+        if out is not None:
+            return tuple(out)
     out = apply_op(ins.op, list(args), dict(ins.attrs), _create_graph_name(ins))
     return out if isinstance(out, tuple) else (out,)
 

@@ -112,6 +112,10 @@ class Node:
         self._freed = False
         self._had_saved = bool(saved)
 
+    # A node that runs its own backward on arrays: run_backward(needs, given, seeds) -> per
+    # input, a gradient array or None (a custom autograd.Function's node defines it).
+    run_backward = None
+
     def name(self) -> str:
         """torch's name of this node: its class name ("MulBackward0"), or for the nodes torch
         implements in C++ the qualified name ("torch::autograd::CopySlices")."""

@@ -17,7 +17,10 @@ without the IR importing them: the op's attribute `fn` is any object with
                     it such a gradient raises rather than being silently
                     constant; and for_cotangents(given) -> the object to use
                     when only the outputs marked in `given` get a cotangent
-                    (the others get zeros).
+                    (the others get zeros); and apply_tensors(*tensors) ->
+                    its outputs as tensors: an engine that runs a program on
+                    tensors (a create_graph backward) calls it, where present,
+                    instead of `run`, so the object can record its own history.
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled
@@ -61,6 +64,12 @@ def _vjp(e, xs, ys, gs, attrs, needs):
     return [g if need else None for g, need in zip(grads, needs)]
 
 
+def _apply_tensors(attrs, tensors):
+    """The op on tensors by the object itself (its apply_tensors), or None: apply it as any op."""
+    on_tensors = getattr(attrs["fn"], "apply_tensors", None)
+    return None if on_tensors is None else on_tensors(*tensors)
+
+
 # (its rule gets None for an output without a cotangent: the backward checks only what the others reach)
 register(OpDef("custom_call", OPAQUE, _infer, _ref, _vjp, doc="custom_call(*xs; fn): an opaque function",
-               extra={"vjp_takes_missing": True}))
+               extra={"vjp_takes_missing": True, "apply_tensors": _apply_tensors}))

@@ -1,0 +1,284 @@
+"""Custom autograd functions: `fg.autograd.Function`, as torch.autograd.Function.
+
+    class Cube(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return 3 * x ** 2 * grad
+
+    y = Cube.apply(x)
+
+`apply` runs `forward` with grad mode off and gives its tensor outputs one grad_fn,
+a `<Name>Backward` node that is also the `ctx` (as torch's: `y.grad_fn.saved_tensors`).
+The node is a `custom_call` (ir/ops/custom.py) whose VJP calls `backward` on the
+gradient tensors: the eager engine calls `run_backward` node by node, and a
+create_graph backward calls it through `apply_tensors` with grad mode on, so a
+differentiable `backward` gives differentiable gradients (higher derivatives, fg.grad).
+Inside fg.compile the call is refused with a clear error: the trace cannot run Python
+code at backward time.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from fusegrad.ir import TensorType
+from fusegrad.ir.program import freeze_attrs
+
+from . import trace_state
+from .dispatch import edge_of
+from .grad_mode import enable_grad, is_grad_enabled, no_grad
+from .node import Node, SavedTensor, _FREED_MSG
+from .tensor import Tensor
+
+_NO_BACKWARD = ("You must implement either the backward or vjp method for your custom autograd.Function to use it "
+                "with backward mode AD.")
+
+
+class FunctionCtx:
+    """What `forward` (or `setup_context`) records for `backward`; torch's ctx methods."""
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep `tensors` (or None) for backward, version-checked when read back."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to save_for_backward (torch's error if one changed in place since,
+        or if a backward without retain_graph freed them)."""
+        if self.__dict__.get("_saved_freed"):
+            raise RuntimeError(_FREED_MSG)
+        saved = self.__dict__.get("_saved_slots")
+        if saved is None:                   # forward still running: what it asked to save
+            return tuple(self.__dict__.get("_to_save", ()))
+        from .engine import _raise_modified
+        out = []
+        for k, (t, slot) in enumerate(saved):
+            if slot is not None and slot.box[0] != slot.version:
+                _raise_modified(slot, t._grad_fn, t._output_nr)
+            out.append(t)
+        return tuple(out)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Tensors `forward` modified in place (they must be returned)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Outputs that carry no gradient (indices, masks): they get no grad_fn."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward gets zeros (True, the default) or None for outputs without a gradient."""
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The grad_fn of a custom Function's outputs, and its `ctx`: attributes set in forward
+    live on it. Subclassed per Function as `<Name>Backward` (torch's class name)."""
+
+    materialize_grads = True
+    _function = None                    # the Function subclass
+
+    def run_backward(self, needs: tuple, given: tuple, seeds: list) -> list:
+        """The engine's call (tracer/engine.py): per input, its gradient array or None."""
+        grads = [Tensor._wrap(np.array(g, copy=True)) for g in seeds]
+        full = iter(grads)
+        cotangents = [next(full) if g else (self._zeros(k) if self.materialize_grads else None)
+                      for k, g in enumerate(given)]
+        with no_grad():
+            results = self._call_backward(cotangents)
+        return [None if r is None or not need else r._concrete() for r, need in zip(results, needs)]
+
+    def apply_tensors(self, *cotangents) -> tuple:
+        """A create_graph backward's call: `backward` on gradient tensors with grad mode on;
+        one tensor per input (zeros where backward gave None)."""
+        with enable_grad():
+            results = self._call_backward(list(cotangents))
+        return tuple(r if r is not None else Tensor._wrap(np.zeros(t.shape, t.dtype.np))
+                     for r, t in zip(results, self.in_types))
+
+    def _zeros(self, k: int) -> Tensor:
+        t = self.out_types[k]
+        return Tensor._wrap(np.zeros(t.shape, t.dtype.np))
+
+    def _call_backward(self, cotangents: list) -> list:
+        """`backward(ctx, *cotangents)` with torch's checks of what it returns; per tensor input
+        of forward, a Tensor of its shape and dtype, or None."""
+        function = self._function
+        result = function.backward(self, *cotangents)
+        result = result if isinstance(result, tuple) else (result,)
+        name = type(self).__name__
+        if len(result) != len(self._arg_is_tensor):
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected "
+                               f"{len(self._arg_is_tensor)}, got {len(result)})")
+        grads = []
+        for position, (g, is_tensor) in enumerate(zip(result, self._arg_is_tensor), start=1):
+            if not is_tensor:
+                if g is not None:
+                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
+                                       f"{position}, but the corresponding forward input was not a Variable")
+                continue
+            grads.append(g)
+        checked = []
+        for index, (g, t) in enumerate(zip(grads, self.in_types)):
+            if g is None:
+                checked.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(f"expected Variable or None (got {type(g).__name__})")
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
+                                   f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
+                                   f"[{', '.join(map(str, t.shape))}]")
+            if g.dtype is not t.dtype:
+                from .functional import cast
+                g = cast(g, t.dtype)
+            checked.append(g)
+        return checked
+
+    def free_saved(self) -> None:
+        """After a backward without retain_graph: saved_tensors raises torch's error from now on."""
+        super().free_saved()
+        self._saved_freed = True
+
+
+class _Forward:
+    """custom_call protocol (ir/ops/custom.py) of a custom Function's node: its outputs as
+    computed, and the node itself as the VJP (`vjp_fn`)."""
+
+    def __init__(self, node: BackwardCFunction, in_types: list, out_types: list, results: list):
+        self.out_types, self.results, self.node = out_types, results, node
+        self.vjp_fn = _Backward(node, in_types)
+
+    def run(self, *arrays) -> tuple:
+        return tuple(self.results)
+
+    def __repr__(self) -> str:
+        return f"{self.node._function.__name__}.forward"
+
+
+class _Backward:
+    """custom_call protocol of `backward`: arrays (run) or, under create_graph, IR that calls
+    the node's apply_tensors when the engine runs it on tensors (expand)."""
+
+    def __init__(self, node: BackwardCFunction, in_types: list):
+        self.node = node
+        self.out_types = list(in_types)
+
+    def run(self, *cotangents) -> tuple:
+        given = tuple(True for _ in cotangents)
+        grads = self.node.run_backward(tuple(True for _ in self.out_types), given, list(cotangents))
+        return tuple(g if g is not None else np.zeros(t.shape, t.dtype.np) for g, t in zip(grads, self.out_types))
+
+    def apply_tensors(self, *cotangents) -> tuple:
+        return self.node.apply_tensors(*cotangents)
+
+    def __repr__(self) -> str:
+        return f"{self.node._function.__name__}.backward"
+
+    def expand(self, e, xs, gs) -> list:
+        grads = e.op("custom_call", *gs, fn=self)
+        return list(grads) if isinstance(grads, tuple) else [grads]
+
+
+class _FunctionMeta(type):
+    """Gives each Function subclass its `<Name>Backward` node class."""
+
+    def __init__(cls, name, bases, namespace):
+        super().__init__(name, bases, namespace)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_function": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of custom differentiable functions: subclass it with static `forward(ctx,
+    *args)` (or `forward(*args)` with `setup_context(ctx, inputs, output)`) and
+    `backward(ctx, *grad_outputs)` returning one gradient (or None) per forward argument,
+    then call `YourFunction.apply(*args)`."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so "
+                      "you should invoke them on the class itself. Instantiating an autograd function will raise an "
+                      "error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """The function's value (override)."""
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Record what backward needs, when forward does not take ctx (override, optional)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """One gradient per forward argument, None where there is none (override)."""
+        raise NotImplementedError(_NO_BACKWARD)
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward on `args`; its tensor outputs get this function's backward as grad_fn."""
+        if trace_state.current() is not None:
+            raise NotImplementedError(f"fusegrad: a custom autograd.Function ({cls.__name__}) cannot run inside "
+                                      "fg.compile (its backward is Python code the compiled program cannot call); "
+                                      "call it outside the compiled function")
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        node = cls._backward_cls.__new__(cls._backward_cls)
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        node._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        own_setup = cls.setup_context.__func__ if hasattr(cls.setup_context, "__func__") else cls.setup_context
+        with no_grad():
+            if own_setup is not Function.__dict__["setup_context"].__func__:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, output)
+            else:
+                output = cls.forward(node, *args, **kwargs)
+        record = is_grad_enabled() and any(t.requires_grad for t in tensors)
+        if not record:
+            return output
+        return _attach(node, tensors, output)
+
+
+def _attach(node: BackwardCFunction, tensors: list, output):
+    """Give forward's tensor outputs their history through `node`."""
+    single = not isinstance(output, tuple)
+    outputs = list((output,) if single else output)
+    inputs = {id(t) for t in tensors}
+    dirty = {id(t) for t in node.__dict__.get("_dirty", ())}
+    frozen_out = {id(t) for t in node.__dict__.get("_non_differentiable", ())}
+    for k, o in enumerate(outputs):
+        if isinstance(o, Tensor) and id(o) in inputs and id(o) not in dirty:
+            outputs[k] = o.detach()         # an input returned as is: a new tensor on its memory (torch's view)
+    out_tensors = [(k, o) for k, o in enumerate(outputs) if isinstance(o, Tensor)]
+    out_types = [TensorType(tuple(o.shape), o.dtype) for _, o in out_tensors]
+    in_types = [TensorType(tuple(t.shape), t.dtype) for t in tensors]
+    fwd = _Forward(node, in_types, out_types, [o._concrete() for _, o in out_tensors])
+    Node.__init__(node, "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
+                  tuple(edge_of(t) if t.requires_grad else None for t in tensors), (None,) * len(tensors), {})
+    to_save = node.__dict__.pop("_to_save", ())
+    node._saved_slots = [(t, None if t is None else SavedTensor(t._concrete(), t._vbox, t)) for t in to_save]
+    node._had_saved = bool(to_save)
+    for n, (k, o) in enumerate(out_tensors):
+        if id(o) in frozen_out or not o.dtype.is_floating_point:
+            continue
+        if id(o) in dirty and o.is_leaf and o.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        o._grad_fn, o._output_nr, o._requires_grad = node, n, True
+    return outputs[0] if single else tuple(outputs)

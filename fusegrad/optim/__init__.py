@@ -1,4 +1,5 @@
-"""fusegrad.optim: SGD and Adam (and AdamW) with torch's exact update formulas.
+"""fusegrad.optim: SGD, Adam (and AdamW) and RMSprop with torch's exact update formulas,
+and learning-rate schedules (`fusegrad.optim.lr_scheduler`).
 
 `step()` updates each parameter in place under `fg.no_grad()`. Where the
 update is the common case (number hyper-parameters, a gradient of the
@@ -30,7 +31,7 @@ from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import _scalar_array
 from fusegrad.tracer.tensor import Tensor
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
 
 
 class _RequiredParameter:
@@ -533,3 +534,65 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton) as torch's single-tensor implementation, op for op:
+    g = grad (+ weight_decay * p);  v = alpha * v + (1 - alpha) * g * g;
+    avg = sqrt(v) (centered: sqrt(v - m * m), m = lerp(m, g, 1 - alpha)) + eps;
+    p -= lr * g / avg, or with momentum b = momentum * b + g / avg, p -= lr * b."""
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0,
+                 momentum: float = 0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
+        _check_lr(lr, strict_order=True)
+        for name, value in (("epsilon", eps), ("momentum", momentum), ("weight_decay", weight_decay),
+                            ("alpha", alpha)):
+            if not 0.0 <= value:
+                raise ValueError(f"Invalid {name} value: {value}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+        weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = fg.tensor(0.0)
+                state["square_avg"] = fg.zeros_like(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = fg.zeros_like(p)
+                if centered:
+                    state["grad_avg"] = fg.zeros_like(p)
+            grad = -p.grad if group["maximize"] else p.grad
+            state["step"].add_(1)
+            if weight_decay != 0:
+                grad = grad.add(p, alpha=weight_decay)
+            square_avg = state["square_avg"]
+            # torch's addcmul_(g, g, value=1 - alpha): v + ((1 - alpha) * g) * g
+            square_avg.mul_(alpha).add_(grad * (1 - alpha) * grad)
+            if centered:
+                grad_avg = state["grad_avg"]
+                weight = 1 - alpha          # grad_avg.lerp_(grad, 1 - alpha), torch's CPU lerp
+                if weight < 0.5:
+                    grad_avg.add_((grad - grad_avg) * weight)
+                else:
+                    grad_avg.copy_(grad - (grad - grad_avg) * (1 - weight))
+                avg = (square_avg + (-grad_avg) * grad_avg).sqrt()
+            else:
+                avg = square_avg.sqrt()
+            avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
+            if momentum > 0:
+                buf = state["momentum_buffer"]
+                buf.mul_(momentum).add_(grad / avg)         # addcdiv_(g, avg): b + g / avg
+                p.add_(buf, alpha=-lr)
+            else:
+                p.add_(grad * (-lr) / avg)                  # addcdiv_(g, avg, value=-lr): p + (-lr * g) / avg
+
+
+from fusegrad.optim import lr_scheduler  # noqa: E402  (schedulers read Optimizer)

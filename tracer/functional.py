@@ -499,6 +499,8 @@ cos = _unary_float("cos", "CosBackward0")
 tanh = _unary_float("tanh", "TanhBackward0")
 sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
 reciprocal = _unary_float("reciprocal", "ReciprocalBackward0")
+expm1 = _unary_float("expm1", "Expm1Backward0")
+log1p = _unary_float("log1p", "Log1PBackward0")
 
 
 def relu(input) -> Tensor:

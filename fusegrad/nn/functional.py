@@ -15,7 +15,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes
-from fusegrad.ir.types import TORCH_SCALAR_NAMES, promote_types
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
@@ -136,6 +136,51 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         noise = fg.empty_like(input).bernoulli_(1 - p)
         noise.div_(1 - p)
     return input.mul_(noise) if inplace else input * noise
+
+
+def _float_activation(name: str, input) -> None:
+    """torch's error for an activation of an integer or bool tensor."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+
+
+def silu(input, inplace: bool = False):
+    """x * sigmoid(x), computed as torch does: x / (1 + exp(-x)) (SiluBackward0)."""
+    _check_tensor_args("silu", input=input)
+    _float_activation("silu", input)
+    if inplace:
+        fg.tracer.inplace.check_inplace(input)
+        apply_op("silu", [input], None, "SiluBackward0", out=input)
+        return input
+    return apply_op("silu", [input], None, "SiluBackward0")
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """x where x > 0, else x * negative_slope (LeakyReluBackward0; in place LeakyReluBackward1)."""
+    _check_tensor_args("leaky_relu_" if inplace else "leaky_relu", input=input)
+    _float_activation("leaky_relu", input)
+    slope = np.asarray(negative_slope, dtype=input.dtype.np)
+    if inplace:
+        fg.tracer.inplace.check_inplace(input)
+        if negative_slope < 0 and input.requires_grad and fg.is_grad_enabled():
+            raise RuntimeError(_LEAKY_NEGATIVE_IN_PLACE)
+        apply_op("leaky_relu", [input, slope], None, "LeakyReluBackward1", out=input)
+        return input
+    return apply_op("leaky_relu", [input, slope], None, "LeakyReluBackward0")
+
+
+_LEAKY_NEGATIVE_IN_PLACE = (
+    "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is "
+    "caused by calling in-place forward function with a negative slope, please call out-of-place version instead. "
+    "File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward "
+    "calculation with negative slope")
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (SoftplusBackward0)."""
+    _check_tensor_args("softplus", input=input)
+    _float_activation("softplus", input)
+    return apply_op("softplus", [input], {"beta": float(beta), "threshold": float(threshold)}, "SoftplusBackward0")
 
 
 def relu_(input):
@@ -481,3 +526,63 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     if reduction == "sum":
         return losses.sum()
     return losses.mean()
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """Mean (or sum, or none) of |input - target|, as torch composes it (AbsBackward0, then
+    MeanBackward0 or SumBackward0); shapes broadcast, with torch's warning when they differ."""
+    if tuple(target.size()) != tuple(input.size()):
+        warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
+                      f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=2)
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    losses = (input - target).abs()
+    if reduction == "none":
+        return losses
+    return losses.sum() if reduction == "sum" else losses.mean()
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """int64 one-hot rows: out[..., k] = 1 where tensor == k (num_classes -1: max + 1)."""
+    _check_tensor_args("one_hot", tensor=tensor)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type(num_classes).__name__}")
+    if tensor.dtype != fg.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return fg.zeros(tuple(tensor.shape) + (int(num_classes),), dtype=fg.int64)
+    values = tensor.detach()
+    low, high = int(values.min()), int(values.max())       # (torch reads them too: a graph break when traced)
+    if low < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = high + 1
+    elif high >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = fg.arange(int(num_classes))
+    return (values.unsqueeze(-1) == classes).long()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """Rows `weight[input]` (EmbeddingBackward0); the row at `padding_idx` gets no gradient."""
+    _check_tensor_args("embedding", input=input, weight=weight)
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.size(0) + padding_idx
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("fusegrad: F.embedding's max_norm, scale_grad_by_freq and sparse are not supported")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if input.dtype != fg.int64:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {TORCH_TYPE_NAMES[input.dtype.name]} instead (while checking "
+                           "arguments for embedding)")
+    return apply_op("embedding", [weight, input], {"padding_idx": padding_idx}, "EmbeddingBackward0")

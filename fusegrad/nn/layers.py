@@ -13,8 +13,8 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 
-__all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
-           "MSELoss", "CrossEntropyLoss", "NLLLoss"]
+__all__ = ["Identity", "Linear", "Dropout", "ReLU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss"]
 
 
 class Identity(Module):
@@ -102,6 +102,111 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
+class SiLU(Module):
+    """x * sigmoid(x) elementwise (F.silu)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        """F.silu of `input`, in place when built with inplace=True."""
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        """"inplace=True" when in place, else empty (torch's)."""
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """x where x > 0, else negative_slope * x (F.leaky_relu)."""
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        """F.leaky_relu of `input`."""
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        """torch's: "negative_slope=0.01", then ", inplace=True" when in place."""
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, linear past the threshold (F.softplus)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        """F.softplus of `input`."""
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        """torch's: "beta=1.0, threshold=20.0"."""
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Embedding(Module):
+    """A table of `num_embeddings` vectors of size `embedding_dim`, looked up by index
+    (F.embedding); initialised N(0, 1) from the generator, the padding row zeroed."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight=None, _freeze: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if padding_idx > 0:
+                if padding_idx >= num_embeddings:
+                    raise AssertionError("Padding_idx must be within num_embeddings")
+            elif padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("Padding_idx must be within num_embeddings")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(fg.empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        """N(0, 1) weights (torch's init.normal_), the padding row zero."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with fg.no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input):
+        """The rows of `input`'s indices."""
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self) -> str:
+        """torch's: "10, 3", then the options that differ from their defaults."""
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            text += ", scale_grad_by_freq={scale_grad_by_freq}".format(scale_grad_by_freq=self.scale_grad_by_freq)
+        if self.sparse is not False:
+            text += ", sparse=True"
+        return text
+
+
 class Tanh(Module):
     """tanh(x) elementwise."""
 
@@ -179,6 +284,14 @@ class MSELoss(_Loss):
     def forward(self, input, target):
         """F.mse_loss of `input` against `target`, reduced by `reduction`."""
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """`F.l1_loss` as a module."""
+
+    def forward(self, input, target):
+        """F.l1_loss of `input` against `target`, reduced by `reduction`."""
+        return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class CrossEntropyLoss(_Loss):

@@ -1,0 +1,68 @@
+"""More elementwise functions: expm1, log1p, silu, softplus and leaky_relu, each with
+torch's formula (the order of its operations decides the rounding) and its backward
+formula as the VJP; kernels use codegen's vectorisable expm1/log1p/exp."""
+from __future__ import annotations
+
+import numpy as np
+
+from .elementwise import _infer_map, elementwise
+from .registry import COMPOSITE, OpDef, register
+
+# torch's expm1_backward: grad * (result + 1); log1p_backward: grad / (self + 1)
+elementwise("expm1", np.expm1, lambda e, x, y, g, a, n: [e.mul(g[0], e.add(y[0], 1))], "fg_expm1({0})",
+            float_only=True)
+elementwise("log1p", np.log1p, lambda e, x, y, g, a, n: [e.div(g[0], e.add(x[0], 1))], "fg_log1p({0})",
+            float_only=True)
+
+
+def _silu_ref(x):
+    one = x.dtype.type(1)
+    return x / (one + np.exp(-x))
+
+
+def _silu_vjp(e, x, y, g, a, n):
+    # torch's silu_backward: grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))
+    s = e.sigmoid(x[0])
+    return [e.mul(e.mul(g[0], s), e.add(e.mul(x[0], e.sub(1, s)), 1))]
+
+
+register(OpDef("silu", COMPOSITE, _infer_map("silu", float_only=True), _silu_ref, _silu_vjp,
+               decompose=lambda e, xs, a: [e.div(xs[0], e.add(e.exp(e.neg(xs[0])), 1))],
+               doc="silu(x): x / (1 + exp(-x)), torch's formula"))
+
+
+def _softplus_ref(x, beta, threshold):
+    # torch's CPU kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta
+    beta, threshold = x.dtype.type(beta), x.dtype.type(threshold)
+    scaled = x * beta
+    return np.where(scaled > threshold, x, np.log1p(np.exp(scaled)) / beta).astype(x.dtype)
+
+
+def _softplus_vjp(e, x, y, g, a, n):
+    # torch's softplus_backward: z = exp(x * beta); x * beta > threshold ? g : g * z / (z + 1)
+    scaled = e.mul(x[0], a["beta"])
+    z = e.exp(scaled)
+    return [e.where(e.gt(scaled, a["threshold"]), g[0], e.div(e.mul(g[0], z), e.add(z, 1)))]
+
+
+def _softplus_decompose(e, xs, a):
+    x = xs[0]
+    scaled = e.mul(x, a["beta"])
+    return [e.where(e.gt(scaled, a["threshold"]), x, e.div(e.op("log1p", e.exp(scaled)), a["beta"]))]
+
+
+register(OpDef("softplus", COMPOSITE, _infer_map("softplus", float_only=True), _softplus_ref, _softplus_vjp,
+               decompose=_softplus_decompose,
+               doc="softplus(x; beta, threshold): log1p(exp(x * beta)) / beta, x itself past the threshold"))
+
+
+def _leaky_relu_ref(x, slope):
+    return np.where(x > 0, x, x * slope).astype(x.dtype)
+
+
+def _leaky_relu_vjp(e, x, y, g, a, n):
+    # torch's leaky_relu_backward(grad, self, negative_slope): self > 0 ? grad : grad * slope
+    return [e.where(e.gt(x[0], 0), g[0], e.mul(g[0], x[1])) if n[0] else None, None]
+
+
+elementwise("leaky_relu", _leaky_relu_ref, _leaky_relu_vjp, "({0} if {0} > 0 else {0} * {1})", float_only=True)

@@ -1,0 +1,37 @@
+"""embedding(weight, indices; padding_idx): rows of a table, torch's F.embedding. Its
+gradient adds each gathered row's gradient back into that row (index_put_at with
+accumulate), except at `padding_idx`, whose row gets none (torch's embedding_backward)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from .registry import MOVEMENT, OpDef, register
+
+
+def _infer(types, attrs):
+    weight, indices = types
+    return [TensorType(tuple(indices.shape) + (weight.shape[1],), weight.dtype)]
+
+
+def _ref(weight, indices, padding_idx):
+    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+        raise IndexError("index out of range in self")
+    return weight[indices]
+
+
+def _vjp(e, x, y, g, a, n):
+    weight, indices = x
+    grad = g[0]
+    if a["padding_idx"] is not None:
+        at_padding = e.reshape(e.eq(indices, a["padding_idx"]), tuple(indices.shape) + (1,))
+        grad = e.where(at_padding, 0, grad)
+    rows = e.reshape(indices, (indices.type.numel,))
+    grad = e.reshape(grad, (indices.type.numel, weight.shape[1]))
+    return [e.op("index_put_at", e.zeros_like(weight), grad, rows, dims=(0,), accumulate=True) if n[0] else None,
+            None]
+
+
+register(OpDef("embedding", MOVEMENT, _infer, _ref, _vjp, reference_only=True,
+               doc="embedding(weight, indices; padding_idx): weight[indices], no gradient to the padding row",
+               extra={"row_major_result": True, "torch_edges": (0,)}))

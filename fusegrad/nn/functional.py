@@ -586,3 +586,27 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
                            f"Long, Int; but got {TORCH_TYPE_NAMES[input.dtype.name]} instead (while checking "
                            "arguments for embedding)")
     return apply_op("embedding", [weight, input], {"padding_idx": padding_idx}, "EmbeddingBackward0")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalise over the trailing `normalized_shape` dims (biased variance, `eps` inside the
+    square root), then scale by `weight` and shift by `bias` (NativeLayerNormBackward0)."""
+    _check_tensor_args("layer_norm", input=input)
+    if isinstance(normalized_shape, (int, np.integer)) and not isinstance(normalized_shape, bool):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(int(s) for s in normalized_shape)
+    ndim = len(shape)
+    if ndim == 0 or input.dim() < ndim or tuple(input.shape[input.dim() - ndim:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{_dtype_name(input.dtype)}'")
+    dtype = input.dtype.np
+    operands = [input,
+                weight if weight is not None else np.ones(shape, dtype),
+                bias if bias is not None else np.zeros(shape, dtype)]
+    return apply_op("layer_norm", operands, {"ndim": ndim, "eps": float(eps)}, "NativeLayerNormBackward0")

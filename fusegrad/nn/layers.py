@@ -13,7 +13,7 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 
-__all__ = ["Identity", "Linear", "Dropout", "ReLU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "Tanh", "Sigmoid",
+__all__ = ["Identity", "Linear", "Dropout", "ReLU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss"]
 
 
@@ -205,6 +205,35 @@ class Embedding(Module):
         if self.sparse is not False:
             text += ", sparse=True"
         return text
+
+
+class LayerNorm(Module):
+    """Layer normalisation over the trailing `normalized_shape` dims (F.layer_norm), with a
+    learnable elementwise weight (ones) and bias (zeros) unless elementwise_affine=False."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(fg.ones(self.normalized_shape, dtype=dtype))
+            self.bias = Parameter(fg.zeros(self.normalized_shape, dtype=dtype)) if bias else None
+        else:
+            self.weight = None
+            self.bias = None
+
+    def forward(self, input):
+        """F.layer_norm(input, normalized_shape, weight, bias, eps)."""
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        """torch's: "(4,), eps=1e-05, elementwise_affine=True, bias=True"."""
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class Tanh(Module):

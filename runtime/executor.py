@@ -292,8 +292,6 @@ def _build(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
         seen = _variants.setdefault(structure, [])
         nearest = seen[-1] if seen else None
         too_many = len(seen) >= MAX_SHAPE_VARIANTS
-        if not too_many and key not in seen:
-            seen.append(key)
     why = _miss_reason(program, key, nearest)
     if too_many:
         if structure not in _warned_variants:
@@ -305,6 +303,11 @@ def _build(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
                                    f"more than {MAX_SHAPE_VARIANTS} shape signatures of this program structure")
     else:
         compiled = CompiledProgram(program, schedule(program))
+        with _lock:
+            # (only a program that scheduled is a variant: a later miss of the structure compares
+            # its key with this one's to say why it missed)
+            if key not in seen:
+                seen.append(key)
     compiled.miss_reason = why
     return compiled
 
@@ -328,7 +331,10 @@ def _miss_reason(program: Program, key: tuple, nearest: tuple | None) -> str:
 
 def _show(item) -> str:
     if isinstance(item, tuple) and len(item) == 2:          # (shape, dtype) of a value
-        return str(TensorType(*item))
+        try:
+            return str(TensorType(*item))
+        except Exception:                                   # (not a type: explain, never raise)
+            return repr(item)
     return str(item)
 
 

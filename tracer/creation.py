@@ -195,7 +195,7 @@ def tensor(data, dtype: DType | None = None, requires_grad: bool = False, device
     if isinstance(data, np.ndarray) and array.shape == data.shape:
         array = in_dense_order(array, data)         # torch keeps a dense array's layout
     t = Tensor._wrap(array)
-    if requires_grad:
+    if _grad_flag("tensor", requires_grad, none_allowed=False):
         _require_grad(t)
     return t
 
@@ -303,6 +303,23 @@ def _dtype_arg(fn: str, dtype) -> DType | None:
     return dtype
 
 
+_PARSER_OVERLOADED = ("randn", "rand", "arange", "randint", "linspace", "eye")
+
+
+def _grad_flag(fn: str, requires_grad, none_allowed: bool = True) -> bool:
+    """`requires_grad` as a bool, or torch's TypeError for anything else (1, "yes"); None is
+    False for the factories whose parser takes an optional bool."""
+    if requires_grad is None and none_allowed:
+        return False
+    if isinstance(requires_grad, (bool, np.bool_)):
+        return bool(requires_grad)
+    kind = type(requires_grad).__name__
+    if fn in _PARSER_OVERLOADED:
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (..., requires_grad={kind}), "
+                        f"but expected one of:")
+    raise TypeError(f"{fn}(): argument 'requires_grad' must be bool, not {kind}")
+
+
 def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
     t = Tensor._wrap(array)
     if requires_grad:
@@ -337,6 +354,7 @@ def _allocated(shape: tuple, dtype, make) -> np.ndarray:
 
 
 def _filled(numpy_fn, size, kw, fn: str, dtype, requires_grad: bool) -> Tensor:
+    requires_grad = _grad_flag(fn, requires_grad)
     """zeros / ones / empty: `numpy_fn(shape, dtype)` of the parsed size."""
     size = _size_keyword(size, kw, fn)
     dtype = (_dtype_arg(fn, dtype) or float32).np
@@ -364,6 +382,7 @@ def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = Fal
     int64 for integers, else float32)."""
     check_device(device)
     dtype = _dtype_arg("full", dtype)
+    requires_grad = _grad_flag("full", requires_grad)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     if isinstance(fill_value, Tensor):
@@ -383,6 +402,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     """Standard normal samples (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "randn")
     dtype = _dtype_arg("randn", dtype)
+    requires_grad = _grad_flag("randn", requires_grad)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
     values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.normal(_numel(shape), d.np))
@@ -393,6 +413,7 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
     size = _size_keyword(size, kw, "rand")
     dtype = _dtype_arg("rand", dtype)
+    requires_grad = _grad_flag("rand", requires_grad)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
     values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.uniform(_numel(shape), d.np))
@@ -458,6 +479,7 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
     arguments first, as torch does (`arange(0, 5, 1.5, dtype=fg.int64)` is 0..4)."""
     check_device(device)
     dtype = _dtype_arg("arange", dtype)
+    requires_grad = _grad_flag("arange", requires_grad)
     if dtype is bool_:
         raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
     if first is not None and start is not None:
@@ -526,6 +548,7 @@ def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool 
     """`steps` evenly spaced values from `start` to `end` inclusive."""
     check_device(device)
     dtype = _dtype_arg("linspace", dtype)
+    requires_grad = _grad_flag("linspace", requires_grad)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         got = ", ".join(type(v).__name__ for v in (start, end, steps))
         raise TypeError(f"linspace() received an invalid combination of arguments - got ({got}), but expected one "
@@ -561,6 +584,7 @@ def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, devi
     """An n x m (n x n) matrix with ones on the diagonal."""
     check_device(device)
     dtype = _dtype_arg("eye", dtype)
+    requires_grad = _grad_flag("eye", requires_grad)
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
@@ -593,9 +617,10 @@ def _like_layout(result: Tensor, source: Tensor) -> Tensor:
 
 
 def _like(fn):
-    def like(input, dtype: DType | None = None, requires_grad: bool = False, **kw):
+    def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
+        requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -610,9 +635,10 @@ empty_like = _like(empty)
 def _random_like(fn, fill):
     """randn_like / rand_like: an empty tensor laid out as the source (preserve_format), then
     filled in memory order as torch's kernels fill it; `fill(array)` writes the samples."""
-    def like(input, dtype: DType | None = None, requires_grad: bool = False, **kw):
+    def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
+        requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)
         _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds")
         fill(result._data)
@@ -637,11 +663,14 @@ randn_like = _random_like(randn, _fill_normal)
 rand_like = _random_like(rand, _fill_uniform)
 
 
-def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
-    """`full` with another tensor's shape and dtype."""
+def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None,
+              memory_format=None) -> Tensor:
+    """`full` with another tensor's shape and dtype (`memory_format`: accepted; the result keeps a dense
+    input's layout, torch's default preserve_format)."""
     check_device(device)
     t = _like_source(input, "full_like")
     dtype = _dtype_arg("full_like", dtype)
+    requires_grad = _grad_flag("full_like", requires_grad)
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")

@@ -577,6 +577,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        # a tensor listed twice is accumulated once, as torch's (tied weights gathered from two modules)
+        inputs = list({id(t): t for t in inputs}.values())
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
     _check_flags(retain_graph, create_graph)
     if inputs is not None:

@@ -159,7 +159,7 @@ def _float_operands(operands, fn):
 def scale_by_alpha(a, b, alpha, fn: str):
     """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
     alpha with integer operands and a bool alpha with non-bool ones are errors)."""
-    if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray))):     # (a 0-d tensor is taken)
+    if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray)) and alpha.ndim == 0):  # (a 0-d tensor is)
         raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     dtype = _promoted([a, b], fn)[1]
     if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
@@ -831,10 +831,11 @@ def _numpy_spellings(fn):
 
 
 @_numpy_spellings
-def sum(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
+def sum(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
     a = as_tensor(input, "sum")
     dim, keepdim, given = _dim_overload("sum", dim, keepdim)
+    dtype = _dtype_argument("sum", dtype, _REDUCTION_SIGNATURES)
     if dtype is not None:
         if not dtype.is_floating_point and a.requires_grad and is_grad_enabled():
             # torch's sum records its node before the cast: a gradient of integers cannot exist
@@ -847,10 +848,11 @@ def sum(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = Non
 
 
 @_numpy_spellings
-def mean(input, dim=_MISSING, keepdim: bool = _MISSING, dtype: DType | None = None) -> Tensor:
+def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = None) -> Tensor:
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
     a = as_tensor(input, "mean")
     dim, keepdim, given = _dim_overload("mean", dim, keepdim)
+    dtype = _dtype_argument("mean", dtype, _REDUCTION_SIGNATURES)
     if dtype is not None and not dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating point "
                            f"or complex dtype. Got: {TORCH_SCALAR_NAMES[dtype.name]}")
@@ -1067,16 +1069,47 @@ def _nuclear_norm(a: Tensor, dim, keepdim: bool) -> Tensor:
     return out
 
 
+def _dtype_argument(fn: str, dtype, signatures: str | None = None):
+    """`dtype` as a DType (None stays None; the Python types float, int and bool are float64,
+    int64 and bool, as torch reads them), or torch's TypeError: an "invalid combination"
+    one when the function has overloads (`signatures`), else "must be torch.dtype"."""
+    if dtype is None or isinstance(dtype, DType):
+        return dtype
+    python_type = PYTHON_TYPE_DTYPES.get(dtype) if isinstance(dtype, type) else None
+    if python_type is not None:
+        return python_type
+    if signatures is not None:
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (dtype={type(dtype).__name__}, ), "
+                        f"but expected one of:{signatures}")
+    raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+
+
 def _softmax_like(op: str, grad_name: str):
-    def fn(input, dim=_MISSING, dtype: DType | None = None) -> Tensor:
-        a = input
+    def fn(*args, **kwargs) -> Tensor:
+        # torch's parser: (input, dim, dtype=None), NumPy's `axis` for `dim`; a bad dim names its
+        # position only when it came positionally (the method form counts from 1: methods.py)
+        names = ("input", "dim", "dtype")
+        if "axis" in kwargs and "dim" not in kwargs:
+            kwargs["dim"] = kwargs.pop("axis")
+        for key in kwargs:
+            if key not in names or names.index(key) < len(args):
+                raise TypeError(f"{op}() got an unexpected keyword argument '{key}'" if key not in names else
+                                f"{op}() got multiple values for argument '{key}'")
+        if len(args) > len(names):
+            raise TypeError(f"{op}() takes from 2 to 3 positional arguments but {len(args)} were given")
+        given = dict(zip(names, args), **kwargs)
+        if "input" not in given:
+            raise TypeError(f'{op}() missing 1 required positional arguments: "input"')
+        a, dim, dtype = given["input"], given.get("dim", _MISSING), given.get("dtype")
         if dim is _MISSING:
             raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
-        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-            raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
+            where = " (position 2)" if len(args) > 1 else ""
+            raise TypeError(f"{op}(): argument 'dim'{where} must be int, not {type(dim).__name__}")
+        dim = operator.index(dim)
         a = as_tensor(a, op)
         if dtype is not None:
-            a = cast(a, dtype)
+            a = cast(a, _dtype_argument(op, dtype))
         axis = normalize_dim(dim, a.dim())
         if not a._dtype.is_floating_point:
             if a.numel() == 0:              # torch runs no kernel: an empty result of a's dtype
@@ -1085,8 +1118,8 @@ def _softmax_like(op: str, grad_name: str):
             raise NotImplementedError(f'"{kernel}" not implemented for '
                                       f"'{TORCH_SCALAR_NAMES[a._dtype.name]}'")
         return apply_op(op, [a], {"axis": axis}, grad_name)
-    fn.__name__ = op
-    fn.__doc__ = f"Numerically stable {op} along `dim` (floating point inputs only, as torch)."
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"Numerically stable {op}(input, dim, dtype=None) along `dim` (floating point inputs only, as torch)."
     return fn
 
 
@@ -1143,8 +1176,12 @@ def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
 
 
 def _is_index(s) -> bool:
+    """Whether torch's argument parser takes `s` as an int: an int or anything with __index__,
+    but of tensors only a 0-d integer one (not bool, not a one-element 1-d tensor)."""
     if type(s) is int:
         return True
+    if isinstance(s, Tensor):
+        return s.dim() == 0 and not s.dtype.is_floating_point and s.dtype is not bool_
     try:
         operator.index(s)
         return True
@@ -1491,7 +1528,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
-    _check_dim_arg("cat", dim)
+    dim = _check_dim_arg("cat", dim)
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
@@ -1514,9 +1551,11 @@ def _check_tensor_list(tensors, fn: str) -> None:
                         f"{type(tensors).__name__}")
 
 
-def _check_dim_arg(fn: str, dim) -> None:
+def _check_dim_arg(fn: str, dim) -> int:
+    """`dim` as an int (a 0-d integer tensor is read: torch takes it as its value), or torch's TypeError."""
     if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
         raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+    return operator.index(dim)
 
 
 def _promote_many(tensors):
@@ -1534,6 +1573,6 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     ts, _ = _promote_many(tensors)
-    _check_dim_arg("stack", dim)
+    dim = _check_dim_arg("stack", dim)
     axis = normalize_dim(dim, ts[0].dim() + 1)
     return apply_op("stack", ts, {"axis": axis}, "StackBackward0")

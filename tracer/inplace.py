@@ -70,7 +70,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if op == "sub":
             _check_bool_sub(self, other)
         if type(alpha) is not int or alpha != 1:
-            other = scale_by_alpha(self, other, alpha, op)
+            other = scale_by_alpha(self, other, alpha, method.__name__)
         (_, other), dtype = _promoted([self, other], op + "_")
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float

@@ -141,8 +141,25 @@ def _checked_other(fn):
     """A binary in-place op (add_, mul_, ...): `other` is a tensor, an array or a number, and
     an integer tensor takes no negative integer power."""
     is_pow = fn.__name__ == "pow_"
+    name = fn.__name__
+    takes_alpha = name in ("add_", "sub_")
 
-    def method(self, other, alpha=1) -> Tensor:
+    def method(self, *args, **kwargs) -> Tensor:
+        # torch's parser: (Tensor other, *, Number alpha = 1) for add_/sub_, (other) otherwise
+        if len(args) == 1 and not kwargs:
+            other, alpha = args[0], 1               # (the common call)
+        else:
+            if len(args) > 1:
+                raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
+            for key in kwargs:
+                if key not in ("other", "alpha") or (key == "alpha" and not takes_alpha) or \
+                        (key == "other" and args):
+                    raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+            if not args and "other" not in kwargs:
+                raise TypeError(f"{name}() received an invalid combination of arguments - got (), but expected "
+                                f"(Tensor other{', *, Number alpha = 1' if takes_alpha else ''})")
+            other = args[0] if args else kwargs["other"]
+            alpha = kwargs.get("alpha", 1)
         if type(other) is not Tensor and not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
             raise TypeError(f"{fn.__name__}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__}")
@@ -350,7 +367,8 @@ METHODS = {
     "isclose": _counted_from_self(predicates.isclose), "all": F.all, "any": F.any,
     # reductions
     "sum": F.sum, "mean": F.mean, "var": moments.var, "std": moments.std, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
-    "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": F.softmax, "log_softmax": F.log_softmax,
+    "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
+    "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
     "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,

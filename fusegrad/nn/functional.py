@@ -367,6 +367,7 @@ def _nll_from_log_probs(log_probs, target, weight, ignore_index: int, reduction:
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
     """Negative log likelihood loss of log-probabilities `input` (N, C, ...) and class indices `target`."""
+    _check_weight_arg("nll_loss_nd", weight)
     _check_ignore_index("nll_loss_nd", ignore_index)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
@@ -397,6 +398,12 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     return out.view(*target.shape) if reduction == "none" else out
 
 
+def _check_weight_arg(fn: str, weight) -> None:
+    """torch's TypeError for a class `weight` that is neither None nor a tensor."""
+    if weight is not None and not isinstance(weight, fg.Tensor):
+        raise TypeError(f"{fn}(): argument 'weight' (position 3) must be Tensor, not {type(weight).__name__}")
+
+
 def _check_ignore_index(fn: str, ignore_index) -> None:
     """torch's parser takes an int only (a float or bool ignore_index would otherwise be
     compared with the targets silently)."""
@@ -414,7 +421,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reductions; validation errors use torch's classes and texts.
     """
     _check_tensor_args("cross_entropy_loss", input=input, target=target)
+    _check_weight_arg("cross_entropy_loss", weight)
     _check_ignore_index("cross_entropy_loss", ignore_index)
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float, np.integer, np.floating)):
+        raise TypeError(f"cross_entropy_loss(): argument 'label_smoothing' (position 6) must be float, not "
+                        f"{type(label_smoothing).__name__}")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     # torch checks only the upper bound; a negative smoothing smooths nothing

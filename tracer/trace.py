@@ -325,7 +325,7 @@ class Trace:
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
             for x in inputs:
-                if type(x) is Tensor and x._rebased:
+                if isinstance(x, Tensor) and x._rebased:
                     raise self.rebased_error(x)
         if len(out_types) == 1 and out is None:
             # (Value(...), Instr(...) and Tensor._init written out: once per traced op)
@@ -343,7 +343,7 @@ class Trace:
             t._sym = v
             t._requires_grad = requires and 0 not in opdef.nondiff_outputs and dtype.is_floating_point
             self.alive.append(weakref.ref(t))
-            if opdef.view and type(inputs[0]) is Tensor:
+            if opdef.view and isinstance(inputs[0], Tensor):
                 self._mark_view(t, inputs[0], op, frozen, values[0])
             return t
         outs = tuple([Value(t) for t in out_types])
@@ -356,7 +356,7 @@ class Trace:
             if opdef.group == ELEMENTWISE and self.writing is None and traced_partial_overlap(out, inputs):
                 raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
             if self.writing is not None or op == "graft":     # part of a write under way
-                return self._write(out, outs[0], requires, fill)
+                return self._write(out, outs[0], requires, fill, graft=op == "graft")
             self.begin_write(out, len(self.instrs) - 1)
             try:
                 return self._write(out, outs[0], requires, fill)
@@ -368,9 +368,9 @@ class Trace:
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
 
-    def _write(self, out: Tensor, v: Value, requires: bool, fill: bool = False) -> Tensor:
+    def _write(self, out: Tensor, v: Value, requires: bool, fill: bool = False, graft: bool = False) -> Tensor:
         if out._base is not None:
-            return self._write_through_view(out, v, requires, fill)
+            return self._write_through_view(out, v, requires, fill, graft)
         self.rebind(out, v, requires)
         return out
 
@@ -682,12 +682,24 @@ class Trace:
             return True         # torch views an empty tensor in any shape (and NumPy shares no memory)
         return bool(np.may_share_memory(OPS["reshape"].ref(stand_in, **dict(frozen)), stand_in))
 
-    def _write_through_view(self, view: Tensor, v: Value, requires: bool, fill: bool = False) -> Tensor:
+    def _write_through_view(self, view: Tensor, v: Value, requires: bool, fill: bool = False,
+                            graft: bool = False) -> Tensor:
         """`view` was written in place with value `v`: write the base (eager's CopySlices);
-        `fill`: every element of it got one value (see dispatch._scatter)."""
+        `fill`: every element of it got one value (see dispatch._scatter); `graft`: the write
+        came through a detach() or .data of the view (_follow_detach)."""
         from .dispatch import _scatter, view_of
         base = view._base
         result = self.symbolic(v, requires or view._requires_grad)
+        if graft and base._grad_fn is None and base._requires_grad:
+            # A leaf written through a detach() or .data of its view (`x[0].detach().add_(1)`):
+            # eagerly its memory changes, not its identity, so it stays that leaf (rebind sums
+            # the gradient over the values it held), as for a write under no_grad
+            from .grad_mode import no_grad
+            with no_grad():
+                new_base = _scatter(base, view._view_chain, result, fill)
+            self.rebind(base, new_base._sym, False)
+            self.view_held.setdefault(id(base), []).append(v)
+            return view
         new_base = _scatter(base, view._view_chain, result, fill)
         if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.

@@ -1,0 +1,170 @@
+"""Parity round 13 (two sweeps: an independent API.md suite and a bad-input fuzz), torch is
+the oracle: in-place writes through views of an nn.Parameter inside fg.compile; a write
+through a detach()/.data of a view of a leaf keeps the leaf a leaf inside fg.compile;
+backward(inputs=) with a repeated tensor; dtype= spellings; argument parsing of softmax,
+in-place add_/mul_, cat/stack dims and the factories' requires_grad."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+
+def _outcome(fn):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn()
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    if hasattr(result, "detach"):
+        return ("tensor", np.round(result.detach().numpy().astype(np.float64), 6).tolist(), str(result.dtype).split(".")[-1])
+    return ("value", result)
+
+
+VIEWS = {"[0]": lambda w: w[0], "[:,1]": lambda w: w[:, 1], "t()": lambda w: w.t(), "view(4)": lambda w: w.view(4)}
+WRITES = {"mul_": lambda v: v.mul_(2), "zero_": lambda v: v.zero_(), "fill_": lambda v: v.fill_(3.0)}
+
+
+@pytest.mark.parametrize("write", list(WRITES))
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_compiled_write_through_a_parameter_view_reaches_the_parameter(view, write):
+    def run(lib):
+        p = lib.nn.Parameter(lib.tensor([[1.0, 2.0], [3.0, 4.0]]))
+
+        def f(w):
+            with lib.no_grad():
+                WRITES[write](VIEWS[view](w))
+            return w.sum()
+        total = fg.compile(f)(p) if lib is fg else f(p)
+        return p.detach().numpy().tolist(), total.item()
+    assert run(fg) == run(torch)
+
+
+def test_a_compiled_write_through_a_parameter_view_with_grad_raises_torchs_error():
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.Parameter(torch.ones(2, 2))[0].mul_(2)
+    with pytest.raises(RuntimeError) as ours:
+        fg.compile(lambda p: (p[0].mul_(2), p.sum())[1])(fg.nn.Parameter(fg.ones(2, 2)))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_a_compiled_backward_through_a_modified_parameter_view_raises():
+    def f(p, lib):
+        y = (p[0] * p[0]).sum()
+        with lib.no_grad():
+            p.mul_(2)
+        y.backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]])), torch)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fg.compile(lambda p: f(p, fg))(fg.nn.Parameter(fg.tensor([[1.0, 2.0], [3.0, 4.0]])))
+
+
+@pytest.mark.parametrize("alias", ["detach", "data"])
+def test_a_write_through_a_detached_view_of_a_leaf_keeps_its_gradient_in_compile(alias):
+    def f(lib, x):
+        t = x.exp()
+        view = x[0]
+        (view.detach() if alias == "detach" else view.data).add_(1)
+        t.sum().backward()
+        return x.grad, x.detach().clone()
+    data = [[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]]
+    theirs = f(torch, torch.tensor(data, requires_grad=True))
+    ours = fg.compile(lambda x: f(fg, x))(fg.tensor(data, requires_grad=True))
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_the_view_keeps_its_own_gradient_path_after_the_detached_write():
+    def f(lib, w):
+        v = w[0:2]
+        t = v * 2
+        v.detach().mul_(2)
+        (t * t).sum().backward()
+        return w.grad
+    theirs = f(torch, torch.tensor([1.0, 2.0, -0.5], requires_grad=True))
+    ours = fg.compile(lambda w: f(fg, w))(fg.tensor([1.0, 2.0, -0.5], requires_grad=True))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_an_in_place_op_on_the_view_after_a_detached_write_still_raises():
+    def f(lib, x):
+        v = x[0]
+        v.detach().add_(1)
+        v.mul_(2)
+        return x * 1
+    with pytest.raises(RuntimeError) as theirs:
+        f(torch, torch.tensor([1.0, 2.0], requires_grad=True))
+    with pytest.raises(RuntimeError) as ours:
+        fg.compile(lambda x: f(fg, x))(fg.tensor([1.0, 2.0], requires_grad=True))
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_backward_counts_a_repeated_input_once(compiled):
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+
+        def step(x):
+            (x * 2).sum().backward(inputs=[x, x, x])
+            return x * 1
+        (fg.compile(step) if compiled and lib is fg else step)(x)
+        return x.grad.numpy().tolist()
+    assert run(fg) == run(torch)
+
+
+CALLS = {
+    "sum dtype=float": lambda L, x: L.tensor([[1, 2], [3, 4]]).sum(0, dtype=float),
+    "sum dtype=int": lambda L, x: x.sum(dtype=int),
+    "sum dtype=bool": lambda L, x: x.sum(dtype=bool),
+    "mean dtype=float": lambda L, x: x.mean(0, dtype=float),
+    "mean dtype=int": lambda L, x: x.mean(dtype=int),
+    "softmax dtype=float": lambda L, x: x.softmax(0, dtype=float),
+    "softmax dtype str": lambda L, x: x.softmax(0, dtype="a"),
+    "softmax axis": lambda L, x: x.softmax(axis=1),
+    "softmax 0-d dim": lambda L, x: x.softmax(L.tensor(0)),
+    "softmax 1-d dim": lambda L, x: x.softmax(L.tensor([0])),
+    "softmax method position": lambda L, x: x.softmax(1.5),
+    "softmax function position": lambda L, x: L.softmax(x, 1.5),
+    "softmax keyword": lambda L, x: x.softmax(dim=1.5),
+    "softmax unknown keyword": lambda L, x: x.softmax(1, foo=2),
+    "add_ positional alpha": lambda L, x: x.clone().add_(x, 10),
+    "mul_ positional": lambda L, x: x.clone().mul_(x, 10),
+    "mul_ alpha": lambda L, x: x.clone().mul_(x, alpha=2),
+    "add_ 0-d alpha": lambda L, x: x.clone().add_(x, alpha=L.tensor(2.0)),
+    "add 1-d alpha": lambda L, x: x.add(x, alpha=L.tensor([1.0, 2.0])),
+    "add_ alpha None": lambda L, x: x.clone().add_(x, alpha=None),
+    "cat 1-d dim": lambda L, x: L.cat([x, x], L.tensor([1])),
+    "cat 0-d dim": lambda L, x: L.cat([x, x], L.tensor(1)),
+    "zeros requires_grad=1": lambda L, x: L.zeros(2, requires_grad=1),
+    "zeros requires_grad=None": lambda L, x: L.zeros(2, requires_grad=None),
+    "tensor requires_grad=None": lambda L, x: L.tensor([1.0], requires_grad=None),
+    "zeros_like requires_grad=1": lambda L, x: L.zeros_like(x, requires_grad=1),
+    "zeros_like memory_format": lambda L, x: L.zeros_like(x, memory_format=None),
+    "cross_entropy weight=1": lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([0, 1]), 1),
+    "cross_entropy label_smoothing str": lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([0, 1]),
+                                                                                     label_smoothing="a"),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_argument_parsing_matches_torch(name):
+    ours = _outcome(lambda: CALLS[name](fg, fg.tensor([[1.0, 2.0], [3.0, 4.0]])))
+    theirs = _outcome(lambda: CALLS[name](torch, torch.tensor([[1.0, 2.0], [3.0, 4.0]])))
+    if theirs[0] == "error" and "invalid combination" in theirs[2]:
+        assert ours[:2] == theirs[:2] and ours[2].split(" - got")[0] == theirs[2].split(" - got")[0]
+    else:
+        assert ours == theirs
+
+
+def test_a_bad_dtype_inside_compile_leaves_the_next_compile_working():
+    x = fg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with pytest.raises(TypeError):
+        fg.compile(lambda a: fg.mean(a, 0, dtype=a))(x)
+    assert fg.compile(lambda a: fg.mean(a, dtype=fg.float64))(x).item() == 3.5

@@ -1,8 +1,9 @@
 """Cache counters (`fg.cache_info()`) and `fg.clear_caches()`.
 
-Counters are cumulative for the process; compare two snapshots to see what a
-call did. `clear_caches()` empties the in-memory program and kernel caches
-(the disk cache is left alone) and keeps the counters.
+Counters are cumulative since the last `clear_caches()`; compare two snapshots
+to see what a call did. `clear_caches()` empties the in-memory program and
+kernel caches (the disk cache is left alone) and zeroes the counters, as
+functools' `cache_clear()` clears a cache and its statistics.
 """
 from __future__ import annotations
 
@@ -52,12 +53,15 @@ def cache_info() -> CacheInfo:
 
 
 def clear_caches() -> None:
-    """Empty the in-memory program and kernel caches (counters are kept); waits
-    for background compiles first, so none fills a cache after it is emptied."""
+    """Empty the in-memory program and kernel caches and zero the counters (functools'
+    cache_clear semantics); waits for background compiles first, so none fills a cache
+    or counts after it is emptied."""
     for drain in _drains:
         drain()
     for clear in _clearers:
         clear()
+    with _count_lock:
+        _counts.update({f.name: f.default for f in fields(CacheInfo)})
 
 
 def register_clearer(fn: Callable[[], None]) -> None:

@@ -168,3 +168,14 @@ def test_a_bad_dtype_inside_compile_leaves_the_next_compile_working():
     with pytest.raises(TypeError):
         fg.compile(lambda a: fg.mean(a, 0, dtype=a))(x)
     assert fg.compile(lambda a: fg.mean(a, dtype=fg.float64))(x).item() == 3.5
+
+
+def test_clear_caches_zeroes_the_counters_as_functools_cache_clear():
+    square = fg.compile(lambda t: t * t + 1)
+    square(fg.ones(3))
+    fg.clear_caches()
+    assert fg.cache_info() == fg.CacheInfo()
+    square(fg.ones(3))
+    square(fg.ones(3))
+    info = fg.cache_info()
+    assert (info.misses, info.hits) == (1, 1)

@@ -179,3 +179,47 @@ def test_clear_caches_zeroes_the_counters_as_functools_cache_clear():
     square(fg.ones(3))
     info = fg.cache_info()
     assert (info.misses, info.hits) == (1, 1)
+
+
+@pytest.mark.parametrize("options", [{}, {"dampening": 0.3}, {"nesterov": True}], ids=str)
+def test_a_compiled_momentum_step_hits_the_cache_from_its_second_call(options):
+    """The first momentum step (which makes the buffer) traces the same program as later ones."""
+    fg.manual_seed(0)
+    layer = fg.nn.Linear(3, 2)
+    opt = fg.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9, **options)
+    x = fg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+
+    @fg.compile
+    def step(x):
+        opt.zero_grad()
+        loss = (layer(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    step(x)
+    before = fg.cache_info()
+    step(x)
+    after = fg.cache_info()
+    assert (after.hits - before.hits, after.misses - before.misses, after.kernels_compiled - before.kernels_compiled) \
+        == (1, 0, 0)
+
+
+def test_the_first_momentum_step_makes_torchs_buffer():
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3)]
+    grads[0][0, 0] = -0.0
+
+    def run(lib):
+        p = lib.tensor(np.ones((4, 3), np.float32), requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.1, momentum=0.9, dampening=0.3)
+        buffers = []
+        for g in grads:
+            p.grad = lib.tensor(g)
+            opt.step()
+            buffers.append(opt.state[p]["momentum_buffer"].numpy().copy())
+        return buffers
+    ours, theirs = run(fg), run(torch)
+    np.testing.assert_array_equal(ours[0], theirs[0])                  # the gradient, undamped
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
+    for o, t in zip(ours[1:], theirs[1:]):      # (torch's add with alpha is one FMA: an ulp apart)
+        np.testing.assert_allclose(o, t, rtol=1e-6)

@@ -338,23 +338,35 @@ class SGD(Optimizer):
         return attrs, [values[name] for name in sgd_scalars(attrs)]
 
     def _fused_update(self, p: Tensor, attrs: dict, scalars: list) -> bool:
-        """Update `p` with one sgd_update op; False (nothing done) where it does not apply:
-        the first momentum step (it makes the buffer) and unusual tensors."""
+        """Update `p` with one sgd_update op; False (nothing done) where it does not apply
+        (unusual tensors).
+
+        The first momentum step makes the buffer: torch's is a clone of the gradient. Here it
+        is the same op as every later step, from a buffer of -0.0 with no dampening: -0.0 *
+        momentum + g is g bit for bit (the sign of a zero g included), so a compiled training
+        step traces one program from its first call on (its second call hits the cache)."""
         grad = p.grad
         if not _fusable_grad(p, grad):
             return False
         tensors = [p, grad]
+        first = False
         if attrs["momentum"]:
             buf = self.state[p].get("momentum_buffer")
             if buf is None:
-                return False
+                buf, first = fg.full_like(p, -0.0), True
             tensors.append(buf)
         if not _writable(tensors[:1] + tensors[2:], p):
             return False
+        if first:
+            self.state[p]["momentum_buffer"] = buf
+            if attrs["dampening"]:          # torch's first buffer is the gradient, undamped
+                names = sgd_scalars(attrs)
+                scalars = [1.0 if name == "one_minus_dampening" else value for name, value in zip(names, scalars)]
         new = _fused("sgd_update", tensors, scalars, attrs, p._dtype)
         _write_back(p, new[0])
         if attrs["momentum"]:
-            _write_back(tensors[2], new[1], bumps=2)       # per-op: buf.mul_(momentum).add_(grad, ...)
+            # per-op: buf.mul_(momentum).add_(grad, ...); torch's first buffer is a fresh clone (version 0)
+            _write_back(tensors[2], new[1], bumps=0 if first else 2)
         return True
 
 

@@ -13,7 +13,7 @@ from . import generator as random_generator, trace_state
 from .fma import fma64
 from .device import check_device
 from .scalar_checks import check_scalar_fits
-from .functional import _shape_arg
+from .functional import _shape_arg, type_name as _type_name
 from .layout import in_dense_order
 from .tensor import Tensor
 
@@ -210,7 +210,7 @@ def _check_no_negative_strides(array: np.ndarray) -> None:
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with `array`."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+        raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     _check_no_negative_strides(array)
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
@@ -600,12 +600,6 @@ def _like_source(t, fn: str) -> Tensor:
     if isinstance(t, np.ndarray):
         return Tensor._wrap(np.zeros(t.shape, dtype=from_numpy_dtype(t.dtype).np))
     raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {_type_name(t)}")
-
-
-def _type_name(x) -> str:
-    """A type's name as torch's argument errors spell it (numpy.ndarray, float, list)."""
-    module = type(x).__module__
-    return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
 
 def _like_layout(result: Tensor, source: Tensor) -> Tensor:

@@ -43,6 +43,13 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
 
 
+def type_name(x) -> str:
+    """A value's type as torch's argument errors name it: builtins bare (float, list), others with
+    their top-level module (numpy.float32, numpy.ndarray)."""
+    module = type(x).__module__
+    return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
+
+
 def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
     """A Tensor from a Tensor or NumPy array; TypeError naming the argument otherwise."""
     if isinstance(x, Tensor):
@@ -50,7 +57,7 @@ def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
     if isinstance(x, np.ndarray):
         from .creation import from_numpy
         return from_numpy(x)
-    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")
 
 
 def _operand(x, fn, arg, pos):
@@ -58,7 +65,7 @@ def _operand(x, fn, arg, pos):
         return x
     if isinstance(x, np.ndarray):
         return as_tensor(x)
-    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")
 
 
 def _kind(x):

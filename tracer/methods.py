@@ -452,6 +452,10 @@ OPERATORS = {
 def bind_methods() -> None:
     """Install METHODS and OPERATORS on Tensor (called once by tracer/__init__)."""
     for name, fn in {**METHODS, **OPERATORS}.items():
+        if isinstance(fn, type(bind_methods)) and "<" in fn.__qualname__:
+            # Python names a function by its qualified name in argument errors: `x.exp(1)` says
+            # "exp() takes ...", not "_unary_float.<locals>.fn() takes ..."
+            fn.__qualname__ = name
         setattr(Tensor, name, fn)
     Tensor.T = read_only(property(F.T), "T")
     Tensor.mT = read_only(property(F.mT), "mT")

@@ -111,11 +111,11 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
                     f"float, or a tuple, list or dict of them")
 
 
-def _check_output(out) -> Tensor:
+def _check_output(out, transform: str) -> Tensor:
     if not isinstance(out, Tensor):
-        raise TypeError(f"the function passed to fg.grad must return a fg.Tensor, got {type(out).__name__}")
+        raise TypeError(f"the function passed to {transform} must return a fg.Tensor, got {type(out).__name__}")
     if out.numel() != 1:
-        raise RuntimeError(f"the function passed to fg.grad must return a tensor with one element (a "
+        raise RuntimeError(f"the function passed to {transform} must return a tensor with one element (a "
                            f"one-element tensor, such as a scalar), but its output has shape {tuple(out.shape)} "
                            f"({out.numel()} elements)")
     return out       # (an integer or bool output is a constant: zero gradients, as torch.func's)
@@ -147,6 +147,11 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
 
     With `has_aux=True`, `f` returns `(output, aux)` and the result is
     `((value, aux), grads)`, as in JAX."""
+    return _value_and_grad(f, argnums, has_aux, "fg.value_and_grad")
+
+
+def _value_and_grad(f, argnums, has_aux: bool, transform: str):
+    """value_and_grad; `transform` names the public transform in errors about f's output."""
     if not callable(f):
         raise TypeError(f"Expected a callable value, got {f!r}")      # JAX's check and text
 
@@ -184,7 +189,7 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
                 finally:
                     engine.TRANSFORMS_RUNNING[0] -= 1
                 out, aux = _split_aux(result, has_aux)
-                out = _check_output(out)
+                out = _check_output(out, transform)
                 if not outer_grad and grad_mode:
                     # f closes over a tensor that requires grad (torch.func.grad keeps that history)
                     outer_grad = _reads_outside(out, own)
@@ -234,7 +239,7 @@ def _zeros_like(t: Tensor) -> Tensor:
 def grad(f, argnums=0, has_aux: bool = False):
     """The gradient of scalar-valued `f` with respect to argument(s) `argnums`;
     with `has_aux=True`, `f` returns `(output, aux)` and this `(grads, aux)`."""
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = _value_and_grad(f, argnums, has_aux, "fg.grad")
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):

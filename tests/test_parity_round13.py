@@ -223,3 +223,10 @@ def test_the_first_momentum_step_makes_torchs_buffer():
     np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
     for o, t in zip(ours[1:], theirs[1:]):      # (torch's add with alpha is one FMA: an ulp apart)
         np.testing.assert_allclose(o, t, rtol=1e-6)
+
+
+@pytest.mark.parametrize("transform", [fg.grad, fg.value_and_grad], ids=["grad", "value_and_grad"])
+def test_a_multi_element_output_error_names_the_transform_called(transform):
+    name = "fg.grad" if transform is fg.grad else "fg.value_and_grad"
+    with pytest.raises(RuntimeError, match=f"^the function passed to {name} must return a tensor with one element"):
+        transform(lambda x: x * 2)(fg.ones(3))

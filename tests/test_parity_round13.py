@@ -230,3 +230,25 @@ def test_a_multi_element_output_error_names_the_transform_called(transform):
     name = "fg.grad" if transform is fg.grad else "fg.value_and_grad"
     with pytest.raises(RuntimeError, match=f"^the function passed to {name} must return a tensor with one element"):
         transform(lambda x: x * 2)(fg.ones(3))
+
+
+SEQUENCE_CALLS = {
+    "backward([g])": lambda L, x: (x * 2).backward([L.ones(2)]) or x.grad,
+    "backward((g,))": lambda L, x: (x * 2).backward((L.ones(2),)) or x.grad,
+    "backward(2.0)": lambda L, x: (x * 2).sum().backward(2.0),
+    "grad ndarray outputs": lambda L, x: L.autograd.grad(x * 2, x, np.ones(2)),
+    "grad [2.0]": lambda L, x: L.autograd.grad((x * 2).sum(), x, [2.0]),
+    "where other=": lambda L, x: x.detach().where(L.tensor([True, False]), other=L.zeros(2)),
+    "== 1j": lambda L, x: x.detach() == 1j,
+    "== 1+0j": lambda L, x: x.detach() == (1 + 0j),
+    "!= 1j": lambda L, x: x.detach() != 1j,
+    "nan == 1j": lambda L, x: L.tensor([float("nan")]) == 1j,
+    "int == 2+0j": lambda L, x: L.tensor([1, 2]) == 2 + 0j,
+}
+
+
+@pytest.mark.parametrize("name", list(SEQUENCE_CALLS))
+def test_gradient_sequences_and_complex_comparisons_match_torch(name):
+    ours = _outcome(lambda: SEQUENCE_CALLS[name](fg, fg.tensor([1.0, 2.0], requires_grad=True)))
+    theirs = _outcome(lambda: SEQUENCE_CALLS[name](torch, torch.tensor([1.0, 2.0], requires_grad=True)))
+    assert ours == theirs

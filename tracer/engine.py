@@ -123,11 +123,8 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
-        elif isinstance(g, (list, tuple, str)) or g is Ellipsis:
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif not isinstance(g, Tensor):
-            from .creation import tensor
-            g = tensor(g, dtype=out.dtype)
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if g._value_shape() != out._value_shape():     # (tuples: what .shape holds)
             raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {g.shape!r} and output[{k}] "
                                f"has a shape of {out.shape!r}.".replace("fg.Size", "torch.Size"))

@@ -685,6 +685,12 @@ _COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
 def _compare(op: str):
     def fn(input, other) -> Tensor:
         a, b = input, other
+        if isinstance(b, complex) and op in ("eq", "ne") and isinstance(a, Tensor):
+            # a real tensor equals a complex number only where the number is real
+            if b.imag == 0:
+                b = b.real
+            else:
+                return Tensor._wrap(np.full(a._value_shape(), op == "ne"))
         if type(a) is Tensor:               # _promoted's common cases inline (a loop's `t < 1000`)
             tb = type(b)
             if tb is Tensor and a._dtype is b._dtype:

@@ -63,7 +63,8 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
         t = type(other)
         if t is Tensor or (scalars and (t is float or t is int)):     # the common cases first
             return fn(self, other)
-        ok = isinstance(other, (Tensor, *arrays)) or (scalars and F._is_scalar(other))
+        ok = isinstance(other, (Tensor, *arrays)) or (scalars and F._is_scalar(other)) or \
+            (isinstance(other, complex) and fn.__name__ in ("eq", "ne"))       # (t == 1j: all False)
         if not ok:
             return NotImplemented
         return fn(self, other)
@@ -135,6 +136,11 @@ def _float_result(fn, op: str):
         return fn(self)
     method.__name__, method.__doc__ = fn.__name__, fn.__doc__
     return method
+
+
+def _where(self, condition, other):
+    """`self` where `condition`, else `other` (torch's Tensor.where(condition, other))."""
+    return F.where(condition, self, other)
 
 
 def _checked_other(fn):
@@ -355,7 +361,7 @@ METHODS = {
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
-    "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": lambda self, c, o: F.where(c, self, o),
+    "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": _where,
     # unary
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
     "sigmoid": F.sigmoid, "relu": F.relu, "expm1": F.expm1, "log1p": F.log1p, "abs": F.abs, "sign": F.sign, "reciprocal": F.reciprocal,

@@ -554,15 +554,18 @@ class Tensor:
         if backward is None:            # (imported on first use: the engine imports this module)
             from .engine import backward
             _ENGINE_BACKWARD[0] = backward
+        grads = None if gradient is None else [gradient]
         if gradient is not None and not isinstance(gradient, Tensor):
-            # torch reads a non-tensor gradient as a sequence of gradients and names its first item.
+            # torch reads a non-tensor gradient as a sequence of gradients (`backward([g])`) and
+            # names the first item that is not a tensor
             try:
-                items = list(gradient)
+                grads = list(gradient)
             except TypeError:
                 raise TypeError(f"'{type(gradient).__name__}' object is not iterable") from None
-            item = items[0] if items else gradient
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+            for item in grads or [gradient]:
+                if not (isinstance(item, Tensor) or item is None):
+                    raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
+        backward([self], grads, retain_graph, create_graph, inputs)
 
     # ------------------------------------------------------------ conversion
     def _concrete(self) -> np.ndarray:

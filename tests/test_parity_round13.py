@@ -252,3 +252,17 @@ def test_gradient_sequences_and_complex_comparisons_match_torch(name):
     ours = _outcome(lambda: SEQUENCE_CALLS[name](fg, fg.tensor([1.0, 2.0], requires_grad=True)))
     theirs = _outcome(lambda: SEQUENCE_CALLS[name](torch, torch.tensor([1.0, 2.0], requires_grad=True)))
     assert ours == theirs
+
+
+def test_autograd_grad_of_a_non_leaf_argument_itself_inside_compile():
+    x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (g,) = fg.compile(lambda a, c: fg.autograd.grad(c, [a], fg.ones(3)))(x, x * 2)
+    np.testing.assert_array_equal(g.numpy(), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("allow_unused", [False, True])
+def test_create_graph_through_history_from_before_the_call_is_refused_clearly(allow_unused):
+    x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    step = fg.compile(lambda a, c: fg.autograd.grad((c * c).sum(), [a], create_graph=True, allow_unused=allow_unused))
+    with pytest.raises(NotImplementedError, match="create_graph=True\\) inside fg.compile"):
+        step(x, x * 2)

@@ -730,7 +730,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
     if trace is not None:
-        outside, behind = _upstream_boundary(trace, inputs) if not create_graph else ([], [])
+        for root in roots:
+            trace.value_of(root)        # (a root from outside the call, read by no op, joins the boundary)
+        outside, behind = _upstream_boundary(trace, inputs)
+        if create_graph and behind:
+            # The gradient would go on through eager history from before the call with the traced
+            # one as its seed; a seed read at a graph break has no history of its own, so the
+            # result could not be differentiated again: refused rather than silently constant.
+            raise NotImplementedError(
+                "fusegrad: autograd.grad(create_graph=True) inside fg.compile with respect to a tensor "
+                "that the call reaches only through history made before the call (a non-leaf "
+                "argument's) is not supported; call it outside the compiled function, or pass the leaf")
         retained = []
         grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph, retained)
         if retained:

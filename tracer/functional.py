@@ -813,11 +813,13 @@ def _check_keepdim(fn: str, args: tuple, kwargs: dict) -> None:
 
 
 def _int_arg(fn: str, arg: str, position: int, value) -> int:
-    """`value` if it is an int (or a NumPy integer), else torch's TypeError: a bool, a float or
-    a tuple is no dim (a bool would otherwise silently read as 0 or 1)."""
+    """`value` as an int (an int, a NumPy integer or a 0-d integer tensor), else torch's
+    TypeError: a bool, a float or a tuple is no dim (a bool would otherwise silently read as 0
+    or 1). `position` counts as the function form does, input first; the method form's entry
+    in methods.METHODS counts from after self (_counted_from_self)."""
     if isinstance(value, (bool, np.bool_)) or not _is_index(value):
         raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {type(value).__name__}")
-    return value
+    return operator.index(value)
 
 
 def _numpy_spellings(fn):
@@ -1297,8 +1299,8 @@ def view(a, *shape, size=None) -> Tensor:
 def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(input, "flatten")
-    _int_arg("flatten", "start_dim", 1, start_dim)
-    _int_arg("flatten", "end_dim", 2, end_dim)
+    start_dim = _int_arg("flatten", "start_dim", 2, start_dim)
+    end_dim = _int_arg("flatten", "end_dim", 3, end_dim)
     s, e = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if a.dim() == 0:
         return reshape(a, (1,))
@@ -1327,8 +1329,8 @@ def permute(input, *dims_, dims=None) -> Tensor:
 def transpose(input, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
     a = as_tensor(input, "transpose")
-    _int_arg("transpose", "dim0", 1, dim0)
-    _int_arg("transpose", "dim1", 2, dim1)
+    dim0 = _int_arg("transpose", "dim0", 2, dim0)
+    dim1 = _int_arg("transpose", "dim1", 3, dim1)
     n = a.dim()
     d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
     if n == 0:                       # dims in [-1, 0] (checked above): the identity, as torch
@@ -1375,7 +1377,7 @@ def mT(a) -> Tensor:
 def unsqueeze(input, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
     a = as_tensor(input, "unsqueeze")
-    _int_arg("unsqueeze", "dim", 1, dim)
+    dim = _int_arg("unsqueeze", "dim", 2, dim)
     d = normalize_dim(dim, a.dim() + 1)
     shape = list(a.shape)
     shape.insert(d, 1)

@@ -376,8 +376,9 @@ METHODS = {
     "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
-    "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "permute": F.permute, "transpose": F.transpose,
-    "t": F.t, "unsqueeze": F.unsqueeze, "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,
+    "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,
+    "transpose": _counted_from_self(F.transpose),
+    "t": F.t, "unsqueeze": _counted_from_self(F.unsqueeze), "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,
     "broadcast_to": F.broadcast_to, "clone": F.clone, "contiguous": F.contiguous, "to": F.to,
     "reshape_as": lambda self, other: F.reshape(self, tuple(other.shape)),
     "view_as": lambda self, other: F.view(self, tuple(other.shape)),

@@ -266,3 +266,13 @@ def test_create_graph_through_history_from_before_the_call_is_refused_clearly(al
     step = fg.compile(lambda a, c: fg.autograd.grad((c * c).sum(), [a], create_graph=True, allow_unused=allow_unused))
     with pytest.raises(NotImplementedError, match="create_graph=True\\) inside fg.compile"):
         step(x, x * 2)
+
+
+@pytest.mark.parametrize("exponent", [True, False])
+def test_a_compiled_bool_power_runs_compiled_without_a_warning(exponent):
+    import warnings as _warnings
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")         # (a kernel that fails to compile warns)
+        ours = fg.compile(lambda t: t ** exponent)(fg.tensor([True, False]))
+    theirs = torch.tensor([True, False]) ** exponent
+    assert ours.numpy().tolist() == theirs.numpy().tolist() and str(ours.dtype) == "fg.bool"

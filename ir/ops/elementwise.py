@@ -131,7 +131,15 @@ def _pow_ref(x, y):
     return np.where(neg, inverse, safe)
 
 
-elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})")
+def _pow_bool_rewrite(e, xs, attrs, graph):
+    """A bool base to a bool exponent (torch's `b ** True`) is `b or not e` (x**0 is 1): the
+    kernels' pow is for numbers only."""
+    if xs[0].dtype is not bool_:
+        return None
+    return [e.op("logical_not", e.logical_and(e.op("logical_not", xs[0]), xs[1]))]
+
+
+elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_bool_rewrite)
 
 
 # pow_const(x; exponent): x ** exponent for the exponents torch's pow(Tensor, Scalar) computes

@@ -30,7 +30,7 @@ from fusegrad.ir.passes import simplify
 from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
-from .hooks import ANY_NODE_HOOKS, NODE_HOOKS
+from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 
@@ -166,7 +166,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             values = iter(run_program(program, seeds, _tensor_apply, env))
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
-    for k, edge in enumerate(targets):
+    for k, edge in enumerate(targets if ANY_LEAF_HOOKS[0] else ()):
         # a leaf's hooks see its total gradient, before it is accumulated or returned
         if edge is not None and grads[k] is not None and type(edge[0]) is AccumulateGrad:
             leaf_hooks = hooks.leaf_hooks(edge[0].variable)

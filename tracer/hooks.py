@@ -24,6 +24,7 @@ from .tensor import Tensor
 # turns true at the first (a WeakKeyDictionary's own truth test costs a Python-level len())
 NODE_HOOKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 ANY_NODE_HOOKS = [False]
+ANY_LEAF_HOOKS = [False]        # (a leaf hook was registered: the engine looks for them on its targets)
 _ids = itertools.count()
 
 
@@ -61,6 +62,7 @@ def register_hook(t: Tensor, hook) -> RemovableHandle:
         raise NotImplementedError("fusegrad: register_hook on a tensor computed inside fg.compile is not "
                                   "supported; register it on a leaf, or outside the compiled function")
     if t._grad_fn is None:
+        ANY_LEAF_HOOKS[0] = True
         if t.__dict__.get("_hooks") is None:
             t._hooks = _Hooks()
         hooks = t._hooks

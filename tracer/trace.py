@@ -32,6 +32,7 @@ from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, 
 from .layout import traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
+from .hooks import ANY_LEAF_HOOKS, run_on_tensor
 from .node import _FREED_MSG, RELEASES_STATE, qualified_name, saved_slots
 from .tensor import Tensor
 
@@ -948,10 +949,9 @@ class Trace:
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
-        for k, x in enumerate(inputs):
+        for k, x in enumerate(inputs if ANY_LEAF_HOOKS[0] else ()):
             # a leaf's register_hook functions, traced on its symbolic gradient (tracer/hooks.py)
             if grads[k] is not None and x._grad_fn is None and x.__dict__.get("_hooks"):
-                from .hooks import run_on_tensor
                 grads[k] = run_on_tensor(x._hooks, grads[k], create_graph)
         if retained is not None:
             retained.extend((t, g) for t, g in zip(on_path, grads[len(inputs):]) if g is not None)

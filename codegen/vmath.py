@@ -42,6 +42,8 @@ fg_sigmoid   e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) for x < 0, with       1 
              the same correction for 1+e and the quotient; 0 where torch's
              e**-x overflows (x < -88.72 / -709.78), as torch's 1/(1 + inf)
 fg_softplus  max(x, 0) + log1p(exp(-|x|))                                     2     1.67
+fg_erf       libm (erff / erf): a call per element, so a loop using it does    libm  libm
+             not vectorise (gelu)
 fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
              float64: log|x| as a double-double (s = f/(2+f) and 2s**3/3
              carried exactly, then TwoSums), y*log|x| with an FMA residual,
@@ -694,6 +696,11 @@ def fg_softplus(x):
     return python_entry(fg_softplus, x)
 
 
+def fg_erf(x):
+    """The error function: libm's (erff / erf), a call per element (gelu's kernels do not vectorise)."""
+    return python_entry(fg_erf, x)
+
+
 def fg_sqrt(x):
     """Square root (sqrt(-0.0) = -0.0, sqrt(x < 0) = nan)."""
     return python_entry(fg_sqrt, x)
@@ -767,6 +774,7 @@ overload_by_kind(fg_log1p, _make_log1p)
 overload_by_kind(fg_tanh, _make_tanh)
 overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
+overload_by_kind(fg_erf, libmath.make_libm_unary(math.erf))
 overload_by_kind(fg_sqrt, _make_sqrt)
 overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)

@@ -508,6 +508,7 @@ sigmoid = _unary_float("sigmoid", "SigmoidBackward0")
 reciprocal = _unary_float("reciprocal", "ReciprocalBackward0")
 expm1 = _unary_float("expm1", "Expm1Backward0")
 log1p = _unary_float("log1p", "Log1PBackward0")
+erf = _unary_float("erf", "ErfBackward0")
 
 
 def relu(input) -> Tensor:

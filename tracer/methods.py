@@ -364,7 +364,7 @@ METHODS = {
     "maximum": _tensor_other(F.maximum), "minimum": _tensor_other(F.minimum), "clamp": F.clamp, "clip": F.clamp, "where": _where,
     # unary
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
-    "sigmoid": F.sigmoid, "relu": F.relu, "expm1": F.expm1, "log1p": F.log1p, "abs": F.abs, "sign": F.sign, "reciprocal": F.reciprocal,
+    "sigmoid": F.sigmoid, "relu": F.relu, "expm1": F.expm1, "log1p": F.log1p, "erf": F.erf, "abs": F.abs, "sign": F.sign, "reciprocal": F.reciprocal,
     # comparisons
     "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "eq": F.eq, "ne": F.ne,
     "logical_not": F.logical_not, "logical_and": _counted_from_self(F.logical_and),

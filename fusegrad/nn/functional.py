@@ -176,6 +176,16 @@ _LEAKY_NEGATIVE_IN_PLACE = (
     "calculation with negative slope")
 
 
+def gelu(input, *, approximate: str = "none"):
+    """x * Phi(x), Phi the standard normal CDF (approximate='tanh': torch's tanh formula); GeluBackward0."""
+    _check_tensor_args("gelu", input=input)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{_dtype_name(input.dtype)}'")
+    return apply_op("gelu", [input], {"approximate": approximate}, "GeluBackward0")
+
+
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (SoftplusBackward0)."""
     _check_tensor_args("softplus", input=input)

@@ -13,7 +13,7 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 
-__all__ = ["Identity", "Linear", "Dropout", "ReLU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
+__all__ = ["Identity", "Linear", "Dropout", "ReLU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss"]
 
 
@@ -116,6 +116,22 @@ class SiLU(Module):
     def extra_repr(self) -> str:
         """"inplace=True" when in place, else empty (torch's)."""
         return "inplace=True" if self.inplace else ""
+
+
+class GELU(Module):
+    """x * Phi(x) elementwise (F.gelu; approximate='tanh' for the tanh formula)."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        """F.gelu of `input`."""
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        """torch's: "approximate='none'"."""
+        return f"approximate={self.approximate!r}"
 
 
 class LeakyReLU(Module):

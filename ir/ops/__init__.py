@@ -9,6 +9,7 @@ from . import moments  # noqa: F401  (registers var and std)
 from . import activations  # noqa: F401  (registers expm1, log1p, silu, softplus and leaky_relu)
 from . import embedding  # noqa: F401  (registers embedding)
 from . import normalization  # noqa: F401  (registers layer_norm)
+from . import erf_gelu  # noqa: F401  (registers erf and gelu)
 
 __all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "infer_types", "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

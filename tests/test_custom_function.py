@@ -181,3 +181,74 @@ def test_explain_names_the_function():
     y = define(fg)["Legendre"].apply(fg.ones(2, requires_grad=True))
     text = fg.autograd.explain(y.sum())
     assert "custom_call[fn=Legendre.forward] a" in text and "fn=Legendre.backward" in text
+
+
+def _more(lib):
+    F = lib.autograd.Function
+
+    class Keyword(F):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Defaulted(F):
+        @staticmethod
+        def forward(ctx, x, k=2.0):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    class NonTensorOutput(F):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 5
+
+        @staticmethod
+        def backward(ctx, g, g2):
+            assert g2 is None
+            return g * 2
+
+    class Summable(F):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return lib.ones(3)
+
+    class ReturnsFloat(F):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 1.0
+    return locals()
+
+
+MORE = {
+    "keyword argument": lambda lib: (lambda x: (_more(lib)["Keyword"].apply(x=x).sum().backward(), x.grad)[1])(
+        lib.tensor([1.0, 2.0], requires_grad=True)),
+    "defaulted argument": lambda lib: (lambda x: (_more(lib)["Defaulted"].apply(x).sum().backward(), x.grad)[1])(
+        lib.tensor([1.0, 2.0], requires_grad=True)),
+    "non-tensor output": lambda lib: (lambda x: (_more(lib)["NonTensorOutput"].apply(x)[0].sum().backward(),
+                                                 x.grad)[1])(lib.tensor([1.0], requires_grad=True)),
+    "gradient summed to the input": lambda lib: (lambda x: (_more(lib)["Summable"].apply(x).sum().backward(),
+                                                            x.grad)[1])(lib.tensor([1.0], requires_grad=True)),
+    "float gradient": lambda lib: (lambda x: (_more(lib)["ReturnsFloat"].apply(x).sum().backward(), x.grad)[1])(
+        lib.tensor([1.0], requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_argument_binding_and_gradient_checks_match_torch(name):
+    assert _outcome(fg, MORE[name]) == _outcome(torch, MORE[name])

@@ -14,7 +14,7 @@ from .fma import fma64
 from .device import check_device
 from .scalar_checks import check_scalar_fits
 from .functional import _shape_arg, type_name as _type_name
-from .layout import in_dense_order
+from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
 
 def manual_seed(seed: int) -> random_generator.Generator:
@@ -607,6 +607,8 @@ def _like_layout(result: Tensor, source: Tensor) -> Tensor:
     fill their memory densely (torch's memory_format=torch.preserve_format)."""
     if source._data is not None:
         result._data = in_dense_order(result._data, source._data)
+    elif source._base is not None:          # a traced view: the layout its view chain gives it
+        result._data = in_dense_order(result._data, layout_stand_in(source))
     return result
 
 

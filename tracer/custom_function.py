@@ -24,6 +24,7 @@ code at backward time.
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -95,6 +96,7 @@ class BackwardCFunction(Node, FunctionCtx):
         full = iter(grads)
         cotangents = [next(full) if g else (self._zeros(k) if self.materialize_grads else None)
                       for k, g in enumerate(given)]
+        cotangents = self._with_non_tensor_outputs(cotangents)
         with no_grad():
             results = self._call_backward(cotangents)
         return [None if r is None or not need else r._concrete() for r, need in zip(results, needs)]
@@ -103,9 +105,14 @@ class BackwardCFunction(Node, FunctionCtx):
         """A create_graph backward's call: `backward` on gradient tensors with grad mode on;
         one tensor per input (zeros where backward gave None)."""
         with enable_grad():
-            results = self._call_backward(list(cotangents))
+            results = self._call_backward(self._with_non_tensor_outputs(list(cotangents)))
         return tuple(r if r is not None else Tensor._wrap(np.zeros(t.shape, t.dtype.np))
                      for r, t in zip(results, self.in_types))
+
+    def _with_non_tensor_outputs(self, cotangents: list) -> list:
+        """One cotangent per output of forward: None for an output that is not a tensor (torch's)."""
+        given = iter(cotangents)
+        return [next(given) if is_tensor else None for is_tensor in self._output_is_tensor]
 
     def _zeros(self, k: int) -> Tensor:
         t = self.out_types[k]
@@ -135,11 +142,13 @@ class BackwardCFunction(Node, FunctionCtx):
                 checked.append(None)
                 continue
             if not isinstance(g, Tensor):
-                raise TypeError(f"expected Variable or None (got {type(g).__name__})")
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             if tuple(g.shape) != tuple(t.shape):
-                raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
-                                   f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
-                                   f"[{', '.join(map(str, t.shape))}]")
+                if not _expandable(tuple(t.shape), tuple(g.shape)):
+                    raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
+                                       f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
+                                       f"[{', '.join(map(str, t.shape))}]")
+                g = _sum_to(g, tuple(t.shape))      # (torch's validate_outputs: at::sum_to)
             if g.dtype is not t.dtype:
                 from .functional import cast
                 g = cast(g, t.dtype)
@@ -150,6 +159,21 @@ class BackwardCFunction(Node, FunctionCtx):
         """After a backward without retain_graph: saved_tensors raises torch's error from now on."""
         super().free_saved()
         self._saved_freed = True
+
+
+def _expandable(shape: tuple, target: tuple) -> bool:
+    """Whether `shape` broadcasts to `target` (trailing dims equal or 1)."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
+
+
+def _sum_to(g: Tensor, shape: tuple) -> Tensor:
+    """`g` summed over the dims a tensor of `shape` was broadcast along."""
+    lead = g.dim() - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape) if s == 1 and g.shape[lead + k] != 1)
+    summed = g.sum(dims, keepdim=True) if dims else g
+    return summed.reshape(shape)
 
 
 class _Forward:
@@ -239,21 +263,40 @@ class Function(metaclass=_FunctionMeta):
             raise NotImplementedError(f"fusegrad: a custom autograd.Function ({cls.__name__}) cannot run inside "
                                       "fg.compile (its backward is Python code the compiled program cannot call); "
                                       "call it outside the compiled function")
+        own_setup = cls.setup_context.__func__ if hasattr(cls.setup_context, "__func__") else cls.setup_context
+        separate_setup = own_setup is not Function.__dict__["setup_context"].__func__
+        # torch binds keywords and defaults to forward's parameters: each one is an input
+        # (backward returns a gradient, or None, per parameter)
+        args = _bound_arguments(cls.forward, args, kwargs, skip_ctx=not separate_setup)
         tensors = [a for a in args if isinstance(a, Tensor)]
         node = cls._backward_cls.__new__(cls._backward_cls)
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         node._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
-        own_setup = cls.setup_context.__func__ if hasattr(cls.setup_context, "__func__") else cls.setup_context
         with no_grad():
-            if own_setup is not Function.__dict__["setup_context"].__func__:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(node, args, output)
+            if separate_setup:
+                output = cls.forward(*args)
+                cls.setup_context(node, tuple(args), output)
             else:
-                output = cls.forward(node, *args, **kwargs)
+                output = cls.forward(node, *args)
         record = is_grad_enabled() and any(t.requires_grad for t in tensors)
         if not record:
             return output
         return _attach(node, tensors, output)
+
+
+def _bound_arguments(forward, args: tuple, kwargs: dict, skip_ctx: bool) -> list:
+    """`args` and `kwargs` bound to forward's parameters, defaults filled in, as a list (torch's
+    bind_default_args); as given when forward takes *args or **kwargs."""
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):
+        return list(args) + list(kwargs.values())
+    parameters = list(signature.parameters.values())[1 if skip_ctx else 0:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        return list(args) + list(kwargs.values())
+    bound = inspect.Signature(parameters).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return list(bound.args)
 
 
 def _attach(node: BackwardCFunction, tensors: list, output):
@@ -267,6 +310,7 @@ def _attach(node: BackwardCFunction, tensors: list, output):
         if isinstance(o, Tensor) and id(o) in inputs and id(o) not in dirty:
             outputs[k] = o.detach()         # an input returned as is: a new tensor on its memory (torch's view)
     out_tensors = [(k, o) for k, o in enumerate(outputs) if isinstance(o, Tensor)]
+    node._output_is_tensor = tuple(isinstance(o, Tensor) for o in outputs)
     out_types = [TensorType(tuple(o.shape), o.dtype) for _, o in out_tensors]
     in_types = [TensorType(tuple(t.shape), t.dtype) for t in tensors]
     fwd = _Forward(node, in_types, out_types, [o._concrete() for _, o in out_tensors])

@@ -16,7 +16,7 @@ from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .node import keep_scalar_operands
 from . import generator
-from .layout import traced_partial_overlap
+from .layout import layout_stand_in, traced_partial_overlap
 from .tensor import Tensor
 
 
@@ -139,10 +139,8 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[t._dtype.name]}\'')
     check_inplace(t)
     n = t.numel()
-    if t._data is None:                 # traced: its layout is not known; filled row-major
-        values = draw(n, t._dtype.np, True).reshape(tuple(t.shape))
-    else:
-        values = generator.in_logical_order(t._data, draw(n, t._dtype.np, t._data.flags.c_contiguous))
+    memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
+    values = generator.in_logical_order(memory, draw(n, t._dtype.np, memory.flags.c_contiguous))
     apply_op("index_put", [t, values], {"index": ()}, name, out=t)
     return t
 
@@ -181,11 +179,8 @@ def bernoulli_(t: Tensor, p: float = 0.5) -> Tensor:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
     check_inplace(t)
     draws = generator.DEFAULT.uniform(t.numel(), np.float64) < p
-    values = draws.astype(t._dtype.np)
-    if t._data is None:                 # traced: filled row-major
-        values = values.reshape(tuple(t.shape))
-    else:
-        values = generator.in_logical_order(t._data, values)
+    memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
+    values = generator.in_logical_order(memory, draws.astype(t._dtype.np))
     apply_op("index_put", [t, values], {"index": ()}, "BernoulliBackward2", out=t)
     return t
 

@@ -29,6 +29,7 @@ from .device import check_device, device as torch_device
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
+from .scalar_checks import check_scalar_fits
 from .node import display_edges, keep_scalar_operands
 from .tensor import Tensor
 
@@ -671,13 +672,14 @@ def masked_fill_operands(input, mask, value, fn: str = "masked_fill"):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.dim()} dimension(s).")
         return a, mask, cast(value, a._dtype), "MaskedFillBackward1"
+    check_scalar_fits(value, a._dtype)          # torch's overflow error (1e300 into float32)
     return a, mask, _scalar_array(value, a._dtype), "MaskedFillBackward0"
 
 
 def masked_fill(input, mask, value) -> Tensor:
     """`value` where `mask` is True, else `input` (broadcast; value cast to input's dtype)."""
     a, mask, value, name = masked_fill_operands(input, mask, value)
-    return apply_op("where", [mask, value, a], None, name)
+    return apply_op("masked_fill", [a, mask, value], None, name)
 
 _COMPARE_SIGNATURES = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
                        "\n * (Tensor input, Number other, *, Tensor out = None)\n")

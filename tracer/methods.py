@@ -216,7 +216,7 @@ def _masked_fill_(self, mask, value) -> Tensor:
     inplace.check_inplace(self)
     a, mask, value, name = F.masked_fill_operands(self, mask, value, "masked_fill_")
     inplace.check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(mask.shape)), self._dtype)
-    apply_op("where", [mask, value, self], None, name, out=self)
+    apply_op("masked_fill", [self, mask, value], None, name, out=self)
     return self
 
 

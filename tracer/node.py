@@ -60,8 +60,10 @@ _NEXT_INPUTS = {
     "PowBackward2": (1,),       # pow(scalar, x)
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
     "WhereBackward0": (1, 2),   # where(condition, x, y)
-    "MaskedFillBackward0": (2,),    # masked_fill(x, mask, number): IR where(mask, number, x)
-    "MaskedFillBackward1": (2, 1),  # masked_fill(x, mask, 0-d tensor)
+    "MaskedFillBackward0": (0,),    # masked_fill(x, mask, number)
+    "MaskedFillBackward1": (0, 2),  # masked_fill(x, mask, 0-d tensor)
+    "LeakyReluBackward0": (0,),     # leaky_relu(x, negative_slope): the slope is a Scalar
+    "LeakyReluBackward1": (0,),
     "NllLossBackward0": (0,),   # nll_loss(log_probs, target, classes[, weight]): only log_probs is differentiable
     "NllLoss2DBackward0": (0,),     # nll_loss_nd, likewise
     "RemainderBackward0": (0,),     # remainder(x, scalar)

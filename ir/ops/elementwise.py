@@ -372,6 +372,22 @@ register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
                                          e.where(x[0], 0, g[0]) if n[2] else None],
                "({1} if {0} else {2})"))
 
+def _masked_fill_infer(types, attrs):
+    x, mask, value = types
+    if mask.dtype is not bool_:
+        raise TypeError(f"masked_fill expected a boolean mask, got {mask.dtype.name}")
+    if value.dtype is not x.dtype or value.shape:
+        raise TypeError(f"masked_fill: the value must be a 0-d {x.dtype.name} operand, got {value}")
+    return [TensorType(broadcast_shapes(mask.shape, x.shape), x.dtype)]     # (torch names the mask a)
+
+
+# masked_fill(x, mask, value): torch's operand order (self first), so an in-place write
+# through a view replays it on the base as any in-place op; value is 0-d, of x's dtype.
+register(OpDef("masked_fill", ELEMENTWISE, _masked_fill_infer, lambda x, mask, value: np.where(mask, value, x),
+               lambda e, x, y, g, a, n: [e.where(x[1], 0, g[0]) if n[0] else None, None,
+                                         e.where(x[1], g[0], 0) if n[2] else None],
+               "({2} if {1} else {0})"))
+
 # ------------------------------------------------------------------ torch's backward ops
 # The VJPs of tanh, sigmoid and relu, as the ops torch's own backward calls
 # (tanh_backward, sigmoid_backward, threshold_backward): a gradient built with

@@ -703,6 +703,11 @@ def _abandon(trace: Trace) -> None:
         trace.restore_states()
 
 
+def _aliases_any(array: np.ndarray, others) -> bool:
+    """Whether `array` may share memory with one of `others`."""
+    return any(np.may_share_memory(array, other) for other in others)
+
+
 def _writable(array: np.ndarray, tensor=None) -> np.ndarray:
     """Where a write-back goes: `array`, or for an expand's read-only view of writable memory
     (an argument `x.expand(2, 3)` filled in the call) a writable view of that memory, so
@@ -801,9 +806,15 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     arrays = execute(program, trace.input_arrays, trace.known, run)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
 
+    written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
     for t in alive:
         if id(t) not in shared:
             t._data = by_id[t._sym.id]
+            if written and _aliases_any(t._data, written):
+                # The executor may hand out an input's own memory for a value that is a copy
+                # eagerly (a sum over one element is its operand, reshaped); the write-back of
+                # that input below would show through it
+                t._data = t._data.copy()
     _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None

@@ -276,3 +276,66 @@ def test_a_compiled_bool_power_runs_compiled_without_a_warning(exponent):
         ours = fg.compile(lambda t: t ** exponent)(fg.tensor([True, False]))
     theirs = torch.tensor([True, False]) ** exponent
     assert ours.numpy().tolist() == theirs.numpy().tolist() and str(ours.dtype) == "fg.bool"
+
+
+ONE_ELEMENT_REDUCTIONS = {
+    "int sum": (lambda a: a.sum(), [2]),
+    "int sum(0) over a unit dim": (lambda a: a.sum(0), [[1, 2, 3]]),
+    "int max": (lambda a: a.max(), [2]),
+    "float max": (lambda a: a.max(), [2.0]),
+    "float min": (lambda a: a.min(), [2.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(ONE_ELEMENT_REDUCTIONS))
+def test_a_reduction_of_one_element_does_not_see_a_later_write_of_its_input(name):
+    op, data = ONE_ELEMENT_REDUCTIONS[name]
+
+    def f(a):
+        v = op(a)
+        a.add_(3)
+        return v
+    theirs = f(torch.tensor(data)).numpy().tolist()
+    assert fg.compile(f)(fg.tensor(data)).numpy().tolist() == theirs
+
+
+@pytest.mark.parametrize("alias", ["detach", "data"])
+def test_a_write_with_history_through_a_detach_keeps_that_history_in_compile(alias):
+    def f(lib, a0, a1):
+        v0 = a0 * 2
+        v1 = v0.detach() if alias == "detach" else v0.data
+        v1.mul_(a1)
+        v1.sum().backward()
+        return v1
+    def run(lib, compiled):
+        a0, a1 = lib.tensor([[0.5, 1.5]], requires_grad=True), lib.tensor(2.0, requires_grad=True)
+        out = (fg.compile(lambda a, b: f(fg, a, b)) if compiled else (lambda a, b: f(lib, a, b)))(a0, a1)
+        return out.detach().numpy().tolist(), a1.grad.item(), a0.grad
+    theirs = run(torch, False)
+    ours = run(fg, True)
+    assert ours[:2] == theirs[:2] and ours[2] is None and theirs[2] is None
+
+
+def test_a_write_through_a_detach_of_a_leaf_does_not_leak_its_history_into_the_leaf():
+    def f(a):
+        v2 = a.view(a.shape)
+        a.detach().mul_(a)
+        return v2
+
+    def run(lib, compiled):
+        a = lib.tensor([[0.5, 1.5, -2.0]], requires_grad=True)
+        v = (fg.compile(f) if compiled else f)(a)
+        (v * lib.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+        return v.detach().numpy().tolist(), a.grad.numpy().tolist()
+    assert run(fg, True) == run(torch, False)
+
+
+def test_a_write_with_history_through_a_detach_gives_no_history_to_a_source_without_one():
+    def f(a, b):
+        v = a.exp()
+        v.detach().add_(b)
+        return v
+    out = fg.compile(f)(fg.tensor([0.5, 1.5]), fg.tensor([1.0, 2.0], requires_grad=True))
+    theirs = f(torch.tensor([0.5, 1.5]), torch.tensor([1.0, 2.0], requires_grad=True))
+    assert out.requires_grad is theirs.requires_grad is False
+    np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-6)

@@ -153,6 +153,7 @@ class Trace:
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
         self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
+        self.graft_writer = None            # the detach() alias whose write is being grafted into its source
 
     # ------------------------------------------------------------ values
     @property
@@ -567,9 +568,19 @@ class Trace:
             if leaf is not None and leaf is not t and held is not None and held.type == v.type:
                 # Another tensor's write to the memory of a leaf that requires grad and was read
                 # (x.data.add_(1), x.detach()[0] = 4 after y = x * 3): the leaf stays that leaf,
-                # its gradient the sum over every value it held, as for a write under no_grad
-                self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v)
-            self.lifted[key] = v
+                # its gradient the sum over every value it held, as for a write under no_grad.
+                # A write recorded with history (x.detach().mul_(x)) is the writer's: the leaf
+                # holds its value through an identity outside the grad set, so gradient reaching
+                # the leaf stops there rather than also flowing down the write's history.
+                if requires:
+                    v_held = self.builder.emit("cast", v, dtype=v.dtype)
+                    self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
+                    self.lifted[key] = v_held
+                else:
+                    self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v)
+                    self.lifted[key] = v
+            else:
+                self.lifted[key] = v
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -622,11 +633,18 @@ class Trace:
         """`source` takes t's value on its own gradient path (graft), recorded for gradients
         whatever the grad mode: a write that reaches a tensor through memory it shares never
         changes its history, eagerly (`with no_grad(): y.detach().add_(1)` included)."""
-        from .grad_mode import enable_grad
+        from .grad_mode import enable_grad, no_grad
         found = self.grad_producer(source._sym)
         name = self.grad_instrs.get(id(found[0])) if found is not None else None
-        with enable_grad():
-            self.record("graft", [t, source], None, name, source)
+        # The writer keeps the value it wrote, with that write's own history (`d.mul_(b)` on
+        # d = v.detach(): d's gradient reaches b), so the graft's refresh of the aliases skips it
+        previous, self.graft_writer = self.graft_writer, (t if t._requires_grad else None)
+        try:
+            # (a source without a gradient path gets none from the writer's history: v.detach().add_(b))
+            with enable_grad() if source._requires_grad else no_grad():
+                self.record("graft", [t, source], None, name, source)
+        finally:
+            self.graft_writer = previous
 
     def _grafted(self, v: Value, source: Value, found: tuple) -> Value:
         """A graft of `v` onto `source`'s gradient path (`found`: source's producer), recorded
@@ -860,7 +878,7 @@ class Trace:
         """t's value changed: its detach()es (and theirs, and their views) read it again."""
         for ref in self.detach_aliases.get(id(t), ()):
             alias = ref()
-            if alias is not None and alias is not t and alias._sym is not None:
+            if alias is not None and alias is not t and alias is not self.graft_writer and alias._sym is not None:
                 new = self._identity_of(t)
                 if self.writing is not None:
                     self._replaced(alias, new)

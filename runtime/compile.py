@@ -276,6 +276,7 @@ class _BackwardFn:
                                 # entry None (every output) is the default
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to), for expand; None where it cannot
+        self.freed_outputs = None   # per output: behind values a backward inside the call freed
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
@@ -361,6 +362,9 @@ class _BackwardFn:
 
     def run(self, *cotangents, given=None):
         # (a backward from every output, the common case, reaches everything: no scan)
+        if self.freed_outputs is not None and any(f and (given is None or g)
+                                                  for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
+            raise RuntimeError(_FREED_MSG)
         reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         self._check_not_freed(users)
         self._check_stale(given)
@@ -765,6 +769,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     backward = None
     gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
+    # per output, where only some are behind values an in-call backward freed (the others
+    # keep their graph): a later backward from those raises (_BackwardFn.freed_outputs)
+    freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
+        and not freed else None
     no_derivative = grads = None        # (no_derivative: torch's error for a backward through an op without one)
     if gradients_may_flow and not freed:
         b = Builder(Program())
@@ -856,6 +864,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
                                         trace.lifted_tensors)
             back.stale = stale
             back.forward = forward_form
+            if freed_each is not None and any(freed_each):
+                back.freed_outputs = freed_each
         else:
             # A backward inside the call already freed what these outputs' backward needs (a
             # training step returning its loss), or it runs through an op without a derivative:
@@ -1006,6 +1016,22 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
         if trace.saves_for_backward(ins):
             return True
         stack += [p for p in (freed_producer(v) for v in ins.inputs) if p is not None]
+    return False
+
+
+def _reaches_freed(trace: Trace, t) -> bool:
+    """Would a backward from `t` reach an instruction whose saved values a backward inside
+    the call freed (torch raises there), through any path of instructions recorded with grad?"""
+    stack, seen = [t._sym], set()
+    while stack:
+        found = trace.grad_producer(stack.pop())
+        if found is None or id(found[0]) in seen:
+            continue
+        ins = found[0]
+        seen.add(id(ins))
+        if id(ins) in trace.freed and trace.saves_for_backward(ins):
+            return True
+        stack += list(ins.inputs)
     return False
 
 

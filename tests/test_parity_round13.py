@@ -339,3 +339,27 @@ def test_a_write_with_history_through_a_detach_gives_no_history_to_a_source_with
     theirs = f(torch.tensor([0.5, 1.5]), torch.tensor([1.0, 2.0], requires_grad=True))
     assert out.requires_grad is theirs.requires_grad is False
     np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def _mixed_outputs(lib, a, b):
+    v = lib.minimum(a, b)
+    (v * v).mean().backward()           # frees v's graph
+    return v, a * 2                     # the second output keeps a graph
+
+
+def _derived_output(lib, a, b):
+    v1 = a.exp().sum()
+    v1.backward()                       # frees exp's saved result
+    return v1, v1.sin()
+
+
+@pytest.mark.parametrize("program", [_mixed_outputs, _derived_output], ids=["mixed outputs", "derived output"])
+def test_a_backward_after_the_call_through_a_graph_freed_inside_it_raises(program):
+    def run(lib, compiled):
+        a, b = lib.tensor([0.5, 1.5], requires_grad=True), lib.tensor([1.0, 1.0])
+        fn = fg.compile(lambda a, b: program(fg, a, b)) if compiled else (lambda a, b: program(lib, a, b))
+        outs = fn(a, b)
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            sum(o.sum() for o in outs).backward()
+        return a.grad.numpy().tolist()
+    assert run(fg, True) == run(torch, False)

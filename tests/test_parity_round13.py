@@ -363,3 +363,21 @@ def test_a_backward_after_the_call_through_a_graph_freed_inside_it_raises(progra
             sum(o.sum() for o in outs).backward()
         return a.grad.numpy().tolist()
     assert run(fg, True) == run(torch, False)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("values", [[0.5, 2.0], [-0.5, 2.0]], ids=["positive", "negative"])
+def test_a_power_with_a_number_exponent_saves_its_base_only(values, compiled):
+    """torch's PowBackward0 (a Scalar exponent) saves self, not its result: writing the result
+    before the backward is allowed (PowBackward1, a tensor exponent, does save the result)."""
+    def f(lib, a):
+        v = lib.pow(a, 1.7)
+        v[0] = 1.0
+        return v
+
+    def run(lib):
+        a = lib.tensor(values, requires_grad=True)
+        v = (fg.compile(lambda a: f(fg, a)) if compiled and lib is fg else (lambda a: f(lib, a)))(a)
+        v.sum().backward()
+        return a.grad.numpy()
+    np.testing.assert_allclose(run(fg), run(torch), rtol=1e-6, equal_nan=True)

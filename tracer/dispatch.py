@@ -190,7 +190,8 @@ class _Plan:
         self.pooled = into_writer(opdef, self.in_types, self.out_types, attrs) if self.small else None
         self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
         self.may_record = opdef.vjp is not None and True in self.needs
-        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs)
+        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs,
+                                                     name or _default_name(op))
                                          if self.may_record else ((), ()))
         self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
         self.no_consts = (None,) * len(inputs)
@@ -402,7 +403,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
 
     saved = {}
     if record:
-        in_slots, out_slots = saved_slots(op, frozen, in_types, needs)
+        in_slots, out_slots = saved_slots(op, frozen, in_types, needs, name or _default_name(op))
         for i in in_slots:
             x = inputs[i]
             if isinstance(x, Tensor):

@@ -23,14 +23,18 @@ _FREED_MSG = ("Trying to backward through the graph a second time (or directly a
 
 
 @functools.lru_cache(maxsize=8192)
-def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
+def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str | None = None):
     """(input indices, output indices) of the values a node saves, given which inputs need
     grad: the inputs op's VJP reads for those, and the outputs it reads for any input (torch's
     generated nodes save an input only for the gradients that need it, but an output they
-    use always: x ** e saves its result though e needs no gradient)."""
+    use always: x ** e saves its result though e needs no gradient). "Any input" is any that
+    torch's node takes as a tensor: not an operand that its signature takes as a Scalar
+    (`name`'s entry in _NEXT_INPUTS: x ** 1.7, PowBackward0, saves x only)."""
     inputs, outputs = _read_slots(op, attrs, in_types, needs)
     if False in needs:
-        outputs = _read_slots(op, attrs, in_types, (True,) * len(needs))[1]
+        listed = _NEXT_INPUTS.get(name) if name is not None else None
+        probe = (True,) * len(needs) if listed is None else tuple(need or k in listed for k, need in enumerate(needs))
+        outputs = _read_slots(op, attrs, in_types, probe)[1]
     return inputs, outputs
 
 

@@ -468,7 +468,8 @@ class Trace:
             if not stale:
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
-            in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+            in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
+                                              self.grad_instrs.get(id(ins)) or _default_name(ins.op))
             for k in out_slots:
                 v = ins.outputs[k]
                 if v.id in stale and stale[v.id][4] > at:

@@ -381,3 +381,37 @@ def test_a_power_with_a_number_exponent_saves_its_base_only(values, compiled):
         v.sum().backward()
         return a.grad.numpy()
     np.testing.assert_allclose(run(fg), run(torch), rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_backward_with_inputs_fills_the_retained_grads_on_its_way(compiled):
+    def f(lib, x):
+        h = x * 2
+        z = h * 3
+        z.retain_grad()
+        (z * z).sum().backward(inputs=[h])
+        return z.grad * 1, h.grad * 1
+    theirs = f(torch, torch.tensor([1.0, 2.0], requires_grad=True))
+    fn = fg.compile(lambda x: f(fg, x)) if compiled else (lambda x: f(fg, x))
+    ours = fn(fg.tensor([1.0, 2.0], requires_grad=True))
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+NEW_FEATURE_CHECKS = {
+    "var correction=True": lambda L, x: x.var(correction=True),
+    "layer_norm mixed dtype": lambda L, x: L.nn.functional.layer_norm(x, (3,), L.ones(3, dtype=L.float64)),
+    "softplus beta str": lambda L, x: L.nn.functional.softplus(x, beta="a"),
+    "leaky_relu slope str": lambda L, x: L.nn.functional.leaky_relu(x, "a"),
+    "layer_norm shape str": lambda L, x: L.nn.functional.layer_norm(x, "a"),
+    "layer_norm weight list": lambda L, x: L.nn.functional.layer_norm(x, (3,), [1.0, 1.0, 1.0]),
+    "layer_norm empty shape": lambda L, x: L.nn.functional.layer_norm(x, ()),
+    "masked_fill overflow": lambda L, x: x.masked_fill(L.ones(2, 3, dtype=L.bool), 1e300),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_FEATURE_CHECKS))
+def test_new_feature_argument_checks_match_torch(name):
+    ours = _outcome(lambda: NEW_FEATURE_CHECKS[name](fg, fg.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 8.0]])))
+    theirs = _outcome(lambda: NEW_FEATURE_CHECKS[name](torch, torch.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 8.0]])))
+    assert ours == theirs

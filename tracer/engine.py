@@ -596,6 +596,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     if inputs is not None:
         targets = [(t, edge_of(t)) for t in inputs]
+        # torch fills the .grad of the retain_grad() tensors whose nodes this backward runs too
+        given = {id(t) for t in inputs}
+        on_path = [(t, e) for t, e in _retained_on_path(graph_nodes, [e for _, e in targets]) if id(t) not in given]
+        targets += on_path
     else:
         targets = []
         for node in graph_nodes:

@@ -34,7 +34,7 @@ def _moment(op: str, name: str, input, dim, unbiased, keepdim, correction) -> Te
         raise _invalid(op, ["Tensor", "correction=" + type(correction).__name__, "unbiased=bool"])
     if unbiased is not _MISSING and not isinstance(unbiased, (bool, np.bool_)):
         raise _invalid(op, ["Tensor", type(dim).__name__, type(unbiased).__name__])
-    if correction is not None and (isinstance(correction, bool) or not isinstance(correction, numbers.Real)):
+    if correction is not None and not isinstance(correction, numbers.Real):      # (a bool is 0 or 1, as torch)
         raise _invalid(op, ["Tensor", "correction=" + type(correction).__name__])
     if dim is not None and not (F._is_index(dim) or isinstance(dim, (tuple, list))):
         raise _invalid(op, ["Tensor", type(dim).__name__])

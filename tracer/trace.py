@@ -1132,8 +1132,13 @@ class Trace:
         # output of an eager module): their gradients continue through that history when the
         # call returns (compile._finish), as eagerly the backward would go on into it
         outside = list(self.boundary.values()) if inputs is None else []
-        grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph)
+        # with `inputs`, the retain_grad() tensors on the way get their .grad too (as torch's)
+        retained = [] if inputs is not None else None
+        grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained)
         grads, outside_grads = grads[:len(leaves)], grads[len(leaves):]
+        if retained:
+            given = {id(t) for t in leaves}
+            self.fill_retained([(t, g) for t, g in retained if id(t) not in given], create_graph)
         reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
         if reached:
             self.outside_backwards.append(([t for t, _ in reached], [g for _, g in reached], retain_graph,

@@ -158,6 +158,9 @@ def silu(input, inplace: bool = False):
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     """x where x > 0, else x * negative_slope (LeakyReluBackward0; in place LeakyReluBackward1)."""
     _check_tensor_args("leaky_relu_" if inplace else "leaky_relu", input=input)
+    if isinstance(negative_slope, bool) or not isinstance(negative_slope, (int, float, np.integer, np.floating)):
+        raise TypeError(f"leaky_relu(): argument 'negative_slope' (position 2) must be Number, not "
+                        f"{type(negative_slope).__name__}")
     _float_activation("leaky_relu", input)
     slope = np.asarray(negative_slope, dtype=input.dtype.np)
     if inplace:
@@ -189,6 +192,9 @@ def gelu(input, *, approximate: str = "none"):
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (SoftplusBackward0)."""
     _check_tensor_args("softplus", input=input)
+    for arg, value in (("beta", beta), ("threshold", threshold)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"softplus(): argument '{arg}' must be Number, not {type(value).__name__}")
     _float_activation("softplus", input)
     return apply_op("softplus", [input], {"beta": float(beta), "threshold": float(threshold)}, "SoftplusBackward0")
 
@@ -613,11 +619,20 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     """Normalise over the trailing `normalized_shape` dims (biased variance, `eps` inside the
     square root), then scale by `weight` and shift by `bias` (NativeLayerNormBackward0)."""
     _check_tensor_args("layer_norm", input=input)
-    if isinstance(normalized_shape, (int, np.integer)) and not isinstance(normalized_shape, bool):
-        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    if not isinstance(normalized_shape, (tuple, list, fg.Size)) or \
+            not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in normalized_shape):
+        kind = "int" if isinstance(normalized_shape, (int, np.integer)) else type(normalized_shape).__name__
+        raise TypeError(f"layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not {kind}")
+    for position, (arg, t) in enumerate((("weight", weight), ("bias", bias)), start=3):
+        if t is not None and not isinstance(t, fg.Tensor):
+            raise TypeError(f"layer_norm(): argument '{arg}' (position {position}) must be Tensor, not "
+                            f"{type(t).__name__}")
     shape = tuple(int(s) for s in normalized_shape)
     ndim = len(shape)
-    if ndim == 0 or input.dim() < ndim or tuple(input.shape[input.dim() - ndim:]) != shape:
+    if ndim == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    if input.dim() < ndim or tuple(input.shape[input.dim() - ndim:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -626,6 +641,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
                                f"{list(t.shape)} and normalized_shape = {list(shape)}")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{_dtype_name(input.dtype)}'")
+    for t in (weight, bias):
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of {_dtype_name(input.dtype)}")
     dtype = input.dtype.np
     operands = [input,
                 weight if weight is not None else np.ones(shape, dtype),

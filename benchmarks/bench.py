@@ -206,6 +206,9 @@ def time_cells(results, plan, quick, timeout_s):
             log(f"[{workload.key}] {column.label}: {cell.status} {timing} {cell.detail}".rstrip())
 
 
+WARM_PROBES = 3          # fresh processes per warm first-call probe (the fastest is reported)
+
+
 def probe_cells(results, mode, quick, threads, scratch, workloads):
     """Fill results.probes for `workloads`: each column's first call and memory in a fresh
     process; a column with a disk cache twice, cold (empty cache) then warm (the same cache).
@@ -223,10 +226,19 @@ def probe_cells(results, mode, quick, threads, scratch, workloads):
                 continue
             cache = tempfile.mkdtemp(prefix=f"{workload.key}-{column.key}-", dir=scratch)
             for name in report.probe_names(column):
-                result = probe.run_probe(workload.key, column.key, quick, threads,
-                                         probe.probe_env(cache), timeout_s)
-                results.probes[(workload.key, name)] = result
-                log(f"[{workload.key}] probe {name}: {result}")
+                # A warm probe can be repeated (each a fresh process on the same filled cache): the
+                # fastest of WARM_PROBES, as every timing here is the fastest sample. A cold one
+                # cannot (its first run fills the cache).
+                repeats = WARM_PROBES if name.endswith(":warm") else 1
+                best = None
+                for _ in range(repeats):
+                    result = probe.run_probe(workload.key, column.key, quick, threads,
+                                             probe.probe_env(cache), timeout_s)
+                    log(f"[{workload.key}] probe {name}: {result}")
+                    if best is None or (result.get("first_s") is not None and
+                                        (best.get("first_s") is None or result["first_s"] < best["first_s"])):
+                        best = result
+                results.probes[(workload.key, name)] = best
 
 
 def run_benchmark(args, thread_description):

@@ -167,8 +167,9 @@ def first_call_section(results):
              "Each first call runs in a fresh subprocess (imports and data set-up not timed). fusegrad "
              "compiled and torch.compile run cold, from an empty FUSEGRAD_CACHE_DIR / "
              "TORCHINDUCTOR_CACHE_DIR, then warm, in three more processes reusing the cache the first filled "
-             "(the fastest of the three is shown, as every timing here is the fastest sample: a background "
-             "thread's start can make one warm first call several times slower on this 2-core machine)."]
+             "(the fastest of the three is shown, as every timing here is the fastest sample; on this machine "
+             "the first process after the cold one reads about 0.1 s more for the large workloads than the "
+             "next ones: the bench log lists all three)."]
     if used_in_process:
         lines.append("\\* not probed: the first call of the in-process timing run (frameworks already "
                      "imported and initialised by earlier cells, compile caches as found).")

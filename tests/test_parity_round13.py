@@ -415,3 +415,16 @@ def test_new_feature_argument_checks_match_torch(name):
     ours = _outcome(lambda: NEW_FEATURE_CHECKS[name](fg, fg.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 8.0]])))
     theirs = _outcome(lambda: NEW_FEATURE_CHECKS[name](torch, torch.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 8.0]])))
     assert ours == theirs
+
+
+@pytest.mark.parametrize("alias", ["data", "detach"])
+def test_a_write_through_an_alias_after_a_no_grad_write_of_the_leaf_is_read_in_compile(alias):
+    def f(lib, a):
+        s = a * 3
+        with lib.no_grad():
+            a.add_(1.0)
+        (a.data if alias == "data" else a.detach()).copy_(s)
+        return a + 0.0
+    theirs = f(torch, torch.tensor([1.0, 2.0], requires_grad=True))
+    ours = fg.compile(lambda a: f(fg, a))(fg.tensor([1.0, 2.0], requires_grad=True))
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())

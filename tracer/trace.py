@@ -573,13 +573,13 @@ class Trace:
                 # A write recorded with history (x.detach().mul_(x)) is the writer's: the leaf
                 # holds its value through an identity outside the grad set, so gradient reaching
                 # the leaf stops there rather than also flowing down the write's history.
-                if requires:
-                    v_held = self.builder.emit("cast", v, dtype=v.dtype)
-                    self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
-                    self.lifted[key] = v_held
-                else:
-                    self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v)
-                    self.lifted[key] = v
+                v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires else v
+                self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
+                self.lifted[key] = v_held
+                if leaf._sym is not None:
+                    # the leaf itself was written in the call (it holds a value of its own, not
+                    # its memory's): it reads the new value too
+                    leaf._sym = v_held
             else:
                 self.lifted[key] = v
             before = self.mutated.get(key)

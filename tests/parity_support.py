@@ -98,3 +98,30 @@ def outcome(fn):
         return fn()
     except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
         return type(exc).__name__, str(exc)
+
+
+def outcome(lib, case):
+    """What `case(lib)` gives, comparable across torch and fusegrad: ("value", a bool) |
+    ("tensor", array, dtype name, grad_fn name) | ("error", class name, text)."""
+    try:
+        r = case(lib)
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    if isinstance(r, bool):
+        return ("value", r)
+    return ("tensor", r.detach().numpy(), str(r.dtype).split(".")[-1],
+            None if r.grad_fn is None else type(r.grad_fn).__name__)
+
+
+def assert_same_outcome(ours, theirs, rtol=0.0, atol=0.0):
+    """Two `outcome`s agree: tensors of one shape, dtype and grad_fn with values within
+    rtol/atol (exactly by default; NaN equal), or the same error (for torch's parser errors
+    the words before " - got"), or the same value."""
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "tensor":
+        assert ours[1].shape == theirs[1].shape and ours[2:] == theirs[2:], (ours, theirs)
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=rtol, atol=atol, equal_nan=True)
+    elif ours[0] == "error" and INVALID_COMBINATION in theirs[2]:
+        assert ours[:2] == theirs[:2] and ours[2].split(" - got")[0] == theirs[2].split(" - got")[0]
+    else:
+        assert ours == theirs

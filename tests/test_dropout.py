@@ -9,15 +9,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
-
-
-def _outcome(lib, case):
-    try:
-        r = case(lib)
-    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-        return ("error", type(exc).__name__, str(exc))
-    return ("tensor", r.detach().numpy(), str(r.dtype).split(".")[-1],
-            None if r.grad_fn is None else type(r.grad_fn).__name__)
+from parity_support import assert_same_outcome, outcome  # noqa: E402
 
 
 def seeded(f):
@@ -44,14 +36,9 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_matches_torch(name):
-    ours, theirs = _outcome(fg, seeded(CASES[name])), _outcome(torch, seeded(CASES[name]))
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "tensor":
-        assert ours[1].shape == theirs[1].shape and ours[2:] == theirs[2:], (ours, theirs)
-        # (the Linear before the dropout in "seq" rounds its products as BLAS does: ulps)
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=0, atol=1e-6 if name == "seq" else 0)
-    else:
-        assert ours == theirs
+    # (the Linear before the dropout in "seq" rounds its products as BLAS does: ulps)
+    assert_same_outcome(outcome(fg, seeded(CASES[name])), outcome(torch, seeded(CASES[name])),
+                        atol=1e-6 if name == "seq" else 0)
 
 
 def test_eval_mode_and_p_zero_return_the_input_itself():

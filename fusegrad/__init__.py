@@ -16,12 +16,13 @@ from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad,
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, initial_seed,
                                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                                       randn_like, tensor, zeros, zeros_like)
-from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, cat, clamp, clip, clone, cos,
-                                        detach, div, eq, erf, exp, expand, expm1, flatten, floor_divide, ge, gt, le, log,
-                                        log1p, log_softmax, logical_and, logical_not, logical_or, logical_xor, lt,
-                                        masked_fill, matmul, max, maximum, mean, min, minimum, mul, ne, neg, nonzero,
-                                        norm, pow, reciprocal, relu, remainder, sigmoid, sign, sin, softmax, sqrt,
-                                        square, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, bernoulli, cat, clamp, clip,
+                                        clone, cos, detach, div, eq, erf, exp, expand, expm1, flatten, floor_divide,
+                                        ge, gt, le, log, log1p, log_softmax, logical_and, logical_not, logical_or,
+                                        logical_xor, lt, masked_fill, matmul, max, maximum, mean, min, minimum, mul,
+                                        ne, neg, nonzero, norm, pow, reciprocal, relu, remainder, sigmoid, sign, sin,
+                                        softmax, sqrt, square, squeeze, stack, sub, sum, t, tanh, transpose,
+                                        unsqueeze, where)
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var

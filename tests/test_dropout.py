@@ -60,3 +60,26 @@ def test_compiled_dropout_draws_torchs_mask():
     torch.manual_seed(3)
     theirs = (torch.nn.functional.dropout(torch.tensor(A), 0.5) * 2).numpy()
     np.testing.assert_array_equal(ours, theirs)
+
+
+P = np.random.default_rng(0).uniform(0, 1, 50).astype(np.float32)
+TENSOR_P_CASES = {
+    "bernoulli_(tensor)": lambda L: L.empty(50).bernoulli_(L.tensor(P)),
+    "bernoulli(input)": lambda L: L.bernoulli(L.tensor(P)),
+    "bernoulli(input, p)": lambda L: L.bernoulli(L.tensor(P), 0.3),
+    "broadcast p": lambda L: L.zeros(4, 3).bernoulli_(L.tensor([0.1, 0.9, 0.5])),
+    "float64 p": lambda L: L.bernoulli(L.tensor(P).double()),
+    "grad_fn": lambda L: L.bernoulli(L.tensor([0.1, 0.9], requires_grad=True)),
+    "p not broadcastable": lambda L: L.zeros(2, 3).bernoulli_(L.tensor([0.1, 0.9])),
+    "integer p": lambda L: L.bernoulli(L.tensor([1, 0])),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("name", list(TENSOR_P_CASES))
+def test_bernoulli_with_tensor_probabilities_matches_torch(name, seed):
+    """torch's bernoulli with a tensor of probabilities draws a float uniform per element."""
+    def seeded_case(lib):
+        lib.manual_seed(seed)
+        return TENSOR_P_CASES[name](lib)
+    assert_same_outcome(outcome(fg, seeded_case), outcome(torch, seeded_case))

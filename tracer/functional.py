@@ -342,6 +342,15 @@ def pow(input, exponent) -> Tensor:
     return apply_op("pow", ops, None, name)
 
 
+def bernoulli(input, p=None, *, generator=None) -> Tensor:
+    """1 with probability `input` (each element), else 0, in input's dtype (torch's draws);
+    with a number `p`, every element with probability p. BernoulliBackward0 (a zero gradient)."""
+    from . import inplace
+    a = as_tensor(input, "bernoulli")
+    values = inplace.bernoulli_values(a, a if p is None else p)
+    return apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0")
+
+
 def square(input) -> Tensor:
     """input * input as torch computes it: pow(input, 2) (PowBackward0; bool squares to int64)."""
     return pow(as_tensor(input, "square"), 2)

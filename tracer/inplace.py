@@ -171,18 +171,32 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
                         "NormalBackward0")
 
 
-def bernoulli_(t: Tensor, p: float = 0.5) -> Tensor:
-    """Fill `t` with 1 where a uniform draw is below `p`, else 0 (torch's numbers: its CPU
-    kernel's double-precision uniform, one per element in fill order; any dtype)."""
-    from .creation import _scalar_str
-    if not 0 <= p <= 1:
-        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
+def bernoulli_(t: Tensor, p=0.5) -> Tensor:
+    """Fill `t` with 1 where a uniform draw is below `p`, else 0 (torch's numbers, one draw
+    per element in fill order; any dtype). A number p: torch's CPU kernel draws a double
+    uniform; a tensor p (broadcast to t, each element its probability): one of p's dtype."""
+    values, name = bernoulli_values(t, p), ("BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2")
     check_inplace(t)
-    draws = generator.DEFAULT.uniform(t.numel(), np.float64) < p
-    memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
-    values = generator.in_logical_order(memory, draws.astype(t._dtype.np))
-    apply_op("index_put", [t, values], {"index": ()}, "BernoulliBackward2", out=t)
+    apply_op("index_put", [t, values], {"index": ()}, name, out=t)
     return t
+
+
+def bernoulli_values(t: Tensor, p) -> np.ndarray:
+    """0/1 values of t's shape and dtype drawn as torch's bernoulli_(p) fills t."""
+    from .creation import _scalar_str
+    n = t.numel()
+    if isinstance(p, Tensor):
+        if not p.dtype.is_floating_point:
+            raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for '
+                                      f"'{TORCH_SCALAR_NAMES[p.dtype.name]}'")
+        probabilities = p.detach().expand(tuple(t.shape))._concrete()   # (torch's expand error first)
+        draws = generator.DEFAULT.uniform(n, p.dtype.np)                # (a uniform of p's dtype)
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
+        probabilities, draws = p, generator.DEFAULT.uniform(n, np.float64)
+    memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
+    return (generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
 
 
 def copy_(t: Tensor, src) -> Tensor:

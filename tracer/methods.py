@@ -418,7 +418,7 @@ METHODS = {
     "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),
     "allclose": _counted_from_self(predicates.allclose),
     "clamp_": _clamp_, "masked_fill": F.masked_fill, "masked_fill_": _masked_fill_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
-    "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_,
+    "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
 }
 
 OPERATORS = {

@@ -100,7 +100,7 @@ def outcome(fn):
         return type(exc).__name__, str(exc)
 
 
-def outcome(lib, case):
+def lib_outcome(lib, case):
     """What `case(lib)` gives, comparable across torch and fusegrad: ("value", a bool) |
     ("tensor", array, dtype name, grad_fn name) | ("error", class name, text)."""
     try:
@@ -114,7 +114,7 @@ def outcome(lib, case):
 
 
 def assert_same_outcome(ours, theirs, rtol=0.0, atol=0.0):
-    """Two `outcome`s agree: tensors of one shape, dtype and grad_fn with values within
+    """Two `lib_outcome`s agree: tensors of one shape, dtype and grad_fn with values within
     rtol/atol (exactly by default; NaN equal), or the same error (for torch's parser errors
     the words before " - got"), or the same value."""
     assert ours[0] == theirs[0], (ours, theirs)

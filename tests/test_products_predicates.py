@@ -9,7 +9,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
-from parity_support import assert_same_outcome, outcome  # noqa: E402
+from parity_support import assert_same_outcome, lib_outcome as outcome  # noqa: E402
 
 nan, inf = float("nan"), float("inf")
 

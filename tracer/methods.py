@@ -138,6 +138,19 @@ def _float_result(fn, op: str):
     return method
 
 
+def _cast_method(name: str, dtype):
+    """`t.float()` and its kin: a cast, taking only torch's keyword memory_format (accepted;
+    a cast result keeps a dense tensor's layout as torch's preserve_format does)."""
+    def method(self, *args, memory_format=None):
+        if args:
+            raise TypeError(f"{name}() takes 0 positional arguments but {len(args)} "
+                            f"{'was' if len(args) == 1 else 'were'} given")
+        return F.cast(self, dtype)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"This tensor as {dtype.name} (itself when it already is)."
+    return method
+
+
 def _where(self, condition, other):
     """`self` where `condition`, else `other` (torch's Tensor.where(condition, other))."""
     return F.where(condition, self, other)
@@ -383,8 +396,8 @@ METHODS = {
     "reshape_as": lambda self, other: F.reshape(self, tuple(other.shape)),
     "view_as": lambda self, other: F.view(self, tuple(other.shape)),
     # casts
-    "float": lambda self: F.cast(self, float32), "double": lambda self: F.cast(self, float64),
-    "long": lambda self: F.cast(self, int64), "bool": lambda self: F.cast(self, bool_),
+    "float": _cast_method("float", float32), "double": _cast_method("double", float64),
+    "long": _cast_method("long", int64), "bool": _cast_method("bool", bool_),
     "type": _type,
     # in-place
     "add_": _checked_other(inplace.binary_inplace("add", "AddBackward0")),

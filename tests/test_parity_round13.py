@@ -432,3 +432,17 @@ def test_a_write_through_an_alias_after_a_no_grad_write_of_the_leaf_is_read_in_c
     theirs = f(torch, torch.tensor([1.0, 2.0], requires_grad=True))
     ours = fg.compile(lambda a: f(fg, a))(fg.tensor([1.0, 2.0], requires_grad=True))
     np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize("through_detach", [False, True], ids=["expand", "detach of an expand"])
+def test_a_compiled_fill_through_an_expand_writes_every_alias(through_detach):
+    def f(a):
+        v = a.expand(2, *a.shape)
+        (v.detach() if through_detach else v).fill_(1e-3)
+        return v * 1.0
+
+    def run(lib, compiled):
+        a = lib.tensor([1.0, 2.0, 3.0])
+        out = (fg.compile(f) if compiled else f)(a)
+        return out.numpy().tolist(), a.numpy().tolist()
+    assert run(fg, True) == run(torch, False)

@@ -154,6 +154,7 @@ class Trace:
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
         self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
+        self.filling = False                # the write under way is a fill (one value everywhere)
 
     # ------------------------------------------------------------ values
     @property
@@ -354,19 +355,25 @@ class Trace:
         if requires:
             self.grad_instrs[id(ins)] = name
         if out is not None:
-            fill = name in _FILLS
+            # (a graft carries the write it passes on: a fill through a detach of an expand's view
+            # writes each memory location once, as the fill itself)
+            fill = self.filling if op == "graft" else name in _FILLS
             if opdef.group == ELEMENTWISE and self.writing is None and traced_partial_overlap(out, inputs):
                 raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
-            if self.writing is not None or op == "graft":     # part of a write under way
-                return self._write(out, outs[0], requires, fill, graft=op == "graft")
-            self.begin_write(out, len(self.instrs) - 1)
+            previous_fill, self.filling = self.filling, fill
             try:
-                return self._write(out, outs[0], requires, fill)
-            except BaseException:
-                self._abort_write()
-                raise
+                if self.writing is not None or op == "graft":     # part of a write under way
+                    return self._write(out, outs[0], requires, fill, graft=op == "graft")
+                self.begin_write(out, len(self.instrs) - 1)
+                try:
+                    return self._write(out, outs[0], requires, fill)
+                except BaseException:
+                    self._abort_write()
+                    raise
+                finally:
+                    self.writing = None
             finally:
-                self.writing = None
+                self.filling = previous_fill
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
 

@@ -6,6 +6,7 @@ operand's dtype, so rules never spell out casts for literals.
 """
 from __future__ import annotations
 
+from .ops.registry import unbroadcast_axes
 from .program import Builder, Value
 from .types import DType, TensorType
 
@@ -179,9 +180,7 @@ class Emitter:
         shape = tuple(shape)
         if x.shape == shape:
             return x
-        lead = x.type.ndim - len(shape)
-        axes = list(range(lead))
-        axes += [lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1]
+        axes = unbroadcast_axes(x.shape, shape)
         y = self.sum(x, axes, keepdim=False) if axes else x
         return self.reshape(y, shape)
 

@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import TensorType
+from fusegrad.ir.ops import expands_to, unbroadcast_axes
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -144,7 +145,7 @@ class BackwardCFunction(Node, FunctionCtx):
             if not isinstance(g, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             if tuple(g.shape) != tuple(t.shape):
-                if not _expandable(tuple(t.shape), tuple(g.shape)):
+                if not expands_to(t.shape, g.shape):
                     raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
                                        f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
                                        f"[{', '.join(map(str, t.shape))}]")
@@ -161,17 +162,9 @@ class BackwardCFunction(Node, FunctionCtx):
         self._saved_freed = True
 
 
-def _expandable(shape: tuple, target: tuple) -> bool:
-    """Whether `shape` broadcasts to `target` (trailing dims equal or 1)."""
-    if len(shape) > len(target):
-        return False
-    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
-
-
 def _sum_to(g: Tensor, shape: tuple) -> Tensor:
     """`g` summed over the dims a tensor of `shape` was broadcast along."""
-    lead = g.dim() - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape) if s == 1 and g.shape[lead + k] != 1)
+    dims = tuple(unbroadcast_axes(g.shape, shape))
     summed = g.sum(dims, keepdim=True) if dims else g
     return summed.reshape(shape)
 

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 import fusegrad as fg
-from fusegrad.ir.ops import broadcast_shapes
+from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
 
@@ -96,7 +96,7 @@ def linear(input, weight, bias=None):
             raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(input.dtype)} "
                                f"!= {_c_type_name(weight.dtype)}")
         return input.matmul(weight.t())
-    if not _expandable(tuple(bias.shape), (rows, out_features)):
+    if not expands_to(bias.shape, (rows, out_features)):
         bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
     # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
     rows = input if input.dim() == 2 else input.reshape(-1, in_features)
@@ -104,13 +104,6 @@ def linear(input, weight, bias=None):
     if input.dim() != 2:
         out = out.view(*input.shape[:-1], out_features)
     return out
-
-
-def _expandable(shape: tuple, target: tuple) -> bool:
-    """Whether a tensor of `shape` expands to `target` (trailing dims equal or 1)."""
-    if len(shape) > len(target):
-        return False
-    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
 
 
 def relu(input, inplace: bool = False):

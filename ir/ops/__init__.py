@@ -1,6 +1,7 @@
 """The op table: every op declared once (see registry.OpDef)."""
 from .registry import (COMPOSITE, ELEMENTWISE, MATMUL, MOVEMENT, OPAQUE, OPS, REDUCE, SOURCE, OpDef,
-                       broadcast_shapes, infer_types, normalize_dim, register, shape_str)
+                       broadcast_shapes, expands_to, infer_types, normalize_dim, register, shape_str,
+                       unbroadcast_axes)
 from . import elementwise, reduce, movement, linalg, loss, custom  # noqa: F401  (registers the ops)
 from . import advanced_index  # noqa: F401  (registers index_take and index_put_at)
 from . import optim_update  # noqa: F401  (registers sgd_update and adam_update)
@@ -11,5 +12,6 @@ from . import embedding  # noqa: F401  (registers embedding)
 from . import normalization  # noqa: F401  (registers layer_norm)
 from . import erf_gelu  # noqa: F401  (registers erf and gelu)
 
-__all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "infer_types", "normalize_dim", "shape_str",
+__all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",
+           "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

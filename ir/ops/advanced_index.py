@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TORCH_SCALAR_NAMES, TensorType, int64
-from .registry import MOVEMENT, OpDef, broadcast_shapes, register, shape_str
+from .registry import MOVEMENT, OpDef, broadcast_shapes, expands_to, register, shape_str
 
 
 
@@ -67,13 +67,6 @@ def value_shape(shape: tuple) -> tuple:
     while shape and shape[0] == 1:
         shape = shape[1:]
     return shape
-
-
-def _fits(value: tuple, target: tuple) -> bool:
-    """Whether `value` broadcasts to `target` (NumPy's rule, never growing target)."""
-    if len(value) > len(target):
-        return False
-    return all(v in (1, t) for v, t in zip(value[::-1], target[::-1]))
 
 
 # --------------------------------------------------------------------- bounds
@@ -136,7 +129,7 @@ def _put_infer(types, attrs):
     x, v, indices, dims = types[0], types[1], types[2:], attrs["dims"]
     _check_dims(x, indices, dims)
     target = take_shape(x.shape, [t.shape for t in indices], dims)
-    if not _fits(value_shape(v.shape), target):         # (torch checks the shape first)
+    if not expands_to(value_shape(v.shape), target):         # (torch checks the shape first)
         raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
                            f"indexing result of shape {shape_str(target)}")
     if x.dtype is not v.dtype:

@@ -112,6 +112,23 @@ def broadcast_shapes(*shapes) -> tuple:
     return out
 
 
+def expands_to(shape, target) -> bool:
+    """Whether a tensor of `shape` broadcasts to `target` without growing it (trailing dims
+    equal or 1): torch's expand rule, and the shapes a gradient may be summed back from."""
+    shape, target = tuple(shape), tuple(target)
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
+
+
+def unbroadcast_axes(broadcast, shape) -> list:
+    """The axes of a `broadcast`-shaped array to sum to undo broadcasting `shape` to it:
+    the leading dims it gained and the dims where `shape` has 1 and `broadcast` does not."""
+    broadcast, shape = tuple(broadcast), tuple(shape)
+    lead = len(broadcast) - len(shape)
+    return list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and broadcast[lead + i] != 1]
+
+
 def _broadcast_pair(a: tuple, b: tuple) -> tuple:
     if a == b:
         return a

@@ -95,8 +95,8 @@ class BackwardCFunction(Node, FunctionCtx):
         """The engine's call (tracer/engine.py): per input, its gradient array or None."""
         grads = [Tensor._wrap(np.array(g, copy=True)) for g in seeds]
         full = iter(grads)
-        cotangents = [next(full) if g else (self._zeros(k) if self.materialize_grads else None)
-                      for k, g in enumerate(given)]
+        cotangents = [next(full) if g else (Tensor._wrap(_zeros_of(t)) if self.materialize_grads else None)
+                      for g, t in zip(given, self.out_types)]
         cotangents = self._with_non_tensor_outputs(cotangents)
         with no_grad():
             results = self._call_backward(cotangents)
@@ -107,17 +107,13 @@ class BackwardCFunction(Node, FunctionCtx):
         one tensor per input (zeros where backward gave None)."""
         with enable_grad():
             results = self._call_backward(self._with_non_tensor_outputs(list(cotangents)))
-        return tuple(r if r is not None else Tensor._wrap(np.zeros(t.shape, t.dtype.np))
+        return tuple(r if r is not None else Tensor._wrap(_zeros_of(t))
                      for r, t in zip(results, self.in_types))
 
     def _with_non_tensor_outputs(self, cotangents: list) -> list:
         """One cotangent per output of forward: None for an output that is not a tensor (torch's)."""
         given = iter(cotangents)
         return [next(given) if is_tensor else None for is_tensor in self._output_is_tensor]
-
-    def _zeros(self, k: int) -> Tensor:
-        t = self.out_types[k]
-        return Tensor._wrap(np.zeros(t.shape, t.dtype.np))
 
     def _call_backward(self, cotangents: list) -> list:
         """`backward(ctx, *cotangents)` with torch's checks of what it returns; per tensor input
@@ -162,6 +158,11 @@ class BackwardCFunction(Node, FunctionCtx):
         self._saved_freed = True
 
 
+def _zeros_of(t: TensorType) -> np.ndarray:
+    """The zero array of a value's type: the gradient where there is none."""
+    return np.zeros(t.shape, t.dtype.np)
+
+
 def _sum_to(g: Tensor, shape: tuple) -> Tensor:
     """`g` summed over the dims a tensor of `shape` was broadcast along."""
     dims = tuple(unbroadcast_axes(g.shape, shape))
@@ -195,7 +196,7 @@ class _Backward:
     def run(self, *cotangents) -> tuple:
         given = tuple(True for _ in cotangents)
         grads = self.node.run_backward(tuple(True for _ in self.out_types), given, list(cotangents))
-        return tuple(g if g is not None else np.zeros(t.shape, t.dtype.np) for g, t in zip(grads, self.out_types))
+        return tuple(g if g is not None else _zeros_of(t) for g, t in zip(grads, self.out_types))
 
     def apply_tensors(self, *cotangents) -> tuple:
         return self.node.apply_tensors(*cotangents)

@@ -250,7 +250,11 @@ class StraightLine:
         # g * x): run without the slot list (a tenth of a small node's backward).
         self.single = None
         if len(self.steps) == 1 and len(self.steps[0][4]) == 1 and self.steps[0][6] is None:
-            self.single = self.steps[0][:4] + (self.steps[0][4][0], self.steps[0][5])
+            ref, attrs, out_types, arg_slots, (out_slot,), writer, _ = self.steps[0]
+            # `direct`: it reads only its inputs and returns only its result (a small node's
+            # g * 2, g * x): no slot lists to build on the hot path
+            direct = all(k < self.n_inputs for k in arg_slots) and self.output_slots == (out_slot,)
+            self.single = (ref, attrs, out_types, arg_slots, out_slot, writer, out_types[0].dtype.np, direct)
 
     def __call__(self, args) -> list:
         """The program's outputs for `args` (one array per input), with
@@ -258,14 +262,17 @@ class StraightLine:
         if len(args) != self.n_inputs:
             raise ValueError(f"program takes {self.n_inputs} inputs, got {len(args)}")
         if self.single is not None:
-            ref, attrs, out_types, arg_slots, out_slot, writer = self.single
+            ref, attrs, out_types, arg_slots, out_slot, writer, want, direct = self.single
+            if direct and writer is None:   # the common case: a small node's g * 2
+                if len(arg_slots) == 2:
+                    return [apply_ref_small(ref, [args[arg_slots[0]], args[arg_slots[1]]], attrs, want)]
+                return [apply_ref_small(ref, [args[k] for k in arg_slots], attrs, want)]
             n, template = self.n_inputs, self.template
             arrays = [args[k] if k < n else template[k] for k in arg_slots]
             if writer is not None:          # a large result: into a pooled buffer
-                result = apply_ref_into(writer, arrays, POOL.empty(out_types[0].shape, out_types[0].dtype.np),
-                                        attrs)
+                result = apply_ref_into(writer, arrays, POOL.empty(out_types[0].shape, want), attrs)
             else:
-                result = apply_ref_small(ref, arrays, attrs, out_types[0].dtype.np)
+                result = apply_ref_small(ref, arrays, attrs, want)
             return [result if k == out_slot else args[k] if k < n else template[k] for k in self.output_slots]
         env = self.template.copy()
         env[:self.n_inputs] = args

@@ -141,11 +141,12 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     root_edges = [edge_of(r) for r in roots]
     if nodes is None:
         nodes = _topological_nodes([e[0] for e in root_edges])
-    live = _live_nodes(nodes, targets)
+    passed = []
+    live = _live_nodes(nodes, targets, passed)
     if not create_graph:
         grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
     else:
-        if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and id(node) in live for node in nodes):
+        if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and node in live for node in nodes):
             raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
                                       "create_graph backward yet (hooks on leaves do)")
         graph = GraphProgram(root_edges, nodes)
@@ -177,9 +178,8 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         # Only the nodes the backward ran through, as torch (an autograd.grad for one input
         # leaves the rest of the graph usable): not a target's own node when nothing live
         # lies below it (autograd.grad(z, [y]) leaves y's grad_fn as it was)
-        for node in nodes:
-            if id(node) in live and any(e is not None and id(e[0]) in live for e in node.edges):
-                node.free_saved()
+        for node in passed:
+            node.free_saved()
     return grads
 
 
@@ -189,19 +189,24 @@ def _cast_seed(seed: Tensor, dtype) -> Tensor:
         return to(seed, dtype)
 
 
-def _live_nodes(nodes, targets) -> set:
-    """Ids of the nodes (inputs first) from which a target edge is reachable: those a
-    backward runs."""
-    target_nodes = {id(e[0]) for e in targets if e is not None}
+def _live_nodes(nodes, targets, passed: list | None = None) -> set:
+    """The nodes (inputs first) from which a target edge is reachable: those a backward
+    runs (a set of the nodes themselves: nodes hash by identity). `passed`, when given,
+    receives the live nodes with a live node below them: those the backward runs through,
+    whose saved values it frees (see _run)."""
+    target_nodes = {e[0] for e in targets if e is not None}
     live = set()
+    add = live.add
     for node in nodes:
-        if id(node) in target_nodes:
-            live.add(id(node))
-            continue
         for edge in node.edges:
-            if edge is not None and id(edge[0]) in live:
-                live.add(id(node))
+            if edge is not None and edge[0] in live:
+                add(node)
+                if passed is not None:
+                    passed.append(node)
                 break
+        else:
+            if node in target_nodes:
+                add(node)
     return live
 
 
@@ -221,7 +226,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
     keep.update(edge for _, edge in hooked)
     grads: dict = {}
     for edge, root, seed in zip(root_edges, roots, seeds):
-        if id(edge[0]) in live:
+        if edge[0] in live:
             g = seed._concrete()
             if g.dtype != root.dtype.np:
                 g = g.astype(root.dtype.np)
@@ -230,7 +235,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
     entries = VJPS.entries
     grads_get, grads_pop = grads.get, grads.pop
     for node in reversed(nodes):
-        if node.op is None or id(node) not in live:         # AccumulateGrad: its gradient is a result
+        if node.op is None or node not in live:         # AccumulateGrad: its gradient is a result
             continue
         if len(node.out_types) == 1:
             edge = (node, 0)
@@ -258,12 +263,12 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
         edges = node.edges
         if len(edges) == 2:
             e0, e1 = edges
-            needs = (e0 is not None and id(e0[0]) in live, e1 is not None and id(e1[0]) in live)
+            needs = (e0 is not None and e0[0] in live, e1 is not None and e1[0] in live)
         elif len(edges) == 1:
             e0 = edges[0]
-            needs = (e0 is not None and id(e0[0]) in live,)
+            needs = (e0 is not None and e0[0] in live,)
         else:
-            needs = tuple([edge is not None and id(edge[0]) in live for edge in edges])
+            needs = tuple([edge is not None and edge[0] in live for edge in edges])
         if True not in needs:
             continue
         if node._freed and isinstance(node, StatefulNode):
@@ -696,10 +701,10 @@ def _retained_on_path(nodes, targets) -> list:
 
 
 def _retained_tensors(nodes, live: set) -> list:
-    """(tensor, edge) of the retain_grad() tensors of the nodes in `live` (ids)."""
+    """(tensor, edge) of the retain_grad() tensors of the nodes in `live`."""
     found = []
     for node in nodes:
-        if node.retained and id(node) in live:
+        if node.retained and node in live:
             for k, ref in node.retained.items():
                 t = ref()
                 if t is not None and t._grad_fn is node:

@@ -707,6 +707,14 @@ def _abandon(trace: Trace) -> None:
         trace.restore_states()
 
 
+def _memory_owner_array(array: np.ndarray) -> np.ndarray:
+    """The array that owns `array`'s memory (NumPy points a view's base at the owner; a
+    base that is not an array, a buffer, leaves `array` standing for it)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def _aliases_any(array: np.ndarray, others) -> bool:
     """Whether `array` may share memory with one of `others`."""
     return any(np.may_share_memory(array, other) for other in others)
@@ -815,10 +823,14 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
 
     written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
+    # An array owning its memory (no base) overlaps a written one only if it is that one's
+    # owner: the full overlap test runs only for views and for those (a training step's
+    # outputs are fresh arrays, and it writes every parameter and optimizer state back)
+    owners = {id(_memory_owner_array(w)) for w in written} if written else ()
     for t in alive:
         if id(t) not in shared:
-            t._data = by_id[t._sym.id]
-            if written and _aliases_any(t._data, written):
+            t._data = array = by_id[t._sym.id]
+            if written and (array.base is not None or id(array) in owners) and _aliases_any(array, written):
                 # The executor may hand out an input's own memory for a value that is a copy
                 # eagerly (a sum over one element is its operand, reshaped); the write-back of
                 # that input below would show through it

@@ -327,7 +327,9 @@ def _check_bounds(target, n_classes: int, ignore_index: int) -> None:
     """
     if target.numel() == 0:
         return
-    values = np.asarray(target.detach().numpy()).reshape(-1)
+    # (_concrete, not numpy(): inside fg.compile numpy() hands the memory to Python, and the
+    # trace then copies it at every later read in case Python writes it; this only reads it)
+    values = np.asarray(target._concrete()).reshape(-1)
     if values.min() >= 0 and values.max() < n_classes:     # the common case: two reductions
         return
     bad = ((values < 0) | (values >= n_classes)) & (values != ignore_index)

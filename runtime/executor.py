@@ -29,7 +29,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from fusegrad.codegen import KERNEL, Schedule, generate, schedule
+from fusegrad.codegen import KERNEL, VIEW, Schedule, generate, schedule
 from fusegrad.codegen.layout_copy import contiguous_copy, needs_copy
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
@@ -352,6 +352,21 @@ class _OpStep:
         results = reference_apply(self.instr, [env[s] for s in self.ins])
         for s, r in zip(self.outs, results):
             env[s] = r
+
+
+class _ViewStep(_OpStep):
+    """A NumPy view of one operand (a weight's transpose before its product): the reference
+    called directly, without reference_apply's floating-point state and result checks (a
+    view computes nothing and keeps its operand's dtype)."""
+
+    def __init__(self, step, slots: dict):
+        super().__init__(step, slots)
+        self.ref, self.attrs = OPS[self.instr.op].ref, dict(self.instr.attrs)
+        (self.operand,), (self.out,) = self.ins, self.outs
+
+    def run(self, env: list) -> None:
+        out = self.ref(env[self.operand], **self.attrs)
+        env[self.out] = out if type(out) is np.ndarray else np.asarray(out)
 
 
 class _IntoStep(_OpStep):
@@ -693,7 +708,11 @@ def _op_step(step, slots: dict) -> _OpStep:
     ins = step.instr
     writer = into_writer(OPS[ins.op], [v.type for v in ins.inputs], [v.type for v in ins.outputs],
                          dict(ins.attrs))
-    return _OpStep(step, slots) if writer is None else _IntoStep(step, slots, writer)
+    if writer is not None:
+        return _IntoStep(step, slots, writer)
+    if step.kind == VIEW and len(ins.inputs) == 1 and len(ins.outputs) == 1:
+        return _ViewStep(step, slots)
+    return _OpStep(step, slots)
 
 
 def _reads(step) -> list:

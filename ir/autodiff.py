@@ -12,7 +12,7 @@ from .interpreter import StraightLine
 from .ops import OPS
 from .ops.registry import OPAQUE, NoDerivativeError
 from .passes import simplify
-from .program import Builder, Instr, Program, Value
+from .program import Builder, Instr, Program, Value, _ids
 from .verifier import free_values
 
 
@@ -57,10 +57,19 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     if active is None:
         active = active_values(instrs, outputs, wrt)
     grads: dict[int, Value] = {}
+    # A plain Builder (not an evaluating one) gets fan-out sums of one type appended directly:
+    # this loop runs on every traced backward, once per differentiated instruction.
+    plain = type(builder) is Builder
+    emitted = builder.program.instrs
 
     def add_into(v: Value, g: Value):
         prev = grads.get(v.id)
-        grads[v.id] = g if prev is None else e.add(prev, g)
+        if prev is None:
+            grads[v.id] = g
+        elif plain and prev.type is g.type:
+            grads[v.id] = _append_one(emitted, "add", (prev, g), prev.type, (), e.loc)
+        else:
+            grads[v.id] = e.add(prev, g)
 
     for v, s in zip(outputs, seeds):
         if v.id in active:
@@ -70,30 +79,63 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     for ins in reversed(instrs):
         # An output's gradient is complete here (its readers came later in the forward
         # order); after this VJP nothing reads it, so it is dropped (unless it is asked
-        # for), which lets an evaluating builder free its array.
-        gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in ins.outputs]
-        if all(g is None for g in gs):
-            continue
-        needs = tuple([v.id in active for v in ins.inputs])
+        # for), which lets an evaluating builder free its array. (One output and one or
+        # two inputs, the common cases, are written out.)
+        outs = ins.outputs
+        if len(outs) == 1:
+            out_id = outs[0].id
+            g = grads.get(out_id) if out_id in keep else grads.pop(out_id, None)
+            if g is None:
+                continue
+            gs, given, seeds_in = [g], _GIVEN_ONE, [g]
+        else:
+            gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in outs]
+            given = tuple([g is not None for g in gs])
+            if True not in given:
+                continue
+            seeds_in = [g for g in gs if g is not None]
+        ins_in = ins.inputs
+        if len(ins_in) == 2:
+            a, b = ins_in
+            needs = (a.id in active, b.id in active)
+        elif len(ins_in) == 1:
+            needs = (ins_in[0].id in active,)
+        else:
+            needs = tuple([v.id in active for v in ins_in])
         if True not in needs:
             continue
         e.loc = ins.loc or loc
         cached = None
         if reuse:
+            in_types = (a.type, b.type) if len(ins_in) == 2 else tuple([v.type for v in ins_in])
+            out_types = (outs[0].type,) if len(outs) == 1 else tuple([v.type for v in outs])
             try:
-                cached = VJPS.get((ins.op, ins.attrs, tuple([v.type for v in ins.inputs]),
-                                   tuple([v.type for v in ins.outputs]), needs,
-                                   tuple([g is not None for g in gs])))
+                cached = VJPS.get((ins.op, ins.attrs, in_types, out_types, needs, given))
             except TypeError:           # an unhashable attribute value: emit it afresh
                 cached = None
         if cached is not None:
-            contribs = cached.copy_into(builder, ins, [g for g in gs if g is not None], e.loc)
+            contribs = cached.copy_into(builder, ins, seeds_in, e.loc)
         else:
             contribs = _emit_vjp(e, ins, gs, needs)
-        for v, g in zip(ins.inputs, contribs):
+        for v, g in zip(ins_in, contribs):
             if g is not None:
                 add_into(v, g)
     return [grads.get(v.id) for v in wrt]
+
+
+_GIVEN_ONE = (True,)
+_new = object.__new__
+
+
+def _append_one(instrs: list, op: str, inputs: tuple, out_type, attrs: tuple, loc) -> Value:
+    """Builder.append for one output, written out (the backward's hot path): the instruction
+    `op(inputs; attrs)` with a new output value of `out_type` (its type already checked)."""
+    out = _new(Value)
+    out.type, out.id = out_type, next(_ids)
+    new = _new(Instr)
+    new.op, new.inputs, new.outputs, new.attrs, new.loc = op, inputs, (out,), attrs, loc
+    instrs.append(new)
+    return out
 
 
 def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
@@ -128,13 +170,14 @@ class InstrVjp:
     built on first use).
     """
 
-    __slots__ = ("program", "reads", "grad_index", "_run")
+    __slots__ = ("program", "reads", "grad_index", "_run", "_plan")
 
     def __init__(self, program, reads, grad_index):
         self.program = program
         self.reads = reads
         self.grad_index = grad_index
         self._run = None
+        self._plan = None           # (steps, result slots): built by the first copy_into
 
     def run(self, args) -> list:
         """The program's outputs for arrays `args` (reads, then cotangents)."""
@@ -145,18 +188,38 @@ class InstrVjp:
     def copy_into(self, builder: Builder, ins: Instr, seeds: list, loc: str | None) -> list:
         """Append the program to `builder` for the instruction `ins` of this
         signature and the given cotangents; per input of `ins`, its gradient or None."""
+        plan = self._plan if self._plan is not None else self._make_plan()
+        steps, results = plan
+        ins_in, ins_out = ins.inputs, ins.outputs
+        vals = [ins_in[index] if kind == "in" else ins_out[index] for kind, index in self.reads]
+        vals += seeds
+        if type(builder) is Builder:        # (not an evaluating builder: append directly)
+            emitted = builder.program.instrs
+            for op, args, out_types, attrs in steps:
+                if len(out_types) == 1:
+                    operands = (vals[args[0]], vals[args[1]]) if len(args) == 2 else tuple([vals[k] for k in args])
+                    vals.append(_append_one(emitted, op, operands, out_types[0], attrs, loc))
+                else:
+                    vals += builder.append(op, [vals[k] for k in args], out_types, attrs, loc)
+        else:
+            for op, args, out_types, attrs in steps:
+                vals += builder.append(op, [vals[k] for k in args], out_types, attrs, loc)
+        return [None if k is None else vals[k] for k in results]
+
+    def _make_plan(self) -> tuple:
+        """The program as slot numbers, for copying it without a dict of values: slots are
+        its inputs (reads, then cotangents), then each instruction's outputs in order."""
         program = self.program
-        env = {}
-        for v, (kind, index) in zip(program.inputs, self.reads):
-            env[v.id] = ins.inputs[index] if kind == "in" else ins.outputs[index]
-        for v, seed in zip(program.inputs[len(self.reads):], seeds):
-            env[v.id] = seed
+        slot = {v.id: k for k, v in enumerate(program.inputs)}
+        steps = []
         for step in program.instrs:
-            outs = builder.append(step.op, [env[v.id] for v in step.inputs], [v.type for v in step.outputs],
-                                  step.attrs, loc)
-            for v, out in zip(step.outputs, outs):
-                env[v.id] = out
-        return [None if k is None else env[program.outputs[k].id] for k in self.grad_index]
+            args = tuple(slot[v.id] for v in step.inputs)
+            for v in step.outputs:
+                slot[v.id] = len(slot)
+            steps.append((step.op, args, tuple(v.type for v in step.outputs), step.attrs))
+        results = tuple(None if k is None else slot[program.outputs[k].id] for k in self.grad_index)
+        self._plan = (tuple(steps), results)
+        return self._plan
 
 
 def vjp_program(op: str, attrs: tuple, in_types: tuple, out_types: tuple, needs: tuple, given: tuple) -> InstrVjp:

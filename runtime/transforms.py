@@ -54,8 +54,19 @@ def _reads_outside(t: Tensor, own: set) -> bool:
     leaf of an inner transformation that has returned does not count: a mixed partial,
     grad(grad(f, 1), 0), has nothing outside to keep history for."""
     trace = trace_state.current()
-    behind = engine.leaves_behind(t) if trace is None or t._sym is None else trace.leaves_behind(t)
-    return any(id(leaf) not in own and not leaf.__dict__.get("_transform_done", False) for leaf in behind)
+    if trace is None or t._sym is None:
+        behind = engine.leaves_behind(t)
+    else:
+        # (in a trace, first the cheap question: does the call read any such tensor at all?)
+        if not any(_outside(leaf, own) for leaf in trace.grad_source_tensors()):
+            return False
+        behind = trace.leaves_behind(t)
+    return any(_outside(leaf, own) for leaf in behind)
+
+
+def _outside(leaf: Tensor, own: set) -> bool:
+    """Whether `leaf` is neither this call's own leaf nor one of a transformation that has returned."""
+    return id(leaf) not in own and not leaf.__dict__.get("_transform_done", False)
 
 
 def _tree_leaves(x) -> list:
@@ -206,7 +217,10 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                 grads = [g if g.requires_grad and _reads_outside(g, own) else g.detach() for g in grads]
             else:
                 value = out.detach()
-                grads = [g.detach() for g in grads]
+                # (a gradient without history made here is returned as it is: its detach() would
+                # be an alias nothing else can see, and inside fg.compile each is an instruction)
+                grads = [g if g._grad_fn is None and not g._requires_grad and g._base is None else g.detach()
+                         for g in grads]
                 aux = _stop_gradient(aux)
         finally:
             # The leaves this call made for its arguments (not x.view_as(x) of one that requires

@@ -964,8 +964,17 @@ class Trace:
         if not retain_graph:
             # (the instructions whose VJP ran: an active output and an active input; a target's
             # own instruction with nothing active below stays usable, as torch's node)
-            self.freed.update(id(ins) for ins in instrs if any(v.id in active for v in ins.outputs)
-                              and any(u.id in active for u in ins.inputs) and id(ins) not in self.never_freed)
+            freed, never = self.freed, self.never_freed
+            for ins in instrs:
+                if id(ins) in never:
+                    continue
+                for v in ins.outputs:
+                    if v.id in active:
+                        for u in ins.inputs:
+                            if u.id in active:
+                                freed.add(id(ins))
+                                break
+                        break
         # (taken before the backward is emitted: _producers() scans instructions once, and
         # those of the backward join the recorded-with-grad set only below)
         requiring = self._requiring_grad() if create_graph else ()
@@ -1094,6 +1103,11 @@ class Trace:
             if t is not None and t._sym is not None:
                 sources[id(t._sym)] = t
         return sources
+
+    def grad_source_tensors(self) -> list:
+        """Every tensor that requires grad that this trace's values stand for: the caller's
+        (leaves and non-leaves) and the leaves made in the call."""
+        return list(self._grad_sources().values())
 
     def leaves_behind(self, t: Tensor) -> list:
         """The tensors that require grad (the caller's, or leaves made in the call) that traced

@@ -128,6 +128,7 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
     if run.breaks or (tiered and len(program.instrs) < SMALL_COMPILE_MIN_INSTRS):
         small = _is_small(program)
         if small:
+            executor.note_reference_program(program)     # (a hit or a miss, as any lookup)
             return _reference(program, args, known, run, "small program")
     ex = executor
     structure, key = ex.program_key(program)
@@ -534,7 +535,9 @@ class CompiledFunction:
         args = tuple(_from_numpy(a) for a in args)
         signature = _signature(args) if self._breaking else None
         if signature is not None and self._breaking.get(signature, 0) >= EAGER_AFTER and not self._tracing_forced:
+            # served by a cached decision, compiling nothing: a hit, run op by op
             self.eager_calls += 1
+            stats.count(hits=1, reference_calls=1)
             return self.fn(*args, **kwargs)
         with _GC_PAUSED:                            # (why: runtime/gc_pause.py)
             trace = Trace()

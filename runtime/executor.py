@@ -75,10 +75,18 @@ _warned_ops: set = set()
 _lock = threading.Lock()
 
 
+# Full keys of small programs that ran on the reference executor after a graph break (or,
+# tiered, before they were hot): looked up as programs are, so a later call of the same
+# program counts a hit. Kept apart from _programs: nothing compiled them, and a program of
+# the same key traced without a break must still compile.
+_reference_programs: dict = {}
+
+
 def _clear() -> None:
     with _lock:
         _programs.clear()
         _variants.clear()
+        _reference_programs.clear()
 
 
 stats.register_clearer(_clear)
@@ -172,6 +180,21 @@ def lookup(key: tuple) -> "CompiledProgram | None":
                 _programs.move_to_end(key)
             stats.count(hits=1)
         return compiled
+
+
+def note_reference_program(program: Program) -> bool:
+    """A small program about to run on the reference executor, compiling nothing: True (a
+    hit) when a program with its key ran so before, else False (a miss), as a program-cache
+    lookup counts them."""
+    _, key = program_key(program)
+    with _lock:
+        seen = key in _reference_programs
+        if not seen:
+            if len(_reference_programs) >= MAX_PROGRAMS:
+                _reference_programs.clear()
+            _reference_programs[key] = True
+    stats.count(hits=1) if seen else stats.count(misses=1)
+    return seen
 
 
 def is_pending(key: tuple) -> bool:

@@ -21,7 +21,9 @@ logger = logging.getLogger("fusegrad")
 class CacheInfo:
     """A snapshot of fusegrad's compile caches.
 
-    hits / misses: program-cache lookups (program structure + shapes);
+    hits / misses: program-cache lookups (program structure + shapes), including a
+    small program after a graph break, which runs on the reference executor and
+    compiles nothing, and a call that runs eagerly by the cached decision (a hit);
     kernels_compiled: Numba compilations of a kernel specialisation;
     disk_hits: kernel specialisations loaded from the disk cache instead;
     compile_seconds: time spent compiling or loading kernels;

@@ -37,8 +37,10 @@ def test_small_graph_breaking_calls_turn_eager_with_the_same_results():
         np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
         eager = call >= EAGER_AFTER
         assert compiled.eager_calls == max(0, call - EAGER_AFTER + 1)
-        if eager:       # not traced: the program cache is not consulted
-            assert (after.hits, after.misses) == (before.hits, before.misses)
+        if eager:       # not traced: served by the cached decision, compiling nothing
+            assert (after.hits - before.hits, after.misses - before.misses) == (1, 0)
+            assert after.reference_calls - before.reference_calls == 1
+            assert after.kernels_compiled == before.kernels_compiled
     assert compiled.runs_eagerly(fg.zeros(3, requires_grad=True), v)
 
 
@@ -81,3 +83,24 @@ def test_explain_traces_and_says_calls_run_eagerly():
     text = compiled.explain(fg.tensor([1.0, 2.0, 3.0], requires_grad=True), v)
     assert "calls with these argument shapes run eagerly (not traced)" in text
     assert "## graph breaks" in text and "bool() reads the value of a bool[] tensor" in text
+
+
+def test_a_graph_breaking_function_hits_the_cache_from_its_second_call():
+    """Its small program runs on the reference executor and compiles nothing: the first call
+    is a miss, every later call with the same shapes a hit (traced, then run eagerly)."""
+    @fg.compile
+    def f(x):
+        if x.sum() > 0:
+            return (x * 2.5).exp()
+        return (x * 3.5).exp()
+
+    x = fg.ones(5, 11)          # (a program no other test traces: its first call is a miss)
+    deltas = []
+    for _ in range(EAGER_AFTER + 2):
+        before = fg.cache_info()
+        np.testing.assert_allclose(f(x).numpy(), np.exp(2.5 * np.ones((5, 11))), rtol=1e-6)
+        after = fg.cache_info()
+        deltas.append((after.hits - before.hits, after.misses - before.misses,
+                       after.kernels_compiled - before.kernels_compiled, after.reference_calls - before.reference_calls))
+    assert deltas == [(0, 1, 0, 1)] + [(1, 0, 0, 1)] * (EAGER_AFTER + 1)
+    assert f.eager_calls == 2

@@ -359,8 +359,7 @@ EAGER_XFAIL: dict[str, str] = {
     **{e: _ARITY for e in ["L.sin()", "L.add(f3)", "f3.pow()", "f3.pow(f3, f3)",
                            "L.minimum(f3)", "f3.clamp(0, 1, 2)", "f23.view((2, 3), 1)", "f23.transpose(0)",
                            "f23.unsqueeze()", "f3.zero_(1)", "f3.tolist(1)", "f3.numpy(1)"]},
-    **{e: _POSITION for e in ["L.cat([f3, f3], dim=1.5)", "L.cat([f23, f23], dim=True)",
-                              "L.stack([f3, f3], dim=1.5)", "f23.argmin(1.5)"]},
+    **{e: _POSITION for e in ["f23.argmin(1.5)"]},
 }
 COMPILED_ONLY: dict[str, str] = {}
 COMPILED_XFAIL = {**EAGER_XFAIL, **COMPILED_ONLY}

@@ -412,3 +412,19 @@ UNUSED_OR_NO_GRAD = [
 def test_autograd_grad_unused_or_non_differentiable(name, call):
     assert_same_error(lambda L: call(L, L.tensor([1.0, 2.0], requires_grad=True),
                                      L.tensor([1.0], requires_grad=True)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.cat([lib.ones(2), lib.ones(2)], dim=1.0),
+    lambda lib: lib.cat([lib.ones(2), lib.ones(2)], 1.0),
+    lambda lib: lib.stack([lib.ones(2)], dim="a"),
+    lambda lib: lib.stack([lib.ones(2)], None),
+])
+def test_cat_and_stack_name_the_position_of_dim_only_when_given_by_position(call):
+    """torch's parser names an argument's position only for a positional one."""
+    with pytest.raises(TypeError) as theirs:
+        call(torch)
+    with pytest.raises(TypeError) as ours:
+        call(fg)
+    assert str(ours.value) == str(theirs.value)
+    assert ("(position 2)" in str(ours.value)) == ("(position 2)" in str(theirs.value))

@@ -1549,6 +1549,24 @@ def to(a, *args, **kwargs) -> Tensor:
     return cast(a, dtype)
 
 
+def _dim_keyword_texts(fn):
+    """torch's parser names an argument's position only when it was given by position:
+    `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
+    def with_texts(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            text = str(exc)
+            if "dim" not in kwargs or "argument 'dim' (position " not in text:
+                raise
+            start = text.index(" (position ", text.index("argument 'dim'"))
+            raise TypeError(text[:start] + text[text.index(")", start) + 1:]) from None
+    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    with_texts.__wrapped__ = fn
+    return with_texts
+
+
+@_dim_keyword_texts
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
     _check_tensor_list(tensors, "cat")
@@ -1594,6 +1612,7 @@ def _promote_many(tensors):
     return [cast(x, dtype) for x in ts], dtype
 
 
+@_dim_keyword_texts
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join along a new dim."""
     _check_tensor_list(tensors, "stack")

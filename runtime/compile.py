@@ -824,6 +824,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         trace.backward_start < len(program.instrs) else None
     arrays = execute(program, trace.input_arrays, trace.known, run)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
+    if trace.laid_out:
+        _lay_out_outputs(trace, by_id)
 
     written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
     # An array owning its memory (no base) overlaps a written one only if it is that one's
@@ -899,6 +901,30 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         for tensors, gradients, retain_graph, create_graph in trace.outside_backwards:
             # a backward in the call goes on into the history its inputs had before it
             engine_backward(tensors, gradients, retain_graph=retain_graph, create_graph=create_graph)
+
+
+def _lay_out_outputs(trace: Trace, by_id: dict) -> None:
+    """Give the output arrays of values traced as not row-major (an elementwise op on a
+    transpose: Tensor._layout) those strides, so that after the call they are laid out as
+    the trace said and as torch lays them out (kernels write their outputs row-major; where
+    a sunk permute already gave the array that layout, nothing is copied)."""
+    for ref in trace.laid_out:
+        t = ref()
+        if t is None or t._sym is None or t._layout is None:
+            continue
+        array = by_id.get(t._sym.id)
+        if array is None or array.ndim != len(t._layout) or _has_strides(array, t._layout):
+            continue
+        order = sorted(range(array.ndim), key=lambda d: -t._layout[d])     # slowest first
+        out = np.empty([array.shape[d] for d in order], array.dtype).transpose(np.argsort(order))
+        np.copyto(out, array)
+        by_id[t._sym.id] = out
+
+
+def _has_strides(array: np.ndarray, strides: tuple) -> bool:
+    """Whether `array` has these element strides (size-1 dims may have any)."""
+    size = array.itemsize
+    return all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides))
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

@@ -26,6 +26,7 @@ from fusegrad.ir.ops.elementwise import pow_const_applies
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
+from . import trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
@@ -1246,7 +1247,7 @@ def _numel(shape) -> int:
 def _viewable(t: Tensor, shape: tuple) -> bool:
     """Whether `t`'s memory layout lets a view have `shape`. A traced value made in the call is
     laid out contiguously; a view made in the call has its view chain's layout (as eagerly)."""
-    if t._data is None and (t._base is None or not t._view_chain):
+    if t._data is None and (t._base is None or not t._view_chain) and t._layout is None:
         return True
     try:
         np.reshape(_layout_of(t), shape, copy=False)
@@ -1261,7 +1262,7 @@ def _layout_of(t: Tensor) -> np.ndarray:
 
 
 def _c_ordered(t: Tensor) -> bool:
-    if t._data is None and (t._base is None or not t._view_chain):
+    if t._data is None and (t._base is None or not t._view_chain) and t._layout is None:
         return True
     return _layout_of(t).flags.c_contiguous
 
@@ -1501,6 +1502,10 @@ def contiguous(input) -> Tensor:
         # clone keeps a view's strides (torch's preserve_format); nothing else holds this
         # fresh array yet, and cast's backward saves nothing, so it can be replaced.
         out._data = np.ascontiguousarray(out._data)
+    elif out._data is None:
+        # traced: row-major whatever clone's layout rule gave it, and so after the call (a sunk
+        # permute would otherwise leave the output array transposed)
+        trace_state.current().keep_row_major(out)
     return out
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
-def _contiguous_strides(shape: tuple) -> tuple:
+def contiguous_strides(shape: tuple) -> tuple:
     """Row-major element strides of `shape` (a size-0 dim counts as 1)."""
     strides, step = [], 1
     for n in reversed(shape):
@@ -39,23 +39,23 @@ def layout_stand_in(t: Tensor) -> np.ndarray:
     if t._data is not None:
         return _strided_stand_in(shape, strides_of(t))
     if t._base is None or not t._view_chain:
-        return _strided_stand_in(shape, _contiguous_strides(shape))
+        return _strided_stand_in(shape, t._layout if t._layout is not None else contiguous_strides(shape))
     from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
     base = layout_stand_in(t._base)
     if any(s < 0 for s in base.strides):
-        return _strided_stand_in(shape, _contiguous_strides(shape))
+        return _strided_stand_in(shape, contiguous_strides(shape))
     # Replay the chain's NumPy references: metadata-only views of the stand-in.
     for op, attrs in t._view_chain:
         base = OPS[op].ref(base, **dict(attrs))
     if base.shape != shape:         # a chain the stand-in cannot replay: a fresh value's layout
-        return _strided_stand_in(shape, _contiguous_strides(shape))
+        return _strided_stand_in(shape, contiguous_strides(shape))
     return base
 
 
 def _strided_stand_in(shape: tuple, strides: tuple) -> np.ndarray:
     """An int8 array of `shape` with these element strides (negative ones made contiguous)."""
     if any(s < 0 for s in strides):
-        strides = _contiguous_strides(shape)
+        strides = contiguous_strides(shape)
     # The buffer spans every addressed element, so even a reference that copied stays in bounds;
     # np.empty does not touch its pages.
     extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
@@ -90,11 +90,38 @@ def reads_a_broadcast(arrays: list, shape: tuple) -> bool:
 
 def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
-    torch's TensorIterator gives it: dims ordered by the operands' strides, fastest first,
-    where a broadcast (stride 0) dim of an operand leaves the decision to the next operand
-    and ties keep the dims' order (torch's reorder_dimensions). They differ on an expand:
+    torch's TensorIterator gives it (see elementwise_order). They differ on an expand:
     NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
-    ndim, shape = result.ndim, result.shape
+    shape = result.shape
+    order = elementwise_order(shape, arrays)
+    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
+        return result                             # NumPy chose the same order
+    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
+    np.copyto(out, result)
+    return out
+
+
+def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
+    """The element strides torch gives an elementwise result of `shape` computed inside a
+    trace from `operands` (tensors, traced or not), or None where they are row-major. Only
+    an operand laid out otherwise (a transpose, a strided argument) can make them so."""
+    order = elementwise_order(shape, [layout_stand_in(t) for t in operands])
+    if order == list(range(len(shape))):
+        return None
+    strides, step = [0] * len(shape), 1
+    for d in reversed(order):       # (contiguous_strides of the dims in that order)
+        strides[d] = step
+        step *= max(shape[d], 1)
+    strides = tuple(strides)
+    return None if is_contiguous(shape, strides) else strides
+
+
+def elementwise_order(shape: tuple, arrays: list) -> list:
+    """The dims of an elementwise result of `shape`, slowest first, in the order torch's
+    TensorIterator lays it out from its operands `arrays`: by the operands' strides, fastest
+    first, where a broadcast (stride 0) dim of an operand leaves the decision to the next
+    operand and ties keep the dims' order (torch's reorder_dimensions)."""
+    ndim = len(shape)
     operands = []
     for a in arrays:
         if a.ndim and a.size > 1:
@@ -123,12 +150,7 @@ def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
                 d1 = d0
             elif c < 0:
                 break
-    order = perm[::-1]                            # slowest first
-    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
-        return result                             # NumPy chose the same order
-    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
-    np.copyto(out, result)
-    return out
+    return perm[::-1]                             # slowest first
 
 
 def dense(a: np.ndarray) -> bool:

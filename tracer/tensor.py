@@ -148,9 +148,10 @@ class Tensor:
     # detach()es (torch's VariableVersion); `_version` reads it as torch's int.
     _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
     _hooks = None               # a leaf's register_hook functions (tracer/hooks.py)
+    _layout = None              # a traced value's element strides where not row-major (tracer/layout.py)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
-                           "_view_node", "_hooks"))
+                           "_view_node", "_hooks", "_layout"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and

@@ -29,7 +29,7 @@ from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
-from .layout import traced_partial_overlap
+from .layout import contiguous_strides, traced_elementwise_layout, traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
@@ -155,6 +155,8 @@ class Trace:
         self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.filling = False                # the write under way is a fill (one value everywhere)
+        self.laid_out: list = []            # weak references to traced values laid out as not row-major
+                                            # (Tensor._layout: an elementwise op on a transpose)
 
     # ------------------------------------------------------------ values
     @property
@@ -348,6 +350,13 @@ class Trace:
             self.alive.append(weakref.ref(t))
             if opdef.view and isinstance(inputs[0], Tensor):
                 self._mark_view(t, inputs[0], op, frozen, values[0])
+            elif opdef.group == ELEMENTWISE and len(out_type.shape) > 1:
+                for x in inputs:
+                    # an operand not laid out row-major (a view, a strided argument, such a result)
+                    if type(x) is not np.ndarray and (x._base is not None or x._layout is not None or (
+                            x._data is not None and not x._data.flags.c_contiguous)):
+                        self._lay_out(t, inputs)
+                        break
             return t
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
@@ -376,6 +385,19 @@ class Trace:
                 self.filling = previous_fill
         return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
                      for k, v in enumerate(outs))
+
+    def _lay_out(self, t: Tensor, inputs) -> None:
+        """Give elementwise result `t` the layout torch's TensorIterator gives it from its
+        operands (x.t() * 2 has strides (1, 3), and its view(-1) raises), which the call's
+        output then has too (runtime/compile.py lays the array out so)."""
+        t._layout = traced_elementwise_layout(t._sym.type.shape, [x for x in inputs if type(x) is not np.ndarray])
+        if t._layout is not None:
+            self.laid_out.append(weakref.ref(t))
+
+    def keep_row_major(self, t: Tensor) -> None:
+        """`t` (a traced `contiguous()` result) is row-major, in the trace and after the call."""
+        t._layout = contiguous_strides(t._sym.type.shape)
+        self.laid_out.append(weakref.ref(t))
 
     def _write(self, out: Tensor, v: Value, requires: bool, fill: bool = False, graft: bool = False) -> Tensor:
         if out._base is not None:
@@ -701,7 +723,7 @@ class Trace:
     def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
         """Whether `src.reshape(shape)` is a view, as eagerly: NumPy's reshape of src's layout
         (a contiguous tensor always; a view or strided tensor where its strides allow)."""
-        if src._base is None and (src._data is None or src._data.flags.c_contiguous):
+        if src._base is None and src._layout is None and (src._data is None or src._data.flags.c_contiguous):
             return True
         from .layout import layout_stand_in
         stand_in = layout_stand_in(src)

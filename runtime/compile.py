@@ -36,8 +36,8 @@ from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import views_an_expand
-from fusegrad.tracer.engine import (backward as engine_backward, grad_memory, has_grad_layout, modified_error,
-                                    output_name, output_of)
+from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
+                                    has_grad_layout, modified_error, output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
@@ -278,6 +278,9 @@ class _BackwardFn:
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to), for expand; None where it cannot
         self.freed_outputs = None   # per output: behind values a backward inside the call freed
+        self.totals = []            # (weak ref to an output, position of its total gradient among the
+                                    # program's outputs) for outputs others are computed from
+        self.fills_retained = frozenset()   # their indices: the engine leaves their retain_grad() to run()
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
@@ -373,9 +376,26 @@ class _BackwardFn:
             if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
         self._last_users = users
-        outs = iter(execute(self.program, list(cotangents) + self.saved, None, self.run_info))
+        results = execute(self.program, list(cotangents) + self.saved, None, self.run_info)
+        if self.totals:
+            self.fill_retained(results)
+        outs = iter(results)
         return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
                      for present, t in zip(self.grad_present, self.out_types))
+
+    def fill_retained(self, results: list) -> None:
+        """The retain_grad() of the call's outputs that others are computed from: their .grad
+        gets their total gradient (what reaches them from outside and from the call's other
+        outputs), as the eager engine gives a retained tensor (the engine leaves these to this
+        node: see fills_retained)."""
+        node = self.node() if self.node is not None else None
+        pairs = []
+        for ref, position in self.totals:
+            t = ref()
+            if t is not None and t.__dict__.get("_retains_grad") and t._grad_fn is node:
+                pairs.append((t, results[position]))
+        if pairs:
+            accumulate_into_grads(pairs, False)
 
 
 # _BackwardFn's instructions used by a backward from every output: all of them.
@@ -796,8 +816,15 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         wrt, out_values = [v for group in groups for v in group], [t._sym for t in grad_outs]
         # (the active set is needed here only when the call wrote something in place)
         active = active_values(instrs, out_values, wrt) if trace.stale else None
+        # An output that other outputs are computed from (y in `return (y * y).sum(), y`): its
+        # total gradient, its own cotangent plus what flows back into it from the others, is an
+        # output of the backward too, for its retain_grad() (_BackwardFn.fill_retained)
+        read = {v.id for ins in instrs for v in ins.inputs}
+        inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read]
         try:
-            grads = sum_groups(b, emit_backward(b, instrs, out_values, seeds, wrt, active=active), groups)
+            emitted = emit_backward(b, instrs, out_values, seeds, wrt + [out_values[k] for k in inner], active=active)
+            grads = sum_groups(b, emitted[:len(wrt)], groups)
+            totals = emitted[len(wrt):]
         except RuntimeError as exc:
             if not getattr(exc, "no_derivative", False):
                 raise
@@ -805,6 +832,11 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             no_derivative, grads = str(exc), None
     if grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
+        totals_at = []          # (index among grad_outs, position among the backward's outputs)
+        for k, g in zip(inner, totals):
+            if g is not None:
+                totals_at.append((k, len(b.program.outputs)))
+                b.program.outputs.append(g)
         stale = _stale_by_cotangents(trace, instrs, out_values, wrt, active) if active is not None else {}
         bwd = simplify(b.program)
         saved = free_values(bwd)
@@ -877,6 +909,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
+            back.totals = [(weakref.ref(grad_outs[k]), position) for k, position in totals_at]
+            back.fills_retained = frozenset(k for k, _ in totals_at)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors)
             back.stale = stale
@@ -1018,6 +1052,7 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
     (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`)."""
     out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
     fwd = _ForwardFn(out_types, [t._data for t in grad_outs], back)
+    fwd.fills_retained = getattr(back, "fills_retained", frozenset())
     node = node_class("CompiledFunctionBackward")(
         "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
         tuple(None if x._no_grad_view else edge_of(x) for x in boundary), (None,) * len(boundary), {})

@@ -1,6 +1,6 @@
 """Behaviour kept by the per-call fast paths: the outputs of a compiled call that must not
-share memory the call writes back, cross_entropy's target check inside fg.compile, and
-which nodes an eager backward frees."""
+share memory the call writes back, cross_entropy's target check inside fg.compile, which
+nodes an eager backward frees, and retain_grad() of a compiled call's outputs."""
 from __future__ import annotations
 
 import numpy as np
@@ -98,3 +98,58 @@ def test_backward_frees_only_the_nodes_it_runs_through():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * x.detach().numpy()), rtol=1e-6)
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         z.sum().backward()
+
+
+def _retained_case(lib, compile_fn, variant):
+    """(y.grad, x.grad) after a backward through y = x * 2, returned with (y * y).sum()."""
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def f(x):
+        y = x * 2
+        if variant.startswith("inside"):
+            y.retain_grad()
+        return (y * y).sum(), y
+
+    z, y = compile_fn(f)(x)
+    if variant == "after":
+        y.retain_grad()
+    if variant == "inside, outside gradient too":
+        (z + (y * 3).sum()).backward()
+    elif variant == "inside, twice":
+        z.backward(retain_graph=True)
+        z.backward()
+    elif variant == "after, autograd.grad":
+        y.retain_grad()
+        lib.autograd.grad(z, [x])
+        return y.grad.numpy().copy(), None
+    else:
+        z.backward()
+    return y.grad.numpy().copy(), x.grad.numpy().copy()
+
+
+@pytest.mark.parametrize("variant", ["inside", "after", "inside, outside gradient too", "inside, twice",
+                                     "after, autograd.grad"])
+def test_retain_grad_of_an_output_other_outputs_are_computed_from(variant):
+    """Its .grad is its total gradient, including what flows into it from the call's other
+    outputs (only the compiled backward program knows that part)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for retained gradients")
+    theirs = _retained_case(torch, lambda f: f, variant)
+    eager = _retained_case(fg, lambda f: f, variant)
+    ours = _retained_case(fg, fg.compile, variant)
+    for got in (eager, ours):
+        for a, b in zip(got, theirs):
+            if b is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_an_output_that_does_not_retain_grad_gets_none():
+    def f(x):
+        y = x * 2
+        return (y * y).sum(), y
+
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    z, y = fg.compile(f)(x)
+    z.backward()
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert y.grad is None and y.grad_fn is not None
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.detach().numpy(), rtol=1e-6)

@@ -613,12 +613,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
             elif node.retained:
                 for k, ref in node.retained.items():
                     t = ref()
-                    if t is not None and t._grad_fn is node:
+                    if t is not None and t._grad_fn is node and not fills_own_retained(node, k):
                         targets.append((t, (node, k)))
     grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
     # (a leaf whose requires_grad was turned off after the forward gets nothing: torch's
     # AccumulateGrad checks it when it runs)
-    _accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
+    accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
                            create_graph)
 
 
@@ -658,7 +658,7 @@ def _dense(a: np.ndarray) -> bool:
     return True
 
 
-def _accumulate_into_grads(pairs, create_graph: bool) -> None:
+def accumulate_into_grads(pairs, create_graph: bool) -> None:
     """Add each gradient (an array, or a Tensor with create_graph) into its tensor's `.grad`."""
     if not create_graph:
         # (no op runs here: NumPy arrays only, so no grad mode to set)
@@ -707,9 +707,18 @@ def _retained_tensors(nodes, live: set) -> list:
         if node.retained and node in live:
             for k, ref in node.retained.items():
                 t = ref()
-                if t is not None and t._grad_fn is node:
+                if t is not None and t._grad_fn is node and not fills_own_retained(node, k):
                     found.append((t, (node, k)))
     return found
+
+
+def fills_own_retained(node, k: int) -> bool:
+    """Whether node's VJP gives its output k's retain_grad() tensor its gradient itself (the
+    custom_call protocol's `fills_retained`: a compiled call's node, for an output the call's
+    other outputs are computed from, whose total gradient only its backward program knows)."""
+    if node.op != "custom_call":
+        return False
+    return k in getattr(dict(node.attrs).get("fn"), "fills_retained", ())
 
 
 def _check_flags(*flags) -> None:
@@ -773,9 +782,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     grads = _run(roots, seeds, targets + [e for _, e in extra], retain_graph, create_graph, graph_nodes, retained)
     if extra:
         grads, extra_grads = grads[:len(targets)], grads[len(targets):]
-        _accumulate_into_grads([(t, g) for (t, _), g in zip(extra, extra_grads) if g is not None], True)
+        accumulate_into_grads([(t, g) for (t, _), g in zip(extra, extra_grads) if g is not None], True)
     if retained:
-        _accumulate_into_grads(retained, False)
+        accumulate_into_grads(retained, False)
     out = []
     for k, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:

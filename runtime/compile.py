@@ -819,7 +819,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         # An output that other outputs are computed from (y in `return (y * y).sum(), y`): its
         # total gradient, its own cotangent plus what flows back into it from the others, is an
         # output of the backward too, for its retain_grad() (_BackwardFn.fill_retained)
-        read = {v.id for ins in instrs for v in ins.inputs}
+        read = {v.id for ins in instrs for v in ins.inputs} if len(grad_outs) > 1 else ()
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read]
         try:
             emitted = emit_backward(b, instrs, out_values, seeds, wrt + [out_values[k] for k in inner], active=active)

@@ -353,13 +353,10 @@ BATTERY = [(group, expr) for group, exprs in [
 # Differences left (strict xfails): {expr: reason}, in both runs; COMPILED_ONLY: the compiled run only.
 _ARITY = ("text: torch's parser words a wrong number of arguments its own way; fusegrad raises Python's "
           "TypeError (same class). Fix: signature-checking wrappers (tracer/functional.py, tracer/methods.py)")
-_POSITION = ("text: the '(position N)' torch names depends on keyword vs positional and method vs function form; "
-             "fusegrad's shared functions cannot tell (same class, same words otherwise)")
 EAGER_XFAIL: dict[str, str] = {
     **{e: _ARITY for e in ["L.sin()", "L.add(f3)", "f3.pow()", "f3.pow(f3, f3)",
                            "L.minimum(f3)", "f3.clamp(0, 1, 2)", "f23.view((2, 3), 1)", "f23.transpose(0)",
                            "f23.unsqueeze()", "f3.zero_(1)", "f3.tolist(1)", "f3.numpy(1)"]},
-    **{e: _POSITION for e in ["f23.argmin(1.5)"]},
 }
 COMPILED_ONLY: dict[str, str] = {}
 COMPILED_XFAIL = {**EAGER_XFAIL, **COMPILED_ONLY}

@@ -835,6 +835,23 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
     return operator.index(value)
 
 
+def _dim_keyword_texts(fn):
+    """torch's parser names an argument's position only when it was given by position:
+    `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
+    def with_texts(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            text = str(exc)
+            if "dim" not in kwargs or "argument 'dim' (position " not in text:
+                raise
+            start = text.index(" (position ", text.index("argument 'dim'"))
+            raise TypeError(text[:start] + text[text.index(")", start) + 1:]) from None
+    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    with_texts.__wrapped__ = fn
+    return with_texts
+
+
 def _numpy_spellings(fn):
     """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
     both ways, it reports the NumPy name as unexpected, as torch does)."""
@@ -1014,7 +1031,8 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     when dim is None), with torch's checks in torch's order."""
     a = as_tensor(a, fn)
     if dim is not None and (not _is_index(dim) or isinstance(dim, (bool, np.bool_))):
-        raise TypeError(f"{fn}(): argument 'dim' must be int, not {type(dim).__name__}")
+        # (position 2, the function form's: _dim_keyword_texts drops it for dim=, methods count from 1)
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
     if a._dtype is bool_:
         raise RuntimeError(f"{fn}(): does not support bool input")
     extremum = max if fn == "argmax" else min
@@ -1029,12 +1047,14 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     return extremum(a.detach(), dim, keepdim)[1]
 
 
+@_dim_keyword_texts
 @_numpy_spellings
 def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first largest value (NaN counts as largest)."""
     return _arg_extremum("argmax", input, dim, keepdim)
 
 
+@_dim_keyword_texts
 @_numpy_spellings
 def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first smallest value (NaN counts as smallest)."""
@@ -1552,23 +1572,6 @@ def to(a, *args, **kwargs) -> Tensor:
     if dtype is None or dtype is a._dtype:
         return apply_op("cast", [a], {"dtype": a._dtype}, "ToCopyBackward0") if copy else a
     return cast(a, dtype)
-
-
-def _dim_keyword_texts(fn):
-    """torch's parser names an argument's position only when it was given by position:
-    `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
-    def with_texts(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except TypeError as exc:
-            text = str(exc)
-            if "dim" not in kwargs or "argument 'dim' (position " not in text:
-                raise
-            start = text.index(" (position ", text.index("argument 'dim'"))
-            raise TypeError(text[:start] + text[text.index(")", start) + 1:]) from None
-    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    with_texts.__wrapped__ = fn
-    return with_texts
 
 
 @_dim_keyword_texts

@@ -386,7 +386,7 @@ METHODS = {
     "isclose": _counted_from_self(predicates.isclose), "all": F.all, "any": F.any,
     # reductions
     "sum": F.sum, "mean": F.mean, "var": moments.var, "std": moments.std, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
-    "argmax": F.argmax, "argmin": F.argmin, "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
+    "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,

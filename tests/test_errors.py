@@ -424,8 +424,15 @@ def test_autograd_grad_unused_or_non_differentiable(name, call):
     lambda lib: lib.argmin(lib.ones(2, 3), 1.5),
     lambda lib: lib.argmax(lib.ones(2, 3), dim="a"),
     lambda lib: lib.ones(2, 3).argmax(True),
+    lambda lib: lib.ones(2, 3).unsqueeze(dim=1.5),
+    lambda lib: lib.unsqueeze(lib.ones(2, 3), 1.5),
+    lambda lib: lib.ones(2, 3).transpose(dim0=1.5, dim1=0),
+    lambda lib: lib.transpose(lib.ones(2, 3), 0, dim1="a"),
+    lambda lib: lib.ones(2, 3).flatten(start_dim=0.5),
+    lambda lib: lib.flatten(lib.ones(2, 3), 0.5),
+    lambda lib: lib.ones(2, 3).norm(dim="a"),
 ])
-def test_dim_is_named_with_its_position_only_when_given_by_position(call):
+def test_an_argument_is_named_with_its_position_only_when_given_by_position(call):
     """torch's parser names an argument's position only for a positional one."""
     with pytest.raises(TypeError) as theirs:
         call(torch)

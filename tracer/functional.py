@@ -15,6 +15,7 @@ import builtins  # this module defines sum, max, min, abs, all and any as tensor
 import inspect
 import numbers
 import operator
+import re
 import warnings
 
 import numpy as np
@@ -835,7 +836,7 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
     return operator.index(value)
 
 
-def _dim_keyword_texts(fn):
+def _keyword_texts(fn):
     """torch's parser names an argument's position only when it was given by position:
     `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
     def with_texts(*args, **kwargs):
@@ -843,13 +844,16 @@ def _dim_keyword_texts(fn):
             return fn(*args, **kwargs)
         except TypeError as exc:
             text = str(exc)
-            if "dim" not in kwargs or "argument 'dim' (position " not in text:
+            found = _POSITIONED_ARGUMENT.search(text) if kwargs else None
+            if found is None or found.group(1) not in kwargs:
                 raise
-            start = text.index(" (position ", text.index("argument 'dim'"))
-            raise TypeError(text[:start] + text[text.index(")", start) + 1:]) from None
+            raise TypeError(text[:found.end(1) + 1] + text[found.end():]) from None
     with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     with_texts.__wrapped__ = fn
     return with_texts
+
+
+_POSITIONED_ARGUMENT = re.compile(r"argument '(\w+)' \(position \d+\)")
 
 
 def _numpy_spellings(fn):
@@ -1031,7 +1035,7 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     when dim is None), with torch's checks in torch's order."""
     a = as_tensor(a, fn)
     if dim is not None and (not _is_index(dim) or isinstance(dim, (bool, np.bool_))):
-        # (position 2, the function form's: _dim_keyword_texts drops it for dim=, methods count from 1)
+        # (position 2, the function form's: _keyword_texts drops it for dim=, methods count from 1)
         raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
     if a._dtype is bool_:
         raise RuntimeError(f"{fn}(): does not support bool input")
@@ -1047,14 +1051,14 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     return extremum(a.detach(), dim, keepdim)[1]
 
 
-@_dim_keyword_texts
+@_keyword_texts
 @_numpy_spellings
 def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first largest value (NaN counts as largest)."""
     return _arg_extremum("argmax", input, dim, keepdim)
 
 
-@_dim_keyword_texts
+@_keyword_texts
 @_numpy_spellings
 def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first smallest value (NaN counts as smallest)."""
@@ -1080,6 +1084,8 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     if isinstance(dim, (bool, np.bool_)):
         raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found element "
                         "of type bool at pos 0")
+    if isinstance(dim, str):            # (it has a len(), so torch's norm passes it on to the parser)
+        raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not str")
     if dim is not None and not _is_index(dim) and not isinstance(dim, (tuple, list)):
         raise TypeError(f"object of type '{type(dim).__name__}' has no len()")    # torch's norm takes len(dim)
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
@@ -1329,6 +1335,7 @@ def view(a, *shape, size=None) -> Tensor:
     return apply_op("reshape", [a], {"shape": shape}, "ViewBackward0")
 
 
+@_keyword_texts
 def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(input, "flatten")
@@ -1359,6 +1366,7 @@ def permute(input, *dims_, dims=None) -> Tensor:
     return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
 
 
+@_keyword_texts
 def transpose(input, dim0: int, dim1: int) -> Tensor:
     """torch.transpose: `a` with dims `dim0` and `dim1` swapped (a view)."""
     a = as_tensor(input, "transpose")
@@ -1407,6 +1415,7 @@ def mT(a) -> Tensor:
     return transpose(a, -2, -1)
 
 
+@_keyword_texts
 def unsqueeze(input, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
     a = as_tensor(input, "unsqueeze")
@@ -1574,7 +1583,7 @@ def to(a, *args, **kwargs) -> Tensor:
     return cast(a, dtype)
 
 
-@_dim_keyword_texts
+@_keyword_texts
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
     _check_tensor_list(tensors, "cat")
@@ -1620,7 +1629,7 @@ def _promote_many(tensors):
     return [cast(x, dtype) for x in ts], dtype
 
 
-@_dim_keyword_texts
+@_keyword_texts
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join along a new dim."""
     _check_tensor_list(tensors, "stack")

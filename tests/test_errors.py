@@ -439,3 +439,22 @@ def test_an_argument_is_named_with_its_position_only_when_given_by_position(call
     with pytest.raises(TypeError) as ours:
         call(fg)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("call", [
+    "t.sum(1.5)", "L.sum(t, 1.5)", "t.sum(dim=1.5)", "L.sum(t, dim=1.5)", "L.sum(input=t, dim=1.5)",
+    "t.mean('a')", "L.mean(t, 'a')", "t.all(1.5)", "L.all(t, 1.5)", "t.any(dim=1.5)",
+    "t.max(1.5)", "L.max(t, 1.5)", "t.max(dim=1.5)", "L.max(t, dim=1.5, keepdim=True)",
+    "t.var(1.5)", "L.var(t, 1.5)", "t.std(dim=1.5)",
+    "t.amax(1.5)", "L.amax(t, 1.5)", "t.amax(dim=1.5)",
+])
+def test_a_bad_reduction_dim_lists_the_call_as_torch_does(call):
+    """torch's parser lists the call's own arguments (without self for a method, keywords as
+    name=type); the overloads it lists after ", but expected one of:" are one form's here."""
+    def first_line(lib):
+        t = lib.ones(2, 3)
+        with pytest.raises(TypeError) as info:
+            eval(call, {"L": lib, "t": t})
+        return str(info.value).split(", but expected one of")[0]
+
+    assert first_line(fg) == first_line(torch)

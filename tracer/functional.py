@@ -323,6 +323,66 @@ def _arg_type_name(x) -> str:
     return "Tensor" if isinstance(x, (Tensor, np.ndarray)) else type(x).__name__
 
 
+def _keyword_texts(fn):
+    """torch's parser names an argument's position only when it was given by position:
+    `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
+    def with_texts(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            text = str(exc)
+            found = _POSITIONED_ARGUMENT.search(text) if kwargs else None
+            if found is None or found.group(1) not in kwargs:
+                raise
+            raise TypeError(text[:found.end(1) + 1] + text[found.end():]) from None
+    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    with_texts.__wrapped__ = fn
+    return with_texts
+
+
+_POSITIONED_ARGUMENT = re.compile(r"argument '(\w+)' \(position \d+\)")
+
+
+def _call_form_texts(fn):
+    """torch's "received an invalid combination of arguments - got (...)" lists the call's own
+    arguments: by type in order, then keywords (in reverse) as `name=type`, without self for
+    a method (`t.sum(1.5)`: "got (float)"; `torch.sum(t, dim=1.5)`: "got (Tensor, dim=float)";
+    `t.sum(dim=1.5)`: "got (dim=float, )"). The function `fn` may word it for either form:
+    the text is rebuilt from the call. The returned function is the function form; its
+    `method` attribute, the method form (bound on Tensor by tracer/methods.py)."""
+    name = fn.__name__
+
+    def reworded(exc: TypeError, args: tuple, kwargs: dict) -> TypeError:
+        found = _INVALID_COMBINATION.match(str(exc))
+        if found is None:
+            return exc
+        items = [_arg_type_name(a) for a in args]
+        named = [f"{k}={_arg_type_name(v)}" for k, v in reversed(kwargs.items())]
+        got = ", ".join(items + named) if items else "".join(item + ", " for item in named)
+        return TypeError(f"{name}() received an invalid combination of arguments - got ({got}){found.group(1)}")
+
+    def function_form(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            raise reworded(exc, args, kwargs) from None
+
+    def method_form(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except TypeError as exc:
+            raise reworded(exc, args, kwargs) from None
+
+    for form in (function_form, method_form):
+        form.__name__, form.__qualname__, form.__doc__, form.__wrapped__ = name, name, fn.__doc__, fn
+    function_form.method = method_form
+    return function_form
+
+
+_INVALID_COMBINATION = re.compile(r"\w+\(\) received an invalid combination of arguments - got \(.*?\)(, but expected .*)",
+                                  re.S)
+
+
 def pow(input, exponent) -> Tensor:
     """input ** exponent (torch's keywords); PowBackward0 for a scalar exponent, 1 for a tensor
     one, 2 for a scalar base."""
@@ -730,12 +790,14 @@ def logical_not(input) -> Tensor:
     return apply_op("logical_not", [cast(as_tensor(input, "logical_not"), bool_)])
 
 
+@_call_form_texts
 def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (along dim) is nonzero."""
     a = as_tensor(input, "all")
     return eq(sum(logical_not(a), dim, keepdim), 0)
 
 
+@_call_form_texts
 def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (along dim) is nonzero."""
     a = as_tensor(input, "any")
@@ -836,24 +898,6 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
     return operator.index(value)
 
 
-def _keyword_texts(fn):
-    """torch's parser names an argument's position only when it was given by position:
-    `cat(ts, 1.0)` says "argument 'dim' (position 2)", `cat(ts, dim=1.0)` "argument 'dim'"."""
-    def with_texts(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except TypeError as exc:
-            text = str(exc)
-            found = _POSITIONED_ARGUMENT.search(text) if kwargs else None
-            if found is None or found.group(1) not in kwargs:
-                raise
-            raise TypeError(text[:found.end(1) + 1] + text[found.end():]) from None
-    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    with_texts.__wrapped__ = fn
-    return with_texts
-
-
-_POSITIONED_ARGUMENT = re.compile(r"argument '(\w+)' \(position \d+\)")
 
 
 def _numpy_spellings(fn):
@@ -879,6 +923,7 @@ def _numpy_spellings(fn):
     return with_aliases
 
 
+@_call_form_texts
 @_numpy_spellings
 def sum(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = None) -> Tensor:
     """Sum over `dim` (int or tuple; all dims when None). Integers sum as int64."""
@@ -896,6 +941,7 @@ def sum(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = 
     return apply_op("sum", [a], {"axes": _dims(dim, a.dim()), "keepdim": bool(keepdim)}, name)
 
 
+@_call_form_texts
 @_numpy_spellings
 def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = None) -> Tensor:
     """Mean over `dim` (int or tuple; all dims when None); floating point inputs only."""
@@ -972,6 +1018,7 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     return RETURN_TYPES[kind](values, indices)
 
 
+@_call_form_texts
 @_numpy_spellings
 def max(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     """Largest value; with `dim`, (values, indices) along it; with a tensor, maximum."""
@@ -980,6 +1027,7 @@ def max(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     return _extremum(input, dim, keepdim, "max", maximum)
 
 
+@_call_form_texts
 @_numpy_spellings
 def min(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     """Smallest value; with `dim`, (values, indices) along it; with a tensor, minimum."""
@@ -1007,9 +1055,10 @@ def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
 def _check_dim_list(fn: str, dim) -> None:
     """amax/amin take only a list of ints: a lone non-int is torch's TypeError naming the list."""
     if not (dim is None or isinstance(dim, (tuple, list)) or (_is_index(dim) and not isinstance(dim, (bool, np.bool_)))):
-        raise TypeError(f"{fn}(): argument 'dim' (position 1) must be tuple of ints, not {type(dim).__name__}")
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be tuple of ints, not {type(dim).__name__}")
 
 
+@_keyword_texts
 @_numpy_spellings
 def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     """Largest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""
@@ -1020,6 +1069,7 @@ def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     return apply_op("amax", [a], {"axes": axes, "keepdim": bool(keepdim)}, "AmaxBackward0")
 
 
+@_keyword_texts
 @_numpy_spellings
 def amin(input, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest values over `dim` (int or tuple; all dims when empty); ties share the gradient."""

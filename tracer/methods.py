@@ -383,9 +383,10 @@ METHODS = {
     "logical_not": F.logical_not, "logical_and": _counted_from_self(F.logical_and),
     "logical_or": _counted_from_self(F.logical_or), "logical_xor": _counted_from_self(F.logical_xor),
     "isnan": predicates.isnan, "isinf": predicates.isinf, "isfinite": predicates.isfinite,
-    "isclose": _counted_from_self(predicates.isclose), "all": F.all, "any": F.any,
+    "isclose": _counted_from_self(predicates.isclose), "all": F.all.method, "any": F.any.method,
     # reductions
-    "sum": F.sum, "mean": F.mean, "var": moments.var, "std": moments.std, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
+    "sum": F.sum.method, "mean": F.mean.method, "var": moments.var.method, "std": moments.std.method,
+    "max": F.max.method, "min": F.min.method, "amax": _counted_from_self(F.amax), "amin": _counted_from_self(F.amin),
     "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes

@@ -56,12 +56,14 @@ def _moment(op: str, name: str, input, dim, unbiased, keepdim, correction) -> Te
     return apply_op(op, [a], {"axes": axes, "correction": float(correction), "keepdim": bool(keepdim)}, name)
 
 
+@F._call_form_texts
 def var(input, dim=None, unbiased=_MISSING, keepdim=_MISSING, *, correction=None) -> Tensor:
     """Variance over `dim` (all dims when None): the sum of squared deviations from the mean
     divided by n - correction (correction 1, Bessel's, unless `unbiased=False` or given)."""
     return _moment("var", "VarBackward0", input, dim, unbiased, keepdim, correction)
 
 
+@F._call_form_texts
 def std(input, dim=None, unbiased=_MISSING, keepdim=_MISSING, *, correction=None) -> Tensor:
     """Standard deviation over `dim`: the square root of `var` with the same arguments."""
     return _moment("std", "StdBackward0", input, dim, unbiased, keepdim, correction)

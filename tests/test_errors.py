@@ -458,3 +458,15 @@ def test_a_bad_reduction_dim_lists_the_call_as_torch_does(call):
         return str(info.value).split(", but expected one of")[0]
 
     assert first_line(fg) == first_line(torch)
+
+
+@pytest.mark.parametrize("dim", ["L.tensor(1)", "L.tensor([1])", "L.tensor(True)", "L.tensor([[1]])"])
+@pytest.mark.parametrize("call", ["x.sum(d)", "x.sum(d, True)", "L.mean(x, d)", "x.amax(d)", "x.var(d)",
+                                  "x.std(d, keepdim=True)"])
+def test_a_one_element_integer_tensor_is_a_reduction_dim(call, dim):
+    """torch's int-list parser takes a one-element integer or bool tensor of any rank as an int."""
+    def result(lib):
+        x = lib.tensor([[1.0, 2.0], [3.0, 5.0]])
+        return eval(call, {"L": lib, "x": x, "d": eval(dim, {"L": lib})}).detach().numpy()
+
+    np.testing.assert_allclose(result(fg), result(torch), rtol=1e-6)

@@ -836,8 +836,17 @@ def _all_dims(ndim: int) -> tuple:
     return _ALL_DIMS[ndim] if ndim < 8 else tuple(range(ndim))
 
 
+def _int_list_tensor(dim):
+    """torch's int-list parser takes a one-element integer or bool tensor of any rank as that
+    one int (x.sum(torch.tensor([1])), unlike its int parser); anything else as it is."""
+    if isinstance(dim, Tensor) and dim.numel() == 1 and not dim.dtype.is_floating_point:
+        return int(dim.item())
+    return dim
+
+
 def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
     """Normalised, sorted reduction axes; None or () means all."""
+    dim = _int_list_tensor(dim)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return _all_dims(ndim)
     if isinstance(dim, (tuple, list)) and dim and _is_index(dim[0]) and not isinstance(dim[0], bool):
@@ -1054,6 +1063,7 @@ def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:
 
 def _check_dim_list(fn: str, dim) -> None:
     """amax/amin take only a list of ints: a lone non-int is torch's TypeError naming the list."""
+    dim = _int_list_tensor(dim)
     if not (dim is None or isinstance(dim, (tuple, list)) or (_is_index(dim) and not isinstance(dim, (bool, np.bool_)))):
         raise TypeError(f"{fn}(): argument 'dim' (position 2) must be tuple of ints, not {type(dim).__name__}")
 

@@ -26,6 +26,7 @@ def _invalid(fn: str, given: list) -> TypeError:
 
 def _moment(op: str, name: str, input, dim, unbiased, keepdim, correction) -> Tensor:
     a = F.as_tensor(input, op)
+    dim = F._int_list_tensor(dim)                   # (a one-element integer tensor is an int dim)
     if isinstance(dim, (bool, np.bool_)):          # var(x, True): the (unbiased) overload
         if unbiased is not _MISSING or keepdim is not _MISSING or correction is not None:
             raise _invalid(op, ["Tensor", "bool", "..."])

@@ -431,6 +431,12 @@ def test_autograd_grad_unused_or_non_differentiable(name, call):
     lambda lib: lib.ones(2, 3).flatten(start_dim=0.5),
     lambda lib: lib.flatten(lib.ones(2, 3), 0.5),
     lambda lib: lib.ones(2, 3).norm(dim="a"),
+    lambda lib: lib.ones(2, 3).norm([2], 1, True),
+    lambda lib: lib.cat([lib.ones(2), lib.ones(2)], axis=1.5),
+    lambda lib: lib.cat([lib.ones(2), lib.ones(2)], dim=0, axis=0),
+    lambda lib: lib.ones(2, 3).transpose(np.float64(1.0), 1),
+    lambda lib: lib.zeros_like(lib.ones(2), foo=1),
+    lambda lib: lib.ones_like(lib.ones(2), size=(2,)),
 ])
 def test_an_argument_is_named_with_its_position_only_when_given_by_position(call):
     """torch's parser names an argument's position only for a positional one."""
@@ -470,3 +476,11 @@ def test_a_one_element_integer_tensor_is_a_reduction_dim(call, dim):
         return eval(call, {"L": lib, "x": x, "d": eval(dim, {"L": lib})}).detach().numpy()
 
     np.testing.assert_allclose(result(fg), result(torch), rtol=1e-6)
+
+
+def test_cat_and_stack_take_numpys_axis_as_torch_does():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for fn in ("cat", "stack"):
+        ours = getattr(fg, fn)([fg.tensor(x), fg.tensor(x)], axis=1)
+        theirs = getattr(torch, fn)([torch.tensor(x), torch.tensor(x)], axis=1)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

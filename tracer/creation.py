@@ -612,9 +612,18 @@ def _like_layout(result: Tensor, source: Tensor) -> Tensor:
     return result
 
 
+def _check_like_keywords(fn: str, kw: dict) -> None:
+    """A `*_like` takes `device=` besides its named keywords (not `size=`, which its maker
+    would): torch's text names the `*_like` function."""
+    unexpected = next((k for k in kw if k != "device"), None)
+    if unexpected is not None:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{unexpected}'")
+
+
 def _like(fn):
     def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
+        _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
@@ -633,6 +642,7 @@ def _random_like(fn, fill):
     filled in memory order as torch's kernels fill it; `fill(array)` writes the samples."""
     def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
+        _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)

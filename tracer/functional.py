@@ -332,7 +332,7 @@ def _keyword_texts(fn):
         except TypeError as exc:
             text = str(exc)
             found = _POSITIONED_ARGUMENT.search(text) if kwargs else None
-            if found is None or found.group(1) not in kwargs:
+            if found is None or not (found.group(1) in kwargs or (found.group(1) == "dim" and "axis" in kwargs)):
                 raise
             raise TypeError(text[:found.end(1) + 1] + text[found.end():]) from None
     with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
@@ -903,7 +903,8 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
     or 1). `position` counts as the function form does, input first; the method form's entry
     in methods.METHODS counts from after self (_counted_from_self)."""
     if isinstance(value, (bool, np.bool_)) or not _is_index(value):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {type(value).__name__}")
+        name = "Tensor" if isinstance(value, Tensor) else type_name(value)
+        raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {name}")
     return operator.index(value)
 
 
@@ -1141,6 +1142,8 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
         if p == "nuc":
             return _nuclear_norm(a, dim, keepdim)
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if not (p is None or isinstance(p, (str, numbers.Number)) or (isinstance(p, Tensor) and p.numel() == 1)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
     if isinstance(dim, (bool, np.bool_)):
         raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found element "
                         "of type bool at pos 0")
@@ -1644,6 +1647,7 @@ def to(a, *args, **kwargs) -> Tensor:
 
 
 @_keyword_texts
+@_numpy_spellings
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
     _check_tensor_list(tensors, "cat")
@@ -1690,6 +1694,7 @@ def _promote_many(tensors):
 
 
 @_keyword_texts
+@_numpy_spellings
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join along a new dim."""
     _check_tensor_list(tensors, "stack")

@@ -12,7 +12,7 @@ from .interpreter import StraightLine
 from .ops import OPS
 from .ops.registry import OPAQUE, NoDerivativeError
 from .passes import simplify
-from .program import Builder, Instr, Program, Value, _ids
+from .program import Builder, Instr, Program, Value
 from .verifier import free_values
 
 
@@ -60,14 +60,13 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     # A plain Builder (not an evaluating one) gets fan-out sums of one type appended directly:
     # this loop runs on every traced backward, once per differentiated instruction.
     plain = type(builder) is Builder
-    emitted = builder.program.instrs
 
     def add_into(v: Value, g: Value):
         prev = grads.get(v.id)
         if prev is None:
             grads[v.id] = g
         elif plain and prev.type is g.type:
-            grads[v.id] = _append_one(emitted, "add", (prev, g), prev.type, (), e.loc)
+            grads[v.id] = builder.append_one("add", (prev, g), prev.type, (), e.loc)
         else:
             grads[v.id] = e.add(prev, g)
 
@@ -124,18 +123,6 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
 
 
 _GIVEN_ONE = (True,)
-_new = object.__new__
-
-
-def _append_one(instrs: list, op: str, inputs: tuple, out_type, attrs: tuple, loc) -> Value:
-    """Builder.append for one output, written out (the backward's hot path): the instruction
-    `op(inputs; attrs)` with a new output value of `out_type` (its type already checked)."""
-    out = _new(Value)
-    out.type, out.id = out_type, next(_ids)
-    new = _new(Instr)
-    new.op, new.inputs, new.outputs, new.attrs, new.loc = op, inputs, (out,), attrs, loc
-    instrs.append(new)
-    return out
 
 
 def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
@@ -193,16 +180,11 @@ class InstrVjp:
         ins_in, ins_out = ins.inputs, ins.outputs
         vals = [ins_in[index] if kind == "in" else ins_out[index] for kind, index in self.reads]
         vals += seeds
-        if type(builder) is Builder:        # (not an evaluating builder: append directly)
-            emitted = builder.program.instrs
-            for op, args, out_types, attrs in steps:
-                if len(out_types) == 1:
-                    operands = (vals[args[0]], vals[args[1]]) if len(args) == 2 else tuple([vals[k] for k in args])
-                    vals.append(_append_one(emitted, op, operands, out_types[0], attrs, loc))
-                else:
-                    vals += builder.append(op, [vals[k] for k in args], out_types, attrs, loc)
-        else:
-            for op, args, out_types, attrs in steps:
+        for op, args, out_types, attrs in steps:
+            if len(out_types) == 1:
+                operands = (vals[args[0]], vals[args[1]]) if len(args) == 2 else tuple([vals[k] for k in args])
+                vals.append(builder.append_one(op, operands, out_types[0], attrs, loc))
+            else:
                 vals += builder.append(op, [vals[k] for k in args], out_types, attrs, loc)
         return [None if k is None else vals[k] for k in results]
 

@@ -14,6 +14,7 @@ from .ops import OPS, infer_types
 from .types import TensorType
 
 _ids = itertools.count()
+_new = object.__new__
 
 
 class Value:
@@ -122,4 +123,15 @@ class Builder:
         outs = tuple([Value(t) for t in out_types])
         self.program.instrs.append(Instr(op, inputs, outs, attrs, loc))
         return outs
+
+    def append_one(self, op: str, inputs: tuple, out_type: TensorType, attrs: tuple = (),
+                   loc: str | None = None) -> Value:
+        """`append` for one output, written out (the backward's copy of a cached VJP runs it
+        once per instruction it emits): `inputs` a tuple; returns the output value."""
+        out = _new(Value)
+        out.type, out.id = out_type, next(_ids)
+        ins = _new(Instr)
+        ins.op, ins.inputs, ins.outputs, ins.attrs, ins.loc = op, inputs, (out,), attrs, loc
+        self.program.instrs.append(ins)
+        return out
 

@@ -35,7 +35,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
-from fusegrad.tracer.layout import views_an_expand
+from fusegrad.tracer.layout import views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
@@ -392,7 +392,7 @@ class _BackwardFn:
         pairs = []
         for ref, position in self.totals:
             t = ref()
-            if t is not None and t.__dict__.get("_retains_grad") and t._grad_fn is node:
+            if t is not None and t._retains_grad and t._grad_fn is node:
                 pairs.append((t, results[position]))
         if pairs:
             accumulate_into_grads(pairs, False)
@@ -947,18 +947,8 @@ def _lay_out_outputs(trace: Trace, by_id: dict) -> None:
         if t is None or t._sym is None or t._layout is None:
             continue
         array = by_id.get(t._sym.id)
-        if array is None or array.ndim != len(t._layout) or _has_strides(array, t._layout):
-            continue
-        order = sorted(range(array.ndim), key=lambda d: -t._layout[d])     # slowest first
-        out = np.empty([array.shape[d] for d in order], array.dtype).transpose(np.argsort(order))
-        np.copyto(out, array)
-        by_id[t._sym.id] = out
-
-
-def _has_strides(array: np.ndarray, strides: tuple) -> bool:
-    """Whether `array` has these element strides (size-1 dims may have any)."""
-    size = array.itemsize
-    return all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides))
+        if array is not None and array.ndim == len(t._layout):
+            by_id[t._sym.id] = with_strides(array, t._layout)
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

@@ -92,13 +92,26 @@ def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
     torch's TensorIterator gives it (see elementwise_order). They differ on an expand:
     NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
-    shape = result.shape
-    order = elementwise_order(shape, arrays)
+    order = elementwise_order(result.shape, arrays)
     if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
         return result                             # NumPy chose the same order
-    out = np.empty([shape[d] for d in order], result.dtype).transpose(np.argsort(order))
-    np.copyto(out, result)
+    return copy_in_order(result, order)
+
+
+def copy_in_order(array: np.ndarray, order) -> np.ndarray:
+    """A copy of `array` laid out densely with its dims in `order` (slowest first)."""
+    out = np.empty([array.shape[d] for d in order], array.dtype).transpose(np.argsort(order))
+    np.copyto(out, array)
     return out
+
+
+def with_strides(array: np.ndarray, strides: tuple) -> np.ndarray:
+    """`array` when it has these element strides (dense; size-1 dims may have any), else a
+    copy laid out with them."""
+    size = array.itemsize
+    if all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides)):
+        return array
+    return copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]))
 
 
 def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
@@ -108,10 +121,9 @@ def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
     order = elementwise_order(shape, [layout_stand_in(t) for t in operands])
     if order == list(range(len(shape))):
         return None
-    strides, step = [0] * len(shape), 1
-    for d in reversed(order):       # (contiguous_strides of the dims in that order)
-        strides[d] = step
-        step *= max(shape[d], 1)
+    strides = [0] * len(shape)
+    for d, stride in zip(order, contiguous_strides([shape[d] for d in order])):
+        strides[d] = stride
     strides = tuple(strides)
     return None if is_contiguous(shape, strides) else strides
 

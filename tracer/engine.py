@@ -611,15 +611,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
             if isinstance(node, AccumulateGrad):
                 targets.append((node.variable, (node, 0)))
             elif node.retained:
-                for k, ref in node.retained.items():
-                    t = ref()
-                    if t is not None and t._grad_fn is node and not fills_own_retained(node, k):
-                        targets.append((t, (node, k)))
+                targets += _retained_at(node)
     grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
     # (a leaf whose requires_grad was turned off after the forward gets nothing: torch's
     # AccumulateGrad checks it when it runs)
     accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
-                           create_graph)
+                          create_graph)
 
 
 def grad_memory(g: np.ndarray, leaf: np.ndarray) -> np.ndarray:
@@ -705,10 +702,18 @@ def _retained_tensors(nodes, live: set) -> list:
     found = []
     for node in nodes:
         if node.retained and node in live:
-            for k, ref in node.retained.items():
-                t = ref()
-                if t is not None and t._grad_fn is node and not fills_own_retained(node, k):
-                    found.append((t, (node, k)))
+            found += _retained_at(node)
+    return found
+
+
+def _retained_at(node) -> list:
+    """(tensor, edge) of the retain_grad() tensors at `node`'s outputs that the engine fills:
+    alive, still that output, and not left to the node itself (fills_own_retained)."""
+    found = []
+    for k, ref in node.retained.items():
+        t = ref()
+        if t is not None and t._grad_fn is node and not fills_own_retained(node, k):
+            found.append((t, (node, k)))
     return found
 
 

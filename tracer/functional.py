@@ -331,7 +331,7 @@ def _keyword_texts(fn):
             return fn(*args, **kwargs)
         except TypeError as exc:
             text = str(exc)
-            found = _POSITIONED_ARGUMENT.search(text) if kwargs else None
+            found = ARGUMENT_POSITION.match(text) if kwargs else None
             if found is None or not (found.group(1) in kwargs or (found.group(1) == "dim" and "axis" in kwargs)):
                 raise
             raise TypeError(text[:found.end(1) + 1] + text[found.end():]) from None
@@ -340,7 +340,8 @@ def _keyword_texts(fn):
     return with_texts
 
 
-_POSITIONED_ARGUMENT = re.compile(r"argument '(\w+)' \(position \d+\)")
+# torch's "fn(): argument 'name' (position N)": the name (group 1), the position (group 2)
+ARGUMENT_POSITION = re.compile(r"\w+\(\): argument '(\w+)' \(position (\d+)\)")
 
 
 def _call_form_texts(fn):
@@ -906,8 +907,6 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
         name = "Tensor" if isinstance(value, Tensor) else type_name(value)
         raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {name}")
     return operator.index(value)
-
-
 
 
 def _numpy_spellings(fn):

@@ -2,7 +2,6 @@
 explicit table (no namespace wrapping at import time: grep finds them here)."""
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -42,16 +41,15 @@ def _counted_from_self(fn):
             return fn(self, *args, **kwargs)
         except TypeError as exc:
             text = str(exc)
-            found = _ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
-            if found is None or found.group(1) == "1":
+            found = F.ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
+            if found is None or found.group(2) == "1":
                 raise
-            shifted = f"(position {int(found.group(1)) - 1})"
-            raise TypeError(text[:found.start(1) - len("(position ")] + shifted + text[found.end(1) + 1:]) from None
+            shifted = f"(position {int(found.group(2)) - 1})"
+            raise TypeError(text[:found.start(2) - len("(position ")] + shifted + text[found.end(2) + 1:]) from None
     method.__name__, method.__doc__ = fn.__name__, fn.__doc__
     return method
 
 
-_ARGUMENT_POSITION = re.compile(r"\w+\(\): argument '\w+' \(position (\d+)\)")
 
 
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False):

@@ -182,10 +182,10 @@ def lookup(key: tuple) -> "CompiledProgram | None":
         return compiled
 
 
-def note_reference_program(program: Program) -> bool:
-    """A small program about to run on the reference executor, compiling nothing: True (a
-    hit) when a program with its key ran so before, else False (a miss), as a program-cache
-    lookup counts them."""
+def note_reference_program(program: Program) -> None:
+    """A small program about to run on the reference executor, compiling nothing: counted as
+    a program-cache lookup counts, a hit when a program with its key ran so before, else a
+    miss."""
     _, key = program_key(program)
     with _lock:
         seen = key in _reference_programs
@@ -193,8 +193,10 @@ def note_reference_program(program: Program) -> bool:
             if len(_reference_programs) >= MAX_PROGRAMS:
                 _reference_programs.clear()
             _reference_programs[key] = True
-    stats.count(hits=1) if seen else stats.count(misses=1)
-    return seen
+    if seen:
+        stats.count(hits=1)
+    else:
+        stats.count(misses=1)
 
 
 def is_pending(key: tuple) -> bool:

@@ -172,7 +172,7 @@ class _Plan:
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
                  "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise", "out_dtype",
-                 "saves")
+                 "saves", "direct")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -188,6 +188,10 @@ class _Plan:
         # (ir/buffers.py) by the op's `ref_into`, or by its ufunc when the ufunc's own result
         # dtype is the output's: None, or the callable writing it (ir.interpreter.into_writer).
         self.pooled = into_writer(opdef, self.in_types, self.out_types, attrs) if self.small else None
+        # The op's reference specialised to this signature (OpDef.extra["eager_ref"]): called
+        # with the arrays alone, raising no floating-point warnings, so nothing is silenced.
+        eager_ref = opdef.extra.get("eager_ref") if self.small and self.pooled is None else None
+        self.direct = eager_ref(self.in_types, attrs) if eager_ref is not None else None
         self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
         self.may_record = opdef.vjp is not None and True in self.needs
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs,
@@ -253,7 +257,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
                   plan.out_types[0].dtype)
         outs = (out,)
     elif plan.small:
-        result = apply_ref_small(plan.ref, arrays, attrs, plan.want)
+        direct = plan.direct
+        result = direct(*arrays) if direct is not None else apply_ref_small(plan.ref, arrays, attrs, plan.want)
         if result.ndim > 1:
             if result.flags.c_contiguous:
                 # a row-major result of a strided operand (relu writes a fresh array): torch's

@@ -291,14 +291,32 @@ def _one_element_norms(shape, axes) -> bool:
     return True
 
 
+def _is_short_vector_norm(shape, dtype, p, keepdim) -> bool:
+    """Whether norm(x; p, axes, keepdim) over all of `x` is the 2-norm of a short float vector
+    (the common eager call, t.norm()), which `_short_vector_norm` computes."""
+    return p == 2 and len(shape) == 1 and 1 < shape[0] <= 4096 and dtype.kind == "f" and not keepdim
+
+
+def _short_vector_norm(x):
+    """The 2-norm of a short float vector: one dot, and its root in double precision rounded
+    once to x's dtype, which is the correctly rounded root (a double carries more than twice
+    float32's bits); half the cost of square-then-sum on a few elements (on long vectors
+    BLAS's float32 dot is less accurate than NumPy's pairwise sum). It sets no floating-point
+    flags NumPy would warn of (BLAS's dot and math.sqrt of a non-negative number)."""
+    return np.array(math.sqrt(x.dot(x)), x.dtype)
+
+
+def _norm_eager_ref(in_types, attrs):
+    """The reference specialised to one eager call signature (OpDef.extra["eager_ref"])."""
+    (t,) = in_types
+    if _is_short_vector_norm(t.shape, t.dtype.np, attrs["p"], attrs["keepdim"]):
+        return _short_vector_norm
+    return None
+
+
 def _norm_ref(x, p, axes, keepdim):
-    if p == 2 and x.ndim == 1 and x.size != 1 and x.size <= 4096 and x.dtype.kind == "f" and not keepdim:
-        # The whole of a short vector (the common eager call, t.norm()): one dot, and its
-        # root in double precision rounded once to x's dtype, which is the correctly
-        # rounded root (a double carries more than twice float32's bits); half the cost
-        # of square-then-sum on a few elements (on long vectors BLAS's float32 dot is
-        # less accurate than NumPy's pairwise sum).
-        return np.array(math.sqrt(x.dot(x)), x.dtype)
+    if _is_short_vector_norm(x.shape, x.dtype, p, keepdim):
+        return _short_vector_norm(x)
     _check_norm_identity(x, p, axes)
     if p != 0 and _one_element_norms(x.shape, axes):
         r = np.abs(x)
@@ -369,4 +387,5 @@ def _infer_norm(types, attrs):
 
 
 register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
-               doc="norm(x; p, axes, keepdim): vector p-norm over axes", extra={"row_major_result": True}))
+               doc="norm(x; p, axes, keepdim): vector p-norm over axes",
+               extra={"row_major_result": True, "eager_ref": _norm_eager_ref}))

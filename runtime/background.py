@@ -3,7 +3,7 @@ keep running on the reference executor (the tiered policy in runtime/compile.py)
 
     background.submit(job)          # run job() on the worker, in submission order
     background.wait_for_compiles()  # block until every submitted job has finished
-    background.async_enabled()      # FUSEGRAD_ASYNC_COMPILE (default on)
+    background.async_enabled()      # FUSEGRAD_ASYNC_COMPILE (default off)
 
 One worker is enough: Numba compiles under a process-wide lock, so a second
 worker would only wait. Jobs catch their own errors (a failed compile must

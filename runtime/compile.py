@@ -552,7 +552,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if trace_state.current() is not None:      # nested compile: inline into the outer trace
             return self.fn(*args, **kwargs)
-        args = tuple(_from_numpy(a) for a in args)
+        for a in args:
+            if isinstance(a, np.ndarray):       # (rare: most calls pass tensors, kept as given)
+                args = tuple([_from_numpy(a) for a in args])
+                break
         signature = _signature(args) if self._breaking else None
         if signature is not None and self._breaking.get(signature, 0) >= EAGER_AFTER and not self._tracing_forced:
             # served by a cached decision, compiling nothing: a hit, run op by op
@@ -674,8 +677,8 @@ def _restore_states(snapshots: list) -> None:
 def _signature(args: tuple) -> tuple:
     """What decides whether a call may run eagerly: each argument's shape, dtype and
     requires_grad (its type, for anything but a tensor)."""
-    return tuple((a._value_shape(), a._dtype, a._requires_grad) if isinstance(a, Tensor) else type(a)
-                 for a in args)
+    return tuple([(a._value_shape(), a._dtype, a._requires_grad) if isinstance(a, Tensor) else type(a)
+                  for a in args])
 
 
 def _lines_after(program: Program, start: int):

@@ -1051,6 +1051,12 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
         tuple(None if x._no_grad_view else edge_of(x) for x in boundary), (None,) * len(boundary), {})
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
+        if t._retains_grad and k not in fwd.fills_retained:
+            # retain_grad() inside the call: the engine fills its .grad at this node (as
+            # Tensor.retain_grad registers it), with what flows into this output
+            if node.retained is None:
+                node.retained = {}
+            node.retained[k] = weakref.ref(t)
     if isinstance(back, _BackwardFn):
         # A create_graph backward reads the call's inputs (_BackwardFn.expand): the node keeps
         # them as torch's nodes keep saved inputs (a leaf itself, else its array).

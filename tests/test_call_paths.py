@@ -142,6 +142,47 @@ def test_retain_grad_of_an_output_other_outputs_are_computed_from(variant):
                 np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def _retained_alone(lib, compile_fn, body):
+    """y.grad after a backward, outside the call, from the output y that retain_grad()ed inside
+    the call (no other output is computed from y)."""
+    x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    outs = compile_fn(body)(x)
+    y = outs[0] if isinstance(outs, tuple) else outs
+    (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return y.grad, x.grad.numpy().copy()
+
+
+def _alone(x):
+    y = x * 2
+    y.retain_grad()
+    return y
+
+
+def _beside_another(x):
+    y = x * 2
+    y.retain_grad()
+    return y, (x * x).sum()
+
+
+def _after_a_backward_inside(x):
+    y = x.exp()
+    y.retain_grad()
+    (x * 3).sum().backward()
+    return y
+
+
+@pytest.mark.parametrize("body", [_alone, _beside_another, _after_a_backward_inside])
+def test_retain_grad_inside_on_an_output_no_other_output_reads(body):
+    """The engine fills it at the call's node, with the gradient flowing into that output
+    (it was None: nothing registered the retain_grad() with the call's node)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for retained gradients")
+    theirs = _retained_alone(torch, lambda f: f, body)
+    ours = _retained_alone(fg, fg.compile, body)
+    assert ours[0] is not None
+    np.testing.assert_allclose(ours[0].numpy(), theirs[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
 def test_an_output_that_does_not_retain_grad_gets_none():
     def f(x):
         y = x * 2

@@ -194,3 +194,34 @@ def test_an_output_that_does_not_retain_grad_gets_none():
     with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
         assert y.grad is None and y.grad_fn is not None
     np.testing.assert_allclose(x.grad.numpy(), 8 * x.detach().numpy(), rtol=1e-6)
+
+
+def _value_after_a_step(lib, compile_fn, value_and_grad):
+    """value_and_grad of a loss whose history reads a weight an optimizer step then updated."""
+    lib.manual_seed(0)
+    layer = lib.nn.Linear(3, 1)
+    opt = lib.optim.SGD(layer.parameters(), lr=0.1)
+
+    def f(x):
+        loss = layer(x).sum()
+        loss.backward()
+        opt.step()
+        value, _ = value_and_grad(lambda z: (z.exp() * 0.5).sum())(loss)
+        return value
+
+    return compile_fn(f)(lib.ones(3))
+
+
+def test_value_and_grad_of_a_loss_recorded_before_an_optimizer_step_keeps_its_history():
+    """Its history reads the weight's value before the step: the trace counts that value as
+    the weight's too, so the value requires grad as torch's (it was detached: requires_grad False)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for requires_grad")
+
+    def torch_value_and_grad(f):
+        return lambda *a: tuple(reversed(torch.func.grad_and_value(f)(*a)))
+
+    theirs = _value_after_a_step(torch, lambda f: f, torch_value_and_grad)
+    ours = _value_after_a_step(fg, fg.compile, fg.value_and_grad)
+    assert ours.requires_grad == theirs.requires_grad is True
+    assert type(ours.grad_fn).__name__ == "CompiledFunctionBackward"
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5)

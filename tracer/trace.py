@@ -1119,6 +1119,10 @@ class Trace:
         made inside it that the value stands for, for every such tensor that requires grad."""
         sources = {}
         for t in list(self.leaf_tensors.values()) + list(self.boundary.values()):
+            # every value a leaf held: history recorded before an in-place update (an
+            # optimizer step) reads the value it had then
+            for v in self.held_values(t):
+                sources[id(v)] = t
             sources[id(self.value_of(t))] = t
         for ref in self.new_leaves:
             t = ref()

@@ -210,6 +210,12 @@ RETURNS = [
     ("d = x.detach(); d[0] = 7; return x * x, d", (leaf,),
      ["", "out[1].add_(1)", "args[0].detach().zero_()", "args[0].data.zero_()"], "out[0].sum().backward()"),
     ("d = x.data; d[0] = 7; return x * x, d", (leaf,), ["", "out[1].add_(1)"], "out[0].sum().backward()"),
+    # the leaf read after its .data (which a view read first): its reads go through an identity
+    # alias of the memory, which its gradient reaches too (a backward gave it None)
+    ("d = x.data; t = d.t(); v = x[:, 1:]; d.fill_(3); return x, d, v * 1", (leaf,), [""], "out[2].sum().backward()"),
+    ("d = x.data; t = d.t(); v = x * x; return v", (leaf,), [""], "out.sum().backward()"),
+    ("d = x.detach(); t = d.t(); v = x[0] * 2; d.mul_(3); return v, x", (leaf,), [""],
+     "out[0].sum().backward()"),
     ("x.mul_(2); return x * x", (nonleaf,), ["", "with L.no_grad(): args[0].add_(1)", "args[0].data.add_(1)"],
      "out.sum().backward()"),
     ("x.mul_(2); return x.exp()", (nonleaf,), ["", "with L.no_grad(): out.add_(1)", "args[0].detach().add_(1)"],

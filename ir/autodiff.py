@@ -42,7 +42,7 @@ def active_values(instrs, outputs, wrt) -> set:
 
 
 def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None, active: set | None = None,
-             reuse: bool = True) -> list:
+             reuse: bool = True, reads: dict | None = None) -> list:
     """Append the VJP of `instrs` to `builder`.
 
     outputs/seeds: forward values and their cotangents (same shapes).
@@ -52,6 +52,9 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     a copy of its cached simplified VJP program (`VJPS`) instead of a new
     emission (the same instructions, without running the VJP rule, the
     emitter and the shape rules again).
+    `reads` (value id -> value of the same type): what the VJPs read in place of a forward
+    value whose memory was written since without a version bump (torch's `.data` writes: a
+    node's saved tensor then holds the new values); gradients still flow to the value itself.
     """
     e = Emitter(builder, loc)
     if active is None:
@@ -104,6 +107,7 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
         if True not in needs:
             continue
         e.loc = ins.loc or loc
+        read = _reading(ins, reads) if reads else ins
         cached = None
         if reuse:
             in_types = (a.type, b.type) if len(ins_in) == 2 else tuple([v.type for v in ins_in])
@@ -113,9 +117,9 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
             except TypeError:           # an unhashable attribute value: emit it afresh
                 cached = None
         if cached is not None:
-            contribs = cached.copy_into(builder, ins, seeds_in, e.loc)
+            contribs = cached.copy_into(builder, read, seeds_in, e.loc)
         else:
-            contribs = _emit_vjp(e, ins, gs, needs)
+            contribs = _emit_vjp(e, read, gs, needs)
         for v, g in zip(ins_in, contribs):
             if g is not None:
                 add_into(v, g)
@@ -123,6 +127,15 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
 
 
 _GIVEN_ONE = (True,)
+
+
+def _reading(ins: Instr, reads: dict) -> Instr:
+    """`ins` as its VJP reads it: each input or output in `reads` replaced by the value there
+    (the same instruction when none is)."""
+    if not any(v.id in reads for v in ins.inputs) and not any(v.id in reads for v in ins.outputs):
+        return ins
+    return Instr(ins.op, tuple([reads.get(v.id, v) for v in ins.inputs]),
+                 tuple([reads.get(v.id, v) for v in ins.outputs]), ins.attrs, ins.loc)
 
 
 def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:

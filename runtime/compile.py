@@ -825,7 +825,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         read = {v.id for ins in instrs for v in ins.inputs} if len(grad_outs) > 1 else ()
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read]
         try:
-            emitted = emit_backward(b, instrs, out_values, seeds, wrt + [out_values[k] for k in inner], active=active)
+            emitted = emit_backward(b, instrs, out_values, seeds, wrt + [out_values[k] for k in inner], active=active,
+                                    reads=trace.read_as)
             grads = sum_groups(b, emitted[:len(wrt)], groups)
             totals = emitted[len(wrt):]
         except RuntimeError as exc:

@@ -225,3 +225,32 @@ def test_value_and_grad_of_a_loss_recorded_before_an_optimizer_step_keeps_its_hi
     assert ours.requires_grad == theirs.requires_grad is True
     assert type(ours.grad_fn).__name__ == "CompiledFunctionBackward"
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5)
+
+
+UNVERSIONED_WRITES = [
+    "y = x * 2; z = y.abs(); y.data.mul_(-1); return z",
+    "y = x * 2; z = y.exp(); z.data.fill_(3); return z * 1",
+    "y = x * 2; z = y.abs(); d = y.data; d.mul_(-1); d.add_(1); return z",
+    "y = x * 2; z = (y * y).sum(); y.data.fill_(3); z.backward(); return y.detach()",
+    "y = x * 2; z = (y * y).sum(); z.backward(retain_graph=True); y.data.fill_(3); z.backward(); return y.detach()",
+]
+
+
+@pytest.mark.parametrize("body", UNVERSIONED_WRITES)
+def test_a_saved_value_written_through_data_is_read_as_written(body):
+    """A write through `.data` bumps no version, so no backward raises, and a node that saved
+    that memory reads the new values (torch's saved tensor is the memory): the compiled
+    backward read the value from before the write."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for .data writes")
+    namespace = {}
+    exec("def f(x):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    f = namespace["f"]
+    start = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], dtype=np.float32)
+    grads = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        x = lib.tensor(start, requires_grad=True)
+        out = run(x)
+        if out.requires_grad:
+            out.sum().backward()
+        grads.append(x.grad.numpy().copy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)

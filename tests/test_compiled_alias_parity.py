@@ -607,12 +607,7 @@ def test_the_kernel_path_shares_memory_as_eagerly(kernels):
     assert all(a.data_ptr() != b.data_ptr() for a in first for b in second)
 
 
-# ================================================================ known differences
-_DATA_WRITE = ("inside fg.compile a write through `.data` of a saved tensor (which bumps no version) does not "
-               "reach the saved value: torch's backward reads the written memory, the compiled backward the value "
-               "from before the write (ir/autodiff.py would need a substitution of saved forward values)")
-
-
+# ================================================================ saved tensors written inside the call
 @pytest.mark.parametrize("body", [
     "y = x.exp(); y.add_(1); return y",
     "y = x.exp(); with L.no_grad(): y.mul_(2); return y",
@@ -623,7 +618,7 @@ _DATA_WRITE = ("inside fg.compile a write through `.data` of a saved tensor (whi
     "y = x.exp(); y[0].mul_(2); return y.sum()",        # through a view
     "y = x.exp(); z = y * 1; y.add_(1); (z * x).sum().backward(); return x.grad",   # inside the call
     "y = x.exp(); z = x * 2; y.add_(1); z.sum().backward(); return x.grad",  # the stale value is not on the path
-    pytest.param("y = x.exp(); d = y.data; d.add_(1); return y", marks=pytest.mark.xfail(strict=True, reason=_DATA_WRITE)),
+    "y = x.exp(); d = y.data; d.add_(1); return y",     # no version bump: the backward reads the new values
 ])
 def test_a_saved_tensor_written_inside_the_call(body):
     assert_parity(body, backward="out.sum().backward()")

@@ -152,6 +152,9 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
+        # value id -> the value its memory holds now, for memory written through a `.data` alias
+        # (no version bump): the VJPs that saved it read the new values, as torch's do
+        self.read_as: dict = {}
         self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.filling = False                # the write under way is a fill (one value everywhere)
@@ -900,9 +903,22 @@ class Trace:
         them; otherwise its own detach() aliases take the new value."""
         link = self.detach_source.get(id(t))
         if link is not None and link[0]() is t and link[1]._sym is not None:
-            self._graft_into(t, link[1])
+            source = link[1]
+            before = source._sym
+            self._graft_into(t, source)
+            if not link[2] and source._sym.type is before.type:
+                self._rewritten_unversioned(before, source._sym)
             return
         self._refresh_aliases(t)
+
+    def _rewritten_unversioned(self, before: Value, now: Value) -> None:
+        """The memory that held `before` holds `now`, written through a `.data` alias: no
+        version bump, so no backward raises, and the values nodes saved (a saved tensor is
+        that memory) read the new values (see read_as)."""
+        for key, value in self.read_as.items():
+            if value is before:
+                self.read_as[key] = now
+        self.read_as[before.id] = now
 
     def _refresh_aliases(self, t: Tensor) -> None:
         """t's value changed: its detach()es (and theirs, and their views) read it again."""
@@ -1006,7 +1022,7 @@ class Trace:
         requiring = self._requiring_grad() if create_graph else ()
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
-                                                       active=active), groups)
+                                                       active=active, reads=self.read_as), groups)
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]

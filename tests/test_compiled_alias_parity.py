@@ -214,6 +214,8 @@ RETURNS = [
     # alias of the memory, which its gradient reaches too (a backward gave it None)
     ("d = x.data; t = d.t(); v = x[:, 1:]; d.fill_(3); return x, d, v * 1", (leaf,), [""], "out[2].sum().backward()"),
     ("d = x.data; t = d.t(); v = x * x; return v", (leaf,), [""], "out.sum().backward()"),
+    # ... but the alias's own reads give the leaf nothing: d's history reaches x once, by its add
+    ("d = x.data; d.add_(x); return x, d", (leaf,), [""], "(out[0] * 2 + out[1]).sum().backward()"),
     ("d = x.detach(); t = d.t(); v = x[0] * 2; d.mul_(3); return v, x", (leaf,), [""],
      "out[0].sum().backward()"),
     ("x.mul_(2); return x * x", (nonleaf,), ["", "with L.no_grad(): args[0].add_(1)", "args[0].data.add_(1)"],

@@ -968,10 +968,12 @@ class Trace:
         if held is None or held[0] is not x:
             return [self.value_of(x) if first is None else first]
         values = [held[1][0] if first is None else first] + held[1][1:]
-        # x's reads of a value its memory held, where a .data or detach() alias lifted that
-        # memory first, go through a requires-grad identity of it (_alias): that is x's too
-        aliases = [self.aliases.get((v.id, x._requires_grad)) for v in values] if self.aliases else ()
-        return values + [w for w in aliases if w is not None and w not in values]
+        if self.aliases:
+            # where a .data or detach() alias lifted x's memory first, x read each value its
+            # memory held through a requires-grad identity of it (_alias): that identity is
+            # x's value (the raw one is the alias's, whose uses give x no gradient)
+            values = [self.aliases.get((v.id, x._requires_grad), v) for v in values]
+        return values
 
     def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
                   retained: list | None = None):

@@ -52,9 +52,10 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     a copy of its cached simplified VJP program (`VJPS`) instead of a new
     emission (the same instructions, without running the VJP rule, the
     emitter and the shape rules again).
-    `reads` (value id -> value of the same type): what the VJPs read in place of a forward
-    value whose memory was written since without a version bump (torch's `.data` writes: a
-    node's saved tensor then holds the new values); gradients still flow to the value itself.
+    `reads` ({id(instr): an instruction like it}): the instruction as its VJP reads it, where
+    a forward value it saved had its memory written since without a version bump (torch's
+    `.data` writes: a node's saved tensor then holds the new values); gradients still flow to
+    the instruction's own inputs.
     """
     e = Emitter(builder, loc)
     if active is None:
@@ -107,7 +108,7 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
         if True not in needs:
             continue
         e.loc = ins.loc or loc
-        read = _reading(ins, reads) if reads else ins
+        read = reads.get(id(ins), ins) if reads else ins
         cached = None
         if reuse:
             in_types = (a.type, b.type) if len(ins_in) == 2 else tuple([v.type for v in ins_in])
@@ -127,15 +128,6 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
 
 
 _GIVEN_ONE = (True,)
-
-
-def _reading(ins: Instr, reads: dict) -> Instr:
-    """`ins` as its VJP reads it: each input or output in `reads` replaced by the value there
-    (the same instruction when none is)."""
-    if not any(v.id in reads for v in ins.inputs) and not any(v.id in reads for v in ins.outputs):
-        return ins
-    return Instr(ins.op, tuple([reads.get(v.id, v) for v in ins.inputs]),
-                 tuple([reads.get(v.id, v) for v in ins.outputs]), ins.attrs, ins.loc)
 
 
 def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:

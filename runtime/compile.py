@@ -826,7 +826,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read]
         try:
             emitted = emit_backward(b, instrs, out_values, seeds, wrt + [out_values[k] for k in inner], active=active,
-                                    reads=trace.read_as)
+                                    reads=trace.vjp_reads(instrs))
             grads = sum_groups(b, emitted[:len(wrt)], groups)
             totals = emitted[len(wrt):]
         except RuntimeError as exc:

@@ -233,6 +233,14 @@ UNVERSIONED_WRITES = [
     "y = x * 2; z = y.abs(); d = y.data; d.mul_(-1); d.add_(1); return z",
     "y = x * 2; z = (y * y).sum(); y.data.fill_(3); z.backward(); return y.detach()",
     "y = x * 2; z = (y * y).sum(); z.backward(retain_graph=True); y.data.fill_(3); z.backward(); return y.detach()",
+    # the caller's leaf: its .data has a counter of its own (no version error)
+    "y = x * x; x.data.zero_(); return y",
+    "y = x * x; d = x.data; d.mul_(3); return y",
+    "y = x * x; x.data.zero_(); y.sum().backward(); return x.grad * 1",
+    # the write's own op reads the value it overwrites (torch's in-place node saves it)
+    "y = x * 2; d = y.data; d.mul_(x); return d * 1",
+    "y = x * x; d = x.data; d.mul_(x); return y + d",
+    "y = x * 1; z = y * y; y.data.add_(1); w = y * y; return z + w",
 ]
 
 

@@ -152,8 +152,9 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
-        # value id -> the value its memory holds now, for memory written through a `.data` alias
-        # (no version bump): the VJPs that saved it read the new values, as torch's do
+        # value id -> (the value its memory holds now, index of the write's first instruction),
+        # for memory written through a `.data` alias (no version bump): the VJPs of instructions
+        # before the write that saved it read the new values, as torch's do (see vjp_reads)
         self.read_as: dict = {}
         self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
@@ -468,14 +469,32 @@ class Trace:
             return
         old = t._sym
         if old is None and t._data is not None:
-            old = self.lifted.get(_memory_key(t._data))
-            if old is not None:
-                for requires in (False, True):
-                    alias = self.aliases.get((old.id, requires))
-                    if alias is not None:
-                        self.stale.setdefault(alias.id, (box, version, weakref.ref(t), new, first))
+            key = _memory_key(t._data)
+            old = self.lifted.get(key)
+            if old is None:
+                return
+            # The memory's value as each reader saw it: as lifted, by the first tensor to read
+            # it, and through an identity alias by readers that differ from it in requires_grad.
+            first_requires = self.lifted_grad.get(key, t._requires_grad)
+            for requires in (False, True):
+                value = old if requires is first_requires else self.aliases.get((old.id, requires))
+                if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
+                    self.stale.setdefault(value.id, (box, version, weakref.ref(t), new, first))
+            return
         if old is not None:
             self.stale.setdefault(old.id, (box, version, weakref.ref(t), new, first))
+
+    def _shares_counter(self, key, requires: bool, box) -> bool:
+        """Whether the tensors of this memory that read it with `requires` (requires_grad) share
+        version counter `box`. Only the one that requires grad is known (a leaf or the caller's
+        non-leaf): `x.data` has a counter of its own, so its writes leave x's values current,
+        as eagerly; readers without grad are taken to share it."""
+        if not requires:
+            return True
+        reader = self.leaf_tensors.get(key)
+        if reader is None:
+            reader = self.boundary.get(key)
+        return reader is None or self._counter_owner(reader)._vbox is box
 
     def stale_saved(self, instrs, active: set):
         """The first value (from the last instruction back, as a backward meets them) that an
@@ -614,6 +633,13 @@ class Trace:
                     leaf._sym = v_held
             else:
                 self.lifted[key] = v
+            if held is not None and held.type == v.type and self._unversioned_write(t, key):
+                # the nodes that saved this memory (through any tensor over it) read its new
+                # values, as torch's saved tensors do (where a write bumped their tensor's
+                # counter, the backward raises first: see _replaced)
+                for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
+                    if was is not None:
+                        self._rewritten_unversioned(was, self.lifted[key])
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -911,14 +937,47 @@ class Trace:
             return
         self._refresh_aliases(t)
 
+    def _unversioned_write(self, t: Tensor, key) -> bool:
+        """Whether `t`'s write to memory from outside the call (key) leaves the version counter
+        of the memory's own tensor as it was: `t` is a `.data` of it (its own counter). The own
+        tensor: the one reading it with requires_grad, else the first to read it."""
+        owner = self.leaf_tensors.get(key)
+        if owner is None:
+            owner = self.boundary.get(key)
+        if owner is None:
+            owner = next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key), t)
+        return self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+
     def _rewritten_unversioned(self, before: Value, now: Value) -> None:
         """The memory that held `before` holds `now`, written through a `.data` alias: no
-        version bump, so no backward raises, and the values nodes saved (a saved tensor is
-        that memory) read the new values (see read_as)."""
-        for key, value in self.read_as.items():
+        version bump, so no backward raises, and the values nodes saved before the write (a
+        saved tensor is that memory) read the new values (see read_as). The write's own
+        instructions read `before`, as an in-place op's node saves the value it overwrites."""
+        first = self.writing[2] if self.writing is not None else len(self.instrs)
+        for key, (value, at) in list(self.read_as.items()):
             if value is before:
-                self.read_as[key] = now
-        self.read_as[before.id] = now
+                self.read_as[key] = (now, at)
+        self.read_as[before.id] = (now, first)
+
+    def vjp_reads(self, instrs) -> dict:
+        """{id(instr): the instruction as its VJP reads it} for the instructions among `instrs`
+        that saved a value a `.data` write replaced after them (see read_as): ir.autodiff's `reads`."""
+        if not self.read_as:
+            return {}
+        positions = {id(x): k for k, x in enumerate(self.instrs)}
+        read_as, found = self.read_as, {}
+        for ins in instrs:
+            at = positions.get(id(ins))
+            if at is None:
+                continue
+
+            def now(v):
+                entry = read_as.get(v.id)
+                return entry[0] if entry is not None and entry[1] > at else v
+            inputs, outputs = tuple(now(v) for v in ins.inputs), tuple(now(v) for v in ins.outputs)
+            if inputs != ins.inputs or outputs != ins.outputs:
+                found[id(ins)] = Instr(ins.op, inputs, outputs, ins.attrs, ins.loc)
+        return found
 
     def _refresh_aliases(self, t: Tensor) -> None:
         """t's value changed: its detach()es (and theirs, and their views) read it again."""
@@ -1024,7 +1083,7 @@ class Trace:
         requiring = self._requiring_grad() if create_graph else ()
         before = len(self.program.instrs)
         grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
-                                                       active=active, reads=self.read_as), groups)
+                                                       active=active, reads=self.vjp_reads(instrs)), groups)
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]

@@ -241,6 +241,8 @@ UNVERSIONED_WRITES = [
     "y = x * 2; d = y.data; d.mul_(x); return d * 1",
     "y = x * x; d = x.data; d.mul_(x); return y + d",
     "y = x * 1; z = y * y; y.data.add_(1); w = y * y; return z + w",
+    # the .data's own reads give the leaf no gradient
+    "y = x.softmax(1); d = x.data; d.add_(0.5); return y - d",
 ]
 
 

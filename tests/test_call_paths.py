@@ -243,6 +243,8 @@ UNVERSIONED_WRITES = [
     "y = x * 1; z = y * y; y.data.add_(1); w = y * y; return z + w",
     # the .data's own reads give the leaf no gradient
     "y = x.softmax(1); d = x.data; d.add_(0.5); return y - d",
+    # x's node reads x's memory after the write that x's own .data made with it
+    "d = x.data; d.div_(x); return x * 3 + d",
 ]
 
 

@@ -639,9 +639,14 @@ class Trace:
                 # the nodes that saved this memory (through any tensor over it) read its new
                 # values, as torch's saved tensors do (where a write bumped their tensor's
                 # counter, the backward raises first: see _replaced)
+                # (The write's own op reads the writer's value from before it, which torch's
+                # in-place node saves; another tensor over the memory, x in x.data.div_(x), its
+                # node reads after the write, as torch's saved x is that memory.)
+                own = held if self.lifted_grad.get(key) is t._requires_grad else \
+                    self.aliases.get((held.id, t._requires_grad))
                 for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
                     if was is not None:
-                        self._rewritten_unversioned(was, self.lifted[key])
+                        self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -950,12 +955,13 @@ class Trace:
             owner = next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key), t)
         return self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
 
-    def _rewritten_unversioned(self, before: Value, now: Value) -> None:
+    def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False) -> None:
         """The memory that held `before` holds `now`, written through a `.data` alias: no
         version bump, so no backward raises, and the values nodes saved before the write (a
         saved tensor is that memory) read the new values (see read_as). The write's own
-        instructions read `before`, as an in-place op's node saves the value it overwrites."""
-        first = self.writing[2] if self.writing is not None else len(self.instrs)
+        instructions read `before`, as an in-place op's node saves the value it overwrites
+        (unless `including_the_write`: `before` is another tensor's value, not the writer's)."""
+        first = self.writing[2] if self.writing is not None and not including_the_write else len(self.instrs)
         for key, (value, at) in list(self.read_as.items()):
             if value is before:
                 self.read_as[key] = (now, at)

@@ -633,6 +633,12 @@ class Trace:
                     # the leaf itself was written in the call (it holds a value of its own, not
                     # its memory's): it reads the new value too
                     leaf._sym = v_held
+            elif held is not None and held.type == v.type and \
+                    self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad:
+                # The memory's readers that differ from the writer in requires_grad (x.data,
+                # after a no_grad write of x) read the new value through an identity of their
+                # own: one value read by both would give x the gradient of the alias's uses.
+                self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
             else:
                 self.lifted[key] = v
             if held is not None and held.type == v.type and self._unversioned_write(t, key):

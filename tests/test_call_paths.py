@@ -247,6 +247,11 @@ UNVERSIONED_WRITES = [
     "d = x.data; d.div_(x); return x * 3 + d",
     # x written under no_grad after its .data: the two read the new memory as two values
     "d = x.data; d.sub_(7); with L.no_grad(): x.mul_(0.5); return d / x",
+    # a view saved before the write is that memory too
+    "v = x.t() @ x; d = x.data; d.mul_(2); return v",
+    "v = x[0] * x[1]; d = x.data; d.mul_(3); return v",
+    "y = x * 1; v = y.t() @ y; y.data.mul_(2); return v",
+    "y = x * 1; v = y[0] * y; y.data.add_(1); return v",
 ]
 
 

@@ -156,7 +156,9 @@ class Trace:
         # for memory written through a `.data` alias (no version bump): the VJPs of instructions
         # before the write that saved it read the new values, as torch's do (see vjp_reads)
         self.read_as: dict = {}
-        self.view_held: dict = {}           # id(base tensor) -> values views of it made here held (alive or not)
+        # id(base tensor) -> (weak reference to the base, values views of it made here held, alive
+        # or not); see _hold_view_value (an id outlives its tensor: the reference tells them apart)
+        self.view_held: dict = {}
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.filling = False                # the write under way is a fill (one value everywhere)
         self.laid_out: list = []            # weak references to traced values laid out as not row-major
@@ -653,6 +655,9 @@ class Trace:
                 for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
                     if was is not None:
                         self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
+                owner = self._memory_owner(key, t)
+                if owner is not t:
+                    self._reread_views(owner, self.lifted[key])
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -661,7 +666,7 @@ class Trace:
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
             self.alive.append(weakref.ref(t))
-        if self.writing is not None and id(t) in self.view_held:
+        if self.writing is not None and self._view_values(t):
             self._stale_views(t)        # (first: the views' values re-derived next are current)
         if id(t) in self.views:
             self._refresh_views(t)
@@ -739,7 +744,7 @@ class Trace:
         t._base = base
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
-        self.view_held.setdefault(id(base), []).append(t._sym)
+        self._hold_view_value(base, t._sym)
         if base._data is not None:
             self._note_view_base(base)
         # What this view reads: the base's value, or (memory from outside the call that the call
@@ -789,7 +794,7 @@ class Trace:
             with no_grad():
                 new_base = _scatter(base, view._view_chain, result, fill)
             self.rebind(base, new_base._sym, False)
-            self.view_held.setdefault(id(base), []).append(v)
+            self._hold_view_value(base, v)
             return view
         new_base = _scatter(base, view._view_chain, result, fill)
         if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
@@ -798,7 +803,7 @@ class Trace:
         self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
         # the value written is the view's memory from here on (sqrt_ through a view saves it):
         # a later write of the base makes it stale, as the values the views held
-        self.view_held.setdefault(id(base), []).append(v)
+        self._hold_view_value(base, v)
         return view
 
     def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
@@ -832,8 +837,20 @@ class Trace:
         box, version, first = self.writing
         if self._counter_owner(base)._vbox is not box:
             return
-        for v in self.view_held[id(base)]:
+        for v in self._view_values(base):
             self.stale.setdefault(v.id, (box, version, _no_tensor, _REGENERATED_VIEW, first))
+
+    def _hold_view_value(self, base: Tensor, v: Value) -> None:
+        """A view of `base` held value `v` (its memory): a later write of base makes it stale."""
+        entry = self.view_held.get(id(base))
+        if entry is None or entry[0]() is not base:     # (a dead tensor's id, reused)
+            entry = self.view_held[id(base)] = (weakref.ref(base), [])
+        entry[1].append(v)
+
+    def _view_values(self, base: Tensor) -> list:
+        """The values views of `base` made here held (see _hold_view_value)."""
+        entry = self.view_held.get(id(base))
+        return entry[1] if entry is not None and entry[0]() is base else []
 
     def _refresh_views(self, base: Tensor) -> None:
         refs, self.views[id(base)] = self.views[id(base)], []
@@ -947,6 +964,7 @@ class Trace:
             self._graft_into(t, source)
             if not link[2] and source._sym.type is before.type:
                 self._rewritten_unversioned(before, source._sym)
+                self._reread_views(source, source._sym)
             return
         self._refresh_aliases(t)
 
@@ -954,12 +972,32 @@ class Trace:
         """Whether `t`'s write to memory from outside the call (key) leaves the version counter
         of the memory's own tensor as it was: `t` is a `.data` of it (its own counter). The own
         tensor: the one reading it with requires_grad, else the first to read it."""
+        owner = self._memory_owner(key, t)
+        return self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+
+    def _memory_owner(self, key, t: Tensor) -> Tensor:
+        """The tensor whose memory `key` (from outside the call) is: the one reading it with
+        requires_grad, else the first to read it (`t` if none did)."""
         owner = self.leaf_tensors.get(key)
         if owner is None:
             owner = self.boundary.get(key)
         if owner is None:
             owner = next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key), t)
-        return self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+        return owner
+
+    def _reread_views(self, base: Tensor, now: Value) -> None:
+        """`base`'s memory now holds `now` (a `.data` write): the values its views made here held
+        (a.t() saved by a.t() @ a) are that memory too, so the VJPs that saved them read their
+        part of `now` (see read_as)."""
+        for v in self._view_values(base):
+            entry = self.view_values.get(v.id)
+            if entry is None:
+                continue
+            w = now
+            for op, frozen in entry[1]:
+                w = self.builder.emit(op, w, **dict(frozen))
+            if w.type is v.type:
+                self._rewritten_unversioned(v, w, including_the_write=True)
 
     def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False) -> None:
         """The memory that held `before` holds `now`, written through a `.data` alias: no

@@ -623,12 +623,15 @@ class Trace:
                 # Another tensor's write to the memory of a leaf that requires grad and was read
                 # (x.data.add_(1), x.detach()[0] = 4 after y = x * 3): the leaf stays that leaf,
                 # its gradient the sum over every value it held, as for a write under no_grad.
-                # The leaf holds the value through an identity outside the grad set: the
-                # writer's own reads of it (d = x.data; d.add_(1); y - d) give the leaf no
-                # gradient, and a write recorded with history (x.detach().mul_(x)) is the
-                # writer's, so gradient reaching the leaf stops there rather than also
-                # flowing down the write's history.
-                v_held = self.builder.emit("cast", v, dtype=v.dtype)
+                # The leaf holds the value through an identity outside the grad set where the
+                # write is recorded with history (x.detach().mul_(x)): it is the writer's, so
+                # gradient reaching the leaf stops there rather than also flowing down the
+                # write's history. So too for a write through its .data (d = x.data;
+                # d.add_(1); y - d), whose later reads must give the leaf no gradient. (Not for
+                # a detach(), which shares the leaf's counter: the leaf's saved value must stay
+                # its memory, for the version check after the call.)
+                unversioned = self._counter_owner(leaf)._vbox is not self._counter_owner(t)._vbox
+                v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else v
                 self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
                 self.lifted[key] = v_held
                 if leaf._sym is not None:

@@ -468,7 +468,7 @@ def test_a_bad_reduction_dim_lists_the_call_as_torch_does(call):
 
 @pytest.mark.parametrize("dim", ["L.tensor(1)", "L.tensor([1])", "L.tensor(True)", "L.tensor([[1]])"])
 @pytest.mark.parametrize("call", ["x.sum(d)", "x.sum(d, True)", "L.mean(x, d)", "x.amax(d)", "x.var(d)",
-                                  "x.std(d, keepdim=True)"])
+                                  "x.std(d, keepdim=True)", "x.norm(2, d, True)", "L.norm(x, 2, d)"])
 def test_a_one_element_integer_tensor_is_a_reduction_dim(call, dim):
     """torch's int-list parser takes a one-element integer or bool tensor of any rank as an int."""
     def result(lib):
@@ -476,6 +476,29 @@ def test_a_one_element_integer_tensor_is_a_reduction_dim(call, dim):
         return eval(call, {"L": lib, "x": x, "d": eval(dim, {"L": lib})}).detach().numpy()
 
     np.testing.assert_allclose(result(fg), result(torch), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", ["x.squeeze(L.tensor([0]))", "L.squeeze(x, L.tensor(0))", "x.squeeze(L.tensor([[2]]))"])
+def test_squeeze_takes_a_one_element_integer_tensor_as_its_dim(call):
+    def result(lib):
+        return tuple(eval(call, {"L": lib, "x": lib.ones(1, 2, 1)}).shape)
+
+    assert result(fg) == result(torch)
+
+
+def test_norm_with_its_default_p_refuses_a_0d_tensor_dim_as_torch_does():
+    """torch's norm takes len(dim) when p is a string (its default "fro")."""
+    for lib in (fg, torch):
+        with pytest.raises(TypeError, match=r"^len\(\) of a 0-d tensor$"):
+            lib.norm(lib.ones(2, 3), dim=lib.tensor(1))
+
+
+@pytest.mark.parametrize("fn", ["cat", "stack"])
+def test_cat_and_stack_with_a_third_positional_argument_raise_pythons_text(fn):
+    """They take `axis` as NumPy's spelling, but have no keepdim to check (the text named one)."""
+    for lib in (fg, torch):
+        with pytest.raises(TypeError, match=rf"^{fn}\(\) takes from 1 to 2 positional arguments but 3 were given$"):
+            getattr(lib, fn)([lib.ones(2)], 0, 0)
 
 
 def test_cat_and_stack_take_numpys_axis_as_torch_does():

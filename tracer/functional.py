@@ -914,6 +914,7 @@ def _numpy_spellings(fn):
     both ways, it reports the NumPy name as unexpected, as torch does)."""
     name = fn.__name__
     known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
+    has_keepdim = "keepdim" in known        # (cat and stack take `axis` but have no keepdim)
 
     def with_aliases(*args, **kwargs):
         if kwargs:
@@ -924,7 +925,7 @@ def _numpy_spellings(fn):
                     if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
                         raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
                     kwargs[torch_name] = kwargs.pop(numpy_name)
-        if kwargs or len(args) > 2:         # (t.sum(), t.norm(): no keepdim given)
+        if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)
             _check_keepdim(name, args, kwargs)
         return fn(*args, **kwargs)
     with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
@@ -1143,6 +1144,9 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if not (p is None or isinstance(p, (str, numbers.Number)) or (isinstance(p, Tensor) and p.numel() == 1)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
+    if isinstance(dim, Tensor) and isinstance(p, str) and dim.dim() == 0:
+        raise TypeError("len() of a 0-d tensor")     # torch's norm takes len(dim) for a string p
+    dim = _int_list_tensor(dim)         # (a one-element integer or bool tensor is an int dim, as in sum)
     if isinstance(dim, (bool, np.bool_)):
         raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found element "
                         "of type bool at pos 0")
@@ -1491,12 +1495,14 @@ def unsqueeze(input, dim: int) -> Tensor:
 def squeeze(input, dim=_MISSING) -> Tensor:
     """torch.squeeze: `a` without its size-1 dims, or only those among `dim` (an int or a tuple)."""
     a = as_tensor(input, "squeeze")
+    dim = _int_list_tensor(dim)         # (torch's int-list overload takes a one-element integer tensor)
     _check_squeeze_dim(dim, method=False)
     return _squeeze(a, dim)
 
 
 def squeeze_method(self, dim=_MISSING) -> Tensor:
     """Tensor.squeeze (torch's error for a bad `dim` lists the method's signatures)."""
+    dim = _int_list_tensor(dim)
     _check_squeeze_dim(dim, method=True)
     return _squeeze(self, dim)
 

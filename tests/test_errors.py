@@ -478,12 +478,23 @@ def test_a_one_element_integer_tensor_is_a_reduction_dim(call, dim):
     np.testing.assert_allclose(result(fg), result(torch), rtol=1e-6)
 
 
-@pytest.mark.parametrize("call", ["x.squeeze(L.tensor([0]))", "L.squeeze(x, L.tensor(0))", "x.squeeze(L.tensor([[2]]))"])
+@pytest.mark.parametrize("call", ["x.squeeze(L.tensor([0]))", "L.squeeze(x, L.tensor(0))", "x.squeeze(L.tensor([[2]]))",
+                                  "x.squeeze(L.tensor(True))", "L.squeeze(x, L.tensor([0]))", "L.squeeze(x, L.tensor(True))"])
 def test_squeeze_takes_a_one_element_integer_tensor_as_its_dim(call):
+    """The method's parser takes a one-element integer or bool tensor; torch.squeeze, a 0-d integer one only."""
     def result(lib):
-        return tuple(eval(call, {"L": lib, "x": lib.ones(1, 2, 1)}).shape)
+        try:
+            return tuple(eval(call, {"L": lib, "x": lib.ones(1, 2, 1)}).shape)
+        except TypeError as exc:
+            return str(exc).split(" - got")[0]
 
     assert result(fg) == result(torch)
+
+
+def test_from_numpy_of_a_tensor_names_its_type_bare():
+    for lib in (fg, torch):
+        with pytest.raises(TypeError, match=r"^expected np.ndarray \(got Tensor\)$"):
+            lib.from_numpy(lib.ones(2))
 
 
 def test_norm_with_its_default_p_refuses_a_0d_tensor_dim_as_torch_does():

@@ -49,6 +49,8 @@ def _is_scalar(x) -> bool:
 def type_name(x) -> str:
     """A value's type as torch's argument errors name it: builtins bare (float, list), others with
     their top-level module (numpy.float32, numpy.ndarray)."""
+    if isinstance(x, Tensor):
+        return type(x).__name__     # (torch names its own tensor types bare: Tensor, Parameter)
     module = type(x).__module__
     return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
@@ -1495,14 +1497,15 @@ def unsqueeze(input, dim: int) -> Tensor:
 def squeeze(input, dim=_MISSING) -> Tensor:
     """torch.squeeze: `a` without its size-1 dims, or only those among `dim` (an int or a tuple)."""
     a = as_tensor(input, "squeeze")
-    dim = _int_list_tensor(dim)         # (torch's int-list overload takes a one-element integer tensor)
+    if isinstance(dim, Tensor) and dim.dim() == 0 and dim.dtype is int64:
+        dim = int(dim.item())           # (torch.squeeze takes a 0-d integer tensor only; the method, more)
     _check_squeeze_dim(dim, method=False)
     return _squeeze(a, dim)
 
 
 def squeeze_method(self, dim=_MISSING) -> Tensor:
     """Tensor.squeeze (torch's error for a bad `dim` lists the method's signatures)."""
-    dim = _int_list_tensor(dim)
+    dim = _int_list_tensor(dim)         # (torch's int-list overload takes a one-element integer or bool tensor)
     _check_squeeze_dim(dim, method=True)
     return _squeeze(self, dim)
 

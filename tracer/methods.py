@@ -50,8 +50,6 @@ def _counted_from_self(fn):
     return method
 
 
-
-
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
     with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError."""

@@ -493,9 +493,7 @@ class Trace:
         as eagerly; readers without grad are taken to share it."""
         if not requires:
             return True
-        reader = self.leaf_tensors.get(key)
-        if reader is None:
-            reader = self.boundary.get(key)
+        reader = self._grad_reader(key)
         return reader is None or self._counter_owner(reader)._vbox is box
 
     def stale_saved(self, instrs, active: set):
@@ -619,7 +617,11 @@ class Trace:
                 self.keep_state(t)
             key = _memory_key(t._data)
             leaf, held = self.leaf_tensors.get(key), self.lifted.get(key)
-            if leaf is not None and leaf is not t and held is not None and held.type == v.type:
+            same_type = held is not None and held.type == v.type
+            owner = self._memory_owner(key, t) if same_type else None
+            # t's write leaves the counter of the memory's own tensor as it was (t is its .data)
+            unversioned = same_type and self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+            if leaf is not None and leaf is not t and same_type:
                 # Another tensor's write to the memory of a leaf that requires grad and was read
                 # (x.data.add_(1), x.detach()[0] = 4 after y = x * 3): the leaf stays that leaf,
                 # its gradient the sum over every value it held, as for a write under no_grad.
@@ -629,8 +631,7 @@ class Trace:
                 # write's history. So too for a write through its .data (d = x.data;
                 # d.add_(1); y - d), whose later reads must give the leaf no gradient. (Not for
                 # a detach(), which shares the leaf's counter: the leaf's saved value must stay
-                # its memory, for the version check after the call.)
-                unversioned = self._counter_owner(leaf)._vbox is not self._counter_owner(t)._vbox
+                # its memory, for the version check after the call; the leaf is the memory's owner.)
                 v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else v
                 self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
                 self.lifted[key] = v_held
@@ -638,15 +639,14 @@ class Trace:
                     # the leaf itself was written in the call (it holds a value of its own, not
                     # its memory's): it reads the new value too
                     leaf._sym = v_held
-            elif held is not None and held.type == v.type and \
-                    self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad:
+            elif same_type and self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad:
                 # The memory's readers that differ from the writer in requires_grad (x.data,
                 # after a no_grad write of x) read the new value through an identity of their
                 # own: one value read by both would give x the gradient of the alias's uses.
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
             else:
                 self.lifted[key] = v
-            if held is not None and held.type == v.type and self._unversioned_write(t, key):
+            if unversioned:
                 # the nodes that saved this memory (through any tensor over it) read its new
                 # values, as torch's saved tensors do (where a write bumped their tensor's
                 # counter, the backward raises first: see _replaced)
@@ -658,9 +658,7 @@ class Trace:
                 for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
                     if was is not None:
                         self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
-                owner = self._memory_owner(key, t)
-                if owner is not t:
-                    self._reread_views(owner, self.lifted[key])
+                self._reread_views(owner, self.lifted[key])
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -971,19 +969,16 @@ class Trace:
             return
         self._refresh_aliases(t)
 
-    def _unversioned_write(self, t: Tensor, key) -> bool:
-        """Whether `t`'s write to memory from outside the call (key) leaves the version counter
-        of the memory's own tensor as it was: `t` is a `.data` of it (its own counter). The own
-        tensor: the one reading it with requires_grad, else the first to read it."""
-        owner = self._memory_owner(key, t)
-        return self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+    def _grad_reader(self, key):
+        """The tensor that reads memory `key` (from outside the call) with requires_grad (a leaf or
+        the caller's non-leaf), or None."""
+        reader = self.leaf_tensors.get(key)
+        return reader if reader is not None else self.boundary.get(key)
 
     def _memory_owner(self, key, t: Tensor) -> Tensor:
         """The tensor whose memory `key` (from outside the call) is: the one reading it with
         requires_grad, else the first to read it (`t` if none did)."""
-        owner = self.leaf_tensors.get(key)
-        if owner is None:
-            owner = self.boundary.get(key)
+        owner = self._grad_reader(key)
         if owner is None:
             owner = next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key), t)
         return owner
@@ -1021,15 +1016,16 @@ class Trace:
             return {}
         positions = {id(x): k for k, x in enumerate(self.instrs)}
         read_as, found = self.read_as, {}
+
+        def read_at(v: Value, at: int) -> Value:
+            entry = read_as.get(v.id)           # (the value now, if written after instruction `at`)
+            return entry[0] if entry is not None and entry[1] > at else v
         for ins in instrs:
             at = positions.get(id(ins))
             if at is None:
                 continue
-
-            def now(v):
-                entry = read_as.get(v.id)
-                return entry[0] if entry is not None and entry[1] > at else v
-            inputs, outputs = tuple(now(v) for v in ins.inputs), tuple(now(v) for v in ins.outputs)
+            inputs = tuple(read_at(v, at) for v in ins.inputs)
+            outputs = tuple(read_at(v, at) for v in ins.outputs)
             if inputs != ins.inputs or outputs != ins.outputs:
                 found[id(ins)] = Instr(ins.op, inputs, outputs, ins.attrs, ins.loc)
         return found

@@ -302,8 +302,10 @@ def _short_vector_norm(x):
     once to x's dtype, which is the correctly rounded root (a double carries more than twice
     float32's bits); half the cost of square-then-sum on a few elements (on long vectors
     BLAS's float32 dot is less accurate than NumPy's pairwise sum). It sets no floating-point
-    flags NumPy would warn of (BLAS's dot and math.sqrt of a non-negative number)."""
-    return np.array(math.sqrt(x.dot(x)), x.dtype)
+    flags NumPy would warn of: `np.vdot` calls BLAS's dot without checking them, where
+    `x.dot(x)` warns of an overflow torch computes silently (inf); math.sqrt of a
+    non-negative number or NaN raises nothing."""
+    return np.array(math.sqrt(np.vdot(x, x)), x.dtype)
 
 
 def _norm_eager_ref(in_types, attrs):

@@ -628,11 +628,14 @@ class Trace:
                 # The leaf holds the value through an identity outside the grad set where the
                 # write is recorded with history (x.detach().mul_(x)): it is the writer's, so
                 # gradient reaching the leaf stops there rather than also flowing down the
-                # write's history. So too for a write through its .data (d = x.data;
-                # d.add_(1); y - d), whose later reads must give the leaf no gradient. (Not for
-                # a detach(), which shares the leaf's counter: the leaf's saved value must stay
-                # its memory, for the version check after the call; the leaf is the memory's owner.)
-                v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else v
+                # write's history. So too for a write through its .data or its detach() (d =
+                # x.detach(); d.add_(1); y - d), whose later reads must give the leaf no
+                # gradient. A detach() shares the leaf's counter, so the leaf's identity is its
+                # requires-grad alias of the value: a backward's saved value that is an alias of
+                # a value the call leaves in memory is read from that memory (_saved_arrays), so
+                # an in-place change of the leaf after the call is caught by the version check.
+                v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else \
+                    self._alias(v, True)
                 self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
                 self.lifted[key] = v_held
                 if leaf._sym is not None:

@@ -395,12 +395,14 @@ def make_div_floor(ft):
 
 
 def make_div_trunc(ft):
+    """x / y rounded toward zero (torch.div rounding_mode='trunc'), for float type `ft`."""
     def impl(x, y):
         return np.trunc(x / y)
     return impl
 
 
 def make_remainder(ft):
+    """Python's (and torch's) x % y: the result takes the sign of y (np.fmod takes x's)."""
     zero = ft(0)
 
     def impl(x, y):
@@ -410,6 +412,7 @@ def make_remainder(ft):
 
 
 def make_lshift(ft):
+    """x << y as torch computes it on int64: a shift by a negative count or by 64 or more gives 0."""
     zero = ft(0)
 
     def impl(x, y):
@@ -419,6 +422,7 @@ def make_lshift(ft):
 
 
 def make_rshift(ft):
+    """x >> y as torch computes it on int64: a shift out of [0, 63) shifts by 63 (the sign fills)."""
     def impl(x, y):
         return x >> (y if (y >= 0 and y < 63) else ft(63))
     return impl

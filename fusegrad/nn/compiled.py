@@ -32,6 +32,7 @@ class OptimizedModule(Module):
 
     @property
     def training(self) -> bool:  # type: ignore[override]
+        """The wrapped module's train/eval flag (one flag for both, as torch's OptimizedModule)."""
         return self._orig_mod.training
 
     @training.setter

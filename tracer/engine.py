@@ -11,6 +11,7 @@ history of its own.
 """
 from __future__ import annotations
 
+import heapq
 import re
 import warnings
 
@@ -100,6 +101,35 @@ def _topological_nodes(roots) -> list:
     return order
 
 
+def _engine_order(root_edges, nodes, live: set) -> list:
+    """The live nodes in the order torch's engine runs them: a node is ready once every node
+    that sends it a gradient has run, and of the ready nodes a leaf's AccumulateGrad runs
+    first, then the node made last (torch's sequence number). `_run_nodes` runs nodes in
+    the reverse of a depth-first order instead, which gives the same gradients for less
+    work; this order decides which error a failing backward raises first, and which leaves
+    had their gradient accumulated before it (see _run)."""
+    pending: dict = {}
+    for node in nodes:
+        if node in live:
+            for edge in node.edges:
+                if edge is not None and edge[0] in live:
+                    pending[edge[0]] = pending.get(edge[0], 0) + 1
+    ready, order = [], []
+    for node in {edge[0] for edge in root_edges}:
+        if node in live and not pending.get(node):
+            heapq.heappush(ready, (node.op is not None, -node._seq, node))
+    while ready:
+        node = heapq.heappop(ready)[2]
+        order.append(node)
+        for edge in node.edges:
+            if edge is not None and edge[0] in live:
+                child = edge[0]
+                pending[child] -= 1
+                if not pending[child]:
+                    heapq.heappush(ready, (child.op is not None, -child._seq, child))
+    return order
+
+
 def leaves_behind(t: Tensor) -> list:
     """The leaf tensors that require grad and that `t`'s recorded history reads."""
     if t._grad_fn is None:
@@ -133,18 +163,26 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots, seeds
 
 
-def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None):
+def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
     unless retain_graph. Without create_graph, `retained` (a list) receives
-    (tensor, gradient) for the retain_grad() tensors of the nodes that ran."""
+    (tensor, gradient) for the retain_grad() tensors of the nodes that ran, and when
+    the backward raises, `partial` (a list) receives per target the gradient torch's
+    engine would have completed before the error, or None (see _raise_in_engine_order)."""
     root_edges = [edge_of(r) for r in roots]
     if nodes is None:
         nodes = _topological_nodes([e[0] for e in root_edges])
     passed = []
     live = _live_nodes(nodes, targets, passed)
     if not create_graph:
-        grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
+        try:
+            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
+        except Exception as error:
+            if not _runs_again_safely(live):
+                raise
+            _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
+                                   partial)
     else:
         if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and node in live for node in nodes):
             raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
@@ -167,13 +205,8 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             values = iter(run_program(program, seeds, _tensor_apply, env))
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
-    for k, edge in enumerate(targets if ANY_LEAF_HOOKS[0] else ()):
-        # a leaf's hooks see its total gradient, before it is accumulated or returned
-        if edge is not None and grads[k] is not None and type(edge[0]) is AccumulateGrad:
-            leaf_hooks = hooks.leaf_hooks(edge[0].variable)
-            if leaf_hooks:
-                grads[k] = (hooks.run_on_tensor(leaf_hooks, grads[k], True) if create_graph
-                            else hooks.run_on_array(leaf_hooks, grads[k]))
+    if ANY_LEAF_HOOKS[0]:
+        _run_leaf_hooks(targets, grads, create_graph)
     if not retain_graph:
         # Only the nodes the backward ran through, as torch (an autograd.grad for one input
         # leaves the rest of the graph usable): not a target's own node when nothing live
@@ -181,6 +214,50 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         for node in passed:
             node.free_saved()
     return grads
+
+
+def _run_leaf_hooks(targets, grads: list, create_graph: bool) -> None:
+    """A leaf's hooks see its total gradient, before it is accumulated or returned (in place
+    in `grads`, one per target edge)."""
+    for k, edge in enumerate(targets):
+        if edge is not None and grads[k] is not None and type(edge[0]) is AccumulateGrad:
+            leaf_hooks = hooks.leaf_hooks(edge[0].variable)
+            if leaf_hooks:
+                grads[k] = (hooks.run_on_tensor(leaf_hooks, grads[k], True) if create_graph
+                            else hooks.run_on_array(leaf_hooks, grads[k]))
+
+
+def _runs_again_safely(live: set) -> bool:
+    """Whether running the live nodes' backward a second time does nothing but compute: no
+    hook on a non-leaf among them, and no custom autograd.Function (user code)."""
+    for node in live:
+        if node.run_backward is not None or (ANY_NODE_HOOKS[0] and node in NODE_HOOKS):
+            return False
+    return True
+
+
+def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph, partial):
+    """The backward raised `error`. Run it again in the order torch's engine runs the nodes
+    (_engine_order), and raise the error met first there, with torch's state at that point:
+    a leaf's gradient that was complete before it is in `partial` (torch accumulates each as
+    soon as it is complete), and without retain_graph the nodes that ran have freed what
+    they saved. (Running again costs nothing on a backward that succeeds.)"""
+    ran = []
+    try:
+        _run_nodes(root_edges, roots, seeds, targets, nodes, None, live, _engine_order(root_edges, nodes, live), ran)
+    except Exception as first:
+        done = dict(ran[:-1])           # (the last node is the one that raised)
+        if partial is not None:
+            partial[:] = [done.get(edge[0]) if edge is not None and edge[1] == 0 else None for edge in targets]
+            if ANY_LEAF_HOOKS[0]:
+                _run_leaf_hooks(targets, partial, False)
+        if not retain_graph:
+            below = set(passed)
+            for node in done:
+                if node in below:
+                    node.free_saved()
+        raise first from None
+    raise error
 
 
 def _cast_seed(seed: Tensor, dtype) -> Tensor:
@@ -210,7 +287,7 @@ def _live_nodes(nodes, targets, passed: list | None = None) -> set:
     return live
 
 
-def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) -> list:
+def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -218,7 +295,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
     signature is seen); gradients arriving at one edge are summed.
     Building, simplifying and interpreting a program for every call's graph
     cost several times more than the arithmetic on small tensors. `nodes`: the graph, inputs
-    first; `live`: those that run (_live_nodes)."""
+    first; `live`: those that run (_live_nodes). With `order` (_engine_order), the nodes run in
+    that order instead, and `ran` receives (node, its gradient for a leaf's AccumulateGrad,
+    else None) for each node as it starts."""
     keep = {e for e in targets if e is not None}
     # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
     # itself a target gets its .grad too, as in torch)
@@ -234,7 +313,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set) ->
     # (the per-node work below is written out: it runs once per node of every eager backward)
     entries = VJPS.entries
     grads_get, grads_pop = grads.get, grads.pop
-    for node in reversed(nodes):
+    for node in reversed(nodes) if order is None else order:
+        if ran is not None:
+            ran.append((node, grads_get((node, 0)) if node.op is None else None))
         if node.op is None or node not in live:         # AccumulateGrad: its gradient is a result
             continue
         if len(node.out_types) == 1:
@@ -612,7 +693,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                 targets.append((node.variable, (node, 0)))
             elif node.retained:
                 targets += _retained_at(node)
-    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes)
+    partial = []
+    try:
+        grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial)
+    except Exception:
+        # torch's engine accumulated the gradients it completed before the error
+        accumulate_into_grads([(t, g) for (t, _), g in zip(targets, partial) if g is not None and t._requires_grad],
+                              create_graph)
+        raise
     # (a leaf whose requires_grad was turned off after the forward gets nothing: torch's
     # AccumulateGrad checks it when it runs)
     accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],

@@ -11,6 +11,7 @@ Node classes are named as torch names them (`AddBackward0`, `RsubBackward1`).
 from __future__ import annotations
 
 import functools
+import itertools
 import weakref
 
 from fusegrad.ir import OPS, Builder, Emitter, Value
@@ -100,13 +101,19 @@ class SavedTensor:
         self.tensor = tensor      # the input tensor itself (None for outputs)
 
 
+_SEQUENCE = itertools.count()
+
+
 class Node:
     """Base of all grad_fn classes."""
 
     __slots__ = ("op", "attrs", "in_types", "out_types", "edges", "consts", "saved", "retained",
-                 "_freed", "_had_saved", "__weakref__")
+                 "_freed", "_had_saved", "_seq", "__weakref__")
 
     def __init__(self, op, attrs, in_types, out_types, edges, consts, saved):
+        # the order nodes were made in: among nodes ready to run, torch's engine runs the
+        # one made last first (see engine._engine_order)
+        self._seq = next(_SEQUENCE)
         self.op = op
         self.attrs = attrs
         self.in_types = in_types

@@ -252,6 +252,13 @@ UNVERSIONED_WRITES = [
     "v = x[0] * x[1]; d = x.data; d.mul_(3); return v",
     "y = x * 1; v = y.t() @ y; y.data.mul_(2); return v",
     "y = x * 1; v = y[0] * y; y.data.add_(1); return v",
+    # the .data of a view writes the base's memory: what saved the base reads the new values
+    "y = x.exp(); v = y[0]; v.data.zero_(); return y",
+    "y = x.exp(); y.t().data.fill_(2.0); return y",
+    "y = x.norm(dim=1); y.expand(3, 2).data.zero_(); return y",
+    "y = x.sigmoid(); y[:, 1:].data.mul_(0.5); return y * 1",
+    "y = x * x; x.t().data.mul_(2); return y",
+    "y = x * x; x[0].data.zero_(); return y",
 ]
 
 

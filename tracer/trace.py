@@ -650,18 +650,7 @@ class Trace:
             else:
                 self.lifted[key] = v
             if unversioned:
-                # the nodes that saved this memory (through any tensor over it) read its new
-                # values, as torch's saved tensors do (where a write bumped their tensor's
-                # counter, the backward raises first: see _replaced)
-                # (The write's own op reads the writer's value from before it, which torch's
-                # in-place node saves; another tensor over the memory, x in x.data.div_(x), its
-                # node reads after the write, as torch's saved x is that memory.)
-                own = held if self.lifted_grad.get(key) is t._requires_grad else \
-                    self.aliases.get((held.id, t._requires_grad))
-                for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
-                    if was is not None:
-                        self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
-                self._reread_views(owner, self.lifted[key])
+                self._memory_rewritten(key, held, t, owner)
             before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
             if before is not None and before[1] is not t and before[1]._sym is not None:
@@ -682,6 +671,20 @@ class Trace:
             self._follow_memory(t, sibling)
         if t._data is not None and key in self.view_bases:
             self._refresh_memory_views(t, key)
+
+    def _memory_rewritten(self, key, held: Value, t: Tensor, owner: Tensor) -> None:
+        """Memory `key` from outside the call, which held `held`, was written by `t` without a
+        version bump (through a `.data`): the nodes that saved this memory (through any tensor
+        over it, and views of its owner) read its new value, as torch's saved tensors do (where
+        a write bumped their tensor's counter, the backward raises first: see _replaced).
+        (The write's own op reads the writer's value from before it, which torch's in-place
+        node saves; another tensor over the memory, x in x.data.div_(x), its node reads after
+        the write, as torch's saved x is that memory.)"""
+        own = held if self.lifted_grad.get(key) is t._requires_grad else self.aliases.get((held.id, t._requires_grad))
+        for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
+            if was is not None:
+                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
+        self._reread_views(owner, self.lifted[key])
 
     def _refresh_memory_views(self, t: Tensor, key) -> None:
         """`t`, from outside the call, was written: the views of the other tensors over its memory
@@ -965,10 +968,23 @@ class Trace:
         if link is not None and link[0]() is t and link[1]._sym is not None:
             source = link[1]
             before = source._sym
+            # The .data of a view writes its base's memory: what saved the base reads it too.
+            # (A base from outside the call holds its memory's value, `lifted`.)
+            base = source._base
+            outside = base is not None and base._data is not None
+            key = _memory_key(base._data) if outside else None
+            base_before = self.lifted.get(key) if outside else base._sym if base is not None else None
             self._graft_into(t, source)
             if not link[2] and source._sym.type is before.type:
                 self._rewritten_unversioned(before, source._sym)
                 self._reread_views(source, source._sym)
+                base_now = self.lifted.get(key) if outside else base._sym if base is not None else None
+                if base_before is not None and base_now is not base_before and base_now.type is base_before.type:
+                    if outside:
+                        self._memory_rewritten(key, base_before, base, self._memory_owner(key, base))
+                    else:
+                        self._rewritten_unversioned(base_before, base_now)
+                        self._reread_views(base, base_now)
             return
         self._refresh_aliases(t)
 

@@ -394,6 +394,23 @@ def test_inplace_through_a_view_of_a_leaf_inside_compile_raises_as_eagerly():
         fg.compile(f)(fg.tensor([1.0, 2.0], requires_grad=True))
 
 
+@pytest.mark.parametrize("key", ["1:", "...", "0, 1"])
+def test_setitem_on_a_leaf_written_under_no_grad_in_the_call_raises_torchs_text(key):
+    """A leaf written under no_grad inside the call is still a leaf: `a[1:] = v` writes
+    through a view of it, and raises torch's "a view of a leaf" text (a[...] the leaf's own)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for the text")
+    namespace = {}
+    exec(f"def f(a, L):\n    with L.no_grad():\n        a.add_(0.5)\n    a[{key}] = 2.0\n    return a\n",
+         namespace)
+    f = namespace["f"]
+    texts = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        with pytest.raises(RuntimeError) as raised:
+            run(lib.ones(2, 3, requires_grad=True), lib)
+        texts.append(str(raised.value))
+    assert texts[1] == texts[0]
+
+
 def test_write_through_a_view_made_before_the_call():
     """A view created eagerly (p = W[0]) and written inside fg.compile: W and p both hold the
     new value inside the call and after it, as eagerly."""

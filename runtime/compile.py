@@ -477,22 +477,30 @@ def _raise_modified(box, version, tensor, where, shape=None) -> None:
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 
 
-def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list) -> list:
+def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
     indices, its inputs that require grad, the tensors it wrote in place), or a view of
     memory the call read (`read`: a weight saved transposed, an argument or a module's
-    buffer that needs no grad): an in-place change after the call raises, as torch's
+    buffer that needs no grad), or a promoted copy of a caller's tensor or of a view of it
+    (`promoted`: saved index -> (tensor, the view's shape or None); x64 * x32 saves x32 as
+    float64, torch's node x32 itself): an in-place change after the call raises, as torch's
     check of the saved tensor does."""
+    checks = []
+    for k, (t, view_shape) in promoted.items():
+        # (a view is named by its shape, and when it requires grad as the view torch regenerates)
+        where = output_name("AsStridedBackward0", 0) if view_shape is not None and t._requires_grad else None
+        checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, view_shape, k))
     owners = {}
     for k, t in enumerate(grad_outs):
         owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
     for t in others:
         if t._data is not None:
             owners.setdefault(id(t._data), (t, None))
-    checks = []
     by_memory = None
     for k, a in enumerate(saved_arrays):
+        if k in promoted:
+            continue
         t, where = owners.get(id(a), (None, None))
         if t is not None:
             checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
@@ -916,7 +924,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back.totals = [(weakref.ref(grad_outs[k]), position) for k, position in totals_at]
             back.fills_retained = frozenset(k for k, _ in totals_at)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
-                                        trace.lifted_tensors)
+                                        trace.lifted_tensors, trace.promoted_operands(saved))
             back.stale = stale
             back.forward = forward_form
             if freed_each is not None and any(freed_each):

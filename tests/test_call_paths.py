@@ -324,3 +324,42 @@ def test_a_saved_value_written_through_data_is_read_as_written(body):
             out.sum().backward()
         grads.append(x.grad.numpy().copy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+
+
+PROMOTED_OPERANDS = [
+    # written inside the call, after the op that read it promoted
+    ("v = b ** a; a.fill_(0.25); return v", False),
+    ("v = b * a; a.mul_(2); return v", False),
+    ("v = (b.abs() + 0.1) ** a; s = v.sum(); a.fill_(0.25); return s", False),
+    ("v = b * a[0]; a.fill_(0.25); return v", False),
+    # written after the call
+    ("return b * a", True),
+    ("return (b * a[1:]).exp() * 2", True),
+    ("return b * a.t()[0] + a[0]", True),
+    ("return b * a + 1", False),
+]
+
+
+@pytest.mark.parametrize("body, write_after", PROMOTED_OPERANDS)
+def test_a_promoted_operand_written_in_place_makes_the_backward_raise_as_torch(body, write_after):
+    """float64 * float32 reads the float32 operand as a float64 copy; torch's node saves the
+    operand itself, so a write of it (in the call or after it) makes the backward raise, naming
+    the float32 tensor. The compiled call's backward read the copy and gave a gradient."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for version errors")
+    namespace = {}
+    exec("def f(a, b, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    f = namespace["f"]
+    outcomes = []
+    for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
+        a = lib.tensor([[1.0, 2.0], [1.5, 0.5]])
+        b = lib.tensor([[1.0, 2.0], [3.0, 0.5]], dtype=lib.float64, requires_grad=True)
+        out = run(a, b, lib)
+        if write_after:
+            a.add_(1)
+        try:
+            out.sum().backward()
+            outcomes.append(b.grad.numpy().round(5).tolist())
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]

@@ -95,6 +95,8 @@ def _coerce(x, dtype: DType):
             # is caught (x64 * x32; x32.add_(1); backward raises), and names it in the error.
             y._vbox = x._vbox
             y.__dict__["_promoted_from"] = x
+        elif y is not x:
+            trace_state.current().hold_promoted(y)      # (the same, traced)
         return y
     return _scalar_array(x, dtype)
 

@@ -152,6 +152,10 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
+        # value id -> the promoted copies made of it for an op (x64 * x32 reads x32 as float64):
+        # torch's node saves the operand itself, so they are stale when it is (see hold_promoted)
+        self.promoted: dict = {}
+        self.promoted_from: dict = {}       # a promoted copy's value id -> the operand's value
         # value id -> (the value its memory holds now, index of the write's first instruction),
         # for memory written through a `.data` alias (no version bump): the VJPs of instructions
         # before the write that saved it read the new values, as torch's do (see vjp_reads)
@@ -481,10 +485,57 @@ class Trace:
             for requires in (False, True):
                 value = old if requires is first_requires else self.aliases.get((old.id, requires))
                 if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
-                    self.stale.setdefault(value.id, (box, version, weakref.ref(t), new, first))
+                    self._mark_stale(value, (box, version, weakref.ref(t), new, first))
             return
         if old is not None:
-            self.stale.setdefault(old.id, (box, version, weakref.ref(t), new, first))
+            self._mark_stale(old, (box, version, weakref.ref(t), new, first))
+
+    def _mark_stale(self, value: Value, entry: tuple) -> None:
+        """`value` (and the promoted copies made of it) is stale from here on: see _replaced."""
+        self.stale.setdefault(value.id, entry)
+        for copy in self.promoted.get(value.id, ()):
+            self.stale.setdefault(copy.id, entry)
+
+    def promoted_operands(self, saved: list) -> dict:
+        """{index in `saved` (values a backward reads): (the caller's tensor whose value, or a
+        view of it made in the call, the saved one is a promoted copy of; the view's shape or
+        None)} (see hold_promoted): a change of that tensor after the call makes the backward
+        raise, as torch's check of the operand it saved."""
+        if not self.promoted_from:
+            return {}
+        by_value, by_array = {}, {}
+        for x in self.lifted_tensors:
+            v = self.lifted.get(_memory_key(x._data)) if x._data is not None else None
+            if v is not None:
+                by_value.setdefault(v.id, x)
+                by_array.setdefault(id(x._data), x)
+        for (v_id, _), w in self.aliases.items():
+            if v_id in by_value:
+                by_value.setdefault(w.id, by_value[v_id])
+        found = {}
+        for k, v in enumerate(saved):
+            source = self.promoted_from.get(v.id)
+            if source is None:
+                continue
+            tensor = by_value.get(source.id)
+            if tensor is not None:
+                found[k] = (tensor, None)
+                continue
+            # a view of the caller's memory the call has not written (its root is the array)
+            root = self.view_values.get(source.id, (None,))[0]
+            tensor = by_array.get(id(root)) if type(root) is np.ndarray else None
+            if tensor is not None:
+                found[k] = (tensor, source.type.shape)
+        return found
+
+    def hold_promoted(self, copy: Tensor) -> None:
+        """`copy` (just made by a cast) is an op's operand promoted to the op's dtype: torch's
+        node saves the operand itself, so an in-place write of the operand after the op makes
+        a backward that reads the copy raise, as eagerly (functional._coerce)."""
+        ins = self.instrs[-1] if self.instrs else None
+        if ins is not None and ins.op == "cast" and ins.outputs[0] is copy._sym:
+            self.promoted.setdefault(ins.inputs[0].id, []).append(copy._sym)
+            self.promoted_from[copy._sym.id] = ins.inputs[0]
 
     def _shares_counter(self, key, requires: bool, box) -> bool:
         """Whether the tensors of this memory that read it with `requires` (requires_grad) share
@@ -533,7 +584,8 @@ class Trace:
                 # the operand it overwrites (input 0), but another operand over the written
                 # memory (`h.mul_(h)`) is the tensor torch saves, and the write changes it.
                 if v.id in stale and (stale[v.id][4] > at or i > 0):
-                    return (v,) + stale[v.id][:2] + (self._saved_input_name(v, *stale[v.id][2:4]),)
+                    named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
+                    return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
         return None
 
     def _saved_input_name(self, v: Value, ref, new) -> str:
@@ -845,7 +897,7 @@ class Trace:
         if self._counter_owner(base)._vbox is not box:
             return
         for v in self._view_values(base):
-            self.stale.setdefault(v.id, (box, version, _no_tensor, _REGENERATED_VIEW, first))
+            self._mark_stale(v, (box, version, _no_tensor, _REGENERATED_VIEW, first))
 
     def _hold_view_value(self, base: Tensor, v: Value) -> None:
         """A view of `base` held value `v` (its memory): a later write of base makes it stale."""

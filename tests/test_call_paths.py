@@ -363,3 +363,36 @@ def test_a_promoted_operand_written_in_place_makes_the_backward_raise_as_torch(b
             outcomes.append(str(exc))
     assert outcomes[1] == outcomes[0]
     assert outcomes[2] == outcomes[0]
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss", "mse_loss"])
+def test_autograd_grad_with_respect_to_a_loss_after_its_backward_is_allowed(loss):
+    """The loss's own node is a target with nothing below it: its VJP does not run, so that
+    its saved values were freed by loss.backward() does not matter (torch's engine does not
+    run a target's node). The compiled call raised 'backward through the graph a second
+    time' where the loss's node saves values whatever needs a gradient (nll_loss's target)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+    def f(x, lin, L):
+        logits = lin(x)
+        F = L.nn.functional
+        target = L.tensor([0, 1])
+        value = {"cross_entropy": lambda: F.cross_entropy(logits, target),
+                 "nll_loss": lambda: F.nll_loss(F.log_softmax(logits, 1), target),
+                 "mse_loss": lambda: F.mse_loss(logits, L.ones(2, 2))}[loss]()
+        value.backward()
+        mixed = L.where(x > 0, x, value)
+        (g,) = L.autograd.grad((mixed * mixed).sum(), [value], create_graph=True)
+        return g
+
+    results = []
+    for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            lin.weight.copy_(lib.tensor([[0.5, -1.0, 0.25], [1.5, 0.5, -0.75]]))
+        x = lib.tensor([[1.0, -2.0, 3.0], [0.5, 0.5, -1.0]])
+        results.append((run(x, lin, lib).item(), lin.weight.grad.numpy().copy()))
+    for value, grad in results[1:]:
+        assert value == pytest.approx(results[0][0], rel=1e-5)
+        np.testing.assert_allclose(grad, results[0][1], rtol=1e-5)

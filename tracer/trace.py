@@ -1361,11 +1361,13 @@ class Trace:
     def _check_not_freed(self, instrs, active: set) -> None:
         """torch's error for a backward through nodes an earlier backward freed (without
         retain_graph), raised where one of them saved values for its VJP (x * x, x * 2;
-        not x + y, whose backward reads nothing)."""
+        not x + y, whose backward reads nothing). Not a target's own instruction with nothing
+        active below it (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
         for ins in instrs:
-            if id(ins) in self.freed and any(v.id in active for v in ins.outputs) and \
-                    self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs)):
-                raise RuntimeError(_FREED_MSG)
+            if id(ins) in self.freed and any(v.id in active for v in ins.outputs):
+                needs = tuple(v.id in active for v in ins.inputs)
+                if True in needs and self.saves_for_backward(ins, needs):
+                    raise RuntimeError(_FREED_MSG)
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""

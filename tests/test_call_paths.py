@@ -396,3 +396,32 @@ def test_autograd_grad_with_respect_to_a_loss_after_its_backward_is_allowed(loss
     for value, grad in results[1:]:
         assert value == pytest.approx(results[0][0], rel=1e-5)
         np.testing.assert_allclose(grad, results[0][1], rtol=1e-5)
+
+
+MEMORY_READS_AFTER_A_WRITE = [
+    "a.detach().zero_(); return L.tensor(a.tolist())",
+    "d = a.detach(); d.add_(1); return L.tensor(a.tolist()) + a",
+    "a.detach().mul_(3); return a.sum().item() + a",
+    "a.detach()[0] = 7.0; return L.tensor(a.numpy() * 2)",
+    "a.data.mul_(2); return L.tensor(a.tolist())",
+    "w.detach().add_(1); return L.tensor(w.tolist()) * w",
+]
+
+
+@pytest.mark.parametrize("body", MEMORY_READS_AFTER_A_WRITE)
+def test_reading_a_tensor_whose_memory_the_call_wrote_through_another_tensor(body):
+    """`a.detach().zero_()` writes a's memory; a itself is untouched in the trace (it reads its
+    memory), so tolist(), item() and numpy() of it read the memory as written, as eagerly: the
+    compiled call read the caller's array as it was before the call."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    namespace = {}
+    exec("def f(a, w, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    f = namespace["f"]
+    results = []
+    for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+        w = lib.tensor([0.5, -1.5], requires_grad=True)
+        out = run(a, w, lib)
+        results.append((out.detach().numpy().tolist(), a.numpy().tolist(), w.detach().numpy().tolist()))
+    assert results[1] == results[0]
+    assert results[2] == results[0]

@@ -576,6 +576,12 @@ class Tensor:
             if trace is None:
                 raise RuntimeError(_ORPHAN_MSG)
             return trace.materialize(self)
+        trace = trace_state.current()
+        if trace is not None and trace.mutated:
+            # memory the call wrote through another tensor over it (x.detach().zero_())
+            now = trace.written_memory(self)
+            if now is not None:
+                return now
         return self._data
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -816,6 +822,9 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
     by copying it at each op (Trace.expose), so writes between ops are seen as eagerly."""
     if t._sym is not None:
         return _read_only(t._concrete())
+    now = trace.written_memory(t) if trace.mutated else None
+    if now is not None:             # memory the call wrote through another tensor over it
+        return _read_only(now)
     array = t._data
     if any(np.may_share_memory(array, lifted) for lifted in trace.input_arrays):
         return _read_only(array)

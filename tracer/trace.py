@@ -1126,7 +1126,17 @@ class Trace:
     # ------------------------------------------------------------ graph breaks
     def materialize(self, t: Tensor) -> np.ndarray:
         """Run what is traced so far and return t's value (a graph break)."""
-        v = t._sym
+        return self._materialize_value(t._sym)
+
+    def written_memory(self, t: Tensor):
+        """The value the memory of `t` (a tensor from outside the call that reads its memory:
+        `t._sym` is None) holds now, where the call wrote it through another tensor over it (its
+        detach()), computed as at a graph break; None where the call did not write it."""
+        key = _memory_key(t._data)
+        v = self.lifted.get(key) if key in self.mutated else None
+        return self._materialize_value(v) if v is not None else None
+
+    def _materialize_value(self, v: Value) -> np.ndarray:
         for w, array in zip(self.inputs[self.inputs_known:], self.input_arrays[self.inputs_known:]):
             self.known[w.id] = array
         self.inputs_known = len(self.inputs)

@@ -77,7 +77,9 @@ def user_location() -> str:
 
 def _reading_method() -> str:
     """The outermost Tensor method on the stack (bool, item, numpy, repr...) that needs a value."""
-    f, name = sys._getframe(2), "value"
+    f, name = sys._getframe(1), "value"
+    while f is not None and f.f_code.co_filename == __file__:      # (the trace's own frames)
+        f = f.f_back
     tensor_file = sys.modules[Tensor.__module__].__file__
     while f is not None and f.f_code.co_filename == tensor_file:
         name = f.f_code.co_name.strip("_")

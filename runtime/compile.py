@@ -477,6 +477,13 @@ def _raise_modified(box, version, tensor, where, shape=None) -> None:
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 
 
+def _shares_with_another(t: Tensor, by_memory: dict) -> bool:
+    """Whether another tensor of `by_memory` ({id of the array owning memory: the tensors over
+    it}) shares t's memory."""
+    return any(other is not t and np.may_share_memory(t._data, other._data)
+               for other in by_memory.get(id(_memory_owner(t._data)), ()))
+
+
 def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
@@ -887,6 +894,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None
+    by_memory = {}                  # the gradients given so far, by the array owning their memory
     for leaf, before in trace.grad_leaves.values():
         # A gradient can be an expand's read-only broadcast view or a transposed product; a
         # .grad owns writable memory (a later backward accumulates into it in place) laid out
@@ -896,11 +904,16 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         grad = leaf._grad
         if grad is None or grad is before or grad._data is None:
             continue
-        if leaf._data is None:          # a leaf made inside the call: its own layout is row-major
+        if _shares_with_another(grad, by_memory):
+            # the program gave two equal values one array (two leaves' gradients of (a + b).mean()):
+            # an accumulation into one .grad would change the other
+            grad._data = grad._data.copy() if leaf._data is None else grad_memory(grad._data, leaf._data)
+        elif leaf._data is None:        # a leaf made inside the call: its own layout is row-major
             if not grad._data.flags.writeable:
                 grad._data = grad._data.copy()
         elif not has_grad_layout(grad._data, leaf._data):
             grad._data = grad_memory(grad._data, leaf._data)
+        by_memory.setdefault(id(_memory_owner(grad._data)), []).append(grad)
     saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
     written_back = []
     for array, tensor in mutated:

@@ -425,3 +425,26 @@ def test_reading_a_tensor_whose_memory_the_call_wrote_through_another_tensor(bod
         results.append((out.detach().numpy().tolist(), a.numpy().tolist(), w.detach().numpy().tolist()))
     assert results[1] == results[0]
     assert results[2] == results[0]
+
+
+@pytest.mark.parametrize("body", [
+    "(a + b).mean().backward(); return a * 1",
+    "(a * 1 + b * 1).sum().backward(); return a.grad * 1",
+    "(a + b).sum().backward(); return a + b",
+])
+def test_gradients_the_call_fills_own_their_memory(body):
+    """Equal gradients (both leaves of (a + b).mean()) came out of the program as one array, so
+    a.grad and b.grad shared memory and a later backward's accumulation into one changed the
+    other; and a .grad shared memory with an output equal to it."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    namespace = {}
+    exec("def f(a, b):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    f = namespace["f"]
+    results = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = lib.tensor([[1.0, -2.0], [0.5, 4.0]], requires_grad=True)
+        out = run(a, b)
+        (a * lib.tensor([[1.0, 10.0], [100.0, 1000.0]])).sum().backward()
+        results.append((a.grad.numpy().tolist(), b.grad.numpy().tolist(), out.detach().numpy().tolist()))
+    assert results[1] == results[0]

@@ -448,3 +448,26 @@ def test_gradients_the_call_fills_own_their_memory(body):
         (a * lib.tensor([[1.0, 10.0], [100.0, 1000.0]])).sum().backward()
         results.append((a.grad.numpy().tolist(), b.grad.numpy().tolist(), out.detach().numpy().tolist()))
     assert results[1] == results[0]
+
+
+def test_a_write_after_fg_grad_reaches_the_argument_it_differentiated():
+    """fg.grad differentiates a detach() of its argument, which shares the argument's counter:
+    a later in-place write of the argument makes a backward through the gradient's history
+    raise, as torch.func.grad's. Inside fg.compile the detach was gone by then, and the
+    backward read its value silently."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    outcomes = []
+    for lib, grad, wrap in ((torch, torch.func.grad, lambda f: f), (fg, fg.grad, lambda f: f),
+                            (fg, fg.grad, fg.compile)):
+        def f(a, b):
+            q = b * 1
+            g = grad(lambda z, w: (z * w).tanh().mean(), argnums=1)(a, q)
+            q.zero_()
+            return g
+        a = lib.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True)
+        out = wrap(f)(a, lib.tensor([[0.5, 0.25], [1.0, 2.0]]))
+        with pytest.raises(RuntimeError) as raised:
+            out.sum().backward()
+        outcomes.append(str(raised.value))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]

@@ -154,9 +154,10 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
-        # value id -> the promoted copies made of it for an op (x64 * x32 reads x32 as float64):
-        # torch's node saves the operand itself, so they are stale when it is (see hold_promoted)
-        self.promoted: dict = {}
+        # value id -> values that stand for the same saved tensor, stale when it is: the promoted
+        # copies made of it for an op (x64 * x32 reads x32 as float64; torch's node saves the
+        # operand itself: see hold_promoted) and the values of its detach()es (one counter)
+        self.same_counter: dict = {}
         self.promoted_from: dict = {}       # a promoted copy's value id -> the operand's value
         # value id -> (the value its memory holds now, index of the write's first instruction),
         # for memory written through a `.data` alias (no version bump): the VJPs of instructions
@@ -493,9 +494,10 @@ class Trace:
             self._mark_stale(old, (box, version, weakref.ref(t), new, first))
 
     def _mark_stale(self, value: Value, entry: tuple) -> None:
-        """`value` (and the promoted copies made of it) is stale from here on: see _replaced."""
+        """`value` (and the values standing for the same saved tensor: same_counter) is stale
+        from here on: see _replaced."""
         self.stale.setdefault(value.id, entry)
-        for copy in self.promoted.get(value.id, ()):
+        for copy in self.same_counter.get(value.id, ()):
             self.stale.setdefault(copy.id, entry)
 
     def promoted_operands(self, saved: list) -> dict:
@@ -536,7 +538,7 @@ class Trace:
         a backward that reads the copy raise, as eagerly (functional._coerce)."""
         ins = self.instrs[-1] if self.instrs else None
         if ins is not None and ins.op == "cast" and ins.outputs[0] is copy._sym:
-            self.promoted.setdefault(ins.inputs[0].id, []).append(copy._sym)
+            self.same_counter.setdefault(ins.inputs[0].id, []).append(copy._sym)
             self.promoted_from[copy._sym.id] = ins.inputs[0]
 
     def _shares_counter(self, key, requires: bool, box) -> bool:
@@ -939,6 +941,10 @@ class Trace:
         they share one array (see memory_homes). `.data` does not share the version
         counter (`shares_version=False`)."""
         d = self.symbolic(self._identity_of(t), False)
+        if shares_version:
+            # (a backward reading d's value raises after a write of t, even once d is gone:
+            # fg.grad's differentiated argument is a detach() that does not outlive the grad)
+            self.same_counter.setdefault(t._sym.id, []).append(d._sym)
         # t is held (for the call), not weakly: a temporary view or detach (y[0].detach(),
         # y.detach().detach()) must outlive its detach for a write to reach the tensor under it.
         self.detach_source[id(d)] = (weakref.ref(d), t, shares_version)

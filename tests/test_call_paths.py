@@ -10,6 +10,13 @@ import fusegrad as fg
 from fusegrad.tracer.trace import Trace
 
 
+def _function_of(body: str, params: str):
+    """`def f(params):` with `body`'s statements (separated by "; ") as its lines."""
+    namespace = {}
+    exec(f"def f({params}):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    return namespace["f"]
+
+
 def _values(*tensors):
     return [t.detach().numpy().copy() for t in tensors]
 
@@ -282,9 +289,7 @@ def test_a_leaf_written_through_its_detach_has_torchs_gradient_and_version_error
     gradient of `y - d`'s d. An in-place change of x after the call makes a backward through
     what saved x raise, as torch's version check does."""
     torch = pytest.importorskip("torch", reason="torch is the oracle for detach writes")
-    namespace = {}
-    exec("def f(x, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
-    f = namespace["f"]
+    f = _function_of(body, "x, L")
     start = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], dtype=np.float32)
     results = []
     for lib, run in ((torch, f), (fg, fg.compile(f))):
@@ -312,9 +317,7 @@ def test_a_saved_value_written_through_data_is_read_as_written(body):
     that memory reads the new values (torch's saved tensor is the memory): the compiled
     backward read the value from before the write."""
     torch = pytest.importorskip("torch", reason="torch is the oracle for .data writes")
-    namespace = {}
-    exec("def f(x, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
-    f = namespace["f"]
+    f = _function_of(body, "x, L")
     start = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], dtype=np.float32)
     grads = []
     for lib, run in ((torch, f), (fg, fg.compile(f))):
@@ -346,9 +349,7 @@ def test_a_promoted_operand_written_in_place_makes_the_backward_raise_as_torch(b
     operand itself, so a write of it (in the call or after it) makes the backward raise, naming
     the float32 tensor. The compiled call's backward read the copy and gave a gradient."""
     torch = pytest.importorskip("torch", reason="torch is the oracle for version errors")
-    namespace = {}
-    exec("def f(a, b, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
-    f = namespace["f"]
+    f = _function_of(body, "a, b, L")
     outcomes = []
     for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
         a = lib.tensor([[1.0, 2.0], [1.5, 0.5]])
@@ -414,9 +415,7 @@ def test_reading_a_tensor_whose_memory_the_call_wrote_through_another_tensor(bod
     memory), so tolist(), item() and numpy() of it read the memory as written, as eagerly: the
     compiled call read the caller's array as it was before the call."""
     torch = pytest.importorskip("torch", reason="torch is the oracle")
-    namespace = {}
-    exec("def f(a, w, L):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
-    f = namespace["f"]
+    f = _function_of(body, "a, w, L")
     results = []
     for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
         a = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -437,9 +436,7 @@ def test_gradients_the_call_fills_own_their_memory(body):
     a.grad and b.grad shared memory and a later backward's accumulation into one changed the
     other; and a .grad shared memory with an output equal to it."""
     torch = pytest.importorskip("torch", reason="torch is the oracle")
-    namespace = {}
-    exec("def f(a, b):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
-    f = namespace["f"]
+    f = _function_of(body, "a, b")
     results = []
     for lib, run in ((torch, f), (fg, fg.compile(f))):
         a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)

@@ -766,7 +766,9 @@ class Trace:
             sibling._sym = None
             if id(sibling) in self.views:
                 self._refresh_views(sibling)
-        elif not t._requires_grad:
+        elif sibling is not self.graft_writer:
+            # (also a writer with a history of its own: t.add_(a0.sigmoid()) on t = a0.detach();
+            # not back into the writer whose graft this write is)
             self._graft_into(t, sibling)
 
     def _graft_into(self, t: Tensor, source: Tensor) -> None:

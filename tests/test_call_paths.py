@@ -468,3 +468,22 @@ def test_a_write_after_fg_grad_reaches_the_argument_it_differentiated():
         outcomes.append(str(raised.value))
     assert outcomes[1] == outcomes[0]
     assert outcomes[2] == outcomes[0]
+
+
+@pytest.mark.parametrize("then", ["a.add_(1.0)", "a.copy_(a.sum())", "a.mul_(3.0)"])
+@pytest.mark.parametrize("data_write_under_no_grad", [True, False])
+def test_a_callers_leaf_written_through_its_data_stays_a_leaf(then, data_write_under_no_grad):
+    """A write through x.data (after x was written under no_grad) is grafted onto x's gradient
+    path, which is no history of x's own: x stays a leaf, and an in-place op on it with grad
+    enabled raises torch's leaf error (the compiled call ran it silently)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for the error")
+    body = "with L.no_grad(): a.sub_(1.0)" + ("; with L.no_grad(): d.mul_(2.0)" if data_write_under_no_grad
+                                              else "; d.mul_(2.0)") + "; " + then + "; return a"
+    f = _function_of(body, "a, d, L")
+    texts = []
+    for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError) as raised:
+            run(x, x.data, lib)
+        texts.append(str(raised.value))
+    assert texts[1] == texts[0] == texts[2]

@@ -404,7 +404,9 @@ class Tensor:
         if self._data is None and not self._no_grad_view:
             return False
         trace = trace_state.current()
-        return trace is None or trace.grad_producer(self._sym) is None
+        # (a caller's leaf that requires grad stays one: a write through memory it shares is
+        # grafted onto its gradient path, which is no history of its own)
+        return trace is None or trace.is_callers_leaf(self) or trace.grad_producer(self._sym) is None
 
     @property
     def grad_fn(self):

@@ -1050,6 +1050,11 @@ class Trace:
             return
         self._refresh_aliases(t)
 
+    def is_callers_leaf(self, t: Tensor) -> bool:
+        """Whether `t` is a leaf from outside the call that requires grad, as the call read it
+        (it stays a leaf whatever reaches its memory: an in-place op of its own raises)."""
+        return t._data is not None and self.leaf_tensors.get(_memory_key(t._data)) is t
+
     def _grad_reader(self, key):
         """The tensor that reads memory `key` (from outside the call) with requires_grad (a leaf or
         the caller's non-leaf), or None."""

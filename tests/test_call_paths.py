@@ -487,3 +487,24 @@ def test_a_callers_leaf_written_through_its_data_stays_a_leaf(then, data_write_u
             run(x, x.data, lib)
         texts.append(str(raised.value))
     assert texts[1] == texts[0] == texts[2]
+
+
+@pytest.mark.parametrize("statement", ["t[:, ::2] = t", "t[...] = t", "t[0:2] = t", "t[:, 0] = t[:, 0]",
+                                       "t[:, ::2] = t * 1"])
+def test_setitem_of_a_tensor_from_itself_checks_overlap_as_torch(statement):
+    """`t[:, ::2] = t` on a (2, 1, 3) tensor: the region is t's elements in another layout (a
+    step over a dim of size 1 doubles its stride), which torch refuses as a partial overlap;
+    the traced check skipped the tensor itself as an operand."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for the overlap check")
+    outcomes = []
+    for lib, wrap in ((torch, lambda f: f), (fg, fg.compile), (fg, lambda f: f)):
+        def f(x):
+            t = x.relu()
+            exec(statement, {"t": t})
+            return t.sum()
+        try:
+            outcomes.append(wrap(f)(lib.tensor([[[0.0, -0.25, 0.5]], [[0.75, 0.5, 1.75]]], requires_grad=True)).item())
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]

@@ -225,10 +225,13 @@ def _dense_ids(ids: np.ndarray) -> bool:
 def traced_partial_overlap(target: Tensor, operands, region=None) -> bool:
     """torch's get_overlap_status for tensors of a trace, which have no memory yet: does an
     operand that is a view of the same tensor as `target` (or that tensor) cover some of its
-    elements (of the part `region(ids)` selects, where given) without being the same elements
-    in the same order? Pairs where one side is not a dense block are let through, as torch does."""
+    elements (of the part `region(ids)` selects, where given: then `target` itself may be the
+    operand, `t[:, ::2] = t`) without being the same elements in the same layout (torch
+    compares strides; the element-id arrays carry the views' strides, as eager arrays do)?
+    Pairs where one side is not a dense block are let through, as torch does."""
     owner = target._base if target._base is not None else target
-    shared = [x for x in operands if x is not target and (x is owner or getattr(x, "_base", None) is owner)]
+    shared = [x for x in operands if (x is not target or region is not None)
+              and (x is owner or getattr(x, "_base", None) is owner)]
     if not shared:
         return False
     _, mine = _element_ids(target)
@@ -242,7 +245,7 @@ def traced_partial_overlap(target: Tensor, operands, region=None) -> bool:
             theirs = theirs[0]              # (torch drops a written value's leading 1s)
         if theirs.size == 0 or not _dense_ids(theirs):
             continue
-        if theirs.shape == mine.shape and np.array_equal(theirs, mine):
+        if theirs.shape == mine.shape and theirs.strides == mine.strides and np.array_equal(theirs, mine):
             continue
         if theirs.min() <= mine.max() and mine.min() <= theirs.max():
             return True

@@ -100,3 +100,35 @@ def test_a_custom_function_backward_runs_once_when_the_backward_fails():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
     assert len(calls) == 1
+
+
+# Both operands of one node changed: torch's node unpacks its saved tensors by name (`other`
+# before `self`, `min`/`max` before `self`, `mat2` before `self`), and the first that fails
+# its check is the one the error names.
+BOTH_OPERANDS_CHANGED = {
+    "maximum": lambda L, u, v: L.maximum(u, v),
+    "minimum": lambda L, u, v: L.minimum(u, v),
+    "clamp_min": lambda L, u, v: L.clamp(u, min=v.reshape(2)),
+    "clamp_max": lambda L, u, v: L.clamp(u, max=v.reshape(2)),
+    "mul": lambda L, u, v: u * v,
+    "div": lambda L, u, v: u / v,
+    "pow": lambda L, u, v: u ** v,
+    "matmul": lambda L, u, v: u.reshape(2, 1) @ v.reshape(1, 2),
+    "where": lambda L, u, v: L.where(u > 1.5, u * u, v.exp()),
+}
+
+
+@pytest.mark.parametrize("op", list(BOTH_OPERANDS_CHANGED))
+def test_a_node_whose_saved_operands_both_changed_names_the_one_torch_checks_first(op):
+    texts = []
+    for lib in (torch, fg):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.tensor([[3.0, 1.0]], requires_grad=True)
+        u, v = x * 1, y * 1
+        out = BOTH_OPERANDS_CHANGED[op](lib, u, v)
+        u.add_(1)
+        v.add_(1)
+        with pytest.raises(RuntimeError) as raised:
+            out.sum().backward()
+        texts.append(str(raised.value))
+    assert texts[1] == texts[0]

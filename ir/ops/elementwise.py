@@ -208,7 +208,9 @@ def _extremum_vjp(first_wins):
     # torch: ties share the gradient equally; the loser gets none.
     def vjp(e, x, y, g, a, n):
         half = e.div(g[0], 2)
-        tie = e.eq(x[0], x[1])
+        # (x[1] read first: torch's node unpacks its saved tensors by name, `other` before `self`,
+        # which decides which one a version error names when both were changed)
+        tie = e.eq(x[1], x[0])
         out = []
         for i, (me, other) in enumerate(((x[0], x[1]), (x[1], x[0]))):
             if not n[i]:
@@ -340,14 +342,16 @@ elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})")
 # clamp with one tensor bound (torch's clamp_backward_min_max with the other bound undefined):
 # x's gradient where x >= min (x <= max), the bound's where x < min (x > max). Ties keep x, as
 # clamp's reference and fg_maximum/fg_minimum do (x is their first operand).
+# (The bound is read first, as torch's node unpacks its saved tensors by name, `min`/`max`
+# before `self`: that decides which one a version error names when both were changed.)
 def _clamp_min_vjp(e, x, y, g, a, n):
     v, lo = x
-    return [e.where(e.ge(v, lo), g[0], 0) if n[0] else None, e.where(e.lt(v, lo), g[0], 0) if n[1] else None]
+    return [e.where(e.le(lo, v), g[0], 0) if n[0] else None, e.where(e.gt(lo, v), g[0], 0) if n[1] else None]
 
 
 def _clamp_max_vjp(e, x, y, g, a, n):
     v, hi = x
-    return [e.where(e.le(v, hi), g[0], 0) if n[0] else None, e.where(e.gt(v, hi), g[0], 0) if n[1] else None]
+    return [e.where(e.ge(hi, v), g[0], 0) if n[0] else None, e.where(e.lt(hi, v), g[0], 0) if n[1] else None]
 
 
 # (torch_edges: torch's ClampBackward0 lists (self, min, max), the absent bound as (None, 0))

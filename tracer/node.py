@@ -39,6 +39,39 @@ def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str 
     return inputs, outputs
 
 
+def checking_order(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str | None = None) -> tuple:
+    """The saved slots (("in", i) / ("out", k), as saved_slots gives them) in the order the
+    op's VJP first reads them: the order the eager engine checks their versions in, which the
+    op table makes torch's (its node unpacks saved tensors by name: `other` before `self`)."""
+    inputs, outputs = saved_slots(op, attrs, in_types, needs, name)
+    saved = {("in", i) for i in inputs} | {("out", k) for k in outputs}
+    first = [slot for slot in _first_reads(op, attrs, in_types, needs) if slot in saved]
+    return tuple(first) + tuple(sorted(saved - set(first)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _first_reads(op: str, attrs: tuple, in_types: tuple, needs: tuple) -> tuple:
+    """The input and output slots op's VJP reads, in the order of their first reads."""
+    opdef = OPS[op]
+    b = Builder()
+    xs = [Value(t) for t in in_types]
+    ys = [Value(t) for t in opdef.infer(list(in_types), dict(attrs))]
+    gs = [None if k in opdef.nondiff_outputs else Value(y.type) for k, y in enumerate(ys)]
+    try:
+        opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
+    except NoDerivativeError:
+        return ()
+    slots = {v.id: ("in", i) for i, v in enumerate(xs)}
+    slots.update({v.id: ("out", k) for k, v in enumerate(ys)})
+    order = []
+    for ins in b.program.instrs:
+        for v in ins.inputs:
+            slot = slots.get(v.id)
+            if slot is not None and slot not in order:
+                order.append(slot)
+    return tuple(order)
+
+
 @functools.lru_cache(maxsize=8192)
 def _read_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
     """(input indices, output indices) whose values op's VJP reads, given which inputs need grad."""

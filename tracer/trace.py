@@ -33,7 +33,7 @@ from .layout import contiguous_strides, traced_elementwise_layout, traced_partia
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
-from .node import _FREED_MSG, RELEASES_STATE, qualified_name, saved_slots
+from .node import _FREED_MSG, RELEASES_STATE, checking_order, qualified_name, saved_slots
 from .tensor import Tensor
 
 
@@ -574,20 +574,21 @@ class Trace:
             if not stale:
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
-            in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
-                                              self.grad_instrs.get(id(ins)) or _default_name(ins.op))
-            for k in out_slots:
-                v = ins.outputs[k]
-                if v.id in stale and stale[v.id][4] > at:
-                    box, version = stale[v.id][:2]
-                    differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
-                    return v, box, version, self._output_name(ins, k) if differentiable else ""
-            for i in in_slots:
-                v = ins.inputs[i]
+            # (in the order the eager engine checks them: torch's node's, see checking_order)
+            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
+                                          self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+                if kind == "out":
+                    v = ins.outputs[k]
+                    if v.id in stale and stale[v.id][4] > at:
+                        box, version = stale[v.id][:2]
+                        differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
+                        return v, box, version, self._output_name(ins, k) if differentiable else ""
+                    continue
+                v = ins.inputs[k]
                 # A write's own first op reads the value before it: its node saves that for
                 # the operand it overwrites (input 0), but another operand over the written
                 # memory (`h.mul_(h)`) is the tensor torch saves, and the write changes it.
-                if v.id in stale and (stale[v.id][4] > at or i > 0):
+                if v.id in stale and (stale[v.id][4] > at or k > 0):
                     named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
                     return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
         return None

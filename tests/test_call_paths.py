@@ -508,3 +508,22 @@ def test_setitem_of_a_tensor_from_itself_checks_overlap_as_torch(statement):
             outcomes.append(str(exc))
     assert outcomes[1] == outcomes[0]
     assert outcomes[2] == outcomes[0]
+
+
+@pytest.mark.parametrize("use, write", [("a / y", "y.data.sub_(-1.5)"), ("a * y + y", "y.data.sub_(-1.5)"),
+                                        ("a + y", "with L.no_grad(): y.mul_(2.0)")])
+def test_retain_grad_of_an_output_written_after_others_read_it(use, write):
+    """y.retain_grad(), then y written through its .data (or under no_grad) after z read it: y
+    keeps its history, and its .grad is what reaches that history, z's part included (the
+    compiled call's node filled none: the written value is a graft no other output reads)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for retained gradients")
+    f = _function_of(f"y = (a * a).sum(); z = {use}; y.retain_grad(); {write}; return y, z", "a, L")
+    results = []
+    for lib, run in ((torch, f), (fg, fg.compile(f)), (fg, f)):
+        a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y, z = run(a, lib)
+        (z * lib.tensor([1.0, -2.0, 0.5])).sum().backward()
+        results.append((y.grad.item(), a.grad.numpy().tolist()))
+    for ours in results[1:]:
+        assert ours[0] == pytest.approx(results[0][0], rel=1e-5)
+        np.testing.assert_allclose(ours[1], results[0][1], rtol=1e-5)

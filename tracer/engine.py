@@ -697,12 +697,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     try:
         grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial)
     except Exception:
-        # torch's engine accumulated the gradients it completed before the error
-        accumulate_into_grads([(t, g) for (t, _), g in zip(targets, partial) if g is not None and t._requires_grad],
-                              create_graph)
+        _accumulate_targets(targets, partial, create_graph)     # (what torch's engine completed first)
         raise
-    # (a leaf whose requires_grad was turned off after the forward gets nothing: torch's
-    # AccumulateGrad checks it when it runs)
+    _accumulate_targets(targets, grads, create_graph)
+
+
+def _accumulate_targets(targets: list, grads: list, create_graph: bool) -> None:
+    """Each (tensor, edge) target's gradient (None: none reached it) into the tensor's .grad.
+    A leaf whose requires_grad was turned off after the forward gets nothing: torch's
+    AccumulateGrad checks it when it runs."""
     accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
                           create_graph)
 

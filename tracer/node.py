@@ -51,7 +51,8 @@ def checking_order(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: s
 
 @functools.lru_cache(maxsize=8192)
 def _first_reads(op: str, attrs: tuple, in_types: tuple, needs: tuple) -> tuple:
-    """The input and output slots op's VJP reads, in the order of their first reads."""
+    """The input and output slots (("in", i) / ("out", k)) op's VJP reads, given which inputs
+    need grad, in the order of their first reads."""
     opdef = OPS[op]
     b = Builder()
     xs = [Value(t) for t in in_types]
@@ -59,7 +60,7 @@ def _first_reads(op: str, attrs: tuple, in_types: tuple, needs: tuple) -> tuple:
     gs = [None if k in opdef.nondiff_outputs else Value(y.type) for k, y in enumerate(ys)]
     try:
         opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
-    except NoDerivativeError:
+    except NoDerivativeError:       # torch's NotImplemented node saves nothing; its backward raises
         return ()
     slots = {v.id: ("in", i) for i, v in enumerate(xs)}
     slots.update({v.id: ("out", k) for k, v in enumerate(ys)})
@@ -75,19 +76,9 @@ def _first_reads(op: str, attrs: tuple, in_types: tuple, needs: tuple) -> tuple:
 @functools.lru_cache(maxsize=8192)
 def _read_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
     """(input indices, output indices) whose values op's VJP reads, given which inputs need grad."""
-    opdef = OPS[op]
-    b = Builder()
-    xs = [Value(t) for t in in_types]
-    out_types = opdef.infer(list(in_types), dict(attrs))
-    ys = [Value(t) for t in out_types]
-    gs = [None if k in opdef.nondiff_outputs else Value(t) for k, t in enumerate(out_types)]
-    try:
-        opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
-    except NoDerivativeError:       # torch's NotImplemented node saves nothing; its backward raises
-        return (), ()
-    used = {v.id for ins in b.program.instrs for v in ins.inputs}
-    return (tuple(i for i, v in enumerate(xs) if v.id in used),
-            tuple(k for k, v in enumerate(ys) if v.id in used))
+    reads = _first_reads(op, attrs, in_types, needs)
+    return (tuple(sorted(i for kind, i in reads if kind == "in")),
+            tuple(sorted(k for kind, k in reads if kind == "out")))
 
 
 # Nodes whose torch signature takes a Scalar (not shown in next_functions) or a

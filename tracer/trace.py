@@ -1036,12 +1036,15 @@ class Trace:
             base = source._base
             outside = base is not None and base._data is not None
             key = _memory_key(base._data) if outside else None
-            base_before = self.lifted.get(key) if outside else base._sym if base is not None else None
+
+            def base_value():
+                return self.lifted.get(key) if outside else base._sym if base is not None else None
+            base_before = base_value()
             self._graft_into(t, source)
             if not link[2] and source._sym.type is before.type:
                 self._rewritten_unversioned(before, source._sym)
                 self._reread_views(source, source._sym)
-                base_now = self.lifted.get(key) if outside else base._sym if base is not None else None
+                base_now = base_value()
                 if base_before is not None and base_now is not base_before and base_now.type is base_before.type:
                     if outside:
                         self._memory_rewritten(key, base_before, base, self._memory_owner(key, base))

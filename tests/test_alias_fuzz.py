@@ -662,9 +662,6 @@ BUGS = {
           "a backward saved before the write is not version-checked: torch raises 'one of the variables needed "
           "for gradient computation has been modified by an inplace operation', fg.compile returns gradients "
           "(python3 tests/test_alias_fuzz.py 954 prints a reproduction)",
-    "D": "fg.compile: two tensors from outside the call over overlapping memory that are not one "
-         "tensor and its view (d = s[1].detach() passed beside s) are separate memory inside the call: a write "
-         "through one is not seen by the other (python3 tests/test_alias_fuzz.py 247 prints a reproduction)",
     "I": "a view made before its base gains history in place does not require grad: y = L.zeros(2); v = y[:]; "
          "y.add_(x) (x requires grad); (v * v).sum().requires_grad is False (torch True): gradient lost",
     # wrong errors
@@ -685,8 +682,7 @@ KNOWN: dict = {
         673: "F"
     },
     "compiled": {
-        247: "D", 445: "D", 496: "H2", 571: "F I", 673: "F", 679: "D", 757: "H2", 789: "D",
-        924: "D", 954: "C2", 1018: "D", 1038: "C2",
+        496: "H2", 571: "F I", 673: "F", 757: "H2", 954: "C2", 1038: "C2",
     },
     "kernels": {
     },

@@ -149,9 +149,10 @@ class Tensor:
     _traced_leaf = False        # made a leaf that requires grad inside a compiled call (requires_grad_)
     _hooks = None               # a leaf's register_hook functions (tracer/hooks.py)
     _layout = None              # a traced value's element strides where not row-major (tracer/layout.py)
+    _origin = None              # a detach() or .data of a view: (weak ref to its base, its chain); _pass_origin
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
-                           "_view_node", "_hooks", "_layout"))
+                           "_view_node", "_hooks", "_layout", "_origin"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -502,7 +503,19 @@ class Tensor:
             return trace_state.current().detach(self)
         t = Tensor._wrap(self._data, self._dtype)
         t._vbox = self._vbox      # shared, as torch: in-place on either is seen by the other's checks
+        if self._base is not None or self._origin is not None:
+            self._pass_origin(t)
         return t
+
+    def _pass_origin(self, t: "Tensor") -> None:
+        """`t` (this tensor's detach() or .data) shares its memory. Where that memory is a view's,
+        `t` remembers the view's (base, view chain), privately: torch's detach() of a view has no
+        `_base`, but a compiled call that writes the base must reach `t`, and a write through `t`
+        the base (Trace._origin_view). The base is held weakly: as torch's, such a detach keeps
+        the memory alive, not the base's history."""
+        origin = (weakref.ref(self._base), self._view_chain) if self._base is not None else self._origin
+        if origin is not None:
+            t._origin = origin
 
     def _outside_view_rebound(self) -> bool:
         """Inside a trace, for a view made before the call whose base the call has written: read
@@ -533,7 +546,10 @@ class Tensor:
         """The value without history; shares memory but not the version counter."""
         if self._data is None or self._outside_view_rebound():
             return trace_state.current().detach(self, shares_version=False)
-        return Tensor._wrap(self._data, self._dtype)
+        t = Tensor._wrap(self._data, self._dtype)
+        if self._base is not None or self._origin is not None:
+            self._pass_origin(t)
+        return t
 
     @data.setter
     def data(self, value) -> None:

@@ -61,6 +61,15 @@ _INTERNAL_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.absp
 _is_internal: dict = {}     # code file name -> whether it is fusegrad's own (every graph break asks)
 
 
+def _is_view_memory(base: np.ndarray, chain: tuple, array: np.ndarray) -> bool:
+    """Whether `array` is exactly `base` seen through view chain `chain` (same memory, layout)."""
+    view = base
+    for op, frozen in chain:
+        view = OPS[op].ref(view, **dict(frozen))
+    return (view.shape == array.shape and view.strides == array.strides and view.dtype == array.dtype
+            and view.__array_interface__["data"][0] == array.__array_interface__["data"][0])
+
+
 def user_location() -> str:
     """file:line of the innermost frame outside fusegrad's own code (for graph-break reports)."""
     f = sys._getframe(1)
@@ -127,6 +136,14 @@ class Trace:
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
                                             # the call that it reads or writes
+        # memory key -> the view from outside the call over that memory (its array): a write
+        # through another tensor over it (its detach() or .data) writes the view's base too
+        self.memory_views: dict = {}
+        self.stand_ins: dict = {}           # id -> such a view the trace made (see _origin_view), held
+        # id -> version counter of a view from outside the call that holds its part of a write
+        # counted on another counter (its base's .data, a .data of it): it takes no bump of its
+        # own for holding it (apply_writes)
+        self.quiet_counters: dict = {}
         self.view_bases: dict = {}          # memory key -> {id: weak reference} of the tensors from outside
                                             # the call over that memory with views (here or before) in use
         self.alive: list = []               # weak references to symbolic tensors made by this trace
@@ -196,6 +213,12 @@ class Trace:
         if v is None:
             if x._base is not None and self._outside_view(x):
                 return x._sym
+            if x._origin is not None and self._origin_view(x) is not None:
+                # (a detach() or .data of a view made before the call: the memory is read as
+                # the view's, which a write of its base reaches)
+                v = self.lifted.get(key)
+                if v is not None:
+                    return self.value_of(x)
             if self.exposed and not x._requires_grad and self._exposed_memory(x._data):
                 # Python can write this memory between ops (a numpy() array handed out, a user
                 # array given to from_numpy): each read takes its value now, as eager ops do.
@@ -219,12 +242,52 @@ class Trace:
         the base already: x now holds its view of the base's new value (not its memory's)."""
         base = x._base
         self.outside_views.setdefault(id(base), []).append(weakref.ref(x))
+        self._claim_memory(x)
         self._note_view_base(base)
         if not self.memory_written(base):
             return False
         again = self._view_again(base, x)
+        self._quiet_unless_writing(x)
         self.rebind(x, again._sym, again._requires_grad)
         return True
+
+    def _quiet_unless_writing(self, view: Tensor) -> None:
+        """`view` (from outside the call) takes its part of its base's new value: that counts on
+        its counter only where the write under way does (see quiet_counters)."""
+        box = self._counter_owner(view)._vbox
+        if self.writing is None or self.writing[0] is not box:
+            self.quiet_counters[id(box)] = box
+
+    def _origin_view(self, x: Tensor):
+        """The view from outside the call whose memory `x` (a detach() or .data of a view, with no
+        `_base`: see Tensor._pass_origin) is, read once so that writes of its base reach it; None
+        where x's memory is no longer that view's (its base's `.data` was replaced)."""
+        key = _memory_key(x._data)
+        view = self.memory_views.get(key)
+        if view is None:
+            base, chain = x._origin[0](), x._origin[1]
+            if base is None or base._data is None or not _is_view_memory(base._data, chain, x._data):
+                return None
+            # A stand-in for the view (which may be gone: `y[0].detach()`), held here
+            view = Tensor._wrap(x._data, x._dtype)
+            view._base, view._view_chain, view._vbox = base, chain, base._vbox
+            self.memory_views[key] = view
+            self.stand_ins[id(view)] = view
+            self.value_of(view)
+        return view
+
+    def _claim_memory(self, view: Tensor) -> None:
+        """`view`, made before the call, is read or written: writes through other tensors over
+        its memory reach its base through it, in place of a stand-in (only one view of a memory
+        follows its base: two would pass each write back and forth)."""
+        key = _memory_key(view._data)
+        held = self.memory_views.get(key)
+        if held is None or (held is not view and id(held) in self.stand_ins):
+            self.memory_views[key] = view
+
+    def _superseded(self, view: Tensor) -> bool:
+        """Whether `view` is a stand-in that a view of the caller's has replaced (_claim_memory)."""
+        return id(view) in self.stand_ins and self.memory_views.get(_memory_key(view._data)) is not view
 
     def memory_written(self, t: Tensor) -> bool:
         """Whether the call has written `t` or (for a tensor from outside the call) its memory."""
@@ -647,8 +710,9 @@ class Trace:
         for box, count, key in self.writes.values():
             if counters.pop(id(box), None) is not None or key is None or key in memory:
                 box[0] += count
-        for box in counters.values():
-            box[0] += 1
+        for box_id, box in counters.items():
+            if box_id not in self.quiet_counters:
+                box[0] += 1
         self.writes.clear()
 
     def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
@@ -669,10 +733,13 @@ class Trace:
         sibling = None
         if self.writing is not None:
             self._replaced(t, v)
+        memory_view = None
         if t._data is not None:
             if self.dry:
                 self.keep_state(t)
             key = _memory_key(t._data)
+            if t._base is None and (self.memory_views or t._origin is not None):
+                memory_view = self.memory_views.get(key) if t._origin is None else self._origin_view(t)
             leaf, held = self.leaf_tensors.get(key), self.lifted.get(key)
             same_type = held is not None and held.type == v.type
             owner = self._memory_owner(key, t) if same_type else None
@@ -728,6 +795,17 @@ class Trace:
             self._follow_memory(t, sibling)
         if t._data is not None and key in self.view_bases:
             self._refresh_memory_views(t, key)
+        if memory_view is not None and memory_view is not t and memory_view is not self.graft_writer:
+            # t is a detach() or .data of a view made before the call: its write is the view's
+            # memory, so it reaches the view's base (and through it the base's other views)
+            box = self._counter_owner(memory_view)._vbox
+            if self._counter_owner(t)._vbox is not box:
+                self.quiet_counters[id(box)] = box      # (t is the view's .data)
+            self._graft_into(t, memory_view)
+            if t._sym is not None:
+                # t keeps a value of its own (with a history): the view's next write reaches it
+                # as its sibling (_follow_memory)
+                self.mutated[key] = (t._data, t)
 
     def _memory_rewritten(self, key, held: Value, t: Tensor, owner: Tensor) -> None:
         """Memory `key` from outside the call, which held `held`, was written by `t` without a
@@ -866,6 +944,7 @@ class Trace:
         if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.
             self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
+            self._claim_memory(view)
         self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
         # the value written is the view's memory from here on (sqrt_ through a view saves it):
         # a later write of the base makes it stale, as the values the views held
@@ -891,9 +970,10 @@ class Trace:
         (or written) are its memory, so they hold their part of its new value."""
         for ref in list(self.outside_views[id(base)]):
             view = ref()
-            if view is None or view._base is not base:
+            if view is None or view._base is not base or (self.stand_ins and self._superseded(view)):
                 continue
             again = self._view_again(base, view)
+            self._quiet_unless_writing(view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
 
     def _stale_views(self, base: Tensor) -> None:

@@ -38,6 +38,8 @@ def _observe(lib, x):
     seen.append(("nested", w.requires_grad, d.requires_grad))
     # written since (under no_grad): torch will not regenerate their history
     seen.append(("after a write", _error(lambda: w.is_leaf), _error(lambda: v.grad_fn), _error(lambda: v * 2)))
+    # an in-place op on one with grad enabled names the view as made (not its regenerated history)
+    seen.append(("in place after a write", _error(lambda: v.add_(1)), _error(lambda: w.add_(1))))
     z = x * 1
     with lib.no_grad():
         u = z[0:2]

@@ -89,8 +89,11 @@ def no_grad_view_rebased_error(node=None, output_nr: int = 0) -> RuntimeError:
 def no_grad_view_error(t) -> RuntimeError:
     """torch's error for an in-place op with grad enabled on a view made under no_grad of a
     tensor that requires grad (or on a view of one, named by its node: "Output 0 of Select")."""
-    # (t.grad_fn: a traced tensor has one without a built node)
-    return RuntimeError(_no_grad_view_subject(t.grad_fn, t._output_nr) + _NO_GRAD_VIEW_TAIL)
+    # torch names the view's node as recorded, not regenerated: reading t.grad_fn after its base
+    # was written would raise the rebased error instead. (A view of such a view made in a trace
+    # keeps its node in _view_node; a view made under no_grad has none.)
+    return RuntimeError(_no_grad_view_subject(t.__dict__.get("_view_node", t._grad_fn), t._output_nr)
+                        + _NO_GRAD_VIEW_TAIL)
 
 
 def edge_of(t):

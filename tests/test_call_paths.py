@@ -266,6 +266,10 @@ UNVERSIONED_WRITES = [
     "y = x.sigmoid(); y[:, 1:].data.mul_(0.5); return y * 1",
     "y = x * x; x.t().data.mul_(2); return y",
     "y = x * x; x[0].data.zero_(); return y",
+    # an in-place op through a view saves the value it overwrites (torch's node keeps a copy):
+    # a later .data write of the base leaves that value as it was
+    "y = x * 1; v = y.view(-1)[1:]; v.mul_(x.view(-1)[:5]); y.data.zero_(); return v",
+    "y = x * 1; v = y[0]; v.mul_(x[1]); y.data.fill_(2.0); return v * 1",
 ]
 
 

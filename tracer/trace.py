@@ -1159,7 +1159,9 @@ class Trace:
         part of `now` (see read_as)."""
         for v in self._view_values(base):
             entry = self.view_values.get(v.id)
-            if entry is None:
+            if entry is None or v.id in self.stale:
+                # (a value an in-place write replaced is memory no more: what saved it, as an
+                # in-place op's node saves its operand's old value, keeps it: v3.mul_(a))
                 continue
             w = now
             for op, frozen in entry[1]:

@@ -267,6 +267,8 @@ INPLACE = [
     "f23.expand(2, 2, 3).mul_(2)", "f3.expand(2, 3).copy_(f23)", "f3.expand(2, 3).fill_(0.0)",
     "f3.expand(2, 3).zero_()", "f3.unsqueeze(0).expand(2, 3).exp_()",
     "n3.relu_() and n3.exp_().sum().backward()",
+    # torch's order: argument parsing, then the leaf check, then shapes
+    "g3[..., None].copy_(f23)", "g3.copy_(f23)", "g3.add_(f3, alpha=f3)", "g3[0].sub_(f3, alpha='a')",
 ]
 
 CONVERSION = [

@@ -170,11 +170,16 @@ def _float_operands(operands, fn):
 
 
 # ------------------------------------------------------------------ arithmetic
+def check_alpha(alpha, fn: str) -> None:
+    """torch's argument check of `alpha` (a number, or a 0-d tensor), made before any other."""
+    if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray)) and alpha.ndim == 0):
+        raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+
+
 def scale_by_alpha(a, b, alpha, fn: str):
     """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
     alpha with integer operands and a bool alpha with non-bool ones are errors)."""
-    if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray)) and alpha.ndim == 0):  # (a 0-d tensor is)
-        raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    check_alpha(alpha, fn)
     dtype = _promoted([a, b], fn)[1]
     if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")

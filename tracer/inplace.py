@@ -55,7 +55,9 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
     `attrs`: the op's attributes)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
-        from .functional import _check_bool_sub, _coerce, _promoted, mul, scale_by_alpha
+        from .functional import _check_bool_sub, _coerce, _promoted, check_alpha, mul, scale_by_alpha
+        if type(alpha) is not int and type(alpha) is not float:
+            check_alpha(alpha, method.__name__)     # (torch parses its arguments first)
         check_inplace(self)
         # The common case (an optimizer's p.add_(g, alpha=-lr)): float tensors of one dtype and
         # shape, a number alpha. No promotion, broadcast or cast check can fail or change it.

@@ -114,6 +114,12 @@ BOTH_OPERANDS_CHANGED = {
     "div": lambda L, u, v: u / v,
     "pow": lambda L, u, v: u ** v,
     "matmul": lambda L, u, v: u.reshape(2, 1) @ v.reshape(1, 2),
+    # (self before the vector: DotBackward0's self, tensor and MvBackward0's self, vec)
+    "matmul 1-d @ 1-d": lambda L, u, v: u @ v.reshape(2),
+    "matmul 2-d @ 1-d": lambda L, u, v: v @ u,
+    "matmul 1-d @ 2-d": lambda L, u, v: u @ v.reshape(2, 1),
+    "matmul 3-d @ 1-d": lambda L, u, v: v.reshape(1, 1, 2) @ u,
+    "matmul 3-d @ 3-d": lambda L, u, v: v.reshape(1, 1, 2) @ u.reshape(1, 2, 1),
     "where": lambda L, u, v: L.where(u > 1.5, u * u, v.exp()),
 }
 

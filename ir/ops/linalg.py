@@ -134,23 +134,30 @@ def _matmul_vjp(e, x, y, g, a, n):
     Batch broadcasting is undone by the autodiff's sum_to, after reshaping
     the promoted 1-d operands back."""
     A, B = x
-    A2 = e.reshape(A, (1,) + A.shape) if A.type.ndim == 1 else A
-    B2 = e.reshape(B, B.shape + (1,)) if B.type.ndim == 1 else B
     g_shape = list(g[0].shape)
     if A.type.ndim == 1:
         g_shape.insert(len(g_shape) - (B.type.ndim >= 2), 1)
     if B.type.ndim == 1:
         g_shape.append(1)
     G = e.reshape(g[0], tuple(g_shape))
-    ga = gb = None
-    if n[0]:
+
+    def grad_a():
+        B2 = e.reshape(B, B.shape + (1,)) if B.type.ndim == 1 else B
         ga = e.matmul(G, e.transpose_last(B2))
-        if A.type.ndim == 1:
-            ga = e.reshape(e.sum_to(ga, A2.shape), A.shape)
-    if n[1]:
+        return e.reshape(e.sum_to(ga, (1,) + A.shape), A.shape) if A.type.ndim == 1 else ga
+
+    def grad_b():
+        A2 = e.reshape(A, (1,) + A.shape) if A.type.ndim == 1 else A
         gb = e.matmul(e.transpose_last(A2), G)
-        if B.type.ndim == 1:
-            gb = e.reshape(e.sum_to(gb, B2.shape), B.shape)
+        return e.reshape(e.sum_to(gb, B.shape + (1,)), B.shape) if B.type.ndim == 1 else gb
+    # The first read decides which saved operand a version check names first (node.checking_order):
+    # torch's node unpacks them by name, so the matrix before the vector for a product with a
+    # vector (DotBackward0 and MvBackward0: self, then tensor or vec), mat2 before self otherwise.
+    self_first = B.type.ndim == 1
+    gb = grad_b() if n[1] and self_first else None
+    ga = grad_a() if n[0] else None
+    if n[1] and not self_first:
+        gb = grad_b()
     return [ga, gb]
 
 

@@ -531,3 +531,36 @@ def test_retain_grad_of_an_output_written_after_others_read_it(use, write):
     for ours in results[1:]:
         assert ours[0] == pytest.approx(results[0][0], rel=1e-5)
         np.testing.assert_allclose(ours[1], results[0][1], rtol=1e-5)
+
+
+LEAF_WRITES_BEFORE_A_GRAD = [
+    # autograd.grad with respect to v1 never reaches maximum's node, whose saved a1 changed
+    "v1 = L.maximum(a1, a0); with L.no_grad(): a1.mul_(0.5); "
+    "g, = L.autograd.grad((v1 * v1).sum(), [v1], create_graph=True); return g",
+    # the leaf written under no_grad, then through its detach(): the error names it as a leaf
+    "v1 = L.maximum(a1, a0); with L.no_grad(): a1.mul_(0.5); a1.detach().zero_(); return v1",
+]
+
+
+@pytest.mark.parametrize("body", LEAF_WRITES_BEFORE_A_GRAD)
+def test_a_leaf_written_in_the_call_is_checked_only_where_torch_checks_it(body):
+    """The call's own autograd.grad checked the saved values of the target's producer (it
+    raised where torch does not), and the backward after the call named the leaf's value
+    "output 0 of Graft" (torch: a leaf, no node)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for version errors")
+    f = _function_of(body.replace("with L.no_grad(): a1.mul_(0.5); ", "with L.no_grad(): a1.mul_(0.5)\n    "),
+                     "a0, a1, L")
+    outcomes = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        a0, a1 = lib.tensor(1.0), lib.tensor([[3.0, 1.0], [1.0, 2.0]], requires_grad=True)
+        try:
+            out = run(a0, a1, lib)
+        except RuntimeError as exc:
+            outcomes.append(("the call raised", str(exc)))
+            continue
+        try:
+            out.sum().backward()
+            outcomes.append(("ok", a1.grad.tolist()))
+        except RuntimeError as exc:
+            outcomes.append(("the backward raised", str(exc)))
+    assert outcomes[1] == outcomes[0]

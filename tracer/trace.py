@@ -623,7 +623,9 @@ class Trace:
             return None
         positions = None
         for ins in reversed(instrs):
-            if not any(v.id in active for v in ins.outputs):
+            # (only an instruction whose VJP runs: a target's own, with nothing active below
+            # it, is not reached, as torch's backward stops at the tensors it differentiates)
+            if not any(v.id in active for v in ins.outputs) or not any(v.id in active for v in ins.inputs):
                 continue
             if not any(v.id in self.stale for v in ins.inputs + ins.outputs):
                 continue
@@ -663,6 +665,8 @@ class Trace:
         if new is _REGENERATED_VIEW:
             return output_name("AsStridedBackward0", 0) if self.grad_producer(v) is not None else ""
         t = ref()
+        if t is not None and self.is_callers_leaf(t):
+            return ""       # (a leaf has no node, whatever was grafted onto its values)
         now = t._sym if t is not None and t._sym is not None else new
         found = self.grad_producer(now) if now is not None else None
         return "" if found is None else self._output_name(*found)

@@ -22,6 +22,11 @@ TWO_ERRORS = [
     "a = x.sigmoid(); c = a * 3; b = x.exp(); a.add_(1); b.add_(1); loss = (c + b).sum()",
     "a = x.exp(); b = (x * 2).tanh(); loss = b.sum() + a.sum(); a.add_(1); b.add_(1)",
     "a = x.exp(); b = (x * 2).tanh(); loss = a.sum() + b.sum(); a.add_(1); b.add_(1)",
+    # an op without a derivative: torch's NotImplemented node runs first of the ready ones
+    # (its sequence number is the largest, as AccumulateGrad's), wherever it was made
+    "d = w // 2; e = (x * 3).relu().pow(2).mean(); e.backward(); loss = (d * 2).sum() + (e * 3).sum()",
+    "d = w // 2; e = (x * 3).exp().mean(); e.backward(); loss = (e * 3).sum() + (d * 2).sum()",
+    "d = (w // 2).sum(); e = (x * 3).exp().mean(); e.backward(); loss = (d * 2).sum() + (e * 3).sum()",
 ]
 
 # One changed saved tensor, and a leaf whose gradient torch completes before (or after) it.

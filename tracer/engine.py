@@ -103,8 +103,8 @@ def _topological_nodes(roots) -> list:
 
 def _engine_order(root_edges, nodes, live: set) -> list:
     """The live nodes in the order torch's engine runs them: a node is ready once every node
-    that sends it a gradient has run, and of the ready nodes a leaf's AccumulateGrad runs
-    first, then the node made last (torch's sequence number). `_run_nodes` runs nodes in
+    that sends it a gradient has run, and of the ready nodes a leaf's AccumulateGrad (or a
+    NotImplemented node) runs first, then the node made last (torch's sequence number). `_run_nodes` runs nodes in
     the reverse of a depth-first order instead, which gives the same gradients for less
     work; this order decides which error a failing backward raises first, and which leaves
     had their gradient accumulated before it (see _run)."""
@@ -117,7 +117,7 @@ def _engine_order(root_edges, nodes, live: set) -> list:
     ready, order = [], []
     for node in {edge[0] for edge in root_edges}:
         if node in live and not pending.get(node):
-            heapq.heappush(ready, (node.op is not None, -node._seq, node))
+            heapq.heappush(ready, (_numbered(node), -node._seq, node))
     while ready:
         node = heapq.heappop(ready)[2]
         order.append(node)
@@ -126,8 +126,14 @@ def _engine_order(root_edges, nodes, live: set) -> list:
                 child = edge[0]
                 pending[child] -= 1
                 if not pending[child]:
-                    heapq.heappush(ready, (child.op is not None, -child._seq, child))
+                    heapq.heappush(ready, (_numbered(child), -child._seq, child))
     return order
+
+
+def _numbered(node) -> bool:
+    """False for the nodes torch gives the largest sequence number (so they run first of the
+    ready ones): a leaf's AccumulateGrad and a NotImplemented node (an op without a derivative)."""
+    return node.op is not None and type(node).__name__ != "NotImplemented"
 
 
 def leaves_behind(t: Tensor) -> list:

@@ -6,7 +6,7 @@ from .types import (DType, TensorType, bool_, float32, float64, int64, promote_t
 from .program import Builder, Instr, Program, Value
 from .ops import OPS, OpDef
 from .emit import Emitter
-from .autodiff import backward, active_values
+from .autodiff import backward, active_values, differentiated_inputs
 from .interpreter import reference_apply, run_program
 from .printer import format_program
 from .verifier import verify, VerifyError, free_values

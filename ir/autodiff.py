@@ -16,16 +16,24 @@ from .program import Builder, Instr, Program, Value
 from .verifier import free_values
 
 
+def differentiated_inputs(ins) -> list:
+    """The inputs of `ins` its VJP can give a gradient (all but OpDef.nondiff_inputs)."""
+    skip = OPS[ins.op].nondiff_inputs
+    return [v for i, v in enumerate(ins.inputs) if i not in skip] if skip else list(ins.inputs)
+
+
 def active_values(instrs, outputs, wrt) -> set:
     """Ids of values that depend on some `wrt` value and that some output depends on."""
     # Plain loops: this runs on every backward, eager and traced.
+    # (an input the op's VJP never differentiates, OpDef.nondiff_inputs, is on no path)
     reach = {v.id for v in wrt}
     for ins in instrs:
         opdef = OPS[ins.op]
         if opdef.vjp is None:
             continue
-        for v in ins.inputs:
-            if v.id in reach:
+        skip = opdef.nondiff_inputs
+        for i, v in enumerate(ins.inputs):
+            if v.id in reach and i not in skip:
                 nondiff = opdef.nondiff_outputs
                 for k, out in enumerate(ins.outputs):
                     if k not in nondiff:
@@ -35,8 +43,10 @@ def active_values(instrs, outputs, wrt) -> set:
     for ins in reversed(instrs):
         for out in ins.outputs:
             if out.id in useful:
-                for v in ins.inputs:
-                    useful.add(v.id)
+                skip = OPS[ins.op].nondiff_inputs
+                for i, v in enumerate(ins.inputs):
+                    if i not in skip:
+                        useful.add(v.id)
                 break
     return reach & useful
 

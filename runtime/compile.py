@@ -27,7 +27,8 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import OPS, Builder, Program, TensorType, active_values, backward as emit_backward, threaded
+from fusegrad.ir import (OPS, Builder, Program, TensorType, active_values, backward as emit_backward,
+                         differentiated_inputs, threaded)
 from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
@@ -1126,7 +1127,7 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
         seen.add(id(ins))
         if trace.saves_for_backward(ins):
             return True
-        stack += [p for p in (freed_producer(v) for v in ins.inputs) if p is not None]
+        stack += [p for p in (freed_producer(v) for v in differentiated_inputs(ins)) if p is not None]
     return False
 
 
@@ -1142,7 +1143,7 @@ def _reaches_freed(trace: Trace, t) -> bool:
         seen.add(id(ins))
         if id(ins) in trace.freed and trace.saves_for_backward(ins):
             return True
-        stack += list(ins.inputs)
+        stack += differentiated_inputs(ins)
     return False
 
 

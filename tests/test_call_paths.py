@@ -270,6 +270,9 @@ UNVERSIONED_WRITES = [
     # a later .data write of the base leaves that value as it was
     "y = x * 1; v = y.view(-1)[1:]; v.mul_(x.view(-1)[:5]); y.data.zero_(); return v",
     "y = x * 1; v = y[0]; v.mul_(x[1]); y.data.fill_(2.0); return v * 1",
+    # the write's own history (y.data.mul_(y) records MulBackward0) is not y's: a backward
+    # through y frees no node that saved a value, so a second one runs, as torch's
+    "y = x + 2; y.data.mul_(y); y.backward(L.ones_like(y)); return y",
 ]
 
 

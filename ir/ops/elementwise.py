@@ -39,7 +39,7 @@ def _infer_map(name, result=None, float_only=False, bool_error=None, integer_onl
 
 
 def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, doc="", rewrite=None,
-                bool_error=None, ref_into=None, extra=None, integer_only=False):
+                bool_error=None, ref_into=None, extra=None, integer_only=False, nondiff_inputs=()):
     """Declare an elementwise op (all operands one dtype; output dtype `result` or theirs).
     `float_only` / `integer_only`: the operand kinds it takes (TypeError otherwise).
     `bool_error`: the exception torch raises for bool operands, if it does. `ref_into(out,
@@ -49,7 +49,7 @@ def elementwise(name, ref, vjp=None, expr=None, result=None, float_only=False, d
     if ref_into:
         facts["ref_into"] = ref_into
     return register(OpDef(name, ELEMENTWISE, _infer_map(name, result, float_only, bool_error, integer_only), ref,
-                          vjp, expr,
+                          vjp, expr, nondiff_inputs=nondiff_inputs,
                           doc=doc, rewrite=rewrite, extra=facts))
 
 
@@ -480,7 +480,7 @@ def _graft_vjp(e, x, y, g, a, n):
     return [None, g[0] if n[1] else None]      # the gradient path is the source's
 
 
-elementwise("graft", lambda value, source: np.array(value, copy=True), _graft_vjp, "{0}",
+elementwise("graft", lambda value, source: np.array(value, copy=True), _graft_vjp, "{0}", nondiff_inputs=(0,),
             doc="graft(value, source): value's values on source's gradient path. Inside a trace, an "
                 "in-place write through `source.detach()` changes source's value but not its history, as "
                 "it does eagerly (where the two share memory)")

@@ -45,6 +45,9 @@ class OpDef:
     decompose: Callable | None = None
     # Output indices that carry no gradient (indices of max, comparisons...).
     nondiff_outputs: tuple = ()
+    # Input indices the VJP never gives a gradient, whatever needs one (graft's value: its
+    # gradient path is the source's), so activity analysis does not pass through them.
+    nondiff_inputs: tuple = ()
     # Movement ops a loop kernel performs as index arithmetic: index_map(in_shape,
     # out_shape, attrs) -> a function from the index an output element is read at
     # to the operand's index (see movement.py, "Index maps"), or None when this

@@ -485,3 +485,35 @@ def test_compiled_grad_of_grad():
         t = torch.func.grad(torch.func.grad(lambda x: _scalar_model(torch, x)))(torch.tensor(x0, dtype=torch.float64))
         o = compiled(fg.tensor(x0, dtype=fg.float64))
         _close(f"compiled grad(grad(f)) at {x0}", "second derivative", o, t, "float64")
+
+
+WHOLE_TENSOR_WRITES = {
+    "zero_": lambda w, s: w.zero_(),
+    "fill_ (number)": lambda w, s: w.fill_(2.0),
+    "fill_ (0-d tensor)": lambda w, s: w.fill_(s.sum()),
+    "copy_": lambda w, s: w.copy_(s * 2),
+}
+
+
+@pytest.mark.parametrize("write", WHOLE_TENSOR_WRITES)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_gradient_through_a_whole_tensor_write_is_torchs_under_create_graph(write, compiled):
+    """The gradient of what a write replaced whole (copy_, fill_, zero_) is torch's fresh
+    zeros_like(grad): it does not require grad (it was the grad with every element zeroed,
+    which did, so a create_graph gradient through it had history where torch's has none)."""
+    def grads(L):
+        x = L.tensor(RAND, requires_grad=True)
+        s = L.tensor(OTHER, requires_grad=True)
+
+        def f(x, s):
+            w = x * 3
+            WHOLE_TENSOR_WRITES[write](w, s)
+            return L.autograd.grad(w.tanh().sum(), [x, s], create_graph=True, allow_unused=True)
+        out = (fg.compile(f) if compiled and L is fg else f)(x, s)
+        return [None if g is None else (g.requires_grad, g.grad_fn is None, g.detach().numpy().copy())
+                for g in out]
+    ours, theirs = grads(fg), grads(torch)
+    assert [None if g is None else g[:2] for g in ours] == [None if g is None else g[:2] for g in theirs]
+    for o, t in zip(ours, theirs):
+        if t is not None:
+            np.testing.assert_allclose(o[2], t[2], rtol=1e-5, atol=1e-6)

@@ -245,7 +245,14 @@ def _index_put_ref(x, v, index):
 
 def _index_put_vjp(e, x, y, g, a, n):
     index = a["index"]
-    gx = e.op("index_put", g[0], e.zeros_like(x[1]), index=index) if n[0] else None
+    if not n[0]:
+        gx = None
+    elif not index:
+        # (the whole tensor replaced, as copy_, fill_ and zero_: torch's gradient is a fresh
+        # zeros_like(grad), which no later differentiation reaches)
+        gx = e.zeros_like(x[0])
+    else:
+        gx = e.op("index_put", g[0], e.zeros_like(x[1]), index=index)
     gv = e.sum_to(e.op("getitem", g[0], index=index), x[1].shape) if n[1] else None
     return [gx, gv]
 

@@ -567,3 +567,20 @@ def test_a_leaf_written_in_the_call_is_checked_only_where_torch_checks_it(body):
         except RuntimeError as exc:
             outcomes.append(("the backward raised", str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("write", ["a.data.add_(3)", "d = a.data; d.mul_(2)", "a.data.zero_()"])
+def test_a_saved_argument_written_through_its_data_raises_nothing(write):
+    """An argument that needs no grad, saved by a node (`a @ w` saves a for w's gradient) and
+    then written through its `.data` (a counter of its own): torch's backward reads the new
+    memory and raises nothing; the compiled backward raised the version error (it took the
+    saved value for the .data's)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for .data writes")
+    f = _function_of(f"v = (a @ w).sum(); {write}; return v", "a, w")
+    grads = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        a, w = lib.tensor([[0.5], [-1.5]]), lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        run(a, w).backward()
+        grads.append((w.grad.numpy().copy(), a._version))
+    np.testing.assert_allclose(grads[1][0], grads[0][0])
+    assert grads[1][1] == grads[0][1]

@@ -548,7 +548,14 @@ class Trace:
             # The memory's value as each reader saw it: as lifted, by the first tensor to read
             # it, and through an identity alias by readers that differ from it in requires_grad.
             first_requires = self.lifted_grad.get(key, t._requires_grad)
+            reader = self._memory_owner(key, t)
+            # (one value for every reader alike in requires_grad: where the first one keeps its
+            # counter, as x beside the x.data written here, the value is taken as x's, whose
+            # saved value stays current: y = x @ w; x.data.add_(3), as torch)
+            others_value = reader is not t and self._counter_owner(reader)._vbox is not box
             for requires in (False, True):
+                if requires is first_requires and others_value:
+                    continue
                 value = old if requires is first_requires else self.aliases.get((old.id, requires))
                 if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
                     self._mark_stale(value, (box, version, weakref.ref(t), new, first))

@@ -1456,6 +1456,72 @@ def transpose(input, dim0: int, dim1: int) -> Tensor:
     return apply_op("permute", [a], {"dims": tuple(dims)}, "TransposeBackward0")
 
 
+def movedim(input, source, destination) -> Tensor:
+    """torch.movedim / moveaxis: the dims `source` (an int or a sequence) moved to the
+    positions `destination`, the others keeping their order (a permute view)."""
+    a = as_tensor(input, "movedim")
+    n = a.dim()
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                           f"contain the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(normalize_dim(_int_arg("movedim", "source", 2, d), n) for d in src)
+    dst = tuple(normalize_dim(_int_arg("movedim", "destination", 3, d), n) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    order = [next(rest) if o is None else o for o in order]
+    return apply_op("permute", [a], {"dims": tuple(order)}, "PermuteBackward0")
+
+
+moveaxis = movedim
+
+
+def swapaxes(input, axis0: int, axis1: int) -> Tensor:
+    """torch.swapaxes / swapdims: transpose's alias (TransposeBackward0)."""
+    return transpose(input, axis0, axis1)
+
+
+swapdims = swapaxes
+
+
+def ravel(input) -> Tensor:
+    """torch.ravel: the elements as one dim, in row-major order (contiguous().view(-1): a view
+    of a contiguous tensor, a copy of another)."""
+    return view(contiguous(as_tensor(input, "ravel")), -1)
+
+
+def clamp_min(input, min) -> Tensor:
+    """torch.clamp_min: clamp with a lower bound only (ClampMinBackward0; a tensor bound takes
+    part in autograd: ClampMinBackward1)."""
+    return _one_bound_clamp(input, min, None, "clamp_min", "ClampMinBackward")
+
+
+def clamp_max(input, max) -> Tensor:
+    """torch.clamp_max: clamp with an upper bound only (ClampMaxBackward0 / ClampMaxBackward1)."""
+    return _one_bound_clamp(input, None, max, "clamp_max", "ClampMaxBackward")
+
+
+def _one_bound_clamp(input, min, max, fn: str, name: str) -> Tensor:
+    a = as_tensor(input, fn)
+    bound = min if max is None else max
+    if bound is None or not (isinstance(bound, (Tensor, np.ndarray)) or _is_scalar(bound)):
+        got, name = _arg_type_name(bound), "min" if max is None else "max"
+        why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one "
+                        f"of:\n * (Tensor {name})\n{why} * (Number {name})\n{why}")
+    bound = as_tensor(bound) if isinstance(bound, np.ndarray) else bound
+    tensor_bounds, dtype = clamp_result_type(a, min, max)
+    op, operands, _ = clamp_call(a, min, max, dtype, tensor_bounds)
+    return apply_op(op, operands, None, name + ("1" if tensor_bounds else "0"))
+
+
 def t(input) -> Tensor:
     """torch.t: a 0-d or 1-d tensor as is, a 2-d one transposed (RuntimeError above 2-d)."""
     a = as_tensor(input, "t")

@@ -723,3 +723,22 @@ def test_compiled_cross_entropy_with_weights_and_ignored_targets_equals_eager():
     eager_value, eager_grad = fg.value_and_grad(lambda x: F.cross_entropy(x, t, weight=w))(x)
     np.testing.assert_allclose(value.item(), eager_value.item(), rtol=1e-6)
     np.testing.assert_allclose(grad.detach().numpy(), eager_grad.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (2, 3, 0), (0, 0)])
+def test_linear_without_input_features_is_its_bias(shape):
+    """Linear(0, 2) maps any input to its bias (the 1-d and 3-d inputs once raised torch's
+    "cannot reshape tensor of 0 elements" error from a (-1, 0) reshape)."""
+    seen = []
+    for lib in (torch, fg):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # torch's "Initializing zero-element tensors"
+            layer = lib.nn.Linear(0, 2)
+        with lib.no_grad():
+            layer.bias.copy_(lib.tensor([0.5, -1.0]))
+        x = lib.ones(*shape, requires_grad=True)
+        y = layer(x)
+        y.sum().backward()
+        seen.append((tuple(y.shape), type(y.grad_fn).__name__, y.detach().numpy().tolist(), tuple(x.grad.shape),
+                     layer.bias.grad.tolist()))
+    assert seen[1] == seen[0]

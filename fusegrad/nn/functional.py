@@ -99,8 +99,9 @@ def linear(input, weight, bias=None):
     if not expands_to(bias.shape, (rows, out_features)):
         bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
     # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
-    rows = input if input.dim() == 2 else input.reshape(-1, in_features)
-    out = apply_op("addmm", [bias, rows, weight.t()], None, "AddmmBackward0")
+    # ((rows, in), not (-1, in): with no input features -1 would be ambiguous)
+    matrix = input if input.dim() == 2 else input.reshape(rows, in_features)
+    out = apply_op("addmm", [bias, matrix, weight.t()], None, "AddmmBackward0")
     if input.dim() != 2:
         out = out.view(*input.shape[:-1], out_features)
     return out

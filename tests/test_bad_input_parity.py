@@ -269,6 +269,9 @@ INPLACE = [
     "n3.relu_() and n3.exp_().sum().backward()",
     # torch's order: argument parsing, then the leaf check, then shapes
     "g3[..., None].copy_(f23)", "g3.copy_(f23)", "g3.add_(f3, alpha=f3)", "g3[0].sub_(f3, alpha='a')",
+    # the overlap check is of other itself, not of alpha * other
+    "f423[:1].add_(f423[:1][::2], alpha=2.0) and f423", "f423.add_(f423[1], alpha=-1.0) and f423",
+    "f423.sub_(f423[1], alpha=2) and f423",
 ]
 
 CONVERSION = [

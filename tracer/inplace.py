@@ -38,6 +38,15 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def check_operand_overlap(t: Tensor, other: Tensor) -> None:
+    """torch's error where `other`, an operand of an in-place op on `t`, partly overlaps the
+    memory written (eagerly by the arrays, inside a trace by the views of one tensor)."""
+    if t._data is not None and other._data is not None:
+        _check_no_partial_overlap(t._data, [other._data])
+    elif traced_partial_overlap(t, [other]):
+        raise RuntimeError(_PARTIAL_OVERLAP)
+
+
 def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:
     """torch's checks of an in-place op's out-of-place result (its broadcast `shape`, its
     `dtype`) against `t`, in torch's order: the shape, then the type (not of a higher kind)."""
@@ -65,6 +74,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 and (type(alpha) is float or type(alpha) is int)
                 and other._value_shape() == self._value_shape()):
             if alpha != 1:
+                check_operand_overlap(self, other)      # (torch checks other itself, not alpha * other)
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
             apply_op(op, [self, other], attrs, name_here, out=self)
@@ -72,6 +82,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if op == "sub":
             _check_bool_sub(self, other)
         if type(alpha) is not int or alpha != 1:
+            if isinstance(other, Tensor):
+                check_operand_overlap(self, other)
             other = scale_by_alpha(self, other, alpha, method.__name__)
         (_, other), dtype = _promoted([self, other], op + "_")
         if op == "div" and not dtype.is_floating_point:
@@ -208,9 +220,6 @@ def copy_(t: Tensor, src) -> Tensor:
     src = cast(as_tensor(src, "copy_", "src"), t._dtype)
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
-    if t._data is not None and src._data is not None:
-        _check_no_partial_overlap(t._data, [src._data])     # as torch's copy_
-    elif traced_partial_overlap(t, [src]):                  # (inside a trace: views of one tensor)
-        raise RuntimeError(_PARTIAL_OVERLAP)
+    check_operand_overlap(t, src)                           # as torch's copy_
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

@@ -1070,6 +1070,9 @@ def _input_value(trace: Trace, x: Tensor):
     made_here = x.__dict__.get("_leaf_value")
     if made_here is not None:           # a leaf made inside the call: the value it became a leaf with
         return made_here
+    first = trace.first_values.get(id(x))
+    if first is not None and first[0] is x:     # first read after its memory was written here
+        return first[1]
     for v, a in zip(trace.inputs, trace.input_arrays):
         if a is x._data:
             return trace.aliases.get((v.id, x._requires_grad), v) \

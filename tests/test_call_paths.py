@@ -584,3 +584,33 @@ def test_a_saved_argument_written_through_its_data_raises_nothing(write):
         grads.append((w.grad.numpy().copy(), a._version))
     np.testing.assert_allclose(grads[1][0], grads[0][0])
     assert grads[1][1] == grads[0][1]
+
+
+NON_LEAF_MEMORY_WRITES = [
+    # x (the caller's non-leaf) read, then its memory written through its detach() (made
+    # before the call), then read again: its gradient sums over both reads, as torch's
+    "y = x * 1; d.fill_(2.0); return (x * 1.5).sum() + y.sum()",
+    # written through the detach first, then in place with history: the write keeps x's
+    # history, so its gradient reaches x's own (it was lost: None)
+    "d.fill_(2.0); x.mul_(1.5); return (x * 1).sum()",
+    "d[0:].fill_(2.0); x.add_(x, alpha=0.5); return (x * x).sum()",
+    "d.unsqueeze(0).copy_(x.sum()); x.mul_(1.5); return (x * x).sum()",
+    "x.mul_(1.5); d.unsqueeze(0).fill_(2.0); return (x * 1).sum()",
+]
+
+
+@pytest.mark.parametrize("body", NON_LEAF_MEMORY_WRITES)
+def test_a_callers_non_leaf_written_through_its_detach_keeps_its_gradient(body):
+    """A write through `d = x.detach()` (made before the call) changes x's memory, not its
+    history: x's gradient still reaches its history, through each value it held."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for writes through a detach")
+    f = _function_of(body, "x, d")
+    seen = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        s = lib.tensor([0.25, -1.5, 1.75], requires_grad=True)
+        x = s * 1
+        out = run(x, x.detach())
+        out.backward()
+        seen.append((round(out.item(), 4), s.grad.numpy().copy()))
+    assert seen[1][0] == seen[0][0]
+    np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-6)

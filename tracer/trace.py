@@ -155,6 +155,8 @@ class Trace:
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.identity_source: dict = {}     # value id -> the value it is an identity cast of
         self.leaf_values: dict = {}         # id(leaf) -> (leaf, values it held): a leaf written under no_grad
+        self.first_values: dict = {}        # id(caller's non-leaf) -> (it, its value when first read), where
+                                            # the call had written its memory through another tensor by then
         self.view_values: dict = {}         # value id of a view -> (what it read of its base, view chain)
         self.known: dict = {}               # value id -> array known so far (inputs, graph breaks)
         self.inputs_known = 0               # how many inputs `known` holds (entered at graph breaks)
@@ -232,7 +234,14 @@ class Trace:
             v = self._alias(v, x._requires_grad)
         if x._requires_grad:
             group = self.leaf_tensors if x._grad_fn is None else self.boundary
-            if group.setdefault(key, x) is not x:
+            reader = group.get(key)
+            if reader is None:
+                group[key] = x
+                if self.mutated and key in self.mutated and x._grad_fn is not None:
+                    # the caller's non-leaf first read after another tensor over its memory
+                    # wrote it (y.detach().fill_(2) before y's first use): what it is here
+                    self.first_values[id(x)] = (x, v)
+            elif reader is not x:
                 v = self._own_variable(x, v, group, key)
         return v
 
@@ -752,6 +761,13 @@ class Trace:
             if t._base is None and (self.memory_views or t._origin is not None):
                 memory_view = self.memory_views.get(key) if t._origin is None else self._origin_view(t)
             leaf, held = self.leaf_tensors.get(key), self.lifted.get(key)
+            if leaf is None and self.boundary:
+                # the caller's non-leaf, read but not yet written here, counts as a leaf: its
+                # history stays, and the values its memory holds sit on it (held_values); one
+                # written here takes the new value as a graft instead (_follow_memory)
+                leaf = self.boundary.get(key)
+                if leaf is not None and leaf._sym is not None:
+                    leaf = None
             same_type = held is not None and held.type == v.type
             owner = self._memory_owner(key, t) if same_type else None
             # t's write leaves the counter of the memory's own tensor as it was (t is its .data)

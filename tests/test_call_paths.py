@@ -614,3 +614,33 @@ def test_a_callers_non_leaf_written_through_its_detach_keeps_its_gradient(body):
         seen.append((round(out.item(), 4), s.grad.numpy().copy()))
     assert seen[1][0] == seen[0][0]
     np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-6)
+
+
+LEAF_WRITTEN_THROUGH_DETACH = [
+    # abs saves x; the detach's div_ writes x's memory (one counter): the backward raises
+    "t = x.detach(); t.div_(x.abs() + 1); return (t * -1.0).sum()",
+    # the same after writes of x under no_grad, with a view of the detach read first
+    "t = x.detach(); v = t.squeeze(1); with L.no_grad(): x[1:] = 1.5; x.add_(x, alpha=2.0); "
+    "t.div_(x.abs() + 1); return (t * -1.0).sum()",
+]
+
+
+@pytest.mark.parametrize("body", LEAF_WRITTEN_THROUGH_DETACH)
+def test_a_leaf_saved_then_written_through_its_detach_raises_torchs_error(body):
+    """The version error names the leaf as torch does (no "output 0 of Div": that is the
+    writer's history), and is raised where the leaf held a value of its own (written under
+    no_grad) that a view of the detach read before (it was not: the gradient came back)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for version errors")
+    f = _function_of(body.replace("with L.no_grad(): x[1:] = 1.5; x.add_(x, alpha=2.0); ",
+                                  "with L.no_grad():\n        x[1:] = 1.5\n        x.add_(x, alpha=2.0)\n    "),
+                     "x, L")
+    seen = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        x = lib.tensor([[[-1.75, 1.0, 1.25]], [[1.75, 0.75, 1.25]]], requires_grad=True)
+        out = run(x, lib)
+        try:
+            out.backward()
+            seen.append(("ok", x.grad.tolist()))
+        except RuntimeError as exc:
+            seen.append(("raised", str(exc)))
+    assert seen[1] == seen[0]

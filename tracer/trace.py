@@ -567,7 +567,17 @@ class Trace:
                     continue
                 value = old if requires is first_requires else self.aliases.get((old.id, requires))
                 if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
-                    self._mark_stale(value, (box, version, weakref.ref(t), new, first))
+                    # (named as torch names the saved tensor: by the tensor that read it, a
+                    # leaf or the caller's non-leaf, not by the writer's new history)
+                    holder = self._grad_reader(key) if requires is not t._requires_grad else None
+                    holder = t if holder is None else holder
+                    self._mark_stale(value, (box, version, weakref.ref(holder), new, first))
+            reader = self._grad_reader(key)
+            if reader is not None and reader is not t and reader._sym is not None and \
+                    self._counter_owner(reader)._vbox is box:
+                # the leaf (or caller's non-leaf) holds a value of its own, written here under
+                # no_grad: that is the memory's value too, and torch's saved tensor is it
+                self._mark_stale(reader._sym, (box, version, weakref.ref(reader), new, first))
             return
         if old is not None:
             self._mark_stale(old, (box, version, weakref.ref(t), new, first))
@@ -683,6 +693,8 @@ class Trace:
         t = ref()
         if t is not None and self.is_callers_leaf(t):
             return ""       # (a leaf has no node, whatever was grafted onto its values)
+        if t is not None and t._sym is None and t._data is not None and t._grad_fn is not None:
+            return output_name(t._grad_fn.name(), t._output_nr)    # the caller's non-leaf, as it is
         now = t._sym if t is not None and t._sym is not None else new
         found = self.grad_producer(now) if now is not None else None
         return "" if found is None else self._output_name(*found)

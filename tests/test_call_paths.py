@@ -644,3 +644,34 @@ def test_a_leaf_saved_then_written_through_its_detach_raises_torchs_error(body):
         except RuntimeError as exc:
             seen.append(("raised", str(exc)))
     assert seen[1] == seen[0]
+
+
+DATA_READER_WRITES = [
+    # a @ s.data.t() saves the .data's view; s (its own counter) written under no_grad: the
+    # saved view is that memory, read as written, with no version error
+    "t = a @ d.t(); with L.no_grad(): s.mul_(-2.0); return t.sum()",
+    "t = a @ d.t(); with L.no_grad(): s[1] = 3.0; s.div_(-1.0); return t.sum() + d.sum()",
+    # a write through s's .data view (t1.data of t1 = s[1]) bumps no counter of s's
+    "v = s[1]; w = v.data; w.add_(2.0); return (v * 3.0).sum() + (a * 1).sum()",
+]
+
+
+@pytest.mark.parametrize("body", DATA_READER_WRITES)
+def test_a_value_read_through_data_sees_a_later_write_of_its_tensor(body):
+    """torch's saved tensor is the memory: a value saved through `s.data` (a counter of its
+    own) reads what a later no_grad write of s put there, and no version error fires (the
+    compiled backward read the old values); versions move as eagerly."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for .data aliasing")
+    f = _function_of(body.replace("with L.no_grad(): s.mul_(-2.0); ", "with L.no_grad():\n        s.mul_(-2.0)\n    ")
+                     .replace("with L.no_grad(): s[1] = 3.0; s.div_(-1.0); ",
+                              "with L.no_grad():\n        s[1] = 3.0\n        s.div_(-1.0)\n    "),
+                     "a, s, d, L")
+    seen = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        s = lib.tensor([[1.5, 1.0, 0.25], [-0.25, 0.25, 0.75]], requires_grad=True)
+        a = lib.tensor([[-0.75, -1.25, 0.0], [0.25, 0.25, 0.75]], requires_grad=True)
+        d = s.data
+        out = run(a, s, d, lib)
+        out.backward()
+        seen.append((a.grad.tolist(), None if s.grad is None else s.grad.tolist(), s._version, d._version))
+    assert seen[1] == seen[0]

@@ -632,13 +632,16 @@ class Trace:
 
     def _shares_counter(self, key, requires: bool, box) -> bool:
         """Whether the tensors of this memory that read it with `requires` (requires_grad) share
-        version counter `box`. Only the one that requires grad is known (a leaf or the caller's
-        non-leaf): `x.data` has a counter of its own, so its writes leave x's values current,
-        as eagerly; readers without grad are taken to share it."""
-        if not requires:
-            return True
-        reader = self._grad_reader(key)
+        version counter `box`: the one that requires grad (a leaf or the caller's non-leaf), and
+        for those without grad the first of them to read it (`x.data` has a counter of its own,
+        so its writes leave x's values current and x's writes its own, as eagerly)."""
+        reader = self._grad_reader(key) if requires else self._raw_reader(key)
         return reader is None or self._counter_owner(reader)._vbox is box
+
+    def _raw_reader(self, key):
+        """The first tensor without grad to read memory `key` from outside the call, or None."""
+        return next((x for x in self.lifted_tensors if not x._requires_grad and x._data is not None
+                     and _memory_key(x._data) == key), None)
 
     def stale_saved(self, instrs, active: set):
         """The first value (from the last instruction back, as a backward meets them) that an
@@ -810,6 +813,15 @@ class Trace:
                 # after a no_grad write of x) read the new value through an identity of their
                 # own: one value read by both would give x the gradient of the alias's uses.
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
+                reader = self._raw_reader(key) if not unversioned and t._requires_grad else None
+                if reader is not None and reader is not t and \
+                        self._counter_owner(reader)._vbox is not self._counter_owner(t)._vbox:
+                    # they read it through a .data (a counter of its own): for them the write
+                    # bumps no version, and what saved their value reads the new one, as torch's
+                    # saved tensor is the memory (s.data.t() saved by a @ s.data.t(), then
+                    # s written under no_grad)
+                    self._rewritten_unversioned(held, self.lifted[key], including_the_write=True)
+                    self._reread_views(reader, self.lifted[key])
             else:
                 self.lifted[key] = v
             if unversioned:
@@ -1159,6 +1171,10 @@ class Trace:
             def base_value():
                 return self.lifted.get(key) if outside else base._sym if base is not None else None
             base_before = base_value()
+            if not link[2]:
+                # a .data write: the source's counter (its base's) takes no bump for it
+                box = self._counter_owner(source)._vbox
+                self.quiet_counters[id(box)] = box
             self._graft_into(t, source)
             if not link[2] and source._sym.type is before.type:
                 self._rewritten_unversioned(before, source._sym)

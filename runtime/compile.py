@@ -432,13 +432,34 @@ def _stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list
     found = trace.stale_saved(instrs, active)
     if found is None:
         return {}
+
+    def reached_by(given):
+        reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
+        return trace.stale_saved(instrs, reached)
+    if len(out_values) > STALE_SUBSETS_UP_TO:
+        return _LazyStale(found, reached_by)
     stale = {None: found}
-    if len(out_values) <= STALE_SUBSETS_UP_TO:
-        for given in itertools.product((False, True), repeat=len(out_values)):
-            if any(given) and not all(given):
-                reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
-                stale[given] = trace.stale_saved(instrs, reached)
+    for given in itertools.product((False, True), repeat=len(out_values)):
+        if any(given) and not all(given):
+            stale[given] = reached_by(given)
     return stale
+
+
+class _LazyStale(dict):
+    """_BackwardFn.stale for a call with too many outputs to enumerate their subsets: the entry
+    of a subset is worked out when a backward first gives cotangents to exactly those (it
+    keeps the trace's instructions for that; only a call whose in-place writes replaced a
+    saved value has one). Otherwise a dead output, such as a temporary detach() written with
+    history, would make every backward check what only it reaches."""
+
+    def __init__(self, found, reached_by):
+        super().__init__({None: found})
+        self._reached_by = reached_by
+
+    def get(self, given, default=None):
+        if given is not None and any(given) and not all(given) and given not in self:
+            self[given] = self._reached_by(given)
+        return dict.get(self, given, default)
 
 
 def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:

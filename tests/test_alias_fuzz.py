@@ -679,7 +679,6 @@ BUGS = {
 # mode -> {seed: the BUGS it shows}
 KNOWN: dict = {
     "eager": {
-        673: "F"
     },
     "compiled": {
         496: "H2", 571: "F I", 673: "F", 757: "H2", 954: "C2", 1038: "C2",

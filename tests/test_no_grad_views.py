@@ -153,3 +153,22 @@ def test_an_in_place_op_reading_its_own_output_makes_backward_raise(through_view
         run = fg.compile(body) if lib is fg and compiled else body
         results[lib] = _error(lambda: run(x).backward())
     assert results[fg] == results[torch]
+
+
+@pytest.mark.parametrize("write", [True, False], ids=["written", "not written"])
+def test_a_node_whose_gradient_leads_nowhere_still_checks_what_it_saved(write):
+    """relu of a view made under no_grad saves its result, and its gradient leads nowhere (the
+    view's edge is None). torch's backward() still runs that node: a write of the result
+    makes it raise the version error, and a second backward meets a freed graph (fusegrad
+    skipped the node: no error, and a second backward ran)."""
+    seen = []
+    for lib in (torch, fg):
+        x = lib.tensor([[-0.25, -1.0, 0.5], [1.5, -1.5, -1.25]], requires_grad=True)
+        y = x * 1.5
+        with lib.no_grad():
+            v = y.T
+        r = v.relu()
+        if write:
+            r[::2] = 3.0
+        seen.append((_error(lambda: (r * 3.0).sum().backward()), _error(lambda: (r * 3.0).sum().backward())))
+    assert seen[1] == seen[0]

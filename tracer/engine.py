@@ -32,7 +32,7 @@ from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
 from .grad_mode import enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
+from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, saved_slots
 from .tensor import Tensor
 
 
@@ -169,26 +169,35 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots, seeds
 
 
-def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None):
+def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
+         every_node: bool = False):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
     unless retain_graph. Without create_graph, `retained` (a list) receives
     (tensor, gradient) for the retain_grad() tensors of the nodes that ran, and when
     the backward raises, `partial` (a list) receives per target the gradient torch's
-    engine would have completed before the error, or None (see _raise_in_engine_order)."""
+    engine would have completed before the error, or None (see _raise_in_engine_order).
+    `every_node` (backward() without inputs): every node the roots reach runs, as torch's
+    engine runs them, also one whose gradients lead nowhere (relu of a view made under
+    no_grad): it checks its saved outputs (see _check_idle), and is freed."""
     root_edges = [edge_of(r) for r in roots]
     if nodes is None:
         nodes = _topological_nodes([e[0] for e in root_edges])
     passed = []
     live = _live_nodes(nodes, targets, passed)
+    idle = ()
+    if every_node and not create_graph and len(live) < len(nodes):
+        idle = {node for node in nodes if node not in live}
+        live.update(idle)
+        passed += idle
     if not create_graph:
         try:
-            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live)
+            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, idle=idle)
         except Exception as error:
             if not _runs_again_safely(live):
                 raise
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
-                                   partial)
+                                   partial, idle)
     else:
         if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and node in live for node in nodes):
             raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
@@ -242,7 +251,8 @@ def _runs_again_safely(live: set) -> bool:
     return True
 
 
-def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph, partial):
+def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph, partial,
+                           idle=()):
     """The backward raised `error`. Run it again in the order torch's engine runs the nodes
     (_engine_order), and raise the error met first there, with torch's state at that point:
     a leaf's gradient that was complete before it is in `partial` (torch accumulates each as
@@ -250,7 +260,8 @@ def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live
     they saved. (Running again costs nothing on a backward that succeeds.)"""
     ran = []
     try:
-        _run_nodes(root_edges, roots, seeds, targets, nodes, None, live, _engine_order(root_edges, nodes, live), ran)
+        _run_nodes(root_edges, roots, seeds, targets, nodes, None, live, _engine_order(root_edges, nodes, live), ran,
+                   idle)
     except Exception as first:
         done = dict(ran[:-1])           # (the last node is the one that raised)
         if partial is not None:
@@ -293,7 +304,8 @@ def _live_nodes(nodes, targets, passed: list | None = None) -> set:
     return live
 
 
-def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None) -> list:
+def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None,
+               idle=()) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -303,7 +315,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     cost several times more than the arithmetic on small tensors. `nodes`: the graph, inputs
     first; `live`: those that run (_live_nodes). With `order` (_engine_order), the nodes run in
     that order instead, and `ran` receives (node, its gradient for a leaf's AccumulateGrad,
-    else None) for each node as it starts."""
+    else None) for each node as it starts. `idle`: nodes that run though no gradient they
+    compute is used (_run's every_node): see _check_idle."""
     keep = {e for e in targets if e is not None}
     # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
     # itself a target gets its .grad too, as in torch)
@@ -357,6 +370,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         else:
             needs = tuple([edge is not None and edge[0] in live for edge in edges])
         if True not in needs:
+            if idle and node in idle:
+                _check_idle(node)
             continue
         if node._freed and isinstance(node, StatefulNode):
             raise RuntimeError(_FREED_MSG)      # (a CopySlices: torch's raises though it reads nothing saved)
@@ -486,6 +501,22 @@ def _accumulate(grads: dict, edge, g) -> None:
     else:
         with np.errstate(all="ignore"):
             grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)
+
+
+def _check_idle(node) -> None:
+    """A node torch's backward() runs though no gradient it computes is used (its edges lead
+    nowhere): torch's node then unpacks, so checks, the outputs it saved (relu's, exp's result),
+    not its saved inputs (measured against torch 2.13)."""
+    if OPS[node.op].group == OPAQUE:
+        return
+    if node._freed:
+        if node._had_saved and saved_slots(node.op, node.attrs, node.in_types, (True,) * len(node.in_types),
+                                           node.name())[1]:
+            raise RuntimeError(_FREED_MSG)
+        return
+    for slot, saved in node.saved.items():
+        if slot[0] == "out" and saved.box[0] != saved.version:
+            _raise_modified(saved, node, slot[1])
 
 
 def _check_unread(node, reads) -> None:
@@ -701,7 +732,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                 targets += _retained_at(node)
     partial = []
     try:
-        grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial)
+        grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial,
+                     every_node=inputs is None)
     except Exception:
         _accumulate_targets(targets, partial, create_graph)     # (what torch's engine completed first)
         raise

@@ -694,3 +694,27 @@ def test_a_dead_detach_written_with_history_does_not_make_the_backward_raise(out
         total.backward()
         seen.append(x.grad.tolist())
     assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("backward_inside", [False, True], ids=["backward after", "backward inside"])
+def test_retain_grad_of_a_detach_written_with_history(backward_inside):
+    """`v = a.detach(); v.sub_(a); v.retain_grad()`: v (the caller's memory) has a history from
+    the write, so retain_grad() keeps its .grad, as torch's (it was a silent no-op: None)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle for retain_grad")
+
+    def f(a, L):
+        v = a.detach()
+        v.sub_(a)
+        v.add_(0.25)
+        v.retain_grad()
+        if backward_inside:
+            (v * 2).sum().backward()
+        return v
+    seen = []
+    for lib, run in ((torch, f), (fg, fg.compile(f))):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        v = run(a, lib)
+        if not backward_inside:
+            (v * lib.tensor([3.0, 4.0])).sum().backward()
+        seen.append((v.grad.tolist(), a.grad.tolist()))
+    assert seen[1] == seen[0]

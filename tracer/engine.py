@@ -104,10 +104,10 @@ def _topological_nodes(roots) -> list:
 def _engine_order(root_edges, nodes, live: set) -> list:
     """The live nodes in the order torch's engine runs them: a node is ready once every node
     that sends it a gradient has run, and of the ready nodes a leaf's AccumulateGrad (or a
-    NotImplemented node) runs first, then the node made last (torch's sequence number). `_run_nodes` runs nodes in
-    the reverse of a depth-first order instead, which gives the same gradients for less
-    work; this order decides which error a failing backward raises first, and which leaves
-    had their gradient accumulated before it (see _run)."""
+    NotImplemented node) runs first, then the node made last (torch's sequence number).
+    `_run_nodes` runs nodes in the reverse of a depth-first order instead, which gives the
+    same gradients for less work; this order decides which error a failing backward raises
+    first, and which leaves had their gradient accumulated before it (see _run)."""
     pending: dict = {}
     for node in nodes:
         if node in live:

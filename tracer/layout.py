@@ -202,7 +202,8 @@ def views_an_expand(t) -> bool:
 
 def replay_on_ids(ids: np.ndarray, chain) -> np.ndarray:
     """Element indices `ids` seen through a chain of view ops (their NumPy references): which
-    elements of the tensor the chain starts from each element of the view is."""
+    elements of the tensor the chain starts from each element of the view is. (Given any
+    array, the result is that array's view through the chain, sharing its memory.)"""
     from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
     for op, attrs in chain:
         ids = OPS[op].ref(ids, **dict(attrs))

@@ -29,7 +29,7 @@ from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
-from .layout import contiguous_strides, traced_elementwise_layout, traced_partial_overlap
+from .layout import contiguous_strides, replay_on_ids, traced_elementwise_layout, traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
@@ -63,11 +63,16 @@ _is_internal: dict = {}     # code file name -> whether it is fusegrad's own (ev
 
 def _is_view_memory(base: np.ndarray, chain: tuple, array: np.ndarray) -> bool:
     """Whether `array` is exactly `base` seen through view chain `chain` (same memory, layout)."""
-    view = base
-    for op, frozen in chain:
-        view = OPS[op].ref(view, **dict(frozen))
+    view = replay_on_ids(base, chain)       # (the chain's NumPy references: views of base itself)
     return (view.shape == array.shape and view.strides == array.strides and view.dtype == array.dtype
             and view.__array_interface__["data"][0] == array.__array_interface__["data"][0])
+
+
+def _vjp_runs(ins: Instr, active: set) -> bool:
+    """Whether a backward over the values `active` runs `ins`'s VJP: an output and an input of it
+    are active (a target's own instruction, with nothing active below it, is not reached, as
+    torch's backward stops at the tensors it differentiates)."""
+    return any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs)
 
 
 def user_location() -> str:
@@ -215,12 +220,10 @@ class Trace:
         if v is None:
             if x._base is not None and self._outside_view(x):
                 return x._sym
-            if x._origin is not None and self._origin_view(x) is not None:
+            if x._origin is not None and self._origin_view(x) is not None and key in self.lifted:
                 # (a detach() or .data of a view made before the call: the memory is read as
-                # the view's, which a write of its base reaches)
-                v = self.lifted.get(key)
-                if v is not None:
-                    return self.value_of(x)
+                # the view's, which a write of its base reaches; the view lifted it just now)
+                return self.value_of(x)
             if self.exposed and not x._requires_grad and self._exposed_memory(x._data):
                 # Python can write this memory between ops (a numpy() array handed out, a user
                 # array given to from_numpy): each read takes its value now, as eager ops do.
@@ -265,7 +268,12 @@ class Trace:
         its counter only where the write under way does (see quiet_counters)."""
         box = self._counter_owner(view)._vbox
         if self.writing is None or self.writing[0] is not box:
-            self.quiet_counters[id(box)] = box
+            self._quiet(box)
+
+    def _quiet(self, box) -> None:
+        """Version counter `box` takes no bump of its own when the call returns for a write back
+        of memory it holds (see quiet_counters); a write counted on it still counts."""
+        self.quiet_counters[id(box)] = box
 
     def _origin_view(self, x: Tensor):
         """The view from outside the call whose memory `x` (a detach() or .data of a view, with no
@@ -557,27 +565,26 @@ class Trace:
             # The memory's value as each reader saw it: as lifted, by the first tensor to read
             # it, and through an identity alias by readers that differ from it in requires_grad.
             first_requires = self.lifted_grad.get(key, t._requires_grad)
-            reader = self._memory_owner(key, t)
+            grad_reader = self._grad_reader(key)
+            owner = self._memory_owner(key, t)
             # (one value for every reader alike in requires_grad: where the first one keeps its
             # counter, as x beside the x.data written here, the value is taken as x's, whose
             # saved value stays current: y = x @ w; x.data.add_(3), as torch)
-            others_value = reader is not t and self._counter_owner(reader)._vbox is not box
+            owners_value = owner is not t and self._counter_owner(owner)._vbox is not box
             for requires in (False, True):
-                if requires is first_requires and others_value:
+                if requires is first_requires and owners_value:
                     continue
                 value = old if requires is first_requires else self.aliases.get((old.id, requires))
                 if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
                     # (named as torch names the saved tensor: by the tensor that read it, a
                     # leaf or the caller's non-leaf, not by the writer's new history)
-                    holder = self._grad_reader(key) if requires is not t._requires_grad else None
-                    holder = t if holder is None else holder
+                    holder = grad_reader if requires is not t._requires_grad and grad_reader is not None else t
                     self._mark_stale(value, (box, version, weakref.ref(holder), new, first))
-            reader = self._grad_reader(key)
-            if reader is not None and reader is not t and reader._sym is not None and \
-                    self._counter_owner(reader)._vbox is box:
+            if grad_reader is not None and grad_reader is not t and grad_reader._sym is not None and \
+                    self._counter_owner(grad_reader)._vbox is box:
                 # the leaf (or caller's non-leaf) holds a value of its own, written here under
                 # no_grad: that is the memory's value too, and torch's saved tensor is it
-                self._mark_stale(reader._sym, (box, version, weakref.ref(reader), new, first))
+                self._mark_stale(grad_reader._sym, (box, version, weakref.ref(grad_reader), new, first))
             return
         if old is not None:
             self._mark_stale(old, (box, version, weakref.ref(t), new, first))
@@ -635,13 +642,14 @@ class Trace:
         version counter `box`: the one that requires grad (a leaf or the caller's non-leaf), and
         for those without grad the first of them to read it (`x.data` has a counter of its own,
         so its writes leave x's values current and x's writes its own, as eagerly)."""
-        reader = self._grad_reader(key) if requires else self._raw_reader(key)
+        reader = self._grad_reader(key) if requires else self._first_reader(key, without_grad=True)
         return reader is None or self._counter_owner(reader)._vbox is box
 
-    def _raw_reader(self, key):
-        """The first tensor without grad to read memory `key` from outside the call, or None."""
-        return next((x for x in self.lifted_tensors if not x._requires_grad and x._data is not None
-                     and _memory_key(x._data) == key), None)
+    def _first_reader(self, key, without_grad: bool = False):
+        """The first tensor from outside the call to read memory `key` (`without_grad`: of those
+        that do not require grad), or None."""
+        return next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key
+                     and not (without_grad and x._requires_grad)), None)
 
     def stale_saved(self, instrs, active: set):
         """The first value (from the last instruction back, as a backward meets them) that an
@@ -652,9 +660,7 @@ class Trace:
             return None
         positions = None
         for ins in reversed(instrs):
-            # (only an instruction whose VJP runs: a target's own, with nothing active below
-            # it, is not reached, as torch's backward stops at the tensors it differentiates)
-            if not any(v.id in active for v in ins.outputs) or not any(v.id in active for v in ins.inputs):
+            if not _vjp_runs(ins, active):
                 continue
             if not any(v.id in self.stale for v in ins.inputs + ins.outputs):
                 continue
@@ -813,7 +819,7 @@ class Trace:
                 # after a no_grad write of x) read the new value through an identity of their
                 # own: one value read by both would give x the gradient of the alias's uses.
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
-                reader = self._raw_reader(key) if not unversioned and t._requires_grad else None
+                reader = None if unversioned or not t._requires_grad else self._first_reader(key, without_grad=True)
                 if reader is not None and reader is not t and \
                         self._counter_owner(reader)._vbox is not self._counter_owner(t)._vbox:
                     # they read it through a .data (a counter of its own): for them the write
@@ -851,7 +857,7 @@ class Trace:
             # memory, so it reaches the view's base (and through it the base's other views)
             box = self._counter_owner(memory_view)._vbox
             if self._counter_owner(t)._vbox is not box:
-                self.quiet_counters[id(box)] = box      # (t is the view's .data)
+                self._quiet(box)        # (t is the view's .data)
             self._graft_into(t, memory_view)
             if t._sym is not None:
                 # t keeps a value of its own (with a history): the view's next write reaches it
@@ -1173,8 +1179,7 @@ class Trace:
             base_before = base_value()
             if not link[2]:
                 # a .data write: the source's counter (its base's) takes no bump for it
-                box = self._counter_owner(source)._vbox
-                self.quiet_counters[id(box)] = box
+                self._quiet(self._counter_owner(source)._vbox)
             self._graft_into(t, source)
             if not link[2] and source._sym.type is before.type:
                 self._rewritten_unversioned(before, source._sym)
@@ -1205,8 +1210,8 @@ class Trace:
         requires_grad, else the first to read it (`t` if none did)."""
         owner = self._grad_reader(key)
         if owner is None:
-            owner = next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key), t)
-        return owner
+            owner = self._first_reader(key)
+        return t if owner is None else owner
 
     def _reread_views(self, base: Tensor, now: Value) -> None:
         """`base`'s memory now holds `now` (a `.data` write): the values its views made here held
@@ -1355,17 +1360,9 @@ class Trace:
         if not retain_graph:
             # (the instructions whose VJP ran: an active output and an active input; a target's
             # own instruction with nothing active below stays usable, as torch's node)
-            freed, never = self.freed, self.never_freed
             for ins in instrs:
-                if id(ins) in never:
-                    continue
-                for v in ins.outputs:
-                    if v.id in active:
-                        for u in ins.inputs:
-                            if u.id in active:
-                                freed.add(id(ins))
-                                break
-                        break
+                if id(ins) not in self.never_freed and _vjp_runs(ins, active):
+                    self.freed.add(id(ins))
         # (taken before the backward is emitted: _producers() scans instructions once, and
         # those of the backward join the recorded-with-grad set only below)
         requiring = self._requiring_grad() if create_graph else ()
@@ -1530,10 +1527,9 @@ class Trace:
         not x + y, whose backward reads nothing). Not a target's own instruction with nothing
         active below it (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
         for ins in instrs:
-            if id(ins) in self.freed and any(v.id in active for v in ins.outputs):
-                needs = tuple(v.id in active for v in ins.inputs)
-                if True in needs and self.saves_for_backward(ins, needs):
-                    raise RuntimeError(_FREED_MSG)
+            if id(ins) in self.freed and _vjp_runs(ins, active) and \
+                    self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs)):
+                raise RuntimeError(_FREED_MSG)
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""

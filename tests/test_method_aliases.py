@@ -49,3 +49,14 @@ def _outcome(L, expr: str, compiled: bool, names: bool = True):
 @pytest.mark.parametrize("expr", EXPRESSIONS)
 def test_method_alias_matches_torch(expr, compiled):
     assert _outcome(fg, expr, compiled, names=not compiled) == _outcome(torch, expr, False, names=not compiled)
+
+
+@pytest.mark.parametrize("fn", ["clamp_min", "clamp_max"])
+def test_a_numpy_bound_is_taken_as_a_tensor_bound(fn):
+    """NumPy arrays are accepted wherever a tensor is (API.md), as clamp takes them: the same
+    values and node as with the tensor bound (the array was once refused as no Tensor)."""
+    x = fg.tensor([0.2, 0.8, -1.0])
+    bound = np.array([0.5, 0.0, -2.0], dtype=np.float32)
+    with_array, with_tensor = getattr(x, fn)(bound), getattr(x, fn)(fg.tensor(bound))
+    np.testing.assert_array_equal(with_array.numpy(), with_tensor.numpy())
+    assert with_array.dtype == with_tensor.dtype

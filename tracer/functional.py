@@ -1509,14 +1509,16 @@ def clamp_max(input, max) -> Tensor:
 
 
 def _one_bound_clamp(input, min, max, fn: str, name: str) -> Tensor:
+    """clamp_min / clamp_max: clamp's computation under the node name `name` + 0 (a number
+    bound) or 1 (a tensor bound), with torch's argument error for a bound of another type."""
     a = as_tensor(input, fn)
     bound = min if max is None else max
     if bound is None or not (isinstance(bound, (Tensor, np.ndarray)) or _is_scalar(bound)):
-        got, name = _arg_type_name(bound), "min" if max is None else "max"
+        got, which = _arg_type_name(bound), "min" if max is None else "max"
         why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one "
-                        f"of:\n * (Tensor {name})\n{why} * (Number {name})\n{why}")
-    bound = as_tensor(bound) if isinstance(bound, np.ndarray) else bound
+                        f"of:\n * (Tensor {which})\n{why} * (Number {which})\n{why}")
+    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))     # (as clamp)
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, _ = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name + ("1" if tensor_bounds else "0"))

@@ -753,7 +753,7 @@ def _abandon(trace: Trace) -> None:
     state back (Trace.restore_states)."""
     homes = trace.memory_homes()
     written_back = []
-    for array, tensor in trace.mutated.values():
+    for array, tensor in trace.written_tensors():
         if tensor._sym is None or trace.dry:
             continue
         try:
@@ -828,7 +828,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     # from: the program outputs that tensor's value once (even if the tensor itself died),
     # and the alias is made from it after the call (_share_memory).
     shared = _homes_of(alive, homes)
-    mutated = list(trace.mutated.values())
+    mutated = trace.written_tensors()
     outputs, seen = [], set()
     for v in [t._sym for t in alive if id(t) not in shared] + \
              [home[1] for home in shared.values() if home[1] is not None] + [t._sym for _, t in mutated]:

@@ -366,6 +366,25 @@ def test_a_detach_of_an_argument_the_call_wrote(make, returned):
     assert_parity(f"x.mul_(2); d = x.data; d.add_(1); x.add_(1); return {returned}", (make,), "", backward)
 
 
+
+WRITTEN_AGAIN = [
+    # x's .data, given a history by a write, then x written again through a view under no_grad:
+    # d holds a value of its own and must see the memory's new values (it kept its old ones,
+    # and the memory ended with them: a silently wrong x)
+    "with L.no_grad(): x.mul_(2.0); d = x.data; d.copy_(x.sum()); v = x[:]; with L.no_grad(): v.mul_(2); "
+    "with L.no_grad(): d.add_(1.0); return d * 1",
+    "with L.no_grad(): x.mul_(2.0); d = x.data; d.copy_(x * 3); with L.no_grad(): x[0] = 5.0; return d * x",
+    "with L.no_grad(): x.mul_(2.0); d = x.data; d.copy_(x * 3); with L.no_grad(): x.add_(1.0); "
+    "with L.no_grad(): d.mul_(2.0); with L.no_grad(): x.add_(1.0); return d * 1",
+    # both returned: each holds the memory's final value after the call (x was left symbolic)
+    "with L.no_grad(): x.mul_(2.0); d = x.data; d.copy_(x * 3); with L.no_grad(): x[0] = 5.0; return d, x",
+]
+
+
+@pytest.mark.parametrize("body", WRITTEN_AGAIN)
+def test_a_data_with_history_sees_later_writes_of_its_memory(body):
+    assert_parity(body, (leaf,), "", "out[0].sum().backward()" if body.endswith("d, x") else "out.sum().backward()")
+
 NOT_RECORDED = [
     # (body, arguments, backward): a write under no_grad, or `.data =`, leaves the history as it was
     ("y = x * 2; with L.no_grad(): y.mul_(10); return y", (leaf,), "out.sum().backward()"),

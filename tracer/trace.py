@@ -128,6 +128,9 @@ class Trace:
         self.lifted_tensors: list = []      # the caller's tensors whose memory the call read, in order
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
+        # memory key -> {id: tensor} of the tensors from outside the call over that memory that
+        # were written here (each then holds a value of its own until it reads memory again)
+        self.writers: dict = {}
         self.grad_instrs: dict = {}         # id of an instruction recorded with grad -> torch's node name
                                             # (None: the op's default; see grad_fn_of)
         self._nodes: dict = {}              # id of such an instruction -> its grad_fn node (made on demand)
@@ -771,7 +774,7 @@ class Trace:
             # non-leaf keeps its history: the gradient sums over every value it held (see
             # held_values), as eagerly the new values sit on the same gradient path.
             self.leaf_values.setdefault(id(t), (t, [before]))[1].append(v)
-        sibling = None
+        siblings = ()
         if self.writing is not None:
             self._replaced(t, v)
         memory_view = None
@@ -832,10 +835,13 @@ class Trace:
                 self.lifted[key] = v
             if unversioned:
                 self._memory_rewritten(key, held, t, owner)
-            before = self.mutated.get(key)
             self.mutated[key] = (t._data, t)
-            if before is not None and before[1] is not t and before[1]._sym is not None:
-                sibling = before[1]
+            # The other tensors over this memory that hold values of their own see t's write
+            # (every one: a graft into one makes it the memory's last writer, and the others
+            # must still be followed when it writes again)
+            writers = self.writers.setdefault(key, {})
+            siblings = [w for w in writers.values() if w is not t and w._sym is not None]
+            writers[id(t)] = t
         t._sym = v
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
@@ -848,8 +854,9 @@ class Trace:
             self._refresh_outside_views(t)
         if self.detach_source:
             self._follow_detach(t)
-        if sibling is not None:
-            self._follow_memory(t, sibling)
+        for sibling in siblings:
+            if sibling._sym is not None:        # (not already reading memory again)
+                self._follow_memory(t, sibling)
         if t._data is not None and key in self.view_bases:
             self._refresh_memory_views(t, key)
         if memory_view is not None and memory_view is not t and memory_view is not self.graft_writer:
@@ -1288,6 +1295,19 @@ class Trace:
     def materialize(self, t: Tensor) -> np.ndarray:
         """Run what is traced so far and return t's value (a graph break)."""
         return self._materialize_value(t._sym)
+
+    def written_tensors(self) -> list:
+        """(array, tensor) for each tensor from outside the call that the call wrote and that
+        holds a value of its own, the memory's last writer last: they all hold the memory's
+        final value (each write reaches the others: rebind), so each is written back, and each
+        one written with history is an output of the call."""
+        found = []
+        for key, (array, last) in self.mutated.items():
+            for t in self.writers.get(key, {}).values():
+                if t is not last and t._sym is not None:
+                    found.append((t._data, t))
+            found.append((array, last))
+        return found
 
     def written_memory(self, t: Tensor):
         """The value the memory of `t` (a tensor from outside the call that reads its memory:

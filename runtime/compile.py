@@ -282,6 +282,21 @@ class _BackwardFn:
         self.totals = []            # (weak ref to an output, position of its total gradient among the
                                     # program's outputs) for outputs others are computed from
         self.fills_retained = frozenset()   # their indices: the engine leaves their retain_grad() to run()
+        self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
+                                    # copy of that tensor (x32 in x64 / x32): see _saved_now
+
+    def _saved_now(self) -> list:
+        """The saved arrays for a run. torch's node saves a promoted operand itself, not the
+        promoted copy, so a write of its memory after the call that bumps no version
+        (`x32.data.copy_(...)`) reaches the backward: such a copy is made again from it."""
+        if not self.promoted:
+            return self.saved
+        saved = list(self.saved)
+        for k, ref in self.promoted:
+            t = ref()
+            if t is not None and t._data is not None and t._data.shape == saved[k].shape:
+                saved[k] = t._data.astype(saved[k].dtype)
+        return saved
 
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
@@ -377,7 +392,7 @@ class _BackwardFn:
             if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
         self._last_users = users
-        results = execute(self.program, list(cotangents) + self.saved, None, self.run_info)
+        results = execute(self.program, list(cotangents) + self._saved_now(), None, self.run_info)
         if self.totals:
             self.fill_retained(results)
         outs = iter(results)
@@ -972,8 +987,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back = _BackwardFn(bwd_program, saved_arrays, in_types, present, run)
             back.totals = [(weakref.ref(grad_outs[k]), position) for k, position in totals_at]
             back.fills_retained = frozenset(k for k, _ in totals_at)
+            promoted = trace.promoted_operands(saved)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
-                                        trace.lifted_tensors, trace.promoted_operands(saved))
+                                        trace.lifted_tensors, promoted)
+            back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             back.forward = forward_form
             if freed_each is not None and any(freed_each):

@@ -537,6 +537,21 @@ def _checked_array(saved, node, output_nr: int):
         raise RuntimeError(f"internal error: the backward of {node.name()} reads a value it did not save")
     if saved.box[0] != saved.version:
         _raise_modified(saved, node, output_nr)
+    return _current_array(saved)
+
+
+def _promoted_source(saved):
+    """The operand a saved dtype-promoted copy was made of (`x32` for `x64 / x32`), or None."""
+    return saved.tensor.__dict__.get("_promoted_from") if saved.tensor is not None else None
+
+
+def _current_array(saved):
+    """A saved value's array. torch's node saves a promoted operand itself, not the copy
+    promotion made, so a write of its memory that bumps no version (`x32.data.copy_(...)`)
+    reaches the backward: such a copy is made again from the operand's memory."""
+    source = _promoted_source(saved)
+    if source is not None and source._data is not None:
+        return source._data.astype(saved.array.dtype)
     return saved.array
 
 
@@ -559,14 +574,19 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
     if saved.box[0] != saved.version:
         _raise_modified(saved, graph.owner.get(v.id), graph.output_nr.get(v.id, 0))
     if create_graph:
-        return saved.tensor if saved.tensor is not None else _output_tensor(graph, v, saved)
-    return saved.array
+        if saved.tensor is None:
+            return _output_tensor(graph, v, saved)
+        source = _promoted_source(saved)
+        # (promoted again from the operand's memory, with the promotion's history: _current_array)
+        return saved.tensor if source is None or source._data is None else \
+            apply_op("cast", [source], {"dtype": saved.tensor._dtype}, "ToCopyBackward0")
+    return _current_array(saved)
 
 
 def _raise_modified(saved, owner, output_nr: int):
     """torch's error for a saved tensor changed in place since it was saved (named as the
     operand a dtype promotion copied, when it is such a copy: torch saved the operand)."""
-    source = saved.tensor.__dict__.get("_promoted_from") if saved.tensor is not None else None
+    source = _promoted_source(saved)
     version = saved.version
     if source is not None:
         saved = SavedTensor(source._data, saved.box, source)

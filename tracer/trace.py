@@ -1246,7 +1246,20 @@ class Trace:
         for key, (value, at) in list(self.read_as.items()):
             if value is before:
                 self.read_as[key] = (now, at)
+            elif self.promoted_from.get(value.id) is before:
+                self.read_as[key] = (self._promoted_again(now, value.type.dtype), at)
         self.read_as[before.id] = (now, first)
+        # An op's operand promoted to its dtype (x32 in x64 / x32): torch's node saved the
+        # operand, so its VJP reads the memory's new values promoted again
+        for copy in self.same_counter.get(before.id, ()):
+            if self.promoted_from.get(copy.id) is before and copy.id not in self.read_as:
+                self.read_as[copy.id] = (self._promoted_again(now, copy.type.dtype), first)
+
+    def _promoted_again(self, now: Value, dtype) -> Value:
+        """`now` promoted to `dtype`, for the VJPs that read a promoted copy of the value it replaced."""
+        copy = self.builder.emit("cast", now, dtype=dtype)
+        self.promoted_from[copy.id] = now
+        return copy
 
     def vjp_reads(self, instrs) -> dict:
         """{id(instr): the instruction as its VJP reads it} for the instructions among `instrs`

@@ -27,7 +27,7 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import (OPS, Builder, Program, TensorType, active_values, backward as emit_backward,
+from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          differentiated_inputs, threaded)
 from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.passes import simplify
@@ -36,7 +36,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
-from fusegrad.tracer.layout import views_an_expand, with_strides
+from fusegrad.tracer.layout import replay_on_ids, views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
@@ -1076,6 +1076,8 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     arrays = []
     for v in saved:
         array, memory = by_id[v.id], final.get(v.id)
+        if memory is None and final and v.id in trace.view_values:
+            memory = _view_of_final(trace.view_values[v.id], final)
         if memory is not None and memory.shape == array.shape and memory.dtype == array.dtype:
             arrays.append(memory)
         elif written and any(np.may_share_memory(array, w) for w in written):
@@ -1083,6 +1085,21 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
         else:
             arrays.append(array)
     return arrays
+
+
+def _view_of_final(entry: tuple, final: dict):
+    """A saved view's value as a view of the memory the call leaves (`entry`: the view's
+    (root, chain) in Trace.view_values; `final`: value id -> memory holding that value), or
+    None where its root is not such a value. (t = x.unsqueeze(0) written through, then t * t:
+    torch saves t, a view of x's memory, so a change of x after the call is caught.)"""
+    root, chain = entry
+    memory = final.get(root.id) if isinstance(root, Value) else None     # (not an array: memory unwritten)
+    if memory is None:
+        return None
+    try:
+        return replay_on_ids(memory, chain)
+    except Exception:       # (a chain NumPy cannot replay as a view: the computed copy is kept)
+        return None
 
 
 def _written_with_history(trace: Trace, mutated: list) -> list:

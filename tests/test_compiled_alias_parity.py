@@ -385,6 +385,24 @@ WRITTEN_AGAIN = [
 def test_a_data_with_history_sees_later_writes_of_its_memory(body):
     assert_parity(body, (leaf,), "", "out[0].sum().backward()" if body.endswith("d, x") else "out.sum().backward()")
 
+
+SAVED_VIEWS_OF_WRITTEN = [
+    # (body, after): a view of x written through in the call, then saved (t * t); torch saved
+    # the view, x's memory, so a write of x after the call makes the backward raise (AsStrided)
+    ("t = x.unsqueeze(0); with L.no_grad(): t.fill_(0.5); return (t * t).sum()",
+     "with L.no_grad(): args[0].add_(2.0)"),
+    ("t = x.unsqueeze(0); with L.no_grad(): t.fill_(0.5); return (t * t).sum()", ""),
+    ("t = x[0]; with L.no_grad(): t.mul_(2.0); return (t * t.exp()).sum()", "with L.no_grad(): args[0].zero_()"),
+    ("t = x.t(); with L.no_grad(): t.add_(1.0); return (t * x.t()).sum()", "with L.no_grad(): args[0][1] = 3.0"),
+]
+
+
+@pytest.mark.parametrize("body, after", SAVED_VIEWS_OF_WRITTEN)
+def test_a_saved_view_of_memory_the_call_wrote_is_that_memory(body, after):
+    """The compiled backward saved a copy of the view's value: no version error (and the old
+    values) where torch raises (alias-fuzz 10035, 10171)."""
+    assert_parity(body, (leaf,), after, "out.backward()")
+
 NOT_RECORDED = [
     # (body, arguments, backward): a write under no_grad, or `.data =`, leaves the history as it was
     ("y = x * 2; with L.no_grad(): y.mul_(10); return y", (leaf,), "out.sum().backward()"),

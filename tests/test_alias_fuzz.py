@@ -658,10 +658,6 @@ def assert_matches_torch(seed: int, mode: str) -> None:
 # turns the seed into a pass, and the seed is then taken off KNOWN).
 BUGS = {
     # silently wrong values or gradients
-    "C2": "fg.compile: after a no_grad in-place write to the caller's non-leaf that requires grad, a value "
-          "a backward saved before the write is not version-checked: torch raises 'one of the variables needed "
-          "for gradient computation has been modified by an inplace operation', fg.compile returns gradients "
-          "(python3 tests/test_alias_fuzz.py 954 prints a reproduction)",
     "I": "a view made before its base gains history in place does not require grad: y = L.zeros(2); v = y[:]; "
          "y.add_(x) (x requires grad); (v * v).sum().requires_grad is False (torch True): gradient lost",
     # wrong errors
@@ -681,7 +677,7 @@ KNOWN: dict = {
     "eager": {
     },
     "compiled": {
-        496: "H2", 571: "F I", 673: "F", 757: "H2", 954: "C2", 1038: "C2",
+        496: "H2", 571: "F I", 673: "F",
     },
     "kernels": {
     },

@@ -403,6 +403,34 @@ def test_a_saved_view_of_memory_the_call_wrote_is_that_memory(body, after):
     values) where torch raises (alias-fuzz 10035, 10171)."""
     assert_parity(body, (leaf,), after, "out.backward()")
 
+
+_WEIGHTED = "(out[1] * L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()"
+DATA_WRITTEN_WITH_HISTORY = [
+    # (body, backward): a detach or .data of a traced tensor v written with a history of its
+    # own; v and it stay one memory (returned together they share it), it keeps that history
+    ("v = x * 2; d = v.data; d.div_(v); return v, d", _WEIGHTED),
+    ("v = x * 2; d = v.data; w = v * v; d.div_(v); return w, d", _WEIGHTED),
+    ("v = x * 2; d = v.data; d.sub_(v.exp()); return v.exp(), d", _WEIGHTED),
+    ("v = x * 2; d = v.detach(); d.mul_(x); return v, d", _WEIGHTED),
+    ("v = x * 2; d = v.detach(); d.mul_(x); return v, d", "out[0].sum().backward()"),
+    ("v = x * 2; d = v.data; d.mul_(x); return v, d", "out[0].sum().backward()"),
+    ("v = x * 2; d = v.data; d.mul_(x); d.add_(1.0); return v, d", _WEIGHTED),
+    # v written after: d sees the values and keeps its own history, whose saved v is now stale
+    ("v = x * 2; d = v.data; d.div_(v); v.mul_(3.0); return v, d", _WEIGHTED),
+    ("v = x * 2; d = v.data; d.div_(v); return v * 1, d", "out[0].sum().backward()"),
+    ("v = x * 2; d = v[0].data; d.div_(v[1]); return v, d", _WEIGHTED.replace("[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]",
+                                                                            "[1.0, 2.0, 3.0]")),
+]
+
+
+@pytest.mark.parametrize("body, backward", DATA_WRITTEN_WITH_HISTORY)
+def test_a_data_written_with_a_history_of_its_own(body, backward):
+    """`d = v.data; d.div_(v)`: torch's div node saved v, whose memory the write changes without
+    a version bump, so its backward reads the new values; the compiled VJP read v's old values
+    (a silently wrong gradient; sweep 48908). Returned with v, d was separate memory; a later
+    write of v replaced d's history."""
+    assert_parity(body, (leaf,), "", backward)
+
 NOT_RECORDED = [
     # (body, arguments, backward): a write under no_grad, or `.data =`, leaves the history as it was
     ("y = x * 2; with L.no_grad(): y.mul_(10); return y", (leaf,), "out.sum().backward()"),

@@ -162,6 +162,10 @@ class Trace:
         self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
         self.identity_source: dict = {}     # value id -> the value it is an identity cast of
+        # value id of a value grafted from another over the same memory (a tensor's, from its
+        # detach()'s write; a detach's with a history of its own, from its source's) -> that
+        # value (the two are one memory, as an identity is: see _memory_link)
+        self.took_value: dict = {}
         self.leaf_values: dict = {}         # id(leaf) -> (leaf, values it held): a leaf written under no_grad
         self.first_values: dict = {}        # id(caller's non-leaf) -> (it, its value when first read), where
                                             # the call had written its memory through another tensor by then
@@ -665,15 +669,20 @@ class Trace:
         for ins in reversed(instrs):
             if not _vjp_runs(ins, active):
                 continue
-            if not any(v.id in self.stale for v in ins.inputs + ins.outputs):
+            if not any(v.id in self.stale or v.id in self.read_as for v in ins.inputs + ins.outputs):
                 continue
             # Stale for this instruction: replaced by a write after it (the write's own ops
-            # read the value before it, as an in-place op's node saves it).
+            # read the value before it, as an in-place op's node saves it). A value a .data write
+            # replaced is read as the memory's new value (read_as), stale when that is.
             if positions is None:
                 positions = {id(x): k for k, x in enumerate(self.instrs)}
             at = positions[id(ins)]
-            stale = {v.id: self.stale[v.id] for v in ins.inputs + ins.outputs
-                     if v.id in self.stale and self.stale[v.id][4] >= at}
+            stale = {}
+            for v in ins.inputs + ins.outputs:
+                entry = self.read_as.get(v.id)
+                read = entry[0] if entry is not None and entry[1] > at else v
+                if read.id in self.stale and self.stale[read.id][4] >= at:
+                    stale[v.id] = self.stale[read.id]
             if not stale:
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
@@ -1138,7 +1147,9 @@ class Trace:
         link = self.detach_source.get(id(t))
         if link is not None and link[0]() is t:
             source = link[1]
-            if source._sym is not None and self.identity_source.get(t._sym.id) is source._sym:
+            took = self.took_value
+            if source._sym is not None and (self.identity_source.get(t._sym.id) is source._sym
+                                            or took.get(source._sym.id) is t._sym or took.get(t._sym.id) is source._sym):
                 return t, source, (), link[2]
             return None
         base = t._base
@@ -1188,8 +1199,12 @@ class Trace:
                 # a .data write: the source's counter (its base's) takes no bump for it
                 self._quiet(self._counter_owner(source)._vbox)
             self._graft_into(t, source)
+            self.took_value[source._sym.id] = t._sym
             if not link[2] and source._sym.type is before.type:
-                self._rewritten_unversioned(before, source._sym)
+                # (including the write's own op: it reads t's value, an identity of `before`, so
+                # `before` there is the source as another operand, v.data.div_(v), whose memory
+                # torch's node saved)
+                self._rewritten_unversioned(before, source._sym, including_the_write=True)
                 self._reread_views(source, source._sym)
                 base_now = base_value()
                 if base_before is not None and base_now is not base_before and base_now.type is base_before.type:
@@ -1288,6 +1303,12 @@ class Trace:
             alias = ref()
             if alias is not None and alias is not t and alias is not self.graft_writer and alias._sym is not None:
                 new = self._identity_of(t)
+                found = self.grad_producer(alias._sym) if alias._requires_grad else None
+                if found is not None:
+                    # an alias with a history of its own (d = v.data; d.div_(v)) keeps it, as
+                    # eagerly: the memory's new value goes on its gradient path
+                    new = self._grafted(new, alias._sym, found)
+                    self.took_value[new.id] = t._sym
                 if self.writing is not None:
                     self._replaced(alias, new)
                 alias._sym = new

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from fusegrad.ir.ops import OPS, REDUCE
 
-from .indexing import canonical, identity, operand_index, reduction_home
+from .indexing import canonical, identity, index_dims, operand_index, reduction_home
 
 POINTWISE, ROW, COLUMN = "pointwise", "row", "column"
 EPILOGUE = 1 << 30          # depth of a value that needs a tail reduction's result
@@ -268,6 +268,12 @@ class LoopNest:
                 why = exc
                 continue
             if kind == "epilogue" and group is not None:
+                if not set(index_dims(index)) <= set(group):
+                    # (v reads a tail reduction finished over fewer dims than v has: bu[i1] * a
+                    # total sum is not written in the total's epilogue, which loops over nothing)
+                    why = NotFusable(f"a value of shape {list(v.shape)} reads a reduction whose epilogue loops "
+                                     f"over fewer dims")
+                    continue
                 return Store(v, kind, index, kept=group)
             if kind != "epilogue" and group is None:
                 return Store(v, kind, index, d if kind == "full" else d - 1)

@@ -261,6 +261,24 @@ def test_a_sum_in_a_kernel_without_row_loops_accumulates_in_a_local(monkeypatch,
 
 
 # ---------------------------------------------------------------------- transposed reads
+def _total_and_columns(e, x, b, c):
+    """A total and column sums of one value, and a vector scaled by the total."""
+    d = e.add(x, b)
+    total = e.sum(e.mul(d, d), (0, 1))
+    return total, e.sum(e.mul(d, c), (0,)), e.mul(c, total)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 2), (5, 7)])
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_vector_reading_a_total_is_not_written_in_the_totals_epilogue(monkeypatch, shape, policy):
+    """c * total has the column sums' shape, so it was stored in the kernel that sums both, in
+    the total's epilogue, which loops over nothing: it wrote one element (garbage elsewhere;
+    sweep 49211, a vector times an MSE loss beside a Linear's bias gradient)."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", policy)
+    program = build(_total_and_columns, shape, shape[1:], shape[1:])
+    check(program, random_args(program, np.random.default_rng(11)), rtol=1e-5, atol=1e-5)
+
+
 def _transposed_mul(e, x, y):
     # y is read in order, so the permute stays (ir/permute_sinking.py sinks it past a 0-d operand)
     return e.mul(e.op("permute", x, dims=(1, 0)), y)

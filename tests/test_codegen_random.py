@@ -56,10 +56,13 @@ def _apply(e, kind, arg, xs):
         return e.amax(a, (axis,), keepdim=True)
     if kind == 5:
         return e.op("mean", a, axes=(axis,), keepdim=True)
-    return e.op("softmax", a, axis=axis)
+    if kind == 6:
+        return e.op("softmax", a, axis=axis)
+    # a total (kept dims: none) beside sums over one axis, read by values of their shapes
+    return e.sum(a, tuple(range(len(a.shape))), keepdim=True)
 
 
-N_KINDS = len(UNARY) + len(BINARY) + 7
+N_KINDS = len(UNARY) + len(BINARY) + 8
 
 
 def apply_ops(e, ops, xs) -> list:
@@ -85,10 +88,48 @@ def test_random_programs(spec):
 
     def body(e, *xs):
         values = apply_ops(e, ops, xs)
-        return [values[-1], values[len(values) // 2]] if len(values) > 2 else [values[-1]]
+        picked = [values[-1], values[len(values) // 2], values[len(values) // 3]] if len(values) > 2 else [values[-1]]
+        return list({v.id: v for v in picked}.values())
     p = build(body, *shapes, grad=grad)
     for v in p.outputs:
         assert broadcast_shapes(v.shape, (3, 4)) == (3, 4)
+    check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)
+
+
+# Kernels with several reductions of one value (a total, column sums, row sums) and
+# values that read their results: each such value is written in the epilogue of the
+# reductions it reads, looping over its own dims (c * total once went into the total's
+# epilogue, which loops over nothing, and wrote one element).
+epilogue_programs = st.tuples(
+    st.sampled_from([(2, 2), (3, 2), (4, 5), (1, 3)]),
+    st.lists(st.sampled_from(UNARY), max_size=3),
+    st.lists(st.tuples(st.sampled_from(["total", "columns", "rows", "c*total", "columns*total", "rows*total",
+                                        "c*columns"]), st.sampled_from(BINARY)), min_size=1, max_size=4),
+    st.integers(0, 2 ** 16),
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(epilogue_programs)
+def test_random_values_reading_reductions(spec):
+    shape, unary, reads, seed = spec
+
+    def body(e, x, b, c, r):
+        d = e.add(x, b)
+        for name in unary:
+            d = e.op(name, d)
+        total, columns, rows = e.sum(e.mul(d, d), (0, 1)), e.sum(d, (0,)), e.sum(e.mul(d, x), (1,))
+        found = {"total": total, "columns": columns, "rows": rows}
+        outs = []
+        for what, op in reads:
+            if "*" not in what:
+                outs.append(found[what])
+                continue
+            left, right = what.split("*")
+            outs.append(e.op(op, c if left == "c" else found[left], found[right]))
+        outs.append(e.mul(r, total))
+        return list({v.id: v for v in outs}.values())
+    p = build(body, shape, shape[1:], shape[1:], shape[:1])
     check(p, random_args(p, np.random.default_rng(seed)), rtol=1e-4, atol=1e-5)
 
 

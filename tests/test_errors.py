@@ -72,6 +72,33 @@ def test_broadcasting_mismatch(name, case):
     assert_same_error(case)
 
 
+# In-place ops check memory before shapes and types, as torch's TensorIterator: the written
+# tensor has no element twice, an operand does not partly overlap it (these raised the
+# broadcast or cast error instead).
+OVERLAP_FIRST = [
+    "v = x[1:]; v.sub_(x.reshape(4, 1))",
+    "v = x[1:]; v.mul_(x[:2])",
+    "v = x[1:]; v += x[:2]",
+    "v = x[1:]; v.copy_(x[:2])",
+    "v = x[1:]; v.clamp_(min=x[:2])",
+    "v = x[1:]; v.pow_(x[:2])",
+    "v = x[1:]; v.div_(x[:2], rounding_mode='floor')",
+    "i = x.long(); w = i[1:]; w.div_(i[:3])",
+    "e = x[:1].expand(2, 4); e.add_(x[:3])",
+]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("code", OVERLAP_FIRST)
+def test_inplace_memory_checks_come_before_shape_and_type(code, compiled):
+    def case(L):
+        def f(x):
+            exec(code, {"x": x})
+        x = L.arange(4.0)
+        return (fg.compile(f) if compiled and L is fg else f)(x)
+    assert_same_error(case)
+
+
 def test_broadcasting_error_text_of_the_contract():
     with pytest.raises(RuntimeError) as err:
         fg.ones(2, 2) + fg.ones(2, 3)

@@ -16,7 +16,7 @@ from .scalar_checks import check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .node import keep_scalar_operands
 from . import generator
-from .layout import layout_stand_in, traced_partial_overlap
+from .layout import layout_stand_in, traced_overlaps_itself, traced_partial_overlap
 from .tensor import Tensor
 
 
@@ -45,6 +45,16 @@ def check_operand_overlap(t: Tensor, other: Tensor) -> None:
         _check_no_partial_overlap(t._data, [other._data])
     elif traced_partial_overlap(t, [other]):
         raise RuntimeError(_PARTIAL_OVERLAP)
+
+
+def check_write_overlaps(t: Tensor, other=None) -> None:
+    """torch's memory checks of an in-place op on `t`, made before its shape and type checks
+    (TensorIterator's order): no element of `t` shares memory with another, and `other` (an
+    operand, as given) does not partly overlap `t`."""
+    if _overlaps_itself(t._data) if t._data is not None else traced_overlaps_itself(t):
+        raise RuntimeError(_OVERLAP_MSG)
+    if isinstance(other, Tensor):
+        check_operand_overlap(t, other)
 
 
 def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:
@@ -81,9 +91,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             return self
         if op == "sub":
             _check_bool_sub(self, other)
+        check_write_overlaps(self, other)       # (torch checks other itself, not alpha * other)
         if type(alpha) is not int or alpha != 1:
-            if isinstance(other, Tensor):
-                check_operand_overlap(self, other)
             other = scale_by_alpha(self, other, alpha, method.__name__)
         (_, other), dtype = _promoted([self, other], op + "_")
         if op == "div" and not dtype.is_floating_point:
@@ -111,6 +120,8 @@ def clamp_(t: Tensor, min=None, max=None) -> Tensor:
     """In-place clamp: number bounds (ClampBackward1), or tensor bounds, which take part in
     autograd as in the out-of-place clamp (ClampBackward0)."""
     check_inplace(t)
+    for bound in (min, max):
+        check_write_overlaps(t, bound)                 # (before the bounds broadcast)
     from .functional import _clamp_overload, clamp_bounds, clamp_call
     if min is None and max is None:
         clamp_bounds(t._dtype, min, max)             # raises torch's error
@@ -217,9 +228,10 @@ def copy_(t: Tensor, src) -> Tensor:
     """Copy `src` (broadcast, cast to t's dtype) into t."""
     check_inplace(t)
     from .functional import as_tensor, cast
-    src = cast(as_tensor(src, "copy_", "src"), t._dtype)
+    src = as_tensor(src, "copy_", "src")
+    check_write_overlaps(t, src)                            # as torch's copy_: before the shapes
+    src = cast(src, t._dtype)
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
-    check_operand_overlap(t, src)                           # as torch's copy_
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)
     return t

@@ -248,7 +248,8 @@ def _copy_(self, src, non_blocking: bool = False) -> Tensor:
     if not isinstance(non_blocking, (bool, np.bool_)):
         raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
                         f"{type(non_blocking).__name__}")
-    inplace.check_inplace(self)             # (torch's leaf errors come before the copy's shape check)
+    inplace.check_inplace(self)             # (torch's leaf errors come before the copy's shape check,
+    inplace.check_write_overlaps(self, src)     # and its memory checks too)
     shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(src)))
     if shape != tuple(self.shape):          # src has more dims or larger sizes than self
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")

@@ -72,6 +72,28 @@ def test_broadcasting_mismatch(name, case):
     assert_same_error(case)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("self_requires_grad", [False, True])
+@pytest.mark.parametrize("op", ["div", "pow", "mul", "maximum"])
+def test_both_operands_modified_the_error_names_the_one_torch_unpacks_first(op, self_requires_grad, compiled):
+    """Both saved operands written after the op: the error names the one torch's node unpacks
+    first (div's other, pow's exponent), whatever the VJP reads first (div's gradient for
+    other reads self first: the error named self)."""
+    def case(L):
+        a = L.tensor([1.0, 2.0], requires_grad=self_requires_grad) * 1 if self_requires_grad else L.tensor([1.0, 2.0])
+        b = L.tensor([3.0, 4.0], requires_grad=True)
+
+        def f(a, b):
+            y = a ** b if op == "pow" else getattr(L, op)(a, b)
+            with L.no_grad():       # (different versions, so the text tells which is named)
+                b.mul_(0.5)
+                a.mul_(2)
+                a.mul_(2)
+            return y
+        (fg.compile(f) if compiled and L is fg else f)(a, b).sum().backward()
+    assert_same_error(case)
+
+
 # In-place ops check memory before shapes and types, as torch's TensorIterator: the written
 # tensor has no element twice, an operand does not partly overlap it (these raised the
 # broadcast or cast error instead).

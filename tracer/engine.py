@@ -397,6 +397,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         if reads:                   # _saved_operand for each slot, in the VJP's order of reading:
             if node._freed:         # torch's order of checking
                 raise RuntimeError(_FREED_MSG)
+            if node.op in _UNPACK_ORDER:        # (where the VJP reads them in another order)
+                _check_in_unpack_order(node)
             consts = node.consts
             args = []
             for slot in reads:
@@ -516,6 +518,19 @@ def _check_idle(node) -> None:
         return
     for slot, saved in node.saved.items():
         if slot[0] == "out" and saved.box[0] != saved.version:
+            _raise_modified(saved, node, slot[1])
+
+
+# op -> the saved slots in the order torch's node unpacks them, where the op's VJP reads
+# them in another order (OpDef.extra["unpack_order"]: div, pow)
+_UNPACK_ORDER = {name: opdef.extra["unpack_order"] for name, opdef in OPS.items() if "unpack_order" in opdef.extra}
+
+
+def _check_in_unpack_order(node) -> None:
+    """The version checks of a node's saved values in the order torch's node unpacks them."""
+    for slot in _UNPACK_ORDER[node.op]:
+        saved = node.saved.get(slot)
+        if saved is not None and saved.box[0] != saved.version:
             _raise_modified(saved, node, slot[1])
 
 

@@ -45,7 +45,9 @@ def checking_order(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: s
     op table makes torch's (its node unpacks saved tensors by name: `other` before `self`)."""
     inputs, outputs = saved_slots(op, attrs, in_types, needs, name)
     saved = {("in", i) for i in inputs} | {("out", k) for k in outputs}
-    first = [slot for slot in _first_reads(op, attrs, in_types, needs) if slot in saved]
+    # (an op whose VJP cannot read them in torch's order says it: OpDef.extra["unpack_order"])
+    order = OPS[op].extra.get("unpack_order") or _first_reads(op, attrs, in_types, needs)
+    first = [slot for slot in order if slot in saved]
     return tuple(first) + tuple(sorted(saved - set(first)))
 
 

@@ -89,7 +89,7 @@ elementwise("div", np.true_divide,
             # finite where y * y would underflow to 0 or overflow to inf.
             lambda e, x, y, g, a, n: [e.div(g[0], x[1]) if n[0] else None,
                                       e.mul(e.neg(g[0]), e.div(e.div(x[0], x[1]), x[1])) if n[1] else None],
-            "({0} / {1})")
+            "({0} / {1})", extra={"unpack_order": (("in", 1), ("in", 0))})       # torch's other, self
 elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
 
 
@@ -139,7 +139,8 @@ def _pow_bool_rewrite(e, xs, attrs, graph):
     return [e.op("logical_not", e.logical_and(e.op("logical_not", xs[0]), xs[1]))]
 
 
-elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_bool_rewrite)
+elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_bool_rewrite,
+            extra={"unpack_order": (("in", 1), ("out", 0), ("in", 0))})        # exponent, result, self
 
 
 # pow_const(x; exponent): x ** exponent for the exponents torch's pow(Tensor, Scalar) computes

@@ -74,7 +74,7 @@ def test_broadcasting_mismatch(name, case):
 
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("self_requires_grad", [False, True])
-@pytest.mark.parametrize("op", ["div", "pow", "mul", "maximum"])
+@pytest.mark.parametrize("op", ["div", "pow", "mul", "maximum", "mse_loss"])
 def test_both_operands_modified_the_error_names_the_one_torch_unpacks_first(op, self_requires_grad, compiled):
     """Both saved operands written after the op: the error names the one torch's node unpacks
     first (div's other, pow's exponent), whatever the VJP reads first (div's gradient for
@@ -84,13 +84,31 @@ def test_both_operands_modified_the_error_names_the_one_torch_unpacks_first(op, 
         b = L.tensor([3.0, 4.0], requires_grad=True)
 
         def f(a, b):
-            y = a ** b if op == "pow" else getattr(L, op)(a, b)
+            y = a ** b if op == "pow" else L.nn.functional.mse_loss(a, b) if op == "mse_loss" else getattr(L, op)(a, b)
             with L.no_grad():       # (different versions, so the text tells which is named)
                 b.mul_(0.5)
                 a.mul_(2)
                 a.mul_(2)
             return y
         (fg.compile(f) if compiled and L is fg else f)(a, b).sum().backward()
+    assert_same_error(case)
+
+
+@pytest.mark.parametrize("op", ["div", "mul", "mse_loss", "maximum"])
+def test_the_callers_non_leaf_written_without_history_is_named_by_its_node(op):
+    """The caller's non-leaf (a leaf * 1) written under no_grad inside fg.compile, after an
+    op saved it: torch names it by its grad_fn, which the write left as it was (fg.compile
+    named it as a leaf)."""
+    def case(L):
+        a = L.tensor([1.0, 2.0], requires_grad=True) * 1
+        b = L.tensor([3.0, 4.0], requires_grad=True)
+
+        def f(a, b):
+            y = L.nn.functional.mse_loss(a, b) if op == "mse_loss" else getattr(L, op)(a, b)
+            with L.no_grad():
+                a.mul_(2)
+            return y
+        (fg.compile(f) if L is fg else f)(a, b).sum().backward()
     assert_same_error(case)
 
 

@@ -718,6 +718,9 @@ class Trace:
             return output_name(t._grad_fn.name(), t._output_nr)    # the caller's non-leaf, as it is
         now = t._sym if t is not None and t._sym is not None else new
         found = self.grad_producer(now) if now is not None else None
+        if found is None and t is not None and t._data is not None and t._grad_fn is not None:
+            # the caller's non-leaf written here only without history: its node is as it was
+            return output_name(t._grad_fn.name(), t._output_nr)
         return "" if found is None else self._output_name(*found)
 
     def _output_name(self, ins: Instr, k: int) -> str:

@@ -60,6 +60,7 @@ def _mse_decompose(e, xs, attrs):
 
 
 register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=_mse_decompose,
+               extra={"unpack_order": (("in", 0), ("in", 1))},       # torch's self, target
                doc="mse_loss(input, target; reduction): (input - target)**2, reduced"))
 
 

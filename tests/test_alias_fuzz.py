@@ -347,7 +347,7 @@ class Generator:
         kind = rng.choice(kinds)
         if kind == "setitem":
             index = self._index(shape)
-            sub = tuple(ns[target][eval(f"np.s_[{index}]")].shape)  # noqa: S307 - our own index text
+            sub = tuple(ns[target].detach()[eval(f"np.s_[{index}]")].shape)  # noqa: S307 - our own index text
             value = self._operand(ns, names, sub, target)
             return f"{target}[{index}] = {value}"
         if kind == "fill_":

@@ -112,6 +112,23 @@ def test_the_callers_non_leaf_written_without_history_is_named_by_its_node(op):
     assert_same_error(case)
 
 
+def test_a_value_written_under_no_grad_is_named_by_its_own_node():
+    """A gradient taken inside fg.compile (its last op recorded with no node name), saved, then
+    written under no_grad: the error named the internal graft op ("output 0 of Graft")."""
+    def case(L):
+        grad = torch.func.grad if L is torch else fg.grad
+
+        def f(a):
+            v2 = grad(lambda q: (q * q).tanh().mean())(a)
+            v4 = L.minimum(v2, a)
+            with L.no_grad():
+                v2.add_(-2)
+            return v4
+        a = L.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+        (fg.compile(f) if L is fg else f)(a).sum().backward()
+    assert_same_error(case)
+
+
 # In-place ops check memory before shapes and types, as torch's TensorIterator: the written
 # tensor has no element twice, an operand does not partly overlap it (these raised the
 # broadcast or cast error instead).

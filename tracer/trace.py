@@ -932,7 +932,7 @@ class Trace:
         changes its history, eagerly (`with no_grad(): y.detach().add_(1)` included)."""
         from .grad_mode import enable_grad, no_grad
         found = self.grad_producer(source._sym)
-        name = self.grad_instrs.get(id(found[0])) if found is not None else None
+        name = self._node_name(found[0]) if found is not None else None
         # The writer keeps the value it wrote, with that write's own history (`d.mul_(b)` on
         # d = v.detach(): d's gradient reaches b), so the graft's refresh of the aliases skips it
         previous, self.graft_writer = self.graft_writer, (t if t._requires_grad else None)
@@ -943,13 +943,18 @@ class Trace:
         finally:
             self.graft_writer = previous
 
+    def _node_name(self, ins: Instr) -> str:
+        """torch's name of the node of `ins`, an instruction recorded with grad (a graft takes its
+        source's: the graft's own op name must never show, in a grad_fn or an error)."""
+        return self.grad_instrs.get(id(ins)) or _default_name(ins.op)
+
     def _grafted(self, v: Value, source: Value, found: tuple) -> Value:
         """A graft of `v` onto `source`'s gradient path (`found`: source's producer), recorded
         for gradients under the name of source's node (its grad_fn stays as it was)."""
         out = Value(source.type)
         ins = Instr("graft", (v, source), (out,), ())
         self.instrs.append(ins)
-        self.grad_instrs[id(ins)] = self.grad_instrs.get(id(found[0]))
+        self.grad_instrs[id(ins)] = self._node_name(found[0])
         return out
 
     # ------------------------------------------------------------ views

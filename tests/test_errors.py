@@ -129,6 +129,25 @@ def test_a_value_written_under_no_grad_is_named_by_its_own_node():
     assert_same_error(case)
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_an_inplace_ops_own_copy_of_self_is_what_its_backward_reads(create_graph):
+    """log_softmax saves its result; v.div_(s) then keeps its own copy of v from before the
+    write. A gradient for s alone runs only div_'s node, which reads its copy: with
+    create_graph the engine read log_softmax's saved (now stale) result instead and raised."""
+    results = []
+    for L in (torch, fg):
+        a = L.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+        s = L.tensor(0.7, requires_grad=True)
+        v = a.log_softmax(1)
+        v.div_(s.exp())
+        g, = L.autograd.grad(v.tanh().sum(), [s], create_graph=create_graph)
+        results.append(g.item())
+        error = _raise_of(lambda: v.sum().backward())
+        results.append((type(error).__name__, _normalize(str(error))))
+    assert results[2] == pytest.approx(results[0], rel=1e-6)
+    assert results[3] == results[1]
+
+
 # In-place ops check memory before shapes and types, as torch's TensorIterator: the written
 # tensor has no element twice, an operand does not partly overlap it (these raised the
 # broadcast or cast error instead).

@@ -56,13 +56,22 @@ class GraphProgram:
             ins = []
             for i, (edge, const, t) in enumerate(zip(node.edges, node.consts, node.in_types)):
                 v = self.values[edge] if edge is not None else Value(t)
-                ins.append(v)
                 if const is not None:
                     # A freed node's scalar operand is gone too (torch saved it as a tensor).
                     if not node._freed:
                         self.bindings[v.id] = const
                 elif ("in", i) in node.saved:
-                    self.bindings.setdefault(v.id, node.saved[("in", i)])
+                    saved, held = node.saved[("in", i)], self.bindings.get(v.id)
+                    if isinstance(held, SavedTensor) and held.box is not saved.box:
+                        # The node saved a copy of its own (an in-place op's self from before its
+                        # write): its VJP reads that, through an identity of its own, not what
+                        # another node saved of the value (log_softmax's result, which the write
+                        # made stale for that node only)
+                        w = Value(v.type)
+                        self.instrs.append(Instr("cast", (v,), (w,), freeze_attrs({"dtype": v.type.dtype})))
+                        v = w
+                    self.bindings.setdefault(v.id, saved)
+                ins.append(v)
                 self.owner.setdefault(v.id, node)
             for k, v in enumerate(outs):
                 if ("out", k) in node.saved:

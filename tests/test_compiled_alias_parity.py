@@ -431,6 +431,38 @@ def test_a_data_written_with_a_history_of_its_own(body, backward):
     write of v replaced d's history."""
     assert_parity(body, (leaf,), "", backward)
 
+
+WRITTEN_WITH_HISTORY_THROUGH_A_DETACH = [
+    "d = a.detach(); d.mul_(w); return a * w",
+    "d = a.data; d.mul_(w); return a * w, d",
+    "d = a.detach(); d.mul_(w); with L.no_grad(): w.mul_(0.5); return a / (w + 3), d",
+    "d = a[0].detach(); d.mul_(w[0]); return a * w",
+]
+
+
+@pytest.mark.parametrize("body", WRITTEN_WITH_HISTORY_THROUGH_A_DETACH)
+def test_memory_written_with_history_through_a_detach_of_a_tensor_without_grad(body):
+    """a (no grad) written through its detach() by an op with history: a reads the new values
+    and still requires no grad, as eagerly. fg.compile read the write's value with its history,
+    so w's gradient got a second term through a (sweep 49556)."""
+    def run(L, compiled):
+        a = L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        w = L.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+        ns = {"w": w}
+        exec("def h(L, a):\n" + "".join(f"    {line.strip()}\n" for line in body.split(";")), ns)
+        out = (fg.compile(ns["h"]) if compiled else ns["h"])(L, a)
+        outs = out if isinstance(out, tuple) else (out,)
+        total = sum((o * (k + 1)).sum() for k, o in enumerate(outs) if o.requires_grad)
+        total.backward()
+        return [o.detach().numpy().copy() for o in outs] + [a.numpy().copy(), w.grad.numpy().copy()], \
+            [o.requires_grad for o in outs]
+    want = run(torch, False)
+    for compiled in (False, True):
+        got = run(fg, compiled)
+        assert got[1] == want[1]
+        for g, w in zip(got[0], want[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
 NOT_RECORDED = [
     # (body, arguments, backward): a write under no_grad, or `.data =`, leaves the history as it was
     ("y = x * 2; with L.no_grad(): y.mul_(10); return y", (leaf,), "out.sum().backward()"),

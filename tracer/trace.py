@@ -829,7 +829,10 @@ class Trace:
                     # the leaf itself was written in the call (it holds a value of its own, not
                     # its memory's): it reads the new value too
                     leaf._sym = v_held
-            elif same_type and self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad:
+            elif same_type and (self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad
+                                or (requires and self.lifted_grad.get(key) is False)):
+                # (also a write with history through a tensor that did not require grad, whose
+                # memory's readers do not: d = a.detach(); d.mul_(w); a * w gives a no gradient)
                 # The memory's readers that differ from the writer in requires_grad (x.data,
                 # after a no_grad write of x) read the new value through an identity of their
                 # own: one value read by both would give x the gradient of the alias's uses.

@@ -39,7 +39,7 @@ from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replay_on_ids, views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
-from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
+from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
@@ -282,6 +282,11 @@ class _BackwardFn:
         self.totals = []            # (weak ref to an output, position of its total gradient among the
                                     # program's outputs) for outputs others are computed from
         self.fills_retained = frozenset()   # their indices: the engine leaves their retain_grad() to run()
+        # The backward goes through a node that holds state a backward without retain_graph
+        # releases though it saves no tensor (node.RELEASES_STATE: CopySlices, a 0-d max over a
+        # dim): once the engine freed this node, any later run raises, as torch's
+        self.releases_state = False
+        self._released = False
         self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
                                     # copy of that tensor (x32 in x64 / x32): see _saved_now
 
@@ -325,8 +330,12 @@ class _BackwardFn:
                 self._consumed_all = True
             elif self._last_users:
                 self._consumed |= self._last_users
+            if self.releases_state and self._last_users is not None:
+                self._released = True
             self._last_users = None
             node._freed = False
+        if self._released:
+            raise RuntimeError(_FREED_MSG)
         if not self.saved:
             return                      # (nothing saved: nothing to free, as torch's (x + 1).sum())
         if self._consumed_all:
@@ -990,6 +999,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             promoted = trace.promoted_operands(saved)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors, promoted)
+            back.releases_state = any(trace.grad_instrs.get(id(ins)) in RELEASES_STATE for ins in instrs)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             back.forward = forward_form

@@ -308,6 +308,34 @@ def test_second_backward_through_freed_graph(how):
     assert_same_error(case)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("code", ["x.max(dim=0)[0]", "x.min(dim=0, keepdim=True).values", "x.max(dim=-1)[0] * 2"])
+def test_second_backward_through_a_0d_max_over_a_dim(code, compiled):
+    """torch's MaxBackward0 saves its indices also for a 0-d input; fusegrad's node there is an
+    identity that saved nothing, so a second backward ran (sweep 49415)."""
+    def case(L):
+        x = L.tensor(0.7, requires_grad=True)
+        f = (lambda x: eval(code, {"x": x}))
+        y = (fg.compile(f) if compiled and L is fg else f)(x)
+        y.sum().backward()
+        y.sum().backward()
+    assert_same_error(case)
+
+
+def test_second_backward_through_a_copyslices_of_a_compiled_call():
+    """torch's CopySlices releases the function it wraps: a second backward raises though
+    nothing was saved (a compiled call's node has no saved array there, and ran again)."""
+    def case(L):
+        def f(x):
+            v = -x
+            v[0] = 2.0
+            return v
+        y = (fg.compile(f) if L is fg else f)(L.tensor([1.0, 2.0], requires_grad=True))
+        y.sum().backward()
+        y.sum().backward()
+    assert_same_error(case)
+
+
 # --------------------------------------------------------------------------- fg.grad / fg.value_and_grad
 
 @pytest.mark.parametrize("transform", ["grad", "value_and_grad"])

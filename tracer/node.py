@@ -251,8 +251,10 @@ def keep_scalar_operands(t) -> None:
 
 # Nodes that hold state a backward without retain_graph releases even when they save no
 # tensor: torch's CopySlices drops the function it wraps, so a second backward through any
-# CopySlices raises "backward through the graph a second time" (v = -x; v[0] = 2.0).
-RELEASES_STATE = frozenset({"CopySlices"})
+# CopySlices raises "backward through the graph a second time" (v = -x; v[0] = 2.0); torch's
+# MaxBackward0 / MinBackward0 always save their indices, also for a 0-d input, where
+# fusegrad's node is an identity that saves nothing.
+RELEASES_STATE = frozenset({"CopySlices", "MaxBackward0", "MinBackward0"})
 
 
 class StatefulNode(Node):

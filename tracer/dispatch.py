@@ -357,6 +357,11 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
         view._no_grad_view = True
         if not _grad_state.enabled:
             view._requires_grad = True
+    elif not _grad_state.enabled and not INTERNAL_VIEWS[0]:
+        # torch marks every view made under no_grad (its creation_meta), also of a base that
+        # needs no grad: once the base gains a history in place, the view's history cannot be
+        # regenerated (refresh_view_history) and an in-place op on it with history raises
+        view.__dict__["_no_grad_mode"] = True
 
 
 _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
@@ -589,6 +594,9 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     the base a CopySlices history (its old value with the view's region
     replaced) and the view a history as a view of the new base, as torch does."""
     base, chain = view._base, view._view_chain
+    if view.__dict__.get("_no_grad_mode") and is_grad_enabled() and any(
+            isinstance(x, Tensor) and x._requires_grad for x in inputs):
+        raise no_grad_view_error(view)  # (a view made under no_grad given a history in place)
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     base_edge = edge_of(base) if base._requires_grad else None
     old = view._snapshot()
@@ -624,6 +632,8 @@ def refresh_view_history(view) -> None:
         raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)
     if not base._requires_grad:
         return
+    if view.__dict__.get("_no_grad_mode"):
+        raise no_grad_view_rebased_error(None, 0)   # (its base gained a history since)
     # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write
     # to the leaf under no_grad)
     again = view_of(base, view._view_chain)

@@ -24,8 +24,8 @@ def check_inplace(t: Tensor) -> None:
     """torch's errors for an in-place op on a leaf (or a view of one) that requires grad."""
     if not is_grad_enabled():
         return
-    if t._no_grad_view:
-        raise no_grad_view_error(t)
+    if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):
+        raise no_grad_view_error(t)     # (the second: made under no_grad before its base gained a history)
     # Inside a trace, a tensor an op made or wrote with grad has history though no grad_fn
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
     # As torch: a view that requires grad of a base that is a leaf, whether the base requires

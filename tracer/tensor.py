@@ -346,6 +346,9 @@ class Tensor:
         Only a leaf's flag may be assigned, and only a floating-point tensor can require grad."""
         if self._base is not None and self._view_version != self._vbox[0] and not self._no_grad_view \
                 and self._sym is None:
+            if self.__dict__.get("_no_grad_mode"):
+                # made under no_grad: it requires grad as its base does, with no history of its own
+                return self._requires_grad or self._base._requires_grad
             self.grad_fn                # a view whose base gained history in place since has it too
         return self._requires_grad
 

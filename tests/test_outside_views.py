@@ -223,3 +223,21 @@ def test_writes_reach_other_tensors_over_a_views_memory(case):
         assert got[2] is None
     else:
         np.testing.assert_allclose(got[2], want[2])
+
+
+@pytest.mark.parametrize("write", ["a.clamp_(max=0.0)", "a.add_(1.0)", "a.mul_(a)", "a[...] = 2.0"])
+def test_a_write_through_an_empty_expand(write):
+    """An expand with a size-0 dim has no element twice: torch writes it (a no-op that bumps the
+    version); inside fg.compile the write back through the expand raised torch's overlap error
+    (alias-fuzz 11787)."""
+    def run(lib, compiled):
+        x = lib.tensor([[-0.25, 1.25, 0.25]])
+        a = x[1:].unsqueeze(0).expand(3, 0, 3)
+
+        def f(a):
+            exec(write, {"a": a})
+            return a * 1
+        out = (fg.compile(f) if compiled else f)(a)
+        return tuple(out.shape), x._version, a._version, x.numpy().tolist()
+    assert run(fg, True) == run(torch, False)
+    assert run(fg, False) == run(torch, False)

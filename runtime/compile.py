@@ -35,7 +35,7 @@ from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
-from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
+from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of, refresh_view_history
 from fusegrad.tracer.layout import replay_on_ids, views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
@@ -519,6 +519,8 @@ def _raise_modified(box, version, tensor, where, shape=None) -> None:
     if tensor is None:
         raise modified_error(shape or (), "", where or "", box[0], version)
     if where is None:
+        if tensor._base is not None:
+            refresh_view_history(tensor)    # a view of a base written since: torch's AsStrided
         where = output_of(tensor._grad_fn, tensor._output_nr)
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 

@@ -20,7 +20,10 @@ its *outer* dims. The loop nest is:
   an array over its kept dims, and its result exists only after the nest,
   in the epilogue nest over its kept dims, where values that read it are
   computed and stored. Tail reductions over the parallel loop's dim
-  accumulate per block of that dim and are combined after the nest.
+  accumulate per block of that dim and are combined after the nest. A value
+  stored in an epilogue is indexed by that epilogue's kept dims only (`c *
+  total`, over the columns, is not stored in the total's epilogue, which
+  loops over nothing: it gets a kernel of its own).
 
 `analyse` checks a set of fused instructions against these rules (a
 reduction's result can be read only at the index where it is computed; a

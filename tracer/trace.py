@@ -714,12 +714,11 @@ class Trace:
         t = ref()
         if t is not None and self.is_callers_leaf(t):
             return ""       # (a leaf has no node, whatever was grafted onto its values)
-        if t is not None and t._sym is None and t._data is not None and t._grad_fn is not None:
-            return output_name(t._grad_fn.name(), t._output_nr)    # the caller's non-leaf, as it is
+        callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None
         now = t._sym if t is not None and t._sym is not None else new
-        found = self.grad_producer(now) if now is not None else None
-        if found is None and t is not None and t._data is not None and t._grad_fn is not None:
-            # the caller's non-leaf written here only without history: its node is as it was
+        found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)
+        if found is None and callers_non_leaf:
+            # the caller's non-leaf, not written here or only without history: its node as it is
             return output_name(t._grad_fn.name(), t._output_nr)
         return "" if found is None else self._output_name(*found)
 
@@ -831,11 +830,11 @@ class Trace:
                     leaf._sym = v_held
             elif same_type and (self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad
                                 or (requires and self.lifted_grad.get(key) is False)):
-                # (also a write with history through a tensor that did not require grad, whose
-                # memory's readers do not: d = a.detach(); d.mul_(w); a * w gives a no gradient)
                 # The memory's readers that differ from the writer in requires_grad (x.data,
                 # after a no_grad write of x) read the new value through an identity of their
                 # own: one value read by both would give x the gradient of the alias's uses.
+                # (So too where the write gives a writer that required no grad a history and
+                # the readers require none: d = a.detach(); d.mul_(w); a * w gives a none.)
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
                 reader = None if unversioned or not t._requires_grad else self._first_reader(key, without_grad=True)
                 if reader is not None and reader is not t and \

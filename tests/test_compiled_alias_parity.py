@@ -420,6 +420,9 @@ DATA_WRITTEN_WITH_HISTORY = [
     ("v = x * 2; d = v.data; d.div_(v); return v * 1, d", "out[0].sum().backward()"),
     ("v = x * 2; d = v[0].data; d.div_(v[1]); return v, d", _WEIGHTED.replace("[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]",
                                                                             "[1.0, 2.0, 3.0]")),
+    # the caller's .data saved by an op, then written: its own counter moved, so the backward
+    # raises, though x's view of the memory changed without a bump (alias-fuzz 12584)
+    ("t1 = x.data; t2 = t1 / (x.abs() + 1); t1.div_(0.5); return t2, t1", "out[0].sum().backward()"),
 ]
 
 

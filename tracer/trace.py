@@ -681,8 +681,10 @@ class Trace:
             for v in ins.inputs + ins.outputs:
                 entry = self.read_as.get(v.id)
                 read = entry[0] if entry is not None and entry[1] > at else v
-                if read.id in self.stale and self.stale[read.id][4] >= at:
-                    stale[v.id] = self.stale[read.id]
+                for w in (v, read):     # (its own counter moved first: t1 = a.data; ...; t1.div_(2))
+                    if w.id in self.stale and self.stale[w.id][4] >= at:
+                        stale[v.id] = self.stale[w.id]
+                        break
             if not stale:
                 continue
             needs = tuple(v.id in active for v in ins.inputs)

@@ -19,11 +19,11 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, bernoulli, cat, clamp,
                                         clamp_max, clamp_min, clip, clone, cos, detach, div, eq, erf, exp, expand,
                                         expm1, flatten, floor_divide, ge, gt, le, log, log1p, log_softmax,
-                                        logical_and, logical_not, logical_or,
-                                        logical_xor, lt, masked_fill, matmul, max, maximum, mean, min, minimum,
-                                        moveaxis, movedim, mul, ne, neg, nonzero, norm, pow, ravel, reciprocal, relu,
-                                        remainder, sigmoid, sign, sin, softmax, sqrt, square, squeeze, stack, sub,
-                                        sum, swapaxes, swapdims, t, tanh, transpose, unsqueeze, where)
+                                        logical_and, logical_not, logical_or, logical_xor, lt, masked_fill, matmul,
+                                        max, maximum, mean, min, minimum, moveaxis, movedim, mul, ne, neg, nonzero,
+                                        norm, pow, ravel, reciprocal, relu, remainder, sigmoid, sign, sin, softmax,
+                                        sqrt, square, squeeze, stack, sub, sum, swapaxes, swapdims, t, tanh,
+                                        transpose, unsqueeze, where)
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var

@@ -531,7 +531,7 @@ def _check_idle(node) -> None:
 
 
 # op -> the saved slots in the order torch's node unpacks them, where the op's VJP reads
-# them in another order (OpDef.extra["unpack_order"]: div, pow)
+# them in another order (OpDef.extra["unpack_order"]: div, pow, mse_loss)
 _UNPACK_ORDER = {name: opdef.extra["unpack_order"] for name, opdef in OPS.items() if "unpack_order" in opdef.extra}
 
 

@@ -1161,7 +1161,8 @@ class Trace:
             source = link[1]
             took = self.took_value
             if source._sym is not None and (self.identity_source.get(t._sym.id) is source._sym
-                                            or took.get(source._sym.id) is t._sym or took.get(t._sym.id) is source._sym):
+                                            or took.get(source._sym.id) is t._sym
+                                            or took.get(t._sym.id) is source._sym):
                 return t, source, (), link[2]
             return None
         base = t._base

@@ -404,6 +404,28 @@ def test_a_saved_view_of_memory_the_call_wrote_is_that_memory(body, after):
     assert_parity(body, (leaf,), after, "out.backward()")
 
 
+SAVED_VIEWS_WRITTEN_THROUGH_AN_ALIAS = [
+    # a view of the argument saved in the call, then the argument's memory written in the call
+    # through a tensor on its counter (a detach): the backward raises, as torch's check of the
+    # saved view; through .data (a counter of its own) it reads the new values
+    "v = x[0] * x[1]; x.detach().zero_(); return v.sum()",
+    "v = x.reshape(3, 2) @ x; x.detach().mul_(2.0); return v.sum()",
+    "v = x[0] * x[1]; x.detach()[1].fill_(2.0); return v.sum()",
+    "v = x[0] * x[1]; x.detach().detach()[0].add_(1.0); return v.sum()",
+    "v = x[0] * x[1]; x.data.zero_(); return v.sum()",
+    "v = x[0] * x[1]; x.data[1].fill_(2.0); return v.sum()",
+]
+
+
+@pytest.mark.parametrize("body", SAVED_VIEWS_WRITTEN_THROUGH_AN_ALIAS)
+def test_a_saved_view_of_an_argument_written_through_its_detach(body):
+    """fg.compile marked the values of the argument's own views made in the call stale only
+    for a write of the argument itself, not of another tensor over its memory on its counter:
+    `nn.Linear` on a 3-D input, then `x.detach().zero_()`, returned gradients where torch
+    raises (sweep 50165)."""
+    assert_parity(body, (leaf,), "", "out.backward()")
+
+
 _WEIGHTED = "(out[1] * L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()"
 DATA_WRITTEN_WITH_HISTORY = [
     # (body, backward): a detach or .data of a traced tensor v written with a history of its

@@ -862,8 +862,17 @@ class Trace:
         t._requires_grad = t._requires_grad or requires
         if t._data is None:
             self.alive.append(weakref.ref(t))
-        if self.writing is not None and self._view_values(t):
-            self._stale_views(t)        # (first: the views' values re-derived next are current)
+        if self.writing is not None:
+            # (first: the views' values re-derived next are current)
+            if self._view_values(t):
+                self._stale_views(t)
+            if t._data is not None and key in self.view_bases:
+                # the views made here of another tensor over this memory on t's counter: x[0]
+                # saved by x[0] * w, then x.detach().zero_()
+                for ref in list(self.view_bases[key].values()):
+                    other = ref()
+                    if other is not None and other is not t and self._view_values(other):
+                        self._stale_views(other)
         if id(t) in self.views:
             self._refresh_views(t)
         if id(t) in self.outside_views:

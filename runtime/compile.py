@@ -390,13 +390,15 @@ class _BackwardFn:
         return [value(next(grads)) if present else None for present in self.grad_present]
 
     def run(self, *cotangents, given=None):
+        # (first: a saved value a write inside the call replaced is met before the nodes a
+        # backward inside it freed, or it would not be here: see Trace.stale_saved)
+        self._check_stale(given)
         # (a backward from every output, the common case, reaches everything: no scan)
         if self.freed_outputs is not None and any(f and (given is None or g)
                                                   for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
             raise RuntimeError(_FREED_MSG)
         reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         self._check_not_freed(users)
-        self._check_stale(given)
         for box, version, ref, where, shape, k in self.checks:
             if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
@@ -588,14 +590,20 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list,
 
 class _RaisingBackwardFn:
     """custom_call protocol for outputs whose backward raises torch's error when it runs: it
-    was freed inside the call, or it goes through an op without a derivative (x // 2)."""
+    was freed inside the call, or it goes through an op without a derivative (x // 2).
+    `stale`: a saved value a write inside the call replaced, which the backward meets before
+    the freed nodes (Trace.stale_saved): torch's version error, not the freed one."""
 
-    def __init__(self, in_types, message: str = _FREED_MSG):
+    def __init__(self, in_types, message: str = _FREED_MSG, stale=None):
         self.out_types = in_types
         self.vjp_fn = None
         self.message = message
+        self.stale = stale
 
     def run(self, *cotangents):
+        if self.stale is not None:
+            v, box, version, where = self.stale
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
         raise RuntimeError(self.message)
 
 
@@ -877,6 +885,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     backward = None
     gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
+    freed_stale = _stale_before_freed(trace, outputs, grad_outs, boundary) if freed else None
     # per output, where only some are behind values an in-call backward freed (the others
     # keep their graph): a later backward from those raises (_BackwardFn.freed_outputs)
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
@@ -1011,7 +1020,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             # A backward inside the call already freed what these outputs' backward needs (a
             # training step returning its loss), or it runs through an op without a derivative:
             # their grad_fn raises, as torch's would.
-            back = _RaisingBackwardFn(in_types, no_derivative or _FREED_MSG)
+            back = _RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, freed_stale)
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except
@@ -1199,6 +1208,18 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
             return True
         stack += [p for p in (freed_producer(v) for v in differentiated_inputs(ins)) if p is not None]
     return False
+
+
+def _stale_before_freed(trace: Trace, outputs: list, grad_outs: list, boundary: list):
+    """For outputs every backward from which meets nodes an in-call backward freed: the saved
+    value an in-place write inside the call replaced that the backward meets first, or None
+    (see Trace.stale_saved)."""
+    if not trace.stale:
+        return None
+    reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
+    instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
+    wrt = [v for x in boundary for v in trace.held_values(x, _input_value(trace, x))]
+    return trace.stale_saved(instrs, active_values(instrs, [t._sym for t in grad_outs], wrt))
 
 
 def _reaches_freed(trace: Trace, t) -> bool:

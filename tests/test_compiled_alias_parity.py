@@ -426,6 +426,39 @@ def test_a_saved_view_of_an_argument_written_through_its_detach(body):
     assert_parity(body, (leaf,), "", "out.backward()")
 
 
+FREED_AND_REPLACED = [
+    # (body, backward): a backward inside the call freed the loss's graph; a later node saved a
+    # value the call then replaced in place. torch's engine runs nodes latest first, so the one
+    # met first decides: the replaced value's version error, or the freed graph's error.
+    ("loss = (x * x).sum(); loss.backward(); v = loss.reshape(1); w = v.clamp(0.0, 100.0); v.div_(2.0); "
+     "return loss, w", "(out[0] + out[1].sum()).backward()"),
+    ("loss = (x * x).sum(); loss.backward(); v = loss.reshape(1); w = v.clamp(0.0, 100.0); v.div_(2.0); "
+     "return w", "out.sum().backward()"),
+    ("loss = (x * x).sum(); loss.backward(); z = loss.exp(); z.mul_(2.0); return z", "out.backward()"),
+    ("loss = (x * x).sum(); loss.backward(); n = (x * 2).norm(); m = n * 1; n.div_(2.0); return loss, m",
+     "(out[0] + out[1]).backward()"),
+    # every output is behind a freed node, and the replaced value is met before it
+    ("x2 = x * 1; m = x2 * x2; a = x.exp(); v = a * 1; out = m.sum() + v.sum(); "
+     "L.autograd.grad(out, [v, x2]); with L.no_grad(): a.mul_(2.0); return out", "out.backward()"),
+    # met first inside the call
+    ("loss = (x * x).sum(); loss.backward(); z = loss.exp(); z.mul_(2.0); z.backward(); return x.grad", ""),
+    ("loss = (x * x).sum(); loss.backward(); v = loss.reshape(1); w = v.clamp(0.0, 100.0); v.div_(2.0); "
+     "(loss + w.sum()).backward(); return x.grad", ""),
+    # the freed node is met first: its error
+    ("y = x * x; loss = y.sum(); loss.backward(); y.mul_(2.0); z = y.sum() * 1; return z", "out.backward()"),
+    ("y = x.exp(); loss = y.sum(); loss.backward(); w = y * 2; y.mul_(2.0); return loss + w.sum()",
+     "out.backward()"),
+]
+
+
+@pytest.mark.parametrize("body, backward", FREED_AND_REPLACED)
+def test_freed_graph_and_replaced_saved_value_first_met_raises(body, backward):
+    """The compiled backward checked for freed nodes before replaced saved values, so it raised
+    torch's freed-graph error where torch's engine meets the replaced value first (sweep 49049,
+    48725, 48873, 49963, 50321, 50336, 50343)."""
+    assert_parity(body, (leaf,), "", backward)
+
+
 _WEIGHTED = "(out[1] * L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()"
 DATA_WRITTEN_WITH_HISTORY = [
     # (body, backward): a detach or .data of a traced tensor v written with a history of its

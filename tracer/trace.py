@@ -662,13 +662,17 @@ class Trace:
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
-        Only a trace with such writes pays for the scan."""
+        None too where the backward meets a node an earlier backward freed first: torch raises
+        the freed-graph error there (_check_not_freed). Only a trace with such writes pays for
+        the scan."""
         if not self.stale:
             return None
         positions = None
         for ins in reversed(instrs):
             if not _vjp_runs(ins, active):
                 continue
+            if self.freed and self._freed_and_saving(ins, active):
+                return None
             if not any(v.id in self.stale or v.id in self.read_as for v in ins.inputs + ins.outputs):
                 continue
             # Stale for this instruction: replaced by a write after it (the write's own ops
@@ -1426,13 +1430,15 @@ class Trace:
             on_path = [t for t in kept if t._sym is not None and t._sym.id in active and t._sym.id not in taken]
             groups += [[t._sym] for t in on_path]
             wrt += [t._sym for t in on_path]
-        if self.freed:
-            self._check_not_freed(instrs, active)
+        # (whichever of a replaced saved value and a freed node the backward meets first raises:
+        # stale_saved stops at a freed node)
         if self.stale:
             found = self.stale_saved(instrs, active)
             if found is not None:
                 v, box, version, where = found
                 raise modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
+        if self.freed:
+            self._check_not_freed(instrs, active)
         if not retain_graph:
             # (the instructions whose VJP ran: an active output and an active input; a target's
             # own instruction with nothing active below stays usable, as torch's node)
@@ -1603,9 +1609,12 @@ class Trace:
         not x + y, whose backward reads nothing). Not a target's own instruction with nothing
         active below it (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
         for ins in instrs:
-            if id(ins) in self.freed and _vjp_runs(ins, active) and \
-                    self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs)):
+            if _vjp_runs(ins, active) and self._freed_and_saving(ins, active):
                 raise RuntimeError(_FREED_MSG)
+
+    def _freed_and_saving(self, ins: Instr, active: set) -> bool:
+        """Whether a backward through `ins` (its VJP runs) raises the freed-graph error."""
+        return id(ins) in self.freed and self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs))
 
     def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
         """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""

@@ -104,6 +104,7 @@ class _Run:
         self.breaks = []
         self.backward_start = None
         self.hold = False           # hold background compiles until the call returns
+        self.raised = False         # the function raised: its programs run on the reference executor
 
 
 def execute(program: Program, args: list, known: dict | None, run: _Run):
@@ -124,6 +125,8 @@ def execute(program: Program, args: list, known: dict | None, run: _Run):
         run.path = "no instructions"
         env = {v.id: a for v, a in zip(program.inputs, args)}
         return [env[v.id] for v in program.outputs]
+    if run.raised:
+        return _reference(program, args, known, run, "the call raised")
     small = None                               # measured only when it decides something
     tiered = background.async_enabled()
     if run.breaks or (tiered and len(program.instrs) < SMALL_COMPILE_MIN_INSTRS):
@@ -650,7 +653,10 @@ class CompiledFunction:
             try:
                 with TraceContext(trace):
                     result = self.fn(*args, **kwargs)
-            except BaseException:
+            except Exception:
+                _finish_raised(trace)
+                raise
+            except BaseException:               # (KeyboardInterrupt: no more work than needed)
                 _abandon(trace)
                 raise
             run = _Run()
@@ -773,6 +779,21 @@ def _from_numpy(a):
         from fusegrad.tracer.creation import from_numpy
         return from_numpy(a)
     return a
+
+
+def _finish_raised(trace: Trace) -> None:
+    """The function raised: finish what the call traced before the error, as torch had run
+    it by then. The caller's tensors keep the writes made before the error, with their
+    history and version bumps; gradients a backward in the call accumulated stay; tensors
+    it made that outlive it (carried by the exception, or kept in a closure) get their
+    values and history. Nothing compiles on this path: the programs run on the reference
+    executor (_Run.raised). Should finishing fail, what _abandon can keep is kept."""
+    run = _Run()
+    run.raised = True
+    try:
+        _finish(trace, None, run)
+    except Exception:
+        _abandon(trace)
 
 
 def _abandon(trace: Trace) -> None:

@@ -1,0 +1,103 @@
+"""A compiled call whose function raises: what it did before the error stays done, as
+eagerly. torch has run every op before the raise, so the caller's tensors it wrote keep
+those writes with their history and version bumps, gradients a backward in it accumulated
+stay, and tensors it made that outlive it (kept in a closure) have values and history.
+fg.compile kept the writes' values but dropped their history: a tensor without history
+written with one became a leaf that requires grad, and a later backward filled its own
+.grad instead of reaching the tensors it was computed from (sweep 48678, 49892, 50370,
+50482, 50768)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for what a raising call leaves")
+
+_OVERLAP = "a0.t().copy_(a0)"      # raises torch's overlap error, writing nothing
+RAISING = [
+    # a tensor without history written with one
+    f"a2.add_(a0 * 2); {_OVERLAP}",
+    f"a2[0] = a0[1].exp(); {_OVERLAP}",
+    f"a2.mul_(3.0); a2.add_(a0.sin()); raise ValueError('stop')",
+    # a tensor made in the call, kept past it
+    f"t = a0.exp(); kept.append(t); {_OVERLAP}",
+    f"t = a0 * a2; kept.append(t.t()); {_OVERLAP}",
+    # a backward in the call, then the error
+    f"(a0 * a0).sum().backward(retain_graph=True); {_OVERLAP}",
+    f"y = (a0 * 3).sum(); y.backward(retain_graph=True); kept.append(y); {_OVERLAP}",
+    # writes under no_grad
+    f"with L.no_grad(): a2.add_(a0); {_OVERLAP}",
+    # the error is the write's own: nothing of it is done
+    "a2.add_(a0); a2[0] = L.ones(2)",
+    "y = a0 * 2; kept.append(y); y.add_(L.ones(2))",
+]
+
+
+def _function(body: str):
+    namespace = {}
+    lines = body.replace("with L.no_grad(): a2.add_(a0); ", "with L.no_grad(): a2.add_(a0)\n    ")
+    exec("def f(L, a0, a2, kept):\n    " + lines.replace("; ", "\n    ") + "\n", namespace)
+    return namespace["f"]
+
+
+def _outcome(L, body: str, compiled: bool):
+    f = _function(body)
+    a0 = L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True) * 1      # the caller's non-leaf
+    a0.retain_grad()
+    a2, kept = L.zeros(2, 3), []
+    try:
+        (fg.compile(f) if compiled else f)(L, a0, a2, kept)
+        error = None
+    except Exception as exc:        # noqa: BLE001 - the class and text are compared
+        error = (type(exc).__name__, str(exc))
+    tensors = [a0, a2] + kept
+    facts = {"error": error,
+             "state": [(t.is_leaf, t.requires_grad, t.grad_fn is None, t._version, tuple(t.shape))
+                       for t in tensors],
+             "grad in the call": a0.grad is None}
+    values = [t.detach().numpy().copy() for t in tensors] + ([] if a0.grad is None else [a0.grad.numpy().copy()])
+    total = None
+    for k, t in enumerate(tensors):
+        if t.requires_grad and not t.is_leaf:
+            term = (t * (k + 1.5)).sum()
+            total = term if total is None else total + term
+    a0.grad = None
+    if total is not None:
+        try:
+            total.backward()
+            facts["backward error"] = None
+        except RuntimeError as exc:
+            facts["backward error"] = str(exc)
+    facts["grad after"] = a0.grad is None
+    if a0.grad is not None:
+        values.append(a0.grad.numpy().copy())
+    return facts, values
+
+
+@pytest.mark.parametrize("body", RAISING)
+def test_what_a_raising_call_leaves(body):
+    want_facts, want_values = _outcome(torch, body, compiled=False)
+    assert want_facts["error"] is not None
+    for compiled in (False, True):
+        facts, values = _outcome(fg, body, compiled)
+        assert facts == want_facts, "compiled" if compiled else "eager"
+        assert len(values) == len(want_values)
+        for got, want in zip(values, want_values):
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_raising_call_compiles_nothing():
+    """What a raising call traced runs on the reference executor: an error path never waits
+    for Numba (its program is not cached as compiled either)."""
+    f = _function(f"a2.add_(a0.exp() * 7.0); {_OVERLAP}")
+    a0, a2 = fg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True) * 1, fg.zeros(2, 3)
+    before = fg.cache_info()
+    with pytest.raises(RuntimeError, match="^unsupported operation: some elements of the input tensor and"):
+        fg.compile(f)(fg, a0, a2, [])
+    a2.sum().backward()                 # the backward of what it traced: reference too
+    after = fg.cache_info()
+    assert after.kernels_compiled == before.kernels_compiled
+    assert after.misses == before.misses
+    assert after.reference_calls - before.reference_calls == 2

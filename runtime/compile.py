@@ -797,11 +797,11 @@ def _finish_raised(trace: Trace) -> None:
 
 
 def _abandon(trace: Trace) -> None:
-    """A call raised: keep its in-place writes to the caller's tensors made before the error
-    (with their version bumps) and the gradients a backward in it accumulated, as eagerly,
-    and give the tensors it made that outlive it
-    (carried by the exception, or kept in a closure) their values, as eagerly (without
-    history: the call's graph is gone). One whose value cannot be computed stays symbolic,
+    """A call that raised and could not be finished (_finish_raised), was interrupted
+    (KeyboardInterrupt), or whose finishing raised: keep its in-place writes to the caller's
+    tensors made before the error (with their version bumps) and the gradients a backward in
+    it accumulated, and give the tensors it made that outlive it (carried by the exception,
+    or kept in a closure) their values (without history: the call's graph is gone). One whose value cannot be computed stays symbolic,
     and using it says so (tensor.py); a write whose value cannot be computed is dropped. A
     detach or view of a tensor made in the call shares that tensor's array, as on success
     (_share_memory). A dry run (explain) writes nothing back: the caller's tensors get their

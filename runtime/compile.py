@@ -548,7 +548,8 @@ def _shares_with_another(t: Tensor, by_memory: dict) -> bool:
                for other in by_memory.get(id(_memory_owner(t._data)), ()))
 
 
-def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict) -> list:
+def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
+                  unversioned=frozenset()) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
     indices, its inputs that require grad, the tensors it wrote in place), or a view of
@@ -556,7 +557,8 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list,
     buffer that needs no grad), or a promoted copy of a caller's tensor or of a view of it
     (`promoted`: saved index -> (tensor, the view's shape or None); x64 * x32 saves x32 as
     float64, torch's node x32 itself): an in-place change after the call raises, as torch's
-    check of the saved tensor does."""
+    check of the saved tensor does. Not those in `unversioned` (indices of the caller's
+    memory saved through a `.data`, whose counter its tensor's writes never move)."""
     checks = []
     for k, (t, view_shape) in promoted.items():
         # (a view is named by its shape, and when it requires grad as the view torch regenerates)
@@ -570,7 +572,7 @@ def _saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list,
             owners.setdefault(id(t._data), (t, None))
     by_memory = None
     for k, a in enumerate(saved_arrays):
-        if k in promoted:
+        if k in promoted or k in unversioned:
             continue
         t, where = owners.get(id(a), (None, None))
         if t is not None:
@@ -1006,7 +1008,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         elif not has_grad_layout(grad._data, leaf._data):
             grad._data = grad_memory(grad._data, leaf._data)
         by_memory.setdefault(id(_memory_owner(grad._data)), []).append(grad)
-    saved_arrays = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None else None
+    saved_arrays, unversioned = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None \
+        else (None, None)
     written_back = []
     for array, tensor in mutated:
         if tensor._sym is not None:
@@ -1030,7 +1033,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back.fills_retained = frozenset(k for k, _ in totals_at)
             promoted = trace.promoted_operands(saved)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
-                                        trace.lifted_tensors, promoted)
+                                        trace.lifted_tensors, promoted, unversioned)
             back.releases_state = any(trace.grad_instrs.get(id(ins)) in RELEASES_STATE for ins in instrs)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
@@ -1110,23 +1113,30 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     call is caught by that tensor's version counter, as torch's is (see _saved_checks).
     Any other saved array that is (or overlaps) memory the call writes back is copied
     first: the backward needs the value the call read (eagerly `y.mul_(x)` saves y's
-    original value), not what the write-back puts there."""
+    original value), not what the write-back puts there. An identity alias of memory the
+    call read and did not write (`x * x.detach()`) is that memory (Trace.alias_memory).
+    Returns the arrays and the indices of those read through a `.data` (unversioned: no
+    version check, _saved_checks)."""
     final = {t._sym.id: array for array, t in mutated if t._sym is not None}
     # (read through a tensor that differs in requires_grad, memory's value is an identity alias)
     final.update({w.id: final[v_id] for (v_id, _), w in trace.aliases.items() if v_id in final})
     written = [array for array, t in mutated if t._sym is not None]
-    arrays = []
+    arrays, unversioned = [], set()
     for v in saved:
-        array, memory = by_id[v.id], final.get(v.id)
+        array, memory, versioned = by_id[v.id], final.get(v.id), True
         if memory is None and final and v.id in trace.view_values:
             memory = _view_of_final(trace.view_values[v.id], final)
+        if memory is None and trace.aliases:
+            memory, versioned = trace.alias_memory(v) or (None, True)
         if memory is not None and memory.shape == array.shape and memory.dtype == array.dtype:
+            if not versioned:
+                unversioned.add(len(arrays))
             arrays.append(memory)
         elif written and any(np.may_share_memory(array, w) for w in written):
             arrays.append(array.copy())
         else:
             arrays.append(array)
-    return arrays
+    return arrays, unversioned
 
 
 def _view_of_final(entry: tuple, final: dict):

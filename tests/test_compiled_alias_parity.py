@@ -426,6 +426,29 @@ def test_a_saved_view_of_an_argument_written_through_its_detach(body):
     assert_parity(body, (leaf,), "", "out.backward()")
 
 
+SAVED_ALIASES_OF_AN_ARGUMENT = [
+    # (body, after): an op saved a detach() (or .data) of the argument read in the call
+    ("return (x * x.detach()).sum()", "with L.no_grad(): args[0].add_(3.0)"),
+    ("return (x * x.detach()).sum()", "args[0].data.mul_(2.0)"),
+    ("return (x * x.detach()).sum()", ""),
+    ("return (x.detach() * x).sum()", "with L.no_grad(): args[0][1].fill_(2.0)"),
+    ("return (x.exp() * x.detach().t().t()).sum()", "with L.no_grad(): args[0].add_(3.0)"),
+    ("d = x.detach(); return (x * d).sum(), d", "out[1].add_(1.0)"),
+    ("return (x * x.data).sum()", "with L.no_grad(): args[0].add_(3.0)"),
+    ("return (x * x.data).sum()", "args[0].data.mul_(2.0)"),
+    ("return (x.exp() * x.detach()[0]).sum()", "with L.no_grad(): args[0].add_(3.0)"),
+    ("return (x.exp() * x.data.t().t()).sum()", "with L.no_grad(): args[0].add_(3.0)"),
+]
+
+
+@pytest.mark.parametrize("body, after", SAVED_ALIASES_OF_AN_ARGUMENT)
+@pytest.mark.parametrize("make", [leaf, nonleaf], ids=["leaf", "nonleaf"])
+def test_a_saved_alias_of_an_argument_is_its_memory(body, after, make):
+    """`x * x.detach()` saved the detach as a copy: a write of x after the call did not make
+    the backward raise, as torch's check of its saved tensor does (alias-fuzz 13084)."""
+    assert_parity(body, (make,), after, "out[0].backward()" if ", d" in body else "out.backward()")
+
+
 FREED_AND_REPLACED = [
     # (body, backward): a backward inside the call freed the loss's graph; a later node saved a
     # value the call then replaced in place. torch's engine runs nodes latest first, so the one

@@ -127,6 +127,7 @@ class Trace:
         self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
         self.lifted_tensors: list = []      # the caller's tensors whose memory the call read, in order
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
+        self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         # memory key -> {id: tensor} of the tensors from outside the call over that memory that
         # were written here (each then holds a value of its own until it reads memory again)
@@ -242,6 +243,9 @@ class Trace:
             self.lifted_tensors.append(x)
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
             v = self._alias(v, x._requires_grad)
+            # (the counter of the first tensor to read it so: a detach() shares its source's,
+            # a .data has its own; see alias_memory)
+            self.alias_counters.setdefault(v.id, self._counter_owner(x)._vbox)
         if x._requires_grad:
             group = self.leaf_tensors if x._grad_fn is None else self.boundary
             reader = group.get(key)
@@ -644,6 +648,37 @@ class Trace:
             self.same_counter.setdefault(ins.inputs[0].id, []).append(copy._sym)
             self.promoted_from[copy._sym.id] = ins.inputs[0]
 
+    def alias_memory(self, v: Value):
+        """(the caller's memory, versioned) that `v`, an identity alias of a lifted value (the
+        detach() read beside x in `x * x.detach()`), stands for, where the call did not write
+        that memory; else None. torch's node saves that memory: a backward reading `v` reads
+        it, and (`versioned`: the alias's readers share its tensor's version counter, as a
+        detach() does, not a .data) a write of the tensor after the call makes it raise."""
+        box = self.alias_counters.get(v.id)
+        if box is None:
+            return None
+        view = self.view_values.get(v.id)
+        if view is not None:
+            # a view of memory read through such an alias (x.detach().t()): that memory, seen
+            # through the view's chain
+            root, chain = view
+            owner = self._first_reader(_memory_key(root)) if type(root) is np.ndarray else None
+            if owner is None or _memory_key(root) in self.mutated:
+                return None
+            try:
+                return replay_on_ids(root, chain), self._counter_owner(owner)._vbox is box
+            except Exception:       # (a chain NumPy cannot replay as a view)
+                return None
+        source = next((v_id for (v_id, _), w in self.aliases.items() if w is v), None)
+        for u, array in zip(self.inputs, self.input_arrays):
+            if u.id == source:
+                key = _memory_key(array)
+                owner = self._first_reader(key)
+                if self.lifted.get(key) is not u or key in self.mutated or owner is None:
+                    return None
+                return array, self._counter_owner(owner)._vbox is box
+        return None
+
     def _shares_counter(self, key, requires: bool, box) -> bool:
         """Whether the tensors of this memory that read it with `requires` (requires_grad) share
         version counter `box`: the one that requires grad (a leaf or the caller's non-leaf), and
@@ -999,6 +1034,8 @@ class Trace:
         else:
             root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else _STALE
         self.view_values[t._sym.id] = (root, t._view_chain)
+        if type(root) is np.ndarray and self.aliases:
+            self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
             # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
             # requires grad requires grad, with no gradient path to its base

@@ -101,3 +101,53 @@ def test_a_raising_call_compiles_nothing():
     assert after.kernels_compiled == before.kernels_compiled
     assert after.misses == before.misses
     assert after.reference_calls - before.reference_calls == 2
+
+
+IN_CALL_BACKWARDS_THAT_RAISE = [
+    # torch's engine runs the nodes made after the failing one first, and a leaf's
+    # AccumulateGrad as soon as its gradient is complete: c's is, b's is not
+    "h = w.exp(); out = (h * b).sum() + (c * 2.0).sum(); h.mul_(2.0); out.backward()",
+    "h = w.exp(); out = (c * 2.0).sum() + (h * b).sum(); h.mul_(2.0); out.backward()",
+    "h = w.exp(); k = h * b; out = (c * k).sum() + (c * 3.0).sum(); h.mul_(2.0); out.backward()",
+    # a freed graph met after b's and c's nodes ran
+    "y = (w * 2.0).exp(); y.sum().backward(); out = (y * b).sum() + (c * c).sum(); out.backward()",
+    "y = (w * 2.0).exp(); y.sum().backward(); out = (y * b).sum() + (w * c).sum(); out.backward()",
+    # a retain_grad() tensor whose node is the failing one, or one that ran
+    "h = w.exp(); k = c * 2.0; k.retain_grad(); kept.append(k); out = (h * b).sum() + (k * k).sum(); "
+    "h.mul_(2.0); out.backward()",
+    "h = w.exp(); k = h * b; k.retain_grad(); kept.append(k); out = k.sum() + c.sum(); h.mul_(2.0); out.backward()",
+    # without retain_graph the nodes that ran are freed: a second backward through them raises
+    "h = w.exp(); out = (h * b).sum() + (c * c).sum(); h.mul_(2.0); kept.append(c * c); out.backward()",
+]
+
+
+def _leaf_outcome(L, body: str, compiled: bool):
+    namespace = {}
+    exec("def f(L, w, b, c, kept):\n    " + body.replace("; ", "\n    ") + "\n", namespace)
+    w = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    b = L.tensor([1.5, 2.0, -0.5], requires_grad=True)
+    c = L.tensor([3.0, -2.0, 1.0], requires_grad=True)
+    kept = []
+    try:
+        (fg.compile(namespace["f"]) if compiled else namespace["f"])(L, w, b, c, kept)
+        error = None
+    except RuntimeError as exc:
+        error = str(exc)
+    grads = [t.grad for t in (w, b, c)] + [k.grad for k in kept]
+    return error, [None if g is None else g.tolist() for g in grads]
+
+
+@pytest.mark.parametrize("body", IN_CALL_BACKWARDS_THAT_RAISE)
+def test_a_backward_in_the_call_that_raises_leaves_what_torch_filled(body):
+    """The compiled call's backward raised before filling any .grad, where torch's engine has
+    filled those its nodes completed before the error (sweep 49892: an optimizer step's
+    parameters)."""
+    want = _leaf_outcome(torch, body, compiled=False)
+    assert want[0] is not None
+    for compiled in (False, True):
+        error, grads = _leaf_outcome(fg, body, compiled)
+        assert error == want[0], "compiled" if compiled else "eager"
+        assert [g is None for g in grads] == [g is None for g in want[1]], "compiled" if compiled else "eager"
+        for got, expected in zip(grads, want[1]):
+            if got is not None:
+                np.testing.assert_allclose(got, expected, rtol=1e-6)

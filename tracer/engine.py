@@ -274,7 +274,10 @@ def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live
     except Exception as first:
         done = dict(ran[:-1])           # (the last node is the one that raised)
         if partial is not None:
-            partial[:] = [done.get(edge[0]) if edge is not None and edge[1] == 0 else None for edge in targets]
+            # a retain_grad() output's hook ran as its node started, the failing one included
+            started = dict(ran)
+            partial[:] = [None if edge is None or edge[1] != 0 else
+                          done.get(edge[0]) if edge[0].op is None else started.get(edge[0]) for edge in targets]
             if ANY_LEAF_HOOKS[0]:
                 _run_leaf_hooks(targets, partial, False)
         if not retain_graph:
@@ -343,7 +346,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     grads_get, grads_pop = grads.get, grads.pop
     for node in reversed(nodes) if order is None else order:
         if ran is not None:
-            ran.append((node, grads_get((node, 0)) if node.op is None else None))
+            # (a leaf's gradient, and a retain_grad() output's as its node starts: torch's hook)
+            ran.append((node, grads_get((node, 0)) if node.op is None or node.retained else None))
         if node.op is None or node not in live:         # AccumulateGrad: its gradient is a result
             continue
         if len(node.out_types) == 1:

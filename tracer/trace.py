@@ -693,13 +693,13 @@ class Trace:
         return next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key
                      and not (without_grad and x._requires_grad)), None)
 
-    def stale_saved(self, instrs, active: set):
+    def stale_saved(self, instrs, active: set, found_at: list | None = None):
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
         None too where the backward meets a node an earlier backward freed first: torch raises
         the freed-graph error there (_check_not_freed). Only a trace with such writes pays for
-        the scan."""
+        the scan. `found_at` (a list), when given, receives the instruction whose VJP reads it."""
         if not self.stale:
             return None
         positions = None
@@ -735,6 +735,8 @@ class Trace:
                     if v.id in stale and stale[v.id][4] > at:
                         box, version = stale[v.id][:2]
                         differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
+                        if found_at is not None:
+                            found_at.append(ins)
                         return v, box, version, self._output_name(ins, k) if differentiable else ""
                     continue
                 v = ins.inputs[k]
@@ -743,6 +745,8 @@ class Trace:
                 # memory (`h.mul_(h)`) is the tensor torch saves, and the write changes it.
                 if v.id in stale and (stale[v.id][4] > at or k > 0):
                     named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
+                    if found_at is not None:
+                        found_at.append(ins)
                     return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
         return None
 
@@ -1445,13 +1449,16 @@ class Trace:
         return values
 
     def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
-                  retained: list | None = None):
+                  retained: list | None = None, partial: list | None = None):
         """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
 
         Without retain_graph, the instructions it differentiates are marked freed, as
         torch frees the saved tensors of the nodes a backward traverses. With `retained`
         (a list), the retain_grad() tensors on the backward's path are differentiated too
-        and (tensor, gradient) pairs appended to it: torch's backward fills their .grad."""
+        and (tensor, gradient) pairs appended to it: torch's backward fills their .grad.
+        A backward that raises (a freed node, a replaced saved value) appends to `partial`
+        (a list, when given) the (tensor, gradient) pairs torch's engine filled before it
+        met the error (_before_the_failure)."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
@@ -1469,13 +1476,23 @@ class Trace:
             wrt += [t._sym for t in on_path]
         # (whichever of a replaced saved value and a freed node the backward meets first raises:
         # stale_saved stops at a freed node)
+        failed = []
+        error = None
         if self.stale:
-            found = self.stale_saved(instrs, active)
+            found = self.stale_saved(instrs, active, failed)
             if found is not None:
                 v, box, version, where = found
-                raise modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
-        if self.freed:
-            self._check_not_freed(instrs, active)
+                error = modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
+        if error is None and self.freed:
+            failed = [ins for ins in instrs if _vjp_runs(ins, active) and self._freed_and_saving(ins, active)][-1:]
+            if failed:
+                error = RuntimeError(_FREED_MSG)
+        if error is not None:
+            if partial is not None:
+                partial += self._before_the_failure(instrs, active, instrs.index(failed[0]), out_values,
+                                                    seed_values, inputs, groups[:len(inputs)], on_path,
+                                                    retain_graph)
+            raise error
         if not retain_graph:
             # (the instructions whose VJP ran: an active output and an active input; a target's
             # own instruction with nothing active below stays usable, as torch's node)
@@ -1502,6 +1519,40 @@ class Trace:
             kept_ids = {id(t) for t in kept}
             retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept_ids)
         return grads
+
+    def _before_the_failure(self, instrs, active: set, failed: int, out_values, seed_values, inputs, groups,
+                            on_path, retain_graph: bool) -> list:
+        """A backward through `instrs` raises at instrs[failed]: torch's engine has run the nodes
+        made after it (it runs them latest first), filling the .grad of each leaf whose
+        gradient they complete (its AccumulateGrad runs at once) and of each retain_grad()
+        tensor whose node is the failing one or ran; without retain_graph those nodes are
+        freed. Returns those (tensor, gradient) pairs (a backward without create_graph)."""
+        later = instrs[failed + 1:]
+        # (values the nodes not run yet read: a gradient reaching them is not complete)
+        early = {id(v) for ins in instrs[:failed + 1] if _vjp_runs(ins, active) for v in ins.inputs}
+        positions = {id(ins): k for k, ins in enumerate(instrs)}
+
+        def complete(x, group) -> bool:
+            if not group or any(id(v) in early for v in group):
+                return False
+            # a retain_grad() non-leaf: its hook runs as its node starts, the failing one or one that ran
+            found = self.grad_producer(x._sym) if x._sym is not None else None
+            return found is None or positions.get(id(found[0]), -1) >= failed
+        candidates = [(x, group) for x, group in zip(inputs, groups) if complete(x, group)]
+        candidates += [(t, [t._sym]) for t in on_path if complete(t, [t._sym])]
+        if not retain_graph:
+            active = active_values(instrs, out_values, [v for _, group in candidates for v in group])
+            for ins in later:
+                if id(ins) not in self.never_freed and _vjp_runs(ins, active):
+                    self.freed.add(id(ins))
+        if not candidates:
+            return []
+        wrt = [v for _, group in candidates for v in group]
+        active = active_values(later, out_values, wrt)
+        grads = sum_groups(self.builder, emit_backward(self.builder, later, out_values, seed_values, wrt,
+                                                       active=active, reads=self.vjp_reads(later)),
+                           [group for _, group in candidates])
+        return [(x, self.symbolic(g, False)) for (x, _), g in zip(candidates, grads) if g is not None]
 
     def _requiring_grad(self) -> set:
         """The ids of the values of this trace that require grad: floating outputs of the
@@ -1670,7 +1721,15 @@ class Trace:
         outside = list(self.boundary.values()) if inputs is None else []
         # with `inputs`, the retain_grad() tensors on the way get their .grad too (as torch's)
         retained = [] if inputs is not None else None
-        grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained)
+        partial = [] if not create_graph else None
+        try:
+            grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained, partial)
+        except RuntimeError:
+            # (what torch's engine filled before the error; tensors from outside the call come
+            # after every node of the call)
+            outside_ids = {id(t) for t in outside}
+            self.fill_retained([(t, g) for t, g in partial or () if id(t) not in outside_ids])
+            raise
         grads, outside_grads = grads[:len(leaves)], grads[len(leaves):]
         if retained:
             given = {id(t) for t in leaves}

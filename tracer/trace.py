@@ -123,6 +123,7 @@ class Trace:
         self.inputs = self.builder.program.inputs   # (aliases of the program's lists, for the hot path)
         self.instrs = self.builder.program.instrs
         self.input_arrays: list = []        # one per program input
+        self.constants: dict = {}           # id of a read-only constant's array -> its input (see _input)
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
         self.lifted_tensors: list = []      # the caller's tensors whose memory the call read, in order
@@ -211,10 +212,18 @@ class Trace:
 
     def _input(self, array: np.ndarray) -> Value:
         # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
+        if not array.flags.writeable:
+            # a shared read-only constant (functional._scalar_array: `x * 2` in a loop): one
+            # input however often it is read (its id is stable: input_arrays holds it)
+            v = self.constants.get(id(array))
+            if v is not None:
+                return v
         t = ZERO_DIM_TYPES.get(array.dtype) if not array.shape else None
         v = Value(t if t is not None else TensorType(array.shape, from_numpy_dtype(array.dtype)))
         self.inputs.append(v)
         self.input_arrays.append(array)
+        if not array.flags.writeable:
+            self.constants[id(array)] = v
         return v
 
     def value_of(self, x) -> Value:
@@ -406,13 +415,8 @@ class Trace:
             else:
                 va, ra = a._sym or self.value_of(a), a._requires_grad
             if type(b) is np.ndarray:
-                if not b.shape:         # (_input for a 0-d constant, x * 2's, written out: the hot case)
-                    t = ZERO_DIM_TYPES.get(b.dtype)
-                    vb = _new(Value)
-                    vb.type, vb.id = t if t is not None else TensorType((), from_numpy_dtype(b.dtype)), _next_id()
-                    self.inputs.append(vb)
-                    self.input_arrays.append(b)
-                else:
+                vb = self.constants.get(id(b))
+                if vb is None:
                     vb = self._input(b)
                 rb = False
             else:

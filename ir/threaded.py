@@ -41,11 +41,12 @@ def thread_count() -> int:
     for name in ("FUSEGRAD_REF_THREADS", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(name, "").strip()
         if value.isdigit() and int(value) > 0:
-            return int(value) if name == "FUSEGRAD_REF_THREADS" else min(int(value), _cpus())
-    return min(_cpus(), DEFAULT_MAX_THREADS)
+            return int(value) if name == "FUSEGRAD_REF_THREADS" else min(int(value), cpus())
+    return min(cpus(), DEFAULT_MAX_THREADS)
 
 
-def _cpus() -> int:
+def cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -7,9 +7,11 @@ and `_no_axes` rewrites such a reduction away before codegen.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
+from .. import threaded
 from ..types import TensorType, int64
 from .registry import COMPOSITE, REDUCE, OpDef, register
 
@@ -41,6 +43,161 @@ def _check_nonempty(x, axes, name):
 
 _CASCADE_BLOCK = 64
 _ACCURATE_SUM_MIN = 4096    # smaller arrays: NumPy's sum as it is (a few ulp at most; eager ops stay cheap)
+
+
+# torch's CPU sum kernel (aten/src/ATen/native/cpu/SumKernel.cpp, cascade_sum): a row is
+# read as 256-bit vectors (8 float32 or 4 float64 lanes; so too on an AVX-512 machine,
+# measured against torch 2.13), four vectors at a time, their sums cascaded over levels of
+# 16 (or more) steps; then the tail elements, then the lanes, are added to a scalar from 0.
+# A full reduction longer than GRAIN_SIZE is split among threads, each chunk so summed and
+# the chunks' sums added in turn. _torch_row_sums reproduces that order bit for bit.
+_TORCH_VECTOR_BYTES = 32
+_TORCH_GRAIN = 32768
+_TORCH_ILP = 4
+
+
+def _torch_threads() -> int:
+    """How many threads torch's CPU kernels use by default here (a long full sum is split
+    among them): OMP_NUM_THREADS, else the machine's physical cores, as torch counts them."""
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if not _PHYSICAL_CORES:
+        _PHYSICAL_CORES.append(_physical_cores() or threaded.cpus())
+    return _PHYSICAL_CORES[0]
+
+
+_PHYSICAL_CORES: list = []
+
+
+def _physical_cores() -> int:
+    """The distinct (physical id, core id) pairs of /proc/cpuinfo, or 0 where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return 0
+    cores, package = set(), None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "physical id":
+            package = value.strip()
+        elif key == "core id":
+            cores.add((package, value.strip()))
+    return len(cores)
+
+
+def _sequential(a: np.ndarray) -> np.ndarray:
+    """a[:, 0] + a[:, 1] + ... in turn (a: (rows, k, width)); zeros where k is 0. (np.cumsum
+    adds in order; np.add.reduce is pairwise along an axis it loops over innermost.)"""
+    if a.shape[1] == 0:
+        return np.zeros((a.shape[0], a.shape[2]), a.dtype)
+    return np.cumsum(a, axis=1)[:, -1]
+
+
+def _multi_row_sum(a: np.ndarray) -> np.ndarray:
+    """torch's multi_row_sum of each (k, width) slab of `a` (rows, k, width): blocks of
+    `step` rows summed in turn, their sums cascaded over three more levels of `step`."""
+    rows, k, width = a.shape
+    power = max(4, (k - 1).bit_length() // 4) if k > 1 else 4     # (CeilLog2(k) / num_levels)
+    step = 1 << power
+    if k < step:
+        return _sequential(a)       # (the common case: no level fills; eager sums stay cheap)
+    blocks = k // step
+    tail = _sequential(a[:, blocks * step:])
+    # (a sum over axis 2 of (rows, blocks, step, width), width > 1: NumPy adds the steps in turn)
+    level = np.add.reduce(a[:, :blocks * step].reshape(rows, blocks, step, width), axis=2) if blocks else \
+        np.zeros((rows, 0, width), a.dtype)
+    total = tail
+    for last in (False, False, True):
+        if not level.shape[1]:
+            break               # (what remains adds zeros)
+        groups = level.shape[1] // step if not last else 0
+        total = total + _sequential(level[:, groups * step:])
+        level = np.add.reduce(level[:, :groups * step].reshape(rows, groups, step, width), axis=2) if groups else \
+            np.zeros((rows, 0, width), a.dtype)
+    return total
+
+
+def _row_sum(v: np.ndarray) -> np.ndarray:
+    """torch's row_sum of each (k, width) slab of `v` (its k loads of `width` lanes): four
+    interleaved partial sums (multi_row_sum), the loads left over added to the first, then
+    the other three to it."""
+    rows, k, width = v.shape
+    whole = k // _TORCH_ILP
+    if not whole:
+        return _sequential(v)       # (the leftover loads added to the first partial sum, from 0)
+    part = _multi_row_sum(v[:, :whole * _TORCH_ILP].reshape(rows, whole, _TORCH_ILP * width)).reshape(
+        rows, _TORCH_ILP, width)
+    first = _sequential(np.concatenate([part[:, :1], v[:, whole * _TORCH_ILP:]], axis=1))
+    return _sequential(np.concatenate([first[:, None], part[:, 1:]], axis=1))
+
+
+def _torch_row_sums(rows: np.ndarray, split: bool = False) -> np.ndarray:
+    """The sum of each row of `rows` (a C-contiguous (count, n) float32 or float64 matrix) in
+    the order torch's CPU kernel adds it, bit for bit (`split`: a full reduction, which
+    torch splits among its threads when long)."""
+    count, n = rows.shape
+    if split and n > _TORCH_GRAIN:
+        tasks = min(_torch_threads(), -(-n // _TORCH_GRAIN))
+        if tasks > 1:
+            chunk = -(-n // tasks)
+            parts = [_torch_row_sums(rows[:, lo:lo + chunk]) for lo in range(0, n, chunk)]
+            return _sequential(np.stack(parts, axis=1)[:, :, None])[:, 0] + rows.dtype.type(0)
+    lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
+    if count == 1 and n < 64 * lanes:
+        return _short_torch_sum(rows[0], lanes)[None]
+    if n < lanes:
+        total = _row_sum(rows.reshape(count, n, 1))[:, 0]
+    else:
+        loads = n // lanes
+        vector = _row_sum(rows[:, :loads * lanes].reshape(count, loads, lanes))
+        # the tail elements, then the lanes in order, added to a scalar from 0
+        total = _sequential(np.concatenate([rows[:, loads * lanes:], vector], axis=1)[:, :, None])[:, 0]
+    return total + rows.dtype.type(0)        # (the output starts at 0: a sum of -0.0s is 0.0)
+
+
+def _short_torch_sum(x: np.ndarray, lanes: int) -> np.ndarray:
+    """_torch_row_sums of one row of under 64 loads (no level of the cascade fills), in
+    few NumPy calls: an eager sum of a small tensor costs a few microseconds."""
+    n = x.shape[0]
+    loads = n // lanes
+    if loads == 0:
+        # four interleaved partial sums; the elements past the first four go to the first.
+        # (np.add.reduce adds fewer than 8 elements in turn)
+        order = x if n <= _TORCH_ILP else np.concatenate([x[:1], x[_TORCH_ILP:], x[1:_TORCH_ILP]])
+        return np.add.reduce(order) + x.dtype.type(0)
+    v = x[:loads * lanes].reshape(loads, lanes)
+    whole = loads // _TORCH_ILP
+    if whole:
+        # (np.add.reduce over axis 0 of a matrix wider than one element adds its rows in turn)
+        part = np.add.reduce(v[:whole * _TORCH_ILP].reshape(whole, _TORCH_ILP * lanes), axis=0).reshape(
+            _TORCH_ILP, lanes)
+        vector = np.add.reduce(np.concatenate([part[:1], v[whole * _TORCH_ILP:], part[1:]]), axis=0)
+    else:
+        vector = np.add.reduce(v, axis=0)
+    return np.cumsum(np.concatenate([x[loads * lanes:], vector]))[-1] + x.dtype.type(0)
+
+
+def _torch_order_sum(x: np.ndarray, axes, keepdim):
+    """x summed over `axes` in torch's order, where that order is known: every axis (of an
+    array laid out densely, summed in memory order) or the trailing axes of a row-major
+    array, in float32 or float64; else None."""
+    if x.dtype.char not in "fd" or x.size == 0:
+        return None
+    if x.ndim <= 1 or len(set(ax % x.ndim for ax in axes)) == x.ndim:
+        if x.ndim > 1 and not (x.flags.c_contiguous or x.flags.f_contiguous):
+            return None
+        total = _torch_row_sums(x.reshape(1, -1) if x.ndim <= 1 else x.ravel(order="K")[None], split=True)[0]
+        return total.reshape((1,) * x.ndim) if keepdim else total
+    n_axes = {ax % x.ndim for ax in axes}
+    lead = x.ndim - len(n_axes)
+    if x.flags.c_contiguous and n_axes == set(range(lead, x.ndim)):
+        kept = x.shape[:lead]
+        total = _torch_row_sums(x.reshape(int(np.prod(kept, dtype=np.int64)), -1))
+        return total.reshape(kept + (1,) * len(n_axes) if keepdim else kept)
+    return None
 
 
 def _accurate_sum(x, axes, keepdim):
@@ -86,7 +243,8 @@ def _reduces_innermost_axes(x, axes) -> bool:
 
 
 def _sum_ref(x, axes, keepdim):
-    return np.asarray(_accurate_sum(x, axes, keepdim))
+    found = _torch_order_sum(x, axes, keepdim)
+    return np.asarray(found if found is not None else _accurate_sum(x, axes, keepdim))
 
 
 def _mean_ref(x, axes, keepdim):
@@ -95,7 +253,9 @@ def _mean_ref(x, axes, keepdim):
     count = 1
     for ax in axes:
         count *= x.shape[ax]
-    total = _accurate_sum(x, axes, keepdim)
+    total = _torch_order_sum(x, axes, keepdim)
+    if total is None:
+        total = _accurate_sum(x, axes, keepdim)
     return np.asarray(np.true_divide(total, count, dtype=x.dtype))     # apply_ref silences 0/0
 
 

@@ -12,6 +12,7 @@ from . import threaded
 from .buffers import MIN_POOLED_BYTES, POOL
 from .ops import OPS
 from .program import Instr, Program
+from .rounded import UFUNC_TYPES
 
 
 # Floating-point warnings are silenced around reference ops (torch never warns
@@ -28,7 +29,7 @@ except (ImportError, AttributeError, TypeError):        # another NumPy layout: 
 def apply_ref(ref, arrays, attrs: dict, out_types) -> tuple:
     """`ref(*arrays, **attrs)` with floating-point warnings silenced; returns a tuple
     with one array per output type, of that type's dtype."""
-    if type(ref) is np.ufunc and arrays and (arrays[0].size >= threaded.MIN_ELEMENTS or
+    if type(ref) in UFUNC_TYPES and arrays and (arrays[0].size >= threaded.MIN_ELEMENTS or
                                               arrays[-1].size >= threaded.MIN_ELEMENTS) \
             and threaded.splittable(ref, arrays, out_types[0]):
         return (threaded.call(ref, arrays, out_types[0], _FP_STATE, _QUIET),)
@@ -88,7 +89,7 @@ def into_writer(opdef, in_types, out_types, attrs):
     if into is not None:
         return into
     ref = opdef.ref
-    if type(ref) is not np.ufunc or attrs or ref.nout != 1 or len(in_types) != ref.nin:
+    if type(ref) not in UFUNC_TYPES or attrs or ref.nout != 1 or len(in_types) != ref.nin:
         return None
     try:
         resolved = ref.resolve_dtypes(tuple(t.dtype.np for t in in_types) + (None,))
@@ -347,4 +348,4 @@ def _reuse_targets(steps, types: dict, keep: set) -> list:
 
 def _is_plain_ufunc(ref, attrs) -> bool:
     """A one-output NumPy ufunc called without attributes: it can write into a given array."""
-    return type(ref) is np.ufunc and ref.nout == 1 and not attrs
+    return type(ref) in UFUNC_TYPES and ref.nout == 1 and not attrs

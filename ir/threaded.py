@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .rounded import UFUNC_TYPES
+
 # Below this many output elements one call is faster than handing blocks to threads
 # (a thread hand-off costs tens of microseconds; a float32 multiply of 2**20
 # elements takes about a millisecond).
@@ -79,7 +81,7 @@ def splittable(ufunc, arrays, out_type) -> bool:
     """Whether `ufunc(*arrays)` producing `out_type` is worth splitting: an elementwise
     ufunc of one output over at least MIN_ELEMENTS elements, with operands of one
     dtype and a result of that dtype (or bool), so no casting rule is involved."""
-    if type(ufunc) is not np.ufunc or ufunc.nout != 1 or ufunc.nin != len(arrays) or not arrays:
+    if type(ufunc) not in UFUNC_TYPES or ufunc.nout != 1 or ufunc.nin != len(arrays) or not arrays:
         return False
     if getattr(_local, "single", False):
         return False
@@ -99,6 +101,8 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None) -> np.ndarray:
     each worker (a context variable does not follow a call into another thread)."""
     n = thread_count()
     shape = out_type.shape
+    if type(ufunc) is not np.ufunc:
+        ufunc = ufunc.for_elements(out_type.numel)      # (a RoundedUfunc: as one call would)
     if out is None:
         out = np.empty(shape, out_type.dtype.np)
     if n < 2:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import threaded
+from .. import rounded, threaded
 from ..types import TensorType, bool_
 from .registry import COMPOSITE, ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
 
@@ -60,7 +60,7 @@ def _sigmoid_ref(x):
     # sign costs 5x the whole formula.)
     one = x.dtype.type(1)
     if x.ndim == 0 or x.dtype.kind != "f":
-        return one / (one + np.exp(-x))
+        return one / (one + rounded.exp(-x))
     out = np.empty_like(x)
     _sigmoid_into(out, x)
     return out
@@ -71,7 +71,7 @@ def _sigmoid_into(out, x):
     """_sigmoid_ref of a floating array, worked in place in `out`: 1 / (1 + exp(-x))."""
     one = x.dtype.type(1)
     np.negative(x, out=out)
-    np.exp(out, out=out)
+    rounded.exp(out, out=out)       # (torch's exp: correctly rounded for float32, see ir/rounded.py)
     out += one
     np.divide(one, out, out=out)
 
@@ -249,26 +249,28 @@ def _exp_rewrite(e, xs, attrs, graph):
     return None
 
 
-elementwise("exp", np.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True,
+# (exp, log, sin, cos, tanh: NumPy's, correctly rounded for float32 as torch's almost always
+# are: ir/rounded.py)
+elementwise("exp", rounded.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True,
             rewrite=_exp_rewrite)
-elementwise("log", np.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
+elementwise("log", rounded.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
             float_only=True)
 # extra["near_form"]: the op that computes the same in float32 kernels with a cheaper
 # reduction, exact only for |x| below a limit (codegen/trig_guard.py substitutes it, guarded).
-elementwise("sin", np.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})", float_only=True,
-            extra={"near_form": "sin_near"})
-elementwise("cos", np.cos, lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.sin(x[0])))], "fg_cos({0})",
+elementwise("sin", rounded.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})",
+            float_only=True, extra={"near_form": "sin_near"})
+elementwise("cos", rounded.cos, lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.sin(x[0])))], "fg_cos({0})",
             float_only=True, extra={"near_form": "cos_near"})
 # The code generator's sin and cos for float32 kernels (codegen/trig_guard.py): a cheap
 # range reduction, exact below 2**20, the pass guarding every use. Never traced, so no VJP.
-elementwise("sin_near", np.sin, None, "fg_sin_near({0})", float_only=True,
+elementwise("sin_near", rounded.sin, None, "fg_sin_near({0})", float_only=True,
             doc="sin, computed in kernels with a reduction exact for |x| < 2**20 (guarded)")
-elementwise("cos_near", np.cos, None, "fg_cos_near({0})", float_only=True,
+elementwise("cos_near", rounded.cos, None, "fg_cos_near({0})", float_only=True,
             doc="cos, computed in kernels with a reduction exact for |x| < 2**20 (guarded)")
 # tanh, sigmoid and relu differentiate into torch's backward ops (below), so that a
 # create_graph gradient records TanhBackwardBackward0 and so on, as torch's does.
-elementwise("tanh", np.tanh, lambda e, x, y, g, a, n: [e.op("tanh_backward", g[0], y[0])],
+elementwise("tanh", rounded.tanh, lambda e, x, y, g, a, n: [e.op("tanh_backward", g[0], y[0])],
             "fg_tanh({0})", float_only=True)
 elementwise("sigmoid", _sigmoid_ref, lambda e, x, y, g, a, n: [e.op("sigmoid_backward", g[0], y[0])],
             "fg_sigmoid({0})", float_only=True, ref_into=_sigmoid_into)

@@ -390,7 +390,9 @@ _T_WARNINGS = {3: "The use of `x.T` on tensors of dimension other than 2 to reve
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 4), ()])
-def test_T_warns_as_torch_off_two_dims(shape):
+def test_T_warns_as_torch_off_two_dims(shape, monkeypatch):
+    from fusegrad.tracer import functional
+    monkeypatch.setattr(functional, "_WARNED_ONCE", set())     # (as in a fresh process)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = torch.ones(shape).T
@@ -401,6 +403,7 @@ def test_T_warns_as_torch_off_two_dims(shape):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fg.ones(2, 3).T                                       # two dims: no warning
+        fg.ones(shape).T                                      # once a process, as torch's TORCH_WARN_ONCE
 
 
 # ----------------------------------------------------------------- Tensor protocol (tracer/tensor.py)

@@ -13,7 +13,7 @@ from . import generator as random_generator, trace_state
 from .fma import fma64
 from .device import check_device
 from .scalar_checks import check_scalar_fits
-from .functional import _shape_arg, type_name as _type_name
+from .functional import _shape_arg, missing_argument_texts, type_name as _type_name
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
 
@@ -182,7 +182,8 @@ def _scalar(obj):
     return obj
 
 
-def tensor(data, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
+@missing_argument_texts
+def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
     check_device(device)
     if isinstance(data, Tensor):
@@ -377,7 +378,8 @@ def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     return _filled(np.zeros, size, kw, "empty", dtype, requires_grad)
 
 
-def full(size, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
+@missing_argument_texts
+def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """A tensor of `size` filled with `fill_value` (its dtype inferred as torch: bool,
     int64 for integers, else float32)."""
     check_device(device)
@@ -629,7 +631,7 @@ def _like(fn):
         return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
-    return like
+    return missing_argument_texts(like)
 
 
 zeros_like = _like(zeros)
@@ -669,6 +671,7 @@ randn_like = _random_like(randn, _fill_normal)
 rand_like = _random_like(rand, _fill_uniform)
 
 
+@missing_argument_texts
 def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None,
               memory_format=None) -> Tensor:
     """`full` with another tensor's shape and dtype (`memory_format`: accepted; the result keeps a dense

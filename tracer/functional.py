@@ -349,6 +349,36 @@ def _keyword_texts(fn):
     return with_texts
 
 
+def missing_argument_texts(fn, name: str | None = None):
+    """torch's parser's text for a call missing required arguments: `full() missing 2 required
+    positional argument: "size", "fill_value"` (its number agreement is reversed: one missing
+    is "arguments"), where Python's own reads `missing 1 required positional argument: 'x'`.
+    Only a TypeError the call's binding itself raises is reworded (worked out on the error
+    path: the happy path costs one try)."""
+    signature = inspect.signature(fn)
+    name = name or fn.__name__
+
+    def with_texts(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as original:
+            try:
+                given = signature.bind_partial(*args, **kwargs).arguments
+            except TypeError:
+                raise original from None
+            missing = [p.name for p in signature.parameters.values()
+                       if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                       and p.name not in given]
+            if not missing:
+                raise
+            raise TypeError(f"{name}() missing {len(missing)} required positional "
+                            f"{'arguments' if len(missing) == 1 else 'argument'}: "
+                            + ", ".join(f'"{m}"' for m in missing)) from None
+    with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    with_texts.__wrapped__ = fn
+    return with_texts
+
+
 # torch's "fn(): argument 'name' (position N)": the name (group 1), the position (group 2)
 ARGUMENT_POSITION = re.compile(r"\w+\(\): argument '(\w+)' \(position (\d+)\)")
 
@@ -1533,16 +1563,25 @@ def t(input) -> Tensor:
     return apply_op("permute", [a], {"dims": dims}, "TBackward0")
 
 
+_WARNED_ONCE: set = set()
+
+
+def warn_once(text: str, stacklevel: int = 3) -> None:
+    """torch's TORCH_WARN_ONCE: a UserWarning the first time only, in a process."""
+    if text not in _WARNED_ONCE:
+        _WARNED_ONCE.add(text)
+        warnings.warn(text, UserWarning, stacklevel=stacklevel)
+
+
 def T(a) -> Tensor:
-    """Reverse the dims (torch warns for other than 2-d, as here)."""
+    """Reverse the dims (torch warns, once a process, for other than 2-d, as here)."""
     if a.dim() == 0:
-        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
-                      UserWarning, stacklevel=2)
+        warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
     elif a.dim() != 2:
-        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
-                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
-                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
-                      "tensor.", UserWarning, stacklevel=2)
+        warn_once("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                  "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                  "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                  "tensor.")
     dims = tuple(reversed(range(a.dim())))
     return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
 
@@ -1550,8 +1589,7 @@ def T(a) -> Tensor:
 def mT(a) -> Tensor:
     """The last two dims swapped (torch's error below two dims; 0-d is the identity and warns)."""
     if a.dim() == 0:
-        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
-                      UserWarning, stacklevel=2)
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
         return a                        # torch returns the tensor itself
     if a.dim() == 1:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")

@@ -454,11 +454,12 @@ def _threshold_backward_into(out, grad, result):
 # so the values are torch's order's bit for bit.
 @threaded.in_row_blocks
 def _tanh_backward_into(out, g, y):
-    if y.dtype.char == "f":
+    if y.dtype.char == "f" and y.size <= rounded.EXACT_UP_TO:
         # torch's kernel contracts 1 - y * y into one fused multiply-add (rounded once): in
         # float64 the product of two float32s and its difference from 1 are exact, so one
         # rounding to float32 gives the FMA's value (bit for bit torch's; two roundings
-        # differed for 56% of arguments, most near |y| = 1, where 1 - y * y cancels)
+        # differed for 56% of arguments, most near |y| = 1, where 1 - y * y cancels). As
+        # for the transcendentals, a large operand keeps float32 (4 passes more over memory).
         wide = y.astype(np.float64)
         np.multiply(wide, wide, out=wide)
         np.subtract(1.0, wide, out=wide)

@@ -860,3 +860,28 @@ def _kept_after_a_failed_call(L, compiled: bool):
 
 def test_tensors_kept_by_a_call_that_raises_share_memory():
     assert _kept_after_a_failed_call(fg, True) == _kept_after_a_failed_call(torch, False)
+
+
+@pytest.mark.parametrize("body", [
+    "a2.add_(a1)",
+    "with L.no_grad(): a2[::2] = 0.5\n    a2.add_(a1)",
+    "a2.mul_(a1.t().t())",
+])
+def test_a_write_partly_overlapping_an_operand_from_outside_raises(body):
+    """Two tensors from outside the call over one memory (x.T written with x.detach()): the
+    trace's overlap check looked only at views made in the call, so the compiled call wrote
+    a result torch refuses (alias-fuzz 13249)."""
+    outcomes = []
+    for L, compiled in ((torch, False), (fg, False), (fg, True)):
+        s0 = L.tensor([[-1.0, 0.25, -1.5], [0.75, -0.25, -1.0], [1.0, 2.0, 0.5]])
+        namespace = {"L": L}
+        exec(f"def f(a1, a2):\n    {body}\n", namespace)
+        f = fg.compile(namespace["f"]) if compiled else namespace["f"]
+        try:
+            f(s0.detach(), s0.T)
+            outcomes.append(("ok", s0.tolist(), s0._version))
+        except RuntimeError as exc:
+            outcomes.append((str(exc), s0.tolist(), s0._version))
+    assert outcomes[0][0].startswith("unsupported operation: some elements of the input tensor")
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]

@@ -28,7 +28,8 @@ from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
 from . import trace_state
-from .dispatch import _FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _default_name, no_grad_view_rebased_error
+from .dispatch import (_FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _check_no_partial_overlap, _default_name,
+                       no_grad_view_rebased_error)
 from .layout import contiguous_strides, replay_on_ids, traced_elementwise_layout, traced_partial_overlap
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
@@ -113,6 +114,22 @@ def sum_groups(builder, grads: list, groups: list) -> list:
             total = builder.emit("add", total, g)
         out.append(total)
     return out
+
+
+def _memory_of(x):
+    """The memory operand `x` reads, where it is memory from outside the call: its array, or
+    a view made in the call of a tensor from outside it seen through its view chain; else None."""
+    if type(x) is np.ndarray:
+        return None
+    if x._data is not None:
+        return x._data
+    base = x._base
+    if base is None or base._data is None:
+        return None
+    try:
+        return replay_on_ids(base._data, x._view_chain)
+    except Exception:       # (a chain NumPy cannot replay as a view)
+        return None
 
 
 class Trace:
@@ -475,8 +492,14 @@ class Trace:
             # (a graft carries the write it passes on: a fill through a detach of an expand's view
             # writes each memory location once, as the fill itself)
             fill = self.filling if op == "graft" else name in _FILLS
-            if opdef.group == ELEMENTWISE and self.writing is None and traced_partial_overlap(out, inputs):
-                raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
+            if opdef.group == ELEMENTWISE and self.writing is None:
+                if traced_partial_overlap(out, inputs):
+                    raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
+                if out._data is not None:
+                    # tensors from outside the call over one memory (x.T.add_(x.detach())), and
+                    # views made here of such a tensor: their arrays tell, as eagerly (values the
+                    # call gave them change no layout)
+                    _check_no_partial_overlap(out._data, [a for a in map(_memory_of, inputs) if a is not None])
             previous_fill, self.filling = self.filling, fill
             try:
                 if self.writing is not None or op == "graft":     # part of a write under way

@@ -77,3 +77,13 @@ def test_a_long_full_sum_is_split_as_among_torchs_threads(monkeypatch):
             assert fg.from_numpy(x).sum().item() == torch.from_numpy(x).sum().item(), threads
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("n, step", [(17, 2), (1000, 3), (5000, 2), (40000, 2), (100001, 3)])
+def test_a_strided_vector_sums_as_torchs_scalar_path(n, step):
+    """A 1-D operand whose elements are not adjacent (t[::2]): torch sums it element by element,
+    four partial sums at a time (split among threads when long), not by vectors."""
+    base = np.random.default_rng(n).standard_normal(n * step).astype(np.float32)
+    want = torch.from_numpy(base)[::step].sum().item()
+    assert fg.from_numpy(base)[::step].sum().item() == want
+    assert fg.from_numpy(base)[::step].mean().item() == torch.from_numpy(base)[::step].mean().item()

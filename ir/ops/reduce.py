@@ -134,17 +134,20 @@ def _row_sum(v: np.ndarray) -> np.ndarray:
     return _sequential(np.concatenate([first[:, None], part[:, 1:]], axis=1))
 
 
-def _torch_row_sums(rows: np.ndarray, split: bool = False) -> np.ndarray:
+def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False) -> np.ndarray:
     """The sum of each row of `rows` (a C-contiguous (count, n) float32 or float64 matrix) in
     the order torch's CPU kernel adds it, bit for bit (`split`: a full reduction, which
-    torch splits among its threads when long)."""
+    torch splits among its threads when long; `strided`: the row's elements were not
+    adjacent in memory, which torch sums element by element, four partial sums at a time)."""
     count, n = rows.shape
     if split and n > _TORCH_GRAIN:
         tasks = min(_torch_threads(), -(-n // _TORCH_GRAIN))
         if tasks > 1:
             chunk = -(-n // tasks)
-            parts = [_torch_row_sums(rows[:, lo:lo + chunk]) for lo in range(0, n, chunk)]
+            parts = [_torch_row_sums(rows[:, lo:lo + chunk], strided=strided) for lo in range(0, n, chunk)]
             return _sequential(np.stack(parts, axis=1)[:, :, None])[:, 0] + rows.dtype.type(0)
+    if strided:
+        return _row_sum(rows.reshape(count, n, 1))[:, 0] + rows.dtype.type(0)
     lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
     if count == 1 and n < 64 * lanes:
         return _short_torch_sum(rows[0], lanes)[None]
@@ -186,9 +189,12 @@ def _torch_order_sum(x: np.ndarray, axes, keepdim):
     array, in float32 or float64; else None."""
     if x.dtype.char not in "fd" or x.size == 0:
         return None
+    if x.ndim == 1 and not x.flags.c_contiguous:
+        return _torch_row_sums(np.ascontiguousarray(x)[None], split=True, strided=True)[0].reshape(
+            (1,) if keepdim else ())
     if x.ndim <= 1 or len(set(ax % x.ndim for ax in axes)) == x.ndim:
-        if x.ndim > 1 and not (x.flags.c_contiguous or x.flags.f_contiguous):
-            return None
+        if not (x.flags.c_contiguous or x.flags.f_contiguous):
+            return None         # (a strided tensor of several dims: torch's loops differ)
         total = _torch_row_sums(x.reshape(1, -1) if x.ndim <= 1 else x.ravel(order="K")[None], split=True)[0]
         return total.reshape((1,) * x.ndim) if keepdim else total
     n_axes = {ax % x.ndim for ax in axes}

@@ -530,17 +530,6 @@ def _raise_modified(box, version, tensor, where, shape=None) -> None:
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 
 
-def _through_grafts(trace: Trace, v):
-    """The value whose history `v` carries: v itself, or where v is a graft of a write that
-    kept a tensor's history (a write through its .data, or under no_grad), the value grafted
-    onto, followed down."""
-    found = trace.grad_producer(v)
-    while found is not None and found[0].op == "graft":
-        v = found[0].inputs[1]
-        found = trace.grad_producer(v)
-    return v
-
-
 def _shares_with_another(t: Tensor, by_memory: dict) -> bool:
     """Whether another tensor of `by_memory` ({id of the array owning memory: the tensors over
     it}) shares t's memory."""
@@ -936,7 +925,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         # output of the backward too, for its retain_grad() (_BackwardFn.fill_retained)
         # So too an output written through its .data (or under no_grad) after others read it:
         # its value is a graft onto its history, and its total is what reaches that history.
-        history = [_through_grafts(trace, v) for v in out_values]
+        history = [trace.through_grafts(v) for v in out_values]
         read = {v.id for ins in instrs for v in ins.inputs} if len(grad_outs) > 1 else ()
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read or history[k] is not t._sym]
         try:

@@ -1460,12 +1460,27 @@ class Trace:
         return self.known[v.id]
 
     # ------------------------------------------------------------ autograd
+    def through_grafts(self, v: Value) -> Value:
+        """The value whose history `v` carries: v itself, or where v is a graft of a write that
+        kept a tensor's history (a write through its .data, or under no_grad), the value grafted
+        onto, followed down."""
+        found = self.grad_producer(v)
+        while found is not None and found[0].op == "graft":
+            v = found[0].inputs[1]
+            found = self.grad_producer(v)
+        return v
+
     def held_values(self, x: Tensor, first=None) -> list:
         """The values leaf `x` held in this call: eagerly a write under no_grad changes a
         leaf's memory, not its identity, so d/dx sums the uses of each (`first`: what stands
-        for the value it had before the first write, if not the one it was read as)."""
+        for the value it had before the first write, if not the one it was read as). For a
+        tensor made in the call (a retain_grad() non-leaf), the value its node made: a write
+        that kept its history (through its .data, under no_grad) leaves its node, where
+        torch's retain_grad hook reads the gradient, as it was."""
         held = self.leaf_values.get(id(x))
         if held is None or held[0] is not x:
+            if x._data is None and x._sym is not None and first is None:
+                return [self.through_grafts(x._sym)]
             return [self.value_of(x) if first is None else first]
         values = [held[1][0] if first is None else first] + held[1][1:]
         if self.aliases:

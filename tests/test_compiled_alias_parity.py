@@ -885,3 +885,25 @@ def test_a_write_partly_overlapping_an_operand_from_outside_raises(body):
     assert outcomes[0][0].startswith("unsupported operation: some elements of the input tensor")
     assert outcomes[1] == outcomes[0]
     assert outcomes[2] == outcomes[0]
+
+
+@pytest.mark.parametrize("body, shape", [
+    ("a[0] = a[..., 0]", (1, 4)),       # one element broadcast over the row it is part of
+    ("a[:, 1] = a[0, :1]", (3, 2)),
+    ("a[0] = a[0, 1:]", (3, 2)),
+])
+def test_a_setitem_broadcasting_its_own_memory_passes(body, shape):
+    """A value of another shape read from the written tensor (`a[0] = a[..., 0]` on a 1x4):
+    torch expands it before copying and lets the pair through; the trace's check raised the
+    overlap error (sweep 51777)."""
+    outcomes = []
+    for L, compiled in ((torch, False), (fg, False), (fg, True)):
+        namespace = {"L": L}
+        exec(f"def f(a):\n    {body}\n    return a * 1\n", namespace)
+        a = L.tensor(np.arange(float(np.prod(shape)), dtype=np.float32).reshape(shape))
+        try:
+            outcomes.append(((fg.compile(namespace["f"]) if compiled else namespace["f"])(a).tolist(), a.tolist()))
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]

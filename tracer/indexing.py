@@ -203,7 +203,8 @@ def setitem(t: Tensor, key, value) -> None:
         if source.shape == region.shape:    # (broadcast, it is an expand: torch cannot decide)
             _check_no_partial_overlap(region, [source])
     elif value_tensor is not None and traced_partial_overlap(
-            t, [value_tensor], region=lambda ids: ids if whole else ids[to_numpy_index(items) + (Ellipsis,)]):
+            t, [value_tensor], region=lambda ids: ids if whole else ids[to_numpy_index(items) + (Ellipsis,)],
+            broadcast_passes=True):
         raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace, the same check on views of one tensor)
     if whole and (_overlaps_itself(t._data) if t._sym is None else traced_overlaps_itself(t)):
         # torch copies into t itself, whose elements share memory (an expand): refused, even for

@@ -223,13 +223,14 @@ def _dense_ids(ids: np.ndarray) -> bool:
     return ids.size == 0 or (ids.max() - ids.min() + 1 == ids.size and np.unique(ids).size == ids.size)
 
 
-def traced_partial_overlap(target: Tensor, operands, region=None) -> bool:
+def traced_partial_overlap(target: Tensor, operands, region=None, broadcast_passes: bool = False) -> bool:
     """torch's get_overlap_status for tensors of a trace, which have no memory yet: does an
     operand that is a view of the same tensor as `target` (or that tensor) cover some of its
     elements (of the part `region(ids)` selects, where given: then `target` itself may be the
     operand, `t[:, ::2] = t`) without being the same elements in the same layout (torch
     compares strides; the element-id arrays carry the views' strides, as eager arrays do)?
-    Pairs where one side is not a dense block are let through, as torch does."""
+    Pairs where one side is not a dense block are let through, as torch does; so, with
+    `broadcast_passes` (a copy: torch expands the value first), is a value of another shape."""
     owner = target._base if target._base is not None else target
     shared = [x for x in operands if (x is not target or region is not None)
               and (x is owner or getattr(x, "_base", None) is owner)]
@@ -244,7 +245,7 @@ def traced_partial_overlap(target: Tensor, operands, region=None) -> bool:
         _, theirs = _element_ids(x)
         while theirs.ndim > mine.ndim and theirs.shape[0] == 1:
             theirs = theirs[0]              # (torch drops a written value's leading 1s)
-        if theirs.size == 0 or not _dense_ids(theirs):
+        if theirs.size == 0 or not _dense_ids(theirs) or (broadcast_passes and theirs.shape != mine.shape):
             continue
         if theirs.shape == mine.shape and theirs.strides == mine.strides and np.array_equal(theirs, mine):
             continue

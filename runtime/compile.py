@@ -36,7 +36,7 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, is_grad_enabled, trace_state
 from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of, refresh_view_history
-from fusegrad.tracer.layout import replay_on_ids, views_an_expand, with_strides
+from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE, SavedTensor, node_class
@@ -1143,10 +1143,7 @@ def _view_of_final(entry: tuple, final: dict):
     memory = final.get(root.id) if isinstance(root, Value) else None     # (not an array: memory unwritten)
     if memory is None:
         return None
-    try:
-        return replay_on_ids(memory, chain)
-    except Exception:       # (a chain NumPy cannot replay as a view: the computed copy is kept)
-        return None
+    return replayed_view(memory, chain)     # (None where NumPy cannot: the computed copy is kept)
 
 
 def _written_with_history(trace: Trace, mutated: list) -> list:

@@ -210,6 +210,15 @@ def replay_on_ids(ids: np.ndarray, chain) -> np.ndarray:
     return np.asarray(ids)
 
 
+def replayed_view(array: np.ndarray, chain):
+    """`array` seen through view chain `chain` (a view of its memory), or None where NumPy
+    cannot replay the chain as a view."""
+    try:
+        return replay_on_ids(array, chain)
+    except Exception:
+        return None
+
+
 def _element_ids(t: Tensor):
     """(the tensor whose memory `t` is, or a view of: t's base or t; which of its elements t's
     elements are, as an int array of t's shape), replaying t's view chain on element indices."""

@@ -30,7 +30,8 @@ from fusegrad.ir.interpreter import reference_apply
 from . import trace_state
 from .dispatch import (_FILLS, _PARTIAL_OVERLAP, INTERNAL_VIEWS, ZERO_DIM_TYPES, _check_no_partial_overlap, _default_name,
                        no_grad_view_rebased_error)
-from .layout import contiguous_strides, replay_on_ids, traced_elementwise_layout, traced_partial_overlap
+from .layout import (contiguous_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
+                     traced_partial_overlap)
 from .engine import modified_error, output_name
 from .grad_mode import is_grad_enabled
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
@@ -126,10 +127,7 @@ def _memory_of(x):
     base = x._base
     if base is None or base._data is None:
         return None
-    try:
-        return replay_on_ids(base._data, x._view_chain)
-    except Exception:       # (a chain NumPy cannot replay as a view)
-        return None
+    return replayed_view(base._data, x._view_chain)
 
 
 class Trace:
@@ -229,9 +227,10 @@ class Trace:
 
     def _input(self, array: np.ndarray) -> Value:
         # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
-        if not array.flags.writeable:
-            # a shared read-only constant (functional._scalar_array: `x * 2` in a loop): one
-            # input however often it is read (its id is stable: input_arrays holds it)
+        # a shared read-only constant (functional._scalar_array: `x * 2` in a loop) is one input
+        # however often it is read (its id is stable: input_arrays holds it)
+        shared = not array.flags.writeable
+        if shared:
             v = self.constants.get(id(array))
             if v is not None:
                 return v
@@ -239,7 +238,7 @@ class Trace:
         v = Value(t if t is not None else TensorType(array.shape, from_numpy_dtype(array.dtype)))
         self.inputs.append(v)
         self.input_arrays.append(array)
-        if not array.flags.writeable:
+        if shared:
             self.constants[id(array)] = v
         return v
 
@@ -690,12 +689,9 @@ class Trace:
             # through the view's chain
             root, chain = view
             owner = self._first_reader(_memory_key(root)) if type(root) is np.ndarray else None
-            if owner is None or _memory_key(root) in self.mutated:
-                return None
-            try:
-                return replay_on_ids(root, chain), self._counter_owner(owner)._vbox is box
-            except Exception:       # (a chain NumPy cannot replay as a view)
-                return None
+            memory = replayed_view(root, chain) if owner is not None and _memory_key(root) not in self.mutated \
+                else None
+            return None if memory is None else (memory, self._counter_owner(owner)._vbox is box)
         source = next((v_id for (v_id, _), w in self.aliases.items() if w is v), None)
         for u, array in zip(self.inputs, self.input_arrays):
             if u.id == source:
@@ -725,7 +721,7 @@ class Trace:
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
         None too where the backward meets a node an earlier backward freed first: torch raises
-        the freed-graph error there (_check_not_freed). Only a trace with such writes pays for
+        the freed-graph error there (_freed_met_first). Only a trace with such writes pays for
         the scan. `found_at` (a list), when given, receives the instruction whose VJP reads it."""
         if not self.stale:
             return None
@@ -1526,9 +1522,9 @@ class Trace:
                 v, box, version, where = found
                 error = modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
         if error is None and self.freed:
-            failed = [ins for ins in instrs if _vjp_runs(ins, active) and self._freed_and_saving(ins, active)][-1:]
-            if failed:
-                error = RuntimeError(_FREED_MSG)
+            freed = self._freed_met_first(instrs, active)
+            if freed is not None:
+                failed, error = [freed], RuntimeError(_FREED_MSG)
         if error is not None:
             if partial is not None:
                 partial += self._before_the_failure(instrs, active, instrs.index(failed[0]), out_values,
@@ -1733,14 +1729,16 @@ class Trace:
                 stack.extend(producer[0].inputs)
         return found
 
-    def _check_not_freed(self, instrs, active: set) -> None:
-        """torch's error for a backward through nodes an earlier backward freed (without
-        retain_graph), raised where one of them saved values for its VJP (x * x, x * 2;
-        not x + y, whose backward reads nothing). Not a target's own instruction with nothing
-        active below it (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
-        for ins in instrs:
+    def _freed_met_first(self, instrs, active: set):
+        """torch's "backward through the graph a second time" error is raised at a node an earlier
+        backward freed (without retain_graph) that saved values for its VJP (x * x, x * 2; not
+        x + y, whose backward reads nothing): the last such instruction the backward runs (the
+        first it meets), or None. Not a target's own instruction with nothing active below it
+        (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
+        for ins in reversed(instrs):
             if _vjp_runs(ins, active) and self._freed_and_saving(ins, active):
-                raise RuntimeError(_FREED_MSG)
+                return ins
+        return None
 
     def _freed_and_saving(self, ins: Instr, active: set) -> bool:
         """Whether a backward through `ins` (its VJP runs) raises the freed-graph error."""

@@ -248,9 +248,14 @@ def _reduces_innermost_axes(x, axes) -> bool:
     return x.flags.c_contiguous and reduced == set(range(n - len(reduced), n))
 
 
-def _sum_ref(x, axes, keepdim):
+def _total(x, axes, keepdim):
+    """x summed over `axes`: in torch's order where it is known, else _accurate_sum."""
     found = _torch_order_sum(x, axes, keepdim)
-    return np.asarray(found if found is not None else _accurate_sum(x, axes, keepdim))
+    return found if found is not None else _accurate_sum(x, axes, keepdim)
+
+
+def _sum_ref(x, axes, keepdim):
+    return np.asarray(_total(x, axes, keepdim))
 
 
 def _mean_ref(x, axes, keepdim):
@@ -259,10 +264,7 @@ def _mean_ref(x, axes, keepdim):
     count = 1
     for ax in axes:
         count *= x.shape[ax]
-    total = _torch_order_sum(x, axes, keepdim)
-    if total is None:
-        total = _accurate_sum(x, axes, keepdim)
-    return np.asarray(np.true_divide(total, count, dtype=x.dtype))     # apply_ref silences 0/0
+    return np.asarray(np.true_divide(_total(x, axes, keepdim), count, dtype=x.dtype))     # apply_ref silences 0/0
 
 
 def _amax_ref(x, axes, keepdim, evenly=False):

@@ -176,14 +176,16 @@ def test_the_nodes_that_ran_before_the_error_are_freed():
     assert outcomes[2] == outcomes[0]
 
 
+@pytest.mark.parametrize("inputs", ["", ", inputs=[a1]"], ids=["all", "inputs"])
 @pytest.mark.parametrize("write", ["v0.data.sub_(1.0)", "with L.no_grad(): v0.mul_(2.0)"])
-def test_a_retained_tensor_written_without_history_gets_its_nodes_gradient(write):
+def test_a_retained_tensor_written_without_history_gets_its_nodes_gradient(write, inputs):
     """fg.compile: `v0.retain_grad()`, a write that keeps v0's history (through .data, under
     no_grad), then a backward in the call: torch's hook on v0's node fills v0.grad; the
     compiled backward differentiated with respect to v0's new value, which nothing had
-    used, and left it None (sweep 51721)."""
+    used, and left it None (sweep 51721); so too with `inputs=`, where torch fills the .grad of
+    the retain_grad() tensors on the way."""
     body = ("v0 = a1 / 7; v2 = (v0 * 3.0).exp(); v0.retain_grad(); " + write +
-            "; v2.backward(L.ones_like(v2), retain_graph=True); kept.append(v0)")
+            "; v2.backward(L.ones_like(v2), retain_graph=True" + inputs + "); kept.append(v0)")
     namespace = {}
     exec("def f(L, a1, kept):\n    " + body.replace("; ", "\n    ").replace(": v0.mul_", ":\n        v0.mul_")
          + "\n", namespace)

@@ -1509,9 +1509,11 @@ class Trace:
         if retained is not None:
             taken = {v.id for v in wrt}
             kept = [t for t in (r() for r in self.retained) if t is not None]
-            on_path = [t for t in kept if t._sym is not None and t._sym.id in active and t._sym.id not in taken]
-            groups += [[t._sym] for t in on_path]
-            wrt += [t._sym for t in on_path]
+            # (each differentiated at the value its node made: see held_values)
+            on_path = [t for t in kept if t._sym is not None and self.through_grafts(t._sym).id in active
+                       and t._sym.id not in taken]
+            groups += [self.held_values(t) for t in on_path]
+            wrt += [v for group in groups[len(inputs):] for v in group]
         # (whichever of a replaced saved value and a freed node the backward meets first raises:
         # stale_saved stops at a freed node)
         failed = []
@@ -1577,7 +1579,7 @@ class Trace:
             found = self.grad_producer(x._sym) if x._sym is not None else None
             return found is None or positions.get(id(found[0]), -1) >= failed
         candidates = [(x, group) for x, group in zip(inputs, groups) if complete(x, group)]
-        candidates += [(t, [t._sym]) for t in on_path if complete(t, [t._sym])]
+        candidates += [(t, group) for t, group in ((t, self.held_values(t)) for t in on_path) if complete(t, group)]
         if not retain_graph:
             active = active_values(instrs, out_values, [v for _, group in candidates for v in group])
             for ins in later:

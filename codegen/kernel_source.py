@@ -58,6 +58,7 @@ from .schedule import Kernel, calls_math
 BLOCK = 4096               # elements of the first dim per block of a reduction to one value
 CHUNK = 1024               # elements of the innermost loop per float32 chunk sum (_accumulate)
 MAX_BLOCKS = 32            # blocks of rows for tail reductions over the parallel dim
+ROW_CHUNK = 64             # rows per float32 partial of a column sum inside a row kernel (_accumulate)
 MAX_PARTIALS = 1 << 22     # cap on nblocks * (accumulator size) for those blocks
 MAX_NESTING = 6            # deeper expressions are split into named temporaries
 TILE = 16                  # square tiles of a pointwise kernel that reads an operand transposed
@@ -121,6 +122,7 @@ class _Reduction:
     flush: str | None = None       # ... into this accumulator
     chunk_sum: str | None = None   # float32 sum of the operand over one chunk of the innermost loop
     picked: bool = False           # reads one element per row (codegen/picks.py): no accumulator
+    row_chunked: bool = False      # a column sum added in float32 over ROW_CHUNK rows (cpart<n>), then folded
 
     @property
     def acc(self) -> str:
@@ -492,8 +494,7 @@ class _Generator:
                     target = info.local
                     self.column_locals.append(info)
         operand.users.append(scope)
-        if inner_loop and info.combine == "add" and info.kind == "f" and info.acc_ctor == "np.float64" and \
-                ins.inputs[0].dtype.name == "float32" and ins.outputs[0].dtype.name == "float32":
+        if inner_loop and _float32_sum(info, ins):
             info.chunk_sum = f"csum{info.n}"
             phase = info.stage if tail is None else tail.level
             self.chunk_sums.setdefault(phase, []).append((info, target))
@@ -504,15 +505,21 @@ class _Generator:
         if tail is not None and info.local is None:
             # A cell indexed by loop variables: rendered when emitted, when every loop that
             # runs in chunks is known (its variable indexes as unsigned).
+            if scope[0] == "inner" and info.blocked and _float32_sum(info, ins):
+                info.row_chunked = True
+                self.sinks.append((scope, self._next(), lambda: [
+                    f"{self._tail_cell(info, 'cpart')} += {self._text(operand)}"]))
+                return
             self.sinks.append((scope, self._next(),
                                lambda: _update(info, self._tail_cell(info), self._text(operand), "v")))
             return
         self.sinks.append((scope, self._next(), lambda: _update(info, target, self._text(operand), "v")))
 
-    def _tail_cell(self, info: _Reduction) -> str:
-        """The accumulator cell of tail reduction `info` at the current loop indices."""
+    def _tail_cell(self, info: _Reduction, blocked_array: str = "part") -> str:
+        """The accumulator cell of tail reduction `info` at the current loop indices
+        (`blocked_array` names the per-block array: part, or cpart for a row-chunked sum)."""
         kept = ", ".join(self._subscript_entry(d) for d in info.tail.kept) or "0"
-        return f"part{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
+        return f"{blocked_array}{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
 
     def _pick(self, ins, info: _Reduction) -> bool:
         """Row reduction `ins` reads one element per row (codegen/picks.py): compute that
@@ -654,6 +661,8 @@ class _Generator:
         # Rows run in blocks when tails accumulate per block, or so that each
         # block (each thread) allocates its row buffers once.
         row_blocks = self.blocked or (bool(self.outer) and bool(self.row_buffers))
+        chunked = [info for info in self.red.values() if info.row_chunked]
+        row_depth = 0
         if row_blocks:
             d0 = self.outer[0]
             size = " * ".join(others) or "1"
@@ -672,6 +681,8 @@ class _Generator:
             put(0, f"tacc{info.n} = np.full(({shape}), {info.fill}, {info.acc_ctor})")
             if info.blocked:
                 put(0, f"part{info.n} = np.full((nblocks, {shape}), {info.fill}, {info.acc_ctor})")
+            if info.row_chunked:
+                put(0, f"cpart{info.n} = np.full((nblocks, {shape}), 0.0, np.float32)")
         for stmt in self._statements(("outer", 0)):
             put(0, stmt)
         depth = 0
@@ -683,7 +694,13 @@ class _Generator:
                 put(depth, "for blk in PRANGE(nblocks):")
                 for line in self._buffer_allocations():
                     put(depth + 1, line)
-                put(depth + 1, f"for i{d} in range(blk * rows, min(n{d}, blk * rows + rows)):")
+                if chunked:
+                    put(depth + 1, f"for rc in range(blk * rows, min(n{d}, blk * rows + rows), {ROW_CHUNK}):")
+                    put(depth + 2, f"for i{d} in range(rc, min(n{d}, blk * rows + rows, rc + {ROW_CHUNK})):")
+                    depth += 1
+                else:
+                    put(depth + 1, f"for i{d} in range(blk * rows, min(n{d}, blk * rows + rows)):")
+                row_depth = depth + 1
                 depth += 2
             elif self.tile is not None and d in self.tile:
                 depth = self._tiled_loops(put, depth, k, d)
@@ -713,6 +730,8 @@ class _Generator:
         for info in self.column_locals:             # after the innermost outer loop
             for line in _update(info, info.flush, info.local, "w"):
                 put(depth - 1, line)
+        for info in chunked:                        # after each chunk of rows
+            self._fold_row_chunk(put, row_depth, info)
         for info in self.red.values():
             if info.tail is not None and info.blocked:
                 n, kept = info.n, info.tail.kept
@@ -724,6 +743,17 @@ class _Generator:
                 idx = ", ".join(f"i{d}" for d in kept) or "0"
                 for line in _update(info, f"tacc{n}[{idx}]", f"part{n}[b, {idx}]", "w"):
                     put(depth, line)
+
+    def _fold_row_chunk(self, put, depth: int, info: _Reduction) -> None:
+        """Add a row-chunked column sum's float32 partials to its block's float64 ones, and
+        clear them for the next chunk of rows."""
+        for d in info.tail.kept:
+            put(depth, self._loop(d))
+            depth += 1
+        idx = ", ".join(f"i{d}" for d in info.tail.kept) or "0"
+        for line in _update(info, f"part{info.n}[blk, {idx}]", f"cpart{info.n}[blk, {idx}]", "w"):
+            put(depth, line)
+        put(depth, f"cpart{info.n}[blk, {idx}] = np.float32(0.0)")
 
     def _loop(self, d, parallel=False) -> str:
         return f"for i{d} in {'PRANGE' if parallel else 'range'}(n{d}):"
@@ -827,6 +857,13 @@ class _Generator:
                 put(depth, stmt)
 
 
+
+
+def _float32_sum(info: _Reduction, ins) -> bool:
+    """A float32 sum of float32 values, which may add up in float32 over short runs
+    (chunks of a row, chunks of rows) before its float64 accumulator."""
+    return info.combine == "add" and info.kind == "f" and info.acc_ctor == "np.float64" and \
+        ins.inputs[0].dtype.name == "float32" and ins.outputs[0].dtype.name == "float32"
 
 
 def _update(info: _Reduction, target: str, value: str, tmp: str) -> list:

@@ -31,7 +31,8 @@ arguments too (`c0, ...`): a mean's element count or a learning rate must
 not make a new kernel. Argument order: extents, loads, constants, outputs.
 
 Sums accumulate in float64 for floating dtypes (int64/bool otherwise;
-float32 sums over the innermost loop, above, in float32 chunks first) through `fg_acc_add`, an addition LLVM may reassociate so that the loop
+float32 sums over the innermost loop, above, in float32 chunks first, and
+float32 column sums in a row kernel in float32 over ROW_CHUNK rows first) through `fg_acc_add`, an addition LLVM may reassociate so that the loop
 vectorises; float max/min use `fg_acc_max`/`fg_acc_min` (LLVM's NaN-
 propagating maximum/minimum), which vectorise too (codegen/accumulate.py).
 A reduction to one value (no outer loops) runs in blocks of about BLOCK

@@ -903,7 +903,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     backward = None
     gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
-    freed_stale = _stale_before_freed(trace, outputs, grad_outs, boundary) if freed else None
+    met_stale_first = _stale_before_freed(trace, outputs, grad_outs, boundary) if freed else None
     # per output, where only some are behind values an in-call backward freed (the others
     # keep their graph): a later backward from those raises (_BackwardFn.freed_outputs)
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
@@ -936,8 +936,11 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         except RuntimeError as exc:
             if not getattr(exc, "no_derivative", False):
                 raise
-            # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not here)
+            # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not here;
+            # a value replaced in place that the backward reads before that op raises first)
             no_derivative, grads = str(exc), None
+            if active is not None:
+                met_stale_first = trace.stale_saved(instrs, active)
     if grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
         totals_at = []          # (index among grad_outs, position among the backward's outputs)
@@ -1039,7 +1042,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             # A backward inside the call already freed what these outputs' backward needs (a
             # training step returning its loss), or it runs through an op without a derivative:
             # their grad_fn raises, as torch's would.
-            back = _RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, freed_stale)
+            back = _RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, met_stale_first)
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except

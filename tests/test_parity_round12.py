@@ -248,6 +248,32 @@ def test_a_compiled_call_through_an_op_without_derivative_raises_only_in_backwar
     assert outcome(fg, True) == outcome(fg, False) == outcome(torch, False)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("program", [
+    "v = a // 2; y = b / v; v.sub_(1e-3)",              # the version error is met first (sweep 52078)
+    "c = a * 1; d = c * c; y = d // 2; c.add_(1)",       # the op without a derivative is met first
+])
+def test_an_op_without_derivative_and_a_value_written_in_place_raise_in_torchs_order(compiled, program):
+    """torch's engine raises at the first node it meets that fails: DivBackward0's saved value
+    written in place, or floor_divide's NotImplemented node. A compiled call always raised the
+    latter (its backward was never built, so nothing checked the saved value)."""
+    def outcome(L, compiled):
+        a = L.tensor([1.5, 2.5, 3.5], requires_grad=True)
+        b = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+        def fn(a, b):
+            scope = {"L": L, "a": a, "b": b}
+            exec(program, scope)
+            return scope["y"]
+        y = (fg.compile(fn) if compiled else fn)(a, b)
+        try:
+            y.sum().backward()
+        except RuntimeError as exc:
+            return str(exc)
+        return a.grad, b.grad
+    assert outcome(fg, compiled) == outcome(torch, False)
+
+
 # --------------------------------------------------------------------- a range as an index
 @pytest.mark.parametrize("compiled", [False, True])
 def test_a_range_indexes_as_a_sequence_of_ints(compiled):

@@ -77,6 +77,15 @@ def _vjp_runs(ins: Instr, active: set) -> bool:
     return any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs)
 
 
+def _has_no_derivative(ins: Instr) -> bool:
+    """Whether `ins` is an op recorded without a derivative (x // 2 on a tensor that requires
+    grad): a backward that reaches it raises "derivative for aten::... is not implemented"."""
+    for name, _ in ins.attrs:
+        if name == "no_derivative":
+            return True
+    return False
+
+
 def user_location() -> str:
     """file:line of the innermost frame outside fusegrad's own code (for graph-break reports)."""
     f = sys._getframe(1)
@@ -720,8 +729,8 @@ class Trace:
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
-        None too where the backward meets a node an earlier backward freed first: torch raises
-        the freed-graph error there (_freed_met_first). Only a trace with such writes pays for
+        None too where the backward meets first a node an earlier backward freed (torch raises
+        the freed-graph error there: _freed_met_first) or an op without a derivative. Only a trace with such writes pays for
         the scan. `found_at` (a list), when given, receives the instruction whose VJP reads it."""
         if not self.stale:
             return None
@@ -730,6 +739,8 @@ class Trace:
             if not _vjp_runs(ins, active):
                 continue
             if self.freed and self._freed_and_saving(ins, active):
+                return None
+            if _has_no_derivative(ins):     # (torch's NotImplemented node raises before any behind it)
                 return None
             if not any(v.id in self.stale or v.id in self.read_as for v in ins.inputs + ins.outputs):
                 continue

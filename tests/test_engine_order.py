@@ -143,3 +143,35 @@ def test_a_node_whose_saved_operands_both_changed_names_the_one_torch_checks_fir
             out.sum().backward()
         texts.append(str(raised.value))
     assert texts[1] == texts[0]
+
+
+# A reduction's node that saves its input and its result (the norm of a loop's stopping
+# test, max(), amax, std) checks `self` first; fusegrad's checked the result first.
+INPUT_AND_RESULT_CHANGED = {
+    "norm": lambda x: x.norm(),
+    "norm p=1": lambda x: x.norm(p=1),
+    "norm dim": lambda x: x.norm(dim=0),
+    "max": lambda x: x.max(),
+    "min": lambda x: x.min(),
+    "amax": lambda x: x.amax(0),
+    "amin": lambda x: x.amin(0),
+    "std": lambda x: x.std(),
+}
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("op", list(INPUT_AND_RESULT_CHANGED))
+def test_a_reduction_whose_input_and_result_both_changed_names_the_input(op, compiled):
+    def run(lib):
+        def step(x):
+            u = x * 1
+            out = INPUT_AND_RESULT_CHANGED[op](u)
+            u.add_(1)
+            out.mul_(2)
+            return out
+        x = lib.tensor([1.5, 2.5, 3.5], requires_grad=True)
+        out = (fg.compile(step) if compiled and lib is fg else step)(x)
+        with pytest.raises(RuntimeError) as raised:
+            out.sum().backward()
+        return str(raised.value)
+    assert run(fg) == run(torch)

@@ -68,4 +68,5 @@ register(OpDef("var", COMPOSITE, _infer_reduce, _var_ref, _var_vjp, decompose=_v
                doc="var(x; axes, correction, keepdim): sum of squared deviations / (n - correction)",
                extra={"row_major_result": True}))
 register(OpDef("std", COMPOSITE, _infer_reduce, _std_ref, _std_vjp, decompose=_std_decompose,
-               doc="std(x; axes, correction, keepdim): the square root of var", extra={"row_major_result": True}))
+               doc="std(x; axes, correction, keepdim): the square root of var",
+               extra={"row_major_result": True, "unpack_order": (("in", 0), ("out", 0))}))   # torch's self, result

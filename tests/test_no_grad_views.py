@@ -172,3 +172,29 @@ def test_a_node_whose_gradient_leads_nowhere_still_checks_what_it_saved(write):
             r[::2] = 3.0
         seen.append((_error(lambda: (r * 3.0).sum().backward()), _error(lambda: (r * 3.0).sum().backward())))
     assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("written", ["view", "base"])
+def test_a_no_grad_view_written_since_reads_grad_as_none_and_prints_invalid(written):
+    """torch's `.grad` getter checks the node the tensor has (none), not one it would regenerate,
+    so it returns None where grad_fn raises; its repr catches that error and prints
+    `grad_fn=<Invalid>`. fusegrad's .grad raised, and its repr printed requires_grad=True."""
+    def run(L):
+        s0 = L.tensor([1.75, 0.75, 1.0], requires_grad=True)
+        with L.no_grad():
+            s1 = s0[None]
+            (s1 if written == "view" else s0).add_(1.5)
+        with pytest.raises(RuntimeError) as raised:
+            s1.grad_fn
+        return s1.grad, repr(s1), str(raised.value)
+    assert run(fg) == run(torch)
+
+
+def test_a_view_whose_base_was_written_prints_the_node_torch_regenerates():
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 1
+        v = y[0:2]
+        y.add_(1)
+        return repr(v)
+    assert run(fg) == run(torch) == "tensor([2., 3.], grad_fn=<AsStridedBackward0>)"

@@ -401,6 +401,10 @@ class Tensor:
                 or self._rebased:
             self.grad_fn                # the base was written since: the view's history is regenerated
                                         # (or, for a view made under no_grad, torch's error)
+        return self._is_leaf_as_is()
+
+    def _is_leaf_as_is(self) -> bool:
+        """is_leaf without regenerating a view's history first (torch's C++ is_leaf())."""
         if self._grad_fn is not None:
             return False
         if self._sym is None or not self._requires_grad or self._traced_leaf:
@@ -434,8 +438,10 @@ class Tensor:
         """torch's Tensor.grad: the gradient backward accumulated, or None.
         Reading it on a non-leaf that does not retain grad warns, and assigning checks dtype
         and shape, as torch does."""
-        # torch warns only while the non-leaf's .grad is unset (one assigned is simply returned)
-        if self._grad is None and not self._retains_grad and not self.is_leaf:
+        # torch warns only while the non-leaf's .grad is unset (one assigned is simply returned);
+        # its check reads the node the tensor has, not one a view would regenerate (which, for
+        # a view made under no_grad and written since, raises: .grad is None there)
+        if self._grad is None and not self._retains_grad and not self._is_leaf_as_is():
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
@@ -716,10 +722,17 @@ class Tensor:
     def __repr__(self) -> str:
         from .formatting import format_tensor
         suffixes = []
-        grad_fn = self._grad_fn if self._sym is None else self.grad_fn
-        if grad_fn is not None:
+        try:
+            # (torch's repr reads grad_fn: a view whose base was written since prints the node it
+            # regenerates, <AsStridedBackward0>, and one made under no_grad, whose regeneration
+            # raises, prints <Invalid>)
+            grad_fn = self.grad_fn
             # torch prints the class name: <CopySlices>, where name() says torch::autograd::CopySlices
-            suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+            node_name = type(grad_fn).__name__ if grad_fn is not None else None
+        except RuntimeError:
+            node_name = "Invalid"
+        if node_name is not None:
+            suffixes.append(f"grad_fn=<{node_name}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         return format_tensor(self._concrete(), suffixes)

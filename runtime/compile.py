@@ -629,7 +629,7 @@ class CompiledFunction:
         if trace_state.current() is not None:      # nested compile: inline into the outer trace
             return self.fn(*args, **kwargs)
         for a in args:
-            if isinstance(a, np.ndarray) or type(a) is float:   # (rare: most calls pass tensors, kept as given)
+            if isinstance(a, np.ndarray):       # (rare: most calls pass tensors, kept as given)
                 args = tuple([_from_numpy(a) for a in args])
                 break
         signature = _signature(args) if self._breaking else None
@@ -766,15 +766,13 @@ def _lines_after(program: Program, start: int):
 
 
 def _from_numpy(a):
-    """An argument as the traced function sees it: a NumPy array as a tensor over its memory,
-    a Python float as a 0-d float32 tensor (API.md: both are accepted wherever a tensor is,
-    as jax.jit takes them; ints and everything else are passed as they are)."""
+    """An argument as the traced function sees it: a NumPy array as a tensor over its memory
+    (API.md); everything else as it is. A Python float stays a Python float, as eagerly and
+    in torch.compile: a float32 tensor in its place would round it (x64 * 0.1, 1e300) and
+    change what the function does with it (isinstance, round, returning it)."""
     if isinstance(a, np.ndarray):
         from fusegrad.tracer.creation import from_numpy
         return from_numpy(a)
-    if type(a) is float:
-        from fusegrad.tracer.creation import tensor
-        return tensor(a)
     return a
 
 

@@ -1,5 +1,5 @@
 """Calls missing required arguments, or passing keyword-only ones by position, raise
-torch's TypeError texts; fg.compile takes Python floats as it takes NumPy arrays."""
+torch's TypeError texts; fg.compile passes Python floats on as they are."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,10 +41,20 @@ def test_a_type_error_inside_a_creation_call_is_kept():
         fg.tensor([1.0], dtype="float32")
 
 
-def test_compile_takes_python_floats_as_tensors():
-    """API.md: Python floats are accepted wherever a tensor is; a compiled function sees a
-    0-d float32 tensor (jax.jit's arrays), ints stay Python ints."""
-    assert repr(fg.compile(lambda a: a.exp())(1.0)) == "tensor(2.7183)"
+def test_compile_passes_python_floats_as_they_are():
+    """A compiled function sees a Python float argument as a Python float, as eagerly and in
+    torch.compile; it once saw a 0-d float32 tensor, which rounded 1e300 to inf and 0.1 to
+    float32 in float64 arithmetic, and changed isinstance(s, float). NumPy arrays become
+    tensors (API.md); fg.grad inside takes floats as leaves, as in JAX."""
+    def scale(x, s):
+        return x * s if isinstance(s, float) else x * 0
+    for s in (1e300, 0.1, 1e-50):
+        x64 = [1.0, 3.0]
+        ours = fg.compile(scale)(fg.tensor(x64, dtype=fg.float64), s)
+        assert ours.tolist() == (np.array(x64) * s).tolist()      # (eager torch's float64 products)
+    assert fg.compile(lambda x, s: s)(fg.ones(1), 1.5) == 1.5
+    with pytest.raises(AttributeError, match="'float' object has no attribute 'exp'"):
+        fg.compile(lambda a: a.exp())(1.0)          # (as eagerly)
     out = fg.compile(lambda a, b: a * b)(3.0, np.float32(2.0) * np.ones(2, np.float32))
     assert isinstance(out, fg.Tensor) and out.tolist() == [6.0, 6.0]
     np.testing.assert_array_equal(fg.compile(lambda a, n: a * n)(fg.ones(2), 3).numpy(), [3.0, 3.0])

@@ -975,7 +975,12 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     owners = {id(_memory_owner_array(w)) for w in written} if written else ()
     for t in alive:
         if id(t) not in shared:
-            t._data = array = by_id[t._sym.id]
+            array = by_id[t._sym.id]
+            if t._layout is None and t._base is None and not array.flags.c_contiguous:
+                # a value the trace laid out row-major (x.t().contiguous().tanh()) that a sunk
+                # permute left transposed: row-major, as torch's (its view(-1) must work)
+                array = by_id[t._sym.id] = np.ascontiguousarray(array)
+            t._data = array
             if written and (array.base is not None or id(array) in owners) and _aliases_any(array, written):
                 # The executor may hand out an input's own memory for a value that is a copy
                 # eagerly (a sum over one element is its operand, reshaped); the write-back of

@@ -29,6 +29,11 @@ CASES = {
     "reshape copies": lambda L, x: (x.t() * 2).reshape(-1),
     "a reduction is row-major": lambda L, x: (x.t() * 2).sum(0, keepdim=True),
     "softmax": lambda L, x: x.t().softmax(1),
+    # a permute sunk past the copy left these transposed after the call (API probe)
+    "op on contiguous of a view": lambda L, x: x.t().contiguous().tanh(),
+    "op on contiguous of a permute": lambda L, x: x.reshape(1, 2, 3).permute(2, 0, 1).contiguous() * 1,
+    "op on an expanded transpose": lambda L, x: x[:1].expand(2, 3).t().exp(),
+    "view of an op on contiguous": lambda L, x: x.t().contiguous().tanh().view(-1),
 }
 
 

@@ -459,3 +459,37 @@ def test_grad_of_a_function_failing_inside_then_succeeding():
     with pytest.raises(RuntimeError, match=re.escape("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)")):
         g(fg.ones(2, 3), fg.ones(2, 3))
     np.testing.assert_allclose(g(fg.ones(2, 3), fg.ones(3, 2)).numpy(), 2 * np.ones((2, 3)))
+
+
+# --------------------------------------------------------------------- ints beyond int64, argument order
+_BEYOND_INT64 = {
+    "float * 2**70": lambda L: L.tensor([1.0, 2.0]) * 2 ** 70,
+    "int * 2**70": lambda L: L.tensor([1, 2]) * 2 ** 70,
+    "int == 2**70": lambda L: L.tensor([1, 2])[0] == 2 ** 70,
+    "fill_ 2**70": lambda L: L.tensor([1.0, 2.0]).fill_(2 ** 70),
+    "setitem int 2**70": lambda L: L.tensor([1, 2]).__setitem__(0, 2 ** 70),
+    "setitem bool 2**70": lambda L: L.tensor([True]).__setitem__(0, 2 ** 70),
+    "setitem float 2**70": lambda L: L.tensor([1.0, 2.0]).__setitem__(0, 2 ** 70),
+    "setitem float 2**200": lambda L: L.tensor([1.0, 2.0]).__setitem__(0, 2 ** 200),
+    "mean int dim=1.0": lambda L: L.tensor([1, 2]).mean(dim=1.0),
+    "mean bool dim='a'": lambda L: L.tensor([True, False]).mean(dim="a"),
+    "norm int dim='a'": lambda L: L.tensor([1, 2]).norm(dim="a"),
+    "norm int dim=1.0": lambda L: L.tensor([1, 2]).norm(dim=1.0),
+    "norm int (1, True)": lambda L: L.tensor([1, 2]).norm(1, True),
+    "norm int": lambda L: L.tensor([1, 2]).norm(),
+    "mean int": lambda L: L.tensor([1, 2]).mean(),
+}
+
+
+@pytest.mark.parametrize("case", list(_BEYOND_INT64))
+def test_python_ints_beyond_int64_and_bad_dims_of_integer_tensors_raise_torchs_error(case):
+    """torch's parser reads a Python int as a C long long (OverflowError "int too big to
+    convert"; in setitem ValueError), and refuses a dim that is no int before the dtype check
+    of mean and norm; fusegrad computed with 2**70 on float tensors, or raised the dtype error."""
+    def outcome(L):
+        try:
+            out = _BEYOND_INT64[case](L)
+        except Exception as exc:        # noqa: BLE001 - the class and text are what is compared
+            return type(exc).__name__, str(exc)
+        return "ok", None if out is None else out.tolist()
+    assert outcome(fg) == outcome(torch)

@@ -31,7 +31,7 @@ from . import trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
-from .scalar_checks import check_scalar_fits
+from .scalar_checks import check_int_parses, check_scalar_fits
 from .node import display_edges, keep_scalar_operands
 from .tensor import Tensor
 
@@ -144,6 +144,7 @@ def _scalar_array(value, dtype: DType) -> np.ndarray:
         cached, key = None, None
     if cached is not None:
         return cached
+    check_int_parses(value)
     if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
         array = np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
     else:
@@ -783,6 +784,7 @@ def masked_fill_operands(input, mask, value, fn: str = "masked_fill"):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.dim()} dimension(s).")
         return a, mask, cast(value, a._dtype), "MaskedFillBackward1"
+    check_int_parses(value)
     check_scalar_fits(value, a._dtype)          # torch's overflow error (1e300 into float32)
     return a, mask, _scalar_array(value, a._dtype), "MaskedFillBackward0"
 
@@ -1003,6 +1005,10 @@ def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None =
     if dtype is not None:
         a = cast(a, dtype)
     if not a._dtype.is_floating_point:
+        try:
+            _dims(dim, a.dim(), "mean")     # (torch's parser refuses a dim that is no int first)
+        except (IndexError, RuntimeError):
+            pass
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {TORCH_SCALAR_NAMES[a._dtype.name]}")
     name = "MeanBackward1" if given else "MeanBackward0"
@@ -1174,9 +1180,6 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
         return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
                         "LinalgVectorNormBackward0")
     a = as_tensor(a, "norm")
-    if not a._dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
     if isinstance(p, str) and p != "fro":
         if p == "nuc":
             return _nuclear_norm(a, dim, keepdim)
@@ -1198,6 +1201,9 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
         if a.dim() < 2:
             raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    if not a._dtype.is_floating_point:     # (after the parser's checks of p and dim, as torch)
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")

@@ -25,7 +25,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
 from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
-from .scalar_checks import check_scalar_fits
+from .scalar_checks import check_scalar_fits, check_setitem_int
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -186,6 +186,7 @@ def setitem(t: Tensor, key, value) -> None:
         value = _fit_value(value, index_shape(tuple(t.shape), items), steps, lambda v: _coerce(v, t._dtype))
     else:
         name = fill if whole else "CopySlices"
+        check_setitem_int(value)
         check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
     # torch checks the value's shape first, then the leaf (through a view of it unless whole)

@@ -12,7 +12,7 @@ from fusegrad.ir.ops import broadcast_shapes
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
                        broadcast_shape_error, no_grad_view_error, result_cast_error)
-from .scalar_checks import check_scalar_fits
+from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import is_grad_enabled
 from .node import keep_scalar_operands
 from . import generator
@@ -143,6 +143,7 @@ def fill_(t: Tensor, value) -> Tensor:
         value = cast(value, t._dtype)
         name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)
     else:
+        check_int_parses(value)
         check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
         name = "FillBackward2"

@@ -17,6 +17,19 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _INT64_BOUND = 2 ** 63
 
 
+def check_int_parses(value) -> None:
+    """torch's argument parser reads a Python int Scalar (x * n, t.fill_(n)) as a C long long:
+    one beyond int64 is its OverflowError, whatever the tensor's dtype."""
+    if type(value) is int and not -_INT64_BOUND <= value < _INT64_BOUND:
+        raise OverflowError("int too big to convert")
+
+
+def check_setitem_int(value) -> None:
+    """t[idx] = n with a Python int beyond int64: torch's ValueError, whatever t's dtype."""
+    if type(value) is int and not -_INT64_BOUND <= value < _INT64_BOUND:
+        raise ValueError("Overflow when unpacking long long")
+
+
 def check_scalar_fits(value, dtype, int_name: str = "int64_t") -> None:
     """Raise torch's RuntimeError if the Python (or NumPy) number `value` overflows `dtype`;
     `int_name`: how torch names int64 in the message ("int64" for torch.tensor's data)."""

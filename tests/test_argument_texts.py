@@ -60,3 +60,16 @@ def test_compile_passes_python_floats_as_they_are():
     np.testing.assert_array_equal(fg.compile(lambda a, n: a * n)(fg.ones(2), 3).numpy(), [3.0, 3.0])
     g = fg.compile(fg.grad(lambda a: (a * a).sum()))(3.0)
     assert g.item() == 6.0
+
+
+@pytest.mark.parametrize("call,text", [
+    (lambda x: x.transpose(), 'transpose() missing 2 required positional argument: "dim0", "dim1"'),
+    (lambda x: x.transpose(0), 'transpose() missing 1 required positional arguments: "dim1"'),
+    (lambda x: x.unsqueeze(), 'unsqueeze() missing 1 required positional arguments: "dim"'),
+])
+def test_a_method_missing_arguments_raises_torchs_parser_text(call, text):
+    """torch's parser words it so (its number agreement reversed); Python's binding said
+    `missing 1 required positional argument: 'dim1'`."""
+    with pytest.raises(TypeError) as raised:
+        call(fg.ones(2, 3))
+    assert str(raised.value) == text

@@ -2,6 +2,7 @@
 explicit table (no namespace wrapping at import time: grep finds them here)."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -31,6 +32,9 @@ def _tensor_other(fn):
     return method
 
 
+_MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing (\d+) required positional arguments?: (.*)$")
+
+
 def _counted_from_self(fn):
     """`fn` bound as a method: torch counts a method's arguments after self, so `x.add(None)`
     names argument 'other' at position 1 where `torch.add(x, None)` says position 2."""
@@ -41,6 +45,13 @@ def _counted_from_self(fn):
             return fn(self, *args, **kwargs)
         except TypeError as exc:
             text = str(exc)
+            missing = _MISSING_ARGUMENTS.match(text)
+            if missing is not None and missing.group(1) == fn.__name__:
+                # Python's binding text (x.transpose(0)), in torch's parser's words
+                names = re.findall(r"'(\w+)'", missing.group(3))
+                raise TypeError(f"{fn.__name__}() missing {missing.group(2)} required positional "
+                                f"{'arguments' if len(names) == 1 else 'argument'}: "
+                                + ", ".join(f'"{n}"' for n in names)) from None
             found = F.ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
             if found is None or found.group(2) == "1":
                 raise

@@ -32,7 +32,7 @@ def _tensor_other(fn):
     return method
 
 
-_MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing (\d+) required positional arguments?: (.*)$")
+_MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing (\d+) required positional arguments?: ('\w+'.*)$")   # Python's
 
 
 def _counted_from_self(fn):

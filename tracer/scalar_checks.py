@@ -18,9 +18,10 @@ _INT64_BOUND = 2 ** 63
 
 
 def check_int_parses(value) -> None:
-    """torch's argument parser reads a Python int Scalar (x * n, t.fill_(n)) as a C long long:
-    one beyond int64 is its OverflowError, whatever the tensor's dtype."""
-    if type(value) is int and not -_INT64_BOUND <= value < _INT64_BOUND:
+    """torch's argument parser reads a Python int Scalar (x * n, t.fill_(n)) as a C long long,
+    or an unsigned one above int64: one beyond both is its OverflowError, whatever the tensor's
+    dtype (2**63 passes the parser; int64's own check then refuses it)."""
+    if type(value) is int and not -_INT64_BOUND <= value < 2 * _INT64_BOUND:
         raise OverflowError("int too big to convert")
 
 

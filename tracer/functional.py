@@ -350,6 +350,13 @@ def _keyword_texts(fn):
     return with_texts
 
 
+def missing_arguments_error(name: str, missing: list) -> TypeError:
+    """torch's parser's TypeError for a call of `name` missing the arguments `missing` (its
+    number agreement is reversed: one missing is "arguments")."""
+    return TypeError(f"{name}() missing {len(missing)} required positional "
+                     f"{'arguments' if len(missing) == 1 else 'argument'}: " + ", ".join(f'"{m}"' for m in missing))
+
+
 def missing_argument_texts(fn, name: str | None = None):
     """torch's parser's text for a call missing required arguments: `full() missing 2 required
     positional argument: "size", "fill_value"` (its number agreement is reversed: one missing
@@ -372,9 +379,7 @@ def missing_argument_texts(fn, name: str | None = None):
                        and p.name not in given]
             if not missing:
                 raise
-            raise TypeError(f"{name}() missing {len(missing)} required positional "
-                            f"{'arguments' if len(missing) == 1 else 'argument'}: "
-                            + ", ".join(f'"{m}"' for m in missing)) from None
+            raise missing_arguments_error(name, missing) from None
     with_texts.__name__, with_texts.__qualname__, with_texts.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     with_texts.__wrapped__ = fn
     return with_texts

@@ -32,7 +32,7 @@ def _tensor_other(fn):
     return method
 
 
-_MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing (\d+) required positional arguments?: ('\w+'.*)$")   # Python's
+_MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing \d+ required positional arguments?: ('\w+'.*)$")   # Python's
 
 
 def _counted_from_self(fn):
@@ -48,10 +48,7 @@ def _counted_from_self(fn):
             missing = _MISSING_ARGUMENTS.match(text)
             if missing is not None and missing.group(1) == fn.__name__:
                 # Python's binding text (x.transpose(0)), in torch's parser's words
-                names = re.findall(r"'(\w+)'", missing.group(3))
-                raise TypeError(f"{fn.__name__}() missing {missing.group(2)} required positional "
-                                f"{'arguments' if len(names) == 1 else 'argument'}: "
-                                + ", ".join(f'"{n}"' for n in names)) from None
+                raise F.missing_arguments_error(fn.__name__, re.findall(r"'(\w+)'", missing.group(2))) from None
             found = F.ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
             if found is None or found.group(2) == "1":
                 raise

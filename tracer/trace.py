@@ -730,8 +730,9 @@ class Trace:
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
         None too where the backward meets first a node an earlier backward freed (torch raises
-        the freed-graph error there: _freed_met_first) or an op without a derivative. Only a trace with such writes pays for
-        the scan. `found_at` (a list), when given, receives the instruction whose VJP reads it."""
+        the freed-graph error there: _freed_met_first) or an op without a derivative. Only a
+        trace with such writes pays for the scan. `found_at` (a list), when given, receives the
+        instruction whose VJP reads it."""
         if not self.stale:
             return None
         positions = None

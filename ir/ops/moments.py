@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .reduce import _grad_to_input, _infer_reduce
+from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce
 from .registry import COMPOSITE, OpDef, register
 
 
@@ -69,4 +69,4 @@ register(OpDef("var", COMPOSITE, _infer_reduce, _var_ref, _var_vjp, decompose=_v
                extra={"row_major_result": True}))
 register(OpDef("std", COMPOSITE, _infer_reduce, _std_ref, _std_vjp, decompose=_std_decompose,
                doc="std(x; axes, correction, keepdim): the square root of var",
-               extra={"row_major_result": True, "unpack_order": (("in", 0), ("out", 0))}))   # torch's self, result
+               extra={"row_major_result": True, **SELF_THEN_RESULT}))

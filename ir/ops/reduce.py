@@ -351,11 +351,11 @@ def _without_unit_axes(op: str, plus_zero: bool):
 register(OpDef("sum", REDUCE, _infer_reduce, _sum_ref, _sum_vjp, expr="add", rewrite=_without_unit_axes("sum", True)))
 # (extra "unpack_order": torch's nodes of reductions whose backward reads input and result,
 # AmaxBackward0, MaxBackward1, LinalgVectorNormBackward0, StdBackward0, check `self` first)
-_SELF_THEN_RESULT = {"unpack_order": (("in", 0), ("out", 0))}
+SELF_THEN_RESULT = {"unpack_order": (("in", 0), ("out", 0))}
 register(OpDef("amax", REDUCE, _infer_reduce, _amax_ref, _extremum_vjp, expr="max",
-               rewrite=_without_unit_axes("amax", False), extra=_SELF_THEN_RESULT))
+               rewrite=_without_unit_axes("amax", False), extra={**SELF_THEN_RESULT}))
 register(OpDef("amin", REDUCE, _infer_reduce, _amin_ref, _extremum_vjp, expr="min",
-               rewrite=_without_unit_axes("amin", False), extra=_SELF_THEN_RESULT))
+               rewrite=_without_unit_axes("amin", False), extra={**SELF_THEN_RESULT}))
 # (extra "row_major_result": a reduction composed of others, whose eager result torch allocates row-major)
 register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose=_mean_decompose,
                rewrite=_sum_no_axes, extra={"row_major_result": True}))
@@ -561,4 +561,4 @@ def _infer_norm(types, attrs):
 
 register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
                doc="norm(x; p, axes, keepdim): vector p-norm over axes",
-               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, **_SELF_THEN_RESULT}))
+               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, **SELF_THEN_RESULT}))

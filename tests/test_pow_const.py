@@ -30,7 +30,12 @@ def test_values_gradients_and_node_match_torch(monkeypatch, exponent, dtype, com
     if not compiled:
         assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__ == "PowBackward0"
     got, want = y.detach().numpy(), ty.detach().numpy()
-    np.testing.assert_array_equal(got, want)                      # bit for bit here ...
+    if exponent in POW_CONST_EXPONENTS:
+        np.testing.assert_array_equal(got, want)                  # bit for bit here ...
+    else:
+        # a general exponent is libm's or SLEEF's pow in torch, by the CPU's vector width:
+        # its AVX2 kernel is an ulp off 0.5 ** 2.5 in float64, its AVX-512 one is not
+        np.testing.assert_array_max_ulp(got, want, maxulp=1)
     numbers = ~np.isnan(want)
     assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))      # ... and signs of zeros
     y.sum().backward()

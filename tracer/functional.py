@@ -476,12 +476,54 @@ def matmul(input, other) -> Tensor:
         product = apply_op("matmul", [row, b], None, "MmBackward0")
         return apply_op("reshape", [product], {"shape": (b.shape[1],)}, "SqueezeBackward4")
     if na >= 3 and nb <= 2 and _matmul_fold(a, b) == "left":
-        lead = tuple(a.shape[:-1])
-        rows = reshape(a, (_numel(lead), a.shape[-1]))
-        product = apply_op("matmul", [rows, b], None, "MmBackward0" if nb == 2 else "MvBackward0")
-        return _unsafe_view(apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])},
-                                     "UnsafeViewBackward0"))
-    return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
+        return _folded_product(a, b)
+    if na <= 2 and nb <= 2 or not (is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        # (no node is recorded: one op, whatever torch's path, multiplies the same matrices)
+        return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
+    if na <= 2 and _matmul_fold(a, b) == "right":
+        # torch folds b's transpose and multiplies it by a's: (a @ b)^T = b^T @ a^T
+        product = _folded_product(mT(b), t(a) if na == 2 else a)
+        return contiguous(mT(product)) if na == 2 else product
+    return _batched_product(a, b)
+
+
+def _folded_product(a: Tensor, b: Tensor) -> Tensor:
+    """a (>= 3-d) with its leading dims folded into rows, times matrix or vector b, as torch's
+    matmul records it: reshape (a view, or a copy), MmBackward0 or MvBackward0, then an
+    UnsafeViewBackward0 back to the batch shape."""
+    lead = tuple(a.shape[:-1])
+    rows = reshape(a, (_numel(lead), a.shape[-1]))
+    product = apply_op("matmul", [rows, b], None, "MmBackward0" if b.dim() == 2 else "MvBackward0")
+    return _unsafe_view(apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])},
+                                 "UnsafeViewBackward0"))
+
+
+def _batched_product(a: Tensor, b: Tensor) -> Tensor:
+    """torch's bmm path of matmul, node for node: each operand expanded to the broadcast batch
+    and reshaped to one batch dim (ExpandBackward0, then a view or a copy), BmmBackward0, and
+    an UnsafeViewBackward0 to the result's shape. A 3-d batch of one that requires grad,
+    against another batch, is squeezed first (SqueezeBackward1) and folded."""
+    na, nb = a.dim(), b.dim()
+    if na == 3 and nb == 3 and a.shape[0] != b.shape[0]:
+        if a.shape[0] == 1 and a.requires_grad:
+            return matmul(squeeze(a, 0), b)
+        if b.shape[0] == 1 and b.requires_grad:
+            return matmul(a, squeeze(b, 0))
+    from fusegrad.ir.ops.registry import broadcast_shapes
+    n, k = (a.shape[-2] if na > 1 else 1), a.shape[-1]
+    p = b.shape[-1] if nb > 1 else 1
+    batch = tuple(broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    size = _numel(batch)
+    left = reshape(expand(a, batch + (n, k)), (size, n, k))
+    if nb == 1:
+        right = unsqueeze(reshape(expand(b, batch + (k,)), (size, k)), 2)
+    else:
+        right = reshape(expand(b, batch + (k, p)), (size, k, p))
+    product = apply_op("matmul", [left, right], None, "BmmBackward0")
+    if nb == 1:
+        product = squeeze(product, -1)
+    shape = batch + ((n,) if na > 1 else ()) + ((p,) if nb > 1 else ())
+    return _unsafe_view(apply_op("reshape", [product], {"shape": shape}, "UnsafeViewBackward0"))
 
 
 def _unsafe_view(t: Tensor) -> Tensor:

@@ -22,9 +22,12 @@ def contiguous_strides(shape: tuple) -> tuple:
 
 
 def strides_of(t: Tensor) -> tuple:
-    """The element strides of tensor `t`, traced or not (see `layout_stand_in`)."""
-    if t._data is not None:
-        return tuple(b // t._data.itemsize for b in t._data.strides)
+    """The element strides of tensor `t`, traced or not (see `layout_stand_in`). An empty
+    array's strides are all 0 in NumPy; torch's are the contiguous ones, or those its view
+    chain gives them, as for a traced tensor."""
+    data = t._data
+    if data is not None and data.size:
+        return tuple(b // data.itemsize for b in data.strides)
     return layout_stand_in(t).strides
 
 
@@ -36,7 +39,7 @@ def layout_stand_in(t: Tensor) -> np.ndarray:
     made inside the call (t.T, t[0], t.expand...) has the layout its view chain gives its
     base's, as eagerly (torch's `x.t().stride()` is (1, 3))."""
     shape = t._value_shape()
-    if t._data is not None:
+    if t._data is not None and t._data.size:
         return _strided_stand_in(shape, strides_of(t))
     if t._base is None or not t._view_chain:
         return _strided_stand_in(shape, t._layout if t._layout is not None else contiguous_strides(shape))

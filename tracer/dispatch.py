@@ -642,7 +642,8 @@ def refresh_view_history(view) -> None:
 
 def view_of(base, chain):
     """`base` seen through a chain of view ops (recorded ops); the last step is named
-    AsStridedBackward0, as torch names a view it regenerates from its base."""
+    AsStridedBackward0, as torch names a view it regenerates from its base, and shows the
+    base's node as its next function (torch's is one as_strided of the base)."""
     again = base
     INTERNAL_VIEWS[0] += 1
     try:
@@ -651,6 +652,8 @@ def view_of(base, chain):
             again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
     finally:
         INTERNAL_VIEWS[0] -= 1
+    if len(chain) > 1 and again._grad_fn is not None and again._data is not None:
+        display_edges(again._grad_fn, (edge_of(base),))
     return again
 
 

@@ -32,7 +32,7 @@ from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
 from .scalar_checks import check_int_parses, check_scalar_fits
-from .node import display_edges, keep_scalar_operands
+from .node import display_edges, hide_node, keep_scalar_operands
 from .tensor import Tensor
 
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
@@ -79,16 +79,21 @@ def _kind(x):
     return (scalar_dtype(x), SCALAR)
 
 
-def cast(x: Tensor, dtype: DType) -> Tensor:
-    """x converted to `dtype` (returns x itself when it already is)."""
+def cast(x: Tensor, dtype: DType, implicit: bool = False) -> Tensor:
+    """x converted to `dtype` (returns x itself when it already is). `implicit`: a promotion
+    to an op's result dtype, which torch makes inside the op's node: its ToCopyBackward0 is
+    not shown in next_functions (node.HIDDEN_NODES)."""
     if x._dtype is dtype:
         return x
-    return apply_op("cast", [x], {"dtype": dtype}, "ToCopyBackward0")
+    y = apply_op("cast", [x], {"dtype": dtype}, "ToCopyBackward0")
+    if implicit:
+        hide_node(y)
+    return y
 
 
 def _coerce(x, dtype: DType):
     if isinstance(x, Tensor):
-        y = cast(x, dtype)
+        y = cast(x, dtype, implicit=True)
         if y is not x and y._sym is None:
             # torch's node saves the operand itself, not a promoted copy: the copy shares the
             # operand's version counter, so that an in-place change of the operand after the op
@@ -189,7 +194,8 @@ def scale_by_alpha(a, b, alpha, fn: str):
     if dtype is bool_:
         alpha = builtins.bool(alpha)
     if _is_scalar(b):
-        return b * alpha
+        # (True * True is the int 1 in Python: a bool result scales a bool)
+        return builtins.bool(b * alpha) if dtype is bool_ else b * alpha
     scaled = mul(b, alpha)
     if _is_scalar(alpha):
         keep_scalar_operands(scaled)
@@ -1864,7 +1870,7 @@ def _promote_many(tensors):
             raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(x).__name__}")
     ts = [as_tensor(x, "cat") for x in tensors]
     dtype = result_type([_kind(x) for x in ts])
-    return [cast(x, dtype) for x in ts], dtype
+    return [cast(x, dtype, implicit=True) for x in ts], dtype
 
 
 @_keyword_texts

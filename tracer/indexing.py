@@ -25,6 +25,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
 from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
+from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -235,12 +236,20 @@ def _fit_value(value: Tensor, region: tuple, steps, cast) -> Tensor:
     if shape != target:
         OPS["expand"].infer([TensorType(shape, value.dtype)], {"shape": target})    # (raises)
     value = cast(value)
-    if shape != tuple(value.shape):
-        value = apply_op("reshape", [value], {"shape": shape}, "ViewBackward0")
-    if shape != target:
-        value = apply_op("expand", [value], {"shape": target}, "ExpandBackward0")
+    # torch's copy_to: a value of t[key]'s shape is copied as it is, a 0-d one fills t[key]
+    # (its node is the value's own), any other is viewed without its leading 1s (always a
+    # ViewBackward0) and expanded; the region's reshape is ours alone (node.hide_node)
+    if tuple(value.shape) != target:
+        if value.dim() == 0:
+            value = apply_op("expand", [value], {"shape": target}, "ExpandBackward0")
+            hide_node(value)
+        else:
+            value = apply_op("reshape", [value], {"shape": shape}, "ViewBackward0")
+            if shape != target:
+                value = apply_op("expand", [value], {"shape": target}, "ExpandBackward0")
     if target != region:
         value = apply_op("reshape", [value], {"shape": region}, "ViewBackward0")
+        hide_node(value)
     return value
 
 

@@ -140,7 +140,7 @@ def fill_(t: Tensor, value) -> Tensor:
         if t._data is not None and _overlaps_itself(t._data):
             raise RuntimeError(_OVERLAP_MSG)    # torch's fill_.Tensor refuses an expand; fill_(number) not
         from .functional import cast
-        value = cast(value, t._dtype)
+        value = cast(value, t._dtype, implicit=True)
         name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)
     else:
         check_int_parses(value)
@@ -231,7 +231,7 @@ def copy_(t: Tensor, src) -> Tensor:
     from .functional import as_tensor, cast
     src = as_tensor(src, "copy_", "src")
     check_write_overlaps(t, src)                            # as torch's copy_: before the shapes
-    src = cast(src, t._dtype)
+    src = cast(src, t._dtype, implicit=True)
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))
     apply_op("index_put", [t, src], {"index": ()}, "CopyBackwards", out=t)

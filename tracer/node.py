@@ -165,7 +165,12 @@ class Node:
         """((node, output_nr) or (None, 0)) for each differentiable input of torch's signature."""
         displayed = DISPLAYED_EDGES.get(self) if DISPLAYED_EDGES else None
         if displayed is not None:
-            return displayed
+            return _through_hidden(displayed) if HIDDEN_NODES else displayed
+        edges = self._torch_edges()
+        return _through_hidden(edges) if HIDDEN_NODES else edges
+
+    def _torch_edges(self) -> tuple:
+        """next_functions before looking through promotion casts."""
         shown = _NEXT_INPUTS.get(type(self).__name__)
         if shown is None and type(self).__name__ == "NotImplemented":
             # torch's NotImplemented node lists the tensor operands only (x // 2, 2 % x)
@@ -215,6 +220,28 @@ class AccumulateGrad(Node):
 #   of views writes back through a CopySlices per step);
 # - add/sub with alpha: torch's AddBackward0 scales inside; here a MulBackward0 scales b first.
 DISPLAYED_EDGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# One-input nodes recorded for work torch does inside another node, which next_functions
+# looks through (the engine runs them as any other): the ToCopyBackward0 of an operand promoted
+# to an op's result dtype (x32 * y64: torch promotes inside the op's kernel and casts the
+# gradient back in its engine), and the broadcast of a 0-d value that `t[1:] = v` fills with.
+HIDDEN_NODES: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _through_hidden(edges: tuple) -> tuple:
+    shown = []
+    for e in edges:
+        while e[0] is not None and e[0] in HIDDEN_NODES:
+            e = e[0].edges[0] or (None, 0)
+        shown.append(e)
+    return tuple(shown)
+
+
+def hide_node(t) -> None:
+    """Leave the node that made tensor `t` out of next_functions (see HIDDEN_NODES)."""
+    if t._grad_fn is not None:
+        HIDDEN_NODES.add(t._grad_fn)
 
 
 def display_edges(node, edges: tuple) -> None:

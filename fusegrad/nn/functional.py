@@ -17,6 +17,7 @@ import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.functional import cast
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
@@ -524,7 +525,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         # a float64 target): one MseLossBackward0 node (the input's cast, where it needs one,
         # is a ToCopyBackward0 before it here, inside torch's node there)
         promoted = promote_types(input.dtype, target.dtype)
-        input, target = input.to(promoted), target.to(promoted)
+        input, target = cast(input, promoted, implicit=True), cast(target, promoted, implicit=True)
     if weight is None and target.dtype == input.dtype and reduction in _REDUCTIONS:
         # torch.broadcast_tensors, then one MseLossBackward0 node
         shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))

@@ -1,0 +1,125 @@
+"""Parity round 14 (an eager API probe against torch 2.13; torch is the oracle): a bool tensor
+plus a bool number with alpha stays bool; next_functions of ops on operands of two dtypes, of
+`t[key] = tensor` and of a view of a view regenerated after a write are torch's (the nodes
+fusegrad records for work torch does inside one node are looked through)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+
+def outcome(fn):
+    """A call's result (repr, which shows dtype, values and grad_fn) or its error's class and text."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("value", repr(fn()))
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+
+
+def chain(node) -> str:
+    """The graph below `node` as nested class names: CopySlices(MulBackward0(...), None)."""
+    if node is None:
+        return "None"
+    below = [chain(n) for n, _ in node.next_functions]
+    return type(node).__name__ + (f"({', '.join(below)})" if below else "")
+
+
+BOOL_ALPHA = {
+    "add number": lambda L: L.add(L.tensor([True, False]), True, alpha=2),
+    "add number alpha 0": lambda L: L.add(L.tensor([True, False]), True, alpha=0),
+    "add bool alpha": lambda L: L.add(L.tensor([True, False]), True, alpha=True),
+    "add false": lambda L: L.add(L.tensor([True, False]), False, alpha=3),
+    "add_ number": lambda L: L.tensor([True, False]).add_(True, alpha=2),
+    "add int number": lambda L: L.add(L.tensor([True, False]), 1, alpha=2),
+    "add tensor": lambda L: L.add(L.tensor([True, False]), L.tensor([True, False]), alpha=2),
+}
+
+
+@pytest.mark.parametrize("name", list(BOOL_ALPHA))
+def test_bool_plus_a_scaled_bool_number_is_bool(name):
+    # True * 2 is the int 2 in Python; torch scales in the result dtype, bool
+    assert outcome(lambda: BOOL_ALPHA[name](fg)) == outcome(lambda: BOOL_ALPHA[name](torch))
+
+
+TWO_DTYPES = {
+    "mul": lambda L, x, d: x * d, "radd": lambda L, x, d: d + x, "sub alpha": lambda L, x, d: L.sub(x, d, alpha=2),
+    "pow": lambda L, x, d: x ** d, "maximum": lambda L, x, d: L.maximum(x, d),
+    "where": lambda L, x, d: L.where(x > 0, x, d), "clamp": lambda L, x, d: L.clamp(x, d, d + 1),
+    "cat": lambda L, x, d: L.cat([x, d]), "stack": lambda L, x, d: L.stack([x, d]),
+    "mse_loss": lambda L, x, d: L.nn.functional.mse_loss(x, d), "copy_ into": lambda L, x, d: (d * 1).copy_(x),
+    "div": lambda L, x, d: d / x, "non-leaf": lambda L, x, d: (x * 1) * d,
+    "explicit cast": lambda L, x, d: x.double() * d,          # a cast the user wrote is a node
+    "setitem": lambda L, x, d: (lambda y: (y.__setitem__(0, d[0]), y)[1])(x * 1),
+}
+
+
+@pytest.mark.parametrize("name", list(TWO_DTYPES))
+def test_an_operand_promoted_inside_an_op_is_not_a_node_of_its_own(name):
+    def graph(lib):
+        x = lib.tensor([1.5, -2.0], requires_grad=True)
+        d = lib.tensor([0.5, 1.0], dtype=lib.float64)
+        return chain(TWO_DTYPES[name](lib, x, d).grad_fn)
+    assert graph(fg) == graph(torch)
+
+
+def test_a_promoted_leaf_shows_its_own_accumulate_node_and_gets_its_own_dtype():
+    x = fg.tensor([1.5, -2.0], requires_grad=True)
+    y = x * fg.tensor([0.5, 1.0], dtype=fg.float64)
+    assert y.grad_fn.next_functions[0][0] is (x * 1).grad_fn.next_functions[0][0]
+    y.sum().backward()
+    assert x.grad.dtype == fg.float32 and x.grad.tolist() == [0.5, 1.0]
+
+
+SETITEMS = {
+    "0-d into a row": lambda L, y: y.__setitem__(0, L.tensor(7.0, requires_grad=True)),
+    "row into rows": lambda L, y: y.__setitem__(slice(1, 3), L.ones(4, requires_grad=True)),
+    "(1, 4) into rows": lambda L, y: y.__setitem__(slice(1, 3), L.ones(1, 4, requires_grad=True)),
+    "same shape": lambda L, y: y.__setitem__(slice(1, 3), L.ones(2, 4, requires_grad=True)),
+    "everything": lambda L, y: y.__setitem__(Ellipsis, L.ones(4, requires_grad=True)),
+    "None axis": lambda L, y: y.__setitem__((slice(1, 3), None), L.ones(4, requires_grad=True)),
+    "None first": lambda L, y: y.__setitem__((None, 1), L.ones(1, 4, requires_grad=True)),
+    "float64 row": lambda L, y: y.__setitem__(1, L.ones(1, 4, dtype=L.float64, requires_grad=True)),
+    "float64 0-d": lambda L, y: y.__setitem__(1, L.tensor(2.0, dtype=L.float64, requires_grad=True)),
+    "0-d everywhere": lambda L, y: y.__setitem__(slice(None), L.tensor(2.0, requires_grad=True)),
+    "one element": lambda L, y: y.__setitem__((1, 2), L.tensor([2.0], requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("name", list(SETITEMS))
+def test_setitem_of_a_tensor_value_shows_torchs_copy_to_nodes(name):
+    # torch's copy_to: a value of the region's shape is copied, a 0-d one fills, any other is
+    # viewed without its leading 1s (ViewBackward0, always) and expanded
+    def graph_and_grads(lib):
+        x = lib.tensor(np.arange(12.0).reshape(3, 4), dtype=lib.float32, requires_grad=True)
+        y = x * 1
+        SETITEMS[name](lib, y)
+        (y * y).sum().backward()
+        return chain(y.grad_fn), x.grad.tolist()
+    assert graph_and_grads(fg) == graph_and_grads(torch)
+
+
+VIEW_OF_VIEW = {
+    "transpose(0, 2)[1]": lambda y: y.transpose(0, 2)[1],
+    "[1][2]": lambda y: y[1][2],
+    "[:, 1:][0]": lambda y: y[:, 1:][0],
+}
+
+
+@pytest.mark.parametrize("name", list(VIEW_OF_VIEW))
+def test_a_view_of_a_view_written_in_place_goes_back_to_its_base_in_one_node(name):
+    # torch regenerates it as one as_strided of the base: AsStridedBackward0(CopySlices(...))
+    def graph(lib):
+        x = lib.ones(2, 3, 4, requires_grad=True)
+        y = x * 1
+        w = VIEW_OF_VIEW[name](y)
+        w.mul_(2)
+        return chain(w.grad_fn)
+    assert graph(fg) == graph(torch)

@@ -123,3 +123,41 @@ def test_a_view_of_a_view_written_in_place_goes_back_to_its_base_in_one_node(nam
         w.mul_(2)
         return chain(w.grad_fn)
     assert graph(fg) == graph(torch)
+
+
+ERRORS = {
+    # a 3-d batch of one that requires grad is torch's one matrix: its mm checks the shapes
+    "batch of one, shapes": lambda L: L.ones(2, 3, 4) @ L.ones(1, 3, 4, requires_grad=True),
+    "batch of one, dtypes": lambda L: L.ones(2, 2, 3, dtype=L.float64) @ L.ones(1, 3, 4, requires_grad=True),
+    "batch of one on the left": lambda L: L.ones(1, 2, 3, requires_grad=True) @ L.ones(2, 4, 4),
+    "batch of one, no grad": lambda L: L.ones(2, 3, 4) @ L.ones(1, 3, 4),
+    # the parser reads an int beyond int64 as an unsigned long long, then gives up
+    "full 2**70": lambda L: L.full((2,), 2**70),
+    "full -2**64": lambda L: L.full((2,), -2**64),
+    "full -2**63 - 1 float": lambda L: L.full((2,), -2**63 - 1, dtype=L.float32),
+    "full 2**63 float": lambda L: L.full((2,), 2**63, dtype=L.float32),
+    "full 2**63": lambda L: L.full((2,), 2**63),
+    "mul -2**64": lambda L: L.ones(2) * -2**64,
+    "fill_ -2**63 - 1": lambda L: L.ones(2).fill_(-2**63 - 1),
+    # torch's Python checks mse_loss's reduction before its kernel checks the dtypes
+    "mse_loss bad reduction, ints": lambda L: L.nn.functional.mse_loss(L.tensor([1, 2]), L.tensor([1, 2]), reduction="bad"),
+    "mse_loss ints, weighted": lambda L: L.nn.functional.mse_loss(L.tensor([1, 2]), L.tensor([1, 4]), weight=L.tensor([1, 2])),
+    "mse_loss bools, weighted": lambda L: L.nn.functional.mse_loss(L.tensor([True]), L.tensor([True]), weight=L.ones(1)),
+    # broadcasting is checked before the bitwise kernel refuses floats
+    "& sizes": lambda L: L.zeros(3) & L.zeros(0),
+    "| sizes": lambda L: L.zeros(3) | L.zeros(2, 1, 2),
+    "^ float64 sizes": lambda L: L.zeros(3, dtype=L.float64) ^ L.zeros(2),
+    "& floats": lambda L: L.zeros(3) & L.zeros(3),
+    # a weight of the wrong size: nll_loss2d's text, and the probability targets' own
+    "cross_entropy 3-d weight": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3, 2), L.zeros(2, 2, dtype=L.int64), weight=L.ones(2)),
+    "cross_entropy 2-d weight": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3), L.zeros(2, dtype=L.int64), weight=L.ones(2)),
+    "cross_entropy probabilities weight": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3), L.zeros(2, 3), weight=L.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_and_their_order_are_torchs(name):
+    assert outcome(lambda: ERRORS[name](fg)) == outcome(lambda: ERRORS[name](torch))

@@ -12,7 +12,7 @@ from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_ty
 from . import generator as random_generator, trace_state
 from .fma import fma64
 from .device import check_device
-from .scalar_checks import check_scalar_fits
+from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts, type_name as _type_name
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
@@ -391,6 +391,7 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, np.number, np.bool_)):
         raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
+    check_int_parses(fill_value)
     if dtype is None:
         dtype = (bool_ if isinstance(fill_value, (bool, np.bool_)) else
                  int64 if isinstance(fill_value, (int, np.integer)) else float32)

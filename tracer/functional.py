@@ -547,6 +547,13 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     na, nb, sa, sb = a.dim(), b.dim(), tuple(a.shape), tuple(b.shape)
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")
+    if na == 3 and nb == 3 and sa[0] != sb[0]:
+        # torch multiplies a 3-d batch of one that requires grad as its one matrix (see
+        # _batched_product), and checks that product
+        if sa[0] == 1 and a.requires_grad:
+            return _check_matmul(squeeze(a, 0), b)
+        if sb[0] == 1 and b.requires_grad:
+            return _check_matmul(a, squeeze(b, 0))
     if na == 1 and nb == 1:
         if a._dtype is not b._dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "

@@ -90,6 +90,8 @@ def _bitwise(name: str, on_bools, op: str | None = None):
         if dtype is bool_ and on_bools is not None:
             return on_bools(*(ops[::-1] if swap else ops))
         if dtype is bool_ or dtype.is_floating_point:
+            # (torch's TensorIterator broadcasts the operands before the kernel checks the dtype)
+            broadcast_shapes(*[np.shape(x) for x in ops])
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
         return apply_op(op, ops[::-1] if swap else ops, None, None)
     fn.__name__ = name

@@ -22,7 +22,8 @@ def check_int_parses(value) -> None:
     or an unsigned one above int64: one beyond both is its OverflowError, whatever the tensor's
     dtype (2**63 passes the parser; int64's own check then refuses it)."""
     if type(value) is int and not -_INT64_BOUND <= value < 2 * _INT64_BOUND:
-        raise OverflowError("int too big to convert")
+        # (below int64 the parser's second try, as an unsigned long long, is what fails)
+        raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
 
 
 def check_setitem_int(value) -> None:

@@ -306,6 +306,8 @@ def _check_class_targets(input, target, weight, ignore_index: int) -> None:
             raise RuntimeError(f"The function '{kernel}' is not differentiable with respect to argument 'weight'. "
                                "This input cannot have requires_grad True.")
         if weight.dim() != 1 or weight.shape[0] != n_classes:
+            if input.dim() > 2:             # (torch's nll_loss2d / nll_loss_nd text)
+                raise RuntimeError("weight tensor should be defined either for all or no classes")
             raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
                                f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")
         if weight.dtype != input.dtype:
@@ -481,8 +483,8 @@ def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_s
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
     if weight is not None:
         if weight.dim() != 1 or weight.shape[0] != n_classes:
-            raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
-                               f"classes but got weight tensor of shape: {_shape_list(weight.shape)}")
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} "
+                               f"classes or no classes but got weight tensor of shape: {_shape_list(weight.shape)}")
         weighted = log_probs * target * _class_view(weight, input.dim())
     else:
         weighted = log_probs * target
@@ -513,13 +515,15 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
                       f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if weight is None and reduction == "elementwise_mean":
-        reduction = _check_reduction(reduction)      # deprecated spelling of "mean" (not with weights)
-    if not (_is_float(input) or _is_float(target)):
-        dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
-        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")
-    # a bool operand is promoted with the other (torch's mse kernel); `-` would refuse it
-    input, target = (x.to(y.dtype) if x.dtype == fg.bool else x for x, y in ((input, target), (target, input)))
+    if weight is None:
+        # torch's Python checks the reduction (its deprecated spelling "elementwise_mean" is
+        # "mean") before its mse kernel checks the dtypes; with weights, Python ops compute it
+        reduction = _check_reduction(reduction)
+        if not (_is_float(input) or _is_float(target)):
+            dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
+            raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")
+        # a bool operand is promoted with the other (torch's mse kernel); `-` would refuse it
+        input, target = (x.to(y.dtype) if x.dtype == fg.bool else x for x, y in ((input, target), (target, input)))
     if weight is None and target.dtype != input.dtype and reduction in _REDUCTIONS:
         # torch's mse kernel computes in the promoted dtype (an int64 target with float32 input,
         # a float64 target): one MseLossBackward0 node (the input's cast, where it needs one,

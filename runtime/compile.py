@@ -914,7 +914,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         # made from another output's memory is not a program output, but its op is on the path).
         reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
         instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
-        groups = [trace.held_values(x, _input_value(trace, x)) for x in boundary]
+        groups = [trace.held_values(x, trace.input_value(x)) for x in boundary]
         wrt, out_values = [v for group in groups for v in group], [t._sym for t in grad_outs]
         # (the active set is needed here only when the call wrote something in place)
         active = active_values(instrs, out_values, wrt) if trace.stale else None
@@ -1163,28 +1163,6 @@ def _written_with_history(trace: Trace, mutated: list) -> list:
             and trace.grad_producer(t._sym) is not None]
 
 
-def _input_value(trace: Trace, x: Tensor):
-    """The program input (or its requires-grad identity alias) that stands for the caller's
-    tensor `x` as it was when the call read it: an in-place write inside the call re-binds x
-    to a later value, but gradients flow to the value the caller passed in."""
-    if x._sym is None:
-        held = trace.leaf_values.get(id(x))
-        if held is not None and held[0] is x:       # its memory was written through an alias
-            return held[1][0]
-        return trace.value_of(x)
-    made_here = x.__dict__.get("_leaf_value")
-    if made_here is not None:           # a leaf made inside the call: the value it became a leaf with
-        return made_here
-    first = trace.first_values.get(id(x))
-    if first is not None and first[0] is x:     # first read after its memory was written here
-        return first[1]
-    for v, a in zip(trace.inputs, trace.input_arrays):
-        if a is x._data:
-            return trace.aliases.get((v.id, x._requires_grad), v) \
-                if trace.lifted_grad.get(id(a), x._requires_grad) is not x._requires_grad else v
-    return trace.value_of(x)
-
-
 def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:
     """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`
     (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`)."""
@@ -1247,7 +1225,7 @@ def _stale_before_freed(trace: Trace, outputs: list, grad_outs: list, boundary: 
         return None
     reached = _live_program(trace.program, outputs + [t._sym for t in grad_outs])
     instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
-    wrt = [v for x in boundary for v in trace.held_values(x, _input_value(trace, x))]
+    wrt = [v for x in boundary for v in trace.held_values(x, trace.input_value(x))]
     return trace.stale_saved(instrs, active_values(instrs, [t._sym for t in grad_outs], wrt))
 
 

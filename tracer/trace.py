@@ -1478,6 +1478,27 @@ class Trace:
             found = self.grad_producer(v)
         return v
 
+    def input_value(self, x: Tensor):
+        """The program input (or its requires-grad identity alias) that stands for the caller's
+        tensor `x` as it was when the call read it: an in-place write inside the call re-binds x
+        to a later value, but gradients flow to the value the caller passed in."""
+        if x._sym is None:
+            held = self.leaf_values.get(id(x))
+            if held is not None and held[0] is x:       # its memory was written through an alias
+                return held[1][0]
+            return self.value_of(x)
+        made_here = x.__dict__.get("_leaf_value")
+        if made_here is not None:           # a leaf made inside the call: the value it became a leaf with
+            return made_here
+        first = self.first_values.get(id(x))
+        if first is not None and first[0] is x:     # first read after its memory was written here
+            return first[1]
+        for v, a in zip(self.inputs, self.input_arrays):
+            if a is x._data:
+                return self.aliases.get((v.id, x._requires_grad), v) \
+                    if self.lifted_grad.get(id(a), x._requires_grad) is not x._requires_grad else v
+        return self.value_of(x)
+
     def held_values(self, x: Tensor, first=None) -> list:
         """The values leaf `x` held in this call: eagerly a write under no_grad changes a
         leaf's memory, not its identity, so d/dx sums the uses of each (`first`: what stands
@@ -1499,7 +1520,7 @@ class Trace:
         return values
 
     def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
-                  retained: list | None = None, partial: list | None = None):
+                  retained: list | None = None, partial: list | None = None, outside: int = 0):
         """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
 
         Without retain_graph, the instructions it differentiates are marked freed, as
@@ -1508,13 +1529,16 @@ class Trace:
         and (tensor, gradient) pairs appended to it: torch's backward fills their .grad.
         A backward that raises (a freed node, a replaced saved value) appends to `partial`
         (a list, when given) the (tensor, gradient) pairs torch's engine filled before it
-        met the error (_before_the_failure)."""
+        met the error (_before_the_failure). The last `outside` inputs are tensors from outside
+        the call, differentiated at the values they came in with."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
         out_values = [self.value_of(o) for o in outputs]
         seed_values = [self.value_of(s) for s in seeds]
-        groups = [self.held_values(x) for x in inputs]
+        # (a tensor from outside the call: the value it came in with, whose history it had)
+        groups = [self.held_values(x, None if k < len(inputs) - outside else self.input_value(x))
+                  for k, x in enumerate(inputs)]
         wrt = [v for group in groups for v in group]
         active = active_values(instrs, out_values, wrt)
         on_path, kept = [], ()
@@ -1777,7 +1801,8 @@ class Trace:
         retained = [] if inputs is not None else None
         partial = [] if not create_graph else None
         try:
-            grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained, partial)
+            grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained, partial,
+                                   outside=len(outside))
         except RuntimeError:
             # (what torch's engine filled before the error; tensors from outside the call come
             # after every node of the call)
@@ -1790,8 +1815,9 @@ class Trace:
             self.fill_retained([(t, g) for t, g in retained if id(t) not in given], create_graph)
         reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
         if reached:
-            self.outside_backwards.append(([t for t, _ in reached], [g for _, g in reached], retain_graph,
-                                           create_graph))
+            # (the history each has now, before the call: a write in the call gives it a new one)
+            self.outside_backwards.append(([_history_now(t) for t, _ in reached], [g for _, g in reached],
+                                           retain_graph, create_graph))
         self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
 
     def fill_retained(self, pairs, create_graph: bool = False) -> None:
@@ -1808,6 +1834,19 @@ class Trace:
                     leaf._grad = add(leaf._grad, g)
                 else:       # torch's AccumulateGrad adds into the existing .grad in place
                     leaf._grad.add_(g)
+
+
+def _history_now(t: Tensor) -> Tensor:
+    """A stand-in for tensor `t` from outside the call that a backward in the call goes on
+    into: its shape and the history it has now. A write to `t` later in the call gives `t` the
+    call's node when the call returns (compile._finish), and the gradient of the value the
+    backward saw belongs to the history before it, as eagerly (x.add_(b) then a backward:
+    b's gradient comes once, from the write's node)."""
+    if t._grad_fn is None:
+        return t
+    stand_in = Tensor._wrap(np.empty(t._value_shape(), dtype=t._dtype.np))
+    stand_in._grad_fn, stand_in._output_nr, stand_in._requires_grad = t._grad_fn, t._output_nr, True
+    return stand_in
 
 
 class TraceContext:

@@ -285,11 +285,14 @@ class _BackwardFn:
         self.totals = []            # (weak ref to an output, position of its total gradient among the
                                     # program's outputs) for outputs others are computed from
         self.fills_retained = frozenset()   # their indices: the engine leaves their retain_grad() to run()
-        # The backward goes through a node that holds state a backward without retain_graph
-        # releases though it saves no tensor (node.RELEASES_STATE: CopySlices, a 0-d max over a
-        # dim): once the engine freed this node, any later run raises, as torch's
-        self.releases_state = False
-        self._released = False
+        # Per output: the instructions on its backward path that hold state a backward without
+        # retain_graph releases though they save no tensor (node.RELEASES_STATE: CopySlices, a
+        # 0-d max over a dim), or None where there are none. Once the engine freed this node
+        # after a run through some of them, a later run through any of those raises, as
+        # torch's, and a run along the other outputs' paths does not.
+        self.releasing = None
+        self._released = set()
+        self._last_given = None
         self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
                                     # copy of that tensor (x32 in x64 / x32): see _saved_now
 
@@ -322,7 +325,11 @@ class _BackwardFn:
         torch's engine never reaches its node."""
         return self if all(given) else _GivenCotangents(self, given)
 
-    def _check_not_freed(self, users: set) -> None:
+    def _releasing_along(self, given) -> set:
+        """The state-releasing instructions a run with cotangents `given` passes (None: all)."""
+        return set().union(*(ids for ids, g in zip(self.releasing, given or self.releasing) if g))
+
+    def _check_not_freed(self, users: set, given=None) -> None:
         """torch's "backward through the graph a second time" error, where this run uses saved
         values that a backward without retain_graph freed."""
         node = self.node() if self.node is not None else None
@@ -333,11 +340,11 @@ class _BackwardFn:
                 self._consumed_all = True
             elif self._last_users:
                 self._consumed |= self._last_users
-            if self.releases_state and self._last_users is not None:
-                self._released = True
+            if self.releasing is not None and self._last_users is not None:
+                self._released |= self._releasing_along(self._last_given)
             self._last_users = None
             node._freed = False
-        if self._released:
+        if self._released and self._released & self._releasing_along(given):
             raise RuntimeError(_FREED_MSG)
         if not self.saved:
             return                      # (nothing saved: nothing to free, as torch's (x + 1).sum())
@@ -401,11 +408,11 @@ class _BackwardFn:
                                                   for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
             raise RuntimeError(_FREED_MSG)
         reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
-        self._check_not_freed(users)
+        self._check_not_freed(users, given)
         for box, version, ref, where, shape, k in self.checks:
             if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
-        self._last_users = users
+        self._last_users, self._last_given = users, given
         results = execute(self.program, list(cotangents) + self._saved_now(), None, self.run_info)
         if self.totals:
             self.fill_retained(results)
@@ -491,6 +498,19 @@ class _LazyStale(dict):
         return dict.get(self, given, default)
 
 
+def _releasing_paths(trace: Trace, instrs: list, out_values: list, wrt: list):
+    """Per output value, the ids of the state-releasing instructions (node.RELEASES_STATE) its
+    backward runs through; None where the backward has none (see _BackwardFn.releasing)."""
+    releasing = [ins for ins in instrs if trace.grad_instrs.get(id(ins)) in RELEASES_STATE]
+    if not releasing:
+        return None
+    paths = []
+    for v in out_values:
+        active = active_values(instrs, [v], wrt)
+        paths.append(frozenset(id(ins) for ins in releasing if any(o.id in active for o in ins.outputs)))
+    return tuple(paths)
+
+
 def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
     """What a backward program reads when only the seeds marked in `given` are non-zero:
     (indices, after the first `seeds` inputs, of the inputs whose value reaches a gradient;
@@ -500,17 +520,20 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
     computed from an absent seed alone is zero and reaches nothing."""
     live = {v.id for v, g in zip(program.inputs[:seeds], given) if g}
     zero = {v.id for v, g in zip(program.inputs[:seeds], given) if not g}
+    constant = set()        # computed from no input at all (a mask of a whole-tensor copy_): nothing saved
     needed, users = set(), set()
     for ins in program.instrs:
         ids = [v.id for v in ins.inputs]
         if any(i in live for i in ids):
             live.update(v.id for v in ins.outputs)
-            read = [i for i in ids if i not in live and i not in zero]
+            read = [i for i in ids if i not in live and i not in zero and i not in constant]
             if read:
                 needed.update(read)
                 users.add(id(ins))
         elif any(i in zero for i in ids):
             zero.update(v.id for v in ins.outputs)
+        elif all(i in constant for i in ids):
+            constant.update(v.id for v in ins.outputs)
     for ins in reversed(program.instrs):
         if any(v.id in needed for v in ins.outputs):
             needed.update(v.id for v in ins.inputs if v.id not in zero)
@@ -1035,7 +1058,7 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             promoted = trace.promoted_operands(saved)
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors, promoted, unversioned)
-            back.releases_state = any(trace.grad_instrs.get(id(ins)) in RELEASES_STATE for ins in instrs)
+            back.releasing = _releasing_paths(trace, instrs, out_values, wrt)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             back.forward = forward_form

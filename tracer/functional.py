@@ -632,16 +632,12 @@ def _matmul_fold(a: Tensor, b: Tensor):
 
 
 def _matmul_grad_name(a: Tensor, b: Tensor) -> str:
-    """The grad_fn torch's matmul ends with for these operands (it picks dot/mv/mm/bmm paths)."""
+    """The node of a matmul recorded as one op: dot, mv or mm for operands of at most 2 dims
+    (a batched product records torch's chain of nodes, see matmul, where it records any)."""
     na, nb = a.dim(), b.dim()
     if nb <= 2 and na <= 2:
         return ("DotBackward0" if na == 1 and nb == 1 else "MvBackward0" if na == 2 and nb == 1
                 else "MmBackward0" if na == 2 else "SqueezeBackward4")
-    # A matrix (or a 3-d batch of one against a real batch) times a batch is folded into one mm
-    # of the transposed operands when the matrix requires grad; the result is transposed back
-    # and made contiguous: a copy (CloneBackward0) unless a result dim is 1 (TransposeBackward0).
-    if (na == 2 or _batch_of_one(a, b)) and nb >= 3 and a.requires_grad:
-        return "TransposeBackward0" if 1 in (a.shape[-2], b.shape[-1]) else "CloneBackward0"
     return "UnsafeViewBackward0"
 
 

@@ -60,7 +60,11 @@ def reshape(input, shape):
     argument (the method also takes sizes: t.reshape(2, 3))."""
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"reshape(): argument 'shape' (position 2) must be tuple of ints, not {type(shape).__name__}")
-    return _functional.reshape(input, shape)
+    try:
+        return _functional.reshape(input, shape)
+    except TypeError as exc:
+        # the method's parser counts the shape as argument 1, the function's as argument 2
+        raise TypeError(str(exc).replace("argument 'shape' (position 1)", "argument 'shape' (position 2)")) from None
 
 
 def permute(*args, **kwargs):

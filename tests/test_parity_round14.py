@@ -171,3 +171,8 @@ def test_the_product_of_a_vector_and_a_matrix_is_no_view(write):
         w.sub_(1.0) if write == "sub_" else w.copy_(lib.ones(3))
         return type(w.grad_fn).__name__, w._base is None
     assert node(fg) == node(torch)
+
+
+@pytest.mark.parametrize("shape", [(2.0, 12), [2, "a"], 5, (5, 5)], ids=str)
+def test_the_function_form_of_reshape_counts_the_shape_as_argument_2(shape):
+    assert outcome(lambda: fg.reshape(fg.ones(24), shape)) == outcome(lambda: torch.reshape(torch.ones(24), shape))

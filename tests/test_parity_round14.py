@@ -176,3 +176,23 @@ def test_the_product_of_a_vector_and_a_matrix_is_no_view(write):
 @pytest.mark.parametrize("shape", [(2.0, 12), [2, "a"], 5, (5, 5)], ids=str)
 def test_the_function_form_of_reshape_counts_the_shape_as_argument_2(shape):
     assert outcome(lambda: fg.reshape(fg.ones(24), shape)) == outcome(lambda: torch.reshape(torch.ones(24), shape))
+
+
+INDEX_DATA = {
+    "float tensors": lambda L: L.tensor([L.tensor(1.5), L.tensor(2.0)], dtype=L.int64),
+    "float32 number": lambda L: L.tensor(np.float32(2.5), dtype=L.int64),
+    "float32 in a list": lambda L: L.tensor([np.float32(2.5)], dtype=L.int64),
+    "float16 nested": lambda L: L.tensor([[1.5], [np.float16(1)]], dtype=L.int64),
+    "bool from a float tensor": lambda L: L.tensor([L.tensor(1.5)], dtype=L.bool),
+    "with requires_grad": lambda L: L.tensor([np.float32(2.5)], dtype=L.int64, requires_grad=True),
+    "Python float": lambda L: L.tensor(2.5, dtype=L.int64),
+    "float64 number": lambda L: L.tensor(np.float64(2.5), dtype=L.int64),
+    "int tensors": lambda L: L.tensor([L.tensor(1), L.tensor(2)], dtype=L.int64),
+    "float32 array": lambda L: L.tensor(np.array(2.5, dtype=np.float32), dtype=L.int64),
+    "a float tensor itself": lambda L: L.tensor(L.tensor(1.5), dtype=L.int64),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_DATA))
+def test_integer_and_bool_tensors_take_numbers_through_the_index_protocol(name):
+    assert outcome(lambda: INDEX_DATA[name](fg)) == outcome(lambda: INDEX_DATA[name](torch))

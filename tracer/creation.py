@@ -58,6 +58,8 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         sizes = _compute_sizes(data)
         inferred = _infer_dtype(data)
+        if (dtype is int64 or dtype is bool_) and inferred.is_floating_point:
+            _check_indexable(data)
         if dtype is int64 and inferred.is_floating_point:
             # torch checks each number: nan, inf or beyond int64 raises
             array = _store(data, sizes, np.float64)
@@ -72,6 +74,19 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
 
 
 _SEQUENCES = (list, tuple, range)
+
+
+def _check_indexable(obj) -> None:
+    """torch stores a number into an integer or bool tensor through Python's index protocol,
+    except a Python float: a float tensor or a NumPy float32 among the data is its TypeError."""
+    if isinstance(obj, _SEQUENCES):
+        for item in obj:
+            _check_indexable(item)
+    elif isinstance(obj, Tensor):
+        if obj._dtype.is_floating_point:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+    elif isinstance(obj, np.floating) and not isinstance(obj, float):
+        raise TypeError(f"'numpy.{type(obj).__name__}' object cannot be interpreted as an integer")
 
 
 def _compute_sizes(data) -> tuple:

@@ -1072,9 +1072,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except
-        # leaves made inside it, which require grad as they would eagerly).
+        # leaves made inside it, which require grad as they would eagerly, and views made
+        # under no_grad of a tensor that requires grad, which require grad as their base)
         for t in alive:
-            if not t._traced_leaf:
+            if not t._traced_leaf and not t._no_grad_view:
                 t._requires_grad = False
     if trace.dry:
         trace.restore_states()

@@ -104,3 +104,18 @@ def test_a_freed_call_raises_only_for_a_backward_through_what_it_released(compil
     # one node raised "backward through the graph a second time" because its min had released
     want = _state_calls(torch, lambda f: f, second_from)
     assert _state_calls(fg, fg.compile if compiled else (lambda f: f), second_from) == want
+
+
+def test_a_view_made_under_no_grad_in_a_call_with_no_gradient_requires_grad_as_its_base():
+    # alias fuzz 14359: when no gradient can flow back into the call, its outputs were made
+    # plain values, the no_grad view of an argument that requires grad too (torch's requires grad)
+    def f(lib):
+        def fn(a):
+            with lib.no_grad():
+                return a[..., None], a * 2, a.t()
+        return fn
+
+    def flags(lib, compile_fn):
+        a = lib.ones(2, 3, requires_grad=True)
+        return [(t.requires_grad, t.grad_fn is None, t.is_leaf) for t in compile_fn(f(lib))(a)]
+    assert flags(fg, fg.compile) == flags(torch, lambda fn: fn)

@@ -119,3 +119,29 @@ def test_a_view_made_under_no_grad_in_a_call_with_no_gradient_requires_grad_as_i
         a = lib.ones(2, 3, requires_grad=True)
         return [(t.requires_grad, t.grad_fn is None, t.is_leaf) for t in compile_fn(f(lib))(a)]
     assert flags(fg, fg.compile) == flags(torch, lambda fn: fn)
+
+
+def test_a_version_error_names_a_dead_tensor_by_its_latest_write_in_the_call():
+    # sweep 1135: v2 saved by abs(), then written by div_ and a setitem, then gone: torch names
+    # it by the history it had last, CopySlices (the compiled call named the first write, Div)
+    def prog(lib):
+        def fn(state, x0):
+            v1 = 3 * state
+            v1.fill_(-1.0)
+            v2 = state + x0
+            state.sub_(v2)
+            v1[..., :2] = 1.5
+            v2.div_(v2.abs() + 1)
+            v1.copy_(v2)
+            v2[..., :2] = 1.5
+            return v1
+        return fn
+
+    def error(lib, compile_fn):
+        state, x0 = lib.ones(3, 4), lib.ones(3, 4, requires_grad=True)
+        try:
+            compile_fn(prog(lib))(state, x0).sum().backward()
+        except RuntimeError as exc:
+            return str(exc)
+        return "ok"
+    assert error(fg, fg.compile) == error(torch, lambda fn: fn)

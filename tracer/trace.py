@@ -211,6 +211,7 @@ class Trace:
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
+        self.latest_values: dict = {}       # weak ref to a tensor written here -> its value after the latest write
         # value id -> values that stand for the same saved tensor, stale when it is: the promoted
         # copies made of it for an op (x64 * x32 reads x32 as float64; torch's node saves the
         # operand itself: see hold_promoted) and the values of its detach()es (one counter)
@@ -602,6 +603,10 @@ class Trace:
         box, version, first = self.writing
         if self._counter_owner(t)._vbox is not box:
             return
+        if new is not None:
+            # (what t holds after its latest write, by which torch names a saved tensor once
+            # t itself is gone: see _saved_input_name)
+            self.latest_values[weakref.ref(t)] = new
         old = t._sym
         if old is None and t._data is not None:
             key = _memory_key(t._data)
@@ -792,6 +797,8 @@ class Trace:
         if new is _REGENERATED_VIEW:
             return output_name("AsStridedBackward0", 0) if self.grad_producer(v) is not None else ""
         t = ref()
+        if t is None:
+            new = self.latest_values.get(ref, new)
         if t is not None and self.is_callers_leaf(t):
             return ""       # (a leaf has no node, whatever was grafted onto its values)
         callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None

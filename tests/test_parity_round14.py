@@ -196,3 +196,15 @@ INDEX_DATA = {
 @pytest.mark.parametrize("name", list(INDEX_DATA))
 def test_integer_and_bool_tensors_take_numbers_through_the_index_protocol(name):
     assert outcome(lambda: INDEX_DATA[name](fg)) == outcome(lambda: INDEX_DATA[name](torch))
+
+
+@pytest.mark.parametrize("groups", ["x x", "x y x", "x y | z", "x y x | z z"])
+def test_optimizer_state_dict_numbers_parameters_as_torch(groups):
+    # by position from each group's start; a parameter listed twice takes its last position
+    def numbers(lib):
+        params = {name: lib.ones(2, requires_grad=True) for name in "xyz"}
+        spec = [{"params": [params[n] for n in group.split()]} for group in groups.split("|")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # (both warn of a parameter listed twice)
+            return [g["params"] for g in lib.optim.SGD(spec, lr=0.1).state_dict()["param_groups"]]
+    assert numbers(fg) == numbers(torch)

@@ -152,12 +152,14 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """`{"state": {index: state}, "param_groups": [...]}` with parameters replaced by indices."""
         index_of: dict[int, int] = {}
-        groups = []
+        groups, start = [], 0
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            for p in group["params"]:
-                index_of.setdefault(id(p), len(index_of))
+            # torch's numbering: by position, from the group's start; a parameter listed twice
+            # in one group takes its last position, one met in an earlier group keeps that index
+            index_of.update({id(p): i for i, p in enumerate(group["params"], start) if id(p) not in index_of})
             packed["params"] = [index_of[id(p)] for p in group["params"]]
+            start += len(packed["params"])
             groups.append(packed)
         state = {index_of[id(p)]: value for p, value in self.state.items() if id(p) in index_of}
         return {"state": state, "param_groups": groups}

@@ -208,3 +208,25 @@ def test_optimizer_state_dict_numbers_parameters_as_torch(groups):
             warnings.simplefilter("ignore")     # (both warn of a parameter listed twice)
             return [g["params"] for g in lib.optim.SGD(spec, lr=0.1).state_dict()["param_groups"]]
     assert numbers(fg) == numbers(torch)
+
+
+SETITEM_NUMBERS = {
+    "nan at an index out of range": lambda L, x: x.__setitem__(3, float("nan")),
+    "nan with a negative step": lambda L, x: x.__setitem__(slice(None, None, -1), float("nan")),
+    "nan at False": lambda L, x: x.__setitem__(False, float("nan")),
+    "nan at a tensor index": lambda L, x: x.__setitem__(L.tensor([5]), float("nan")),
+    "2**70": lambda L, x: x.__setitem__(3, 2**70),
+    "nan at a string": lambda L, x: x.__setitem__("a", float("nan")),
+    "1e30 at too many indices": lambda L, x: x.__setitem__((0, 0, 0), 1e30),
+    "1 at a tensor index out of range": lambda L, x: x.__setitem__(L.tensor([5]), 1),
+    "1e300 into float32": lambda L, x: x.float().__setitem__(3, 1e300),
+}
+
+
+@pytest.mark.parametrize("name", list(SETITEM_NUMBERS))
+def test_setitem_converts_a_number_before_it_reads_the_key(name):
+    def run(lib):
+        x = lib.arange(12).reshape(3, 4)
+        SETITEM_NUMBERS[name](lib, x)
+        return x
+    assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))

@@ -161,6 +161,10 @@ def setitem(t: Tensor, key, value) -> None:
     from .dispatch import no_grad_view_error
     if isinstance(value, (list, tuple, str)) or value is None:
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
+    if not isinstance(value, (Tensor, np.ndarray)):
+        # torch makes a number into a tensor of t's dtype before it reads the key
+        check_setitem_int(value)
+        check_scalar_fits(value, t._dtype)
     key = _sequence_key(key)
     if key is True:         # torch: a copy into t.unsqueeze(0), as t[None] = value
         key = None
@@ -187,8 +191,6 @@ def setitem(t: Tensor, key, value) -> None:
         value = _fit_value(value, index_shape(tuple(t.shape), items), steps, lambda v: _coerce(v, t._dtype))
     else:
         name = fill if whole else "CopySlices"
-        check_setitem_int(value)
-        check_scalar_fits(value, t._dtype)
         value = np.asarray(value, dtype=t._dtype.np)
     # torch checks the value's shape first, then the leaf (through a view of it unless whole)
     if t._no_grad_view and is_grad_enabled():

@@ -267,6 +267,9 @@ class _BackwardFn:
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
                                 # the saved view's shape or None, index in saved) (_saved_checks)
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
+        self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
+        self.forward_reach = None   # `given` -> per input, whether those outputs depend on it (a call
+                                    # with several outputs: _forward_reach), else None
         # The call's outputs share this one node, where eagerly each has its own: a backward
         # without retain_graph frees only the saved values it reached, so another output's
         # backward can still run (y1.backward(); y2.backward()) where it needs none of them.
@@ -312,6 +315,19 @@ class _BackwardFn:
     def reached(self) -> list:
         """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
         return self.grad_present
+
+    def reached_for(self, given: tuple) -> list:
+        """Per input: whether a gradient reaches it from the outputs marked in `given`. torch's
+        engine goes only where the graph of those outputs goes: an input that only the others
+        depend on gets no gradient (and the engine does not go on into its history), one they
+        depend on through a zero derivative gets zeros."""
+        if all(given) or self.forward_reach is None:
+            return self.grad_present
+        found = self._reached_for.get(given)
+        if found is None:
+            found = self._reached_for[given] = [present and reached for present, reached
+                                                in zip(self.grad_present, self.forward_reach(given))]
+        return found
 
     def _check_stale(self, given=None) -> None:
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None
@@ -496,6 +512,18 @@ class _LazyStale(dict):
         if given is not None and any(given) and not all(given) and given not in self:
             self[given] = self._reached_by(given)
         return dict.get(self, given, default)
+
+
+def _forward_reach(instrs: list, out_values: list, groups: list):
+    """_BackwardFn.forward_reach: for a subset of the call's outputs, per input (the values of
+    `groups` it held), whether those outputs depend on it, worked out when first asked (it
+    keeps the trace's instructions for that)."""
+    wrt = [v for group in groups for v in group]
+
+    def reach(given: tuple) -> list:
+        active = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
+        return [any(v.id in active for v in group) for group in groups]
+    return reach
 
 
 def _releasing_paths(trace: Trace, instrs: list, out_values: list, wrt: list):
@@ -1059,6 +1087,8 @@ def _finish(trace: Trace, result, run: _Run) -> None:
             back.checks = _saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors, promoted, unversioned)
             back.releasing = _releasing_paths(trace, instrs, out_values, wrt)
+            if len(grad_outs) > 1:
+                back.forward_reach = _forward_reach(instrs, out_values, groups)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             back.forward = forward_form

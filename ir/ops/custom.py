@@ -43,9 +43,14 @@ def _vjp(e, xs, ys, gs, attrs, needs):
     back = attrs["fn"].vjp_fn
     if back is None:
         return [None] * len(xs)
-    reached = getattr(back, "reached", None)
-    if reached is not None:
-        needs = [need and r for need, r in zip(needs, reached())]
+    # Per input, whether any gradient reaches it: from the outputs given cotangents where the
+    # function can tell (reached_for), so that an input only an absent output reaches gets no
+    # gradient, as from separate nodes (the engine then does not go on into its history)
+    given = tuple(g is not None for g in gs)
+    reached_for, reached = getattr(back, "reached_for", None), getattr(back, "reached", None)
+    if reached_for is not None or reached is not None:
+        flags = reached_for(given) if reached_for is not None else reached()
+        needs = [need and r for need, r in zip(needs, flags)]
         if not any(needs):
             return [None] * len(xs)
     for_cotangents = getattr(back, "for_cotangents", None)

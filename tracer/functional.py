@@ -475,6 +475,9 @@ def matmul(input, other) -> Tensor:
     2-d one (a vector times a matrix; a batch folded into rows times a matrix or vector),
     it is recorded as torch's chain of nodes (unsqueeze or view, mm or mv, squeeze or view)."""
     a, b = as_tensor(input, "matmul"), as_tensor(other, "matmul", "other", 2)
+    one_matrix = _one_matrix(a, b)
+    if one_matrix is not None:
+        return matmul(*one_matrix)
     _check_matmul(a, b)
     na, nb = a.dim(), b.dim()
     if na == 1 and nb == 2:
@@ -487,7 +490,7 @@ def matmul(input, other) -> Tensor:
     if na <= 2 and nb <= 2 or not (is_grad_enabled() and (a.requires_grad or b.requires_grad)):
         # (no node is recorded: one op, whatever torch's path, multiplies the same matrices)
         return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
-    if na <= 2 and _matmul_fold(a, b) == "right":
+    if _matmul_fold(a, b) == "right":
         # torch folds b's transpose and multiplies it by a's: (a @ b)^T = b^T @ a^T
         product = _folded_product(mT(b), t(a) if na == 2 else a)
         return contiguous(mT(product)) if na == 2 else product
@@ -508,14 +511,8 @@ def _folded_product(a: Tensor, b: Tensor) -> Tensor:
 def _batched_product(a: Tensor, b: Tensor) -> Tensor:
     """torch's bmm path of matmul, node for node: each operand expanded to the broadcast batch
     and reshaped to one batch dim (ExpandBackward0, then a view or a copy), BmmBackward0, and
-    an UnsafeViewBackward0 to the result's shape. A 3-d batch of one that requires grad,
-    against another batch, is squeezed first (SqueezeBackward1) and folded."""
+    an UnsafeViewBackward0 to the result's shape."""
     na, nb = a.dim(), b.dim()
-    if na == 3 and nb == 3 and a.shape[0] != b.shape[0]:
-        if a.shape[0] == 1 and a.requires_grad:
-            return matmul(squeeze(a, 0), b)
-        if b.shape[0] == 1 and b.requires_grad:
-            return matmul(a, squeeze(b, 0))
     from fusegrad.ir.ops.registry import broadcast_shapes
     n, k = (a.shape[-2] if na > 1 else 1), a.shape[-1]
     p = b.shape[-1] if nb > 1 else 1
@@ -548,13 +545,6 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     na, nb, sa, sb = a.dim(), b.dim(), tuple(a.shape), tuple(b.shape)
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")
-    if na == 3 and nb == 3 and sa[0] != sb[0]:
-        # torch multiplies a 3-d batch of one that requires grad as its one matrix (see
-        # _batched_product), and checks that product
-        if sa[0] == 1 and a.requires_grad:
-            return _check_matmul(squeeze(a, 0), b)
-        if sb[0] == 1 and b.requires_grad:
-            return _check_matmul(a, squeeze(b, 0))
     if na == 1 and nb == 1:
         if a._dtype is not b._dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
@@ -584,9 +574,16 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
                            f"{TORCH_SCALAR_NAMES[b._dtype.name]}")
 
 
-def _batch_of_one(a: Tensor, b: Tensor) -> bool:
-    """A 3-d a whose batch is one, times a real 3-d batch: torch multiplies a's one matrix."""
-    return a.dim() == 3 and b.dim() == 3 and a.shape[0] == 1 and b.shape[0] != 1
+def _one_matrix(a: Tensor, b: Tensor):
+    """Two 3-d batches of different sizes, one of them a batch of one that requires grad:
+    torch multiplies (and checks) that one's matrix, squeezed (SqueezeBackward1), whatever the
+    grad mode; the operands it multiplies then, or None."""
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
+        if a.shape[0] == 1 and a.requires_grad:
+            return squeeze(a, 0), b
+        if b.shape[0] == 1 and b.requires_grad:
+            return a, squeeze(b, 0)
+    return None
 
 
 def _check_mv(mat: tuple, vec: tuple, mat_dtype: DType, vec_dtype: DType) -> None:
@@ -608,8 +605,6 @@ def _matmul_fold(a: Tensor, b: Tensor):
     """torch's should_fold: 'left' when the >= 3-d a is folded into a matrix (times a 1-d or
     2-d b), 'right' when b is (through its transpose), None for the batched (bmm) path."""
     na, nb = a.dim(), b.dim()
-    if _batch_of_one(a, b):                      # torch takes a as its one matrix
-        return "right" if a.requires_grad else None
     larger, smaller = (a, b) if na >= nb else (b, a)
     if larger.dim() < 3 or smaller.dim() > 2:
         return None

@@ -170,7 +170,7 @@ class Node:
         return _through_hidden(edges) if HIDDEN_NODES else edges
 
     def _torch_edges(self) -> tuple:
-        """next_functions before looking through promotion casts."""
+        """next_functions before looking through the hidden nodes (HIDDEN_NODES)."""
         shown = _NEXT_INPUTS.get(type(self).__name__)
         if shown is None and type(self).__name__ == "NotImplemented":
             # torch's NotImplemented node lists the tensor operands only (x // 2, 2 % x)

@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from fusegrad.tracer import Tensor, enable_grad, engine, is_grad_enabled, trace_state
+from fusegrad.tracer.grad_mode import TRANSFORM_LEAVES, TRANSFORMS_RUNNING
 from fusegrad.tracer.creation import tensor as _tensor
 
 
@@ -108,14 +109,14 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # value: one tensor passed as two differentiated arguments would be one leaf with
             # both uses' gradients (eagerly, and in JAX, each position has its own). A copy is
             # its own (only then: an identity copy of every argument would cost a pass).
-            return x.detach().clone().requires_grad_(True)
-        return x.detach().requires_grad_(True)
+            return x.detach().clone()._set_requires_grad(True)
+        return x.detach()._set_requires_grad(True)
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
             what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
-        return t.requires_grad_(True)
+        return t._set_requires_grad(True)
     what = f"argument {k} holds a {type(x).__name__}, which" if contained else \
         f"argument {k} of type {type(x).__name__}"
     raise TypeError(f"{what} is not a valid differentiable input: expected a fg.Tensor, a NumPy array or a Python "
@@ -192,13 +193,23 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
         for k in nums:
             args[k] = _tree_rebuild(args[k], fresh)
         own = {id(x) for x in leaves}
+        # The arguments passed as they are (not differentiated) that hold no history: one f
+        # writes in place from a differentiated value gets none from it (see _drop_history).
+        plain = [x for k, a in enumerate(args) if k not in nums for x in _tree_leaves(a)
+                 if isinstance(x, Tensor) and x._base is None and x._grad_fn is None and not x._requires_grad]
+        made = []           # leaves f makes to require grad (grad_mode.TRANSFORM_LEAVES)
         try:
             with enable_grad():
-                engine.TRANSFORMS_RUNNING[0] += 1
+                TRANSFORMS_RUNNING[0] += 1
+                TRANSFORM_LEAVES.append(made)
                 try:
                     result = _differentiable(f, outer_grad)(*args, **kwargs)
                 finally:
-                    engine.TRANSFORMS_RUNNING[0] -= 1
+                    TRANSFORMS_RUNNING[0] -= 1
+                    TRANSFORM_LEAVES.pop()
+                    if TRANSFORM_LEAVES:            # (an enclosing transform's function made them too)
+                        TRANSFORM_LEAVES[-1].extend(made)
+                own.update(id(x) for x in made)     # (kept alive by `made`: no id is reused)
                 out, aux = _split_aux(result, has_aux)
                 out = _check_output(out, transform)
                 if not outer_grad and grad_mode:
@@ -208,6 +219,8 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                     grads = engine.grad([out], leaves, create_graph=outer_grad, allow_unused=True)
                 else:
                     grads = (None,) * len(leaves)
+            if not outer_grad:
+                _drop_history(plain)
             grads = [g if g is not None else _zeros_like(x) for g, x in zip(grads, leaves)]
             if outer_grad:
                 # Each result keeps its history only where it reads a tensor from outside (as
@@ -233,6 +246,16 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
         grads = grads[0] if single else grads
         return ((value, aux), grads) if has_aux else (value, grads)
     return wrapped
+
+
+def _drop_history(plain: list) -> None:
+    """Cut the history that f's in-place writes gave arguments passed without any (`s.add_(x)`
+    with x differentiated): torch.func wraps every argument at its transform's level, so such
+    a write is history at that level only, and the caller's tensor has its value and no
+    grad_fn. Nothing outside differentiates through the call here (no outer gradient)."""
+    for x in plain:
+        if x._grad_fn is not None or x._requires_grad:
+            x.detach_()
 
 
 def _differentiable(f, outer_grad: bool):

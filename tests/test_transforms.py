@@ -371,3 +371,95 @@ def test_arguments_own_graph_is_untouched_by_grad():
     fg.value_and_grad(lambda t: (t * t).sum())(y)
     y.sum().backward()  # y's graph was not consumed or freed by the transforms
     np.testing.assert_allclose(x.grad.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
+
+
+# --- torch.func's levels: what f does to tensors other than its differentiated arguments
+
+_REQUIRES_GRAD_IN_TRANSFORM = (
+    "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside "
+    "of a function being transformed by a functorch transform. This is unsupported, please attempt to use the "
+    "functorch transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() outside of a function "
+    "being transformed instead.")
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_requires_grad_method_inside_grad_raises_torch_func_error(torch, flag, compiled):
+    def body(L):
+        def f(x):
+            y = x.detach()
+            y.requires_grad_(flag)
+            return (y * x).sum()
+        return f
+
+    with pytest.raises(RuntimeError) as expected:
+        torch.func.grad(body(torch))(torch.tensor([1.0, 2.0]))
+    transform = fg.grad(body(fg))
+    with pytest.raises(RuntimeError) as got:
+        (fg.compile(transform) if compiled else transform)(fg.tensor([1.0, 2.0]))
+    assert str(got.value) == str(expected.value) == _REQUIRES_GRAD_IN_TRANSFORM
+    # the transform's bookkeeping is unwound: requires_grad_ works again after it
+    assert fg.ones(2).requires_grad_().requires_grad
+
+
+@pytest.mark.parametrize("make", ["setter", "factory", "linear"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_leaves_made_inside_grad_leave_no_history_on_the_result(torch, make, compiled):
+    """A leaf f makes (the requires_grad setter, a factory's requires_grad=True, a layer's
+    Parameters) lives at the transform's level, as in torch.func: the gradient returned is a
+    plain tensor, not one with history into that leaf."""
+    def body(L):
+        def f(x):
+            if make == "setter":
+                y = L.ones(3)
+                y.requires_grad = True
+            elif make == "factory":
+                y = L.ones(3, requires_grad=True)
+            else:
+                layer = L.nn.Linear(3, 3)
+                with L.no_grad():
+                    layer.weight.fill_(0.5)
+                y = layer.weight.sum(0)
+            return (y * x * x).sum()
+        return f
+
+    expected = torch.func.grad(body(torch))(torch.tensor([1.0, 2.0, 3.0]))
+    transform = fg.grad(body(fg))
+    got = (fg.compile(transform) if compiled else transform)(fg.tensor([1.0, 2.0, 3.0]))
+    assert got.requires_grad is expected.requires_grad is False
+    assert got.grad_fn is None
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+
+
+def test_closed_over_parameter_still_gives_the_result_history(torch):
+    w = fg.ones(3, requires_grad=True)
+    g = fg.grad(lambda x: (w * x * x).sum())(fg.tensor([1.0, 2.0, 3.0]))
+    tw = torch.ones(3, requires_grad=True)
+    tg = torch.func.grad(lambda x: (tw * x * x).sum())(torch.tensor([1.0, 2.0, 3.0]))
+    assert g.requires_grad is tg.requires_grad is True
+    g.sum().backward()
+    tg.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_argument_written_in_place_from_differentiated_value_keeps_no_history(torch, compiled):
+    """torch.func wraps every argument at the transform's level: `s.add_(x)` on an argument
+    passed as it is gives it x's value and no grad_fn afterwards (also through a view, a
+    setitem and a dict)."""
+    def f(x, s, d):
+        s[0].add_(x)
+        s[1] = x * 2
+        d["t"].mul_(x)
+        return (s * x).sum() + d["t"].sum()
+
+    results = []
+    for L, transform in ((torch, torch.func.grad(f)), (fg, fg.grad(f))):
+        if compiled and L is fg:
+            transform = fg.compile(transform)
+        s, t = L.zeros(2, 3), L.ones(3)
+        g = transform(L.tensor([1.0, 2.0, 3.0]), s, {"t": t})
+        assert s.grad_fn is None and not s.requires_grad and t.grad_fn is None and not t.requires_grad
+        results.append([np.asarray(v.detach().numpy()) for v in (g, s, t)])
+    for got, expected in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)

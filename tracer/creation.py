@@ -341,14 +341,14 @@ def _new(array: np.ndarray, requires_grad: bool) -> Tensor:
     if requires_grad:
         if not t._dtype.is_floating_point:
             _require_grad(t)                # raises torch's error
-        t._requires_grad = True             # a fresh concrete leaf: requires_grad_ has nothing to check
+        t._set_requires_grad(True)
     return t
 
 
 def _require_grad(t: Tensor) -> None:
     if not t.dtype.is_floating_point:
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-    t.requires_grad_(True)
+    t._set_requires_grad(True)
 
 
 def _allocated(shape: tuple, dtype, make) -> np.ndarray:

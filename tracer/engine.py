@@ -30,7 +30,7 @@ from fusegrad.ir.passes import simplify
 
 from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
-from .grad_mode import enable_grad, no_grad
+from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, saved_slots
 from .tensor import Tensor
@@ -715,11 +715,6 @@ def _as_tensor_grad(g) -> Tensor:
     if isinstance(g, Tensor):
         return g
     return Tensor._wrap(np.array(g, copy=True))
-
-
-# How many fg.grad / fg.value_and_grad calls are running their function now (runtime.transforms):
-# a backward() there raises, as inside torch.func's transforms.
-TRANSFORMS_RUNNING = [0]
 
 
 _CREATE_GRAPH_CYCLE = ("Using backward() with create_graph=True will create a reference cycle between the parameter "

@@ -21,6 +21,21 @@ class _GradState(threading.local):
 _state = _GradState()
 
 
+# How many fg.grad / fg.value_and_grad calls are running their function now (runtime.transforms):
+# backward() and requires_grad_() there raise, as inside torch.func's transforms.
+TRANSFORMS_RUNNING = [0]
+# Per running transform, innermost last: the leaves made to require grad while its function
+# runs (a Parameter, `torch.ones(3, requires_grad=True)`). They are that transform's own, as
+# in torch.func, where they live at its level: no history reaches the caller through them.
+TRANSFORM_LEAVES: list = []
+
+
+def note_new_leaf(t) -> None:
+    """Record leaf `t`, just made to require grad, as the innermost running transform's."""
+    if TRANSFORM_LEAVES:
+        TRANSFORM_LEAVES[-1].append(t)
+
+
 def is_grad_enabled() -> bool:
     """True when ops record autograd history."""
     return _state.enabled

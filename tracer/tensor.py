@@ -18,7 +18,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
 from .layout import is_contiguous, strides_of
-from .grad_mode import is_grad_enabled
+from .grad_mode import TRANSFORMS_RUNNING, is_grad_enabled, note_new_leaf
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -31,6 +31,13 @@ _NON_LEAF_GRAD_WARNING = (
 _ORPHAN_MSG = (
     "This tensor was made inside a compiled (fg.compile) call that did not finish (it raised an exception), so "
     "its value was never computed. Return the values you need from the compiled function instead.")
+
+# torch.func's text for requires_grad_() inside a transformed function (fg.grad's)
+_REQUIRES_GRAD_IN_TRANSFORM = (
+    "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside "
+    "of a function being transformed by a functorch transform. This is unsupported, please attempt to use the "
+    "functorch transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() outside of a function "
+    "being transformed instead.")
 
 
 class Size(tuple):
@@ -173,7 +180,7 @@ class Tensor:
             raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
         self._init(array, from_numpy_dtype(array.dtype))
         if requires_grad:
-            self.requires_grad_(True)
+            self._set_requires_grad(True)
 
     @property
     def _version(self) -> int:
@@ -360,7 +367,7 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if flag and not self.is_leaf:       # requires_grad_() allows it; the setter does not (torch)
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        self.requires_grad_(flag)
+        self._set_requires_grad(flag)     # (allowed inside fg.grad's function, as in torch.func's)
 
     @requires_grad.deleter
     def requires_grad(self) -> None:
@@ -373,6 +380,12 @@ class Tensor:
             if set(flag) != {"flag"}:
                 raise TypeError(f"requires_grad_() got an unexpected keyword argument '{next(iter(flag))}'")
             requires_grad = flag["flag"]
+        if TRANSFORMS_RUNNING[0]:
+            raise RuntimeError(_REQUIRES_GRAD_IN_TRANSFORM)
+        return self._set_requires_grad(requires_grad)
+
+    def _set_requires_grad(self, requires_grad) -> "Tensor":
+        """requires_grad_ without the transform check: the setter, factories and fusegrad itself."""
         if type(requires_grad) is not bool and not isinstance(requires_grad, np.bool_):
             raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                             f"{type(requires_grad).__name__}")
@@ -385,6 +398,8 @@ class Tensor:
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
+        if requires_grad and TRANSFORMS_RUNNING[0]:
+            note_new_leaf(self)
         if self._sym is not None and requires_grad and not self._traced_leaf:
             # A leaf made inside a compiled call: backward() there accumulates into its .grad.
             self._traced_leaf = True

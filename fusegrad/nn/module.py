@@ -542,7 +542,7 @@ def zeroed_grad(grad):
     if grad.grad_fn is not None:
         grad.detach_()
     else:
-        grad.requires_grad_(False)
+        grad._set_requires_grad(False)
     return grad.zero_()
 
 

@@ -681,19 +681,38 @@ def _tensor_apply(ins, args):
         out = on_tensors(dict(ins.attrs), args)
         if out is not None:
             return tuple(out)
-    out = apply_op(ins.op, list(args), dict(ins.attrs), _create_graph_name(ins))
+    out = apply_op(ins.op, list(args), dict(ins.attrs), _create_graph_name(ins, args))
+    if ins.op == "const":
+        # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
+        # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
+        out.__dict__["_formula_scalar"] = True
     return out if isinstance(out, tuple) else (out,)
+
+
+def _formula_scalar(x) -> bool:
+    return type(x) is Tensor and x.__dict__.get("_formula_scalar", False)
 
 
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (3, 3): "BmmBackward0"}
 
 
-def _create_graph_name(ins) -> str | None:
+def _create_graph_name(ins, args=()) -> str | None:
     """torch's node name for an op of a create_graph backward, where its derivative formulas
-    call view, squeeze/unsqueeze, mm/mv/dot/bmm, select/slice or a copy and the IR has reshape,
-    matmul, getitem or cast (None: the op's default name, as the forward records it). A
-    2-D permute stays PermuteBackward0 (x.T, permute); torch's t() would say TBackward0."""
+    call view, squeeze/unsqueeze, mm/mv/dot/bmm, select/slice, a copy or sgn and the IR has
+    reshape, matmul, getitem, cast or sign, or multiply or divide by a Scalar (None: the op's
+    default name, as the forward records it). A 2-D permute stays PermuteBackward0 (x.T,
+    permute); torch's t() would say TBackward0."""
     op = ins.op
+    if op == "mul" and (_formula_scalar(args[0]) or _formula_scalar(args[1])):
+        return "MulBackward1"
+    if op == "div" and _formula_scalar(args[1]):
+        return "DivBackward1"
+    if op == "sign":
+        return "SgnBackward0"
+    if op == "index_put" and type(args[0]) is Tensor and args[0]._grad_fn is None and not args[0]._requires_grad:
+        # a getitem's gradient placed into zeros: torch's select_backward / slice_backward
+        index = dict(ins.attrs)["index"]
+        return "SelectBackwardBackward0" if any(item[0] == "i" for item in index) else "SliceBackwardBackward0"
     if op == "reshape":
         before, after = ins.inputs[0].shape, ins.outputs[0].shape
         if len(after) == len(before) + 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):

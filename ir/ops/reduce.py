@@ -29,8 +29,9 @@ def _infer_reduce(types, attrs):
 
 
 def _grad_to_input(e, g, x, axes, keepdim):
-    """Bring a reduction's output gradient back to the input's shape."""
-    if not keepdim:
+    """Bring a reduction's output gradient back to the input's shape (a full reduction's 0-d
+    gradient expands as it is, as torch's sum_backward: no unsqueeze node under create_graph)."""
+    if not keepdim and g.shape != ():
         g = e.reshape(g, e.keepdim_shape(x.shape, axes))
     return e.expand(g, x.shape)
 

@@ -198,3 +198,28 @@ def test_a_view_whose_base_was_written_prints_the_node_torch_regenerates():
         y.add_(1)
         return repr(v)
     assert run(fg) == run(torch) == "tensor([2., 3.], grad_fn=<AsStridedBackward0>)"
+
+
+@pytest.mark.parametrize("write", ["view", "base", "slice view"])
+def test_a_no_grad_view_made_before_a_compiled_call_and_written_there_raises_at_its_use(write):
+    """A view made under no_grad before the call (of a tensor that requires grad), whose memory
+    the call writes under no_grad (through the view, or its base): its next use with grad
+    raises torch's error, in the call as eagerly (alias fuzz seed 14451)."""
+    def run(lib, compiled):
+        base = lib.tensor([0.0, -1.75, 0.75], requires_grad=True)
+        with lib.no_grad():
+            view = base[1:] if write == "slice view" else base[-3]
+
+        def f(v, b):
+            with lib.no_grad():
+                if write == "base":
+                    b.mul_(2)
+                else:
+                    v.zero_()
+            return (v * 0.5).sum()
+        return _error(lambda: (fg.compile(f) if compiled else f)(view, base))
+
+    expected = run(torch, False)
+    assert expected[0] == "RuntimeError"
+    assert run(fg, False) == expected
+    assert run(fg, True) == expected

@@ -169,6 +169,9 @@ class Trace:
         self.never_freed: set = set()       # ids of instructions that save only Python scalars (keep_scalar_operands)
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
+        # views made under no_grad before the call (of a tensor that requires grad) whose memory the
+        # call wrote: torch will not regenerate their history, so a use with grad raises (id -> tensor)
+        self.rebased_outside: dict = {}
                                             # the call that it reads or writes
         # memory key -> the view from outside the call over that memory (its array): a write
         # through another tensor over it (its detach() or .data) writes the view's base too
@@ -304,6 +307,8 @@ class Trace:
         self._note_view_base(base)
         if not self.memory_written(base):
             return False
+        if x._no_grad_view:
+            self.rebased_outside[id(x)] = x
         again = self._view_again(base, x)
         self._quiet_unless_writing(x)
         self.rebind(x, again._sym, again._requires_grad)
@@ -464,7 +469,7 @@ class Trace:
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
             for x in inputs:
-                if isinstance(x, Tensor) and x._rebased:
+                if isinstance(x, Tensor) and (x._rebased or self.rebased_outside.get(id(x)) is x):
                     raise self.rebased_error(x)
         if len(out_types) == 1 and out is None:
             # (Value(...), Instr(...) and Tensor._init written out: once per traced op)
@@ -566,6 +571,13 @@ class Trace:
             view = ref()
             if view is not None and view._no_grad_view:
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
+        if self.outside_views or t._no_grad_view:
+            for ref in self.outside_views.get(id(root), ()):
+                view = ref()
+                if view is not None and view._no_grad_view:
+                    self.rebased_outside[id(view)] = view
+            if t._no_grad_view and t._data is not None:
+                self.rebased_outside[id(t)] = t
 
     def write(self, t: Tensor, v: Value, requires: bool) -> None:
         """A user-level in-place write of `t` with value `v` (see begin_write and rebind)."""

@@ -222,18 +222,14 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     The signature is torch's: `dtype` comes after the internal `_stacklevel`."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "softmax", _stacklevel)
-    if dtype is not None:
-        input = _cast(input, dtype)
-    return input.softmax(dim)
+    return input.softmax(dim) if dtype is None else input.softmax(dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """x - logsumexp(x) along `dim`; `dtype` casts first (torch's signature, as softmax)."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "log_softmax", _stacklevel)
-    if dtype is not None:
-        input = _cast(input, dtype)
-    return input.log_softmax(dim)
+    return input.log_softmax(dim) if dtype is None else input.log_softmax(dim, dtype=dtype)
 
 
 # ---- losses ------------------------------------------------------------------

@@ -320,11 +320,13 @@ class Module:
     # ---- state --------------------------------------------------------------
 
     def train(self, mode: bool = True) -> "Module":
-        """Set `training` on this module and all below it; returns self."""
+        """Set `training` on this module, then call each child's own `train(mode)` (as torch: a
+        child that overrides train(), to keep a frozen part in eval mode, is obeyed); returns self."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self) -> "Module":

@@ -273,6 +273,15 @@ def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:
     return out if type(out) is tuple else (out,)
 
 
+def _check_fused(fused, foreach, differentiable) -> None:
+    """torch's checks of `fused=True` (after the parameters are taken, as torch's constructors)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
 
@@ -296,6 +305,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
@@ -416,6 +426,7 @@ class Adam(Optimizer):
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def _init_state(self, p, amsgrad: bool) -> dict[str, Any]:
         state = self.state[p]

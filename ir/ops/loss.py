@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
+from .reduce import _total
 from .registry import COMPOSITE, OpDef, register
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -27,13 +28,16 @@ def _mse_infer(types, attrs):
 def _mse_ref(x, t, reduction):
     d = x - t
     losses = d * d
+    if reduction == "none":
+        return losses
+    # summed in torch's order, as the sum op's reference (torch's mse_loss is bit for bit
+    # its ((x - t) ** 2).sum() and .mean())
+    total = _total(losses, tuple(range(losses.ndim)), False)
     if reduction == "mean":
         # sum / n: the mean of no elements is NaN without NumPy's warning
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(np.true_divide(np.sum(losses, dtype=x.dtype), losses.size, dtype=x.dtype))
-    if reduction == "sum":
-        return np.asarray(np.sum(losses, dtype=x.dtype))
-    return losses
+            return np.asarray(np.true_divide(total, losses.size, dtype=x.dtype))
+    return np.asarray(total, dtype=x.dtype)
 
 
 def _mse_vjp(e, xs, ys, gs, attrs, needs):

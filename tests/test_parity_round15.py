@@ -80,3 +80,42 @@ def test_fused_optimizer_flag_checks_as_torch(name, flags):
             return type(exc).__name__, str(exc)
         return "ok"
     assert result(fg) == result(torch)
+
+
+def _hooked_run(L) -> list:
+    """Forward pre-hooks and hooks (prepend, with_kwargs, replacing inputs and outputs, removal,
+    deepcopy) on a small model; what they saw and the outputs."""
+    import copy
+    seen = []
+    L.manual_seed(0)
+    model = L.nn.Sequential(L.nn.Linear(3, 2), L.nn.ReLU())
+    handles = [
+        model[0].register_forward_pre_hook(lambda mod, args: (args[0] * 2,)),
+        model[0].register_forward_hook(lambda mod, args, out: out + 1),
+        model[0].register_forward_hook(lambda mod, args, out: seen.append(("first", tuple(out.shape))), prepend=True),
+        model.register_forward_hook(lambda mod, args, kwargs, out: seen.append(("kwargs", sorted(kwargs))),
+                                    with_kwargs=True),
+        model[1].register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] - 0.5,), kwargs), with_kwargs=True),
+        model[1].register_forward_pre_hook(lambda mod, args: args[0] * 3),     # one input, not a tuple
+    ]
+    x = L.ones(4, 3)
+    seen.append(model(x).detach().numpy().tolist())
+    seen.append(copy.deepcopy(model)(x).detach().numpy().tolist())
+    for handle in handles:
+        handle.remove()
+    handles[0].remove()             # (again: nothing happens)
+    seen.append(model(x).detach().numpy().tolist())
+    with model[0].register_forward_hook(lambda mod, args, out: out * 2):
+        seen.append(model(x).detach().numpy().tolist())
+    seen.append(model(x).detach().numpy().tolist())
+    return seen
+
+
+def test_module_forward_hooks_as_torch():
+    assert _hooked_run(fg) == _hooked_run(torch)
+
+
+def test_calculate_gain_of_linear_is_the_int_one():
+    for name in ("linear", "conv2d", "sigmoid"):
+        got, expected = fg.nn.init.calculate_gain(name), torch.nn.init.calculate_gain(name)
+        assert (type(got), got) == (type(expected), expected)

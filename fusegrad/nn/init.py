@@ -21,7 +21,7 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
     linear_fns = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                   "conv_transpose3d", "sigmoid")
     if nonlinearity in linear_fns:
-        return 1.0
+        return 1                # (an int, as torch's)
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":

@@ -14,6 +14,7 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.ir.types import DType
 from fusegrad.tracer.device import check_device, device as torch_device
+from fusegrad.tracer.hooks import RemovableHandle, _Hooks
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Module", "Parameter"]
@@ -105,7 +106,60 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_forward_hooks")
+        if not hooks and not self.__dict__.get("_forward_pre_hooks"):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        """`module(...)` with forward pre-hooks and hooks, as torch runs them: each pre-hook may
+        replace the inputs (a non-tuple result is the one input), each hook the output."""
+        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
+        """Run `hook(module, args)` (with_kwargs: `hook(module, args, kwargs)`) before each
+        forward; a result other than None replaces the inputs. Returns a handle whose
+        `remove()` unregisters it."""
+        return self._add_forward_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        """Run `hook(module, args, output)` (with_kwargs: `hook(module, args, kwargs, output)`)
+        after each forward; a result other than None replaces the output. Returns a handle
+        whose `remove()` unregisters it. (`always_call` is accepted; a forward that raises
+        runs no hook here.)"""
+        return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs)
+
+    def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool):
+        hooks = self.__dict__.get(kind)
+        if hooks is None:
+            hooks = _Hooks()
+            object.__setattr__(self, kind, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = (hook, with_kwargs)
+        if prepend:
+            entries = list(hooks.items())
+            hooks.clear()
+            hooks[handle.id] = entries[-1][1]
+            hooks.update(entries[:-1])
+        return handle
 
     # ---- registration -------------------------------------------------------
 

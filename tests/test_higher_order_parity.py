@@ -180,11 +180,7 @@ CELLS = {
 }
 
 # g's grad_fn is named by the tracer (tracer/engine.py _create_graph_name) from the IR op of
-# the create_graph backward program; where one IR op stands for several torch ops it picks
-# the common one (a 2-D permute is PermuteBackward0, so t() differs).
-NAME_DIFFERENCES = {
-    "t": "t's VJP (an IR permute) records PermuteBackward0; torch's is TBackward0",
-}
+# the create_graph backward program, as torch's formula names it (every cell here agrees).
 # torch's pow(x, 0) backward is zeros with no history (g.requires_grad is False, and a
 # second grad raises); ours is a masked product that depends on x (zeros, requiring grad).
 CELLS["pow_0"] = lambda L, x: x ** 0
@@ -263,27 +259,9 @@ def _check_eager(cell: str, check_name: bool = True, check_requires_grad: bool =
                 assert ours["name"] == theirs["name"], f"{where}: g.grad_fn {ours['name']} != torch's {theirs['name']}"
 
 
-_PLAIN = [c for c in CELLS if c not in NAME_DIFFERENCES]
-
-
-@pytest.mark.parametrize("cell", _PLAIN)
+@pytest.mark.parametrize("cell", list(CELLS))
 def test_second_derivative_eagerly(cell):
     _check_eager(cell)
-
-
-@pytest.mark.parametrize("cell", sorted(NAME_DIFFERENCES))
-def test_second_derivative_eagerly_values_where_names_differ(cell):
-    _check_eager(cell, check_name=False)
-
-
-@pytest.mark.parametrize("cell", sorted(NAME_DIFFERENCES))
-def test_create_graph_gradient_node_names_of_movement_ops(cell):
-    reason = NAME_DIFFERENCES[cell]
-    for point in POINTS:
-        t, o = _eager(torch, cell, point, "float64"), _eager(fg, cell, point, "float64")
-        if o["name"] != t["name"]:
-            pytest.xfail(reason)        # outside the op table: tracer/engine.py names these nodes
-    raise AssertionError(f"{cell}: names agree now; drop it from NAME_DIFFERENCES ({reason})")
 
 
 def test_pow_zero_gradient_has_no_history_as_torch():
@@ -530,6 +508,14 @@ GRAPH_CELLS = {
     "stack": lambda L, x, y: L.stack([x, y]) ** 2, "mul_scalar": lambda L, x, y: x * 3 * y,
     "div_scalar": lambda L, x, y: x / 3 * y, "sqrt_product": lambda L, x, y: (x * y + 2).sqrt(),
     "mse": lambda L, x, y: L.nn.functional.mse_loss(x, y), "tanh_sigmoid": lambda L, x, y: x.sigmoid() * x.tanh(),
+    # mm's formulas t() the saved operands; a permute's VJP is named by its forward node, and a
+    # gradient no view can reshape is copied first (CloneBackward0, UnsafeViewBackward0)
+    "matmul": lambda L, x, y: x.reshape(2, 2) @ y.reshape(2, 2),
+    "matmul_exp": lambda L, x, y: (x.reshape(2, 2) @ y.reshape(2, 2)).exp(),
+    "t": lambda L, x, y: x.reshape(2, 2).t() * x.reshape(2, 2),
+    "transpose": lambda L, x, y: x.reshape(2, 2).transpose(0, 1) * y.reshape(2, 2),
+    "T": lambda L, x, y: x.reshape(2, 2).T * y.reshape(2, 2),
+    "permute": lambda L, x, y: x.reshape(2, 2).permute(1, 0) * y.reshape(2, 2),
 }
 
 

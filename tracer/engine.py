@@ -78,7 +78,11 @@ class GraphProgram:
                     self.bindings[v.id] = node.saved[("out", k)]
                 self.owner.setdefault(v.id, node)
                 self.output_nr[v.id] = k
-            self.instrs.append(Instr(node.op, ins, outs, node.attrs))
+            # (a permute's VJP, a permute, is named under create_graph by the forward node's
+            # formula: t() and transpose() give TBackward0 and TransposeBackward0; the loc
+            # carries the name to the instructions its VJP emits)
+            loc = type(node).__name__ if node.op == "permute" else None
+            self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
 
     def value(self, edge) -> Value:
         """The IR value standing for `edge`, a (node, output_nr) pair of the graph."""
@@ -226,7 +230,8 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         program = simplify(b.program)
         env = _bind(graph, program, create_graph)
         with enable_grad():
-            values = iter(run_program(program, seeds, _tensor_apply, env))
+            free = frozenset(env)       # (the saved forward values: see _create_graph_name)
+            values = iter(run_program(program, seeds, lambda ins, args: _tensor_apply(ins, args, free), env))
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if ANY_LEAF_HOOKS[0]:
@@ -675,13 +680,19 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
     raise RuntimeError(f"internal error: no node for {v}")
 
 
-def _tensor_apply(ins, args):
+def _tensor_apply(ins, args, free=frozenset()):
     on_tensors = OPS[ins.op].extra.get("apply_tensors")
     if on_tensors is not None:          # (custom_call: its object may run on tensors itself)
         out = on_tensors(dict(ins.attrs), args)
         if out is not None:
             return tuple(out)
-    out = apply_op(ins.op, list(args), dict(ins.attrs), _create_graph_name(ins, args))
+    name = _create_graph_name(ins, args, free)
+    if name == "ViewBackward0" and type(args[0]) is Tensor:
+        # torch's formulas reshape() (view backward: grad.reshape(sizes)): a gradient laid out
+        # so that no view can do it is copied first, CloneBackward0 then UnsafeViewBackward0
+        out = args[0].reshape(dict(ins.attrs)["shape"])
+    else:
+        out = apply_op(ins.op, list(args), dict(ins.attrs), name)
     if ins.op == "const":
         # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
         # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
@@ -696,13 +707,20 @@ def _formula_scalar(x) -> bool:
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (3, 3): "BmmBackward0"}
 
 
-def _create_graph_name(ins, args=()) -> str | None:
+def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
     """torch's node name for an op of a create_graph backward, where its derivative formulas
     call view, squeeze/unsqueeze, mm/mv/dot/bmm, select/slice, a copy or sgn and the IR has
     reshape, matmul, getitem, cast or sign, or multiply or divide by a Scalar (None: the op's
-    default name, as the forward records it). A 2-D permute stays PermuteBackward0 (x.T,
-    permute); torch's t() would say TBackward0."""
+    default name, as the forward records it). A 2-D permute of a saved forward value (`free`:
+    their ids) is the t() of mm's formulas, TBackward0; of a gradient it is the VJP of a
+    forward permute, named as that node's formula does: TBackward0 for t(), TransposeBackward0
+    for transpose(), else PermuteBackward0 (x.T, permute; GraphProgram puts the forward node's
+    name in the instruction's loc)."""
     op = ins.op
+    if op == "permute" and len(ins.inputs[0].shape) == 2 and ins.inputs[0].id in free:
+        return "TBackward0"
+    if op == "permute" and ins.loc in ("TBackward0", "TransposeBackward0"):
+        return ins.loc
     if op == "mul" and (_formula_scalar(args[0]) or _formula_scalar(args[1])):
         return "MulBackward1"
     if op == "div" and _formula_scalar(args[1]):

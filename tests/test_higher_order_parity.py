@@ -516,6 +516,12 @@ GRAPH_CELLS = {
     "transpose": lambda L, x, y: x.reshape(2, 2).transpose(0, 1) * y.reshape(2, 2),
     "T": lambda L, x, y: x.reshape(2, 2).T * y.reshape(2, 2),
     "permute": lambda L, x, y: x.reshape(2, 2).permute(1, 0) * y.reshape(2, 2),
+    # broadcasting undone as torch's sum_to: grad.sum(dims, keepdim=True), then a view when
+    # leading dims go, or grad.sum() to a 0-d shape
+    "broadcast": lambda L, x, y: x.reshape(2, 2) * y[:2] * y[:2],
+    "broadcast_0d": lambda L, x, y: x * y.sum() * y.sum(),
+    "sum_dim": lambda L, x, y: x.reshape(2, 2).sum(0) * y[:2],
+    "expand": lambda L, x, y: x[None].expand(2, 4) ** 2,
 }
 
 

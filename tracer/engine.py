@@ -231,7 +231,8 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         env = _bind(graph, program, create_graph)
         with enable_grad():
             free = frozenset(env)       # (the saved forward values: see _create_graph_name)
-            values = iter(run_program(program, seeds, lambda ins, args: _tensor_apply(ins, args, free), env))
+            kept = _sums_kept(program)
+            values = iter(run_program(program, seeds, lambda ins, args: _tensor_apply(ins, args, free, kept), env))
         by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
         grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if ANY_LEAF_HOOKS[0]:
@@ -680,13 +681,44 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
     raise RuntimeError(f"internal error: no node for {v}")
 
 
-def _tensor_apply(ins, args, free=frozenset()):
+def _sums_kept(program: Program) -> set:
+    """The sums (without keepdim) of a create_graph backward whose one reader reshapes them back
+    to their keepdim shape (the IR's sum_to of a size-1 dim): torch's sum_to sums those with
+    keepdim=True, one SumBackward1 node; ids of the sums' and the reshapes' outputs."""
+    readers: dict = {}
+    for ins in program.instrs:
+        for v in ins.inputs:
+            readers[v.id] = readers.get(v.id, 0) + 1
+    for v in program.outputs:
+        readers[v.id] = readers.get(v.id, 0) + 1
+    sums = {ins.outputs[0].id: ins for ins in program.instrs
+            if ins.op == "sum" and not dict(ins.attrs)["keepdim"] and ins.outputs[0].shape != ()}
+    kept = set()
+    for ins in program.instrs:
+        if ins.op == "reshape" and ins.inputs[0].id in sums and readers[ins.inputs[0].id] == 1:
+            total = sums[ins.inputs[0].id]
+            axes = dict(total.attrs)["axes"]
+            shape = total.inputs[0].shape
+            if ins.outputs[0].shape == tuple(1 if i in axes else d for i, d in enumerate(shape)):
+                kept |= {total.outputs[0].id, ins.outputs[0].id}
+    return kept
+
+
+def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
     on_tensors = OPS[ins.op].extra.get("apply_tensors")
     if on_tensors is not None:          # (custom_call: its object may run on tensors itself)
         out = on_tensors(dict(ins.attrs), args)
         if out is not None:
             return tuple(out)
     name = _create_graph_name(ins, args, free)
+    if kept and ins.outputs[0].id in kept:
+        if ins.op == "reshape":
+            return (args[0],)           # (its sum was kept: see _sums_kept)
+        return (apply_op("sum", [args[0]], {"axes": dict(ins.attrs)["axes"], "keepdim": True}, "SumBackward1"),)
+    if ins.op == "sum" and name == "SumBackward1" and not dict(ins.attrs)["keepdim"]:
+        # torch's sum_to drops leading dims by a view of the sum kept: grad.sum(dims, True).view(shape)
+        total = apply_op("sum", [args[0]], {"axes": dict(ins.attrs)["axes"], "keepdim": True}, name)
+        return (apply_op("reshape", [total], {"shape": ins.outputs[0].shape}, "ViewBackward0"),)
     if name == "ViewBackward0" and type(args[0]) is Tensor:
         # torch's formulas reshape() (view backward: grad.reshape(sizes)): a gradient laid out
         # so that no view can do it is copied first, CloneBackward0 then UnsafeViewBackward0
@@ -727,6 +759,9 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
         return "DivBackward1"
     if op == "sign":
         return "SgnBackward0"
+    if op == "sum":
+        # torch's sum_to: to a 0-d shape grad.sum(), else grad.sum(dims, keepdim=True)
+        return "SumBackward0" if ins.outputs[0].shape == () else "SumBackward1"
     if op == "index_put" and type(args[0]) is Tensor and args[0]._grad_fn is None and not args[0]._requires_grad:
         # a getitem's gradient placed into zeros: torch's select_backward / slice_backward
         index = dict(ins.attrs)["index"]

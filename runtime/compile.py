@@ -30,6 +30,7 @@ import numpy as np
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          differentiated_inputs, threaded)
 from fusegrad.ir.interpreter import run_freeing
+from fusegrad.ir.ops.registry import checks_values
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
@@ -907,18 +908,23 @@ def _writable(array: np.ndarray, tensor=None) -> np.ndarray:
 
 def _live_program(traced: Program, outputs: list) -> Program:
     """dead_code_elimination specialised for the per-call path: most traced
-    instructions have one output and are live, so test the first output first."""
+    instructions have one output and are live, so test the first output first.
+    An instruction that may raise on its values (an index out of range: registry.checks_values)
+    is kept though nothing reads it, its result an output of the program (so no later pass
+    drops it): the call raises where eager execution does."""
     live = {v.id for v in outputs}
-    kept = []
+    kept, checked = [], []
     add = live.add
     for ins in reversed(traced.instrs):
         outs = ins.outputs
-        if outs[0].id in live or (len(outs) > 1 and any(v.id in live for v in outs)):
+        if outs[0].id in live or (len(outs) > 1 and any(v.id in live for v in outs)) or checks_values(ins):
+            if outs[0].id not in live and len(outs) == 1:
+                checked.append(outs[0])
             kept.append(ins)
             for v in ins.inputs:
                 add(v.id)
     kept.reverse()
-    return Program(traced.inputs, kept, outputs)
+    return Program(traced.inputs, kept, outputs + checked[::-1] if checked else outputs)
 
 
 def _finish(trace: Trace, result, run: _Run) -> None:

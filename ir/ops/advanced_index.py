@@ -121,7 +121,7 @@ def _take_vjp(e, x, y, g, a, n):
 # (its eager result is row-major, as torch's: NumPy puts the indexed dims first in memory)
 register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
                doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)",
-               extra={"row_major_result": True}))
+               extra={"row_major_result": True, "value_checks": True}))
 
 
 # --------------------------------------------------------------------- index_put_at

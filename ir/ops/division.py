@@ -81,7 +81,8 @@ def _remainder_vjp(e, x, y, g, a, n):
             e.neg(e.mul(g[0], e.op("div_floor", x[0], x[1]))) if n[1] else None]
 
 
-_FLOAT_KERNELS = {"kernel_floats_only": True}
+# (integers raise torch's ZeroDivisionError on a zero divisor: see registry.VALUE_CHECKED)
+_FLOAT_KERNELS = {"kernel_floats_only": True, "value_checks": lambda ins: not ins.inputs[1].dtype.is_floating_point}
 for _name, _ref, _vjp, _cpu in (("div_floor", _div_floor_ref, _zero_grads, "div_floor_cpu"),
                                 ("div_trunc", _div_trunc_ref, _zero_grads, "div_trunc_cpu"),
                                 ("remainder", _remainder_ref, _remainder_vjp, "remainder_cpu")):

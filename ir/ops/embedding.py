@@ -34,4 +34,4 @@ def _vjp(e, x, y, g, a, n):
 
 register(OpDef("embedding", MOVEMENT, _infer, _ref, _vjp, reference_only=True,
                doc="embedding(weight, indices; padding_idx): weight[indices], no gradient to the padding row",
-               extra={"row_major_result": True, "torch_edges": (0,)}))
+               extra={"row_major_result": True, "torch_edges": (0,), "value_checks": True}))

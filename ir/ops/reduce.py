@@ -363,10 +363,16 @@ register(OpDef("mean", COMPOSITE, _infer_reduce, _mean_ref, _mean_vjp, decompose
 
 
 # --------------------------------------------------------- max/min along one dim
-def _infer_arg_extremum(types, attrs):
-    t = types[0]
-    shape = reduced_shape(t.shape, (attrs["axis"],), attrs["keepdim"])
-    return [TensorType(shape, t.dtype), TensorType(shape, int64)]
+def _infer_arg_extremum(name):
+    def infer(types, attrs):
+        t, axis = types[0], attrs["axis"]
+        # (the shape rule refuses an empty dim, so a traced call raises as eagerly even when
+        # nothing reads the result and the instruction is dropped)
+        if t.shape and t.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+        shape = reduced_shape(t.shape, (axis,), attrs["keepdim"])
+        return [TensorType(shape, t.dtype), TensorType(shape, int64)]
+    return infer
 
 
 def _arg_extremum_ref(pick, name):
@@ -431,10 +437,10 @@ def _lowest(dtype):
     return False if dtype.name == "bool" else int(np.iinfo(np.int64).min)
 
 
-register(OpDef("max_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmax, "max"), _arg_extremum_vjp,
+register(OpDef("max_dim", REDUCE, _infer_arg_extremum("max"), _arg_extremum_ref(np.argmax, "max"), _arg_extremum_vjp,
                decompose=_arg_extremum_decompose("amax"), nondiff_outputs=(1,),
                doc="max_dim(x; axis, keepdim) -> (values, indices)"))
-register(OpDef("min_dim", REDUCE, _infer_arg_extremum, _arg_extremum_ref(np.argmin, "min"), _arg_extremum_vjp,
+register(OpDef("min_dim", REDUCE, _infer_arg_extremum("min"), _arg_extremum_ref(np.argmin, "min"), _arg_extremum_vjp,
                decompose=_arg_extremum_decompose("amin"), nondiff_outputs=(1,),
                doc="min_dim(x; axis, keepdim) -> (values, indices)"))
 

@@ -73,6 +73,10 @@ class OpDef:
 
 
 OPS: dict[str, OpDef] = {}
+# Ops whose reference raises on some input values (an index out of range, an integer division
+# by zero): OpDef.extra["value_checks"], True or a predicate of the instruction. A traced call
+# runs them even when nothing reads their result, so it raises where eager execution does.
+VALUE_CHECKED: set = set()
 
 
 def register(op: OpDef) -> OpDef:
@@ -80,7 +84,17 @@ def register(op: OpDef) -> OpDef:
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} declared twice")
     OPS[op.name] = op
+    if op.extra.get("value_checks"):
+        VALUE_CHECKED.add(op.name)
     return op
+
+
+def checks_values(ins) -> bool:
+    """Whether instruction `ins` may raise on its input values (see VALUE_CHECKED)."""
+    if ins.op not in VALUE_CHECKED:
+        return False
+    check = OPS[ins.op].extra["value_checks"]
+    return check is True or check(ins)
 
 
 # ----------------------------------------------------------------- shape rules

@@ -380,8 +380,8 @@ def _check_no_partial_overlap(target: np.ndarray, arrays: list) -> None:
         if a is target or a.size == 0 or not np.may_share_memory(a, target) or not dense(a):
             continue
         (a0, a1), (t0, t1) = byte_range(a), byte_range(target)
-        if (a0, a1) == (t0, t1) and a.shape == target.shape and a.strides == target.strides:
-            continue
+        if (a0, a1) == (t0, t1) and a.strides == target.strides:
+            continue        # (torch's Full overlap: same bytes, same strides; x.t() of a column is x)
         if a0 < t1 and t0 < a1:
             raise RuntimeError(_PARTIAL_OVERLAP)
 

@@ -102,8 +102,12 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
         if not x.dtype.is_floating_point:       # (torch.func's error: it makes x require grad)
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if x.requires_grad and keep_history:
-            # Differentiate through x's own history (for grad of grad) via an identity op.
-            return x.view_as(x)
+            # Differentiate through x's own history (for grad of grad) via an identity op. It
+            # stands for torch.func's wrapper of x, a leaf of this transform's level: an in-place
+            # op on it raises the leaf error (tracer.inplace.check_inplace).
+            leaf = x.view_as(x)
+            leaf.__dict__["_transform_input"] = True
+            return leaf
         if again and trace_state.current() is not None:
             # Traced: a leaf is a program value, and a detach() shares x's memory and so its
             # value: one tensor passed as two differentiated arguments would be one leaf with

@@ -119,3 +119,132 @@ def test_calculate_gain_of_linear_is_the_int_one():
     for name in ("linear", "conv2d", "sigmoid"):
         got, expected = fg.nn.init.calculate_gain(name), torch.nn.init.calculate_gain(name)
         assert (type(got), got) == (type(expected), expected)
+
+
+# ---- fg.compile: an op whose result nothing reads still raises where eagerly it does
+DEAD_RAISING = {
+    "max_dim_empty": (lambda L, x, i: (x.max(0), x * 2)[1], (0, 4)),
+    "min_dim_empty": (lambda L, x, i: (x.min(0), x * 2)[1], (0, 4)),
+    "max_dim_empty_then_amin": (lambda L, x, i: (x.max(0), x.amin(0), x * 2)[2], (0, 4)),
+    "index_out_of_range": (lambda L, x, i: (x[i], x * 2)[1], (3,)),
+    "embedding_out_of_range": (lambda L, x, i: (L.nn.functional.embedding(i, x), x * 2)[1], (3, 2)),
+    "integer_floor_division_by_zero": (lambda L, x, i: (i // (i - 5), x * 2)[1], (3,)),
+    "integer_remainder_by_zero": (lambda L, x, i: (i % (i - 5), x * 2)[1], (3,)),
+    "float_floor_division_by_zero": (lambda L, x, i: (x // 0.0, x * 2)[1], (3,)),      # no error: inf
+    "index_in_range": (lambda L, x, i: (x[i - 5], x * 2)[1], (6,)),                    # no error
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEAD_RAISING))
+@pytest.mark.parametrize("transform", ["compile", "compile_value_and_grad"])
+def test_compiled_call_raises_for_an_op_nothing_reads(case, transform):
+    fn, shape = DEAD_RAISING[case]
+
+    def run(L, compiled):
+        x = L.ones(shape)
+        index = L.tensor([5, 7, 6])
+        if transform == "compile":
+            call = lambda x: fn(L, x, index)        # noqa: E731
+        else:
+            call = lambda x: fn(L, x, index).sum()  # noqa: E731
+            call = (fg.value_and_grad(call) if L is fg else torch.func.grad_and_value(call))
+        if compiled:
+            call = fg.compile(call)
+        try:
+            result = call(x)
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return ("error", type(exc).__name__, str(exc))
+        return ("value",)
+    expected = run(torch, False)
+    assert run(fg, False) == expected
+    assert run(fg, True) == expected
+
+
+# ---- in-place ops over memory their operand shares: torch's overlap rule (the same bytes with
+# the same strides is a full overlap, allowed), then its shape check
+OVERLAPS = {
+    "t_mul": lambda L, x: x.t().mul_(x), "t_add_t": lambda L, x: x.t().add_(x.t()),
+    "sub_element": lambda L, x: x.sub_(x[1, 0]), "copy_t": lambda L, x: x.copy_(x.t()),
+    "mul_self": lambda L, x: x.mul_(x), "view_mul": lambda L, x: x.view(1, 3).mul_(x),
+    "reshape_mul": lambda L, x: x.reshape(3).mul_(x.reshape(3)), "flat_add": lambda L, x: x.view(-1).add_(x.view(3, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERLAPS))
+@pytest.mark.parametrize("compiled", [False, True])
+def test_in_place_overlap_and_shape_checks_as_torch(case, compiled):
+    def run(L, compiled):
+        fn = (lambda x: OVERLAPS[case](L, x))       # noqa: E731
+        try:
+            result = (fg.compile(fn) if compiled else fn)(L.arange(3.0).reshape(3, 1))
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return ("error", type(exc).__name__, str(exc))
+        return ("value", result.tolist())
+    assert run(fg, compiled) == run(torch, False)
+
+
+# ---- version-error texts (the compile and transform probe)
+def _error_text(fn):
+    try:
+        fn()
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc)
+    return "ok"
+
+
+@pytest.mark.parametrize("argument", ["view", "plain", "non-leaf"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_version_error_names_a_saved_view_written_since_as_torch(argument, compiled):
+    """A view argument filled (no history), saved, then written with a value that requires
+    grad: the error names it as the view torch regenerates (output 0 of AsStrided)."""
+    def f(x1, s):
+        x1.fill_(-2)
+        saved = s * x1
+        x1[None] = s
+        return saved
+
+    def run(L, compiled):
+        x = L.zeros(2, 3)[1] if argument == "view" else L.zeros(3) if argument == "plain" else \
+            L.zeros(3, requires_grad=True) * 1
+        s = L.ones((), requires_grad=True)
+        return _error_text(lambda: (fg.compile(f) if compiled else f)(x, s).sum().backward())
+    expected = run(torch, False)
+    assert expected[0] == "RuntimeError"
+    assert run(fg, compiled) == expected
+
+
+@pytest.mark.parametrize("how", ["create_graph", "grad_of_grad"])
+def test_create_graph_version_error_names_the_tensor_as_torchs_engine_meets_it(how):
+    """A value two nodes saved (pow's result, amax's input), then written: the first node
+    torch's engine runs (amax) unpacks it and names its history now (Add), also when the
+    backward records a graph."""
+    def f(x):
+        v2 = 0.5 ** x
+        v3 = v2.amax(-1)
+        v2.add_(x)
+        return v3.sum()
+
+    def run(L):
+        if how == "create_graph":
+            x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            return _error_text(lambda: L.autograd.grad(f(x), x, create_graph=True))
+        grad = fg.grad if L is fg else torch.func.grad
+        return _error_text(lambda: grad(lambda y: grad(f)(y).sum())(L.tensor([1.0, 2.0, 3.0])))
+    expected = run(torch)
+    assert "output 0 of Add" in expected[1]
+    assert run(fg) == expected
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_in_place_write_to_an_argument_in_grad_of_grad_is_torch_funcs_leaf_error(compiled):
+    def f(x):
+        x.mul_(2)
+        return (x * x).sum()
+
+    def run(L, compiled):
+        grad = fg.grad if L is fg else torch.func.grad
+        call = grad(lambda y: grad(f)(y).sum())
+        return _error_text(lambda: (fg.compile(call) if compiled else call)(L.tensor([1.0, 2.0, 3.0])))
+    expected = run(torch, False)
+    assert expected == ("RuntimeError", "a leaf Variable that requires grad is being used in an in-place operation.")
+    assert run(fg, compiled) == expected

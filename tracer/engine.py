@@ -228,7 +228,16 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         grad_values = emit_backward(b, graph.instrs, root_values, seed_values, present)
         b.program.outputs = [g for g in grad_values if g is not None]
         program = simplify(b.program)
-        env = _bind(graph, program, create_graph)
+        try:
+            env = _bind(graph, program, create_graph)
+        except RuntimeError as error:
+            # A saved value changed in place: _bind checks them in the program's order. torch's
+            # engine raises for the first node, in its order, whose saved values are stale,
+            # naming the tensor as that node's unpack finds it (two nodes may save one value).
+            if not str(error).startswith(_MODIFIED_PREFIX) or not _runs_again_safely(live):
+                raise
+            _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
+                                   partial)
         with enable_grad():
             free = frozenset(env)       # (the saved forward values: see _create_graph_name)
             kept = _sums_kept(program)
@@ -626,6 +635,9 @@ def _raise_modified(saved, owner, output_nr: int):
         saved = SavedTensor(source._data, saved.box, source)
     raise modified_error(saved.array.shape, saved.array.dtype.name, _modified_history(saved, owner, output_nr),
                          saved.box[0], version)
+
+
+_MODIFIED_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation"
 
 
 def modified_error(shape, dtype_name: str, where: str, version: int, expected: int) -> RuntimeError:

@@ -196,8 +196,10 @@ def setitem(t: Tensor, key, value) -> None:
     if t._no_grad_view and is_grad_enabled():
         # torch writes through t[key], a view (named by its node) of a view made under no_grad
         raise no_grad_view_error(t if whole else t[key])
-    if t._requires_grad and is_grad_enabled() and t.is_leaf:     # (traced too: a leaf written under no_grad)
-        through = "" if whole and t._base is None else "a view of "
+    transform_input = t.__dict__.get("_transform_input", False)       # (see inplace.check_inplace)
+    if t._requires_grad and is_grad_enabled() and (t.is_leaf or transform_input):
+        # (traced too: a leaf written under no_grad)
+        through = "" if whole and (t._base is None or transform_input) else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(t)
     if source is not None and t._sym is None:

@@ -26,6 +26,10 @@ def check_inplace(t: Tensor) -> None:
         return
     if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):
         raise no_grad_view_error(t)     # (the second: made under no_grad before its base gained a history)
+    if t._requires_grad and t.__dict__.get("_transform_input"):
+        # fg.grad's input standing for an argument with history (grad of grad): a leaf at
+        # torch.func's level of the transform
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     # Inside a trace, a tensor an op made or wrote with grad has history though no grad_fn
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
     # As torch: a view that requires grad of a base that is a leaf, whether the base requires

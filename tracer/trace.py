@@ -44,6 +44,7 @@ _next_id = _ids.__next__        # Value's ids (ir.program), for Values made inli
 
 _STALE = object()      # what a view read of its base when that is unknown: never its base's now
 _REGENERATED_VIEW = object()    # a stale entry's "new value" for a view that died before the write
+_REGENERATED_GRAD_VIEW = object()   # the same, where the base written requires grad (so the view has history)
 
 
 def _no_tensor():
@@ -806,8 +807,9 @@ class Trace:
         """torch's ", which is output N of Op," for a saved input: named by its tensor's history
         now, as torch names it (a tensor no longer alive: its history after the write; a view
         that died before it: the view torch's engine regenerates, when it has history)."""
-        if new is _REGENERATED_VIEW:
-            return output_name("AsStridedBackward0", 0) if self.grad_producer(v) is not None else ""
+        if new is _REGENERATED_VIEW or new is _REGENERATED_GRAD_VIEW:
+            history = new is _REGENERATED_GRAD_VIEW or self.grad_producer(v) is not None
+            return output_name("AsStridedBackward0", 0) if history else ""
         t = ref()
         if t is None:
             new = self.latest_values.get(ref, new)
@@ -816,6 +818,10 @@ class Trace:
         callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None
         now = t._sym if t is not None and t._sym is not None else new
         found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)
+        if t is not None and t._base is not None and (found is not None or t._requires_grad or callers_non_leaf):
+            # a view, saved, then written (through itself or its base): torch regenerates its
+            # history from the base's, one as_strided
+            return output_name("AsStridedBackward0", 0)
         if found is None and callers_non_leaf:
             # the caller's non-leaf, not written here or only without history: its node as it is
             return output_name(t._grad_fn.name(), t._output_nr)
@@ -1176,8 +1182,9 @@ class Trace:
         box, version, first = self.writing
         if self._counter_owner(base)._vbox is not box:
             return
+        regenerated = _REGENERATED_GRAD_VIEW if base._requires_grad else _REGENERATED_VIEW
         for v in self._view_values(base):
-            self._mark_stale(v, (box, version, _no_tensor, _REGENERATED_VIEW, first))
+            self._mark_stale(v, (box, version, _no_tensor, regenerated, first))
 
     def _hold_view_value(self, base: Tensor, v: Value) -> None:
         """A view of `base` held value `v` (its memory): a later write of base makes it stale."""

@@ -223,3 +223,30 @@ def test_a_no_grad_view_made_before_a_compiled_call_and_written_there_raises_at_
     assert expected[0] == "RuntimeError"
     assert run(fg, False) == expected
     assert run(fg, True) == expected
+
+
+@pytest.mark.parametrize("view", ["select", "transpose_select"])
+@pytest.mark.parametrize("read_first_under_no_grad", [False, True])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_view_of_a_view_made_under_no_grad_inherits_its_mark(view, read_first_under_no_grad, compiled):
+    """torch's propagate_creation_meta: a view made with grad on of a view made under no_grad
+    (of a base that needs no grad) is marked too, so once the base gains a history in place
+    its use with grad raises; also when the call first read it under no_grad (alias fuzz 14969)."""
+    def run(lib, compiled):
+        leaf = lib.tensor([[[0.5, -1.0, -0.75]], [[1.0, -1.0, 2.0]]], requires_grad=True)
+        base = leaf.data
+        with lib.no_grad():
+            inner = base[-2]
+        outer = inner.t()[2] if view == "transpose_select" else inner[0]
+
+        def f(b, v):
+            b.copy_(leaf.sigmoid())
+            if read_first_under_no_grad:
+                with lib.no_grad():
+                    v.sum()
+            return (v * v).sum()
+        return _error(lambda: (fg.compile(f) if compiled else f)(base, outer))
+
+    expected = run(torch, False)
+    assert expected[0] == "RuntimeError"
+    assert run(fg, compiled) == expected

@@ -357,10 +357,11 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
         view._no_grad_view = True
         if not _grad_state.enabled:
             view._requires_grad = True
-    elif not _grad_state.enabled and not INTERNAL_VIEWS[0]:
+    elif (not _grad_state.enabled or src.__dict__.get("_no_grad_mode")) and not INTERNAL_VIEWS[0]:
         # torch marks every view made under no_grad (its creation_meta), also of a base that
         # needs no grad: once the base gains a history in place, the view's history cannot be
-        # regenerated (refresh_view_history) and an in-place op on it with history raises
+        # regenerated (refresh_view_history) and an in-place op on it with history raises.
+        # A view of such a view inherits the mark (torch's propagate_creation_meta).
         view.__dict__["_no_grad_mode"] = True
 
 

@@ -308,7 +308,7 @@ class Trace:
         self._note_view_base(base)
         if not self.memory_written(base):
             return False
-        if x._no_grad_view:
+        if x._no_grad_view or (x.__dict__.get("_no_grad_mode") and base._requires_grad):
             self.rebased_outside[id(x)] = x
         again = self._view_again(base, x)
         self._quiet_unless_writing(x)
@@ -470,7 +470,13 @@ class Trace:
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
             for x in inputs:
-                if isinstance(x, Tensor) and (x._rebased or self.rebased_outside.get(id(x)) is x):
+                if isinstance(x, Tensor) and x._rebased:
+                    raise self.rebased_error(x)
+        if self.rebased_outside and is_grad_enabled():
+            # (with grad on, whether or not the op records: eagerly every op regenerates a
+            # stale view's history first, dispatch.refresh_view_history)
+            for x in inputs:
+                if self.rebased_outside.get(id(x)) is x:
                     raise self.rebased_error(x)
         if len(out_types) == 1 and out is None:
             # (Value(...), Instr(...) and Tensor._init written out: once per traced op)
@@ -1171,6 +1177,10 @@ class Trace:
             view = ref()
             if view is None or view._base is not base or (self.stand_ins and self._superseded(view)):
                 continue
+            if view.__dict__.get("_no_grad_mode") and base._requires_grad:
+                # made under no_grad (or a view of such a view): torch will not regenerate its
+                # history now that its base has one, so its next use with grad raises
+                self.rebased_outside[id(view)] = view
             again = self._view_again(base, view)
             self._quiet_unless_writing(view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)

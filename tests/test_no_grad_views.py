@@ -250,3 +250,25 @@ def test_a_view_of_a_view_made_under_no_grad_inherits_its_mark(view, read_first_
     expected = run(torch, False)
     assert expected[0] == "RuntimeError"
     assert run(fg, compiled) == expected
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_view_made_under_no_grad_inside_a_call_raises_once_its_base_gains_history(compiled):
+    """A view made under no_grad of a value that needs no grad, inside the function (and a view
+    of it made with grad on): after the value gains a history in place, using the view with
+    grad raises torch's error, compiled as eagerly (alias fuzz 15149)."""
+    def run(lib, compiled):
+        x = lib.tensor([1.5, -0.25, 0.0, -1.0, 0.5, -0.75], requires_grad=True)
+
+        def f(a):
+            with lib.no_grad():
+                m = lib.maximum(a, a.abs())
+                wide = m.expand(2, 6)
+            row = wide[1]
+            m.mul_(a.sigmoid())
+            return (row * row).sum()
+        return _error(lambda: (fg.compile(f) if compiled else f)(x))
+
+    expected = run(torch, False)
+    assert expected[0] == "RuntimeError"
+    assert run(fg, compiled) == expected

@@ -1114,6 +1114,10 @@ class Trace:
                 t._requires_grad = True
             else:       # a view of such a view: its node names it in the error (rebased_error)
                 t._view_node = self.grad_fn_of(t)
+        elif (not is_grad_enabled() or src.__dict__.get("_no_grad_mode")) and not INTERNAL_VIEWS[0]:
+            # as eagerly: every view made under no_grad is marked (and a view of one); once its
+            # base gains a history in place, its use with grad raises (_refresh_views)
+            t.__dict__["_no_grad_mode"] = True
 
     @staticmethod
     def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
@@ -1218,6 +1222,8 @@ class Trace:
             if self.writing is not None:
                 self._replaced(view, again._sym)
             view._sym, view._requires_grad = again._sym, again._requires_grad
+            if base._requires_grad and view.__dict__.get("_no_grad_mode"):
+                view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
             self.views[id(base)].append(ref)
             if self.detach_aliases:
                 self._refresh_aliases(view)

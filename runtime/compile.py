@@ -949,8 +949,9 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     # (eagerly `x.add_(w)` makes x a non-leaf whose grad_fn is the in-place op's).
     written = _written_with_history(trace, mutated)
     # (A view made under no_grad of a tensor that requires grad is a leaf without a gradient.)
+    # (nor one whose base was written since: torch will not regenerate its history, its use raises)
     grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf
-                 and not (t._no_grad_view and trace.grad_producer(t._sym) is None)] + written
+                 and not (t._no_grad_view and (t._rebased or trace.grad_producer(t._sym) is None))] + written
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     # leaves made inside the call by requires_grad_() (their outputs' gradients reach them too)
     boundary += [t for t in (ref() for ref in trace.new_leaves)
@@ -1080,6 +1081,10 @@ def _finish(trace: Trace, result, run: _Run) -> None:
     for t in alive:
         if id(t) in shared and t._base is not None:
             t._view_version = t._vbox[0]     # its history is current (not regenerated eagerly)
+            if t._rebased:
+                # a view made under no_grad whose base the call wrote since: stale, so that its
+                # history is asked for again and torch's error raised (refresh_view_history)
+                t._view_version = -1
 
     if backward is not None or freed or no_derivative:
         in_types = [TensorType(tuple(x.shape), x.dtype) for x in boundary]

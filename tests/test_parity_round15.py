@@ -248,3 +248,54 @@ def test_in_place_write_to_an_argument_in_grad_of_grad_is_torch_funcs_leaf_error
     expected = run(torch, False)
     assert expected == ("RuntimeError", "a leaf Variable that requires grad is being used in an in-place operation.")
     assert run(fg, compiled) == expected
+
+
+# ---- error paths under fg.compile (the error-path probe)
+ERROR_PATHS = {
+    "clamp_tensor_bound_wider": lambda L, x: (x[:1] * 1).clamp_(L.zeros(2, 3)),
+    "clamp_max_bound_wider": lambda L, x: (x[:1] * 1).clamp_(max=L.zeros(2, 3)),
+    "clamp_both_bounds_wider": lambda L, x: (x[:1] * 1).clamp_(L.zeros(2, 3), L.ones(2, 3)),
+    "clamp_bound_fits": lambda L, x: (x * 1).clamp_(L.zeros(3)),
+    "dead_setitem_out_of_range": lambda L, x: ((x * 1).__setitem__(L.tensor([0, 3]), 2.0), x * 2)[1],
+    "dead_setitem_list_out_of_range": lambda L, x: ((x * 1).__setitem__([0, 3], 2.0), x * 2)[1],
+    "index_of_empty_rows": lambda L, x: L.ones(2, 0)[L.tensor([5])],
+    "index_of_empty_rows_3d": lambda L, x: L.ones(2, 0, 4)[L.tensor([4])],
+    "index_of_empty": lambda L, x: L.ones(0)[L.tensor([5])],
+    "setitem_of_empty_rows": lambda L, x: L.ones(2, 0).__setitem__(L.tensor([5]), 1.0),
+    "empty_integer_floor_division_by_zero": lambda L, x: L.ones(0, 3, dtype=L.int64) // L.tensor([1, 0, 2]),
+    "empty_integer_remainder_by_zero": lambda L, x: L.ones(0, 3, dtype=L.int64) % L.tensor([1, 0, 2]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_PATHS))
+@pytest.mark.parametrize("compiled", [False, True])
+def test_error_paths_as_torch(case, compiled):
+    def run(L, compiled):
+        fn = (lambda x: ERROR_PATHS[case](L, x))      # noqa: E731
+        try:
+            result = (fg.compile(fn) if compiled else fn)(L.ones(3))
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return ("error", type(exc).__name__, str(exc))
+        return ("value",) if result is None else ("value", tuple(result.shape), result.tolist())
+    assert run(fg, compiled) == run(torch, False)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_view_returned_from_a_no_grad_call_that_wrote_its_base_raises_at_use(compiled):
+    """Under no_grad, a call returns x[0] and then writes x in place: torch's view is stale
+    (its history cannot be regenerated), so its grad_fn, is_leaf and backward raise; a
+    compiled call gave it a node and filled x.grad through a call made under no_grad."""
+    def f(x):
+        v = x[0]
+        x.add_(1)
+        return v
+
+    def run(L, compiled):
+        x = L.ones(3, 2, requires_grad=True)
+        with L.no_grad():
+            out = (fg.compile(f) if compiled else f)(x)
+        return (out.requires_grad, _error_text(lambda: out.grad_fn), _error_text(lambda: out.is_leaf),
+                _error_text(lambda: out.sum().backward()), x.grad)
+    expected = run(torch, False)
+    assert expected[1][0] == "RuntimeError"
+    assert run(fg, compiled) == expected

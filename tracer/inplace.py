@@ -126,6 +126,13 @@ def clamp_(t: Tensor, min=None, max=None) -> Tensor:
     check_inplace(t)
     for bound in (min, max):
         check_write_overlaps(t, bound)                 # (before the bounds broadcast)
+    bound_shapes = [tuple(b.shape) for b in (min, max) if isinstance(b, Tensor)]
+    if bound_shapes:
+        # torch's TensorIterator: bounds broadcasting beyond t are refused before any type check
+        # (eagerly the write would refuse it too; traced, nothing else would)
+        shape = broadcast_shapes(tuple(t.shape), *bound_shapes)
+        if tuple(shape) != tuple(t.shape):
+            raise broadcast_shape_error(tuple(t.shape), shape)
     from .functional import _clamp_overload, clamp_bounds, clamp_call
     if min is None and max is None:
         clamp_bounds(t._dtype, min, max)             # raises torch's error

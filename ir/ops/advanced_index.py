@@ -78,10 +78,17 @@ def numpy_key(ndim: int, indices, dims) -> tuple:
     return tuple(key)
 
 
+def reads_nothing(shape: tuple, dims) -> bool:
+    """Whether a dim other than the indexed `dims` is empty: then nothing is read or written,
+    and torch's kernel checks no index (`ones(2, 0)[tensor([5])]` is an empty (1, 0))."""
+    return any(size == 0 for d, size in enumerate(shape) if d not in dims)
+
+
 def check_bounds(shape: tuple, indices, dims) -> None:
     """torch's IndexError for an index outside its dim. As torch's kernel, the first
     offending element in the broadcast order is reported, and at it the first index
-    array (its position among the index arrays names the dimension)."""
+    array (its position among the index arrays names the dimension). (Not called where
+    another dim is empty: see `reads_nothing`.)"""
     bad = []
     for i, d in zip(indices, dims):
         size = shape[d]
@@ -106,6 +113,8 @@ def _take_infer(types, attrs):
 
 
 def _take_ref(x, *indices, dims):
+    if reads_nothing(x.shape, dims):
+        return np.zeros(take_shape(x.shape, [i.shape for i in indices], dims), x.dtype)
     check_bounds(x.shape, indices, dims)
     return x[numpy_key(x.ndim, indices, dims)]
 
@@ -140,8 +149,10 @@ def _put_infer(types, attrs):
 
 
 def _put_ref(x, v, *indices, dims, accumulate):
-    check_bounds(x.shape, indices, dims)
     out = np.array(x, copy=True)
+    if reads_nothing(x.shape, dims):
+        return out
+    check_bounds(x.shape, indices, dims)
     key = numpy_key(x.ndim, indices, dims)
     v = np.reshape(v, value_shape(v.shape))
     if accumulate:
@@ -168,4 +179,4 @@ def _put_vjp(e, x, y, g, a, n):
 
 register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp, reference_only=True,
                doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
-                   "adding), int64 index arrays at `dims`"))
+                   "adding), int64 index arrays at `dims`", extra={"value_checks": True}))

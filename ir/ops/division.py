@@ -27,14 +27,15 @@ from .elementwise import elementwise
 from .registry import NoDerivativeError
 
 
-def _no_zero_divisor(b) -> None:
-    if np.any(b == 0):
+def _no_zero_divisor(a, b) -> None:
+    """torch's error for an integer division by zero (none where the result is empty)."""
+    if np.any(b == 0) and np.broadcast(a, b).size:
         raise RuntimeError("ZeroDivisionError")
 
 
 def _div_floor_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
-        _no_zero_divisor(b)
+        _no_zero_divisor(a, b)
         return np.floor_divide(a, b)
     mod = np.fmod(a, b)
     div = (a - mod) / b
@@ -47,7 +48,7 @@ def _div_floor_ref(a, b, no_derivative=None):
 
 def _div_trunc_ref(a, b):
     if a.dtype.kind != "f":
-        _no_zero_divisor(b)
+        _no_zero_divisor(a, b)
         q = np.floor_divide(a, b)
         return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
     return np.asarray(np.trunc(a / b), dtype=a.dtype)
@@ -55,7 +56,7 @@ def _div_trunc_ref(a, b):
 
 def _remainder_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
-        _no_zero_divisor(b)
+        _no_zero_divisor(a, b)
         return np.remainder(a, b)
     mod = np.fmod(a, b)
     return np.asarray(np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod), dtype=a.dtype)

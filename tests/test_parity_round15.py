@@ -299,3 +299,28 @@ def test_a_view_returned_from_a_no_grad_call_that_wrote_its_base_raises_at_use(c
     expected = run(torch, False)
     assert expected[1][0] == "RuntimeError"
     assert run(fg, compiled) == expected
+
+
+# An op that raises on values whose inputs are known while tracing is checked then: the call
+# raises where eager execution does, before a later error, with the writes made before it kept.
+KNOWN_VALUES = {
+    "gather_then_leaf_write": lambda L, x, w: (x[L.tensor([0, 3])], w.add_(1)),
+    "write_then_gather": lambda L, x, w: ((w * 1).add_(1), x.add_(1), x[L.tensor([0, 3])]),
+    "copy_then_gather": lambda L, x, w: (x.copy_(x * 2), x[L.tensor([0, 3])]),
+    "write_then_setitem": lambda L, x, w: (x.mul_(2), (x * 1).__setitem__(L.tensor([3]), 1.0)),
+    "write_then_integer_division": lambda L, x, w: (x.mul_(2), L.tensor([4, 6]) // L.tensor([1, 0])),
+    "write_then_embedding": lambda L, x, w: (x.mul_(2), L.nn.functional.embedding(L.tensor([5]), L.ones(3, 2))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KNOWN_VALUES))
+def test_value_errors_known_while_tracing_raise_in_eager_order(case):
+    def run(L, compiled):
+        x, w = L.ones(3), L.ones(3, requires_grad=True)
+        fn = (lambda x, w: KNOWN_VALUES[case](L, x, w))       # noqa: E731
+        outcome = _error_text(lambda: (fg.compile(fn) if compiled else fn)(x, w))
+        return outcome, x.tolist(), x._version
+    expected = run(torch, False)
+    assert expected[0][0] in ("IndexError", "RuntimeError")
+    assert run(fg, False) == expected
+    assert run(fg, True) == expected

@@ -24,6 +24,7 @@ from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values
                          from_numpy_dtype)
 from fusegrad.ir.ops import ELEMENTWISE, infer_types
 from fusegrad.ir.ops.registry import _INFERRED      # infer_types' memo, read inline on the hot path
+from fusegrad.ir.ops.registry import VALUE_CHECKED, check_values_now
 from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
@@ -467,6 +468,12 @@ class Trace:
             out_types = None
         if out_types is None:
             out_types = infer_types(opdef, types, attrs or {}, frozen)
+        if op in VALUE_CHECKED:
+            # an op that raises on values (an index out of range): checked now where its inputs'
+            # values are known, so the call raises where eager execution does, with the writes
+            # made before it kept (a later error met while tracing would otherwise come first)
+            check_values_now(op, types, [x if type(x) is np.ndarray else x._data if x._sym is None else None
+                                         for x in inputs], attrs or {})
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
         if requires:
             for x in inputs:

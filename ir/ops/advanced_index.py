@@ -128,9 +128,22 @@ def _take_vjp(e, x, y, g, a, n):
 
 
 # (its eager result is row-major, as torch's: NumPy puts the indexed dims first in memory)
+def _take_check_now(in_types, arrays, attrs):
+    """index_take's bounds check on index arrays known at trace time (see registry.check_values_now)."""
+    indices = arrays[1:]
+    if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
+        check_bounds(in_types[0].shape, indices, attrs["dims"])
+
+
+def _put_check_now(in_types, arrays, attrs):
+    indices = arrays[2:]
+    if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
+        check_bounds(in_types[0].shape, indices, attrs["dims"])
+
+
 register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
                doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)",
-               extra={"row_major_result": True, "value_checks": True}))
+               extra={"row_major_result": True, "value_checks": True, "check_now": _take_check_now}))
 
 
 # --------------------------------------------------------------------- index_put_at
@@ -179,4 +192,4 @@ def _put_vjp(e, x, y, g, a, n):
 
 register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp, reference_only=True,
                doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
-                   "adding), int64 index arrays at `dims`", extra={"value_checks": True}))
+                   "adding), int64 index arrays at `dims`", extra={"value_checks": True, "check_now": _put_check_now}))

@@ -82,8 +82,17 @@ def _remainder_vjp(e, x, y, g, a, n):
             e.neg(e.mul(g[0], e.op("div_floor", x[0], x[1]))) if n[1] else None]
 
 
+def _check_now(in_types, arrays, attrs) -> None:
+    """An integer divisor known at trace time (see registry.check_values_now)."""
+    a, b = in_types
+    if arrays[1] is not None and not b.dtype.is_floating_point and np.any(arrays[1] == 0) and \
+            np.broadcast(np.empty(a.shape, np.bool_), arrays[1]).size:
+        raise RuntimeError("ZeroDivisionError")
+
+
 # (integers raise torch's ZeroDivisionError on a zero divisor: see registry.VALUE_CHECKED)
-_FLOAT_KERNELS = {"kernel_floats_only": True, "value_checks": lambda ins: not ins.inputs[1].dtype.is_floating_point}
+_FLOAT_KERNELS = {"kernel_floats_only": True, "value_checks": lambda ins: not ins.inputs[1].dtype.is_floating_point,
+                  "check_now": _check_now}
 for _name, _ref, _vjp, _cpu in (("div_floor", _div_floor_ref, _zero_grads, "div_floor_cpu"),
                                 ("div_trunc", _div_trunc_ref, _zero_grads, "div_trunc_cpu"),
                                 ("remainder", _remainder_ref, _remainder_vjp, "remainder_cpu")):

@@ -14,10 +14,20 @@ def _infer(types, attrs):
     return [TensorType(tuple(indices.shape) + (weight.shape[1],), weight.dtype)]
 
 
-def _ref(weight, indices, padding_idx):
-    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+def _check_rows(rows: int, indices) -> None:
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexError("index out of range in self")
+
+
+def _ref(weight, indices, padding_idx):
+    _check_rows(weight.shape[0], indices)
     return weight[indices]
+
+
+def _check_now(in_types, arrays, attrs):
+    """The check on indices known at trace time (see registry.check_values_now)."""
+    if arrays[1] is not None:
+        _check_rows(in_types[0].shape[0], arrays[1])
 
 
 def _vjp(e, x, y, g, a, n):
@@ -34,4 +44,5 @@ def _vjp(e, x, y, g, a, n):
 
 register(OpDef("embedding", MOVEMENT, _infer, _ref, _vjp, reference_only=True,
                doc="embedding(weight, indices; padding_idx): weight[indices], no gradient to the padding row",
-               extra={"row_major_result": True, "torch_edges": (0,), "value_checks": True}))
+               extra={"row_major_result": True, "torch_edges": (0,), "value_checks": True,
+                      "check_now": _check_now}))

@@ -89,6 +89,15 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+def check_values_now(op: str, in_types: tuple, arrays: list, attrs: dict) -> None:
+    """Run op's value check (OpDef.extra["check_now"]) on the inputs known now, for a tracer:
+    `arrays` holds each input's array where its values are known, else None. It raises the
+    op's error where eager execution would, before any later op of the call is traced."""
+    check = OPS[op].extra.get("check_now")
+    if check is not None:
+        check(in_types, arrays, attrs)
+
+
 def checks_values(ins) -> bool:
     """Whether instruction `ins` may raise on its input values (see VALUE_CHECKED)."""
     if ins.op not in VALUE_CHECKED:

@@ -324,3 +324,14 @@ def test_value_errors_known_while_tracing_raise_in_eager_order(case):
     assert expected[0][0] in ("IndexError", "RuntimeError")
     assert run(fg, False) == expected
     assert run(fg, True) == expected
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (2, 4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)), ((4,), (2, 4, 5))])
+@pytest.mark.parametrize("dtypes", [("bool", "float32"), ("float32", "bool"), ("bool", "bool"), ("int64", "float32")])
+def test_batched_matmul_dtype_errors_as_torch(shapes, dtypes):
+    """torch's bmm refuses a bool first operand (NotImplementedError) before it compares dtypes."""
+    def run(L):
+        a = L.ones(*shapes[0], dtype=getattr(L, dtypes[0]))
+        b = L.ones(*shapes[1], dtype=getattr(L, dtypes[1]))
+        return _error_text(lambda: a @ b)
+    assert run(fg) == run(torch)

@@ -569,6 +569,9 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     if k1 != k2:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k1}] "
                            f"but got: [{batch}, {k2}].")
+    rows = sa[-2] if na > 1 else 1
+    if a._dtype is bool_ and k1 and batch * rows * (sb[-1] if nb > 1 else 1):
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")     # (torch's bmm checks self first)
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[a._dtype.name]} but found "
                            f"{TORCH_SCALAR_NAMES[b._dtype.name]}")

@@ -335,3 +335,18 @@ def test_batched_matmul_dtype_errors_as_torch(shapes, dtypes):
         b = L.ones(*shapes[1], dtype=getattr(L, dtypes[1]))
         return _error_text(lambda: a @ b)
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("case", ["expand_as_copy", "expand_same_add", "expand_same_fill", "expand_wider_add",
+                                  "expand_same_mul_self"])
+def test_expand_that_expands_nothing_overlaps_fully_as_torch(case):
+    """NumPy gives a size-1 dim of an expand a zero stride; torch keeps its stride, so writing
+    x.expand_as(x) from x is a full overlap (allowed), as torch's."""
+    calls = {"expand_as_copy": lambda x: x.expand_as(x).copy_(x), "expand_same_add": lambda x: x.expand(1, 4).add_(1),
+             "expand_same_fill": lambda x: x.expand(1, 4).fill_(2), "expand_wider_add": lambda x: x.expand(2, 4).add_(1),
+             "expand_same_mul_self": lambda x: x.expand(1, 4).mul_(x)}
+
+    def run(L):
+        x = L.ones(1, 4)
+        return _error_text(lambda: calls[case](x)), x.tolist(), x._version
+    assert run(fg) == run(torch)

@@ -21,7 +21,7 @@ from fusegrad.ir.program import freeze_attrs
 from . import trace_state
 from .grad_mode import _state as _grad_state, is_grad_enabled
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
-from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast, replay_on_ids
+from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast, replay_on_ids, torch_strides
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -381,7 +381,7 @@ def _check_no_partial_overlap(target: np.ndarray, arrays: list) -> None:
         if a is target or a.size == 0 or not np.may_share_memory(a, target) or not dense(a):
             continue
         (a0, a1), (t0, t1) = byte_range(a), byte_range(target)
-        if (a0, a1) == (t0, t1) and a.strides == target.strides:
+        if (a0, a1) == (t0, t1) and torch_strides(a) == torch_strides(target):
             continue        # (torch's Full overlap: same bytes, same strides; x.t() of a column is x)
         if a0 < t1 and t0 < a1:
             raise RuntimeError(_PARTIAL_OVERLAP)

@@ -179,6 +179,18 @@ def dense(a: np.ndarray) -> bool:
     return True
 
 
+def torch_strides(a: np.ndarray) -> tuple:
+    """a's strides as torch would give them: a size-1 dim that NumPy's broadcast_to gave a zero
+    stride (an expand that expands nothing there) keeps the row-major stride torch keeps."""
+    if 0 not in a.strides:
+        return a.strides
+    strides, step = [], a.itemsize
+    for n, st in zip(reversed(a.shape), reversed(a.strides)):
+        strides.append(step if (n == 1 and st == 0) else st)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def byte_range(a: np.ndarray) -> tuple:
     """The [start, end) addresses of a dense array's memory."""
     start = a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in zip(a.shape, a.strides) if st < 0)
@@ -259,7 +271,7 @@ def traced_partial_overlap(target: Tensor, operands, region=None, broadcast_pass
             theirs = theirs[0]              # (torch drops a written value's leading 1s)
         if theirs.size == 0 or not _dense_ids(theirs) or (broadcast_passes and theirs.shape != mine.shape):
             continue
-        if theirs.strides == mine.strides and (np.array_equal(theirs, mine) or (
+        if torch_strides(theirs) == torch_strides(mine) and (np.array_equal(theirs, mine) or (
                 theirs.min() == mine.min() and theirs.max() == mine.max())):
             continue        # (torch's Full overlap: the same bytes with the same strides)
         if theirs.min() <= mine.max() and mine.min() <= theirs.max():

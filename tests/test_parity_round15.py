@@ -350,3 +350,20 @@ def test_expand_that_expands_nothing_overlaps_fully_as_torch(case):
         x = L.ones(1, 4)
         return _error_text(lambda: calls[case](x)), x.tolist(), x._version
     assert run(fg) == run(torch)
+
+
+_EXTREMUM_CALLS = [((a,), {}) for a in ((0, 1), [0, 1], 1.5, "a", None, (0, "a"), (), (0,))] + \
+    [((), kw) for kw in (dict(dim=(0, 1)), dict(dim=1.5, keepdim=True), dict(keepdim=True), dict(dim=1.5))] + \
+    [(((0, 1), True), {}), ((0, 1.5), {}), ((1.5, True), {}), ((0,), dict(keepdim=1.5))]
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("call", range(len(_EXTREMUM_CALLS)))
+def test_max_min_method_argument_errors_as_torch(name, call):
+    """The method forms list the method's own overloads (`()`, `(Tensor other)`, `(int dim, bool
+    keepdim = False)`), with torch's parser's reasons; two arguments give the dim overload's error."""
+    args, kwargs = _EXTREMUM_CALLS[call]
+
+    def run(L):
+        return _error_text(lambda: getattr(L.ones(3, 4), name)(*args, **kwargs))
+    assert run(fg) == run(torch)

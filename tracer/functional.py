@@ -423,12 +423,60 @@ def _call_form_texts(fn):
         try:
             return fn(self, *args, **kwargs)
         except TypeError as exc:
-            raise reworded(exc, args, kwargs) from None
+            method_text = getattr(fn, "method_invalid", None)
+            text = method_text(name, args, kwargs) if method_text is not None and \
+                _INVALID_COMBINATION.match(str(exc)) else None
+            raise (TypeError(text) if text is not None else reworded(exc, args, kwargs)) from None
 
     for form in (function_form, method_form):
         form.__name__, form.__qualname__, form.__doc__, form.__wrapped__ = name, name, fn.__doc__, fn
     function_form.method = method_form
     return function_form
+
+
+def _parser_desc(x) -> str:
+    """How torch's invalid-arguments text describes one argument: its type, and for a tuple
+    or list its elements' types (`tuple of (int, int)`, `list of [int]`, `tuple of (int,)`)."""
+    if isinstance(x, (tuple, list)):
+        inner = ", ".join(_arg_type_name(v) for v in x)
+        if isinstance(x, tuple):
+            return f"{type(x).__name__} of ({inner}{',' if len(x) == 1 else ''})"
+        return f"{type(x).__name__} of [{inner}]"
+    return _arg_type_name(x)
+
+
+def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
+    """torch's text for a bad call of the method t.max(...) / t.min(...) (its overloads are
+    `()`, `(Tensor other)` and `(int dim, bool keepdim = False)`, without self), from its
+    argument parser: one argument (the two one-argument overloads are plausible) lists them,
+    each overload that takes exactly one argument saying why it did not match; two arguments
+    (only the dim overload is plausible) give that overload's own error. None: not known."""
+    given = len(args) + len(kwargs)
+    if given == 1:
+        if args:
+            why = f"      didn't match because some of the arguments have invalid types: (!{_parser_desc(args[0])}!)\n"
+            reasons = [why, why]
+        else:
+            (key, value), = kwargs.items()
+            wrong = f"      didn't match because some of the keywords were incorrect: {key}\n"
+            reasons = [wrong, wrong if key != "other" else
+                       f"      didn't match because some of the arguments have invalid types: "
+                       f"(!other={_arg_type_name(value)}!)\n"]
+        got = _arg_type_name(args[0]) if args else f"{next(iter(kwargs))}={_arg_type_name(next(iter(kwargs.values())))}, "
+        return (f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                f" * ()\n{reasons[0]} * (Tensor other)\n{reasons[1]} * (int dim, bool keepdim = False)\n")
+    if given == 2 and set(kwargs) <= {"dim", "keepdim"}:
+        named = dict(zip(("dim", "keepdim"), args))
+        if set(named) & set(kwargs):
+            return None
+        for position, key in enumerate(("dim", "keepdim"), start=1):
+            value = named.get(key, kwargs.get(key))
+            where = f" (position {position})" if key in named else ""
+            if key == "dim" and (not _is_index(value) or isinstance(value, (bool, np.bool_))):
+                return f"{name}(): argument 'dim'{where} must be int, not {type(value).__name__}"
+            if key == "keepdim" and not isinstance(value, (bool, np.bool_)):
+                return f"{name}(): argument 'keepdim'{where} must be bool, not {type(value).__name__}"
+    return None
 
 
 _INVALID_COMBINATION = re.compile(r"\w+\(\) received an invalid combination of arguments - got \(.*?\)(, but expected .*)",
@@ -1144,6 +1192,10 @@ def min(input, dim=_MISSING, keepdim: bool = _MISSING, *, other=_MISSING):
     if other is not _MISSING and dim is _MISSING:
         return minimum(input, other)
     return _extremum(input, dim, keepdim, "min", minimum)
+
+
+# (the method forms' texts for bad arguments: torch's parser lists the method's own overloads)
+max.__wrapped__.method_invalid = min.__wrapped__.method_invalid = _extremum_method_invalid
 
 
 def _check_nonempty_dims(fn: str, a: Tensor, dim) -> None:

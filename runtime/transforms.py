@@ -105,7 +105,9 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # Differentiate through x's own history (for grad of grad) via an identity op. It
             # stands for torch.func's wrapper of x, a leaf of this transform's level: an in-place
             # op on it raises the leaf error (tracer.inplace.check_inplace).
-            leaf = x.view_as(x)
+            # (Traced, a copy: a traced view written through its memory is re-derived from its
+            # base, which would move the stand-in off the graph f built from it.)
+            leaf = x.view_as(x) if trace_state.current() is None else x.clone()
             leaf.__dict__["_transform_input"] = True
             return leaf
         if again and trace_state.current() is not None:

@@ -367,3 +367,46 @@ def test_max_min_method_argument_errors_as_torch(name, call):
     def run(L):
         return _error_text(lambda: getattr(L.ones(3, 4), name)(*args, **kwargs))
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("write", ["detach", "no_grad", "view_detach"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_grad_of_an_argument_with_history_written_outside_autograd_raises_as_torch_func(write, compiled):
+    """fg.grad's stand-in for an argument that has history is a leaf of its level, as torch.func's
+    wrapper: a write through its memory outside autograd (detach, no_grad) makes the saved value
+    stale, and the gradient raises torch's version error (it was zeros: the path was lost)."""
+    def f_of(L):
+        def f(x):
+            v = x.sin().sum()
+            if write == "detach":
+                x.detach().mul_(2)
+            elif write == "no_grad":
+                with L.no_grad():
+                    x.mul_(2)
+            else:
+                x[0:2].detach().zero_()
+            return v
+        return f
+
+    def run(L, compiled):
+        y = L.tensor([0.5, 1.2, -0.3], requires_grad=True) * 1
+        grad = fg.grad(f_of(L)) if L is fg else torch.func.grad(f_of(L))
+        return _error_text(lambda: (fg.compile(grad) if compiled else grad)(y))
+    expected = run(torch, False)
+    assert expected[0] == "RuntimeError"
+    assert run(fg, compiled) == expected
+
+
+@pytest.mark.parametrize("op", ["sign", "floor_div", "trunc_div"])
+def test_create_graph_checks_saved_values_behind_a_zero_derivative(op):
+    """A node behind sign (or a rounding division), whose derivative is zero, still unpacks (so
+    checks) what it saved under create_graph, as torch's engine runs it."""
+    def run(L):
+        x = L.tensor([0.5, -1.2, 0.3], requires_grad=True)
+        v = x.sign() * 1 if op == "sign" else L.div(x * 3, 2, rounding_mode=op.split("_")[0]) * 1
+        m = (v * v).sum()
+        v.mul_(2)
+        return _error_text(lambda: L.autograd.grad(m, x, create_graph=True))
+    expected = run(torch)
+    assert expected[0] == "RuntimeError"
+    assert run(fg) == expected

@@ -628,6 +628,11 @@ def refresh_view_history(view) -> None:
     base = view._base
     if view._view_version == view._vbox[0]:
         return
+    if view.__dict__.get("_transform_input"):
+        # fg.grad's stand-in for an argument with history (runtime.transforms._as_input): torch.func's
+        # wrapper is no view, so a write through its memory keeps its node (and what saved it raises)
+        view._view_version = view._vbox[0]
+        return
     if view._no_grad_view:
         # torch will not regenerate the history of a view made under no_grad (nor of a view of one)
         raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)

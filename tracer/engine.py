@@ -229,6 +229,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         b.program.outputs = [g for g in grad_values if g is not None]
         program = simplify(b.program)
         try:
+            # Every value the nodes on the path saved is checked, also where a zero derivative
+            # (sign, a rounding division) lets simplify drop the read: torch's nodes unpack theirs.
+            _bind(graph, b.program, False)
             env = _bind(graph, program, create_graph)
         except RuntimeError as error:
             # A saved value changed in place: _bind checks them in the program's order. torch's
@@ -676,6 +679,8 @@ def _modified_history(saved, owner, output_nr: int) -> str:
         if not out_type.dtype.is_floating_point or output_nr in OPS[owner.op].nondiff_outputs:
             return ""
         return output_of(owner, output_nr)
+    if saved.tensor.__dict__.get("_transform_input"):
+        return ""       # fg.grad's stand-in for an argument: a leaf of torch.func's level, no node
     if saved.tensor._base is not None:
         refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
     return output_of(saved.tensor._grad_fn, saved.tensor._output_nr)

@@ -859,7 +859,7 @@ def _abandon(trace: Trace) -> None:
         if tensor._sym is None or trace.dry:
             continue
         try:
-            value = trace.materialize(tensor)
+            value = trace.materialize(tensor, partial=True)
         except Exception:           # the op that failed the call, or one after it
             value = None
         tensor._sym = None
@@ -872,13 +872,20 @@ def _abandon(trace: Trace) -> None:
     for t in trace.alive_tensors():
         if t._sym is not None and t._data is None:
             try:
-                t._data = trace.materialize(t)
+                t._data = trace.materialize(t, partial=True)
             except Exception:       # the op that failed the call, or one after it
                 continue
             done.append(t)
     _share_memory(done, _homes_of(done, homes, trace.known), trace.known)
     for t in done:
         t._sym, t._requires_grad = None, False
+    for leaf, before in trace.grad_leaves.values():
+        # (as _finish: a .grad the call gave owns writable memory laid out as its leaf, so a
+        # later backward accumulates into it; the program may have computed a broadcast view)
+        grad = leaf._grad
+        if grad is not None and grad is not before and grad._data is not None and leaf._data is not None \
+                and not (grad._data.flags.writeable and has_grad_layout(grad._data, leaf._data)):
+            grad._data = grad_memory(grad._data, leaf._data)
     if trace.dry:
         trace.restore_states()
 

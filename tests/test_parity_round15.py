@@ -410,3 +410,30 @@ def test_create_graph_checks_saved_values_behind_a_zero_derivative(op):
     expected = run(torch)
     assert expected[0] == "RuntimeError"
     assert run(fg) == expected
+
+
+@pytest.mark.parametrize("case", ["backward_then_index", "write_then_index", "write_then_division", "grad_set_then_index"])
+def test_a_call_failing_on_values_computed_in_it_keeps_what_came_before(case):
+    """A compiled call whose program raises on values it computed (an index, a divisor) keeps
+    the writes and the .grad made before the failing op, as eagerly; the .grad stays usable."""
+    def run(L, compiled):
+        x, w = L.ones(2, requires_grad=True), L.ones(2)
+        z = L.tensor([1.0])
+
+        def f(x, w, z):
+            if case == "backward_then_index":
+                (x.sum() * 1.0).backward()
+            elif case == "grad_set_then_index":
+                x.grad = L.full((2,), 5.0)
+            else:
+                w.add_(1)
+            if case == "write_then_division":
+                return L.tensor([4, 6]) // (z * 0).long()
+            return x[(z * 3).long()]
+        outcome = _error_text(lambda: (fg.compile(f) if compiled else f)(x, w, z))
+        grad = None if x.grad is None else x.grad.tolist()
+        (x * 2).sum().backward()
+        return outcome, w.tolist(), w._version, grad, x.grad.tolist()
+    expected = run(torch, False)
+    assert expected[0][0] in ("IndexError", "RuntimeError")
+    assert run(fg, True) == expected

@@ -1477,9 +1477,11 @@ class Trace:
         t._data, t._sym, t._dtype = value._data, value._sym, value._dtype
 
     # ------------------------------------------------------------ graph breaks
-    def materialize(self, t: Tensor) -> np.ndarray:
-        """Run what is traced so far and return t's value (a graph break)."""
-        return self._materialize_value(t._sym)
+    def materialize(self, t: Tensor, partial: bool = False) -> np.ndarray:
+        """Run what is traced so far and return t's value (a graph break). `partial` (a call
+        that raised, runtime.compile._abandon): the instructions run until one raises, and a
+        value computed before it is returned (the error is raised for one after it)."""
+        return self._materialize_value(t._sym, partial)
 
     def written_tensors(self) -> list:
         """(array, tensor) for each tensor from outside the call that the call wrote and that
@@ -1502,17 +1504,28 @@ class Trace:
         v = self.lifted.get(key) if key in self.mutated else None
         return self._materialize_value(v) if v is not None else None
 
-    def _materialize_value(self, v: Value) -> np.ndarray:
+    def _materialize_value(self, v: Value, partial: bool = False) -> np.ndarray:
         for w, array in zip(self.inputs[self.inputs_known:], self.input_arrays[self.inputs_known:]):
             self.known[w.id] = array
         self.inputs_known = len(self.inputs)
         if v.id not in self.known:
-            self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
+            if not partial:
+                self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
             known = self.known
-            for ins in self.instrs[self.instrs_known:]:
-                outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
+            for k in range(self.instrs_known, len(self.instrs)):
+                ins = self.instrs[k]
+                try:
+                    outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
+                except Exception:
+                    self.instrs_known = k       # (what came before it is known; it raises again)
+                    if partial and v.id in known:
+                        return known[v.id]
+                    raise
                 for o, a in zip(ins.outputs, outs):
                     known[o.id] = a
+                if partial and v.id in known:
+                    self.instrs_known = k + 1
+                    return known[v.id]
             self.instrs_known = len(self.instrs)
         return self.known[v.id]
 

@@ -437,3 +437,28 @@ def test_a_call_failing_on_values_computed_in_it_keeps_what_came_before(case):
     expected = run(torch, False)
     assert expected[0][0] in ("IndexError", "RuntimeError")
     assert run(fg, True) == expected
+
+
+@pytest.mark.parametrize("op", ["zero_", "fill_", "mul_"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_in_place_op_through_an_expand_to_an_empty_shape_writes_nothing(op, compiled):
+    """torch writes nothing (and records a CopySlices on the base); fusegrad raised a reshape error."""
+    def f_of(L):
+        def f(x):
+            y = x * 1
+            view = y.expand(0, 4)
+            if op == "zero_":
+                view.zero_()
+            elif op == "fill_":
+                view.fill_(2.0)
+            else:
+                view.mul_(3.0)
+            return y
+        return f
+
+    def run(L, compiled):
+        x = L.ones(1, 4, requires_grad=True)
+        y = (fg.compile(f_of(L)) if compiled else f_of(L))(x)
+        (y * 3).sum().backward()
+        return y.tolist(), y._version, x.grad.tolist()
+    assert run(fg, compiled) == run(torch, False)

@@ -569,6 +569,9 @@ def _unexpand(src, value, fill: bool):
     """`value`, of the shape of an expand of `src`, written back to `src`'s shape: one of the
     positions the expand replicated each (they hold one value only after a fill; any other
     write there is torch's overlap error)."""
+    if value.numel() == 0 and src.numel() != 0:
+        # an expand to an empty shape: the write reaches no element of src (torch still records it)
+        return apply_op("cast", [src], {"dtype": src.dtype}, "CopySlices")
     replicated = _replicated_axes(src, value)
     if replicated:
         if not fill and value.numel() > 0:      # (an empty expand has no element twice)

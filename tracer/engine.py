@@ -231,7 +231,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         try:
             # Every value the nodes on the path saved is checked, also where a zero derivative
             # (sign, a rounding division) lets simplify drop the read: torch's nodes unpack theirs.
-            _bind(graph, b.program, False)
+            _check_saved(graph, b.program)
             env = _bind(graph, program, create_graph)
         except RuntimeError as error:
             # A saved value changed in place: _bind checks them in the program's order. torch's
@@ -599,6 +599,19 @@ def _current_array(saved):
     if source is not None and source._data is not None:
         return source._data.astype(saved.array.dtype)
     return saved.array
+
+
+def _check_saved(graph: GraphProgram, program: Program) -> None:
+    """The freed-graph and version checks of the saved values `program` reads (none is bound)."""
+    from fusegrad.ir.verifier import free_values
+    for v in free_values(program):
+        saved = graph.bindings.get(v.id)
+        if saved is None:
+            owner = graph.owner.get(v.id)
+            if owner is not None and owner._freed:
+                raise RuntimeError(_FREED_MSG)
+        elif not isinstance(saved, np.ndarray) and saved.box[0] != saved.version:
+            _raise_modified(saved, graph.owner.get(v.id), graph.output_nr.get(v.id, 0))
 
 
 def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:

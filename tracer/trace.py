@@ -171,10 +171,10 @@ class Trace:
         self.never_freed: set = set()       # ids of instructions that save only Python scalars (keep_scalar_operands)
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
+                                            # the call that it reads or writes
         # views made under no_grad before the call (of a tensor that requires grad) whose memory the
         # call wrote: torch will not regenerate their history, so a use with grad raises (id -> tensor)
         self.rebased_outside: dict = {}
-                                            # the call that it reads or writes
         # memory key -> the view from outside the call over that memory (its array): a write
         # through another tensor over it (its detach() or .data) writes the view's base too
         self.memory_views: dict = {}

@@ -174,13 +174,18 @@ OVERLAPS = {
 @pytest.mark.parametrize("compiled", [False, True])
 def test_in_place_overlap_and_shape_checks_as_torch(case, compiled):
     def run(L, compiled):
-        fn = (lambda x: OVERLAPS[case](L, x))       # noqa: E731
-        try:
-            result = (fg.compile(fn) if compiled else fn)(L.arange(3.0).reshape(3, 1))
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return ("error", type(exc).__name__, str(exc))
-        return ("value", result.tolist())
+        return _table_call(lambda x: OVERLAPS[case](L, x), compiled, L.arange(3.0).reshape(3, 1))
     assert run(fg, compiled) == run(torch, False)
+
+
+def _table_call(fn, compiled: bool, argument):
+    """fn(argument), compiled or not: the result's shape and values (or None), or the error's
+    class and text."""
+    try:
+        result = (fg.compile(fn) if compiled else fn)(argument)
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    return ("value",) if result is None else ("value", tuple(result.shape), result.tolist())
 
 
 # ---- version-error texts (the compile and transform probe)
@@ -271,12 +276,7 @@ ERROR_PATHS = {
 @pytest.mark.parametrize("compiled", [False, True])
 def test_error_paths_as_torch(case, compiled):
     def run(L, compiled):
-        fn = (lambda x: ERROR_PATHS[case](L, x))      # noqa: E731
-        try:
-            result = (fg.compile(fn) if compiled else fn)(L.ones(3))
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return ("error", type(exc).__name__, str(exc))
-        return ("value",) if result is None else ("value", tuple(result.shape), result.tolist())
+        return _table_call(lambda x: ERROR_PATHS[case](L, x), compiled, L.ones(3))
     assert run(fg, compiled) == run(torch, False)
 
 

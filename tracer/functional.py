@@ -24,6 +24,7 @@ from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, sca
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.registry import shape_str
 from fusegrad.ir.ops.elementwise import pow_const_applies
+from fusegrad.ir.ops.linalg import _check_matmul_dtype
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
@@ -408,10 +409,8 @@ def _call_form_texts(fn):
         found = _INVALID_COMBINATION.match(str(exc))
         if found is None:
             return exc
-        items = [_arg_type_name(a) for a in args]
-        named = [f"{k}={_arg_type_name(v)}" for k, v in reversed(kwargs.items())]
-        got = ", ".join(items + named) if items else "".join(item + ", " for item in named)
-        return TypeError(f"{name}() received an invalid combination of arguments - got ({got}){found.group(1)}")
+        return TypeError(f"{name}() received an invalid combination of arguments - got ({_got_text(args, kwargs)})"
+                         f"{found.group(1)}")
 
     def function_form(*args, **kwargs):
         try:
@@ -432,6 +431,14 @@ def _call_form_texts(fn):
         form.__name__, form.__qualname__, form.__doc__, form.__wrapped__ = name, name, fn.__doc__, fn
     function_form.method = method_form
     return function_form
+
+
+def _got_text(args: tuple, kwargs: dict) -> str:
+    """The "got (...)" of torch's invalid-combination text: the arguments' types in order, then
+    the keywords (in reverse) as `name=type`; keywords alone each end with ", "."""
+    items = [_arg_type_name(a) for a in args]
+    named = [f"{k}={_arg_type_name(v)}" for k, v in reversed(kwargs.items())]
+    return ", ".join(items + named) if items else "".join(item + ", " for item in named)
 
 
 def _parser_desc(x) -> str:
@@ -462,8 +469,8 @@ def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
             reasons = [wrong, wrong if key != "other" else
                        f"      didn't match because some of the arguments have invalid types: "
                        f"(!other={_arg_type_name(value)}!)\n"]
-        got = _arg_type_name(args[0]) if args else f"{next(iter(kwargs))}={_arg_type_name(next(iter(kwargs.values())))}, "
-        return (f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+        return (f"{name}() received an invalid combination of arguments - got ({_got_text(args, kwargs)}), "
+                f"but expected one of:\n"
                 f" * ()\n{reasons[0]} * (Tensor other)\n{reasons[1]} * (int dim, bool keepdim = False)\n")
     if given == 2 and set(kwargs) <= {"dim", "keepdim"}:
         named = dict(zip(("dim", "keepdim"), args))
@@ -617,9 +624,8 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     if k1 != k2:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k1}] "
                            f"but got: [{batch}, {k2}].")
-    rows = sa[-2] if na > 1 else 1
-    if a._dtype is bool_ and k1 and batch * rows * (sb[-1] if nb > 1 else 1):
-        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")     # (torch's bmm checks self first)
+    # (torch's bmm refuses a bool self before it compares the dtypes)
+    _check_matmul_dtype(a._dtype, "bmm", k1, batch * (sa[-2] if na > 1 else 1) * (sb[-1] if nb > 1 else 1))
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[a._dtype.name]} but found "
                            f"{TORCH_SCALAR_NAMES[b._dtype.name]}")

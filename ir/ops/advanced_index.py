@@ -127,23 +127,20 @@ def _take_vjp(e, x, y, g, a, n):
     return [gx] + [None] * (len(x) - 1)
 
 
+def _bounds_check_now(first_index: int):
+    """The bounds check of an op whose index arrays are its inputs from `first_index` on, run
+    where they are known at trace time (see registry.check_values_now)."""
+    def check(in_types, arrays, attrs):
+        indices = arrays[first_index:]
+        if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
+            check_bounds(in_types[0].shape, indices, attrs["dims"])
+    return check
+
+
 # (its eager result is row-major, as torch's: NumPy puts the indexed dims first in memory)
-def _take_check_now(in_types, arrays, attrs):
-    """index_take's bounds check on index arrays known at trace time (see registry.check_values_now)."""
-    indices = arrays[1:]
-    if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
-        check_bounds(in_types[0].shape, indices, attrs["dims"])
-
-
-def _put_check_now(in_types, arrays, attrs):
-    indices = arrays[2:]
-    if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
-        check_bounds(in_types[0].shape, indices, attrs["dims"])
-
-
 register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
                doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)",
-               extra={"row_major_result": True, "value_checks": True, "check_now": _take_check_now}))
+               extra={"row_major_result": True, "value_checks": True, "check_now": _bounds_check_now(1)}))
 
 
 # --------------------------------------------------------------------- index_put_at
@@ -192,4 +189,4 @@ def _put_vjp(e, x, y, g, a, n):
 
 register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp, reference_only=True,
                doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
-                   "adding), int64 index arrays at `dims`", extra={"value_checks": True, "check_now": _put_check_now}))
+                   "adding), int64 index arrays at `dims`", extra={"value_checks": True, "check_now": _bounds_check_now(2)}))

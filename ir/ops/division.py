@@ -27,15 +27,15 @@ from .elementwise import elementwise
 from .registry import NoDerivativeError
 
 
-def _no_zero_divisor(a, b) -> None:
+def _no_zero_divisor(a_shape: tuple, b) -> None:
     """torch's error for an integer division by zero (none where the result is empty)."""
-    if np.any(b == 0) and np.broadcast(a, b).size:
+    if np.any(b == 0) and all(np.broadcast_shapes(a_shape, np.shape(b))):
         raise RuntimeError("ZeroDivisionError")
 
 
 def _div_floor_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
-        _no_zero_divisor(a, b)
+        _no_zero_divisor(a.shape, b)
         return np.floor_divide(a, b)
     mod = np.fmod(a, b)
     div = (a - mod) / b
@@ -48,7 +48,7 @@ def _div_floor_ref(a, b, no_derivative=None):
 
 def _div_trunc_ref(a, b):
     if a.dtype.kind != "f":
-        _no_zero_divisor(a, b)
+        _no_zero_divisor(a.shape, b)
         q = np.floor_divide(a, b)
         return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
     return np.asarray(np.trunc(a / b), dtype=a.dtype)
@@ -56,7 +56,7 @@ def _div_trunc_ref(a, b):
 
 def _remainder_ref(a, b, no_derivative=None):
     if a.dtype.kind != "f":
-        _no_zero_divisor(a, b)
+        _no_zero_divisor(a.shape, b)
         return np.remainder(a, b)
     mod = np.fmod(a, b)
     return np.asarray(np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod), dtype=a.dtype)
@@ -84,10 +84,8 @@ def _remainder_vjp(e, x, y, g, a, n):
 
 def _check_now(in_types, arrays, attrs) -> None:
     """An integer divisor known at trace time (see registry.check_values_now)."""
-    a, b = in_types
-    if arrays[1] is not None and not b.dtype.is_floating_point and np.any(arrays[1] == 0) and \
-            np.broadcast(np.empty(a.shape, np.bool_), arrays[1]).size:
-        raise RuntimeError("ZeroDivisionError")
+    if arrays[1] is not None and not in_types[1].dtype.is_floating_point:
+        _no_zero_divisor(in_types[0].shape, arrays[1])
 
 
 # (integers raise torch's ZeroDivisionError on a zero divisor: see registry.VALUE_CHECKED)

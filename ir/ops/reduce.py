@@ -375,10 +375,9 @@ def _infer_arg_extremum(name):
     return infer
 
 
-def _arg_extremum_ref(pick, name):
+def _arg_extremum_ref(pick):
     def ref(x, axis, keepdim):
-        if x.shape[axis] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+        # (an empty dim was refused by the shape rule, which runs first)
         idx = pick(x, axis=axis, keepdims=True)
         if np.issubdtype(x.dtype, np.floating):
             # NaN wins, as in torch: the index of the first NaN.
@@ -437,10 +436,10 @@ def _lowest(dtype):
     return False if dtype.name == "bool" else int(np.iinfo(np.int64).min)
 
 
-register(OpDef("max_dim", REDUCE, _infer_arg_extremum("max"), _arg_extremum_ref(np.argmax, "max"), _arg_extremum_vjp,
+register(OpDef("max_dim", REDUCE, _infer_arg_extremum("max"), _arg_extremum_ref(np.argmax), _arg_extremum_vjp,
                decompose=_arg_extremum_decompose("amax"), nondiff_outputs=(1,),
                doc="max_dim(x; axis, keepdim) -> (values, indices)"))
-register(OpDef("min_dim", REDUCE, _infer_arg_extremum("min"), _arg_extremum_ref(np.argmin, "min"), _arg_extremum_vjp,
+register(OpDef("min_dim", REDUCE, _infer_arg_extremum("min"), _arg_extremum_ref(np.argmin), _arg_extremum_vjp,
                decompose=_arg_extremum_decompose("amin"), nondiff_outputs=(1,),
                doc="min_dim(x; axis, keepdim) -> (values, indices)"))
 

@@ -41,7 +41,8 @@ from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import (accumulate_into_grads, backward as engine_backward, grad_memory,
                                     has_grad_layout, modified_error, output_name, output_of)
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE, SavedTensor, node_class
-from fusegrad.tracer.trace import Trace, TraceContext, sum_groups
+from fusegrad.tracer.trace import Trace, TraceContext
+from fusegrad.tracer.trace_autograd import sum_groups
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
 # with the first kernel) is imported with this module: every compiled call's first run

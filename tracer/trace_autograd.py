@@ -1,0 +1,419 @@
+"""Autograd inside a trace: `backward()` and `autograd.grad` in a compiled call append
+their backward program (ir.autodiff) to the call's program, and `grad_fn` of a traced
+tensor is a node made on demand for the instruction that produced it.
+
+TraceAutograd is one part of tracer.trace.Trace (a mixin): its methods use the state
+Trace.__init__ sets up.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from fusegrad.ir import OPS, Value, active_values, backward as emit_backward
+from fusegrad.ir.program import Instr
+
+from .dispatch import _default_name
+from .engine import modified_error
+from .hooks import ANY_LEAF_HOOKS, run_on_tensor
+from .node import _FREED_MSG, RELEASES_STATE, saved_slots
+from .tensor import Tensor
+from .trace_writes import _vjp_runs
+
+
+def sum_groups(builder, grads: list, groups: list) -> list:
+    """Per group of consecutive gradients (one group per differentiated tensor: the values
+    it held), their sum, or None when none of them has one."""
+    out, k = [], 0
+    for group in groups:
+        present = [g for g in grads[k:k + len(group)] if g is not None]
+        k += len(group)
+        total = present[0] if present else None
+        for g in present[1:]:
+            total = builder.emit("add", total, g)
+        out.append(total)
+    return out
+
+
+def _history_now(t: Tensor) -> Tensor:
+    """A stand-in for tensor `t` from outside the call that a backward in the call goes on
+    into: its shape and the history it has now. A write to `t` later in the call gives `t` the
+    call's node when the call returns (compile._finish), and the gradient of the value the
+    backward saw belongs to the history before it, as eagerly (x.add_(b) then a backward:
+    b's gradient comes once, from the write's node)."""
+    if t._grad_fn is None:
+        return t
+    stand_in = Tensor._wrap(np.empty(t._value_shape(), dtype=t._dtype.np))
+    stand_in._grad_fn, stand_in._output_nr, stand_in._requires_grad = t._grad_fn, t._output_nr, True
+    return stand_in
+
+
+class TraceAutograd:
+    """The backward passes and grad_fn nodes of a Trace (see the module docstring)."""
+
+    def through_grafts(self, v: Value) -> Value:
+        """The value whose history `v` carries: v itself, or where v is a graft of a write that
+        kept a tensor's history (a write through its .data, or under no_grad), the value grafted
+        onto, followed down."""
+        found = self.grad_producer(v)
+        while found is not None and found[0].op == "graft":
+            v = found[0].inputs[1]
+            found = self.grad_producer(v)
+        return v
+
+    def input_value(self, x: Tensor):
+        """The program input (or its requires-grad identity alias) that stands for the caller's
+        tensor `x` as it was when the call read it: an in-place write inside the call re-binds x
+        to a later value, but gradients flow to the value the caller passed in."""
+        if x._sym is None:
+            held = self.leaf_values.get(id(x))
+            if held is not None and held[0] is x:       # its memory was written through an alias
+                return held[1][0]
+            return self.value_of(x)
+        made_here = x.__dict__.get("_leaf_value")
+        if made_here is not None:           # a leaf made inside the call: the value it became a leaf with
+            return made_here
+        first = self.first_values.get(id(x))
+        if first is not None and first[0] is x:     # first read after its memory was written here
+            return first[1]
+        for v, a in zip(self.inputs, self.input_arrays):
+            if a is x._data:
+                return self.aliases.get((v.id, x._requires_grad), v) \
+                    if self.lifted_grad.get(id(a), x._requires_grad) is not x._requires_grad else v
+        return self.value_of(x)
+
+    def held_values(self, x: Tensor, first=None) -> list:
+        """The values leaf `x` held in this call: eagerly a write under no_grad changes a
+        leaf's memory, not its identity, so d/dx sums the uses of each (`first`: what stands
+        for the value it had before the first write, if not the one it was read as). For a
+        tensor made in the call (a retain_grad() non-leaf), the value its node made: a write
+        that kept its history (through its .data, under no_grad) leaves its node, where
+        torch's retain_grad hook reads the gradient, as it was."""
+        held = self.leaf_values.get(id(x))
+        if held is None or held[0] is not x:
+            if x._data is None and x._sym is not None and first is None:
+                return [self.through_grafts(x._sym)]
+            return [self.value_of(x) if first is None else first]
+        values = [held[1][0] if first is None else first] + held[1][1:]
+        if self.aliases:
+            # where a .data or detach() alias lifted x's memory first, x read each value its
+            # memory held through a requires-grad identity of it (_alias): that identity is
+            # x's value (the raw one is the alias's, whose uses give x no gradient)
+            values = [self.aliases.get((v.id, x._requires_grad), v) for v in values]
+        return values
+
+    def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
+                  retained: list | None = None, partial: list | None = None, outside: int = 0):
+        """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
+
+        Without retain_graph, the instructions it differentiates are marked freed, as
+        torch frees the saved tensors of the nodes a backward traverses. With `retained`
+        (a list), the retain_grad() tensors on the backward's path are differentiated too
+        and (tensor, gradient) pairs appended to it: torch's backward fills their .grad.
+        A backward that raises (a freed node, a replaced saved value) appends to `partial`
+        (a list, when given) the (tensor, gradient) pairs torch's engine filled before it
+        met the error (_before_the_failure). The last `outside` inputs are tensors from outside
+        the call, differentiated at the values they came in with."""
+        if self.backward_start is None:
+            self.backward_start = len(self.program.instrs)
+        instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
+        out_values = [self.value_of(o) for o in outputs]
+        seed_values = [self.value_of(s) for s in seeds]
+        # (a tensor from outside the call: the value it came in with, whose history it had)
+        groups = [self.held_values(x, None if k < len(inputs) - outside else self.input_value(x))
+                  for k, x in enumerate(inputs)]
+        wrt = [v for group in groups for v in group]
+        active = active_values(instrs, out_values, wrt)
+        on_path, kept = [], ()
+        if retained is not None:
+            taken = {v.id for v in wrt}
+            kept = [t for t in (r() for r in self.retained) if t is not None]
+            # (each differentiated at the value its node made: see held_values)
+            on_path = [t for t in kept if t._sym is not None and self.through_grafts(t._sym).id in active
+                       and t._sym.id not in taken]
+            groups += [self.held_values(t) for t in on_path]
+            wrt += [v for group in groups[len(inputs):] for v in group]
+        # (whichever of a replaced saved value and a freed node the backward meets first raises:
+        # stale_saved stops at a freed node)
+        failed = []
+        error = None
+        if self.stale:
+            found = self.stale_saved(instrs, active, failed)
+            if found is not None:
+                v, box, version, where = found
+                error = modified_error(v.type.shape, v.type.dtype.name, where, self.version_now(box), version)
+        if error is None and self.freed:
+            freed = self._freed_met_first(instrs, active)
+            if freed is not None:
+                failed, error = [freed], RuntimeError(_FREED_MSG)
+        if error is not None:
+            if partial is not None:
+                partial += self._before_the_failure(instrs, active, instrs.index(failed[0]), out_values,
+                                                    seed_values, inputs, groups[:len(inputs)], on_path,
+                                                    retain_graph)
+            raise error
+        if not retain_graph:
+            # (the instructions whose VJP ran: an active output and an active input; a target's
+            # own instruction with nothing active below stays usable, as torch's node)
+            for ins in instrs:
+                if id(ins) not in self.never_freed and _vjp_runs(ins, active):
+                    self.freed.add(id(ins))
+        # (taken before the backward is emitted: _producers() scans instructions once, and
+        # those of the backward join the recorded-with-grad set only below)
+        requiring = self._requiring_grad() if create_graph else ()
+        before = len(self.program.instrs)
+        grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
+                                                       active=active, reads=self.vjp_reads(instrs)), groups)
+        if create_graph:
+            self._record_with_grad(self.program.instrs[before:], requiring)
+        grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+        for k, x in enumerate(inputs if ANY_LEAF_HOOKS[0] else ()):
+            # a leaf's register_hook functions, traced on its symbolic gradient (tracer/hooks.py)
+            if grads[k] is not None and x._grad_fn is None and x.__dict__.get("_hooks"):
+                grads[k] = run_on_tensor(x._hooks, grads[k], create_graph)
+        if retained is not None:
+            retained.extend((t, g) for t, g in zip(on_path, grads[len(inputs):]) if g is not None)
+            grads = grads[:len(inputs)]
+            # a target that retains its grad gets a copy of the gradient returned (torch's hook clones)
+            kept_ids = {id(t) for t in kept}
+            retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept_ids)
+        return grads
+
+    def _before_the_failure(self, instrs, active: set, failed: int, out_values, seed_values, inputs, groups,
+                            on_path, retain_graph: bool) -> list:
+        """A backward through `instrs` raises at instrs[failed]: torch's engine has run the nodes
+        made after it (it runs them latest first), filling the .grad of each leaf whose
+        gradient they complete (its AccumulateGrad runs at once) and of each retain_grad()
+        tensor whose node is the failing one or ran; without retain_graph those nodes are
+        freed. Returns those (tensor, gradient) pairs (a backward without create_graph)."""
+        later = instrs[failed + 1:]
+        # (values the nodes not run yet read: a gradient reaching them is not complete)
+        early = {id(v) for ins in instrs[:failed + 1] if _vjp_runs(ins, active) for v in ins.inputs}
+        positions = {id(ins): k for k, ins in enumerate(instrs)}
+
+        def complete(x, group) -> bool:
+            if not group or any(id(v) in early for v in group):
+                return False
+            # a retain_grad() non-leaf: its hook runs as its node starts, the failing one or one that ran
+            found = self.grad_producer(x._sym) if x._sym is not None else None
+            return found is None or positions.get(id(found[0]), -1) >= failed
+        candidates = [(x, group) for x, group in zip(inputs, groups) if complete(x, group)]
+        candidates += [(t, group) for t, group in ((t, self.held_values(t)) for t in on_path) if complete(t, group)]
+        if not retain_graph:
+            active = active_values(instrs, out_values, [v for _, group in candidates for v in group])
+            for ins in later:
+                if id(ins) not in self.never_freed and _vjp_runs(ins, active):
+                    self.freed.add(id(ins))
+        if not candidates:
+            return []
+        wrt = [v for _, group in candidates for v in group]
+        active = active_values(later, out_values, wrt)
+        grads = sum_groups(self.builder, emit_backward(self.builder, later, out_values, seed_values, wrt,
+                                                       active=active, reads=self.vjp_reads(later)),
+                           [group for _, group in candidates])
+        return [(x, self.symbolic(g, False)) for (x, _), g in zip(candidates, grads) if g is not None]
+
+    def _requiring_grad(self) -> set:
+        """The ids of the values of this trace that require grad: floating outputs of the
+        instructions recorded with grad, and the tensors from outside or leaves behind them."""
+        requiring = {i for i, (ins, k) in self._producers().items()
+                     if ins.outputs[k].type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs}
+        requiring.update(self._grad_sources())
+        return requiring
+
+    def _record_with_grad(self, emitted, requiring: set) -> None:
+        """A create_graph backward's instructions `emitted`: record with grad those that read a
+        value requiring grad (a seed that does, a forward value a VJP reads), as eagerly each
+        op of a gradient's history is, and add their outputs to `requiring`. A gradient that
+        reads none (d(2x)/dx) is a plain tensor, as torch's."""
+        for ins in emitted:
+            opdef = OPS[ins.op]
+            if opdef.vjp is not None and any(id(u) in requiring for u in ins.inputs):
+                self.grad_instrs[id(ins)] = None
+                requiring.update(id(v) for k, v in enumerate(ins.outputs)
+                                 if v.type.dtype.is_floating_point and k not in opdef.nondiff_outputs)
+
+    # ------------------------------------------------------------ grad_fn inside a trace
+    def grad_fn_of(self, t: Tensor):
+        """torch's grad_fn of a traced tensor that requires grad: a node of the class torch
+        names the op that made it (MulBackward0...), whose next_functions lead to the nodes
+        of its traced inputs, the AccumulateGrad of leaves and the grad_fn of tensors from
+        outside the call. For inspection and printing only: backward inside a trace
+        differentiates the program, not these nodes."""
+        found = self.grad_producer(t._sym)
+        return None if found is None else self._node_for(found[0])
+
+    def grad_producer(self, v: Value):
+        """(the instruction recorded with grad that defines v, its output index), or None."""
+        return self._producers().get(id(v))
+
+    def keep_scalar_operands(self, t: Tensor) -> None:
+        """`t` is `alpha * b` made by add/sub(alpha=): its instruction is never freed (as
+        node.keep_scalar_operands eagerly)."""
+        found = self.grad_producer(t._sym)
+        if found is not None:
+            self.never_freed.add(id(found[0]))
+
+    def saves_for_backward(self, ins: Instr, needs: tuple | None = None) -> bool:
+        """Does `ins`'s VJP read forward values (those torch saves for its node), given which
+        inputs need a gradient (all by default), or is its node one that holds state a backward
+        releases (node.RELEASES_STATE)? A backward through a freed node raises then."""
+        if self.grad_instrs.get(id(ins)) in RELEASES_STATE:
+            return True
+        needs = (True,) * len(ins.inputs) if needs is None else needs
+        in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+        return bool(in_slots or out_slots)
+
+    def _producers(self) -> dict:
+        """id(value) -> (instruction recorded with grad that defines it, output index);
+        extended as the program grows."""
+        for ins in self.instrs[self._producers_upto:]:
+            if id(ins) in self.grad_instrs:
+                for k, out in enumerate(ins.outputs):
+                    self._producer_map[id(out)] = (ins, k)
+        self._producers_upto = len(self.instrs)
+        return self._producer_map
+
+    def _node_for(self, ins: Instr):
+        """The node of an instruction recorded with grad, and of every such instruction it
+        reads from (made once each, inputs first, without recursion: graphs can be deep)."""
+        from .dispatch import edge_of
+        from .node import grad_accumulator, node_class
+        producers, nodes, sources = self._producers(), self._nodes, None
+        stack = [ins]
+        while stack:
+            top = stack[-1]
+            if id(top) in nodes:
+                stack.pop()
+                continue
+            waiting = [p[0] for p in (producers.get(id(u)) for u in top.inputs)
+                       if p is not None and id(p[0]) not in nodes]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            if sources is None:
+                sources = self._grad_sources()
+            edges = []
+            for u in top.inputs:
+                found, t = producers.get(id(u)), sources.get(id(u))
+                if found is not None:
+                    edges.append((nodes[id(found[0])], found[1]))
+                elif t is not None:
+                    edges.append(edge_of(t) if t._grad_fn is not None else (grad_accumulator(t), 0))
+                else:
+                    edges.append(None)
+            name = self.grad_instrs.get(id(top)) or _default_name(top.op)
+            nodes[id(top)] = node_class(name)(top.op, top.attrs, tuple(u.type for u in top.inputs),
+                                              tuple(v.type for v in top.outputs), tuple(edges),
+                                              (None,) * len(top.inputs), {})
+        return nodes[id(ins)]
+
+    def _grad_sources(self) -> dict:
+        """id(value) -> the tensor from outside the call (a leaf or a non-leaf) or the leaf
+        made inside it that the value stands for, for every such tensor that requires grad."""
+        sources = {}
+        for t in list(self.leaf_tensors.values()) + list(self.boundary.values()):
+            # every value a leaf held: history recorded before an in-place update (an
+            # optimizer step) reads the value it had then
+            for v in self.held_values(t):
+                sources[id(v)] = t
+            sources[id(self.value_of(t))] = t
+        for ref in self.new_leaves:
+            t = ref()
+            if t is not None and t._sym is not None:
+                sources[id(t._sym)] = t
+        return sources
+
+    def grad_source_tensors(self) -> list:
+        """Every tensor that requires grad that this trace's values stand for: the caller's
+        (leaves and non-leaves) and the leaves made in the call."""
+        return list(self._grad_sources().values())
+
+    def leaves_behind(self, t: Tensor) -> list:
+        """The tensors that require grad (the caller's, or leaves made in the call) that traced
+        `t`'s value reads through instructions recorded with grad: `engine.leaves_behind` for a
+        tensor of this trace."""
+        producers, sources = self._producers(), self._grad_sources()
+        found, seen, stack = [], set(), [t._sym]
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            source = sources.get(id(v))
+            if source is not None:
+                found.append(source)
+                continue
+            producer = producers.get(id(v))
+            if producer is not None:
+                stack.extend(producer[0].inputs)
+        return found
+
+    def _freed_met_first(self, instrs, active: set):
+        """torch's "backward through the graph a second time" error is raised at a node an earlier
+        backward freed (without retain_graph) that saved values for its VJP (x * x, x * 2; not
+        x + y, whose backward reads nothing): the last such instruction the backward runs (the
+        first it meets), or None. Not a target's own instruction with nothing active below it
+        (its VJP does not run: autograd.grad(z, [loss]) after loss.backward())."""
+        for ins in reversed(instrs):
+            if _vjp_runs(ins, active) and self._freed_and_saving(ins, active):
+                return ins
+        return None
+
+    def _freed_and_saving(self, ins: Instr, active: set) -> bool:
+        """Whether a backward through `ins` (its VJP runs) raises the freed-graph error."""
+        return id(ins) in self.freed and self.saves_for_backward(ins, tuple(v.id in active for v in ins.inputs))
+
+    def backward(self, roots, seeds, inputs, create_graph: bool, retain_graph: bool = True) -> None:
+        """`loss.backward()` inside a trace: accumulate symbolic gradients into leaves' `.grad`."""
+        if inputs is not None:
+            leaves = list(inputs)
+        else:
+            for root in roots:
+                self.value_of(root)     # (a root that is itself a leaf joins leaf_tensors here)
+            leaves = list(self.leaf_tensors.values()) + [t for t in (r() for r in self.retained)
+                                                         if t is not None and t._sym is not None]
+            leaves += [t for t in (r() for r in self.new_leaves)
+                       if t is not None and t._sym is not None and t._requires_grad]
+        # Tensors from outside the call with a history of their own (a non-leaf argument, the
+        # output of an eager module): their gradients continue through that history when the
+        # call returns (compile._finish), as eagerly the backward would go on into it
+        outside = list(self.boundary.values()) if inputs is None else []
+        # with `inputs`, the retain_grad() tensors on the way get their .grad too (as torch's)
+        retained = [] if inputs is not None else None
+        partial = [] if not create_graph else None
+        try:
+            grads = self.gradients(roots, seeds, leaves + outside, create_graph, retain_graph, retained, partial,
+                                   outside=len(outside))
+        except RuntimeError:
+            # (what torch's engine filled before the error; tensors from outside the call come
+            # after every node of the call)
+            outside_ids = {id(t) for t in outside}
+            self.fill_retained([(t, g) for t, g in partial or () if id(t) not in outside_ids])
+            raise
+        grads, outside_grads = grads[:len(leaves)], grads[len(leaves):]
+        if retained:
+            given = {id(t) for t in leaves}
+            self.fill_retained([(t, g) for t, g in retained if id(t) not in given], create_graph)
+        reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
+        if reached:
+            # (the history each has now, before the call: a write in the call gives it a new one)
+            self.outside_backwards.append(([_history_now(t) for t, _ in reached], [g for _, g in reached],
+                                           retain_graph, create_graph))
+        self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
+
+    def fill_retained(self, pairs, create_graph: bool = False) -> None:
+        """Accumulate each (tensor, gradient) of `pairs` into the tensor's `.grad`: a leaf's,
+        or a retain_grad() non-leaf's, as torch's AccumulateGrad and retain_grad hook do."""
+        from .functional import add
+        from .grad_mode import enable_grad, no_grad
+        with (enable_grad() if create_graph else no_grad()):
+            for leaf, g in pairs:
+                self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
+                if leaf._grad is None:
+                    leaf._grad = g
+                elif create_graph or not leaf.is_leaf:      # (a retained non-leaf: a new tensor, as torch's hook)
+                    leaf._grad = add(leaf._grad, g)
+                else:       # torch's AccumulateGrad adds into the existing .grad in place
+                    leaf._grad.add_(g)

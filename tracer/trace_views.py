@@ -1,0 +1,413 @@
+"""Views and detach() aliases inside a trace.
+
+Eagerly a view shares its base's memory; in a trace values are SSA, so a view is recorded
+as (base, chain of view ops), an in-place write through it becomes a write of the base (as
+eager's CopySlices), and after any write to a base its live views are derived from it
+again. A detach() or `.data` alias is one memory with its source under another identity:
+a write through either is grafted into the other.
+
+TraceViews is one part of tracer.trace.Trace (a mixin): its methods use the state
+Trace.__init__ sets up.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from fusegrad.ir import OPS, Value
+from fusegrad.ir.program import Instr
+
+from .dispatch import INTERNAL_VIEWS, no_grad_view_rebased_error
+from .grad_mode import is_grad_enabled
+from .tensor import Tensor
+from .trace_writes import _REGENERATED_GRAD_VIEW, _REGENERATED_VIEW, _STALE, _memory_key, _no_tensor
+
+
+class TraceViews:
+    """The views and aliases of a Trace (see the module docstring)."""
+
+    def _mark_view(self, t: Tensor, src: Tensor, op: str, frozen: tuple, src_value: Value) -> None:
+        if op == "reshape" and not self._reshape_is_view(src, frozen):
+            return      # a reshape that copies (torch's reshape of a strided tensor)
+        base = src._base if src._base is not None else src
+        t._base = base
+        t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
+        self.views.setdefault(id(base), []).append(weakref.ref(t))
+        self._hold_view_value(base, t._sym)
+        if base._data is not None:
+            self._note_view_base(base)
+        # What this view reads: the base's value, or (memory from outside the call that the call
+        # has not written) the base's array. After the call the view is the base's memory while
+        # the base still holds that (see _memory_link).
+        if base._data is not None and base._sym is None:
+            root = base._data
+        elif src._base is None:
+            root = src_value
+        else:
+            root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else _STALE
+        self.view_values[t._sym.id] = (root, t._view_chain)
+        if type(root) is np.ndarray and self.aliases:
+            self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)
+        if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
+            # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
+            # requires grad requires grad, with no gradient path to its base
+            t._no_grad_view = True
+            if not is_grad_enabled():
+                t._requires_grad = True
+            else:       # a view of such a view: its node names it in the error (rebased_error)
+                t._view_node = self.grad_fn_of(t)
+        elif (not is_grad_enabled() or src.__dict__.get("_no_grad_mode")) and not INTERNAL_VIEWS[0]:
+            # as eagerly: every view made under no_grad is marked (and a view of one); once its
+            # base gains a history in place, its use with grad raises (_refresh_views)
+            t.__dict__["_no_grad_mode"] = True
+
+    @staticmethod
+    def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
+        """Whether `src.reshape(shape)` is a view, as eagerly: NumPy's reshape of src's layout
+        (a contiguous tensor always; a view or strided tensor where its strides allow)."""
+        if src._base is None and src._layout is None and (src._data is None or src._data.flags.c_contiguous):
+            return True
+        from .layout import layout_stand_in
+        stand_in = layout_stand_in(src)
+        if stand_in.size == 0:
+            return True         # torch views an empty tensor in any shape (and NumPy shares no memory)
+        return bool(np.may_share_memory(OPS["reshape"].ref(stand_in, **dict(frozen)), stand_in))
+
+    def _write_through_view(self, view: Tensor, v: Value, requires: bool, fill: bool = False,
+                            graft: bool = False) -> Tensor:
+        """`view` was written in place with value `v`: write the base (eager's CopySlices);
+        `fill`: every element of it got one value (see dispatch._scatter); `graft`: the write
+        came through a detach() or .data of the view (_follow_detach)."""
+        from .dispatch import _scatter
+        base = view._base
+        result = self.symbolic(v, requires or view._requires_grad)
+        if graft and base._grad_fn is None and base._requires_grad:
+            # A leaf written through a detach() or .data of its view (`x[0].detach().add_(1)`):
+            # eagerly its memory changes, not its identity, so it stays that leaf (rebind sums
+            # the gradient over the values it held), as for a write under no_grad
+            from .grad_mode import no_grad
+            with no_grad():
+                new_base = _scatter(base, view._view_chain, result, fill)
+            self.rebind(base, new_base._sym, False)
+            self._hold_view_value(base, v)
+            return view
+        new_base = _scatter(base, view._view_chain, result, fill)
+        if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
+            # A view made before the call (its memory is the base's): it holds the new value too.
+            self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
+            self._claim_memory(view)
+        self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
+        # the value written is the view's memory from here on (sqrt_ through a view saves it):
+        # a later write of the base makes it stale, as the values the views held
+        self._hold_view_value(base, v)
+        return view
+
+    def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
+        """`view`'s chain applied to `base`'s value now (recorded ops). A view that requires grad
+        keeps its gradient path under no_grad (an optimizer's write), as eagerly."""
+        from .dispatch import view_of
+        if view._requires_grad and not is_grad_enabled():
+            from .grad_mode import enable_grad
+            with enable_grad():
+                return view_of(base, view._view_chain)
+        return view_of(base, view._view_chain)
+
+    def rebased_error(self, t: Tensor) -> RuntimeError:
+        """torch's error for using a view made under no_grad whose base was written since."""
+        return no_grad_view_rebased_error(t.__dict__.get("_view_node"), t._output_nr)
+
+    def _refresh_outside_views(self, base: Tensor) -> None:
+        """`base` was written: the views of it made before the call that the call has read
+        (or written) are its memory, so they hold their part of its new value."""
+        for ref in list(self.outside_views[id(base)]):
+            view = ref()
+            if view is None or view._base is not base or (self.stand_ins and self._superseded(view)):
+                continue
+            if view.__dict__.get("_no_grad_mode") and base._requires_grad:
+                # made under no_grad (or a view of such a view): torch will not regenerate its
+                # history now that its base has one, so its next use with grad raises
+                self.rebased_outside[id(view)] = view
+            again = self._view_again(base, view)
+            self._quiet_unless_writing(view)
+            self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
+
+    def _stale_views(self, base: Tensor) -> None:
+        """`base` is written: every value a view of it made here held (also views no longer
+        alive: `h[0] * h[1]` saved two) shares its counter, so a backward reading one raises,
+        as torch's check of the saved view does (named as torch's regenerated view)."""
+        box, version, first = self.writing
+        if self._counter_owner(base)._vbox is not box:
+            return
+        regenerated = _REGENERATED_GRAD_VIEW if base._requires_grad else _REGENERATED_VIEW
+        for v in self._view_values(base):
+            self._mark_stale(v, (box, version, _no_tensor, regenerated, first))
+
+    def _hold_view_value(self, base: Tensor, v: Value) -> None:
+        """A view of `base` held value `v` (its memory): a later write of base makes it stale."""
+        entry = self.view_held.get(id(base))
+        if entry is None or entry[0]() is not base:     # (a dead tensor's id, reused)
+            entry = self.view_held[id(base)] = (weakref.ref(base), [])
+        entry[1].append(v)
+
+    def _view_values(self, base: Tensor) -> list:
+        """The values views of `base` made here held (see _hold_view_value)."""
+        entry = self.view_held.get(id(base))
+        return entry[1] if entry is not None and entry[0]() is base else []
+
+    def _refresh_views(self, base: Tensor) -> None:
+        refs, self.views[id(base)] = self.views[id(base)], []
+        for ref in refs:
+            view = ref()
+            if view is None or view._base is not base:
+                continue
+            again = self._view_again(base, view)
+            if self.writing is not None:
+                self._replaced(view, again._sym)
+            view._sym, view._requires_grad = again._sym, again._requires_grad
+            if base._requires_grad and view.__dict__.get("_no_grad_mode"):
+                view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
+            self.views[id(base)].append(ref)
+            if self.detach_aliases:
+                self._refresh_aliases(view)
+
+    def retain(self, t: Tensor) -> None:
+        """`t.retain_grad()` on a traced non-leaf: a backward also fills its `.grad`."""
+        if not any(r() is t for r in self.retained):
+            self.retained.append(weakref.ref(t))
+
+    def detach(self, t: Tensor, shares_version: bool = True) -> Tensor:
+        """`t.detach()` / `t.data` of a traced tensor: a value with no gradient path (an identity
+        op outside the grad set). Eagerly the two share memory, so they stay linked: an in-place
+        write to either gives the other the new value (see _follow_detach), and after the call
+        they share one array (see memory_homes). `.data` does not share the version
+        counter (`shares_version=False`)."""
+        d = self.symbolic(self._identity_of(t), False)
+        if shares_version:
+            # (a backward reading d's value raises after a write of t, even once d is gone:
+            # fg.grad's differentiated argument is a detach() that does not outlive the grad)
+            self.same_counter.setdefault(t._sym.id, []).append(d._sym)
+        # t is held (for the call), not weakly: a temporary view or detach (y[0].detach(),
+        # y.detach().detach()) must outlive its detach for a write to reach the tensor under it.
+        self.detach_source[id(d)] = (weakref.ref(d), t, shares_version)
+        self.detach_aliases.setdefault(id(t), []).append(weakref.ref(d))
+        return d
+
+    def memory_homes(self) -> dict:
+        """Where each symbolic tensor's memory is, eagerly, another tensor's: id(t) ->
+        (weak ref to t, root value or None, root array or None, view chain, version counter).
+
+        A detach() or .data is its source's memory; a view made here is its base's, seen
+        through its view chain; following those links up from t ends at a root tensor: a
+        symbolic one (its value, `root value`, is what the program outputs) or one from
+        outside the call (its array, `root array`). After the call t is that memory seen
+        through the chain, as eagerly, and shares the version counter of the highest tensor
+        it reaches by links that share one (all but `.data`). Only links still valid count:
+        a detach whose source was not written since, a view whose base holds the value it
+        was derived from. Call it before release_detach_links (which drops the sources)."""
+        links = {}
+        for t in self.alive_tensors():
+            if t._sym is not None and t._data is None:
+                link = self._memory_link(t)
+                if link is not None:
+                    links[id(t)] = link
+        homes = {}
+        for t_id, (t, parent, chain, shares) in links.items():
+            owner, sharing, seen = (parent if shares else t), shares, {t_id}
+            root = parent
+            while id(root) in links and id(root) not in seen:
+                seen.add(id(root))
+                _, up, up_chain, up_shares = links[id(root)]
+                chain = up_chain + chain
+                sharing = sharing and up_shares
+                if sharing:
+                    owner = up
+                root = up
+            symbolic = root._data is None
+            homes[t_id] = (weakref.ref(t), root._sym if symbolic else None, None if symbolic else root._data,
+                           chain, owner._vbox)
+        return homes
+
+    def _memory_link(self, t: Tensor):
+        """(t, the tensor whose memory t is, view chain, shares its version counter) or None."""
+        link = self.detach_source.get(id(t))
+        if link is not None and link[0]() is t:
+            source = link[1]
+            took = self.took_value
+            if source._sym is not None and (self.identity_source.get(t._sym.id) is source._sym
+                                            or took.get(source._sym.id) is t._sym
+                                            or took.get(t._sym.id) is source._sym):
+                return t, source, (), link[2]
+            return None
+        base = t._base
+        derived = self.view_values.get(t._sym.id)
+        if base is None or derived is None or derived[1] != t._view_chain:
+            return None
+        root = derived[0]
+        if base._data is None:
+            valid = base._sym is root
+        else:       # memory from outside the call: the same array unwritten, or the value it read
+            written = self.mutated.get(_memory_key(base._data))
+            valid = root is base._data and base._sym is None if written is None else \
+                written[1] is base and base._sym is root
+        return (t, base, t._view_chain, True) if valid else None
+
+    def release_detach_links(self) -> None:
+        """The call has returned, so no write can reach a detach() any more: stop holding
+        the tensors detached from (a value_and_grad's loss and gradients before their
+        detach() would otherwise be kept alive and become outputs, each written by a
+        kernel). A detach still shares its source's memory after the call: see memory_homes."""
+        self.detach_source.clear()
+
+    def _identity_of(self, t: Tensor) -> Value:
+        """A new value equal to t's (an identity cast outside the grad set), remembered as such."""
+        v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)
+        self.identity_source[v.id] = t._sym
+        return v
+
+    def _follow_detach(self, t: Tensor) -> None:
+        """`t` was written in place. If it is a detach() of a traced tensor, that tensor takes the
+        new value on its own gradient path (graft), which refreshes its aliases, this one among
+        them; otherwise its own detach() aliases take the new value."""
+        link = self.detach_source.get(id(t))
+        if link is not None and link[0]() is t and link[1]._sym is not None:
+            source = link[1]
+            before = source._sym
+            # The .data of a view writes its base's memory: what saved the base reads it too.
+            # (A base from outside the call holds its memory's value, `lifted`.)
+            base = source._base
+            outside = base is not None and base._data is not None
+            key = _memory_key(base._data) if outside else None
+
+            def base_value():
+                return self.lifted.get(key) if outside else base._sym if base is not None else None
+            base_before = base_value()
+            if not link[2]:
+                # a .data write: the source's counter (its base's) takes no bump for it
+                self._quiet(self._counter_owner(source)._vbox)
+            self._graft_into(t, source)
+            self.took_value[source._sym.id] = t._sym
+            if not link[2] and source._sym.type is before.type:
+                # (including the write's own op: it reads t's value, an identity of `before`, so
+                # `before` there is the source as another operand, v.data.div_(v), whose memory
+                # torch's node saved)
+                self._rewritten_unversioned(before, source._sym, including_the_write=True)
+                self._reread_views(source, source._sym)
+                base_now = base_value()
+                if base_before is not None and base_now is not base_before and base_now.type is base_before.type:
+                    if outside:
+                        self._memory_rewritten(key, base_before, base, self._memory_owner(key, base))
+                    else:
+                        self._rewritten_unversioned(base_before, base_now)
+                        self._reread_views(base, base_now)
+            return
+        self._refresh_aliases(t)
+
+    def is_callers_leaf(self, t: Tensor) -> bool:
+        """Whether `t` is a leaf from outside the call that requires grad, as the call read it
+        (it stays a leaf whatever reaches its memory: an in-place op of its own raises)."""
+        return t._data is not None and self.leaf_tensors.get(_memory_key(t._data)) is t
+
+    def _grad_reader(self, key):
+        """The tensor that reads memory `key` (from outside the call) with requires_grad (a leaf or
+        the caller's non-leaf), or None."""
+        reader = self.leaf_tensors.get(key)
+        return reader if reader is not None else self.boundary.get(key)
+
+    def _memory_owner(self, key, t: Tensor) -> Tensor:
+        """The tensor whose memory `key` (from outside the call) is: the one reading it with
+        requires_grad, else the first to read it (`t` if none did)."""
+        owner = self._grad_reader(key)
+        if owner is None:
+            owner = self._first_reader(key)
+        return t if owner is None else owner
+
+    def _reread_views(self, base: Tensor, now: Value) -> None:
+        """`base`'s memory now holds `now` (a `.data` write): the values its views made here held
+        (a.t() saved by a.t() @ a) are that memory too, so the VJPs that saved them read their
+        part of `now` (see read_as)."""
+        for v in self._view_values(base):
+            entry = self.view_values.get(v.id)
+            if entry is None or v.id in self.stale:
+                # (a value an in-place write replaced is memory no more: what saved it, as an
+                # in-place op's node saves its operand's old value, keeps it: v3.mul_(a))
+                continue
+            w = now
+            for op, frozen in entry[1]:
+                w = self.builder.emit(op, w, **dict(frozen))
+            if w.type is v.type:
+                self._rewritten_unversioned(v, w, including_the_write=True)
+
+    def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False) -> None:
+        """The memory that held `before` holds `now`, written through a `.data` alias: no
+        version bump, so no backward raises, and the values nodes saved before the write (a
+        saved tensor is that memory) read the new values (see read_as). The write's own
+        instructions read `before`, as an in-place op's node saves the value it overwrites
+        (unless `including_the_write`: `before` is another tensor's value, not the writer's)."""
+        first = self.writing[2] if self.writing is not None and not including_the_write else len(self.instrs)
+        for key, (value, at) in list(self.read_as.items()):
+            if value is before:
+                self.read_as[key] = (now, at)
+            elif self.promoted_from.get(value.id) is before:
+                self.read_as[key] = (self._promoted_again(now, value.type.dtype), at)
+        self.read_as[before.id] = (now, first)
+        # An op's operand promoted to its dtype (x32 in x64 / x32): torch's node saved the
+        # operand, so its VJP reads the memory's new values promoted again
+        for copy in self.same_counter.get(before.id, ()):
+            if self.promoted_from.get(copy.id) is before and copy.id not in self.read_as:
+                self.read_as[copy.id] = (self._promoted_again(now, copy.type.dtype), first)
+
+    def _promoted_again(self, now: Value, dtype) -> Value:
+        """`now` promoted to `dtype`, for the VJPs that read a promoted copy of the value it replaced."""
+        copy = self.builder.emit("cast", now, dtype=dtype)
+        self.promoted_from[copy.id] = now
+        return copy
+
+    def vjp_reads(self, instrs) -> dict:
+        """{id(instr): the instruction as its VJP reads it} for the instructions among `instrs`
+        that saved a value a `.data` write replaced after them (see read_as): ir.autodiff's `reads`."""
+        if not self.read_as:
+            return {}
+        positions = {id(x): k for k, x in enumerate(self.instrs)}
+        read_as, found = self.read_as, {}
+
+        def read_at(v: Value, at: int) -> Value:
+            entry = read_as.get(v.id)           # (the value now, if written after instruction `at`)
+            return entry[0] if entry is not None and entry[1] > at else v
+        for ins in instrs:
+            at = positions.get(id(ins))
+            if at is None:
+                continue
+            inputs = tuple(read_at(v, at) for v in ins.inputs)
+            outputs = tuple(read_at(v, at) for v in ins.outputs)
+            if inputs != ins.inputs or outputs != ins.outputs:
+                found[id(ins)] = Instr(ins.op, inputs, outputs, ins.attrs, ins.loc)
+        return found
+
+    def _refresh_aliases(self, t: Tensor) -> None:
+        """t's value changed: its detach()es (and theirs, and their views) read it again."""
+        for ref in self.detach_aliases.get(id(t), ()):
+            alias = ref()
+            if alias is not None and alias is not t and alias is not self.graft_writer and alias._sym is not None:
+                new = self._identity_of(t)
+                found = self.grad_producer(alias._sym) if alias._requires_grad else None
+                if found is not None:
+                    # an alias with a history of its own (d = v.data; d.div_(v)) keeps it, as
+                    # eagerly: the memory's new value goes on its gradient path
+                    new = self._grafted(new, alias._sym, found)
+                    self.took_value[new.id] = t._sym
+                if self.writing is not None:
+                    self._replaced(alias, new)
+                alias._sym = new
+                if id(alias) in self.views:
+                    self._refresh_views(alias)
+                self._refresh_aliases(alias)
+
+    def assign_data(self, t: Tensor, value: Tensor) -> None:
+        """`t.data = value` inside a trace: a write of t that keeps its history (see rebind)
+        where the value fits t's memory."""
+        if value._data is None and tuple(t.shape) == tuple(value.shape) and \
+                (t._data is not None or t._dtype is value._dtype):
+            self.rebind(t, value._sym, False)
+            return
+        t._data, t._sym, t._dtype = value._data, value._sym, value._dtype

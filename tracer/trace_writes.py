@@ -1,0 +1,579 @@
+"""In-place writes inside a trace, and the version counters they move.
+
+Eagerly an in-place write bumps the version counter its tensor shares with its views
+and detach()es (not with `.data`), and a backward that needs a value saved before the
+write raises. In a trace values are SSA: a write re-binds the tensor (and the tensors
+over the same memory) to a new value, and a value some tensor on that counter held until
+the write is marked stale, with the version it was held at; a backward whose VJPs read a
+stale value raises torch's error (stale_saved). The counters themselves move when the
+call returns (apply_writes).
+
+TraceWrites is one part of tracer.trace.Trace (a mixin): its methods use the state
+Trace.__init__ sets up.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from fusegrad.ir import OPS, Value
+from fusegrad.ir.program import Instr
+
+from .dispatch import _default_name
+from .layout import replayed_view
+from .engine import output_name
+from .node import checking_order, qualified_name
+from .tensor import Tensor
+
+
+_STALE = object()      # what a view read of its base when that is unknown: never its base's now
+_REGENERATED_VIEW = object()    # a stale entry's "new value" for a view that died before the write
+_REGENERATED_GRAD_VIEW = object()   # the same, where the base written requires grad (so the view has history)
+
+
+def _no_tensor():
+    """A stale entry's reference for a view that died before the write (a dead weakref)."""
+    return None
+
+
+def _memory_key(a: np.ndarray) -> int:
+    # A tensor and its .data / detach() share the same ndarray object, and
+    # every lifted array stays alive (in input_arrays) for the whole trace,
+    # so the object's id identifies the memory for the trace's lifetime.
+    return id(a)
+
+
+def _vjp_runs(ins: Instr, active: set) -> bool:
+    """Whether a backward over the values `active` runs `ins`'s VJP: an output and an input of it
+    are active (a target's own instruction, with nothing active below it, is not reached, as
+    torch's backward stops at the tensors it differentiates)."""
+    return any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs)
+
+
+def _has_no_derivative(ins: Instr) -> bool:
+    """Whether `ins` is an op recorded without a derivative (x // 2 on a tensor that requires
+    grad): a backward that reaches it raises "derivative for aten::... is not implemented"."""
+    for name, _ in ins.attrs:
+        if name == "no_derivative":
+            return True
+    return False
+
+
+class TraceWrites:
+    """The in-place writes and version counters of a Trace (see the module docstring)."""
+
+    def begin_write(self, t: Tensor, first: int) -> None:
+        """A user-level in-place write of `t` starts (an op with `out=t`, an optimizer's update);
+        `first`: the index of its first instruction (the op that computes the value written)."""
+        root = self._counter_owner(t)
+        box = root._vbox
+        entry = self.writes.get(id(box))
+        if entry is None:
+            entry = self.writes[id(box)] = [box, 0, None if root._data is None else _memory_key(root._data)]
+        self.writing = (box, box[0] + entry[1], first)
+        entry[1] += 1
+        for ref in self.views.get(id(root), ()):
+            view = ref()
+            if view is not None and view._no_grad_view:
+                view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
+        if self.outside_views or t._no_grad_view:
+            for ref in self.outside_views.get(id(root), ()):
+                view = ref()
+                if view is not None and view._no_grad_view:
+                    self.rebased_outside[id(view)] = view
+            if t._no_grad_view and t._data is not None:
+                self.rebased_outside[id(t)] = t
+
+    def write(self, t: Tensor, v: Value, requires: bool) -> None:
+        """A user-level in-place write of `t` with value `v` (see begin_write and rebind)."""
+        self.begin_write(t, len(self.instrs))
+        try:
+            self.rebind(t, v, requires)
+        except BaseException:
+            self._abort_write()
+            raise
+        finally:
+            self.writing = None
+
+    def _abort_write(self) -> None:
+        """The write under way raised (an overlap, a leaf): eagerly it bumped no version."""
+        box = self.writing[0]
+        self.writes[id(box)][1] -= 1
+
+    def _counter_owner(self, t: Tensor) -> Tensor:
+        """The tensor whose version counter `t` shares eagerly: up through views' bases and
+        detach()es' sources (not `.data`'s)."""
+        while True:
+            if t._base is not None:
+                t = t._base
+                continue
+            link = self.detach_source.get(id(t))
+            if link is not None and link[2] and link[0]() is t:
+                t = link[1]
+                continue
+            return t
+
+    def _replaced(self, t: Tensor, new) -> None:
+        """`t` is about to hold value `new` (None: to read its memory again): if a write on its
+        counter is under way, the value it holds now (for memory from outside the call: the
+        value it was lifted as, and its aliases) is stale from here on."""
+        box, version, first = self.writing
+        if self._counter_owner(t)._vbox is not box:
+            return
+        if new is not None:
+            # (what t holds after its latest write, by which torch names a saved tensor once
+            # t itself is gone: see _saved_input_name)
+            self.latest_values[weakref.ref(t)] = new
+        old = t._sym
+        if old is None and t._data is not None:
+            key = _memory_key(t._data)
+            old = self.lifted.get(key)
+            if old is None:
+                return
+            # The memory's value as each reader saw it: as lifted, by the first tensor to read
+            # it, and through an identity alias by readers that differ from it in requires_grad.
+            first_requires = self.lifted_grad.get(key, t._requires_grad)
+            grad_reader = self._grad_reader(key)
+            owner = self._memory_owner(key, t)
+            # (one value for every reader alike in requires_grad: where the first one keeps its
+            # counter, as x beside the x.data written here, the value is taken as x's, whose
+            # saved value stays current: y = x @ w; x.data.add_(3), as torch)
+            owners_value = owner is not t and self._counter_owner(owner)._vbox is not box
+            for requires in (False, True):
+                if requires is first_requires and owners_value:
+                    continue
+                value = old if requires is first_requires else self.aliases.get((old.id, requires))
+                if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
+                    # (named as torch names the saved tensor: by the tensor that read it, a
+                    # leaf or the caller's non-leaf, not by the writer's new history)
+                    holder = grad_reader if requires is not t._requires_grad and grad_reader is not None else t
+                    self._mark_stale(value, (box, version, weakref.ref(holder), new, first))
+            if grad_reader is not None and grad_reader is not t and grad_reader._sym is not None and \
+                    self._counter_owner(grad_reader)._vbox is box:
+                # the leaf (or caller's non-leaf) holds a value of its own, written here under
+                # no_grad: that is the memory's value too, and torch's saved tensor is it
+                self._mark_stale(grad_reader._sym, (box, version, weakref.ref(grad_reader), new, first))
+            return
+        if old is not None:
+            self._mark_stale(old, (box, version, weakref.ref(t), new, first))
+
+    def _mark_stale(self, value: Value, entry: tuple) -> None:
+        """`value` (and the values standing for the same saved tensor: same_counter) is stale
+        from here on: see _replaced."""
+        self.stale.setdefault(value.id, entry)
+        for copy in self.same_counter.get(value.id, ()):
+            self.stale.setdefault(copy.id, entry)
+
+    def promoted_operands(self, saved: list) -> dict:
+        """{index in `saved` (values a backward reads): (the caller's tensor whose value, or a
+        view of it made in the call, the saved one is a promoted copy of; the view's shape or
+        None)} (see hold_promoted): a change of that tensor after the call makes the backward
+        raise, as torch's check of the operand it saved."""
+        if not self.promoted_from:
+            return {}
+        by_value, by_array = {}, {}
+        for x in self.lifted_tensors:
+            v = self.lifted.get(_memory_key(x._data)) if x._data is not None else None
+            if v is not None:
+                by_value.setdefault(v.id, x)
+                by_array.setdefault(id(x._data), x)
+        for (v_id, _), w in self.aliases.items():
+            if v_id in by_value:
+                by_value.setdefault(w.id, by_value[v_id])
+        found = {}
+        for k, v in enumerate(saved):
+            source = self.promoted_from.get(v.id)
+            if source is None:
+                continue
+            tensor = by_value.get(source.id)
+            if tensor is not None:
+                found[k] = (tensor, None)
+                continue
+            # a view of the caller's memory the call has not written (its root is the array)
+            root = self.view_values.get(source.id, (None,))[0]
+            tensor = by_array.get(id(root)) if type(root) is np.ndarray else None
+            if tensor is not None:
+                found[k] = (tensor, source.type.shape)
+        return found
+
+    def hold_promoted(self, copy: Tensor) -> None:
+        """`copy` (just made by a cast) is an op's operand promoted to the op's dtype: torch's
+        node saves the operand itself, so an in-place write of the operand after the op makes
+        a backward that reads the copy raise, as eagerly (functional._coerce)."""
+        ins = self.instrs[-1] if self.instrs else None
+        if ins is not None and ins.op == "cast" and ins.outputs[0] is copy._sym:
+            self.same_counter.setdefault(ins.inputs[0].id, []).append(copy._sym)
+            self.promoted_from[copy._sym.id] = ins.inputs[0]
+
+    def alias_memory(self, v: Value):
+        """(the caller's memory, versioned) that `v`, an identity alias of a lifted value (the
+        detach() read beside x in `x * x.detach()`), stands for, where the call did not write
+        that memory; else None. torch's node saves that memory: a backward reading `v` reads
+        it, and (`versioned`: the alias's readers share its tensor's version counter, as a
+        detach() does, not a .data) a write of the tensor after the call makes it raise."""
+        box = self.alias_counters.get(v.id)
+        if box is None:
+            return None
+        view = self.view_values.get(v.id)
+        if view is not None:
+            # a view of memory read through such an alias (x.detach().t()): that memory, seen
+            # through the view's chain
+            root, chain = view
+            owner = self._first_reader(_memory_key(root)) if type(root) is np.ndarray else None
+            memory = replayed_view(root, chain) if owner is not None and _memory_key(root) not in self.mutated \
+                else None
+            return None if memory is None else (memory, self._counter_owner(owner)._vbox is box)
+        source = next((v_id for (v_id, _), w in self.aliases.items() if w is v), None)
+        for u, array in zip(self.inputs, self.input_arrays):
+            if u.id == source:
+                key = _memory_key(array)
+                owner = self._first_reader(key)
+                if self.lifted.get(key) is not u or key in self.mutated or owner is None:
+                    return None
+                return array, self._counter_owner(owner)._vbox is box
+        return None
+
+    def _shares_counter(self, key, requires: bool, box) -> bool:
+        """Whether the tensors of this memory that read it with `requires` (requires_grad) share
+        version counter `box`: the one that requires grad (a leaf or the caller's non-leaf), and
+        for those without grad the first of them to read it (`x.data` has a counter of its own,
+        so its writes leave x's values current and x's writes its own, as eagerly)."""
+        reader = self._grad_reader(key) if requires else self._first_reader(key, without_grad=True)
+        return reader is None or self._counter_owner(reader)._vbox is box
+
+    def _first_reader(self, key, without_grad: bool = False):
+        """The first tensor from outside the call to read memory `key` (`without_grad`: of those
+        that do not require grad), or None."""
+        return next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key
+                     and not (without_grad and x._requires_grad)), None)
+
+    def stale_saved(self, instrs, active: set, found_at: list | None = None):
+        """The first value (from the last instruction back, as a backward meets them) that an
+        active instruction's VJP reads and an in-place write replaced: (value, counter,
+        version it was saved at, torch's ", which is output N of Op," or ""), or None.
+        None too where the backward meets first a node an earlier backward freed (torch raises
+        the freed-graph error there: _freed_met_first) or an op without a derivative. Only a
+        trace with such writes pays for the scan. `found_at` (a list), when given, receives the
+        instruction whose VJP reads it."""
+        if not self.stale:
+            return None
+        positions = None
+        for ins in reversed(instrs):
+            if not _vjp_runs(ins, active):
+                continue
+            if self.freed and self._freed_and_saving(ins, active):
+                return None
+            if _has_no_derivative(ins):     # (torch's NotImplemented node raises before any behind it)
+                return None
+            if not any(v.id in self.stale or v.id in self.read_as for v in ins.inputs + ins.outputs):
+                continue
+            # Stale for this instruction: replaced by a write after it (the write's own ops
+            # read the value before it, as an in-place op's node saves it). A value a .data write
+            # replaced is read as the memory's new value (read_as), stale when that is.
+            if positions is None:
+                positions = {id(x): k for k, x in enumerate(self.instrs)}
+            at = positions[id(ins)]
+            stale = {}
+            for v in ins.inputs + ins.outputs:
+                entry = self.read_as.get(v.id)
+                read = entry[0] if entry is not None and entry[1] > at else v
+                for w in (v, read):     # (its own counter moved first: t1 = a.data; ...; t1.div_(2))
+                    if w.id in self.stale and self.stale[w.id][4] >= at:
+                        stale[v.id] = self.stale[w.id]
+                        break
+            if not stale:
+                continue
+            needs = tuple(v.id in active for v in ins.inputs)
+            # (in the order the eager engine checks them: torch's node's, see checking_order)
+            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
+                                          self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+                if kind == "out":
+                    v = ins.outputs[k]
+                    if v.id in stale and stale[v.id][4] > at:
+                        box, version = stale[v.id][:2]
+                        differentiable = v.type.dtype.is_floating_point and k not in OPS[ins.op].nondiff_outputs
+                        if found_at is not None:
+                            found_at.append(ins)
+                        return v, box, version, self._output_name(ins, k) if differentiable else ""
+                    continue
+                v = ins.inputs[k]
+                # A write's own first op reads the value before it: its node saves that for
+                # the operand it overwrites (input 0), but another operand over the written
+                # memory (`h.mul_(h)`) is the tensor torch saves, and the write changes it.
+                if v.id in stale and (stale[v.id][4] > at or k > 0):
+                    named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
+                    if found_at is not None:
+                        found_at.append(ins)
+                    return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
+        return None
+
+    def _saved_input_name(self, v: Value, ref, new) -> str:
+        """torch's ", which is output N of Op," for a saved input: named by its tensor's history
+        now, as torch names it (a tensor no longer alive: its history after the write; a view
+        that died before it: the view torch's engine regenerates, when it has history)."""
+        if new is _REGENERATED_VIEW or new is _REGENERATED_GRAD_VIEW:
+            history = new is _REGENERATED_GRAD_VIEW or self.grad_producer(v) is not None
+            return output_name("AsStridedBackward0", 0) if history else ""
+        t = ref()
+        if t is None:
+            new = self.latest_values.get(ref, new)
+        if t is not None and (self.is_callers_leaf(t) or t.__dict__.get("_transform_input")):
+            return ""       # (a leaf has no node, whatever was grafted onto its values; nor fg.grad's stand-in)
+        callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None
+        now = t._sym if t is not None and t._sym is not None else new
+        found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)
+        if t is not None and t._base is not None and (found is not None or t._requires_grad or callers_non_leaf):
+            # a view, saved, then written (through itself or its base): torch regenerates its
+            # history from the base's, one as_strided
+            return output_name("AsStridedBackward0", 0)
+        if found is None and callers_non_leaf:
+            # the caller's non-leaf, not written here or only without history: its node as it is
+            return output_name(t._grad_fn.name(), t._output_nr)
+        return "" if found is None else self._output_name(*found)
+
+    def _output_name(self, ins: Instr, k: int) -> str:
+        return output_name(qualified_name(self.grad_instrs.get(id(ins)) or _default_name(ins.op)), k)
+
+    def counter_of(self, t: Tensor) -> list:
+        """The version counter (a one-item list) `t` shares eagerly (see _counter_owner)."""
+        return self._counter_owner(t)._vbox
+
+    def version_now(self, box) -> int:
+        """A version counter's value now, counting this call's writes."""
+        entry = self.writes.get(id(box))
+        return box[0] + (entry[1] if entry is not None and entry[0] is box else 0)
+
+    def keep_state(self, t: Tensor) -> None:
+        """In a dry run, remember the state of `t` (a tensor from outside the call) the first
+        time the call reads or writes it, for restore_states."""
+        if id(t) not in self.kept_states:
+            self.kept_states[id(t)] = (t, (t._data, t._dtype, t._requires_grad, t._grad_fn, t._vbox, t._vbox[0],
+                                           dict(t.__dict__)))
+
+    def restore_states(self) -> None:
+        """The end of a dry run: the caller's tensors the call read or wrote get back their
+        history, flags, version and `.grad` as they were before it (their memory was never
+        written: _finish skips the write-back)."""
+        for t, (data, dtype, requires, grad_fn, vbox, version, attrs) in self.kept_states.values():
+            t._data, t._dtype, t._requires_grad, t._grad_fn, t._vbox, t._sym = data, dtype, requires, grad_fn, vbox, None
+            vbox[0] = version
+            t.__dict__.clear()
+            t.__dict__.update(attrs)
+        # After the states: a `.grad` set before the call first read its tensor (zero_grad()
+        # then the forward) is in the state kept as it was after that write
+        for leaf, before in self.grad_leaves.values():
+            leaf._grad = before
+
+    def apply_writes(self, written_back: list) -> None:
+        """The call returns: version counters take its in-place writes, as eagerly; those of
+        memory from outside the call only where it is written back (`written_back`: its
+        tensors: a write through x.data and one through x count on their own counters, whichever
+        wrote last), at least once (a write by a path that counts none)."""
+        counters = {id(t._vbox): t._vbox for t in written_back}
+        memory = {_memory_key(t._data) for t in written_back}
+        for box, count, key in self.writes.values():
+            if counters.pop(id(box), None) is not None or key is None or key in memory:
+                box[0] += count
+        for box_id, box in counters.items():
+            if box_id not in self.quiet_counters:
+                box[0] += 1
+        self.writes.clear()
+
+    def rebind(self, t: Tensor, v: Value, requires: bool) -> None:
+        """An in-place write: `t` now holds value `v`."""
+        if not requires and t._requires_grad and t._sym is not None and v.type == t._sym.type:
+            found = self.grad_producer(t._sym)
+            if found is not None:
+                # A write not recorded for gradients (under no_grad, `t.data = ...`) leaves
+                # t's history as it was, as eagerly: the new value goes on t's gradient path.
+                v, requires = self._grafted(v, t._sym, found), True
+        before = self.value_of(t) if not requires and t._requires_grad and (
+            t.is_leaf or (t._data is not None and t._grad_fn is not None)) else None
+        if before is not None and v.type == before.type:
+            # A leaf written under no_grad (an optimizer step) stays that leaf, and the caller's
+            # non-leaf keeps its history: the gradient sums over every value it held (see
+            # held_values), as eagerly the new values sit on the same gradient path.
+            self.leaf_values.setdefault(id(t), (t, [before]))[1].append(v)
+        siblings = ()
+        if self.writing is not None:
+            self._replaced(t, v)
+        memory_view = None
+        if t._data is not None:
+            if self.dry:
+                self.keep_state(t)
+            key = _memory_key(t._data)
+            if t._base is None and (self.memory_views or t._origin is not None):
+                memory_view = self.memory_views.get(key) if t._origin is None else self._origin_view(t)
+            leaf, held = self.leaf_tensors.get(key), self.lifted.get(key)
+            if leaf is None and self.boundary:
+                # the caller's non-leaf, read but not yet written here, counts as a leaf: its
+                # history stays, and the values its memory holds sit on it (held_values); one
+                # written here takes the new value as a graft instead (_follow_memory)
+                leaf = self.boundary.get(key)
+                if leaf is not None and leaf._sym is not None:
+                    leaf = None
+            same_type = held is not None and held.type == v.type
+            owner = self._memory_owner(key, t) if same_type else None
+            # t's write leaves the counter of the memory's own tensor as it was (t is its .data)
+            unversioned = same_type and self._counter_owner(owner)._vbox is not self._counter_owner(t)._vbox
+            if leaf is not None and leaf is not t and same_type:
+                # Another tensor's write to the memory of a leaf that requires grad and was read
+                # (x.data.add_(1), x.detach()[0] = 4 after y = x * 3): the leaf stays that leaf,
+                # its gradient the sum over every value it held, as for a write under no_grad.
+                # The leaf holds the value through an identity outside the grad set where the
+                # write is recorded with history (x.detach().mul_(x)): it is the writer's, so
+                # gradient reaching the leaf stops there rather than also flowing down the
+                # write's history. So too for a write through its .data or its detach() (d =
+                # x.detach(); d.add_(1); y - d), whose later reads must give the leaf no
+                # gradient. A detach() shares the leaf's counter, so the leaf's identity is its
+                # requires-grad alias of the value: a backward's saved value that is an alias of
+                # a value the call leaves in memory is read from that memory (_saved_arrays), so
+                # an in-place change of the leaf after the call is caught by the version check.
+                v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else \
+                    self._alias(v, True)
+                self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
+                self.lifted[key] = v_held
+                if leaf._sym is not None:
+                    # the leaf itself was written in the call (it holds a value of its own, not
+                    # its memory's): it reads the new value too
+                    leaf._sym = v_held
+            elif same_type and (self.lifted_grad.get(key, t._requires_grad) is not t._requires_grad
+                                or (requires and self.lifted_grad.get(key) is False)):
+                # The memory's readers that differ from the writer in requires_grad (x.data,
+                # after a no_grad write of x) read the new value through an identity of their
+                # own: one value read by both would give x the gradient of the alias's uses.
+                # (So too where the write gives a writer that required no grad a history and
+                # the readers require none: d = a.detach(); d.mul_(w); a * w gives a none.)
+                self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
+                reader = None if unversioned or not t._requires_grad else self._first_reader(key, without_grad=True)
+                if reader is not None and reader is not t and \
+                        self._counter_owner(reader)._vbox is not self._counter_owner(t)._vbox:
+                    # they read it through a .data (a counter of its own): for them the write
+                    # bumps no version, and what saved their value reads the new one, as torch's
+                    # saved tensor is the memory (s.data.t() saved by a @ s.data.t(), then
+                    # s written under no_grad)
+                    self._rewritten_unversioned(held, self.lifted[key], including_the_write=True)
+                    self._reread_views(reader, self.lifted[key])
+            else:
+                self.lifted[key] = v
+            if unversioned:
+                self._memory_rewritten(key, held, t, owner)
+            self.mutated[key] = (t._data, t)
+            # The other tensors over this memory that hold values of their own see t's write
+            # (every one: a graft into one makes it the memory's last writer, and the others
+            # must still be followed when it writes again)
+            writers = self.writers.setdefault(key, {})
+            siblings = [w for w in writers.values() if w is not t and w._sym is not None]
+            writers[id(t)] = t
+        t._sym = v
+        t._requires_grad = t._requires_grad or requires
+        if t._data is None:
+            self.alive.append(weakref.ref(t))
+        if self.writing is not None:
+            # (first: the views' values re-derived next are current)
+            if self._view_values(t):
+                self._stale_views(t)
+            if t._data is not None and key in self.view_bases:
+                # the views made here of another tensor over this memory on t's counter: x[0]
+                # saved by x[0] * w, then x.detach().zero_()
+                for ref in list(self.view_bases[key].values()):
+                    other = ref()
+                    if other is not None and other is not t and self._view_values(other):
+                        self._stale_views(other)
+        if id(t) in self.views:
+            self._refresh_views(t)
+        if id(t) in self.outside_views:
+            self._refresh_outside_views(t)
+        if self.detach_source:
+            self._follow_detach(t)
+        for sibling in siblings:
+            if sibling._sym is not None:        # (not already reading memory again)
+                self._follow_memory(t, sibling)
+        if t._data is not None and key in self.view_bases:
+            self._refresh_memory_views(t, key)
+        if memory_view is not None and memory_view is not t and memory_view is not self.graft_writer:
+            # t is a detach() or .data of a view made before the call: its write is the view's
+            # memory, so it reaches the view's base (and through it the base's other views)
+            box = self._counter_owner(memory_view)._vbox
+            if self._counter_owner(t)._vbox is not box:
+                self._quiet(box)        # (t is the view's .data)
+            self._graft_into(t, memory_view)
+            if t._sym is not None:
+                # t keeps a value of its own (with a history): the view's next write reaches it
+                # as its sibling (_follow_memory)
+                self.mutated[key] = (t._data, t)
+
+    def _memory_rewritten(self, key, held: Value, t: Tensor, owner: Tensor) -> None:
+        """Memory `key` from outside the call, which held `held`, was written by `t` without a
+        version bump (through a `.data`): the nodes that saved this memory (through any tensor
+        over it, and views of its owner) read its new value, as torch's saved tensors do (where
+        a write bumped their tensor's counter, the backward raises first: see _replaced).
+        (The write's own op reads the writer's value from before it, which torch's in-place
+        node saves; another tensor over the memory, x in x.data.div_(x), its node reads after
+        the write, as torch's saved x is that memory.)"""
+        own = held if self.lifted_grad.get(key) is t._requires_grad else self.aliases.get((held.id, t._requires_grad))
+        for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
+            if was is not None:
+                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
+        self._reread_views(owner, self.lifted[key])
+
+    def _refresh_memory_views(self, t: Tensor, key) -> None:
+        """`t`, from outside the call, was written: the views of the other tensors over its memory
+        (its detach()es, .data, its source) read their part of the new value, as eagerly."""
+        for ref in list(self.view_bases[key].values()):
+            other = ref()
+            if other is None or other is t or other._sym is not None:
+                continue        # (one holding a value of its own was handled by _follow_memory)
+            if id(other) in self.views:
+                self._refresh_views(other)
+            if id(other) in self.outside_views:
+                self._refresh_outside_views(other)
+
+    def _follow_memory(self, t: Tensor, sibling: Tensor) -> None:
+        """`t`, a tensor from outside the call, was written in place, and `sibling` (another one
+        over the same memory: `x.detach()` or `x.data` of an argument `x` the call wrote before)
+        still holds its own earlier write. Eagerly it sees t's write: with no gradient path
+        it reads the memory again (its latest value); one that requires grad takes the new
+        value on its own gradient path (graft), as a traced detach's source does."""
+        if not sibling._requires_grad:
+            if self.writing is not None:
+                self._replaced(sibling, None)
+            sibling._sym = None
+            if id(sibling) in self.views:
+                self._refresh_views(sibling)
+        elif sibling is not self.graft_writer:
+            # (also a writer with a history of its own: t.add_(a0.sigmoid()) on t = a0.detach();
+            # not back into the writer whose graft this write is)
+            self._graft_into(t, sibling)
+
+    def _graft_into(self, t: Tensor, source: Tensor) -> None:
+        """`source` takes t's value on its own gradient path (graft), recorded for gradients
+        whatever the grad mode: a write that reaches a tensor through memory it shares never
+        changes its history, eagerly (`with no_grad(): y.detach().add_(1)` included)."""
+        from .grad_mode import enable_grad, no_grad
+        found = self.grad_producer(source._sym)
+        name = self._node_name(found[0]) if found is not None else None
+        # The writer keeps the value it wrote, with that write's own history (`d.mul_(b)` on
+        # d = v.detach(): d's gradient reaches b), so the graft's refresh of the aliases skips it
+        previous, self.graft_writer = self.graft_writer, (t if t._requires_grad else None)
+        try:
+            # (a source without a gradient path gets none from the writer's history: v.detach().add_(b))
+            with enable_grad() if source._requires_grad else no_grad():
+                self.record("graft", [t, source], None, name, source)
+        finally:
+            self.graft_writer = previous
+
+    def _node_name(self, ins: Instr) -> str:
+        """torch's name of the node of `ins`, an instruction recorded with grad (a graft takes its
+        source's: the graft's own op name must never show, in a grad_fn or an error)."""
+        return self.grad_instrs.get(id(ins)) or _default_name(ins.op)
+
+    def _grafted(self, v: Value, source: Value, found: tuple) -> Value:
+        """A graft of `v` onto `source`'s gradient path (`found`: source's producer), recorded
+        for gradients under the name of source's node (its grad_fn stays as it was)."""
+        out = Value(source.type)
+        ins = Instr("graft", (v, source), (out,), ())
+        self.instrs.append(ins)
+        self.grad_instrs[id(ins)] = self._node_name(found[0])
+        return out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.runtime.compile import SMALL_PROGRAM_ELEMENTS
+from fusegrad.runtime.tiered import SMALL_PROGRAM_ELEMENTS
 
 BIG = SMALL_PROGRAM_ELEMENTS  # elements in a vector large enough to compile
 

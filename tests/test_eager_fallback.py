@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 import fusegrad as fg
-from fusegrad.runtime.compile import EAGER_AFTER, SMALL_PROGRAM_ELEMENTS
+from fusegrad.runtime.compile import EAGER_AFTER
+from fusegrad.runtime.tiered import SMALL_PROGRAM_ELEMENTS
 
 
 def doubling_loop(x, v):

@@ -1,4 +1,4 @@
-"""The tiered execution policy of fg.compile (runtime/compile.py execute()):
+"""The tiered execution policy of fg.compile (runtime/tiered.py execute()):
 a first call runs on the reference executor while kernels compile on the
 background thread; later calls use the kernels once ready; small programs
 compile once hot; failures fall back and are reported; a program whose kernels
@@ -21,8 +21,8 @@ from fusegrad.runtime import background, executor
 from fusegrad.runtime.executor import compile_program
 from fusegrad.runtime.stats import cache_info, clear_caches
 
-compile_mod = importlib.import_module("fusegrad.runtime.compile")
-BIG = compile_mod.SMALL_PROGRAM_ELEMENTS
+tiered = importlib.import_module("fusegrad.runtime.tiered")
+BIG = tiered.SMALL_PROGRAM_ELEMENTS
 
 
 def chain(x):
@@ -185,7 +185,7 @@ def test_failed_load_of_a_program_on_disk_falls_back(asynchronous, fresh_cache, 
 
     monkeypatch.setattr(executor, "schedule", broken)
     if load_now:
-        monkeypatch.setattr(compile_mod, "LOAD_NOW_MIN_ELEMENTS", 1)
+        monkeypatch.setattr(tiered, "LOAD_NOW_MIN_ELEMENTS", 1)
     else:                                           # the background job fails; the next call says so
         check(f(x), x)
         background.wait_for_compiles()
@@ -222,7 +222,7 @@ def test_program_whose_kernels_are_on_disk_loads_them_in_the_background(asynchro
 def test_program_whose_kernels_are_on_disk_and_whose_reference_run_is_long_loads_them_at_once(
         asynchronous, fresh_cache, monkeypatch):
     f, x = _reload_from_disk(fresh_cache)
-    monkeypatch.setattr(compile_mod, "LOAD_NOW_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(tiered, "LOAD_NOW_MIN_ELEMENTS", 1)
     before = cache_info()
     check(f(x), x)
     assert f.last_run.path == "compiled kernels (loaded from the disk cache)"
@@ -278,7 +278,7 @@ def test_intermediates_are_freed_after_their_last_reader(path, monkeypatch):
         run = lambda: compiled(args)  # noqa: E731
     else:
         env = dict(zip([v.id for v in program.inputs], args))
-        run = lambda: compile_mod.run_freeing(program, dict(env))  # noqa: E731
+        run = lambda: tiered.run_freeing(program, dict(env))  # noqa: E731
     (out,), peak = _peak_bytes(run)
     want = args[0]
     for _ in range(depth):

@@ -1,0 +1,479 @@
+"""The grad_fn of a compiled call's outputs: CompiledFunctionBackward and its parts.
+
+A compiled call whose outputs require grad gives them one node (torch's
+CompiledFunctionBackward) whose apply runs the call's backward program, compiled,
+on the values the call saved. Before it runs, it checks what torch's engine would:
+saved values written in place since (the version-counter error, with the names
+torch's nodes give them), a graph freed by an earlier backward, gradients given
+that do not match. runtime/compile.py's `_finish` builds it.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from fusegrad.ir import Program, TensorType, active_values
+from fusegrad.tracer import Tensor
+from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
+from fusegrad.tracer.engine import accumulate_into_grads, modified_error, output_name, output_of
+from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
+from fusegrad.tracer.trace import Trace
+
+from .tiered import Run, execute, live_program
+
+
+class ForwardFn:
+    """custom_call protocol for a compiled call's outputs (see ir/ops/custom.py)."""
+
+    def __init__(self, out_types, results, vjp_fn):
+        self.out_types = out_types
+        self._results = results
+        self.vjp_fn = vjp_fn
+
+    def run(self, *arrays):
+        return tuple(self._results)
+
+
+class _Constant:
+    """custom_call protocol for an array an expanded backward reads as it is (no inputs, no gradient)."""
+
+    def __init__(self, type: TensorType, array):
+        self.out_types = [type]
+        self.array = array
+        self.vjp_fn = None
+
+    def run(self):
+        return (self.array,)
+
+
+_NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (create_graph): the call wrote memory "
+              "in place or wrote a leaf under no_grad; run it eagerly")
+
+
+class _OnceDifferentiable:
+    """custom_call protocol for a compiled backward run inside a create_graph backward where it
+    has no IR form: its inputs are the cotangents, then the call's inputs (read only so that
+    the gradient requires grad where they do); differentiating it raises _NOT_TWICE."""
+
+    def __init__(self, back: "BackwardFn", n_cotangents: int):
+        self.back = back
+        self.n = n_cotangents
+        self.out_types = back.out_types
+        self.vjp_fn = _Refusal()
+
+    def run(self, *arrays):
+        return self.back.run(*arrays[:self.n])
+
+
+class _Refusal:
+    """custom_call protocol of a backward that cannot be differentiated: raises _NOT_TWICE."""
+
+    out_types = ()
+    vjp_fn = None
+
+    def run(self, *arrays):
+        raise RuntimeError(_NOT_TWICE)
+
+    def expand(self, e, xs, gs):
+        raise RuntimeError(_NOT_TWICE)
+
+
+class BackwardFn:
+    """custom_call protocol running the compiled backward program of one call."""
+
+    def __init__(self, program: Program, saved: list, in_types, grad_present: list, run: Run):
+        self.program = program
+        self.saved = saved
+        self.out_types = in_types
+        self.grad_present = grad_present
+        self.vjp_fn = None
+        self.run_info = run
+        self.node = None        # weak reference to the CompiledFunctionBackward node
+        self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
+                                # the saved view's shape or None, index in saved) (saved_checks)
+        self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
+        self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
+        self.forward_reach = None   # `given` -> per input, whether those outputs depend on it (a call
+                                    # with several outputs: forward_reach), else None
+        # The call's outputs share this one node, where eagerly each has its own: a backward
+        # without retain_graph frees only the saved values it reached, so another output's
+        # backward can still run (y1.backward(); y2.backward()) where it needs none of them.
+        self._consumed = set()      # ids of the backward's instructions whose saved values a backward
+                                    # freed (see reached_inputs)
+        self._consumed_all = False  # a backward from every output freed them all
+        self._last_users = None     # those the last run used (freed if the engine frees the node);
+                                    # EVERY_USE for a backward from every output
+        self.stale = {}         # which outputs get cotangents (a tuple of bools) -> (value, version
+                                # box, version when saved, its name) of a saved value those reach that
+                                # an in-place write inside the call replaced (Trace.stale_saved); the
+                                # entry None (every output) is the default
+        self.forward = None     # (forward program, its inputs, their arrays, the input values of the
+                                # tensors gradients flow to), for expand; None where it cannot
+        self.freed_outputs = None   # per output: behind values a backward inside the call freed
+        self.totals = []            # (weak ref to an output, position of its total gradient among the
+                                    # program's outputs) for outputs others are computed from
+        self.fills_retained = frozenset()   # their indices: the engine leaves their retain_grad() to run()
+        # Per output: the instructions on its backward path that hold state a backward without
+        # retain_graph releases though they save no tensor (node.RELEASES_STATE: CopySlices, a
+        # 0-d max over a dim), or None where there are none. Once the engine freed this node
+        # after a run through some of them, a later run through any of those raises, as
+        # torch's, and a run along the other outputs' paths does not.
+        self.releasing = None
+        self._released = set()
+        self._last_given = None
+        self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
+                                    # copy of that tensor (x32 in x64 / x32): see _saved_now
+
+    def _saved_now(self) -> list:
+        """The saved arrays for a run. torch's node saves a promoted operand itself, not the
+        promoted copy, so a write of its memory after the call that bumps no version
+        (`x32.data.copy_(...)`) reaches the backward: such a copy is made again from it."""
+        if not self.promoted:
+            return self.saved
+        saved = list(self.saved)
+        for k, ref in self.promoted:
+            t = ref()
+            if t is not None and t._data is not None and t._data.shape == saved[k].shape:
+                saved[k] = t._data.astype(saved[k].dtype)
+        return saved
+
+    def reached(self) -> list:
+        """Per input: whether any gradient reaches it (torch leaves .grad None where none does)."""
+        return self.grad_present
+
+    def reached_for(self, given: tuple) -> list:
+        """Per input: whether a gradient reaches it from the outputs marked in `given`. torch's
+        engine goes only where the graph of those outputs goes: an input that only the others
+        depend on gets no gradient (and the engine does not go on into its history), one they
+        depend on through a zero derivative gets zeros."""
+        if all(given) or self.forward_reach is None:
+            return self.grad_present
+        found = self._reached_for.get(given)
+        if found is None:
+            found = self._reached_for[given] = [present and reached for present, reached
+                                                in zip(self.grad_present, self.forward_reach(given))]
+        return found
+
+    def _check_stale(self, given=None) -> None:
+        found = self.stale.get(given, self.stale.get(None)) if self.stale else None
+        if found is not None:
+            v, box, version, where = found
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+
+    def for_cotangents(self, given: tuple):
+        """This backward for a pass that gives cotangents only to the outputs marked in `given`
+        (the custom_call protocol): a saved value only the others reach is not checked, as
+        torch's engine never reaches its node."""
+        return self if all(given) else _GivenCotangents(self, given)
+
+    def _releasing_along(self, given) -> set:
+        """The state-releasing instructions a run with cotangents `given` passes (None: all)."""
+        return set().union(*(ids for ids, g in zip(self.releasing, given or self.releasing) if g))
+
+    def _check_not_freed(self, users: set, given=None) -> None:
+        """torch's "backward through the graph a second time" error, where this run uses saved
+        values that a backward without retain_graph freed."""
+        node = self.node() if self.node is not None else None
+        if node is not None and node._freed:
+            # The engine freed the node after the last run: what that run used is gone. The node
+            # stays usable for what it did not use (eagerly those are other nodes).
+            if self._last_users is EVERY_USE:
+                self._consumed_all = True
+            elif self._last_users:
+                self._consumed |= self._last_users
+            if self.releasing is not None and self._last_users is not None:
+                self._released |= self._releasing_along(self._last_given)
+            self._last_users = None
+            node._freed = False
+        if self._released and self._released & self._releasing_along(given):
+            raise RuntimeError(_FREED_MSG)
+        if not self.saved:
+            return                      # (nothing saved: nothing to free, as torch's (x + 1).sum())
+        if self._consumed_all:
+            freed = bool(users)
+        else:
+            freed = bool(self._consumed) if users is EVERY_USE else bool(users & self._consumed)
+        if freed:
+            raise RuntimeError(_FREED_MSG)
+
+    def reached_saved(self, given: tuple) -> tuple:
+        """(indices of the saved values that the backward program combines with a cotangent in
+        `given`; ids of the instructions that do so): what a backward from these outputs reads,
+        whose version checks it runs (see reached_inputs)."""
+        found = self._reached_saved.get(given)
+        if found is None:
+            seeds = len(self.program.inputs) - len(self.saved)
+            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
+        return found
+
+    def expand(self, e, xs, gs, given=None) -> list:
+        """This VJP as IR (the custom_call protocol's `expand`, for a create_graph backward): the
+        call's forward re-emitted from its inputs `xs` as far as the backward reads it, then the
+        backward program on cotangents `gs`, so that the gradient has a history of its own
+        (second derivatives through a compiled call, which torch.compile refuses)."""
+        self._check_stale(given)
+        if self.forward is None:
+            # No IR form: the compiled backward, whose result requires grad where an input does
+            # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).
+            grads = e.op("custom_call", *gs, *xs, fn=_OnceDifferentiable(self, len(gs)))
+            return list(grads) if isinstance(grads, tuple) else [grads]
+        program, inputs, arrays, input_values = self.forward
+        env = {v.id: x for v, x in zip(input_values, xs)}
+        constants = {v.id: (v, a) for v, a in zip(inputs, arrays)}
+
+        def value(u):
+            w = env.get(u.id)
+            if w is None:       # an input that is not a tensor the gradient flows to: a constant
+                v, a = constants[u.id]
+                w = env[u.id] = e.op("custom_call", fn=_Constant(v.type, a))
+            return w
+
+        def emit(instrs):
+            for ins in instrs:
+                outs = e.op(ins.op, *[value(u) for u in ins.inputs], **dict(ins.attrs))
+                for o, w in zip(ins.outputs, outs if isinstance(outs, tuple) else (outs,)):
+                    env[o.id] = w
+        seeds = self.program.inputs[:len(gs)]
+        emit(live_program(program, self.program.inputs[len(gs):]).instrs)
+        env.update((v.id, g) for v, g in zip(seeds, gs))
+        emit(self.program.instrs)
+        grads = iter(self.program.outputs)
+        return [value(next(grads)) if present else None for present in self.grad_present]
+
+    def run(self, *cotangents, given=None):
+        # (first: a saved value a write inside the call replaced is met before the nodes a
+        # backward inside it freed, or it would not be here: see Trace.stale_saved)
+        self._check_stale(given)
+        # (a backward from every output, the common case, reaches everything: no scan)
+        if self.freed_outputs is not None and any(f and (given is None or g)
+                                                  for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
+            raise RuntimeError(_FREED_MSG)
+        reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
+        self._check_not_freed(users, given)
+        for box, version, ref, where, shape, k in self.checks:
+            if box[0] != version and (reached is None or k in reached):
+                _raise_modified(box, version, ref(), where, shape)
+        self._last_users, self._last_given = users, given
+        results = execute(self.program, list(cotangents) + self._saved_now(), None, self.run_info)
+        if self.totals:
+            self.fill_retained(results)
+        outs = iter(results)
+        return tuple(next(outs) if present else np.zeros(t.shape, t.dtype.np)
+                     for present, t in zip(self.grad_present, self.out_types))
+
+    def fill_retained(self, results: list) -> None:
+        """The retain_grad() of the call's outputs that others are computed from: their .grad
+        gets their total gradient (what reaches them from outside and from the call's other
+        outputs), as the eager engine gives a retained tensor (the engine leaves these to this
+        node: see fills_retained)."""
+        node = self.node() if self.node is not None else None
+        pairs = []
+        for ref, position in self.totals:
+            t = ref()
+            if t is not None and t._retains_grad and t._grad_fn is node:
+                pairs.append((t, results[position]))
+        if pairs:
+            accumulate_into_grads(pairs, False)
+
+
+# BackwardFn's instructions used by a backward from every output: all of them.
+EVERY_USE = frozenset({"every instruction"})
+
+
+class _GivenCotangents:
+    """A BackwardFn run by a pass that gives cotangents to only some of the call's outputs."""
+
+    def __init__(self, back: BackwardFn, given: tuple):
+        self.back, self.given = back, given
+        self.out_types = back.out_types
+        self.vjp_fn = None
+
+    def reached(self) -> list:
+        return self.back.reached()
+
+    def expand(self, e, xs, gs) -> list:
+        return self.back.expand(e, xs, gs, given=self.given)
+
+    def run(self, *cotangents):
+        return self.back.run(*cotangents, given=self.given)
+
+
+# Per subset of the outputs, the saved values a backward reaches are found for calls with at
+# most this many outputs that require grad (2**n - 2 subsets; the scan runs only for a call
+# whose in-place writes replaced a saved value). Above it every backward checks them all.
+STALE_SUBSETS_UP_TO = 4
+
+
+def stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list, active: set) -> dict:
+    """BackwardFn.stale: the stale saved value each subset of the outputs reaches (see there)."""
+    found = trace.stale_saved(instrs, active)
+    if found is None:
+        return {}
+
+    def reached_by(given):
+        reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
+        return trace.stale_saved(instrs, reached)
+    if len(out_values) > STALE_SUBSETS_UP_TO:
+        return _LazyStale(found, reached_by)
+    stale = {None: found}
+    for given in itertools.product((False, True), repeat=len(out_values)):
+        if any(given) and not all(given):
+            stale[given] = reached_by(given)
+    return stale
+
+
+class _LazyStale(dict):
+    """BackwardFn.stale for a call with too many outputs to enumerate their subsets: the entry
+    of a subset is worked out when a backward first gives cotangents to exactly those (it
+    keeps the trace's instructions for that; only a call whose in-place writes replaced a
+    saved value has one). Otherwise a dead output, such as a temporary detach() written with
+    history, would make every backward check what only it reaches."""
+
+    def __init__(self, found, reached_by):
+        super().__init__({None: found})
+        self._reached_by = reached_by
+
+    def get(self, given, default=None):
+        if given is not None and any(given) and not all(given) and given not in self:
+            self[given] = self._reached_by(given)
+        return dict.get(self, given, default)
+
+
+def forward_reach(instrs: list, out_values: list, groups: list):
+    """BackwardFn.forward_reach: for a subset of the call's outputs, per input (the values of
+    `groups` it held), whether those outputs depend on it, worked out when first asked (it
+    keeps the trace's instructions for that)."""
+    wrt = [v for group in groups for v in group]
+
+    def reach(given: tuple) -> list:
+        active = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
+        return [any(v.id in active for v in group) for group in groups]
+    return reach
+
+
+def releasing_paths(trace: Trace, instrs: list, out_values: list, wrt: list):
+    """Per output value, the ids of the state-releasing instructions (node.RELEASES_STATE) its
+    backward runs through; None where the backward has none (see BackwardFn.releasing)."""
+    releasing = [ins for ins in instrs if trace.grad_instrs.get(id(ins)) in RELEASES_STATE]
+    if not releasing:
+        return None
+    paths = []
+    for v in out_values:
+        active = active_values(instrs, [v], wrt)
+        paths.append(frozenset(id(ins) for ins in releasing if any(o.id in active for o in ins.outputs)))
+    return tuple(paths)
+
+
+def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
+    """What a backward program reads when only the seeds marked in `given` are non-zero:
+    (indices, after the first `seeds` inputs, of the inputs whose value reaches a gradient;
+    ids of the instructions that combine a value depending on a given seed with one that does
+    not: each stands for an eager node's use of its saved values). An input reaches a gradient
+    where such an instruction reads it, directly or through values computed from it; a value
+    computed from an absent seed alone is zero and reaches nothing."""
+    live = {v.id for v, g in zip(program.inputs[:seeds], given) if g}
+    zero = {v.id for v, g in zip(program.inputs[:seeds], given) if not g}
+    constant = set()        # computed from no input at all (a mask of a whole-tensor copy_): nothing saved
+    needed, users = set(), set()
+    for ins in program.instrs:
+        ids = [v.id for v in ins.inputs]
+        if any(i in live for i in ids):
+            live.update(v.id for v in ins.outputs)
+            read = [i for i in ids if i not in live and i not in zero and i not in constant]
+            if read:
+                needed.update(read)
+                users.add(id(ins))
+        elif any(i in zero for i in ids):
+            zero.update(v.id for v in ins.outputs)
+        elif all(i in constant for i in ids):
+            constant.update(v.id for v in ins.outputs)
+    for ins in reversed(program.instrs):
+        if any(v.id in needed for v in ins.outputs):
+            needed.update(v.id for v in ins.inputs if v.id not in zero)
+    return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}, users
+
+
+def _raise_modified(box, version, tensor, where, shape=None) -> None:
+    """torch's error for a saved tensor changed in place after the call (as the eager engine's);
+    `where` names the call's output, None for an input (named by its history now); `shape`:
+    the saved view's, where the call saved a view of the tensor."""
+    if tensor is None:
+        raise modified_error(shape or (), "", where or "", box[0], version)
+    if where is None:
+        if tensor._base is not None:
+            refresh_view_history(tensor)    # a view of a base written since: torch's AsStrided
+        where = output_of(tensor._grad_fn, tensor._output_nr)
+    raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
+
+
+def shares_with_another(t: Tensor, by_memory: dict) -> bool:
+    """Whether another tensor of `by_memory` ({id of the array owning memory: the tensors over
+    it}) shares t's memory."""
+    return any(other is not t and np.may_share_memory(t._data, other._data)
+               for other in by_memory.get(id(_memory_owner(t._data)), ()))
+
+
+def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
+                  unversioned=frozenset()) -> list:
+    """Version checks for the saved arrays that are the memory of the call's outputs that
+    require grad or of the tensors in `others` (its other outputs, such as a max's
+    indices, its inputs that require grad, the tensors it wrote in place), or a view of
+    memory the call read (`read`: a weight saved transposed, an argument or a module's
+    buffer that needs no grad), or a promoted copy of a caller's tensor or of a view of it
+    (`promoted`: saved index -> (tensor, the view's shape or None); x64 * x32 saves x32 as
+    float64, torch's node x32 itself): an in-place change after the call raises, as torch's
+    check of the saved tensor does. Not those in `unversioned` (indices of the caller's
+    memory saved through a `.data`, whose counter its tensor's writes never move)."""
+    checks = []
+    for k, (t, view_shape) in promoted.items():
+        # (a view is named by its shape, and when it requires grad as the view torch regenerates)
+        where = output_name("AsStridedBackward0", 0) if view_shape is not None and t._requires_grad else None
+        checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, view_shape, k))
+    owners = {}
+    for k, t in enumerate(grad_outs):
+        owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
+    for t in others:
+        if t._data is not None:
+            owners.setdefault(id(t._data), (t, None))
+    by_memory = None
+    for k, a in enumerate(saved_arrays):
+        if k in promoted or k in unversioned:
+            continue
+        t, where = owners.get(id(a), (None, None))
+        if t is not None:
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
+            continue
+        if by_memory is None:
+            by_memory = {}
+            for x in read:
+                if x._data is not None:
+                    by_memory.setdefault(id(_memory_owner(x._data)), []).append(x)
+        t = next((x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)), None)
+        if t is not None:
+            # torch names a saved view by its shape, and (when it requires grad) as the
+            # view its engine regenerates: "which is output 0 of AsStrided"
+            view = a.shape != t._data.shape or a.strides != t._data.strides
+            where = output_name("AsStridedBackward0", 0) if view and t._requires_grad else None
+            checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, a.shape if view else None, k))
+    return checks
+
+
+class RaisingBackwardFn:
+    """custom_call protocol for outputs whose backward raises torch's error when it runs: it
+    was freed inside the call, or it goes through an op without a derivative (x // 2).
+    `stale`: a saved value a write inside the call replaced, which the backward meets before
+    the freed nodes (Trace.stale_saved): torch's version error, not the freed one."""
+
+    def __init__(self, in_types, message: str = _FREED_MSG, stale=None):
+        self.out_types = in_types
+        self.vjp_fn = None
+        self.message = message
+        self.stale = stale
+
+    def run(self, *cotangents):
+        if self.stale is not None:
+            v, box, version, where = self.stale
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+        raise RuntimeError(self.message)

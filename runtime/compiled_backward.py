@@ -17,7 +17,8 @@ import numpy as np
 from fusegrad.ir import Program, TensorType, active_values
 from fusegrad.tracer import Tensor
 from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
-from fusegrad.tracer.engine import accumulate_into_grads, modified_error, output_name, output_of
+from fusegrad.tracer.engine import accumulate_into_grads
+from fusegrad.tracer.saved_checks import modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
 from fusegrad.tracer.trace import Trace
 

@@ -63,7 +63,7 @@ class FunctionCtx:
         saved = self.__dict__.get("_saved_slots")
         if saved is None:                   # forward still running: what it asked to save
             return tuple(self.__dict__.get("_to_save", ()))
-        from .engine import _raise_modified
+        from .saved_checks import _raise_modified
         out = []
         for k, (t, slot) in enumerate(saved):
             if slot is not None and slot.box[0] != slot.version:

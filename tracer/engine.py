@@ -12,7 +12,6 @@ history of its own.
 from __future__ import annotations
 
 import heapq
-import re
 import warnings
 
 import numpy as np
@@ -23,17 +22,18 @@ from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
 from fusegrad.ir.ops import infer_types
-from fusegrad.ir.ops.registry import OPAQUE
 from fusegrad.ir.program import Instr, freeze_attrs
-from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.passes import simplify
 
 from . import hooks, trace_state
-from .dispatch import _OVERLAP_MSG, apply_op, edge_of, refresh_view_history
+from .dispatch import _OVERLAP_MSG, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, saved_slots
+from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
+from .create_graph import _sums_kept, _tensor_apply
+from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
+                           _check_unread, _checked_array)
 
 
 class GraphProgram:
@@ -534,283 +534,6 @@ def _accumulate(grads: dict, edge, g) -> None:
     else:
         with np.errstate(all="ignore"):
             grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)
-
-
-def _check_idle(node) -> None:
-    """A node torch's backward() runs though no gradient it computes is used (its edges lead
-    nowhere): torch's node then unpacks, so checks, the outputs it saved (relu's, exp's result),
-    not its saved inputs (measured against torch 2.13)."""
-    if OPS[node.op].group == OPAQUE:
-        return
-    if node._freed:
-        if node._had_saved and saved_slots(node.op, node.attrs, node.in_types, (True,) * len(node.in_types),
-                                           node.name())[1]:
-            raise RuntimeError(_FREED_MSG)
-        return
-    for slot, saved in node.saved.items():
-        if slot[0] == "out" and saved.box[0] != saved.version:
-            _raise_modified(saved, node, slot[1])
-
-
-# op -> the saved slots in the order torch's node unpacks them, where the op's VJP reads
-# them in another order (OpDef.extra["unpack_order"]: div, pow, mse_loss)
-_UNPACK_ORDER = {name: opdef.extra["unpack_order"] for name, opdef in OPS.items() if "unpack_order" in opdef.extra}
-
-
-def _check_in_unpack_order(node) -> None:
-    """The version checks of a node's saved values in the order torch's node unpacks them."""
-    for slot in _UNPACK_ORDER[node.op]:
-        saved = node.saved.get(slot)
-        if saved is not None and saved.box[0] != saved.version:
-            _raise_modified(saved, node, slot[1])
-
-
-def _check_unread(node, reads) -> None:
-    """The version check of the values a node saved that this backward's VJP does not read
-    (a result saved for another input's gradient: x ** e): torch's node unpacks, and so
-    checks, every value it saved, whichever gradients it computes. (Not a compiled call's node:
-    the inputs it keeps are for a create_graph re-expansion; its own checks are its saved values'.)"""
-    if OPS[node.op].group == OPAQUE:
-        return
-    for slot, saved in node.saved.items():
-        if slot not in reads and saved.box[0] != saved.version:
-            _raise_modified(saved, node, slot[1])
-
-
-def _checked_array(saved, node, output_nr: int):
-    """A node's saved value (an array), after the version check."""
-    if saved is None:
-        raise RuntimeError(f"internal error: the backward of {node.name()} reads a value it did not save")
-    if saved.box[0] != saved.version:
-        _raise_modified(saved, node, output_nr)
-    return _current_array(saved)
-
-
-def _promoted_source(saved):
-    """The operand a saved dtype-promoted copy was made of (`x32` for `x64 / x32`), or None."""
-    return saved.tensor.__dict__.get("_promoted_from") if saved.tensor is not None else None
-
-
-def _current_array(saved):
-    """A saved value's array. torch's node saves a promoted operand itself, not the copy
-    promotion made, so a write of its memory that bumps no version (`x32.data.copy_(...)`)
-    reaches the backward: such a copy is made again from the operand's memory."""
-    source = _promoted_source(saved)
-    if source is not None and source._data is not None:
-        return source._data.astype(saved.array.dtype)
-    return saved.array
-
-
-def _check_saved(graph: GraphProgram, program: Program) -> None:
-    """The freed-graph and version checks of the saved values `program` reads (none is bound)."""
-    from fusegrad.ir.verifier import free_values
-    for v in free_values(program):
-        saved = graph.bindings.get(v.id)
-        if saved is None:
-            owner = graph.owner.get(v.id)
-            if owner is not None and owner._freed:
-                raise RuntimeError(_FREED_MSG)
-        elif not isinstance(saved, np.ndarray) and saved.box[0] != saved.version:
-            _raise_modified(saved, graph.owner.get(v.id), graph.output_nr.get(v.id, 0))
-
-
-def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
-    """Values the backward program reads from the forward graph, after the version checks."""
-    from fusegrad.ir.verifier import free_values
-    return {v.id: _saved_value(graph, v, create_graph) for v in free_values(program)}
-
-
-def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
-    """The saved forward value `v` (a Tensor with create_graph, else an array), version-checked."""
-    saved = graph.bindings.get(v.id)
-    if saved is None:
-        owner = graph.owner.get(v.id)
-        if owner is not None and owner._freed:
-            raise RuntimeError(_FREED_MSG)
-        raise RuntimeError(f"internal error: backward reads {v} which no node saved")
-    if isinstance(saved, np.ndarray):
-        return saved
-    if saved.box[0] != saved.version:
-        _raise_modified(saved, graph.owner.get(v.id), graph.output_nr.get(v.id, 0))
-    if create_graph:
-        if saved.tensor is None:
-            return _output_tensor(graph, v, saved)
-        source = _promoted_source(saved)
-        # (promoted again from the operand's memory, with the promotion's history: _current_array)
-        return saved.tensor if source is None or source._data is None else \
-            apply_op("cast", [source], {"dtype": saved.tensor._dtype}, "ToCopyBackward0")
-    return _current_array(saved)
-
-
-def _raise_modified(saved, owner, output_nr: int):
-    """torch's error for a saved tensor changed in place since it was saved (named as the
-    operand a dtype promotion copied, when it is such a copy: torch saved the operand)."""
-    source = _promoted_source(saved)
-    version = saved.version
-    if source is not None:
-        saved = SavedTensor(source._data, saved.box, source)
-    raise modified_error(saved.array.shape, saved.array.dtype.name, _modified_history(saved, owner, output_nr),
-                         saved.box[0], version)
-
-
-_MODIFIED_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation"
-
-
-def modified_error(shape, dtype_name: str, where: str, version: int, expected: int) -> RuntimeError:
-    """torch's error for a tensor a backward needs that was changed in place since it was
-    saved: its type and shape, `where` (", which is output N of Op," or ""), its version now
-    and the version it was saved at."""
-    kind = EXPAND_TYPE_NAMES.get(dtype_name, "Tensor")      # (bool: CPUBoolType, as torch's text)
-    return RuntimeError(
-        f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{kind} [{', '.join(str(s) for s in shape)}]]{where} is at version {version}; "
-        f"expected version {expected} instead. Hint: enable anomaly detection to find the operation "
-        f"that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-
-
-def output_of(node, output_nr: int) -> str:
-    """torch's ", which is output N of Op," naming a node's output (torch drops "Backward0",
-    or "Backward" before another number: ExpBackward0 is "Exp", MaxBackward1 is "Max1");
-    "" for no node (a leaf)."""
-    if node is None:
-        return ""
-    return output_name(node.name(), output_nr)
-
-
-def output_name(node_name: str, output_nr: int) -> str:
-    """torch's ", which is output N of Op," for output `output_nr` of a node named `node_name`."""
-    # ("Backwards" stays: torch::autograd::CopyBackwards keeps its name)
-    return f", which is output {output_nr} of {re.sub(r'Backward(0$|(?=[0-9]))', '', node_name, count=1)},"
-
-
-def _modified_history(saved, owner, output_nr: int) -> str:
-    """`output_of` for a modified saved tensor: for a saved output, the node that made it
-    (nothing for an output that takes no gradient, such as max's indices: torch's has no
-    grad_fn); for a saved input, the tensor's history now; nothing for a leaf."""
-    if saved.tensor is None:
-        out_type = owner.out_types[output_nr]
-        if not out_type.dtype.is_floating_point or output_nr in OPS[owner.op].nondiff_outputs:
-            return ""
-        return output_of(owner, output_nr)
-    if saved.tensor.__dict__.get("_transform_input"):
-        return ""       # fg.grad's stand-in for an argument: a leaf of torch.func's level, no node
-    if saved.tensor._base is not None:
-        refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
-    return output_of(saved.tensor._grad_fn, saved.tensor._output_nr)
-
-
-def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
-    """A saved output as a tensor carrying its node's history (for create_graph)."""
-    for (node, k), value in graph.values.items():
-        if value is v:
-            t = Tensor._wrap(saved.array)
-            t._vbox = saved.box
-            if not isinstance(node, AccumulateGrad):
-                t._grad_fn, t._output_nr, t._requires_grad = node, k, True
-            return t
-    raise RuntimeError(f"internal error: no node for {v}")
-
-
-def _sums_kept(program: Program) -> set:
-    """The sums (without keepdim) of a create_graph backward whose one reader reshapes them back
-    to their keepdim shape (the IR's sum_to of a size-1 dim): torch's sum_to sums those with
-    keepdim=True, one SumBackward1 node; ids of the sums' and the reshapes' outputs."""
-    readers: dict = {}
-    for ins in program.instrs:
-        for v in ins.inputs:
-            readers[v.id] = readers.get(v.id, 0) + 1
-    for v in program.outputs:
-        readers[v.id] = readers.get(v.id, 0) + 1
-    sums = {ins.outputs[0].id: ins for ins in program.instrs
-            if ins.op == "sum" and not dict(ins.attrs)["keepdim"] and ins.outputs[0].shape != ()}
-    kept = set()
-    for ins in program.instrs:
-        if ins.op == "reshape" and ins.inputs[0].id in sums and readers[ins.inputs[0].id] == 1:
-            total = sums[ins.inputs[0].id]
-            axes = dict(total.attrs)["axes"]
-            shape = total.inputs[0].shape
-            if ins.outputs[0].shape == tuple(1 if i in axes else d for i, d in enumerate(shape)):
-                kept |= {total.outputs[0].id, ins.outputs[0].id}
-    return kept
-
-
-def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
-    on_tensors = OPS[ins.op].extra.get("apply_tensors")
-    if on_tensors is not None:          # (custom_call: its object may run on tensors itself)
-        out = on_tensors(dict(ins.attrs), args)
-        if out is not None:
-            return tuple(out)
-    name = _create_graph_name(ins, args, free)
-    if kept and ins.outputs[0].id in kept:
-        if ins.op == "reshape":
-            return (args[0],)           # (its sum was kept: see _sums_kept)
-        return (apply_op("sum", [args[0]], {"axes": dict(ins.attrs)["axes"], "keepdim": True}, "SumBackward1"),)
-    if ins.op == "sum" and name == "SumBackward1" and not dict(ins.attrs)["keepdim"]:
-        # torch's sum_to drops leading dims by a view of the sum kept: grad.sum(dims, True).view(shape)
-        total = apply_op("sum", [args[0]], {"axes": dict(ins.attrs)["axes"], "keepdim": True}, name)
-        return (apply_op("reshape", [total], {"shape": ins.outputs[0].shape}, "ViewBackward0"),)
-    if name == "ViewBackward0" and type(args[0]) is Tensor:
-        # torch's formulas reshape() (view backward: grad.reshape(sizes)): a gradient laid out
-        # so that no view can do it is copied first, CloneBackward0 then UnsafeViewBackward0
-        out = args[0].reshape(dict(ins.attrs)["shape"])
-    else:
-        out = apply_op(ins.op, list(args), dict(ins.attrs), name)
-    if ins.op == "const":
-        # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
-        # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
-        out.__dict__["_formula_scalar"] = True
-    return out if isinstance(out, tuple) else (out,)
-
-
-def _formula_scalar(x) -> bool:
-    return type(x) is Tensor and x.__dict__.get("_formula_scalar", False)
-
-
-_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (3, 3): "BmmBackward0"}
-
-
-def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
-    """torch's node name for an op of a create_graph backward, where its derivative formulas
-    call view, squeeze/unsqueeze, mm/mv/dot/bmm, select/slice, a copy or sgn and the IR has
-    reshape, matmul, getitem, cast or sign, or multiply or divide by a Scalar (None: the op's
-    default name, as the forward records it). A 2-D permute of a saved forward value (`free`:
-    their ids) is the t() of mm's formulas, TBackward0; of a gradient it is the VJP of a
-    forward permute, named as that node's formula does: TBackward0 for t(), TransposeBackward0
-    for transpose(), else PermuteBackward0 (x.T, permute; GraphProgram puts the forward node's
-    name in the instruction's loc)."""
-    op = ins.op
-    if op == "permute" and len(ins.inputs[0].shape) == 2 and ins.inputs[0].id in free:
-        return "TBackward0"
-    if op == "permute" and ins.loc in ("TBackward0", "TransposeBackward0"):
-        return ins.loc
-    if op == "mul" and (_formula_scalar(args[0]) or _formula_scalar(args[1])):
-        return "MulBackward1"
-    if op == "div" and _formula_scalar(args[1]):
-        return "DivBackward1"
-    if op == "sign":
-        return "SgnBackward0"
-    if op == "sum":
-        # torch's sum_to: to a 0-d shape grad.sum(), else grad.sum(dims, keepdim=True)
-        return "SumBackward0" if ins.outputs[0].shape == () else "SumBackward1"
-    if op == "index_put" and type(args[0]) is Tensor and args[0]._grad_fn is None and not args[0]._requires_grad:
-        # a getitem's gradient placed into zeros: torch's select_backward / slice_backward
-        index = dict(ins.attrs)["index"]
-        return "SelectBackwardBackward0" if any(item[0] == "i" for item in index) else "SliceBackwardBackward0"
-    if op == "reshape":
-        before, after = ins.inputs[0].shape, ins.outputs[0].shape
-        if len(after) == len(before) + 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
-            return "UnsqueezeBackward0"
-        if len(after) == len(before) - 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
-            return "SqueezeBackward1"
-        return "ViewBackward0"
-    if op == "matmul":
-        return _MATMUL_NAMES.get((len(ins.inputs[0].shape), len(ins.inputs[1].shape)))
-    if op == "getitem":
-        index = dict(ins.attrs)["index"]
-        return "SelectBackward0" if any(item[0] == "i" for item in index) else "SliceBackward0"
-    if op == "cast":
-        return "ToCopyBackward0"
-    return None
 
 
 def _as_tensor_grad(g) -> Tensor:

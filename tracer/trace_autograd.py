@@ -14,7 +14,7 @@ from fusegrad.ir import OPS, Value, active_values, backward as emit_backward
 from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
-from .engine import modified_error
+from .saved_checks import modified_error
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
 from .node import _FREED_MSG, RELEASES_STATE, saved_slots
 from .tensor import Tensor

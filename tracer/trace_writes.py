@@ -22,7 +22,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .layout import replayed_view
-from .engine import output_name
+from .saved_checks import output_name
 from .node import checking_order, qualified_name
 from .tensor import Tensor
 

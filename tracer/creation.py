@@ -402,13 +402,14 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
     requires_grad = _grad_flag("full", requires_grad)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
-    if isinstance(fill_value, Tensor):
+    if isinstance(fill_value, Tensor) and fill_value.dim() == 0:    # (torch reads a 0-d tensor as a number)
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, np.number, np.bool_)):
         raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
     check_int_parses(fill_value)
     if dtype is None:
-        dtype = (bool_ if isinstance(fill_value, (bool, np.bool_)) else
+        # (a NumPy bool is no Python bool to torch's parser: a number, of the default dtype)
+        dtype = (bool_ if isinstance(fill_value, bool) else
                  int64 if isinstance(fill_value, (int, np.integer)) else float32)
     check_scalar_fits(fill_value, dtype)
     shape = _size((size,), "full")
@@ -533,7 +534,10 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
         start, end, step = int(start), int(end), int(step)
         if step == 0:
             raise ValueError("step must be nonzero")
-    n = max(0, int(np.ceil((end - start) / step)))
+    size = np.ceil((end - start) / step)        # (in double, as torch)
+    if size > 9223372036854775807.0:            # beyond int64: torch's check before allocating
+        raise RuntimeError("invalid size, possible overflow?")
+    n = max(0, int(size))
     if dtype.is_floating_point:
         return _new(_allocated((n,), dtype.np, lambda: _floating_range(float(start), float(step), n, dtype.np)),
                     requires_grad)
@@ -639,13 +643,14 @@ def _check_like_keywords(fn: str, kw: dict) -> None:
 
 
 def _like(fn):
-    def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
+    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
-    like.__name__ = fn.__name__ + "_like"
+    # (its keywords are keyword-only, as torch's: Python's text names it)
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
     return missing_argument_texts(like)
 
@@ -658,7 +663,7 @@ empty_like = _like(empty)
 def _random_like(fn, fill):
     """randn_like / rand_like: an empty tensor laid out as the source (preserve_format), then
     filled in memory order as torch's kernels fill it; `fill(array)` writes the samples."""
-    def like(input, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
+    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
@@ -669,7 +674,7 @@ def _random_like(fn, fill):
         if requires_grad:
             _require_grad(result)
         return result
-    like.__name__ = fn.__name__ + "_like"
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape, dtype and layout."
     return like
 
@@ -688,7 +693,7 @@ rand_like = _random_like(rand, _fill_uniform)
 
 
 @missing_argument_texts
-def full_like(input, fill_value, dtype: DType | None = None, requires_grad: bool = False, device=None,
+def full_like(input, fill_value, *, dtype: DType | None = None, requires_grad: bool = False, device=None,
               memory_format=None) -> Tensor:
     """`full` with another tensor's shape and dtype (`memory_format`: accepted; the result keeps a dense
     input's layout, torch's default preserve_format)."""

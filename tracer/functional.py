@@ -822,6 +822,10 @@ def clamp_call(a: Tensor, min, max, dtype: DType, tensor_bounds: bool) -> tuple:
     tensor bounds (`tensor_bounds`, torch's Tensor overload) take part in autograd, numbers do not."""
     if not tensor_bounds:                             # numbers: no gradient flows to them
         min, max = (b.detach() if isinstance(b, Tensor) else b for b in (min, max))
+        for b in (min, max):
+            if _is_scalar(b):
+                check_int_parses(b)
+                check_scalar_fits(b, dtype)           # torch's overflow error (max=1e39 for float32)
     elif min is None or max is None:
         # One tensor bound: its own op, so that the gradients are torch's one-bound ones
         # (clamp(x, t, +inf) would give the bound none where t is +inf).
@@ -868,7 +872,16 @@ def where(condition, input=_MISSING, other=_MISSING) -> Tensor:
     if condition._dtype is not bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{TORCH_SCALAR_NAMES[condition._dtype.name]}")
-    ops, _ = _promoted([a, b], "where", ("input", "other"))
+    for x in (a, b):
+        check_int_parses(x)
+    with np.errstate(over="ignore"):        # (a number beyond the dtype: torch's error below)
+        try:
+            ops, dtype = _promoted([a, b], "where", ("input", "other"))
+        except OverflowError:               # a Python int beyond int64 with an integer tensor
+            ops, dtype = None, int64
+    for x in (a, b):
+        if _is_scalar(x):
+            check_scalar_fits(x, dtype)              # torch's overflow error (1e39 for float32)
     return apply_op("where", [condition] + ops, None, "WhereBackward0")
 
 

@@ -85,6 +85,11 @@ def _current_array(saved):
     source = _promoted_source(saved)
     if source is not None and source._data is not None:
         return source._data.astype(saved.array.dtype)
+    t = saved.tensor
+    if t is not None and t._data is not saved.array and t._data is not None and t.__dict__.get("_data_assigned"):
+        # `x.data = other` after x was saved: torch's node saved x itself (its TensorImpl), whose
+        # data the assignment replaced without a version bump, so the backward reads the new data
+        return t._data
     return saved.array
 
 

@@ -588,6 +588,7 @@ class Tensor:
             return
         self._data = value._data
         self._dtype = value._dtype
+        self.__dict__["_data_assigned"] = True     # (a saved input reads its new data: saved_checks)
 
     @data.deleter
     def data(self) -> None:

@@ -18,6 +18,7 @@ from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import cast
+from fusegrad.tracer.scalar_checks import check_scalar_fits
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
@@ -157,6 +158,7 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
         raise TypeError(f"leaky_relu(): argument 'negative_slope' (position 2) must be Number, not "
                         f"{type(negative_slope).__name__}")
     _float_activation("leaky_relu", input)
+    check_scalar_fits(negative_slope, input.dtype)      # torch's overflow error (1e39 for float32)
     slope = np.asarray(negative_slope, dtype=input.dtype.np)
     if inplace:
         fg.tracer.inplace.check_inplace(input)
@@ -191,6 +193,8 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"softplus(): argument '{arg}' must be Number, not {type(value).__name__}")
     _float_activation("softplus", input)
+    for value in (beta, threshold):
+        check_scalar_fits(value, input.dtype)           # torch's overflow error (1e39 for float32)
     return apply_op("softplus", [input], {"beta": float(beta), "threshold": float(threshold)}, "SoftplusBackward0")
 
 

@@ -39,10 +39,44 @@ def _softplus_ref(x, beta, threshold):
 
 
 def _softplus_vjp(e, x, y, g, a, n):
-    # torch's softplus_backward: z = exp(x * beta); x * beta > threshold ? g : g * z / (z + 1)
-    scaled = e.mul(x[0], a["beta"])
+    # torch's softplus_backward(grad, self, beta, threshold), as its op: a create_graph gradient
+    # records SoftplusBackwardBackward0 and differentiates by torch's double-backward formula
+    return [e.op("softplus_backward", g[0], x[0], beta=a["beta"], threshold=a["threshold"])]
+
+
+def _softplus_backward_ref(grad, x, beta, threshold):
+    # torch's CPU kernel: z = exp(x * beta); x * beta > threshold ? grad : grad * z / (z + 1)
+    beta, threshold = x.dtype.type(beta), x.dtype.type(threshold)
+    scaled = x * beta
+    z = np.exp(scaled)
+    return np.where(scaled > threshold, grad, grad * z / (z + 1)).astype(grad.dtype)
+
+
+def _softplus_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> softplus_backward(grad, self, beta, threshold); self ->
+    # softplus_double_backward(grad * grad_output, self, beta, threshold), that is
+    # sigmoid_backward(grad * grad_output, sigmoid(self * beta)) * (self * beta < threshold) * beta:
+    # finite past the threshold, where exp(self * beta) overflows
+    grad, inp = x
+    first = e.op("softplus_backward", g[0], inp, beta=a["beta"], threshold=a["threshold"]) if n[0] else None
+    second = None
+    if n[1]:
+        scaled = e.mul(inp, a["beta"])
+        curve = e.op("sigmoid_backward", e.mul(g[0], grad), e.sigmoid(scaled))
+        second = e.mul(e.where(e.lt(scaled, a["threshold"]), curve, 0), a["beta"])
+    return [first, second]
+
+
+def _softplus_backward_decompose(e, xs, a):
+    grad, x = xs
+    scaled = e.mul(x, a["beta"])
     z = e.exp(scaled)
-    return [e.where(e.gt(scaled, a["threshold"]), g[0], e.div(e.mul(g[0], z), e.add(z, 1)))]
+    return [e.where(e.gt(scaled, a["threshold"]), grad, e.div(e.mul(grad, z), e.add(z, 1)))]
+
+
+register(OpDef("softplus_backward", COMPOSITE, _infer_map("softplus_backward", float_only=True),
+               _softplus_backward_ref, _softplus_backward_vjp, decompose=_softplus_backward_decompose,
+               doc="softplus_backward(grad, self; beta, threshold): softplus's gradient, torch's formula"))
 
 
 def _softplus_decompose(e, xs, a):
@@ -61,8 +95,27 @@ def _leaky_relu_ref(x, slope):
 
 
 def _leaky_relu_vjp(e, x, y, g, a, n):
-    # torch's leaky_relu_backward(grad, self, negative_slope): self > 0 ? grad : grad * slope
-    return [e.where(e.gt(x[0], 0), g[0], e.mul(g[0], x[1])) if n[0] else None, None]
+    # torch's leaky_relu_backward(grad, self, negative_slope), as its op: a create_graph
+    # gradient records LeakyReluBackwardBackward0 (with history whenever self requires grad)
+    return [e.op("leaky_relu_backward", g[0], x[0], x[1]) if n[0] else None, None]
 
 
 elementwise("leaky_relu", _leaky_relu_ref, _leaky_relu_vjp, "({0} if {0} > 0 else {0} * {1})", float_only=True)
+
+
+def _leaky_relu_backward_ref(grad, x, slope):
+    # torch: self > 0 ? grad : grad * negative_slope
+    return np.where(x > 0, grad, grad * slope).astype(grad.dtype)
+
+
+def _leaky_relu_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> leaky_relu_backward(grad, self, negative_slope); self -> zeros
+    return [e.op("leaky_relu_backward", g[0], x[1], x[2]) if n[0] else None,
+            e.zeros_like(x[1]) if n[1] else None, None]
+
+
+register(OpDef("leaky_relu_backward", COMPOSITE, _infer_map("leaky_relu_backward", float_only=True),
+               _leaky_relu_backward_ref, _leaky_relu_backward_vjp,
+               decompose=lambda e, xs, a: [e.where(e.gt(xs[1], 0), xs[0], e.mul(xs[0], xs[2]))],
+               nondiff_inputs=(2,),
+               doc="leaky_relu_backward(grad, self, slope): leaky_relu's gradient, grad * slope where self <= 0"))

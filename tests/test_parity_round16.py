@@ -1,0 +1,216 @@
+"""Parity round 16 (a probe of gradients at special points, and a contract test suite written
+from API.md; torch 2.13 is the oracle): leaky_relu's and softplus's gradients are torch's
+backward ops (so a create_graph gradient has torch's history and finite second derivatives),
+compiled var/std/layer_norm compute their moments in float64 as eagerly, numbers beyond a
+dtype raise torch's overflow error in where/clamp/leaky_relu/softplus, `.data = other` after
+a tensor was saved is read by the backward, and creation functions take torch's arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+
+def outcome(fn):
+    """A call's result (dtype and values, NaN as a string) or its error's class and text."""
+    try:
+        result = fn()
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    values = np.asarray(result.detach().numpy(), dtype=np.float64)
+    return ("value", str(result.dtype).split(".")[-1], [repr(v) for v in values.ravel().tolist()])
+
+
+def assert_same(fn):
+    assert outcome(lambda: fn(fg)) == outcome(lambda: fn(torch))
+
+
+# ------------------------------------------------------------------ create_graph nodes
+@pytest.mark.parametrize("slope", [0.1, 0.0, -0.5, 2.0])
+def test_leaky_relu_create_graph_gradient_has_torchs_history(slope):
+    def first(L):
+        x = L.tensor([-1.0, 0.0, 2.0, -3.0], requires_grad=True)
+        g, = L.autograd.grad((L.nn.functional.leaky_relu(x, slope) * x).sum(), x, create_graph=True)
+        return x, g
+    for L in (fg, torch):
+        x, g = first(L)
+        assert g.requires_grad and type(g.grad_fn).__name__ == "AddBackward0"
+    ours, theirs = first(fg), first(torch)
+    np.testing.assert_array_equal(ours[1].detach().numpy(), theirs[1].detach().numpy())
+    second = [L.autograd.grad(g.sum(), x)[0].numpy() for L, (x, g) in ((fg, ours), (torch, theirs))]
+    np.testing.assert_array_equal(second[0], second[1])
+
+
+def test_leaky_relu_backward_node_names_and_second_derivative():
+    for L in (fg, torch):
+        x = L.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+        g, = L.autograd.grad(L.nn.functional.leaky_relu(x, 0.1).sum(), x, create_graph=True)
+        assert type(g.grad_fn).__name__ == "LeakyReluBackwardBackward0"
+        assert L.autograd.grad(g.sum(), x)[0].tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 15.0), (0.5, 3.0)])
+def test_softplus_second_derivative_is_torchs_past_the_threshold(beta, threshold):
+    """The double backward is torch's softplus_double_backward: finite (0) where exp(x * beta)
+    overflows, not the NaN of differentiating exp / (exp + 1)."""
+    def second(L):
+        x = L.tensor([-3.0, 0.0, 9.0, 100.0, 1e4, float("inf")], requires_grad=True)
+        g, = L.autograd.grad(L.nn.functional.softplus(x, beta, threshold).sum(), x, create_graph=True)
+        assert type(g.grad_fn).__name__ == "SoftplusBackwardBackward0"
+        return g, L.autograd.grad(g.sum(), x)[0]
+    (g, gg), (tg, tgg) = second(fg), second(torch)
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=2e-6)
+    np.testing.assert_allclose(gg.numpy(), tgg.numpy(), rtol=2e-6, atol=0)
+    assert not np.isnan(gg.numpy()).any()
+
+
+def test_softplus_grad_of_grad_transform_and_compiled():
+    softplus = fg.nn.functional.softplus
+    want = torch.func.grad(torch.func.grad(torch.nn.functional.softplus))
+    for x in (1e4, 9.0, -2.0):
+        expected = want(torch.tensor(x)).item()
+        assert fg.grad(fg.grad(softplus))(fg.tensor(x)).item() == pytest.approx(expected, rel=2e-6, abs=0)
+        assert fg.compile(fg.grad(fg.grad(softplus)))(fg.tensor(x)).item() == pytest.approx(expected, rel=2e-6,
+                                                                                          abs=0)
+
+
+def test_leaky_relu_and_softplus_gradients_compiled_equal_eager():
+    F = fg.nn.functional
+
+    def loss(x):
+        return (F.softplus(x, beta=2.0) * F.leaky_relu(x, 0.3)).sum()
+    x = fg.tensor(np.random.default_rng(0).standard_normal(3000).astype(np.float32) * 10)
+    value, grad = fg.compile(fg.value_and_grad(loss))(x)
+    eager_value, eager_grad = fg.value_and_grad(loss)(x)
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    (torch.nn.functional.softplus(xt, beta=2.0) * torch.nn.functional.leaky_relu(xt, 0.3)).sum().backward()
+    np.testing.assert_allclose(grad.numpy(), eager_grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(eager_grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert value.item() == pytest.approx(eager_value.item(), rel=1e-5)
+
+
+# ------------------------------------------------------------------ moments in float64
+_FAR_FROM_ZERO = [[c, c] for c in (999999.8125, 999999.75, 999999.9375, 999999.875)]
+
+
+@pytest.mark.parametrize("fn", ["var", "std"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_compiled_var_and_std_of_data_far_from_zero_equal_torch(fn, keepdim):
+    """A float32 mean of values near 1e6 rounds by half an ulp (0.03): squared deviations from
+    it gave a variance 20% off. torch (and the eager reference) accumulate in float64."""
+    def call(L, x):
+        return getattr(x, fn)(0, keepdim=keepdim)
+    expected = call(torch, torch.tensor(_FAR_FROM_ZERO)).numpy()
+    x = fg.tensor(_FAR_FROM_ZERO)
+    np.testing.assert_allclose(call(fg, x).numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(fg.compile(lambda x: call(fg, x))(x).numpy(), expected, rtol=1e-6)
+    value, _ = fg.compile(fg.value_and_grad(lambda x: call(fg, x).sum()))(x)
+    assert value.item() == pytest.approx(float(expected.sum()), rel=1e-6)
+
+
+def test_compiled_layer_norm_equals_eager_far_from_zero():
+    x = fg.tensor((1e6 + np.random.default_rng(1).standard_normal((3, 8))).astype(np.float32))
+    w, b = fg.tensor(np.linspace(0.5, 2, 8, dtype=np.float32)), fg.tensor(np.linspace(-1, 1, 8, dtype=np.float32))
+
+    def norm(x):
+        return fg.nn.functional.layer_norm(x, (8,), w, b)
+    exact = (lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5))(
+        x.numpy().astype(np.float64)) * w.numpy() + b.numpy()
+    np.testing.assert_allclose(norm(x).numpy(), exact, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(fg.compile(norm)(x).numpy(), norm(x).numpy())
+
+
+# ------------------------------------------------------------------ numbers beyond a dtype
+@pytest.mark.parametrize("case", [
+    lambda L, x: L.where(x > 0, x, 1e39),
+    lambda L, x: L.where(x > 0, -1e39, x),
+    lambda L, x: L.where(x > 0, 1e39, 0.0),
+    lambda L, x: L.where(x > 0, x, float("inf")),
+    lambda L, x: L.where(x > 0, x, 2 ** 70),
+    lambda L, x: L.where(x.long() > 0, x.long(), 2 ** 63),
+    lambda L, x: L.where(x.long() > 0, x.long(), 3),
+    lambda L, x: L.where(x.double() > 0, x.double(), 1e39),
+    lambda L, x: x.clamp(max=1e39),
+    lambda L, x: x.clamp(-1e39, 0.0),
+    lambda L, x: x.clamp(max=float("inf")),
+    lambda L, x: x.long().clamp(max=2 ** 70),
+    lambda L, x: x.long().clamp(max=2 ** 63),
+    lambda L, x: x.long().clamp(max=1e39),
+    lambda L, x: x.double().clamp(max=1e39),
+    lambda L, x: L.clamp_min(x, 1e39),
+    lambda L, x: L.clamp_max(x, -1e39),
+    lambda L, x: x.clone().clamp_(max=1e39),
+    lambda L, x: L.nn.functional.leaky_relu(x, 1e39),
+    lambda L, x: L.nn.functional.leaky_relu(x.double(), 1e39),
+    lambda L, x: L.nn.functional.softplus(x, beta=1e39),
+    lambda L, x: L.nn.functional.softplus(x, threshold=-1e39),
+])
+def test_numbers_beyond_the_dtype_raise_torchs_overflow_error(case, recwarn):
+    assert_same(lambda L: case(L, L.tensor([1.0, -1.0])))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_overflow_error_inside_compile():
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+        fg.compile(lambda x: fg.where(x > 0, x, 1e39))(fg.tensor([1.0, -1.0]))
+
+
+# ------------------------------------------------------------------ .data assignment
+def test_data_assigned_after_saving_is_what_backward_reads():
+    """torch's node saves an input tensor itself: `x.data = other` swaps its data (no version
+    bump), so the backward reads the new values; a saved output is torch's copy of the old."""
+    def grads(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * x
+        x.data = L.tensor([4.0, 5.0, 6.0])
+        y.sum().backward()
+        a = x.grad
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x.exp()
+        z = y * y
+        y.data = L.zeros(3)
+        z.sum().backward()
+        b = x.grad
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x.exp()
+        y.data = L.zeros(3)
+        y.sum().backward()
+        w, c = L.tensor([1.0, 2.0, 3.0], requires_grad=True), L.tensor([2.0, 2.0, 2.0])
+        loss = (w * c).sum()
+        c.data = L.tensor([5.0, 5.0, 5.0])
+        loss.backward()
+        return [t.numpy().tolist() for t in (a, b, x.grad, w.grad)]
+    ours, theirs = grads(fg), grads(torch)
+    np.testing.assert_allclose(np.array(ours), np.array(theirs), rtol=1e-6)
+    assert ours[0] == [8.0, 10.0, 12.0] and ours[1] == [0.0, 0.0, 0.0]
+
+
+# ------------------------------------------------------------------ creation arguments
+@pytest.mark.parametrize("case", [
+    lambda L, t: L.ones_like(t, None),
+    lambda L, t: L.zeros_like(t, L.float64),
+    lambda L, t: L.empty_like(t, None),
+    lambda L, t: L.full_like(t, 1, None),
+    lambda L, t: L.zeros_like(t, dtype=L.float64),
+    lambda L, t: L.full_like(t, np.bool_(True)),
+    lambda L, t: L.full((2,), L.tensor([3.0])),
+    lambda L, t: L.full((2,), L.tensor(3.0)),
+    lambda L, t: L.full((2,), L.tensor(3)),
+    lambda L, t: L.full((2,), np.bool_(True)),
+    lambda L, t: L.full((2,), np.bool_(False)),
+    lambda L, t: L.full((2,), True),
+    lambda L, t: L.full((2,), np.int64(3)),
+    lambda L, t: L.arange(0, 1e20),
+    lambda L, t: L.arange(1e20),
+    lambda L, t: L.arange(0, 1e19, 1),
+    lambda L, t: L.arange(0, -1e20, -1),
+    lambda L, t: L.arange(0, 2 ** 62),
+])
+def test_creation_arguments_as_torch(case):
+    def call(L):
+        result = case(L, L.ones(2))
+        return result[:3] if result.numel() > 3 else result
+    assert_same(call)

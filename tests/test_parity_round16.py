@@ -214,3 +214,43 @@ def test_creation_arguments_as_torch(case):
         result = case(L, L.ones(2))
         return result[:3] if result.numel() > 3 else result
     assert_same(call)
+
+
+# ------------------------------------------------------------------ graph details
+def _node_names(node, out=None):
+    out = [] if out is None else out
+    if node is None:
+        out.append("None")
+        return out
+    out.append(type(node).__name__)
+    for child, _ in node.next_functions:
+        _node_names(child, out)
+    return out
+
+
+@pytest.mark.parametrize("case", [
+    lambda L, x: x.sum(dtype=L.float64),
+    lambda L, x: x.mean(dtype=L.float64),
+    lambda L, x: x.sum(0, dtype=L.float64),
+    lambda L, x: (x * 2).mean(0, dtype=L.float64),
+])
+def test_a_reduction_with_a_dtype_casts_inside_its_node(case):
+    graphs = [_node_names(case(L, L.ones(3, requires_grad=True)).grad_fn) for L in (fg, torch)]
+    assert graphs[0] == graphs[1]
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((4, 2, 3), (3,)), ((3,), (3,)), ((3,), (3, 2))])
+def test_product_with_a_vector_create_graph_as_torch(shapes):
+    """mv's gradient of the matrix is torch's ger (MulBackward0), dot's are products with the
+    other operand (MulBackward0); values and second derivatives are torch's."""
+    def run(L):
+        sa, sb = shapes
+        x = L.tensor(np.arange(np.prod(sa), dtype=np.float64).reshape(sa) + 1, requires_grad=True)
+        v = L.tensor(np.arange(np.prod(sb), dtype=np.float64).reshape(sb) * 0.5 + 1, requires_grad=True)
+        gx, gv = L.autograd.grad(((x @ v) ** 2).sum(), (x, v), create_graph=True)
+        second = L.autograd.grad(gx.sum() + (gv * gv).sum(), (x, v))
+        return type(gx.grad_fn).__name__, [t.detach().numpy() for t in (gx, gv, *second)]
+    (name, ours), (want, theirs) = run(fg), run(torch)
+    assert name == want
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -1107,7 +1107,7 @@ def sum(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None = 
         if not dtype.is_floating_point and a.requires_grad and is_grad_enabled():
             # torch's sum records its node before the cast: a gradient of integers cannot exist
             raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[dtype.name]}")
-        a = cast(a, dtype)
+        a = cast(a, dtype, implicit=True)     # (torch casts inside SumBackward0's op: no node of its own)
     elif not a._dtype.is_floating_point:
         a = cast(a, int64)
     name = "SumBackward1" if given else "SumBackward0"
@@ -1125,7 +1125,7 @@ def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None =
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating point "
                            f"or complex dtype. Got: {TORCH_SCALAR_NAMES[dtype.name]}")
     if dtype is not None:
-        a = cast(a, dtype)
+        a = cast(a, dtype, implicit=True)     # (inside MeanBackward0's op, as torch)
     if not a._dtype.is_floating_point:
         try:
             _dims(dim, a.dim(), "mean")     # (torch's parser refuses a dim that is no int first)

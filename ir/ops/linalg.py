@@ -134,6 +134,12 @@ def _matmul_vjp(e, x, y, g, a, n):
     Batch broadcasting is undone by the autodiff's sum_to, after reshaping
     the promoted 1-d operands back."""
     A, B = x
+    if A.type.ndim == 1 and B.type.ndim == 1:
+        # torch's dot_backward: grad * tensor, grad * self (MulBackward0 under create_graph);
+        # self's is emitted first: its read decides the version check's order (torch's node
+        # unpacks self, then tensor)
+        gb = e.mul(g[0], A) if n[1] else None
+        return [e.mul(g[0], B) if n[0] else None, gb]
     g_shape = list(g[0].shape)
     if A.type.ndim == 1:
         g_shape.insert(len(g_shape) - (B.type.ndim >= 2), 1)
@@ -142,6 +148,11 @@ def _matmul_vjp(e, x, y, g, a, n):
     G = e.reshape(g[0], tuple(g_shape))
 
     def grad_a():
+        if B.type.ndim == 1 and A.type.ndim >= 2:
+            # torch's mv_backward: grad.ger(vec), an outer product computed as a broadcast
+            # multiply (a create_graph gradient records MulBackward0; each element is one
+            # product, so the values are the matmul's)
+            return e.mul(G, B)
         B2 = e.reshape(B, B.shape + (1,)) if B.type.ndim == 1 else B
         ga = e.matmul(G, e.transpose_last(B2))
         return e.reshape(e.sum_to(ga, (1,) + A.shape), A.shape) if A.type.ndim == 1 else ga

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from fusegrad.ir import Program, TensorType, active_values
+from fusegrad.ir import Builder, Program, TensorType, Value, active_values
 from fusegrad.tracer import Tensor
 from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
 from fusegrad.tracer.engine import accumulate_into_grads
@@ -95,6 +95,7 @@ class BackwardFn:
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
                                 # the saved view's shape or None, index in saved) (saved_checks)
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
+        self._programs_for = {}     # `given` -> the backward program without the absent cotangents
         self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
         self.forward_reach = None   # `given` -> per input, whether those outputs depend on it (a call
                                     # with several outputs: forward_reach), else None
@@ -209,6 +210,16 @@ class BackwardFn:
             found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
         return found
 
+    def program_for(self, given: tuple) -> Program:
+        """The backward program for a pass that gives cotangents only to the outputs marked in
+        `given` (cached): torch's engine never runs the nodes only the other outputs reach, so
+        their zero cotangents must not meet the local derivatives there (0 * inf, the log of
+        0's, would make a NaN gradient). See without_absent_seeds."""
+        found = self._programs_for.get(given)
+        if found is None:
+            found = self._programs_for[given] = without_absent_seeds(self.program, given)
+        return found
+
     def expand(self, e, xs, gs, given=None) -> list:
         """This VJP as IR (the custom_call protocol's `expand`, for a create_graph backward): the
         call's forward re-emitted from its inputs `xs` as far as the backward reads it, then the
@@ -239,8 +250,9 @@ class BackwardFn:
         seeds = self.program.inputs[:len(gs)]
         emit(live_program(program, self.program.inputs[len(gs):]).instrs)
         env.update((v.id, g) for v, g in zip(seeds, gs))
-        emit(self.program.instrs)
-        grads = iter(self.program.outputs)
+        backward = self.program if given is None or all(given) else self.program_for(given)
+        emit(backward.instrs)
+        grads = iter(backward.outputs)
         return [value(next(grads)) if present else None for present in self.grad_present]
 
     def run(self, *cotangents, given=None):
@@ -257,7 +269,8 @@ class BackwardFn:
             if box[0] != version and (reached is None or k in reached):
                 _raise_modified(box, version, ref(), where, shape)
         self._last_users, self._last_given = users, given
-        results = execute(self.program, list(cotangents) + self._saved_now(), None, self.run_info)
+        program = self.program if given is None or all(given) else self.program_for(given)
+        results = execute(program, list(cotangents) + self._saved_now(), None, self.run_info)
         if self.totals:
             self.fill_retained(results)
         outs = iter(results)
@@ -365,6 +378,35 @@ def releasing_paths(trace: Trace, instrs: list, out_values: list, wrt: list):
         active = active_values(instrs, [v], wrt)
         paths.append(frozenset(id(ins) for ins in releasing if any(o.id in active for o in ins.outputs)))
     return tuple(paths)
+
+
+def without_absent_seeds(program: Program, given: tuple) -> Program:
+    """`program` (a backward program whose first inputs are the cotangents of the call's
+    outputs) for a pass in which only the seeds marked in `given` are given: values computed
+    from absent seeds alone are dropped (eagerly those nodes never run), and where an
+    instruction combines such a value with a given one (the sum of two outputs' gradients)
+    the dropped value is an exact zero. The inputs stay the same."""
+    b = Builder(Program(list(program.inputs), [], []))
+    absent = {v.id for v, g in zip(program.inputs, given) if not g}
+    live = {v.id for v, g in zip(program.inputs, given) if g}
+    values = {v.id: v for v in program.inputs}
+
+    def zeros(v: Value) -> Value:
+        zero = b.emit("const", value=0, dtype=v.dtype, shape=())
+        return b.emit("expand", zero, shape=v.shape) if v.shape else zero
+
+    for ins in program.instrs:
+        if any(v.id in live for v in ins.inputs):
+            live.update(v.id for v in ins.outputs)
+        elif any(v.id in absent for v in ins.inputs):
+            # (from absent seeds and saved values only: a node eagerly never run)
+            absent.update(v.id for v in ins.outputs)
+            continue
+        args = [zeros(v) if v.id in absent else values[v.id] for v in ins.inputs]
+        for old, new in zip(ins.outputs, b.append(ins.op, args, [v.type for v in ins.outputs], ins.attrs, ins.loc)):
+            values[old.id] = new
+    b.program.outputs = [zeros(v) if v.id in absent else values[v.id] for v in program.outputs]
+    return live_program(b.program, b.program.outputs)
 
 
 def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:

@@ -100,6 +100,17 @@ def outcome(fn):
         return type(exc).__name__, str(exc)
 
 
+def exact_outcome(fn):
+    """fn()'s tensor as ("value", dtype name, the repr of each value: NaN, inf and -0. compare
+    exactly), or ("error", class name, text)."""
+    try:
+        result = fn()
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(exc).__name__, str(exc))
+    values = np.asarray(result.detach().numpy(), dtype=np.float64)
+    return ("value", str(result.dtype).split(".")[-1], [repr(v) for v in values.ravel().tolist()])
+
+
 def lib_outcome(lib, case):
     """What `case(lib)` gives, comparable across torch and fusegrad: ("value", a bool) |
     ("tensor", array, dtype name, grad_fn name) | ("error", class name, text)."""

@@ -1586,7 +1586,10 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s == e:
         return a
     shape = tuple(a.shape)
-    return reshape(a, shape[:s] + (-1,) + shape[e + 1:])
+    merged = 1
+    for size in shape[s:e + 1]:
+        merged *= size              # (not -1: an empty tensor's -1 would be ambiguous)
+    return reshape(a, shape[:s] + (merged,) + shape[e + 1:])
 
 
 def permute(input, *dims_, dims=None) -> Tensor:

@@ -9,6 +9,7 @@ from fusegrad.ir import float32
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
+from fusegrad.ir.ops.elementwise import pow_const_applies
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
                        broadcast_shape_error, no_grad_view_error, result_cast_error)
@@ -95,6 +96,10 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             return self
         if op == "sub":
             _check_bool_sub(self, other)
+        if op == "pow" and (type(other) is float or type(other) is int) and pow_const_applies(self._dtype, other):
+            # x.pow_(0.5): computed as x ** 0.5 is (a root, with sqrt's special values: ir pow_const)
+            apply_op("pow_const", [self], {"exponent": float(other)}, name_here, out=self)
+            return self
         check_write_overlaps(self, other)       # (torch checks other itself, not alpha * other)
         if type(alpha) is not int or alpha != 1:
             other = scale_by_alpha(self, other, alpha, method.__name__)

@@ -556,6 +556,16 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     return losses.mean()
 
 
+def _broadcast_pair(a, b) -> tuple:
+    """torch.broadcast_tensors of two tensors: each expanded to their broadcast shape where its
+    own differs (a shape error is left to the op that reads them, with its text)."""
+    try:
+        shape = tuple(broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    except (RuntimeError, ValueError):
+        return a, b
+    return tuple(x if tuple(x.shape) == shape else x.expand(shape) for x in (a, b))
+
+
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum, or none) of |input - target|, as torch composes it (AbsBackward0, then
     MeanBackward0 or SumBackward0); shapes broadcast, with torch's warning when they differ."""
@@ -564,6 +574,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
                       f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to "
                       "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=2)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    # torch broadcasts the two first (broadcast_tensors: ExpandBackward0 on the one that grows), so
+    # a 0-d float64 target of a float32 input is a dimensioned operand and promotes the loss
+    input, target = _broadcast_pair(input, target)
     losses = (input - target).abs()
     if reduction == "none":
         return losses

@@ -84,6 +84,14 @@ def reads_nothing(shape: tuple, dims) -> bool:
     return any(size == 0 for d, size in enumerate(shape) if d not in dims)
 
 
+def check_empty_dims(shape: tuple, indices, dims) -> None:
+    """torch's IndexError for a non-empty index into a dim of size 0, checked before anything
+    else (`zeros(0, 0)[[0]]` raises though its result, (1, 0), would be empty)."""
+    for i, d in zip(indices, dims):
+        if shape[d] == 0 and i.size > 0:
+            raise IndexError("index is out of bounds for dimension with size 0")
+
+
 def check_bounds(shape: tuple, indices, dims) -> None:
     """torch's IndexError for an index outside its dim. As torch's kernel, the first
     offending element in the broadcast order is reported, and at it the first index
@@ -113,6 +121,7 @@ def _take_infer(types, attrs):
 
 
 def _take_ref(x, *indices, dims):
+    check_empty_dims(x.shape, indices, dims)
     if reads_nothing(x.shape, dims):
         return np.zeros(take_shape(x.shape, [i.shape for i in indices], dims), x.dtype)
     check_bounds(x.shape, indices, dims)
@@ -132,8 +141,10 @@ def _bounds_check_now(first_index: int):
     where they are known at trace time (see registry.check_values_now)."""
     def check(in_types, arrays, attrs):
         indices = arrays[first_index:]
-        if all(i is not None for i in indices) and not reads_nothing(in_types[0].shape, attrs["dims"]):
-            check_bounds(in_types[0].shape, indices, attrs["dims"])
+        if all(i is not None for i in indices):
+            check_empty_dims(in_types[0].shape, indices, attrs["dims"])
+            if not reads_nothing(in_types[0].shape, attrs["dims"]):
+                check_bounds(in_types[0].shape, indices, attrs["dims"])
     return check
 
 
@@ -160,6 +171,7 @@ def _put_infer(types, attrs):
 
 def _put_ref(x, v, *indices, dims, accumulate):
     out = np.array(x, copy=True)
+    check_empty_dims(x.shape, indices, dims)
     if reads_nothing(x.shape, dims):
         return out
     check_bounds(x.shape, indices, dims)

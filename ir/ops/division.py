@@ -70,9 +70,20 @@ def _check_derivative(attrs) -> None:
 
 
 def _zero_grads(e, x, y, g, a, n):
-    # torch's DivBackward2 with a rounding mode: zeros for both operands
+    # torch's DivBackward2 with a rounding mode: zeros for both operands, from formulas that
+    # read other (self's) and self and other (other's); torch saves what they read and its
+    # node unpacks other, then self, so an in-place change of either before the backward raises
     _check_derivative(a)
-    return [e.zeros_like(x[0]) if n[0] else None, e.zeros_like(x[1]) if n[1] else None]
+
+    def zeros_reading(*values):
+        # zeros of the output's shape and dtype, with no history, that read `values`
+        zeros = e.zeros_like(g[0])
+        for v in values:
+            zeros = e.mul(zeros, e.cast(e.eq(v, v), g[0].dtype))
+        return zeros
+    ga = zeros_reading(x[1]) if n[0] else None
+    gb = zeros_reading(x[1], x[0]) if n[1] else None
+    return [ga, gb]
 
 
 def _remainder_vjp(e, x, y, g, a, n):

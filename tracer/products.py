@@ -45,6 +45,8 @@ def bmm(input, mat2) -> Tensor:
 def mv(input, vec) -> Tensor:
     """A matrix times a vector (2-d and 1-d, one dtype; MvBackward0)."""
     a, v = _operands("mv", input, vec, "vec")
+    if a.dim() == 0:        # (torch's mv reads self's size(0) before it checks the dims)
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if a.dim() != 2 or v.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.dim()}, {v.dim()}")
     F._check_mv(tuple(a.shape), tuple(v.shape), a._dtype, v._dtype)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType, float64
+from ..types import TensorType
 from .registry import COMPOSITE, OpDef, register
 
 
@@ -40,17 +40,9 @@ def _normalized(e, x, ndim, eps):
 
 
 def _decompose(e, xs, a):
-    # In float64 and rounded once, as the reference (_ref): a float32 mean and variance of
-    # data far from zero lose digits the result needs (eager and compiled then differed)
     x, weight, bias = xs
-    axes, wide = _axes(x, a["ndim"]), e.cast(x, float64)
-    count = 1
-    for ax in axes:
-        count *= x.shape[ax]
-    centred = e.sub(wide, e.div(e.sum(wide, axes, keepdim=True), count))
-    var = e.div(e.sum(e.mul(centred, centred), axes, keepdim=True), count)
-    out = e.mul(e.div(centred, e.sqrt(e.add(var, a["eps"]))), e.cast(weight, float64))
-    return [e.cast(e.add(out, e.cast(bias, float64)), x.dtype)]
+    centred, rstd, _, _ = _normalized(e, x, a["ndim"], a["eps"])
+    return [e.add(e.mul(e.mul(centred, rstd), weight), bias)]
 
 
 def _vjp(e, x, y, g, a, n):

@@ -213,8 +213,8 @@ class BackwardFn:
     def program_for(self, given: tuple) -> Program:
         """The backward program for a pass that gives cotangents only to the outputs marked in
         `given` (cached): torch's engine never runs the nodes only the other outputs reach, so
-        their zero cotangents must not meet the local derivatives there (0 * inf, the log of
-        0's, would make a NaN gradient). See without_absent_seeds."""
+        their zero cotangents must not meet the local derivatives there (0 times log's
+        infinite derivative at 0 would make a NaN gradient). See without_absent_seeds."""
         found = self._programs_for.get(given)
         if found is None:
             found = self._programs_for[given] = without_absent_seeds(self.program, given)

@@ -351,3 +351,18 @@ def test_mv_of_a_0d_tensor_raises_as_torch(shapes, compiled):
     expected = outcome(lambda: torch.ones(shapes[0]).mv(torch.ones(shapes[1])))
     run = fg.compile(lambda a, b: a.mv(b)) if compiled else (lambda a, b: a.mv(b))
     assert outcome(lambda: run(fg.ones(shapes[0]), fg.ones(shapes[1]))) == expected
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (1,)), ((3, 4), (4,)), ((3, 4), (2, 3, 4)), ((4,), (4,)), ((4,), (3,)),
+                                    ((3, 4), (5, 4)), ((3, 4), (5, 3)), ((2, 3, 4), (4,)), ((3, 4), ()),
+                                    ((2, 3, 4), (5, 4)), ((4,), (5, 4))])
+@pytest.mark.parametrize("bias", [None, "float64", "float32"])
+@pytest.mark.parametrize("weight_dtype", ["float64", "float32"])
+def test_linear_checks_in_torchs_order(shapes, bias, weight_dtype):
+    """torch takes weight.t() first, addmm (a bias) checks dtypes before shapes, mm and the
+    matmul of a 1-d weight (mv, dot) shapes before dtypes."""
+    def call(L):
+        xs, ws = shapes
+        b = None if bias is None else L.ones(ws[0] if len(ws) == 2 else 1, dtype=getattr(L, bias))
+        return L.nn.functional.linear(L.ones(xs), L.ones(ws, dtype=getattr(L, weight_dtype)), b)
+    assert_same(call)

@@ -71,16 +71,16 @@ def linear(input, weight, bias=None):
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")
+    if weight.dim() > 2:        # (torch takes weight.t() before anything checks dtypes)
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
     # torch's addmm (with a bias) checks dtypes first, the bias's against the weight's first;
-    # its mm (no bias) checks shapes first (below)
+    # its mm (no bias) checks shapes first (below), as its matmul of a 1-d weight (mv, dot)
     if bias is not None and bias.dtype != weight.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
                            f"{_dtype_name(weight.dtype)}")
-    if input.dtype != weight.dtype and (bias is not None or weight.dim() != 2):
+    if input.dtype != weight.dtype and bias is not None:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
-    if weight.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
     if weight.dim() == 1 and bias is None:
         return input.matmul(weight)       # torch's matmul with weight.t() == weight: dot, mv, ...
     if weight.dim() != 2:

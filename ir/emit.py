@@ -32,6 +32,15 @@ class Emitter:
         """Zeros of x's shape and dtype (a 0-d constant expanded)."""
         return self.expand(self.const(0, x), x.shape)
 
+    def zeros_reading(self, like: Value, *values: Value) -> Value:
+        """Zeros of `like`'s shape and dtype that read `values`, through a comparison, so that
+        they carry no history: the gradient of a formula that is zero but, in torch, unpacks
+        saved tensors (an in-place change of one before the backward raises its version error)."""
+        zeros = self.zeros_like(like)
+        for v in values:
+            zeros = self.mul(zeros, self.cast(self.eq(v, v), like.dtype))
+        return zeros
+
     def cast(self, x: Value, dtype: DType) -> Value:
         """x converted to `dtype`; x itself when it already has that dtype."""
         return x if x.dtype is dtype else self.op("cast", x, dtype=dtype)

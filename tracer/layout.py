@@ -271,8 +271,7 @@ def traced_partial_overlap(target: Tensor, operands, region=None, broadcast_pass
             theirs = theirs[0]              # (torch drops a written value's leading 1s)
         if theirs.size == 0 or not _dense_ids(theirs) or (broadcast_passes and theirs.shape != mine.shape):
             continue
-        if torch_strides(theirs) == torch_strides(mine) and (np.array_equal(theirs, mine) or (
-                theirs.min() == mine.min() and theirs.max() == mine.max())):
+        if torch_strides(theirs) == torch_strides(mine) and theirs.min() == mine.min() and theirs.max() == mine.max():
             continue        # (torch's Full overlap: the same bytes with the same strides)
         if theirs.min() <= mine.max() and mine.min() <= theirs.max():
             return True

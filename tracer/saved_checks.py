@@ -14,6 +14,7 @@ import numpy as np
 from fusegrad.ir import OPS, Program, Value
 from fusegrad.ir.ops.registry import OPAQUE
 from fusegrad.ir.types import EXPAND_TYPE_NAMES
+from fusegrad.ir.verifier import free_values
 
 from .dispatch import apply_op, refresh_view_history
 from .node import AccumulateGrad, SavedTensor, _FREED_MSG, saved_slots
@@ -95,7 +96,6 @@ def _current_array(saved):
 
 def _check_saved(graph: GraphProgram, program: Program) -> None:
     """The freed-graph and version checks of the saved values `program` reads (none is bound)."""
-    from fusegrad.ir.verifier import free_values
     for v in free_values(program):
         saved = graph.bindings.get(v.id)
         if saved is None:
@@ -108,7 +108,6 @@ def _check_saved(graph: GraphProgram, program: Program) -> None:
 
 def _bind(graph: GraphProgram, program: Program, create_graph: bool) -> dict:
     """Values the backward program reads from the forward graph, after the version checks."""
-    from fusegrad.ir.verifier import free_values
     return {v.id: _saved_value(graph, v, create_graph) for v in free_values(program)}
 
 

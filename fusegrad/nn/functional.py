@@ -502,6 +502,13 @@ def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_s
     return apply_op("div", [total, np.asarray(count, dtype=total.dtype.np)], None, "DivBackward1")
 
 
+def _broadcast_pair(a, b) -> tuple:
+    """torch.broadcast_tensors of two tensors: each expanded to their broadcast shape where its
+    own differs (torch's broadcasting error where they do not broadcast)."""
+    shape = tuple(broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    return tuple(x if tuple(x.shape) == shape else x.expand(shape) for x in (a, b))
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """Mean squared error `(input - target)**2`, reduced by `reduction`.
 
@@ -532,11 +539,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         input, target = cast(input, promoted, implicit=True), cast(target, promoted, implicit=True)
     if weight is None and target.dtype == input.dtype and reduction in _REDUCTIONS:
         # torch.broadcast_tensors, then one MseLossBackward0 node
-        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
-        if tuple(input.shape) != shape:
-            input = input.expand(shape)
-        if tuple(target.shape) != shape:
-            target = target.expand(shape)
+        input, target = _broadcast_pair(input, target)
         return apply_op("mse_loss", [input, target], {"reduction": reduction}, "MseLossBackward0")
     diff = input - target  # raises torch's broadcasting error first, as torch.broadcast_tensors does
     losses = diff * diff
@@ -554,16 +557,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     if reduction == "sum":
         return losses.sum()
     return losses.mean()
-
-
-def _broadcast_pair(a, b) -> tuple:
-    """torch.broadcast_tensors of two tensors: each expanded to their broadcast shape where its
-    own differs (a shape error is left to the op that reads them, with its text)."""
-    try:
-        shape = tuple(broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    except (RuntimeError, ValueError):
-        return a, b
-    return tuple(x if tuple(x.shape) == shape else x.expand(shape) for x in (a, b))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):

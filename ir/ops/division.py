@@ -74,16 +74,7 @@ def _zero_grads(e, x, y, g, a, n):
     # read other (self's) and self and other (other's); torch saves what they read and its
     # node unpacks other, then self, so an in-place change of either before the backward raises
     _check_derivative(a)
-
-    def zeros_reading(*values):
-        # zeros of the output's shape and dtype, with no history, that read `values`
-        zeros = e.zeros_like(g[0])
-        for v in values:
-            zeros = e.mul(zeros, e.cast(e.eq(v, v), g[0].dtype))
-        return zeros
-    ga = zeros_reading(x[1]) if n[0] else None
-    gb = zeros_reading(x[1], x[0]) if n[1] else None
-    return [ga, gb]
+    return [e.zeros_reading(g[0], x[1]) if n[0] else None, e.zeros_reading(g[0], x[1], x[0]) if n[1] else None]
 
 
 def _remainder_vjp(e, x, y, g, a, n):

@@ -163,6 +163,22 @@ def test_addmm_and_mse_loss(bias_shape):
     check(p, random_args(p, rng), rtol=1e-4, atol=1e-6)
 
 
+def test_softplus_and_leaky_relu_backward_ops():
+    """softplus's and leaky_relu's gradients are torch's backward ops (softplus_backward,
+    leaky_relu_backward), and those ops' own gradients (a create_graph backward's): each
+    through its decomposition in a kernel against the NumPy references, with inputs past
+    softplus's threshold (x * beta > 3) and on both sides of leaky_relu's kink."""
+    rng = np.random.default_rng(23)
+
+    def body(e, x, slope, g):
+        return [e.op("softplus", x, beta=2.0, threshold=3.0), e.op("leaky_relu", x, slope),
+                e.op("softplus_backward", g, x, beta=2.0, threshold=3.0), e.op("leaky_relu_backward", g, x, slope)]
+    p = build(body, M, (), M, grad=True)
+    assert {"softplus_backward", "leaky_relu_backward", "sigmoid_backward"} <= {ins.op for ins in p.instrs}
+    assert REFERENCE not in [step.kind for step in schedule(p).steps]
+    check(p, random_args(p, rng, low=-3.0, high=3.0))
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("rows", [7, None], ids=["2d", "1d"])

@@ -30,6 +30,7 @@ from fusegrad.tracer.moments import std, var
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional
+from fusegrad.tracer import parser_errors as _parser_errors
 from fusegrad.tracer.device import device
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
@@ -107,3 +108,6 @@ double = float64
 long = int64
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+# fg.add('a') and kin raise torch's parser texts; fusegrad's own calls keep the bare functions
+_parser_errors.public_functions(globals())

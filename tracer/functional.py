@@ -28,12 +28,13 @@ from fusegrad.ir.ops.linalg import _check_matmul_dtype
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
-from . import trace_state
+from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .node import display_edges, hide_node, keep_scalar_operands
+from .parser_errors import described, got_text, no_arguments_error, type_name
 from .tensor import Tensor
 
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
@@ -45,15 +46,6 @@ def _is_scalar(x) -> bool:
     if t is float or t is int or t is bool:       # the common cases, without the ABC check
         return True
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
-
-
-def type_name(x) -> str:
-    """A value's type as torch's argument errors name it: builtins bare (float, list), others with
-    their top-level module (numpy.float32, numpy.ndarray)."""
-    if isinstance(x, Tensor):
-        return type(x).__name__     # (torch names its own tensor types bare: Tensor, Parameter)
-    module = type(x).__module__
-    return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
 
 def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
@@ -212,8 +204,10 @@ def _shown_as_one_node(out: Tensor, a, scaled) -> Tensor:
     return out
 
 
-def add(input, other, alpha=1) -> Tensor:
-    """a + alpha * b."""
+def add(input, other, *deprecated, alpha=1) -> Tensor:
+    """a + alpha * b (torch's deprecated `add(input, alpha, other)` too, with its warning)."""
+    if deprecated:
+        other, alpha = _alpha_first("add", other, deprecated, alpha)
     a, b = input, other
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "add")
@@ -230,8 +224,10 @@ def add(input, other, alpha=1) -> Tensor:
     return apply_op("add", ops[0], None, "AddBackward0")
 
 
-def sub(input, other, alpha=1) -> Tensor:
-    """a - alpha * b."""
+def sub(input, other, *deprecated, alpha=1) -> Tensor:
+    """a - alpha * b (torch's deprecated `sub(input, alpha, other)` too, with its warning)."""
+    if deprecated:
+        other, alpha = _alpha_first("sub", other, deprecated, alpha)
     a, b = input, other
     _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
@@ -240,6 +236,19 @@ def sub(input, other, alpha=1) -> Tensor:
         return _shown_as_one_node(apply_op("sub", ops, None, "SubBackward0"), a, scaled)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, "SubBackward0")
+
+
+def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha) -> tuple:
+    """torch's deprecated overload `fn(input, Number alpha, other)`: (other, alpha), with
+    torch's warning; any other extra argument is a TypeError (which
+    tracer/parser_errors.py words as torch's parser)."""
+    if len(rest) != 1 or keyword_alpha != 1 or not (_is_scalar(alpha) or (isinstance(alpha, Tensor) and
+                                                                        alpha.dim() == 0)):
+        raise TypeError(f"{fn}() takes 2 positional arguments but {2 + len(rest)} were given")
+    warnings.warn(f"This overload of {fn} is deprecated:\n\t{fn}(Tensor input, Number alpha, Tensor other, *, "
+                  f"Tensor out = None)\nConsider using one of the following signatures instead:\n\t{fn}(Tensor input, "
+                  f"Tensor other, *, Number alpha = 1, Tensor out = None)", UserWarning, stacklevel=3)
+    return rest[0], alpha
 
 
 def _check_bool_sub(a, b) -> None:
@@ -273,7 +282,7 @@ def mul(input, other) -> Tensor:
     return apply_op("mul", ops[0], None, "MulBackward0")
 
 
-def div(input, other, rounding_mode=None) -> Tensor:
+def div(input, other, *, rounding_mode=None) -> Tensor:
     """True division (integers divide as float32, as torch)."""
     a, b = input, other
     if rounding_mode not in (None, "trunc", "floor"):
@@ -328,11 +337,6 @@ def neg(input) -> Tensor:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return apply_op("neg", [a], None, "NegBackward0")
-
-
-_POW_SIGNATURES = ("\n * (Tensor input, Tensor exponent, *, Tensor out = None)"
-                   "\n * (Number self, Tensor exponent, *, Tensor out = None)"
-                   "\n * (Tensor input, Number exponent, *, Tensor out = None)\n")
 
 
 def _arg_type_name(x) -> str:
@@ -409,7 +413,7 @@ def _call_form_texts(fn):
         found = _INVALID_COMBINATION.match(str(exc))
         if found is None:
             return exc
-        return TypeError(f"{name}() received an invalid combination of arguments - got ({_got_text(args, kwargs)})"
+        return TypeError(f"{name}() received an invalid combination of arguments - got {got_text(args, kwargs)}"
                          f"{found.group(1)}")
 
     def function_form(*args, **kwargs):
@@ -433,25 +437,6 @@ def _call_form_texts(fn):
     return function_form
 
 
-def _got_text(args: tuple, kwargs: dict) -> str:
-    """The "got (...)" of torch's invalid-combination text: the arguments' types in order, then
-    the keywords (in reverse) as `name=type`; keywords alone each end with ", "."""
-    items = [_arg_type_name(a) for a in args]
-    named = [f"{k}={_arg_type_name(v)}" for k, v in reversed(kwargs.items())]
-    return ", ".join(items + named) if items else "".join(item + ", " for item in named)
-
-
-def _parser_desc(x) -> str:
-    """How torch's invalid-arguments text describes one argument: its type, and for a tuple
-    or list its elements' types (`tuple of (int, int)`, `list of [int]`, `tuple of (int,)`)."""
-    if isinstance(x, (tuple, list)):
-        inner = ", ".join(_arg_type_name(v) for v in x)
-        if isinstance(x, tuple):
-            return f"{type(x).__name__} of ({inner}{',' if len(x) == 1 else ''})"
-        return f"{type(x).__name__} of [{inner}]"
-    return _arg_type_name(x)
-
-
 def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
     """torch's text for a bad call of the method t.max(...) / t.min(...) (its overloads are
     `()`, `(Tensor other)` and `(int dim, bool keepdim = False)`, without self), from its
@@ -461,7 +446,7 @@ def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
     given = len(args) + len(kwargs)
     if given == 1:
         if args:
-            why = f"      didn't match because some of the arguments have invalid types: (!{_parser_desc(args[0])}!)\n"
+            why = f"      didn't match because some of the arguments have invalid types: (!{described(args[0])}!)\n"
             reasons = [why, why]
         else:
             (key, value), = kwargs.items()
@@ -469,7 +454,7 @@ def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
             reasons = [wrong, wrong if key != "other" else
                        f"      didn't match because some of the arguments have invalid types: "
                        f"(!other={_arg_type_name(value)}!)\n"]
-        return (f"{name}() received an invalid combination of arguments - got ({_got_text(args, kwargs)}), "
+        return (f"{name}() received an invalid combination of arguments - got {got_text(args, kwargs)}, "
                 f"but expected one of:\n"
                 f" * ()\n{reasons[0]} * (Tensor other)\n{reasons[1]} * (int dim, bool keepdim = False)\n")
     if given == 2 and set(kwargs) <= {"dim", "keepdim"}:
@@ -496,8 +481,7 @@ def pow(input, exponent) -> Tensor:
     a, b = input, exponent
     if not (isinstance(a, (Tensor, np.ndarray)) and (isinstance(b, (Tensor, np.ndarray)) or _is_scalar(b))
             or isinstance(b, (Tensor, np.ndarray)) and _is_scalar(a)):
-        raise TypeError(f"pow() received an invalid combination of arguments - got ({_arg_type_name(a)}, "
-                        f"{_arg_type_name(b)}), but expected one of:{_POW_SIGNATURES}")
+        raise parser_errors.FUNCTIONS["pow"].error((a, b), {})
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
@@ -715,8 +699,14 @@ def _unary_float(op: str, name: str):
         if not a._dtype.is_floating_point:
             a = cast(a, float32)
         return apply_op(op, [a], None, name)
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise {op} (integer inputs compute in float32, as torch)."
+
+    def method(self, *args, **kwargs) -> Tensor:    # (its own body: a wrapper's frame costs 2% of W5)
+        if args or kwargs:
+            raise no_arguments_error(op, args, kwargs)
+        return apply_op(op, [self if self._dtype.is_floating_point else cast(self, float32)], None, name)
+    fn.__name__ = fn.__qualname__ = method.__name__ = method.__qualname__ = op
+    fn.__doc__ = method.__doc__ = f"Elementwise {op} (integer inputs compute in float32, as torch)."
+    fn.method = method
     return fn
 
 
@@ -733,19 +723,25 @@ log1p = _unary_float("log1p", "Log1PBackward0")
 erf = _unary_float("erf", "ErfBackward0")
 
 
-def relu(input) -> Tensor:
-    """torch.relu: max(input, 0) elementwise."""
-    return apply_op("relu", [as_tensor(input, "relu")], None, "ReluBackward0")
+def _unary(op: str, name: str, doc: str):
+    """The elementwise op `op` in the operand's dtype, and its method form (`.method`), which
+    takes nothing (torch's "TensorBase.relu() takes no arguments")."""
+    def fn(input) -> Tensor:
+        return apply_op(op, [as_tensor(input, op)], None, name)
+
+    def method(self, *args, **kwargs) -> Tensor:
+        if args or kwargs:
+            raise no_arguments_error(op, args, kwargs)
+        return apply_op(op, [self], None, name)
+    fn.__name__ = fn.__qualname__ = method.__name__ = method.__qualname__ = op
+    fn.__doc__ = method.__doc__ = doc
+    fn.method = method
+    return fn
 
 
-def abs(input) -> Tensor:
-    """torch.abs: |input| elementwise."""
-    return apply_op("abs", [as_tensor(input, "abs")], None, "AbsBackward0")
-
-
-def sign(input) -> Tensor:
-    """torch.sign: -1, 0 or 1 elementwise, in a's dtype (0 for NaN)."""
-    return apply_op("sign", [as_tensor(input, "sign")], None, "SignBackward0")
+relu = _unary("relu", "ReluBackward0", "torch.relu: max(input, 0) elementwise.")
+abs = _unary("abs", "AbsBackward0", "torch.abs: |input| elementwise.")
+sign = _unary("sign", "SignBackward0", "torch.sign: -1, 0 or 1 elementwise, in a's dtype (0 for NaN).")
 
 
 def clamp_bounds(dtype: DType, min, max) -> tuple:

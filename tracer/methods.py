@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace, moments, predicates, products
+from . import indexing, inplace, moments, parser_errors, predicates, products
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 
@@ -225,11 +225,6 @@ def _clamp_(self, min=None, max=None) -> Tensor:
     return inplace.clamp_(self, min, max)
 
 
-_FILL_SIGNATURES = ("\n * (Tensor value)\n      didn't match because some of the arguments have invalid types: "
-                    "(!{0}!)\n * (Number value)\n      didn't match because some of the arguments have invalid "
-                    "types: (!{0}!)\n")
-
-
 def _masked_fill_(self, mask, value) -> Tensor:
     """In place: `value` where `mask` is True (mask broadcast to self's shape)."""
     inplace.check_inplace(self)
@@ -242,9 +237,7 @@ def _masked_fill_(self, mask, value) -> Tensor:
 def _fill_(self, value) -> Tensor:
     """Set every element to `value`, a number or a 0-d tensor (anything else: torch's TypeError)."""
     if not (isinstance(value, Tensor) or F._is_scalar(value)):
-        kind = type(value).__name__
-        raise TypeError(f"fill_() received an invalid combination of arguments - got ({kind}), but expected one "
-                        f"of:{_FILL_SIGNATURES.format(kind)}")
+        raise parser_errors.METHODS["fill_"].error((value,), {})
     return inplace.fill_(self, value)
 
 
@@ -445,6 +438,23 @@ METHODS = {
     "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
 }
 
+
+def _with_parser_texts(methods: dict) -> dict:
+    """`methods` with torch's argument-parser texts for bad calls (tracer/parser_errors.py):
+    the methods torch overloads on a tensor or a number (t.pow('a') lists both), and those
+    that take nothing (t.exp(1): CPython's "takes no arguments")."""
+    texts = dict(methods)
+    for name, parser in parser_errors.METHODS.items():
+        if name in methods:
+            texts[name] = parser_errors.method_texts(methods[name], parser)
+    for name in parser_errors.NO_ARGUMENT_METHODS:
+        if name in methods:     # (the hot unary ops have their own method forms, without a wrapper)
+            texts[name] = getattr(methods[name], "method", None) or parser_errors.no_arguments(methods[name], name)
+    return texts
+
+
+METHODS = _with_parser_texts(METHODS)
+
 OPERATORS = {
     "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add, reflected=True),
     "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub, reflected=True),
@@ -483,11 +493,20 @@ OPERATORS = {
 def bind_methods() -> None:
     """Install METHODS and OPERATORS on Tensor (called once by tracer/__init__)."""
     for name, fn in {**METHODS, **OPERATORS}.items():
-        if isinstance(fn, type(bind_methods)) and "<" in fn.__qualname__:
-            # Python names a function by its qualified name in argument errors: `x.exp(1)` says
-            # "exp() takes ...", not "_unary_float.<locals>.fn() takes ..."
-            fn.__qualname__ = name
+        inner = fn
+        while inner is not None:
+            if isinstance(inner, type(bind_methods)) and "<" in inner.__qualname__:
+                # Python names a function by its qualified name in argument errors: `fg.exp(x, 1)`
+                # says "exp() takes ...", not "_unary_float.<locals>.fn() takes ..."
+                inner.__qualname__ = name
+            inner = getattr(inner, "__wrapped__", None)
         setattr(Tensor, name, fn)
+    for name in parser_errors.NO_ARGUMENT_METHODS:
+        if name not in METHODS:             # (Tensor's own: item(), detach()...)
+            setattr(Tensor, name, parser_errors.no_arguments(getattr(Tensor, name), name))
+    for name, parser in parser_errors.METHODS.items():
+        if name not in METHODS:             # (Tensor's own: numpy())
+            setattr(Tensor, name, parser_errors.method_texts(getattr(Tensor, name), parser))
     Tensor.T = read_only(property(F.T), "T")
     Tensor.mT = read_only(property(F.mT), "mT")
     Tensor.H = read_only(property(_matrix_adjoint("H", "matrices (2-D tensors)")), "H")

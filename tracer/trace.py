@@ -33,7 +33,7 @@ from fusegrad.ir.ops.registry import VALUE_CHECKED, check_values_now
 from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
-from . import trace_state
+from . import parser_errors, trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap
 from .layout import (contiguous_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
                      traced_partial_overlap)
@@ -52,6 +52,7 @@ _INTERNAL_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.absp
 # the files of the Trace class and its parts (_reading_method skips their frames)
 _TRACE_FILES = frozenset([__file__] + [sys.modules[part.__module__].__file__
                                        for part in (TraceWrites, TraceViews, TraceAutograd)])
+_ARGUMENT_CHECKS_FILE = parser_errors.__file__
 _is_internal: dict = {}     # code file name -> whether it is fusegrad's own (every graph break asks)
 
 
@@ -82,8 +83,9 @@ def _reading_method() -> str:
     while f is not None and f.f_code.co_filename in _TRACE_FILES:      # (the trace's own frames)
         f = f.f_back
     tensor_file = sys.modules[Tensor.__module__].__file__
-    while f is not None and f.f_code.co_filename == tensor_file:
-        name = f.f_code.co_name.strip("_")
+    while f is not None and f.f_code.co_filename in (tensor_file, _ARGUMENT_CHECKS_FILE):
+        if f.f_code.co_filename == tensor_file:     # (item() and others pass through parser_errors)
+            name = f.f_code.co_name.strip("_")
         f = f.f_back
     return name
 

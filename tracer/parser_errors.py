@@ -1,0 +1,431 @@
+"""torch's argument-parser TypeErrors, worked out from torch's printed overloads.
+
+torch's Python bindings parse a call against the function's overloads
+(torch/csrc/utils/python_arg_parser.cpp). A call that none accepts raises one of a few texts:
+
+- the function has one overload in all (hidden, deprecated ones count), or exactly one visible
+  overload whose argument range holds the call's count: that overload's own complaint, the
+  first one in argument order: `f(): argument 'x' (position N) must be T, not U`,
+  `f() missing 1 required positional arguments: "x"` (torch's plural is reversed),
+  `f() takes 1 positional argument but 2 were given`;
+- otherwise `f() received an invalid combination of arguments - got (...), but expected one of:`
+  with the visible overloads. Under an overload whose printed form has as many comma-separated
+  tokens as the call has arguments (`*` is a token, and so is the empty `()`), torch says which
+  arguments did not match, comparing type names: only a plain `Tensor`, `int`, `float`, `bool`
+  or `str` token without a default ever matches, so most arguments are marked `!type!`.
+
+Methods whose overloads all take nothing are plain C methods: CPython's
+`TensorBase.exp() takes no arguments (1 given)`.
+
+fusegrad works these texts out on the error path only: a function raises its own TypeError
+(or Python's, for a call its signature cannot bind), and the wrapper asks what torch's parser
+says about the same call. None means torch's parser accepts the call (a value error follows
+in torch too), and the function's own error stands.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from fusegrad.ir.types import DType
+
+from .tensor import Tensor
+
+_DEFAULT = " = "
+
+
+def type_name(x) -> str:
+    """A value's type as torch's argument errors name it: builtins bare (float, list), others with
+    their top-level module (numpy.float32, numpy.ndarray)."""
+    if isinstance(x, Tensor):
+        return type(x).__name__     # (torch names its own tensor types bare: Tensor, Parameter)
+    module = type(x).__module__
+    return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
+
+
+def _type_name(x) -> str:
+    """type_name, where fusegrad's arrays stand for tensors and its dtypes for torch's."""
+    if isinstance(x, np.ndarray):
+        return "Tensor"         # (fusegrad takes arrays wherever a tensor goes)
+    if isinstance(x, DType):
+        return "torch.dtype"
+    return type_name(x)
+
+
+def described(x) -> str:
+    """An argument in torch's "didn't match" list: a tuple or list with its elements' types."""
+    if isinstance(x, (tuple, list)):
+        inner = ", ".join(_type_name(v) for v in x)
+        if isinstance(x, tuple):
+            return f"tuple of ({inner}{',' if len(x) == 1 else ''})"
+        return f"list of [{inner}]"
+    return _type_name(x)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (numbers.Number, np.bool_))
+
+
+def _is_int(x) -> bool:
+    """torch's int64 check: an int or an __index__ object, not a bool; a 0-d integer tensor."""
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, Tensor):
+        return x.dim() == 0 and not x.dtype.is_floating_point and x.dtype.name != "bool"
+    try:
+        operator.index(x)
+        return True
+    except TypeError:
+        return False
+
+
+def _first_bad_element(x) -> int | None:
+    """For a tuple-of-ints argument: the position of its first non-int (None: all ints)."""
+    return next((k for k, v in enumerate(x) if not _is_int(v)), None)
+
+
+class _Param:
+    """One parameter of a printed overload: `Tensor input`, `Number alpha = 1`, `tuple of ints dim`."""
+
+    def __init__(self, token: str, keyword_only: bool, nullable: bool):
+        text, _, default = token.partition(_DEFAULT)
+        self.type, _, self.name = text.rpartition(" ")
+        self.optional = bool(default)
+        self.allow_none = default == "None" or nullable
+        self.keyword_only = keyword_only
+
+    def accepts(self, x, numbers_as_tensors: bool) -> bool:
+        """Whether torch's parser takes `x` for this parameter."""
+        kind = self.type
+        if kind == "Tensor":
+            return isinstance(x, (Tensor, np.ndarray)) or (numbers_as_tensors and _is_number(x))
+        if kind == "Number":
+            return _is_number(x) or (isinstance(x, Tensor) and x.dim() == 0 and not x.requires_grad)
+        if kind == "int":
+            return _is_int(x)
+        if kind == "float":
+            return (_is_number(x) and not isinstance(x, (bool, np.bool_, complex))) or \
+                (isinstance(x, Tensor) and x.dim() == 0)
+        if kind == "bool":
+            return isinstance(x, (bool, np.bool_))
+        if kind == "tuple of ints":
+            # (torch checks a sequence's first element here; the others when it unpacks them)
+            return _is_int(x) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
+        if kind == "torch.dtype":
+            return isinstance(x, DType)
+        if kind == "str":
+            return isinstance(x, str)
+        if kind == "torch.memory_format":
+            return x is None or type(x).__name__ == "memory_format"
+        raise AssertionError(f"unknown parameter type {kind!r}")
+
+
+def _token_matches(token: str, x) -> bool:
+    """torch's "didn't match" marking: the token's text before its last space, compared with
+    the argument's type name (so a token with a default never matches)."""
+    kind = token.rpartition(" ")[0]
+    name = type(x).__name__
+    if kind == "float":
+        return name in ("float", "int")
+    return kind in ("Tensor", "int", "bool", "str") and name == kind
+
+
+class Overload:
+    """One of torch's overloads, as its error texts print it: `(Tensor input, *, Tensor out = None)`."""
+
+    def __init__(self, declared: str):
+        # `declared` is torch's printed form, where a type may end in "?": None is accepted,
+        # though torch prints no default (sum's `int[1]? dim` prints as "tuple of ints dim")
+        self.printed = declared.replace("? ", " ")
+        self.tokens = self.printed[1:-1].split(", ")       # ("()" is one empty token, as torch counts)
+        self.params = []
+        keyword_only = False
+        for token in declared[1:-1].split(", "):
+            if token == "*":
+                keyword_only = True
+            elif token:
+                nullable = "? " in token
+                self.params.append(_Param(token.replace("? ", " "), keyword_only, nullable))
+        self.min_args = sum(not p.optional for p in self.params)
+        self.max_args = len(self.params)
+        self.max_pos_args = sum(not p.keyword_only for p in self.params)
+
+    def complaint(self, name: str, args: tuple, kwargs: dict, numbers_as_tensors: bool) -> TypeError | None:
+        """torch's FunctionSignature::parse with raise_exception: the first thing wrong with the
+        call, in parameter order; None when this overload accepts it."""
+        nargs = len(args)
+        takes_varargs = self.max_pos_args == 1 and self.params[0].type == "tuple of ints"
+        if nargs > self.max_pos_args and not takes_varargs:
+            return self._extra_args(name, nargs)
+        position, remaining = 0, len(kwargs)
+        for i, param in enumerate(self.params):
+            if position < nargs:
+                if param.keyword_only:
+                    return self._extra_args(name, nargs)
+                given, value, by_keyword = True, args[position], False
+            else:
+                given, value, by_keyword = param.name in kwargs, kwargs.get(param.name), True
+            if (not given and param.optional) or (given and value is None and param.allow_none):
+                pass
+            elif not given:
+                missing = [f'"{p.name}"' for p in self.params[i:] if not p.optional]
+                return TypeError(f"{name}() missing {len(missing)} required positional "
+                                 f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}")
+            elif param.accepts(value, numbers_as_tensors):
+                pass
+            elif takes_varargs and position == 0 and not by_keyword and _first_bad_element(args) is None:
+                position = nargs            # view(2, 3): the ints are the one tuple
+                continue
+            else:
+                return self._wrong_type(name, param, value, None if by_keyword else position + 1)
+            if not by_keyword:
+                position += 1
+            elif given:
+                remaining -= 1
+        if remaining > 0:
+            for key in kwargs:
+                index = next((k for k, p in enumerate(self.params) if p.name == key), -1)
+                if index < 0:
+                    return TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+                if index < nargs:
+                    return TypeError(f"{name}() got multiple values for argument '{key}'")
+        return None
+
+    def _extra_args(self, name: str, nargs: int) -> TypeError:
+        if self.min_args != self.max_pos_args:
+            return TypeError(f"{name}() takes from {self.min_args} to {self.max_pos_args} positional arguments "
+                             f"but {nargs} were given")
+        return TypeError(f"{name}() takes {self.max_pos_args} positional argument{'' if self.max_pos_args == 1 else 's'}"
+                         f" but {nargs} {'was' if nargs == 1 else 'were'} given")
+
+    def unpack_error(self, name: str, args: tuple, kwargs: dict) -> TypeError | None:
+        """After this overload accepted the call: torch's error unpacking a tuple of ints whose
+        later elements are not ints (`reshape((2, 'a'))`), or None."""
+        for k, param in enumerate(self.params):
+            value = args[k] if k < len(args) else kwargs.get(param.name)
+            if param.type == "tuple of ints" and isinstance(value, (tuple, list)):
+                bad = _first_bad_element(value)
+                if bad is not None:
+                    return TypeError(f"{name}(): argument '{param.name}' failed to unpack the object at pos {bad + 1} "
+                                     f"with error \"type must be tuple of ints,but got {_type_name(value[bad])}\"")
+        return None
+
+    @staticmethod
+    def _wrong_type(name: str, param: _Param, value, position: int | None) -> TypeError:
+        where = f"argument '{param.name}'" + (f" (position {position})" if position is not None else "")
+        if param.type == "tuple of ints" and isinstance(value, (tuple, list)) and position is not None:
+            bad = _first_bad_element(value)
+            return TypeError(f"{name}(): {where} must be tuple of ints, but found element of type "
+                             f"{_type_name(value[bad])} at pos {bad}")
+        return TypeError(f"{name}(): {where} must be {param.type}, not {_type_name(value)}")
+
+    def counts(self, args: tuple, kwargs: dict) -> bool:
+        """Whether torch explains this overload's mismatch: its printed tokens number the arguments."""
+        return len(self.tokens) == len(args) + len(kwargs)
+
+    def unmatched_keywords(self, kwargs: dict) -> list:
+        """The keywords none of the overload's last len(kwargs) tokens names (torch's _tryMatchKwargs)."""
+        names = [t.partition(_DEFAULT)[0].rpartition(" ")[2] for t in self.tokens[max(len(self.tokens) - len(kwargs), 0):]]
+        return [key for key in kwargs if key not in names]
+
+    def marked(self, args: tuple, kwargs: dict) -> str:
+        """The call's arguments with those that do not match this overload's tokens as `!type!`."""
+        items = []
+        for k, value in enumerate(args):
+            ok = k < len(self.tokens) and _token_matches(self.tokens[k], value)
+            items.append(described(value) if ok else f"!{described(value)}!")
+        for key, value in kwargs.items():
+            token = next(t for t in self.tokens if t.partition(_DEFAULT)[0].rpartition(" ")[2] == key)
+            text = f"{key}={described(value)}"
+            items.append(text if _token_matches(token, value) else f"!{text}!")
+        return "(" + (", ".join(items) if args else "".join(item + ", " for item in items)) + ")"
+
+
+def got_text(args: tuple, kwargs: dict) -> str:
+    """The call's argument types: keywords (torch lists them in reverse) as `name=type`."""
+    items = [_type_name(a) for a in args]
+    named = [f"{k}={_type_name(v)}" for k, v in reversed(kwargs.items())]
+    return "(" + (", ".join(items + named) if items else "".join(item + ", " for item in named)) + ")"
+
+
+class ArgParser:
+    """torch's overloads of one function or method (a method's omit self), visible and hidden."""
+
+    def __init__(self, name: str, *printed: str, hidden: tuple = (), numbers_as_tensors: bool = False):
+        self.name = name
+        self.visible = [Overload(p) for p in printed]
+        self.all = self.visible + [Overload(p) for p in hidden]
+        self.numbers_as_tensors = numbers_as_tensors
+
+    def error(self, args: tuple, kwargs: dict) -> TypeError | None:
+        """torch's TypeError for this call, or None where an overload accepts it."""
+        complaints = []
+        for overload in self.all:          # (torch takes the first overload that parses)
+            complaint = overload.complaint(self.name, args, kwargs, self.numbers_as_tensors)
+            if complaint is None:
+                return overload.unpack_error(self.name, args, kwargs)
+            complaints.append(complaint)
+        if len(self.all) == 1:
+            return complaints[0]
+        given = len(args) + len(kwargs)
+        plausible = [k for k, o in enumerate(self.visible) if o.min_args <= given <= o.max_args]
+        if len(plausible) == 1:
+            return complaints[plausible[0]]
+        return TypeError(self._invalid_combination(args, kwargs))
+
+    def _invalid_combination(self, args: tuple, kwargs: dict) -> str:
+        head = f"{self.name}() received an invalid combination of arguments - "
+        if len(self.visible) == 1:
+            overload = self.visible[0]
+            unmatched = overload.unmatched_keywords(kwargs)
+            if unmatched:
+                return head + "got unrecognized keyword arguments: " + ", ".join(unmatched)
+            got = overload.marked(args, kwargs) if overload.counts(args, kwargs) else got_text(args, kwargs)
+            return head + f"got {got}, but expected {overload.printed}"
+        lines = [head + f"got {got_text(args, kwargs)}, but expected one of:\n"]
+        for overload in self.visible:
+            lines.append(f" * {overload.printed}\n")
+            if overload.counts(args, kwargs):
+                unmatched = overload.unmatched_keywords(kwargs)
+                if unmatched:
+                    lines.append("      didn't match because some of the keywords were incorrect: "
+                                 + ", ".join(unmatched) + "\n")
+                else:
+                    lines.append("      didn't match because some of the arguments have invalid types: "
+                                 + overload.marked(args, kwargs) + "\n")
+        return "".join(lines)
+
+
+def no_arguments_error(name: str, args: tuple, kwargs: dict) -> TypeError:
+    """CPython's text for a method that takes nothing (torch's METH_NOARGS methods)."""
+    if kwargs:
+        return TypeError(f"TensorBase.{name}() takes no keyword arguments")
+    return TypeError(f"TensorBase.{name}() takes no arguments ({len(args)} given)")
+
+
+# ------------------------------------------------------------ torch's overloads
+_OUT = "*, Tensor out = None"
+_COMPARISON = ("(Tensor input, Tensor other, " + _OUT + ")", "(Tensor input, Number other, " + _OUT + ")")
+_SOFTMAX = "(Tensor input, int dim, torch.dtype dtype = None, " + _OUT + ")"
+
+FUNCTIONS = {
+    "add": ArgParser("add", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
+                     hidden=("(Tensor input, Number alpha, Tensor other, " + _OUT + ")",), numbers_as_tensors=True),
+    "sub": ArgParser("sub", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
+                     hidden=("(Tensor input, Number alpha, Tensor other, " + _OUT + ")",), numbers_as_tensors=True),
+    "mul": ArgParser("mul", "(Tensor input, Tensor other, " + _OUT + ")", numbers_as_tensors=True),
+    "div": ArgParser("div", "(Tensor input, Tensor other, " + _OUT + ")",
+                     "(Tensor input, Tensor other, *, str rounding_mode, Tensor out = None)",
+                     "(Tensor input, Number other, *, str rounding_mode)", numbers_as_tensors=True),
+    "pow": ArgParser("pow", "(Tensor input, Tensor exponent, " + _OUT + ")",
+                     "(Number self, Tensor exponent, " + _OUT + ")",
+                     "(Tensor input, Number exponent, " + _OUT + ")"),
+    "clamp": ArgParser("clamp", "(Tensor input, Tensor min = None, Tensor max = None, " + _OUT + ")",
+                       "(Tensor input, Number min = None, Number max = None, " + _OUT + ")"),
+    "maximum": ArgParser("maximum", "(Tensor input, Tensor other, " + _OUT + ")"),
+    "minimum": ArgParser("minimum", "(Tensor input, Tensor other, " + _OUT + ")"),
+    "matmul": ArgParser("matmul", "(Tensor input, Tensor other, " + _OUT + ")"),
+    "softmax": ArgParser("softmax", _SOFTMAX),
+    "log_softmax": ArgParser("log_softmax", _SOFTMAX),
+    "sum": ArgParser("sum", "(Tensor input, *, torch.dtype dtype = None)",
+                     "(Tensor input, tuple of ints? dim, bool keepdim = False, *, torch.dtype dtype = None, "
+                     "Tensor out = None)"),
+    "mean": ArgParser("mean", "(Tensor input, *, torch.dtype dtype = None, Tensor out = None)",
+                      "(Tensor input, tuple of ints? dim, bool keepdim = False, *, torch.dtype dtype = None, "
+                      "Tensor out = None)"),
+    "reshape": ArgParser("reshape", "(Tensor input, tuple of ints shape)"),
+    "permute": ArgParser("permute", "(Tensor input, tuple of ints dims)"),
+    "transpose": ArgParser("transpose", "(Tensor input, int dim0, int dim1)"),
+    "unsqueeze": ArgParser("unsqueeze", "(Tensor input, int dim)"),
+    "where": ArgParser("where", "(Tensor condition)", "(Tensor condition, Tensor input, Tensor other, " + _OUT + ")",
+                       "(Tensor condition, Number self, Tensor other)", "(Tensor condition, Tensor input, Number other)",
+                       "(Tensor condition, Number self, Number other)"),
+    **{name: ArgParser(name, *_COMPARISON) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+}
+
+_SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
+                     **{name: "other" for name in ("eq", "ne", "lt", "le", "gt", "ge")}}
+
+METHODS = {
+    **{name: ArgParser(name, f"(Tensor {arg})", f"(Number {arg})") for name, arg in _SCALAR_OR_TENSOR.items()},
+    **{name: ArgParser(name, "(Tensor other, *, Number alpha = 1)", hidden=("(Number alpha, Tensor other)",),
+                       numbers_as_tensors=True) for name in ("add", "sub")},
+    "mul": ArgParser("mul", "(Tensor other)", numbers_as_tensors=True),
+    "div": ArgParser("div", "(Tensor other)", "(Tensor other, *, str rounding_mode)",
+                     "(Number other, *, str rounding_mode)", numbers_as_tensors=True),
+    "transpose": ArgParser("transpose", "(int dim0, int dim1)"),
+    **{name: ArgParser(name, "(Tensor other)") for name in ("matmul", "maximum", "minimum")},
+    **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
+       for name in ("clamp", "clip")},
+    "where": ArgParser("where", "(Tensor condition, Tensor other)", "(Tensor condition, Number other)"),
+    "numpy": ArgParser("numpy", "(*, bool force = False)"),
+    "clone": ArgParser("clone", "(*, torch.memory_format memory_format = None)"),
+    "contiguous": ArgParser("contiguous", "(*, torch.memory_format memory_format = torch.contiguous_format)"),
+}
+
+# methods that take nothing: CPython's "takes no arguments" text
+NO_ARGUMENT_METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "expm1", "log1p", "erf", "abs",
+                       "sign", "reciprocal", "neg", "negative", "square", "t", "logical_not", "isnan", "isinf",
+                       "isfinite", "ravel", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "relu_", "neg_", "abs_",
+                       "sin_", "cos_", "reciprocal_", "sign_", "zero_", "item", "tolist", "detach", "detach_",
+                       "retain_grad")      # (not dim() and numel(), which fusegrad calls everywhere)
+
+
+def _passing(fn):
+    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+        value = getattr(fn, attribute, None)
+        if value is not None:
+            yield attribute, value
+
+
+def function_texts(fn, parser: ArgParser):
+    """`fn` raising torch's parser text where torch's parser refuses the call (error path only)."""
+    def function_form(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception:           # (torch parses before any check of values: its TypeError first)
+            error = parser.error(args, kwargs)
+            if error is None:
+                raise
+            raise error from None
+    for attribute, value in _passing(fn):
+        setattr(function_form, attribute, value)
+    function_form.__wrapped__ = fn
+    return function_form
+
+
+def method_texts(fn, parser: ArgParser):
+    """The method `fn` (self first) raising torch's parser text for the arguments after self."""
+    def method_form(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception:
+            error = parser.error(args, kwargs)
+            if error is None:
+                raise
+            raise error from None
+    for attribute, value in _passing(fn):
+        setattr(method_form, attribute, value)
+    method_form.__wrapped__ = fn
+    return method_form
+
+
+def no_arguments(fn, name: str):
+    """The method `fn(self)` with CPython's text for any argument given (torch's METH_NOARGS)."""
+    def method(self, *args, **kwargs):
+        if args or kwargs:
+            raise no_arguments_error(name, args, kwargs)
+        return fn(self)
+    for attribute, value in _passing(fn):
+        setattr(method, attribute, value)
+    method.__wrapped__ = fn
+    return method
+
+
+def public_functions(namespace: dict) -> None:
+    """Rebind the public names in `namespace` that torch parses (fusegrad's module) to their
+    torch-text forms; fusegrad's own calls keep the bare functions (no extra frame)."""
+    for name, parser in FUNCTIONS.items():
+        namespace[name] = function_texts(namespace[name], parser)

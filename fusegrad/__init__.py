@@ -31,6 +31,7 @@ from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer import parser_errors as _parser_errors
+from fusegrad.tracer.parser_errors import type_name as _type_name
 from fusegrad.tracer.device import device
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
@@ -60,7 +61,7 @@ def reshape(input, shape):
     """fg.reshape(input, shape): torch.reshape's function form takes the shape as one
     argument (the method also takes sizes: t.reshape(2, 3))."""
     if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"reshape(): argument 'shape' (position 2) must be tuple of ints, not {type(shape).__name__}")
+        raise TypeError(f"reshape(): argument 'shape' (position 2) must be tuple of ints, not {_type_name(shape)}")
     try:
         return _functional.reshape(input, shape)
     except TypeError as exc:
@@ -82,7 +83,7 @@ def permute(*args, **kwargs):
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = named["dims"]
     if not isinstance(dims, (tuple, list)):
-        raise TypeError(f"permute(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+        raise TypeError(f"permute(): argument 'dims' (position 2) must be tuple of ints, not {_type_name(dims)}")
     return _functional.permute(named.get("input"), dims)
 
 
@@ -94,7 +95,7 @@ def is_tensor(obj) -> bool:
 def numel(input) -> int:
     """torch.numel: the number of elements of a tensor."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
     return input.numel()
 
 

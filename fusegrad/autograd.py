@@ -19,6 +19,7 @@ from fusegrad.tracer.engine import backward, explain
 from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
 from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
 from fusegrad.tracer.tensor import Tensor
+from fusegrad.tracer.parser_errors import type_name
 
 __all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
 
@@ -50,7 +51,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     elif type(inputs) is dict:
         inputs_tuple = tuple(inputs.values())
     elif isinstance(inputs, Mapping):
-        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type_name(inputs)}. "
                         "Other Mapping types are not supported.")
     else:
         inputs_tuple = tuple(inputs)

@@ -116,3 +116,16 @@ def test_bad_calls_inside_a_compiled_function_raise_the_same_text():
     with pytest.raises(TypeError) as expected:
         torch.ones(3).pow("a")
     assert str(caught.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("code", [
+    "t.unsqueeze(1, 2)", "t.mm(t, t)", "t.flatten(0, 1, 2)", "t.softmax(0, None, 1)", "t.transpose(0, 1, 1)",
+    "t.logical_and(t, t)", "t.outer(t, t)", "t.size(L.float64)", "t.unsqueeze(L.float64)", "t.mm(L.float64)",
+    "t.expand(1, L.float64)", "t.flatten(1, L.float64)", "L.tensor([1.0]).dim(1)", "t.numel(2)", "L.norm('a')",
+    "L.norm(None)", "t.squeeze(1, 'a')", "t.squeeze([1, 2], 1)", "t.subtract(1.5, t)", "t.movedim((1, 'a'), (1, 'a'))",
+    "t.pow_(other=1)", "t.bitwise_and(other=1)", "t.is_floating_point(1)", "t.storage_offset(1)"])
+def test_method_counts_and_type_names_are_torchs(code):
+    """A method's argument count leaves self out; dtypes are `torch.dtype`; torch.norm of a
+    non-tensor fails on `.layout` (AttributeError)."""
+    theirs, ours = _outcome(torch, code), _outcome(fg, code)
+    assert theirs[0] != "OK" and ours == theirs

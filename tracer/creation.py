@@ -16,6 +16,7 @@ from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts, type_name as _type_name
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
+from .parser_errors import type_name
 
 def manual_seed(seed: int) -> random_generator.Generator:
     """Seed fusegrad's random generator (rand, randn, randint, uniform_/normal_ and nn's
@@ -193,7 +194,7 @@ def _scalar(obj):
     if isinstance(obj, np.ndarray):
         return obj.reshape(()).item() if obj.size == 1 else float(obj)   # float() raises NumPy's error
     if isinstance(obj, (_SEQUENCES, str, bytes)) or not isinstance(obj, (int, float, np.generic)):
-        raise TypeError(f"must be real number, not {type(obj).__name__}")
+        raise TypeError(f"must be real number, not {type_name(obj)}")
     return obj
 
 
@@ -289,7 +290,7 @@ def _size_keyword(size: tuple, kw: dict, fn: str) -> tuple:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
     value = kw["size"]
     if not isinstance(value, (tuple, list)):
-        raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {type(value).__name__}")
+        raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {type_name(value)}")
     return (value,)
 
 
@@ -314,7 +315,7 @@ def _dtype_arg(fn: str, dtype) -> DType | None:
     if dtype is not None and not isinstance(dtype, DType):
         python_type = PYTHON_TYPE_DTYPES.get(dtype) if isinstance(dtype, type) else None
         if python_type is None:
-            raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+            raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type_name(dtype)}")
         return python_type
     return dtype
 
@@ -401,11 +402,11 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
     dtype = _dtype_arg("full", dtype)
     requires_grad = _grad_flag("full", requires_grad)
     if not isinstance(size, (tuple, list)):
-        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type_name(size)}")
     if isinstance(fill_value, Tensor) and fill_value.dim() == 0:    # (torch reads a 0-d tensor as a number)
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, np.number, np.bool_)):
-        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type_name(fill_value)}")
     check_int_parses(fill_value)
     if dtype is None:
         # (a NumPy bool is no Python bool to torch's parser: a number, of the default dtype)
@@ -521,7 +522,7 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
     for name, v in (("end", end), ("start", start), ("step", step)):
         if not isinstance(v, (int, float, np.number, np.bool_)):
             raise TypeError(f"arange(): argument '{name}' (position {1 if name == 'end' and first is end else 2}) "
-                            f"must be Number, not {type(v).__name__}")
+                            f"must be Number, not {type_name(v)}")
     if not (step > 0 or step < 0):               # 0 or NaN
         raise RuntimeError("step must be nonzero")
     if not (np.isfinite(start) and np.isfinite(end)):

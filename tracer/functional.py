@@ -172,7 +172,7 @@ def _float_operands(operands, fn):
 def check_alpha(alpha, fn: str) -> None:
     """torch's argument check of `alpha` (a number, or a 0-d tensor), made before any other."""
     if not (_is_scalar(alpha) or isinstance(alpha, (Tensor, np.ndarray)) and alpha.ndim == 0):
-        raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+        raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type_name(alpha)}")
 
 
 def scale_by_alpha(a, b, alpha, fn: str):
@@ -465,9 +465,9 @@ def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
             value = named.get(key, kwargs.get(key))
             where = f" (position {position})" if key in named else ""
             if key == "dim" and (not _is_index(value) or isinstance(value, (bool, np.bool_))):
-                return f"{name}(): argument 'dim'{where} must be int, not {type(value).__name__}"
+                return f"{name}(): argument 'dim'{where} must be int, not {type_name(value)}"
             if key == "keepdim" and not isinstance(value, (bool, np.bool_)):
-                return f"{name}(): argument 'keepdim'{where} must be bool, not {type(value).__name__}"
+                return f"{name}(): argument 'keepdim'{where} must be bool, not {type_name(value)}"
     return None
 
 
@@ -1014,7 +1014,7 @@ def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
             if not _is_index(d):             # torch's int-list parser, past the first element
                 name = "linalg_vector_norm" if fn == "norm" else fn
                 raise TypeError(f"{name}(): argument 'dim' failed to unpack the object at pos {k} with error "
-                                f"\"type must be tuple of ints,but got {type(d).__name__}\"")
+                                f"\"type must be tuple of ints,but got {type_name(d)}\"")
     if isinstance(dim, bool) or not (_is_index(dim) or (isinstance(dim, (tuple, list)) and
                                                         builtins.all(_is_index(d) for d in dim))):
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(dim).__name__}), "
@@ -1054,7 +1054,7 @@ def _check_keepdim(fn: str, args: tuple, kwargs: dict) -> None:
     if keepdim is not _MISSING and not isinstance(keepdim, (bool, np.bool_)):
         if fn == "norm":                                 # torch's norm calls linalg_vector_norm
             fn, where = "linalg_vector_norm", " (position 4)"
-        raise TypeError(f"{fn}(): argument 'keepdim'{where} must be bool, not {type(keepdim).__name__}")
+        raise TypeError(f"{fn}(): argument 'keepdim'{where} must be bool, not {type_name(keepdim)}")
 
 
 def _int_arg(fn: str, arg: str, position: int, value) -> int:
@@ -1233,7 +1233,7 @@ def _check_dim_list(fn: str, dim) -> None:
     """amax/amin take only a list of ints: a lone non-int is torch's TypeError naming the list."""
     dim = _int_list_tensor(dim)
     if not (dim is None or isinstance(dim, (tuple, list)) or (_is_index(dim) and not isinstance(dim, (bool, np.bool_)))):
-        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be tuple of ints, not {type(dim).__name__}")
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be tuple of ints, not {type_name(dim)}")
 
 
 @_keyword_texts
@@ -1264,7 +1264,7 @@ def _arg_extremum(fn: str, a, dim, keepdim: bool) -> Tensor:
     a = as_tensor(a, fn)
     if dim is not None and (not _is_index(dim) or isinstance(dim, (bool, np.bool_))):
         # (position 2, the function form's: _keyword_texts drops it for dim=, methods count from 1)
-        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
     if a._dtype is bool_:
         raise RuntimeError(f"{fn}(): does not support bool input")
     extremum = max if fn == "argmax" else min
@@ -1301,13 +1301,16 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
         # t.norm(), the common call (a loop's stopping test): nothing to check or convert.
         return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
                         "LinalgVectorNormBackward0")
+    if not isinstance(a, (Tensor, np.ndarray)):
+        # torch.norm is Python code whose first look at its input is `input.layout`
+        raise AttributeError(f"'{type(a).__name__}' object has no attribute 'layout'")
     a = as_tensor(a, "norm")
     if isinstance(p, str) and p != "fro":
         if p == "nuc":
             return _nuclear_norm(a, dim, keepdim)
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if not (p is None or isinstance(p, (str, numbers.Number)) or (isinstance(p, Tensor) and p.numel() == 1)):
-        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type_name(p)}")
     if isinstance(dim, Tensor) and isinstance(p, str) and dim.dim() == 0:
         raise TypeError("len() of a 0-d tensor")     # torch's norm takes len(dim) for a string p
     dim = _int_list_tensor(dim)         # (a one-element integer or bool tensor is an int dim, as in sum)
@@ -1368,7 +1371,7 @@ def _dtype_argument(fn: str, dtype, signatures: str | None = None):
     if signatures is not None:
         raise TypeError(f"{fn}() received an invalid combination of arguments - got (dtype={type(dtype).__name__}, ), "
                         f"but expected one of:{signatures}")
-    raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type_name(dtype)}")
 
 
 def _softmax_like(op: str, grad_name: str):
@@ -1392,7 +1395,7 @@ def _softmax_like(op: str, grad_name: str):
             raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
         if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
             where = " (position 2)" if len(args) > 1 else ""
-            raise TypeError(f"{op}(): argument 'dim'{where} must be int, not {type(dim).__name__}")
+            raise TypeError(f"{op}(): argument 'dim'{where} must be int, not {type_name(dim)}")
         dim = operator.index(dim)
         a = as_tensor(a, op)
         if dtype is not None:
@@ -1433,9 +1436,9 @@ def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) ->
         if not _is_size(s, first=k == 0):
             if k == 0:
                 raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element "
-                                f"of type {type(s).__name__} at pos 0")
+                                f"of type {type_name(s)} at pos 0")
             raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {k + 1} with error "
-                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+                            f"\"type must be tuple of ints,but got {type_name(s)}\"")
     return tuple(operator.index(s) for s in shape)
 
 
@@ -1747,8 +1750,13 @@ def squeeze(input, dim=_MISSING) -> Tensor:
     return _squeeze(a, dim)
 
 
-def squeeze_method(self, dim=_MISSING) -> Tensor:
-    """Tensor.squeeze (torch's error for a bad `dim` lists the method's signatures)."""
+def squeeze_method(self, *dims, dim=_MISSING) -> Tensor:
+    """Tensor.squeeze: `t.squeeze(d)`, `t.squeeze((d, e))` or spread, `t.squeeze(d, e)` (torch's
+    error for a bad `dim` lists the method's signatures)."""
+    if dims:
+        if dim is not _MISSING or (len(dims) > 1 and not _is_index(dims[0])):
+            raise TypeError("squeeze(): bad arguments")     # (worded by tracer/parser_errors.py)
+        dim = dims[0] if len(dims) == 1 else dims
     dim = _int_list_tensor(dim)         # (torch's int-list overload takes a one-element integer or bool tensor)
     _check_squeeze_dim(dim, method=True)
     return _squeeze(self, dim)
@@ -1932,7 +1940,7 @@ def _check_tensor_list(tensors, fn: str) -> None:
 def _check_dim_arg(fn: str, dim) -> int:
     """`dim` as an int (a 0-d integer tensor is read: torch takes it as its value), or torch's TypeError."""
     if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
-        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
     return operator.index(dim)
 
 

@@ -16,6 +16,7 @@ from . import functional as F
 from . import indexing, inplace, moments, parser_errors, predicates, products
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
+from .parser_errors import type_name
 
 
 def _reflected(fn):
@@ -33,6 +34,17 @@ def _tensor_other(fn):
 
 
 _MISSING_ARGUMENTS = re.compile(r"^(\w+)\(\) missing \d+ required positional arguments?: ('\w+'.*)$")   # Python's
+_EXTRA_ARGUMENTS = re.compile(r"^(\w+)\(\) takes (?:from (\d+) to )?(\d+) positional arguments? but (\d+) (?:was|were) given$")
+
+
+def _without_self(found) -> TypeError:
+    """Python's "takes 2 positional arguments but 3 were given" for a method, in torch's
+    count, which leaves self out ("takes 1 positional argument but 2 were given")."""
+    name, low, high, given = found.group(1), found.group(2), int(found.group(3)) - 1, int(found.group(4)) - 1
+    if low is not None:
+        return TypeError(f"{name}() takes from {int(low) - 1} to {high} positional arguments but {given} were given")
+    return TypeError(f"{name}() takes {high} positional argument{'' if high == 1 else 's'} but {given} "
+                     f"{'was' if given == 1 else 'were'} given")
 
 
 def _counted_from_self(fn):
@@ -49,6 +61,9 @@ def _counted_from_self(fn):
             if missing is not None and missing.group(1) == fn.__name__:
                 # Python's binding text (x.transpose(0)), in torch's parser's words
                 raise F.missing_arguments_error(fn.__name__, re.findall(r"'(\w+)'", missing.group(2))) from None
+            extra = _EXTRA_ARGUMENTS.match(text)
+            if extra is not None and extra.group(1) == fn.__name__:
+                raise _without_self(extra) from None
             found = F.ARGUMENT_POSITION.match(text) if text.startswith(prefix) else None
             if found is None or found.group(2) == "1":
                 raise
@@ -84,7 +99,8 @@ def _bitwise(name: str, on_bools, op: str | None = None):
     torch's NotImplementedError where there is none (shifts); on floats that error too."""
     op = op or name
 
-    def fn(a, b) -> Tensor:
+    def fn(input, other) -> Tensor:             # (torch's keywords)
+        a, b = input, other
         swap = not isinstance(a, Tensor)        # `True & t`: promote with the tensor first
         ops, dtype = F._promoted([b, a] if swap else [a, b], name)
         if dtype is bool_ and on_bools is not None:
@@ -157,6 +173,19 @@ def _cast_method(name: str, dtype):
     return method
 
 
+def _subtract(self, other, *number_alpha, alpha=1) -> Tensor:
+    """torch's Tensor.subtract: sub, whose overloads are (Tensor other, *, Number alpha) and
+    (Number other, Number alpha), without sub's deprecated alpha-first one."""
+    if number_alpha:
+        if len(number_alpha) > 1 or not F._is_scalar(other):
+            raise TypeError("subtract(): bad arguments")     # (worded by tracer/parser_errors.py)
+        alpha, = number_alpha
+    return F.sub(self, other, alpha=alpha)
+
+
+_subtract.__name__ = _subtract.__qualname__ = "subtract"
+
+
 def _where(self, condition, other):
     """`self` where `condition`, else `other` (torch's Tensor.where(condition, other))."""
     return F.where(condition, self, other)
@@ -168,6 +197,7 @@ def _checked_other(fn):
     is_pow = fn.__name__ == "pow_"
     name = fn.__name__
     takes_alpha = name in ("add_", "sub_")
+    other_name = "exponent" if is_pow else "other"
 
     def method(self, *args, **kwargs) -> Tensor:
         # torch's parser: (Tensor other, *, Number alpha = 1) for add_/sub_, (other) otherwise
@@ -177,13 +207,13 @@ def _checked_other(fn):
             if len(args) > 1:
                 raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
             for key in kwargs:
-                if key not in ("other", "alpha") or (key == "alpha" and not takes_alpha) or \
-                        (key == "other" and args):
+                if key not in (other_name, "alpha") or (key == "alpha" and not takes_alpha) or \
+                        (key == other_name and args):
                     raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
-            if not args and "other" not in kwargs:
+            if not args and other_name not in kwargs:
                 raise TypeError(f"{name}() received an invalid combination of arguments - got (), but expected "
                                 f"(Tensor other{', *, Number alpha = 1' if takes_alpha else ''})")
-            other = args[0] if args else kwargs["other"]
+            other = args[0] if args else kwargs[other_name]
             alpha = kwargs.get("alpha", 1)
         if type(other) is not Tensor and not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
             raise TypeError(f"{fn.__name__}(): argument 'other' (position 1) must be Tensor, not "
@@ -247,7 +277,7 @@ def _copy_(self, src, non_blocking: bool = False) -> Tensor:
     if F._is_scalar(src) and not isinstance(src, np.ndarray):
         return inplace.fill_(self, src)
     if not isinstance(src, (Tensor, np.ndarray)):
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type_name(src)}")
     if not isinstance(non_blocking, (bool, np.bool_)):
         raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
                         f"{type(non_blocking).__name__}")
@@ -263,7 +293,7 @@ def _float_argument(fn: str, name: str, position: int, value) -> float:
     if isinstance(value, Tensor) and value.numel() == 1:
         return value.item()
     if isinstance(value, (bool, np.bool_)) or not F._is_scalar(value):
-        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not {type(value).__name__}")
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not {type_name(value)}")
     return float(value) if not isinstance(value, (int, np.integer)) else int(value)
 
 
@@ -371,7 +401,7 @@ METHODS = {
     "mm": _counted_from_self(products.mm), "bmm": _counted_from_self(products.bmm),
     "mv": _counted_from_self(products.mv), "dot": _counted_from_self(products.dot),
     "outer": _counted_from_self(products.outer), "square": F.square,
-    "true_divide": F.div, "multiply": F.mul, "subtract": F.sub, "negative": F.neg,
+    "true_divide": F.div, "multiply": F.mul, "subtract": _subtract, "negative": F.neg,
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,

@@ -41,6 +41,8 @@ def type_name(x) -> str:
     their top-level module (numpy.float32, numpy.ndarray)."""
     if isinstance(x, Tensor):
         return type(x).__name__     # (torch names its own tensor types bare: Tensor, Parameter)
+    if isinstance(x, DType):
+        return "torch.dtype"
     module = type(x).__module__
     return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
@@ -49,8 +51,6 @@ def _type_name(x) -> str:
     """type_name, where fusegrad's arrays stand for tensors and its dtypes for torch's."""
     if isinstance(x, np.ndarray):
         return "Tensor"         # (fusegrad takes arrays wherever a tensor goes)
-    if isinstance(x, DType):
-        return "torch.dtype"
     return type_name(x)
 
 
@@ -82,8 +82,9 @@ def _is_int(x) -> bool:
 
 
 def _first_bad_element(x) -> int | None:
-    """For a tuple-of-ints argument: the position of its first non-int (None: all ints)."""
-    return next((k for k, v in enumerate(x) if not _is_int(v)), None)
+    """For a tuple-of-ints argument: the position of its first non-int (None: all ints; its
+    unpacking takes a bool as an int)."""
+    return next((k for k, v in enumerate(x) if not (_is_int(v) or isinstance(v, (bool, np.bool_)))), None)
 
 
 class _Param:
@@ -92,6 +93,9 @@ class _Param:
     def __init__(self, token: str, keyword_only: bool, nullable: bool):
         text, _, default = token.partition(_DEFAULT)
         self.type, _, self.name = text.rpartition(" ")
+        self.one_int = self.type == "int[1]"       # (an int list of size 1 takes a bare int too)
+        if self.one_int:
+            self.type = "tuple of ints"
         self.optional = bool(default)
         self.allow_none = default == "None" or nullable
         self.keyword_only = keyword_only
@@ -112,7 +116,7 @@ class _Param:
             return isinstance(x, (bool, np.bool_))
         if kind == "tuple of ints":
             # (torch checks a sequence's first element here; the others when it unpacks them)
-            return _is_int(x) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
+            return (self.one_int and _is_int(x)) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
         if kind == "torch.dtype":
             return isinstance(x, DType)
         if kind == "str":
@@ -137,8 +141,9 @@ class Overload:
 
     def __init__(self, declared: str):
         # `declared` is torch's printed form, where a type may end in "?": None is accepted,
-        # though torch prints no default (sum's `int[1]? dim` prints as "tuple of ints dim")
-        self.printed = declared.replace("? ", " ")
+        # though torch prints no default; and `int[1]` is an int list that takes a bare int
+        # (sum's `int[1]? dim` prints as "tuple of ints dim")
+        self.printed = declared.replace("int[1]", "tuple of ints").replace("? ", " ")
         self.tokens = self.printed[1:-1].split(", ")       # ("()" is one empty token, as torch counts)
         self.params = []
         keyword_only = False
@@ -152,34 +157,38 @@ class Overload:
         self.max_args = len(self.params)
         self.max_pos_args = sum(not p.keyword_only for p in self.params)
 
-    def complaint(self, name: str, args: tuple, kwargs: dict, numbers_as_tensors: bool) -> TypeError | None:
-        """torch's FunctionSignature::parse with raise_exception: the first thing wrong with the
-        call, in parameter order; None when this overload accepts it."""
-        nargs = len(args)
+    def bind(self, name: str, args: tuple, kwargs: dict, numbers_as_tensors: bool):
+        """torch's FunctionSignature::parse with raise_exception: (the first thing wrong with
+        the call, in parameter order, None) or, when this overload accepts it, (None, the
+        values it binds by parameter name)."""
+        nargs, bound = len(args), {}
         takes_varargs = self.max_pos_args == 1 and self.params[0].type == "tuple of ints"
         if nargs > self.max_pos_args and not takes_varargs:
-            return self._extra_args(name, nargs)
+            return self._extra_args(name, nargs), None
         position, remaining = 0, len(kwargs)
         for i, param in enumerate(self.params):
             if position < nargs:
                 if param.keyword_only:
-                    return self._extra_args(name, nargs)
+                    return self._extra_args(name, nargs), None
                 given, value, by_keyword = True, args[position], False
             else:
                 given, value, by_keyword = param.name in kwargs, kwargs.get(param.name), True
+            if takes_varargs and nargs > 1:    # t.view(2, 3): the ints are the one tuple
+                if not _is_int(args[0]):
+                    return self._wrong_type(name, param, args[0], 1), None
+                bound[param.name] = args
+                position = nargs
+                continue
             if (not given and param.optional) or (given and value is None and param.allow_none):
                 pass
             elif not given:
                 missing = [f'"{p.name}"' for p in self.params[i:] if not p.optional]
                 return TypeError(f"{name}() missing {len(missing)} required positional "
-                                 f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}")
+                                 f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}"), None
             elif param.accepts(value, numbers_as_tensors):
-                pass
-            elif takes_varargs and position == 0 and not by_keyword and _first_bad_element(args) is None:
-                position = nargs            # view(2, 3): the ints are the one tuple
-                continue
+                bound[param.name] = value
             else:
-                return self._wrong_type(name, param, value, None if by_keyword else position + 1)
+                return self._wrong_type(name, param, value, None if by_keyword else position + 1), None
             if not by_keyword:
                 position += 1
             elif given:
@@ -188,10 +197,10 @@ class Overload:
             for key in kwargs:
                 index = next((k for k, p in enumerate(self.params) if p.name == key), -1)
                 if index < 0:
-                    return TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+                    return TypeError(f"{name}() got an unexpected keyword argument '{key}'"), None
                 if index < nargs:
-                    return TypeError(f"{name}() got multiple values for argument '{key}'")
-        return None
+                    return TypeError(f"{name}() got multiple values for argument '{key}'"), None
+        return None, bound
 
     def _extra_args(self, name: str, nargs: int) -> TypeError:
         if self.min_args != self.max_pos_args:
@@ -200,11 +209,11 @@ class Overload:
         return TypeError(f"{name}() takes {self.max_pos_args} positional argument{'' if self.max_pos_args == 1 else 's'}"
                          f" but {nargs} {'was' if nargs == 1 else 'were'} given")
 
-    def unpack_error(self, name: str, args: tuple, kwargs: dict) -> TypeError | None:
-        """After this overload accepted the call: torch's error unpacking a tuple of ints whose
+    def unpack_error(self, name: str, bound: dict) -> TypeError | None:
+        """After this overload bound the call: torch's error unpacking a tuple of ints whose
         later elements are not ints (`reshape((2, 'a'))`), or None."""
-        for k, param in enumerate(self.params):
-            value = args[k] if k < len(args) else kwargs.get(param.name)
+        for param in reversed(self.params):      # (torch's C++ unpacks the arguments last first)
+            value = bound.get(param.name)
             if param.type == "tuple of ints" and isinstance(value, (tuple, list)):
                 bad = _first_bad_element(value)
                 if bad is not None:
@@ -215,8 +224,8 @@ class Overload:
     @staticmethod
     def _wrong_type(name: str, param: _Param, value, position: int | None) -> TypeError:
         where = f"argument '{param.name}'" + (f" (position {position})" if position is not None else "")
-        if param.type == "tuple of ints" and isinstance(value, (tuple, list)) and position is not None:
-            bad = _first_bad_element(value)
+        bad = _first_bad_element(value) if isinstance(value, (tuple, list)) else None
+        if param.type == "tuple of ints" and bad is not None and position is not None:
             return TypeError(f"{name}(): {where} must be tuple of ints, but found element of type "
                              f"{_type_name(value[bad])} at pos {bad}")
         return TypeError(f"{name}(): {where} must be {param.type}, not {_type_name(value)}")
@@ -263,9 +272,9 @@ class ArgParser:
         """torch's TypeError for this call, or None where an overload accepts it."""
         complaints = []
         for overload in self.all:          # (torch takes the first overload that parses)
-            complaint = overload.complaint(self.name, args, kwargs, self.numbers_as_tensors)
+            complaint, bound = overload.bind(self.name, args, kwargs, self.numbers_as_tensors)
             if complaint is None:
-                return overload.unpack_error(self.name, args, kwargs)
+                return overload.unpack_error(self.name, bound)
             complaints.append(complaint)
         if len(self.all) == 1:
             return complaints[0]
@@ -330,10 +339,10 @@ FUNCTIONS = {
     "softmax": ArgParser("softmax", _SOFTMAX),
     "log_softmax": ArgParser("log_softmax", _SOFTMAX),
     "sum": ArgParser("sum", "(Tensor input, *, torch.dtype dtype = None)",
-                     "(Tensor input, tuple of ints? dim, bool keepdim = False, *, torch.dtype dtype = None, "
+                     "(Tensor input, int[1]? dim, bool keepdim = False, *, torch.dtype dtype = None, "
                      "Tensor out = None)"),
     "mean": ArgParser("mean", "(Tensor input, *, torch.dtype dtype = None, Tensor out = None)",
-                      "(Tensor input, tuple of ints? dim, bool keepdim = False, *, torch.dtype dtype = None, "
+                      "(Tensor input, int[1]? dim, bool keepdim = False, *, torch.dtype dtype = None, "
                       "Tensor out = None)"),
     "reshape": ArgParser("reshape", "(Tensor input, tuple of ints shape)"),
     "permute": ArgParser("permute", "(Tensor input, tuple of ints dims)"),
@@ -360,6 +369,22 @@ METHODS = {
     **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
        for name in ("clamp", "clip")},
     "where": ArgParser("where", "(Tensor condition, Tensor other)", "(Tensor condition, Number other)"),
+    **{name: ArgParser(name, "(Tensor other)", "(Number other)")
+       for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+                    "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_",
+                    "floor_divide", "floor_divide_", "remainder", "remainder_", "multiply", "true_divide")},
+    "pow_": ArgParser("pow_", "(Tensor exponent)", "(Number exponent)"),
+    "clamp_": ArgParser("clamp_", "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)"),
+    "clamp_min": ArgParser("clamp_min", "(Tensor min)", "(Number min)"),
+    "clamp_max": ArgParser("clamp_max", "(Tensor max)", "(Number max)"),
+    "div_": ArgParser("div_", "(Tensor other)", "(Tensor other, *, str rounding_mode)",
+                      "(Number other, *, str rounding_mode)", numbers_as_tensors=True),
+    **{name: ArgParser(name, "(Tensor mask, Tensor value)", "(Tensor mask, Number value)")
+       for name in ("masked_fill", "masked_fill_")},
+    **{name: ArgParser(name, "(int source, int destination)", "(tuple of ints source, tuple of ints destination)")
+       for name in ("movedim", "moveaxis")},
+    "squeeze": ArgParser("squeeze", "()", "(int dim)", "(tuple of ints dim)"),
+    "subtract": ArgParser("subtract", "(Tensor other, *, Number alpha = 1)", "(Number other, Number alpha = 1)"),
     "numpy": ArgParser("numpy", "(*, bool force = False)"),
     "clone": ArgParser("clone", "(*, torch.memory_format memory_format = None)"),
     "contiguous": ArgParser("contiguous", "(*, torch.memory_format memory_format = torch.contiguous_format)"),
@@ -370,7 +395,9 @@ NO_ARGUMENT_METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "r
                        "sign", "reciprocal", "neg", "negative", "square", "t", "logical_not", "isnan", "isinf",
                        "isfinite", "ravel", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "relu_", "neg_", "abs_",
                        "sin_", "cos_", "reciprocal_", "sign_", "zero_", "item", "tolist", "detach", "detach_",
-                       "retain_grad")      # (not dim() and numel(), which fusegrad calls everywhere)
+                       "retain_grad", "data_ptr", "element_size", "get_device", "is_complex", "is_floating_point",
+                       "is_inference", "is_signed", "ndimension", "nelement", "storage_offset")
+# (dim() and numel() check in their own bodies: fusegrad calls them everywhere)
 
 
 def _passing(fn):

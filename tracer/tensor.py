@@ -228,14 +228,18 @@ class Tensor:
         if dim is None:
             return _size(shape)
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
-            raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+            from .parser_errors import type_name      # (it imports this module)
+            raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type_name(dim)}")
         if not shape:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from fusegrad.ir.ops import normalize_dim
         return shape[normalize_dim(int(dim), len(shape))]
 
-    def dim(self) -> int:
+    def dim(self, *args) -> int:
         """torch's Tensor.dim: the number of dimensions."""
+        if args:        # (checked here, not by a wrapper: fusegrad asks dim() everywhere)
+            from .parser_errors import no_arguments_error
+            raise no_arguments_error("dim", args, {})
         return len(self._value_shape())
 
     @property
@@ -243,8 +247,11 @@ class Tensor:
         """torch's Tensor.ndim: the number of dimensions."""
         return len(self._value_shape())
 
-    def numel(self) -> int:
+    def numel(self, *args) -> int:
         """torch's Tensor.numel: the number of elements (1 for a 0-d tensor)."""
+        if args:
+            from .parser_errors import no_arguments_error
+            raise no_arguments_error("numel", args, {})
         n = 1
         for s in self._value_shape():
             n *= s
@@ -325,7 +332,8 @@ class Tensor:
         if dim is None:
             return strides
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
-            raise TypeError(f"stride(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+            from .parser_errors import type_name      # (it imports this module)
+            raise TypeError(f"stride(): argument 'dim' (position 1) must be int, not {type_name(dim)}")
         if not shape:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from fusegrad.ir.ops import normalize_dim

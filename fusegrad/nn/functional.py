@@ -19,6 +19,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_type
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import cast
 from fusegrad.tracer.scalar_checks import check_scalar_fits
+from fusegrad.tracer.parser_errors import type_name
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
@@ -191,7 +192,7 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     _check_tensor_args("softplus", input=input)
     for arg, value in (("beta", beta), ("threshold", threshold)):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"softplus(): argument '{arg}' must be Number, not {type(value).__name__}")
+            raise TypeError(f"softplus(): argument '{arg}' must be Number, not {type_name(value)}")
     _float_activation("softplus", input)
     for value in (beta, threshold):
         check_scalar_fits(value, input.dtype)           # torch's overflow error (1e39 for float32)
@@ -416,14 +417,14 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
 def _check_weight_arg(fn: str, weight) -> None:
     """torch's TypeError for a class `weight` that is neither None nor a tensor."""
     if weight is not None and not isinstance(weight, fg.Tensor):
-        raise TypeError(f"{fn}(): argument 'weight' (position 3) must be Tensor, not {type(weight).__name__}")
+        raise TypeError(f"{fn}(): argument 'weight' (position 3) must be Tensor, not {type_name(weight)}")
 
 
 def _check_ignore_index(fn: str, ignore_index) -> None:
     """torch's parser takes an int only (a float or bool ignore_index would otherwise be
     compared with the targets silently)."""
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
-        raise TypeError(f"{fn}(): argument 'ignore_index' (position 5) must be int, not {type(ignore_index).__name__}")
+        raise TypeError(f"{fn}(): argument 'ignore_index' (position 5) must be int, not {type_name(ignore_index)}")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -580,7 +581,7 @@ def one_hot(tensor, num_classes: int = -1):
     """int64 one-hot rows: out[..., k] = 1 where tensor == k (num_classes -1: max + 1)."""
     _check_tensor_args("one_hot", tensor=tensor)
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
-        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type(num_classes).__name__}")
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type_name(num_classes)}")
     if tensor.dtype != fg.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel() == 0:

@@ -6,6 +6,7 @@ This is the only place that creates nodes, so every user-level function in
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -542,12 +543,13 @@ def _fill_through_expand(src, expanded, rest, value):
     """`src` after a fill (of `value`, one value everywhere) through `rest` views of an expand of
     it (`expanded`): the memory of an element takes the value where the write reached any of
     its replicas, as eagerly (they are one memory location)."""
-    reached = _scatter(np.zeros(tuple(expanded.shape), np.bool_), rest, np.ones(tuple(value.shape), np.bool_))
+    reached = _scatter(np.zeros(tuple(expanded.shape), np.bool_), rest, np.ones(tuple(value.shape), np.bool_),
+                       fill=True)       # (a position that another expand replicates is reached too)
     shape, axes = tuple(src.shape), _replicated_axes(src, expanded)
     if axes:
         reached = apply_op("amax", [reached], {"axes": axes, "keepdim": False})
     reached = apply_op("reshape", [reached], {"shape": shape})
-    constant = apply_op("amax", [value], {"axes": tuple(range(value.dim())), "keepdim": False})
+    constant = apply_op("amax", [value], {"axes": tuple(range(len(value.shape))), "keepdim": False})
     return apply_op("where", [reached, apply_op("expand", [constant], {"shape": shape}), src], None, "CopySlices")
 
 
@@ -569,12 +571,14 @@ def _unexpand(src, value, fill: bool):
     """`value`, of the shape of an expand of `src`, written back to `src`'s shape: one of the
     positions the expand replicated each (they hold one value only after a fill; any other
     write there is torch's overlap error)."""
-    if value.numel() == 0 and src.numel() != 0:
+    # (src and value are tensors, or NumPy arrays where a fill's reach is worked out)
+    value_size, src_size = math.prod(value.shape), math.prod(src.shape)
+    if value_size == 0 and src_size != 0:
         # an expand to an empty shape: the write reaches no element of src (torch still records it)
         return apply_op("cast", [src], {"dtype": src.dtype}, "CopySlices")
     replicated = _replicated_axes(src, value)
     if replicated:
-        if not fill and value.numel() > 0:      # (an empty expand has no element twice)
+        if not fill and value_size > 0:      # (an empty expand has no element twice)
             raise RuntimeError(_OVERLAP_MSG)
         index = tuple(("s", 0, 1 if k in replicated else size, 1) for k, size in enumerate(value.shape))
         value = apply_op("getitem", [value], {"index": index})

@@ -32,7 +32,7 @@ from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in
-from .scalar_checks import check_int_parses, check_scalar_fits
+from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits
 from .node import display_edges, hide_node, keep_scalar_operands
 from .parser_errors import described, got_text, no_arguments_error, type_name
 from .tensor import Tensor
@@ -901,6 +901,7 @@ def masked_fill_operands(input, mask, value, fn: str = "masked_fill"):
         if value.dim() != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.dim()} dimension(s).")
+        check_tensor_value_fits(value, a._dtype)     # (torch fills with value.item(): nan into int64 raises)
         return a, mask, cast(value, a._dtype), "MaskedFillBackward1"
     check_int_parses(value)
     check_scalar_fits(value, a._dtype)          # torch's overflow error (1e300 into float32)

@@ -26,7 +26,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
 from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
-from .scalar_checks import check_scalar_fits, check_setitem_int
+from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -441,6 +441,7 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
             any(isinstance(item, _Mask) and item.ndim > 0 for item in items):
         # torch writes a one-element value through a bool mask by masked_fill_, which casts it
         from .functional import cast
+        check_tensor_value_fits(value, t._dtype)
         value = cast(value, t._dtype)
     check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)

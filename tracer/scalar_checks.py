@@ -55,3 +55,12 @@ def check_scalar_fits(value, dtype, int_name: str = "int64_t") -> None:
             fits = not math.isfinite(v) or abs(v) <= _FLOAT32_MAX
         if not fits:
             raise RuntimeError("value cannot be converted to type float without overflow")
+
+
+def check_tensor_value_fits(value, dtype) -> None:
+    """check_scalar_fits for the one element of a tensor written as a number (masked_fill's
+    0-d value: torch takes its item()), where its value is known now (eagerly, or made
+    outside a compiled call); a value computed in a compiled call is not checked."""
+    if value._dtype is dtype or value._sym is not None or value._data is None or value._data.size != 1:
+        return
+    check_scalar_fits(value._data.reshape(()).item(), dtype)

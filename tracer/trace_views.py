@@ -20,6 +20,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import INTERNAL_VIEWS, no_grad_view_rebased_error
 from .grad_mode import is_grad_enabled
+from .layout import contiguous_strides, layout_stand_in
 from .tensor import Tensor
 from .trace_writes import _REGENERATED_GRAD_VIEW, _REGENERATED_VIEW, _STALE, _memory_key, _no_tensor
 
@@ -183,6 +184,11 @@ class TraceViews:
         they share one array (see memory_homes). `.data` does not share the version
         counter (`shares_version=False`)."""
         d = self.symbolic(self._identity_of(t), False)
+        strides = layout_stand_in(t).strides
+        if strides != contiguous_strides(tuple(t.shape)):
+            # eagerly d is t's memory: x.t().detach() has strides (1, 3), and its view(-1) raises
+            # (after the call d is that memory, see memory_homes, so no output layout is needed)
+            d._layout = strides
         if shares_version:
             # (a backward reading d's value raises after a write of t, even once d is gone:
             # fg.grad's differentiated argument is a detach() that does not outlive the grad)

@@ -138,11 +138,22 @@ def _nll_infer(types, attrs):
     return [TensorType(target.shape if attrs["reduction"] == "none" else (), lp.dtype)]
 
 
+def _picked_weights(weight, safe, valid, dtype):
+    """The class weight of each valid target (0 at ignored ones; all of them are ignored where
+    there are no classes, else the bounds check raised)."""
+    if weight is None:
+        return valid.astype(dtype)
+    return weight[safe] * valid if weight.size else np.zeros(valid.shape, weight.dtype)
+
+
 def _nll_ref(log_probs, target, classes, weight=None, *, reduction, ignore_index):
     valid = target != ignore_index
     safe = np.where(valid, target, 0)
-    picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
-    w_t = (weight[safe] if weight is not None else np.ones_like(picked)) * valid
+    if log_probs.shape[-1]:
+        picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
+    else:                   # no classes: every target is ignored (torch: mean nan, sum 0)
+        picked = np.zeros(target.shape, log_probs.dtype)
+    w_t = _picked_weights(weight, safe, valid, picked.dtype)
     # An ignored position reads nothing (a -inf there is no NaN) and loses +0, as torch's.
     losses = np.where(valid, -(w_t * picked), 0)
     if reduction == "none":
@@ -193,7 +204,7 @@ def _nll_backward_into(out, g, log_probs, target, classes, weight=None, *, reduc
     valid = target != ignore_index
     safe = np.where(valid, target, 0)
     if weight is not None:
-        w_t = weight[safe] * valid
+        w_t = _picked_weights(weight, safe, valid, out.dtype)
     if reduction == "mean":
         total = np.sum(w_t, dtype=out.dtype) if weight is not None else out.dtype.type(np.count_nonzero(valid))
         g = g / total

@@ -360,7 +360,7 @@ _ARITY = ("text: torch's parser words a wrong number of arguments its own way; f
           "TypeError (same class). Fix: signature-checking wrappers (tracer/functional.py, tracer/methods.py)")
 EAGER_XFAIL: dict[str, str] = {
     # (the unary functions' bare forms take no wrapper: fg.sin(x) is hot)
-    **{e: _ARITY for e in ["L.sin()", "f23.view((2, 3), 1)"]},
+    **{e: _ARITY for e in ["L.sin()"]},
 }
 COMPILED_ONLY: dict[str, str] = {}
 COMPILED_XFAIL = {**EAGER_XFAIL, **COMPILED_ONLY}

@@ -204,6 +204,10 @@ def _checked_other(fn):
         if len(args) == 1 and not kwargs:
             other, alpha = args[0], 1               # (the common call)
         else:
+            if len(args) == 2 and takes_alpha and not kwargs and F._is_scalar(args[0]):
+                # torch's deprecated add_(Number alpha, Tensor other), with its warning
+                other, alpha = F._alpha_first(name, args[0], args[1:], 1)
+                return method(self, other, alpha=alpha)
             if len(args) > 1:
                 raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
             for key in kwargs:
@@ -271,16 +275,17 @@ def _fill_(self, value) -> Tensor:
     return inplace.fill_(self, value)
 
 
-def _copy_(self, src, non_blocking: bool = False) -> Tensor:
-    """Copy `src` into self: a tensor (or an array) broadcast to self's shape, or a number
+def _copy_(self, other, non_blocking: bool = False) -> Tensor:
+    """Copy `other` (torch's keyword) into self: a tensor (or an array) broadcast to self's shape, or a number
     (torch takes one and fills with it)."""
+    src = other
+    if not isinstance(src, (Tensor, np.ndarray)) and not F._is_scalar(src):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type_name(src)}")
+    if not isinstance(non_blocking, (bool, np.bool_)):      # (checked before a number fills)
+        raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
+                        f"{type_name(non_blocking)}")
     if F._is_scalar(src) and not isinstance(src, np.ndarray):
         return inplace.fill_(self, src)
-    if not isinstance(src, (Tensor, np.ndarray)):
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type_name(src)}")
-    if not isinstance(non_blocking, (bool, np.bool_)):
-        raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
-                        f"{type(non_blocking).__name__}")
     inplace.check_inplace(self)             # (torch's leaf errors come before the copy's shape check,
     inplace.check_write_overlaps(self, src)     # and its memory checks too)
     shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(src)))

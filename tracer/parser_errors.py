@@ -87,6 +87,10 @@ def _first_bad_element(x) -> int | None:
     return next((k for k, v in enumerate(x) if not (_is_int(v) or isinstance(v, (bool, np.bool_)))), None)
 
 
+# the NumPy spellings torch's parser also takes for some parameters (t.sum(axis=0))
+_NUMPY_NAMES = {"dim": ("axis",), "keepdim": ("keepdims",)}
+
+
 class _Param:
     """One parameter of a printed overload: `Tensor input`, `Number alpha = 1`, `tuple of ints dim`."""
 
@@ -110,7 +114,7 @@ class _Param:
         if kind == "int":
             return _is_int(x)
         if kind == "float":
-            return (_is_number(x) and not isinstance(x, (bool, np.bool_, complex))) or \
+            return (_is_number(x) and not isinstance(x, complex)) or \
                 (isinstance(x, Tensor) and x.dim() == 0)
         if kind == "bool":
             return isinstance(x, (bool, np.bool_))
@@ -118,7 +122,7 @@ class _Param:
             # (torch checks a sequence's first element here; the others when it unpacks them)
             return (self.one_int and _is_int(x)) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
         if kind == "torch.dtype":
-            return isinstance(x, DType)
+            return isinstance(x, DType) or x in (int, float, bool)     # (torch reads Python's types too)
         if kind == "str":
             return isinstance(x, str)
         if kind == "torch.memory_format":
@@ -162,7 +166,10 @@ class Overload:
         the call, in parameter order, None) or, when this overload accepts it, (None, the
         values it binds by parameter name)."""
         nargs, bound = len(args), {}
-        takes_varargs = self.max_pos_args == 1 and self.params[0].type == "tuple of ints"
+        first = self.params[0] if self.params else None
+        # (t.view(2, 3): a lone int list parameter takes the ints spread, unless sized or optional)
+        takes_varargs = self.max_pos_args == 1 and first.type == "tuple of ints" and not first.one_int \
+            and not first.allow_none
         if nargs > self.max_pos_args and not takes_varargs:
             return self._extra_args(name, nargs), None
         position, remaining = 0, len(kwargs)
@@ -172,7 +179,8 @@ class Overload:
                     return self._extra_args(name, nargs), None
                 given, value, by_keyword = True, args[position], False
             else:
-                given, value, by_keyword = param.name in kwargs, kwargs.get(param.name), True
+                key = next((k for k in (param.name, *_NUMPY_NAMES.get(param.name, ())) if k in kwargs), param.name)
+                given, value, by_keyword = key in kwargs, kwargs.get(key), True
             if takes_varargs and nargs > 1:    # t.view(2, 3): the ints are the one tuple
                 if not _is_int(args[0]):
                     return self._wrong_type(name, param, args[0], 1), None
@@ -187,6 +195,10 @@ class Overload:
                                  f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}"), None
             elif param.accepts(value, numbers_as_tensors):
                 bound[param.name] = value
+            elif takes_varargs and position == 0 and not by_keyword and _is_int(value):
+                bound[param.name] = args        # t.view(4): one int spread
+                position = nargs
+                continue
             else:
                 return self._wrong_type(name, param, value, None if by_keyword else position + 1), None
             if not by_keyword:
@@ -385,6 +397,34 @@ METHODS = {
        for name in ("movedim", "moveaxis")},
     "squeeze": ArgParser("squeeze", "()", "(int dim)", "(tuple of ints dim)"),
     "subtract": ArgParser("subtract", "(Tensor other, *, Number alpha = 1)", "(Number other, Number alpha = 1)"),
+    "swapaxes": ArgParser("swapaxes", "(int axis0, int axis1)"),
+    "swapdims": ArgParser("swapdims", "(int dim0, int dim1)"),
+    **{name: ArgParser(name, "(Tensor other)") for name in ("view_as", "expand_as", "reshape_as")},
+    "requires_grad_": ArgParser("requires_grad_", "(bool requires_grad = True)"),
+    **{name: ArgParser(name, "(int? dim = None)") for name in ("size", "stride")},
+    "cpu": ArgParser("cpu", "(*, torch.memory_format memory_format = None)"),
+    "is_contiguous": ArgParser("is_contiguous", "(*, torch.memory_format memory_format = torch.contiguous_format)"),
+    "nonzero": ArgParser("nonzero", "()", "(*, bool as_tuple)"),
+    **{name: ArgParser(name, "(int[1]? dim = [], bool keepdim = False)") for name in ("amax", "amin")},
+    **{name: ArgParser(name, "(int? dim = None, bool keepdim = False)") for name in ("argmax", "argmin")},
+    **{name: ArgParser(name, "()", "(int[1]? dim = None, bool keepdim = False)", "(int dim, bool keepdim = False)")
+       for name in ("all", "any")},
+    **{name: ArgParser(name, "(*, torch.dtype dtype = None)",
+                       "(int[1]? dim, bool keepdim = False, *, torch.dtype dtype = None)") for name in ("sum", "mean")},
+    **{name: ArgParser(name, "(int[1]? dim, bool unbiased = True, bool keepdim = False)",
+                       "(int[1]? dim = None, *, Number? correction = None, bool keepdim = False)",
+                       "(bool unbiased = True)") for name in ("std", "var")},
+    **{name: ArgParser(name, "()", "(Tensor other)", "(int dim, bool keepdim = False)") for name in ("max", "min")},
+    "view": ArgParser("view", "(torch.dtype dtype)", "(tuple of ints size)"),
+    **{name: ArgParser(name, "(int dim, torch.dtype? dtype = None)") for name in ("softmax", "log_softmax")},
+    **{name: ArgParser(name, "(Tensor other, float rtol = 1e-05, float atol = 1e-08, bool equal_nan = False)")
+       for name in ("allclose", "isclose")},
+    # (hidden: overloads torch's parser holds but does not print, which count as more than one)
+    "copy_": ArgParser("copy_", "(Tensor other, bool non_blocking = False)", hidden=("(Tensor other)",),
+                       numbers_as_tensors=True),
+    **{name: ArgParser(name, "(Tensor other, *, Number alpha = 1)", hidden=("(Number alpha, Tensor other)",),
+                       numbers_as_tensors=True) for name in ("add_", "sub_")},
+    "mul_": ArgParser("mul_", "(Tensor other)", numbers_as_tensors=True),
     "numpy": ArgParser("numpy", "(*, bool force = False)"),
     "clone": ArgParser("clone", "(*, torch.memory_format memory_format = None)"),
     "contiguous": ArgParser("contiguous", "(*, torch.memory_format memory_format = torch.contiguous_format)"),

@@ -122,7 +122,7 @@ class _Param:
             # (torch checks a sequence's first element here; the others when it unpacks them)
             return (self.one_int and _is_int(x)) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
         if kind == "torch.dtype":
-            return isinstance(x, DType) or x in (int, float, bool)     # (torch reads Python's types too)
+            return isinstance(x, DType) or any(x is kind for kind in (int, float, bool))  # (Python types too)
         if kind == "str":
             return isinstance(x, str)
         if kind == "torch.memory_format":
@@ -218,8 +218,9 @@ class Overload:
         if self.min_args != self.max_pos_args:
             return TypeError(f"{name}() takes from {self.min_args} to {self.max_pos_args} positional arguments "
                              f"but {nargs} were given")
-        return TypeError(f"{name}() takes {self.max_pos_args} positional argument{'' if self.max_pos_args == 1 else 's'}"
-                         f" but {nargs} {'was' if nargs == 1 else 'were'} given")
+        plural = "" if self.max_pos_args == 1 else "s"
+        return TypeError(f"{name}() takes {self.max_pos_args} positional argument{plural} but {nargs} "
+                         f"{'was' if nargs == 1 else 'were'} given")
 
     def unpack_error(self, name: str, bound: dict) -> TypeError | None:
         """After this overload bound the call: torch's error unpacking a tuple of ints whose
@@ -248,7 +249,8 @@ class Overload:
 
     def unmatched_keywords(self, kwargs: dict) -> list:
         """The keywords none of the overload's last len(kwargs) tokens names (torch's _tryMatchKwargs)."""
-        names = [t.partition(_DEFAULT)[0].rpartition(" ")[2] for t in self.tokens[max(len(self.tokens) - len(kwargs), 0):]]
+        last = self.tokens[max(len(self.tokens) - len(kwargs), 0):]
+        names = [t.partition(_DEFAULT)[0].rpartition(" ")[2] for t in last]
         return [key for key in kwargs if key not in names]
 
     def marked(self, args: tuple, kwargs: dict) -> str:
@@ -361,7 +363,8 @@ FUNCTIONS = {
     "transpose": ArgParser("transpose", "(Tensor input, int dim0, int dim1)"),
     "unsqueeze": ArgParser("unsqueeze", "(Tensor input, int dim)"),
     "where": ArgParser("where", "(Tensor condition)", "(Tensor condition, Tensor input, Tensor other, " + _OUT + ")",
-                       "(Tensor condition, Number self, Tensor other)", "(Tensor condition, Tensor input, Number other)",
+                       "(Tensor condition, Number self, Tensor other)",
+                       "(Tensor condition, Tensor input, Number other)",
                        "(Tensor condition, Number self, Number other)"),
     **{name: ArgParser(name, *_COMPARISON) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
 }

@@ -306,9 +306,17 @@ def rfloordiv(a, b) -> Tensor:
     return floor_divide(b, a)
 
 
+def _need_a_tensor(fn: str, *operands) -> None:
+    """torch's binary ops take a tensor on one side at least (its parser's TypeError, worded by
+    tracer/parser_errors.py for the public function)."""
+    if not builtins.any(isinstance(x, (Tensor, np.ndarray)) for x in operands):
+        raise TypeError(f"{fn}(): expected a tensor operand")
+
+
 def remainder(input, other) -> Tensor:
     """torch.remainder, `input % other`: the sign of the divisor, as Python's %
     (RemainderBackward0 for a number divisor, RemainderBackward1 for a tensor)."""
+    _need_a_tensor("remainder", input, other)
     ops, _ = _promoted([input, other], "remainder")
     if not isinstance(input, Tensor):    # remainder(number, tensor): torch has no derivative formula
         return apply_op("remainder", ops, _NO_DERIVATIVE["remainder"], "NotImplemented")

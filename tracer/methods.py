@@ -100,6 +100,7 @@ def _bitwise(name: str, on_bools, op: str | None = None):
     op = op or name
 
     def fn(input, other) -> Tensor:             # (torch's keywords)
+        F._need_a_tensor(name, input, other)
         a, b = input, other
         swap = not isinstance(a, Tensor)        # `True & t`: promote with the tensor first
         ops, dtype = F._promoted([b, a] if swap else [a, b], name)

@@ -125,6 +125,8 @@ class _Param:
             return isinstance(x, DType) or any(x is kind for kind in (int, float, bool))  # (Python types too)
         if kind == "str":
             return isinstance(x, str)
+        if kind == "tuple of Tensors":
+            return isinstance(x, (tuple, list)) and all(isinstance(v, Tensor) for v in x)
         if kind == "torch.memory_format":
             return x is None or type(x).__name__ == "memory_format"
         raise AssertionError(f"unknown parameter type {kind!r}")
@@ -367,6 +369,40 @@ FUNCTIONS = {
                        "(Tensor condition, Tensor input, Number other)",
                        "(Tensor condition, Number self, Number other)"),
     **{name: ArgParser(name, *_COMPARISON) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "masked_fill": ArgParser("masked_fill", "(Tensor input, Tensor mask, Tensor value)",
+                             "(Tensor input, Tensor mask, Number value)"),
+    "swapaxes": ArgParser("swapaxes", "(Tensor input, int axis0, int axis1)"),
+    "swapdims": ArgParser("swapdims", "(Tensor input, int dim0, int dim1)"),
+    **{name: ArgParser(name, "(Tensor input, int source, int destination)",
+                       "(Tensor input, tuple of ints source, tuple of ints destination)")
+       for name in ("movedim", "moveaxis")},
+    **{name: ArgParser(name, f"(Tensor input, Tensor {bound}, {_OUT})", f"(Tensor input, Number {bound}, {_OUT})")
+       for name, bound in (("clamp_min", "min"), ("clamp_max", "max"))},
+    "clip": ArgParser("clip", "(Tensor input, Tensor min = None, Tensor max = None, " + _OUT + ")",
+                      "(Tensor input, Number min = None, Number max = None, " + _OUT + ")"),
+    **{name: ArgParser(name, f"(Tensor input, {_OUT})", f"(Tensor input, int[1]? dim = None, bool keepdim = False, {_OUT})",
+                       f"(Tensor input, int dim, bool keepdim = False, {_OUT})") for name in ("all", "any")},
+    **{name: ArgParser(name, f"(Tensor input, Tensor other, {_OUT})", "(Number self, Tensor other)",
+                       f"(Tensor input, Number other, {_OUT})")
+       for name in ("remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                    "bitwise_right_shift")},
+    "floor_divide": ArgParser("floor_divide", f"(Tensor input, Tensor other, {_OUT})", "(Tensor input, Number other)",
+                              numbers_as_tensors=True),
+    **{name: ArgParser(name, f"(Tensor input, int[1]? dim, bool unbiased = True, bool keepdim = False, {_OUT})",
+                       "(Tensor input, int[1]? dim = None, *, Number? correction = None, bool keepdim = False, "
+                       "Tensor out = None)", "(Tensor input, bool unbiased = True)") for name in ("std", "var")},
+    "squeeze": ArgParser("squeeze", "(Tensor input)", "(Tensor input, int dim)", "(Tensor input, tuple of ints dim)"),
+    **{name: ArgParser(name, f"(Tensor input, {_OUT})", f"(Tensor input, Tensor other, {_OUT})",
+                       "(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")
+       for name in ("max", "min")},
+    **{name: ArgParser(name, f"(Tensor input, Tensor mat2, {_OUT})",
+                       f"(Tensor input, Tensor mat2, torch.dtype out_dtype, {_OUT})") for name in ("bmm", "mm")},
+    **{name: ArgParser(name, f"(Tensor input, Tensor {other}, {_OUT})")
+       for name, other in (("mv", "vec"), ("dot", "tensor"), ("outer", "vec2"), ("logical_and", "other"),
+                           ("logical_or", "other"), ("logical_xor", "other"))},
+    **{name: ArgParser(name, "(Tensor input, Tensor other, float rtol = 1e-05, float atol = 1e-08, "
+                             "bool equal_nan = False)") for name in ("allclose", "isclose")},
+    "equal": ArgParser("equal", "(Tensor input, Tensor other)"),
 }
 
 _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
@@ -498,4 +534,5 @@ def public_functions(namespace: dict) -> None:
     """Rebind the public names in `namespace` that torch parses (fusegrad's module) to their
     torch-text forms; fusegrad's own calls keep the bare functions (no extra frame)."""
     for name, parser in FUNCTIONS.items():
-        namespace[name] = function_texts(namespace[name], parser)
+        if name in namespace:
+            namespace[name] = function_texts(namespace[name], parser)

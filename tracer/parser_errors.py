@@ -127,6 +127,8 @@ class _Param:
             return isinstance(x, str)
         if kind == "tuple of Tensors":
             return isinstance(x, (tuple, list)) and all(isinstance(v, Tensor) for v in x)
+        if kind in ("torch.layout", "torch.device"):
+            return True             # (fusegrad's own checks decide; this parser only words types)
         if kind == "torch.memory_format":
             return x is None or type(x).__name__ == "memory_format"
         raise AssertionError(f"unknown parameter type {kind!r}")
@@ -185,7 +187,7 @@ class Overload:
                 given, value, by_keyword = key in kwargs, kwargs.get(key), True
             if takes_varargs and nargs > 1:    # t.view(2, 3): the ints are the one tuple
                 if not _is_int(args[0]):
-                    return self._wrong_type(name, param, args[0], 1), None
+                    return self._extra_args(name, nargs), None
                 bound[param.name] = args
                 position = nargs
                 continue
@@ -333,6 +335,8 @@ def no_arguments_error(name: str, args: tuple, kwargs: dict) -> TypeError:
 # ------------------------------------------------------------ torch's overloads
 _OUT = "*, Tensor out = None"
 _COMPARISON = ("(Tensor input, Tensor other, " + _OUT + ")", "(Tensor input, Number other, " + _OUT + ")")
+_FACTORY = ("*, torch.dtype? dtype = None, torch.layout? layout = None, torch.device? device = None, "
+            "bool? pin_memory = False, bool? requires_grad = False")
 _SOFTMAX = "(Tensor input, int dim, torch.dtype dtype = None, " + _OUT + ")"
 
 FUNCTIONS = {
@@ -464,6 +468,8 @@ METHODS = {
     **{name: ArgParser(name, "(Tensor other, *, Number alpha = 1)", hidden=("(Number alpha, Tensor other)",),
                        numbers_as_tensors=True) for name in ("add_", "sub_")},
     "mul_": ArgParser("mul_", "(Tensor other)", numbers_as_tensors=True),
+    **{name: ArgParser(name, f"(tuple of ints size, {_FACTORY})") for name in ("new_zeros", "new_ones", "new_empty")},
+    "new_full": ArgParser("new_full", f"(tuple of ints size, Number fill_value, {_FACTORY})"),
     "numpy": ArgParser("numpy", "(*, bool force = False)"),
     "clone": ArgParser("clone", "(*, torch.memory_format memory_format = None)"),
     "contiguous": ArgParser("contiguous", "(*, torch.memory_format memory_format = torch.contiguous_format)"),

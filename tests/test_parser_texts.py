@@ -21,9 +21,6 @@ KEYWORDS = ["other", "foo", "dim", "alpha", "exponent", "min", "max", "value", "
 
 # Differences left: {call: why}. Each must still differ (a fix shows here, to be removed).
 KNOWN = {
-    "t.max(dim=t)": "max(input, dim) cannot tell dim=t from the positional (Tensor other) overload, which it takes",
-    "t.min(dim=t)": "as max",
-    "L.max(t, dim=t)": "as t.max", "L.min(t, dim=t)": "as t.max",
     **{f"L.{name}(t, {other}, L.float64)": "torch's CPU build has no mm/bmm with an out_dtype (NotImplementedError); "
                                            "fusegrad takes no out_dtype (TypeError)"
        for name in ("mm", "bmm") for other in ("t", "t > 0")},

@@ -1093,7 +1093,7 @@ def _numpy_spellings(fn):
                     if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
                         raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
                     kwargs[torch_name] = kwargs.pop(numpy_name)
-            if isinstance(kwargs.get("dim"), (Tensor, np.ndarray)):
+            if name in ("max", "min") and isinstance(kwargs.get("dim"), (Tensor, np.ndarray)):
                 # (a tensor is max's positional `other`; as a `dim` keyword torch's parser refuses it)
                 raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
         if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)

@@ -108,3 +108,81 @@ def test_a_loss_over_zero_classes_with_every_target_ignored(mode, loss, reductio
     ours, theirs = case(fg, True), case(torch, False)
     assert outcome(lambda: ours[0]) == outcome(lambda: theirs[0])
     assert tuple(ours[1].shape) == tuple(theirs[1].shape)
+
+
+# ------------------------------------------------------------------ F.linear's paths (torch's at::linear)
+LINEAR_SHAPES = [((4,), (4,), ()), ((5, 2, 4), (4,), ()), ((5, 2, 4), (3, 4), (2, 3)), ((5, 2, 4), (3, 4), ()),
+                 ((4,), (3, 4), (3,)), ((2, 4), (3, 4), (3,)), ((3, 5, 2, 4), (3, 4), (2, 3)), ((2, 4), (4,), ()),
+                 ((4,), (3, 4), (2, 3)), ((4,), (5,), ()), ((4,), (4,), (2, 2)), ((3, 5, 2, 4), (4,), (2,)),
+                 ((5, 2, 4), (3, 4), (1, 3)), ((5, 2, 4), (3, 4), (2, 1)), ((5, 2, 4), (3, 4), (1, 1)),
+                 ((6, 5, 2, 4), (3, 4), (5, 1, 3)), ((2,), (3, 2), (1, 3)), ((5, 2, 4), (1, 4), (3, 1))]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("dtypes", [(None, None, None), (None, "float64", None), ("float64", None, None),
+                                    (None, None, "float64"), (None, "bool", "bool")])
+@pytest.mark.parametrize("x_shape, w_shape, b_shape", LINEAR_SHAPES)
+def test_linear_takes_torchs_path_for_each_shape(mode, contiguous, dtypes, x_shape, w_shape, b_shape):
+    """A 2-d input, or a contiguous one with a 1-d bias: addmm; else matmul then an in-place
+    add of the bias: values, gradients, node names and errors as torch's."""
+    x_dtype, w_dtype, b_dtype = dtypes
+
+    def case(L, compiled):
+        x = L.ones(x_shape, dtype=getattr(L, x_dtype) if x_dtype else None)
+        x = (x.transpose(0, 1) if not contiguous and x.dim() >= 2 else x).requires_grad_(x.dtype.is_floating_point)
+        w = L.ones(w_shape, dtype=getattr(L, w_dtype) if w_dtype else None)
+        b = L.ones(b_shape, dtype=getattr(L, b_dtype) if b_dtype else None)
+
+        def f(x):
+            y = L.nn.functional.linear(x, w, b)
+            name = y.grad_fn.name() if y.grad_fn is not None else None
+            if y.requires_grad:
+                y.sum().backward()
+            return y, name
+        y, name = _run(mode, f, x) if compiled else f(x)
+        return y, name, x.grad
+    try:
+        theirs = case(torch, False)
+    except Exception as exc:        # noqa: BLE001  (the error is the outcome compared)
+        with pytest.raises(type(exc)) as ours:
+            case(fg, True)
+        assert str(ours.value) == str(exc)
+        return
+    ours = case(fg, True)
+    assert outcome(lambda: ours[0]) == outcome(lambda: theirs[0]) and ours[1] == theirs[1]
+    assert outcome(lambda: ours[2]) == outcome(lambda: theirs[2])
+
+
+# ------------------------------------------------------------------ writes and memory shared with the value
+OVERLAPS = {
+    "partial": lambda v: v.__setitem__([1, 2], v[:2]),
+    "permutation": lambda v: v.__setitem__([2, 0, 1], v),
+    "mask_with_itself": lambda v: v.__setitem__(v > 0, v),
+    "zero_d_view_by_index": lambda v: v.__setitem__([0], v[0]),
+    "shorter_index": lambda v: v.__setitem__([1], v),
+    "zero_d_view_by_mask": lambda v: v.__setitem__(v > 1, v[0]),
+    "masked_fill_zero_d_view": lambda v: v.masked_fill_(v > 1, v[0]),
+    "clamp_int_broadcast_bound": lambda v: v.long().clamp_(L_ones_f64(v)),
+}
+
+
+def L_ones_f64(v):
+    return (fg if isinstance(v, fg.Tensor) else torch).ones(4, 3, dtype=(fg if isinstance(v, fg.Tensor)
+                                                                         else torch).float64)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(OVERLAPS))
+def test_an_index_write_refuses_a_value_sharing_its_memory(mode, name):
+    """index_put_ raises on any overlap of the value with what it writes; masked_fill_ and a
+    mask write read a 0-d value as a number first; an in-place clamp checks the shape first."""
+    write = OVERLAPS[name]
+
+    def run(v, compiled):
+        def f(v):
+            write(v)
+            return v
+        return _run(mode, f, v) if compiled else f(v)
+    assert outcome(lambda: run(fg.tensor([1.0, 2.0, 3.0]), True)) == \
+        outcome(lambda: run(torch.tensor([1.0, 2.0, 3.0]), False))

@@ -370,19 +370,22 @@ _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor an
                     "a single memory location. Please clone() the tensor before performing the operation.")
 
 
-def _check_no_partial_overlap(target: np.ndarray, arrays: list) -> None:
+def _check_no_partial_overlap(target: np.ndarray, arrays: list, full_too: bool = False) -> None:
     """torch's error for an in-place op reading memory that its output partly overlaps
     (`a.add_(a[0])`, `x.sub_(x[1, 1])`, `x.copy_(x.t())`): the result would depend on the
     order of the writes. torch's rule (get_overlap_status): the same memory in the same
-    layout (`h.mul_(h)`) is fine, and so is any pair where one is not dense (a strided
-    slice: too costly to decide). `target`: the memory written."""
+    layout (`h.mul_(h)`) is fine, unless `full_too` (index_put_'s assert_no_overlap:
+    `v[[2, 0, 1]] = v`), and so is any pair where one is not dense (a strided slice: too
+    costly to decide). `target`: the memory written."""
     if target.size == 0 or not dense(target):
         return
     for a in arrays:
-        if a is target or a.size == 0 or not np.may_share_memory(a, target) or not dense(a):
+        if a.size == 0 or not np.may_share_memory(a, target) or not dense(a):
+            continue
+        if a is target and not full_too:
             continue
         (a0, a1), (t0, t1) = byte_range(a), byte_range(target)
-        if (a0, a1) == (t0, t1) and torch_strides(a) == torch_strides(target):
+        if (a0, a1) == (t0, t1) and torch_strides(a) == torch_strides(target) and not full_too:
             continue        # (torch's Full overlap: same bytes, same strides; x.t() of a column is x)
         if a0 < t1 and t0 < a1:
             raise RuntimeError(_PARTIAL_OVERLAP)

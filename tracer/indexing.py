@@ -437,12 +437,18 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match
         value = np.asarray(value, dtype=t._dtype.np)
-    elif value._dtype is not t._dtype and value.numel() == 1 and \
-            any(isinstance(item, _Mask) and item.ndim > 0 for item in items):
+    elif value.numel() == 1 and any(isinstance(item, _Mask) and item.ndim > 0 for item in items):
         # torch writes a one-element value through a bool mask by masked_fill_, which casts it
-        from .functional import cast
-        check_tensor_value_fits(value, t._dtype)
-        value = cast(value, t._dtype)
+        # (and reads it as a number first: a 0-d view of t is fine)
+        if value._dtype is not t._dtype:
+            from .functional import cast
+            check_tensor_value_fits(value, t._dtype)
+            value = cast(value, t._dtype)
+    elif view._data is not None and value._data is not None:
+        # index_put_ refuses a value sharing memory with what it writes, even all of it (v[[1, 0]] = v)
+        _check_no_partial_overlap(view._data, [value._data], full_too=True)
+    elif traced_partial_overlap(view, [value]):
+        raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace: views of one tensor)
     check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)
     apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",

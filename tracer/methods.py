@@ -14,7 +14,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace, moments, parser_errors, predicates, products
-from .dispatch import apply_op, result_cast_error
+from .dispatch import apply_op, broadcast_shape_error, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
 
@@ -254,6 +254,12 @@ def _clamp_(self, min=None, max=None) -> Tensor:
     for number bounds ("long int") and as a scalar type for tensor bounds ("Long")."""
     min, max = (F.as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
     tensor_bounds, dtype = F.clamp_result_type(self, min, max)
+    inplace.check_inplace(self)         # (torch's order: the leaf, memory, the result's shape, its type)
+    for bound in (min, max):
+        inplace.check_write_overlaps(self, bound)
+    shape = broadcast_shapes(tuple(self.shape), *(tuple(b.shape) for b in (min, max) if isinstance(b, Tensor)))
+    if shape != tuple(self.shape):
+        raise broadcast_shape_error(tuple(self.shape), shape)
     if dtype.category > self._dtype.category:
         raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[self._dtype.name]
                                 if tensor_bounds else F._c_name(self._dtype))
@@ -263,6 +269,11 @@ def _clamp_(self, min=None, max=None) -> Tensor:
 def _masked_fill_(self, mask, value) -> Tensor:
     """In place: `value` where `mask` is True (mask broadcast to self's shape)."""
     inplace.check_inplace(self)
+    if isinstance(value, Tensor) and value.dim() == 0:
+        try:
+            inplace.check_operand_overlap(self, value)
+        except RuntimeError:
+            value = value.clone()   # (torch reads a 0-d value as a number first: v[0] of v is fine)
     a, mask, value, name = F.masked_fill_operands(self, mask, value, "masked_fill_")
     inplace.check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(mask.shape)), self._dtype)
     apply_op("masked_fill", [self, mask, value], None, name, out=self)

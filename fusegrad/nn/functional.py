@@ -65,7 +65,10 @@ def _check_tensor_args(function: str, **args) -> None:
 # ---- layers and activations ------------------------------------------------
 
 def linear(input, weight, bias=None):
-    """`input @ weight.T + bias` with torch's shape and dtype checks."""
+    """`input @ weight.T + bias` as torch's at::linear computes it: with a bias, a 2-d input
+    or (mostly) a contiguous one takes the fused addmm (on the input flattened to rows:
+    ViewBackward0 of AddmmBackward0, see _fused); any other takes matmul(input, weight.t())
+    and then adds the bias in place (AddBackward0: the bias must broadcast to the product)."""
     _check_tensor_args("linear", input=input, weight=weight)
     if bias is not None:
         _check_tensor_args("linear", input=input, weight=weight, bias=bias)
@@ -74,34 +77,56 @@ def linear(input, weight, bias=None):
                            f"{input.dim()}D and {weight.dim()}D")
     if weight.dim() > 2:        # (torch takes weight.t() before anything checks dtypes)
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
-    # torch's addmm (with a bias) checks dtypes first, the bias's against the weight's first;
-    # its mm (no bias) checks shapes first (below), as its matmul of a 1-d weight (mv, dot)
-    if bias is not None and bias.dtype != weight.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
-                           f"{_dtype_name(weight.dtype)}")
-    if input.dtype != weight.dtype and bias is not None:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
-    if weight.dim() == 1 and bias is None:
-        return input.matmul(weight)       # torch's matmul with weight.t() == weight: dot, mv, ...
-    if weight.dim() != 2:
-        raise RuntimeError(f"mat2 must be a matrix, got {weight.dim()}-D tensor")
-    in_features, out_features = weight.shape[-1], weight.shape[0]
+    if bias is not None and _fused(input, weight, bias):
+        return _linear_addmm(input, weight, bias)
+    out = _linear_matmul(input, weight)
+    return out if bias is None else out.add_(bias)
+
+
+def _fused(input, weight, bias) -> bool:
+    """Whether torch's linear takes its fused addmm: a 2-d input; a contiguous one with a bias
+    that is one row (its elements along the last dim: (3,), (1, 3)) or one column ((2, 1)),
+    but not a one-element (1, 1).
+    Worked out from torch 2.13's choices (its node names and errors) on 1- to 4-d inputs and
+    0- to 3-d biases."""
+    if input.dim() == 2:
+        return True
+    if not input.is_contiguous() or bias.dim() == 0 or (bias.dim() > 1 and bias.numel() == 1):
+        return False
+    return bias.shape[-1] == 1 or bias.numel() == bias.shape[-1]
+
+
+def _linear_matmul(input, weight):
+    """matmul(input, weight.t()): its checks are matmul's (a 1-d weight is its own transpose)."""
+    return input.matmul(weight.t())
+
+
+def _rows(input) -> int:
     rows = 1
     for size in input.shape[:-1]:
         rows *= size
+    return rows
+
+
+def _linear_addmm(input, weight, bias):
+    """torch's fused linear: addmm(bias, input as rows, weight.t()), one AddmmBackward0 node,
+    viewed back to the input's leading dims; addmm checks the dtypes first, the bias's
+    against the weight's first."""
+    if bias.dtype != weight.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(bias.dtype)} and "
+                           f"{_dtype_name(weight.dtype)}")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
+    if weight.dim() != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {weight.dim()}-D tensor")
+    in_features, out_features = weight.shape[-1], weight.shape[0]
+    rows = _rows(input)
     if input.shape[-1] != in_features:
-        # torch names the transposed weight (in x out) as mat2
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{in_features}x{out_features})")
-    if bias is None:
-        if input.dtype != weight.dtype:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(input.dtype)} "
-                               f"!= {_c_type_name(weight.dtype)}")
-        return input.matmul(weight.t())
     if not expands_to(bias.shape, (rows, out_features)):
         bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
-    # torch's addmm, one AddmmBackward0 node; inputs of other ranks go through (-1, in) views.
     # ((rows, in), not (-1, in): with no input features -1 would be ambiguous)
     matrix = input if input.dim() == 2 else input.reshape(rows, in_features)
     out = apply_op("addmm", [bias, matrix, weight.t()], None, "AddmmBackward0")

@@ -13,10 +13,10 @@ from . import generator as random_generator, trace_state
 from .fma import fma64
 from .device import check_device
 from .scalar_checks import check_int_parses, check_scalar_fits
-from .functional import _shape_arg, missing_argument_texts, type_name as _type_name
+from .functional import _shape_arg, missing_argument_texts
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
-from .parser_errors import type_name
+from .parser_errors import is_int, type_name
 
 def manual_seed(seed: int) -> random_generator.Generator:
     """Seed fusegrad's random generator (rand, randn, randint, uniform_/normal_ and nn's
@@ -227,7 +227,7 @@ def _check_no_negative_strides(array: np.ndarray) -> None:
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with `array`."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
+        raise TypeError(f"expected np.ndarray (got {type_name(array)})")
     _check_no_negative_strides(array)
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
@@ -460,6 +460,7 @@ def _random_dtype(dtype: DType | None, kernel: str) -> DType:
 _NO_SIZE = object()
 
 
+
 def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high)."""
     check_device(device)
@@ -467,6 +468,8 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     position = 3
     if size is _NO_SIZE:                # randint(high, size): the second argument is the size
         low, high, size, position = 0, low, high, 2
+    if not (is_int(low) and is_int(high)):
+        raise TypeError("randint(): bad argument")     # (worded by tracer/parser_errors.py)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"randint(): argument 'size' (position {position}) must be tuple of ints, not "
                         f"{type(size).__name__}")
@@ -603,8 +606,13 @@ def _torch_linspace(start, end, steps: int, out: np.dtype) -> np.ndarray:
     return values.astype(out)
 
 
-def eye(n, m=None, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
-    """An n x m (n x n) matrix with ones on the diagonal."""
+def eye(n, m=_NO_SIZE, *, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
+    """An n x m (n x n) matrix with ones on the diagonal (torch's keywords: dtype and the
+    others by name only)."""
+    for v in (n, m):
+        if v is not _NO_SIZE and not is_int(v):
+            raise TypeError("eye(): bad argument")     # (worded by tracer/parser_errors.py)
+    m = None if m is _NO_SIZE else m
     check_device(device)
     dtype = _dtype_arg("eye", dtype)
     requires_grad = _grad_flag("eye", requires_grad)
@@ -622,7 +630,7 @@ def _like_source(t, fn: str) -> Tensor:
         return t
     if isinstance(t, np.ndarray):
         return Tensor._wrap(np.zeros(t.shape, dtype=from_numpy_dtype(t.dtype).np))
-    raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {_type_name(t)}")
+    raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type_name(t)}")
 
 
 def _like_layout(result: Tensor, source: Tensor) -> Tensor:

@@ -1946,7 +1946,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 def _check_tensor_list(tensors, fn: str) -> None:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
+                        f"{type_name(tensors)}")
 
 
 def _check_dim_arg(fn: str, dim) -> int:

@@ -68,7 +68,7 @@ def _is_number(x) -> bool:
     return isinstance(x, (numbers.Number, np.bool_))
 
 
-def _is_int(x) -> bool:
+def is_int(x) -> bool:
     """torch's int64 check: an int or an __index__ object, not a bool; a 0-d integer tensor."""
     if isinstance(x, (bool, np.bool_)):
         return False
@@ -84,7 +84,7 @@ def _is_int(x) -> bool:
 def _first_bad_element(x) -> int | None:
     """For a tuple-of-ints argument: the position of its first non-int (None: all ints; its
     unpacking takes a bool as an int)."""
-    return next((k for k, v in enumerate(x) if not (_is_int(v) or isinstance(v, (bool, np.bool_)))), None)
+    return next((k for k, v in enumerate(x) if not (is_int(v) or isinstance(v, (bool, np.bool_)))), None)
 
 
 # the NumPy spellings torch's parser also takes for some parameters (t.sum(axis=0))
@@ -112,7 +112,7 @@ class _Param:
         if kind == "Number":
             return _is_number(x) or (isinstance(x, Tensor) and x.dim() == 0 and not x.requires_grad)
         if kind == "int":
-            return _is_int(x)
+            return is_int(x)
         if kind == "float":
             return (_is_number(x) and not isinstance(x, complex)) or \
                 (isinstance(x, Tensor) and x.dim() == 0)
@@ -120,14 +120,14 @@ class _Param:
             return isinstance(x, (bool, np.bool_))
         if kind == "tuple of ints":
             # (torch checks a sequence's first element here; the others when it unpacks them)
-            return (self.one_int and _is_int(x)) or (isinstance(x, (tuple, list)) and (not x or _is_int(x[0])))
+            return (self.one_int and is_int(x)) or (isinstance(x, (tuple, list)) and (not x or is_int(x[0])))
         if kind == "torch.dtype":
             return isinstance(x, DType) or any(x is kind for kind in (int, float, bool))  # (Python types too)
         if kind == "str":
             return isinstance(x, str)
         if kind == "tuple of Tensors":
             return isinstance(x, (tuple, list)) and all(isinstance(v, Tensor) for v in x)
-        if kind in ("torch.layout", "torch.device"):
+        if kind in ("torch.layout", "torch.device", "torch.Generator"):
             return True             # (fusegrad's own checks decide; this parser only words types)
         if kind == "torch.memory_format":
             return x is None or type(x).__name__ == "memory_format"
@@ -186,7 +186,7 @@ class Overload:
                 key = next((k for k in (param.name, *_NUMPY_NAMES.get(param.name, ())) if k in kwargs), param.name)
                 given, value, by_keyword = key in kwargs, kwargs.get(key), True
             if takes_varargs and nargs > 1:    # t.view(2, 3): the ints are the one tuple
-                if not _is_int(args[0]):
+                if not is_int(args[0]):
                     return self._extra_args(name, nargs), None
                 bound[param.name] = args
                 position = nargs
@@ -199,7 +199,7 @@ class Overload:
                                  f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}"), None
             elif param.accepts(value, numbers_as_tensors):
                 bound[param.name] = value
-            elif takes_varargs and position == 0 and not by_keyword and _is_int(value):
+            elif takes_varargs and position == 0 and not by_keyword and is_int(value):
                 bound[param.name] = args        # t.view(4): one int spread
                 position = nargs
                 continue
@@ -335,6 +335,8 @@ def no_arguments_error(name: str, args: tuple, kwargs: dict) -> TypeError:
 # ------------------------------------------------------------ torch's overloads
 _OUT = "*, Tensor out = None"
 _COMPARISON = ("(Tensor input, Tensor other, " + _OUT + ")", "(Tensor input, Number other, " + _OUT + ")")
+_CREATION = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+             "bool pin_memory = False, bool requires_grad = False")
 _FACTORY = ("*, torch.dtype? dtype = None, torch.layout? layout = None, torch.device? device = None, "
             "bool? pin_memory = False, bool? requires_grad = False")
 _SOFTMAX = "(Tensor input, int dim, torch.dtype dtype = None, " + _OUT + ")"
@@ -407,6 +409,17 @@ FUNCTIONS = {
     **{name: ArgParser(name, "(Tensor input, Tensor other, float rtol = 1e-05, float atol = 1e-08, "
                              "bool equal_nan = False)") for name in ("allclose", "isclose")},
     "equal": ArgParser("equal", "(Tensor input, Tensor other)"),
+    "eye": ArgParser("eye", f"(int n, *, Tensor out = None, {_CREATION})", f"(int n, int m, *, Tensor out = None, {_CREATION})"),
+    **{name: ArgParser(name, f"(Tensor input, *, torch.Generator generator, torch.memory_format memory_format = None, "
+                             f"{_CREATION})", f"(Tensor input, *, torch.memory_format memory_format = None, {_CREATION})")
+       for name in ("rand_like", "randn_like")},
+    "randint": ArgParser(
+        "randint", f"(int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, {_CREATION})",
+        f"(int high, tuple of ints size, *, Tensor out = None, {_CREATION})",
+        f"(int low, int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, {_CREATION})",
+        f"(int low, int high, tuple of ints size, *, Tensor out = None, {_CREATION})"),
+    "full_like": ArgParser("full_like", f"(Tensor input, Number fill_value, *, torch.memory_format memory_format = None, "
+                                        f"{_CREATION})"),
 }
 
 _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",

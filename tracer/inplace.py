@@ -127,7 +127,12 @@ def unary_inplace(op: str, name: str):
 
 def clamp_(t: Tensor, min=None, max=None) -> Tensor:
     """In-place clamp: number bounds (ClampBackward1), or tensor bounds, which take part in
-    autograd as in the out-of-place clamp (ClampBackward0)."""
+    autograd as in the out-of-place clamp (ClampBackward0). torch's checks, in its order: the
+    leaf, memory, the result's broadcast shape, then its type, which must fit t (a float bound
+    cannot clamp an integer tensor, an integer one a bool tensor; torch names t's type as C++
+    does for number bounds, "long int", and as a scalar type for tensor bounds, "Long")."""
+    from .functional import _c_name, _clamp_overload, clamp_bounds, clamp_call, clamp_result_type
+    tensor_bounds, dtype = clamp_result_type(t, min, max)
     check_inplace(t)
     for bound in (min, max):
         check_write_overlaps(t, bound)                 # (before the bounds broadcast)
@@ -138,7 +143,9 @@ def clamp_(t: Tensor, min=None, max=None) -> Tensor:
         shape = broadcast_shapes(tuple(t.shape), *bound_shapes)
         if tuple(shape) != tuple(t.shape):
             raise broadcast_shape_error(tuple(t.shape), shape)
-    from .functional import _clamp_overload, clamp_bounds, clamp_call
+    if dtype.category > t._dtype.category:
+        raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[t._dtype.name]
+                                if tensor_bounds else _c_name(t._dtype))
     if min is None and max is None:
         clamp_bounds(t._dtype, min, max)             # raises torch's error
     op, operands, name = clamp_call(t, min, max, t._dtype, _clamp_overload(t, min, max))

@@ -14,7 +14,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import indexing, inplace, moments, parser_errors, predicates, products
-from .dispatch import apply_op, broadcast_shape_error, result_cast_error
+from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
 
@@ -249,20 +249,8 @@ def _div_(self, other, *, rounding_mode=None) -> Tensor:
 
 
 def _clamp_(self, min=None, max=None) -> Tensor:
-    """In-place clamp: the out-of-place result type must fit self (a float bound cannot clamp
-    an integer tensor, an integer one a bool tensor); torch names self's type as C++ does
-    for number bounds ("long int") and as a scalar type for tensor bounds ("Long")."""
+    """In-place clamp (tracer/inplace.py clamp_), NumPy array bounds as tensors."""
     min, max = (F.as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
-    tensor_bounds, dtype = F.clamp_result_type(self, min, max)
-    inplace.check_inplace(self)         # (torch's order: the leaf, memory, the result's shape, its type)
-    for bound in (min, max):
-        inplace.check_write_overlaps(self, bound)
-    shape = broadcast_shapes(tuple(self.shape), *(tuple(b.shape) for b in (min, max) if isinstance(b, Tensor)))
-    if shape != tuple(self.shape):
-        raise broadcast_shape_error(tuple(self.shape), shape)
-    if dtype.category > self._dtype.category:
-        raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[self._dtype.name]
-                                if tensor_bounds else F._c_name(self._dtype))
     return inplace.clamp_(self, min, max)
 
 

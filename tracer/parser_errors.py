@@ -24,6 +24,7 @@ in torch too), and the function's own error stands.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 
@@ -498,54 +499,38 @@ NO_ARGUMENT_METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "r
 # (dim() and numel() check in their own bodies: fusegrad calls them everywhere)
 
 
-def _passing(fn):
-    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
-        value = getattr(fn, attribute, None)
-        if value is not None:
-            yield attribute, value
-
-
-def function_texts(fn, parser: ArgParser):
-    """`fn` raising torch's parser text where torch's parser refuses the call (error path only)."""
-    def function_form(*args, **kwargs):
+def _worded(fn, parser: ArgParser, skipped: int):
+    """`fn` raising torch's parser text where torch's parser refuses the call, asked on the
+    error path only; `skipped`: the leading arguments the parser does not see (a method's self)."""
+    @functools.wraps(fn)
+    def worded(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except Exception:           # (torch parses before any check of values: its TypeError first)
-            error = parser.error(args, kwargs)
+            error = parser.error(args[skipped:], kwargs)
             if error is None:
                 raise
             raise error from None
-    for attribute, value in _passing(fn):
-        setattr(function_form, attribute, value)
-    function_form.__wrapped__ = fn
-    return function_form
+    return worded
+
+
+def function_texts(fn, parser: ArgParser):
+    """The function `fn` with torch's parser texts for bad calls."""
+    return _worded(fn, parser, 0)
 
 
 def method_texts(fn, parser: ArgParser):
-    """The method `fn` (self first) raising torch's parser text for the arguments after self."""
-    def method_form(self, *args, **kwargs):
-        try:
-            return fn(self, *args, **kwargs)
-        except Exception:
-            error = parser.error(args, kwargs)
-            if error is None:
-                raise
-            raise error from None
-    for attribute, value in _passing(fn):
-        setattr(method_form, attribute, value)
-    method_form.__wrapped__ = fn
-    return method_form
+    """The method `fn` (self first) with torch's parser texts for the arguments after self."""
+    return _worded(fn, parser, 1)
 
 
 def no_arguments(fn, name: str):
     """The method `fn(self)` with CPython's text for any argument given (torch's METH_NOARGS)."""
+    @functools.wraps(fn)
     def method(self, *args, **kwargs):
         if args or kwargs:
             raise no_arguments_error(name, args, kwargs)
         return fn(self)
-    for attribute, value in _passing(fn):
-        setattr(method, attribute, value)
-    method.__wrapped__ = fn
     return method
 
 

@@ -31,11 +31,6 @@ def _dtype_name(dtype) -> str:
     return TORCH_SCALAR_NAMES.get(dtype.name, dtype.name)
 
 
-def _c_type_name(dtype) -> str:
-    """The C++ type name torch's mm names a dtype by (`float`, `double`, `long int`, `bool`)."""
-    return {"float32": "float", "float64": "double", "int64": "long int"}.get(dtype.name, dtype.name)
-
-
 def _shape_list(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -79,7 +74,7 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.dim()}D")
     if bias is not None and _fused(input, weight, bias):
         return _linear_addmm(input, weight, bias)
-    out = _linear_matmul(input, weight)
+    out = input.matmul(weight.t())      # (its checks are matmul's; a 1-d weight is its own transpose)
     return out if bias is None else out.add_(bias)
 
 
@@ -94,11 +89,6 @@ def _fused(input, weight, bias) -> bool:
     if not input.is_contiguous() or bias.dim() == 0 or (bias.dim() > 1 and bias.numel() == 1):
         return False
     return bias.shape[-1] == 1 or bias.numel() == bias.shape[-1]
-
-
-def _linear_matmul(input, weight):
-    """matmul(input, weight.t()): its checks are matmul's (a 1-d weight is its own transpose)."""
-    return input.matmul(weight.t())
 
 
 def _rows(input) -> int:
@@ -123,6 +113,7 @@ def _linear_addmm(input, weight, bias):
     in_features, out_features = weight.shape[-1], weight.shape[0]
     rows = _rows(input)
     if input.shape[-1] != in_features:
+        # torch names the transposed weight (in x out) as mat2
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{in_features}x{out_features})")
     if not expands_to(bias.shape, (rows, out_features)):

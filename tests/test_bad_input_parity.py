@@ -356,12 +356,7 @@ BATTERY = [(group, expr) for group, exprs in [
     ("nn", NN), ("optim", OPTIM)] for expr in exprs]
 
 # Differences left (strict xfails): {expr: reason}, in both runs; COMPILED_ONLY: the compiled run only.
-_ARITY = ("text: torch's parser words a wrong number of arguments its own way; fusegrad raises Python's "
-          "TypeError (same class). Fix: signature-checking wrappers (tracer/functional.py, tracer/methods.py)")
-EAGER_XFAIL: dict[str, str] = {
-    # (the unary functions' bare forms take no wrapper: fg.sin(x) is hot)
-    **{e: _ARITY for e in ["L.sin()"]},
-}
+EAGER_XFAIL: dict[str, str] = {}
 COMPILED_ONLY: dict[str, str] = {}
 COMPILED_XFAIL = {**EAGER_XFAIL, **COMPILED_ONLY}
 

@@ -48,13 +48,28 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
 
 
+REQUIRED = parser_errors.Required()     # the default of a required argument whose absence torch words
+
+
+def one_input(input, surplus: tuple, fn: str):
+    """`input` of a one-argument function `def fn(input=REQUIRED, *surplus)`; given more,
+    Python's own TypeError (the signature is widened only so that a missing input can raise
+    torch's text)."""
+    if surplus:
+        raise TypeError(f"{fn}() takes 1 positional argument but {1 + len(surplus)} were given")
+    return input
+
+
 def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
-    """A Tensor from a Tensor or NumPy array; TypeError naming the argument otherwise."""
+    """A Tensor from a Tensor or NumPy array; TypeError naming the argument otherwise (and
+    torch's parser text where it is missing: REQUIRED)."""
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
         from .creation import from_numpy
         return from_numpy(x)
+    if x is REQUIRED:
+        raise missing_arguments_error(fn, [arg])
     raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")
 
 
@@ -702,8 +717,8 @@ def minimum(input, other) -> Tensor:
 
 
 def _unary_float(op: str, name: str):
-    def fn(input) -> Tensor:             # torch's keyword for the operand is `input`
-        a = input if type(input) is Tensor else as_tensor(input, op)
+    def fn(input=REQUIRED, *surplus) -> Tensor:    # torch's keyword for the operand is `input`
+        a = input if type(input) is Tensor and not surplus else as_tensor(one_input(input, surplus, op), op)
         if not a._dtype.is_floating_point:
             a = cast(a, float32)
         return apply_op(op, [a], None, name)
@@ -734,8 +749,8 @@ erf = _unary_float("erf", "ErfBackward0")
 def _unary(op: str, name: str, doc: str):
     """The elementwise op `op` in the operand's dtype, and its method form (`.method`), which
     takes nothing (torch's "TensorBase.relu() takes no arguments")."""
-    def fn(input) -> Tensor:
-        return apply_op(op, [as_tensor(input, op)], None, name)
+    def fn(input=REQUIRED, *surplus) -> Tensor:
+        return apply_op(op, [as_tensor(one_input(input, surplus, op), op)], None, name)
 
     def method(self, *args, **kwargs) -> Tensor:
         if args or kwargs:

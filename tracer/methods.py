@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace, moments, parser_errors, predicates, products
+from . import indexing, inplace, math_functions, moments, parser_errors, predicates, products
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -471,6 +471,8 @@ METHODS = {
     "allclose": _counted_from_self(predicates.allclose),
     "clamp_": _clamp_, "masked_fill": F.masked_fill, "masked_fill_": _masked_fill_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
     "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
+    # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
+    **math_functions.METHODS,
 }
 
 

@@ -37,6 +37,16 @@ from .tensor import Tensor
 _DEFAULT = " = "
 
 
+class Required:
+    """The default of an argument torch requires, so that its absence raises torch's parser
+    text ('exp() missing 1 required positional arguments: "input"'), not Python's."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
 def type_name(x) -> str:
     """A value's type as torch's argument errors name it: builtins bare (float, list), others with
     their top-level module (numpy.float32, numpy.ndarray)."""
@@ -357,6 +367,9 @@ FUNCTIONS = {
     "clamp": ArgParser("clamp", "(Tensor input, Tensor min = None, Tensor max = None, " + _OUT + ")",
                        "(Tensor input, Number min = None, Number max = None, " + _OUT + ")"),
     "maximum": ArgParser("maximum", "(Tensor input, Tensor other, " + _OUT + ")"),
+    **{name: ArgParser(name, "(Tensor input, Tensor other, " + _OUT + ")") for name in ("atan2", "arctan2")},
+    "round": ArgParser("round", f"(Tensor input, {_OUT})", "(Tensor input, *, int decimals, Tensor out = None)"),
+    "logsumexp": ArgParser("logsumexp", f"(Tensor input, int[1] dim, bool keepdim = False, {_OUT})"),
     "minimum": ArgParser("minimum", "(Tensor input, Tensor other, " + _OUT + ")"),
     "matmul": ArgParser("matmul", "(Tensor input, Tensor other, " + _OUT + ")"),
     "softmax": ArgParser("softmax", _SOFTMAX),
@@ -434,7 +447,10 @@ METHODS = {
     "div": ArgParser("div", "(Tensor other)", "(Tensor other, *, str rounding_mode)",
                      "(Number other, *, str rounding_mode)", numbers_as_tensors=True),
     "transpose": ArgParser("transpose", "(int dim0, int dim1)"),
-    **{name: ArgParser(name, "(Tensor other)") for name in ("matmul", "maximum", "minimum")},
+    **{name: ArgParser(name, "(Tensor other)") for name in ("matmul", "maximum", "minimum", "atan2", "arctan2",
+                                                                     "atan2_", "arctan2_")},
+    **{name: ArgParser(name, "()", "(*, int decimals)") for name in ("round", "round_")},
+    "logsumexp": ArgParser("logsumexp", "(int[1] dim, bool keepdim = False)"),
     **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
        for name in ("clamp", "clip")},
     "where": ArgParser("where", "(Tensor condition, Tensor other)", "(Tensor condition, Number other)"),
@@ -495,7 +511,12 @@ NO_ARGUMENT_METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "r
                        "isfinite", "ravel", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "relu_", "neg_", "abs_",
                        "sin_", "cos_", "reciprocal_", "sign_", "zero_", "item", "tolist", "detach", "detach_",
                        "retain_grad", "data_ptr", "element_size", "get_device", "is_complex", "is_floating_point",
-                       "is_inference", "is_signed", "ndimension", "nelement", "storage_offset")
+                       "is_inference", "is_signed", "ndimension", "nelement", "storage_offset",
+                       # tracer/math_functions.py
+                       "rsqrt", "log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos", "atan", "arcsin",
+                       "arccos", "arctan", "floor", "ceil", "trunc", "fix", "frac", "rsqrt_", "log2_", "log10_",
+                       "exp2_", "sinh_", "cosh_", "tan_", "asin_", "acos_", "atan_", "arcsin_", "arccos_",
+                       "arctan_", "floor_", "ceil_", "trunc_", "fix_", "frac_")
 # (dim() and numel() check in their own bodies: fusegrad calls them everywhere)
 
 

@@ -1,0 +1,160 @@
+"""More of torch's elementwise math: rounding (floor, ceil, trunc, round, frac), rsqrt, log2,
+log10, exp2, the hyperbolic and inverse trigonometric functions, atan2; and logsumexp.
+
+Each op keeps torch's formula where the order of operations decides the rounding, and its
+backward formula as the VJP (derivatives.yaml). Kernels call Numba's scalar NumPy functions
+(`np.log2`, `np.arcsin`, ...), which are libm's and accurate to an ulp but not vectorised;
+these ops are rarer than exp/log/tanh, whose vectorisable forms live in codegen/vmath.py.
+The float32 references compute in float64 and round once (ir/rounded.py), as torch's results
+almost always are.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rounded
+from .elementwise import _infer_map, elementwise
+from .reduce import _grad_to_input, _infer_reduce
+from .registry import COMPOSITE, OpDef, register
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _zero_grad(e, x, y, g, a, n):
+    # torch's floor/ceil/trunc/round backward: zeros_like(grad) (nothing saved)
+    return [e.zeros_like(g[0])]
+
+
+# ------------------------------------------------------------------ rounding (float operands;
+# tracer/functional.py copies an integer tensor, as torch does, and refuses bool)
+elementwise("floor", np.floor, _zero_grad, "np.floor({0})", float_only=True)
+elementwise("ceil", np.ceil, _zero_grad, "np.ceil({0})", float_only=True)
+elementwise("trunc", np.trunc, _zero_grad, "np.trunc({0})", float_only=True)
+elementwise("round", np.rint, _zero_grad, "np.rint({0})", float_only=True,
+            doc="round half to even (torch.round, std::nearbyint)")
+# torch's frac: a - trunc(a); its gradient passes through
+elementwise("frac", lambda x: x - np.trunc(x), lambda e, x, y, g, a, n: [g[0]], "({0} - np.trunc({0}))",
+            float_only=True)
+
+
+def _round_decimals_ref(x, decimals):
+    # torch's round_decimals_kernel: nearbyint(a * 10**d) / 10**d, or for d < 0
+    # nearbyint(a / 10**-d) * 10**-d, with 10**|d| in the operand's dtype
+    scale = x.dtype.type(10.0 ** abs(decimals))
+    if decimals < 0:
+        return np.rint(x / scale) * scale
+    return np.rint(x * scale) / scale
+
+
+register(OpDef("round_decimals", COMPOSITE, _infer_map("round_decimals", float_only=True),
+               _round_decimals_ref, _zero_grad,
+               decompose=lambda e, xs, a: [_round_decimals_emit(e, xs[0], a["decimals"])],
+               doc="torch.round(x, decimals=d), d != 0"))
+
+
+def _round_decimals_emit(e, x, decimals):
+    scale = e.const(10.0 ** abs(decimals), x)
+    if decimals < 0:
+        return e.mul(e.op("round", e.div(x, scale)), scale)
+    return e.div(e.op("round", e.mul(x, scale)), scale)
+
+
+# ------------------------------------------------------------------ powers and logarithms
+# torch's rsqrt: 1 / sqrt(a); backward -0.5 * grad * result**3
+register(OpDef("rsqrt", COMPOSITE, _infer_map("rsqrt", float_only=True), lambda x: x.dtype.type(1) / np.sqrt(x),
+               lambda e, x, y, g, a, n: [e.mul(e.mul(g[0], -0.5), e.mul(e.mul(y[0], y[0]), y[0]))],
+               decompose=lambda e, xs, a: [e.div(e.const(1, xs[0]), e.sqrt(xs[0]))], doc="1 / sqrt(x)"))
+# log2 / log10 backward: grad / (self * ln 2) and grad / (self * ln 10); exp2: grad * result * ln 2
+elementwise("log2", rounded.RoundedUfunc(np.log2),
+            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN2))], "np.log2({0})", float_only=True)
+elementwise("log10", rounded.RoundedUfunc(np.log10),
+            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN10))], "np.log10({0})", float_only=True)
+elementwise("exp2", rounded.RoundedUfunc(np.exp2),
+            lambda e, x, y, g, a, n: [e.mul(e.mul(g[0], y[0]), _LN2)], "np.exp2({0})", float_only=True)
+
+# ------------------------------------------------------------------ hyperbolic and trigonometric
+elementwise("sinh", rounded.RoundedUfunc(np.sinh),
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("cosh", x[0]))], "np.sinh({0})", float_only=True)
+elementwise("cosh", rounded.RoundedUfunc(np.cosh),
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("sinh", x[0]))], "np.cosh({0})", float_only=True)
+# tan backward: grad * (1 + result**2)
+elementwise("tan", rounded.RoundedUfunc(np.tan),
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.add(e.mul(y[0], y[0]), 1))], "np.tan({0})",
+            float_only=True)
+
+
+def _one_minus_square_rsqrt(e, x):
+    return e.op("rsqrt", e.add(e.neg(e.mul(x, x)), 1))
+
+
+# asin: grad * (1 - self**2).rsqrt(); acos: -grad * (1 - self**2).rsqrt(); atan: grad / (self**2 + 1)
+elementwise("asin", rounded.RoundedUfunc(np.arcsin),
+            lambda e, x, y, g, a, n: [e.mul(g[0], _one_minus_square_rsqrt(e, x[0]))], "np.arcsin({0})",
+            float_only=True)
+elementwise("acos", rounded.RoundedUfunc(np.arccos),
+            lambda e, x, y, g, a, n: [e.mul(e.neg(g[0]), _one_minus_square_rsqrt(e, x[0]))],
+            "np.arccos({0})", float_only=True)
+elementwise("atan", rounded.RoundedUfunc(np.arctan),
+            lambda e, x, y, g, a, n: [e.div(g[0], e.add(e.mul(x[0], x[0]), 1))], "np.arctan({0})",
+            float_only=True)
+
+
+def _atan2_ref(y, x):
+    if y.dtype.char == "f" and y.size <= rounded.EXACT_UP_TO:
+        return np.asarray(np.arctan2(y.astype(np.float64), x.astype(np.float64)), np.float32)
+    return np.arctan2(y, x)
+
+
+def _atan2_vjp(e, x, y, g, a, n):
+    # torch's atan2_backward: recip = 1 / (self**2 + other**2), 0 where that sum is 0 (measured:
+    # atan2(0, 0) and atan2(1e-30, 0) have zero gradients in float32, atan2(1e-20, 1e-20) infinite);
+    # self: grad * other * recip, other: grad * -self * recip
+    top, bottom = x
+    total = e.add(e.mul(top, top), e.mul(bottom, bottom))
+    recip = e.where(e.eq(total, 0), 0, e.op("reciprocal", total))
+    return [e.mul(e.mul(g[0], bottom), recip) if n[0] else None,
+            e.mul(e.mul(g[0], e.neg(top)), recip) if n[1] else None]
+
+
+elementwise("atan2", _atan2_ref, _atan2_vjp, "np.arctan2({0}, {1})", float_only=True)
+
+
+# ------------------------------------------------------------------ logsumexp
+def _logsumexp_ref(x, axes, keepdim):
+    # torch's logsumexp_out_impl: maxes = amax(x, dims, keepdim=True) with +-inf set to 0,
+    # log(sum(exp(x - maxes))) + maxes; an empty operand is log(sum(exp(x)))
+    with np.errstate(all="ignore"):
+        if x.size == 0:
+            return np.asarray(np.log(np.sum(np.exp(x), axis=axes, keepdims=keepdim, dtype=x.dtype)))
+        maxes = np.maximum.reduce(x, axis=axes, keepdims=True)
+        maxes = np.where(np.abs(maxes) == np.inf, x.dtype.type(0), maxes)
+        total = np.sum(np.exp(x - maxes), axis=axes, keepdims=True, dtype=x.dtype)
+        result = np.log(total) + maxes
+        return np.asarray(result if keepdim else np.squeeze(result, axis=axes))
+
+
+def _logsumexp_decompose(e, xs, a):
+    x, axes, keepdim = xs[0], a["axes"], a["keepdim"]
+    if x.type.numel == 0:
+        return [e.log(e.sum(e.exp(x), axes, keepdim))]
+    maxes = e.amax(x, axes, keepdim=True)
+    maxes = e.where(e.eq(e.op("abs", maxes), math.inf), 0, maxes)
+    result = e.add(e.log(e.sum(e.exp(e.sub(x, e.expand(maxes, x.shape))), axes, keepdim=True)), maxes)
+    return [result if keepdim else e.reshape(result, _infer_reduce([x.type], a)[0].shape)]
+
+
+def _logsumexp_vjp(e, x, y, g, a, n):
+    # torch's logsumexp_backward: grad * (self - result).exp(), both unsqueezed to self's shape
+    axes, keepdim = a["axes"], a["keepdim"]
+    result = _grad_to_input(e, y[0], x[0], axes, keepdim)
+    return [e.mul(_grad_to_input(e, g[0], x[0], axes, keepdim), e.exp(e.sub(x[0], result)))]
+
+
+def _infer_logsumexp(types, attrs):
+    return _infer_reduce([_infer_map("logsumexp", float_only=True)(types, attrs)[0]], attrs)
+
+
+register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsumexp_vjp,
+               decompose=_logsumexp_decompose, doc="log(sum(exp(x), axes)), torch's stable formula"))

@@ -1,0 +1,216 @@
+"""torch's further elementwise math and logsumexp, as user-level functions (their ops are in
+ir/ops/more_math.py): floor, ceil, trunc (fix), round (decimals), frac, rsqrt, log2, log10,
+exp2, sinh, cosh, tan, asin/acos/atan (arcsin/arccos/arctan), atan2 (arctan2), logsumexp.
+
+Rounding keeps the operand's dtype: an integer tensor is copied (torch returns a new tensor),
+a bool one is torch's NotImplementedError; the others compute integer operands in float32.
+"""
+from __future__ import annotations
+
+from fusegrad.ir import bool_, float32
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
+
+from .dispatch import apply_op, result_cast_error
+from .functional import (_check_dim_list, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
+                         REQUIRED, as_tensor, cast, clone, one_input)
+from .parser_errors import no_arguments_error
+from .tensor import Tensor
+from . import inplace
+
+rsqrt = _unary_float("rsqrt", "RsqrtBackward0")
+log2 = _unary_float("log2", "Log2Backward0")
+log10 = _unary_float("log10", "Log10Backward0")
+exp2 = _unary_float("exp2", "Exp2Backward0")
+sinh = _unary_float("sinh", "SinhBackward0")
+cosh = _unary_float("cosh", "CoshBackward0")
+tan = _unary_float("tan", "TanBackward0")
+asin = _unary_float("asin", "AsinBackward0")
+acos = _unary_float("acos", "AcosBackward0")
+atan = _unary_float("atan", "AtanBackward0")
+
+
+def _alias(fn, alias: str):
+    """`fn` (a function with a `.method` form) under torch's other name, which its errors use."""
+    def function(input=REQUIRED, *surplus) -> Tensor:
+        if input is REQUIRED or surplus:
+            as_tensor(one_input(input, surplus, alias), alias)      # raises torch's or Python's text
+        return fn(input)
+
+    def method(self, *args, **kwargs) -> Tensor:
+        if args or kwargs:
+            raise no_arguments_error(alias, args, kwargs)
+        return fn.method(self)
+    function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = alias
+    function.__doc__ = method.__doc__ = f"torch.{alias}, an alias of {fn.__name__}."
+    function.method = method
+    return function
+
+
+arcsin, arccos, arctan = _alias(asin, "arcsin"), _alias(acos, "arccos"), _alias(atan, "arctan")
+
+
+def _not_implemented(kernel: str, a: Tensor) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[a._dtype.name]}\'')
+
+
+def _rounding(op: str, name: str):
+    """`op` (floor, ceil, trunc) in the operand's dtype: an integer tensor's copy; bool raises."""
+    def compute(a: Tensor) -> Tensor:
+        if a._dtype is bool_:
+            raise _not_implemented(f"{op}_vml_cpu", a)
+        if not a._dtype.is_floating_point:
+            return clone(a)
+        return apply_op(op, [a], None, name)
+
+    def fn(input=REQUIRED, *surplus) -> Tensor:
+        return compute(as_tensor(one_input(input, surplus, op), op))
+
+    def method(self, *args, **kwargs) -> Tensor:
+        if args or kwargs:
+            raise no_arguments_error(op, args, kwargs)
+        return compute(self)
+    fn.__name__ = fn.__qualname__ = method.__name__ = method.__qualname__ = op
+    fn.__doc__ = method.__doc__ = f"torch.{op} elementwise, in the operand's dtype (zero gradient)."
+    fn.method = method
+    return fn
+
+
+floor = _rounding("floor", "FloorBackward0")
+ceil = _rounding("ceil", "CeilBackward0")
+trunc = _rounding("trunc", "TruncBackward0")
+fix = _alias(trunc, "fix")
+
+
+_PLAIN = object()                   # round() with no decimals (None is a bad argument, as torch's)
+
+
+def round(input, *, decimals=_PLAIN) -> Tensor:
+    """torch.round: half to even; with `decimals`, torch's nearbyint(x * 10**d) / 10**d
+    (RoundBackward1). An integer tensor is copied; with decimals it is torch's error."""
+    a = as_tensor(input, "round")
+    if decimals is _PLAIN:
+        decimals = None
+    elif type(decimals) is not int:
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    if a._dtype is bool_ or (decimals is not None and not a._dtype.is_floating_point):
+        # (decimals=0 takes torch's plain rounding kernel, and its name)
+        raise _not_implemented("round_cpu" if decimals else "round_vml_cpu", a)
+    if not a._dtype.is_floating_point:
+        return clone(a)
+    if decimals is None:
+        return apply_op("round", [a], None, "RoundBackward0")
+    return apply_op("round_decimals", [a], {"decimals": decimals}, "RoundBackward1")
+
+
+def frac(input=REQUIRED, *surplus) -> Tensor:
+    """torch.frac: x - trunc(x), float operands only (its gradient passes through)."""
+    a = as_tensor(one_input(input, surplus, "frac"), "frac")
+    if not a._dtype.is_floating_point:
+        raise _not_implemented("frac_cpu", a)
+    return apply_op("frac", [a], None, "FracBackward0")
+
+
+def atan2(input, other) -> Tensor:
+    """torch.atan2(input, other): the angle of (other, input), two tensors promoted to a float dtype."""
+    a, b = as_tensor(input, "atan2"), as_tensor(other, "atan2", "other", 2)
+    return apply_op("atan2", _float_operands([a, b], "atan2"), None, "Atan2Backward0")
+
+
+arctan2 = atan2
+
+
+@_keyword_texts
+@_numpy_spellings
+def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
+    """torch.logsumexp over `dim` (int or tuple, required): log(sum(exp(x))) computed stably."""
+    a = as_tensor(input, "logsumexp")
+    if dim is None:                 # (no "all dims" here, unlike sum's)
+        raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not NoneType")
+    _check_dim_list("logsumexp", dim)
+    axes = _dims(dim, a.dim(), "logsumexp")
+    if not a._dtype.is_floating_point:
+        a = cast(a, float32)
+    return apply_op("logsumexp", [a], {"axes": axes, "keepdim": bool(keepdim)}, "LogsumexpBackward0")
+
+
+# ------------------------------------------------------------------ methods
+def _float_inplace(fn, name: str):
+    """`t.op_()` of an op with a floating result: an integer or bool tensor cannot hold it
+    (frac's is its own NotImplementedError)."""
+    op = fn.__name__
+    write = inplace.unary_inplace(op, name)
+
+    def method(self) -> Tensor:
+        if not self._dtype.is_floating_point:
+            if op == "frac":
+                fn(self)                        # raises torch's text
+            raise result_cast_error("Float", TORCH_SCALAR_NAMES[self._dtype.name])
+        return write(self)
+    method.__name__, method.__doc__ = op + "_", write.__doc__
+    return method
+
+
+def _rounding_inplace(fn, name: str, op: str | None = None):
+    """`t.floor_()` and its kin (`op`: the IR op, where fn is an alias): an integer tensor
+    stays as it is; bool raises."""
+    write = inplace.unary_inplace(op or fn.__name__, name)
+
+    def method(self) -> Tensor:
+        if self._dtype.is_floating_point:
+            return write(self)
+        fn(self)                                # bool: raises torch's text
+        inplace.check_inplace(self)
+        return self
+    method.__name__, method.__doc__ = fn.__name__ + "_", write.__doc__
+    return method
+
+
+def _round_method(self, *, decimals=_PLAIN) -> Tensor:
+    return round(self, decimals=decimals)
+
+
+def _round_(self, *, decimals=_PLAIN) -> Tensor:
+    """In-place torch.round (half to even, or to `decimals` places)."""
+    if decimals is _PLAIN:
+        decimals = None
+    elif type(decimals) is not int:
+        round(self, decimals=decimals)          # raises torch's text
+    if not self._dtype.is_floating_point:
+        round(self, decimals=decimals)          # bool, or decimals of an integer: raises torch's text
+        inplace.check_inplace(self)
+        return self
+    if decimals is None:
+        return inplace.unary_inplace("round", "RoundBackward0")(self)
+    inplace.check_inplace(self)
+    apply_op("round_decimals", [self], {"decimals": decimals}, "RoundBackward1", out=self)
+    return self
+
+
+_round_method.__name__, _round_method.__doc__ = "round", round.__doc__
+_atan2_write = inplace.binary_inplace("atan2", "Atan2Backward0")
+
+
+def _atan2_(self, other) -> Tensor:
+    """In-place torch.atan2: other a tensor; self must hold the floating result."""
+    other = as_tensor(other, "atan2_", "other", 1)
+    if not self._dtype.is_floating_point:
+        raise result_cast_error("Float", TORCH_SCALAR_NAMES[self._dtype.name])
+    return _atan2_write(self, other)
+_FLOAT_RESULTS = {fn: name for fn, name in (
+    (rsqrt, "RsqrtBackward0"), (log2, "Log2Backward0"), (log10, "Log10Backward0"), (exp2, "Exp2Backward0"),
+    (sinh, "SinhBackward0"), (cosh, "CoshBackward0"), (tan, "TanBackward0"), (asin, "AsinBackward0"),
+    (acos, "AcosBackward0"), (atan, "AtanBackward0"), (frac, "FracBackward0"))}
+
+# Tensor methods (tracer/methods.py binds them)
+METHODS = {
+    "rsqrt": rsqrt, "log2": log2, "log10": log10, "exp2": exp2, "sinh": sinh, "cosh": cosh, "tan": tan,
+    "asin": asin, "acos": acos, "atan": atan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
+    "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": _round_method, "frac": frac,
+    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp,
+    "floor_": _rounding_inplace(floor, "FloorBackward0"), "ceil_": _rounding_inplace(ceil, "CeilBackward0"),
+    "trunc_": _rounding_inplace(trunc, "TruncBackward0"), "fix_": _rounding_inplace(fix, "TruncBackward0", "trunc"),
+    "round_": _round_, "atan2_": _atan2_, "arctan2_": _atan2_,
+    **{fn.__name__ + "_": _float_inplace(fn, name) for fn, name in _FLOAT_RESULTS.items()},
+    "arcsin_": _float_inplace(asin, "AsinBackward0"), "arccos_": _float_inplace(acos, "AcosBackward0"),
+    "arctan_": _float_inplace(atan, "AtanBackward0"),
+}

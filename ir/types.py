@@ -88,6 +88,11 @@ def from_numpy_dtype(dt) -> DType:
         return _BY_NP[dt]
     if dt in _NP_FALLBACK:
         return _NP_FALLBACK[dt]
+    if dt in (np.dtype(np.uint64), np.dtype(np.complex64), np.dtype(np.complex128)):
+        # (torch has these; its text would list them as supported)
+        raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}: fusegrad has no {dt.name} dtype "
+                        "(its dtypes are float32, float64, int64 and bool; arrays of narrower integers and of "
+                        "float16 convert to int64 and float32)")
     raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only supported types are: "
                     "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
                     "uint16, uint8, and bool.")

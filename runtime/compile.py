@@ -230,8 +230,8 @@ def _from_numpy(a):
     in torch.compile: a float32 tensor in its place would round it (x64 * 0.1, 1e300) and
     change what the function does with it (isinstance, round, returning it)."""
     if isinstance(a, np.ndarray):
-        from fusegrad.tracer.creation import from_numpy
-        return from_numpy(a)
+        from fusegrad.tracer.creation import wrap_array
+        return wrap_array(a)
     return a
 
 

@@ -224,16 +224,31 @@ def _check_no_negative_strides(array: np.ndarray) -> None:
                          "copy of your array  with array.copy().) ")
 
 
+_SHARED_DTYPES = (np.float32, np.float64, np.int64, np.bool_)
+
+
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing memory with `array`."""
+    """A tensor sharing memory with `array`. fusegrad has no int32, int16, int8, uint8, uint16,
+    uint32 or float16 dtype: such an array becomes an int64 / float32 copy, with a warning that
+    its memory is not shared."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type_name(array)})")
+    dtype = from_numpy_dtype(array.dtype)
+    if array.dtype not in _SHARED_DTYPES:
+        warnings.warn(f"fusegrad has no {array.dtype.name} dtype: from_numpy made a {dtype.name} copy of the array, "
+                      "which does not share its memory", UserWarning, stacklevel=2)
+    return wrap_array(array)
+
+
+def wrap_array(array: np.ndarray) -> Tensor:
+    """from_numpy without its warning, for arrays passed where a tensor is taken (an operand,
+    a compiled function's argument), where sharing memory is not what was asked for."""
     _check_no_negative_strides(array)
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
         trace.expose(array)
-    return Tensor._wrap(array, from_numpy_dtype(array.dtype)) if array.dtype in (
-        np.float32, np.float64, np.int64, np.bool_) else Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
+    return Tensor._wrap(array, from_numpy_dtype(array.dtype)) if array.dtype in _SHARED_DTYPES else \
+        Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
 
 
 _GENERATOR_SIGNATURES = (

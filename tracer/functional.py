@@ -66,8 +66,8 @@ def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        from .creation import from_numpy
-        return from_numpy(x)
+        from .creation import wrap_array
+        return wrap_array(x)
     if x is REQUIRED:
         raise missing_arguments_error(fn, [arg])
     raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")

@@ -79,7 +79,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
     `attrs`: the op's attributes)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
-        from .functional import _check_bool_sub, _coerce, _promoted, check_alpha, mul, scale_by_alpha
+        from .functional import _check_bool_sub, _coerce, _promoted, _shown_as_one_node, check_alpha, mul, scale_by_alpha
         if type(alpha) is not int and type(alpha) is not float:
             check_alpha(alpha, method.__name__)     # (torch parses its arguments first)
         check_inplace(self)
@@ -92,6 +92,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 check_operand_overlap(self, other)      # (torch checks other itself, not alpha * other)
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
+                apply_op(op, [self, other], attrs, name_here, out=self)
+                return _shown_as_one_node(self, self, other)
             apply_op(op, [self, other], attrs, name_here, out=self)
             return self
         if op == "sub":
@@ -101,14 +103,16 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             apply_op("pow_const", [self], {"exponent": float(other)}, name_here, out=self)
             return self
         check_write_overlaps(self, other)       # (torch checks other itself, not alpha * other)
+        scaled = None
         if type(alpha) is not int or alpha != 1:
-            other = scale_by_alpha(self, other, alpha, method.__name__)
+            other = scaled = scale_by_alpha(self, other, alpha, method.__name__)
         (_, other), dtype = _promoted([self, other], op + "_")
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
         apply_op(op, [self, _coerce(other, self._dtype)], attrs, name_here, out=self)
-        return self
+        # (torch scales inside AddBackward0 / SubBackward0: its edges are self's and other's)
+        return self if scaled is None else _shown_as_one_node(self, self, scaled)
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
     return method

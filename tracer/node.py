@@ -90,6 +90,10 @@ _NEXT_INPUTS = {
     "PowBackward0": (0,),       # pow(x, scalar)
     "PowBackward2": (1,),       # pow(scalar, x)
     "ClampBackward1": (0,),     # clamp(x, min, max) with number bounds
+    "ClampMinBackward0": (0,),  # clamp_min(x, number): IR clamp(x, min, +inf)
+    "ClampMaxBackward0": (0,),  # clamp_max(x, number)
+    "ClampMinBackward1": (0, 1),    # clamp_min(x, tensor): IR clamp_min, which clamp(x, min=tensor)
+    "ClampMaxBackward1": (0, 1),    # also records (torch_edges: ClampBackward0's three)
     "WhereBackward0": (1, 2),   # where(condition, x, y)
     "MaskedFillBackward0": (0,),    # masked_fill(x, mask, number)
     "MaskedFillBackward1": (0, 2),  # masked_fill(x, mask, 0-d tensor)

@@ -73,3 +73,36 @@ def test_from_numpy_of_a_dtype_torch_lacks_raises_torchs_text():
     with pytest.raises(TypeError) as ours:
         fg.from_numpy(a)
     assert str(ours.value) == str(theirs.value)
+
+
+BROADCAST_CALLS = [
+    "L.broadcast_shapes((2, 3), (3,))", "L.broadcast_shapes((2, 3), (2,))", "L.broadcast_shapes(2, (3, 1))",
+    "L.broadcast_shapes()", "L.broadcast_shapes((2, -1))", "L.broadcast_shapes((1,), (-1,))",
+    "L.broadcast_shapes((3, 1), [1, 4], None)", "L.broadcast_shapes(L.Size([2, 1]), (5,))",
+    "L.broadcast_shapes('a')",
+    "L.broadcast_tensors(t, L.ones(3))", "L.broadcast_tensors(t, L.ones(2))", "L.broadcast_tensors([t, t])",
+    "L.broadcast_tensors()", "L.broadcast_tensors(t, 1.0)", "L.broadcast_tensors(t, L.ones(4, 1, 1))[1]",
+    "L.broadcast_to(t, (3, 2))", "L.broadcast_to(t, 2, 3)", "L.broadcast_to(t, 'a')", "t.broadcast_to('a')",
+    "t.broadcast_to((2, 3), 1)", "t.broadcast_to(2, 3)", "t.broadcast_to(2, 'a')", "L.broadcast_to(t, size=(2, 3))",
+    "t.broadcast_to(size=(2, 3))", "L.broadcast_to(t, [-1, 3])", "L.broadcast_to(t, (2, 3, 1))",
+    "L.broadcast_to(t, (4, 2, 3))", "L.broadcast_to('a', (2,))", "L.broadcast_to(t)", "t.broadcast_to()",
+    "t.broadcast_to((2, 3), size=(2, 3))",
+]
+
+
+def _outcome(lib, expr):
+    t = lib.arange(6.0).reshape(2, 3).requires_grad_()
+    try:
+        result = eval(expr, {"L": lib, "t": t})
+    except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+        return type(exc).__name__, str(exc).replace("torch.", "fg.")
+    if isinstance(result, tuple) and result and not isinstance(result[0], int):
+        return [(tuple(r.shape), r.tolist(), r.grad_fn.name() if r.grad_fn else None) for r in result]
+    if isinstance(result, (lib.Tensor,)):
+        return tuple(result.shape), result.tolist(), result.grad_fn.name() if result.grad_fn else None
+    return repr(result).replace("torch.", "fg.")
+
+
+@pytest.mark.parametrize("expr", BROADCAST_CALLS)
+def test_broadcast_to_tensors_and_shapes_as_torch(expr):
+    assert _outcome(fg, expr) == _outcome(torch, expr)

@@ -12,6 +12,7 @@ work (`fg.add(x, other=y)`, `fg.sum(input=x, dim=0)`); the bodies name them
 from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, abs, all and any as tensor functions
+import collections.abc
 import inspect
 import numbers
 import operator
@@ -1854,9 +1855,52 @@ def expand_as(a, other) -> Tensor:
     return expand(a, tuple(other.shape))
 
 
-def broadcast_to(a, shape) -> Tensor:
-    """torch.broadcast_to: `a` expanded to `shape` (a view)."""
-    return expand(a, tuple(shape))
+def broadcast_to(input, size) -> Tensor:
+    """torch.broadcast_to: `input` expanded to `size` (a view, ExpandBackward0)."""
+    return expand(as_tensor(input, "broadcast_to"), _shape_arg(size, "broadcast_to", "size"))
+
+
+def broadcast_to_method(self, *sizes, size=None) -> Tensor:
+    """Tensor.broadcast_to(size) (or its sizes spread: t.broadcast_to(2, 3), as torch takes)."""
+    return expand(self, _shape_arg(_sizes("broadcast_to", "size", sizes, size), "broadcast_to", "size"))
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """torch.broadcast_tensors: the tensors expanded to their common broadcast shape (views)."""
+    for k, t in enumerate(tensors):
+        if not isinstance(t, (Tensor, np.ndarray)):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type_name(t)}")
+    from fusegrad.ir.ops.registry import broadcast_shapes as broadcast      # (torch's text)
+    operands = [as_tensor(t) for t in tensors]
+    shape = tuple(broadcast(*(tuple(t.shape) for t in operands))) if operands else ()
+    # (a tensor of that shape already is returned itself, as torch's expand_outplace does)
+    return tuple(t if tuple(t.shape) == shape else expand(t, shape) for t in operands)
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes: the shape tensors of `shapes` (ints or sequences of ints)
+    broadcast to, as a Size, with torch's checks and texts (torch._refs._broadcast_shapes)."""
+    from .tensor import Size
+    shapes = tuple((x,) if isinstance(x, (int, np.integer)) else x for x in shapes if x is not None)
+    if not shapes:
+        return Size([])
+    for shape in shapes:
+        if not isinstance(shape, collections.abc.Sequence):     # (a str is one: torch then fails comparing it)
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {shape}")
+    common = [1] * builtins.max(len(shape) for shape in shapes)
+    for index, shape in enumerate(shapes):
+        for i in range(-1, -1 - len(shape), -1):
+            if shape[i] == common[i]:
+                continue
+            if common[i] == 1:
+                if shape[i] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[i] = shape[i]
+            if shape[i] != 1 and common[i] != shape[i]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching "
+                                   f"argument at index {index} had {shape}; but expected shape should be "
+                                   f"broadcastable to {common}")
+    return Size(common)
 
 
 def detach(input) -> Tensor:

@@ -429,7 +429,7 @@ METHODS = {
     "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,
     "transpose": _counted_from_self(F.transpose),
     "t": F.t, "unsqueeze": _counted_from_self(F.unsqueeze), "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,
-    "broadcast_to": F.broadcast_to, "ravel": F.ravel, "movedim": F.movedim, "moveaxis": F.moveaxis,
+    "broadcast_to": F.broadcast_to_method, "ravel": F.ravel, "movedim": F.movedim, "moveaxis": F.moveaxis,
     "swapaxes": F.swapaxes, "swapdims": F.swapdims, "clamp_min": F.clamp_min, "clamp_max": F.clamp_max,
     "clone": F.clone, "contiguous": F.contiguous, "to": F.to,
     "reshape_as": lambda self, other: F.reshape(self, tuple(other.shape)),

@@ -381,6 +381,7 @@ FUNCTIONS = {
                       "(Tensor input, int[1]? dim, bool keepdim = False, *, torch.dtype dtype = None, "
                       "Tensor out = None)"),
     "reshape": ArgParser("reshape", "(Tensor input, tuple of ints shape)"),
+    "broadcast_to": ArgParser("broadcast_to", "(Tensor input, tuple of ints size)"),
     "permute": ArgParser("permute", "(Tensor input, tuple of ints dims)"),
     "transpose": ArgParser("transpose", "(Tensor input, int dim0, int dim1)"),
     "unsqueeze": ArgParser("unsqueeze", "(Tensor input, int dim)"),
@@ -489,6 +490,7 @@ METHODS = {
                        "(bool unbiased = True)") for name in ("std", "var")},
     **{name: ArgParser(name, "()", "(Tensor other)", "(int dim, bool keepdim = False)") for name in ("max", "min")},
     "view": ArgParser("view", "(torch.dtype dtype)", "(tuple of ints size)"),
+    "broadcast_to": ArgParser("broadcast_to", "(tuple of ints size)"),
     **{name: ArgParser(name, "(int dim, torch.dtype? dtype = None)") for name in ("softmax", "log_softmax")},
     **{name: ArgParser(name, "(Tensor other, float rtol = 1e-05, float atol = 1e-08, bool equal_nan = False)")
        for name in ("allclose", "isclose")},

@@ -28,6 +28,7 @@ from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, 
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var
+from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh,
                                             exp2, fix, floor, frac, log10, log2, logsumexp, round, rsqrt, sinh,
                                             tan, trunc)

@@ -27,6 +27,9 @@ def check_inplace(t: Tensor) -> None:
         return
     if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):
         raise no_grad_view_error(t)     # (the second: made under no_grad before its base gained a history)
+    if t._multi_output is not None and t._requires_grad:
+        from .splitting import multi_output_view_error
+        raise multi_output_view_error(t)
     if t._requires_grad and t.__dict__.get("_transform_input"):
         # fg.grad's input standing for an argument with history (grad of grad): a leaf at
         # torch.func's level of the transform

@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace, math_functions, moments, parser_errors, predicates, products
+from . import indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -473,6 +473,8 @@ METHODS = {
     "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
     # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
     **math_functions.METHODS,
+    # split, chunk, unbind, narrow, select
+    **splitting.METHODS,
 }
 
 

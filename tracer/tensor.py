@@ -157,9 +157,10 @@ class Tensor:
     _hooks = None               # a leaf's register_hook functions (tracer/hooks.py)
     _layout = None              # a traced value's element strides where not row-major (tracer/layout.py)
     _origin = None              # a detach() or .data of a view: (weak ref to its base, its chain); _pass_origin
+    _multi_output = None        # a part of split/chunk/unbind, or a view of one: its index (tracer/splitting.py)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
-                           "_view_node", "_hooks", "_layout", "_origin"))
+                           "_view_node", "_hooks", "_layout", "_origin", "_multi_output"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and

@@ -1,0 +1,182 @@
+"""torch's split, chunk, unbind, narrow and select: views of a tensor's parts along one dim.
+
+Each part is a basic-index view (the `getitem` op, as `t[a:b]` and `t[i]` are), recorded under
+torch's node name: SplitBackward0 / SplitWithSizesBackward0 / UnbindBackward0 for the parts of
+the functions torch defines as returning several views, SliceBackward0 / SelectBackward0 for
+narrow and select. torch's parts share one node (their output_nr 0, 1, ...); here each has a
+node of its own, output_nr 0, with the same gradients.
+
+torch refuses an in-place op on a part of split, chunk or unbind (or on a view of one) made with
+grad mode on that requires grad: the parts carry `_multi_output` (their index), and
+inplace.check_inplace raises torch's error for them (multi_output_view_error).
+"""
+from __future__ import annotations
+
+import operator
+
+from fusegrad.ir.ops import normalize_dim
+
+from .dispatch import apply_op
+from .functional import _is_index, as_tensor
+from .grad_mode import is_grad_enabled
+from .parser_errors import ArgParser, type_name
+from .tensor import Tensor
+
+
+def _part(t: Tensor, dim: int, start: int, stop: int, name: str) -> Tensor:
+    """t[..., start:stop] along `dim` (a view) under node name `name`."""
+    index = tuple(("s", 0, s, 1) for s in t.shape[:dim]) + (("s", start, stop, 1),)
+    return apply_op("getitem", [t], {"index": index}, name)
+
+
+def _pick(t: Tensor, dim: int, i: int, name: str) -> Tensor:
+    """t[..., i] along `dim` (a view without that dim) under node name `name`."""
+    index = tuple(("s", 0, s, 1) for s in t.shape[:dim]) + (("i", i),)
+    return apply_op("getitem", [t], {"index": index}, name)
+
+
+def _as_parts(parts: list) -> tuple:
+    """The views of a function returning several (see the module docstring)."""
+    if is_grad_enabled():
+        for k, part in enumerate(parts):
+            part._multi_output = k
+    return tuple(parts)
+
+
+def _int_arg(value, fn: str, arg: str, pos: int) -> int:
+    if not _is_index(value) or isinstance(value, bool):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not {type_name(value)}")
+    return operator.index(value)
+
+
+def split(tensor, split_size_or_sections, dim=0) -> tuple:
+    """torch.split: parts of `split_size_or_sections` elements along `dim` (the last one
+    shorter), or of the sizes in a list of them (which must add up to the dim's size)."""
+    t = as_tensor(tensor, "split")
+    if _is_index(split_size_or_sections) and not isinstance(split_size_or_sections, bool):
+        return _split_evenly(t, operator.index(split_size_or_sections), dim, "SplitBackward0")
+    return _split_with_sizes(t, split_size_or_sections, dim)
+
+
+# torch's split (a Python method) calls _VF.split, whose overloads word a bad dim
+_SPLIT = ArgParser("split", "(Tensor input, int split_size, int dim = 0)",
+                   "(Tensor input, tuple of ints split_size, int dim = 0)")
+
+
+def _split_evenly(t: Tensor, size: int, dim, name: str) -> tuple:
+    if not _is_index(dim) or isinstance(dim, bool):
+        raise _SPLIT.error((t, size, dim), {})
+    if t.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    dim = normalize_dim(operator.index(dim), t.dim())
+    length = t.shape[dim]
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    if size == 0 and length != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
+    count = max(-(-length // size), 1) if size else 1
+    return _as_parts([_part(t, dim, k * size, min(length, (k + 1) * size), name) for k in range(count)])
+
+
+def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
+    if isinstance(sizes, Tensor) or not isinstance(sizes, (list, tuple)) or not all(
+            _is_index(s) and not isinstance(s, bool) for s in sizes):
+        got = type_name(sizes)
+        raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not {got}")
+    sizes = [operator.index(s) for s in sizes]
+    if t.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    dim = normalize_dim(_int_arg(dim, "split_with_sizes", "dim", 3), t.dim())
+    length = t.shape[dim]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={sizes}")
+    if sum(sizes) != length:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
+                           f"at dimension {dim}), but got split_sizes={sizes}")
+    parts, start = [], 0
+    for s in sizes:
+        parts.append(_part(t, dim, start, start + s, "SplitWithSizesBackward0"))
+        start += s
+    return _as_parts(parts)
+
+
+def chunk(input, chunks, dim=0) -> tuple:
+    """torch.chunk: at most `chunks` parts of equal length along `dim` (the last one shorter)."""
+    t = as_tensor(input, "chunk")
+    chunks = _int_arg(chunks, "chunk", "chunks", 2)
+    if t.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = normalize_dim(_int_arg(dim, "chunk", "dim", 3), t.dim())      # (dim 0 for a 0-d tensor)
+    length = t.shape[d]
+    size = -(-length // chunks)
+    if size == 0 and length == 0:      # torch: `chunks` empty parts
+        return _as_parts([_part(t, d, 0, 0, "SplitWithSizesBackward0") for _ in range(chunks)])
+    return _split_evenly(t, size, d, "SplitBackward0")
+
+
+def unbind(input, dim=0) -> tuple:
+    """torch.unbind: the slices along `dim`, each without that dim."""
+    t = as_tensor(input, "unbind")
+    if t.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = normalize_dim(_int_arg(dim, "unbind", "dim", 2), t.dim())
+    return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])])
+
+
+def narrow(input, dim, start, length) -> Tensor:
+    """torch.narrow: `length` elements along `dim` from `start` (negative counts from the end)."""
+    t = as_tensor(input, "narrow")
+    dim = _int_arg(dim, "narrow", "dim", 2)
+    start = _int_arg(start.item() if isinstance(start, Tensor) and start.dim() == 0 else start, "narrow", "start", 3)
+    length = _int_arg(length, "narrow", "length", 4)
+    if t.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = normalize_dim(dim, t.dim())
+    size = t.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _part(t, d, start, start + length, "SliceBackward0")
+
+
+def select(input, dim, index) -> Tensor:
+    """torch.select: the slice at `index` along `dim`, without that dim (a view)."""
+    t = as_tensor(input, "select")
+    dim, index = _int_arg(dim, "select", "dim", 2), _int_arg(index, "select", "index", 3)
+    if t.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, t.dim())
+    size = t.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(t.shape)} at dimension {dim}")
+    return _pick(t, d, index % size, "SelectBackward0")
+
+
+def multi_output_view_error(t: Tensor) -> RuntimeError:
+    """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
+    node = t.grad_fn
+    name = type(node).__name__ if node is not None else "Split"
+    short = name[:name.rindex("Backward")] if "Backward" in name else name
+    return RuntimeError(f"Output {t._multi_output} of {short} is a view and is being modified inplace. This view is "
+                        "the output of a function that returns multiple views. Such functions do not allow the output "
+                        "views to be modified inplace. You should replace the inplace operation by an out-of-place "
+                        "one.")
+
+
+def _split_method(self, split_size, dim=0) -> tuple:
+    return split(self, split_size, dim)
+
+
+# (torch's Tensor.split is Python: a call of the wrong arity gets CPython's text, which names it)
+_split_method.__name__, _split_method.__qualname__, _split_method.__doc__ = "split", "Tensor.split", split.__doc__
+
+# Tensor methods (tracer/methods.py binds them)
+METHODS = {"split": _split_method, "chunk": chunk, "unbind": unbind, "narrow": narrow, "select": select}

@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
+from . import gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -474,7 +474,7 @@ METHODS = {
     # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
     **math_functions.METHODS,
     # split, chunk, unbind, narrow, select
-    **splitting.METHODS,
+    **splitting.METHODS, **gathering.METHODS,
 }
 
 

@@ -105,6 +105,7 @@ _NEXT_INPUTS = {
     "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
     "FillBackward2": (0,),
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
+    "GatherBackward0": (0,),    # gather(x, index)
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
 }
 

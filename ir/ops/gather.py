@@ -1,0 +1,91 @@
+"""torch.gather along one axis, and its gradient, scatter_add.
+
+`gather(x, index; axis)`: out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (the index's shape
+is the result's; along the other axes it may be shorter than x, not longer). `scatter_add(x,
+index, src; axis)` adds src into a copy of x at those places, duplicates adding. A 0-d x or
+index counts as one element along the axis, as torch's. Both run by their NumPy reference in
+compiled programs (no kernel rule); an index outside its axis raises torch's RuntimeError when
+they run (negative indices too: gather does not wrap them).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType, int64
+from .registry import MOVEMENT, OpDef, register
+
+
+def _as_1d(a: np.ndarray) -> np.ndarray:
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _check_index(index: np.ndarray, size: int, axis: int) -> None:
+    if index.size and (index.min() < 0 or index.max() >= size):
+        bad = index.ravel()[np.argmax(((index < 0) | (index >= size)).ravel())]
+        raise RuntimeError(f"index {int(bad)} is out of bounds for dimension {axis} with size {size}")
+
+
+def _region(shape: tuple, index: np.ndarray, axis: int) -> tuple:
+    """The NumPy key of the places `index` names: index along `axis`, an arange elsewhere."""
+    key = []
+    for k, n in enumerate(index.shape):
+        if k == axis:
+            key.append(index)
+        else:
+            key.append(np.arange(n).reshape((-1,) + (1,) * (index.ndim - 1 - k)))
+    return tuple(key)
+
+
+def _gather_infer(types, attrs):
+    x, index = types
+    if index.dtype is not int64:
+        raise TypeError("gather: index must be int64 (the tracer checks torch's error first)")
+    return [TensorType(index.shape, x.dtype)]
+
+
+def _gather_ref(x, index, axis):
+    xa, ia = _as_1d(x), _as_1d(index)
+    _check_index(ia, xa.shape[axis], axis)
+    return np.ascontiguousarray(xa[_region(xa.shape, ia, axis)]).reshape(index.shape)
+
+
+def _gather_vjp(e, x, y, g, a, n):
+    # torch's gather_backward: zeros of self's shape with grad scattered (added) into them
+    return [e.op("scatter_add", e.zeros_like(x[0]), x[1], g[0], axis=a["axis"]) if n[0] else None, None]
+
+
+def _scatter_add_infer(types, attrs):
+    return [types[0]]
+
+
+def _scatter_add_ref(x, index, src, axis):
+    out = np.array(_as_1d(x), copy=True)
+    ia = _as_1d(index)
+    _check_index(ia, out.shape[axis], axis)
+    np.add.at(out, _region(out.shape, ia, axis), _as_1d(src)[tuple(slice(0, n) for n in ia.shape)])
+    return out.reshape(x.shape)
+
+
+def _scatter_add_vjp(e, x, y, g, a, n):
+    # torch's scatter_add backward: self gets grad as it is, src grad.gather(dim, index)
+    return [g[0] if n[0] else None, None, e.op("gather", g[0], x[1], axis=a["axis"]) if n[2] else None]
+
+
+def _check_now(first: int):
+    """The bounds check, run by the tracer where the index's values are known when recorded."""
+    def check(in_types, arrays, attrs):
+        x, index = in_types[0], arrays[first]
+        if index is not None:
+            _check_index(_as_1d(index), (x.shape or (1,))[attrs["axis"]], attrs["axis"])
+    return check
+
+
+register(OpDef("gather", MOVEMENT, _gather_infer, _gather_ref, _gather_vjp, reference_only=True,
+               nondiff_inputs=(1,), doc="gather(x, index; axis): torch.gather (a copy)",
+               extra={"value_checks": True, "check_now": _check_now(1),
+                      "reference_why": "a gather through an index array"}))
+register(OpDef("scatter_add", MOVEMENT, _scatter_add_infer, _scatter_add_ref, _scatter_add_vjp,
+               reference_only=True, nondiff_inputs=(1,),
+               doc="scatter_add(x, index, src; axis): torch.scatter_add (duplicates adding)",
+               extra={"value_checks": True, "check_now": _check_now(1),
+                      "reference_why": "a scatter through an index array"}))

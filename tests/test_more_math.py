@@ -230,3 +230,65 @@ def test_compiled_function_matches_eager():
     np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
     for got, want in zip(grads, want_grads):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+CUMSUM_CALLS = [
+    'L.cumsum(L.arange(6.).reshape(2,3), 1)',
+    'L.arange(6.).reshape(2,3).cumsum(0)',
+    'L.arange(6.).reshape(2,3).cumsum(-1)',
+    'L.arange(6.).reshape(2,3).cumsum(2)',
+    'L.cumsum(L.arange(6.))',
+    'L.arange(6.).cumsum()',
+    'L.arange(6.).reshape(2,3).cumsum(1, dtype=L.float64)',
+    'L.tensor([1,2,3]).cumsum(0)',
+    'L.tensor([True,True]).cumsum(0)',
+    'L.tensor(5.).cumsum(0)',
+    'L.tensor(5.).cumsum(1)',
+    'L.tensor([1,2]).cumsum(0, dtype=L.float32)',
+    'L.arange(6.).requires_grad_().cumsum(0, dtype=L.int64)',
+    'L.arange(6.).cumsum(0, dtype=L.int64)',
+    'L.arange(6.).cumsum("a")',
+    'L.arange(6.).cumsum(1.5)',
+    'L.cumsum(L.arange(6.), 1.5)',
+    'L.empty(0).cumsum(0)',
+    'L.tensor([float("inf"), -float("inf"), 1.]).cumsum(0).isnan()',
+    "L.arange(6.).cumsum(0, dtype='a')",
+    'L.arange(6.).cumsum(0, 1)',
+]
+
+
+@pytest.mark.parametrize("expr", CUMSUM_CALLS)
+def test_cumsum_calls_as_torch(expr):
+    def outcome(lib):
+        try:
+            r = eval(expr, {"L": lib})
+        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
+    assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("dim,dtype", [(0, None), (1, None), (-1, "float64")])
+def test_cumsum_values_and_gradients_as_torch(dim, dtype):
+    """torch sums float32 in double (each result rounded once): equal bit for bit."""
+    data = np.random.default_rng(9).standard_normal((4, 7)).astype(np.float32) * 1e3
+    found = []
+    for lib in (torch, fg):
+        x = lib.tensor(data, requires_grad=True)
+        y = x.cumsum(dim, dtype=getattr(lib, dtype) if dtype else None)
+        (y * lib.arange(28.0).reshape(4, 7)).sum().backward()
+        found.append((y.tolist(), x.grad.tolist(), [type(n).__name__ for n, _ in y.grad_fn.next_functions]))
+    assert found[0] == found[1]
+
+
+def test_cumsum_by_finite_differences_and_compiled():
+    check_grads(lambda x: fg.cumsum(x, 1) ** 2, np.random.default_rng(3).standard_normal((2, 4)), order=2)
+
+    def f(x):
+        return (x.cumsum(0) * x.cumsum(1).exp()).sum()
+
+    x = fg.tensor(np.random.default_rng(4).standard_normal((3, 5)).astype(np.float32))
+    value, grad = fg.compile(fg.value_and_grad(f))(x)
+    want_value, want_grad = fg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -7,11 +7,14 @@ a bool one is torch's NotImplementedError; the others compute integer operands i
 """
 from __future__ import annotations
 
-from fusegrad.ir import bool_, float32
+from fusegrad.ir import bool_, float32, int64
+from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from .dispatch import apply_op, result_cast_error
-from .functional import (_check_dim_list, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
+from .grad_mode import is_grad_enabled
+from .node import hide_node
+from .functional import (_check_dim_list, _is_index, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
                          REQUIRED, as_tensor, cast, clone, one_input)
 from .parser_errors import no_arguments_error
 from .tensor import Tensor
@@ -133,6 +136,22 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     return apply_op("logsumexp", [a], {"axes": axes, "keepdim": bool(keepdim)}, "LogsumexpBackward0")
 
 
+def cumsum(input, dim, *, dtype=None) -> Tensor:
+    """torch.cumsum: running sums along `dim` (CumsumBackward0); integer and bool tensors sum
+    in int64, `dtype` casts the input first (its cast node not shown, as torch's)."""
+    a = as_tensor(input, "cumsum")
+    if not _is_index(dim) or isinstance(dim, bool):
+        raise TypeError(f"cumsum(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+    axis = normalize_dim(int(dim), a.dim())
+    target = dtype if dtype is not None else (a._dtype if a._dtype.is_floating_point else int64)
+    if a._requires_grad and not target.is_floating_point and is_grad_enabled():
+        raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[target.name]}")
+    if target is not a._dtype:
+        a = cast(a, target)
+        hide_node(a)
+    return apply_op("cumsum", [a], {"axis": axis, "reverse": False}, "CumsumBackward0")
+
+
 # ------------------------------------------------------------------ methods
 def _float_inplace(fn, name: str):
     """`t.op_()` of an op with a floating result: an integer or bool tensor cannot hold it
@@ -206,7 +225,7 @@ METHODS = {
     "rsqrt": rsqrt, "log2": log2, "log10": log10, "exp2": exp2, "sinh": sinh, "cosh": cosh, "tan": tan,
     "asin": asin, "acos": acos, "atan": atan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
     "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": _round_method, "frac": frac,
-    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp,
+    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum,
     "floor_": _rounding_inplace(floor, "FloorBackward0"), "ceil_": _rounding_inplace(ceil, "CeilBackward0"),
     "trunc_": _rounding_inplace(trunc, "TruncBackward0"), "fix_": _rounding_inplace(fix, "TruncBackward0", "trunc"),
     "round_": _round_, "atan2_": _atan2_, "arctan2_": _atan2_,

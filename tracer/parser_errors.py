@@ -370,6 +370,7 @@ FUNCTIONS = {
     **{name: ArgParser(name, "(Tensor input, Tensor other, " + _OUT + ")") for name in ("atan2", "arctan2")},
     "round": ArgParser("round", f"(Tensor input, {_OUT})", "(Tensor input, *, int decimals, Tensor out = None)"),
     "logsumexp": ArgParser("logsumexp", f"(Tensor input, int[1] dim, bool keepdim = False, {_OUT})"),
+    "cumsum": ArgParser("cumsum", "(Tensor input, int dim, *, torch.dtype dtype = None, Tensor out = None)"),
     "minimum": ArgParser("minimum", "(Tensor input, Tensor other, " + _OUT + ")"),
     "matmul": ArgParser("matmul", "(Tensor input, Tensor other, " + _OUT + ")"),
     "softmax": ArgParser("softmax", _SOFTMAX),
@@ -458,6 +459,7 @@ METHODS = {
                                                                      "atan2_", "arctan2_")},
     **{name: ArgParser(name, "()", "(*, int decimals)") for name in ("round", "round_")},
     "logsumexp": ArgParser("logsumexp", "(int[1] dim, bool keepdim = False)"),
+    "cumsum": ArgParser("cumsum", "(int dim, *, torch.dtype dtype = None)"),
     **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
        for name in ("clamp", "clip")},
     "where": ArgParser("where", "(Tensor condition, Tensor other)", "(Tensor condition, Number other)"),

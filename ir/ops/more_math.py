@@ -17,7 +17,7 @@ import numpy as np
 from .. import rounded
 from .elementwise import _infer_map, elementwise
 from .reduce import _grad_to_input, _infer_reduce
-from .registry import COMPOSITE, OpDef, register
+from .registry import COMPOSITE, OPAQUE, OpDef, register
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -158,3 +158,24 @@ def _infer_logsumexp(types, attrs):
 
 register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsumexp_vjp,
                decompose=_logsumexp_decompose, doc="log(sum(exp(x), axes)), torch's stable formula"))
+
+
+# ------------------------------------------------------------------ cumsum
+def _cumsum_ref(x, axis, reverse):
+    # torch's CPU kernel accumulates a float32 sum in double, rounding each result once
+    wide = np.float64 if x.dtype.kind == "f" else x.dtype
+    if x.ndim == 0:
+        return np.array(x, copy=True)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis).astype(x.dtype)
+    return np.cumsum(x, axis, dtype=wide).astype(x.dtype, copy=False)
+
+
+def _cumsum_vjp(e, x, y, g, a, n):
+    # torch's cumsum_backward: the gradient summed from each place to the end (a reversed cumsum)
+    return [e.op("cumsum", g[0], axis=a["axis"], reverse=not a["reverse"])]
+
+
+register(OpDef("cumsum", OPAQUE, lambda types, attrs: [types[0]], _cumsum_ref, _cumsum_vjp, reference_only=True,
+               doc="cumsum(x; axis, reverse): running sums along axis (from its end when reverse)",
+               extra={"reference_why": "a running sum (no kernel rule for scans)"}))

@@ -31,7 +31,7 @@ from fusegrad.tracer.moments import std, var
 from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
 from fusegrad.tracer.gathering import gather
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, cumsum,
-                                            exp2, fix, floor, frac, log10, log2, logsumexp, round, rsqrt, sinh,
+                                            exp2, fix, floor, frac, log10, log2, logsumexp, prod, round, rsqrt, sinh,
                                             tan, trunc)
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)

@@ -292,3 +292,71 @@ def test_cumsum_by_finite_differences_and_compiled():
     want_value, want_grad = fg.value_and_grad(f)(x)
     np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
     np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+PROD_CALLS = [
+    'L.tensor([[1., 2., 0.], [3., 0., 0.], [2., 2., 2.]]).prod(1)',
+    'L.tensor([[1., 2., 0.], [3., 0., 0.], [2., 2., 2.]]).prod()',
+    'L.tensor([1,2,3]).prod()',
+    'L.tensor([True, True]).prod()',
+    'L.tensor([1,2]).prod(0, keepdim=True)',
+    'L.ones(2,3).prod((0,1))',
+    'L.ones(2,3).prod(1, dtype=L.float64)',
+    'L.empty(0).prod()',
+    'L.empty(0,2).prod(0)',
+    'L.ones(2,3).prod(2)',
+    'L.ones(2,3).prod(-1, True)',
+    'L.tensor(3.).prod(0)',
+    'L.tensor(3.).prod(0, keepdim=True)',
+    'L.tensor(3.).prod()',
+    'L.prod(L.ones(2,3), 1)',
+    'L.prod(L.ones(2,3), dim=1)',
+    "L.prod(L.ones(2,3), 'a')",
+    'L.ones(2,3).prod(dtype=L.int64)',
+    'L.ones(2,3).requires_grad_().prod(dtype=L.int64)',
+    'L.ones(2,3).prod(1, 2)',
+    'L.ones(2,3).prod(None)',
+]
+
+
+@pytest.mark.parametrize("expr", PROD_CALLS)
+def test_prod_calls_as_torch(expr):
+    def outcome(lib):
+        try:
+            r = eval(expr, {"L": lib})
+        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
+    assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("args", [(), (1,), (0,), (1, True), (-1, False)])
+@pytest.mark.parametrize("zeros", ["none", "one and two in a row", "one"])
+def test_prod_gradients_with_zeros_as_torch(args, zeros):
+    d = np.array([[1.0, 2.0, 0.5], [3.0, -1.5, 2.0], [2.0, 2.0, 2.0], [1.5, -2.0, 4.0]], np.float32)
+    if zeros != "none":
+        d[0, 2] = 0.0
+    if zeros == "one and two in a row":
+        d[1, 1] = d[1, 2] = 0.0
+    found = []
+    for lib in (torch, fg):
+        x = lib.tensor(d, requires_grad=True)
+        y = x.prod(*args)
+        (y * 3).sum().backward()
+        found.append((y.tolist(), x.grad.tolist(), y.grad_fn.name()))
+    assert found[0] == found[1]
+
+
+def test_prod_compiled_and_its_second_derivative_refused():
+    def f(x):
+        return x.prod(1).sum() + x.prod()
+
+    x = fg.tensor(np.random.default_rng(6).uniform(0.5, 1.5, (3, 4)).astype(np.float32))
+    value, grad = fg.compile(fg.value_and_grad(f))(x)
+    want_value, want_grad = fg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5)
+    leaf = fg.tensor([1.5, 2.0, 3.0], requires_grad=True)
+    first, = fg.autograd.grad(leaf.prod(), leaf, create_graph=True)
+    with pytest.raises(RuntimeError, match="^fusegrad: the derivative of prod's backward"):
+        first.sum().backward()

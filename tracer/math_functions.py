@@ -143,13 +143,44 @@ def cumsum(input, dim, *, dtype=None) -> Tensor:
     if not _is_index(dim) or isinstance(dim, bool):
         raise TypeError(f"cumsum(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
     axis = normalize_dim(int(dim), a.dim())
+    return apply_op("cumsum", [_accumulated(a, dtype, "cumsum")], {"axis": axis, "reverse": False}, "CumsumBackward0")
+
+
+def _accumulated(a: Tensor, dtype, fn: str) -> Tensor:
+    """`a` in the dtype a running sum or product of it takes: `dtype`, else int64 for integer
+    and bool tensors (the cast's node is not shown, as torch's is inside its node)."""
     target = dtype if dtype is not None else (a._dtype if a._dtype.is_floating_point else int64)
     if a._requires_grad and not target.is_floating_point and is_grad_enabled():
         raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[target.name]}")
-    if target is not a._dtype:
-        a = cast(a, target)
-        hide_node(a)
-    return apply_op("cumsum", [a], {"axis": axis, "reverse": False}, "CumsumBackward0")
+    if target is a._dtype:
+        return a
+    a = cast(a, target)
+    hide_node(a)
+    return a
+
+
+_ALL = object()                     # prod() over every element (no dim given)
+
+
+def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
+    """torch.prod: the product of all elements (ProdBackward0) or over `dim` (an int:
+    ProdBackward1), integers in int64; its gradient is torch's, zeros included."""
+    a = as_tensor(input, "prod")
+    if dim is _ALL:
+        if keepdim is not _ALL:
+            raise TypeError("prod(): keepdim without dim")      # (the parser words torch's text)
+        return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": None, "keepdim": False}, "ProdBackward0")
+    if not _is_index(dim) or isinstance(dim, bool):
+        raise TypeError(f"prod(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+    if keepdim is _ALL:
+        keepdim = False
+    if type(keepdim) is not bool:
+        raise TypeError(f"prod(): argument 'keepdim' (position 3) must be bool, not {type(keepdim).__name__}")
+    axis = normalize_dim(int(dim), a.dim())
+    if a.dim() == 0:
+        axis = None if not keepdim else axis
+    return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": axis, "keepdim": bool(keepdim)},
+                    "ProdBackward1")
 
 
 # ------------------------------------------------------------------ methods
@@ -225,7 +256,7 @@ METHODS = {
     "rsqrt": rsqrt, "log2": log2, "log10": log10, "exp2": exp2, "sinh": sinh, "cosh": cosh, "tan": tan,
     "asin": asin, "acos": acos, "atan": atan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
     "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": _round_method, "frac": frac,
-    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum,
+    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum, "prod": prod,
     "floor_": _rounding_inplace(floor, "FloorBackward0"), "ceil_": _rounding_inplace(ceil, "CeilBackward0"),
     "trunc_": _rounding_inplace(trunc, "TruncBackward0"), "fix_": _rounding_inplace(fix, "TruncBackward0", "trunc"),
     "round_": _round_, "atan2_": _atan2_, "arctan2_": _atan2_,

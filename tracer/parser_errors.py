@@ -371,6 +371,8 @@ FUNCTIONS = {
     "round": ArgParser("round", f"(Tensor input, {_OUT})", "(Tensor input, *, int decimals, Tensor out = None)"),
     "logsumexp": ArgParser("logsumexp", f"(Tensor input, int[1] dim, bool keepdim = False, {_OUT})"),
     "cumsum": ArgParser("cumsum", "(Tensor input, int dim, *, torch.dtype dtype = None, Tensor out = None)"),
+    "prod": ArgParser("prod", "(Tensor input, *, torch.dtype dtype = None)",
+                      "(Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)"),
     "minimum": ArgParser("minimum", "(Tensor input, Tensor other, " + _OUT + ")"),
     "matmul": ArgParser("matmul", "(Tensor input, Tensor other, " + _OUT + ")"),
     "softmax": ArgParser("softmax", _SOFTMAX),
@@ -460,6 +462,7 @@ METHODS = {
     **{name: ArgParser(name, "()", "(*, int decimals)") for name in ("round", "round_")},
     "logsumexp": ArgParser("logsumexp", "(int[1] dim, bool keepdim = False)"),
     "cumsum": ArgParser("cumsum", "(int dim, *, torch.dtype dtype = None)"),
+    "prod": ArgParser("prod", "(*, torch.dtype dtype = None)", "(int dim, bool keepdim = False, *, torch.dtype dtype = None)"),
     **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
        for name in ("clamp", "clip")},
     "where": ArgParser("where", "(Tensor condition, Tensor other)", "(Tensor condition, Number other)"),

@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import rounded
 from .elementwise import _infer_map, elementwise
-from .reduce import _grad_to_input, _infer_reduce
-from .registry import COMPOSITE, OPAQUE, OpDef, register
+from ..types import TensorType
+from .reduce import _grad_to_input, _infer_reduce, reduced_shape
+from .registry import COMPOSITE, OPAQUE, NoDerivativeError, OpDef, register
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -179,3 +180,64 @@ def _cumsum_vjp(e, x, y, g, a, n):
 register(OpDef("cumsum", OPAQUE, lambda types, attrs: [types[0]], _cumsum_ref, _cumsum_vjp, reference_only=True,
                doc="cumsum(x; axis, reverse): running sums along axis (from its end when reverse)",
                extra={"reference_why": "a running sum (no kernel rule for scans)"}))
+
+
+# ------------------------------------------------------------------ prod
+def _prod_infer(types, attrs):
+    x, axis = types[0], attrs["axis"]
+    if axis is None:
+        return [TensorType((), x.dtype)]
+    return [TensorType(reduced_shape(x.shape, (axis,), attrs["keepdim"]), x.dtype)]
+
+
+def _prod_ref(x, axis, keepdim):
+    if axis is None:
+        return np.asarray(np.multiply.reduce(x.ravel(), dtype=x.dtype))
+    return np.asarray(np.multiply.reduce(x, axis=axis, keepdims=keepdim, dtype=x.dtype))
+
+
+def _prod_vjp(e, x, y, g, a, n):
+    return [e.op("prod_backward", g[0], x[0], y[0], axis=a["axis"], keepdim=a["keepdim"])]
+
+
+def _others_product(x: np.ndarray, axis: int) -> np.ndarray:
+    """Each element's product of the others along `axis` (torch's prod_safe_zeros_backward:
+    exclusive running products from both ends, so that zeros need no division)."""
+    ones = np.ones_like(np.take(x, [0], axis=axis))
+    left = np.cumprod(np.concatenate([ones, np.take(x, range(x.shape[axis] - 1), axis=axis)], axis), axis)
+    flipped = np.flip(x, axis)
+    right = np.cumprod(np.concatenate([ones, np.take(flipped, range(x.shape[axis] - 1), axis=axis)], axis), axis)
+    return left * np.flip(right, axis)
+
+
+def _prod_backward_ref(grad, x, result, axis, keepdim):
+    # torch's prod_backward: grad * result / input where the input holds no zero at all, else
+    # grad times each element's product of the others (a full reduction as of the flattened input)
+    if x.ndim == 0:
+        return np.array(grad, copy=True)
+    shape = x.shape
+    if axis is None:
+        x, axis, keepdim = x.ravel(), 0, False
+    if not keepdim:
+        grad, result = np.expand_dims(grad, axis), np.expand_dims(result, axis)
+    with np.errstate(all="ignore"):
+        if not (x == 0).any():
+            out = grad * (result / x)
+        elif x.shape[axis] == 0:
+            out = np.zeros_like(x)
+        else:
+            out = grad * _others_product(x, axis)
+    return np.ascontiguousarray(out.reshape(shape), dtype=x.dtype)
+
+
+def _prod_backward_vjp(e, x, y, g, a, n):
+    raise NoDerivativeError("fusegrad: the derivative of prod's backward (a second derivative through prod) is "
+                            "not implemented")
+
+
+register(OpDef("prod", OPAQUE, _prod_infer, _prod_ref, _prod_vjp, reference_only=True,
+               doc="prod(x; axis, keepdim): the product over axis (None: all elements)",
+               extra={"reference_why": "a product reduction (no kernel rule)"}))
+register(OpDef("prod_backward", OPAQUE, lambda types, attrs: [types[1]], _prod_backward_ref, _prod_backward_vjp,
+               reference_only=True, doc="prod_backward(grad, x, result; axis, keepdim): torch's prod_backward",
+               extra={"reference_why": "prod's gradient (no kernel rule)"}))

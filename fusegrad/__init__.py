@@ -12,7 +12,8 @@ if not _os.path.isdir(_os.path.join(__path__[0], "ir")) and _os.path.isfile(_os.
 __version__ = "0.1.0"
 
 from fusegrad.ir.types import bool_ as bool, float32, float64, int64, DType as dtype  # noqa: A001
-from fusegrad.tracer import Size, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from fusegrad.tracer import (Size, Tensor, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                             no_grad, set_grad_enabled)
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, initial_seed,
                                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                                       randn_like, tensor, zeros, zeros_like)

@@ -106,3 +106,31 @@ def _outcome(lib, expr):
 @pytest.mark.parametrize("expr", BROADCAST_CALLS)
 def test_broadcast_to_tensors_and_shapes_as_torch(expr):
     assert _outcome(fg, expr) == _outcome(torch, expr)
+
+
+def _inference_mode_trace(lib):
+    seen = []
+    x = lib.ones(2, requires_grad=True)
+    with lib.inference_mode():
+        y = x * 2
+        seen.append((y.requires_grad, lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        with lib.inference_mode(False):
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+    seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+    with lib.no_grad(), lib.inference_mode(False):
+        seen.append(lib.is_grad_enabled())
+
+    @lib.inference_mode()
+    def called(t):
+        return t * 2
+
+    @lib.inference_mode
+    def bare(t):
+        return t * 2
+
+    seen.append((called(x).requires_grad, bare(x).requires_grad, lib.is_grad_enabled()))
+    return seen
+
+
+def test_inference_mode_as_torch_for_grad_mode():
+    assert _inference_mode_trace(fg) == _inference_mode_trace(torch)

@@ -169,3 +169,42 @@ class set_grad_enabled(_GradMode):
         return f"fusegrad.autograd.grad_mode.set_grad_enabled(mode={self.mode})"
 
     __str__ = __repr__
+
+
+_INFERENCE = threading.local()
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside `fg.inference_mode()`."""
+    return getattr(_INFERENCE, "enabled", False)
+
+
+class inference_mode(_GradMode):
+    """`with fg.inference_mode():` (also `@fg.inference_mode()` / `@fg.inference_mode`): no
+    gradient recording, as under no_grad; `inference_mode(False)` turns recording on. fusegrad
+    has no separate inference tensors: tensors made inside are ordinary tensors without
+    history (torch's refuse later in-place or autograd use, and say is_inference())."""
+
+    def __new__(cls, mode=True):
+        self = object.__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):     # `@fg.inference_mode` with no call
+            self.mode = True
+            return self(mode)
+        return self
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        self.prev, self.prev_inference = is_grad_enabled(), is_inference_mode_enabled()
+        _set(not self.mode)                 # (torch's InferenceMode guard sets grad mode to !enabled)
+        _INFERENCE.enabled = self.mode
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+        _INFERENCE.enabled = self.prev_inference
+        return False
+
+    def clone(self):
+        """A fresh manager of the same mode (a decorator enters one per call)."""
+        return type(self)(self.mode)

@@ -33,7 +33,7 @@ from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
 from fusegrad.tracer.gathering import gather
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, cumsum,
                                             exp2, fix, floor, frac, log10, log2, logsumexp, prod, round, rsqrt, sinh,
-                                            tan, trunc)
+                                            tan, tril, triu, trunc)
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional

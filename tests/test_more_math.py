@@ -360,3 +360,61 @@ def test_prod_compiled_and_its_second_derivative_refused():
     first, = fg.autograd.grad(leaf.prod(), leaf, create_graph=True)
     with pytest.raises(RuntimeError, match="^fusegrad: the derivative of prod's backward"):
         first.sum().backward()
+
+
+TRIANGLE_CALLS = [
+    'L.tril(L.arange(12.).reshape(3,4))',
+    'L.triu(L.arange(12.).reshape(3,4), 1)',
+    'L.arange(12.).reshape(3,4).tril(-1)',
+    'L.arange(12.).reshape(3,4).triu(diagonal=-5)',
+    'L.tril(L.arange(3.))',
+    'L.tril(L.ones(2,3,3, dtype=L.bool))',
+    'L.triu(L.arange(24).reshape(2,3,4), 1)',
+    'L.tril(L.tensor(1.))',
+    'L.arange(12.).reshape(3,4).tril(1.5)',
+    'L.arange(12.).reshape(3,4).tril("a")',
+    'L.tril(L.arange(12.).reshape(3,4), 10)',
+    'L.tril(L.ones(0, 3))',
+    'L.arange(12.).reshape(3,4).requires_grad_().tril_()',
+    'L.arange(12.).reshape(3,4).tril_(1)',
+    'L.arange(12.).reshape(3,4).triu_(-1)',
+    'L.tril(L.arange(12.).reshape(3,4), 1.5)',
+    'L.tril(L.arange(12.).reshape(3,4), diagonal=True)',
+    'L.arange(12.).reshape(3,4).requires_grad_().tril()',
+    'L.arange(12.).reshape(3,4).tril(1, 2)',
+    'L.arange(3.).tril_()',
+]
+
+
+@pytest.mark.parametrize("expr", TRIANGLE_CALLS)
+def test_tril_triu_calls_as_torch(expr):
+    def outcome(lib):
+        try:
+            r = eval(expr, {"L": lib})
+        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
+    assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize("diagonal", [-2, 0, 1, 5])
+def test_tril_triu_gradients_in_place_and_compiled(op, diagonal):
+    data = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) - 7
+    found = []
+    for lib in (torch, fg):
+        x = lib.tensor(data, requires_grad=True)
+        y = x * 1
+        getattr(y, op + "_")(diagonal)
+        z = getattr(lib, op)(x * x, diagonal)
+        (y * 2 + z).sum().backward()
+        found.append((y.tolist(), z.tolist(), x.grad.tolist(), y.grad_fn.name(), z.grad_fn.name()))
+    assert found[0] == found[1]
+
+    def f(x):
+        return (getattr(fg, op)(x.exp(), diagonal) * x).sum()
+    x = fg.tensor(data / 10)
+    value, grad = fg.compile(fg.value_and_grad(f))(x)
+    want_value, want_grad = fg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)

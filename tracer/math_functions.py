@@ -183,6 +183,37 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
                     "ProdBackward1")
 
 
+def _triangle(op: str, name: str):
+    """torch.tril / torch.triu(input, diagonal=0) over the last two dims."""
+    def check(a: Tensor, diagonal) -> None:
+        if not _is_index(diagonal) or isinstance(diagonal, bool):
+            raise TypeError(f"{op}(): argument 'diagonal' (position 2) must be int, not {type(diagonal).__name__}")
+        if a.dim() < 2:
+            raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+
+    def fn(input, diagonal=0) -> Tensor:
+        a = as_tensor(input, op)
+        check(a, diagonal)
+        return apply_op(op, [a], {"diagonal": int(diagonal)}, name)
+
+    def in_place(self, diagonal=0) -> Tensor:
+        check(self, diagonal)
+        inplace.check_inplace(self)
+        apply_op(op, [self], {"diagonal": int(diagonal)}, name, out=self)
+        return self
+    fn.__name__ = fn.__qualname__ = op
+    in_place.__name__ = in_place.__qualname__ = op + "_"
+    fn.__doc__ = f"torch.{op}: input with the elements {'above' if op == 'tril' else 'below'} the `diagonal` of " \
+                 "its last two dims set to zero."
+    in_place.__doc__ = f"In-place torch.{op}."
+    fn.in_place = in_place
+    return fn
+
+
+tril = _triangle("tril", "TrilBackward0")
+triu = _triangle("triu", "TriuBackward0")
+
+
 # ------------------------------------------------------------------ methods
 def _float_inplace(fn, name: str):
     """`t.op_()` of an op with a floating result: an integer or bool tensor cannot hold it
@@ -257,6 +288,7 @@ METHODS = {
     "asin": asin, "acos": acos, "atan": atan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
     "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": _round_method, "frac": frac,
     "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum, "prod": prod,
+    "tril": tril, "triu": triu, "tril_": tril.in_place, "triu_": triu.in_place,
     "floor_": _rounding_inplace(floor, "FloorBackward0"), "ceil_": _rounding_inplace(ceil, "CeilBackward0"),
     "trunc_": _rounding_inplace(trunc, "TruncBackward0"), "fix_": _rounding_inplace(fix, "TruncBackward0", "trunc"),
     "round_": _round_, "atan2_": _atan2_, "arctan2_": _atan2_,

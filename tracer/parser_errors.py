@@ -371,6 +371,7 @@ FUNCTIONS = {
     "round": ArgParser("round", f"(Tensor input, {_OUT})", "(Tensor input, *, int decimals, Tensor out = None)"),
     "logsumexp": ArgParser("logsumexp", f"(Tensor input, int[1] dim, bool keepdim = False, {_OUT})"),
     "cumsum": ArgParser("cumsum", "(Tensor input, int dim, *, torch.dtype dtype = None, Tensor out = None)"),
+    **{name: ArgParser(name, f"(Tensor input, int diagonal = 0, {_OUT})") for name in ("tril", "triu")},
     "prod": ArgParser("prod", "(Tensor input, *, torch.dtype dtype = None)",
                       "(Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)"),
     "minimum": ArgParser("minimum", "(Tensor input, Tensor other, " + _OUT + ")"),
@@ -462,6 +463,7 @@ METHODS = {
     **{name: ArgParser(name, "()", "(*, int decimals)") for name in ("round", "round_")},
     "logsumexp": ArgParser("logsumexp", "(int[1] dim, bool keepdim = False)"),
     "cumsum": ArgParser("cumsum", "(int dim, *, torch.dtype dtype = None)"),
+    **{name: ArgParser(name, "(int diagonal = 0)") for name in ("tril", "triu", "tril_", "triu_")},
     "prod": ArgParser("prod", "(*, torch.dtype dtype = None)", "(int dim, bool keepdim = False, *, torch.dtype dtype = None)"),
     **{name: ArgParser(name, "(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")
        for name in ("clamp", "clip")},

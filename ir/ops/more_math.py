@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import rounded
 from .elementwise import _infer_map, elementwise
-from ..types import TensorType
+from ..types import TensorType, int64
 from .reduce import _grad_to_input, _infer_reduce, reduced_shape
 from .registry import COMPOSITE, OPAQUE, NoDerivativeError, OpDef, register
 
@@ -241,3 +241,33 @@ register(OpDef("prod", OPAQUE, _prod_infer, _prod_ref, _prod_vjp, reference_only
 register(OpDef("prod_backward", OPAQUE, lambda types, attrs: [types[1]], _prod_backward_ref, _prod_backward_vjp,
                reference_only=True, doc="prod_backward(grad, x, result; axis, keepdim): torch's prod_backward",
                extra={"reference_why": "prod's gradient (no kernel rule)"}))
+
+
+# ------------------------------------------------------------------ tril / triu
+def _triangle_ref(lower: bool):
+    def ref(x, diagonal):
+        keep = np.tril if lower else np.triu
+        return np.ascontiguousarray(keep(x, diagonal)) if x.size else np.array(x, copy=True)
+    return ref
+
+
+def _triangle_decompose(lower: bool):
+    # where(col - row <= diagonal, x, 0) for tril (>= for triu) over the last two dims: iotas
+    # and a select, which fuse into the kernel that reads x
+    def decompose(e, xs, a):
+        x = xs[0]
+        rows, cols = x.shape[-2:]
+        col = e.op("iota", shape=(rows, cols), axis=1, dtype=int64)
+        row = e.op("iota", shape=(rows, cols), axis=0, dtype=int64)
+        offset = e.sub(col, row)
+        keep = e.le(offset, e.const(a["diagonal"], int64)) if lower else e.ge(offset, e.const(a["diagonal"], int64))
+        return [e.where(e.expand(keep, x.shape), x, e.zeros_like(x))]
+    return decompose
+
+
+for _name, _lower in (("tril", True), ("triu", False)):
+    register(OpDef(_name, COMPOSITE, lambda types, attrs: [types[0]], _triangle_ref(_lower),
+                   (lambda op: lambda e, x, y, g, a, n: [e.op(op, g[0], diagonal=a["diagonal"])])(_name),
+                   decompose=_triangle_decompose(_lower),
+                   doc=f"{_name}(x; diagonal): x with the elements {'above' if _lower else 'below'} the diagonal "
+                       "of its last two dims zeroed"))

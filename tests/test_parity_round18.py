@@ -134,3 +134,21 @@ def _inference_mode_trace(lib):
 
 def test_inference_mode_as_torch_for_grad_mode():
     assert _inference_mode_trace(fg) == _inference_mode_trace(torch)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("shape,dim,correction", [((2, 2), 1, 3), ((2, 2), 1, 2), ((2, 1), 1, 2), ((3, 2), 0, 5),
+                                                  ((2, 2), None, 4), ((2, 3), (0, 1), 1)])
+def test_var_std_gradients_with_no_degrees_of_freedom_as_torch(op, shape, dim, correction):
+    """Over dims torch's var_backward does not clamp n - correction (2 / (n - c) may be negative
+    or infinite); over all elements it gives inf, or NaN at the mean."""
+    data = np.array([0.5, 1.0, 2.0, 4.0, -1.0, 3.0], np.float32)[:int(np.prod(shape))].reshape(shape)
+    found = []
+    for lib in (torch, fg):
+        x = lib.tensor(data, requires_grad=True)
+        y = getattr(x, op)(dim, correction=correction) if dim is not None else getattr(x, op)(correction=correction)
+        y.sum().backward()
+        found.append((np.asarray(y.tolist()), np.asarray(x.grad.tolist())))
+    for ours, theirs in zip(found[1], found[0]):
+        np.testing.assert_array_equal(ours, theirs)
+        assert np.array_equal(np.signbit(ours), np.signbit(theirs))

@@ -34,14 +34,15 @@ def _std_ref(x, axes, correction, keepdim):
 
 def _var_grad(e, g, x, axes, correction, keepdim):
     """torch's var_backward: 2 / (n - correction) * g * (x - mean); with no degrees of freedom
-    over all elements, g * (NaN where x is the mean, else inf)."""
+    over all elements, g * (NaN where x is the mean, else inf). Over some dims torch does not
+    clamp: a correction past n gives a negative factor, one equal to n an infinite one."""
     n = reduced_count(x.shape, axes)
     centred = e.sub(x, e.div(e.sum(x, axes, keepdim=True), n))
     grad = _grad_to_input(e, g, x, axes, keepdim)
     dof = n - correction
     if dof <= 0 and len(axes) == len(x.shape):
         return e.mul(grad, e.where(e.eq(centred, 0), float("nan"), e.add(e.zeros_like(centred), float("inf"))))
-    return e.mul(e.mul(grad, 2.0 / dof if dof > 0 else float("inf")), centred)
+    return e.mul(e.mul(grad, 2.0 / dof if dof != 0 else float("inf")), centred)
 
 
 def _var_vjp(e, x, y, g, a, n):

@@ -152,3 +152,15 @@ def test_var_std_gradients_with_no_degrees_of_freedom_as_torch(op, shape, dim, c
     for ours, theirs in zip(found[1], found[0]):
         np.testing.assert_array_equal(ours, theirs)
         assert np.array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+@pytest.mark.parametrize("a,b", [((4,), (2, 2, 4)), ((3, 4), (2, 2, 4)), ((2, 2, 4), (3,))])
+def test_compiled_matmul_folds_a_value_made_in_the_call_as_torch(a, b):
+    """torch folds a batched operand into a matrix only where that copies nothing: a value made
+    inside a compiled call has the layout its ops give it (row-major for b + 0), so its shape
+    errors are torch's batched (or folded) ones, as eagerly."""
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(a) @ (torch.zeros(b) + 0)
+    with pytest.raises(RuntimeError) as ours:
+        fg.compile(lambda x, y: x @ (y + 0))(fg.ones(a), fg.zeros(b))
+    assert str(ours.value) == str(theirs.value)

@@ -32,7 +32,7 @@ from .device import check_device, device as torch_device
 from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
-from .layout import layout_stand_in
+from .layout import layout_stand_in, strides_of
 from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits
 from .node import display_edges, hide_node, keep_scalar_operands
 from .parser_errors import described, got_text, no_arguments_error, type_name
@@ -679,12 +679,11 @@ def _matmul_fold(a: Tensor, b: Tensor):
     if na == 2:
         return None
     shape = list(larger.shape)
-    strides = list(larger._data.strides) if larger._data is not None else None
+    strides = list(strides_of(larger))      # (a traced value's: the layout its view chain gives it)
     if side == "right":
         shape[-2:] = shape[-1], shape[-2]
-        if strides is not None:
-            strides[-2:] = strides[-1], strides[-2]
-    if 0 in shape or strides is None:            # traced tensors are taken as contiguous
+        strides[-2:] = strides[-1], strides[-2]
+    if 0 in shape:
         return side
     # Folding must not copy: the leading dims are contiguous with one another.
     return side if builtins.all(strides[i] == strides[i + 1] * shape[i + 1]

@@ -164,3 +164,46 @@ def test_compiled_matmul_folds_a_value_made_in_the_call_as_torch(a, b):
     with pytest.raises(RuntimeError) as ours:
         fg.compile(lambda x, y: x @ (y + 0))(fg.ones(a), fg.zeros(b))
     assert str(ours.value) == str(theirs.value)
+
+
+LEAF_VIEWS = {"t": lambda lib: lib.ones(2, 3).t(), "row": lambda lib: lib.ones(3, 3)[1],
+              "view": lambda lib: lib.ones(6).view(2, 3)}
+LEAF_VIEW_BODIES = {
+    "own write under no_grad": "with L.no_grad():\n    x.mul_(3)\nr = x * 2",
+    "zero_ first": "with L.no_grad():\n    x.zero_()\nr = x * 2 + 1",
+    "setitem under no_grad": "with L.no_grad():\n    x[0] = 5\nr = x * x",
+    "base written then read": "with L.no_grad():\n    x._base.add_(1)\nr = x * 2",
+    "read, base written, read": "y = x * 3\nwith L.no_grad():\n    x._base.mul_(2)\nr = y + x * 2",
+    "through detach": "y = x * 2\nw = x.detach()\nw.zero_()\nr = y + x",
+    "copy_ through detach": "y = x * 2\nx.detach().copy_(x * 4)\nr = y * x",
+    "through .data": "x.data.add_(1)\nr = x * x",
+    "write with grad": "x.add_(1)\nr = x",
+}
+
+
+@pytest.mark.parametrize("body", list(LEAF_VIEW_BODIES))
+@pytest.mark.parametrize("kind", list(LEAF_VIEWS))
+def test_compiled_leaf_views_of_a_base_without_grad_stay_leaves(kind, body):
+    """A leaf made by requires_grad_() on a view of a tensor that requires no grad
+    (base.t().requires_grad_()) stays that leaf when its memory is written inside a compiled
+    call (under no_grad, through its base, its detach() or .data), and gets its gradient, as
+    eagerly: fusegrad lost it, recursed without end, or made it an AsStrided non-leaf."""
+    code = LEAF_VIEW_BODIES[body]
+
+    def run(lib, compiled):
+        x = LEAF_VIEWS[kind](lib).requires_grad_()
+
+        def f(x):
+            env = {"L": lib, "x": x}
+            exec(code, env)
+            return env["r"]
+        try:
+            r = (fg.compile(f) if compiled else f)(x)
+            r.sum().backward()
+        except RuntimeError as exc:
+            return "error", str(exc)
+        return r.tolist(), x.is_leaf, None if x.grad is None else x.grad.tolist(), x._base.tolist()
+
+    theirs = run(torch, False)
+    assert run(fg, False) == theirs
+    assert run(fg, True) == theirs

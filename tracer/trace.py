@@ -271,6 +271,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self._note_view_base(base)
         if not self.memory_written(base):
             return False
+        if self._keeps_leaf(x, base):
+            self._rebind_leaf_view(base, x)
+            return True
         if x._no_grad_view or (x.__dict__.get("_no_grad_mode") and base._requires_grad):
             self.rebased_outside[id(x)] = x
         again = self._view_again(base, x)

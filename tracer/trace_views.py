@@ -84,7 +84,9 @@ class TraceViews:
         came through a detach() or .data of the view (_follow_detach)."""
         from .dispatch import _scatter
         base = view._base
-        result = self.symbolic(v, requires or view._requires_grad)
+        leaf_view = graft and self._keeps_leaf(view, base)
+        # (a leaf view written through its detach() or .data keeps its identity: _keeps_leaf)
+        result = self.symbolic(v, (requires or view._requires_grad) and not leaf_view)
         if graft and base._grad_fn is None and base._requires_grad:
             # A leaf written through a detach() or .data of its view (`x[0].detach().add_(1)`):
             # eagerly its memory changes, not its identity, so it stays that leaf (rebind sums
@@ -95,7 +97,12 @@ class TraceViews:
             self.rebind(base, new_base._sym, False)
             self._hold_view_value(base, v)
             return view
-        new_base = _scatter(base, view._view_chain, result, fill)
+        if leaf_view:
+            from .grad_mode import no_grad
+            with no_grad():
+                new_base = _scatter(base, view._view_chain, result, fill)
+        else:
+            new_base = _scatter(base, view._view_chain, result, fill)
         if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.
             self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
@@ -105,6 +112,32 @@ class TraceViews:
         # a later write of the base makes it stale, as the values the views held
         self._hold_view_value(base, v)
         return view
+
+    @staticmethod
+    def _keeps_leaf(view: Tensor, base: Tensor) -> bool:
+        """`view` is a leaf that requires grad over a base that does not (base.t().requires_grad_()):
+        a write of the base regenerates no history for it (eagerly refresh_view_history leaves
+        it), so it stays that leaf, holding its part of the base's new value."""
+        return view._requires_grad and view._grad_fn is None and not base._requires_grad \
+            and not view._no_grad_view and view._data is not None
+
+    def _rebind_leaf_view(self, base: Tensor, view: Tensor) -> None:
+        """`view` (see _keeps_leaf) takes its part of `base`'s value now, as a write under no_grad
+        of a leaf: rebind sums its gradient over every value it held (see held_values)."""
+        from .dispatch import view_of
+        from .grad_mode import no_grad
+        key = _memory_key(view._data)
+        if key not in self.lifted:          # its memory's value before the write, read as its own
+            self.lifted[key] = self._input(view._data)
+            if self.dry:
+                self.keep_state(view)
+            self.lifted_grad[key] = True
+            self.lifted_tensors.append(view)
+            self.leaf_tensors.setdefault(key, view)
+        with no_grad():
+            again = view_of(base, view._view_chain)
+        self._quiet_unless_writing(view)
+        self.rebind(view, again._sym, False)
 
     def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
         """`view`'s chain applied to `base`'s value now (recorded ops). A view that requires grad
@@ -126,6 +159,9 @@ class TraceViews:
         for ref in list(self.outside_views[id(base)]):
             view = ref()
             if view is None or view._base is not base or (self.stand_ins and self._superseded(view)):
+                continue
+            if self._keeps_leaf(view, base):
+                self._rebind_leaf_view(base, view)
                 continue
             if view.__dict__.get("_no_grad_mode") and base._requires_grad:
                 # made under no_grad (or a view of such a view): torch will not regenerate its

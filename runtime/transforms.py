@@ -202,7 +202,7 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
         # The arguments passed as they are (not differentiated) that hold no history: one f
         # writes in place from a differentiated value gets none from it (see _drop_history).
         plain = [x for k, a in enumerate(args) if k not in nums for x in _tree_leaves(a)
-                 if isinstance(x, Tensor) and x._base is None and x._grad_fn is None and not x._requires_grad]
+                 if isinstance(x, Tensor) and _without_history(x) and (x._base is None or _without_history(x._base))]
         made = []           # leaves f makes to require grad (grad_mode.TRANSFORM_LEAVES)
         try:
             with enable_grad():
@@ -254,13 +254,24 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
     return wrapped
 
 
+def _without_history(t: Tensor) -> bool:
+    return t._grad_fn is None and not t._requires_grad
+
+
 def _drop_history(plain: list) -> None:
     """Cut the history that f's in-place writes gave arguments passed without any (`s.add_(x)`
     with x differentiated): torch.func wraps every argument at its transform's level, so such
     a write is history at that level only, and the caller's tensor has its value and no
-    grad_fn. Nothing outside differentiates through the call here (no outer gradient)."""
+    grad_fn. Nothing outside differentiates through the call here (no outer gradient). A view
+    argument's write gave its base the history: the base's is cut, and the view's with it."""
     for x in plain:
-        if x._grad_fn is not None or x._requires_grad:
+        base = x._base
+        if base is not None:
+            if not _without_history(base):
+                base.detach_()
+            x._grad_fn, x._requires_grad = None, False
+            x._view_version = x._vbox[0]        # (nothing to regenerate from the base now)
+        elif not _without_history(x):
             x.detach_()
 
 

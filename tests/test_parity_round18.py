@@ -207,3 +207,23 @@ def test_compiled_leaf_views_of_a_base_without_grad_stay_leaves(kind, body):
     theirs = run(torch, False)
     assert run(fg, False) == theirs
     assert run(fg, True) == theirs
+
+
+@pytest.mark.parametrize("write", ["s *= x", "s.add_(x * 3)", "s[0] = x"])
+@pytest.mark.parametrize("kind", list(LEAF_VIEWS))
+@pytest.mark.parametrize("compiled", [False, True])
+def test_grad_leaves_a_view_argument_it_writes_without_history(write, kind, compiled):
+    """fg.grad's function writing a view argument it does not differentiate from a value it
+    does: the caller's view and its base keep the value and no history, as torch.func.grad's."""
+    def outcome(lib):
+        def f(x, s):
+            exec(write, {"x": x, "s": s})
+            return (x * 2).sum()
+        transform = torch.func.grad if lib is torch else fg.grad
+        g = transform(f, 0)
+        if compiled and lib is fg:
+            g = fg.compile(g)
+        s = LEAF_VIEWS[kind](lib)
+        grad = g(lib.tensor(2.0), s)
+        return grad.item(), s.tolist(), s.requires_grad, s.grad_fn is None, s._base.tolist(), s._base.requires_grad
+    assert outcome(fg) == outcome(torch)

@@ -227,3 +227,15 @@ def test_grad_leaves_a_view_argument_it_writes_without_history(write, kind, comp
         grad = g(lib.tensor(2.0), s)
         return grad.item(), s.tolist(), s.requires_grad, s.grad_fn is None, s._base.tolist(), s._base.requires_grad
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("call", ["t.dim(x=1)", "t.numel(x=1)", "t.dim(1)", "t.numel(1, 2)",
+                                  "L.arange(1, 'a')", "L.arange(1, 2, 3, 4)", "L.arange(5, foo=1)",
+                                  "L.linspace(0, 1)", "L.linspace(0, 1, 'a')", "L.linspace('a', 1, 5)"])
+def test_bad_calls_of_dim_numel_arange_linspace_raise_torchs_texts(call):
+    found = []
+    for lib in (torch, fg):
+        with pytest.raises(TypeError) as info:
+            eval(call, {"L": lib, "t": lib.ones(2)})
+        found.append(str(info.value).replace("torch.", "fg."))
+    assert found[0] == found[1]

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from fusegrad.ir import DType, bool_, float32, float64, from_numpy_dtype, int64
+from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
 from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_types
 
 from . import generator as random_generator, trace_state
@@ -510,7 +510,10 @@ def _invalid_arange_call(got: str) -> TypeError:
                      + _ARANGE_SIGNATURES)
 
 
-def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | None = None,
+_ABSENT = object()          # an argument arange was not given (None is a bad one, as torch says)
+
+
+def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype: DType | None = None,
            requires_grad: bool = False, device=None) -> Tensor:
     """torch.arange: `arange(end)`, `arange(start, end, step=1)` or the keywords `start=`, `end=`,
     `step=`; int64 for integer arguments, else float32. An integer dtype truncates the
@@ -520,22 +523,22 @@ def arange(first=None, /, end=None, step=None, *, start=None, dtype: DType | Non
     requires_grad = _grad_flag("arange", requires_grad)
     if dtype is bool_:
         raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
-    if first is not None and start is not None:
+    if first is not _ABSENT and start is not _ABSENT:
         raise TypeError("arange() got multiple values for argument 'start'")
-    start = first if first is not None else start
-    if end is None:                     # one number: the end
-        if first is None:
-            if start is not None:       # arange(start=2)
+    start = first if first is not _ABSENT else start
+    if end is _ABSENT:                  # one number: the end
+        if first is _ABSENT:
+            if start is not _ABSENT:    # arange(start=2)
                 raise TypeError('arange() missing 1 required positional arguments: "end"')
             raise _invalid_arange_call("")
-        if step is not None:            # arange(5, step=2): the one-number form takes no step
+        if step is not _ABSENT:         # arange(5, step=2): the one-number form takes no step
             raise _invalid_arange_call(f"{type(first).__name__}, step={type(step).__name__}")
         start, end = 0, first
-    elif start is None:
-        if step is not None:            # arange(end=5, step=2)
+    elif start is _ABSENT:
+        if step is not _ABSENT:         # arange(end=5, step=2)
             raise _invalid_arange_call(f"step={type(step).__name__}, end={type(end).__name__}, ")
         start = 0
-    step = 1 if step is None else step
+    step = 1 if step is _ABSENT else step
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     for name, v in (("end", end), ("start", start), ("step", step)):
         if not isinstance(v, (int, float, np.number, np.bool_)):

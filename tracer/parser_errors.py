@@ -434,6 +434,12 @@ FUNCTIONS = {
     **{name: ArgParser(name, "(Tensor input, Tensor other, float rtol = 1e-05, float atol = 1e-08, "
                              "bool equal_nan = False)") for name in ("allclose", "isclose")},
     "equal": ArgParser("equal", "(Tensor input, Tensor other)"),
+    "arange": ArgParser("arange", f"(Number end, *, Tensor out = None, {_CREATION})",
+                        f"(Number start, Number end, *, {_CREATION})",
+                        f"(Number start, Number end, Number step = 1, *, Tensor out = None, {_CREATION})"),
+    "linspace": ArgParser("linspace", *(f"({a} start, {b} end, int steps, *, Tensor out = None, {_CREATION})"
+                                        for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                                                     ("Number", "Number")))),
     "eye": ArgParser("eye", f"(int n, *, Tensor out = None, {_CREATION})", f"(int n, int m, *, Tensor out = None, {_CREATION})"),
     **{name: ArgParser(name, f"(Tensor input, *, torch.Generator generator, torch.memory_format memory_format = None, "
                              f"{_CREATION})", f"(Tensor input, *, torch.memory_format memory_format = None, {_CREATION})")

@@ -236,11 +236,11 @@ class Tensor:
         from fusegrad.ir.ops import normalize_dim
         return shape[normalize_dim(int(dim), len(shape))]
 
-    def dim(self, *args) -> int:
+    def dim(self, *args, **kwargs) -> int:
         """torch's Tensor.dim: the number of dimensions."""
-        if args:        # (checked here, not by a wrapper: fusegrad asks dim() everywhere)
+        if args or kwargs:      # (checked here, not by a wrapper: fusegrad asks dim() everywhere)
             from .parser_errors import no_arguments_error
-            raise no_arguments_error("dim", args, {})
+            raise no_arguments_error("dim", args, kwargs)
         return len(self._value_shape())
 
     @property
@@ -248,11 +248,11 @@ class Tensor:
         """torch's Tensor.ndim: the number of dimensions."""
         return len(self._value_shape())
 
-    def numel(self, *args) -> int:
+    def numel(self, *args, **kwargs) -> int:
         """torch's Tensor.numel: the number of elements (1 for a 0-d tensor)."""
-        if args:
+        if args or kwargs:
             from .parser_errors import no_arguments_error
-            raise no_arguments_error("numel", args, {})
+            raise no_arguments_error("numel", args, kwargs)
         n = 1
         for s in self._value_shape():
             n *= s

@@ -193,6 +193,31 @@ _LEAKY_NEGATIVE_IN_PLACE = (
     "calculation with negative slope")
 
 
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """x where x > 0, else alpha * (exp(x) - 1), computed with expm1 as torch's kernel
+    (EluBackward0; in place EluBackward1, whose gradient reads the result)."""
+    _check_tensor_args("elu", input=input)
+    if not isinstance(alpha, (int, float, np.integer, np.floating)):     # (a bool is a Number here)
+        raise TypeError(f"elu(): argument 'alpha' (position 2) must be Number, not {type_name(alpha)}")
+    _float_activation("elu", input)
+    check_scalar_fits(alpha, input.dtype)
+    value = np.asarray(alpha, dtype=input.dtype.np)
+    if inplace:
+        fg.tracer.inplace.check_inplace(input)
+        apply_op("elu", [input, value], {"from_result": True}, "EluBackward1", out=input)
+        return input
+    return apply_op("elu", [input, value], {"from_result": False}, "EluBackward0")
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """input / max(||input||_p over dim, eps), as torch's Python (the norm, clamp_min, expand_as
+    and a division: DivBackward0). `out` is not supported (it would make it non-differentiable)."""
+    if out is not None:
+        raise NotImplementedError("fusegrad: F.normalize(out=...) is not supported; use its result")
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
 def gelu(input, *, approximate: str = "none"):
     """x * Phi(x), Phi the standard normal CDF (approximate='tanh': torch's tanh formula); GeluBackward0."""
     _check_tensor_args("gelu", input=input)

@@ -151,6 +151,23 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
+class ELU(Module):
+    """x where x > 0, else alpha * (exp(x) - 1) (F.elu)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        """F.elu of `input`."""
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        """torch's: "alpha=1.0", then ", inplace=True" when in place."""
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
 class Softplus(Module):
     """log(1 + exp(beta * x)) / beta, linear past the threshold (F.softplus)."""
 

@@ -7,7 +7,7 @@ from . import advanced_index  # noqa: F401  (registers index_take and index_put_
 from . import optim_update  # noqa: F401  (registers sgd_update and adam_update)
 from . import division  # noqa: F401  (registers div_floor, div_trunc and remainder)
 from . import moments  # noqa: F401  (registers var and std)
-from . import activations  # noqa: F401  (registers expm1, log1p, silu, softplus and leaky_relu)
+from . import activations  # noqa: F401  (registers expm1, log1p, silu, softplus, leaky_relu and elu)
 from . import embedding  # noqa: F401  (registers embedding)
 from . import normalization  # noqa: F401  (registers layer_norm)
 from . import erf_gelu  # noqa: F401  (registers erf and gelu)

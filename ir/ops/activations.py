@@ -1,4 +1,4 @@
-"""More elementwise functions: expm1, log1p, silu, softplus and leaky_relu, each with
+"""More elementwise functions: expm1, log1p, silu, softplus, leaky_relu and elu, each with
 torch's formula (the order of its operations decides the rounding) and its backward
 formula as the VJP; kernels use codegen's vectorisable expm1/log1p/exp."""
 from __future__ import annotations
@@ -119,3 +119,21 @@ register(OpDef("leaky_relu_backward", COMPOSITE, _infer_map("leaky_relu_backward
                decompose=lambda e, xs, a: [e.where(e.gt(xs[1], 0), xs[0], e.mul(xs[0], xs[2]))],
                nondiff_inputs=(2,),
                doc="leaky_relu_backward(grad, self, slope): leaky_relu's gradient, grad * slope where self <= 0"))
+
+
+def _elu_ref(x, alpha, from_result=False):
+    # torch's elu kernel: x <= 0 ? expm1(x) * alpha : x
+    with np.errstate(over="ignore"):
+        return np.where(x > 0, x, np.expm1(x) * alpha).astype(x.dtype)
+
+
+def _elu_vjp(e, x, y, g, a, n):
+    # torch's elu_backward: from the input, grad * alpha * exp(x) where x <= 0 (EluBackward0);
+    # from the result of an in-place elu_ (EluBackward1), grad * (result + alpha) there
+    if a.get("from_result"):
+        return [e.where(e.gt(y[0], 0), g[0], e.mul(g[0], e.add(y[0], x[1]))) if n[0] else None, None]
+    return [e.where(e.gt(x[0], 0), g[0], e.mul(e.mul(g[0], x[1]), e.exp(x[0]))) if n[0] else None, None]
+
+
+elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} > 0 else fg_expm1({0}) * {1})", float_only=True,
+            nondiff_inputs=(1,), doc="elu(x, alpha; from_result): x where x > 0, else alpha * expm1(x)")

@@ -1,4 +1,4 @@
-"""torch.gather (ir/ops/gather.py, tracer/gathering.py): values, gradients (repeated indices
+"""torch.gather, index_select and flip (ir/ops/gather.py, tracer/gathering.py): values, gradients (repeated indices
 add), double backward, bad calls, and compiled calls against eager ones."""
 import numpy as np
 import pytest
@@ -87,3 +87,66 @@ def test_compiled_gather_matches_eager_and_checks_bounds():
         compiled(x, fg.tensor([[0, 4], [2, 2], [1, 0]]))
     with pytest.raises(RuntimeError, match="^index -1 is out of bounds for dimension 1 with size 4$"):
         fg.compile(lambda x, i: x.gather(1, i - 1))(x, i)
+
+
+FLIP_AND_INDEX_SELECT_CALLS = [
+    'L.arange(6.).reshape(2,3).flip(0)',
+    'L.arange(6.).reshape(2,3).flip(0, 1)',
+    'L.arange(6.).reshape(2,3).flip((0, 1))',
+    'L.arange(6.).reshape(2,3).flip([1])',
+    'L.flip(L.arange(6.).reshape(2,3), [0])',
+    'L.flip(L.arange(6.).reshape(2,3), 0)',
+    'L.arange(6.).reshape(2,3).flip(0, 0)',
+    'L.arange(6.).reshape(2,3).flip(2)',
+    'L.arange(6.).reshape(2,3).flip()',
+    'L.tensor(1.).flip(0)',
+    'L.tensor(1.).flip([])',
+    'L.arange(6.).reshape(2,3).flip([])',
+    'L.arange(6.).reshape(2,3).flip("a")',
+    'L.flip(L.arange(6.).reshape(2,3))',
+    'L.arange(6.).reshape(2,3).fliplr()',
+    'L.arange(6.).reshape(2,3).flipud()',
+    'L.arange(3.).fliplr()',
+    'L.tensor(1.).flipud()',
+    'L.arange(6.).reshape(2,3).fliplr(1)',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor([2, 0, 2]))',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor([3]))',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor([-1]))',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor([[0]]))',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor(1))',
+    'L.arange(6.).reshape(2,3).index_select(1, L.tensor([0.]))',
+    'L.arange(6.).reshape(2,3).index_select(2, L.tensor([0]))',
+    'L.tensor(5.).index_select(0, L.tensor([0, 0]))',
+    'L.tensor(5.).index_select(0, L.tensor([0]))',
+    'L.arange(6.).reshape(2,3).index_select(1, [0])',
+    'L.arange(6.).reshape(2,3).index_select(0, L.tensor([], dtype=L.int64))',
+    'L.index_select(L.arange(6.).reshape(2,3), 0, L.tensor([1, 1, 0]))',
+    'L.arange(24).reshape(2,3,4).index_select(-1, L.tensor([3, 0]))',
+]
+
+
+@pytest.mark.parametrize("expr", FLIP_AND_INDEX_SELECT_CALLS)
+def test_flip_and_index_select_as_torch(expr):
+    assert _outcome(fg, expr) == _outcome(torch, expr)
+
+
+@pytest.mark.parametrize("case", ["x.flip(0, 1)", "x.fliplr()", "x.index_select(1, L.tensor([2, 0, 2]))",
+                                  "x.index_select(0, L.tensor([1, 1]))"])
+def test_flip_and_index_select_gradients_and_compiled(case):
+    data = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 7
+    found = []
+    for lib in (torch, fg):
+        x = lib.tensor(data, requires_grad=True)
+        y = eval(case, {"L": lib, "x": x})
+        (y * y).sum().backward()
+        found.append((y.tolist(), x.grad.tolist(), y.grad_fn.name(),
+                      [type(n).__name__ for n, _ in y.grad_fn.next_functions]))
+    assert found[0] == found[1]
+
+    def f(x):
+        return (eval(case, {"L": fg, "x": x}) ** 2).sum()
+    x = fg.tensor(data)
+    value, grad = fg.compile(fg.value_and_grad(f))(x)
+    want_value, want_grad = fg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5)

@@ -1,6 +1,9 @@
-"""torch.gather: values picked along one dim by an int64 index tensor (ir/ops/gather.py), with
-torch's checks in torch's order; its gradient scatters back, adding where indices repeat."""
+"""torch.gather and index_select: values picked along one dim by an int64 index tensor
+(ir/ops/gather.py), with torch's checks in torch's order; their gradient scatters back, adding
+where indices repeat. And torch.flip (fliplr, flipud): a reversed copy."""
 from __future__ import annotations
+
+import numpy as np
 
 from fusegrad.ir import int64
 from fusegrad.ir.ops import normalize_dim
@@ -33,9 +36,87 @@ def gather(input, dim, index, *, sparse_grad=False) -> Tensor:
     return apply_op("gather", [t, index], {"axis": axis}, "GatherBackward0")
 
 
+def index_select(input, dim, index) -> Tensor:
+    """torch.index_select: the slices of `input` along `dim` at the positions of a 1-d (or 0-d)
+    int64 index (IndexSelectBackward0): a gather through the index expanded over the other dims."""
+    t = as_tensor(input, "index_select")
+    if not _is_index(dim) or isinstance(dim, bool):
+        raise TypeError(f"index_select(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' (position 3) must be Tensor, not {type_name(index)}")
+    axis = normalize_dim(int(dim), t.dim())
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._dtype is not int64:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if t.dim() == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+    size = t.shape[axis] if t.dim() else 1
+    if index._data is not None and index._data.size:
+        values = index._data
+        bad = values[(values < 0) | (values >= size)]
+        if bad.size:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} axis_dim={size}")
+    if t.dim() == 0:
+        return apply_op("gather", [t, index.reshape(())], {"axis": 0}, "IndexSelectBackward0")
+    n = index.numel()
+    shape = tuple(t.shape)
+    placed = index.reshape((1,) * axis + (n,) + (1,) * (t.dim() - axis - 1))
+    spread = placed.expand(shape[:axis] + (n,) + shape[axis + 1:])
+    return apply_op("gather", [t, spread], {"axis": axis}, "IndexSelectBackward0")
+
+
+def flip(input, dims) -> Tensor:
+    """torch.flip: a copy of `input` reversed along `dims` (FlipBackward0)."""
+    t = as_tensor(input, "flip")
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, not {type_name(dims)}")
+    return _flip(t, dims)
+
+
+def _flip(t: Tensor, dims) -> Tensor:
+    if not isinstance(dims, (tuple, list)) or not all(_is_index(d) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, not {type_name(dims)}")
+    axes = [normalize_dim(int(d), t.dim()) for d in dims]
+    for a in axes:
+        if axes.count(a) > 1:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    if t.dim() == 0:
+        axes = []
+    return apply_op("flip", [t], {"axes": tuple(sorted(axes))}, "FlipBackward0")
+
+
+def _flip_method(self, *dims) -> Tensor:
+    """Tensor.flip(dims) or Tensor.flip(*dims)."""
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    elif len(dims) == 1 and not _is_index(dims[0]):
+        raise TypeError(f"flip(): argument 'dims' (position 1) must be tuple of ints, not {type_name(dims[0])}")
+    return _flip(self, list(dims))
+
+
+def fliplr(input) -> Tensor:
+    """torch.fliplr: reversed along dim 1 (at least 2-d)."""
+    t = as_tensor(input, "fliplr")
+    if t.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return _flip(t, [1])
+
+
+def flipud(input) -> Tensor:
+    """torch.flipud: reversed along dim 0 (at least 1-d)."""
+    t = as_tensor(input, "flipud")
+    if t.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return _flip(t, [0])
+
+
 def _gather_method(self, dim, index, *, sparse_grad=False) -> Tensor:
     return gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 _gather_method.__name__, _gather_method.__doc__ = "gather", gather.__doc__
-METHODS = {"gather": _gather_method}
+METHODS = {"gather": _gather_method, "index_select": index_select, "flip": _flip_method, "fliplr": fliplr,
+           "flipud": flipud}

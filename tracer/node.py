@@ -106,6 +106,7 @@ _NEXT_INPUTS = {
     "FillBackward2": (0,),
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
     "GatherBackward0": (0,),    # gather(x, index)
+    "IndexSelectBackward0": (0,),   # index_select(x, dim, index): IR gather
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
 }
 

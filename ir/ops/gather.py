@@ -1,4 +1,4 @@
-"""torch.gather along one axis, and its gradient, scatter_add.
+"""torch.gather along one axis, its gradient scatter_add, and torch.flip.
 
 `gather(x, index; axis)`: out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (the index's shape
 is the result's; along the other axes it may be shorter than x, not longer). `scatter_add(x,
@@ -89,3 +89,14 @@ register(OpDef("scatter_add", MOVEMENT, _scatter_add_infer, _scatter_add_ref, _s
                doc="scatter_add(x, index, src; axis): torch.scatter_add (duplicates adding)",
                extra={"value_checks": True, "check_now": _check_now(1),
                       "reference_why": "a scatter through an index array"}))
+
+
+# --------------------------------------------------------------------- flip
+def _flip_ref(x, axes):
+    return np.ascontiguousarray(np.flip(x, axes)) if axes else np.array(x, copy=True)
+
+
+register(OpDef("flip", MOVEMENT, lambda types, attrs: [types[0]], _flip_ref,
+               lambda e, x, y, g, a, n: [e.op("flip", g[0], axes=a["axes"])], reference_only=True,
+               doc="flip(x; axes): x reversed along axes (a copy, as torch.flip)",
+               extra={"reference_why": "a reversal (no kernel rule)"}))

@@ -239,3 +239,23 @@ def test_bad_calls_of_dim_numel_arange_linspace_raise_torchs_texts(call):
             eval(call, {"L": lib, "t": lib.ones(2)})
         found.append(str(info.value).replace("torch.", "fg."))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("a,da,b,db", [((0, 3, 1), "bool", (0, 1, 2), "float32"),
+                                       ((0, 3, 1), "float32", (0, 1, 2), "int64"),
+                                       ((2, 3, 0), "int64", (2, 0, 2), "float32"),
+                                       ((3, 1), "bool", (0, 1, 2), "float32"),
+                                       ((1, 3, 1), "int64", (0, 1, 2), "float32"),
+                                       ((0, 3, 1), "bool", (1, 2), "float32"),
+                                       ((2, 3, 1), "bool", (2, 1, 2), "float32")])
+def test_batched_matmul_with_an_empty_operand_as_torch(a, da, b, db):
+    """torch's batched path returns an empty operand's product (zeros, in the second operand's
+    dtype) before its dtype checks; a folded or non-empty product still checks them."""
+    found = []
+    for lib in (torch, fg):
+        try:
+            r = lib.zeros(a, dtype=getattr(lib, da)) @ lib.ones(b, dtype=getattr(lib, db))
+            found.append((tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist()))
+        except RuntimeError as exc:
+            found.append(str(exc))
+    assert found[0] == found[1]

@@ -543,6 +543,10 @@ def matmul(input, other) -> Tensor:
         return matmul(*one_matrix)
     _check_matmul(a, b)
     na, nb = a.dim(), b.dim()
+    if a._dtype is not b._dtype and (na > 2 or nb > 2) and (a.numel() == 0 or b.numel() == 0):
+        # a batched product with an empty operand: torch's result has the second's dtype
+        a = cast(a, b._dtype)
+        hide_node(a)
     if na == 1 and nb == 2:
         row = apply_op("reshape", [a], {"shape": (1, a.shape[0])}, "UnsqueezeBackward0")
         product = apply_op("matmul", [row, b], None, "MmBackward0")
@@ -632,6 +636,8 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
     if k1 != k2:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k1}] "
                            f"but got: [{batch}, {k2}].")
+    if _numel(sa) == 0 or _numel(sb) == 0:
+        return          # (torch's batched path returns an empty operand's zeros before its dtype checks)
     # (torch's bmm refuses a bool self before it compares the dtypes)
     _check_matmul_dtype(a._dtype, "bmm", k1, batch * (sa[-2] if na > 1 else 1) * (sb[-1] if nb > 1 else 1))
     if a._dtype is not b._dtype:

@@ -150,3 +150,21 @@ def test_flip_and_index_select_gradients_and_compiled(case):
     want_value, want_grad = fg.value_and_grad(f)(x)
     np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
     np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("code", [
+    "z = x * 1; y = L.gather(z, 1, L.tensor([[0, 2], [1, 1], [3, 0]])); z.mul_(2); (y * y).sum().backward(); r = x.grad",
+    "z = x * 1; y = z.index_select(1, L.tensor([0, 2])); z.mul_(2); (y * y).sum().backward(); r = x.grad",
+    "r = L.gather(x.detach().t(), 0, L.zeros(0, 4, dtype=L.int64))",
+])
+def test_gather_saves_its_input_index_select_does_not(code):
+    """GatherBackward0 saves self (a later in-place change raises), IndexSelectBackward0 only
+    its sizes; an empty index is checked for no size."""
+    def outcome(lib):
+        env = {"L": lib, "x": lib.arange(12.0).reshape(3, 4).requires_grad_()}
+        try:
+            exec(code, env)
+        except RuntimeError as exc:
+            return str(exc)
+        return tuple(env["r"].shape), env["r"].tolist()
+    assert outcome(fg) == outcome(torch)

@@ -652,6 +652,9 @@ def refresh_view_history(view) -> None:
         return
     if view.__dict__.get("_no_grad_mode"):
         raise no_grad_view_rebased_error(None, 0)   # (its base gained a history since)
+    if view._multi_output is not None:
+        from .splitting import multi_output_rebased_error
+        raise multi_output_rebased_error(view, view._grad_fn)
     # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write
     # to the leaf under no_grad)
     again = view_of(base, view._view_chain)

@@ -30,10 +30,10 @@ def gather(input, dim, index, *, sparse_grad=False) -> Tensor:
     if len(shape) != len(index_shape) and index.numel() > 0:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for d, (n, m) in enumerate(zip(index_shape, shape)):
-        if d != axis and n > m:
+        if d != axis and n > m and index.numel() > 0:
             raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
                                f"larger than self {list(t.shape)} apart from dimension {axis}")
-    return apply_op("gather", [t, index], {"axis": axis}, "GatherBackward0")
+    return apply_op("gather", [t, index], {"axis": axis, "saves_input": True}, "GatherBackward0")
 
 
 def index_select(input, dim, index) -> Tensor:
@@ -58,12 +58,12 @@ def index_select(input, dim, index) -> Tensor:
         if bad.size:
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} axis_dim={size}")
     if t.dim() == 0:
-        return apply_op("gather", [t, index.reshape(())], {"axis": 0}, "IndexSelectBackward0")
+        return apply_op("gather", [t, index.reshape(())], {"axis": 0, "saves_input": False}, "IndexSelectBackward0")
     n = index.numel()
     shape = tuple(t.shape)
     placed = index.reshape((1,) * axis + (n,) + (1,) * (t.dim() - axis - 1))
     spread = placed.expand(shape[:axis] + (n,) + shape[axis + 1:])
-    return apply_op("gather", [t, spread], {"axis": axis}, "IndexSelectBackward0")
+    return apply_op("gather", [t, spread], {"axis": axis, "saves_input": False}, "IndexSelectBackward0")
 
 
 def flip(input, dims) -> Tensor:

@@ -14,7 +14,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from .dispatch import apply_op, result_cast_error
 from .grad_mode import is_grad_enabled
 from .node import hide_node
-from .functional import (_check_dim_list, _is_index, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
+from .functional import (_c_name, _check_dim_list, _is_index, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
                          REQUIRED, as_tensor, cast, clone, one_input)
 from .parser_errors import no_arguments_error
 from .tensor import Tensor
@@ -130,6 +130,9 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     if dim is None:                 # (no "all dims" here, unlike sum's)
         raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not NoneType")
     _check_dim_list("logsumexp", dim)
+    if isinstance(dim, (tuple, list)) and not dim and not keepdim and a.dim() > 0:
+        # (torch reduces over every dim into a keepdim result, then fails to fit it into its 0-d out)
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * a.dim()}")
     axes = _dims(dim, a.dim(), "logsumexp")
     if not a._dtype.is_floating_point:
         a = cast(a, float32)
@@ -150,6 +153,8 @@ def _accumulated(a: Tensor, dtype, fn: str) -> Tensor:
     """`a` in the dtype a running sum or product of it takes: `dtype`, else int64 for integer
     and bool tensors (the cast's node is not shown, as torch's is inside its node)."""
     target = dtype if dtype is not None else (a._dtype if a._dtype.is_floating_point else int64)
+    if target is bool_:
+        raise NotImplementedError(f'"{fn}_out_cpu" not implemented for \'Bool\'')
     if a._requires_grad and not target.is_floating_point and is_grad_enabled():
         raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[target.name]}")
     if target is a._dtype:
@@ -197,8 +202,10 @@ def _triangle(op: str, name: str):
         return apply_op(op, [a], {"diagonal": int(diagonal)}, name)
 
     def in_place(self, diagonal=0) -> Tensor:
-        check(self, diagonal)
+        if not _is_index(diagonal) or isinstance(diagonal, bool):
+            check(self, diagonal)               # (torch parses its arguments first)
         inplace.check_inplace(self)
+        check(self, diagonal)
         apply_op(op, [self], {"diagonal": int(diagonal)}, name, out=self)
         return self
     fn.__name__ = fn.__qualname__ = op
@@ -212,6 +219,19 @@ def _triangle(op: str, name: str):
 
 tril = _triangle("tril", "TrilBackward0")
 triu = _triangle("triu", "TriuBackward0")
+
+
+def _cumsum_(self, dim, *, dtype=None) -> Tensor:
+    """In-place torch.cumsum (its dtype must be self's)."""
+    if dtype is not None and dtype is not self._dtype:
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self._dtype)} and output tensor dtype "
+                           f"{_c_name(dtype)} should match")
+    if not _is_index(dim) or isinstance(dim, bool):
+        raise TypeError(f"cumsum_(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    inplace.check_inplace(self)
+    apply_op("cumsum", [self], {"axis": normalize_dim(int(dim), self.dim()), "reverse": False}, "CumsumBackward0",
+             out=self)
+    return self
 
 
 # ------------------------------------------------------------------ methods
@@ -240,10 +260,17 @@ def _rounding_inplace(fn, name: str, op: str | None = None):
         if self._dtype.is_floating_point:
             return write(self)
         fn(self)                                # bool: raises torch's text
-        inplace.check_inplace(self)
-        return self
+        return _rewrite_unchanged(self)
     method.__name__, method.__doc__ = fn.__name__ + "_", write.__doc__
     return method
+
+
+def _rewrite_unchanged(t: Tensor) -> Tensor:
+    """An in-place rounding of an integer tensor: its values stay, but torch's kernel writes
+    them, so its version moves (a copy of itself into itself)."""
+    inplace.check_inplace(t)
+    apply_op("cast", [t], {"dtype": t._dtype}, "CloneBackward0", out=t)
+    return t
 
 
 def _round_method(self, *, decimals=_PLAIN) -> Tensor:
@@ -252,14 +279,13 @@ def _round_method(self, *, decimals=_PLAIN) -> Tensor:
 
 def _round_(self, *, decimals=_PLAIN) -> Tensor:
     """In-place torch.round (half to even, or to `decimals` places)."""
-    if decimals is _PLAIN:
-        decimals = None
-    elif type(decimals) is not int:
+    if type(decimals) is not int and decimals is not _PLAIN:
         round(self, decimals=decimals)          # raises torch's text
     if not self._dtype.is_floating_point:
         round(self, decimals=decimals)          # bool, or decimals of an integer: raises torch's text
-        inplace.check_inplace(self)
-        return self
+        return _rewrite_unchanged(self)
+    if decimals is _PLAIN:
+        decimals = None
     if decimals is None:
         return inplace.unary_inplace("round", "RoundBackward0")(self)
     inplace.check_inplace(self)
@@ -287,7 +313,7 @@ METHODS = {
     "rsqrt": rsqrt, "log2": log2, "log10": log10, "exp2": exp2, "sinh": sinh, "cosh": cosh, "tan": tan,
     "asin": asin, "acos": acos, "atan": atan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
     "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": _round_method, "frac": frac,
-    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum, "prod": prod,
+    "atan2": atan2, "arctan2": atan2, "logsumexp": logsumexp, "cumsum": cumsum, "cumsum_": _cumsum_, "prod": prod,
     "tril": tril, "triu": triu, "tril_": tril.in_place, "triu_": triu.in_place,
     "floor_": _rounding_inplace(floor, "FloorBackward0"), "ceil_": _rounding_inplace(ceil, "CeilBackward0"),
     "trunc_": _rounding_inplace(trunc, "TruncBackward0"), "fix_": _rounding_inplace(fix, "TruncBackward0", "trunc"),

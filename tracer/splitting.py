@@ -120,9 +120,9 @@ def chunk(input, chunks, dim=0) -> tuple:
 def unbind(input, dim=0) -> tuple:
     """torch.unbind: the slices along `dim`, each without that dim."""
     t = as_tensor(input, "unbind")
+    d = normalize_dim(_int_arg(dim, "unbind", "dim", 2), t.dim())
     if t.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = normalize_dim(_int_arg(dim, "unbind", "dim", 2), t.dim())
     return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])])
 
 
@@ -160,15 +160,28 @@ def select(input, dim, index) -> Tensor:
     return _pick(t, d, index % size, "SelectBackward0")
 
 
+_MULTI_OUTPUT_TAIL = (" This view is the output of a function that returns multiple views. Such functions do not "
+                      "allow the output views to be modified inplace. You should replace the inplace operation by an "
+                      "out-of-place one.")
+
+
+def _short_name(node) -> str:
+    name = type(node).__name__ if node is not None else "SplitBackward0"
+    return name[:name.rindex("Backward")] if "Backward" in name else name
+
+
 def multi_output_view_error(t: Tensor) -> RuntimeError:
     """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
-    node = t.grad_fn
-    name = type(node).__name__ if node is not None else "Split"
-    short = name[:name.rindex("Backward")] if "Backward" in name else name
-    return RuntimeError(f"Output {t._multi_output} of {short} is a view and is being modified inplace. This view is "
-                        "the output of a function that returns multiple views. Such functions do not allow the output "
-                        "views to be modified inplace. You should replace the inplace operation by an out-of-place "
-                        "one.")
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(t.grad_fn)} is a view and is being modified "
+                        "inplace." + _MULTI_OUTPUT_TAIL)
+
+
+def multi_output_rebased_error(t: Tensor, node) -> RuntimeError:
+    """torch's error for a part of split/chunk/unbind (or a view of one; `node`: the one that
+    made it) used with grad after its base was written in place: torch will not regenerate
+    its history."""
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(node)} is a view and its base or another view of "
+                        "its base has been modified inplace." + _MULTI_OUTPUT_TAIL)
 
 
 def _split_method(self, split_size, dim=0) -> tuple:

@@ -150,7 +150,11 @@ class TraceViews:
         return view_of(base, view._view_chain)
 
     def rebased_error(self, t: Tensor) -> RuntimeError:
-        """torch's error for using a view made under no_grad whose base was written since."""
+        """torch's error for using a view made under no_grad (or a part of split, chunk or
+        unbind) whose base was written since."""
+        if t._multi_output is not None:
+            from .splitting import multi_output_rebased_error
+            return multi_output_rebased_error(t, t.__dict__.get("_view_node"))
         return no_grad_view_rebased_error(t.__dict__.get("_view_node"), t._output_nr)
 
     def _refresh_outside_views(self, base: Tensor) -> None:
@@ -200,6 +204,11 @@ class TraceViews:
             view = ref()
             if view is None or view._base is not base:
                 continue
+            if base._requires_grad and view._multi_output is not None and not view._rebased:
+                # a part of split/chunk/unbind: torch will not regenerate its history either; its
+                # error names the node that made it
+                view.__dict__["_view_node"] = self.grad_fn_of(view)
+                view._rebased = True
             again = self._view_again(base, view)
             if self.writing is not None:
                 self._replaced(view, again._sym)

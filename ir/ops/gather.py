@@ -43,15 +43,19 @@ def _gather_infer(types, attrs):
     return [TensorType(index.shape, x.dtype)]
 
 
-def _gather_ref(x, index, axis):
+def _gather_ref(x, index, axis, saves_input=True):
     xa, ia = _as_1d(x), _as_1d(index)
     _check_index(ia, xa.shape[axis], axis)
     return np.ascontiguousarray(xa[_region(xa.shape, ia, axis)]).reshape(index.shape)
 
 
+
 def _gather_vjp(e, x, y, g, a, n):
-    # torch's gather_backward: zeros of self's shape with grad scattered (added) into them
-    return [e.op("scatter_add", e.zeros_like(x[0]), x[1], g[0], axis=a["axis"]) if n[0] else None, None]
+    # torch's gather_backward: zeros of self's shape with grad scattered (added) into them;
+    # GatherBackward0 saves self (a later in-place change of it raises), index_select's node
+    # only its sizes (attribute saves_input)
+    zeros = e.zeros_reading(x[0], x[0]) if a.get("saves_input", True) else e.zeros_like(x[0])
+    return [e.op("scatter_add", zeros, x[1], g[0], axis=a["axis"]) if n[0] else None, None]
 
 
 def _scatter_add_infer(types, attrs):

@@ -217,6 +217,8 @@ def _prod_backward_ref(grad, x, result, axis, keepdim):
         return np.array(grad, copy=True)
     shape = x.shape
     if axis is None:
+        if np.count_nonzero(x == 0) > 1:        # (torch: zeros, without the products' signs)
+            return np.zeros(shape, x.dtype)
         x, axis, keepdim = x.ravel(), 0, False
     if not keepdim:
         grad, result = np.expand_dims(grad, axis), np.expand_dims(result, axis)

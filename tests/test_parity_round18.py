@@ -259,3 +259,15 @@ def test_batched_matmul_with_an_empty_operand_as_torch(a, da, b, db):
         except RuntimeError as exc:
             found.append(str(exc))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("call", ["x.rsqrt()", "x.reciprocal()", "F.silu(x)", "F.gelu(x)", "F.softplus(x)",
+                                  "L.round(x, decimals=2)", "x.sqrt()"])
+def test_compiled_pointwise_composites_keep_torchs_layout(call):
+    """A composite op that maps elements (reciprocal, silu, rsqrt...) gives a transposed
+    operand's layout to its result, as torch's TensorIterator, in a compiled call too."""
+    def run(lib, compiled):
+        f = (lambda x: eval(call, {"L": lib, "F": lib.nn.functional, "x": x}))
+        x = lib.arange(1.0, 7.0).reshape(3, 2).t()
+        return (fg.compile(f) if compiled else f)(x).stride()
+    assert run(fg, True) == run(fg, False) == run(torch, False)

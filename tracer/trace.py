@@ -468,7 +468,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             self.alive.append(weakref.ref(t))
             if opdef.view and isinstance(inputs[0], Tensor):
                 self._mark_view(t, inputs[0], op, frozen, values[0])
-            elif opdef.group == ELEMENTWISE and len(out_type.shape) > 1:
+            elif opdef.pointwise and len(out_type.shape) > 1:
                 for x in inputs:
                     # an operand not laid out row-major (a view, a strided argument, such a result)
                     if type(x) is not np.ndarray and (x._base is not None or x._layout is not None or (

@@ -35,6 +35,7 @@ def _infer_map(name, result=None, float_only=False, bool_error=None, integer_onl
         if len(types) > 1 and any(t.shape != shape for t in types[1:]):
             shape = broadcast_shapes(*(t.shape for t in types))
         return [TensorType(shape, result or d)]
+    infer.elementwise_rule = True           # (OpDef.pointwise)
     return infer
 
 

@@ -65,6 +65,10 @@ class OpDef:
     reference_only: bool = False
     doc: str = ""
     extra: dict = field(default_factory=dict)
+    # Maps its operands element by element, broadcasting (an elementwise op, or a composite
+    # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...): its traced result
+    # takes the layout torch's TensorIterator gives it. Set by `register`.
+    pointwise: bool = False
 
     @property
     def differentiable(self) -> bool:
@@ -84,6 +88,7 @@ def register(op: OpDef) -> OpDef:
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} declared twice")
     OPS[op.name] = op
+    op.pointwise = op.group == ELEMENTWISE or getattr(op.infer, "elementwise_rule", False)
     if op.extra.get("value_checks"):
         VALUE_CHECKED.add(op.name)
     return op

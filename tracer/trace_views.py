@@ -204,9 +204,11 @@ class TraceViews:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            if base._requires_grad and view._multi_output is not None and not view._rebased:
-                # a part of split/chunk/unbind: torch will not regenerate its history either; its
-                # error names the node that made it
+            if base._requires_grad and view._multi_output is not None and not view._rebased and \
+                    self.writing is not None and self.writing[0] is self._counter_owner(base)._vbox:
+                # a part of split/chunk/unbind, its base written (on its counter: not through a
+                # .data): torch will not regenerate its history either; its error names the node
+                # that made it
                 view.__dict__["_view_node"] = self.grad_fn_of(view)
                 view._rebased = True
             again = self._view_again(base, view)

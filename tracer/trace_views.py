@@ -35,6 +35,13 @@ class TraceViews:
         t._base = base
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
+        root = src.__dict__.get("_leaf_root")
+        if root is not None:
+            t.__dict__["_leaf_root"] = (root[0], root[1] + ((op, frozen),))
+        elif src._base is not None and self._keeps_leaf(src, base):
+            # a view of a caller's leaf that is itself a view of a tensor without grad: its value
+            # is re-derived from that leaf, not from the base (its gradient goes to the leaf)
+            t.__dict__["_leaf_root"] = (src, ((op, frozen),))
         self._hold_view_value(base, t._sym)
         if base._data is not None:
             self._note_view_base(base)
@@ -84,7 +91,7 @@ class TraceViews:
         came through a detach() or .data of the view (_follow_detach)."""
         from .dispatch import _scatter
         base = view._base
-        leaf_view = graft and self._keeps_leaf(view, base)
+        leaf_view = graft and (self._keeps_leaf(view, base) or view.__dict__.get("_leaf_root") is not None)
         # (a leaf view written through its detach() or .data keeps its identity: _keeps_leaf)
         result = self.symbolic(v, (requires or view._requires_grad) and not leaf_view)
         if graft and base._grad_fn is None and base._requires_grad:
@@ -204,17 +211,24 @@ class TraceViews:
             view = ref()
             if view is None or view._base is not base:
                 continue
-            if base._requires_grad and view._multi_output is not None and not view._rebased and \
-                    self.writing is not None and self.writing[0] is self._counter_owner(base)._vbox:
+            root = view.__dict__.get("_leaf_root")
+            bumped = self.writing is not None and self.writing[0] is self._counter_owner(base)._vbox
+            if (base._requires_grad or root is not None) and view._multi_output is not None and not view._rebased \
+                    and bumped:
                 # a part of split/chunk/unbind, its base written (on its counter: not through a
                 # .data): torch will not regenerate its history either; its error names the node
                 # that made it
                 view.__dict__["_view_node"] = self.grad_fn_of(view)
                 view._rebased = True
-            again = self._view_again(base, view)
+            if root is not None and root[0]._base is base and not bumped:
+                # (a write through a .data: torch keeps the view's history, to the leaf)
+                from .dispatch import view_of
+                again = view_of(root[0], root[1])       # (the leaf itself re-derived first)
+            else:
+                again = self._view_again(base, view)
             if self.writing is not None:
                 self._replaced(view, again._sym)
-            view._sym, view._requires_grad = again._sym, again._requires_grad
+            view._sym, view._requires_grad = again._sym, again._requires_grad or (root is not None and bumped)
             if base._requires_grad and view.__dict__.get("_no_grad_mode"):
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
             self.views[id(base)].append(ref)

@@ -481,10 +481,12 @@ class TraceWrites:
                     other = ref()
                     if other is not None and other is not t and self._view_values(other):
                         self._stale_views(other)
-        if id(t) in self.views:
-            self._refresh_views(t)
+        # (the views from outside first: a view made here of one of them, a caller's leaf over
+        # a base without grad, is re-derived from that leaf's new value: Trace._mark_view)
         if id(t) in self.outside_views:
             self._refresh_outside_views(t)
+        if id(t) in self.views:
+            self._refresh_views(t)
         if self.detach_source:
             self._follow_detach(t)
         for sibling in siblings:

@@ -33,7 +33,7 @@ from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, trace_state
-from fusegrad.tracer.dispatch import _memory_owner, _writable_memory, edge_of
+from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
@@ -314,8 +314,10 @@ def _writable(array: np.ndarray, tensor=None) -> np.ndarray:
     """Where a write-back goes: `array`, or for an expand's read-only view of writable memory
     (an argument `x.expand(2, 3)` filled in the call) a writable view of that memory, so
     every alias gets the value, as eagerly."""
-    if array.flags.writeable or not (0 in array.strides or views_an_expand(tensor)):
-        return array            # (a read-only snapshot stays read-only: the write raises)
+    if array.flags.writeable:
+        return array
+    if not (0 in array.strides or views_an_expand(tensor)):
+        raise RuntimeError(READ_ONLY_MEMORY)      # (a read-only array from outside: fg.from_numpy)
     memory = _writable_memory(array)
     return array if memory is None else memory
 

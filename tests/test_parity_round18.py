@@ -299,3 +299,21 @@ def test_compiled_views_of_a_leaf_view_written_through_data_or_detach(write, mak
             continue
         found.append((None if x.grad is None else x.grad.tolist(), x.is_leaf, x.tolist()))
     assert found[0] == found[1]
+
+
+def test_from_numpy_of_a_read_only_array_warns_and_refuses_writes_clearly():
+    """torch warns (once) and writes the read-only memory anyway (undefined behaviour);
+    fusegrad warns alike and refuses the write with a text that names the cause (it raised the
+    unrelated overlap error), eagerly and in a compiled call."""
+    from fusegrad.tracer import creation
+    creation._WARNED_READ_ONLY.clear()
+    a = np.zeros(3, np.float32)
+    a.flags.writeable = False
+    with pytest.warns(UserWarning, match="^The given NumPy array is not writable"):
+        t = fg.from_numpy(a)
+    for write in (lambda: t.add_(1), lambda: fg.compile(lambda x: x.add_(1))(t)):
+        with pytest.raises(RuntimeError, match="^fusegrad: this tensor's memory is a read-only NumPy array"):
+            write()
+    assert a.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        fg.ones(3).expand(2, 3).add_(1)

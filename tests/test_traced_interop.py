@@ -318,7 +318,10 @@ def _write_after_break(x):
 def test_a_write_the_trace_could_not_see_raises(name):
     theirs, eager, ours, _ = three_ways(UNSEEN_WRITES[name])
     assert eager == theirs
-    assert ours == ("raises", "ValueError", "assignment destination is read-only")
+    if name.startswith("in place"):         # (fusegrad's in-place op names the read-only memory)
+        assert ours[:2] == ("raises", "RuntimeError") and "memory is a read-only NumPy array" in ours[2]
+    else:
+        assert ours == ("raises", "ValueError", "assignment destination is read-only")
 
 
 def test_a_write_before_the_trace_reads_the_memory_is_seen():

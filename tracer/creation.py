@@ -225,6 +225,7 @@ def _check_no_negative_strides(array: np.ndarray) -> None:
 
 
 _SHARED_DTYPES = (np.float32, np.float64, np.int64, np.bool_)
+_WARNED_READ_ONLY: list = []
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -234,6 +235,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type_name(array)})")
     dtype = from_numpy_dtype(array.dtype)
+    if not array.flags.writeable and not _WARNED_READ_ONLY and trace_state.current() is None:
+        # (inside a compiled call a traced value's numpy() is a read-only snapshot: see
+        # tests/test_traced_interop.py; torch's array there is writable memory)
+        _WARNED_READ_ONLY.append(True)     # (once, as torch's)
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+                      "This means writing to this tensor will result in undefined behavior. You may want to copy "
+                      "the array to protect its data or make it writable before converting it to a tensor. This "
+                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
     if array.dtype not in _SHARED_DTYPES:
         warnings.warn(f"fusegrad has no {array.dtype.name} dtype: from_numpy made a {dtype.name} copy of the array, "
                       "which does not share its memory", UserWarning, stacklevel=2)

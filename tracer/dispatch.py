@@ -532,8 +532,14 @@ def broadcast_shape_error(shape, broadcast) -> RuntimeError:
                         f"[{', '.join(map(str, broadcast))}]")
 
 
+READ_ONLY_MEMORY = ("fusegrad: this tensor's memory is a read-only NumPy array (fg.from_numpy of an array that "
+                    "is not writable), which fusegrad does not write; copy the array, or make it writable, first")
+
+
 def _write_inplace(t, result: np.ndarray, op: str, fill: bool = False) -> None:
     target = _writable_memory(t._data)
+    if target is None and not _overlaps_itself(t._data):
+        raise RuntimeError(READ_ONLY_MEMORY)
     if target is None or (target is not t._data and not fill and _overlaps_itself(t._data)):
         raise RuntimeError(_OVERLAP_MSG)
     if not np.can_cast(result.dtype, t._data.dtype, casting="same_kind"):

@@ -317,3 +317,22 @@ def test_from_numpy_of_a_read_only_array_warns_and_refuses_writes_clearly():
     assert a.tolist() == [0.0, 0.0, 0.0]
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         fg.ones(3).expand(2, 3).add_(1)
+
+
+@pytest.mark.parametrize("leaf", ["ones(4, 2)", "arange(8.).reshape(4, 2)", "ones(2, 4).t()"])
+@pytest.mark.parametrize("body", ["a = x.detach()[0:2]; a.add_(1)", "a, b = L.split(x.detach(), 2); a.add_(1)",
+                                  "a = x.detach()[1]; a.mul_(2)", "a = x.detach()[0:2]"])
+def test_a_returned_view_of_a_detach_written_in_the_call_shares_memory_as_torch(leaf, body):
+    """After the call the view is the caller's memory, on its version counter, as eagerly: a
+    write to it reaches x (a leaf over a base without grad lost the link)."""
+    def outcome(lib, compiled):
+        x = eval("L." + leaf, {"L": lib}).requires_grad_()
+
+        def f(x):
+            env = {"L": lib, "x": x}
+            exec(body, env)
+            return env["a"]
+        a = (fg.compile(f) if compiled else f)(x)
+        a.add_(100)
+        return a.tolist(), a._version, x._version, x.tolist()
+    assert outcome(fg, True) == outcome(torch, False)

@@ -318,7 +318,11 @@ class TraceViews:
         else:       # memory from outside the call: the same array unwritten, or the value it read
             written = self.mutated.get(_memory_key(base._data))
             valid = root is base._data and base._sym is None if written is None else \
-                written[1] is base and base._sym is root
+                written[1] is base and base._sym is root or (
+                    # written last through another tensor over the same array (x.detach()'s source
+                    # x, a leaf view written through a base): base reads that memory, and so t
+                    written[1] is not base and written[1]._data is base._data and base._sym is None
+                    and root is base._data)
         return (t, base, t._view_chain, True) if valid else None
 
     def release_detach_links(self) -> None:

@@ -346,7 +346,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # (A view made under no_grad of a tensor that requires grad is a leaf without a gradient.)
     # (nor one whose base was written since: torch will not regenerate its history, its use raises)
     grad_outs = [t for t in alive if t._requires_grad and t._data is None and not t._traced_leaf
-                 and not (t._no_grad_view and (t._rebased or trace.grad_producer(t._sym) is None))] + written
+                 and not (t._no_grad_view and (t._rebased or trace.grad_producer(trace.through_grafts(t._sym)) is None))] \
+        + written       # (a write through its .data grafts the new value onto the history it has: none)
     boundary = list(trace.leaf_tensors.values()) + list(trace.boundary.values())
     # leaves made inside the call by requires_grad_() (their outputs' gradients reach them too)
     boundary += [t for t in (ref() for ref in trace.new_leaves)

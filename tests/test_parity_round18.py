@@ -336,3 +336,25 @@ def test_a_returned_view_of_a_detach_written_in_the_call_shares_memory_as_torch(
         a.add_(100)
         return a.tolist(), a._version, x._version, x.tolist()
     assert outcome(fg, True) == outcome(torch, False)
+
+
+@pytest.mark.parametrize("write", ["none", "data"])
+def test_a_no_grad_view_written_through_data_and_returned_stays_without_history(write):
+    """A view made under no_grad of a tensor that requires grad is a leaf without a gradient; a
+    compiled call that writes it through its .data and returns it gives it no history (it came
+    back as a CompiledFunctionBackward non-leaf, and a backward reached x)."""
+    def outcome(lib, compiled):
+        x = lib.ones(4, 2).requires_grad_()
+
+        def f(x):
+            y = x * 1
+            with lib.no_grad():
+                q = y[0:2]
+                if write == "data":
+                    q.data.add_(1)
+            return q
+        q = (fg.compile(f) if compiled else f)(x)
+        state = (q.requires_grad, q.grad_fn is None, q.is_leaf, q.tolist())
+        (q * q).sum().backward()
+        return state, x.grad
+    assert outcome(fg, True) == outcome(torch, False)

@@ -220,15 +220,26 @@ class TraceViews:
                 # that made it
                 view.__dict__["_view_node"] = self.grad_fn_of(view)
                 view._rebased = True
+            requires = None
             if root is not None and root[0]._base is base and not bumped:
                 # (a write through a .data: torch keeps the view's history, to the leaf)
                 from .dispatch import view_of
                 again = view_of(root[0], root[1])       # (the leaf itself re-derived first)
+            elif view._no_grad_view:
+                # made under no_grad of a tensor that requires grad: it takes the new value and
+                # keeps having no history (a leaf without a gradient), as eagerly
+                from .dispatch import view_of
+                from .grad_mode import no_grad
+                with no_grad():
+                    again = view_of(base, view._view_chain)
+                requires = True
             else:
                 again = self._view_again(base, view)
             if self.writing is not None:
                 self._replaced(view, again._sym)
-            view._sym, view._requires_grad = again._sym, again._requires_grad or (root is not None and bumped)
+            view._sym = again._sym
+            view._requires_grad = requires if requires is not None else \
+                again._requires_grad or (root is not None and bumped)
             if base._requires_grad and view.__dict__.get("_no_grad_mode"):
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
             self.views[id(base)].append(ref)

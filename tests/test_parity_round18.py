@@ -358,3 +358,27 @@ def test_a_no_grad_view_written_through_data_and_returned_stays_without_history(
         (q * q).sum().backward()
         return state, x.grad
     assert outcome(fg, True) == outcome(torch, False)
+
+
+@pytest.mark.parametrize("case", [
+    "x = L.ones(4, 1, 2, requires_grad=True); L.gather(x, 0, L.tensor([[]], dtype=L.int64)).sum().backward(); "
+    "r = (x.grad.shape, x.grad.sum().item())",
+    "r = [repr(v) for v in L.cumsum(L.tensor([-0.0, -0.0]), 0).tolist()]",
+    "r = (1 / L.cumsum(L.ceil(L.tensor([-0.5, 0.25])), 0)).tolist()",
+    "a = L.arange(4.).requires_grad_() * 1; c = a.chunk(2, 0)[0]; a.add_(1); r = c.sum()",
+])
+def test_round18c_edges_as_torch(case):
+    """An empty gather index of another rank; cumsum's sums start from +0; a chunk part used
+    after its base was written names Split (also for a compiled call's output)."""
+    def outcome(lib, compiled=False):
+        def f(x):
+            env = {"L": lib}
+            exec(case, env)
+            r = env["r"]
+            return r.tolist() if isinstance(r, lib.Tensor) else r
+        try:
+            return (fg.compile(f) if compiled else f)(None)
+        except RuntimeError as exc:
+            return str(exc)
+    assert outcome(fg) == outcome(torch)
+    assert outcome(fg, True) == outcome(torch)

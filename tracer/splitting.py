@@ -35,11 +35,13 @@ def _pick(t: Tensor, dim: int, i: int, name: str) -> Tensor:
     return apply_op("getitem", [t], {"index": index}, name)
 
 
-def _as_parts(parts: list) -> tuple:
-    """The views of a function returning several (see the module docstring)."""
+def _as_parts(parts: list, name: str) -> tuple:
+    """The views of a function returning several (see the module docstring); `name`: their
+    node's, which torch's errors about them give (a compiled call's outputs have its node)."""
     if is_grad_enabled():
         for k, part in enumerate(parts):
             part._multi_output = k
+            part.__dict__["_multi_output_node"] = name[:name.rindex("Backward")]
     return tuple(parts)
 
 
@@ -75,7 +77,7 @@ def _split_evenly(t: Tensor, size: int, dim, name: str) -> tuple:
     if size == 0 and length != 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
     count = max(-(-length // size), 1) if size else 1
-    return _as_parts([_part(t, dim, k * size, min(length, (k + 1) * size), name) for k in range(count)])
+    return _as_parts([_part(t, dim, k * size, min(length, (k + 1) * size), name) for k in range(count)], name)
 
 
 def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
@@ -98,7 +100,7 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     for s in sizes:
         parts.append(_part(t, dim, start, start + s, "SplitWithSizesBackward0"))
         start += s
-    return _as_parts(parts)
+    return _as_parts(parts, "SplitWithSizesBackward0")
 
 
 def chunk(input, chunks, dim=0) -> tuple:
@@ -113,7 +115,8 @@ def chunk(input, chunks, dim=0) -> tuple:
     length = t.shape[d]
     size = -(-length // chunks)
     if size == 0 and length == 0:      # torch: `chunks` empty parts
-        return _as_parts([_part(t, d, 0, 0, "SplitWithSizesBackward0") for _ in range(chunks)])
+        return _as_parts([_part(t, d, 0, 0, "SplitWithSizesBackward0") for _ in range(chunks)],
+                         "SplitWithSizesBackward0")
     return _split_evenly(t, size, d, "SplitBackward0")
 
 
@@ -123,7 +126,7 @@ def unbind(input, dim=0) -> tuple:
     d = normalize_dim(_int_arg(dim, "unbind", "dim", 2), t.dim())
     if t.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])])
+    return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])], "UnbindBackward0")
 
 
 def narrow(input, dim, start, length) -> Tensor:
@@ -165,14 +168,17 @@ _MULTI_OUTPUT_TAIL = (" This view is the output of a function that returns multi
                       "out-of-place one.")
 
 
-def _short_name(node) -> str:
+def _short_name(t: Tensor, node) -> str:
+    made_by = t.__dict__.get("_multi_output_node")
+    if made_by is not None:
+        return made_by
     name = type(node).__name__ if node is not None else "SplitBackward0"
     return name[:name.rindex("Backward")] if "Backward" in name else name
 
 
 def multi_output_view_error(t: Tensor) -> RuntimeError:
     """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
-    return RuntimeError(f"Output {t._multi_output} of {_short_name(t.grad_fn)} is a view and is being modified "
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, t.grad_fn)} is a view and is being modified "
                         "inplace." + _MULTI_OUTPUT_TAIL)
 
 
@@ -180,7 +186,7 @@ def multi_output_rebased_error(t: Tensor, node) -> RuntimeError:
     """torch's error for a part of split/chunk/unbind (or a view of one; `node`: the one that
     made it) used with grad after its base was written in place: torch will not regenerate
     its history."""
-    return RuntimeError(f"Output {t._multi_output} of {_short_name(node)} is a view and its base or another view of "
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, node)} is a view and its base or another view of "
                         "its base has been modified inplace." + _MULTI_OUTPUT_TAIL)
 
 

@@ -160,7 +160,8 @@ class Tensor:
     _multi_output = None        # a part of split/chunk/unbind, or a view of one: its index (tracer/splitting.py)
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
-                           "_view_node", "_hooks", "_layout", "_origin", "_multi_output"))
+                           "_view_node", "_hooks", "_layout", "_origin", "_multi_output",
+                           "_multi_output_node"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and

@@ -45,6 +45,8 @@ def _gather_infer(types, attrs):
 
 def _gather_ref(x, index, axis, saves_input=True):
     xa, ia = _as_1d(x), _as_1d(index)
+    if ia.size == 0:
+        return np.zeros(index.shape, x.dtype)
     _check_index(ia, xa.shape[axis], axis)
     return np.ascontiguousarray(xa[_region(xa.shape, ia, axis)]).reshape(index.shape)
 
@@ -65,6 +67,8 @@ def _scatter_add_infer(types, attrs):
 def _scatter_add_ref(x, index, src, axis):
     out = np.array(_as_1d(x), copy=True)
     ia = _as_1d(index)
+    if ia.size == 0:                # (an empty index, of any rank as torch's: nothing added)
+        return out.reshape(x.shape)
     _check_index(ia, out.shape[axis], axis)
     np.add.at(out, _region(out.shape, ia, axis), _as_1d(src)[tuple(slice(0, n) for n in ia.shape)])
     return out.reshape(x.shape)

@@ -167,9 +167,10 @@ def _cumsum_ref(x, axis, reverse):
     wide = np.float64 if x.dtype.kind == "f" else x.dtype
     if x.ndim == 0:
         return np.array(x, copy=True)
+    # (a sum starts from +0, as torch's: a leading -0. sums to 0.)
     if reverse:
-        return np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis).astype(x.dtype)
-    return np.cumsum(x, axis, dtype=wide).astype(x.dtype, copy=False)
+        return (np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis) + 0).astype(x.dtype)
+    return (np.cumsum(x, axis, dtype=wide) + 0).astype(x.dtype, copy=False)
 
 
 def _cumsum_vjp(e, x, y, g, a, n):

@@ -382,3 +382,18 @@ def test_round18c_edges_as_torch(case):
             return str(exc)
     assert outcome(fg) == outcome(torch)
     assert outcome(fg, True) == outcome(torch)
+
+
+@pytest.mark.parametrize("make", ["(x + 1).detach().requires_grad_()", "(x + 1).requires_grad_()",
+                                  "x.detach().requires_grad_()", "L.zeros(3).requires_grad_()"])
+def test_compiled_outputs_of_a_leaf_made_in_the_call_require_grad(make):
+    """A leaf made inside the call by requires_grad_() that dies there (a local) still makes the
+    outputs built from it require grad, with a backward, as eagerly (they came back without)."""
+    def outcome(lib, compiled):
+        def g(x):
+            v = eval(make, {"L": lib, "x": x})
+            return v * 2
+        y = (fg.compile(g) if compiled else g)(lib.ones(3))
+        y.sum().backward()
+        return y.requires_grad, y.grad_fn is not None, y.tolist()
+    assert outcome(fg, True) == outcome(torch, False)

@@ -353,7 +353,10 @@ def _finish(trace: Trace, result, run: Run) -> None:
     boundary += [t for t in (ref() for ref in trace.new_leaves)
                  if t is not None and t._sym is not None and t._requires_grad and t.__dict__.get("_leaf_value")]
     backward = None
-    gradients_may_flow = bool(grad_outs and boundary)   # (outputs recorded with grad, whatever the mode now)
+    # (outputs recorded with grad, whatever the mode now; a leaf made in the call that died
+    # there, a local `(x + 1).detach().requires_grad_()`, still gives the outputs built from it a
+    # backward, whose gradient reaches nothing the caller can see)
+    gradients_may_flow = bool(grad_outs and (boundary or trace.new_leaves))
     freed = gradients_may_flow and _freed_behind(trace, grad_outs)
     met_stale_first = _stale_before_freed(trace, outputs, grad_outs, boundary) if freed else None
     # per output, where only some are behind values an in-call backward freed (the others

@@ -414,9 +414,7 @@ class Tensor:
             # A leaf made inside a compiled call: backward() there accumulates into its .grad.
             self._traced_leaf = True
             self.__dict__["_leaf_value"] = self._sym      # (its value as a leaf: gradients flow to it)
-            trace = trace_state.current()
-            trace.new_leaves.append(weakref.ref(self))
-            trace.made_leaves.append(self)
+            trace_state.current().new_leaves.append(weakref.ref(self))
         return self
 
     @property

@@ -171,10 +171,6 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
         self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
-        # ... and the leaves themselves, alive until the call returns: one that died in it (a
-        # local `v = (x + 1).detach().requires_grad_()`) still makes the outputs built from it
-        # require grad, as eagerly (their backward reaches it)
-        self.made_leaves: list = []
         self.dry = False                    # a dry run (explain): the caller's tensors are restored after
         self.kept_states: dict = {}         # id(tensor from outside) -> (tensor, its state before; see keep_state)
         self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, memory

@@ -76,6 +76,9 @@ class TraceAutograd:
         first = self.first_values.get(id(x))
         if first is not None and first[0] is x:     # first read after its memory was written here
             return first[1]
+        own = self.own_values.get(id(x))
+        if own is not None:         # a second tensor that requires grad over lifted memory (_own_variable)
+            return own
         for v, a in zip(self.inputs, self.input_arrays):
             if a is x._data:
                 return self.aliases.get((v.id, x._requires_grad), v) \
@@ -95,7 +98,9 @@ class TraceAutograd:
                 return [self.through_grafts(x._sym)]
             return [self.value_of(x) if first is None else first]
         values = [held[1][0] if first is None else first] + held[1][1:]
-        if self.aliases:
+        if self.aliases and id(x) not in self.own_values:
+            # (not for a second tensor that requires grad over the memory, which has its own
+            # identity: the memory's requires-grad alias is the first one's, _own_variable)
             # where a .data or detach() alias lifted x's memory first, x read each value its
             # memory held through a requires-grad identity of it (_alias): that identity is
             # x's value (the raw one is the alias's, whose uses give x no gradient)

@@ -285,15 +285,14 @@ def _round_(self, *, decimals=_PLAIN) -> Tensor:
         round(self, decimals=decimals)          # bool, or decimals of an integer: raises torch's text
         return _rewrite_unchanged(self)
     if decimals is _PLAIN:
-        decimals = None
-    if decimals is None:
-        return inplace.unary_inplace("round", "RoundBackward0")(self)
+        return _round_plain(self)
     inplace.check_inplace(self)
     apply_op("round_decimals", [self], {"decimals": decimals}, "RoundBackward1", out=self)
     return self
 
 
 _round_method.__name__, _round_method.__doc__ = "round", round.__doc__
+_round_plain = inplace.unary_inplace("round", "RoundBackward0")
 _atan2_write = inplace.binary_inplace("atan2", "Atan2Backward0")
 
 
@@ -303,6 +302,8 @@ def _atan2_(self, other) -> Tensor:
     if not self._dtype.is_floating_point:
         raise result_cast_error("Float", TORCH_SCALAR_NAMES[self._dtype.name])
     return _atan2_write(self, other)
+
+
 _FLOAT_RESULTS = {fn: name for fn, name in (
     (rsqrt, "RsqrtBackward0"), (log2, "Log2Backward0"), (log10, "Log10Backward0"), (exp2, "Exp2Backward0"),
     (sinh, "SinhBackward0"), (cosh, "CoshBackward0"), (tan, "TanBackward0"), (asin, "AsinBackward0"),

@@ -1,5 +1,6 @@
-"""More of torch's elementwise math: rounding (floor, ceil, trunc, round, frac), rsqrt, log2,
-log10, exp2, the hyperbolic and inverse trigonometric functions, atan2; and logsumexp.
+"""More of torch's math: rounding (floor, ceil, trunc, round, frac), rsqrt, log2, log10, exp2,
+the hyperbolic and inverse trigonometric functions, atan2; logsumexp, tril and triu; and the
+reference-run cumsum and prod (with prod's backward).
 
 Each op keeps torch's formula where the order of operations decides the rounding, and its
 backward formula as the VJP (derivatives.yaml). Kernels call Numba's scalar NumPy functions
@@ -29,7 +30,7 @@ def _zero_grad(e, x, y, g, a, n):
 
 
 # ------------------------------------------------------------------ rounding (float operands;
-# tracer/functional.py copies an integer tensor, as torch does, and refuses bool)
+# tracer/math_functions.py copies an integer tensor, as torch does, and refuses bool)
 elementwise("floor", np.floor, _zero_grad, "np.floor({0})", float_only=True)
 elementwise("ceil", np.ceil, _zero_grad, "np.ceil({0})", float_only=True)
 elementwise("trunc", np.trunc, _zero_grad, "np.trunc({0})", float_only=True)
@@ -52,7 +53,7 @@ def _round_decimals_ref(x, decimals):
 register(OpDef("round_decimals", COMPOSITE, _infer_map("round_decimals", float_only=True),
                _round_decimals_ref, _zero_grad,
                decompose=lambda e, xs, a: [_round_decimals_emit(e, xs[0], a["decimals"])],
-               doc="torch.round(x, decimals=d), d != 0"))
+               doc="torch.round(x, decimals=d) (RoundBackward1, also for an explicit d=0)"))
 
 
 def _round_decimals_emit(e, x, decimals):

@@ -232,6 +232,16 @@ def test_compiled_function_matches_eager():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def _call_outcome(lib, expr):
+    """What `expr` (over L = lib) gives: its tensor's shape, dtype, values and node name, or
+    its exception's class and text."""
+    try:
+        r = eval(expr, {"L": lib})
+    except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+        return type(exc).__name__, str(exc).replace("torch.", "fg.")
+    return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
+
+
 CUMSUM_CALLS = [
     'L.cumsum(L.arange(6.).reshape(2,3), 1)',
     'L.arange(6.).reshape(2,3).cumsum(0)',
@@ -259,13 +269,7 @@ CUMSUM_CALLS = [
 
 @pytest.mark.parametrize("expr", CUMSUM_CALLS)
 def test_cumsum_calls_as_torch(expr):
-    def outcome(lib):
-        try:
-            r = eval(expr, {"L": lib})
-        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
-            return type(exc).__name__, str(exc).replace("torch.", "fg.")
-        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
-    assert outcome(fg) == outcome(torch)
+    assert _call_outcome(fg, expr) == _call_outcome(torch, expr)
 
 
 @pytest.mark.parametrize("dim,dtype", [(0, None), (1, None), (-1, "float64")])
@@ -321,13 +325,7 @@ PROD_CALLS = [
 
 @pytest.mark.parametrize("expr", PROD_CALLS)
 def test_prod_calls_as_torch(expr):
-    def outcome(lib):
-        try:
-            r = eval(expr, {"L": lib})
-        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
-            return type(exc).__name__, str(exc).replace("torch.", "fg.")
-        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
-    assert outcome(fg) == outcome(torch)
+    assert _call_outcome(fg, expr) == _call_outcome(torch, expr)
 
 
 @pytest.mark.parametrize("args", [(), (1,), (0,), (1, True), (-1, False)])
@@ -388,13 +386,7 @@ TRIANGLE_CALLS = [
 
 @pytest.mark.parametrize("expr", TRIANGLE_CALLS)
 def test_tril_triu_calls_as_torch(expr):
-    def outcome(lib):
-        try:
-            r = eval(expr, {"L": lib})
-        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
-            return type(exc).__name__, str(exc).replace("torch.", "fg.")
-        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist(), r.grad_fn.name() if r.grad_fn else None
-    assert outcome(fg) == outcome(torch)
+    assert _call_outcome(fg, expr) == _call_outcome(torch, expr)
 
 
 @pytest.mark.parametrize("op", ["tril", "triu"])

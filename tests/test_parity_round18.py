@@ -431,3 +431,16 @@ def test_compiled_two_leaves_over_one_memory_get_their_own_gradients(name):
             return str(exc).split(" Hint")[0]
         return a.tolist(), b.tolist(), None if x.grad is None else x.grad.tolist(), x.tolist()
     assert outcome(fg, True) == outcome(torch, False)
+
+
+@pytest.mark.parametrize("make,size", [("L.zeros(3, 1)", (3, 1)), ("L.zeros(3, 1)", (2, 3, 1)),
+                                       ("L.zeros(1, 3)", (1, 3)), ("L.zeros(1, 3).t()", (3, 1)),
+                                       ("L.zeros(3, 1)", (1, 3, 4)), ("L.tensor(1.)", (1, 1)),
+                                       ("L.zeros(2)", (1, 1, 2)), ("L.zeros(2, 1, 3)", (1, 2, 1, 3))])
+def test_expand_strides_as_torch(make, size):
+    """torch's inferExpandGeometry: a dim keeping its size keeps its stride (size 1 too), a new
+    size-1 dim takes the next dim's extent; NumPy's broadcast_to gave every size-1 dim stride 0."""
+    def strides(lib, compiled=False):
+        f = (lambda x: x.expand(size))
+        return (fg.compile(f) if compiled else f)(eval(make, {"L": lib})).stride()
+    assert strides(fg) == strides(fg, True) == strides(torch)

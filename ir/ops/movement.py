@@ -183,10 +183,27 @@ def _expand_infer(types, attrs):
         raise RuntimeError("numel: integer multiplication overflow")
     return [TensorType(shape, t.dtype)]
 
+def _expand_ref(x, shape):
+    """np.broadcast_to, with torch's strides (inferExpandGeometry): a dim that keeps its size (a
+    size-1 dim too) keeps its stride, and a new size-1 dim takes the next dim's extent, where
+    NumPy gives every size-1 dim stride 0 (t.expand(3, 1).stride() is (1, 1))."""
+    out = np.broadcast_to(x, shape)
+    if x.ndim == 0:
+        return out              # (torch's strides of an expanded 0-d tensor are all 0)
+    lead = len(shape) - x.ndim
+    strides = [0] * len(shape)
+    for i in reversed(range(len(shape))):
+        d = i - lead
+        size = x.shape[d] if d >= 0 else 1
+        stride = x.strides[d] if d >= 0 else (shape[i + 1] * strides[i + 1] if i + 1 < len(shape) else x.itemsize)
+        strides[i] = stride if size == shape[i] else 0
+    strides = tuple(strides)
+    if strides == out.strides:
+        return out
+    return np.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=strides, writeable=False)
 
 
-
-register(OpDef("expand", MOVEMENT, _expand_infer, lambda x, shape: np.broadcast_to(x, shape),
+register(OpDef("expand", MOVEMENT, _expand_infer, _expand_ref,
                lambda e, x, y, g, a, n: [e.sum_to(g[0], x[0].shape)],
                index_map=_expand_map, view=True))
 

@@ -655,6 +655,16 @@ def refresh_view_history(view) -> None:
         # torch will not regenerate the history of a view made under no_grad (nor of a view of one)
         raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)
     if not base._requires_grad:
+        if view._requires_grad and view._grad_fn is not None:
+            # a view (with history) of a leaf that is itself a view of a tensor without grad
+            # (x = base.t().requires_grad_(); p = x[0]): torch regenerates it from the base, as
+            # one as_strided whose gradient reaches nothing (p.grad_fn AsStridedBackward0, its
+            # next function None), and p still requires grad
+            view_type = TensorType(tuple(view.shape), view._dtype)
+            node = node_class("AsStridedBackward0")("cast", freeze_attrs({"dtype": view._dtype}), (view_type,),
+                                                     (view_type,), (None,), (None,), {})
+            set_history(view, node, 0)
+        view._view_version = view._vbox[0]
         return
     if view.__dict__.get("_no_grad_mode"):
         raise no_grad_view_rebased_error(None, 0)   # (its base gained a history since)

@@ -200,7 +200,18 @@ def _expand_ref(x, shape):
     strides = tuple(strides)
     if strides == out.strides:
         return out
-    return np.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=strides, writeable=False)
+    # A read-only view of x's memory with these strides, whose chain of bases ends at the array
+    # owning the memory, as NumPy's views' do (as_strided's would end at a holder object)
+    owner = x
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    try:
+        view = np.ndarray(tuple(shape), x.dtype, buffer=owner, offset=offset, strides=strides)
+    except (TypeError, ValueError):         # (memory NumPy will not lend as a buffer: its strides)
+        return out
+    view.flags.writeable = False
+    return view
 
 
 register(OpDef("expand", MOVEMENT, _expand_infer, _expand_ref,

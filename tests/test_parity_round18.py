@@ -466,3 +466,24 @@ def test_a_view_of_a_leaf_view_is_regenerated_from_its_base_as_torch(write, comp
         return w.tolist(), w.requires_grad, w.is_leaf, None if x.grad is None else x.grad.tolist(), \
             name if not compiled else None
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("case", [
+    "a = x * 1; a.flip(0).mul_(3); r = (a.tolist(), x.flip(0).stride(), L.ones(2, 3).t().flip(0).stride())",
+    "r = (x.t().cumsum(0).stride(), x.t().cumsum(0).tolist())",
+    "r = x.round(decimals=-400).isnan().tolist()", "r = x.round(decimals=400).isnan().tolist()",
+    "L.ones(2, 3).index_select(0, L.tensor([1, 2]))", "L.ones(2, 3).index_select(1, L.tensor([3]))",
+    "L.ones(2, 3, 4).index_select(2, L.tensor([-1]))",
+])
+def test_round18d_edges_as_torch(case):
+    """flip copies even over size-1 dims (it returned a view: writes reached its input), laid out
+    as its input; cumsum's result is row-major; round to a huge number of decimals is NaN; and
+    index_select's bound errors are torch's (IndexError, but RuntimeError along dim 1)."""
+    def outcome(lib):
+        env = {"L": lib, "x": lib.tensor([[0.5, -1.25, 2.0]])}
+        try:
+            exec(case, env)
+        except Exception as exc:     # noqa: BLE001 (the exception is the outcome)
+            return type(exc).__name__, str(exc)
+        return env["r"]
+    assert outcome(fg) == outcome(torch)

@@ -56,7 +56,9 @@ def index_select(input, dim, index) -> Tensor:
         values = index._data
         bad = values[(values < 0) | (values >= size)]
         if bad.size:
-            raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} axis_dim={size}")
+            if axis == 1:       # (torch's kernel for dim 1 words it so; its others, as IndexError)
+                raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad[0])} axis_dim={size}")
+            raise IndexError("index out of range in self")
     if t.dim() == 0:
         return apply_op("gather", [t, index.reshape(())], {"axis": 0, "saves_input": False}, "IndexSelectBackward0")
     n = index.numel()

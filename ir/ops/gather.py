@@ -101,7 +101,10 @@ register(OpDef("scatter_add", MOVEMENT, _scatter_add_infer, _scatter_add_ref, _s
 
 # --------------------------------------------------------------------- flip
 def _flip_ref(x, axes):
-    return np.ascontiguousarray(np.flip(x, axes)) if axes else np.array(x, copy=True)
+    # always a copy (np.flip over size-1 dims is a view of x), laid out as x (torch's empty_like)
+    out = np.empty_like(x)
+    np.copyto(out, np.flip(x, axes) if axes else x)
+    return out
 
 
 register(OpDef("flip", MOVEMENT, lambda types, attrs: [types[0]], _flip_ref,

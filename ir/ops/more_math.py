@@ -41,10 +41,15 @@ elementwise("frac", lambda x: x - np.trunc(x), lambda e, x, y, g, a, n: [g[0]], 
             float_only=True)
 
 
+def _ten_to(decimals: int) -> float:
+    """10 ** |decimals| as a float: inf past the double range (torch's round then gives NaN)."""
+    return 10.0 ** abs(decimals) if abs(decimals) <= 308 else math.inf
+
+
 def _round_decimals_ref(x, decimals):
     # torch's round_decimals_kernel: nearbyint(a * 10**d) / 10**d, or for d < 0
     # nearbyint(a / 10**-d) * 10**-d, with 10**|d| in the operand's dtype
-    scale = x.dtype.type(10.0 ** abs(decimals))
+    scale = x.dtype.type(_ten_to(decimals))
     if decimals < 0:
         return np.rint(x / scale) * scale
     return np.rint(x * scale) / scale
@@ -57,7 +62,7 @@ register(OpDef("round_decimals", COMPOSITE, _infer_map("round_decimals", float_o
 
 
 def _round_decimals_emit(e, x, decimals):
-    scale = e.const(10.0 ** abs(decimals), x)
+    scale = e.const(_ten_to(decimals), x)
     if decimals < 0:
         return e.mul(e.op("round", e.div(x, scale)), scale)
     return e.div(e.op("round", e.mul(x, scale)), scale)
@@ -168,10 +173,10 @@ def _cumsum_ref(x, axis, reverse):
     wide = np.float64 if x.dtype.kind == "f" else x.dtype
     if x.ndim == 0:
         return np.array(x, copy=True)
-    # (a sum starts from +0, as torch's: a leading -0. sums to 0.)
+    # (a sum starts from +0, as torch's: a leading -0. sums to 0; the result is row-major)
     if reverse:
-        return (np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis) + 0).astype(x.dtype)
-    return (np.cumsum(x, axis, dtype=wide) + 0).astype(x.dtype, copy=False)
+        return np.ascontiguousarray(np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis) + 0, x.dtype)
+    return np.ascontiguousarray(np.cumsum(x, axis, dtype=wide) + 0, x.dtype)
 
 
 def _cumsum_vjp(e, x, y, g, a, n):

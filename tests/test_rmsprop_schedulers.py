@@ -22,6 +22,11 @@ SCHEDULES = {
     "LambdaLR": lambda lib, opt: lib.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch),
     "LambdaLR per group": lambda lib, opt: lib.optim.lr_scheduler.LambdaLR(
         opt, [lambda epoch: 1 / (epoch + 1), lambda epoch: epoch]),
+    "MultiplicativeLR": lambda lib, opt: lib.optim.lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.97),
+    "ConstantLR": lambda lib, opt: lib.optim.lr_scheduler.ConstantLR(opt, factor=0.4, total_iters=4),
+    "LinearLR": lambda lib, opt: lib.optim.lr_scheduler.LinearLR(opt, start_factor=0.2, end_factor=0.9,
+                                                                 total_iters=6),
+    "PolynomialLR": lambda lib, opt: lib.optim.lr_scheduler.PolynomialLR(opt, total_iters=8, power=2.0),
 }
 
 
@@ -137,3 +142,42 @@ def test_a_compiled_step_follows_its_schedule_without_recompiling():
     np.testing.assert_allclose(compiled, eager, rtol=1e-5)
     np.testing.assert_allclose(eager, train(torch, False), rtol=1e-5)
     assert after.misses - before.misses <= 1          # one program, whatever the lr
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(mode="max", factor=0.5, patience=1, threshold_mode="abs", cooldown=2),
+                                    dict(patience=0, min_lr=[0.05, 0.3], threshold=0.1), dict(eps=0.2)])
+def test_reduce_lr_on_plateau_follows_torch(kwargs):
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.8, 0.8, 0.81, 0.82, 0.83, 0.7, 0.7, 0.75, 0.9, 1.1, 1.2, 0.5]
+
+    def run(lib):
+        p, q = lib.ones(3, requires_grad=True), lib.ones(2, requires_grad=True)
+        opt = lib.optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1)
+        scheduler = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+        seen = []
+        for m in metrics:
+            opt.step()
+            scheduler.step(lib.tensor(m) if len(seen) % 2 else m)
+            seen.append((scheduler.get_last_lr(), scheduler.num_bad_epochs, scheduler.cooldown_counter,
+                         scheduler.best, scheduler.last_epoch))
+        state = {k: v for k, v in scheduler.state_dict().items()}
+        return seen, sorted(state)
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("bad", [
+    lambda lib, opt: lib.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=1.0),
+    lambda lib, opt: lib.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="up"),
+    lambda lib, opt: lib.optim.lr_scheduler.ReduceLROnPlateau(opt, threshold_mode="x"),
+    lambda lib, opt: lib.optim.lr_scheduler.ReduceLROnPlateau(opt, min_lr=[0.1, 0.2]),
+    lambda lib, opt: lib.optim.lr_scheduler.ConstantLR(opt, factor=1.5),
+    lambda lib, opt: lib.optim.lr_scheduler.LinearLR(opt, start_factor=0),
+    lambda lib, opt: lib.optim.lr_scheduler.LinearLR(opt, end_factor=2),
+    lambda lib, opt: lib.optim.lr_scheduler.MultiplicativeLR(opt, 0.5),
+])
+def test_new_schedulers_argument_errors_match_torch(bad):
+    def error(lib):
+        opt = lib.optim.SGD([lib.ones(2, requires_grad=True)], lr=0.1)
+        with pytest.raises(Exception) as info:
+            bad(lib, opt)
+        return type(info.value).__name__, str(info.value)
+    assert error(fg) == error(torch)

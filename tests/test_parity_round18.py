@@ -487,3 +487,32 @@ def test_round18d_edges_as_torch(case):
             return type(exc).__name__, str(exc)
         return env["r"]
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_embedding_max_norm_trains_as_torch(norm_type, compiled):
+    """nn.Embedding(max_norm=...) renormalises the rows it looks up, in place under no_grad
+    (torch's embedding_renorm_: one version bump per call), before the lookup; it raised
+    NotImplementedError. Compiled, reading the indices is a graph break."""
+    w0 = np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32) * 2
+    idx = [[1, 2, 3, 1], [0, 9, 9, 5]]
+
+    def run(lib, compile_step):
+        emb = lib.nn.Embedding(10, 4, max_norm=1.5, norm_type=norm_type)
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor(w0))
+        opt = lib.optim.SGD(emb.parameters(), lr=0.1)
+
+        def step(i):
+            opt.zero_grad()
+            loss = (emb(i) ** 2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        step = fg.compile(step) if compile_step else step
+        losses = [step(lib.tensor(idx)).item() for _ in range(3)]
+        return losses, emb.weight.detach().numpy().copy()
+    (ours, ours_w), (theirs, theirs_w) = run(fg, compiled), run(torch, False)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_allclose(ours_w, theirs_w, rtol=1e-6, atol=1e-7)

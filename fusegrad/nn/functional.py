@@ -653,15 +653,32 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
             if padding_idx < -weight.size(0):
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = weight.size(0) + padding_idx
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("fusegrad: F.embedding's max_norm, scale_grad_by_freq and sparse are not supported")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("fusegrad: F.embedding's scale_grad_by_freq and sparse are not supported")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     if input.dtype != fg.int64:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {TORCH_TYPE_NAMES[input.dtype.name]} instead (while checking "
                            "arguments for embedding)")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     return apply_op("embedding", [weight, input], {"padding_idx": padding_idx}, "EmbeddingBackward0")
+
+
+def _embedding_renorm_(weight, input, max_norm: float, norm_type: float) -> None:
+    """torch's embedding_renorm_, under no_grad: each row `input` names whose norm exceeds
+    max_norm is scaled (in place) by max_norm / (norm + 1e-7), the factor taken in double and
+    applied in the weight's dtype. (The indices' values are read: inside fg.compile a graph break.)"""
+    rows = np.unique(np.asarray(input.numpy()).ravel())
+    with fg.no_grad():
+        index = fg.tensor(rows, dtype=fg.int64)
+        norms = weight.index_select(0, index).norm(p=norm_type, dim=1).numpy().astype(np.float64)
+        over = norms > max_norm
+        # (one write, whether or not a row changes: torch's in-place op moves the version once)
+        picked = fg.tensor(rows[over], dtype=fg.int64)
+        scale = fg.tensor((max_norm / (norms[over] + 1e-7)).astype(weight.dtype.np))
+        weight[picked] = weight.index_select(0, picked) * scale.unsqueeze(1)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):

@@ -211,9 +211,9 @@ def scale_by_alpha(a, b, alpha, fn: str):
     return scaled
 
 
-def _shown_as_one_node(out: Tensor, a, scaled) -> Tensor:
-    """`out` = a + scaled (or -), scaled = alpha * b made here: its node shows torch's
-    next_functions, a's and b's (torch scales inside AddBackward0 / SubBackward0)."""
+def _shown_as_one_node(out: Tensor, scaled) -> Tensor:
+    """`out` = a + scaled (or -, in place or not), scaled = alpha * b made here: its node shows
+    torch's next_functions, a's and b's (torch scales inside AddBackward0 / SubBackward0)."""
     node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
     if node is not None and scale is not None and out._data is not None:
         display_edges(node, (node.next_functions[0], scale.next_functions[0]))
@@ -228,7 +228,7 @@ def add(input, other, *deprecated, alpha=1) -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "add")
         ops = _promoted_pair_fast(a, scaled) or _promoted([a, scaled], "add")
-        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), a, scaled)
+        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), scaled)
     if type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
         tb = type(b)
         if tb is Tensor and a._dtype is b._dtype:
@@ -249,7 +249,7 @@ def sub(input, other, *deprecated, alpha=1) -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "sub")
         ops, dtype = _promoted([a, scaled], "sub")
-        return _shown_as_one_node(apply_op("sub", ops, None, "SubBackward0"), a, scaled)
+        return _shown_as_one_node(apply_op("sub", ops, None, "SubBackward0"), scaled)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, "SubBackward0")
 
@@ -1990,7 +1990,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
-    dim = _check_dim_arg("cat", dim)
+    dim = int_argument(dim, "cat")
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
@@ -2013,11 +2013,12 @@ def _check_tensor_list(tensors, fn: str) -> None:
                         f"{type_name(tensors)}")
 
 
-def _check_dim_arg(fn: str, dim) -> int:
-    """`dim` as an int (a 0-d integer tensor is read: torch takes it as its value), or torch's TypeError."""
-    if not _is_index(dim) or isinstance(dim, (bool, np.bool_)):
-        raise TypeError(f"{fn}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
-    return operator.index(dim)
+def int_argument(value, fn: str, arg: str = "dim", pos: int = 2) -> int:
+    """An int argument `arg` (at `pos`) of `fn` as an int (a 0-d integer tensor is read: torch
+    takes it as its value), or torch's parser TypeError."""
+    if not _is_index(value) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not {type_name(value)}")
+    return operator.index(value)
 
 
 def _promote_many(tensors):
@@ -2037,6 +2038,6 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     ts, _ = _promote_many(tensors)
-    dim = _check_dim_arg("stack", dim)
+    dim = int_argument(dim, "stack")
     axis = normalize_dim(dim, ts[0].dim() + 1)
     return apply_op("stack", ts, {"axis": axis}, "StackBackward0")

@@ -9,7 +9,7 @@ from fusegrad.ir import int64
 from fusegrad.ir.ops import normalize_dim
 
 from .dispatch import apply_op
-from .functional import _is_index, as_tensor
+from .functional import _is_index, as_tensor, int_argument
 from .parser_errors import type_name
 from .tensor import Tensor
 
@@ -19,11 +19,10 @@ def gather(input, dim, index, *, sparse_grad=False) -> Tensor:
     the result has the index's shape (GatherBackward0). `sparse_grad` is accepted and ignored
     (the gradient is dense, as torch's values are)."""
     t = as_tensor(input, "gather")
-    if not _is_index(dim) or isinstance(dim, bool):
-        raise TypeError(f"gather(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
+    dim = int_argument(dim, "gather")
     if not isinstance(index, Tensor):
         raise TypeError(f"gather(): argument 'index' (position 3) must be Tensor, not {type_name(index)}")
-    axis = normalize_dim(int(dim), t.dim())
+    axis = normalize_dim(dim, t.dim())
     if index._dtype is not int64:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     shape, index_shape = tuple(t.shape) or (1,), tuple(index.shape) or (1,)
@@ -40,11 +39,10 @@ def index_select(input, dim, index) -> Tensor:
     """torch.index_select: the slices of `input` along `dim` at the positions of a 1-d (or 0-d)
     int64 index (IndexSelectBackward0): a gather through the index expanded over the other dims."""
     t = as_tensor(input, "index_select")
-    if not _is_index(dim) or isinstance(dim, bool):
-        raise TypeError(f"index_select(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
+    dim = int_argument(dim, "index_select")
     if not isinstance(index, Tensor):
         raise TypeError(f"index_select(): argument 'index' (position 3) must be Tensor, not {type_name(index)}")
-    axis = normalize_dim(int(dim), t.dim())
+    axis = normalize_dim(dim, t.dim())
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._dtype is not int64:

@@ -82,7 +82,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
     `attrs`: the op's attributes)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
-        from .functional import _check_bool_sub, _coerce, _promoted, _shown_as_one_node, check_alpha, mul, scale_by_alpha
+        from .functional import (_check_bool_sub, _coerce, _promoted, _shown_as_one_node, check_alpha, mul,
+                                 scale_by_alpha)
         if type(alpha) is not int and type(alpha) is not float:
             check_alpha(alpha, method.__name__)     # (torch parses its arguments first)
         check_inplace(self)
@@ -96,7 +97,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
                 apply_op(op, [self, other], attrs, name_here, out=self)
-                return _shown_as_one_node(self, self, other)
+                return _shown_as_one_node(self, other)
             apply_op(op, [self, other], attrs, name_here, out=self)
             return self
         if op == "sub":
@@ -115,7 +116,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
         apply_op(op, [self, _coerce(other, self._dtype)], attrs, name_here, out=self)
         # (torch scales inside AddBackward0 / SubBackward0: its edges are self's and other's)
-        return self if scaled is None else _shown_as_one_node(self, self, scaled)
+        return self if scaled is None else _shown_as_one_node(self, scaled)
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
     return method

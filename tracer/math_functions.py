@@ -14,7 +14,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from .dispatch import apply_op, result_cast_error
 from .grad_mode import is_grad_enabled
 from .node import hide_node
-from .functional import (_c_name, _check_dim_list, _is_index, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
+from .functional import (_c_name, _check_dim_list, int_argument, _dims, _float_operands, _keyword_texts, _numpy_spellings, _unary_float,
                          REQUIRED, as_tensor, cast, clone, one_input)
 from .parser_errors import no_arguments_error
 from .tensor import Tensor
@@ -143,9 +143,7 @@ def cumsum(input, dim, *, dtype=None) -> Tensor:
     """torch.cumsum: running sums along `dim` (CumsumBackward0); integer and bool tensors sum
     in int64, `dtype` casts the input first (its cast node not shown, as torch's)."""
     a = as_tensor(input, "cumsum")
-    if not _is_index(dim) or isinstance(dim, bool):
-        raise TypeError(f"cumsum(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
-    axis = normalize_dim(int(dim), a.dim())
+    axis = normalize_dim(int_argument(dim, "cumsum"), a.dim())
     return apply_op("cumsum", [_accumulated(a, dtype, "cumsum")], {"axis": axis, "reverse": False}, "CumsumBackward0")
 
 
@@ -175,13 +173,12 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
         if keepdim is not _ALL:
             raise TypeError("prod(): keepdim without dim")      # (the parser words torch's text)
         return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": None, "keepdim": False}, "ProdBackward0")
-    if not _is_index(dim) or isinstance(dim, bool):
-        raise TypeError(f"prod(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+    dim = int_argument(dim, "prod")
     if keepdim is _ALL:
         keepdim = False
     if type(keepdim) is not bool:
         raise TypeError(f"prod(): argument 'keepdim' (position 3) must be bool, not {type(keepdim).__name__}")
-    axis = normalize_dim(int(dim), a.dim())
+    axis = normalize_dim(dim, a.dim())
     if a.dim() == 0:
         axis = None if not keepdim else axis
     return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": axis, "keepdim": bool(keepdim)},
@@ -191,8 +188,7 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
 def _triangle(op: str, name: str):
     """torch.tril / torch.triu(input, diagonal=0) over the last two dims."""
     def check(a: Tensor, diagonal) -> None:
-        if not _is_index(diagonal) or isinstance(diagonal, bool):
-            raise TypeError(f"{op}(): argument 'diagonal' (position 2) must be int, not {type(diagonal).__name__}")
+        int_argument(diagonal, op, "diagonal")
         if a.dim() < 2:
             raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
 
@@ -202,8 +198,7 @@ def _triangle(op: str, name: str):
         return apply_op(op, [a], {"diagonal": int(diagonal)}, name)
 
     def in_place(self, diagonal=0) -> Tensor:
-        if not _is_index(diagonal) or isinstance(diagonal, bool):
-            check(self, diagonal)               # (torch parses its arguments first)
+        int_argument(diagonal, op, "diagonal")  # (torch parses its arguments first)
         inplace.check_inplace(self)
         check(self, diagonal)
         apply_op(op, [self], {"diagonal": int(diagonal)}, name, out=self)
@@ -226,11 +221,9 @@ def _cumsum_(self, dim, *, dtype=None) -> Tensor:
     if dtype is not None and dtype is not self._dtype:
         raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self._dtype)} and output tensor dtype "
                            f"{_c_name(dtype)} should match")
-    if not _is_index(dim) or isinstance(dim, bool):
-        raise TypeError(f"cumsum_(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    axis = normalize_dim(int_argument(dim, "cumsum_", pos=1), self.dim())
     inplace.check_inplace(self)
-    apply_op("cumsum", [self], {"axis": normalize_dim(int(dim), self.dim()), "reverse": False}, "CumsumBackward0",
-             out=self)
+    apply_op("cumsum", [self], {"axis": axis, "reverse": False}, "CumsumBackward0", out=self)
     return self
 
 

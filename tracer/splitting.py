@@ -17,7 +17,7 @@ import operator
 from fusegrad.ir.ops import normalize_dim
 
 from .dispatch import apply_op
-from .functional import _is_index, as_tensor
+from .functional import _is_index, as_tensor, int_argument
 from .grad_mode import is_grad_enabled
 from .parser_errors import ArgParser, type_name
 from .tensor import Tensor
@@ -43,12 +43,6 @@ def _as_parts(parts: list, name: str) -> tuple:
             part._multi_output = k
             part.__dict__["_multi_output_node"] = name[:name.rindex("Backward")]
     return tuple(parts)
-
-
-def _int_arg(value, fn: str, arg: str, pos: int) -> int:
-    if not _is_index(value) or isinstance(value, bool):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not {type_name(value)}")
-    return operator.index(value)
 
 
 def split(tensor, split_size_or_sections, dim=0) -> tuple:
@@ -88,7 +82,7 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     sizes = [operator.index(s) for s in sizes]
     if t.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    dim = normalize_dim(_int_arg(dim, "split_with_sizes", "dim", 3), t.dim())
+    dim = normalize_dim(int_argument(dim, "split_with_sizes", "dim", 3), t.dim())
     length = t.shape[dim]
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
@@ -106,12 +100,12 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
 def chunk(input, chunks, dim=0) -> tuple:
     """torch.chunk: at most `chunks` parts of equal length along `dim` (the last one shorter)."""
     t = as_tensor(input, "chunk")
-    chunks = _int_arg(chunks, "chunk", "chunks", 2)
+    chunks = int_argument(chunks, "chunk", "chunks", 2)
     if t.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = normalize_dim(_int_arg(dim, "chunk", "dim", 3), t.dim())      # (dim 0 for a 0-d tensor)
+    d = normalize_dim(int_argument(dim, "chunk", "dim", 3), t.dim())      # (dim 0 for a 0-d tensor)
     length = t.shape[d]
     size = -(-length // chunks)
     if size == 0 and length == 0:      # torch: `chunks` empty parts
@@ -123,7 +117,7 @@ def chunk(input, chunks, dim=0) -> tuple:
 def unbind(input, dim=0) -> tuple:
     """torch.unbind: the slices along `dim`, each without that dim."""
     t = as_tensor(input, "unbind")
-    d = normalize_dim(_int_arg(dim, "unbind", "dim", 2), t.dim())
+    d = normalize_dim(int_argument(dim, "unbind", "dim", 2), t.dim())
     if t.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])], "UnbindBackward0")
@@ -132,9 +126,9 @@ def unbind(input, dim=0) -> tuple:
 def narrow(input, dim, start, length) -> Tensor:
     """torch.narrow: `length` elements along `dim` from `start` (negative counts from the end)."""
     t = as_tensor(input, "narrow")
-    dim = _int_arg(dim, "narrow", "dim", 2)
-    start = _int_arg(start.item() if isinstance(start, Tensor) and start.dim() == 0 else start, "narrow", "start", 3)
-    length = _int_arg(length, "narrow", "length", 4)
+    dim = int_argument(dim, "narrow", "dim", 2)
+    start = int_argument(start.item() if isinstance(start, Tensor) and start.dim() == 0 else start, "narrow", "start", 3)
+    length = int_argument(length, "narrow", "length", 4)
     if t.dim() == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if length < 0:
@@ -153,7 +147,7 @@ def narrow(input, dim, start, length) -> Tensor:
 def select(input, dim, index) -> Tensor:
     """torch.select: the slice at `index` along `dim`, without that dim (a view)."""
     t = as_tensor(input, "select")
-    dim, index = _int_arg(dim, "select", "dim", 2), _int_arg(index, "select", "index", 3)
+    dim, index = int_argument(dim, "select", "dim", 2), int_argument(index, "select", "index", 3)
     if t.dim() == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim(dim, t.dim())

@@ -131,8 +131,6 @@ class TraceViews:
     def _rebind_leaf_view(self, base: Tensor, view: Tensor) -> None:
         """`view` (see _keeps_leaf) takes its part of `base`'s value now, as a write under no_grad
         of a leaf: rebind sums its gradient over every value it held (see held_values)."""
-        from .dispatch import view_of
-        from .grad_mode import no_grad
         key = _memory_key(view._data)
         if key not in self.lifted:          # its memory's value before the write, read as its own
             self.lifted[key] = self._input(view._data)
@@ -141,10 +139,17 @@ class TraceViews:
             self.lifted_grad[key] = True
             self.lifted_tensors.append(view)
             self.leaf_tensors.setdefault(key, view)
-        with no_grad():
-            again = view_of(base, view._view_chain)
+        again = self._view_without_grad(base, view)
         self._quiet_unless_writing(view)
         self.rebind(view, again._sym, False)
+
+    @staticmethod
+    def _view_without_grad(base: Tensor, view: Tensor) -> Tensor:
+        """`view`'s chain applied to `base`'s value now, recorded without history."""
+        from .dispatch import view_of
+        from .grad_mode import no_grad
+        with no_grad():
+            return view_of(base, view._view_chain)
 
     def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
         """`view`'s chain applied to `base`'s value now (recorded ops). A view that requires grad
@@ -228,10 +233,7 @@ class TraceViews:
             elif view._no_grad_view:
                 # made under no_grad of a tensor that requires grad: it takes the new value and
                 # keeps having no history (a leaf without a gradient), as eagerly
-                from .dispatch import view_of
-                from .grad_mode import no_grad
-                with no_grad():
-                    again = view_of(base, view._view_chain)
+                again = self._view_without_grad(base, view)
                 requires = True
             else:
                 again = self._view_again(base, view)

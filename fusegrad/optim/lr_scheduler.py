@@ -5,7 +5,9 @@ The schedules use torch's chainable formulas (each step from the group's current
 lr), so their values are torch's to the last bit; `step(epoch)` (deprecated in
 torch) uses the closed forms, with torch's warning. As torch, constructing one
 sets each group's `initial_lr` and takes the first step (epoch 0), and a
-`step()` before the optimizer's first `step()` warns.
+`step()` before the optimizer's first `step()` warns. OneCycleLR and CyclicLR
+cycle the groups' `momentum` (or Adam's beta1) too; SequentialLR and
+ChainedScheduler drive other schedulers of the same optimizer.
 """
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from fusegrad.optim import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "MultiplicativeLR", "ConstantLR", "LinearLR", "PolynomialLR", "ReduceLROnPlateau"]
+           "MultiplicativeLR", "ConstantLR", "LinearLR", "PolynomialLR", "ReduceLROnPlateau", "OneCycleLR",
+           "CyclicLR", "CosineAnnealingWarmRestarts", "SequentialLR", "ChainedScheduler"]
 
 _EPOCH_DEPRECATION = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please "
@@ -55,8 +58,44 @@ def _track_optimizer_steps(optimizer: Optimizer) -> None:
     optimizer.step = step
 
 
+def _format_param(name: str, optimizer: Optimizer, param) -> list:
+    """One value per parameter group: a list or tuple as given (its length checked), else repeated."""
+    if isinstance(param, (list, tuple)):
+        if len(param) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has {len(param)} "
+                             f"values, param_groups has {len(optimizer.param_groups)}.")
+        return list(param)
+    return [param] * len(optimizer.param_groups)
+
+
+def _check_cycle_momentum(optimizer: Optimizer) -> bool:
+    """Whether the optimizer's momentum is Adam's beta1 (else its `momentum`); an error if it has neither."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group: dict[str, Any], use_beta1: bool, momentum) -> None:
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
+
+
+def _start_momentum_cycle(optimizer: Optimizer, use_beta1: bool, max_momentums: list, base_momentums: list) -> None:
+    """A fresh cycle starts at max_momentum; each group notes its bounds (torch's keys)."""
+    for max_momentum, base_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        _set_momentum(group, use_beta1, max_momentum)
+        group["max_momentum"] = max_momentum
+        group["base_momentum"] = base_momentum
+
+
 class LRScheduler:
     """Base class: `get_lr()` gives the next lr of each group from `last_epoch`."""
+
+    # (class defaults, as torch's: SequentialLR and ChainedScheduler do not run __init__)
+    _get_lr_called_within_step = False
+    _is_initial = False
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -77,6 +116,11 @@ class LRScheduler:
         self.last_epoch = last_epoch
         self._get_lr_called_within_step = False
         _track_optimizer_steps(optimizer)
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """Take the first step (epoch 0) from a step count of zero (SequentialLR restarts its
+        first scheduler so)."""
         self._step_count = 0
         self._is_initial = True
         try:
@@ -102,6 +146,11 @@ class LRScheduler:
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Set the groups' lr: the next epoch's, or `epoch`'s by the closed form where there is one
+        (SequentialLR calls it with 0 at a milestone: no step counted, no warning)."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -449,3 +498,375 @@ class ReduceLROnPlateau(LRScheduler):
         """Restore what `state_dict` returned."""
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: the lr rises from max_lr / div_factor to max_lr over the first pct_start of
+    total_steps, then anneals to initial_lr / final_div_factor (three_phase: back to the initial lr
+    first), by a cosine or linearly; the momentum (or beta1) cycles the other way."""
+
+    def __init__(self, optimizer: Optimizer, max_lr, total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4, three_phase: bool = False, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        if three_phase:
+            self._schedule_phases = [
+                {"end_step": float(pct_start * self.total_steps) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
+                {"end_step": float(2 * pct_start * self.total_steps) - 2, "start_lr": "max_lr",
+                 "end_lr": "initial_lr", "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
+                {"end_step": self.total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "max_momentum"},
+            ]
+        else:
+            self._schedule_phases = [
+                {"end_step": float(pct_start * self.total_steps) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
+                {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
+                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
+            ]
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ["cos", "linear"]:
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+        max_lrs = _format_param("max_lr", self.optimizer, max_lr)
+        if last_epoch == -1:
+            for max_lr_, group in zip(max_lrs, self.optimizer.param_groups):
+                group["initial_lr"] = max_lr_ / div_factor
+                group["max_lr"] = max_lr_
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if self.cycle_momentum:
+            self.use_beta1 = _check_cycle_momentum(optimizer)
+            max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                _start_momentum_cycle(optimizer, self.use_beta1, max_momentums, base_momentums)
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal_func(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return self._annealing_cos(start, end, pct)
+        if self._anneal_func_type == "linear":
+            return self._annealing_linear(start, end, pct)
+        raise ValueError(f"Unknown _anneal_func_type: {self._anneal_func_type}")
+
+    @staticmethod
+    def _annealing_cos(start, end, pct):
+        """From start (pct 0) to end (pct 1) along half a cosine."""
+        cos_out = math.cos(math.pi * pct) + 1
+        return end + (start - end) / 2.0 * cos_out
+
+    @staticmethod
+    def _annealing_linear(start, end, pct):
+        """From start (pct 0) to end (pct 1) linearly."""
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list:
+        """Each group's lr at `last_epoch` within its phase (and its momentum, set in the group)."""
+        self._warn_outside_step()
+        step_num = self.last_epoch
+        if step_num > self.total_steps:
+            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is "
+                             f"{self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step_num <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step_num - start_step) / (end_step - start_step)
+                    lrs.append(self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+                    if self.cycle_momentum:
+                        momentum = self._anneal_func(group[phase["start_momentum"]], group[phase["end_momentum"]],
+                                                     pct)
+                        _set_momentum(group, self.use_beta1, momentum)
+                    break
+                start_step = phase["end_step"]
+        return lrs
+
+
+class CyclicLR(LRScheduler):
+    """The lr goes back and forth between base_lr and max_lr (step_size_up steps up, step_size_down
+    down), the amplitude scaled per cycle or per iteration ("triangular", "triangular2", "exp_range",
+    or scale_fn); the momentum (or beta1) cycles the other way."""
+
+    def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Callable | None = None, scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _check_cycle_momentum(optimizer)
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                _start_momentum_cycle(optimizer, self.use_beta1, self.max_momentums, self.base_momentums)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        """The mode's scale function and scale mode (a custom scale_fn keeps the given scale_mode)."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = functools.partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude's scale at cycle (or iteration) x."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x: float) -> float:
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x: float) -> float:
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma: float, x: float) -> float:
+        return gamma ** x
+
+    def get_lr(self) -> list:
+        """Each group's lr at `last_epoch` (its momentum, if cycled, is set in the group)."""
+        self._warn_outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        # (scale_fn called once per group and per momentum, as torch's)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            momentums = [max_momentum - (max_momentum - base_momentum) * scale_factor * self.scale_fn(at)
+                         for base_momentum, max_momentum in zip(self.base_momentums, self.max_momentums)]
+            for group, momentum in zip(self.optimizer.param_groups, momentums):
+                _set_momentum(group, self.use_beta1, momentum)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """As torch: without the mode's scale function; a custom scale_fn is kept only when it is a
+        callable object (its __dict__)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned (a callable scale_fn object's state too)."""
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        state_dict["_scale_fn_custom"] = fn
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial lr to eta_min over T_i epochs, then a restart; the period
+    starts at T_0 and is multiplied by T_mult at each restart. `step(epoch)` takes fractional epochs
+    (and, as torch's, warns of nothing)."""
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        """The lr T_cur epochs into the current period of T_i."""
+        self._warn_outside_step()
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch, or go to `epoch` (may be fractional): torch's, which counts no steps
+        and warns neither of the order nor of the epoch argument."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = self._current_lrs()
+
+
+def _check_schedulers(owner: LRScheduler, optimizer: Optimizer, schedulers) -> None:
+    """SequentialLR's and ChainedScheduler's checks: schedulers of `optimizer`, no ReduceLROnPlateau."""
+    name = type(owner).__name__
+    for index, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {index} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                             "kwargs to be specified when calling `step`, but got one at index "
+                             f"{index} in the given schedulers sequence.")
+        if optimizer != scheduler.optimizer:
+            raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                             f"{type(scheduler).__name__} at index {index} has {scheduler.optimizer}, which is "
+                             f"different from {type(optimizer).__name__}.")
+
+
+class _SchedulerList(LRScheduler):
+    """The state of SequentialLR and ChainedScheduler: their own, with each scheduler's state_dict."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the optimizer, the schedulers as their state_dicts."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned, each scheduler's too."""
+        schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = schedulers
+        for scheduler, state in zip(self._schedulers, schedulers):
+            scheduler.load_state_dict(state)
+
+
+class SequentialLR(_SchedulerList):
+    """Run `schedulers[i]` from `milestones[i - 1]` on (each next one starts from its epoch 0,
+    from the groups' initial lr at construction)."""
+
+    def __init__(self, optimizer: Optimizer, schedulers: list, milestones: list, last_epoch: int = -1) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
+        _check_schedulers(self, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
+                             f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                             f"number of milestones to be equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.recursive_undo()           # (the schedulers' first steps, at their construction)
+        index = bisect_right(self._milestones, 0)
+        self._schedulers[index]._initial_step()
+        self._last_lr = schedulers[index].get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Take one epoch back from every scheduler inside (nested SequentialLR/ChainedScheduler too)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for scheduler in scheds._schedulers:
+                self.recursive_undo(scheduler)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
+
+    def step(self) -> None:
+        """Step the scheduler of this epoch (at a milestone, set it to its epoch 0)."""
+        self.last_epoch += 1
+        index = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            scheduler._update_lr(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+
+class ChainedScheduler(_SchedulerList):
+    """Step every scheduler in turn, each from the lr the previous one set."""
+
+    def __init__(self, schedulers: Sequence, optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_schedulers(self, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+
+    def step(self) -> None:
+        """Step each scheduler."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]

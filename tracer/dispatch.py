@@ -217,7 +217,7 @@ class _Plan:
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
-        self.elementwise = opdef.group == ELEMENTWISE
+        self.elementwise = opdef.pointwise and opdef.group == ELEMENTWISE
         self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 

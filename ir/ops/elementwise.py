@@ -390,10 +390,11 @@ def _masked_fill_infer(types, attrs):
 
 # masked_fill(x, mask, value): torch's operand order (self first), so an in-place write
 # through a view replays it on the base as any in-place op; value is 0-d, of x's dtype.
+# torch's out-of-place masked_fill fills a row-major clone: x.t().masked_fill(m, 0) is row-major.
 register(OpDef("masked_fill", ELEMENTWISE, _masked_fill_infer, lambda x, mask, value: np.where(mask, value, x),
                lambda e, x, y, g, a, n: [e.where(x[1], 0, g[0]) if n[0] else None, None,
                                          e.where(x[1], g[0], 0) if n[2] else None],
-               "({2} if {1} else {0})"))
+               "({2} if {1} else {0})", extra={"row_major_result": True}))
 
 # ------------------------------------------------------------------ torch's backward ops
 # The VJPs of tanh, sigmoid and relu, as the ops torch's own backward calls

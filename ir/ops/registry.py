@@ -88,7 +88,9 @@ def register(op: OpDef) -> OpDef:
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} declared twice")
     OPS[op.name] = op
-    op.pointwise = op.group == ELEMENTWISE or getattr(op.infer, "elementwise_rule", False)
+    # (an op whose eager result torch allocates row-major, masked_fill's, takes no operand's layout)
+    op.pointwise = (op.group == ELEMENTWISE or getattr(op.infer, "elementwise_rule", False)) and \
+        not op.extra.get("row_major_result", False)
     if op.extra.get("value_checks"):
         VALUE_CHECKED.add(op.name)
     return op

@@ -28,3 +28,26 @@ def test_masked_fill_result_is_row_major_as_torchs(compiled):
         total.backward()
         found.append((y.stride(), y.is_contiguous(), flat.tolist(), z.stride(), z.tolist(), x.grad.tolist()))
     assert found[0] == found[1]
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as exc:         # the outcome compared: class and text
+        return type(exc).__name__, str(exc)
+    return "ok"
+
+
+@pytest.mark.parametrize("text", ["float64", "cpu:x", "cuda:0:1", "foo", "CPU", " cpu", "cpu ", "cpu:01", "cpu:-1",
+                                  "cpu:", "_x", "a1", "cpu", "cpu:0", "meta"])
+def test_device_strings_parse_as_torchs(text):
+    """torch's parser takes a type name and an optional ':index' (no leading zero): anything
+    else is an invalid device string, an unknown type name its own error."""
+    assert _raised(lambda: fg.device(text)) == _raised(lambda: torch.device(text))
+    if text not in ("cpu", "cpu:0", "meta"):
+        assert _raised(lambda: fg.ones(2).to(text)) == _raised(lambda: torch.ones(2).to(text))
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_to_a_bare_device_index_names_an_accelerator(index):
+    assert _raised(lambda: fg.ones(2).to(index)) == _raised(lambda: torch.ones(2).to(index))

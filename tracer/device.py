@@ -5,12 +5,18 @@ torch does (a string, a `fg.device` or an index) and refuse any other device typ
 """
 from __future__ import annotations
 
+import re
+
 # torch's device types, in the order its device-string error lists them.
 DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
                 "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
 
 
 _NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+
+
+# c10::Device's string form: letters and underscores, then ":" and an index without leading zeros
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9][0-9]*|0))?")
 
 
 class device:  # noqa: N801 (torch's name)
@@ -25,13 +31,14 @@ class device:  # noqa: N801 (torch's name)
             raise RuntimeError(_NO_ACCELERATOR)        # a bare index names an accelerator
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got ({_name(type)})")
-        kind, _, number = type.partition(":")
+        parsed = _DEVICE_STRING.fullmatch(type)
+        if parsed is None:          # torch's parser: a type name, then an optional ":index"
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        kind, number = parsed.group(1), parsed.group(2)
         if kind not in DEVICE_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device "
                                f"string: {type}")
         if number:
-            if not number.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}'")
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index was passed "
                                    f"explicitly: {type}")

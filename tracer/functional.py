@@ -1966,6 +1966,8 @@ def to(a, *args, **kwargs) -> Tensor:
             device = x
         elif isinstance(x, bool):
             flags.append(x)                      # non_blocking, then copy
+        elif isinstance(x, int) and not flags:
+            device = x                           # a bare index names an accelerator: torch's error
         else:
             raise TypeError(f"to() received an invalid combination of arguments - got ({type(x).__name__})")
     if len(flags) > 1:

@@ -92,8 +92,16 @@ def _physical_cores() -> int:
 def _sequential(a: np.ndarray) -> np.ndarray:
     """a[:, 0] + a[:, 1] + ... in turn (a: (rows, k, width)); zeros where k is 0. (np.cumsum
     adds in order; np.add.reduce is pairwise along an axis it loops over innermost.)"""
-    if a.shape[1] == 0:
-        return np.zeros((a.shape[0], a.shape[2]), a.dtype)
+    rows, k, width = a.shape
+    if k == 0:
+        return np.zeros((rows, width), a.dtype)
+    if k <= 32 and rows * width >= 256:
+        # a few slab additions, in the same order: np.cumsum along a middle axis writes every
+        # partial sum and ran 5-20x slower (1.6 ms against 0.09 for a (4096, 2, 32) float32)
+        total = a[:, 0].copy()
+        for j in range(1, k):
+            np.add(total, a[:, j], out=total)
+        return total
     return np.cumsum(a, axis=1)[:, -1]
 
 

@@ -105,6 +105,20 @@ def _sequential(a: np.ndarray) -> np.ndarray:
     return np.cumsum(a, axis=1)[:, -1]
 
 
+def _steps_in_turn(a: np.ndarray) -> np.ndarray:
+    """The sum over axis 2 of `a` (rows, blocks, step, width), the steps added in turn: NumPy's
+    np.add.reduce there when width > 1 (its pairwise sum runs only along the innermost axis),
+    done as slab additions where those are cheaper: narrow slabs (width 8: 2.5x faster; width 32: 1.7x
+    slower, NumPy's reduce loops well over rows that wide)."""
+    rows, blocks, step, width = a.shape
+    if width == 1 or width > 16 or step > 32 or rows * blocks * width < 256:
+        return np.add.reduce(a, axis=2)
+    total = a[:, :, 0].copy()
+    for j in range(1, step):
+        np.add(total, a[:, :, j], out=total)
+    return total
+
+
 def _multi_row_sum(a: np.ndarray) -> np.ndarray:
     """torch's multi_row_sum of each (k, width) slab of `a` (rows, k, width): blocks of
     `step` rows summed in turn, their sums cascaded over three more levels of `step`."""
@@ -116,7 +130,7 @@ def _multi_row_sum(a: np.ndarray) -> np.ndarray:
     blocks = k // step
     tail = _sequential(a[:, blocks * step:])
     # (a sum over axis 2 of (rows, blocks, step, width), width > 1: NumPy adds the steps in turn)
-    level = np.add.reduce(a[:, :blocks * step].reshape(rows, blocks, step, width), axis=2) if blocks else \
+    level = _steps_in_turn(a[:, :blocks * step].reshape(rows, blocks, step, width)) if blocks else \
         np.zeros((rows, 0, width), a.dtype)
     total = tail
     for last in (False, False, True):
@@ -124,7 +138,7 @@ def _multi_row_sum(a: np.ndarray) -> np.ndarray:
             break               # (what remains adds zeros)
         groups = level.shape[1] // step if not last else 0
         total = total + _sequential(level[:, groups * step:])
-        level = np.add.reduce(level[:, :groups * step].reshape(rows, groups, step, width), axis=2) if groups else \
+        level = _steps_in_turn(level[:, :groups * step].reshape(rows, groups, step, width)) if groups else \
             np.zeros((rows, 0, width), a.dtype)
     return total
 

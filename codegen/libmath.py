@@ -39,7 +39,7 @@ from numba import njit, types
 from numba.extending import overload
 
 __all__ = [
-    "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf",
+    "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf", "fg_erfc",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
     "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
     "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64",
@@ -166,6 +166,11 @@ def fg_sigmoid(x):
 def fg_erf(x):
     """The error function (libm's erf/erff)."""
     return python_entry(fg_erf, x)
+
+
+def fg_erfc(x):
+    """The complementary error function (libm's erfc/erfcf)."""
+    return python_entry(fg_erfc, x)
 
 
 def fg_softplus(x):
@@ -439,6 +444,7 @@ overload_by_kind(fg_tanh, make_libm_unary(math.tanh))
 overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_erf, make_libm_unary(math.erf))
+overload_by_kind(fg_erfc, make_libm_unary(math.erfc))
 overload_by_kind(fg_sqrt, make_libm_unary(math.sqrt))
 overload_by_kind(fg_sin, make_libm_unary(math.sin))
 overload_by_kind(fg_cos, make_libm_unary(math.cos))

@@ -701,6 +701,11 @@ def fg_erf(x):
     return python_entry(fg_erf, x)
 
 
+def fg_erfc(x):
+    """The complementary error function: libm's (erfcf / erfc), a call per element."""
+    return python_entry(fg_erfc, x)
+
+
 def fg_sqrt(x):
     """Square root (sqrt(-0.0) = -0.0, sqrt(x < 0) = nan)."""
     return python_entry(fg_sqrt, x)
@@ -775,6 +780,7 @@ overload_by_kind(fg_tanh, _make_tanh)
 overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_erf, libmath.make_libm_unary(math.erf))
+overload_by_kind(fg_erfc, libmath.make_libm_unary(math.erfc))
 overload_by_kind(fg_sqrt, _make_sqrt)
 overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)

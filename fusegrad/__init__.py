@@ -34,6 +34,13 @@ from fusegrad.tracer.gathering import flip, fliplr, flipud, gather, index_select
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, cumsum,
                                             exp2, fix, floor, frac, log10, log2, logsumexp, prod, round, rsqrt, sinh,
                                             tan, tril, triu, trunc)
+from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, arccosh, arcsinh, arctanh, asinh,
+                                             atanh, concat, concatenate, copysign, deg2rad, divide, erfc,
+                                             float_power, fmod, greater, greater_equal, heaviside, hypot, isneginf,
+                                             isposinf, lerp, less, less_equal, logaddexp, logaddexp2, logit,
+                                             multiply, nan_to_num, negative, not_equal, rad2deg, sgn, signbit,
+                                             subtract, tile, true_divide, xlogy)
+from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional

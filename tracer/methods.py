@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 
 from . import creation
 from . import functional as F
-from . import gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
+from . import extra_functions, gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -473,9 +473,14 @@ METHODS = {
     "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
     # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
     **math_functions.METHODS,
+    # lerp, addcmul, hypot, xlogy, nan_to_num, fmod, repeat, tile, type_as, torch's aliases...
+    **extra_functions.METHODS,
     # split, chunk, unbind, narrow, select
     **splitting.METHODS, **gathering.METHODS,
 }
+
+
+METHODS.update(extra_functions.in_place_aliases(METHODS))    # absolute_, multiply_, clip_...
 
 
 def _with_parser_texts(methods: dict) -> dict:

@@ -12,6 +12,7 @@ from . import embedding  # noqa: F401  (registers embedding)
 from . import normalization  # noqa: F401  (registers layer_norm)
 from . import erf_gelu  # noqa: F401  (registers erf and gelu)
 from . import more_math  # noqa: F401  (registers rounding, rsqrt, log2, trigonometric ops, atan2, logsumexp)
+from . import extra_math  # noqa: F401  (registers lerp, addcmul, hypot, xlogy, logit, erfc, fmod, repeat...)
 from . import gather  # noqa: F401  (registers gather, scatter_add and flip)
 
 __all__ = ["OPS", "OpDef", "register", "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",

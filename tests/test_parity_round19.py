@@ -51,3 +51,49 @@ def test_device_strings_parse_as_torchs(text):
 @pytest.mark.parametrize("index", [0, 1])
 def test_to_a_bare_device_index_names_an_accelerator(index):
     assert _raised(lambda: fg.ones(2).to(index)) == _raised(lambda: torch.ones(2).to(index))
+
+
+_PRODUCTS = {
+    "linear": lambda lib, a, w: lib.nn.functional.linear(a, w.t()),
+    "linear of a column-major weight": lambda lib, a, w: lib.nn.functional.linear(a, w.t().contiguous().t().t()),
+    "a @ w": lambda lib, a, w: a @ w,
+    "a @ column-major w": lambda lib, a, w: a @ w.t().contiguous().t(),
+    "column-major a @ w": lambda lib, a, w: lib.matmul(a.t().contiguous().t(), w),
+    "both column-major": lambda lib, a, w: lib.mm(a.t().contiguous().t(), w.t().contiguous().t()),
+    "batch @ column-major w": lambda lib, a, w: (a.unsqueeze(0) * lib.ones(2, 1, 1)) @ w.t().contiguous().t(),
+}
+
+
+@pytest.mark.parametrize("product", sorted(_PRODUCTS))
+def test_gradients_of_2d_products_take_torchs_layout(product):
+    """torch computes the gradient of a column-major operand of mm/addmm (linear's weight.t())
+    as a transposed product, so it is column-major too and the weight's own gradient is
+    row-major: autograd.grad's gradients of a Linear weight are contiguous (view(-1) works)."""
+    rng = np.random.default_rng(0)
+    a_values, w_values = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    found = []
+    for lib in (torch, fg):
+        a = lib.tensor(a_values, requires_grad=True)
+        w = lib.tensor(w_values, requires_grad=True)
+        out = _PRODUCTS[product](lib, a, w)
+        grads = lib.autograd.grad((out * out).sum(), [a, w])
+        found.append([(g.stride(), g.is_contiguous(), g.detach().numpy()) for g in grads])
+    for (t_stride, t_contiguous, t_value), (f_stride, f_contiguous, f_value) in zip(*found):
+        assert (f_stride, f_contiguous) == (t_stride, t_contiguous)
+        np.testing.assert_allclose(f_value, t_value, rtol=1e-12)
+
+
+def test_linear_weight_gradients_flatten_with_view_as_torchs():
+    found = []
+    for lib in (torch, fg):
+        lib.manual_seed(0)
+        layer, x = lib.nn.Linear(3, 2), lib.ones(4, 3)
+        grads = lib.autograd.grad(layer(x).sum(), list(layer.parameters()))
+        transform = torch.func.grad if lib is torch else fg.grad
+        weight_grad = transform(lambda w: lib.nn.functional.linear(x, w).sum())(layer.weight.detach())
+        seen = []
+        layer.weight.register_hook(lambda g: seen.append(g.stride()))
+        layer(x).sum().backward()
+        found.append((lib.cat([g.view(-1) for g in grads]).tolist(), weight_grad.stride(), seen,
+                      layer.weight.grad.stride()))
+    assert found[0] == found[1]

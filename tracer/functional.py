@@ -25,7 +25,7 @@ from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, sca
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.registry import shape_str
 from fusegrad.ir.ops.elementwise import pow_const_applies
-from fusegrad.ir.ops.linalg import _check_matmul_dtype
+from fusegrad.ir.ops.linalg import _check_matmul_dtype, mm_layout_attrs
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
@@ -556,12 +556,21 @@ def matmul(input, other) -> Tensor:
         return _folded_product(a, b)
     if na <= 2 and nb <= 2 or not (is_grad_enabled() and (a.requires_grad or b.requires_grad)):
         # (no node is recorded: one op, whatever torch's path, multiplies the same matrices)
-        return apply_op("matmul", [a, b], None, _matmul_grad_name(a, b))
+        return apply_op("matmul", [a, b], mm_attrs(a, b) if na == 2 and nb == 2 else None, _matmul_grad_name(a, b))
     if _matmul_fold(a, b) == "right":
         # torch folds b's transpose and multiplies it by a's: (a @ b)^T = b^T @ a^T
         product = _folded_product(mT(b), t(a) if na == 2 else a)
         return contiguous(mT(product)) if na == 2 else product
     return _batched_product(a, b)
+
+
+def mm_attrs(a: Tensor, b: Tensor) -> dict | None:
+    """The attributes of an eager 2-d product a @ b that records a node: torch's layout rule
+    for its gradients (ir.ops.linalg.mm_layout_attrs); None in a trace or without a node."""
+    if a._data is None or b._data is None or trace_state.current() is not None or \
+            not (a._requires_grad or b._requires_grad) or not is_grad_enabled():
+        return None
+    return mm_layout_attrs(a._data, b._data)
 
 
 def _folded_product(a: Tensor, b: Tensor) -> Tensor:
@@ -570,7 +579,8 @@ def _folded_product(a: Tensor, b: Tensor) -> Tensor:
     UnsafeViewBackward0 back to the batch shape."""
     lead = tuple(a.shape[:-1])
     rows = reshape(a, (_numel(lead), a.shape[-1]))
-    product = apply_op("matmul", [rows, b], None, "MmBackward0" if b.dim() == 2 else "MvBackward0")
+    product = apply_op("matmul", [rows, b], mm_attrs(rows, b) if b.dim() == 2 else None,
+                       "MmBackward0" if b.dim() == 2 else "MvBackward0")
     return _unsafe_view(apply_op("reshape", [product], {"shape": lead + tuple(b.shape[1:])},
                                  "UnsafeViewBackward0"))
 

@@ -22,7 +22,7 @@ def mm(input, mat2) -> Tensor:
     if b.dim() != 2:
         raise RuntimeError("mat2 must be a matrix")
     F._check_mm(tuple(a.shape), tuple(b.shape), a._dtype, b._dtype)
-    return apply_op("matmul", [a, b], None, "MmBackward0")
+    return apply_op("matmul", [a, b], F.mm_attrs(a, b), "MmBackward0")
 
 
 def bmm(input, mat2) -> Tensor:

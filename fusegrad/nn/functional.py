@@ -17,7 +17,7 @@ import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
 from fusegrad.tracer.dispatch import apply_op
-from fusegrad.tracer.functional import cast
+from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import type_name
 
@@ -120,7 +120,8 @@ def _linear_addmm(input, weight, bias):
         bias.detach().expand(rows, out_features)     # raises torch's expand error for addmm's bias
     # ((rows, in), not (-1, in): with no input features -1 would be ambiguous)
     matrix = input if input.dim() == 2 else input.reshape(rows, in_features)
-    out = apply_op("addmm", [bias, matrix, weight.t()], None, "AddmmBackward0")
+    mat2 = weight.t()
+    out = apply_op("addmm", [bias, matrix, mat2], mm_attrs(matrix, mat2), "AddmmBackward0")
     if input.dim() != 2:
         out = out.view(*input.shape[:-1], out_features)
     return out

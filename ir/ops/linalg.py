@@ -108,13 +108,13 @@ def _is_outer(sa, sb) -> bool:
     return len(sa) >= 2 and len(sb) >= 2 and sa[-1] == 1
 
 
-def _matmul_ref(a, b):
+def _matmul_ref(a, b, column_major=None):
     if _is_outer(a.shape, b.shape):
         return np.multiply(a, b)
     return np.asarray(np.matmul(a, b))
 
 
-def _matmul_into(out, a, b):
+def _matmul_into(out, a, b, column_major=None):
     """_matmul_ref writing into `out` (C-contiguous, the output's shape and dtype)."""
     if _is_outer(a.shape, b.shape):
         np.multiply(a, b, out=out)
@@ -147,7 +147,12 @@ def _matmul_vjp(e, x, y, g, a, n):
         g_shape.append(1)
     G = e.reshape(g[0], tuple(g_shape))
 
+    column_major = a.get("column_major") or (False, False)
+
     def grad_a():
+        if column_major[0]:
+            # torch's mm_mat1_backward for a column-major mat1: (mat2 @ grad^T)^T, column-major too
+            return e.transpose_last(e.matmul(B, e.transpose_last(G)))
         if B.type.ndim == 1 and A.type.ndim >= 2:
             # torch's mv_backward: grad.ger(vec), an outer product computed as a broadcast
             # multiply (a create_graph gradient records MulBackward0; each element is one
@@ -158,6 +163,10 @@ def _matmul_vjp(e, x, y, g, a, n):
         return e.reshape(e.sum_to(ga, (1,) + A.shape), A.shape) if A.type.ndim == 1 else ga
 
     def grad_b():
+        if column_major[1]:
+            # torch's mm_mat2_backward for a column-major mat2 (linear's weight.t()): (grad^T @ mat1)^T,
+            # so the weight's own gradient comes out row-major, as torch's
+            return e.transpose_last(e.matmul(e.transpose_last(G), A))
         A2 = e.reshape(A, (1,) + A.shape) if A.type.ndim == 1 else A
         gb = e.matmul(e.transpose_last(A2), G)
         return e.reshape(e.sum_to(gb, B.shape + (1,)), B.shape) if B.type.ndim == 1 else gb
@@ -173,8 +182,25 @@ def _matmul_vjp(e, x, y, g, a, n):
 
 
 # extra["ref_into"]: the reference writing into given memory (the executor's buffer pool)
+# Attribute `column_major` (eager 2-d products only; see mm_layout_attrs): which operands were
+# column-major, whose gradients torch computes as transposed products of that layout.
 register(OpDef("matmul", MATMUL, _matmul_infer, _matmul_ref, _matmul_vjp, rewrite=_matmul_rewrite,
                extra={"ref_into": _matmul_into}))
+
+
+def mm_layout_attrs(m1: np.ndarray, m2: np.ndarray) -> dict | None:
+    """The `column_major` attribute of a 2-d product (matmul, addmm) of arrays m1 and m2 when
+    either is column-major, as torch tests it (strides (1, rows)): torch computes such an
+    operand's gradient as the transpose of a row-major product, so it is column-major too
+    (the gradient of linear's weight.t() is, and the weight's own is row-major). None when
+    neither is: the attribute is absent, as in traced programs."""
+    flags = (_column_major(m1), _column_major(m2))
+    return {"column_major": flags} if flags[0] or flags[1] else None
+
+
+def _column_major(m: np.ndarray) -> bool:
+    size = m.itemsize
+    return m.ndim == 2 and m.strides[0] == size and m.strides[1] == m.shape[0] * size
 
 
 # ------------------------------------------------------------------ addmm
@@ -193,11 +219,11 @@ def _addmm_infer(types, attrs):
     return [product]
 
 
-def _addmm_ref(bias, m1, m2):
+def _addmm_ref(bias, m1, m2, column_major=None):
     return _matmul_ref(m1, m2) + bias
 
 
-def _addmm_into(out, bias, m1, m2):
+def _addmm_into(out, bias, m1, m2, column_major=None):
     """_addmm_ref writing into `out` (the same two roundings: the product, then the sum)."""
     _matmul_into(out, m1, m2)
     np.add(out, bias, out=out)
@@ -205,9 +231,12 @@ def _addmm_into(out, bias, m1, m2):
 
 def _addmm_vjp(e, x, y, g, a, n):
     bias, m1, m2 = x
-    return [g[0] if n[0] else None,
-            e.matmul(g[0], e.transpose_last(m2)) if n[1] else None,
-            e.matmul(e.transpose_last(m1), g[0]) if n[2] else None]
+    c1, c2 = a.get("column_major") or (False, False)     # (torch's layout rule: see mm_layout_attrs)
+    ga = None if not n[1] else e.transpose_last(e.matmul(m2, e.transpose_last(g[0]))) if c1 else \
+        e.matmul(g[0], e.transpose_last(m2))
+    gb = None if not n[2] else e.transpose_last(e.matmul(e.transpose_last(g[0]), m1)) if c2 else \
+        e.matmul(e.transpose_last(m1), g[0])
+    return [g[0] if n[0] else None, ga, gb]
 
 
 def _addmm_decompose(e, xs, a):

@@ -97,3 +97,20 @@ def test_linear_weight_gradients_flatten_with_view_as_torchs():
         found.append((lib.cat([g.view(-1) for g in grads]).tolist(), weight_grad.stride(), seen,
                       layer.weight.grad.stride()))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("expression", ["x + 2**63", "x * 2**63", "x - (-2**63 - 1)", "x.add_(2**63)", "x // 2**63",
+                                        "x % 2**63", "x + (2**64 - 1)", "x + 2**64", "x ** 2**63", "x.pow_(2**63)",
+                                        "x ** (2**63 - 1)", "f + 2**63", "x.sub(2**63)", "x.mul_(2**63)"])
+def test_python_ints_up_to_2_64_wrap_into_int64_as_torchs(expression):
+    """torch unpacks a Python int below 2**64 as uint64 and keeps its bits in an int64
+    operand (2**63 is -2**63); from 2**64 on it raises, as does an int power that large."""
+    found = []
+    for lib in (torch, fg):
+        env = {"x": lib.tensor([1, 2]), "f": lib.tensor([1.0, 2.0])}
+        try:
+            result = eval(expression, env)
+            found.append((str(result.dtype).split(".")[-1], result.tolist()))
+        except Exception as exc:        # the outcome compared: class and text
+            found.append((type(exc).__name__, str(exc)))
+    assert found[0] == found[1]

@@ -146,6 +146,9 @@ _SCALAR_ARRAYS: dict = {}      # (type, value, dtype) -> read-only 0-d array (x 
 MAX_SCALAR_ARRAYS = 4096
 
 
+_INT64_WRAPS = 2 ** 63
+
+
 def _scalar_array(value, dtype: DType) -> np.ndarray:
     """A Python number as a 0-d array of `dtype`; out-of-range floats become inf silently, as in torch.
 
@@ -159,6 +162,8 @@ def _scalar_array(value, dtype: DType) -> np.ndarray:
     if cached is not None:
         return cached
     check_int_parses(value)
+    if dtype is int64 and _INT64_WRAPS <= value and type(value) is int:
+        value -= 2 ** 64        # torch unpacks an int up to 2**64 - 1 as uint64 and keeps its bits
     if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
         array = np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
     else:
@@ -513,6 +518,8 @@ def pow(input, exponent) -> Tensor:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if dtype is int64 and type(b) is int and b >= _INT64_WRAPS:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
     if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and pow_const_applies(dtype, b):
         # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
         return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)

@@ -226,6 +226,8 @@ def _checked_other(fn):
         if is_pow and not self._dtype.is_floating_point and F._is_scalar(other) \
                 and not isinstance(other, (bool, np.bool_)) and float(other).is_integer() and other < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if is_pow and self._dtype is int64 and type(other) is int and other >= F._INT64_WRAPS:
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         if is_pow and self._dtype is bool_ and isinstance(other, Tensor) and other._dtype is bool_:
             raise NotImplementedError("\"pow\" not implemented for 'Bool'")     # (a bool result)
         return fn(self, other, alpha)

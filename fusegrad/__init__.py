@@ -26,6 +26,9 @@ from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, 
                                         norm, pow, ravel, reciprocal, relu, remainder, sigmoid, sign, sin, softmax,
                                         sqrt, square, squeeze, stack, sub, sum, swapaxes, swapdims, t, tanh,
                                         transpose, unsqueeze, where)
+from fusegrad.tracer import inplace_views as _inplace_views  # noqa: F401  (Tensor.unsqueeze_, t_, ...)
+from fusegrad.tracer.random_extra import (get_rng_state, is_floating_point, normal, promote_types, randperm,
+                                          result_type, seed, set_rng_state)
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var
@@ -53,6 +56,8 @@ from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_cac
                               grad, value_and_grad)
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
+from fusegrad import random  # noqa: A004  (torch.random: the generator's functions)
+relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule
 

@@ -1344,9 +1344,12 @@ def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
 
 
 @_numpy_spellings
-def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over `dim` (all elements when None); "fro" is p = 2."""
+def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Vector p-norm over `dim` (all elements when None); "fro" is p = 2. `dtype`: computed in
+    that (floating, not narrower) dtype, as torch's linalg.vector_norm(dtype=)."""
     a = input
+    if dtype is not None:
+        return _norm_in_dtype(a, p, dim, keepdim, dtype)
     if type(a) is Tensor and p is _FRO and dim is None and keepdim is False and a._dtype.is_floating_point:
         # t.norm(), the common call (a loop's stopping test): nothing to check or convert.
         return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
@@ -1382,6 +1385,26 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False) -> Tensor:
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
+
+
+def _norm_in_dtype(a, p, dim, keepdim, dtype) -> Tensor:
+    """norm(..., dtype=): torch's checks, then the norm of `a` cast to dtype (torch converts
+    inside its LinalgVectorNormBackward0 node: the cast is not shown in next_functions)."""
+    dtype = _dtype_argument("linalg_vector_norm", dtype)
+    if isinstance(a, (Tensor, np.ndarray)):
+        a = as_tensor(a, "norm")
+        if not a._dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                               f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
+        if not dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
+                               f"{TORCH_SCALAR_NAMES[dtype.name]}")
+        if a._dtype.itemsize > dtype.itemsize:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({TORCH_SCALAR_NAMES[a._dtype.name]}) "
+                               f"should be convertible without narrowing to the specified dtype "
+                               f"({TORCH_SCALAR_NAMES[dtype.name]})")
+        a = cast(a, dtype, implicit=True)
+    return norm(a, p, dim, keepdim)
 
 
 def _nuclear_norm(a: Tensor, dim, keepdim: bool) -> Tensor:

@@ -1,0 +1,107 @@
+"""torch's in-place view ops: `Tensor.unsqueeze_(dim)`, `squeeze_(dim)`, `t_()` and
+`transpose_(dim0, dim1)` change the tensor's own shape and strides (its memory stays), return
+it, bump its version by one and make it the output of torch's node (UnsqueezeBackward1,
+SqueezeBackward3/4/5, TBackward1, TransposeBackward1), whose gradient is the view op's.
+
+Eager only: inside fg.compile they raise NotImplementedError (a traced value's shape is
+fixed when recorded; use the out-of-place forms there)."""
+from __future__ import annotations
+
+from fusegrad.ir.ops import normalize_dim
+
+from . import trace_state
+from .dispatch import apply_op, set_history
+from .grad_mode import is_grad_enabled
+from .inplace import check_inplace
+from .tensor import Tensor
+
+
+def _compiled_refusal(fn: str) -> NotImplementedError:
+    return NotImplementedError(f"Tensor.{fn}() (an in-place view op) is not supported inside fg.compile: use the "
+                               f"out-of-place form (x = x.{fn[:-1]}(...)) there")
+
+
+def _rebind(t: Tensor, op: str, attrs: dict, name: str, fn: str) -> Tensor:
+    """Give `t` the metadata of the view op (op, attrs) of itself, as torch's in-place view ops."""
+    if trace_state.current() is not None:
+        raise _compiled_refusal(fn)
+    check_inplace(t)
+    view = apply_op(op, [t], attrs, name)
+    t._data = view._data
+    t._vbox[0] += 1
+    if t._base is not None:
+        # (still a view of the same base, one step further along its chain)
+        t._view_chain = view._view_chain
+        t._view_version = t._vbox[0]
+    if view._grad_fn is not None and is_grad_enabled():
+        set_history(t, view._grad_fn, view._output_nr)
+    return t
+
+
+def unsqueeze_(self: Tensor, dim) -> Tensor:
+    """Insert a size-1 dim at `dim`, in place (UnsqueezeBackward1)."""
+    from .functional import _int_arg
+    dim = _int_arg("unsqueeze_", "dim", 1, dim)
+    shape = list(self.shape)
+    shape.insert(normalize_dim(dim, self.dim() + 1), 1)
+    return _rebind(self, "reshape", {"shape": tuple(shape)}, "UnsqueezeBackward1", "unsqueeze_")
+
+
+_MISSING = object()
+
+
+def squeeze_(self: Tensor, *dims, dim=_MISSING) -> Tensor:
+    """Drop size-1 dims in place: all of them (SqueezeBackward3), `dim` (SqueezeBackward4) or
+    those among a tuple of dims (SqueezeBackward5)."""
+    from .functional import _check_squeeze_dim, _dims, _int_list_tensor
+    if dims:
+        if dim is not _MISSING or len(dims) > 1:
+            dim = dims if len(dims) > 1 else dims[0]
+            if dim is not dims[0] and len(dims) > 1 and not isinstance(dims[0], int):
+                raise TypeError("squeeze_(): bad arguments")
+        else:
+            dim = dims[0]
+    dim = _int_list_tensor(dim)
+    if dim is not _MISSING:
+        try:
+            _check_squeeze_dim(dim, method=True)
+        except TypeError as exc:
+            raise TypeError(str(exc).replace("squeeze()", "squeeze_()")) from None
+    shape = tuple(self.shape)
+    if dim is _MISSING:
+        new, name = tuple(s for s in shape if s != 1), "SqueezeBackward3"
+    else:
+        axes = () if isinstance(dim, (tuple, list)) and not dim else _dims(dim, self.dim(), "squeeze")
+        new = tuple(s for i, s in enumerate(shape) if not (i in axes and s == 1))
+        name = "SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4"
+    return _rebind(self, "reshape", {"shape": new}, name, "squeeze_")
+
+
+def t_(self: Tensor) -> Tensor:
+    """Transpose a 0-d to 2-d tensor in place (TBackward1)."""
+    if self.dim() > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    return _rebind(self, "permute", {"dims": tuple(reversed(range(self.dim())))}, "TBackward1", "t_")
+
+
+def transpose_(self: Tensor, dim0, dim1) -> Tensor:
+    """Swap dims `dim0` and `dim1` in place (TransposeBackward1)."""
+    from .functional import _int_arg
+    dim0 = _int_arg("transpose_", "dim0", 1, dim0)
+    dim1 = _int_arg("transpose_", "dim1", 2, dim1)
+    n = self.dim()
+    d0, d1 = normalize_dim(dim0, n), normalize_dim(dim1, n)
+    dims = list(range(n))
+    if n:
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _rebind(self, "permute", {"dims": tuple(dims)}, "TransposeBackward1", "transpose_")
+
+
+def install() -> None:
+    """Bind the methods on Tensor (where it has none of that name)."""
+    for fn in (unsqueeze_, squeeze_, t_, transpose_):
+        if not hasattr(Tensor, fn.__name__):
+            setattr(Tensor, fn.__name__, fn)
+
+
+install()

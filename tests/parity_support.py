@@ -136,3 +136,17 @@ def assert_same_outcome(ours, theirs, rtol=0.0, atol=0.0):
         assert ours[:2] == theirs[:2] and ours[2].split(" - got")[0] == theirs[2].split(" - got")[0]
     else:
         assert ours == theirs
+
+
+def assert_values_equal(ours, theirs):
+    """Two tensors (fusegrad's, torch's) of one dtype and shape, equal bit for bit."""
+    ours, theirs = ours.detach().numpy(), theirs.detach().numpy()
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def seeded_both(seed, make):
+    """(make(fg), make(torch)), each library's generator seeded with `seed` first."""
+    fg.manual_seed(seed)
+    torch.manual_seed(seed)
+    return make(fg), make(torch)

@@ -14,22 +14,14 @@ import fusegrad as fg
 from fusegrad.tracer import fma
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
+from parity_support import assert_values_equal, seeded_both  # noqa: E402  (after the skip)
 
 SEEDS = (0, 7, 2 ** 40 + 3, -5)
 # 16 and over: torch's block fill (a partial last block is redrawn); under 16: pairs, one cached
 SIZES = ((1,), (3,), (15,), (16,), (17,), (2, 20), (1000,))
 
 
-def _same(ours, theirs):
-    ours, theirs = ours.detach().numpy(), theirs.detach().numpy()
-    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-    np.testing.assert_array_equal(ours, theirs)
-
-
-def _both(seed, make):
-    fg.manual_seed(seed)
-    torch.manual_seed(seed)
-    return make(fg), make(torch)
+_same, _both = assert_values_equal, seeded_both
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -12,20 +12,12 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
+from parity_support import assert_values_equal, seeded_both  # noqa: E402  (after the skip)
 
 SEEDS = (0, 7, 2 ** 40 + 3, -5)
 
 
-def _same(ours, theirs):
-    o, t = ours.detach().numpy(), theirs.detach().numpy()
-    assert o.dtype == t.dtype and o.shape == t.shape
-    np.testing.assert_array_equal(o, t)
-
-
-def _both(seed, make):
-    fg.manual_seed(seed)
-    torch.manual_seed(seed)
-    return make(fg), make(torch)
+_same, _both = assert_values_equal, seeded_both
 
 
 def _raises_both(ours, theirs):

@@ -305,6 +305,43 @@ def _memory_owner_array(array: np.ndarray) -> np.ndarray:
     return array
 
 
+try:                                    # (NumPy 2 moved it)
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:                     # pragma: no cover - NumPy 1.x
+    _byte_bounds = np.byte_bounds
+
+
+class _DistinctMemory:
+    """Hands each tensor a call returns memory of its own: the passes merge equal values and
+    drop identities (`(x * 2, x * 2)`, `x.clone()`, `x ** 1`), so the executor may give two
+    outputs one array, or an output an input's memory, where eagerly each is a new tensor (an
+    in-place write to one then showed through the other, or through the caller's input).
+    Such an output gets a copy. Byte ranges are compared among arrays of one memory owner."""
+
+    def __init__(self, inputs: list):
+        self.given: dict = {}           # value id -> the array its tensors hold
+        self.ranges: dict = {}          # id of the array owning the memory -> byte ranges handed out
+        for a in inputs:
+            if a.size:
+                self.ranges.setdefault(id(_memory_owner_array(a)), []).append(_byte_bounds(a))
+
+    def own(self, array: np.ndarray, value_id: int) -> np.ndarray:
+        """`array` (of value `value_id`), or a copy of it where its memory was handed out
+        already for another value (tensors of one value, `y.data = z`, share it)."""
+        given = self.given.get(value_id)
+        if given is not None or not array.size:
+            return array if given is None else given
+        ranges = self.ranges.setdefault(id(_memory_owner_array(array)), [])
+        low, high = bounds = _byte_bounds(array)
+        if any(low < other_high and other_low < high for other_low, other_high in ranges):
+            array = array.copy()
+            self.ranges[id(array)] = [_byte_bounds(array)]
+        else:
+            ranges.append(bounds)
+        self.given[value_id] = array
+        return array
+
+
 def _aliases_any(array: np.ndarray, others) -> bool:
     """Whether `array` may share memory with one of `others`."""
     return any(np.may_share_memory(array, other) for other in others)
@@ -430,9 +467,12 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # owner: the full overlap test runs only for views and for those (a training step's
     # outputs are fresh arrays, and it writes every parameter and optimizer state back)
     owners = {id(_memory_owner_array(w)) for w in written} if written else ()
+    distinct = _DistinctMemory(trace.input_arrays)
     for t in alive:
         if id(t) not in shared:
-            array = by_id[t._sym.id]
+            array = distinct.own(by_id[t._sym.id], t._sym.id)
+            if array is not by_id[t._sym.id]:
+                by_id[t._sym.id] = array        # (views of it and its saved value: this memory)
             if t._layout is None and t._base is None and not array.flags.c_contiguous:
                 # a value the trace laid out row-major (x.t().contiguous().tanh()) that a sunk
                 # permute left transposed: row-major, as torch's (its view(-1) must work)
@@ -443,6 +483,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 # eagerly (a sum over one element is its operand, reshaped); the write-back of
                 # that input below would show through it
                 t._data = t._data.copy()
+    for home in shared.values():
+        # (a detach or view that outlives the call of a value no returned tensor holds: its
+        # memory is its own too, `(x * 2, (x * 2).detach())`)
+        if home[1] is not None and home[1].id in by_id:
+            by_id[home[1].id] = distinct.own(by_id[home[1].id], home[1].id)
     _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None

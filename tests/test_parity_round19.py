@@ -114,3 +114,32 @@ def test_python_ints_up_to_2_64_wrap_into_int64_as_torchs(expression):
         except Exception as exc:        # the outcome compared: class and text
             found.append((type(exc).__name__, str(exc)))
     assert found[0] == found[1]
+
+
+_OUTPUT_PAIRS = ["x.clone(), x.clone()", "x * 2, x * 2", "x @ x, x @ x", "x.sum(0), x.sum(0)", "x * 2, (x * 2)[0]",
+                 "x * 2, (x * 2).pow(1)", "x * 2, (x * 2).detach()", "x.exp(), x.exp()"]
+
+
+@pytest.mark.parametrize("body", _OUTPUT_PAIRS)
+def test_compiled_outputs_of_equal_values_have_their_own_memory(body):
+    """The passes merge equal values (and drop x ** 1), but each tensor a compiled call
+    returns is its own memory, as eagerly: an in-place write to one after the call leaves
+    the other as it was (it changed both, and a gradient through the other was wrong)."""
+    fn = eval("lambda x: (" + body + ")")
+    results = []
+    for compiled in (False, True):
+        x = fg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        a, b = (fg.compile(fn) if compiled else fn)(x)
+        with fg.no_grad():
+            b.mul_(10)
+        a.sum().backward()
+        results.append([a.detach().numpy(), b.detach().numpy(), x.grad.numpy()])
+    for eager, compiled in zip(*results):
+        np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+
+
+def test_compiled_identity_power_returns_a_new_tensor():
+    x = fg.tensor([1.0, 2.0, 3.0])
+    y = fg.compile(lambda t: t ** 1)(x)
+    y.mul_(10)
+    assert x.tolist() == [1.0, 2.0, 3.0] and y.tolist() == [10.0, 20.0, 30.0]

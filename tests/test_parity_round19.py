@@ -143,3 +143,53 @@ def test_compiled_identity_power_returns_a_new_tensor():
     y = fg.compile(lambda t: t ** 1)(x)
     y.mul_(10)
     assert x.tolist() == [1.0, 2.0, 3.0] and y.tolist() == [10.0, 20.0, 30.0]
+
+
+def _eager_and_compiled(fn, make):
+    """fn's outcome (values, or exception class and text) in torch, fusegrad eagerly and compiled."""
+    found = []
+    for lib, compiled in ((torch, False), (fg, False), (fg, True)):
+        try:
+            result = (fg.compile(fn) if compiled else fn)(lib, *make(lib))
+            found.append([(tuple(r.shape), str(r.dtype).split(".")[-1], r.detach().tolist()) for r in result])
+        except Exception as exc:        # the outcome compared: class and text
+            found.append((type(exc).__name__, str(exc)))
+    return found
+
+
+@pytest.mark.parametrize("call", ["x.all(())", "x.any(dim=[])", "(x > 1).all(dim=(), keepdim=True)",
+                                  "lib.any(x, dim=())", "x.all((0,))", "x.bool().all(())"])
+def test_all_and_any_over_no_dims_reduce_nothing(call):
+    """torch's all/any with dim=() reduce no dim (a new bool tensor of x's shape); sum and mean
+    with dim=() reduce every dim."""
+    found = _eager_and_compiled(lambda lib, x: (eval(call, {"lib": lib, "x": x}),),
+                                lambda lib: (lib.tensor([[0.0, 1.0, 2.0], [3.0, float("nan"), 5.0]]),))
+    assert found[0] == found[1] == found[2]
+
+
+def test_elu_gradient_at_nan_passes_the_gradient_through():
+    def fn(lib, x):
+        y = lib.nn.functional.elu(x, alpha=0.7)
+        (grad,) = lib.autograd.grad((y * 1.5).sum(), [x])
+        return y, grad
+    found = _eager_and_compiled(fn, lambda lib: (lib.tensor([float("nan"), 1.0, -2.0], requires_grad=True),))
+    for eager in found[1:]:
+        np.testing.assert_allclose(np.array(eager[1][2]), np.array(found[0][1][2]), rtol=1e-6)
+        assert np.isnan(eager[0][2][0]) and np.isnan(found[0][0][2][0])
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 3)])
+def test_logsumexp_over_no_dims_of_an_empty_tensor_is_minus_infinity(shape):
+    found = _eager_and_compiled(lambda lib, x: (x.logsumexp(()),), lambda lib: (lib.zeros(*shape),))
+    assert found[0] == found[1] == found[2]
+
+
+def test_a_fill_through_an_empty_expand_in_a_compiled_call():
+    def fn(lib, x):
+        v = x.broadcast_to((2, 0))
+        w = v.tanh().sum()
+        with lib.no_grad():
+            v[0].zero_()
+        return (v + w,)
+    found = _eager_and_compiled(fn, lambda lib: (lib.zeros(2, 0),))
+    assert found[0] == found[1] == found[2]

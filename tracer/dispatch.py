@@ -560,6 +560,8 @@ def _fill_through_expand(src, expanded, rest, value):
     if axes:
         reached = apply_op("amax", [reached], {"axes": axes, "keepdim": False})
     reached = apply_op("reshape", [reached], {"shape": shape})
+    if 0 in tuple(value.shape):         # an empty write reaches nothing (and has no max)
+        return apply_op("where", [reached, src, src], None, "CopySlices")
     constant = apply_op("amax", [value], {"axes": tuple(range(len(value.shape))), "keepdim": False})
     return apply_op("where", [reached, apply_op("expand", [constant], {"shape": shape}), src], None, "CopySlices")
 

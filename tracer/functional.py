@@ -1001,6 +1001,8 @@ def logical_not(input) -> Tensor:
 def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (along dim) is nonzero."""
     a = as_tensor(input, "all")
+    if _no_dims(dim):
+        return ne(a, 0)                 # torch's all over dim=() reduces nothing (a new tensor)
     return eq(sum(logical_not(a), dim, keepdim), 0)
 
 
@@ -1008,7 +1010,14 @@ def all(input, dim=None, keepdim: bool = False) -> Tensor:
 def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (along dim) is nonzero."""
     a = as_tensor(input, "any")
+    if _no_dims(dim):
+        return ne(a, 0)                 # (as all: dim=() reduces nothing)
     return gt(sum(cast(a, bool_), dim, keepdim), 0)
+
+
+def _no_dims(dim) -> bool:
+    """An empty dim list: torch's all/any then reduce no dim (sum and mean reduce every one)."""
+    return isinstance(dim, (tuple, list)) and len(dim) == 0
 
 
 def logical_and(input, other) -> Tensor:

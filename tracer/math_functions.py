@@ -130,8 +130,9 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     if dim is None:                 # (no "all dims" here, unlike sum's)
         raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not NoneType")
     _check_dim_list("logsumexp", dim)
-    if isinstance(dim, (tuple, list)) and not dim and not keepdim and a.dim() > 0:
-        # (torch reduces over every dim into a keepdim result, then fails to fit it into its 0-d out)
+    if isinstance(dim, (tuple, list)) and not dim and not keepdim and a.dim() > 0 and a.numel():
+        # (torch reduces over every dim into a keepdim result, then fails to fit it into its 0-d out;
+        # an empty tensor takes its sum(exp).log() path instead: -inf)
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * a.dim()}")
     axes = _dims(dim, a.dim(), "logsumexp")
     if not a._dtype.is_floating_point:

@@ -130,9 +130,10 @@ def _elu_ref(x, alpha, from_result=False):
 def _elu_vjp(e, x, y, g, a, n):
     # torch's elu_backward: from the input, grad * alpha * exp(x) where x <= 0 (EluBackward0);
     # from the result of an in-place elu_ (EluBackward1), grad * (result + alpha) there
+    # (selected where x <= 0, as torch's kernel: a NaN input passes the gradient through)
     if a.get("from_result"):
-        return [e.where(e.gt(y[0], 0), g[0], e.mul(g[0], e.add(y[0], x[1]))) if n[0] else None, None]
-    return [e.where(e.gt(x[0], 0), g[0], e.mul(e.mul(g[0], x[1]), e.exp(x[0]))) if n[0] else None, None]
+        return [e.where(e.le(y[0], 0), e.mul(g[0], e.add(y[0], x[1])), g[0]) if n[0] else None, None]
+    return [e.where(e.le(x[0], 0), e.mul(e.mul(g[0], x[1]), e.exp(x[0])), g[0]) if n[0] else None, None]
 
 
 elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} > 0 else fg_expm1({0}) * {1})", float_only=True,

@@ -193,3 +193,19 @@ def test_a_fill_through_an_empty_expand_in_a_compiled_call():
         return (v + w,)
     found = _eager_and_compiled(fn, lambda lib: (lib.zeros(2, 0),))
     assert found[0] == found[1] == found[2]
+
+
+@pytest.mark.parametrize("make", ["(x.detach() * 1).requires_grad_()", "x.detach().requires_grad_()"])
+def test_retain_grad_of_a_leaf_made_in_a_compiled_call_is_a_no_op(make):
+    """retain_grad() on a leaf does nothing (torch); in a compiled call a leaf made there from
+    a computed value was kept as a retained non-leaf too, and its .grad counted twice."""
+    def fn(lib, x):
+        v = eval(make)
+        v.retain_grad()
+        (v * 1.0).sum().backward()
+        w = (x.detach() * 1).requires_grad_()
+        w.retain_grad()
+        lib.autograd.grad((w * w).sum(), [w])
+        return v.grad, (w.grad is None) * lib.ones(1)
+    found = _eager_and_compiled(fn, lambda lib: (lib.ones(2, 2, requires_grad=True),))
+    assert found[0] == found[1] == found[2]

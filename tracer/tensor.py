@@ -510,7 +510,7 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf tensor after backward."""
-        if self._requires_grad and (self._data is None or (self._sym is not None and not self.is_leaf)):
+        if self._requires_grad and (self._data is None or self._sym is not None) and not self.is_leaf:
             # a traced non-leaf (also the caller's tensor given a history in the call, such as
             # its detach() written with grad): the trace keeps it
             self._retains_grad = True

@@ -209,3 +209,15 @@ def test_retain_grad_of_a_leaf_made_in_a_compiled_call_is_a_no_op(make):
         return v.grad, (w.grad is None) * lib.ones(1)
     found = _eager_and_compiled(fn, lambda lib: (lib.ones(2, 2, requires_grad=True),))
     assert found[0] == found[1] == found[2]
+
+
+@pytest.mark.parametrize("call", ["x.split([1, 1], -1)", "x.split([1, 1], 1)", "x.select(-1, 5)", "x.select(1, -5)",
+                                  "x.__setitem__(lib.tensor([0, 1]), lib.ones(1, 3, 4))",
+                                  "x.__setitem__(lib.tensor([0, 1]), lib.ones(1, 2, 1, 3))",
+                                  "x.__setitem__(x > 0, lib.ones(1, 5))"])
+def test_error_texts_name_dims_and_value_shapes_as_torchs(call):
+    """split_with_sizes names the dim as given, select() normalised; an index_put's value
+    shape is printed without its leading 1s."""
+    found = _eager_and_compiled(lambda lib, x: (eval(call, {"lib": lib, "x": x}),),
+                                lambda lib: (lib.arange(12.0).reshape(3, 4),))
+    assert found[0] == found[1] == found[2] and isinstance(found[0], tuple)

@@ -82,14 +82,15 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     sizes = [operator.index(s) for s in sizes]
     if t.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    dim = normalize_dim(int_argument(dim, "split_with_sizes", "dim", 3), t.dim())
+    given = int_argument(dim, "split_with_sizes", "dim", 3)      # (its error names the dim as given)
+    dim = normalize_dim(given, t.dim())
     length = t.shape[dim]
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                            f"split_sizes={sizes}")
     if sum(sizes) != length:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
-                           f"at dimension {dim}), but got split_sizes={sizes}")
+                           f"at dimension {given}), but got split_sizes={sizes}")
     parts, start = [], 0
     for s in sizes:
         parts.append(_part(t, dim, start, start + s, "SplitWithSizesBackward0"))
@@ -153,7 +154,7 @@ def select(input, dim, index) -> Tensor:
     d = normalize_dim(dim, t.dim())
     size = t.shape[d]
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(t.shape)} at dimension {dim}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(t.shape)} at dimension {d}")
     return _pick(t, d, index % size, "SelectBackward0")
 
 

@@ -160,7 +160,7 @@ def _put_infer(types, attrs):
     _check_dims(x, indices, dims)
     target = take_shape(x.shape, [t.shape for t in indices], dims)
     if not expands_to(value_shape(v.shape), target):         # (torch checks the shape first)
-        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(v.shape)} cannot be broadcast to "
+        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(value_shape(v.shape))} cannot be broadcast to "
                            f"indexing result of shape {shape_str(target)}")
     if x.dtype is not v.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "

@@ -103,12 +103,10 @@ def _permutation(n: int, gen) -> np.ndarray:
             return np.arange(n, dtype=np.int64)
         steps = np.arange(n - 1, dtype=np.int64)
         targets = (gen.words32(n - 1) % (n - steps).astype(np.uint64)).astype(np.int64) + steps
-        if n > 2 ** 18:
-            fast = _numba_swaps()
-            if fast is not None:
-                r = np.arange(n, dtype=np.int64)
-                fast(r, targets)
-                return r
+        if n > 2 ** 18:             # (below, a Python loop costs less than loading the kernel)
+            r = np.arange(n, dtype=np.int64)
+            _jitted(_swap_in_turn)(r, targets)
+            return r
         r = list(range(n))
         for i, z in enumerate(targets.tolist()):
             r[i], r[z] = r[z], r[i]
@@ -117,51 +115,35 @@ def _permutation(n: int, gen) -> np.ndarray:
     steps = np.arange(n, dtype=np.uint64)
     targets = (gen.words64(n) % (steps + np.uint64(1))).astype(np.int64)
     r = np.empty(n, dtype=np.int64)
-    fast = _numba_inside_out()
-    if fast is not None:
-        fast(r, targets)
-        return r
-    for i, z in enumerate(targets.tolist()):
+    _jitted(_place_inside_out)(r, targets)
+    return r
+
+
+def _swap_in_turn(r, targets):
+    """Swap r[i] with r[targets[i]] for each i in turn (torch's shuffle of a smaller n)."""
+    for i in range(targets.shape[0]):
+        z = targets[i]
+        r[i], r[z] = r[z], r[i]
+
+
+def _place_inside_out(r, targets):
+    """torch's inside-out shuffle of a large n: r[i] = r[z], r[z] = i for each i in turn."""
+    for i in range(targets.shape[0]):
+        z = targets[i]
         r[i] = r[z]
         r[z] = i
-    return r
 
 
 _JITTED: dict = {}
 
 
-def _numba_swaps():
-    """A Numba loop for the swaps of a large permutation (None where Numba is missing)."""
-    if "swaps" not in _JITTED:
-        try:
-            import numba
-
-            @numba.njit(cache=True)
-            def swaps(r, targets):      # pragma: no cover - compiled
-                for i in range(targets.shape[0]):
-                    z = targets[i]
-                    r[i], r[z] = r[z], r[i]
-            _JITTED["swaps"] = swaps
-        except Exception:               # noqa: BLE001  (no Numba: the Python loop)
-            _JITTED["swaps"] = None
-    return _JITTED["swaps"]
-
-
-def _numba_inside_out():
-    if "inside_out" not in _JITTED:
-        try:
-            import numba
-
-            @numba.njit(cache=True)
-            def inside_out(r, targets):  # pragma: no cover - compiled
-                for i in range(targets.shape[0]):
-                    z = targets[i]
-                    r[i] = r[z]
-                    r[z] = i
-            _JITTED["inside_out"] = inside_out
-        except Exception:               # noqa: BLE001
-            _JITTED["inside_out"] = None
-    return _JITTED["inside_out"]
+def _jitted(loop):
+    """`loop` compiled by Numba on first use (and cached on disk): it runs over up to n elements."""
+    compiled = _JITTED.get(loop)
+    if compiled is None:
+        import numba
+        compiled = _JITTED[loop] = numba.njit(cache=True)(loop)
+    return compiled
 
 
 # ---------------------------------------------------------------------- the generator's state

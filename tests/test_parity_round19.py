@@ -6,6 +6,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
+from parity_support import outcome  # noqa: E402  (after the skip)
 
 
 def _masked_fill_of_transposes(x):
@@ -31,11 +32,8 @@ def test_masked_fill_result_is_row_major_as_torchs(compiled):
 
 
 def _raised(call):
-    try:
-        call()
-    except Exception as exc:         # the outcome compared: class and text
-        return type(exc).__name__, str(exc)
-    return "ok"
+    """The exception's class and text, or "ok" (the result itself is not compared)."""
+    return outcome(lambda: [call(), "ok"][1])
 
 
 @pytest.mark.parametrize("text", ["float64", "cpu:x", "cuda:0:1", "foo", "CPU", " cpu", "cpu ", "cpu:01", "cpu:-1",
@@ -105,15 +103,10 @@ def test_linear_weight_gradients_flatten_with_view_as_torchs():
 def test_python_ints_up_to_2_64_wrap_into_int64_as_torchs(expression):
     """torch unpacks a Python int below 2**64 as uint64 and keeps its bits in an int64
     operand (2**63 is -2**63); from 2**64 on it raises, as does an int power that large."""
-    found = []
-    for lib in (torch, fg):
-        env = {"x": lib.tensor([1, 2]), "f": lib.tensor([1.0, 2.0])}
-        try:
-            result = eval(expression, env)
-            found.append((str(result.dtype).split(".")[-1], result.tolist()))
-        except Exception as exc:        # the outcome compared: class and text
-            found.append((type(exc).__name__, str(exc)))
-    assert found[0] == found[1]
+    def run(lib):
+        result = eval(expression, {"x": lib.tensor([1, 2]), "f": lib.tensor([1.0, 2.0])})
+        return str(result.dtype).split(".")[-1], result.tolist()
+    assert outcome(lambda: run(torch)) == outcome(lambda: run(fg))
 
 
 _OUTPUT_PAIRS = ["x.clone(), x.clone()", "x * 2, x * 2", "x @ x, x @ x", "x.sum(0), x.sum(0)", "x * 2, (x * 2)[0]",
@@ -147,14 +140,10 @@ def test_compiled_identity_power_returns_a_new_tensor():
 
 def _eager_and_compiled(fn, make):
     """fn's outcome (values, or exception class and text) in torch, fusegrad eagerly and compiled."""
-    found = []
-    for lib, compiled in ((torch, False), (fg, False), (fg, True)):
-        try:
-            result = (fg.compile(fn) if compiled else fn)(lib, *make(lib))
-            found.append([(tuple(r.shape), str(r.dtype).split(".")[-1], r.detach().tolist()) for r in result])
-        except Exception as exc:        # the outcome compared: class and text
-            found.append((type(exc).__name__, str(exc)))
-    return found
+    def run(lib, compiled):
+        result = (fg.compile(fn) if compiled else fn)(lib, *make(lib))
+        return [(tuple(r.shape), str(r.dtype).split(".")[-1], r.detach().tolist()) for r in result]
+    return [outcome(lambda: run(lib, compiled)) for lib, compiled in ((torch, False), (fg, False), (fg, True))]
 
 
 @pytest.mark.parametrize("call", ["x.all(())", "x.any(dim=[])", "(x > 1).all(dim=(), keepdim=True)",

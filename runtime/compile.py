@@ -389,6 +389,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # leaves made inside the call by requires_grad_() (their outputs' gradients reach them too)
     boundary += [t for t in (ref() for ref in trace.new_leaves)
                  if t is not None and t._sym is not None and t._requires_grad and t.__dict__.get("_leaf_value")]
+    # (not a leaf fg.grad made for an argument, once the transform returned: at the caller's
+    # level, torch.func's, that argument needs no gradient; see engine._transform_leaf)
+    boundary = [t for t in boundary if not t.__dict__.get("_transform_done", False)]
     backward = None
     # (outputs recorded with grad, whatever the mode now; a leaf made in the call that died
     # there, a local `(x + 1).detach().requires_grad_()`, still gives the outputs built from it a
@@ -410,8 +413,12 @@ def _finish(trace: Trace, result, run: Run) -> None:
         instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
         groups = [trace.held_values(x, trace.input_value(x)) for x in boundary]
         wrt, out_values = [v for group in groups for v in group], [t._sym for t in grad_outs]
-        # (the active set is needed here only when the call wrote something in place)
-        active = active_values(instrs, out_values, wrt) if trace.stale else None
+        # (the active set is needed here only when the call wrote something in place; it
+        # includes the paths to leaves made in the call that died there, whose nodes torch's
+        # backward runs too, checking what they saved)
+        gone = _gone_leaves(trace) if trace.stale else ()
+        reach = wrt + gone if trace.stale else None
+        active = active_values(instrs, out_values, reach) if trace.stale else None
         # An output that other outputs are computed from (y in `return (y * y).sum(), y`): its
         # total gradient, its own cotangent plus what flows back into it from the others, is an
         # output of the backward too, for its retain_grad() (BackwardFn.fill_retained)
@@ -440,7 +447,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             if g is not None:
                 totals_at.append((k, len(b.program.outputs)))
                 b.program.outputs.append(g)
-        stale = stale_by_cotangents(trace, instrs, out_values, wrt, active) if active is not None else {}
+        stale = stale_by_cotangents(trace, instrs, out_values, reach, active) if active is not None else {}
         bwd = simplify(b.program)
         saved = free_values(bwd)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
@@ -546,6 +553,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
+            if gone:
+                back.idle_stale = trace.stale_saved(instrs, active_values(instrs, out_values, gone))
             back.forward = forward_form
             if freed_each is not None and any(freed_each):
                 back.freed_outputs = freed_each
@@ -724,6 +733,14 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
             return True
         stack += [p for p in (freed_producer(v) for v in differentiated_inputs(ins)) if p is not None]
     return False
+
+
+def _gone_leaves(trace: Trace) -> list:
+    """The values of the leaves made in the call by requires_grad_() that died there (a local
+    `v.detach().requires_grad_()`; not fg.grad's own leaves): torch's graph holds their
+    AccumulateGrad, so a backward from the outputs runs the nodes on the way to them."""
+    return [state["_leaf_value"] for ref, state in zip(trace.new_leaves, trace.new_leaf_states)
+            if ref() is None and "_leaf_value" in state and not state.get("_transform_done", False)]
 
 
 def _stale_before_freed(trace: Trace, outputs: list, grad_outs: list, boundary: list):

@@ -125,6 +125,8 @@ class BackwardFn:
         self.releasing = None
         self._released = set()
         self._last_given = None
+        self.idle_stale = None      # like a `stale` entry: one on the way to the leaves made in the call
+                                    # that died there (see check_idle)
         self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
                                     # copy of that tensor (x32 in x64 / x32): see _saved_now
 
@@ -157,6 +159,14 @@ class BackwardFn:
             found = self._reached_for[given] = [present and reached for present, reached
                                                 in zip(self.grad_present, self.forward_reach(given))]
         return found
+
+    def check_idle(self) -> None:
+        """A backward() reached this node but uses no gradient it computes (its inputs need
+        none): torch's graph still runs the nodes on the way to leaves the call made that died
+        there, which check what they saved (custom_call's protocol)."""
+        if self.idle_stale is not None:
+            v, box, version, where = self.idle_stale
+            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
 
     def _check_stale(self, given=None) -> None:
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None

@@ -107,7 +107,12 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # op on it raises the leaf error (tracer.inplace.check_inplace).
             # (Traced, a copy: a traced view written through its memory is re-derived from its
             # base, which would move the stand-in off the graph f built from it.)
-            leaf = x.view_as(x) if trace_state.current() is None else x.clone()
+            trace = trace_state.current()
+            if trace is None:
+                leaf = x.view_as(x)
+            else:
+                leaf = x.clone()
+                trace.share_counter(leaf)   # (a write of x after f read it is seen as eagerly)
             leaf.__dict__["_transform_input"] = True
             return leaf
         if again and trace_state.current() is not None:
@@ -149,15 +154,33 @@ def _split_aux(result, has_aux: bool):
     return result[0], result[1]
 
 
+def _map_tensors(aux, fn):
+    """aux with `fn` applied to each of its tensors (in tuples, lists and dicts)."""
+    if isinstance(aux, Tensor):
+        return fn(aux)
+    if isinstance(aux, (tuple, list)):
+        return type(aux)(_map_tensors(a, fn) for a in aux)
+    if isinstance(aux, dict):
+        return {k: _map_tensors(v, fn) for k, v in aux.items()}
+    return aux
+
+
 def _stop_gradient(aux):
     """aux with every tensor detached (JAX: auxiliary data is not differentiated)."""
-    if isinstance(aux, Tensor):
-        return aux.detach()
-    if isinstance(aux, (tuple, list)):
-        return type(aux)(_stop_gradient(a) for a in aux)
-    if isinstance(aux, dict):
-        return {k: _stop_gradient(v) for k, v in aux.items()}
-    return aux
+    return _map_tensors(aux, Tensor.detach)
+
+
+def _caller_level(t: Tensor, own: set) -> Tensor:
+    """A result of f as the caller sees it (torch.func's unwrapping to the caller's level):
+    with its history where that reads a tensor from outside, else detached (the history of
+    this transform's own leaves is not the caller's)."""
+    if not t.requires_grad:
+        return t
+    if id(t) in own:
+        return t.detach()
+    if t._sym is None and t._grad_fn is None:
+        return t            # a leaf from outside (traced tensors' nodes are made on demand)
+    return t if _reads_outside(t, own) else t.detach()
 
 
 def value_and_grad(f, argnums=0, has_aux: bool = False):
@@ -232,7 +255,8 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                 # Each result keeps its history only where it reads a tensor from outside (as
                 # torch.func's, unwrapped from its level): d/dx of x*x + y.sum() with y
                 # requiring grad is a plain tensor.
-                value = out if _reads_outside(out, own) else out.detach()
+                value = _caller_level(out, own)
+                aux = _map_tensors(aux, lambda t: _caller_level(t, own))
                 grads = [g if g.requires_grad and _reads_outside(g, own) else g.detach() for g in grads]
             else:
                 value = out.detach()
@@ -244,9 +268,13 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
         finally:
             # The leaves this call made for its arguments (not x.view_as(x) of one that requires
             # grad) belong to a transformation that has returned (see _reads_outside)
-            for leaf in leaves:
+            for leaf, x in zip(leaves, given):
                 if leaf._grad_fn is None:
                     leaf.__dict__["_transform_done"] = True
+                elif leaf.__dict__.get("_transform_input"):
+                    # (the stand-in for an argument with history: a saved-tensor error after the
+                    # call names that argument, as torch.func's, see saved_checks._modified_history)
+                    leaf.__dict__["_transform_source"] = x
         by_leaf = iter(grads)               # each argument's gradients in its own containers
         grads = tuple(_tree_rebuild(given_args[k], by_leaf) for k in nums)
         grads = grads[0] if single else grads

@@ -200,7 +200,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     live = _live_nodes(nodes, targets, passed)
     idle = ()
     if every_node and not create_graph and len(live) < len(nodes):
-        idle = {node for node in nodes if node not in live}
+        idle = {node for node in nodes if node not in live and not _transform_leaf(node)}
         live.update(idle)
         passed += idle
     if not create_graph:
@@ -595,7 +595,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         targets = []
         for node in graph_nodes:
             if isinstance(node, AccumulateGrad):
-                targets.append((node.variable, (node, 0)))
+                if not _transform_leaf(node):
+                    targets.append((node.variable, (node, 0)))
             elif node.retained:
                 targets += _retained_at(node)
     partial = []
@@ -606,6 +607,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         _accumulate_targets(targets, partial, create_graph)     # (what torch's engine completed first)
         raise
     _accumulate_targets(targets, grads, create_graph)
+
+
+def _transform_leaf(node) -> bool:
+    """Whether `node` is the AccumulateGrad of a leaf fg.grad made for an argument, after the
+    transform returned: at the caller's level (torch.func's) that argument needs no gradient,
+    so a backward neither fills nor computes one for it."""
+    return type(node) is AccumulateGrad and node.variable.__dict__.get("_transform_done", False)
 
 
 def _accumulate_targets(targets: list, grads: list, create_graph: bool) -> None:

@@ -29,6 +29,9 @@ def _check_idle(node) -> None:
     nowhere): torch's node then unpacks, so checks, the outputs it saved (relu's, exp's result),
     not its saved inputs (measured against torch 2.13)."""
     if OPS[node.op].group == OPAQUE:
+        check = getattr(getattr(dict(node.attrs).get("fn"), "vjp_fn", None), "check_idle", None)
+        if check is not None:       # (ir/ops/custom.py's protocol)
+            check()
         return
     if node._freed:
         if node._had_saved and saved_slots(node.op, node.attrs, node.in_types, (True,) * len(node.in_types),
@@ -60,9 +63,26 @@ def _check_unread(node, reads) -> None:
     the inputs it keeps are for a create_graph re-expansion; its own checks are its saved values'.)"""
     if OPS[node.op].group == OPAQUE:
         return
+    outer = _outer_level_slots(node)
     for slot, saved in node.saved.items():
-        if slot not in reads and saved.box[0] != saved.version:
+        if slot not in reads and saved.box[0] != saved.version and (outer is None or slot in outer):
             _raise_modified(saved, node, slot[1])
+
+
+def _outer_level_slots(node):
+    """The slots a node recorded inside fg.grad / fg.value_and_grad would have saved at the
+    caller's level, where the leaves that transform made for its arguments need no gradient;
+    None where no edge leads to such a leaf. torch.func records an op at each level, and the
+    caller's node saves only what the caller's gradients need: `(u * w).sum()` with w the
+    transform's leaf saves w, not u, so writing u after the transform returned is no error."""
+    edges = node.edges
+    done = [edge is not None and isinstance(edge[0], AccumulateGrad)
+            and edge[0].variable.__dict__.get("_transform_done", False) for edge in edges]
+    if True not in done:
+        return None
+    needs = tuple(edge is not None and not leaf_done for edge, leaf_done in zip(edges, done))
+    inputs, outputs = saved_slots(node.op, node.attrs, node.in_types, needs, node.name())
+    return {("in", i) for i in inputs} | {("out", k) for k in outputs}
 
 
 def _checked_array(saved, node, output_nr: int):
@@ -183,11 +203,16 @@ def _modified_history(saved, owner, output_nr: int) -> str:
         if not out_type.dtype.is_floating_point or output_nr in OPS[owner.op].nondiff_outputs:
             return ""
         return output_of(owner, output_nr)
-    if saved.tensor.__dict__.get("_transform_input"):
-        return ""       # fg.grad's stand-in for an argument: a leaf of torch.func's level, no node
-    if saved.tensor._base is not None:
-        refresh_view_history(saved.tensor)      # a view of a base written since: torch's AsStrided
-    return output_of(saved.tensor._grad_fn, saved.tensor._output_nr)
+    t = saved.tensor
+    if t.__dict__.get("_transform_input"):
+        # fg.grad's stand-in for an argument: while the transform runs, a leaf of torch.func's
+        # level (no node); once it returned, the caller's tensor, named by its history
+        t = t.__dict__.get("_transform_source")
+        if t is None:
+            return ""
+    if t._base is not None:
+        refresh_view_history(t)      # a view of a base written since: torch's AsStrided
+    return output_of(t._grad_fn, t._output_nr)
 
 
 def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:

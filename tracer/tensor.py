@@ -414,7 +414,9 @@ class Tensor:
             # A leaf made inside a compiled call: backward() there accumulates into its .grad.
             self._traced_leaf = True
             self.__dict__["_leaf_value"] = self._sym      # (its value as a leaf: gradients flow to it)
-            trace_state.current().new_leaves.append(weakref.ref(self))
+            trace = trace_state.current()
+            trace.new_leaves.append(weakref.ref(self))
+            trace.new_leaf_states.append(self.__dict__)     # (outlives the tensor: see Trace)
         return self
 
     @property

@@ -171,6 +171,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.grad_leaves: dict = {}         # id -> (leaf, grad before the call)
         self.retained: list = []            # weak references to traced non-leaves that called retain_grad()
         self.new_leaves: list = []          # weak references to leaves made here by requires_grad_()
+        # their __dict__s, in the same order (`_leaf_value`, `_transform_done`), read for those that
+        # die in the call: torch's graph keeps a leaf's AccumulateGrad (see compile._gone_leaves)
+        self.new_leaf_states: list = []
         self.dry = False                    # a dry run (explain): the caller's tensors are restored after
         self.kept_states: dict = {}         # id(tensor from outside) -> (tensor, its state before; see keep_state)
         self.writes: dict = {}              # id(version counter) -> [counter, in-place writes here, memory

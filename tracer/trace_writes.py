@@ -197,6 +197,14 @@ class TraceWrites:
                 found[k] = (tensor, source.type.shape)
         return found
 
+    def share_counter(self, copy: Tensor) -> None:
+        """`copy`, just made by a copy op, stands for the tensor it copies in what nodes save
+        (fg.grad's stand-in for a differentiated argument, eagerly a view of it): a write of that
+        tensor after makes a backward that reads the copy raise, as eagerly."""
+        ins = self.instrs[-1] if self.instrs else None
+        if ins is not None and ins.outputs[0] is copy._sym:
+            self.same_counter.setdefault(ins.inputs[0].id, []).append(copy._sym)
+
     def hold_promoted(self, copy: Tensor) -> None:
         """`copy` (just made by a cast) is an op's operand promoted to the op's dtype: torch's
         node saves the operand itself, so an in-place write of the operand after the op makes

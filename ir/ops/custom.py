@@ -20,7 +20,11 @@ without the IR importing them: the op's attribute `fn` is any object with
                     (the others get zeros); and apply_tensors(*tensors) ->
                     its outputs as tensors: an engine that runs a program on
                     tensors (a create_graph backward) calls it, where present,
-                    instead of `run`, so the object can record its own history.
+                    instead of `run`, so the object can record its own history;
+                    and check_idle() -> None: called when a backward() reaches the
+                    node but uses no gradient it computes (it raises what torch's
+                    nodes inside it would: a compiled call's saved value on the way
+                    to a leaf made in the call that died there, written since).
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled

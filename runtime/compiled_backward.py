@@ -277,7 +277,7 @@ class BackwardFn:
         self._check_not_freed(users, given)
         for box, version, ref, where, shape, k in self.checks:
             if box[0] != version and (reached is None or k in reached):
-                _raise_modified(box, version, ref(), where, shape)
+                _raise_modified(box, version, ref(), where, shape, self.saved[k])
         self._last_users, self._last_given = users, given
         program = self.program if given is None or all(given) else self.program_for(given)
         results = execute(program, list(cotangents) + self._saved_now(), None, self.run_info)
@@ -448,12 +448,15 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
     return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}, users
 
 
-def _raise_modified(box, version, tensor, where, shape=None) -> None:
+def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None:
     """torch's error for a saved tensor changed in place after the call (as the eager engine's);
     `where` names the call's output, None for an input (named by its history now); `shape`:
-    the saved view's, where the call saved a view of the tensor."""
+    the saved view's, where the call saved a view of the tensor; `saved`: the saved array,
+    which describes a tensor no longer alive (torch's node holds it)."""
     if tensor is None:
-        raise modified_error(shape or (), "", where or "", box[0], version)
+        shape = shape if shape is not None or saved is None else saved.shape
+        raise modified_error(shape or (), saved.dtype.name if saved is not None else "", where or "", box[0],
+                             version)
     if where is None:
         if tensor._base is not None:
             refresh_view_history(tensor)    # a view of a base written since: torch's AsStrided

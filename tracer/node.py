@@ -36,6 +36,12 @@ def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str 
         listed = _NEXT_INPUTS.get(name) if name is not None else None
         probe = (True,) * len(needs) if listed is None else tuple(need or k in listed for k, need in enumerate(needs))
         outputs = _read_slots(op, attrs, in_types, probe)[1]
+    also = OPS[op].extra.get("always_saves")
+    if also and True in needs:
+        # (torch's node saves these whatever its backward formula reads for these attributes:
+        # norm saves self and result, also for p=0 and p=1, which read one or neither)
+        inputs = tuple(sorted(set(inputs) | {i for kind, i in also if kind == "in"}))
+        outputs = tuple(sorted(set(outputs) | {k for kind, k in also if kind == "out"}))
     return inputs, outputs
 
 

@@ -589,4 +589,5 @@ def _infer_norm(types, attrs):
 
 register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
                doc="norm(x; p, axes, keepdim): vector p-norm over axes",
-               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, **SELF_THEN_RESULT}))
+               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, **SELF_THEN_RESULT,
+                      "always_saves": SELF_THEN_RESULT["unpack_order"]}))

@@ -123,6 +123,20 @@ def get_default_dtype():
     return float32
 
 
+def set_default_dtype(d) -> None:
+    """torch.set_default_dtype. fusegrad's default float dtype is float32 and stays so:
+    float32 is accepted (scripts set it explicitly), float64 raises NotImplementedError (pass
+    `dtype=fg.float64` where it is wanted), any other value torch's TypeError."""
+    if d is float32:
+        return
+    if d is float64:
+        raise NotImplementedError("fusegrad: the default float dtype is always float32; set_default_dtype(fg.float64) "
+                                  "is not supported (pass dtype=fg.float64 to the creation functions instead)")
+    if isinstance(d, dtype):
+        raise TypeError("only floating-point types are supported as the default type")
+    raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+
+
 float = float32  # noqa: A001  (torch's aliases)
 double = float64
 long = int64

@@ -69,3 +69,21 @@ def test_norm_node_saves_its_input_and_result_for_every_order(mode, case):
     theirs, ours = _both(case, mode)
     assert theirs[0] == "RuntimeError" and theirs[1].startswith("one of the variables needed")
     assert ours == theirs
+
+
+@pytest.mark.parametrize("name", ["float32", "int64", "bool", "not a dtype"])
+def test_set_default_dtype_accepts_float32_and_raises_torchs_type_errors(name):
+    def case(lib):
+        dtype = getattr(lib, name) if name != "not a dtype" else name
+        try:
+            return lib.set_default_dtype(dtype), str(lib.get_default_dtype()).split(".")[-1]
+        finally:
+            lib.set_default_dtype(lib.float32)
+    assert outcome(lambda: case(fg)) == outcome(lambda: case(torch))
+
+
+def test_set_default_dtype_float64_is_refused_not_ignored():
+    """fusegrad keeps float32 as its default: float64 raises rather than being silently ignored."""
+    with pytest.raises(NotImplementedError, match=r"set_default_dtype\(fg.float64\) is not supported"):
+        fg.set_default_dtype(fg.float64)
+    assert fg.get_default_dtype() is fg.float32

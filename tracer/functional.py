@@ -75,6 +75,8 @@ def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
 
 
 def _operand(x, fn, arg, pos):
+    if type(x) is np.bool_:
+        return builtins.float(x)    # torch's parser reads a NumPy bool as a float number
     if _is_scalar(x) or isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
@@ -162,7 +164,7 @@ def _scalar_array(value, dtype: DType) -> np.ndarray:
     if cached is not None:
         return cached
     check_int_parses(value)
-    if dtype is int64 and _INT64_WRAPS <= value and type(value) is int:
+    if dtype is int64 and type(value) is int and _INT64_WRAPS <= value:
         value -= 2 ** 64        # torch unpacks an int up to 2**64 - 1 as uint64 and keeps its bits
     if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
         array = np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
@@ -200,6 +202,14 @@ def scale_by_alpha(a, b, alpha, fn: str):
     """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
     alpha with integer operands and a bool alpha with non-bool ones are errors)."""
     check_alpha(alpha, fn)
+    if isinstance(alpha, (Tensor, np.ndarray)):
+        # torch's parser reads a 0-d tensor as the Number it holds (so the checks below apply
+        # to its value); one that requires grad is no Number
+        if isinstance(alpha, Tensor) and alpha.requires_grad:
+            raise TypeError(f"{fn}(): argument 'alpha' must be Number, not Tensor")
+        alpha = alpha.item()
+    if type(alpha) is np.bool_:
+        alpha = builtins.float(alpha)       # (torch's parser reads a NumPy bool as a float)
     dtype = _promoted([a, b], fn)[1]
     if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -273,7 +283,7 @@ def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha) -> tuple:
 
 
 def _check_bool_sub(a, b) -> None:
-    bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, (bool, np.bool_)) for x in (a, b)]
+    bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, bool) for x in (a, b)]
     if builtins.all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
@@ -835,7 +845,9 @@ def clamp(input, min=None, max=None) -> Tensor:
                         "\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
                         "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
     a = as_tensor(a, "clamp")
-    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
+    # (a NumPy bool is a float number to torch's parser)
+    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else builtins.float(b) if type(b) is np.bool_ else b
+                for b in (min, max))
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name)
@@ -1997,6 +2009,7 @@ def to(a, *args, **kwargs) -> Tensor:
     """Tensor.to in torch's forms: (dtype), (device[, dtype]), (other tensor: its dtype), each
     optionally followed by non_blocking and copy, or as keywords. The device must be the CPU.
     Returns `a` itself when nothing changes, unless copy=True (a ToCopyBackward0 copy)."""
+    given = dict(kwargs)
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
@@ -2004,7 +2017,12 @@ def to(a, *args, **kwargs) -> Tensor:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     flags = []
     dtype = PYTHON_TYPE_DTYPES.get(dtype, dtype) if isinstance(dtype, type) else dtype
+    if dtype is not None and not isinstance(dtype, DType):
+        raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
+                        f"expected one of:" + _TO_SIGNATURES)
     for x in args:
+        if x is None:
+            continue                             # torch: device None (as not given)
         if isinstance(x, DType):
             dtype = x
         elif isinstance(x, type) and x in PYTHON_TYPE_DTYPES:     # torch takes the Python types as dtypes

@@ -159,7 +159,8 @@ def setitem(t: Tensor, key, value) -> None:
     from .functional import _coerce
     from .inplace import check_inplace
     from .dispatch import no_grad_view_error
-    if isinstance(value, (list, tuple, str)) or value is None:
+    if not isinstance(value, (numbers.Number, np.generic, Tensor, np.ndarray)) or isinstance(value, np.str_):
+        # (a list, None, a dict, bytes, any other object: no number, no tensor)
         raise TypeError(f"can't assign a {type(value).__name__} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
     if not isinstance(value, (Tensor, np.ndarray)):
         # torch makes a number into a tensor of t's dtype before it reads the key

@@ -272,6 +272,8 @@ def _masked_fill_(self, mask, value) -> Tensor:
 
 def _fill_(self, value) -> Tensor:
     """Set every element to `value`, a number or a 0-d tensor (anything else: torch's TypeError)."""
+    if isinstance(value, np.ndarray):
+        value = F.as_tensor(value)      # (NumPy arrays are accepted wherever a tensor is: API.md)
     if not (isinstance(value, Tensor) or F._is_scalar(value)):
         raise parser_errors.METHODS["fill_"].error((value,), {})
     return inplace.fill_(self, value)

@@ -112,6 +112,10 @@ _ODD_ARGUMENT_CASES = {
     "to-dtype-numpy-type": lambda L: L.ones(2).to(dtype=np.float32),
     "to-none": lambda L: L.ones(2).to(None),
     "to-none-int64": lambda L: L.ones(2).to(None, L.int64),
+    # rounding_mode=None is torch's true division (its schema's `str? rounding_mode`)
+    "int-div_-rounding-none": lambda L: L.tensor([1, 2]).div_(L.tensor([1, 2]), rounding_mode=None),
+    "div-rounding-none": lambda L: L.div(L.tensor([1, 3]), 2, rounding_mode=None),
+    "div-rounding-int": lambda L: L.tensor([1.0]).div(L.tensor([2.0]), rounding_mode=3),
 }
 
 

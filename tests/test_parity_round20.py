@@ -163,3 +163,18 @@ def test_fill_with_an_array_is_a_tensor_fill(mode):
     with pytest.raises(RuntimeError, match="^fill_ only supports 0-dimension value tensor but got tensor with 1 "
                                            "dimensions.$"):
         run(np.array([1.0, 0.0, 2.0]))
+
+
+@pytest.mark.parametrize("array_dtype", [np.float64, np.float32, np.int64])
+def test_array_divided_by_a_tensor_is_a_tensor_as_torchs(array_dtype):
+    """torch's __rtruediv__ takes a NumPy array (reciprocal() * array); its other reflected
+    operators do not (`array * t` is Python's TypeError in both)."""
+    a = np.array([[1.0, 2.0, 4.0], [8.0, 5.0, 0.5]], dtype=np.float32)
+    numerator = np.array([1, 2, 3]).astype(array_dtype)
+    ours, theirs = numerator / fg.tensor(a), numerator / torch.tensor(a)
+    assert isinstance(ours, fg.Tensor)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    for lib in (fg, torch):
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            numerator * lib.tensor(a)

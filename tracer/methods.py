@@ -73,10 +73,21 @@ def _counted_from_self(fn):
     return method
 
 
-def _binary_operator(fn, scalars: bool = True, reflected: bool = False):
+def _array_rdiv(self, other):
+    """`other / self`. For a NumPy array `other`, torch's __rtruediv__ computes
+    `self.reciprocal() * other`, which NumPy finishes (and wraps as a tensor): the result
+    dtype is NumPy's promotion of the two (an int64 array over a float32 tensor: float64)."""
+    if isinstance(other, np.ndarray):
+        dtype = np.result_type(other.dtype, self._dtype.np)
+        return F.mul(F.reciprocal(self), F.as_tensor(other.astype(dtype, copy=False)))
+    return F.rdiv(self, other)
+
+
+def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_reflected: bool = False):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
-    with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError."""
-    arrays = () if reflected else (np.ndarray,)
+    with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError;
+    except where torch's takes them (`arrays_reflected`: `array / t` is a tensor)."""
+    arrays = () if reflected and not arrays_reflected else (np.ndarray,)
 
     def method(self, other):
         t = type(other)
@@ -507,7 +518,7 @@ OPERATORS = {
     "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add, reflected=True),
     "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub, reflected=True),
     "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul, reflected=True),
-    "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(F.rdiv, reflected=True),
+    "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(_array_rdiv, reflected=True, arrays_reflected=True),
     "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
     "__matmul__": _binary_operator(F.matmul, False),
     "__rmatmul__": _binary_operator(_reflected(F.matmul), False, reflected=True),

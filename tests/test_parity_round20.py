@@ -116,6 +116,12 @@ _ODD_ARGUMENT_CASES = {
     "int-div_-rounding-none": lambda L: L.tensor([1, 2]).div_(L.tensor([1, 2]), rounding_mode=None),
     "div-rounding-none": lambda L: L.div(L.tensor([1, 3]), 2, rounding_mode=None),
     "div-rounding-int": lambda L: L.tensor([1.0]).div(L.tensor([2.0]), rounding_mode=3),
+    # a 0-d integer tensor where an int dim is expected is that int (torch's parser: __index__)
+    "max-dim-int-tensor": lambda L: L.tensor([[1.0, 5.0], [4.0, 2.0]]).max(dim=L.tensor(1))[1],
+    "min-dim-int-tensor": lambda L: L.tensor([[1.0, 5.0], [4.0, 2.0]]).min(dim=L.tensor(0))[0],
+    "size-int-tensor": lambda L: L.tensor(L.ones(2, 3).size(L.tensor(1))),
+    "stride-int-tensor": lambda L: L.tensor(L.ones(2, 3).stride(L.tensor(0))),
+    "size-float-tensor": lambda L: L.ones(2, 3).size(L.tensor(1.0)),
 }
 
 

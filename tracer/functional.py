@@ -74,6 +74,12 @@ def as_tensor(x, fn: str = "op", arg: str = "input", pos: int = 1) -> Tensor:
     raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")
 
 
+def _integer_scalar_tensor(x) -> bool:
+    """Whether `x` is a 0-d integer tensor without history: torch's parser reads it as an int
+    (its __index__) where an int argument is expected."""
+    return isinstance(x, Tensor) and x.dim() == 0 and x._dtype is int64 and not x.requires_grad
+
+
 def _operand(x, fn, arg, pos):
     if type(x) is np.bool_:
         return builtins.float(x)    # torch's parser reads a NumPy bool as a float number
@@ -1153,8 +1159,11 @@ def _numpy_spellings(fn):
                         raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
                     kwargs[torch_name] = kwargs.pop(numpy_name)
             if name in ("max", "min") and isinstance(kwargs.get("dim"), (Tensor, np.ndarray)):
-                # (a tensor is max's positional `other`; as a `dim` keyword torch's parser refuses it)
-                raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
+                # (a tensor is max's positional `other`; as a `dim` keyword torch's parser takes
+                # only a 0-d integer one, as the int it holds)
+                if not _integer_scalar_tensor(kwargs["dim"]):
+                    raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
+                kwargs["dim"] = builtins.int(kwargs["dim"].item())
         if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)
             _check_keepdim(name, args, kwargs)
         return fn(*args, **kwargs)

@@ -92,6 +92,14 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+def _as_index(dim):
+    """A 0-d integer tensor without history as the int it holds (torch's parser reads it so
+    where an int is expected: x.size(torch.tensor(1))); anything else as it is."""
+    if isinstance(dim, Tensor) and dim.dim() == 0 and dim._dtype.name == "int64" and not dim.requires_grad:
+        return int(dim.item())
+    return dim
+
+
 def _size(items) -> Size:
     """A Size from a tuple of ints (no check: shapes of arrays)."""
     return tuple.__new__(Size, items)
@@ -229,6 +237,7 @@ class Tensor:
         shape = self._value_shape()
         if dim is None:
             return _size(shape)
+        dim = _as_index(dim)
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
             from .parser_errors import type_name      # (it imports this module)
             raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type_name(dim)}")
@@ -333,6 +342,7 @@ class Tensor:
         strides = strides_of(self)
         if dim is None:
             return strides
+        dim = _as_index(dim)
         if type(dim) is bool or not isinstance(dim, (int, np.integer)):
             from .parser_errors import type_name      # (it imports this module)
             raise TypeError(f"stride(): argument 'dim' (position 1) must be int, not {type_name(dim)}")

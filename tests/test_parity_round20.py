@@ -122,6 +122,13 @@ _ODD_ARGUMENT_CASES = {
     "size-int-tensor": lambda L: L.tensor(L.ones(2, 3).size(L.tensor(1))),
     "stride-int-tensor": lambda L: L.tensor(L.ones(2, 3).stride(L.tensor(0))),
     "size-float-tensor": lambda L: L.ones(2, 3).size(L.tensor(1.0)),
+    # shapes that do not broadcast are torch's broadcast error before any dtype's
+    "bool-pow-mismatch": lambda L: L.ones(2, 3, dtype=L.bool) ** L.ones(2, 3, dtype=L.bool).t(),
+    "bool-floordiv-mismatch": lambda L: L.ones(2, 3, dtype=L.bool) // L.ones(2, 3, dtype=L.bool).t(),
+    "bool-floordiv-broadcasts": lambda L: L.ones(2, 3, dtype=L.bool) // L.ones(3, dtype=L.bool),
+    # the nuclear norm of an integer tensor is linalg.matrix_norm's dtype error
+    "int-nuclear-norm": lambda L: L.ones(2, 3, dtype=L.int64).norm("nuc"),
+    "bool-nuclear-norm-dim": lambda L: L.ones(2, 3, dtype=L.bool).norm(p="nuc", dim=(0, 1)),
 }
 
 

@@ -531,6 +531,8 @@ def pow(input, exponent) -> Tensor:
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
     if dtype is bool_ and isinstance(b, Tensor):
+        from fusegrad.ir.ops.registry import broadcast_shapes as broadcast_types
+        broadcast_types(*(tuple(x.shape) for x in ops))      # (torch's broadcast error comes first)
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not dtype.is_floating_point and _is_scalar(b) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -1443,6 +1445,9 @@ def _nuclear_norm(a: Tensor, dim, keepdim: bool) -> Tensor:
     LinalgSvdBackward0)."""
     if a.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not a._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{TORCH_SCALAR_NAMES[a._dtype.name]}")
     axes = tuple(range(a.dim())) if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if len(axes) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in axes)}")

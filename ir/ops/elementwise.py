@@ -25,15 +25,17 @@ def _same_dtype(types, name):
 def _infer_map(name, result=None, float_only=False, bool_error=None, integer_only=False):
     def infer(types, attrs):
         d = _same_dtype(types, name)
+        shape = types[0].shape
+        if len(types) > 1 and any(t.shape != shape for t in types[1:]):
+            # (first, as torch's TensorIterator: shapes that do not broadcast are that error
+            # whatever the dtype, `bool_t // bool_t.T` too)
+            shape = broadcast_shapes(*(t.shape for t in types))
         if bool_error is not None and d is bool_:
             raise bool_error
         if float_only and not d.is_floating_point:
             raise TypeError(f"{name}: expected a floating point operand, got {d.name}")
         if integer_only and d.is_floating_point:
             raise TypeError(f"{name}: expected integer or bool operands, got {d.name}")
-        shape = types[0].shape
-        if len(types) > 1 and any(t.shape != shape for t in types[1:]):
-            shape = broadcast_shapes(*(t.shape for t in types))
         return [TensorType(shape, result or d)]
     infer.elementwise_rule = True           # (OpDef.pointwise)
     return infer

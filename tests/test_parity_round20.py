@@ -129,6 +129,10 @@ _ODD_ARGUMENT_CASES = {
     # the nuclear norm of an integer tensor is linalg.matrix_norm's dtype error
     "int-nuclear-norm": lambda L: L.ones(2, 3, dtype=L.int64).norm("nuc"),
     "bool-nuclear-norm-dim": lambda L: L.ones(2, 3, dtype=L.bool).norm(p="nuc", dim=(0, 1)),
+    # an index outside int64 is torch's unpacking error, one inside it the bounds error
+    "index-2**63": lambda L: L.ones(2, 3)[2 ** 63],
+    "index-below-int64": lambda L: L.ones(2, 3)[0, -2 ** 63 - 1],
+    "index-int64-max": lambda L: L.ones(2, 3)[2 ** 63 - 1],
 }
 
 

@@ -84,6 +84,8 @@ def _normalise(key, shape, bare_slice: bool = False):
             out_dim += 1
         else:
             i = int(k)
+            if not -2 ** 63 <= i < 2 ** 63:
+                raise ValueError("Overflow when unpacking long long")      # (torch's int64 unpacking)
             if not -size <= i < size:
                 # torch names the index's position in the key, not the tensor's dim
                 raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")

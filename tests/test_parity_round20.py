@@ -133,6 +133,10 @@ _ODD_ARGUMENT_CASES = {
     "index-2**63": lambda L: L.ones(2, 3)[2 ** 63],
     "index-below-int64": lambda L: L.ones(2, 3)[0, -2 ** 63 - 1],
     "index-int64-max": lambda L: L.ones(2, 3)[2 ** 63 - 1],
+    # torch's norm is a Python function: no NumPy keyword spellings
+    "norm-method-axis": lambda L: L.ones(2, 3).norm(axis=1),
+    "norm-method-keepdims": lambda L: L.ones(2, 3).norm(keepdims=True),
+    "norm-function-axis": lambda L: L.norm(L.ones(2, 3), axis=1),
 }
 
 

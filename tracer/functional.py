@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, abs, all and any as tensor functions
 import collections.abc
+import functools
 import inspect
 import numbers
 import operator
@@ -1144,15 +1145,17 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
     return operator.index(value)
 
 
-def _numpy_spellings(fn):
+def _numpy_spellings(fn, aliases: bool = True):
     """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
-    both ways, it reports the NumPy name as unexpected, as torch does)."""
+    both ways, it reports the NumPy name as unexpected, as torch does); and it checks that
+    keepdim is a bool. `aliases` False: only that check (norm, a Python function in torch,
+    takes no NumPy names)."""
     name = fn.__name__
     known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
     has_keepdim = "keepdim" in known        # (cat and stack take `axis` but have no keepdim)
 
     def with_aliases(*args, **kwargs):
-        if kwargs:
+        if kwargs and aliases:
             for numpy_name, torch_name, position in (("axis", "dim", 1), ("keepdims", "keepdim", 2)):
                 if numpy_name in kwargs:
                     # torch's parser then matches no overload and names the NumPy keyword
@@ -1375,7 +1378,7 @@ def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     return _arg_extremum("argmin", input, dim, keepdim)
 
 
-@_numpy_spellings
+@functools.partial(_numpy_spellings, aliases=False)
 def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Vector p-norm over `dim` (all elements when None); "fro" is p = 2. `dtype`: computed in
     that (floating, not narrower) dtype, as torch's linalg.vector_norm(dtype=)."""

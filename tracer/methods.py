@@ -83,6 +83,22 @@ def _array_rdiv(self, other):
     return F.rdiv(self, other)
 
 
+def _python_method(fn):
+    """A method torch defines in Python (torch/_tensor.py): Python's own argument errors name it
+    `Tensor.<name>()`."""
+    prefix = f"{fn.__name__}() got an unexpected keyword argument"
+
+    def method(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except TypeError as exc:
+            if str(exc).startswith(prefix):
+                raise TypeError("Tensor." + str(exc)) from None
+            raise
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_reflected: bool = False):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
     with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError;
@@ -438,7 +454,7 @@ METHODS = {
     # reductions
     "sum": F.sum.method, "mean": F.mean.method, "var": moments.var.method, "std": moments.std.method,
     "max": F.max.method, "min": F.min.method, "amax": _counted_from_self(F.amax), "amin": _counted_from_self(F.amin),
-    "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": F.norm, "softmax": _counted_from_self(F.softmax),
+    "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": _python_method(F.norm), "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,

@@ -137,6 +137,11 @@ _ODD_ARGUMENT_CASES = {
     "norm-method-axis": lambda L: L.ones(2, 3).norm(axis=1),
     "norm-method-keepdims": lambda L: L.ones(2, 3).norm(keepdims=True),
     "norm-function-axis": lambda L: L.norm(L.ones(2, 3), axis=1),
+    # argument types torch's parser checks
+    "numpy-force-str": lambda L: L.tensor(L.ones(2).numpy(force="a")),
+    "numpy-force-np-bool": lambda L: L.tensor(L.ones(2).numpy(force=np.bool_(True))),
+    "parameter-requires-grad-str": lambda L: L.nn.Parameter(L.ones(2), requires_grad="a"),
+    "parameter-requires-grad-int": lambda L: L.nn.Parameter(L.ones(2), requires_grad=0),
 }
 
 

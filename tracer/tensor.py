@@ -653,6 +653,9 @@ class Tensor:
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The value as a NumPy array sharing memory (error if it requires grad, unless `force`)."""
+        if type(force) is not bool:
+            from .parser_errors import type_name      # (it imports this module)
+            raise TypeError(f"numpy(): argument 'force' must be bool, not {type_name(force)}")
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")

@@ -15,6 +15,7 @@ import fusegrad as fg
 from fusegrad.ir.types import DType
 from fusegrad.tracer.device import check_device, device as torch_device
 from fusegrad.tracer.hooks import RemovableHandle, _Hooks
+from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["Module", "Parameter"]
@@ -34,6 +35,9 @@ class Parameter(Tensor):
             # with Python's text ('numpy.ndarray' object has no attribute 'detach')
             data.detach  # noqa: B018
             raise TypeError(f"Parameter data must be a tensor, got {type(data).__name__}")
+        if type(requires_grad) is not bool:
+            raise TypeError(f"_make_subclass(): argument 'require_grad' (position 3) must be bool, not "
+                            f"{type_name(requires_grad)}")
         if requires_grad and data is not None and not data.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(None if data is None else data.detach(), requires_grad=requires_grad)

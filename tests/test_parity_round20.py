@@ -204,3 +204,41 @@ def test_array_divided_by_a_tensor_is_a_tensor_as_torchs(array_dtype):
     for lib in (fg, torch):
         with pytest.raises(TypeError, match="unsupported operand type"):
             numerator * lib.tensor(a)
+
+
+# ---------------------------------------------------------------- nn / optim (probe L)
+def _unexpected_keys(lib, strict):
+    model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.Linear(2, 2)))
+    state = dict(model.state_dict())
+    state["1.0.extra"] = lib.zeros(1)       # (checkpoint order: deepest first)
+    state["9.x"] = lib.zeros(1)
+    state["0.foo"] = lib.zeros(1)
+    return list(model.load_state_dict(state, strict=strict).unexpected_keys)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_load_state_dict_lists_unexpected_keys_module_by_module(strict):
+    """torch lists unexpected keys as each module, root first, finds them under its prefix
+    (fusegrad kept the checkpoint's order), in the returned keys and in the strict error."""
+    theirs, ours = outcome(lambda: _unexpected_keys(torch, strict)), outcome(lambda: _unexpected_keys(fg, strict))
+    if not strict:
+        assert theirs == ["9.x", "0.foo", "1.0.extra"]
+    assert ours == theirs
+
+
+def test_adam_refuses_a_tensor_lr_with_foreach():
+    def case(lib):
+        return lib.optim.Adam([lib.nn.Parameter(lib.ones(2))], lr=lib.tensor(0.01), foreach=True)
+    theirs, ours = outcome(lambda: case(torch)), outcome(lambda: case(fg))
+    assert theirs == ("ValueError", "lr as a Tensor is not supported for capturable=False and foreach=True")
+    assert ours == theirs
+
+
+def test_scheduler_state_dict_keys_in_torchs_order():
+    def keys(lib):
+        optimizer = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        scheduler = lib.optim.lr_scheduler.StepLR(optimizer, 3)
+        optimizer.step()
+        scheduler.step()
+        return list(scheduler.state_dict())
+    assert keys(fg) == keys(torch)

@@ -500,6 +500,23 @@ class Module:
                 module._state_owners(prefix + name + ".", owners)
         return owners
 
+    def _unexpected_keys(self, keys: list, prefix: str = "") -> list:
+        """The keys no parameter or buffer takes, in torch's order: each module, from the root
+        down, lists the keys under its prefix that name neither its own state nor a child."""
+        local = {k for k, v in self._parameters.items() if v is not None} | \
+            {k for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set}
+        found = []
+        for key in keys:
+            if key.startswith(prefix):
+                name = key[len(prefix):].split(".", 1)
+                if (name[0] not in self._modules) if len(name) > 1 else (name[0] not in local):
+                    found.append(key)
+        for child_name, child in self._modules.items():
+            if child is not None:
+                below = prefix + child_name + "."
+                found += child._unexpected_keys([k for k in keys if k.startswith(below)], below)
+        return found
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values (Tensors or NumPy arrays) into the parameters and buffers.
 
@@ -513,7 +530,7 @@ class Module:
         own = self.state_dict(keep_vars=True)
         owners = self._state_owners() if assign else {}
         missing = [key for key in own if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in own]
+        unexpected = self._unexpected_keys(list(state_dict))
         errors = []
         with fg.no_grad():
             for key, target in own.items():

@@ -114,7 +114,8 @@ class LRScheduler:
                         "for a fresh training run (not recommended)")
         self.base_lrs: list = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
-        self._get_lr_called_within_step = False
+        # (_get_lr_called_within_step is first set by step(), after _step_count and _is_initial:
+        # the order of torch's state_dict keys)
         _track_optimizer_steps(optimizer)
         self._initial_step()
 

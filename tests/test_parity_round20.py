@@ -142,6 +142,14 @@ _ODD_ARGUMENT_CASES = {
     "numpy-force-np-bool": lambda L: L.tensor(L.ones(2).numpy(force=np.bool_(True))),
     "parameter-requires-grad-str": lambda L: L.nn.Parameter(L.ones(2), requires_grad="a"),
     "parameter-requires-grad-int": lambda L: L.nn.Parameter(L.ones(2), requires_grad=0),
+    # norm's dim: len() is taken only for a string p (torch's Python norm), else the parser's text
+    "norm-dim-dict": lambda L: L.ones(2, 3).norm(dim={}),
+    "norm-numeric-p-float-dim": lambda L: L.ones(2, 3).norm(0, 2.0),
+    "norm-fro-float-dim": lambda L: L.ones(2, 3).norm(dim=2.0),
+    # texts of the size and to() parsers
+    "zeros-array-size": lambda L: L.zeros(np.array([2, 3])),
+    "to-numpy-type": lambda L: L.ones(2).to(np.float32),
+    "to-list": lambda L: L.ones(2).to([1]),
 }
 
 

@@ -1408,7 +1408,11 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     if isinstance(dim, str):            # (it has a len(), so torch's norm passes it on to the parser)
         raise TypeError("linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not str")
     if dim is not None and not _is_index(dim) and not isinstance(dim, (tuple, list)):
-        raise TypeError(f"object of type '{type(dim).__name__}' has no len()")    # torch's norm takes len(dim)
+        if isinstance(p, str) and not hasattr(dim, "__len__"):
+            raise TypeError(f"object of type '{type(dim).__name__}' has no len()")    # torch's norm takes len(dim)
+        # (a numeric p, or a dim with a len(), goes on to linalg.vector_norm's parser)
+        raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, not "
+                        f"{type_name(dim)}")
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
         # torch.norm takes "fro" over more than two dims to linalg.matrix_norm, which refuses them
         if a.dim() < 2:
@@ -1542,7 +1546,7 @@ def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) ->
             raise too_many() if too_many is not None else TypeError(
                 f"{fn}() takes 1 positional argument but {len(shape)} were given")
         raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, not "
-                        f"{type(shape[0]).__name__}")
+                        f"{type_name(shape[0])}")
     for k, s in enumerate(shape):
         if not _is_size(s, first=k == 0):
             if k == 0:
@@ -2053,7 +2057,8 @@ def to(a, *args, **kwargs) -> Tensor:
         elif isinstance(x, int) and not flags:
             device = x                           # a bare index names an accelerator: torch's error
         else:
-            raise TypeError(f"to() received an invalid combination of arguments - got ({type(x).__name__})")
+            raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
+                            f"expected one of:" + _TO_SIGNATURES)
     if len(flags) > 1:
         copy = flags[1]
     if isinstance(args[0] if args else None, DType) and \

@@ -250,3 +250,26 @@ def test_scheduler_state_dict_keys_in_torchs_order():
         scheduler.step()
         return list(scheduler.state_dict())
     assert keys(fg) == keys(torch)
+
+
+# ---------------------------------------------------------------- random-program probe (probe J)
+def _read_after_alias_write(lib, mode, write):
+    def f(x):
+        w = x.detach().requires_grad_()     # a second leaf over x's memory
+        v = w + x                           # both read it
+        exec(write, {"w": w, "x": x})       # the memory written through an alias
+        return (x * x * 3).sum() + (v * 5).sum(), x * 1, w
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    total, y, w = _run(lib, mode, f, x)
+    total.backward()
+    return y.tolist(), x.tolist(), x.grad.tolist(), w.grad.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", ["w.detach().mul_(2)", "x.detach().mul_(2)", "w.data.mul_(2)"])
+def test_a_second_leaf_over_memory_reads_its_new_value_after_a_write(write, mode):
+    """fg.compile read x's value from before the write once two leaves that require grad
+    shared the memory (x * 1 was [1, 2], torch's [2, 4]); gradients sum over both values."""
+    theirs, ours = _both(lambda lib, m: _read_after_alias_write(lib, m, write), mode)
+    assert theirs == ([2.0, 4.0], [2.0, 4.0], [17.0, 29.0], [5.0, 5.0])
+    assert ours == theirs

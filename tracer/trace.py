@@ -151,6 +151,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.leaf_tensors: dict = {}        # memory key -> concrete leaf that requires grad
         self.boundary: dict = {}            # memory key -> concrete non-leaf that requires grad
         self.own_values: dict = {}          # id(tensor) -> Value of a second tensor over lifted memory
+        self.own_reads: dict = {}           # id(tensor) -> (memory value it was last read from, its Value now)
         self.exposed: list = []             # arrays handed to Python writable during the trace (expose)
         self.detach_source: dict = {}       # id(d) -> (weakref d, t, shares version) for d = t.detach()
         self.detach_aliases: dict = {}      # id(t) -> weakrefs to its detach()es
@@ -354,8 +355,18 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         w = self.own_values.get(id(x))
         if w is None:
             w = self.own_values[id(x)] = self.builder.emit("cast", v, dtype=v.dtype)
+            self.own_reads[id(x)] = (v, w)
             group[(key, id(x))] = x
-        return w
+            return w
+        source, now = self.own_reads[id(x)]
+        if source is not v:
+            # The memory was written since (through the other tensor, or a detach() of either):
+            # x reads the new value, and its gradient sums over each value it held (held_values),
+            # as for a leaf written under no_grad.
+            now = self.builder.emit("cast", v, dtype=v.dtype)
+            self.own_reads[id(x)] = (v, now)
+            self.leaf_values.setdefault(id(x), (x, [w]))[1].append(now)
+        return now
 
     def _alias(self, v: Value, requires_grad: bool) -> Value:
         """Memory lifted as `v` read through a tensor that differs in requires_grad (a

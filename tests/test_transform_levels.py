@@ -134,3 +134,27 @@ def test_a_leaf_made_in_the_call_that_died_still_checks_what_was_saved_for_it(mo
     theirs, ours = _both(_leaf_made_in_the_call_dies, mode)
     assert theirs[0] == "RuntimeError" and theirs[1].startswith("one of the variables needed")
     assert ours == theirs
+
+
+def _gradient_reading_a_leaf_made_in_the_call(lib, mode, write):
+    def f(x):
+        w0 = x * 1
+        w = w0.detach().requires_grad_()        # a leaf made in the call, over w0's memory
+        v = w * 2
+        if write:
+            w0.mul_(2)                          # the leaf's memory written through w0
+        return _grad(lib, lambda u, s: (u * s).sum(), 0)(w0, v), w
+    g, w = _run(lib, mode, f, lib.tensor([1.0, 2.0]))
+    g.sum().backward()
+    return g.tolist(), g.requires_grad, w.grad.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", [False, True])
+def test_gradient_keeps_history_through_a_leaf_whose_memory_was_written(mode, write):
+    """d/du (u * s).sum() = s = w * 2 reads the leaf w: it keeps that history for the caller
+    (fg.compile dropped it once w's memory was written: its value was no longer the one the
+    leaf was made with, and the backward raised "does not require grad")."""
+    theirs, ours = _both(lambda lib, m: _gradient_reading_a_leaf_made_in_the_call(lib, m, write), mode)
+    assert theirs == ([2.0, 4.0], True, [2.0, 2.0])
+    assert ours == theirs

@@ -328,6 +328,13 @@ class TraceAutograd:
             t = ref()
             if t is not None and t._sym is not None:
                 sources[id(t._sym)] = t
+                # (and every value it held: the one it became a leaf with, those a write of its
+                # memory through another tensor gave it since)
+                made = t.__dict__.get("_leaf_value")
+                if made is not None:
+                    sources[id(made)] = t
+                for v in self.held_values(t):
+                    sources[id(v)] = t
         return sources
 
     def grad_source_tensors(self) -> list:

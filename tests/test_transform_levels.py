@@ -158,3 +158,21 @@ def test_gradient_keeps_history_through_a_leaf_whose_memory_was_written(mode, wr
     theirs, ours = _both(lambda lib, m: _gradient_reading_a_leaf_made_in_the_call(lib, m, write), mode)
     assert theirs == ([2.0, 4.0], True, [2.0, 2.0])
     assert ours == theirs
+
+
+def _grad_of_a_history_that_saved_a_written_leaf(lib, second):
+    x = lib.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)
+    y = x.sin()                         # saves x at version 0
+    with lib.no_grad():
+        x.mul_(1.5)                     # x at version 1
+    g = _grad(lib, lambda u, w: (u * w).sum(), 0)(y.sum(), x if second == "x" else x.detach())
+    return round(g.item(), 5), g.requires_grad
+
+
+@pytest.mark.parametrize("second", ["x", "x.detach()"])
+def test_a_node_reading_a_leaf_at_its_new_version_is_no_version_error(second):
+    """d/du (u * w).sum() reads w = x at version 1; SinBackward0 below u saved x at version 0,
+    but the gradient to u does not go there: no error (the create_graph backward bound both
+    reads of x to the first node's saved copy, and raised)."""
+    assert outcome(lambda: _grad_of_a_history_that_saved_a_written_leaf(fg, second)) == \
+        outcome(lambda: _grad_of_a_history_that_saved_a_written_leaf(torch, second))

@@ -62,11 +62,13 @@ class GraphProgram:
                         self.bindings[v.id] = const
                 elif ("in", i) in node.saved:
                     saved, held = node.saved[("in", i)], self.bindings.get(v.id)
-                    if isinstance(held, SavedTensor) and held.box is not saved.box:
+                    if isinstance(held, SavedTensor) and (held.box is not saved.box or
+                                                          held.version != saved.version):
                         # The node saved a copy of its own (an in-place op's self from before its
-                        # write): its VJP reads that, through an identity of its own, not what
-                        # another node saved of the value (log_softmax's result, which the write
-                        # made stale for that node only)
+                        # write), or the tensor at another version (a leaf written under no_grad
+                        # between two nodes that saved it): its VJP reads that, through an
+                        # identity of its own, not what another node saved of the value
+                        # (log_softmax's result, which the write made stale for that node only)
                         w = Value(v.type)
                         self.instrs.append(Instr("cast", (v,), (w,), freeze_attrs({"dtype": v.type.dtype})))
                         v = w

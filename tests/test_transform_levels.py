@@ -176,3 +176,25 @@ def test_a_node_reading_a_leaf_at_its_new_version_is_no_version_error(second):
     reads of x to the first node's saved copy, and raised)."""
     assert outcome(lambda: _grad_of_a_history_that_saved_a_written_leaf(fg, second)) == \
         outcome(lambda: _grad_of_a_history_that_saved_a_written_leaf(torch, second))
+
+
+def _mixed_dtype_gradient_then_write(lib, mode):
+    def f(x, y):
+        g = _grad(lib, lambda u, w: (u / (w.abs() + 1)).sum(), 1)(x, y)     # saves u, promoted to float64
+        with lib.no_grad():
+            x.mul_(1.5)
+        return g
+    x = lib.tensor([0.5, 1.0], requires_grad=True)
+    y = lib.tensor([2.0, -3.0], dtype=lib.float64, requires_grad=True)
+    _run(lib, mode, f, x, y).sum().backward()
+    return y.grad.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_promoted_operand_in_a_gradients_history_is_version_checked(mode):
+    """The create_graph backward promotes the float32 u again for float64 w: that copy stands
+    for u (torch's nodes save u itself), so writing x after the call raises at backward
+    (eagerly the copy had a counter of its own and the backward read the new x silently)."""
+    theirs, ours = _both(_mixed_dtype_gradient_then_write, mode)
+    assert theirs[0] == "RuntimeError" and "[torch.FloatTensor [2]] is at version 1; expected version 0" in theirs[1]
+    assert ours == theirs

@@ -147,9 +147,15 @@ def _saved_value(graph: GraphProgram, v: Value, create_graph: bool):
         if saved.tensor is None:
             return _output_tensor(graph, v, saved)
         source = _promoted_source(saved)
-        # (promoted again from the operand's memory, with the promotion's history: _current_array)
-        return saved.tensor if source is None or source._data is None else \
-            apply_op("cast", [source], {"dtype": saved.tensor._dtype}, "ToCopyBackward0")
+        if source is None or source._data is None:
+            return saved.tensor
+        # (promoted again from the operand's memory, with the promotion's history: _current_array;
+        # the copy stands for the operand in what the gradient's nodes save, as torch's save the
+        # operand itself: it shares its version counter, see functional._coerce)
+        copy = apply_op("cast", [source], {"dtype": saved.tensor._dtype}, "ToCopyBackward0")
+        copy._vbox = source._vbox
+        copy.__dict__["_promoted_from"] = source
+        return copy
     return _current_array(saved)
 
 

@@ -442,25 +442,39 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
         return _new(_allocated(shape, dtype.np, lambda: np.full(shape, fill_value, dtype=dtype.np)), requires_grad)
 
 
+def _drawn_from(fn: str, size: tuple, kw: dict) -> random_generator.Generator:
+    """The generator a `generator=` keyword names (removed from `kw`), else the global one."""
+    generator = kw.pop("generator", None)
+    if generator is None:
+        return random_generator.DEFAULT
+    if not isinstance(generator, random_generator.Generator):
+        raise _invalid_generator_call(fn, size, f"generator={type_name(generator)}")
+    return generator
+
+
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    """Standard normal samples (float32 unless `dtype` says float64)."""
+    """Standard normal samples (float32 unless `dtype` says float64), from the global
+    generator or a `generator=` one."""
+    gen = _drawn_from("randn", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "randn")
     dtype = _dtype_arg("randn", dtype)
     requires_grad = _grad_flag("randn", requires_grad)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu")
-    values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.normal(_numel(shape), d.np))
+    values = _allocated(shape, d.np, lambda: gen.normal(_numel(shape), d.np))
     return _new(values.reshape(shape), requires_grad)
 
 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    """Uniform samples in [0, 1) (float32 unless `dtype` says float64)."""
+    """Uniform samples in [0, 1) (float32 unless `dtype` says float64), from the global
+    generator or a `generator=` one."""
+    gen = _drawn_from("rand", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "rand")
     dtype = _dtype_arg("rand", dtype)
     requires_grad = _grad_flag("rand", requires_grad)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds")
-    values = _allocated(shape, d.np, lambda: random_generator.DEFAULT.uniform(_numel(shape), d.np))
+    values = _allocated(shape, d.np, lambda: gen.uniform(_numel(shape), d.np))
     return _new(values.reshape(shape), requires_grad)
 
 
@@ -485,9 +499,13 @@ _NO_SIZE = object()
 
 
 
-def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None) -> Tensor:
-    """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high)."""
+def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None, *, generator=None) -> Tensor:
+    """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high),
+    from the global generator or `generator`."""
     check_device(device)
+    gen = random_generator.DEFAULT if generator is None else generator
+    if not isinstance(gen, random_generator.Generator):
+        raise TypeError(f"randint(): argument 'generator' must be torch.Generator, not {type_name(generator)}")
     dtype = _dtype_arg("randint", dtype)
     position = 3
     if size is _NO_SIZE:                # randint(high, size): the second argument is the size
@@ -501,7 +519,7 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     out = (dtype or int64).np
-    values = _allocated(shape, out, lambda: random_generator.DEFAULT.integers(int(low), int(high), _numel(shape)))
+    values = _allocated(shape, out, lambda: gen.integers(int(low), int(high), _numel(shape)))
     return _new(values.reshape(shape).astype(out), False)
 
 
@@ -679,8 +697,10 @@ def _check_like_keywords(fn: str, kw: dict) -> None:
 
 
 def _like(fn):
-    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
+    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, generator=None,
+             **kw):
         t = _like_source(input, fn.__name__ + "_like")
+        gen = _drawn_from(fn.__name__ + "_like", (t,), {"generator": generator})
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
@@ -699,14 +719,16 @@ empty_like = _like(empty)
 def _random_like(fn, fill):
     """randn_like / rand_like: an empty tensor laid out as the source (preserve_format), then
     filled in memory order as torch's kernels fill it; `fill(array)` writes the samples."""
-    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
+    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, generator=None,
+             **kw):
         t = _like_source(input, fn.__name__ + "_like")
+        gen = _drawn_from(fn.__name__ + "_like", (t,), {"generator": generator})
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)
         _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds")
-        fill(result._data)
+        fill(result._data, gen)
         if requires_grad:
             _require_grad(result)
         return result
@@ -715,13 +737,12 @@ def _random_like(fn, fill):
     return like
 
 
-def _fill_normal(array: np.ndarray) -> None:
-    random_generator.fill(array, random_generator.DEFAULT.normal(array.size, array.dtype,
-                                                                  contiguous=array.flags.c_contiguous))
+def _fill_normal(array: np.ndarray, gen) -> None:
+    random_generator.fill(array, gen.normal(array.size, array.dtype, contiguous=array.flags.c_contiguous))
 
 
-def _fill_uniform(array: np.ndarray) -> None:
-    random_generator.fill(array, random_generator.DEFAULT.uniform(array.size, array.dtype))
+def _fill_uniform(array: np.ndarray, gen) -> None:
+    random_generator.fill(array, gen.uniform(array.size, array.dtype))
 
 
 randn_like = _random_like(randn, _fill_normal)

@@ -550,7 +550,7 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     with a number `p`, every element with probability p. BernoulliBackward0 (a zero gradient)."""
     from . import inplace
     a = as_tensor(input, "bernoulli")
-    values = inplace.bernoulli_values(a, a if p is None else p)
+    values = inplace.bernoulli_values(a, a if p is None else p, inplace.random_source(generator, "bernoulli"))
     return apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0")
 
 

@@ -42,11 +42,42 @@ _MASK24, _MASK53 = (1 << 24) - 1, (1 << 53) - 1
 _UNIT53, _TWO_PI = 2.0 ** -53, 2.0 * math.pi
 
 
-class Generator:
-    """The global random generator (torch's default CPU generator); `fg.manual_seed` seeds it."""
+# torch's seed of a new torch.Generator() (its default_rng_seed_val)
+DEFAULT_SEED = 67280421310721
 
-    def __init__(self, seed: int | None = None):
-        self.manual_seed(int.from_bytes(os.urandom(8), "little") if seed is None else seed)
+
+class Generator:
+    """torch.Generator for the CPU: an MT19937 stream giving torch's numbers for its seed.
+    `fg.Generator()` starts from torch's default seed; the global generator (DEFAULT, which
+    `fg.manual_seed` seeds) starts from a non-deterministic one, as torch's."""
+
+    def __init__(self, device="cpu"):
+        from .device import check_device       # (device imports nothing of this module's)
+        check_device(device)
+        self.manual_seed(DEFAULT_SEED)
+
+    @property
+    def device(self):
+        """Always the CPU."""
+        from .device import device
+        return device("cpu")
+
+    def seed(self) -> int:
+        """Seed from a non-deterministic 64-bit number, and return it (torch.Generator.seed)."""
+        value = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(value)
+        return value
+
+    def get_state(self):
+        """The state as torch's 5056 bytes (int64 values 0..255: see fg.get_rng_state)."""
+        from .random_extra import get_rng_state
+        return get_rng_state(self)
+
+    def set_state(self, new_state) -> "Generator":
+        """Restore a state from get_state (fusegrad's or torch's); returns the generator."""
+        from .random_extra import set_rng_state
+        set_rng_state(new_state, self)
+        return self
 
     def manual_seed(self, seed: int) -> "Generator":
         """Restart the stream from `seed` (taken modulo 2**64, as torch's)."""
@@ -249,3 +280,4 @@ def fill(array: np.ndarray, values: np.ndarray) -> None:
 
 
 DEFAULT = Generator()
+DEFAULT.seed()

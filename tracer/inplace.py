@@ -202,8 +202,19 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
     return t
 
 
-def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
-    """Fill `t` with samples of U[low, high) from fusegrad's generator (torch's numbers)."""
+def random_source(gen, fn: str):
+    """The generator a `generator=` argument names (None: the global one), or torch's TypeError."""
+    if gen is None:
+        return generator.DEFAULT
+    if not isinstance(gen, generator.Generator):
+        from .parser_errors import type_name
+        raise TypeError(f"{fn}(): argument 'generator' must be torch.Generator, not {type_name(gen)}")
+    return gen
+
+
+def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0, gen=None) -> Tensor:
+    """Fill `t` with samples of U[low, high) from fusegrad's generator, or `gen` (torch's numbers)."""
+    gen = random_source(gen, "uniform_")
     from .creation import _scalar_str
     if t._dtype.is_floating_point:
         kind = "float" if t._dtype is float32 else "double"
@@ -215,31 +226,35 @@ def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_scalar_str(low)} > "
                                f"to={_scalar_str(high)}")
     return _random_fill(t, "check_uniform_bounds",
-                        lambda n, dtype, _: generator.DEFAULT.uniform(n, dtype, low, high), "UniformBackward0")
+                        lambda n, dtype, _: gen.uniform(n, dtype, low, high), "UniformBackward0")
 
 
-def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill `t` with samples of N(mean, std**2) from fusegrad's generator (torch's numbers)."""
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, gen=None) -> Tensor:
+    """Fill `t` with samples of N(mean, std**2) from fusegrad's generator, or `gen` (torch's numbers)."""
     from .creation import _scalar_str
+    gen = random_source(gen, "normal_")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_scalar_str(std)}")
     return _random_fill(t, "normal_kernel_cpu",
-                        lambda n, dtype, contiguous: generator.DEFAULT.normal(n, dtype, mean, std, contiguous),
+                        lambda n, dtype, contiguous: gen.normal(n, dtype, mean, std, contiguous),
                         "NormalBackward0")
 
 
-def bernoulli_(t: Tensor, p=0.5) -> Tensor:
+def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Fill `t` with 1 where a uniform draw is below `p`, else 0 (torch's numbers, one draw
     per element in fill order; any dtype). A number p: torch's CPU kernel draws a double
     uniform; a tensor p (broadcast to t, each element its probability): one of p's dtype."""
-    values, name = bernoulli_values(t, p), ("BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2")
+    values = bernoulli_values(t, p, random_source(generator, "bernoulli_"))
+    name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"
     check_inplace(t)
     apply_op("index_put", [t, values], {"index": ()}, name, out=t)
     return t
 
 
-def bernoulli_values(t: Tensor, p) -> np.ndarray:
-    """0/1 values of t's shape and dtype drawn as torch's bernoulli_(p) fills t."""
+def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
+    """0/1 values of t's shape and dtype drawn as torch's bernoulli_(p) fills t (from `gen`,
+    else the global generator)."""
+    gen = gen or generator.DEFAULT
     from .creation import _scalar_str
     n = t.numel()
     if isinstance(p, Tensor):
@@ -247,11 +262,11 @@ def bernoulli_values(t: Tensor, p) -> np.ndarray:
             raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for '
                                       f"'{TORCH_SCALAR_NAMES[p.dtype.name]}'")
         probabilities = p.detach().expand(tuple(t.shape))._concrete()   # (torch's expand error first)
-        draws = generator.DEFAULT.uniform(n, p.dtype.np)                # (a uniform of p's dtype)
+        draws = gen.uniform(n, p.dtype.np)                # (a uniform of p's dtype)
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
-        probabilities, draws = p, generator.DEFAULT.uniform(n, np.float64)
+        probabilities, draws = p, gen.uniform(n, np.float64)
     memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
     return (generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
 

@@ -346,13 +346,17 @@ def _random_arguments(fn: str, names: tuple, defaults: tuple, args, kwargs) -> l
 
 
 def _uniform_(self, *args, **kwargs) -> Tensor:
-    """Fill with samples of U[from, to) (default [0, 1)), torch's numbers for fg.manual_seed's seed."""
-    return inplace.uniform_(self, *_random_arguments("uniform_", ("from", "to"), (0.0, 1.0), args, kwargs))
+    """Fill with samples of U[from, to) (default [0, 1)), torch's numbers for fg.manual_seed's seed
+    (or for a `generator=`'s)."""
+    return inplace.uniform_(self, *_random_arguments("uniform_", ("from", "to"), (0.0, 1.0), args, kwargs),
+                            kwargs.get("generator"))
 
 
 def _normal_(self, *args, **kwargs) -> Tensor:
-    """Fill with samples of N(mean, std**2) (default N(0, 1)), torch's numbers for fg.manual_seed's seed."""
-    return inplace.normal_(self, *_random_arguments("normal_", ("mean", "std"), (0.0, 1.0), args, kwargs))
+    """Fill with samples of N(mean, std**2) (default N(0, 1)), torch's numbers for fg.manual_seed's seed
+    (or for a `generator=`'s)."""
+    return inplace.normal_(self, *_random_arguments("normal_", ("mean", "std"), (0.0, 1.0), args, kwargs),
+                           kwargs.get("generator"))
 
 
 # ------------------------------------------------------------ new_* constructors

@@ -45,16 +45,16 @@ def _fill(tensor, value):
     return tensor
 
 
-def uniform_(tensor, a: float = 0.0, b: float = 1.0):
-    """Fill `tensor` with U(a, b) samples; returns it."""
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill `tensor` with U(a, b) samples (from `generator`, else the global one); returns it."""
     with fg.no_grad():
-        return tensor.uniform_(a, b)
+        return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor, mean: float = 0.0, std: float = 1.0):
-    """Fill `tensor` with N(mean, std**2) samples; returns it."""
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill `tensor` with N(mean, std**2) samples (from `generator`, else the global one); returns it."""
     with fg.no_grad():
-        return tensor.normal_(mean, std)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
@@ -62,8 +62,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
     numbers. Where the interval holds over 0.3 of the mass, normal draws of the whole tensor, and
     redraws of the whole tensor kept where a value was outside; otherwise uniform proposals on
     [a, b] accepted by log(U) <= the log density over its peak, redrawn in whole-tensor rounds."""
-    if generator is not None and generator is not fg.tracer.generator.DEFAULT:
-        raise NotImplementedError("fusegrad's trunc_normal_ draws from the default generator only")
+    draws = {"generator": generator}
 
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -75,12 +74,12 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         if p > 0.3:
             # (the bounds as the tensor's dtype holds them, as torch's rejection mask compares)
             lo, hi = (float(tensor.dtype.np.type(v)) for v in (a, b))
-            result = tensor.normal_(mean, std)
+            result = tensor.normal_(mean, std, **draws)
             while True:
                 mask = (result < lo) | (result > hi)
                 if not mask.any():
                     break
-                result = fg.where(mask, fg.empty_like(result).normal_(mean, std), result)
+                result = fg.where(mask, fg.empty_like(result).normal_(mean, std, **draws), result)
             if tensor is not result:
                 tensor.copy_(result)
         else:
@@ -88,17 +87,17 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
             log_peak = -0.5 * ((mode - mean) / std) ** 2
             candidates = fg.empty_like(tensor)
             accept_buf = fg.empty_like(tensor)
-            tensor.uniform_(a, b)
+            tensor.uniform_(a, b, **draws)
             candidates.copy_(tensor)
             candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
-            pending = accept_buf.uniform_().log_().gt(candidates)
+            pending = accept_buf.uniform_(**draws).log_().gt(candidates)
             if pending.any():
                 result = tensor
                 while True:
-                    candidates.uniform_(a, b)
+                    candidates.uniform_(a, b, **draws)
                     result = fg.where(pending, candidates, result)
                     candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
-                    pending = fg.where(pending, accept_buf.uniform_().log_().gt(candidates), pending)
+                    pending = fg.where(pending, accept_buf.uniform_(**draws).log_().gt(candidates), pending)
                     if not pending.any():
                         break
                 tensor.copy_(result)
@@ -131,14 +130,14 @@ def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """He initialisation: U(-bound, bound), bound = gain * sqrt(3 / fan)."""
     if tensor.numel() == 0:
         # torch warns and leaves a zero-element tensor alone
         warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
         return tensor
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def _calculate_correct_fan(tensor, mode: str) -> int:
@@ -151,19 +150,19 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """He initialisation: N(0, std**2), std = gain / sqrt(fan)."""
     if tensor.numel() == 0:
         warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
-def xavier_normal_(tensor, gain: float = 1.0):
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """Glorot initialisation: N(0, std**2), std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def eye_(tensor):
@@ -173,8 +172,8 @@ def eye_(tensor):
     return _fill(tensor, fg.eye(*tensor.shape, dtype=tensor.dtype))
 
 
-def xavier_uniform_(tensor, gain: float = 1.0):
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     """Glorot initialisation: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)

@@ -273,3 +273,25 @@ def test_a_second_leaf_over_memory_reads_its_new_value_after_a_write(write, mode
     theirs, ours = _both(lambda lib, m: _read_after_alias_write(lib, m, write), mode)
     assert theirs == ([2.0, 4.0], [2.0, 4.0], [17.0, 29.0], [5.0, 5.0])
     assert ours == theirs
+
+
+def _vector_matrix_version(lib, mode):
+    def f(v, m):
+        r = v @ m
+        s = r.sin()             # saves r at its version now
+        r.mul_(2)
+        return r, s
+    v = lib.tensor([0.5, 1.0, -1.0], requires_grad=True)
+    r, s = _run(lib, mode, f, v, lib.ones(3, 2))
+    version = r._version
+    s.sum().backward()
+    return version
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vector_matrix_product_counts_torchs_squeeze_(mode):
+    """torch computes vec @ mat as mm(v.unsqueeze(0), m).squeeze_(0): the result starts at
+    version 1, which the version error's "expected version" shows."""
+    theirs, ours = _both(_vector_matrix_version, mode)
+    assert theirs[0] == "RuntimeError" and "is at version 2; expected version 1 instead" in theirs[1]
+    assert ours == theirs

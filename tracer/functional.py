@@ -576,8 +576,11 @@ def matmul(input, other) -> Tensor:
     if na == 1 and nb == 2:
         row = apply_op("reshape", [a], {"shape": (1, a.shape[0])}, "UnsqueezeBackward0")
         product = apply_op("matmul", [row, b], None, "MmBackward0")
-        # (torch's squeeze_ of the product, in place: the result is no view)
-        return _unsafe_view(apply_op("reshape", [product], {"shape": (b.shape[1],)}, "SqueezeBackward4"))
+        # (torch's squeeze_ of the product, in place: the result is no view, and its version
+        # counter has counted that write)
+        out = _unsafe_view(apply_op("reshape", [product], {"shape": (b.shape[1],)}, "SqueezeBackward4"))
+        out._vbox = [out._vbox[0] + 1]
+        return out
     if na >= 3 and nb <= 2 and _matmul_fold(a, b) == "left":
         return _folded_product(a, b)
     if na <= 2 and nb <= 2 or not (is_grad_enabled() and (a.requires_grad or b.requires_grad)):

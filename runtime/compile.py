@@ -36,6 +36,7 @@ from fusegrad.tracer import Tensor, trace_state
 from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
+from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
 from fusegrad.tracer.trace import Trace, TraceContext
 from fusegrad.tracer.trace_autograd import sum_groups
@@ -450,6 +451,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
         stale = stale_by_cotangents(trace, instrs, out_values, reach, active) if active is not None else {}
         bwd = simplify(b.program)
         saved = free_values(bwd)
+        if INFERENCE_MADE[0]:
+            _refuse_saved_inference(trace, saved)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
         outputs = outputs + [v for v in saved if v.id not in seen]
         program = live_program(trace.program, outputs)
@@ -733,6 +736,20 @@ def _freed_behind(trace: Trace, grad_outs: list) -> bool:
             return True
         stack += [p for p in (freed_producer(v) for v in differentiated_inputs(ins)) if p is not None]
     return False
+
+
+def _refuse_saved_inference(trace: Trace, saved: list) -> None:
+    """torch's error where the call's backward saves an inference tensor it was given (made
+    inside inference_mode): eagerly the op that saves it raises; here the call does."""
+    inference = {id(x._data): x for x in trace.lifted_tensors if x._data is not None and is_inference_tensor(x)}
+    if not inference:
+        return
+    by_value = {v.id: inference[id(a)] for v, a in zip(trace.inputs, trace.input_arrays) if id(a) in inference}
+    for (v_id, _), alias in trace.aliases.items():
+        if v_id in by_value:
+            by_value[alias.id] = by_value[v_id]
+    for v in saved:
+        check_inference_saved(by_value.get(v.id))
 
 
 def _gone_leaves(trace: Trace) -> list:

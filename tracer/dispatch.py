@@ -20,7 +20,8 @@ from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, REDUCE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
-from .grad_mode import _state as _grad_state, is_grad_enabled
+from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
+                        is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
 from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast, replay_on_ids, torch_strides
 from .tensor import Tensor
@@ -279,6 +280,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
         # (Tensor._init, written out: one call fewer per op)
         out._data, out._dtype, out._requires_grad, out._grad_fn, out._vbox, out._sym = \
             result, plan.out_dtype, False, None, [0], None
+        if INFERENCE_DEPTH[0] and is_inference_mode_enabled():
+            mark_inference(out)
         outs = (out,)
     else:
         outs = []
@@ -293,6 +296,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
         if plan.saves:
             for i, slot in plan.saved_inputs:
                 x = inputs[i]
+                if INFERENCE_MADE[0]:
+                    check_inference_saved(x)
                 saved[slot] = SavedTensor(x._data, x._vbox, x)
             for k, slot in plan.saved_outputs:
                 saved[slot] = SavedTensor(outs[k]._data, outs[k]._vbox)
@@ -347,6 +352,8 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     """`view` (the result of view op `op` on `src`) shares `src`'s memory: give it the
     base, the version counter and the chain of view ops that derive it from the base."""
     view._vbox = src._vbox
+    if is_inference_tensor(src):
+        mark_inference(view)        # (a view of an inference tensor is one, outside inference_mode too)
     view._base = src._base if src._base is not None else src
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
@@ -430,6 +437,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
                 if x is out and i == 0:     # in-place: keep self's value from before the write
                     x = x._snapshot()       # (another operand that is self too, as in h.mul_(h),
                                             # is saved as it is: the write makes backward raise, as torch)
+                if INFERENCE_MADE[0]:
+                    check_inference_saved(x)
                 saved[("in", i)] = SavedTensor(x._data, x._vbox, x)
     else:
         out_slots = ()

@@ -172,6 +172,20 @@ class set_grad_enabled(_GradMode):
 
 
 _INFERENCE = threading.local()
+# inference_mode(True) contexts entered and not yet left, in any thread: the fast pre-check of
+# Tensor._init, which marks the tensors made inside one
+INFERENCE_DEPTH = [0]
+# whether any inference tensor was ever made: the fast pre-check of the errors they raise
+INFERENCE_MADE = [False]
+
+_INPLACE_INFERENCE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+                      "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+                      "for more details.")
+_REQUIRES_GRAD_INFERENCE = "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+_SAVED_INFERENCE = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                    "normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                    "`torch.inference_mode()`.")
 
 
 def is_inference_mode_enabled() -> bool:
@@ -179,11 +193,42 @@ def is_inference_mode_enabled() -> bool:
     return getattr(_INFERENCE, "enabled", False)
 
 
+def mark_inference(t) -> None:
+    """`t` is an inference tensor: made inside inference_mode, or a view of one."""
+    t.__dict__["_inference"] = True
+    INFERENCE_MADE[0] = True
+
+
+def is_inference_tensor(t) -> bool:
+    """Whether `t` is an inference tensor (torch's Tensor.is_inference)."""
+    return INFERENCE_MADE[0] and t.__dict__.get("_inference", False)
+
+
+def check_inference_write(t) -> None:
+    """torch's error for an in-place write of an inference tensor outside inference_mode."""
+    if INFERENCE_MADE[0] and t.__dict__.get("_inference", False) and not is_inference_mode_enabled():
+        raise RuntimeError(_INPLACE_INFERENCE)
+
+
+def check_inference_requires_grad(t) -> None:
+    """torch's error for requires_grad=True on an inference tensor outside inference_mode."""
+    if INFERENCE_MADE[0] and t.__dict__.get("_inference", False) and not is_inference_mode_enabled():
+        raise RuntimeError(_REQUIRES_GRAD_INFERENCE)
+
+
+def check_inference_saved(t) -> None:
+    """torch's error for an inference tensor an op would save for backward (its node's
+    SavedVariable refuses it, when the op runs)."""
+    if t is not None and t.__dict__.get("_inference", False):
+        raise RuntimeError(_SAVED_INFERENCE)
+
+
 class inference_mode(_GradMode):
     """`with fg.inference_mode():` (also `@fg.inference_mode()` / `@fg.inference_mode`): no
-    gradient recording, as under no_grad; `inference_mode(False)` turns recording on. fusegrad
-    has no separate inference tensors: tensors made inside are ordinary tensors without
-    history (torch's refuse later in-place or autograd use, and say is_inference())."""
+    gradient recording, as under no_grad; `inference_mode(False)` turns recording on. Tensors
+    made eagerly inside (and views of them) are inference tensors, as torch's: is_inference()
+    says so, and outside inference_mode an in-place write, requires_grad_() or an op that would
+    save one for backward raises torch's error."""
 
     def __new__(cls, mode=True):
         self = object.__new__(cls)
@@ -199,10 +244,12 @@ class inference_mode(_GradMode):
         self.prev, self.prev_inference = is_grad_enabled(), is_inference_mode_enabled()
         _set(not self.mode)                 # (torch's InferenceMode guard sets grad mode to !enabled)
         _INFERENCE.enabled = self.mode
+        INFERENCE_DEPTH[0] += 1
 
     def __exit__(self, *exc):
         _set(self.prev)
         _INFERENCE.enabled = self.prev_inference
+        INFERENCE_DEPTH[0] -= 1
         return False
 
     def clone(self):

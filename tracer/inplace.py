@@ -14,7 +14,7 @@ from fusegrad.ir.ops.elementwise import pow_const_applies
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
                        broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
-from .grad_mode import is_grad_enabled
+from .grad_mode import check_inference_write, is_grad_enabled
 from .node import keep_scalar_operands
 from . import generator
 from .layout import layout_stand_in, traced_overlaps_itself, traced_partial_overlap
@@ -22,7 +22,9 @@ from .tensor import Tensor
 
 
 def check_inplace(t: Tensor) -> None:
-    """torch's errors for an in-place op on a leaf (or a view of one) that requires grad."""
+    """torch's errors for an in-place op on a leaf (or a view of one) that requires grad, and on
+    an inference tensor outside inference_mode (whatever the grad mode)."""
+    check_inference_write(t)
     if not is_grad_enabled():
         return
     if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):

@@ -18,7 +18,8 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
 from .layout import is_contiguous, strides_of
-from .grad_mode import TRANSFORMS_RUNNING, is_grad_enabled, note_new_leaf
+from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
+                        is_inference_mode_enabled, is_inference_tensor, mark_inference, note_new_leaf)
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -209,6 +210,8 @@ class Tensor:
         self._grad_fn = None
         self._vbox = [0]
         self._sym = None
+        if INFERENCE_DEPTH[0] and is_inference_mode_enabled():
+            mark_inference(self)
 
     @classmethod
     def _wrap(cls, array: np.ndarray, dtype: DType | None = None) -> "Tensor":
@@ -323,8 +326,8 @@ class Tensor:
         return self
 
     def is_inference(self) -> bool:
-        """torch's Tensor.is_inference: always False (fusegrad has no inference mode)."""
-        return False
+        """torch's Tensor.is_inference: made inside inference_mode (eagerly), or a view of such a tensor."""
+        return bool(is_inference_tensor(self))
 
     def is_shared(self) -> bool:
         """torch's Tensor.is_shared: always False (no shared-memory tensors)."""
@@ -417,6 +420,8 @@ class Tensor:
             return self
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad:
+            check_inference_requires_grad(self)
         self._requires_grad = bool(requires_grad)
         if requires_grad and TRANSFORMS_RUNNING[0]:
             note_new_leaf(self)
@@ -551,6 +556,8 @@ class Tensor:
             return trace_state.current().detach(self)
         t = Tensor._wrap(self._data, self._dtype)
         t._vbox = self._vbox      # shared, as torch: in-place on either is seen by the other's checks
+        if is_inference_tensor(self):
+            mark_inference(t)
         if self._base is not None or self._origin is not None:
             self._pass_origin(t)
         return t

@@ -393,6 +393,10 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             given = tuple([g is not None for g in gs])
             if True not in given:
                 continue
+        own_hooks = ANY_NODE_HOOKS[0] and node in NODE_HOOKS
+        if own_hooks and hooks.node_hooks(node, hooks.PRE_HOOKS):      # the node's own pre-hooks
+            gs = hooks.run_prehooks(node, gs)
+            given = tuple([g is not None for g in gs])
         edges = node.edges
         if len(edges) == 2:
             e0, e1 = edges
@@ -420,6 +424,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
             results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
             _check_unread(node, ())     # (what it read was checked as it read it)
+            if own_hooks and hooks.node_hooks(node, hooks.POST_HOOKS):
+                results = hooks.run_posthooks(node, list(results), gs)
             for edge, g in zip(edges, results):
                 if g is not None:
                     _accumulate(grads, edge, g)
@@ -450,6 +456,12 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             args = [g for g in gs if g is not None]
         run = vjp._run
         results = run(args) if run is not None else vjp.run(args)
+        if own_hooks and hooks.node_hooks(node, hooks.POST_HOOKS):
+            per_input = hooks.run_posthooks(node, [None if p is None else results[p] for p in vjp.grad_index], gs)
+            for edge, g in zip(edges, per_input):
+                if g is not None:
+                    _accumulate(grads, edge, g)
+            continue
         for edge, position in zip(edges, vjp.grad_index):
             if position is not None:
                 if edge in grads:

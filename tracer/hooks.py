@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from fusegrad.ir import OPS
 from fusegrad.ir.types import TORCH_TYPE_NAMES
 
 from .grad_mode import enable_grad, no_grad
@@ -73,6 +74,82 @@ def register_hook(t: Tensor, hook) -> RemovableHandle:
     handle = RemovableHandle(hooks)
     hooks[handle.id] = hook
     return handle
+
+
+# keys of a node's own hooks in its NODE_HOOKS entry (beside its outputs' numbers)
+PRE_HOOKS, POST_HOOKS = "pre", "post"
+
+
+def register_node_hook(node, hook, kind: str) -> RemovableHandle:
+    """Register a grad_fn node's own hook: `PRE_HOOKS`, hook(grad_outputs) -> tuple or None,
+    run on the gradients of its outputs before its backward (after its tensors' hooks);
+    `POST_HOOKS`, hook(grad_inputs, grad_outputs) -> tuple or None, run on the gradients it
+    computed for its inputs (None where an input needs none). A tuple replaces them."""
+    from . import trace_state
+    if trace_state.current() is not None:
+        # (a node of a traced value is made on demand; the compiled backward does not run hooks)
+        raise NotImplementedError("fusegrad: registering a hook on a grad_fn node inside fg.compile is not "
+                                  "supported; register it outside the compiled function")
+    ANY_NODE_HOOKS[0] = True
+    hooks = NODE_HOOKS.setdefault(node, {}).setdefault(kind, _Hooks())
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def _as_tensors(arrays) -> tuple:
+    return tuple(None if a is None else Tensor._wrap(np.array(a, copy=True)) for a in arrays)
+
+
+def _replaced(hook, before: tuple, result) -> tuple:
+    """torch's checks of a node hook's result: a tuple of as many values, each of its
+    gradient's shape and dtype (None where there was none)."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(before):
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+                           f"{len(result)}, but expected {len(before)})")
+    return tuple(r if r is None or b is None else _checked(hook, b, r) for r, b in zip(result, before))
+
+
+def _differentiable_outputs(node) -> list:
+    """The indices of `node`'s outputs that take a gradient (torch's node has only those: max's
+    indices are none of them)."""
+    nondiff = OPS[node.op].nondiff_outputs
+    return [k for k, t in enumerate(node.out_types) if k not in nondiff and t.dtype.is_floating_point]
+
+
+def run_prehooks(node, gs: tuple) -> tuple:
+    """The gradients of `node`'s outputs (arrays or None) through its pre-hooks."""
+    hooks = node_hooks(node, PRE_HOOKS)
+    if not hooks:
+        return gs
+    outputs = _differentiable_outputs(node)
+    tensors = _as_tensors([gs[k] for k in outputs])
+    with no_grad():
+        for hook in list(hooks.values()):
+            result = hook(tensors)
+            if result is not None:
+                tensors = _replaced(hook, tensors, result)
+    gs = list(gs)
+    for k, t in zip(outputs, tensors):
+        gs[k] = None if t is None else t._concrete()
+    return tuple(gs)
+
+
+def run_posthooks(node, grad_inputs: list, gs: tuple) -> list:
+    """The gradients `node` computed for its inputs (arrays or None, one per input) through
+    its post-hooks, which also see its outputs' gradients `gs`."""
+    hooks = node_hooks(node, POST_HOOKS)
+    if not hooks:
+        return grad_inputs
+    tensors, outputs = _as_tensors(grad_inputs), _as_tensors([gs[k] for k in _differentiable_outputs(node)])
+    with no_grad():
+        for hook in list(hooks.values()):
+            result = hook(tensors, outputs)
+            if result is not None:
+                tensors = _replaced(hook, tensors, result)
+    return [None if t is None else t._concrete() for t in tensors]
 
 
 def _hook_name(hook) -> str:

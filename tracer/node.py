@@ -172,6 +172,18 @@ class Node:
         implements in C++ the qualified name ("torch::autograd::CopySlices")."""
         return qualified_name(type(self).__name__)
 
+    def register_prehook(self, hook):
+        """torch's Node.register_prehook: hook(grad_outputs) -> tuple or None, run before this
+        node's backward (see tracer/hooks.py); returns a handle whose remove() unregisters it."""
+        from . import hooks
+        return hooks.register_node_hook(self, hook, hooks.PRE_HOOKS)
+
+    def register_hook(self, hook):
+        """torch's Node.register_hook: hook(grad_inputs, grad_outputs) -> tuple or None, run on
+        the gradients this node computed for its inputs (see tracer/hooks.py)."""
+        from . import hooks
+        return hooks.register_node_hook(self, hook, hooks.POST_HOOKS)
+
     @property
     def next_functions(self) -> tuple:
         """((node, output_nr) or (None, 0)) for each differentiable input of torch's signature."""

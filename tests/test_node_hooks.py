@@ -82,3 +82,4 @@ def test_hooks_on_a_compiled_calls_node_run_and_are_refused_inside_the_call():
         return v
     with pytest.raises(NotImplementedError, match="registering a hook on a grad_fn node inside fg.compile"):
         fg.compile(inside)(x)
+

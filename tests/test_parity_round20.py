@@ -295,3 +295,16 @@ def test_vector_matrix_product_counts_torchs_squeeze_(mode):
     theirs, ours = _both(_vector_matrix_version, mode)
     assert theirs[0] == "RuntimeError" and "is at version 2; expected version 1 instead" in theirs[1]
     assert ours == theirs
+
+
+def _scalar_product_edges(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    g, = lib.autograd.grad((x ** 3).sum(), x, create_graph=True)     # grad * (3 * x ** 2)
+    node = g.grad_fn.next_functions[1][0]
+    return type(node).__name__, [(type(n).__name__ if n is not None else None, k) for n, k in node.next_functions]
+
+
+def test_a_formula_product_by_a_scalar_lists_its_tensor_operand_only():
+    """torch's MulBackward1 (tensor * Scalar) of pow's create_graph formula has one next function
+    (fusegrad listed (None, 0) for the number too)."""
+    assert _scalar_product_edges(fg) == _scalar_product_edges(torch) == ("MulBackward1", [("PowBackward0", 0)])

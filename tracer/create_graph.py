@@ -9,6 +9,7 @@ from __future__ import annotations
 from fusegrad.ir import OPS, Program
 
 from .dispatch import apply_op
+from .node import display_edges
 from .tensor import Tensor
 
 
@@ -56,6 +57,10 @@ def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
         out = args[0].reshape(dict(ins.attrs)["shape"])
     else:
         out = apply_op(ins.op, list(args), dict(ins.attrs), name)
+    if name in ("MulBackward1", "DivBackward1") and type(out) is Tensor and out._grad_fn is not None:
+        # (torch's mul/div by a Scalar lists its one tensor operand only)
+        node = out._grad_fn
+        display_edges(node, tuple(e for e, x in zip(node.next_functions, args) if not _formula_scalar(x)))
     if ins.op == "const":
         # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
         # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1

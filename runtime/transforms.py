@@ -94,10 +94,11 @@ def _tree_rebuild(x, leaves):
     return next(leaves)
 
 
-def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contained: bool = False) -> Tensor:
+def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contained: bool = False,
+              outer_grad: bool = False) -> Tensor:
     """A differentiable leaf standing for argument k (same value and graph as x); `again`: x is
     also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
-    history is not followed."""
+    history is not followed; `outer_grad`: something outside differentiates through the call."""
     if isinstance(x, Tensor):
         if not x.dtype.is_floating_point:       # (torch.func's error: it makes x require grad)
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
@@ -121,7 +122,15 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
             # both uses' gradients (eagerly, and in JAX, each position has its own). A copy is
             # its own (only then: an identity copy of every argument would cost a pass).
             return x.detach().clone()._set_requires_grad(True)
-        return x.detach()._set_requires_grad(True)
+        leaf = x.detach()
+        # torch.func wraps an inference tensor at its level as any other: the wrapper may require
+        # grad; but where something outside is differentiated too, the caller's level saves the
+        # inference tensor itself, which raises (dispatch's check of saved inputs)
+        inference = leaf.__dict__.pop("_inference", False)
+        leaf._set_requires_grad(True)
+        if inference and outer_grad:
+            leaf.__dict__["_inference"] = True
+        return leaf
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
@@ -214,7 +223,7 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
             contained = isinstance(tree, (tuple, list, dict))
             for x in _tree_leaves(tree):
                 leaves.append(_as_input(x, k, again=any(g is x for g in given), keep_history=grad_mode,
-                                        contained=contained))
+                                        contained=contained, outer_grad=outer_grad))
                 given.append(x)
         if not leaves:
             raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")      # torch.func's text

@@ -71,3 +71,19 @@ def test_a_compiled_call_refuses_to_save_an_inference_tensor(body):
         fn(x, y).backward()
         return x.grad.tolist()
     assert outcome(lambda: run(fg, fg.compile(f))) == outcome(lambda: run(torch, f))
+
+
+@pytest.mark.parametrize("case", ["alone", "with-an-outside-leaf"])
+def test_grad_of_an_inference_tensor_argument(case):
+    """torch.func wraps an inference tensor as any argument (its gradient computes); where the
+    caller's level also differentiates (x requires grad), its node saves the inference tensor
+    and raises."""
+    def run(lib):
+        grad = torch.func.grad if lib is torch else fg.grad
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        with lib.inference_mode():
+            v = x * 2
+        if case == "alone":
+            return grad(lambda u: (u * u).sum())(v).tolist()
+        return grad(lambda u, w: (u * w).sum(), argnums=1)(x, v).tolist()
+    assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))

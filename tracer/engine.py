@@ -634,8 +634,10 @@ def _accumulate_targets(targets: list, grads: list, create_graph: bool) -> None:
     """Each (tensor, edge) target's gradient (None: none reached it) into the tensor's .grad.
     A leaf whose requires_grad was turned off after the forward gets nothing: torch's
     AccumulateGrad checks it when it runs."""
-    accumulate_into_grads([(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad],
-                          create_graph)
+    pairs = [(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad]
+    accumulate_into_grads(pairs, create_graph)
+    if hooks.ANY_POST_ACCUMULATE_HOOKS[0]:
+        hooks.run_post_accumulate([t for t, _ in pairs if t._grad_fn is None])
 
 
 def grad_memory(g: np.ndarray, leaf: np.ndarray) -> np.ndarray:

@@ -76,6 +76,46 @@ def register_hook(t: Tensor, hook) -> RemovableHandle:
     return handle
 
 
+ANY_POST_ACCUMULATE_HOOKS = [False]     # (a leaf's post-accumulate hook was registered: see below)
+
+
+def register_post_accumulate_hook(t: Tensor, hook) -> RemovableHandle:
+    """torch's Tensor.register_post_accumulate_grad_hook: hook(t) runs after a backward()
+    accumulated into leaf t's .grad (not for autograd.grad, which accumulates nothing)."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not t.is_leaf:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    from . import trace_state
+    if trace_state.current() is not None or t._data is None:
+        raise NotImplementedError("fusegrad: register_post_accumulate_grad_hook inside fg.compile is not supported; "
+                                  "register it outside the compiled function")
+    ANY_POST_ACCUMULATE_HOOKS[0] = True
+    hooks = t.__dict__.get("_post_accumulate_hooks")
+    if hooks is None:
+        hooks = t.__dict__["_post_accumulate_hooks"] = _Hooks()
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def post_accumulate_hooks(t: Tensor) -> dict | None:
+    """The post-accumulate hooks of leaf `t`, or None."""
+    return t.__dict__.get("_post_accumulate_hooks") or None
+
+
+def run_post_accumulate(tensors) -> None:
+    """Each leaf's post-accumulate hooks, now that its .grad holds this backward's gradient."""
+    for t in tensors:
+        hooks = post_accumulate_hooks(t)
+        if hooks:
+            with no_grad():
+                for hook in list(hooks.values()):
+                    result = hook(t)
+                    if result is not None and not isinstance(result, Tensor):
+                        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+
+
 # keys of a node's own hooks in its NODE_HOOKS entry (beside its outputs' numbers)
 PRE_HOOKS, POST_HOOKS = "pre", "post"
 

@@ -325,6 +325,12 @@ class Tensor:
         """torch's Tensor.cpu: the tensor itself (it is already on the CPU)."""
         return self
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """torch's: hook(self) runs after a backward() accumulated into this leaf's .grad (an
+        optimizer step per parameter); returns a handle whose remove() unregisters it."""
+        from . import hooks         # (it imports this module)
+        return hooks.register_post_accumulate_hook(self, hook)
+
     def is_inference(self) -> bool:
         """torch's Tensor.is_inference: made inside inference_mode (eagerly), or a view of such a tensor."""
         return bool(is_inference_tensor(self))

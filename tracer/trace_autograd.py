@@ -15,6 +15,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .saved_checks import modified_error
+from . import hooks
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
 from .node import _FREED_MSG, RELEASES_STATE, saved_slots
 from .tensor import Tensor
@@ -388,6 +389,11 @@ class TraceAutograd:
                                                          if t is not None and t._sym is not None]
             leaves += [t for t in (r() for r in self.new_leaves)
                        if t is not None and t._sym is not None and t._requires_grad]
+        if hooks.ANY_POST_ACCUMULATE_HOOKS[0] and any(hooks.post_accumulate_hooks(t) for t in leaves):
+            # (the leaves' .grad get their values when the call returns: the hooks could not
+            # run where torch's do, inside the backward)
+            raise NotImplementedError("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
+                                      "post-accumulate-grad hook is not supported; run the step eagerly")
         # Tensors from outside the call with a history of their own (a non-leaf argument, the
         # output of an eager module): their gradients continue through that history when the
         # call returns (compile._finish), as eagerly the backward would go on into it

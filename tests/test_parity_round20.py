@@ -308,3 +308,25 @@ def test_a_formula_product_by_a_scalar_lists_its_tensor_operand_only():
     """torch's MulBackward1 (tensor * Scalar) of pow's create_graph formula has one next function
     (fusegrad listed (None, 0) for the number too)."""
     assert _scalar_product_edges(fg) == _scalar_product_edges(torch) == ("MulBackward1", [("PowBackward0", 0)])
+
+
+def _gradient_through_a_read_before_an_alias_write(lib, mode, write):
+    def f(x):
+        w = x.detach().requires_grad_()
+        v = w.exp() + x                     # x read once, before the write
+        exec(write, {"w": w, "x": x})
+        loss = v.sum()
+        loss.backward()
+        return loss
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    _run(lib, mode, f, x)
+    return None if x.grad is None else x.grad.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", ["w.detach().mul_(2)", "x.detach().mul_(2)", "w.data.mul_(2)"])
+def test_gradient_reaches_a_second_leaf_read_only_before_an_alias_write(write, mode):
+    """x.grad stayed None inside fg.compile: the backward looked x up by the memory's new value."""
+    theirs, ours = _both(lambda lib, m: _gradient_through_a_read_before_an_alias_write(lib, m, write), mode)
+    assert theirs == [1.0, 1.0]
+    assert ours == theirs

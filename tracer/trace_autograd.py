@@ -97,6 +97,11 @@ class TraceAutograd:
         if held is None or held[0] is not x:
             if x._data is None and x._sym is not None and first is None:
                 return [self.through_grafts(x._sym)]
+            own = self.own_values.get(id(x))
+            if own is not None and first is None:
+                # a second tensor over lifted memory not read since a write gave the memory a
+                # new value: the identity it was read as (value_of would read the new one)
+                return [own]
             return [self.value_of(x) if first is None else first]
         values = [held[1][0] if first is None else first] + held[1][1:]
         if self.aliases and id(x) not in self.own_values:

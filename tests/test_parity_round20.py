@@ -330,3 +330,22 @@ def test_gradient_reaches_a_second_leaf_read_only_before_an_alias_write(write, m
     theirs, ours = _both(lambda lib, m: _gradient_through_a_read_before_an_alias_write(lib, m, write), mode)
     assert theirs == [1.0, 1.0]
     assert ours == theirs
+
+
+def _leaf_made_in_the_call_written_through_a_detach(lib, mode):
+    def f(x):
+        w = (x * 2).detach().requires_grad_()
+        s = w * w                           # saves the leaf w
+        w.detach().mul_(2)                  # its memory written through an alias
+        return s, w
+    s, w = _run(lib, mode, f, lib.tensor([0.5, 1.0], requires_grad=True))
+    s.sum().backward()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_version_error_names_no_node_for_a_leaf_made_in_the_call(mode):
+    """A leaf has no node: torch's text has no ", which is output 0 of ...," (the compiled call
+    named an internal Graft op)."""
+    theirs, ours = _both(_leaf_made_in_the_call_written_through_a_detach, mode)
+    assert theirs[0] == "RuntimeError" and "[torch.FloatTensor [2]] is at version 1; expected version 0" in theirs[1]
+    assert ours == theirs

@@ -326,8 +326,11 @@ class TraceWrites:
         t = ref()
         if t is None:
             new = self.latest_values.get(ref, new)
-        if t is not None and (self.is_callers_leaf(t) or t.__dict__.get("_transform_input")):
-            return ""       # (a leaf has no node, whatever was grafted onto its values; nor fg.grad's stand-in)
+        if t is not None and (self.is_callers_leaf(t) or t.__dict__.get("_transform_input")
+                              or (t._traced_leaf and t.__dict__.get("_leaf_value") is not None and t.is_leaf)):
+            # (a leaf has no node, whatever was grafted onto its values, nor fg.grad's stand-in;
+            # nor a leaf made in the call whose memory an alias wrote)
+            return ""
         callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None
         now = t._sym if t is not None and t._sym is not None else new
         found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)

@@ -165,14 +165,12 @@ class BackwardFn:
         none): torch's graph still runs the nodes on the way to leaves the call made that died
         there, which check what they saved (custom_call's protocol)."""
         if self.idle_stale is not None:
-            v, box, version, where = self.idle_stale
-            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+            _raise_stale(self.idle_stale)
 
     def _check_stale(self, given=None) -> None:
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None
         if found is not None:
-            v, box, version, where = found
-            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+            _raise_stale(found)
 
     def for_cotangents(self, given: tuple):
         """This backward for a pass that gives cotangents only to the outputs marked in `given`
@@ -448,6 +446,12 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
     return {k for k, v in enumerate(program.inputs[seeds:]) if v.id in needed}, users
 
 
+def _raise_stale(found) -> None:
+    """torch's version error for a Trace.stale_saved entry (value, counter, version, where)."""
+    v, box, version, where = found
+    raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+
+
 def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None:
     """torch's error for a saved tensor changed in place after the call (as the eager engine's);
     `where` names the call's output, None for an input (named by its history now); `shape`:
@@ -530,6 +534,5 @@ class RaisingBackwardFn:
 
     def run(self, *cotangents):
         if self.stale is not None:
-            v, box, version, where = self.stale
-            raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
+            _raise_stale(self.stale)
         raise RuntimeError(self.message)

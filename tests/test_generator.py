@@ -78,3 +78,10 @@ def test_a_generator_argument_that_is_no_generator_raises_torchs_type_error(call
     theirs, ours = outcome(lambda: call(torch)), outcome(lambda: call(fg))
     assert theirs[0] == ours[0] == "TypeError"
     assert ours[1].split(" but expected")[0] == theirs[1].split(" but expected")[0]
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like"])
+def test_non_random_like_functions_take_no_generator(name):
+    def run(lib):
+        return getattr(lib, name)(lib.ones(2), generator=lib.Generator()).shape
+    assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))

@@ -445,11 +445,10 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
 def _drawn_from(fn: str, size: tuple, kw: dict) -> random_generator.Generator:
     """The generator a `generator=` keyword names (removed from `kw`), else the global one."""
     generator = kw.pop("generator", None)
-    if generator is None:
-        return random_generator.DEFAULT
-    if not isinstance(generator, random_generator.Generator):
+    gen = random_generator.chosen(generator)
+    if gen is None:
         raise _invalid_generator_call(fn, size, f"generator={type_name(generator)}")
-    return generator
+    return gen
 
 
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
@@ -503,9 +502,7 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high),
     from the global generator or `generator`."""
     check_device(device)
-    gen = random_generator.DEFAULT if generator is None else generator
-    if not isinstance(gen, random_generator.Generator):
-        raise TypeError(f"randint(): argument 'generator' must be torch.Generator, not {type_name(generator)}")
+    gen = random_generator.required(generator, "randint")
     dtype = _dtype_arg("randint", dtype)
     position = 3
     if size is _NO_SIZE:                # randint(high, size): the second argument is the size
@@ -697,10 +694,8 @@ def _check_like_keywords(fn: str, kw: dict) -> None:
 
 
 def _like(fn):
-    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, generator=None,
-             **kw):
+    def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
-        gen = _drawn_from(fn.__name__ + "_like", (t,), {"generator": generator})
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)

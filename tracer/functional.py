@@ -548,9 +548,9 @@ def pow(input, exponent) -> Tensor:
 def bernoulli(input, p=None, *, generator=None) -> Tensor:
     """1 with probability `input` (each element), else 0, in input's dtype (torch's draws);
     with a number `p`, every element with probability p. BernoulliBackward0 (a zero gradient)."""
-    from . import inplace
+    from . import generator as random_generator, inplace
     a = as_tensor(input, "bernoulli")
-    values = inplace.bernoulli_values(a, a if p is None else p, inplace.random_source(generator, "bernoulli"))
+    values = inplace.bernoulli_values(a, a if p is None else p, random_generator.required(generator, "bernoulli"))
     return apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0")
 
 

@@ -281,3 +281,20 @@ def fill(array: np.ndarray, values: np.ndarray) -> None:
 
 DEFAULT = Generator()
 DEFAULT.seed()
+
+
+def chosen(gen):
+    """The generator a `generator=` argument names: the global one for None, `gen` itself for a
+    Generator, None for anything else (each caller raises its function's TypeError)."""
+    if gen is None:
+        return DEFAULT
+    return gen if isinstance(gen, Generator) else None
+
+
+def required(gen, fn: str) -> Generator:
+    """`chosen(gen)`, or torch's TypeError for a `generator=` argument of `fn` that is no Generator."""
+    found = chosen(gen)
+    if found is None:
+        from .parser_errors import type_name      # (it imports the tensor module)
+        raise TypeError(f"{fn}(): argument 'generator' must be torch.Generator, not {type_name(gen)}")
+    return found

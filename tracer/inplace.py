@@ -17,6 +17,7 @@ from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
 from .node import keep_scalar_operands
 from . import generator
+from . import generator as random_generator     # (where a `generator=` argument hides the module)
 from .layout import layout_stand_in, traced_overlaps_itself, traced_partial_overlap
 from .tensor import Tensor
 
@@ -204,19 +205,9 @@ def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
     return t
 
 
-def random_source(gen, fn: str):
-    """The generator a `generator=` argument names (None: the global one), or torch's TypeError."""
-    if gen is None:
-        return generator.DEFAULT
-    if not isinstance(gen, generator.Generator):
-        from .parser_errors import type_name
-        raise TypeError(f"{fn}(): argument 'generator' must be torch.Generator, not {type_name(gen)}")
-    return gen
-
-
 def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0, gen=None) -> Tensor:
     """Fill `t` with samples of U[low, high) from fusegrad's generator, or `gen` (torch's numbers)."""
-    gen = random_source(gen, "uniform_")
+    gen = generator.required(gen, "uniform_")
     from .creation import _scalar_str
     if t._dtype.is_floating_point:
         kind = "float" if t._dtype is float32 else "double"
@@ -234,7 +225,7 @@ def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0, gen=None) -> Tensor
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, gen=None) -> Tensor:
     """Fill `t` with samples of N(mean, std**2) from fusegrad's generator, or `gen` (torch's numbers)."""
     from .creation import _scalar_str
-    gen = random_source(gen, "normal_")
+    gen = generator.required(gen, "normal_")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_scalar_str(std)}")
     return _random_fill(t, "normal_kernel_cpu",
@@ -246,7 +237,7 @@ def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Fill `t` with 1 where a uniform draw is below `p`, else 0 (torch's numbers, one draw
     per element in fill order; any dtype). A number p: torch's CPU kernel draws a double
     uniform; a tensor p (broadcast to t, each element its probability): one of p's dtype."""
-    values = bernoulli_values(t, p, random_source(generator, "bernoulli_"))
+    values = bernoulli_values(t, p, random_generator.required(generator, "bernoulli_"))
     name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"
     check_inplace(t)
     apply_op("index_put", [t, values], {"index": ()}, name, out=t)

@@ -36,10 +36,9 @@ _MISSING = object()
 def _generator(generator, fn: str, got: str):
     """The generator to draw from: fusegrad's default one, or a Generator passed as torch's
     `generator=` (`fg.manual_seed` returns the default one, as `torch.manual_seed`)."""
-    if generator is None:
-        return random_generator.DEFAULT
-    if isinstance(generator, random_generator.Generator):
-        return generator
+    gen = random_generator.chosen(generator)
+    if gen is not None:
+        return gen
     raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}generator="
                     f"{type(generator).__name__}), but expected one of:\n" + _SIGNATURES[fn])
 

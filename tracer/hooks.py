@@ -55,6 +55,13 @@ class _Hooks(dict):
     __slots__ = ("__weakref__",)
 
 
+def _added(hooks: _Hooks, hook) -> RemovableHandle:
+    """`hook` appended to `hooks`; the handle that removes it."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
 def register_hook(t: Tensor, hook) -> RemovableHandle:
     """Register `hook(grad) -> Tensor or None` on `t` (see the module docstring)."""
     if not t._requires_grad:
@@ -71,9 +78,7 @@ def register_hook(t: Tensor, hook) -> RemovableHandle:
         ANY_NODE_HOOKS[0] = True
         per_output = NODE_HOOKS.setdefault(t._grad_fn, {})
         hooks = per_output.setdefault(t._output_nr, _Hooks())
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    return handle
+    return _added(hooks, hook)
 
 
 ANY_POST_ACCUMULATE_HOOKS = [False]     # (a leaf's post-accumulate hook was registered: see below)
@@ -94,9 +99,7 @@ def register_post_accumulate_hook(t: Tensor, hook) -> RemovableHandle:
     hooks = t.__dict__.get("_post_accumulate_hooks")
     if hooks is None:
         hooks = t.__dict__["_post_accumulate_hooks"] = _Hooks()
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    return handle
+    return _added(hooks, hook)
 
 
 def post_accumulate_hooks(t: Tensor) -> dict | None:
@@ -132,9 +135,7 @@ def register_node_hook(node, hook, kind: str) -> RemovableHandle:
                                   "supported; register it outside the compiled function")
     ANY_NODE_HOOKS[0] = True
     hooks = NODE_HOOKS.setdefault(node, {}).setdefault(kind, _Hooks())
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    return handle
+    return _added(hooks, hook)
 
 
 def _as_tensors(arrays) -> tuple:

@@ -218,7 +218,9 @@ class _Plan:
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
-        self.elementwise = opdef.pointwise and opdef.group == ELEMENTWISE
+        # (composites too: lerp's reference computes in steps, and NumPy lays out each step's
+        # result its own way where the operands' layouts differ)
+        self.elementwise = opdef.pointwise
         self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 
@@ -286,8 +288,12 @@ def _run_plan(plan: _Plan, inputs, attrs):
     else:
         outs = []
         for r, t in zip(apply_ref(plan.ref, arrays, attrs or {}, plan.out_types), plan.out_types):
+            if plan.row_major and not r.flags.c_contiguous:
+                r = np.ascontiguousarray(r)
+            elif plan.elementwise and r.ndim > 1 and not all([a.flags.c_contiguous for a in arrays]):
+                r = elementwise_layout(r, arrays)
             wrapped = object.__new__(Tensor)
-            wrapped._init(np.ascontiguousarray(r) if plan.row_major and not r.flags.c_contiguous else r, t.dtype)
+            wrapped._init(r, t.dtype)
             outs.append(wrapped)
     if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(outs[0]._data, arrays[0]):
         _make_view(outs[0], inputs[0], plan.op, plan.frozen)

@@ -542,6 +542,9 @@ def pow(input, exponent) -> Tensor:
     if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and pow_const_applies(dtype, b):
         # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
         return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)
+    if _is_scalar(a):
+        # torch's pow(Scalar, Tensor) allocates its result row-major (3 ** x.t() has strides (2, 1))
+        return _laid_out_row_major(apply_op("pow", ops, None, name))
     return apply_op("pow", ops, None, name)
 
 
@@ -551,7 +554,8 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     from . import generator as random_generator, inplace
     a = as_tensor(input, "bernoulli")
     values = inplace.bernoulli_values(a, a if p is None else p, random_generator.required(generator, "bernoulli"))
-    return apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0")
+    # (torch allocates the draws row-major: x.t().bernoulli() has strides (2, 1))
+    return _laid_out_row_major(apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0"))
 
 
 def square(input) -> Tensor:
@@ -2010,13 +2014,19 @@ def contiguous(input) -> Tensor:
     a = input
     if _c_ordered(a):
         return a
-    out = clone(a)
+    # (clone keeps a view's strides, torch's preserve_format)
+    return _laid_out_row_major(clone(a))
+
+
+def _laid_out_row_major(out: Tensor) -> Tensor:
+    """`out`, a result just made, laid out row-major whatever layout its operands gave it (torch
+    allocates some results contiguously: clone(memory_format=contiguous_format), pow(Scalar, Tensor))."""
     if out._data is not None and not out._data.flags.c_contiguous:
-        # clone keeps a view's strides (torch's preserve_format); nothing else holds this
-        # fresh array yet, and cast's backward saves nothing, so it can be replaced.
+        # nothing else holds this fresh array yet (a node that saved the result keeps an equal
+        # array under the same version counter), so it can be replaced
         out._data = np.ascontiguousarray(out._data)
     elif out._data is None:
-        # traced: row-major whatever clone's layout rule gave it, and so after the call (a sunk
+        # traced: row-major whatever the layout rule gave it, and so after the call (a sunk
         # permute would otherwise leave the output array transposed)
         trace_state.current().keep_row_major(out)
     return out

@@ -110,4 +110,5 @@ def _flip_ref(x, axes):
 register(OpDef("flip", MOVEMENT, lambda types, attrs: [types[0]], _flip_ref,
                lambda e, x, y, g, a, n: [e.op("flip", g[0], axes=a["axes"])], reference_only=True,
                doc="flip(x; axes): x reversed along axes (a copy, as torch.flip)",
-               extra={"reference_why": "a reversal (no kernel rule)"}))
+               # (torch's flip allocates empty_like(x): x.t().flip(0) has x.t()'s strides)
+               extra={"reference_why": "a reversal (no kernel rule)", "takes_operand_layout": True}))

@@ -164,7 +164,8 @@ def _infer_logsumexp(types, attrs):
 
 
 register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsumexp_vjp,
-               decompose=_logsumexp_decompose, doc="log(sum(exp(x), axes)), torch's stable formula"))
+               decompose=_logsumexp_decompose, doc="log(sum(exp(x), axes)), torch's stable formula",
+               extra={"row_major_result": True}))
 
 
 # ------------------------------------------------------------------ cumsum
@@ -246,7 +247,7 @@ def _prod_backward_vjp(e, x, y, g, a, n):
 
 register(OpDef("prod", OPAQUE, _prod_infer, _prod_ref, _prod_vjp, reference_only=True,
                doc="prod(x; axis, keepdim): the product over axis (None: all elements)",
-               extra={"reference_why": "a product reduction (no kernel rule)"}))
+               extra={"reference_why": "a product reduction (no kernel rule)", "row_major_result": True}))
 register(OpDef("prod_backward", OPAQUE, lambda types, attrs: [types[1]], _prod_backward_ref, _prod_backward_vjp,
                reference_only=True, doc="prod_backward(grad, x, result; axis, keepdim): torch's prod_backward",
                extra={"reference_why": "prod's gradient (no kernel rule)"}))

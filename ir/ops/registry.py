@@ -66,8 +66,9 @@ class OpDef:
     doc: str = ""
     extra: dict = field(default_factory=dict)
     # Maps its operands element by element, broadcasting (an elementwise op, or a composite
-    # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...): its traced result
-    # takes the layout torch's TensorIterator gives it. Set by `register`.
+    # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...), or is marked
+    # extra["takes_operand_layout"] (flip): its traced result takes the layout torch's
+    # TensorIterator gives it. Set by `register`.
     pointwise: bool = False
 
     @property
@@ -89,8 +90,8 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} declared twice")
     OPS[op.name] = op
     # (an op whose eager result torch allocates row-major, masked_fill's, takes no operand's layout)
-    op.pointwise = (op.group == ELEMENTWISE or getattr(op.infer, "elementwise_rule", False)) and \
-        not op.extra.get("row_major_result", False)
+    op.pointwise = (op.group == ELEMENTWISE or getattr(op.infer, "elementwise_rule", False)
+                    or op.extra.get("takes_operand_layout", False)) and not op.extra.get("row_major_result", False)
     if op.extra.get("value_checks"):
         VALUE_CHECKED.add(op.name)
     return op

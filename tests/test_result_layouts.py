@@ -29,6 +29,9 @@ CASES = {
     "heaviside(transposed, row-major)": lambda T, x, y: T.heaviside(x - 0.5, y),
     "add(transposed, row-major)": lambda T, x, y: x + y,
     "bernoulli of transposed": lambda T, x, y: x.bernoulli() * 0,
+    # an op with its own shape rule that is elementwise for reduction="none"
+    "mse_loss(transposed, row-major, none)": lambda T, x, y: T.nn.functional.mse_loss(x, y, reduction="none"),
+    "mse_loss(transposed, row-major, sum)": lambda T, x, y: T.nn.functional.mse_loss(x, y, reduction="sum"),
 }
 
 

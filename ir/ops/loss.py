@@ -64,7 +64,9 @@ def _mse_decompose(e, xs, attrs):
 
 
 register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=_mse_decompose,
-               extra={"unpack_order": (("in", 0), ("in", 1))},       # torch's self, target
+               # (reduction "none": the result takes the operands' layout, as torch's TensorIterator;
+               # a reduced result is 0-d, which no layout rule touches)
+               extra={"unpack_order": (("in", 0), ("in", 1)), "takes_operand_layout": True},  # torch's self, target
                doc="mse_loss(input, target; reduction): (input - target)**2, reduced"))
 
 

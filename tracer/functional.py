@@ -681,11 +681,13 @@ def _check_matmul(a: Tensor, b: Tensor) -> None:
                            f"but got: [{batch}, {k2}].")
     if _numel(sa) == 0 or _numel(sb) == 0:
         return          # (torch's batched path returns an empty operand's zeros before its dtype checks)
+    rows, cols = sa[-2] if na > 1 else 1, sb[-1] if nb > 1 else 1
+    if a._dtype is not b._dtype and rows * k1 * cols >= BMM_BLAS_SIZE:
+        raise bmm_dtype_error(a._dtype, b._dtype, rows, k1, cols)
     # (torch's bmm refuses a bool self before it compares the dtypes)
-    _check_matmul_dtype(a._dtype, "bmm", k1, batch * (sa[-2] if na > 1 else 1) * (sb[-1] if nb > 1 else 1))
+    _check_matmul_dtype(a._dtype, "bmm", k1, batch * rows * cols)
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[a._dtype.name]} but found "
-                           f"{TORCH_SCALAR_NAMES[b._dtype.name]}")
+        raise bmm_dtype_error(a._dtype, b._dtype, rows, k1, cols)
 
 
 def _one_matrix(a: Tensor, b: Tensor):
@@ -706,6 +708,26 @@ def _check_mv(mat: tuple, vec: tuple, mat_dtype: DType, vec_dtype: DType) -> Non
     if mat_dtype is not vec_dtype:
         v, m = TORCH_SCALAR_NAMES[vec_dtype.name], TORCH_SCALAR_NAMES[mat_dtype.name]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
+
+
+# torch's bmm multiplies matrices of fewer elements than this (rows * contraction * columns)
+# in a loop of its own, larger ones through BLAS; the two paths check the dtypes differently
+BMM_BLAS_SIZE = 400
+
+
+def bmm_dtype_error(a: DType, b: DType, rows: int, k: int, cols: int) -> RuntimeError:
+    """torch's error for a batched product of two dtypes, whose text depends on the path its bmm
+    takes for matrices of this size (a float32 batch times a float64 one: "expected scalar
+    type Float but found Double" below BMM_BLAS_SIZE, "Double but found Float" above it, and a
+    float times an integer or bool batch is refused by the BLAS path's own check)."""
+    if rows * k * cols < BMM_BLAS_SIZE:
+        expected, found = a, b
+    elif not b.is_floating_point:
+        return RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(a)} != {_c_name(b)}")
+    else:
+        expected, found = b, a
+    return RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[expected.name]} but found "
+                        f"{TORCH_SCALAR_NAMES[found.name]}")
 
 
 def _check_mm(m1: tuple, m2: tuple, d1: DType, d2: DType) -> None:

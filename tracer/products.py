@@ -3,6 +3,7 @@ and dtypes its torch kernel checks (with that kernel's text) and records the one
 `matmul` op under that kernel's grad_fn name; `outer` is torch's broadcast multiply."""
 from __future__ import annotations
 
+from fusegrad.ir.ops.linalg import _check_matmul_dtype
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import functional as F
@@ -32,13 +33,19 @@ def bmm(input, mat2) -> Tensor:
         raise RuntimeError("batch1 must be a 3D tensor")
     if b.dim() != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
-    (batch, _, k), (batch2, k2, _) = tuple(a.shape), tuple(b.shape)
+    (batch, rows, k), (batch2, k2, cols) = tuple(a.shape), tuple(b.shape)
     if (batch2, k2) != (batch, k):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] "
                            f"but got: [{batch2}, {k2}].")
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected scalar type {TORCH_SCALAR_NAMES[a._dtype.name]} but found "
-                           f"{TORCH_SCALAR_NAMES[b._dtype.name]}")
+        if not (a.numel() and b.numel()):
+            # torch returns an empty operand's product before it checks the dtypes, in mat2's dtype
+            a = F.cast(a, b._dtype)
+        elif rows * k * cols >= F.BMM_BLAS_SIZE:
+            raise F.bmm_dtype_error(a._dtype, b._dtype, rows, k, cols)
+        else:
+            _check_matmul_dtype(a._dtype, "bmm", k, batch * rows * cols)    # (a bool self is refused first)
+            raise F.bmm_dtype_error(a._dtype, b._dtype, rows, k, cols)
     return apply_op("matmul", [a, b], None, "BmmBackward0")
 
 

@@ -32,7 +32,7 @@ from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
-from fusegrad.tracer import Tensor, trace_state
+from fusegrad.tracer import Tensor, generator as random_generator, trace_state
 from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
@@ -142,13 +142,14 @@ class CompiledFunction:
         function's own code, which tracing executes, are not undone)."""
         eager_before = self.runs_eagerly(*args)
         self._tracing_forced = True
-        snapshots = _snapshot_states()
+        snapshots, breaking = _snapshot_states(), dict(self._breaking)
         try:
             with background.synchronous():
                 self(*args, **kwargs)
         finally:
             self._tracing_forced = False
             _restore_states(snapshots)
+            self._breaking = breaking       # (a dry run is no call: it never makes calls run eagerly)
         run = self.last_run
         parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}",
                  f"background compiles pending: {background.pending()}"]
@@ -205,7 +206,8 @@ STATEFUL: weakref.WeakSet = weakref.WeakSet()
 
 
 def _snapshot_states() -> list:
-    return [(obj, obj.snapshot_state()) for obj in list(STATEFUL)]
+    """The state of every optimizer and random generator, which explain's dry run puts back."""
+    return [(obj, obj.snapshot_state()) for obj in list(STATEFUL) + list(random_generator.LIVE)]
 
 
 def _restore_states(snapshots: list) -> None:

@@ -4,6 +4,7 @@ run eagerly (same values and gradients, no program cache traffic)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import fusegrad as fg
 from fusegrad.runtime.compile import EAGER_AFTER
@@ -105,3 +106,33 @@ def test_a_graph_breaking_function_hits_the_cache_from_its_second_call():
                        after.kernels_compiled - before.kernels_compiled, after.reference_calls - before.reference_calls))
     assert deltas == [(0, 1, 0, 1)] + [(1, 0, 0, 1)] * (EAGER_AFTER + 1)
     assert f.eager_calls == 2
+
+
+def test_explain_is_no_call_for_the_switch_to_eager_running():
+    """explain() is a dry run: however often it traces a graph-breaking function, calls of
+    those shapes keep being traced until two real calls in a row break the graph."""
+    compiled = fg.compile(doubling_loop)
+    x, v = fg.tensor([1.0, 2.0, 3.0], requires_grad=True), fg.ones(3)
+    for _ in range(EAGER_AFTER + 1):
+        compiled.explain(x, v)
+    assert not compiled.runs_eagerly(x, v)
+    for _ in range(EAGER_AFTER):
+        _run(compiled, [0.5, -1.0, 2.0], v)
+    assert compiled.runs_eagerly(x, v)
+
+
+@pytest.mark.parametrize("own_generator", [False, True], ids=["global", "fg.Generator"])
+def test_explain_leaves_random_streams_where_they_were(own_generator):
+    """The draws explain's dry run makes (randn, dropout) are put back: the numbers after it
+    are those a run without the explain gets."""
+    gen = fg.Generator().manual_seed(7) if own_generator else None
+    compiled = fg.compile(lambda x: fg.nn.functional.dropout(x + fg.randn(4, generator=gen), 0.5))
+
+    def draws_after(explain: bool):
+        fg.manual_seed(5)
+        if gen is not None:
+            gen.manual_seed(7)
+        if explain:
+            compiled.explain(fg.zeros(4))
+        return fg.randn(6).tolist(), (fg.randn(3, generator=gen).tolist() if gen is not None else None)
+    assert draws_after(True) == draws_after(False)

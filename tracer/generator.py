@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -46,6 +47,11 @@ _UNIT53, _TWO_PI = 2.0 ** -53, 2.0 * math.pi
 DEFAULT_SEED = 67280421310721
 
 
+# Every generator alive, the global one included: a compiled function's explain() is a dry run,
+# which puts each stream back where it was (runtime/compile.py).
+LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
 class Generator:
     """torch.Generator for the CPU: an MT19937 stream giving torch's numbers for its seed.
     `fg.Generator()` starts from torch's default seed; the global generator (DEFAULT, which
@@ -55,6 +61,16 @@ class Generator:
         from .device import check_device       # (device imports nothing of this module's)
         check_device(device)
         self.manual_seed(DEFAULT_SEED)
+        LIVE.add(self)
+
+    def snapshot_state(self) -> tuple:
+        """Where the stream is, for restore_state (cheaper than get_state's torch bytes)."""
+        return self._seed, self._bits.state, self._next_normal
+
+    def restore_state(self, snapshot: tuple) -> None:
+        """Put the stream back where snapshot_state found it."""
+        self._seed, bits, self._next_normal = snapshot
+        self._bits.state = bits
 
     @property
     def device(self):

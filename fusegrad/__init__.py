@@ -42,7 +42,7 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              float_power, fmod, greater, greater_equal, heaviside, hypot, isneginf,
                                              isposinf, lerp, less, less_equal, logaddexp, logaddexp2, logit,
                                              multiply, nan_to_num, negative, not_equal, rad2deg, sgn, signbit,
-                                             subtract, tile, true_divide, xlogy)
+                                             rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
                                      bitwise_xor)

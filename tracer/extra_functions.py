@@ -510,7 +510,28 @@ def negative(input=REQUIRED, *surplus) -> Tensor:
 
 multiply = _renamed(F.mul, "mul", "multiply")
 divide = _renamed(F.div, "div", "divide")
-subtract = _renamed(F.sub, "sub", "subtract")
+
+
+def subtract(input, other, *number_alpha, alpha=1) -> Tensor:
+    """torch.subtract, sub without its deprecated alpha-first overload: (Tensor other, *, Number
+    alpha) and (Number other, Number alpha), the latter torch's SubBackward1."""
+    if number_alpha:
+        if len(number_alpha) > 1 or not _is_scalar(other) or not isinstance(input, (Tensor, np.ndarray)):
+            raise TypeError("subtract(): bad arguments")     # (worded by _texts as torch's parser)
+        return F.subtract_scaled(as_tensor(input, "subtract"), other, number_alpha[0], "SubBackward1")
+    return _renamed(F.sub, "sub", "subtract")(input, other, alpha=alpha)
+
+
+def rsub(input, other, *number_alpha, alpha=1) -> Tensor:
+    """torch.rsub: other - alpha * input (RsubBackward0; RsubBackward1 for a number `other`,
+    whose overload also takes alpha by position)."""
+    if number_alpha:
+        if len(number_alpha) > 1 or not _is_scalar(other):
+            raise TypeError("rsub(): bad arguments")        # (worded by _texts as torch's parser)
+        alpha, = number_alpha
+    if not isinstance(input, (Tensor, np.ndarray)):
+        raise TypeError("rsub(): bad arguments")
+    return F.rsub(as_tensor(input, "rsub"), _operand(other, "rsub", "other", 2), alpha)
 
 
 def true_divide(input, other) -> Tensor:
@@ -564,7 +585,19 @@ def in_place_aliases(methods: dict) -> dict:
                 "(Number other, *, str rounding_mode)")
     aliases = {new: _renamed(methods[old], old, new) for new, old in (
         ("absolute_", "abs_"), ("negative_", "neg_"), ("multiply_", "mul_"), ("divide_", "div_"),
-        ("subtract_", "sub_"), ("true_divide_", "div_"), ("clip_", "clamp_"))}
+        ("true_divide_", "div_"), ("clip_", "clamp_"))}
+    sub_ = _renamed(methods["sub_"], "sub_", "subtract_")
+    # (subtract_(Number other, Number alpha): torch's sub_.Scalar overload, SubBackward1)
+    subtract_number_ = inplace.binary_inplace("sub", "SubBackward1", "subtract_")
+
+    def subtract_(self, other, *number_alpha, alpha=1) -> Tensor:
+        """In-place torch.subtract (without sub_'s deprecated alpha-first overload)."""
+        if number_alpha:
+            if len(number_alpha) > 1 or not _is_scalar(other):
+                raise TypeError("subtract_(): bad arguments")
+            return subtract_number_(self, other, number_alpha[0])
+        return sub_(self, other, alpha=alpha)
+    aliases["subtract_"] = subtract_
     printed = {"multiply_": other, "true_divide_": other, "divide_": rounding,
                "subtract_": ("(Tensor other, *, Number alpha = 1)", "(Number other, Number alpha = 1)"),
                "clip_": ("(Tensor min = None, Tensor max = None)", "(Number min = None, Number max = None)")}
@@ -615,6 +648,8 @@ FUNCTIONS = {
                      numbers_as_tensors=True),
     "subtract": _texts(subtract, "subtract", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
                        "(Tensor input, Number other, Number alpha = 1)"),
+    "rsub": _texts(rsub, "rsub", "(Tensor input, Tensor other, *, Number alpha = 1)",
+                   "(Tensor input, Number other, Number alpha = 1)"),
     "true_divide": _texts(true_divide, "true_divide", f"(Tensor input, Tensor other, {_OUT})",
                           "(Tensor input, Number other)", numbers_as_tensors=True),
     **{fn.__name__: _texts(fn, fn.__name__, *_TENSOR_OR_NUMBER)

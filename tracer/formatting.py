@@ -66,10 +66,10 @@ def set_printoptions(
 
     Options left as None keep their value, except `sci_mode`, which torch
     always resets: None lets each tensor choose scientific notation itself.
-    `profile` ("default", "short", "full") sets the others first.
+    `profile` ("default", "short", "full") sets the others first; torch ignores any other name.
     """
     if profile is not None:
-        for name, value in _PROFILES[profile].items():
+        for name, value in (_PROFILES.get(profile, {}) if isinstance(profile, str) else {}).items():
             setattr(_OPTS, name, value)
     if precision is not None:
         _OPTS.precision = precision

@@ -233,12 +233,15 @@ def scale_by_alpha(a, b, alpha, fn: str):
     return scaled
 
 
-def _shown_as_one_node(out: Tensor, scaled) -> Tensor:
-    """`out` = a + scaled (or -, in place or not), scaled = alpha * b made here: its node shows
-    torch's next_functions, a's and b's (torch scales inside AddBackward0 / SubBackward0)."""
+def _shown_as_one_node(out: Tensor, scaled, at: int = 1) -> Tensor:
+    """`out` = a + scaled (or -, in place or not; rsub's scaled - ... too), scaled = alpha * b
+    made here: its node shows torch's next_functions, with b's edge where the scaled operand's
+    is (`at`; torch scales inside AddBackward0 / SubBackward0 / RsubBackward0)."""
     node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
     if node is not None and scale is not None and out._data is not None:
-        display_edges(node, (node.next_functions[0], scale.next_functions[0]))
+        edges = list(node.next_functions)
+        edges[at] = scale.next_functions[0]
+        display_edges(node, tuple(edges))
     return out
 
 
@@ -266,14 +269,19 @@ def sub(input, other, *deprecated, alpha=1) -> Tensor:
     """a - alpha * b (torch's deprecated `sub(input, alpha, other)` too, with its warning)."""
     if deprecated:
         other, alpha = _alpha_first("sub", other, deprecated, alpha)
-    a, b = input, other
+    return subtract_scaled(input, other, alpha)
+
+
+def subtract_scaled(a, b, alpha, name: str = "SubBackward0") -> Tensor:
+    """a - alpha * b recorded as node `name` (SubBackward1: torch's sub(Tensor, Scalar, Scalar)
+    overload, which `subtract(x, 2, 1)` picks)."""
     _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "sub")
         ops, dtype = _promoted([a, scaled], "sub")
-        return _shown_as_one_node(apply_op("sub", ops, None, "SubBackward0"), scaled)
+        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled)
     ops, dtype = _promoted([a, b], "sub")
-    return apply_op("sub", ops, None, "SubBackward0")
+    return apply_op("sub", ops, None, name)
 
 
 def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha) -> tuple:
@@ -299,11 +307,16 @@ def _check_bool_sub(a, b) -> None:
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def rsub(a, b) -> Tensor:
-    """b - a, for `2 - x` (torch's RsubBackward1)."""
+def rsub(a, b, alpha=1) -> Tensor:
+    """b - alpha * a, for `2 - x` and torch.rsub (RsubBackward0; RsubBackward1 for a number b)."""
     _check_bool_sub(b, a)
+    name = "RsubBackward0" if isinstance(b, Tensor) else "RsubBackward1"
+    if type(alpha) is not int or alpha != 1:
+        scaled = scale_by_alpha(b, a, alpha, "rsub")
+        ops, _ = _promoted([b, scaled], "rsub")
+        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, at=0)     # (self's edge first)
     ops, _ = _promoted([b, a], "rsub")
-    return apply_op("sub", ops, None, "RsubBackward1")
+    return apply_op("sub", ops, None, name)
 
 
 def mul(input, other) -> Tensor:

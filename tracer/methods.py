@@ -207,7 +207,8 @@ def _subtract(self, other, *number_alpha, alpha=1) -> Tensor:
     if number_alpha:
         if len(number_alpha) > 1 or not F._is_scalar(other):
             raise TypeError("subtract(): bad arguments")     # (worded by tracer/parser_errors.py)
-        alpha, = number_alpha
+        # (torch's sub(Tensor, Scalar other, Scalar alpha) overload: SubBackward1)
+        return F.subtract_scaled(self, other, number_alpha[0], "SubBackward1")
     return F.sub(self, other, alpha=alpha)
 
 
@@ -316,7 +317,9 @@ def _copy_(self, other, non_blocking: bool = False) -> Tensor:
         raise TypeError(f"copy_(): argument 'non_blocking' (position 2) must be bool, not "
                         f"{type_name(non_blocking)}")
     if F._is_scalar(src) and not isinstance(src, np.ndarray):
-        return inplace.fill_(self, src)
+        # torch wraps the number in a 0-d tensor (a float as a double) and copies it: CopyBackwards
+        src = Tensor._wrap(np.asarray(src, np.float64 if isinstance(src, (float, np.floating))
+                                      else F.scalar_dtype(src).np))
     inplace.check_inplace(self)             # (torch's leaf errors come before the copy's shape check,
     inplace.check_write_overlaps(self, src)     # and its memory checks too)
     shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(src)))

@@ -92,6 +92,8 @@ def _read_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple):
 # Nodes whose torch signature takes a Scalar (not shown in next_functions) or a
 # non-differentiable tensor (where's condition): the inputs torch does list.
 _NEXT_INPUTS = {
+    "SubBackward1": (0,),       # sub(x, number, alpha): the Scalar overload
+    "RsubBackward0": (1, 0),    # rsub(x, y): IR sub(y, x), listed as torch's (self, other)
     "RsubBackward1": (1,),      # rsub(x, scalar): IR sub(scalar, x)
     "PowBackward0": (0,),       # pow(x, scalar)
     "PowBackward2": (1,),       # pow(scalar, x)

@@ -765,10 +765,10 @@ class Tensor:
                      for i in range(len(self))])
 
     def __reversed__(self):
-        """torch's rule: a 0-d tensor is its own reverse (iterating it then raises)."""
+        """torch's Tensor.__reversed__: `self.flip(0)` (FlipBackward0), a 0-d tensor itself."""
         if self.dim() == 0:
             return self
-        return reversed(list(self))
+        return self.flip(0)
 
     def __hash__(self) -> int:
         return id(self)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import rounded
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, OpDef, register
 
 # torch's expm1_backward: grad * (result + 1); log1p_backward: grad / (self + 1)
-elementwise("expm1", np.expm1, lambda e, x, y, g, a, n: [e.mul(g[0], e.add(y[0], 1))], "fg_expm1({0})",
+# (float32 eager results correctly rounded, as torch's: ir/rounded.py)
+elementwise("expm1", rounded.RoundedUfunc(np.expm1), lambda e, x, y, g, a, n: [e.mul(g[0], e.add(y[0], 1))], "fg_expm1({0})",
             float_only=True)
-elementwise("log1p", np.log1p, lambda e, x, y, g, a, n: [e.div(g[0], e.add(x[0], 1))], "fg_log1p({0})",
+elementwise("log1p", rounded.RoundedUfunc(np.log1p), lambda e, x, y, g, a, n: [e.div(g[0], e.add(x[0], 1))], "fg_log1p({0})",
             float_only=True)
 
 

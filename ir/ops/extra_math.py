@@ -175,15 +175,16 @@ register(OpDef("xlogy", COMPOSITE, _infer_map("xlogy", float_only=True), _xlogy_
 @_quiet
 def _logit_ref(x, eps):
     if eps is not None and eps >= 0:
-        x = np.clip(x, x.dtype.type(eps), x.dtype.type(1) - x.dtype.type(eps))
+        # torch's x < lo ? lo : (x > hi ? hi : x): for eps > 0.5 (lo > hi) not np.clip's hi
+        lo, hi = x.dtype.type(eps), x.dtype.type(1 - eps)      # (1 - eps in double, as torch's)
+        x = np.where(x < lo, lo, np.where(x > hi, hi, x))
     return np.asarray(rounded.log(np.asarray(x / (x.dtype.type(1) - x))), x.dtype)
 
 
 def _logit_decompose(e, xs, a):
     x, eps = xs[0], a["eps"]
     if eps is not None and eps >= 0:
-        lo = e.const(eps, x)
-        hi = e.sub(e.const(1, x), lo)
+        lo, hi = e.const(eps, x), e.const(1 - eps, x)
         x = e.where(e.lt(x, lo), lo, e.where(e.gt(x, hi), hi, x))    # (NaN stays NaN)
     return [e.log(e.div(x, e.sub(e.const(1, x), x)))]
 
@@ -196,8 +197,7 @@ def _logit_vjp(e, x, y, g, a, n):
     if eps is None or eps < 0:
         lo, hi, fill = e.const(0, xv), e.const(1, xv), math.nan
     else:
-        lo = e.const(eps, xv)
-        hi, fill = e.sub(e.const(1, xv), lo), 0
+        lo, hi, fill = e.const(eps, xv), e.const(1 - eps, xv), 0
     return [e.where(e.lt(xv, lo), fill, e.where(e.gt(xv, hi), fill, grad))]
 
 

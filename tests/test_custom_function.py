@@ -4,6 +4,7 @@ freeing, torch's checks of what backward returns, non-differentiable outputs,
 setup_context, create_graph (higher derivatives) and fg.grad; refused inside fg.compile."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -252,3 +253,20 @@ MORE = {
 @pytest.mark.parametrize("name", list(MORE))
 def test_argument_binding_and_gradient_checks_match_torch(name):
     assert _outcome(fg, MORE[name]) == _outcome(torch, MORE[name])
+
+
+def test_node_repr_is_qualified_as_torch_makes_the_class_in_autograd_function():
+    """torch creates a Function's node class in torch.autograd.function, so its repr is
+    `<torch.autograd.function.SqBackward object at 0x...>` (fusegrad: `fg.` for `torch.`);
+    the tensor's repr and name() are the bare class name."""
+    class Sq(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    y = Sq.apply(fg.ones(2, requires_grad=True))
+    assert re.fullmatch(r"<fg\.autograd\.function\.SqBackward object at 0x[0-9a-f]+>", repr(y.grad_fn))
+    assert y.grad_fn.name() == "SqBackward" and repr(y) == "tensor([1., 1.], grad_fn=<SqBackward>)"

@@ -91,6 +91,11 @@ class BackwardCFunction(Node, FunctionCtx):
     materialize_grads = True
     _function = None                    # the Function subclass
 
+    def __repr__(self) -> str:
+        # torch makes the class in torch.autograd.function, so its default repr is qualified:
+        # <torch.autograd.function.SqBackward object at 0x...> (built-in nodes' are not)
+        return f"<fg.autograd.function.{type(self).__name__} object at {hex(id(self))}>"
+
     def run_backward(self, needs: tuple, given: tuple, seeds: list) -> list:
         """The engine's call (tracer/engine.py): per input, its gradient array or None."""
         grads = [Tensor._wrap(np.array(g, copy=True)) for g in seeds]

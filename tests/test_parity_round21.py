@@ -169,3 +169,24 @@ def test_in_place_cumsum_of_bool_is_refused():
     def case(T):
         return outcome(lambda: T.ones(3, dtype=T.bool).cumsum_(0))
     assert case(fg) == case(torch) == ("NotImplementedError", "\"cumsum_out_cpu\" not implemented for 'Bool'")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("call", ["(x * 1) ** m", "(x * 1).pow(m)", "(x * 1).pow_(m)", "fg_or_torch.pow(x.sin(), m[0])",
+                                  "y ** m", "(x * 1) ** m.double()"])
+def test_pow_with_a_bool_exponent_refuses_the_base_gradient(call, mode):
+    """torch's PowBackward1 computes `exponent - 1`, which a bool exponent refuses when the
+    backward runs; the forward, and a base that needs no grad, are fine."""
+    def case(T):
+        def f(x, y, m):
+            return eval(call, {"fg_or_torch": T, "x": x, "y": y, "m": m})
+
+        def go():
+            x = T.full((2,), 2.0, requires_grad=True)
+            r = _run(T, mode, f, x, T.full((2,), 3.0), T.tensor([True, False]))
+            if r.requires_grad:
+                r.sum().backward()
+                return r.tolist(), x.grad.tolist()
+            return r.tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)

@@ -558,6 +558,9 @@ def pow(input, exponent) -> Tensor:
     if _is_scalar(a):
         # torch's pow(Scalar, Tensor) allocates its result row-major (3 ** x.t() has strides (2, 1))
         return _laid_out_row_major(apply_op("pow", ops, None, name))
+    if isinstance(b, Tensor) and b._dtype is bool_ and dtype.is_floating_point:
+        # a bool exponent: torch's backward for the base raises (ir/ops/elementwise.py BOOL_SUBTRACTION)
+        return apply_op("pow", ops, {"no_derivative": "pow"}, name)
     return apply_op("pow", ops, None, name)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusegrad.ir import float32
+from fusegrad.ir import bool_, float32
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from fusegrad.ir.ops import broadcast_shapes
@@ -110,6 +110,9 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             apply_op("pow_const", [self], {"exponent": float(other)}, name_here, out=self)
             return self
         check_write_overlaps(self, other)       # (torch checks other itself, not alpha * other)
+        # (a bool tensor exponent: the backward for self raises, as out of place, functional.pow)
+        bool_exponent = op == "pow" and isinstance(other, Tensor) and other._dtype is bool_ and \
+            self._dtype.is_floating_point
         scaled = None
         if type(alpha) is not int or alpha != 1:
             other = scaled = scale_by_alpha(self, other, alpha, method.__name__)
@@ -117,7 +120,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
-        apply_op(op, [self, _coerce(other, self._dtype)], attrs, name_here, out=self)
+        apply_op(op, [self, _coerce(other, self._dtype)], {"no_derivative": "pow"} if bool_exponent else attrs,
+                 name_here, out=self)
         # (torch scales inside AddBackward0 / SubBackward0: its edges are self's and other's)
         return self if scaled is None else _shown_as_one_node(self, scaled)
     method.__name__ = method_name or op + "_"

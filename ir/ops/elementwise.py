@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import rounded, threaded
 from ..types import TensorType, bool_
-from .registry import COMPOSITE, ELEMENTWISE, SOURCE, OpDef, broadcast_shapes, register
+from .registry import COMPOSITE, ELEMENTWISE, SOURCE, NoDerivativeError, OpDef, broadcast_shapes, register
 
 
 def _same_dtype(types, name):
@@ -96,8 +96,16 @@ elementwise("div", np.true_divide,
 elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
 
 
+# torch's PowBackward1 computes `exponent - 1`, which a bool exponent refuses when it runs
+BOOL_SUBTRACTION = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                    "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def _pow_vjp(e, x, y, g, a, n):
     base, expo = x
+    if a.get("no_derivative") and n[0]:
+        # (the tracer sets it for a bool tensor exponent, which the IR sees cast to the base's dtype)
+        raise NoDerivativeError(BOOL_SUBTRACTION)
     gx = gy = None
     if n[0]:
         # torch's pow_backward: grad * (exponent * x ** (exponent - 1)), in that order (the
@@ -120,7 +128,7 @@ def _pow_vjp(e, x, y, g, a, n):
     return [gx, gy]
 
 
-def _pow_ref(x, y):
+def _pow_ref(x, y, no_derivative=None):
     if x.dtype.kind == "b":
         return _pow_ref(x.astype(np.int64), np.asarray(y, np.int64)).astype(np.bool_)
     if x.dtype.kind != "i":

@@ -450,7 +450,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
             if g is not None:
                 totals_at.append((k, len(b.program.outputs)))
                 b.program.outputs.append(g)
-        stale = stale_by_cotangents(trace, instrs, out_values, reach, active) if active is not None else {}
+        # (the paths to leaves made in the call that died there only when a backward() without
+        # inputs runs them: BackwardFn.idle_stale below; autograd.grad and backward(inputs=)
+        # stop where torch's engine does)
+        stale = stale_by_cotangents(trace, instrs, out_values, wrt, active_values(instrs, out_values, wrt)) \
+            if active is not None else {}
         bwd = simplify(b.program)
         saved = free_values(bwd)
         if INFERENCE_MADE[0]:
@@ -559,7 +563,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             if gone:
-                back.idle_stale = trace.stale_saved(instrs, active_values(instrs, out_values, gone))
+                back.idle_stale = stale_by_cotangents(trace, instrs, out_values, gone,
+                                                      active_values(instrs, out_values, gone))
             back.forward = forward_form
             if freed_each is not None and any(freed_each):
                 back.freed_outputs = freed_each

@@ -125,8 +125,8 @@ class BackwardFn:
         self.releasing = None
         self._released = set()
         self._last_given = None
-        self.idle_stale = None      # like a `stale` entry: one on the way to the leaves made in the call
-                                    # that died there (see check_idle)
+        self.idle_stale = None      # like `stale`, for the paths to the leaves made in the call that
+                                    # died there (see check_idle)
         self.promoted = []          # (index in saved, weak ref to the caller's tensor) of a saved promoted
                                     # copy of that tensor (x32 in x64 / x32): see _saved_now
 
@@ -160,12 +160,14 @@ class BackwardFn:
                                                 in zip(self.grad_present, self.forward_reach(given))]
         return found
 
-    def check_idle(self) -> None:
-        """A backward() reached this node but uses no gradient it computes (its inputs need
-        none): torch's graph still runs the nodes on the way to leaves the call made that died
-        there, which check what they saved (custom_call's protocol)."""
-        if self.idle_stale is not None:
-            _raise_stale(self.idle_stale)
+    def check_idle(self, given=None) -> None:
+        """A backward() without inputs reached this node (`given`: which outputs have a
+        cotangent, None for all): torch's graph runs the nodes on the way to leaves the call
+        made that died there, which check what they saved, whether or not the node's inputs
+        need a gradient (custom_call's protocol)."""
+        found = self.idle_stale.get(given, self.idle_stale.get(None)) if self.idle_stale else None
+        if found is not None:
+            _raise_stale(found)
 
     def _check_stale(self, given=None) -> None:
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None

@@ -190,3 +190,33 @@ def test_pow_with_a_bool_exponent_refuses_the_base_gradient(call, mode):
             return r.tolist()
         return outcome(go)
     assert case(fg) == case(torch)
+
+
+def _writes_a_value_saved_on_the_way_to_a_dead_leaf(x, T):
+    w = x.detach().clone().requires_grad_()     # a leaf of the call's own, dropped when it returns
+    unused = w + x                              # (x's history is in the call, w's path is not)
+    v = w * 2
+    s = v.sin() + x * 0
+    v.mul_(0.5)                                 # sin saved v
+    return s
+
+
+@pytest.mark.parametrize("how", ["backward", "autograd.grad(x)", "backward(inputs=[x])"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_value_written_on_the_way_to_a_dead_leaf(mode, how):
+    """backward() runs every node the loss reaches, so sin's node on the way to the dead leaf
+    w checks its saved v and raises (fg.compile computed silently once an argument required
+    grad); autograd.grad and backward(inputs=) stop where the inputs are, and do not."""
+    def case(T):
+        def go():
+            x = T.tensor([[0.5, 1.0], [1.5, -2.0]], requires_grad=True)
+            s = _run(T, mode, lambda u: _writes_a_value_saved_on_the_way_to_a_dead_leaf(u, T), x).sum()
+            if how == "backward":
+                s.backward()
+                return x.grad.tolist()
+            if how == "backward(inputs=[x])":
+                s.backward(inputs=[x])
+                return x.grad.tolist()
+            return T.autograd.grad(s, [x])[0].tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)

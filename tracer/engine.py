@@ -33,7 +33,7 @@ from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 from .create_graph import _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
-                           _check_unread, _checked_array)
+                           _check_unread, _checked_array, check_dead_leaf_paths)
 
 
 class GraphProgram:
@@ -207,12 +207,13 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         passed += idle
     if not create_graph:
         try:
-            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, idle=idle)
+            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, idle=idle,
+                               every_node=every_node)
         except Exception as error:
             if not _runs_again_safely(live):
                 raise
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
-                                   partial, idle)
+                                   partial, idle, every_node)
     else:
         if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and node in live for node in nodes):
             raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
@@ -281,7 +282,7 @@ def _runs_again_safely(live: set) -> bool:
 
 
 def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph, partial,
-                           idle=()):
+                           idle=(), every_node: bool = False):
     """The backward raised `error`. Run it again in the order torch's engine runs the nodes
     (_engine_order), and raise the error met first there, with torch's state at that point:
     a leaf's gradient that was complete before it is in `partial` (torch accumulates each as
@@ -290,7 +291,7 @@ def _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live
     ran = []
     try:
         _run_nodes(root_edges, roots, seeds, targets, nodes, None, live, _engine_order(root_edges, nodes, live), ran,
-                   idle)
+                   idle, every_node)
     except Exception as first:
         done = dict(ran[:-1])           # (the last node is the one that raised)
         if partial is not None:
@@ -337,7 +338,7 @@ def _live_nodes(nodes, targets, passed: list | None = None) -> set:
 
 
 def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None,
-               idle=()) -> list:
+               idle=(), every_node: bool = False) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -348,7 +349,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     first; `live`: those that run (_live_nodes). With `order` (_engine_order), the nodes run in
     that order instead, and `ran` receives (node, its gradient for a leaf's AccumulateGrad,
     else None) for each node as it starts. `idle`: nodes that run though no gradient they
-    compute is used (_run's every_node): see _check_idle."""
+    compute is used (_run's every_node): see _check_idle. `every_node` (backward() without
+    inputs): a compiled call's node also checks what it saved on the way to leaves the call
+    made that died there, which torch's engine runs (see check_dead_leaf_paths)."""
     keep = {e for e in targets if e is not None}
     # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
     # itself a target gets its .grad too, as in torch)
@@ -412,6 +415,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             continue
         if node._freed and isinstance(node, StatefulNode):
             raise RuntimeError(_FREED_MSG)      # (a CopySlices: torch's raises though it reads nothing saved)
+        if every_node and node.op == "custom_call":
+            check_dead_leaf_paths(node, given)
         key = (node.op, node.attrs, node.in_types, node.out_types, needs, given)
         try:
             vjp = entries.get(key)      # VJPS.get's hit, inlined (its other cases: VJPS.get)

@@ -24,14 +24,22 @@ if TYPE_CHECKING:
     from .engine import GraphProgram
 
 
+def check_dead_leaf_paths(node, given=None) -> None:
+    """An opaque node (a compiled call's custom_call) that a backward() runs, with cotangents
+    for the outputs marked in `given` (None: all): torch's engine would also run the nodes
+    inside it on the way to leaves the call made that died there, which check what they
+    saved (the fn's `check_idle`, ir/ops/custom.py's protocol)."""
+    check = getattr(getattr(dict(node.attrs).get("fn"), "vjp_fn", None), "check_idle", None)
+    if check is not None:
+        check(given)
+
+
 def _check_idle(node) -> None:
     """A node torch's backward() runs though no gradient it computes is used (its edges lead
     nowhere): torch's node then unpacks, so checks, the outputs it saved (relu's, exp's result),
     not its saved inputs (measured against torch 2.13)."""
     if OPS[node.op].group == OPAQUE:
-        check = getattr(getattr(dict(node.attrs).get("fn"), "vjp_fn", None), "check_idle", None)
-        if check is not None:       # (ir/ops/custom.py's protocol)
-            check()
+        check_dead_leaf_paths(node)
         return
     if node._freed:
         if node._had_saved and saved_slots(node.op, node.attrs, node.in_types, (True,) * len(node.in_types),

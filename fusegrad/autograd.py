@@ -20,6 +20,7 @@ from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
 from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.parser_errors import type_name
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
 
@@ -45,7 +46,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning, stacklevel=user_stacklevel())
     if isinstance(inputs, Tensor):
         inputs_tuple = (inputs,)
     elif type(inputs) is dict:

@@ -220,3 +220,42 @@ def test_a_value_written_on_the_way_to_a_dead_leaf(mode, how):
             return T.autograd.grad(s, [x])[0].tolist()
         return outcome(go)
     assert case(fg) == case(torch)
+
+
+NUMPY_KEYWORDS = ["x.unsqueeze(axis=0)", "x.squeeze(axis=0)", "x.unsqueeze(0, axis=0)", "x.squeeze(axis=0, dim=0)",
+                  "x.clone().unsqueeze_(axis=1)", "x.clone().squeeze_(axis=0)", "x.var(axis=1, keepdims=True)",
+                  "x.std(axis=0)", "x.var(1, True, keepdims=True)", "x.var(0, 1)", "x.cumsum(axis=1)",
+                  "x.cumsum(axis=0, dim=0)", "x.prod(axis=1, keepdims=True)", "(x > 1).all(axis=1)",
+                  "(x > 1).any(axis=0, keepdims=True)", "x.gather(axis=1, index=T.zeros(1, 1, dtype=T.int64))",
+                  "T.gather(x, axis=1, index=T.zeros(1, 2, dtype=T.int64))", "x.sum(axis=1, keepdims=True)"]
+
+
+@pytest.mark.parametrize("call", NUMPY_KEYWORDS)
+def test_numpy_keyword_spellings(call):
+    """torch's parser takes NumPy's `axis` for `dim` and `keepdims` for `keepdim` (given both
+    ways, the NumPy name is unexpected)."""
+    def case(T):
+        x = T.tensor([[1.0, 2.0, 4.0]])
+        return outcome(lambda: _node_view(eval(call)) if call[0] != "(" else eval(call).tolist())
+    ours, theirs = case(fg), case(torch)
+    if ours and ours[0] == "TypeError":
+        ours, theirs = (ours[0], ours[1].replace("fg.", "torch.")), theirs
+    assert ours == theirs
+
+
+def test_warnings_point_at_the_callers_line(tmp_path):
+    """torch's warnings name the user's line; fusegrad's did a wrapper's inside the package
+    (std's degrees of freedom, the deprecated sub overload, torch.tensor of a tensor)."""
+    import warnings
+    script = tmp_path / "user_code.py"
+    script.write_text("def run(fg, x):\n"
+                      "    fg.ones(1, 2).std(0)\n"
+                      "    x.sub(2, 1)\n"
+                      "    fg.tensor(x)\n"
+                      "    fg.var(fg.ones(1, 2), axis=0)\n")
+    namespace = {}
+    exec(compile(script.read_text(), str(script), "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace["run"](fg, fg.ones(2, requires_grad=True))
+    assert [(w.filename, w.lineno) for w in caught] == [(str(script), line) for line in (2, 3, 4, 5)]

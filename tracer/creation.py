@@ -17,6 +17,8 @@ from .functional import _shape_arg, missing_argument_texts
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor
 from .parser_errors import is_int, type_name
+from .user_frame import user_stacklevel
+
 
 def manual_seed(seed: int) -> random_generator.Generator:
     """Seed fusegrad's random generator (rand, randn, randint, uniform_/normal_ and nn's
@@ -205,7 +207,7 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     if isinstance(data, np.ndarray):
         _check_no_negative_strides(data)
     array = as_array(data, _dtype_arg("tensor", dtype))
@@ -242,10 +244,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
                       "This means writing to this tensor will result in undefined behavior. You may want to copy "
                       "the array to protect its data or make it writable before converting it to a tensor. This "
-                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=user_stacklevel())
     if array.dtype not in _SHARED_DTYPES:
         warnings.warn(f"fusegrad has no {array.dtype.name} dtype: from_numpy made a {dtype.name} copy of the array, "
-                      "which does not share its memory", UserWarning, stacklevel=2)
+                      "which does not share its memory", UserWarning, stacklevel=user_stacklevel())
     return wrap_array(array)
 
 

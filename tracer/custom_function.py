@@ -38,6 +38,7 @@ from .dispatch import edge_of
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .node import Node, SavedTensor, _FREED_MSG
 from .tensor import Tensor
+from .user_frame import user_stacklevel
 
 _NO_BACKWARD = ("You must implement either the backward or vjp method for your custom autograd.Function to use it "
                 "with backward mode AD.")
@@ -231,7 +232,7 @@ class Function(metaclass=_FunctionMeta):
     def __init__(self, *args, **kwargs):
         warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so "
                       "you should invoke them on the class itself. Instantiating an autograd function will raise an "
-                      "error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+                      "error in a future version of PyTorch.", DeprecationWarning, stacklevel=user_stacklevel())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "

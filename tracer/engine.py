@@ -34,6 +34,7 @@ from .tensor import Tensor
 from .create_graph import _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
                            _check_unread, _checked_array, check_dead_leaf_paths)
+from .user_frame import user_stacklevel
 
 
 class GraphProgram:
@@ -598,7 +599,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if create_graph and not _WARNED_CREATE_GRAPH:
         _WARNED_CREATE_GRAPH.append(True)      # torch's TORCH_WARN_ONCE: once a process
-        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=3)
+        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=user_stacklevel())
     trace = trace_state.current()
     if trace is not None:
         trace.backward(roots, seeds, inputs, create_graph, retain_graph)

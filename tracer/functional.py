@@ -38,6 +38,7 @@ from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_val
 from .node import display_edges, hide_node, keep_scalar_operands
 from .parser_errors import described, got_text, no_arguments_error, type_name
 from .tensor import Tensor
+from .user_frame import user_stacklevel
 
 _MISSING = object()     # an argument not given: torch tells `x.sum()` from `x.sum(dim=None)`
 
@@ -293,7 +294,7 @@ def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha) -> tuple:
         raise TypeError(f"{fn}() takes 2 positional arguments but {2 + len(rest)} were given")
     warnings.warn(f"This overload of {fn} is deprecated:\n\t{fn}(Tensor input, Number alpha, Tensor other, *, "
                   f"Tensor out = None)\nConsider using one of the following signatures instead:\n\t{fn}(Tensor input, "
-                  f"Tensor other, *, Number alpha = 1, Tensor out = None)", UserWarning, stacklevel=3)
+                  f"Tensor other, *, Number alpha = 1, Tensor out = None)", UserWarning, stacklevel=user_stacklevel())
     return rest[0], alpha
 
 
@@ -1063,7 +1064,43 @@ def logical_not(input) -> Tensor:
     return apply_op("logical_not", [cast(as_tensor(input, "logical_not"), bool_)])
 
 
+def _numpy_spellings(fn=None, aliases: bool = True, keepdim_at: int = 2):
+    """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
+    both ways, it reports the NumPy name as unexpected, as torch does); and it checks that
+    keepdim is a bool. `aliases` False: only that check (norm, a Python function in torch,
+    takes no NumPy names). `keepdim_at`: keepdim's position (var's and std's is 3, after
+    unbiased; they check their own keepdim)."""
+    if fn is None:
+        return functools.partial(_numpy_spellings, aliases=aliases, keepdim_at=keepdim_at)
+    name = fn.__name__
+    known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
+    has_keepdim = "keepdim" in known and keepdim_at == 2   # (cat and stack take `axis` but have no keepdim)
+
+    def with_aliases(*args, **kwargs):
+        if kwargs and aliases:
+            for numpy_name, torch_name, position in (("axis", "dim", 1), ("keepdims", "keepdim", keepdim_at)):
+                if numpy_name in kwargs:
+                    # torch's parser then matches no overload and names the NumPy keyword
+                    # (np.sum(t) calls t.sum(axis=None, dtype=None, out=None)).
+                    if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
+                        raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
+                    kwargs[torch_name] = kwargs.pop(numpy_name)
+            if name in ("max", "min") and isinstance(kwargs.get("dim"), (Tensor, np.ndarray)):
+                # (a tensor is max's positional `other`; as a `dim` keyword torch's parser takes
+                # only a 0-d integer one, as the int it holds)
+                if not _integer_scalar_tensor(kwargs["dim"]):
+                    raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
+                kwargs["dim"] = builtins.int(kwargs["dim"].item())
+        if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)
+            _check_keepdim(name, args, kwargs)
+        return fn(*args, **kwargs)
+    with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
+    with_aliases.__wrapped__ = fn
+    return with_aliases
+
+
 @_call_form_texts
+@_numpy_spellings
 def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element (along dim) is nonzero."""
     a = as_tensor(input, "all")
@@ -1073,6 +1110,7 @@ def all(input, dim=None, keepdim: bool = False) -> Tensor:
 
 
 @_call_form_texts
+@_numpy_spellings
 def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element (along dim) is nonzero."""
     a = as_tensor(input, "any")
@@ -1188,38 +1226,6 @@ def _int_arg(fn: str, arg: str, position: int, value) -> int:
         name = "Tensor" if isinstance(value, Tensor) else type_name(value)
         raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not {name}")
     return operator.index(value)
-
-
-def _numpy_spellings(fn, aliases: bool = True):
-    """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
-    both ways, it reports the NumPy name as unexpected, as torch does); and it checks that
-    keepdim is a bool. `aliases` False: only that check (norm, a Python function in torch,
-    takes no NumPy names)."""
-    name = fn.__name__
-    known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
-    has_keepdim = "keepdim" in known        # (cat and stack take `axis` but have no keepdim)
-
-    def with_aliases(*args, **kwargs):
-        if kwargs and aliases:
-            for numpy_name, torch_name, position in (("axis", "dim", 1), ("keepdims", "keepdim", 2)):
-                if numpy_name in kwargs:
-                    # torch's parser then matches no overload and names the NumPy keyword
-                    # (np.sum(t) calls t.sum(axis=None, dtype=None, out=None)).
-                    if torch_name in kwargs or len(args) > position or not known.issuperset(kwargs):
-                        raise TypeError(f"{name}() got an unexpected keyword argument '{numpy_name}'")
-                    kwargs[torch_name] = kwargs.pop(numpy_name)
-            if name in ("max", "min") and isinstance(kwargs.get("dim"), (Tensor, np.ndarray)):
-                # (a tensor is max's positional `other`; as a `dim` keyword torch's parser takes
-                # only a 0-d integer one, as the int it holds)
-                if not _integer_scalar_tensor(kwargs["dim"]):
-                    raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
-                kwargs["dim"] = builtins.int(kwargs["dim"].item())
-        if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)
-            _check_keepdim(name, args, kwargs)
-        return fn(*args, **kwargs)
-    with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
-    with_aliases.__wrapped__ = fn
-    return with_aliases
 
 
 @_call_form_texts
@@ -1860,11 +1866,11 @@ def t(input) -> Tensor:
 _WARNED_ONCE: set = set()
 
 
-def warn_once(text: str, stacklevel: int = 3) -> None:
+def warn_once(text: str) -> None:
     """torch's TORCH_WARN_ONCE: a UserWarning the first time only, in a process."""
     if text not in _WARNED_ONCE:
         _WARNED_ONCE.add(text)
-        warnings.warn(text, UserWarning, stacklevel=stacklevel)
+        warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
 
 
 def T(a) -> Tensor:
@@ -1891,6 +1897,7 @@ def mT(a) -> Tensor:
 
 
 @_keyword_texts
+@_numpy_spellings
 def unsqueeze(input, dim: int) -> Tensor:
     """torch.unsqueeze: `a` with a size-1 dim inserted at `dim` (a view)."""
     a = as_tensor(input, "unsqueeze")
@@ -1901,6 +1908,7 @@ def unsqueeze(input, dim: int) -> Tensor:
     return apply_op("reshape", [a], {"shape": tuple(shape)}, "UnsqueezeBackward0")
 
 
+@_numpy_spellings
 def squeeze(input, dim=_MISSING) -> Tensor:
     """torch.squeeze: `a` without its size-1 dims, or only those among `dim` (an int or a tuple)."""
     a = as_tensor(input, "squeeze")
@@ -1910,6 +1918,7 @@ def squeeze(input, dim=_MISSING) -> Tensor:
     return _squeeze(a, dim)
 
 
+@_numpy_spellings
 def squeeze_method(self, *dims, dim=_MISSING) -> Tensor:
     """Tensor.squeeze: `t.squeeze(d)`, `t.squeeze((d, e))` or spread, `t.squeeze(d, e)` (torch's
     error for a bad `dim` lists the method's signatures)."""

@@ -9,11 +9,12 @@ from fusegrad.ir import int64
 from fusegrad.ir.ops import normalize_dim
 
 from .dispatch import apply_op
-from .functional import _is_index, as_tensor, int_argument
+from .functional import _is_index, _numpy_spellings, as_tensor, int_argument
 from .parser_errors import type_name
 from .tensor import Tensor
 
 
+@_numpy_spellings
 def gather(input, dim, index, *, sparse_grad=False) -> Tensor:
     """torch.gather(input, dim, index): out[i][j] = input[index[i][j]][j] for dim 0 (and so on);
     the result has the index's shape (GatherBackward0). `sparse_grad` is accepted and ignored
@@ -113,6 +114,7 @@ def flipud(input) -> Tensor:
     return _flip(t, [0])
 
 
+@_numpy_spellings
 def _gather_method(self, dim, index, *, sparse_grad=False) -> Tensor:
     return gather(self, dim, index, sparse_grad=sparse_grad)
 

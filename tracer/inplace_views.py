@@ -11,6 +11,7 @@ from fusegrad.ir.ops import normalize_dim
 
 from . import trace_state
 from .dispatch import apply_op, set_history
+from .functional import _numpy_spellings
 from .grad_mode import is_grad_enabled
 from .inplace import check_inplace
 from .tensor import Tensor
@@ -38,6 +39,7 @@ def _rebind(t: Tensor, op: str, attrs: dict, name: str, fn: str) -> Tensor:
     return t
 
 
+@_numpy_spellings
 def unsqueeze_(self: Tensor, dim) -> Tensor:
     """Insert a size-1 dim at `dim`, in place (UnsqueezeBackward1)."""
     from .functional import _int_arg
@@ -50,6 +52,7 @@ def unsqueeze_(self: Tensor, dim) -> Tensor:
 _MISSING = object()
 
 
+@_numpy_spellings
 def squeeze_(self: Tensor, *dims, dim=_MISSING) -> Tensor:
     """Drop size-1 dims in place: all of them (SqueezeBackward3), `dim` (SqueezeBackward4) or
     those among a tuple of dims (SqueezeBackward5)."""

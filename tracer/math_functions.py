@@ -140,6 +140,7 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     return apply_op("logsumexp", [a], {"axes": axes, "keepdim": bool(keepdim)}, "LogsumexpBackward0")
 
 
+@_numpy_spellings
 def cumsum(input, dim, *, dtype=None) -> Tensor:
     """torch.cumsum: running sums along `dim` (CumsumBackward0); integer and bool tensors sum
     in int64, `dtype` casts the input first (its cast node not shown, as torch's)."""
@@ -166,6 +167,7 @@ def _accumulated(a: Tensor, dtype, fn: str) -> Tensor:
 _ALL = object()                     # prod() over every element (no dim given)
 
 
+@_numpy_spellings
 def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
     """torch.prod: the product of all elements (ProdBackward0) or over `dim` (an int:
     ProdBackward1), integers in int64; its gradient is torch's, zeros included."""

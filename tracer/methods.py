@@ -17,6 +17,7 @@ from . import extra_functions, gathering, indexing, inplace, math_functions, mom
 from .dispatch import apply_op, result_cast_error
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
+from .user_frame import user_stacklevel
 
 
 def _reflected(fn):
@@ -390,7 +391,7 @@ def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
-                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=user_stacklevel())
     return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
@@ -427,7 +428,7 @@ def _matrix_adjoint(name: str, ndim_rule: str):
     def adjoint(self) -> Tensor:
         if self.dim() == 0 and name == "H":
             warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             return self
         if (self.dim() != 2) if name == "H" else (self.dim() < 2):
             hint = " For batches of matrices, consider using tensor.mH" if name == "H" and self.dim() > 2 else ""

@@ -12,6 +12,7 @@ import numpy as np
 from . import functional as F
 from .dispatch import apply_op
 from .tensor import Tensor
+from .user_frame import user_stacklevel
 
 _MISSING = F._MISSING
 _SIGNATURES = ("\n * (Tensor input, tuple of ints dim, bool unbiased = True, bool keepdim = False, *, Tensor out = None)"
@@ -53,11 +54,12 @@ def _moment(op: str, name: str, input, dim, unbiased, keepdim, correction) -> Te
         out_numel *= 1 if k in axes else size
     if a.numel() // builtins.max(out_numel, 1) - correction <= 0:
         warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      f"factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+                      f"factor (input numel divided by output numel).", UserWarning, stacklevel=user_stacklevel())
     return apply_op(op, [a], {"axes": axes, "correction": float(correction), "keepdim": bool(keepdim)}, name)
 
 
 @F._call_form_texts
+@F._numpy_spellings(keepdim_at=3)
 def var(input, dim=None, unbiased=_MISSING, keepdim=_MISSING, *, correction=None) -> Tensor:
     """Variance over `dim` (all dims when None): the sum of squared deviations from the mean
     divided by n - correction (correction 1, Bessel's, unless `unbiased=False` or given)."""
@@ -65,6 +67,7 @@ def var(input, dim=None, unbiased=_MISSING, keepdim=_MISSING, *, correction=None
 
 
 @F._call_form_texts
+@F._numpy_spellings(keepdim_at=3)
 def std(input, dim=None, unbiased=_MISSING, keepdim=_MISSING, *, correction=None) -> Tensor:
     """Standard deviation over `dim`: the square root of `var` with the same arguments."""
     return _moment("std", "StdBackward0", input, dim, unbiased, keepdim, correction)

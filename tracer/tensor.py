@@ -20,6 +20,7 @@ from . import trace_state
 from .layout import is_contiguous, strides_of
 from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
                         is_inference_mode_enabled, is_inference_tensor, mark_inference, note_new_leaf)
+from .user_frame import user_stacklevel
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -490,7 +491,7 @@ class Tensor:
         # its check reads the node the tensor has, not one a view would regenerate (which, for
         # a view made under no_grad and written since, raises: .grad is None there)
         if self._grad is None and not self._retains_grad and not self._is_leaf_as_is():
-            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=user_stacklevel())
         return self._grad
 
     @grad.setter
@@ -690,7 +691,7 @@ class Tensor:
     def __float__(self) -> float:
         if self._requires_grad:     # torch warns here (float() and complex()), not in int() or item()
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
         return float(self._python_scalar())
 
     def __int__(self) -> int:

@@ -20,6 +20,7 @@ from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import type_name
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
@@ -289,7 +290,7 @@ def _check_reduction(reduction: str) -> str:
     The deprecated 'elementwise_mean' means 'mean', with torch's warning."""
     if reduction == "elementwise_mean":
         warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
         return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -304,7 +305,7 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     reduce = True if reduce is None else reduce
     result = "mean" if size_average and reduce else "sum" if reduce else "none"
     warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.",
-                  UserWarning, stacklevel=3)
+                  UserWarning, stacklevel=user_stacklevel())
     return result
 
 
@@ -563,7 +564,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     if tuple(target.size()) != tuple(input.size()):
         warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
                       f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", UserWarning, stacklevel=2)
+                      "Please ensure they have the same size.", UserWarning, stacklevel=user_stacklevel())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if weight is None:
         # torch's Python checks the reduction (its deprecated spelling "elementwise_mean" is
@@ -608,7 +609,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
     if tuple(target.size()) != tuple(input.size()):
         warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
                       f"size (torch.Size({list(input.shape)})). This will likely lead to incorrect results due to "
-                      "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=2)
+                      "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=user_stacklevel())
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     # torch broadcasts the two first (broadcast_tensors: ExpandBackward0 on the one that grows), so
     # a 0-d float64 target of a float32 input is a dimensioned operand and promotes the loss

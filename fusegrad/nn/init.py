@@ -11,6 +11,7 @@ import math
 import warnings
 
 import fusegrad as fg
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
            "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
@@ -68,7 +69,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
-                      "may be incorrect.", stacklevel=2)
+                      "may be incorrect.", stacklevel=user_stacklevel())
     with fg.no_grad():
         p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
         if p > 0.3:
@@ -134,7 +135,7 @@ def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity:
     """He initialisation: U(-bound, bound), bound = gain * sqrt(3 / fan)."""
     if tensor.numel() == 0:
         # torch warns and leaves a zero-element tensor alone
-        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=user_stacklevel())
         return tensor
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return uniform_(tensor, -bound, bound, generator)
@@ -153,7 +154,7 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
 def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """He initialisation: N(0, std**2), std = gain / sqrt(fan)."""
     if tensor.numel() == 0:
-        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=2)
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=user_stacklevel())
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)

@@ -12,6 +12,7 @@ import warnings
 
 import fusegrad as fg
 from fusegrad.tracer.tensor import Tensor
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
 
@@ -46,7 +47,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     is_generator = isinstance(parameters, types.GeneratorType)
     parameters = _as_list(parameters)
     if is_generator and not parameters:
-        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=user_stacklevel())
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     if grads:

@@ -30,6 +30,7 @@ from fusegrad.tracer import trace_state
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import _scalar_array
 from fusegrad.tracer.tensor import Tensor
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
 
@@ -110,7 +111,7 @@ class Optimizer:
         if len(params) != len({id(p) for p in params}):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         seen = {id(p) for group in self.param_groups for p in group["params"]}
         for group in self.param_groups:
             if ("param_names" in param_group) != ("param_names" in group):

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 from fusegrad.optim import Optimizer
+from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "MultiplicativeLR", "ConstantLR", "LinearLR", "PolynomialLR", "ReduceLROnPlateau", "OneCycleLR",
@@ -141,12 +142,12 @@ class LRScheduler:
         """Advance one epoch (call after `optimizer.step()`) and set the groups' lr."""
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warnings.warn(_STEP_OVERRIDDEN, UserWarning, stacklevel=2)
+                warnings.warn(_STEP_OVERRIDDEN, UserWarning, stacklevel=user_stacklevel())
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=2)
+                warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=user_stacklevel())
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=user_stacklevel())
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
@@ -182,7 +183,7 @@ class LRScheduler:
         """torch's warning for a get_lr() called by the user (it computes the next lr)."""
         if not self._get_lr_called_within_step:
             warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=user_stacklevel())
 
 
 class LambdaLR(LRScheduler):
@@ -440,7 +441,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=user_stacklevel())
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

@@ -259,3 +259,30 @@ def test_warnings_point_at_the_callers_line(tmp_path):
         warnings.simplefilter("always")
         namespace["run"](fg, fg.ones(2, requires_grad=True))
     assert [(w.filename, w.lineno) for w in caught] == [(str(script), line) for line in (2, 3, 4, 5)]
+
+
+def _edges(node, depth=0):
+    """The node names of a graph, depth first (None for an edge to nothing)."""
+    if node is None:
+        return [None]
+    found = [type(node).__name__]
+    if depth < 4:
+        for n, _ in node.next_functions:
+            found += _edges(n, depth + 1)
+    return found
+
+
+@pytest.mark.parametrize("call", ["y.add_(b[1:], alpha=2)", "y.sub_(b[1:], alpha=2)", "y.add_(b[0], alpha=3)",
+                                  "y.sub_(b[1:], alpha=0.5)", "y.add_(b[1:])"])
+def test_in_place_alpha_through_a_view(call):
+    """alpha * other written into a view of a graph tensor (crashed with an internal IndexError):
+    values, gradients, and torch's graph (the CopySlices of the base lists other's own node)."""
+    def case(T):
+        a, b = T.ones(3, requires_grad=True), T.full((3,), 2.0, requires_grad=True)
+        base = a * 1
+        y = base[1:]
+        eval(call)
+        graph = _edges(y.grad_fn), _edges(base.grad_fn)
+        y.sum().backward()
+        return y.tolist(), graph, a.grad.tolist(), b.grad.tolist()
+    assert case(fg) == case(torch)

@@ -234,15 +234,22 @@ def scale_by_alpha(a, b, alpha, fn: str):
     return scaled
 
 
-def _shown_as_one_node(out: Tensor, scaled, at: int = 1) -> Tensor:
+def _shown_as_one_node(out: Tensor, scaled) -> Tensor:
     """`out` = a + scaled (or -, in place or not; rsub's scaled - ... too), scaled = alpha * b
-    made here: its node shows torch's next_functions, with b's edge where the scaled operand's
-    is (`at`; torch scales inside AddBackward0 / SubBackward0 / RsubBackward0)."""
+    made here: the node lists b's edge where the scaled operand's is, as torch's (which scales
+    inside AddBackward0 / SubBackward0 / RsubBackward0). Written through a view, that node is
+    the CopySlices of the view's base (out's own is the view's, regenerated as torch's is)."""
     node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
-    if node is not None and scale is not None and out._data is not None:
-        edges = list(node.next_functions)
-        edges[at] = scale.next_functions[0]
-        display_edges(node, tuple(edges))
+    if node is None or scale is None or out._data is None:
+        return out
+    if getattr(node, "op", None) not in ("add", "sub") and out._base is not None:
+        node = out._base._grad_fn
+    edges = list(node.next_functions) if node is not None else []
+    for k, (edge_node, _) in enumerate(edges):
+        if edge_node is scale:
+            edges[k] = scale.next_functions[0]
+            display_edges(node, tuple(edges))
+            break
     return out
 
 
@@ -315,7 +322,7 @@ def rsub(a, b, alpha=1) -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(b, a, alpha, "rsub")
         ops, _ = _promoted([b, scaled], "rsub")
-        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, at=0)     # (self's edge first)
+        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled)
     ops, _ = _promoted([b, a], "rsub")
     return apply_op("sub", ops, None, name)
 

@@ -286,3 +286,31 @@ def test_in_place_alpha_through_a_view(call):
         y.sum().backward()
         return y.tolist(), graph, a.grad.tolist(), b.grad.tolist()
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("call", ["T.bmm(a, b)", "a @ b", "a @ b.bool()", "T.bmm(b.transpose(1, 2)[:, :, :0], a.t() if False "
+                                  "else T.ones(1, 0, 2, requires_grad=True))"])
+def test_empty_batched_product_of_an_integer_operand_with_grad(call, mode):
+    """An empty batched product has mat2's dtype in torch: an integer or bool result cannot
+    carry the gradient an operand that requires grad needs ("Autograd not support dtype")."""
+    def case(T):
+        def f(a, b):
+            return eval(call)
+        return outcome(lambda: (lambda r: (str(r.dtype).split(".")[1], r.requires_grad))(
+            _run(T, mode, f, T.ones(1, 0, 2, requires_grad=True), T.ones(1, 2, 3, dtype=T.int64))))
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("call", [
+    "T.randn(0, 2, dtype=T.int64)", "T.randn_like(T.zeros(0, dtype=T.int64))", "T.randn(0, dtype=T.int64, requires_grad=True)",
+    "T.rand(0, dtype=T.int64)", "T.zeros(0, dtype=T.int64).normal_()", "T.zeros(0, dtype=T.int64).uniform_()",
+    "T.normal(T.zeros(0, dtype=T.int64), 1.)", "T.normal(0., 1., size=(0,), dtype=T.int64)", "T.randn(2, dtype=T.int64)",
+    "T.zeros(2, dtype=T.bool).normal_()", "(T.ones(3, requires_grad=True) * 1)[:0].normal_()",
+    "T.zeros(0, dtype=T.int64).normal_(generator=T.Generator())"])
+def test_the_normal_kernel_passes_an_empty_integer_tensor(call):
+    """torch's normal kernel refuses an integer or bool dtype only where it has elements to
+    write; the uniform one checks its bounds first, so refuses an empty one too."""
+    def case(T):
+        return outcome(lambda: repr(eval(call)).replace("torch.", "fg."))
+    assert case(fg) == case(torch)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
-from fusegrad.ir.types import PYTHON_TYPE_DTYPES, TORCH_SCALAR_NAMES, promote_types
+from fusegrad.ir.types import PYTHON_TYPE_DTYPES, promote_types
 
 from . import generator as random_generator, trace_state
 from .fma import fma64
@@ -461,7 +461,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
     dtype = _dtype_arg("randn", dtype)
     requires_grad = _grad_flag("randn", requires_grad)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
-    d = _random_dtype(dtype, "normal_kernel_cpu")
+    d = _random_dtype(dtype, "normal_kernel_cpu", _numel(shape))
     values = _allocated(shape, d.np, lambda: gen.normal(_numel(shape), d.np))
     return _new(values.reshape(shape), requires_grad)
 
@@ -474,7 +474,7 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     dtype = _dtype_arg("rand", dtype)
     requires_grad = _grad_flag("rand", requires_grad)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
-    d = _random_dtype(dtype, "check_uniform_bounds")
+    d = _random_dtype(dtype, "check_uniform_bounds", _numel(shape))
     values = _allocated(shape, d.np, lambda: gen.uniform(_numel(shape), d.np))
     return _new(values.reshape(shape), requires_grad)
 
@@ -488,11 +488,11 @@ def _numel(shape) -> int:
 
 
 
-def _random_dtype(dtype: DType | None, kernel: str) -> DType:
-    """randn/rand sample floating point only: torch's error names the kernel that refuses."""
+def _random_dtype(dtype: DType | None, kernel: str, numel: int) -> DType:
+    """randn/rand sample floating point only: torch's error names the kernel that refuses
+    (random_generator.check_sample_dtype)."""
     d = dtype or float32
-    if not d.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[d.name]}\'')
+    random_generator.check_sample_dtype(d, kernel, numel)
     return d
 
 
@@ -724,8 +724,9 @@ def _random_like(fn, fill):
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
         result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)
-        _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds")
-        fill(result._data, gen)
+        _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds", result.numel())
+        if result.numel():
+            fill(result._data, gen)
         if requires_grad:
             _require_grad(result)
         return result

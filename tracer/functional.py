@@ -599,6 +599,7 @@ def matmul(input, other) -> Tensor:
     na, nb = a.dim(), b.dim()
     if a._dtype is not b._dtype and (na > 2 or nb > 2) and (a.numel() == 0 or b.numel() == 0):
         # a batched product with an empty operand: torch's result has the second's dtype
+        check_empty_product_dtype(a, b)
         a = cast(a, b._dtype)
         hide_node(a)
     if na == 1 and nb == 2:
@@ -732,6 +733,13 @@ def _check_mv(mat: tuple, vec: tuple, mat_dtype: DType, vec_dtype: DType) -> Non
     if mat_dtype is not vec_dtype:
         v, m = TORCH_SCALAR_NAMES[vec_dtype.name], TORCH_SCALAR_NAMES[mat_dtype.name]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
+
+
+def check_empty_product_dtype(a: Tensor, b: Tensor) -> None:
+    """A batched product with an empty operand has b's dtype in torch (no dtype check runs):
+    an integer or bool one cannot carry the gradient an operand that requires grad needs."""
+    if not b._dtype.is_floating_point and is_grad_enabled() and (a._requires_grad or b._requires_grad):
+        raise RuntimeError(f"Autograd not support dtype: {TORCH_SCALAR_NAMES[b._dtype.name]}")
 
 
 # torch's bmm multiplies matrices of fewer elements than this (rows * contraction * columns)

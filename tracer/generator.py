@@ -47,6 +47,15 @@ _UNIT53, _TWO_PI = 2.0 ** -53, 2.0 * math.pi
 DEFAULT_SEED = 67280421310721
 
 
+def check_sample_dtype(dtype, kernel: str, numel: int) -> None:
+    """torch's refusal of a random kernel for a dtype it does not sample (integers, bool),
+    named by the kernel; the normal kernel refuses only when it has elements to write, so an
+    empty tensor of any dtype passes it (torch.randn(0, dtype=torch.int64) is empty)."""
+    if not dtype.is_floating_point and not (numel == 0 and kernel == "normal_kernel_cpu"):
+        from fusegrad.ir.types import TORCH_SCALAR_NAMES
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
+
+
 # Every generator alive, the global one included: a compiled function's explain() is a dry run,
 # which puts each stream back where it was (runtime/compile.py).
 LIVE: weakref.WeakSet = weakref.WeakSet()

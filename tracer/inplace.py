@@ -199,10 +199,11 @@ def zero_(t: Tensor) -> Tensor:
 def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
     """Write random samples into `t` in place: `draw(n, dtype, contiguous)` gives them in the
     order torch's kernel fills t's memory (tracer/generator.py)."""
-    if not t._dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[t._dtype.name]}\'')
+    generator.check_sample_dtype(t._dtype, kernel, t.numel())
     check_inplace(t)
     n = t.numel()
+    if not n and not t._dtype.is_floating_point:
+        return t                    # (an empty integer tensor: nothing to draw, nothing recorded)
     memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
     values = generator.in_logical_order(memory, draw(n, t._dtype.np, memory.flags.c_contiguous))
     apply_op("index_put", [t, values], {"index": ()}, name, out=t)

@@ -40,6 +40,7 @@ def bmm(input, mat2) -> Tensor:
     if a._dtype is not b._dtype:
         if not (a.numel() and b.numel()):
             # torch returns an empty operand's product before it checks the dtypes, in mat2's dtype
+            F.check_empty_product_dtype(a, b)
             a = F.cast(a, b._dtype)
         elif rows * k * cols >= F.BMM_BLAS_SIZE:
             raise F.bmm_dtype_error(a._dtype, b._dtype, rows, k, cols)

@@ -18,7 +18,7 @@ import struct
 import numpy as np
 
 from fusegrad.ir import DType, bool_, float32, float64, int64
-from fusegrad.ir.types import DIMMED, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM, promote_types as _promote
+from fusegrad.ir.types import DIMMED, SCALAR, ZERO_DIM, promote_types as _promote
 from fusegrad.ir.types import result_type as _result_type, scalar_dtype
 
 from . import generator as random_generator, trace_state
@@ -339,11 +339,12 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
 
 def _samples(gen, shape: tuple, dtype: DType, mean: float, std: float) -> np.ndarray:
     """torch's normal_ of a new contiguous tensor of `shape` and `dtype`."""
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{TORCH_SCALAR_NAMES[dtype.name]}\'')
     n = 1
     for s in shape:
         n *= s
+    random_generator.check_sample_dtype(dtype, "normal_kernel_cpu", n)
+    if not n:
+        return np.empty(shape, dtype.np)
     return _allocated(shape, dtype.np, lambda: gen.normal(n, dtype.np, mean, std).reshape(shape))
 
 
@@ -386,8 +387,7 @@ def _recorded(values: np.ndarray, inputs: list, name: str) -> Tensor:
 
 def _normal_fill(t: Tensor, gen, mean: float, std: float) -> Tensor:
     """normal_ with another generator than the default one (a fresh contiguous tensor)."""
-    if not t.dtype.is_floating_point:
-        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{TORCH_SCALAR_NAMES[t.dtype.name]}\'')
+    random_generator.check_sample_dtype(t.dtype, "normal_kernel_cpu", t.numel())
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_scalar_str(std)}")
     t._data[...] = gen.normal(t.numel(), t.dtype.np, mean, std).reshape(t._data.shape)

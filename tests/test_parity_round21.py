@@ -314,3 +314,42 @@ def test_the_normal_kernel_passes_an_empty_integer_tensor(call):
     def case(T):
         return outcome(lambda: repr(eval(call)).replace("torch.", "fg."))
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("dtype", [None, "float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("data", ["None", "[1, 'a']", "[None]", "[1, None]", "[[1], [None]]", "object()", "{}", "[{}]",
+                                  "[1, [2]]", "[1.5, 2]", "[[1, 2], [3, 4]]"])
+def test_tensor_of_data_that_is_no_number_with_a_dtype(data, dtype):
+    """Given a dtype, torch infers none: it stores each element as that dtype, and the first
+    that is no number raises that conversion's TypeError ("must be real number, not NoneType";
+    for int64 and bool "'NoneType' object cannot be interpreted as an integer")."""
+    def case(T):
+        return outcome(lambda: repr(T.tensor(eval(data), dtype=None if dtype is None else getattr(T, dtype)))
+                       .replace("torch.", "fg."))
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("call", ["T.ones(2, 1, 3, dtype=T.int64).norm(dim=(0, 1, 2))",
+                                  "T.ones(2, 1, 3, dtype=T.bool).norm(p='fro', dim=(0, 1, 2))",
+                                  "T.ones(2, 1, 3).norm(p='fro', dim=(0, 1, 2))",
+                                  "T.ones(3, dtype=T.int64).norm(dim=(0, 0, 0))"])
+def test_norm_over_more_than_two_dims_checks_as_matrix_norm(call):
+    """torch.norm takes "fro" over more than two dims to linalg.matrix_norm, which checks two
+    dims, then a floating dtype, then the dims' count."""
+    def case(T):
+        return outcome(lambda: eval(call))
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shapes", [[(2, 3), (0,)], [(0,), (3,)], [(0,), (2, 2), (0,)]], ids=str)
+def test_cat_of_a_legacy_empty_input_lists_its_own_node(shapes, mode):
+    """torch's cat skips a 1-d empty operand: CatBackward0 lists that operand's own node (its
+    AccumulateGrad), not the reshape fusegrad makes of it; values and gradients as torch's."""
+    def case(T):
+        xs = [T.ones(*s, requires_grad=True) for s in shapes]
+        r = _run(T, mode, lambda *a: T.cat(a), *xs)
+        edges = [type(n).__name__ for n, _ in r.grad_fn.next_functions] if mode == "eager" else None
+        r.sum().backward()
+        return r.tolist(), edges, [x.grad.tolist() for x in xs]
+    assert case(fg) == case(torch)

@@ -60,7 +60,16 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
         if isinstance(data, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         sizes = _compute_sizes(data)
-        inferred = _infer_dtype(data)
+        try:
+            inferred = _infer_dtype(data)
+        except (RuntimeError, TypeError):
+            if dtype is None:
+                raise
+            # torch infers no dtype where one is given: each element is stored as that dtype,
+            # and the first that is no number raises there (_scalar; NumPy would store None
+            # as nan and an object as True)
+            _store_into(data, sizes, 0, [], not dtype.is_floating_point)
+            raise
         if (dtype is int64 or dtype is bool_) and inferred.is_floating_point:
             _check_indexable(data)
         if dtype is int64 and inferred.is_floating_point:
@@ -161,7 +170,7 @@ def _store(data, sizes: tuple, np_dtype) -> np.ndarray:
     except (ValueError, TypeError):
         pass
     values: list = []
-    _store_into(data, sizes, 0, values)
+    _store_into(data, sizes, 0, values, np.dtype(np_dtype).kind in "iub")
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.array(values, dtype=np_dtype).reshape(sizes)
@@ -169,9 +178,9 @@ def _store(data, sizes: tuple, np_dtype) -> np.ndarray:
         raise ValueError("Overflow when unpacking long long") from None
 
 
-def _store_into(obj, sizes: tuple, dim: int, out: list) -> None:
+def _store_into(obj, sizes: tuple, dim: int, out: list, integral: bool = False) -> None:
     if dim == len(sizes):
-        out.append(_scalar(obj))
+        out.append(_scalar(obj, integral))
         return
     if isinstance(obj, Tensor):
         obj = obj._concrete()
@@ -184,11 +193,13 @@ def _store_into(obj, sizes: tuple, dim: int, out: list) -> None:
     if len(items) != sizes[dim]:
         raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(items)})")
     for item in items:
-        _store_into(item, sizes, dim + 1, out)
+        _store_into(item, sizes, dim + 1, out, integral)
 
 
-def _scalar(obj):
-    """One number where torch stores a scalar (a one-element tensor gives its value)."""
+def _scalar(obj, integral: bool = False):
+    """One number where torch stores a scalar (a one-element tensor gives its value); anything
+    else raises the TypeError of torch's conversion to the element type (`integral`: int64 or
+    bool, which Python's index protocol converts)."""
     if isinstance(obj, Tensor):
         if obj.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
@@ -196,6 +207,8 @@ def _scalar(obj):
     if isinstance(obj, np.ndarray):
         return obj.reshape(()).item() if obj.size == 1 else float(obj)   # float() raises NumPy's error
     if isinstance(obj, (_SEQUENCES, str, bytes)) or not isinstance(obj, (int, float, np.generic)):
+        if integral:
+            raise TypeError(f"'{type(obj).__name__}' object cannot be interpreted as an integer")
         raise TypeError(f"must be real number, not {type_name(obj)}")
     return obj
 

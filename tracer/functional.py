@@ -1481,8 +1481,12 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
                         f"{type_name(dim)}")
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
         # torch.norm takes "fro" over more than two dims to linalg.matrix_norm, which refuses them
+        # (its checks in torch's order: two dims, a floating dtype, then the dims' count)
         if a.dim() < 2:
             raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        if not a._dtype.is_floating_point:
+            raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. "
+                               f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     if not a._dtype.is_floating_point:     # (after the parser's checks of p and dim, as torch)
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -2167,10 +2171,17 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if full and len(full) < len(ts):
         axis = normalize_dim(dim, full[0].dim())
         empty = tuple(0 if d == axis else s for d, s in enumerate(full[0].shape))
-        ts = [x if tuple(x.shape) != (0,) else reshape(x, empty) for x in ts]
+        ts = [x if tuple(x.shape) != (0,) else _hidden_reshape(x, empty) for x in ts]
     # operands all (0,): torch skips every one and checks no dim
     axis = normalize_dim(dim, ts[0].dim()) if full else 0
     return apply_op("cat", ts, {"axis": axis}, "CatBackward0")
+
+
+def _hidden_reshape(x: Tensor, shape: tuple) -> Tensor:
+    """x reshaped where torch uses x itself: its node is not shown in next_functions."""
+    out = reshape(x, shape)
+    hide_node(out)
+    return out
 
 
 def _check_tensor_list(tensors, fn: str) -> None:

@@ -37,7 +37,7 @@ from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _memory_owner, _writable_
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
-from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class
+from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
 from fusegrad.tracer.trace_autograd import sum_groups
 
@@ -556,7 +556,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.fills_retained = frozenset(k for k, _ in totals_at)
             promoted = trace.promoted_operands(saved)
             back.checks = saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
-                                        trace.lifted_tensors, promoted, unversioned)
+                                        trace.lifted_tensors, promoted, unversioned,
+                                        lambda: _saved_as_inputs(trace, instrs, out_values, wrt))
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
@@ -757,6 +758,23 @@ def _refuse_saved_inference(trace: Trace, saved: list) -> None:
             by_value[alias.id] = by_value[v_id]
     for v in saved:
         check_inference_saved(by_value.get(v.id))
+
+
+def _saved_as_inputs(trace: Trace, instrs: list, out_values: list, wrt: list) -> set:
+    """The indices of the outputs (their values `out_values`) that an op of the call saves as
+    one of its inputs (`b = a * a` saves a; `a * 2` saves only the 2), as torch's node does
+    (runtime/compiled_backward.saved_checks)."""
+    positions = {v.id: k for k, v in enumerate(out_values)}
+    active = active_values(instrs, out_values, wrt)
+    found = set()
+    for ins in instrs:
+        read = [i for i, v in enumerate(ins.inputs) if v.id in positions]
+        if read:
+            needs = tuple(v.id in active for v in ins.inputs)
+            saved_inputs = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
+                                       trace.grad_instrs.get(id(ins)))[0]
+            found.update(positions[ins.inputs[i].id] for i in read if i in saved_inputs)
+    return found
 
 
 def _gone_leaves(trace: Trace) -> list:

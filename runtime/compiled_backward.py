@@ -478,7 +478,7 @@ def shares_with_another(t: Tensor, by_memory: dict) -> bool:
 
 
 def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
-                  unversioned=frozenset()) -> list:
+                  unversioned=frozenset(), read_as_inputs=None) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
     indices, its inputs that require grad, the tensors it wrote in place), or a view of
@@ -487,15 +487,21 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
     (`promoted`: saved index -> (tensor, the view's shape or None); x64 * x32 saves x32 as
     float64, torch's node x32 itself): an in-place change after the call raises, as torch's
     check of the saved tensor does. Not those in `unversioned` (indices of the caller's
-    memory saved through a `.data`, whose counter its tensor's writes never move)."""
+    memory saved through a `.data`, whose counter its tensor's writes never move).
+    `read_as_inputs()`: the indices of the outputs an op of the call saved as its input (`b = a
+    * a` saves a), which torch names by the tensor's node at the time of the error (`a.add_(1)`
+    made it Add's); the others are named as outputs of the call's node."""
     checks = []
     for k, (t, view_shape) in promoted.items():
         # (a view is named by its shape, and when it requires grad as the view torch regenerates)
         where = output_name("AsStridedBackward0", 0) if view_shape is not None and t._requires_grad else None
         checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, view_shape, k))
     owners = {}
+    saved_ids = {id(a) for a in saved_arrays}
+    named_now = read_as_inputs() if read_as_inputs is not None and any(
+        id(t._data) in saved_ids for t in grad_outs) else ()
     for k, t in enumerate(grad_outs):
-        owners.setdefault(id(t._data), (t, f", which is output {k} of CompiledFunction,"))
+        owners.setdefault(id(t._data), (t, None if k in named_now else f", which is output {k} of CompiledFunction,"))
     for t in others:
         if t._data is not None:
             owners.setdefault(id(t._data), (t, None))

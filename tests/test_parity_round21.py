@@ -377,3 +377,22 @@ def test_version_error_names_an_output_saved_as_an_input_by_its_node_now(body):
     if "exp()" in body and "* 1" in body:       # (a * 1 saves only the 1: exp's own saved result)
         theirs = (theirs[0], theirs[1].replace("output 0 of Exp", "output 0 of CompiledFunction"))
     assert ours == theirs
+
+
+@pytest.mark.parametrize("call", ["T.maximum(x, y)", "T.minimum(x, y)", "x.max()", "x.min()", "x.max(1)[0]",
+                                  "x.min(0)[0]", "x.max(1).values * y.min(1).values", "x.amax(1)"])
+def test_create_graph_gradient_of_a_selection_is_named_as_torch(call):
+    """Under create_graph the gradient of maximum/minimum ends in torch's masked_fill_
+    (MaskedFillBackward0), of max()/min() in a masked_fill_ of the shared gradient
+    (MaskedFillBackward1), of max(dim)/min(dim) in a scatter (ScatterBackward0) (fusegrad's
+    selection was WhereBackward0); values and second derivatives as torch's."""
+    def case(T):
+        x = T.tensor([[0.3, 0.6, 0.9], [0.2, 0.5, 0.7]], requires_grad=True)
+        y = T.tensor([[0.4, 0.1, 0.8], [0.9, 0.3, 0.6]], requires_grad=True)
+        r = eval(call)
+        gx, = T.autograd.grad((r * r).sum(), [x], create_graph=True)
+        top = type(gx.grad_fn).__name__
+        listed = [type(n).__name__ if n is not None else None for n, _ in gx.grad_fn.next_functions]
+        second, = T.autograd.grad((gx * gx).sum(), [x])
+        return top, listed[:1], np.round(gx.detach().numpy(), 6).tolist(), np.round(second.numpy(), 5).tolist()
+    assert case(fg) == case(torch)

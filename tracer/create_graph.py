@@ -61,6 +61,9 @@ def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
         # (torch's mul/div by a Scalar lists its one tensor operand only)
         node = out._grad_fn
         display_edges(node, tuple(e for e, x in zip(node.next_functions, args) if not _formula_scalar(x)))
+    if ins.op == "where" and name in _SELECTION_EDGES and type(out) is Tensor and out._grad_fn is not None:
+        node = out._grad_fn
+        display_edges(node, tuple(node.edges[i] or (None, 0) for i in _SELECTION_EDGES[name]))
     if ins.op == "const":
         # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
         # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
@@ -116,4 +119,25 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
         return "SelectBackward0" if any(item[0] == "i" for item in index) else "SliceBackward0"
     if op == "cast":
         return "ToCopyBackward0"
+    if op == "where":
+        return _selection_name(ins.loc, args)
     return None
+
+
+# The node torch's formula ends in where the IR selects with `where` (the forward node's name
+# is the instruction's loc): maximum/minimum fill the loser's gradient with 0
+# (grad.masked_fill_(self < other, 0)), max()/min() fill zeros with the shared gradient
+# (zeros_like(self).masked_fill_(mask, grad / count)), max(dim)/min(dim) scatter it.
+_SELECTION_NAMES = {"MaxBackward1": "MaskedFillBackward1", "MinBackward1": "MaskedFillBackward1",
+                    "MaxBackward0": "ScatterBackward0", "MinBackward0": "ScatterBackward0"}
+
+
+def _selection_name(loc, args) -> str | None:
+    if loc in ("MaximumBackward0", "MinimumBackward0"):
+        # (the fill of the loser's gradient selects a constant 0; the tie's halving is a where)
+        return "MaskedFillBackward0" if len(args) == 3 and _formula_scalar(args[1]) else None
+    return _SELECTION_NAMES.get(loc)
+
+
+# Those nodes list torch's operands (self, then the value or src) of where(mask, value, self)
+_SELECTION_EDGES = {"MaskedFillBackward0": (2,), "MaskedFillBackward1": (2, 1), "ScatterBackward0": (2, 1)}

@@ -37,6 +37,10 @@ from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, 
 from .user_frame import user_stacklevel
 
 
+# Ops whose VJP's instructions are named by the forward node (see GraphProgram)
+_NAMED_BY_FORMULA = frozenset({"permute", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim"})
+
+
 class GraphProgram:
     """The forward graph behind some roots, as IR: one value per node output and leaf."""
 
@@ -82,9 +86,10 @@ class GraphProgram:
                 self.owner.setdefault(v.id, node)
                 self.output_nr[v.id] = k
             # (a permute's VJP, a permute, is named under create_graph by the forward node's
-            # formula: t() and transpose() give TBackward0 and TransposeBackward0; the loc
-            # carries the name to the instructions its VJP emits)
-            loc = type(node).__name__ if node.op == "permute" else None
+            # formula: t() and transpose() give TBackward0 and TransposeBackward0, and so is
+            # the selection that ends a max's or maximum's (create_graph._selection_name); the
+            # loc carries the name to the instructions its VJP emits)
+            loc = type(node).__name__ if node.op in _NAMED_BY_FORMULA else None
             self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
 
     def value(self, edge) -> Value:

@@ -380,7 +380,8 @@ def test_version_error_names_an_output_saved_as_an_input_by_its_node_now(body):
 
 
 @pytest.mark.parametrize("call", ["T.maximum(x, y)", "T.minimum(x, y)", "x.max()", "x.min()", "x.max(1)[0]",
-                                  "x.min(0)[0]", "x.max(1).values * y.min(1).values", "x.amax(1)"])
+                                  "x.min(0)[0]", "x.max(1).values * y.min(1).values", "x.amax(1)",
+                                  "x.masked_fill(x > 0.5, 0.)", "x.masked_fill(x > 0.5, y.sum())"])
 def test_create_graph_gradient_of_a_selection_is_named_as_torch(call):
     """Under create_graph the gradient of maximum/minimum ends in torch's masked_fill_
     (MaskedFillBackward0), of max()/min() in a masked_fill_ of the shared gradient

@@ -126,14 +126,15 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
 
 # The node torch's formula ends in where the IR selects with `where` (the forward node's name
 # is the instruction's loc): maximum/minimum fill the loser's gradient with 0
-# (grad.masked_fill_(self < other, 0)), max()/min() fill zeros with the shared gradient
+# (grad.masked_fill_(self < other, 0)), as masked_fill's gradient for self does
+# (grad.masked_fill(mask, 0)), max()/min() fill zeros with the shared gradient
 # (zeros_like(self).masked_fill_(mask, grad / count)), max(dim)/min(dim) scatter it.
 _SELECTION_NAMES = {"MaxBackward1": "MaskedFillBackward1", "MinBackward1": "MaskedFillBackward1",
                     "MaxBackward0": "ScatterBackward0", "MinBackward0": "ScatterBackward0"}
 
 
 def _selection_name(loc, args) -> str | None:
-    if loc in ("MaximumBackward0", "MinimumBackward0"):
+    if loc in ("MaximumBackward0", "MinimumBackward0", "MaskedFillBackward0", "MaskedFillBackward1"):
         # (the fill of the loser's gradient selects a constant 0; the tie's halving is a where)
         return "MaskedFillBackward0" if len(args) == 3 and _formula_scalar(args[1]) else None
     return _SELECTION_NAMES.get(loc)

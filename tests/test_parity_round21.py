@@ -397,3 +397,18 @@ def test_create_graph_gradient_of_a_selection_is_named_as_torch(call):
         second, = T.autograd.grad((gx * gx).sum(), [x])
         return top, listed[:1], np.round(gx.detach().numpy(), 6).tolist(), np.round(second.numpy(), 5).tolist()
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("call", ["x * 2", "x / 2", "T.lerp(x, y, 0.3)", "x.lerp(y, 0.75) * x", "x.sub(y, alpha=2)",
+                                  "x.add(y, alpha=0.5)", "x * 2.5 + y", "T.rsub(x, 2)"])
+def test_create_graph_takes_a_scalar_overloads_numbers_as_scalars(call):
+    """torch's lerp(weight=number) and add/sub(alpha=) formulas multiply by a Scalar
+    (MulBackward1, the number not listed in next_functions); a number the forward wrapped
+    as a tensor (x * 2) is a tensor there (MulBackward0 with a None edge)."""
+    def case(T):
+        x = T.tensor([[0.3, 0.6, 0.9], [0.2, 0.5, 0.7]], requires_grad=True)
+        y = T.tensor([[0.4, 0.1, 0.8], [0.9, 0.3, 0.6]], requires_grad=True)
+        grads = T.autograd.grad((eval(call) ** 2).sum(), [x, y], create_graph=True, allow_unused=True)
+        return [None if g is None else (type(g.grad_fn).__name__, _edges(g.grad_fn)[:3],
+                                        np.round(g.detach().numpy(), 6).tolist()) for g in grads]
+    assert case(fg) == case(torch)

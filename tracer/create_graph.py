@@ -6,6 +6,8 @@ graph reads as torch's.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from fusegrad.ir import OPS, Program
 
 from .dispatch import apply_op
@@ -36,7 +38,25 @@ def _sums_kept(program: Program) -> set:
     return kept
 
 
+# The loc GraphProgram gives the instructions of a node whose Python-number operands torch's
+# formula takes as Scalars (see _as_formula_scalars)
+SCALAR_OPERANDS = "scalar operands"
+
+
+def _as_formula_scalars(args) -> list:
+    """A Scalar-overload node's numbers (0-d arrays here) as the formula's Scalars."""
+    found = []
+    for x in args:
+        if type(x) is np.ndarray and x.ndim == 0:
+            x = Tensor._wrap(x)
+            x.__dict__["_formula_scalar"] = True
+        found.append(x)
+    return found
+
+
 def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
+    if ins.loc == SCALAR_OPERANDS:
+        args = _as_formula_scalars(args)
     on_tensors = OPS[ins.op].extra.get("apply_tensors")
     if on_tensors is not None:          # (custom_call: its object may run on tensors itself)
         out = on_tensors(dict(ins.attrs), args)
@@ -64,8 +84,8 @@ def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
     if ins.op == "where" and name in _SELECTION_EDGES and type(out) is Tensor and out._grad_fn is not None:
         node = out._grad_fn
         display_edges(node, tuple(node.edges[i] or (None, 0) for i in _SELECTION_EDGES[name]))
-    if ins.op == "const":
-        # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)): torch's
+    if ins.op == "const" or (ins.loc == SCALAR_OPERANDS and args and all(_formula_scalar(x) for x in args)):
+        # a number of a derivative formula, or one computed from the Scalars only (lerp's 1 - weight) (the 2 of sqrt's grad / (2 * result)): torch's
         # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
         out.__dict__["_formula_scalar"] = True
     return out if isinstance(out, tuple) else (out,)

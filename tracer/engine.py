@@ -29,15 +29,18 @@ from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
+from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _ScalarOnlyMulBackward0
 from .tensor import Tensor
-from .create_graph import _sums_kept, _tensor_apply
+from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
                            _check_unread, _checked_array, check_dead_leaf_paths)
 from .user_frame import user_stacklevel
 
 
 # Ops whose VJP's instructions are named by the forward node (see GraphProgram)
+# Nodes of torch's Scalar overloads: the Python numbers the forward took (lerp's weight, the
+# alpha add/sub scale by) are Scalars in their formulas (MulBackward1 under create_graph)
+_SCALAR_OVERLOADS = frozenset({"LerpBackward0"})
 _NAMED_BY_FORMULA = frozenset({"permute", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim", "masked_fill"})
 
 
@@ -89,7 +92,9 @@ class GraphProgram:
             # formula: t() and transpose() give TBackward0 and TransposeBackward0, and so is
             # the selection that ends a max's or maximum's (create_graph._selection_name); the
             # loc carries the name to the instructions its VJP emits)
-            loc = type(node).__name__ if node.op in _NAMED_BY_FORMULA else None
+            loc = type(node).__name__ if node.op in _NAMED_BY_FORMULA else \
+                SCALAR_OPERANDS if type(node).__name__ in _SCALAR_OVERLOADS or isinstance(node, _ScalarOnlyMulBackward0) \
+                else None
             self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
 
     def value(self, edge) -> Value:

@@ -53,7 +53,9 @@ class TraceViews:
         elif src._base is None:
             root = src_value
         else:
-            root = self.view_values.get(src_value.id, (_STALE,))[0] if src._data is None else _STALE
+            # (a view of a view: what that one read, also for a view made before the call that
+            # the call rebound to its part of its base's new value, `x.mul_(2); x[0]` for x = a.t())
+            root = self.view_values.get(src_value.id, (_STALE,))[0]
         self.view_values[t._sym.id] = (root, t._view_chain)
         if type(root) is np.ndarray and self.aliases:
             self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)

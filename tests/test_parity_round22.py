@@ -32,3 +32,28 @@ def test_a_view_of_an_argument_written_in_the_call_is_that_arguments_memory(layo
         r.zero_()
         return seen, x.tolist()
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("where", ["inside", "after"])
+@pytest.mark.parametrize("order", ["save, write", "write, save", "save, write, save"])
+@pytest.mark.parametrize("write", ["v.mul_(2)", "v.exp_()", "v.zero_()", "w.detach().mul_(2)"])
+def test_a_leaf_made_in_the_call_from_a_detach_stays_a_leaf_when_its_source_is_written(write, order, where, mode):
+    """w = v.detach().requires_grad_() shares v's memory and version counter: a write through v
+    makes what saved w stale (torch's version error at the backward, in the call or after it),
+    and w's gradient sums the uses of every value it held."""
+    def case(lib):
+        steps = {"save": "s = s + (w * w).sum()", "write": write}
+        body = "\n    ".join(steps[step] for step in order.split(", "))
+        ns = {}
+        exec(f"def f(x):\n    v = x * 2\n    w = v.detach().requires_grad_()\n    s = 0\n    {body}\n"
+             f"    {'s.backward()' if where == 'inside' else ''}\n    return s, w", ns)
+
+        def go():
+            s, w = _run(lib, mode, ns["f"], lib.tensor([0.5, 1.0]))
+            if where == "after":
+                s.backward()
+            return w.grad.tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)
+

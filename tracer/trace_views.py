@@ -486,6 +486,11 @@ class TraceViews:
                     self.took_value[new.id] = t._sym
                 if self.writing is not None:
                     self._replaced(alias, new)
+                if found is None and alias.__dict__.get("_leaf_value") is not None and alias.is_leaf:
+                    # a leaf made in the call (v.detach().requires_grad_()) stays that leaf when
+                    # its memory is written through v: its gradient sums the uses of each value
+                    # it held, and what saved an earlier one is stale (held_values)
+                    self.leaf_values.setdefault(id(alias), (alias, [alias._sym]))[1].append(new)
                 alias._sym = new
                 if id(alias) in self.views:
                     self._refresh_views(alias)

@@ -521,9 +521,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
             # the program gave two equal values one array (two leaves' gradients of (a + b).mean()):
             # an accumulation into one .grad would change the other
             grad._data = grad._data.copy() if leaf._data is None else grad_memory(grad._data, leaf._data)
-        elif leaf._data is None:        # a leaf made inside the call: its own layout is row-major
-            if not grad._data.flags.writeable:
-                grad._data = grad._data.copy()
+        elif leaf._data is None or leaf._retains_grad:
+            # a leaf made inside the call (its own layout is row-major), a retained non-leaf
+            # (torch's hook stores a contiguous clone)
+            if not (grad._data.flags.writeable and grad._data.flags.c_contiguous):
+                grad._data = np.ascontiguousarray(grad._data) if grad._data.flags.writeable else grad._data.copy()
         elif not has_grad_layout(grad._data, leaf._data):
             grad._data = grad_memory(grad._data, leaf._data)
         by_memory.setdefault(id(_memory_owner(grad._data)), []).append(grad)

@@ -57,3 +57,92 @@ def test_a_leaf_made_in_the_call_from_a_detach_stays_a_leaf_when_its_source_is_w
         return outcome(go)
     assert case(fg) == case(torch)
 
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("write", [False, True])
+@pytest.mark.parametrize("loss", ["(w * 2).sum()", "(w * w).sum()", "w.sum()", "(w * y).sum()"])
+def test_a_retained_non_leaf_gets_a_contiguous_gradient(loss, write, create_graph, mode):
+    """torch's retain_grad hook stores clone(memory_format=contiguous_format): a transposed
+    non-leaf's .grad is row-major (its view(-1) works), after one backward and after two."""
+    def case(lib):
+        def f(x, y):
+            w = (x * 1).t()
+            if write:
+                w[..., -1] = y[:, 0]
+            w.retain_grad()
+            for _ in range(2):
+                eval(loss).backward(create_graph=create_graph, retain_graph=True)
+            return w.grad
+        g = _run(lib, mode, f, lib.ones(3, 4, requires_grad=True), lib.ones(3, 4).t())
+        return g.stride(), g.view(-1).tolist(), g.requires_grad
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", ["lib.tensor(2.0)", "y", "2.0", "y.item()"])
+@pytest.mark.parametrize("expanded", ["(x * 1).expand(2, 3)", "x.expand(2, 3)", "x[None].expand(2, 3)",
+                                      "(x * 1).expand(1, 3)"])
+def test_fill_with_a_tensor_refuses_an_expanded_tensor(expanded, value, mode):
+    """torch's fill_.Tensor refuses memory that several elements share; fill_(number) fills it."""
+    def case(lib):
+        def f(x, y):
+            e = eval(expanded)
+            e.fill_(eval(value))
+            return e
+        return outcome(lambda: _run(lib, mode, f, lib.tensor([-1.0, 2.0, 3.0]), lib.tensor(2.0)).tolist())
+    assert case(fg) == case(torch)
+
+
+def _value_and_grad(lib, f, argnums):
+    if lib is fg:
+        return fg.value_and_grad(f, argnums=argnums)
+
+    def both(*args):
+        g, v = torch.func.grad_and_value(f, argnums)(*args)
+        return v, g
+    return both
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", [False, True])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
+@pytest.mark.parametrize("loss", ["(u * u * w).sum()", "(u * w).sum()", "(u.abs() * w).sum()"])
+def test_a_backward_from_a_transforms_value_stops_at_the_callers_leaves(loss, argnums, write, mode):
+    """The value fg.value_and_grad returns keeps history only to the caller's tensors that
+    require grad: a backward from it (in the call or not) neither reaches nor checks what the
+    transform's own leaf for an argument without grad saved (x1 written after)."""
+    def case(lib):
+        def f(x1, x2):
+            value = _value_and_grad(lib, lambda u, w: eval(loss), argnums)(x1, x2)[0]
+            if write:
+                with lib.no_grad():
+                    x1.mul_(1.5)
+            value.backward()
+            return value
+        x1 = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64)
+        x2 = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+
+        def go():
+            v = _run(lib, mode, f, x1, x2)
+            return v.item(), x2.grad.tolist(), x1.grad
+        return outcome(go)
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op", ["logsumexp(0)", "prod()", "norm()", "amax(0)", "std()", "pow(v)", "softmax(0)",
+                                "exp()", "div(v)", "atan2(v)"])
+def test_a_version_error_names_the_saved_tensor_torchs_node_unpacks_first(op, mode):
+    """Where an op's input and result were both written after it saved them, the error names
+    the one torch's node unpacks first (LogsumexpBackward0: self, then result)."""
+    def case(lib):
+        def f(x):
+            v = x * 1
+            w = eval("v." + op)
+            w.mul_(2)
+            v.mul_(2)
+            w.sum().backward()
+            return x.grad
+        return outcome(lambda: _run(lib, mode, f, lib.tensor([0.3, 0.5, 0.7], requires_grad=True)).tolist())
+    assert case(fg) == case(torch)

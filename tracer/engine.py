@@ -698,7 +698,9 @@ def accumulate_into_grads(pairs, create_graph: bool) -> None:
         # (no op runs here: NumPy arrays only, so no grad mode to set)
         for t, g in pairs:
             if t._grad is None:
-                t._grad = Tensor._wrap(grad_memory(g, t._data))
+                # (a retained non-leaf's first gradient is torch's contiguous clone of it)
+                t._grad = Tensor._wrap(grad_memory(g, t._data) if t._grad_fn is None
+                                       else np.array(g, order="C", copy=True))
             elif t._grad_fn is not None:
                 # a retained non-leaf: torch's retain_grad hook makes a new tensor (grad + new),
                 # so a .grad taken from an earlier backward keeps its value
@@ -714,9 +716,9 @@ def accumulate_into_grads(pairs, create_graph: bool) -> None:
         for t, g in pairs:
             g = _as_tensor_grad(g)
             if t._grad is None and t._grad_fn is not None:
-                # a retained non-leaf: torch's retain_grad hook stores a clone
+                # a retained non-leaf: torch's retain_grad hook stores a contiguous clone
                 with enable_grad():
-                    t._grad = g.clone()
+                    t._grad = _contiguous_clone(g)
             elif t._grad is None:
                 # torch's AccumulateGrad copies a gradient with history into fresh memory
                 # (never a view of another tensor), recorded as CopyBackwards.
@@ -727,6 +729,12 @@ def accumulate_into_grads(pairs, create_graph: bool) -> None:
             else:
                 with enable_grad():
                     t._grad = t._grad + g
+
+
+def _contiguous_clone(g: Tensor) -> Tensor:
+    """torch's g.clone(memory_format=torch.contiguous_format) (CloneBackward0, row-major)."""
+    from .functional import _laid_out_row_major      # (functional imports this module's users)
+    return _laid_out_row_major(g.clone())
 
 
 def _retained_on_path(nodes, targets) -> list:

@@ -394,6 +394,9 @@ class TraceAutograd:
                                                          if t is not None and t._sym is not None]
             leaves += [t for t in (r() for r in self.new_leaves)
                        if t is not None and t._sym is not None and t._requires_grad]
+            # (not a leaf fg.grad made for an argument once the transform returned: at the
+            # caller's level, torch.func's, that argument needs no gradient; engine._transform_leaf)
+            leaves = [t for t in leaves if not t.__dict__.get("_transform_done", False)]
         if hooks.ANY_POST_ACCUMULATE_HOOKS[0] and any(hooks.post_accumulate_hooks(t) for t in leaves):
             # (the leaves' .grad get their values when the call returns: the hooks could not
             # run where torch's do, inside the backward)
@@ -429,13 +432,15 @@ class TraceAutograd:
     def fill_retained(self, pairs, create_graph: bool = False) -> None:
         """Accumulate each (tensor, gradient) of `pairs` into the tensor's `.grad`: a leaf's,
         or a retain_grad() non-leaf's, as torch's AccumulateGrad and retain_grad hook do."""
-        from .functional import add
+        from .functional import _laid_out_row_major, add
         from .grad_mode import enable_grad, no_grad
         with (enable_grad() if create_graph else no_grad()):
             for leaf, g in pairs:
                 self.grad_leaves.setdefault(id(leaf), (leaf, leaf._grad))
                 if leaf._grad is None:
-                    leaf._grad = g
+                    # (a leaf's is laid out as the leaf after the call, compile._finish; a
+                    # retained non-leaf's is torch's contiguous clone)
+                    leaf._grad = g if leaf.is_leaf else _laid_out_row_major(g.clone())
                 elif create_graph or not leaf.is_leaf:      # (a retained non-leaf: a new tensor, as torch's hook)
                     leaf._grad = add(leaf._grad, g)
                 else:       # torch's AccumulateGrad adds into the existing .grad in place

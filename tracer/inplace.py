@@ -175,7 +175,7 @@ def fill_(t: Tensor, value) -> Tensor:
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.dim()} dimensions.")
-        if t._data is not None and _overlaps_itself(t._data):
+        if _overlaps_itself(t._data) if t._data is not None else traced_overlaps_itself(t):
             raise RuntimeError(_OVERLAP_MSG)    # torch's fill_.Tensor refuses an expand; fill_(number) not
         from .functional import cast
         value = cast(value, t._dtype, implicit=True)

@@ -18,7 +18,7 @@ import numpy as np
 from .. import rounded
 from .elementwise import _infer_map, elementwise
 from ..types import TensorType, int64
-from .reduce import _grad_to_input, _infer_reduce, reduced_shape
+from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, reduced_shape
 from .registry import COMPOSITE, OPAQUE, NoDerivativeError, OpDef, register
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -165,7 +165,7 @@ def _infer_logsumexp(types, attrs):
 
 register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsumexp_vjp,
                decompose=_logsumexp_decompose, doc="log(sum(exp(x), axes)), torch's stable formula",
-               extra={"row_major_result": True}))
+               extra={"row_major_result": True, **SELF_THEN_RESULT}))     # (torch's LogsumexpBackward0)
 
 
 # ------------------------------------------------------------------ cumsum

@@ -146,3 +146,21 @@ def test_a_version_error_names_the_saved_tensor_torchs_node_unpacks_first(op, mo
             return x.grad
         return outcome(lambda: _run(lib, mode, f, lib.tensor([0.3, 0.5, 0.7], requires_grad=True)).tolist())
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [None, "float64", "int64"])
+@pytest.mark.parametrize("source", ["lib.ones(2, 3).t()", "lib.ones(4, 6)[:, ::2]", "lib.ones(3).expand(2, 3)",
+                                    "lib.ones(2, 3, 4).permute(2, 0, 1)", "lib.ones(2, 3)"])
+def test_tensor_of_a_tensor_keeps_a_dense_layout(source, dtype, mode):
+    """torch.tensor(t) is t.detach().clone(): a dense layout (a transpose) is kept, any other is
+    made row-major."""
+    def case(lib):
+        def f(x):
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return lib.tensor(eval(source), dtype=None if dtype is None else getattr(lib, dtype))
+        t = _run(lib, mode, f, lib.ones(1))
+        return t.stride(), t.tolist(), str(t.dtype).split(".")[-1]
+    assert case(fg) == case(torch)

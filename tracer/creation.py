@@ -226,6 +226,8 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
     array = as_array(data, _dtype_arg("tensor", dtype))
     if isinstance(data, np.ndarray) and array.shape == data.shape:
         array = in_dense_order(array, data)         # torch keeps a dense array's layout
+    elif isinstance(data, Tensor) and array.shape == tuple(data.shape):
+        array = in_dense_order(array, layout_stand_in(data))    # (and a tensor's: its detach().clone())
     t = Tensor._wrap(array)
     if _grad_flag("tensor", requires_grad, none_allowed=False):
         _require_grad(t)

@@ -164,3 +164,33 @@ def test_tensor_of_a_tensor_keeps_a_dense_layout(source, dtype, mode):
         t = _run(lib, mode, f, lib.ones(1))
         return t.stride(), t.tolist(), str(t.dtype).split(".")[-1]
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("written", ["in the call", "after the call"])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
+@pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float32", "float64"), ("float32", "float32")])
+def test_a_transforms_value_saves_its_promoted_operand_under_the_arguments_counter(dtypes, argnums, written, mode):
+    """The value of fg.value_and_grad over mixed dtypes saved the float32 argument (promoted): a
+    write of that argument before the backward raises torch's version error."""
+    def case(lib):
+        def write(x2):
+            with lib.no_grad():
+                x2.mul_(1.5)
+
+        def f(x1, x2):
+            value = _value_and_grad(lib, lambda u, w: (u * w).sum(), argnums)(x1, x2)[0]
+            if written == "in the call":
+                write(x2)
+            return value
+        x1 = lib.tensor([1.0, 2.0, 3.0], dtype=getattr(lib, dtypes[0]), requires_grad=True)
+        x2 = lib.tensor([0.5, 1.0, 2.0], dtype=getattr(lib, dtypes[1]), requires_grad=True)
+
+        def go():
+            value = _run(lib, mode, f, x1, x2)
+            if written == "after the call":
+                write(x2)
+            value.backward()
+            return x1.grad.tolist(), x2.grad.tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)

@@ -162,15 +162,20 @@ class TraceWrites:
         """`value` (and the values standing for the same saved tensor: same_counter) is stale
         from here on: see _replaced."""
         self.stale.setdefault(value.id, entry)
-        for copy in self.same_counter.get(value.id, ()):
-            self.stale.setdefault(copy.id, entry)
+        pending = list(self.same_counter.get(value.id, ()))
+        while pending:
+            # (a copy of a copy too: the promoted cast of fg.grad's stand-in for an argument)
+            copy = pending.pop()
+            if copy.id not in self.stale:
+                self.stale[copy.id] = entry
+                pending += self.same_counter.get(copy.id, ())
 
     def promoted_operands(self, saved: list) -> dict:
         """{index in `saved` (values a backward reads): (the caller's tensor whose value, or a
         view of it made in the call, the saved one is a promoted copy of; the view's shape or
         None)} (see hold_promoted): a change of that tensor after the call makes the backward
         raise, as torch's check of the operand it saved."""
-        if not self.promoted_from:
+        if not self.promoted_from and not self.same_counter:
             return {}
         by_value, by_array = {}, {}
         for x in self.lifted_tensors:
@@ -181,10 +186,22 @@ class TraceWrites:
         for (v_id, _), w in self.aliases.items():
             if v_id in by_value:
                 by_value.setdefault(w.id, by_value[v_id])
+        # fg.grad's stand-in for a differentiated argument (share_counter), and a promoted copy
+        # of that: the argument's counter too
+        copy_of = {copy.id: v_id for v_id, copies in self.same_counter.items() for copy in copies}
+        for copy_id in copy_of:
+            v_id, seen = copy_of[copy_id], {copy_id}
+            while v_id not in by_value and v_id in copy_of and v_id not in seen:
+                seen.add(v_id)
+                v_id = copy_of[v_id]
+            if v_id in by_value:
+                by_value.setdefault(copy_id, by_value[v_id])
         found = {}
         for k, v in enumerate(saved):
             source = self.promoted_from.get(v.id)
             if source is None:
+                if v.id in copy_of and v.id in by_value:
+                    found[k] = (by_value[v.id], None)
                 continue
             tensor = by_value.get(source.id)
             if tensor is not None:

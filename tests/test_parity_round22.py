@@ -194,3 +194,25 @@ def test_a_transforms_value_saves_its_promoted_operand_under_the_arguments_count
             return x1.grad.tolist(), x2.grad.tolist()
         return outcome(go)
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("returned", [True, False])
+@pytest.mark.parametrize("saved", ["w * w", "(w * 3).exp()", "w.sigmoid() * x"])
+@pytest.mark.parametrize("write", ["v.exp_()", "v.zero_()", "v.mul_(2)", "v.copy_(x)", "w.detach().mul_(2)",
+                                   "v[0] = 1.0"])
+def test_a_saved_leaf_made_from_a_detach_is_named_as_a_leaf_when_written_through_its_source(write, saved, returned,
+                                                                                            mode):
+    """w = v.detach().requires_grad_() saved, then written through v: torch's version error names
+    no node for it (a leaf), whether the backward runs after the call or w is gone."""
+    def case(lib):
+        def f(x):
+            v = x * 2
+            w = v.detach().requires_grad_()
+            s = eval(saved)
+            exec(write, {"v": v, "w": w, "x": x})
+            return (s, w) if returned else (s,)
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        return outcome(lambda: _run(lib, mode, f, x)[0].sum().backward())
+    assert case(fg) == case(torch)
+

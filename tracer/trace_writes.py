@@ -156,7 +156,13 @@ class TraceWrites:
                 self._mark_stale(grad_reader._sym, (box, version, weakref.ref(grad_reader), new, first))
             return
         if old is not None:
-            self._mark_stale(old, (box, version, weakref.ref(t), new, first))
+            entry = (box, version, weakref.ref(t), new, first)
+            marked = self.stale.get(old.id)
+            if marked is not None and marked[:2] == (box, version) and marked[4] == first and marked[2]() is not t:
+                # this write marked t's value already as a copy of its source's (a detach() of v,
+                # v written): what saved it saved t, and is named by t (a leaf made of it: no node)
+                self.stale[old.id] = entry
+            self._mark_stale(old, entry)
 
     def _mark_stale(self, value: Value, entry: tuple) -> None:
         """`value` (and the values standing for the same saved tensor: same_counter) is stale
@@ -350,6 +356,10 @@ class TraceWrites:
             return ""
         callers_non_leaf = t is not None and t._data is not None and t._grad_fn is not None
         now = t._sym if t is not None and t._sym is not None else new
+        if now is not None and type(now) is Value:
+            # (a value grafted onto a gradient path is named by that path's history: none for a
+            # leaf made in the call that died, written through its detach())
+            now = self.through_grafts(now)
         found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)
         if t is not None and t._base is not None and (found is not None or t._requires_grad or callers_non_leaf):
             # a view, saved, then written (through itself or its base): torch regenerates its

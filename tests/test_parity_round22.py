@@ -216,3 +216,27 @@ def test_a_saved_leaf_made_from_a_detach_is_named_as_a_leaf_when_written_through
         return outcome(lambda: _run(lib, mode, f, x)[0].sum().backward())
     assert case(fg) == case(torch)
 
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("ret", ["x[...]", "x.t()", "x.unsqueeze(0)", "x.transpose(0, 1)[0]", "x[1] * y"])
+@pytest.mark.parametrize("write", ["x.data.mul_(2)", "x.detach().zero_()", "x.data.t()[0].zero_()",
+                                   "x.detach()[0] = 3.0", "x.mul_(y)"])
+@pytest.mark.parametrize("layout", ["transposed", "strided"])
+def test_a_view_of_an_argument_written_through_an_alias_is_that_arguments_memory(layout, write, ret, mode):
+    """x, a view of a non-leaf made before the call, written in the call through its .data or a
+    detach(): a view of x returned is x's memory (strides, aliasing), with x's gradient path."""
+    def case(lib):
+        ns = {}
+        exec(f"def f(x, y):\n    {write}\n    return {ret}", ns)
+        leaf = lib.tensor(np.arange(6.0).reshape(3, 2) / 4, requires_grad=True)
+        x = (leaf * 1).t() if layout == "transposed" else (lib.cat([leaf, leaf], 1) * 1)[:, ::2].t()
+        y = lib.tensor([0.5, 2.0, 3.0], requires_grad=True)
+
+        def go():
+            out = _run(lib, mode, ns["f"], x, y)
+            seen = (out.stride(), out.tolist(), out.requires_grad)
+            (out * lib.arange(out.numel()).reshape(out.shape)).sum().backward()
+            out.detach().mul_(0)
+            return seen, x.tolist(), leaf.grad.tolist(), None if y.grad is None else y.grad.tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)

@@ -56,6 +56,12 @@ class TraceViews:
             # (a view of a view: what that one read, also for a view made before the call that
             # the call rebound to its part of its base's new value, `x.mul_(2); x[0]` for x = a.t())
             root = self.view_values.get(src_value.id, (_STALE,))[0]
+            if root is _STALE and src._data is not None and base._data is not None and base._sym is not None \
+                    and _memory_key(base._data) in self.mutated:
+                # a view made before the call whose memory the call wrote through an alias
+                # (x.data.mul_(2), x.detach().zero_()): it holds its part of its base's new value
+                # (the trace keeps the views of written memory current: _refresh_outside_views)
+                root = base._sym
         self.view_values[t._sym.id] = (root, t._view_chain)
         if type(root) is np.ndarray and self.aliases:
             self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)

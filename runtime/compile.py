@@ -475,7 +475,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
         trace.backward_start < len(program.instrs) else None
     arrays = execute(program, trace.input_arrays, trace.known, run)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
-    if trace.laid_out:
+    if trace.laid_out or trace.value_layouts:
         _lay_out_outputs(trace, by_id)
 
     written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
@@ -604,6 +604,10 @@ def _lay_out_outputs(trace: Trace, by_id: dict) -> None:
         array = by_id.get(t._sym.id)
         if array is not None and array.ndim == len(t._layout):
             by_id[t._sym.id] = with_strides(array, t._layout)
+    for v_id, strides in trace.value_layouts.items():
+        array = by_id.get(v_id)
+        if array is not None and array.ndim == len(strides):
+            by_id[v_id] = with_strides(array, strides)
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

@@ -240,3 +240,32 @@ def test_a_view_of_an_argument_written_through_an_alias_is_that_arguments_memory
             return seen, x.tolist(), leaf.grad.tolist(), None if y.grad is None else y.grad.tolist()
         return outcome(go)
     assert case(fg) == case(torch)
+
+
+def _softmax_loss(lib, z):
+    return (z.softmax(1) * lib.arange(float(z.shape[1]))).sum()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["fg.grad", "autograd.grad(create_graph=True)"])
+@pytest.mark.parametrize("loss", ["(u * w).sum()", "(u * w).exp().sum()", "(w.t() * u.t()).sum()", "(w * u).mean()",
+                                  "(w[None] * u).sum()", "(w.exp() * u[0]).sum()", "(w * u).sum(0).pow(2).sum()",
+                                  "_softmax_loss(lib, w * u)", "(w * 2).sum()"])
+@pytest.mark.parametrize("layouts", [("transposed", "row-major"), ("transposed", "transposed"),
+                                     ("row-major", "transposed")])
+def test_a_gradient_taken_in_the_call_is_laid_out_as_torchs_backward_makes_it(layouts, loss, how, mode):
+    """d/dw of (u * w).sum() is u: a transposed u gives a transposed gradient (strides (1, 3)),
+    inside fg.compile as eagerly; an elementwise VJP follows its operands' layout."""
+    def case(lib):
+        def f(u, x):
+            g = eval("lambda u, w: " + loss, {"lib": lib, "_softmax_loss": _softmax_loss})
+            if how == "fg.grad":
+                return (torch.func.grad if lib is torch else fg.grad)(g, argnums=1)(u, x)
+            w = x * 1 if layouts[1] == "row-major" else (x.t() * 1).t()
+            return lib.autograd.grad(g(u, w), [w], create_graph="create_graph" in how)[0]
+        a = np.arange(6, dtype=np.float32)
+        u = lib.tensor(a.reshape(2, 3)).t() if layouts[0] == "transposed" else lib.tensor(a.reshape(3, 2))
+        x = lib.ones(2, 3).t().requires_grad_() if layouts[1] == "transposed" else lib.ones(3, 2, requires_grad=True)
+        g = _run(lib, mode, f, u, x)
+        return g.stride(), np.round(g.detach().numpy().astype(np.float64), 4).tolist()
+    assert case(fg) == case(torch)

@@ -810,7 +810,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                 "that the call reaches only through history made before the call (a non-leaf "
                 "argument's) is not supported; call it outside the compiled function, or pass the leaf")
         retained = []
-        grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph, retained)
+        grads = trace.gradients(roots, seeds, inputs + outside, create_graph, retain_graph, retained, lay_out=True)
         if retained:
             trace.fill_retained(retained, create_graph)
         if outside:

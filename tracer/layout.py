@@ -121,7 +121,12 @@ def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
     """The element strides torch gives an elementwise result of `shape` computed inside a
     trace from `operands` (tensors, traced or not), or None where they are row-major. Only
     an operand laid out otherwise (a transpose, a strided argument) can make them so."""
-    order = elementwise_order(shape, [layout_stand_in(t) for t in operands])
+    return elementwise_strides(shape, [layout_stand_in(t) for t in operands])
+
+
+def elementwise_strides(shape: tuple, arrays: list) -> tuple | None:
+    """traced_elementwise_layout for operands given as (stand-in) arrays."""
+    order = elementwise_order(shape, arrays)
     if order == list(range(len(shape))):
         return None
     strides = [0] * len(shape)

@@ -198,6 +198,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.filling = False                # the write under way is a fill (one value everywhere)
         self.laid_out: list = []            # weak references to traced values laid out as not row-major
+        # value id -> element strides: gradients laid out so (trace_autograd._lay_out_gradients),
+        # kept by value, as a detach() of one that outlives it is its memory
+        self.value_layouts: dict = {}
+        self.forward_layouts: dict = {}     # value id -> element strides of each elementwise result laid out
+        self.permuted = False               # whether a permute view was recorded (a layout not row-major)
                                             # (Tensor._layout: an elementwise op on a transpose)
 
     # ------------------------------------------------------------ values
@@ -531,6 +536,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         t._layout = traced_elementwise_layout(t._sym.type.shape, [x for x in inputs if type(x) is not np.ndarray])
         if t._layout is not None:
             self.laid_out.append(weakref.ref(t))
+            self.forward_layouts[t._sym.id] = t._layout     # (for the gradients' layouts: _lay_out_gradients)
 
     def keep_row_major(self, t: Tensor) -> None:
         """`t` (a traced `contiguous()` result) is row-major, in the trace and after the call."""

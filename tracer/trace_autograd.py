@@ -17,6 +17,7 @@ from .dispatch import _default_name
 from .saved_checks import modified_error
 from . import hooks
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
+from .layout import _strided_stand_in, contiguous_strides, elementwise_strides, is_contiguous, layout_stand_in
 from .node import _FREED_MSG, RELEASES_STATE, saved_slots
 from .tensor import Tensor
 from .trace_writes import _vjp_runs
@@ -114,7 +115,8 @@ class TraceAutograd:
         return values
 
     def gradients(self, outputs, seeds, inputs, create_graph: bool, retain_graph: bool = True,
-                  retained: list | None = None, partial: list | None = None, outside: int = 0):
+                  retained: list | None = None, partial: list | None = None, outside: int = 0,
+                  lay_out: bool = False):
         """Emit d(outputs)/d(inputs) into the program; returns symbolic gradients (None if unused).
 
         Without retain_graph, the instructions it differentiates are marked freed, as
@@ -124,7 +126,8 @@ class TraceAutograd:
         A backward that raises (a freed node, a replaced saved value) appends to `partial`
         (a list, when given) the (tensor, gradient) pairs torch's engine filled before it
         met the error (_before_the_failure). The last `outside` inputs are tensors from outside
-        the call, differentiated at the values they came in with."""
+        the call, differentiated at the values they came in with. With `lay_out`, the gradients (returned
+        to the caller: autograd.grad, fg.grad) are laid out as torch's backward makes them."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]
@@ -178,6 +181,8 @@ class TraceAutograd:
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
+        if lay_out:
+            self._lay_out_gradients(self.program.instrs[before:], grads)
         for k, x in enumerate(inputs if ANY_LEAF_HOOKS[0] else ()):
             # a leaf's register_hook functions, traced on its symbolic gradient (tracer/hooks.py)
             if grads[k] is not None and x._grad_fn is None and x.__dict__.get("_hooks"):
@@ -428,6 +433,46 @@ class TraceAutograd:
             self.outside_backwards.append(([_history_now(t) for t, _ in reached], [g for _, g in reached],
                                            retain_graph, create_graph))
         self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
+
+    def _lay_out_gradients(self, emitted: list, grads: list) -> None:
+        """Lay out each gradient as torch's backward makes it: an elementwise VJP follows its
+        operands' layout (d/dw of (u * w).sum() is u, transposed when u is), a view its operand's.
+        The backward is emitted as IR, not recorded op by op, so the layouts of its values are
+        worked out here: from the arguments' strides, the forward's elementwise results as
+        recorded (Trace._lay_out) and views (their ops replayed on stand-ins), TensorIterator's
+        rule for the backward's elementwise ops, row-major for anything else."""
+        if not any(g is not None and len(g._sym.type.shape) > 1 for g in grads):
+            return
+        known = dict(self.forward_layouts)      # value id -> element strides, where not row-major
+        for v, a in zip(self.inputs, self.input_arrays):
+            if a.ndim > 1 and a.size and not a.flags.c_contiguous:
+                known.setdefault(v.id, tuple(b // a.itemsize for b in a.strides))
+        if not known and not self.permuted:
+            return      # (every value is row-major, or an expand of one: so are the gradients)
+        backward = {id(ins) for ins in emitted}
+        for ins in self.program.instrs:
+            opdef = OPS[ins.op]
+            if len(ins.outputs) != 1 or ins.outputs[0].id in known:
+                continue
+            # (a view of a row-major value matters too: an expand's zero strides leave the
+            # layout to the other operands)
+            if not (opdef.view or (opdef.pointwise and id(ins) in backward and any(v.id in known for v in ins.inputs))):
+                continue
+            shape = ins.outputs[0].type.shape
+            arrays = [_strided_stand_in(v.type.shape, known.get(v.id) or contiguous_strides(v.type.shape))
+                      for v in ins.inputs]
+            if opdef.pointwise:
+                strides = elementwise_strides(shape, arrays)
+            else:
+                try:
+                    strides = OPS[ins.op].ref(arrays[0], **dict(ins.attrs)).strides    # (int8: element strides)
+                except Exception:       # noqa: BLE001 (a view the stand-in cannot take: row-major)
+                    continue
+            if strides is not None and not is_contiguous(shape, strides):
+                known[ins.outputs[0].id] = tuple(strides)
+        for g in grads:
+            if g is not None and g._sym.id in known:
+                g._layout = self.value_layouts[g._sym.id] = known[g._sym.id]
 
     def fill_retained(self, pairs, create_graph: bool = False) -> None:
         """Accumulate each (tensor, gradient) of `pairs` into the tensor's `.grad`: a leaf's,

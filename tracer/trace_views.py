@@ -33,6 +33,8 @@ class TraceViews:
             return      # a reshape that copies (torch's reshape of a strided tensor)
         base = src._base if src._base is not None else src
         t._base = base
+        if op == "permute":
+            self.permuted = True
         t._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
         self.views.setdefault(id(base), []).append(weakref.ref(t))
         root = src.__dict__.get("_leaf_root")

@@ -24,6 +24,18 @@ def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(_np(ours), _np(theirs), rtol=rtol, atol=atol, equal_nan=True)
 
 
+def value_and_grad_of(lib, f, argnums=0):
+    """fg.value_and_grad(f, argnums), or torch's counterpart: torch.func.grad_and_value with
+    its result in fusegrad's order, (value, grads)."""
+    if lib is fg:
+        return fg.value_and_grad(f, argnums=argnums)
+
+    def run(*args):
+        grads, value = torch.func.grad_and_value(f, argnums)(*args)
+        return value, grads
+    return run
+
+
 def both(fn):
     """fn(lib) run on torch and fusegrad: (torch result, our result)."""
     return fn(torch), fn(fg)

@@ -6,7 +6,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
-from parity_support import outcome  # noqa: E402  (after the skip)
+from parity_support import outcome, value_and_grad_of  # noqa: E402  (after the skip)
 
 MODES = ["eager", "compiled"]
 
@@ -94,16 +94,6 @@ def test_fill_with_a_tensor_refuses_an_expanded_tensor(expanded, value, mode):
     assert case(fg) == case(torch)
 
 
-def _value_and_grad(lib, f, argnums):
-    if lib is fg:
-        return fg.value_and_grad(f, argnums=argnums)
-
-    def both(*args):
-        g, v = torch.func.grad_and_value(f, argnums)(*args)
-        return v, g
-    return both
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("write", [False, True])
 @pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
@@ -114,7 +104,7 @@ def test_a_backward_from_a_transforms_value_stops_at_the_callers_leaves(loss, ar
     transform's own leaf for an argument without grad saved (x1 written after)."""
     def case(lib):
         def f(x1, x2):
-            value = _value_and_grad(lib, lambda u, w: eval(loss), argnums)(x1, x2)[0]
+            value = value_and_grad_of(lib, lambda u, w: eval(loss), argnums)(x1, x2)[0]
             if write:
                 with lib.no_grad():
                     x1.mul_(1.5)
@@ -179,7 +169,7 @@ def test_a_transforms_value_saves_its_promoted_operand_under_the_arguments_count
                 x2.mul_(1.5)
 
         def f(x1, x2):
-            value = _value_and_grad(lib, lambda u, w: (u * w).sum(), argnums)(x1, x2)[0]
+            value = value_and_grad_of(lib, lambda u, w: (u * w).sum(), argnums)(x1, x2)[0]
             if written == "in the call":
                 write(x2)
             return value

@@ -7,19 +7,9 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
-from parity_support import outcome  # noqa: E402  (after the skip)
+from parity_support import outcome, value_and_grad_of  # noqa: E402  (after the skip)
 
 MODES = ["eager", "compiled"]
-
-
-def _value_and_grad(lib, f, argnums):
-    if lib is fg:
-        return fg.value_and_grad(f, argnums=argnums)
-
-    def run(*args):
-        grads, value = torch.func.grad_and_value(f, argnums)(*args)
-        return value, grads
-    return run
 
 
 def _grad(lib, f, argnums, has_aux=False):
@@ -40,7 +30,7 @@ def _value_then_write_operand(lib, mode, argnums):
     history) is differentiated, then u written in place, then a backward to u's history."""
     def f(x0, x1):
         v0 = x0 * x1
-        value = _value_and_grad(lib, lambda u, w: (u * w).sum(), argnums)(v0, x0)[0]
+        value = value_and_grad_of(lib, lambda u, w: (u * w).sum(), argnums)(v0, x0)[0]
         v0.mul_(2)
         return value
     x0, x1 = lib.tensor([0.5, -1.5]), lib.tensor([2.0, 3.0], requires_grad=True)

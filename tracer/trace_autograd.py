@@ -17,7 +17,7 @@ from .dispatch import _default_name
 from .saved_checks import modified_error
 from . import hooks
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
-from .layout import _strided_stand_in, contiguous_strides, elementwise_strides, is_contiguous, layout_stand_in
+from .layout import _strided_stand_in, contiguous_strides, elementwise_strides, is_contiguous
 from .node import _FREED_MSG, RELEASES_STATE, saved_slots
 from .tensor import Tensor
 from .trace_writes import _vjp_runs

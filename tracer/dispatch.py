@@ -98,6 +98,16 @@ def no_grad_view_error(t) -> RuntimeError:
                         + _NO_GRAD_VIEW_TAIL)
 
 
+def _check_multi_output_write(out, inputs) -> None:
+    """torch's error for a part of split/chunk/unbind that needs no grad, written in place with
+    grad enabled by a value that requires grad (its part that requires grad: check_inplace)."""
+    if not out._requires_grad and is_grad_enabled() and \
+            any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
+        from .splitting import _MULTI_OUTPUT_TAIL
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled." + _MULTI_OUTPUT_TAIL)
+
+
 def edge_of(t):
     """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
     if t._base is not None and t._view_version != t._vbox[0]:
@@ -116,6 +126,8 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     written into that tensor in place (its version is bumped) and it becomes
     the node's output, as torch's in-place ops do.
     """
+    if out is not None and out._multi_output is not None:
+        _check_multi_output_write(out, inputs)
     trace = _TRACE_STATE.trace         # trace_state.current(), inlined (hot)
     if trace is not None:
         return trace.record(op, inputs, attrs, name, out)

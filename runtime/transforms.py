@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from fusegrad.tracer import Tensor, enable_grad, engine, is_grad_enabled, trace_state
-from fusegrad.tracer.grad_mode import TRANSFORM_LEAVES, TRANSFORMS_RUNNING
+from fusegrad.tracer.grad_mode import ARGUMENT_LEAVES_LEFT, TRANSFORM_LEAVES, TRANSFORMS_RUNNING
 from fusegrad.tracer.creation import tensor as _tensor
 
 
@@ -280,6 +280,7 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
             for leaf, x in zip(leaves, given):
                 if leaf._grad_fn is None:
                     leaf.__dict__["_transform_done"] = True
+                    ARGUMENT_LEAVES_LEFT[0] = True
                 elif leaf.__dict__.get("_transform_input"):
                     # (the stand-in for an argument with history: a saved-tensor error after the
                     # call names that argument, as torch.func's, see saved_checks._modified_history)

@@ -259,3 +259,69 @@ def test_a_gradient_taken_in_the_call_is_laid_out_as_torchs_backward_makes_it(la
         g = _run(lib, mode, f, u, x)
         return g.stride(), np.round(g.detach().numpy().astype(np.float64), 4).tolist()
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", ["zero_()", "mul_(2)"])
+@pytest.mark.parametrize("argnums", [0, 1, (1, 0)])
+@pytest.mark.parametrize("loss", ["(u * u * w).sum()", "(u.exp() * w).sum()", "((u * 2) * (w * 3)).sum()"])
+def test_a_transforms_value_reaches_only_the_callers_level_nodes(loss, argnums, write, mode):
+    """At the caller's level (torch.func's) the nodes that lead only to the transform's own
+    leaf for an argument without grad were never recorded: a backward from the value neither
+    runs them nor checks what they saved (v written after the transform)."""
+    def case(lib):
+        def f(x, c):
+            v = x * 2
+            value = value_and_grad_of(lib, lambda u, w: eval(loss), argnums)(c, v)[0]
+            getattr(v, write[:-3] + "_")(*(() if write == "zero_()" else (2,)))
+            return value
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+
+        def go():
+            _run(lib, mode, f, x, lib.tensor(3.0)).backward()
+            return np.round(x.grad.numpy().astype(np.float64), 4).tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", ["w.add_(y)", "w.mul_(y)", "w.copy_(y)", "w[0] = y[0]", "w[0].add_(y[0])",
+                                   "w.add_(1.0)", "w.add_(y.detach())"])
+@pytest.mark.parametrize("part", ["v.split(1, 0)[0]", "v.chunk(2, 0)[1]", "v.unbind(0)[0]", "v.narrow(0, 0, 1)"])
+@pytest.mark.parametrize("base", ["x * 1", "x"])
+def test_a_part_of_a_split_without_grad_refuses_a_write_that_requires_grad(base, part, write, mode):
+    """A part of split/chunk/unbind of a tensor that needs no grad, written in place with grad
+    enabled by a value that requires grad: torch's "A view was created in no_grad mode" error
+    with the multiple-views tail (narrow, one view, takes the write)."""
+    def case(lib):
+        def f(x, y):
+            v = eval(base)
+            w = eval(part)
+            exec(write, {"w": w, "y": y})
+            return v
+
+        def go():
+            v = _run(lib, mode, f, lib.tensor([[1.0, 2.0], [3.0, 4.0]]), y := lib.tensor([1.0, 2.0], requires_grad=True))
+            if v.requires_grad:
+                v.sum().backward()
+            return v.tolist(), None if y.grad is None else y.grad.tolist()
+        return outcome(go)
+    assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("write", ["v.mul_(2)", "v[0] = 1.0", "s.mul_(2)", ""])
+@pytest.mark.parametrize("exponent", ["lib.tensor(True)", "lib.tensor([True, False])", "lib.tensor(2.0)"])
+def test_pow_with_a_bool_exponent_checks_what_it_saved_before_its_formula_raises(exponent, write, mode):
+    """torch's PowBackward1 unpacks exponent, result and self before its formula meets the bool
+    subtraction: a saved value written in place raises the version error first."""
+    def case(lib):
+        def f(x):
+            s = x.sin()
+            v = s ** eval(exponent)
+            exec(write, {"v": v, "s": s})
+            v.sum().backward()
+            return x.grad
+        return outcome(lambda: np.round(_run(lib, mode, f, lib.tensor([0.5, 1.0], requires_grad=True)).numpy()
+                                        .astype(np.float64), 4).tolist())
+    assert case(fg) == case(torch)

@@ -33,7 +33,7 @@ from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _Scalar
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
-                           _check_unread, _checked_array, check_dead_leaf_paths)
+                           _check_unread, _checked_array, check_dead_leaf_paths, transform_level_only)
 from .user_frame import user_stacklevel
 
 
@@ -213,7 +213,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     live = _live_nodes(nodes, targets, passed)
     idle = ()
     if every_node and not create_graph and len(live) < len(nodes):
-        idle = {node for node in nodes if node not in live and not _transform_leaf(node)}
+        # (not a node of a returned transform's level only: torch's caller level has none)
+        idle = {node for node in nodes if node not in live and not _transform_leaf(node)
+                and not transform_level_only(node)}
         live.update(idle)
         passed += idle
     if not create_graph:
@@ -433,12 +435,18 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             vjp = entries.get(key)      # VJPS.get's hit, inlined (its other cases: VJPS.get)
         except TypeError:
             vjp = None
-        if type(vjp) is InstrVjp:
-            VJPS.hits += 1
-        else:
-            vjp = VJPS.get(key)
-        if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
-            results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
+        try:
+            if type(vjp) is InstrVjp:
+                VJPS.hits += 1
+            else:
+                vjp = VJPS.get(key)
+            if vjp is None:             # a signature's first backward: evaluate as the VJP is emitted
+                results = _evaluate_vjp(node, needs, given, [g for g in gs if g is not None])
+        except RuntimeError as exc:
+            if getattr(exc, "no_derivative", False):
+                _check_saved_first(node)
+            raise
+        if vjp is None:
             _check_unread(node, ())     # (what it read was checked as it read it)
             if own_hooks and hooks.node_hooks(node, hooks.POST_HOOKS):
                 results = hooks.run_posthooks(node, list(results), gs)
@@ -490,6 +498,16 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
 
 
 _GIVEN_ONE = (True,)
+
+
+def _check_saved_first(node) -> None:
+    """Before a node's formula raises (pow with a bool tensor exponent): torch's node unpacks,
+    and so checks, what it saved first."""
+    if node._freed:
+        raise RuntimeError(_FREED_MSG)
+    if node.op in _UNPACK_ORDER:
+        _check_in_unpack_order(node)
+    _check_unread(node, ())
 
 
 def _saved_operand(node, slot):

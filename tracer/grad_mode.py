@@ -24,6 +24,9 @@ _state = _GradState()
 # How many fg.grad / fg.value_and_grad calls are running their function now (runtime.transforms):
 # backward() and requires_grad_() there raise, as inside torch.func's transforms.
 TRANSFORMS_RUNNING = [0]
+# Whether a transform has returned and left its argument leaves behind (their nodes stay in the
+# graphs of its results; saved_checks._outer_level_slots looks for them only once there are some)
+ARGUMENT_LEAVES_LEFT = [False]
 # Per running transform, innermost last: the leaves made to require grad while its function
 # runs (a Parameter, `torch.ones(3, requires_grad=True)`). They are that transform's own, as
 # in torch.func, where they live at its level: no history reaches the caller through them.

@@ -68,8 +68,10 @@ def _first_reads(op: str, attrs: tuple, in_types: tuple, needs: tuple) -> tuple:
     gs = [None if k in opdef.nondiff_outputs else Value(y.type) for k, y in enumerate(ys)]
     try:
         opdef.vjp(Emitter(b), xs, ys, gs, dict(attrs), list(needs))
-    except NoDerivativeError:       # torch's NotImplemented node saves nothing; its backward raises
-        return ()
+    except NoDerivativeError:
+        # torch's NotImplemented node saves nothing, and its backward raises; a node whose
+        # formula raises (pow with a bool tensor exponent) saved what it unpacks first
+        return opdef.extra.get("unpack_order", ())
     slots = {v.id: ("in", i) for i, v in enumerate(xs)}
     slots.update({v.id: ("out", k) for k, v in enumerate(ys)})
     order = []

@@ -17,6 +17,7 @@ from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.verifier import free_values
 
 from .dispatch import apply_op, refresh_view_history
+from .grad_mode import ARGUMENT_LEAVES_LEFT
 from .node import AccumulateGrad, SavedTensor, _FREED_MSG, saved_slots
 from .tensor import Tensor
 
@@ -84,13 +85,39 @@ def _outer_level_slots(node):
     caller's node saves only what the caller's gradients need: `(u * w).sum()` with w the
     transform's leaf saves w, not u, so writing u after the transform returned is no error."""
     edges = node.edges
-    done = [edge is not None and isinstance(edge[0], AccumulateGrad)
-            and edge[0].variable.__dict__.get("_transform_done", False) for edge in edges]
+    if not ARGUMENT_LEAVES_LEFT[0]:
+        return None         # (no transform has made a leaf yet: the common case, no walk)
+    done = [edge is not None and _only_transform_leaves(edge[0]) for edge in edges]
     if True not in done:
         return None
     needs = tuple(edge is not None and not leaf_done for edge, leaf_done in zip(edges, done))
     inputs, outputs = saved_slots(node.op, node.attrs, node.in_types, needs, node.name())
     return {("in", i) for i in inputs} | {("out", k) for k in outputs}
+
+
+def transform_level_only(node) -> bool:
+    """Whether `node` belongs to a returned transform's level only: every leaf the graph below it
+    reaches is one the transform made for an argument (`u * u` of fg.grad's leaf u). At the
+    caller's level, torch.func's, no such node was recorded."""
+    return ARGUMENT_LEAVES_LEFT[0] and not isinstance(node, AccumulateGrad) and _only_transform_leaves(node)
+
+
+def _only_transform_leaves(node) -> bool:
+    """Whether every leaf the graph below `node` reaches is one a returned transform made for an
+    argument: at the caller's level no gradient flows there."""
+    stack, seen, found = [node], {id(node)}, False
+    while stack:
+        n = stack.pop()
+        if isinstance(n, AccumulateGrad):
+            if not n.variable.__dict__.get("_transform_done", False):
+                return False
+            found = True
+            continue
+        for edge in n.edges:
+            if edge is not None and id(edge[0]) not in seen:
+                seen.add(id(edge[0]))
+                stack.append(edge[0])
+    return found
 
 
 def _checked_array(saved, node, output_nr: int):

@@ -295,9 +295,14 @@ class TraceWrites:
                 continue
             if self.freed and self._freed_and_saving(ins, active):
                 return None
-            if _has_no_derivative(ins):     # (torch's NotImplemented node raises before any behind it)
+            # (torch's NotImplemented node raises before any behind it; a node whose formula
+            # raises, pow with a bool tensor exponent, checks what it saved first)
+            raises = _has_no_derivative(ins)
+            if raises and not OPS[ins.op].extra.get("unpack_order"):
                 return None
             if not any(v.id in self.stale or v.id in self.read_as for v in ins.inputs + ins.outputs):
+                if raises:
+                    return None
                 continue
             # Stale for this instruction: replaced by a write after it (the write's own ops
             # read the value before it, as an in-place op's node saves it). A value a .data write
@@ -314,6 +319,8 @@ class TraceWrites:
                         stale[v.id] = self.stale[w.id]
                         break
             if not stale:
+                if raises:
+                    return None
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
             # (in the order the eager engine checks them: torch's node's, see checking_order)
@@ -337,6 +344,8 @@ class TraceWrites:
                     if found_at is not None:
                         found_at.append(ins)
                     return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
+            if raises:
+                return None
         return None
 
     def _saved_input_name(self, v: Value, ref, new) -> str:

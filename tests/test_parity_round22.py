@@ -301,7 +301,8 @@ def test_a_part_of_a_split_without_grad_refuses_a_write_that_requires_grad(base,
             return v
 
         def go():
-            v = _run(lib, mode, f, lib.tensor([[1.0, 2.0], [3.0, 4.0]]), y := lib.tensor([1.0, 2.0], requires_grad=True))
+            y = lib.tensor([1.0, 2.0], requires_grad=True)
+            v = _run(lib, mode, f, lib.tensor([[1.0, 2.0], [3.0, 4.0]]), y)
             if v.requires_grad:
                 v.sum().backward()
             return v.tolist(), None if y.grad is None else y.grad.tolist()

@@ -198,12 +198,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.filling = False                # the write under way is a fill (one value everywhere)
         self.laid_out: list = []            # weak references to traced values laid out as not row-major
+                                            # (Tensor._layout: an elementwise op on a transpose)
         # value id -> element strides: gradients laid out so (trace_autograd._lay_out_gradients),
         # kept by value, as a detach() of one that outlives it is its memory
         self.value_layouts: dict = {}
         self.forward_layouts: dict = {}     # value id -> element strides of each elementwise result laid out
         self.permuted = False               # whether a permute view was recorded (a layout not row-major)
-                                            # (Tensor._layout: an elementwise op on a transpose)
 
     # ------------------------------------------------------------ values
     @property

@@ -126,8 +126,8 @@ class TraceAutograd:
         A backward that raises (a freed node, a replaced saved value) appends to `partial`
         (a list, when given) the (tensor, gradient) pairs torch's engine filled before it
         met the error (_before_the_failure). The last `outside` inputs are tensors from outside
-        the call, differentiated at the values they came in with. With `lay_out`, the gradients (returned
-        to the caller: autograd.grad, fg.grad) are laid out as torch's backward makes them."""
+        the call, differentiated at the values they came in with. With `lay_out`, the gradients
+        (returned to the caller: autograd.grad, fg.grad) are laid out as torch's backward makes them."""
         if self.backward_start is None:
             self.backward_start = len(self.program.instrs)
         instrs = [ins for ins in self.program.instrs if id(ins) in self.grad_instrs]

@@ -326,3 +326,21 @@ def test_pow_with_a_bool_exponent_checks_what_it_saved_before_its_formula_raises
         return outcome(lambda: np.round(_run(lib, mode, f, lib.tensor([0.5, 1.0], requires_grad=True)).numpy()
                                         .astype(np.float64), 4).tolist())
     assert case(fg) == case(torch)
+
+
+@pytest.mark.parametrize("shape_op", [((), "w.flatten()"), ((), "w.view(1)"), ((), "w.reshape(-1)"), ((1,), "w.reshape(1, 1)"),
+                                      ((), "w.unsqueeze(0)"), ((1,), "w.squeeze(0)"), ((2, 3), "w.view(6)"),
+                                      ((2, 3), "w.reshape(3, 2)"), ((2, 1), "w.squeeze()"), ((3,), "w.unsqueeze(1)"),
+                                      ((3,), "w.view(3, 1)"), ((2, 3), "w.flatten()")])
+def test_a_create_graph_gradient_through_a_view_is_named_by_the_forward_nodes_formula(shape_op):
+    """view/reshape/flatten's formula reshapes the gradient back (ViewBackward0), also where the
+    shapes differ only in size-1 dims; unsqueeze's squeezes it, squeeze's unsqueezes it."""
+    shape, op = shape_op
+
+    def case(lib):
+        w = lib.ones(shape, requires_grad=True)
+        v = eval(op)
+        c = lib.arange(1.0, 1.0 + v.numel()).reshape(v.shape).requires_grad_()
+        g, = lib.autograd.grad((v * c).sum(), [w], create_graph=True)
+        return type(g.grad_fn).__name__, g.shape == w.shape
+    assert case(fg) == case(torch)

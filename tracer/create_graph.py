@@ -95,6 +95,7 @@ def _formula_scalar(x) -> bool:
     return type(x) is Tensor and x.__dict__.get("_formula_scalar", False)
 
 
+_VIEW_NODES = frozenset({"ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0"})
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (3, 3): "BmmBackward0"}
 
 
@@ -126,6 +127,10 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
         index = dict(ins.attrs)["index"]
         return "SelectBackwardBackward0" if any(item[0] == "i" for item in index) else "SliceBackwardBackward0"
     if op == "reshape":
+        if ins.loc in _VIEW_NODES:
+            # (view/reshape/flatten's formula is grad.reshape(self's sizes): a view, also where it
+            # only adds or drops size-1 dims)
+            return "ViewBackward0"
         before, after = ins.inputs[0].shape, ins.outputs[0].shape
         if len(after) == len(before) + 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
             return "UnsqueezeBackward0"

@@ -41,7 +41,8 @@ from .user_frame import user_stacklevel
 # Nodes of torch's Scalar overloads: the Python numbers the forward took (lerp's weight, the
 # alpha add/sub scale by) are Scalars in their formulas (MulBackward1 under create_graph)
 _SCALAR_OVERLOADS = frozenset({"LerpBackward0"})
-_NAMED_BY_FORMULA = frozenset({"permute", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim", "masked_fill"})
+_NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
+                               "masked_fill"})
 
 
 class GraphProgram:

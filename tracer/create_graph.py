@@ -85,8 +85,9 @@ def _tensor_apply(ins, args, free=frozenset(), kept=frozenset()):
         node = out._grad_fn
         display_edges(node, tuple(node.edges[i] or (None, 0) for i in _SELECTION_EDGES[name]))
     if ins.op == "const" or (ins.loc == SCALAR_OPERANDS and args and all(_formula_scalar(x) for x in args)):
-        # a number of a derivative formula, or one computed from the Scalars only (lerp's 1 - weight) (the 2 of sqrt's grad / (2 * result)): torch's
-        # formulas take it as a Scalar, so the mul or div reading it is MulBackward1 / DivBackward1
+        # a number of a derivative formula (the 2 of sqrt's grad / (2 * result)), or one computed
+        # from the Scalars only (lerp's 1 - weight): torch's formulas take it as a Scalar, so the
+        # mul or div reading it is MulBackward1 / DivBackward1
         out.__dict__["_formula_scalar"] = True
     return out if isinstance(out, tuple) else (out,)
 

@@ -38,11 +38,11 @@ from .user_frame import user_stacklevel
 
 
 # Ops whose VJP's instructions are named by the forward node (see GraphProgram)
+_NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
+                               "masked_fill"})
 # Nodes of torch's Scalar overloads: the Python numbers the forward took (lerp's weight, the
 # alpha add/sub scale by) are Scalars in their formulas (MulBackward1 under create_graph)
 _SCALAR_OVERLOADS = frozenset({"LerpBackward0"})
-_NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
-                               "masked_fill"})
 
 
 class GraphProgram:
@@ -90,12 +90,13 @@ class GraphProgram:
                 self.owner.setdefault(v.id, node)
                 self.output_nr[v.id] = k
             # (a permute's VJP, a permute, is named under create_graph by the forward node's
-            # formula: t() and transpose() give TBackward0 and TransposeBackward0, and so is
-            # the selection that ends a max's or maximum's (create_graph._selection_name); the
-            # loc carries the name to the instructions its VJP emits)
-            loc = type(node).__name__ if node.op in _NAMED_BY_FORMULA else \
-                SCALAR_OPERANDS if type(node).__name__ in _SCALAR_OVERLOADS or isinstance(node, _ScalarOnlyMulBackward0) \
-                else None
+            # formula: t() and transpose() give TBackward0 and TransposeBackward0; so are a
+            # reshape's (view's: ViewBackward0) and the selection that ends a max's or maximum's
+            # (create_graph._selection_name); the loc carries the name to the instructions its
+            # VJP emits)
+            name = type(node).__name__
+            scalar_overload = name in _SCALAR_OVERLOADS or isinstance(node, _ScalarOnlyMulBackward0)
+            loc = name if node.op in _NAMED_BY_FORMULA else SCALAR_OPERANDS if scalar_overload else None
             self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
 
     def value(self, edge) -> Value:

@@ -30,11 +30,14 @@ def test_values_gradients_and_node_match_torch(monkeypatch, exponent, dtype, com
     if not compiled:
         assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__ == "PowBackward0"
     got, want = y.detach().numpy(), ty.detach().numpy()
-    if exponent in POW_CONST_EXPONENTS:
+    if exponent in POW_CONST_EXPONENTS and not (exponent == 0.5 and torch.backends.cpu.get_cpu_capability()
+                                                 .startswith("AVX512")):
         np.testing.assert_array_equal(got, want)                  # bit for bit here ...
     else:
         # a general exponent is libm's or SLEEF's pow in torch, by the CPU's vector width:
-        # its AVX2 kernel is an ulp off 0.5 ** 2.5 in float64, its AVX-512 one is not
+        # its AVX2 kernel is an ulp off 0.5 ** 2.5 in float64, its AVX-512 one is not; and
+        # its AVX-512 sqrt (x ** 0.5) is an ulp off the correctly rounded root for about 0.7%
+        # of arguments (0.5 ** 0.5 in float64), where fusegrad's, as its AVX2 one, is exact
         np.testing.assert_array_max_ulp(got, want, maxulp=1)
     numbers = ~np.isnan(want)
     assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))      # ... and signs of zeros

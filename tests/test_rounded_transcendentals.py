@@ -16,7 +16,9 @@ def _arguments(n=20000, seed=0):
     return (np.random.default_rng(seed).standard_normal(n) * 3).astype(np.float32)
 
 
-@pytest.mark.parametrize("fn, most", [("exp", 0.02), ("tanh", 0.005), ("sin", 0.08), ("cos", 0.08),
+# (torch's vector kernels depend on the CPU: its AVX-512 tanh is off the correctly rounded
+# result for 0.83% of these arguments, its AVX2 one for under 0.5%)
+@pytest.mark.parametrize("fn, most", [("exp", 0.02), ("tanh", 0.01), ("sin", 0.08), ("cos", 0.08),
                                       ("sigmoid", 0.06)])
 def test_float32_results_are_torchs_almost_always(fn, most):
     """The share of results that differ from torch's in any bit: NumPy's float32 loops gave
@@ -77,7 +79,8 @@ def test_tanh_backward_is_torchs_fused_multiply_add():
         t = L.tensor(x, requires_grad=True)
         t.tanh().backward(L.tensor(g))
         grads.append(t.grad.numpy())
-    assert np.mean(grads[0] != grads[1]) <= 0.005          # (what the forward's own ulps leave)
+    # (what the forward's own ulps leave: 0.59% with torch's AVX-512 tanh, under 0.5% with its AVX2 one)
+    assert np.mean(grads[0] != grads[1]) <= 0.01
     for L in (torch, fg):
         a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
         (a * 2).tanh().sum().backward()

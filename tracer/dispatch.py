@@ -541,6 +541,29 @@ def _writable_memory(a: np.ndarray):
     return np.ndarray(a.shape, a.dtype, buffer=root, offset=offset, strides=a.strides)
 
 
+MASKED_FILL_EXPANDED = ("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+                        "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar")
+
+
+def writes_expanded_memory(t: Tensor, value=None) -> bool:
+    """Whether a masked_fill_ / index_put_ of `value` into `t` writes memory that several of
+    t's elements share (an expand's), eagerly and with no history to record: torch 2.13 does
+    that write, with a deprecation warning (tensors that need a gradient take the overlap error)."""
+    if t._data is None or trace_state.current() is not None or not _overlaps_itself(t._data):
+        return False
+    return not (_grad_state.enabled and (t._requires_grad or (isinstance(value, Tensor) and value._requires_grad)))
+
+
+def write_aliased(t: Tensor, key, value: np.ndarray) -> None:
+    """`t[key] = value` (a NumPy key) into memory that several of t's elements share, in index
+    order: a location takes the last value written to any of its replicas, as torch's kernel."""
+    target = _writable_memory(t._data)
+    if target is None:
+        raise RuntimeError(READ_ONLY_MEMORY)
+    target[key] = value
+    t._vbox[0] += 1
+
+
 def _overlaps_itself(a: np.ndarray) -> bool:
     """Do two elements of `a` share memory (a stride 0 over more than one element)? (An empty
     array has none, whatever strides NumPy gave it.)"""

@@ -16,19 +16,28 @@ by [0] (True) or [] (False).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
-from fusegrad.ir import OPS, TensorType, bool_
+from fusegrad.ir import OPS, TensorType, bool_, int64
+from fusegrad.ir.ops import infer_types
+from fusegrad.ir.ops.advanced_index import check_bounds, check_empty_dims, numpy_key, reads_nothing, value_shape
+from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
-from .dispatch import _OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op
+from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _overlaps_itself,
+                       apply_op, write_aliased, writes_expanded_memory)
 from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
+from .user_frame import user_stacklevel
+
+_INDEX_PUT_EXPANDED = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+                       "this operation. This also applies to advanced indexing e.g. tensor[indices] = tensor")
 
 
 def _normalise(key, shape, bare_slice: bool = False):
@@ -440,11 +449,15 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     basic items make (IndexPutBackward0; CopySlices on `t` when that view is not `t`)."""
     from .inplace import check_inplace
     view, starts = _advanced_view(t, items)
+    # (torch writes a one-element value through a bool mask by masked_fill_)
+    by_masked_fill = isinstance(value, Tensor) and value.numel() == 1 and any(
+        isinstance(item, _Mask) and item.ndim > 0 for item in items) or not isinstance(value, Tensor) and \
+        np.size(value) == 1 and any(isinstance(item, _Mask) and item.ndim > 0 for item in items)
     if not isinstance(value, Tensor):
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match
         value = np.asarray(value, dtype=t._dtype.np)
-    elif value.numel() == 1 and any(isinstance(item, _Mask) and item.ndim > 0 for item in items):
+    elif by_masked_fill:
         # torch writes a one-element value through a bool mask by masked_fill_, which casts it
         # (and reads it as a number first: a 0-d view of t is fine)
         if value._dtype is not t._dtype:
@@ -458,5 +471,22 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace: views of one tensor)
     check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)
+    if writes_expanded_memory(view, value):
+        # torch 2.13 still writes through an expand here (each memory location takes the last
+        # value written to any of its replicas), with a deprecation warning per kernel
+        warnings.warn(_INDEX_PUT_EXPANDED, UserWarning, stacklevel=user_stacklevel())
+        if by_masked_fill:
+            warnings.warn(MASKED_FILL_EXPANDED, UserWarning, stacklevel=user_stacklevel())
+        value_dtype = value.dtype if isinstance(value, Tensor) else view.dtype
+        value = value._concrete() if isinstance(value, Tensor) else value
+        attrs = {"dims": dims, "accumulate": False}
+        types = (TensorType(tuple(view.shape), view.dtype), TensorType(value.shape, value_dtype),
+                 *[TensorType(i.shape, int64) for i in indices])
+        infer_types(OPS["index_put_at"], types, attrs, freeze_attrs(attrs))      # torch's shape checks
+        check_empty_dims(tuple(view.shape), indices, dims)
+        if not reads_nothing(tuple(view.shape), dims):
+            check_bounds(tuple(view.shape), indices, dims)
+            write_aliased(view, numpy_key(view.dim(), indices, dims), np.reshape(value, value_shape(value.shape)))
+        return
     apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",
              out=view)

@@ -14,7 +14,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
 from . import creation
 from . import functional as F
 from . import extra_functions, gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
-from .dispatch import apply_op, result_cast_error
+from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
 from .user_frame import user_stacklevel
@@ -295,6 +295,13 @@ def _masked_fill_(self, mask, value) -> Tensor:
             value = value.clone()   # (torch reads a 0-d value as a number first: v[0] of v is fine)
     a, mask, value, name = F.masked_fill_operands(self, mask, value, "masked_fill_")
     inplace.check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(mask.shape)), self._dtype)
+    if writes_expanded_memory(self, value):
+        # torch 2.13 still fills an expand's memory (a location takes the value if any of its
+        # replicas is masked), with a deprecation warning
+        warnings.warn(MASKED_FILL_EXPANDED, UserWarning, stacklevel=user_stacklevel())
+        filled = value._concrete() if isinstance(value, Tensor) else value
+        write_aliased(self, np.broadcast_to(mask._concrete(), tuple(self.shape)), filled)
+        return self
     apply_op("masked_fill", [self, mask, value], None, name, out=self)
     return self
 

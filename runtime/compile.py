@@ -475,7 +475,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
         trace.backward_start < len(program.instrs) else None
     arrays = execute(program, trace.input_arrays, trace.known, run)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
-    if trace.laid_out or trace.value_layouts:
+    if trace.laid_out or trace.value_layouts or trace.forward_layouts:
         _lay_out_outputs(trace, by_id)
 
     written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
@@ -597,14 +597,17 @@ def _lay_out_outputs(trace: Trace, by_id: dict) -> None:
     transpose: Tensor._layout) those strides, so that after the call they are laid out as
     the trace said and as torch lays them out (kernels write their outputs row-major; where
     a sunk permute already gave the array that layout, nothing is copied)."""
+    # First the layouts the values were made with, also of values whose tensor died in the
+    # call (the memory of a detach() or .data of one, which eagerly is that tensor's:
+    # (x.t() * 2).detach() has strides (1, 3)); then the tensors' own, which a later rule
+    # may have changed (keep_row_major); then the gradients' (Trace._lay_out_gradients).
+    layouts = dict(trace.forward_layouts)
     for ref in trace.laid_out:
         t = ref()
-        if t is None or t._sym is None or t._layout is None:
-            continue
-        array = by_id.get(t._sym.id)
-        if array is not None and array.ndim == len(t._layout):
-            by_id[t._sym.id] = with_strides(array, t._layout)
-    for v_id, strides in trace.value_layouts.items():
+        if t is not None and t._sym is not None and t._layout is not None:
+            layouts[t._sym.id] = t._layout
+    layouts.update(trace.value_layouts)
+    for v_id, strides in layouts.items():
         array = by_id.get(v_id)
         if array is not None and array.ndim == len(strides):
             by_id[v_id] = with_strides(array, strides)

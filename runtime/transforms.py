@@ -18,6 +18,7 @@ import numpy as np
 from fusegrad.tracer import Tensor, enable_grad, engine, is_grad_enabled, trace_state
 from fusegrad.tracer.grad_mode import ARGUMENT_LEAVES_LEFT, TRANSFORM_LEAVES, TRANSFORMS_RUNNING
 from fusegrad.tracer.creation import tensor as _tensor
+from fusegrad.tracer.layout import in_dense_order, layout_stand_in
 
 
 def _index(k, text: str) -> int:
@@ -325,7 +326,9 @@ def _differentiable(f, outer_grad: bool):
 
 
 def _zeros_like(t: Tensor) -> Tensor:
-    return Tensor._wrap(np.zeros(tuple(t.shape), dtype=t.dtype.np))
+    """The gradient of an argument the output does not depend on: torch.func's zeros_like,
+    laid out as the argument where its elements fill their memory densely (a transpose)."""
+    return Tensor._wrap(in_dense_order(np.zeros(tuple(t.shape), dtype=t.dtype.np), layout_stand_in(t)))
 
 
 def grad(f, argnums=0, has_aux: bool = False):

@@ -95,3 +95,37 @@ def test_writes_that_need_a_history_or_run_compiled_keep_the_overlap_error():
         warnings.simplefilter("ignore")
         b.expand(3).masked_fill_(fg.tensor([False, False, True]), 0.0)
     assert b.tolist() == [0.0]
+
+
+def _transposed(lib):
+    return lib.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3)).t()
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled", "compiled inside"])
+@pytest.mark.parametrize("body", ["(b * 2).sum()", "(b * 2 + a.detach().sum()).sum()", "(b + a.data.mean()).sum()"])
+def test_the_zero_gradient_of_an_unused_argument_is_laid_out_as_it(body, mode):
+    """torch.func gives an argument the output does not depend on zeros_like(argument), which
+    keeps a transposed argument's strides."""
+    def case(lib, grad):
+        f = eval(f"lambda a, b: {body}")
+        a, b = _transposed(lib), lib.tensor([1.0, 2.0, 3.0, 4.0])
+        if lib is fg and mode == "compiled":
+            return fg.compile(grad(f, (0, 1)))(a, b)[0]
+        if lib is fg and mode == "compiled inside":
+            return fg.compile(lambda a, b: grad(f, (0, 1))(a.t(), b))(a.t().contiguous(), b)[0]
+        return grad(f, (0, 1))(a, b)[0]
+    ours, theirs = case(fg, fg.grad), case(torch, torch.func.grad)
+    assert (ours.stride(), ours.tolist()) == (theirs.stride(), theirs.tolist())
+
+
+@pytest.mark.parametrize("ret", ["(a * 2).detach()", "(a * 2).data", "(a * 2).detach()[:, 1:]",
+                                 "(a.exp() + 1).detach()", "(a * 2).detach().t()"])
+def test_a_detach_of_a_temporary_made_from_a_transposed_argument_keeps_its_layout(ret):
+    """Eagerly the detach is the temporary's memory, laid out as its operand (TensorIterator);
+    inside fg.compile the temporary dies in the call, and its memory kept that layout."""
+    def case(lib):
+        r = (fg.compile(eval(f"lambda a: {ret}")) if lib is fg else eval(f"lambda a: {ret}"))(_transposed(lib))
+        return r.stride(), r.numpy()
+    ours, theirs = case(fg), case(torch)
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)

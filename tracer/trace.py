@@ -542,6 +542,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         """`t` (a traced `contiguous()` result) is row-major, in the trace and after the call."""
         t._layout = contiguous_strides(t._sym.type.shape)
         self.laid_out.append(weakref.ref(t))
+        self.forward_layouts.pop(t._sym.id, None)
 
     def _write(self, out: Tensor, v: Value, requires: bool, fill: bool = False, graft: bool = False) -> Tensor:
         if out._base is not None:

@@ -273,8 +273,10 @@ class TraceViews:
         strides = layout_stand_in(t).strides
         if strides != contiguous_strides(tuple(t.shape)):
             # eagerly d is t's memory: x.t().detach() has strides (1, 3), and its view(-1) raises
-            # (after the call d is that memory, see memory_homes, so no output layout is needed)
+            # (after the call d is that memory, see memory_homes; d's own layout counts where a
+            # write to d made it a value of its own)
             d._layout = strides
+            self.laid_out.append(weakref.ref(d))
         if shares_version:
             # (a backward reading d's value raises after a write of t, even once d is gone:
             # fg.grad's differentiated argument is a detach() that does not outlive the grad)

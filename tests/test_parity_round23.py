@@ -129,3 +129,24 @@ def test_a_detach_of_a_temporary_made_from_a_transposed_argument_keeps_its_layou
     ours, theirs = case(fg), case(torch)
     assert ours[0] == theirs[0]
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("expr", ["p + q", "p * q", "L.maximum(p, q)", "L.where(p > 0, p, q)", "p + 1", "p.exp()",
+                                  "p.relu()", "p > 0", "p.clamp(0, 1)", "p + p.mean(0, keepdim=True)"])
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_elementwise_results_of_permuted_operands_are_laid_out_as_torchs(expr, size, mode):
+    """TensorIterator orders the result's dims by the first operand whose strides decide (p's
+    here, not NumPy's own choice), also for a result large enough to come from the buffer pool."""
+    n = 3 if size == "small" else 30
+
+    def case(lib):
+        rng = np.random.default_rng(0)
+        p = lib.tensor(rng.standard_normal((n, 2, n)).astype(np.float32)).permute(2, 1, 0)
+        q = lib.tensor(rng.standard_normal((n, n, 2)).astype(np.float32)).permute(1, 2, 0)
+        f = eval(f"lambda p, q: {expr}", {"L": lib})
+        r = (fg.compile(f) if lib is fg and mode == "compiled" else f)(p, q)
+        return r.stride(), r.numpy()
+    ours, theirs = case(fg), case(torch)
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)

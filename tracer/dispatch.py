@@ -271,9 +271,11 @@ def _run_plan(plan: _Plan, inputs, attrs):
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
     if plan.pooled is not None:
+        result = apply_ref_into(plan.pooled, arrays, POOL.empty(plan.out_types[0].shape, plan.want), attrs)
+        if plan.elementwise and result.ndim > 1 and not all([a.flags.c_contiguous for a in arrays]):
+            result = elementwise_layout(result, arrays)     # (written row-major: torch follows the operands)
         out = object.__new__(Tensor)
-        out._init(apply_ref_into(plan.pooled, arrays, POOL.empty(plan.out_types[0].shape, plan.want), attrs),
-                  plan.out_types[0].dtype)
+        out._init(result, plan.out_types[0].dtype)
         outs = (out,)
     elif plan.small:
         direct = plan.direct
@@ -288,8 +290,11 @@ def _run_plan(plan: _Plan, inputs, attrs):
                     result = elementwise_layout(result, arrays)     # (unrolled: the hot path)
             elif plan.row_major:
                 result = np.ascontiguousarray(result)
-            elif plan.elementwise and reads_a_broadcast(arrays, result.shape):
-                result = elementwise_layout(result, arrays)      # (rare: an expand's operand)
+            elif plan.elementwise:
+                # (rare: NumPy laid the result out by its own rule, from strided operands or an
+                # expand's; torch's TensorIterator may order the dims otherwise: p + q of two
+                # permutes follows p)
+                result = elementwise_layout(result, arrays)
         out = object.__new__(Tensor)
         # (Tensor._init, written out: one call fewer per op)
         out._data, out._dtype, out._requires_grad, out._grad_fn, out._vbox, out._sym = \

@@ -144,9 +144,12 @@ def elementwise_order(shape: tuple, arrays: list) -> list:
     ndim = len(shape)
     operands = []
     for a in arrays:
-        if a.ndim and a.size > 1:
+        if a.ndim:
+            # (torch's compute_strides: a size-1 dim is broadcast, stride 0, only where the
+            # result's is not 1 too; otherwise its own stride takes part)
             pad = ndim - a.ndim
-            operands.append([0] * pad + [0 if a.shape[d] == 1 else a.strides[d] for d in range(a.ndim)])
+            operands.append([0] * pad + [0 if a.shape[d] == 1 and shape[pad + d] != 1 else a.strides[d]
+                                         for d in range(a.ndim)])
 
     def should_swap(d0, d1) -> int:
         for strides in operands:

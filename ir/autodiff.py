@@ -52,7 +52,7 @@ def active_values(instrs, outputs, wrt) -> set:
 
 
 def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = None, active: set | None = None,
-             reuse: bool = True, reads: dict | None = None) -> list:
+             reuse: bool = True, reads: dict | None = None, on_gradient: dict | None = None) -> list:
     """Append the VJP of `instrs` to `builder`.
 
     outputs/seeds: forward values and their cotangents (same shapes).
@@ -66,6 +66,9 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     a forward value it saved had its memory written since without a version bump (torch's
     `.data` writes: a node's saved tensor then holds the new values); gradients still flow to
     the instruction's own inputs.
+    `on_gradient` ({value id: f(Value) -> Value}): where a value's gradient is complete (all its
+    readers' contributions summed), f replaces it before the VJP of the instruction that made
+    it reads it (a tensor hook: the caller's f may emit instructions of its own).
     """
     e = Emitter(builder, loc)
     if active is None:
@@ -100,9 +103,18 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
             g = grads.get(out_id) if out_id in keep else grads.pop(out_id, None)
             if g is None:
                 continue
+            if on_gradient is not None and out_id in on_gradient:
+                g = on_gradient[out_id](g)
+                if out_id in keep:
+                    grads[out_id] = g
             gs, given, seeds_in = [g], _GIVEN_ONE, [g]
         else:
             gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in outs]
+            if on_gradient is not None:
+                gs = [on_gradient[v.id](g) if g is not None and v.id in on_gradient else g for v, g in zip(outs, gs)]
+                for v, g in zip(outs, gs):
+                    if g is not None and v.id in keep:
+                        grads[v.id] = g
             given = tuple([g is not None for g in gs])
             if True not in given:
                 continue

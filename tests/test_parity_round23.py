@@ -150,3 +150,70 @@ def test_elementwise_results_of_permuted_operands_are_laid_out_as_torchs(expr, s
     ours, theirs = case(fg), case(torch)
     assert ours[0] == theirs[0]
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+
+
+HOOKED = {
+    "doubling hook": "y = x * x; y.register_hook(lambda g: g * 2); out = y.sum()",
+    "hook reading its gradient": "y = x.exp(); y.register_hook(lambda g: seen.append(g.detach().clone())); out = (y * y).sum()",
+    "fan-out then hook": "y = x.sin(); y.register_hook(lambda g: g + 1); out = (y * 3 + y.exp()).sum()",
+    "two hooks in order": "y = x * 3; y.register_hook(lambda g: g * 2); y.register_hook(lambda g: g - 1); out = (y ** 2).sum()",
+    "hook on a max value": "v, i = x.reshape(2, 2).max(1); v.register_hook(lambda g: g * 5); out = (v * v).sum()",
+    "hook and retain_grad": "y = x * x; y.retain_grad(); y.register_hook(lambda g: g * 3); out = y.sum()",
+    "removed hook": "y = x * x; h = y.register_hook(lambda g: g * 100); h.remove(); out = (y * x).sum()",
+    "hook on a view": "y = (x * 2)[1:]; y.register_hook(lambda g: g * 4); out = (y ** 3).sum()",
+}
+
+
+@pytest.mark.parametrize("how", ["autograd.grad", "backward"])
+@pytest.mark.parametrize("case", sorted(HOOKED))
+def test_hooks_on_non_leaf_tensors_run_in_a_create_graph_backward(case, how):
+    """The gradient's value, its history (a second derivative through it) and what the hooks
+    saw, as torch's engine: each hook runs on its tensor's total gradient, with grad mode on."""
+    def run(lib):
+        seen = []
+        x = lib.tensor([0.5, -1.0, 2.0, 1.5], requires_grad=True)
+        env = {"x": x, "seen": seen}
+        exec(HOOKED[case], env)
+        if how == "backward":
+            env["out"].backward(create_graph=True)
+            g = x.grad
+        else:
+            (g,) = lib.autograd.grad(env["out"], x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x, allow_unused=True)
+        retained = env["y"].grad.detach().numpy() if "retain_grad" in HOOKED[case] else None
+        return (g.detach().numpy(), g.requires_grad, None if gg is None else gg.numpy(),
+                [s.numpy() for s in seen], retained)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = run(fg), run(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+    assert ours[1] == theirs[1]
+    assert (ours[2] is None) == (theirs[2] is None)
+    if theirs[2] is not None:
+        np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-6)
+    assert len(ours[3]) == len(theirs[3])
+    for a, b in zip(ours[3], theirs[3]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    if theirs[4] is not None:
+        np.testing.assert_allclose(ours[4], theirs[4], rtol=1e-6)
+
+
+def test_a_create_graph_backward_with_a_hook_still_checks_saved_tensors():
+    def run(lib):
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        y = x.exp()
+        y.register_hook(lambda g: g * 2)
+        z = y * y
+        y.add_(1)
+        return lib.autograd.grad(z.sum(), x, create_graph=True)
+    ours, theirs = outcome(lambda: run(fg)), outcome(lambda: run(torch))
+    assert ours[0] == theirs[0] == "RuntimeError"
+    assert ours[1].split(" Hint")[0] == theirs[1].split(" Hint")[0]
+
+
+def test_a_grad_fn_hook_in_a_create_graph_backward_is_refused_clearly():
+    x = fg.tensor([0.5, 1.0], requires_grad=True)
+    y = x * x
+    y.grad_fn.register_prehook(lambda grads: None)
+    with pytest.raises(NotImplementedError, match="hook registered on a grad_fn node"):
+        fg.autograd.grad(y.sum(), x, create_graph=True)

@@ -33,7 +33,7 @@ from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _Scalar
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
-                           _check_unread, _checked_array, check_dead_leaf_paths, transform_level_only)
+                           _check_unread, _checked_array, _saved_value, check_dead_leaf_paths, transform_level_only)
 from .user_frame import user_stacklevel
 
 
@@ -230,9 +230,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
                                    partial, idle, every_node)
     else:
-        if ANY_NODE_HOOKS[0] and any(node in NODE_HOOKS and node in live for node in nodes):
-            raise NotImplementedError("fusegrad: a hook registered on a non-leaf tensor does not run in a "
-                                      "create_graph backward yet (hooks on leaves do)")
+        hooked = _tensor_hooks(nodes, live) if ANY_NODE_HOOKS[0] else None
         graph = GraphProgram(root_edges, nodes)
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
         present = [v for v in wrt if v is not None]
@@ -255,16 +253,24 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             # A saved value changed in place: _bind checks them in the program's order. torch's
             # engine raises for the first node, in its order, whose saved values are stale,
             # naming the tensor as that node's unpack finds it (two nodes may save one value).
-            if not str(error).startswith(_MODIFIED_PREFIX) or not _runs_again_safely(live):
+            # (No node has run here yet: hooks on non-leaf tensors run there for the first time,
+            # as in torch's engine, up to the failing node.)
+            if not str(error).startswith(_MODIFIED_PREFIX) or any(node.run_backward is not None for node in live):
                 raise
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
                                    partial)
-        with enable_grad():
-            free = frozenset(env)       # (the saved forward values: see _create_graph_name)
-            kept = _sums_kept(program)
-            values = iter(run_program(program, seeds, lambda ins, args: _tensor_apply(ins, args, free, kept), env))
-        by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
-        grads = [by_id.get(v.id) if v is not None else None for v in wrt]
+        if hooked:
+            # (the program above checked the saved values, raising as torch's engine does; the
+            # hooks' values are seen only as the backward is evaluated)
+            grads = _hooked_create_graph(graph, hooked, root_values, seeds, roots, wrt, present)
+        else:
+            with enable_grad():
+                free = frozenset(env)       # (the saved forward values: see _create_graph_name)
+                kept = _sums_kept(program)
+                values = iter(run_program(program, seeds, lambda ins, args: _tensor_apply(ins, args, free, kept),
+                                          env))
+            by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
+            grads = [by_id.get(v.id) if v is not None else None for v in wrt]
     if ANY_LEAF_HOOKS[0]:
         _run_leaf_hooks(targets, grads, create_graph)
     if not retain_graph:
@@ -274,6 +280,81 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         for node in passed:
             node.free_saved()
     return grads
+
+
+def _tensor_hooks(nodes, live: set) -> dict:
+    """{(node, output_nr): hooks} of the non-leaf tensors whose hooks a backward through the
+    `live` nodes runs; a node's own pre- or post-hooks are refused in a create_graph backward."""
+    found = {}
+    for node in nodes:
+        per_output = NODE_HOOKS.get(node) if node in live else None
+        if not per_output:
+            continue
+        for key, registered in per_output.items():
+            if not registered:
+                continue
+            if not isinstance(key, int):
+                raise NotImplementedError("fusegrad: a hook registered on a grad_fn node does not run in a "
+                                          "create_graph backward yet (tensor hooks do)")
+            found[(node, key)] = registered
+    return found
+
+
+class _TensorEvaluator(Builder):
+    """A Builder that runs each instruction on Tensors as it is appended, with grad mode on:
+    a create_graph backward through non-leaf tensors with hooks, which must see their
+    gradient's value (and may change it) in the middle of the backward. `fetch(value)`
+    supplies a forward value the backward reads (version-checked)."""
+
+    def __init__(self, fetch, forward: frozenset):
+        super().__init__(Program())
+        self.tensors: dict = {}         # value id -> Tensor
+        self.fetch = fetch
+        self.forward = forward          # (ids of the forward values: create_graph names them saved)
+
+    def bind(self, type: TensorType, tensor) -> Value:
+        """A new value standing for `tensor`."""
+        v = Value(type)
+        self.tensors[v.id] = tensor
+        return v
+
+    def tensor(self, v: Value):
+        t = self.tensors.get(v.id)
+        if t is None:
+            t = self.tensors[v.id] = self.fetch(v)
+        return t
+
+    def append(self, op: str, inputs, out_types, attrs: tuple = (), loc: str | None = None) -> tuple:
+        outs = super().append(op, inputs, out_types, attrs, loc)
+        results = _tensor_apply(self.program.instrs[-1], [self.tensor(v) for v in inputs], self.forward)
+        for v, t in zip(outs, results):
+            self.tensors[v.id] = t
+        return outs
+
+    def append_one(self, op: str, inputs: tuple, out_type: TensorType, attrs: tuple = (),
+                   loc: str | None = None) -> Value:
+        return self.append(op, inputs, (out_type,), attrs, loc)[0]
+
+
+def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, roots, wrt, present) -> list:
+    """A create_graph backward that runs the hooks of non-leaf tensors (`hooked`, from
+    _tensor_hooks): emitted and evaluated instruction by instruction on Tensors, each hook
+    called on its tensor's total gradient where it is complete (ir.autodiff's on_gradient)."""
+    forward = frozenset(v.id for v in graph.values.values())
+    ev = _TensorEvaluator(lambda v: _saved_value(graph, v, True), forward)
+    seed_values = [ev.bind(TensorType(tuple(r.shape), r.dtype), s) for r, s in zip(roots, seeds)]
+
+    def through(registered):
+        def run(g: Value) -> Value:
+            return ev.bind(g.type, hooks.run_on_tensor(registered, ev.tensor(g), True))
+        return run
+    on_gradient = {graph.values[edge].id: through(registered) for edge, registered in hooked.items()
+                   if edge in graph.values}
+    with enable_grad():
+        grad_values = emit_backward(ev, graph.instrs, root_values, seed_values, present, reuse=False,
+                                    on_gradient=on_gradient)
+    by_id = {v.id: ev.tensor(g) for v, g in zip(present, grad_values) if g is not None}
+    return [by_id.get(v.id) if v is not None else None for v in wrt]
 
 
 def _run_leaf_hooks(targets, grads: list, create_graph: bool) -> None:

@@ -217,3 +217,39 @@ def test_a_grad_fn_hook_in_a_create_graph_backward_is_refused_clearly():
     y.grad_fn.register_prehook(lambda grads: None)
     with pytest.raises(NotImplementedError, match="hook registered on a grad_fn node"):
         fg.autograd.grad(y.sum(), x, create_graph=True)
+
+
+REDUCTIONS = {
+    "var(1)": lambda a: a.var(1).sum(),
+    "var(0)": lambda a: a.var(0).sum(),
+    "var()": lambda a: a.var(),
+    "std(1)": lambda a: a.std(1).sum(),
+    "norm(dim=1)": lambda a: a.norm(dim=1).sum(),
+    "norm()": lambda a: a.norm(),
+    "norm(p=1, dim=0)": lambda a: a.norm(p=1, dim=0).sum(),
+    "amax(1)": lambda a: a.amax(1).sum(),
+    "amax(1, keepdim)": lambda a: a.amax(1, keepdim=True).sum(),
+    "mean(1)": lambda a: a.mean(1).sum(),
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "create_graph", "compiled"])
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+def test_the_gradient_of_a_reduction_of_a_transpose_is_laid_out_as_torchs(op, mode):
+    """torch's formulas multiply the per-slice factor (the gradient unsqueezed, broadcast) by
+    values of the input's layout, which then decides the gradient's (var, std, norm, amax:
+    transposed; mean: its expand, row-major)."""
+    z = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+
+    def grad_of(lib, a, create_graph=False):
+        return lib.autograd.grad(REDUCTIONS[op](a), [a], create_graph=create_graph)[0]
+
+    a = torch.tensor(z).t().requires_grad_()
+    want = grad_of(torch, a)
+    x = fg.tensor(z).t().requires_grad_()
+    if mode == "compiled":
+        got = fg.compile(lambda x: grad_of(fg, x))(x)
+    else:
+        got = grad_of(fg, x, mode == "create_graph")
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import float64
-from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce
+from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, grad_keepdim
 from .registry import COMPOSITE, OpDef, register
 
 
@@ -38,7 +38,7 @@ def _var_grad(e, g, x, axes, correction, keepdim):
     clamp: a correction past n gives a negative factor, one equal to n an infinite one."""
     n = reduced_count(x.shape, axes)
     centred = e.sub(x, e.div(e.sum(x, axes, keepdim=True), n))
-    grad = _grad_to_input(e, g, x, axes, keepdim)
+    grad = grad_keepdim(e, g, x, axes, keepdim)     # (broadcast: x's layout decides the gradient's)
     dof = n - correction
     if dof <= 0 and len(axes) == len(x.shape):
         return e.mul(grad, e.where(e.eq(centred, 0), float("nan"), e.add(e.zeros_like(centred), float("inf"))))

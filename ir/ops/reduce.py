@@ -36,6 +36,15 @@ def _grad_to_input(e, g, x, axes, keepdim):
     return e.expand(g, x.shape)
 
 
+def grad_keepdim(e, g, x, axes, keepdim):
+    """A reduction's output gradient in its keepdim shape, not expanded: a per-slice factor that
+    broadcasts where it multiplies values of the input's shape (torch's formulas unsqueeze the
+    gradient and let TensorIterator broadcast it, so the input's layout decides the result's)."""
+    if not keepdim and g.shape != ():
+        g = e.reshape(g, e.keepdim_shape(x.shape, axes))
+    return g
+
+
 def _check_nonempty(x, axes, name):
     if x.size == 0 and any(x.shape[a] == 0 for a in axes):
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -322,10 +331,11 @@ def _extremum_vjp(e, x, y, g, a, n):
         count = e.sum(e.cast(mask, x[0].dtype), axes, keepdim=True)
         return [e.where(mask, e.div(grad, e.expand(count, x[0].shape)), 0)]
     # torch's amax/amin (scale_grad_by_count): grad / count * (x == result), so a
-    # slice whose result is NaN (no element equals it) gets NaN everywhere.
+    # slice whose result is NaN (no element equals it) gets NaN everywhere. (grad / count
+    # per slice, broadcast: the mask, of x's layout, lays the gradient out as x.)
     mask = e.cast(e.eq(x[0], best), x[0].dtype)
     count = e.sum(mask, axes, keepdim=True)
-    return [e.mul(e.div(grad, e.expand(count, x[0].shape)), mask)]
+    return [e.mul(e.div(grad_keepdim(e, g[0], x[0], axes, keepdim), count), mask)]
 
 
 def _mean_decompose(e, xs, a):
@@ -540,14 +550,20 @@ def _norm_ref(x, p, axes, keepdim):
 def _norm_vjp(e, x, y, g, a, n):
     p, axes, keepdim = a["p"], a["axes"], a["keepdim"]
     xv = x[0]
+    if p in (1, 2):
+        # (per-slice factors broadcast, not expanded: x's layout decides the gradient's, as
+        # in torch's formulas)
+        gk = grad_keepdim(e, g[0], xv, axes, keepdim)
+        if p == 2:
+            normk = grad_keepdim(e, y[0], xv, axes, keepdim)
+            # torch: g * (x / norm), with x / norm 0 where the norm is 0 (+0.0: a -0.0
+            # input gets a +0.0 gradient from a positive g).
+            return [e.mul(gk, e.where(e.eq(normk, 0), 0, e.div(xv, normk)))]
+        # (the result is read, unused: torch's node unpacks, so version-checks, what it saved)
+        _grad_to_input(e, y[0], xv, axes, keepdim)
+        return [e.mul(gk, e.sign(xv))]
     gx = _grad_to_input(e, g[0], xv, axes, keepdim)
     norm = _grad_to_input(e, y[0], xv, axes, keepdim)
-    if p == 2:
-        # torch: g * (x / norm), with x / norm 0 where the norm is 0 (+0.0: a -0.0
-        # input gets a +0.0 gradient from a positive g).
-        return [e.mul(gx, e.where(e.eq(norm, 0), 0, e.div(xv, norm)))]
-    if p == 1:
-        return [e.mul(gx, e.sign(xv))]
     if p == 0:
         return [None]        # torch: no gradient at all (x.grad stays None)
     if p in (float("inf"), float("-inf")):

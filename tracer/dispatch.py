@@ -23,7 +23,7 @@ from . import trace_state
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
-from .layout import byte_range, dense, elementwise_layout, reads_a_broadcast, replay_on_ids, torch_strides
+from .layout import byte_range, dense, elementwise_layout, replay_on_ids, torch_strides
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state

@@ -450,9 +450,8 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     from .inplace import check_inplace
     view, starts = _advanced_view(t, items)
     # (torch writes a one-element value through a bool mask by masked_fill_)
-    by_masked_fill = isinstance(value, Tensor) and value.numel() == 1 and any(
-        isinstance(item, _Mask) and item.ndim > 0 for item in items) or not isinstance(value, Tensor) and \
-        np.size(value) == 1 and any(isinstance(item, _Mask) and item.ndim > 0 for item in items)
+    one_value = value.numel() == 1 if isinstance(value, Tensor) else np.size(value) == 1
+    by_masked_fill = one_value and any(isinstance(item, _Mask) and item.ndim > 0 for item in items)
     if not isinstance(value, Tensor):
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match

@@ -78,19 +78,6 @@ def is_contiguous(shape: tuple, strides: tuple) -> bool:
     return True
 
 
-def reads_a_broadcast(arrays: list, shape: tuple) -> bool:
-    """Is some operand an expand's memory (a stride-0 dim of size > 1), all of them laid over
-    the result's shape as they are (a reference may hand NumPy another view of an operand)?"""
-    found = False
-    for a in arrays:
-        if not a.ndim:
-            continue
-        if a.ndim > len(shape) or any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
-            return False
-        found = found or any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))
-    return found
-
-
 def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     """`result` (an elementwise op's, which NumPy laid out in its own order) in the layout
     torch's TensorIterator gives it (see elementwise_order). They differ on an expand:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import float64
-from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, grad_keepdim
+from .reduce import SELF_THEN_RESULT, _infer_reduce, grad_keepdim
 from .registry import COMPOSITE, OpDef, register
 
 

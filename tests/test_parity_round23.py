@@ -253,3 +253,17 @@ def test_the_gradient_of_a_reduction_of_a_transpose_is_laid_out_as_torchs(op, mo
         got = grad_of(fg, x, mode == "create_graph")
     assert got.stride() == want.stride()
     np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("body", ["(x * 2).retain_grad()", "x.retain_grad()", "L.ones(2).retain_grad()",
+                                  "(x * 2).detach().retain_grad()"])
+def test_retain_grad_inside_a_transformed_function_is_refused_as_torch_func(body):
+    """torch.func refuses retain_grad() of a tensor at the transform's level (its text), and a
+    tensor without grad raises the usual error."""
+    def case(lib, grad):
+        def f(x):
+            exec(body, {"x": x, "L": lib})
+            return x.sum()
+        return grad(f)(lib.tensor([1.0, 2.0]))
+    ours, theirs = outcome(lambda: case(fg, fg.grad)), outcome(lambda: case(torch, torch.func.grad))
+    assert ours == theirs and theirs[0] == "RuntimeError"

@@ -510,7 +510,7 @@ def set_history(t, node, output_nr: int) -> None:
     t._grad_fn, t._output_nr, t._requires_grad = node, output_nr, True
     if t._retains_grad:
         t._retains_grad = False
-        t.retain_grad()
+        t._retain()
     if t._base is not None:
         t._view_version = t._vbox[0]
 

@@ -42,6 +42,11 @@ _REQUIRES_GRAD_IN_TRANSFORM = (
     "being transformed instead.")
 
 
+_RETAIN_GRAD_IN_TRANSFORM = _REQUIRES_GRAD_IN_TRANSFORM.replace("requires_grad_() (or perhaps using "
+                                                                "torch.autograd.functional.* APIs)", "retain_grad()") \
+    .replace("call requires_grad_()", "call retain_grad()")
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints printed `fg.Size([2, 3])`.
 
@@ -533,7 +538,14 @@ class Tensor:
         return self._retains_grad
 
     def retain_grad(self) -> None:
-        """Keep `.grad` for this non-leaf tensor after backward."""
+        """Keep `.grad` for this non-leaf tensor after backward (refused inside fg.grad's function
+        for a tensor that requires grad there, as torch.func refuses it)."""
+        if TRANSFORMS_RUNNING[0] and self._requires_grad:
+            raise RuntimeError(_RETAIN_GRAD_IN_TRANSFORM)
+        self._retain()
+
+    def _retain(self) -> None:
+        """retain_grad without the transform check (a write giving a retaining tensor history)."""
         if self._requires_grad and (self._data is None or self._sym is not None) and not self.is_leaf:
             # a traced non-leaf (also the caller's tensor given a history in the call, such as
             # its detach() written with grad): the trace keeps it

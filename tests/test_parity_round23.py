@@ -267,3 +267,18 @@ def test_retain_grad_inside_a_transformed_function_is_refused_as_torch_func(body
         return grad(f)(lib.tensor([1.0, 2.0]))
     ours, theirs = outcome(lambda: case(fg, fg.grad)), outcome(lambda: case(torch, torch.func.grad))
     assert ours == theirs and theirs[0] == "RuntimeError"
+
+
+@pytest.mark.parametrize("call", [
+    "F.cross_entropy(L.zeros(3, 4), L.tensor([0, 1, 2]), label_smoothing=2.0)",
+    "F.cross_entropy(L.zeros(3, 4), L.tensor([0, 1, 2]), label_smoothing=1e8)",
+    "F.mse_loss(L.zeros(4, 3).long(), L.tensor([0, 2, 1, 0]))",      # the shapes before the dtypes
+    "F.mse_loss(L.zeros(4, 3).long(), L.tensor([0, 2, 1]))",
+])
+def test_loss_argument_errors_are_torchs(call):
+    def case(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return eval(call, {"F": lib.nn.functional, "L": lib}).tolist()
+    ours, theirs = outcome(lambda: case(fg)), outcome(lambda: case(torch))
+    assert ours == theirs

@@ -489,7 +489,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reduction = _check_reduction(reduction)
     # torch checks only the upper bound; a negative smoothing smooths nothing
     if label_smoothing > 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {float(label_smoothing):g}")
     label_smoothing = max(label_smoothing, 0.0)
     class_dim = 0 if input.dim() == 1 else 1
     if tuple(input.shape) == tuple(target.shape):
@@ -570,6 +570,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         # torch's Python checks the reduction (its deprecated spelling "elementwise_mean" is
         # "mean") before its mse kernel checks the dtypes; with weights, Python ops compute it
         reduction = _check_reduction(reduction)
+        broadcast_shapes(tuple(input.shape), tuple(target.shape))   # (torch.broadcast_tensors, before the kernel)
         if not (_is_float(input) or _is_float(target)):
             dtype = fg.int64 if fg.int64 in (input.dtype, target.dtype) else input.dtype
             raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_dtype_name(dtype)}'")

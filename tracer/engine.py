@@ -300,63 +300,6 @@ def _tensor_hooks(nodes, live: set) -> dict:
     return found
 
 
-class _TensorEvaluator(Builder):
-    """A Builder that runs each instruction on Tensors as it is appended, with grad mode on:
-    a create_graph backward through non-leaf tensors with hooks, which must see their
-    gradient's value (and may change it) in the middle of the backward. `fetch(value)`
-    supplies a forward value the backward reads (version-checked)."""
-
-    def __init__(self, fetch, forward: frozenset):
-        super().__init__(Program())
-        self.tensors: dict = {}         # value id -> Tensor
-        self.fetch = fetch
-        self.forward = forward          # (ids of the forward values: create_graph names them saved)
-
-    def bind(self, type: TensorType, tensor) -> Value:
-        """A new value standing for `tensor`."""
-        v = Value(type)
-        self.tensors[v.id] = tensor
-        return v
-
-    def tensor(self, v: Value):
-        t = self.tensors.get(v.id)
-        if t is None:
-            t = self.tensors[v.id] = self.fetch(v)
-        return t
-
-    def append(self, op: str, inputs, out_types, attrs: tuple = (), loc: str | None = None) -> tuple:
-        outs = super().append(op, inputs, out_types, attrs, loc)
-        results = _tensor_apply(self.program.instrs[-1], [self.tensor(v) for v in inputs], self.forward)
-        for v, t in zip(outs, results):
-            self.tensors[v.id] = t
-        return outs
-
-    def append_one(self, op: str, inputs: tuple, out_type: TensorType, attrs: tuple = (),
-                   loc: str | None = None) -> Value:
-        return self.append(op, inputs, (out_type,), attrs, loc)[0]
-
-
-def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, roots, wrt, present) -> list:
-    """A create_graph backward that runs the hooks of non-leaf tensors (`hooked`, from
-    _tensor_hooks): emitted and evaluated instruction by instruction on Tensors, each hook
-    called on its tensor's total gradient where it is complete (ir.autodiff's on_gradient)."""
-    forward = frozenset(v.id for v in graph.values.values())
-    ev = _TensorEvaluator(lambda v: _saved_value(graph, v, True), forward)
-    seed_values = [ev.bind(TensorType(tuple(r.shape), r.dtype), s) for r, s in zip(roots, seeds)]
-
-    def through(registered):
-        def run(g: Value) -> Value:
-            return ev.bind(g.type, hooks.run_on_tensor(registered, ev.tensor(g), True))
-        return run
-    on_gradient = {graph.values[edge].id: through(registered) for edge, registered in hooked.items()
-                   if edge in graph.values}
-    with enable_grad():
-        grad_values = emit_backward(ev, graph.instrs, root_values, seed_values, present, reuse=False,
-                                    on_gradient=on_gradient)
-    by_id = {v.id: ev.tensor(g) for v, g in zip(present, grad_values) if g is not None}
-    return [by_id.get(v.id) if v is not None else None for v in wrt]
-
-
 def _run_leaf_hooks(targets, grads: list, create_graph: bool) -> None:
     """A leaf's hooks see its total gradient, before it is accumulated or returned (in place
     in `grads`, one per target edge)."""
@@ -651,6 +594,51 @@ class _Evaluator(Builder):
         for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
             self.env[v.id] = r
         return outs[0] if len(outs) == 1 else outs
+
+
+class _TensorEvaluator(_Evaluator):
+    """A Builder that runs each instruction on Tensors as it is appended, with grad mode on:
+    a create_graph backward through non-leaf tensors with hooks, which must see their
+    gradient's value (and may change it) in the middle of the backward. Its env holds
+    Tensors; `fetch(value)` supplies a forward value the backward reads (version-checked)."""
+
+    emit = Builder.emit                 # (the shape rule, then append: evaluated below)
+
+    def __init__(self, fetch, forward: frozenset):
+        super().__init__(fetch)
+        self.forward = forward          # (ids of the forward values: create_graph names them saved)
+
+    def append(self, op: str, inputs, out_types, attrs: tuple = (), loc: str | None = None) -> tuple:
+        outs = super().append(op, inputs, out_types, attrs, loc)
+        results = _tensor_apply(self.program.instrs[-1], [self.array(v) for v in inputs], self.forward)
+        for v, t in zip(outs, results):
+            self.env[v.id] = t
+        return outs
+
+    def append_one(self, op: str, inputs: tuple, out_type: TensorType, attrs: tuple = (),
+                   loc: str | None = None) -> Value:
+        return self.append(op, inputs, (out_type,), attrs, loc)[0]
+
+
+def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, roots, wrt, present) -> list:
+    """A create_graph backward that runs the hooks of non-leaf tensors (`hooked`, from
+    _tensor_hooks): emitted and evaluated instruction by instruction on Tensors, each hook
+    called on its tensor's total gradient where it is complete (ir.autodiff's on_gradient)."""
+    forward = frozenset(v.id for v in graph.values.values())
+    ev = _TensorEvaluator(lambda v: _saved_value(graph, v, True), forward)
+    seed_values = [ev.input_value(TensorType(tuple(r.shape), r.dtype), s) for r, s in zip(roots, seeds)]
+
+    def through(registered):
+        def run(g: Value) -> Value:
+            return ev.input_value(g.type, hooks.run_on_tensor(registered, ev.array(g), True))
+        return run
+    on_gradient = {graph.values[edge].id: through(registered) for edge, registered in hooked.items()
+                   if edge in graph.values}
+    with enable_grad():
+        grad_values = emit_backward(ev, graph.instrs, root_values, seed_values, present, reuse=False,
+                                    on_gradient=on_gradient)
+    by_id = {v.id: ev.array(g) for v, g in zip(present, grad_values) if g is not None}
+    return [by_id.get(v.id) if v is not None else None for v in wrt]
 
 
 def _accumulate(grads: dict, edge, g) -> None:

@@ -475,7 +475,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
         trace.backward_start < len(program.instrs) else None
     arrays = execute(program, trace.input_arrays, trace.known, run)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
-    if trace.laid_out or trace.value_layouts or trace.forward_layouts:
+    if trace.laid_out or trace.value_layouts:        # (forward_layouts' values are in laid_out too)
         _lay_out_outputs(trace, by_id)
 
     written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()

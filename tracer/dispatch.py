@@ -559,13 +559,14 @@ def writes_expanded_memory(t: Tensor, value=None) -> bool:
     return not (_grad_state.enabled and (t._requires_grad or (isinstance(value, Tensor) and value._requires_grad)))
 
 
-def write_aliased(t: Tensor, key, value: np.ndarray) -> None:
-    """`t[key] = value` (a NumPy key) into memory that several of t's elements share, in index
-    order: a location takes the last value written to any of its replicas, as torch's kernel."""
+def write_aliased(t: Tensor, write) -> None:
+    """`write(memory)` into memory that several of t's elements share (an expand's), given as
+    a writable array of t's layout; bumps t's version. A location takes the last value
+    written to any of its replicas, as in torch's kernels."""
     target = _writable_memory(t._data)
     if target is None:
         raise RuntimeError(READ_ONLY_MEMORY)
-    target[key] = value
+    write(target)
     t._vbox[0] += 1
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from fusegrad.ir import OPS, TensorType, bool_, int64
 from fusegrad.ir.ops import infer_types
-from fusegrad.ir.ops.advanced_index import check_bounds, check_empty_dims, numpy_key, reads_nothing, value_shape
+from fusegrad.ir.ops.advanced_index import put_into
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
@@ -482,10 +482,7 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         types = (TensorType(tuple(view.shape), view.dtype), TensorType(value.shape, value_dtype),
                  *[TensorType(i.shape, int64) for i in indices])
         infer_types(OPS["index_put_at"], types, attrs, freeze_attrs(attrs))      # torch's shape checks
-        check_empty_dims(tuple(view.shape), indices, dims)
-        if not reads_nothing(tuple(view.shape), dims):
-            check_bounds(tuple(view.shape), indices, dims)
-            write_aliased(view, numpy_key(view.dim(), indices, dims), np.reshape(value, value_shape(value.shape)))
+        write_aliased(view, lambda memory: put_into(memory, value, indices, dims))
         return
     apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",
              out=view)

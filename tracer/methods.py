@@ -300,7 +300,7 @@ def _masked_fill_(self, mask, value) -> Tensor:
         # replicas is masked), with a deprecation warning
         warnings.warn(MASKED_FILL_EXPANDED, UserWarning, stacklevel=user_stacklevel())
         filled = value._concrete() if isinstance(value, Tensor) else value
-        write_aliased(self, np.broadcast_to(mask._concrete(), tuple(self.shape)), filled)
+        write_aliased(self, lambda memory: np.copyto(memory, filled, where=mask._concrete()))
         return self
     apply_op("masked_fill", [self, mask, value], None, name, out=self)
     return self

@@ -42,9 +42,11 @@ _REQUIRES_GRAD_IN_TRANSFORM = (
     "being transformed instead.")
 
 
-_RETAIN_GRAD_IN_TRANSFORM = _REQUIRES_GRAD_IN_TRANSFORM.replace("requires_grad_() (or perhaps using "
-                                                                "torch.autograd.functional.* APIs)", "retain_grad()") \
-    .replace("call requires_grad_()", "call retain_grad()")
+# torch.func's text for retain_grad() of a tensor at a transform's level
+_RETAIN_GRAD_IN_TRANSFORM = (
+    "You are attempting to call Tensor.retain_grad() inside of a function being transformed by a functorch "
+    "transform. This is unsupported, please attempt to use the functorch transforms (e.g. grad, vjp, jacrev, "
+    "jacfwd, hessian) or call retain_grad() outside of a function being transformed instead.")
 
 
 class Size(tuple):

@@ -169,19 +169,25 @@ def _put_infer(types, attrs):
     return [TensorType(x.shape, x.dtype)]
 
 
-def _put_ref(x, v, *indices, dims, accumulate):
-    out = np.array(x, copy=True)
-    check_empty_dims(x.shape, indices, dims)
-    if reads_nothing(x.shape, dims):
+def put_into(out: np.ndarray, v, indices, dims, accumulate: bool = False) -> np.ndarray:
+    """`out[key] = v` (or `+=` with `accumulate`) in place, with index arrays `indices` at `dims`
+    and torch's index checks; returns `out`. (Also the eager write into an expand's memory,
+    whose replicas take the last value written: tracer/indexing.py.)"""
+    check_empty_dims(out.shape, indices, dims)
+    if reads_nothing(out.shape, dims):
         return out
-    check_bounds(x.shape, indices, dims)
-    key = numpy_key(x.ndim, indices, dims)
+    check_bounds(out.shape, indices, dims)
+    key = numpy_key(out.ndim, indices, dims)
     v = np.reshape(v, value_shape(v.shape))
     if accumulate:
         np.add.at(out, key, v)
     else:
         out[key] = v
     return out
+
+
+def _put_ref(x, v, *indices, dims, accumulate):
+    return put_into(np.array(x, copy=True), v, indices, dims, accumulate)
 
 
 def _put_vjp(e, x, y, g, a, n):

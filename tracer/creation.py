@@ -65,11 +65,17 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
         except (RuntimeError, TypeError):
             if dtype is None:
                 raise
+            if 0 in sizes:
+                return np.zeros(sizes, dtype.np)
             # torch infers no dtype where one is given: each element is stored as that dtype,
             # and the first that is no number raises there (_scalar; NumPy would store None
             # as nan and an object as True)
             _store_into(data, sizes, 0, [], not dtype.is_floating_point)
             raise
+        if 0 in sizes:
+            # torch stores no element of a tensor with none (`[[], [1]]` is a (2, 0) tensor):
+            # nothing past the first element's sizes is checked, beyond the dtype inference
+            return np.zeros(sizes, (dtype or inferred).np)
         if (dtype is int64 or dtype is bool_) and inferred.is_floating_point:
             _check_indexable(data)
         if dtype is int64 and inferred.is_floating_point:
@@ -471,6 +477,10 @@ def _drawn_from(fn: str, size: tuple, kw: dict) -> random_generator.Generator:
 def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Standard normal samples (float32 unless `dtype` says float64), from the global
     generator or a `generator=` one."""
+    if not kw and dtype is None and (requires_grad is False or requires_grad is True):
+        n = _plain_numel(size)
+        if n:                               # fg.randn(3): nothing to parse or check
+            return _new(random_generator.DEFAULT.normal(n, np.float32).reshape(size), requires_grad)
     gen = _drawn_from("randn", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "randn")
     dtype = _dtype_arg("randn", dtype)
@@ -484,6 +494,10 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
 def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """Uniform samples in [0, 1) (float32 unless `dtype` says float64), from the global
     generator or a `generator=` one."""
+    if not kw and dtype is None and (requires_grad is False or requires_grad is True):
+        n = _plain_numel(size)
+        if n:                               # fg.rand(3): nothing to parse or check
+            return _new(random_generator.DEFAULT.uniform(n, np.float32).reshape(size), requires_grad)
     gen = _drawn_from("rand", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "rand")
     dtype = _dtype_arg("rand", dtype)
@@ -492,6 +506,19 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     d = _random_dtype(dtype, "check_uniform_bounds", _numel(shape))
     values = _allocated(shape, d.np, lambda: gen.uniform(_numel(shape), d.np))
     return _new(values.reshape(shape), requires_grad)
+
+
+def _plain_numel(size: tuple) -> int:
+    """The element count of `*size` given as one or more plain ints making a small tensor (one
+    that no allocation check concerns); 0 for anything else, which takes the parsing path."""
+    if not size:
+        return 0                            # (randn(): torch's argument error)
+    n = 1
+    for s in size:
+        if type(s) is not int or s < 0:
+            return 0
+        n *= s
+    return n if n < 1 << 20 else 0
 
 
 def _numel(shape) -> int:

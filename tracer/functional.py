@@ -1452,9 +1452,7 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     if dtype is not None:
         return _norm_in_dtype(a, p, dim, keepdim, dtype)
     if type(a) is Tensor and p is _FRO and dim is None and keepdim is False and a._dtype.is_floating_point:
-        # t.norm(), the common call (a loop's stopping test): nothing to check or convert.
-        return apply_op("norm", [a], {"p": 2.0, "axes": _all_dims(a.dim()), "keepdim": False},
-                        "LinalgVectorNormBackward0")
+        return whole_norm(a)
     if not isinstance(a, (Tensor, np.ndarray)):
         # torch.norm is Python code whose first look at its input is `input.layout`
         raise AttributeError(f"'{type(a).__name__}' object has no attribute 'layout'")
@@ -1494,6 +1492,19 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     p = 2.0 if p in ("fro", None) else float(p)
     return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
                     "LinalgVectorNormBackward0")
+
+
+_WHOLE_NORM_ATTRS: dict = {}     # ndim -> norm's attributes over every dim (never mutated: shared)
+
+
+def whole_norm(a: Tensor) -> Tensor:
+    """`a.norm()` of a floating-point Tensor: the common call (a loop's stopping test), with
+    nothing to check or convert."""
+    ndim = a.dim()                  # (a traced tensor has no _data)
+    attrs = _WHOLE_NORM_ATTRS.get(ndim)
+    if attrs is None:
+        attrs = _WHOLE_NORM_ATTRS[ndim] = {"p": 2.0, "axes": _all_dims(ndim), "keepdim": False}
+    return apply_op("norm", [a], attrs, "LinalgVectorNormBackward0")
 
 
 def _norm_in_dtype(a, p, dim, keepdim, dtype) -> Tensor:

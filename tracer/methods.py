@@ -100,6 +100,17 @@ def _python_method(fn):
     return method
 
 
+_norm_with_arguments = _python_method(F.norm)
+
+
+def _norm(self, *args, **kwargs) -> Tensor:
+    """t.norm(...); the call with no arguments, a loop's stopping test, skips the argument
+    checks' layers (its eager cost is a few microseconds, most of it the op itself)."""
+    if not args and not kwargs and type(self) is Tensor and self._dtype.is_floating_point:
+        return F.whole_norm(self)
+    return _norm_with_arguments(self, *args, **kwargs)
+
+
 def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_reflected: bool = False):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
     with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError;
@@ -469,7 +480,7 @@ METHODS = {
     # reductions
     "sum": F.sum.method, "mean": F.mean.method, "var": moments.var.method, "std": moments.std.method,
     "max": F.max.method, "min": F.min.method, "amax": _counted_from_self(F.amax), "amin": _counted_from_self(F.amin),
-    "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": _python_method(F.norm), "softmax": _counted_from_self(F.softmax),
+    "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": _norm, "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,

@@ -1,0 +1,83 @@
+"""Round 24 of torch parity: fg.tensor of nested data with no elements, and the eager fast
+paths of `t.norm()` and `fg.randn(n)` / `fg.rand(n)` (the same results as the parsing path)."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch")
+from parity_support import lib_outcome, seeded_both  # noqa: E402  (after the skip)
+
+
+def _printed(lib, src):
+    try:
+        return repr(eval(src, {"L": lib})).replace("torch.", "L.").replace("fg.", "L.")
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("src", [
+    "L.tensor([[], [1]])", "L.tensor([[], [1.5, True]]).dtype", "L.tensor([[], 5])",
+    "L.tensor([[], [[1]]]).shape", "L.tensor([[], [1]], dtype=L.bool)", "L.tensor([[], [True]]).dtype",
+    "L.tensor([[], ['a']], dtype=L.float32)", "L.tensor([[], [1.5]], dtype=L.int64)",
+    "L.tensor([[[]], [[1, 2]]])",
+    # the dtype inference still walks every element; a first element with elements still decides
+    "L.tensor([[], ['a']])", "L.tensor([[], [None]])", "L.tensor([[1, 2], []])", "L.tensor([[1], [2, 3]])",
+])
+def test_nested_data_with_no_elements_is_stored_as_torchs(src):
+    """torch stores nothing into a tensor with no elements, so nothing past the first element's
+    sizes is checked: `[[], [1]]` is a (2, 0) float tensor."""
+    assert _printed(fg, src) == _printed(torch, src)
+
+
+@pytest.mark.parametrize("call", ["t.norm()", "t.t().norm()", "t[0].norm()", "t.double().norm()", "t.norm(1)",
+                                  "t.norm(dim=0)", "t.long().norm()", "t.norm(p=2)", "t.norm(keepdim=True)"])
+def test_the_norm_method_without_arguments_is_the_functions(call):
+    def case(lib):
+        t = lib.tensor([[3.0, -4.0, 1.5], [0.25, 2.0, -6.0]], requires_grad=True)
+        r = eval(call, {"t": t})
+        if r.requires_grad:
+            r.sum().backward()
+        return r
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0] and ours[2:] == theirs[2:], (ours, theirs)
+    if ours[0] == "tensor":
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+def test_the_norm_method_inside_a_compiled_function_and_its_gradient():
+    f = fg.compile(lambda x: (x * 2).norm())
+    x = fg.tensor([[3.0, -4.0], [1.0, 2.0]], requires_grad=True)
+    y = f(x)
+    y.backward()
+    tx = torch.tensor([[3.0, -4.0], [1.0, 2.0]], requires_grad=True)
+    ty = (tx * 2).norm()
+    ty.backward()
+    np.testing.assert_allclose(y.item(), ty.item(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["randn", "rand"])
+@pytest.mark.parametrize("size", [(3,), (2, 5), (17,), (4, 0), (1, 1, 1)])
+def test_plain_sized_samples_follow_torchs_stream(fn, size):
+    """fg.randn(3) takes a fast path past the argument parsing; its draws are still torch's,
+    in order with the other sizes' (interleaved with a parsed call)."""
+    def make(lib):
+        draws = [getattr(lib, fn)(*size), getattr(lib, fn)(size), getattr(lib, fn)(*size, requires_grad=True)]
+        return [d.detach().numpy() for d in draws] + [draws[2].requires_grad, draws[2].is_leaf]
+    ours, theirs = seeded_both(7, make)
+    assert ours[3:] == theirs[3:] == [True, True]
+    for a, b in zip(ours[:3], theirs[:3]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("call", ["randn()", "rand()", "randn(True)", "randn(3, requires_grad=1)",
+                                  "rand(-1)", "randn(2, -3)", "randn(3.0)"])
+def test_bad_sizes_still_take_the_parsing_path(call):
+    def case(lib):
+        return eval("L." + call, {"L": lib})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0] == "error"
+    assert ours[1] == theirs[1]
+    assert ours[2].split(" - got")[0].split(":")[0] == theirs[2].split(" - got")[0].split(":")[0]

@@ -81,3 +81,14 @@ def test_bad_sizes_still_take_the_parsing_path(call):
     assert ours[0] == theirs[0] == "error"
     assert ours[1] == theirs[1]
     assert ours[2].split(" - got")[0].split(":")[0] == theirs[2].split(" - got")[0].split(":")[0]
+
+
+@pytest.mark.parametrize("call", ["randn(3, dtype='float32')", "rand(2, 3, dtype=1)", "randn((2, 3), dtype='f')",
+                                  "rand([4], dtype=np.float32)"])
+def test_a_sample_dtype_that_is_none_reports_the_call_as_torchs_parser(call):
+    """randn/rand have overloads: torch's parser reports the whole call, not the argument."""
+    def case(lib):
+        return eval("L." + call, {"L": lib, "np": np})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[:2] == theirs[:2] == ("error", "TypeError")
+    assert ours[2].split(", but expected")[0] == theirs[2].split(", but expected")[0]

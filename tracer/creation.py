@@ -483,7 +483,7 @@ def randn(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) 
             return _new(random_generator.DEFAULT.normal(n, np.float32).reshape(size), requires_grad)
     gen = _drawn_from("randn", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "randn")
-    dtype = _dtype_arg("randn", dtype)
+    dtype = _sample_dtype_arg("randn", size, dtype)
     requires_grad = _grad_flag("randn", requires_grad)
     shape = _size(size, "randn", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "normal_kernel_cpu", _numel(shape))
@@ -500,7 +500,7 @@ def rand(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
             return _new(random_generator.DEFAULT.uniform(n, np.float32).reshape(size), requires_grad)
     gen = _drawn_from("rand", size, kw) if kw else random_generator.DEFAULT
     size = _size_keyword(size, kw, "rand")
-    dtype = _dtype_arg("rand", dtype)
+    dtype = _sample_dtype_arg("rand", size, dtype)
     requires_grad = _grad_flag("rand", requires_grad)
     shape = _size(size, "rand", dtype is not None or requires_grad or bool(kw))
     d = _random_dtype(dtype, "check_uniform_bounds", _numel(shape))
@@ -528,6 +528,15 @@ def _numel(shape) -> int:
     return n
 
 
+
+
+def _sample_dtype_arg(fn: str, size: tuple, dtype) -> DType | None:
+    """randn/rand's `dtype`: a dtype that is none is no overload's, so torch's parser reports the
+    call (`got (int, dtype=str)`) where the other factories name the argument."""
+    try:
+        return _dtype_arg(fn, dtype)
+    except TypeError:
+        raise _invalid_generator_call(fn, size, f"dtype={type_name(dtype)}") from None
 
 
 def _random_dtype(dtype: DType | None, kernel: str, numel: int) -> DType:

@@ -92,3 +92,21 @@ def test_a_sample_dtype_that_is_none_reports_the_call_as_torchs_parser(call):
     ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
     assert ours[:2] == theirs[:2] == ("error", "TypeError")
     assert ours[2].split(", but expected")[0] == theirs[2].split(", but expected")[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("value", ["1j", "2+0j", "2.5+0j", "0j", "np.complex64(3)", "np.complex128(1j)"])
+@pytest.mark.parametrize("write", ["x.fill_(v)", "x[0] = v", "x[[1]] = v", "x[x == x] = v",
+                                   "x.masked_fill_(x == x, v)", "x = L.masked_fill(x, x == x, v)"])
+def test_a_complex_number_written_into_a_real_tensor_converts_as_torchs(write, value, dtype):
+    """fusegrad has no complex dtype; a complex number written into a tensor converts as
+    torch's: its real part, nonzero-ness for bool, or torch's error where the imaginary
+    part is not zero (fill_ of one raised an internal TypeError)."""
+    def case(lib):
+        env = {"L": lib, "np": np, "v": eval(value, {"np": np}), "x": lib.zeros(2, dtype=getattr(lib, dtype))}
+        exec(write, env)
+        return env["x"]
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0] and ours[2:] == theirs[2:], (ours, theirs)
+    if ours[0] == "tensor":
+        np.testing.assert_array_equal(ours[1], theirs[1])

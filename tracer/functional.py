@@ -34,7 +34,7 @@ from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in, strides_of
-from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits
+from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits, written_number
 from .node import display_edges, hide_node, keep_scalar_operands
 from .parser_errors import described, got_text, no_arguments_error, type_name
 from .tensor import Tensor
@@ -1018,6 +1018,7 @@ def masked_fill_operands(input, mask, value, fn: str = "masked_fill"):
     of input's dtype, the node's name). A Python number is cast as torch casts it (2.5 into
     an integer tensor is 2); a 0-d tensor value is differentiable (MaskedFillBackward1)."""
     a = as_tensor(input, fn)
+    value = written_number(value, a._dtype)
     if not isinstance(mask, (Tensor, np.ndarray)) or not (isinstance(value, (Tensor, np.ndarray)) or _is_scalar(value)):
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({_arg_type_name(mask)}, "
                         f"{_arg_type_name(value)}), but expected one of:{_MASKED_FILL_SIGNATURES}")

@@ -31,7 +31,7 @@ from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _ch
                        apply_op, write_aliased, writes_expanded_memory)
 from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
-from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits
+from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 from .user_frame import user_stacklevel
@@ -170,11 +170,15 @@ def setitem(t: Tensor, key, value) -> None:
     from .functional import _coerce
     from .inplace import check_inplace
     from .dispatch import no_grad_view_error
-    if not isinstance(value, (numbers.Number, np.generic, Tensor, np.ndarray)) or isinstance(value, np.str_):
-        # (a list, None, a dict, bytes, any other object: no number, no tensor)
-        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
+    if not isinstance(value, (numbers.Number, np.generic, Tensor, np.ndarray)) or isinstance(value, np.str_) or \
+            (isinstance(value, np.complexfloating) and not isinstance(value, complex)):
+        # (a list, None, a dict, bytes, any other object: no number, no tensor; nor, to torch's
+        # setitem, a NumPy complex that is no Python complex: np.complex64)
+        kind = f"numpy.{type(value).__name__}" if isinstance(value, np.generic) else type(value).__name__
+        raise TypeError(f"can't assign a {kind} to a torch.{TORCH_SCALAR_NAMES[t._dtype.name]}Tensor")
     if not isinstance(value, (Tensor, np.ndarray)):
         # torch makes a number into a tensor of t's dtype before it reads the key
+        value = written_number(value, t._dtype)
         check_setitem_int(value)
         check_scalar_fits(value, t._dtype)
     key = _sequence_key(key)

@@ -17,6 +17,7 @@ from . import extra_functions, gathering, indexing, inplace, math_functions, mom
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
+from .scalar_checks import written_number
 from .user_frame import user_stacklevel
 
 
@@ -321,6 +322,7 @@ def _fill_(self, value) -> Tensor:
     """Set every element to `value`, a number or a 0-d tensor (anything else: torch's TypeError)."""
     if isinstance(value, np.ndarray):
         value = F.as_tensor(value)      # (NumPy arrays are accepted wherever a tensor is: API.md)
+    value = written_number(value, self._dtype)
     if not (isinstance(value, Tensor) or F._is_scalar(value)):
         raise parser_errors.METHODS["fill_"].error((value,), {})
     return inplace.fill_(self, value)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from fusegrad.ir import float32, int64
+from fusegrad.ir import bool_, float32, float64, int64
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _INT64_BOUND = 2 ** 63
@@ -64,3 +64,21 @@ def check_tensor_value_fits(value, dtype) -> None:
     if value._dtype is dtype or value._sym is not None or value._data is None or value._data.size != 1:
         return
     check_scalar_fits(value._data.reshape(()).item(), dtype)
+
+
+_C_TYPE_NAMES = {float32: "float", float64: "double", int64: "int64_t"}
+
+
+def written_number(value, dtype):
+    """A number written into a tensor of `dtype` (fill_, t[i] = v, masked_fill): a complex one
+    converts as torch's: to bool by being nonzero, else to its real part where its imaginary
+    part is zero, and raises otherwise (fusegrad has no complex dtype; this is the one place
+    a complex number is taken)."""
+    if not isinstance(value, (complex, np.complexfloating)):
+        return value
+    if dtype is bool_:
+        return bool(value)
+    if value.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[dtype]} without overflow")
+    return float(value.real)
+

@@ -1,5 +1,7 @@
 """Round 24 of torch parity: fg.tensor of nested data with no elements, and the eager fast
 paths of `t.norm()` and `fg.randn(n)` / `fg.rand(n)` (the same results as the parsing path)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -109,4 +111,65 @@ def test_a_complex_number_written_into_a_real_tensor_converts_as_torchs(write, v
     ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
     assert ours[0] == theirs[0] and ours[2:] == theirs[2:], (ours, theirs)
     if ours[0] == "tensor":
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("call", ["L.pow(L.ones(2), 1j)", "L.pow(1j, L.ones(2))", "L.ones(2).pow(1j)"])
+def test_an_op_that_would_make_a_complex_tensor_says_so(call):
+    """torch's parser takes a complex number as a Scalar (a complex result); fusegrad has no
+    complex dtype and says that (it raised an internal TypeError)."""
+    with pytest.raises(TypeError, match=r"^pow\(\): fusegrad has no complex dtype, and got a complex number$"):
+        eval(call, {"L": fg, "np": np})
+
+
+@pytest.mark.parametrize("call", ["L.ones(2).type(1j)", "L.ones(2).type(3)", "L.get_rng_state(3)",
+                                  "L.set_rng_state(L.get_rng_state(), 1)", "L.ones(2).type(float)"])
+def test_argument_errors_of_type_and_the_rng_state_functions_are_torchs(call):
+    def case(lib):
+        return eval(call, {"L": lib})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours == theirs and ours[0] == "error"
+
+
+def test_a_generators_state_still_round_trips():
+    g = fg.Generator().manual_seed(5)
+    state = g.get_state()
+    first = fg.randn(4, generator=g)
+    g.set_state(state)
+    np.testing.assert_array_equal(fg.randn(4, generator=g).numpy(), first.numpy())
+    tg = torch.Generator().manual_seed(5)
+    np.testing.assert_array_equal(torch.randn(4, generator=tg).numpy(), first.numpy())
+
+
+@pytest.mark.parametrize("call", ["L.ones(2).pow(np.complex64(2))", "L.ones(2) + np.complex64(2)",
+                                  "L.ones(2).mul(np.complex128(2))", "L.ones(2) == np.complex64(2)"])
+def test_a_numpy_complex_operand_is_read_as_torchs_parser_reads_it(call):
+    """torch's parser reads a NumPy complex scalar as a real number where it is no Python
+    complex (np.complex64), and a Python complex (np.complex128 is one) as complex."""
+    def case(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return eval(call, {"L": lib, "np": np})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    if theirs[0] == "tensor" and theirs[2].startswith("complex"):
+        assert ours[:2] == ("error", "TypeError")
+    else:
+        assert ours[0] == theirs[0] and ours[2:] == theirs[2:], (ours, theirs)
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("call", ["L.bernoulli(L.ones(2), 'a')", "L.bernoulli(L.ones(2), None)",
+                                  "L.bernoulli(L.ones(2), [1])", "L.ones(2).bernoulli(None)", "L.ones(2).bernoulli('a')",
+                                  "L.ones(2).bernoulli(True)", "L.ones(2).bernoulli(0.0)", "L.bernoulli(L.ones(2) * 0.0)",
+                                  "L.ones(2).bernoulli(L.tensor(1.0))", "L.ones(2).bernoulli(p=1)",
+                                  "L.ones(2).bernoulli(1j)"])
+def test_bernoullis_arguments_are_parsed_as_torchs(call):
+    """A p that is no number (None included: torch has no such default) raises torch's parser
+    text, for the function and the method (it raised a comparison's TypeError, or drew)."""
+    ours, theirs = lib_outcome(fg, lambda lib: eval(call, {"L": lib})), \
+        lib_outcome(torch, lambda lib: eval(call, {"L": lib}))
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
         np.testing.assert_array_equal(ours[1], theirs[1])

@@ -548,7 +548,7 @@ def pow(input, exponent) -> Tensor:
     a, b = input, exponent
     if not (isinstance(a, (Tensor, np.ndarray)) and (isinstance(b, (Tensor, np.ndarray)) or _is_scalar(b))
             or isinstance(b, (Tensor, np.ndarray)) and _is_scalar(a)):
-        raise parser_errors.FUNCTIONS["pow"].error((a, b), {})
+        raise parser_errors.FUNCTIONS["pow"].refusal((a, b), {})
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
@@ -572,12 +572,17 @@ def pow(input, exponent) -> Tensor:
     return apply_op("pow", ops, None, name)
 
 
-def bernoulli(input, p=None, *, generator=None) -> Tensor:
+_NO_P = object()        # bernoulli's p when not given (None is a bad p: torch's parser refuses it)
+
+
+def bernoulli(input, p=_NO_P, *, generator=None) -> Tensor:
     """1 with probability `input` (each element), else 0, in input's dtype (torch's draws);
     with a number `p`, every element with probability p. BernoulliBackward0 (a zero gradient)."""
     from . import generator as random_generator, inplace
     a = as_tensor(input, "bernoulli")
-    values = inplace.bernoulli_values(a, a if p is None else p, random_generator.required(generator, "bernoulli"))
+    if p is not _NO_P and not (_is_scalar(p) or isinstance(p, (Tensor, np.ndarray)) and np.ndim(p) == 0):
+        raise TypeError(f"bernoulli(): argument 'p' must be float, not {type_name(p)}")    # (reworded: parser)
+    values = inplace.bernoulli_values(a, a if p is _NO_P else p, random_generator.required(generator, "bernoulli"))
     # (torch allocates the draws row-major: x.t().bernoulli() has strides (2, 1))
     return _laid_out_row_major(apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0"))
 

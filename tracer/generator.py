@@ -95,13 +95,13 @@ class Generator:
 
     def get_state(self):
         """The state as torch's 5056 bytes (int64 values 0..255: see fg.get_rng_state)."""
-        from .random_extra import get_rng_state
-        return get_rng_state(self)
+        from .random_extra import state_tensor
+        return state_tensor(self)
 
     def set_state(self, new_state) -> "Generator":
         """Restore a state from get_state (fusegrad's or torch's); returns the generator."""
-        from .random_extra import set_rng_state
-        set_rng_state(new_state, self)
+        from .random_extra import set_state_tensor
+        set_state_tensor(new_state, self)
         return self
 
     def manual_seed(self, seed: int) -> "Generator":

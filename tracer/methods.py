@@ -9,7 +9,7 @@ import numpy as np
 
 from fusegrad.ir import bool_, float32, float64, from_numpy_dtype, int64
 from fusegrad.ir.ops import broadcast_shapes
-from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, DType
 
 from . import creation
 from . import functional as F
@@ -324,7 +324,7 @@ def _fill_(self, value) -> Tensor:
         value = F.as_tensor(value)      # (NumPy arrays are accepted wherever a tensor is: API.md)
     value = written_number(value, self._dtype)
     if not (isinstance(value, Tensor) or F._is_scalar(value)):
-        raise parser_errors.METHODS["fill_"].error((value,), {})
+        raise parser_errors.METHODS["fill_"].refusal((value,), {})
     return inplace.fill_(self, value)
 
 
@@ -433,6 +433,8 @@ def _type(self, dtype=None, non_blocking: bool = False):
         dtype = _TYPE_BY_NAME[dtype]
     elif isinstance(dtype, type):
         raise ValueError(f"invalid type: '{dtype.__name__}'")
+    elif not isinstance(dtype, DType):
+        raise TypeError("dtype must be a type, str, or dtype object")
     return F.cast(self, dtype)
 
 

@@ -313,6 +313,16 @@ class ArgParser:
             return complaints[plausible[0]]
         return TypeError(self._invalid_combination(args, kwargs))
 
+    def refusal(self, args: tuple, kwargs: dict) -> TypeError:
+        """The TypeError for a call fusegrad refuses: torch's parser's, or where torch's parser
+        takes the call (a complex number, which its Scalar accepts), fusegrad's own."""
+        error = self.error(args, kwargs)
+        if error is not None:
+            return error
+        if any(isinstance(x, (complex, np.complexfloating)) for x in (*args, *kwargs.values())):
+            return TypeError(f"{self.name}(): fusegrad has no complex dtype, and got a complex number")
+        return TypeError(f"{self.name}(): fusegrad does not take the arguments {got_text(args, kwargs)}")
+
     def _invalid_combination(self, args: tuple, kwargs: dict) -> str:
         head = f"{self.name}() received an invalid combination of arguments - "
         if len(self.visible) == 1:
@@ -353,6 +363,8 @@ _FACTORY = ("*, torch.dtype? dtype = None, torch.layout? layout = None, torch.de
 _SOFTMAX = "(Tensor input, int dim, torch.dtype dtype = None, " + _OUT + ")"
 
 FUNCTIONS = {
+    "bernoulli": ArgParser("bernoulli", "(Tensor input, *, torch.Generator generator = None, Tensor out = None)",
+                           "(Tensor input, float p, *, torch.Generator generator = None)"),
     "add": ArgParser("add", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
                      hidden=("(Tensor input, Number alpha, Tensor other, " + _OUT + ")",), numbers_as_tensors=True),
     "sub": ArgParser("sub", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
@@ -459,6 +471,8 @@ _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
                      **{name: "other" for name in ("eq", "ne", "lt", "le", "gt", "ge")}}
 
 METHODS = {
+    "bernoulli": ArgParser("bernoulli", "(*, torch.Generator generator = None)",
+                           "(float p, *, torch.Generator generator = None)"),
     **{name: ArgParser(name, f"(Tensor {arg})", f"(Number {arg})") for name, arg in _SCALAR_OR_TENSOR.items()},
     **{name: ArgParser(name, "(Tensor other, *, Number alpha = 1)", hidden=("(Number alpha, Tensor other)",),
                        numbers_as_tensors=True) for name in ("add", "sub")},

@@ -173,16 +173,26 @@ def state_bytes(gen=None) -> bytes:
                          0.0 if float_normal is None else float_normal, float_normal is not None))
 
 
-def get_rng_state(gen=None) -> Tensor:
-    """torch.get_rng_state: the generator's state, torch's 5056 bytes (as int64 values 0..255:
-    fusegrad has no uint8 dtype). `torch.set_rng_state(torch.tensor(s.numpy(), dtype=torch.uint8))`
-    takes it, and `fg.set_rng_state(torch.get_rng_state().numpy())` takes torch's. (`gen`: another
-    Generator than the global one, for Generator.get_state.)"""
+def get_rng_state() -> Tensor:
+    """torch.get_rng_state: the global generator's state, torch's 5056 bytes (as int64 values
+    0..255: fusegrad has no uint8 dtype). `torch.set_rng_state(torch.tensor(s.numpy(),
+    dtype=torch.uint8))` takes it, and `fg.set_rng_state(torch.get_rng_state().numpy())` takes
+    torch's."""
+    return state_tensor(None)
+
+
+def state_tensor(gen) -> Tensor:
+    """get_rng_state of Generator `gen` (None: the global one), for Generator.get_state."""
     return Tensor._wrap(np.frombuffer(state_bytes(gen), dtype=np.uint8).astype(np.int64))
 
 
-def set_rng_state(new_state, gen=None) -> None:
+def set_rng_state(new_state) -> None:
     """torch.set_rng_state: restore a state from get_rng_state (fusegrad's or torch's)."""
+    set_state_bytes(_state_array(new_state), None)
+
+
+def set_state_tensor(new_state, gen) -> None:
+    """set_rng_state of Generator `gen`, for Generator.set_state."""
     set_state_bytes(_state_array(new_state), gen)
 
 

@@ -61,7 +61,7 @@ _SPLIT = ArgParser("split", "(Tensor input, int split_size, int dim = 0)",
 
 def _split_evenly(t: Tensor, size: int, dim, name: str) -> tuple:
     if not _is_index(dim) or isinstance(dim, bool):
-        raise _SPLIT.error((t, size, dim), {})
+        raise _SPLIT.refusal((t, size, dim), {})
     if t.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     dim = normalize_dim(operator.index(dim), t.dim())

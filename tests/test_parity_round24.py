@@ -173,3 +173,33 @@ def test_bernoullis_arguments_are_parsed_as_torchs(call):
         assert ours == theirs
     else:
         np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+_FREED_CASES = {
+    "exp, grad": "h = x.exp(); h.sum().backward(); r = L.autograd.grad((h * w).sum(), x, create_graph=True)",
+    "exp, backward": "h = x.exp(); h.sum().backward(); (h * w).sum().backward(create_graph=True); r = x.grad",
+    "tanh retained": "h = x.tanh(); h.sum().backward(retain_graph=True); "
+                     "r = L.autograd.grad((h * w).sum(), x, create_graph=True)",
+    "add saves nothing": "h = x + 1; h.sum().backward(); r = L.autograd.grad((h * w).sum(), x, create_graph=True)",
+    "relu, other input": "h = (x * w).relu(); h.sum().backward(); r = L.autograd.grad((h * w).sum(), w, create_graph=True)",
+    "exp, not on the path": "h = x.exp(); h.sum().backward(); r = L.autograd.grad((h * w).sum(), w, create_graph=True)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FREED_CASES))
+def test_a_create_graph_backward_through_a_freed_node_raises_as_torchs(case):
+    """A node whose saved values a first backward freed raises when a create_graph backward
+    runs it, also where another node saved the same value (MulBackward0 saved h): it passed."""
+    def run(lib):
+        env = {"L": lib, "x": lib.tensor([0.3, 1.2], requires_grad=True), "w": lib.tensor([0.5, 0.1], requires_grad=True)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(_FREED_CASES[case], env)
+        r = env["r"]
+        return r[0] if isinstance(r, tuple) else r
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)

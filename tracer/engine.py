@@ -248,6 +248,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             # Every value the nodes on the path saved is checked, also where a zero derivative
             # (sign, a rounding division) lets simplify drop the read: torch's nodes unpack theirs.
             _check_saved(graph, b.program)
+            _check_freed_nodes(live)
             env = _bind(graph, program, create_graph)
         except RuntimeError as error:
             # A saved value changed in place: _bind checks them in the program's order. torch's
@@ -280,6 +281,17 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         for node in passed:
             node.free_saved()
     return grads
+
+
+def _check_freed_nodes(live: set) -> None:
+    """torch's freed-graph error for a node of a create_graph backward whose saved values a
+    first backward freed. (_check_saved finds a freed value the gradient program reads only
+    where no other node saved it too: `h = x.exp()` freed, and then `(h * w)` read by a
+    gradient that requires grad, where MulBackward0 saved h as well.)"""
+    for node in live:
+        if node._freed and (node._had_saved or isinstance(node, StatefulNode)) and \
+                any(edge is not None and edge[0] in live for edge in node.edges):
+            raise RuntimeError(_FREED_MSG)
 
 
 def _tensor_hooks(nodes, live: set) -> dict:

@@ -8,7 +8,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
-from parity_support import lib_outcome, seeded_both  # noqa: E402  (after the skip)
+from parity_support import exact_outcome, lib_outcome, seeded_both  # noqa: E402  (after the skip)
 
 
 def _printed(lib, src):
@@ -203,3 +203,104 @@ def test_a_create_graph_backward_through_a_freed_node_raises_as_torchs(case):
         assert ours == theirs
     else:
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("value", ["2**63", "10**19", "(2**64 - 1)", "2**64", "2**63 - 1", "-2**63"])
+@pytest.mark.parametrize("expr", ["L.tensor([3]) / V", "V / L.tensor([3])", "L.true_divide(L.tensor([3]), V)",
+                                  "L.tensor([True]) + V", "L.tensor([True]) / V", "L.tensor([True]) < V",
+                                  "L.tensor([True]) * V", "L.tensor([True]) // V", "L.tensor([True]).pow(V)",
+                                  "L.tensor([3]) + V", "L.tensor([3.]) / V"])
+def test_python_ints_past_int64_divide_and_promote_as_torchs(expr, value):
+    """torch reads an int in [2**63, 2**64) as a uint64: a true division takes its value (it
+    took its int64 bits, a negative number), and bool tensors refuse the promotion."""
+    call = expr.replace("V", value)
+    ours, theirs = lib_outcome(fg, lambda lib: eval(call, {"L": lib})), \
+        lib_outcome(torch, lambda lib: eval(call, {"L": lib}))
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        assert ours[2:] == theirs[2:]
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", [
+    "t = L.arange(4.); a = t.numpy(); a.shape = (2, 2); r = t",
+    "t = L.arange(4.); a = np.asarray(t); a[1] = 9; a.shape = (2, 2); r = t",
+    "t = L.arange(2.); a = t.numpy(); a.flags.writeable = False; t.add_(1); r = t",
+    "a = np.arange(4.); t = L.from_numpy(a); a.shape = (2, 2); r = t",
+    "a = np.arange(4.); t = L.from_numpy(a); a[0] = 5; t.mul_(2); r = t + L.from_numpy(a)",
+    "a = np.arange(4.); t = L.from_numpy(a); a.flags.writeable = False; t.add_(1); r = t",
+])
+def test_numpy_arrays_share_memory_not_the_array_object(case):
+    """t.numpy() and fg.from_numpy(a) share memory with a new array object, as torch's: setting
+    the array's shape or flags leaves the tensor as it was (it reshaped the tensor)."""
+    def run(lib):
+        env = {"L": lib, "np": np}
+        exec(case, env)
+        return env["r"]
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours[0] == theirs[0] == "tensor" and ours[2:] == theirs[2:]
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    assert fg.arange(3.).numpy() is not fg.arange(3.).numpy()
+
+
+@pytest.mark.parametrize("exponent", ["L.tensor(0.5)", "L.tensor([0.5])", "L.tensor([[0.5]])", "L.tensor([0.5]).expand(4)",
+                                      "L.tensor([0.5, 0.5, 0.5, 0.5])", "L.tensor(0.5, dtype=L.float64)"])
+@pytest.mark.parametrize("base", ["x", "x.view(4, 1)", "x[1]", "x.view(2, 2)[:, :1]"])
+def test_pow_of_a_tensor_to_a_one_number_tensor_exponent_is_pow_not_sqrt(base, exponent):
+    """torch's pow of two tensors is pow, element by element: (-inf) ** 0.5 is inf and (-0.) **
+    0.5 is 0. NumPy's loop took one exponent for all as sqrt (nan, -0.)."""
+    def case(lib):
+        x = lib.tensor([-float("inf"), -0.0, 4.0, -4.0])
+        env = {"L": lib, "x": x}
+        return eval(f"({base}) ** ({exponent})", env)
+    ours, theirs = exact_outcome(lambda: case(fg)), exact_outcome(lambda: case(torch))
+    assert ours == theirs
+
+
+_MASK_WRITES = {
+    "getitem": "c = x > 2; y = x[c]; c.fill_(False); y.sum().backward(); r = x.grad",
+    "getitem 2-d": "x2 = x.view(3, 1) * 1; c = x2 > 2; y = x2[c]; c[0, 0] = True; y.sum().backward(); r = x.grad",
+    "getitem with an index": "x2 = x.view(1, 3) * 1; c = L.tensor([True]); y = x2[c, 1]; c.zero_(); y.sum().backward(); "
+                             "r = x.grad",
+    "setitem": "t = x * 1; v = L.tensor(2.0, requires_grad=True); c = x > 2; t[c] = v; c.fill_(False); "
+               "t.sum().backward(); r = v.grad",
+    "unchanged": "c = x > 2; y = x[c]; y.sum().backward(); r = x.grad",
+    "0-d mask": "c = L.tensor(True); y = x[c]; c.fill_(False); y.sum().backward(); r = x.grad",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MASK_WRITES))
+def test_a_mask_written_in_place_before_the_backward_raises_as_torchs(case):
+    """torch's IndexBackward0 / IndexPutBackward0 save the mask: writing it in place before
+    the backward raises the version error naming it (CPUBoolType); it ran silently."""
+    def run(lib):
+        env = {"L": lib, "x": lib.tensor([1.0, 5.0, 3.0], requires_grad=True)}
+        exec(_MASK_WRITES[case], env)
+        return env["r"]
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("new", ["L.tensor([5.0, 6.0, 7.0])", "L.tensor([5.0])"])
+@pytest.mark.parametrize("old", ["[1.0, 2.0]", "[1.0]", "[1.0, 2.0, 3.0]"])
+def test_accumulating_into_a_grad_of_another_shape_raises_torchs_broadcast_errors(old, new):
+    """`w.data = ...` of another shape, then a second backward: torch's in-place add of the
+    gradients raises its broadcast text (NumPy's ValueError escaped)."""
+    def run(lib):
+        w = lib.tensor(eval(old), requires_grad=True)
+        (w * w).sum().backward()
+        w.data = eval(new, {"L": lib})
+        (w * w).sum().backward()
+        return w.grad
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        np.testing.assert_array_equal(ours[1], theirs[1])

@@ -269,7 +269,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if array.dtype not in _SHARED_DTYPES:
         warnings.warn(f"fusegrad has no {array.dtype.name} dtype: from_numpy made a {dtype.name} copy of the array, "
                       "which does not share its memory", UserWarning, stacklevel=user_stacklevel())
-    return wrap_array(array)
+    # (over a view: the tensor shares the memory, not the array object, whose shape, dtype or
+    # flags the caller may set later)
+    return wrap_array(array.view())
 
 
 def wrap_array(array: np.ndarray) -> Tensor:

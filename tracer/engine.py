@@ -21,12 +21,12 @@ from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, backward as e
 from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
-from fusegrad.ir.ops import infer_types
+from fusegrad.ir.ops import broadcast_shapes, infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
 
 from . import hooks, trace_state
-from .dispatch import _OVERLAP_MSG, edge_of
+from .dispatch import _OVERLAP_MSG, broadcast_shape_error, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _ScalarOnlyMulBackward0
@@ -810,6 +810,12 @@ def accumulate_into_grads(pairs, create_graph: bool) -> None:
                 data = t._grad._data
                 if not data.flags.writeable and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):
                     raise RuntimeError(_OVERLAP_MSG)    # a .grad set to an expand: torch's in-place add refuses
+                if data.shape != g.shape:
+                    # (the variable's data was replaced by one of another shape: torch's in-place
+                    # add raises its broadcast errors)
+                    shape = broadcast_shapes(data.shape, g.shape)
+                    if shape != data.shape:
+                        raise broadcast_shape_error(data.shape, shape)
                 data += g
                 t._grad._vbox[0] += 1
         return

@@ -134,6 +134,14 @@ def _promoted(operands, fn, names=("input", "other", "third")):
     if not builtins.any(isinstance(x, Tensor) for x in ops):
         ops[0] = tensor_from_scalar(ops[0])
     dtype = result_type([_kind(x) for x in ops])
+    if dtype is int64 and fn != "pow" and builtins.any(type(x) is int and x >= _INT64_WRAPS for x in ops) and \
+            not builtins.any(isinstance(x, Tensor) and x._dtype is int64 for x in ops):
+        # torch's parser read the int as a uint64 (it is past int64): with bool tensors only,
+        # promotion meets uint64 (pow checks the int against int64 first)
+        for x in ops:
+            check_int_parses(x)
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           "Bool and UInt64")
     return [_coerce(x, dtype) for x in ops], dtype
 
 
@@ -193,9 +201,13 @@ def tensor_from_scalar(x) -> Tensor:
 
 
 def _float_operands(operands, fn):
+    """The operands of a true division of integers made float32 (torch divides integers as
+    floats); a Python int past int64 (up to 2**64 - 1, torch's uint64) is taken as a float,
+    not by its int64 bits."""
     ops, dtype = _promoted(operands, fn)
     if not dtype.is_floating_point:
-        ops = [_coerce(x if not isinstance(x, np.ndarray) else x, float32) for x in ops]
+        ops = [_scalar_array(float(given), float32) if type(given) is int and given >= _INT64_WRAPS
+               else _coerce(x, float32) for given, x in zip(operands, ops)]
     return ops
 
 

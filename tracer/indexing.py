@@ -34,6 +34,7 @@ from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
+from . import trace_state
 from .user_frame import user_stacklevel
 
 _INDEX_PUT_EXPANDED = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing "
@@ -136,7 +137,7 @@ def getitem(t: Tensor, key) -> Tensor:
     if parsed is not None:
         view, starts = _advanced_view(t, parsed)
         indices, dims = _index_arrays(view, parsed, starts)
-        return apply_op("index_take", [view, *indices], {"dims": dims}, "IndexBackward0")
+        return apply_op("index_take", [view, *_versioned(indices, parsed)], {"dims": dims}, "IndexBackward0")
     shape = tuple(t.shape)
     if t.dim() == 0:
         _check_0d_key(key)
@@ -418,6 +419,28 @@ def _index_arrays(view: Tensor, items, starts):
     return indices, tuple(dims)
 
 
+def _versioned(indices: list, items) -> list:
+    """The index arrays, those of a mask tensor's nonzero as tensors sharing its version
+    counter: torch's node saves the mask itself, so writing it in place before the backward
+    raises torch's error, naming the mask (see saved_checks._raise_modified). Eagerly only:
+    inside a trace the mask's value was read as data."""
+    masks = [k.value for k in items if isinstance(k, _Mask) and isinstance(k.value, Tensor) and k.value.dim()]
+    if not masks or trace_state.current() is not None:
+        return indices
+    out, k = list(indices), 0
+    for item in (k for k in items if isinstance(k, (_Index, _Mask))):
+        if isinstance(item, _Mask) and isinstance(item.value, Tensor) and item.value.dim():
+            for _ in range(item.value.dim()):      # (a k-d mask: the k arrays of its nonzero)
+                stand_in = Tensor._wrap(out[k])
+                stand_in._vbox = item.value._vbox
+                stand_in.__dict__["_index_of"] = item.value
+                out[k] = stand_in
+                k += 1
+        else:
+            k += 1                              # (an index, or a 0-d mask: one array)
+    return out
+
+
 def _advanced_dims(items, ndim: int) -> list:
     """The dim of the basic view at which each advanced item starts (walking the key as
     `_normalise` does: ints drop their dim, new axes and 0-d masks add one)."""
@@ -488,5 +511,5 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         infer_types(OPS["index_put_at"], types, attrs, freeze_attrs(attrs))      # torch's shape checks
         write_aliased(view, lambda memory: put_into(memory, value, indices, dims))
         return
-    apply_op("index_put_at", [view, value, *indices], {"dims": dims, "accumulate": False}, "IndexPutBackward0",
-             out=view)
+    apply_op("index_put_at", [view, value, *_versioned(indices, items)], {"dims": dims, "accumulate": False},
+             "IndexPutBackward0", out=view)

@@ -198,6 +198,8 @@ def _raise_modified(saved, owner, output_nr: int):
     """torch's error for a saved tensor changed in place since it was saved (named as the
     operand a dtype promotion copied, when it is such a copy: torch saved the operand)."""
     source = _promoted_source(saved)
+    if source is None and saved.tensor is not None:
+        source = saved.tensor.__dict__.get("_index_of")     # (a mask's nonzero: the mask, as torch saved)
     version = saved.version
     if source is not None:
         saved = SavedTensor(source._data, saved.box, source)

@@ -689,7 +689,9 @@ class Tensor:
                                "instead.")
         trace = trace_state.current()
         if trace is None and self._sym is None:
-            return self._data
+            # a new array object over the memory (torch's is one per call): setting its shape,
+            # dtype or flags leaves the tensor as it was
+            return self._data.view()
         return _array_inside_trace(self, trace)
 
     def item(self):

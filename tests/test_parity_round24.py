@@ -304,3 +304,27 @@ def test_accumulating_into_a_grad_of_another_shape_raises_torchs_broadcast_error
         assert ours == theirs
     else:
         np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("expr", ["x.lerp(e, 0.3)", "x.lerp(e, L.tensor(0.3))", "L.addcdiv(x, e + 1, e + 1, value=2)",
+                                  "L.addcdiv(L.ones(2), x, e)", "L.addcmul(x, e, e, value=2)", "x * 2", "x / 2",
+                                  "2 - x", "x.clamp(1.5)", "L.where(x > 1.5, x, 2.0)"])
+@pytest.mark.parametrize("how", ["backward", "create_graph"])
+def test_a_second_backward_through_scalar_operands_raises_exactly_where_torchs_does(expr, how):
+    """lerp keeps a number weight as an attribute (no error: fusegrad raised); addcdiv saves its
+    operands whatever needs a gradient (an error: fusegrad ran); x * 2 saves the wrapped 2."""
+    def run(lib):
+        x, e = lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([0.5, 0.25])
+        s = eval(expr, {"L": lib, "x": x, "e": e}).sum()
+        if how == "backward":
+            s.backward()
+            s.backward()
+            return x.grad
+        lib.autograd.grad(s, x, create_graph=True)
+        return lib.autograd.grad(s, x, create_graph=True)[0]
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)

@@ -223,7 +223,7 @@ class _Plan:
         # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2): a
         # second backward through a node that saves only such a constant raises, as there.
         saves_tensor = bool(self.out_slots) or any(i not in self.consts_at for i in self.in_slots)
-        self.marks_saved = not saves_tensor and any(i in self.consts_at for i in self.in_slots)
+        self.marks_saved = not saves_tensor and _reads_a_constant(opdef, self.consts_at, self.in_slots)
         self.node_class = node_class(name or _default_name(op))
         # Integer and bool results never require grad (torch).
         self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
@@ -487,7 +487,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
                                                       saved)
-        if not saved and in_slots and _reads_a_constant(consts, in_slots):
+        if not saved and in_slots and _reads_a_constant(opdef, [i for i, c in enumerate(consts) if c is not None],
+                                                        in_slots):
             # torch wraps a Python scalar operand in a tensor and saves it (x * 2, x / 2):
             # a second backward through such a node raises, as it does there.
             node._had_saved = True
@@ -498,11 +499,12 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _reads_a_constant(consts, in_slots) -> bool:
-    for i in in_slots:
-        if consts[i] is not None:
-            return True
-    return False
+def _reads_a_constant(opdef, consts_at, in_slots) -> bool:
+    """Whether the VJP reads a Python scalar operand (at `consts_at`) that torch saves as a
+    tensor (x * 2 wraps 2); not one torch's node keeps as a Scalar attribute
+    (OpDef.extra["scalar_attributes"]: lerp's weight), which no backward frees."""
+    attributes = opdef.extra.get("scalar_attributes", ())
+    return any(i in consts_at and i not in attributes for i in in_slots)
 
 
 def set_history(t, node, output_nr: int) -> None:

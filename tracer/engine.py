@@ -496,7 +496,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         if len(node.saved) > len(reads):
             _check_unread(node, reads)
         if reads:                   # _saved_operand for each slot, in the VJP's order of reading:
-            if node._freed:         # torch's order of checking
+            if node._freed and node._had_saved:     # torch's order of checking (a node that saved
+                # nothing, only numbers it keeps (lerp's weight), reads them again)
                 raise RuntimeError(_FREED_MSG)
             if node.op in _UNPACK_ORDER:        # (where the VJP reads them in another order)
                 _check_in_unpack_order(node)
@@ -541,7 +542,7 @@ _GIVEN_ONE = (True,)
 def _check_saved_first(node) -> None:
     """Before a node's formula raises (pow with a bool tensor exponent): torch's node unpacks,
     and so checks, what it saved first."""
-    if node._freed:
+    if node._freed and node._had_saved:
         raise RuntimeError(_FREED_MSG)
     if node.op in _UNPACK_ORDER:
         _check_in_unpack_order(node)
@@ -551,7 +552,7 @@ def _check_saved_first(node) -> None:
 def _saved_operand(node, slot):
     """What a node's VJP reads at `slot` (("in", i) or ("out", k)): a scalar
     operand, or a saved tensor's array after its version check."""
-    if node._freed:
+    if node._freed and node._had_saved:
         raise RuntimeError(_FREED_MSG)
     kind, index = slot
     if kind == "in":

@@ -308,8 +308,9 @@ def keep_scalar_operands(t) -> None:
 # tensor: torch's CopySlices drops the function it wraps, so a second backward through any
 # CopySlices raises "backward through the graph a second time" (v = -x; v[0] = 2.0); torch's
 # MaxBackward0 / MinBackward0 always save their indices, also for a 0-d input, where
-# fusegrad's node is an identity that saves nothing.
-RELEASES_STATE = frozenset({"CopySlices", "MaxBackward0", "MinBackward0"})
+# fusegrad's node is an identity that saves nothing; torch's AddcdivBackward0 saves tensor2
+# and the value whatever needs a gradient (a second backward raises for the self-only one).
+RELEASES_STATE = frozenset({"CopySlices", "MaxBackward0", "MinBackward0", "AddcdivBackward0"})
 
 
 class StatefulNode(Node):

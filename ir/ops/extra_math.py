@@ -67,7 +67,8 @@ def _lerp_vjp(e, x, y, g, a, n):
 
 
 register(OpDef("lerp", COMPOSITE, _infer_map("lerp", float_only=True), _lerp_ref, _lerp_vjp,
-               decompose=_lerp_decompose, doc="lerp(self, end, weight): torch's linear interpolation"))
+               decompose=_lerp_decompose, doc="lerp(self, end, weight): torch's linear interpolation",
+               extra={"scalar_attributes": (2,)}))      # (LerpBackward0 keeps a number weight: not saved)
 
 
 # ------------------------------------------------------------------ addcmul / addcdiv

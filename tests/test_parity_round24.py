@@ -328,3 +328,56 @@ def test_a_second_backward_through_scalar_operands_raises_exactly_where_torchs_d
         assert ours == theirs
     else:
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", ["L.zeros(L.tensor([3]))", "L.zeros(3, L.tensor([2]))", "L.zeros((L.tensor([2]), 3))",
+                                  "L.zeros(L.tensor([[3]]))", "L.empty(L.tensor([2]))", "L.randn(L.tensor([2]))",
+                                  "L.ones(2).view(L.tensor([2]))", "L.ones(2).reshape(L.tensor([[2]]))",
+                                  "L.zeros(L.tensor([2.0]))", "L.ones(L.tensor([2, 3]))", "L.ones(2).view(L.tensor([1, 2]))",
+                                  "L.ones(2, 3).permute(L.tensor([1, 0]))"])
+def test_a_one_element_integer_tensor_is_a_size_as_in_torchs_parser(call):
+    def case(lib):
+        lib.manual_seed(0)
+        return eval(call, {"L": lib})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours[:2] == theirs[:2] and ours[2].split(":")[0] == theirs[2].split(":")[0]
+    else:
+        assert ours[1].shape == theirs[1].shape
+
+
+@pytest.mark.parametrize("args", ["0, 3, (2,)", "1, 2, (2,)", "2, (2,)", "3, (2,)", "2, 3, (2,)", "-1, 1, (2,)",
+                                  "0, 1, (2,)"])
+def test_randint_into_bool_checks_its_bounds_as_torchs(args):
+    def case(lib):
+        lib.manual_seed(3)
+        return eval(f"L.randint({args}, dtype=L.bool)", {"L": lib})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("data", ["[np.bool_(True), 1]", "[[np.bool_(True)], [2]]", "[np.bool_(True), np.int64(2)]",
+                                  "[np.bool_(True), 1.5]", "[np.bool_(True), True]"])
+@pytest.mark.parametrize("dtype", ["None", "L.int64", "L.bool"])
+def test_numpy_bools_stored_into_int64_raise_as_torchs(data, dtype):
+    """torch stores into int64 through the index protocol, which np.bool_ lacks."""
+    def case(lib):
+        return eval(f"L.tensor({data}, dtype={dtype})", {"L": lib, "np": np})
+    ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours == theirs
+    else:
+        assert ours[2] == theirs[2]
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("data", ["[1, 2]", "[1, 0, 3, 4]", "[[1, 0], [2, 3]]", "[[[1, 1], [1, 1]], [[1, 0], [1, 1]]]"])
+def test_nonzero_is_column_major_as_torchs(data):
+    ours, theirs = fg.tensor(eval(data)).nonzero(), torch.tensor(eval(data)).nonzero()
+    assert ours.stride() == theirs.stride() and ours.tolist() == theirs.tolist()

@@ -78,6 +78,8 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
             return np.zeros(sizes, (dtype or inferred).np)
         if (dtype is int64 or dtype is bool_) and inferred.is_floating_point:
             _check_indexable(data)
+        if (dtype or inferred) is int64:
+            _check_no_numpy_bools(data)
         if dtype is int64 and inferred.is_floating_point:
             # torch checks each number: nan, inf or beyond int64 raises
             array = _store(data, sizes, np.float64)
@@ -105,6 +107,18 @@ def _check_indexable(obj) -> None:
             raise TypeError("only integer tensors of a single element can be converted to an index")
     elif isinstance(obj, np.floating) and not isinstance(obj, float):
         raise TypeError(f"'numpy.{type(obj).__name__}' object cannot be interpreted as an integer")
+
+
+def _check_no_numpy_bools(obj) -> None:
+    """torch stores a number into an int64 tensor through Python's index protocol, which a
+    NumPy bool lacks: `fg.tensor([np.bool_(True), 1])` is its TypeError."""
+    if isinstance(obj, _SEQUENCES):
+        if set(map(type, obj)) <= _PLAIN_TYPES.keys():
+            return                          # (a flat list of Python numbers: the common case)
+        for item in obj:
+            _check_no_numpy_bools(item)
+    elif isinstance(obj, np.bool_):
+        raise TypeError("'numpy.bool' object cannot be interpreted as an integer")
 
 
 def _compute_sizes(data) -> tuple:
@@ -570,6 +584,11 @@ def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=No
     shape = _size((size,), "randint")
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype is bool_:                  # (torch's check_from_to_in_range)
+        if not 0 <= low <= 1:
+            raise RuntimeError("from is out of bounds for bool")
+        if not 0 <= high - 1 <= 1:
+            raise RuntimeError("to - 1 is out of bounds for bool")
     out = (dtype or int64).np
     values = _allocated(shape, out, lambda: gen.integers(int(low), int(high), _numel(shape)))
     return _new(values.reshape(shape).astype(out), False)

@@ -994,7 +994,8 @@ def nonzero(input, *, as_tuple: bool = False):
     if as_tuple:
         return tuple(tensor(index.astype(np.int64)) for index in np.atleast_1d(values).nonzero())
     found = np.argwhere(values) if values.ndim else np.zeros((int(values != 0), 0), np.int64)
-    return tensor(found.astype(np.int64))
+    # (torch writes the indices dim by dim: its result is column-major, strides (1, n))
+    return Tensor._wrap(np.asfortranarray(found, dtype=np.int64))
 
 
 def where(condition, input=_MISSING, other=_MISSING) -> Tensor:
@@ -1653,18 +1654,18 @@ def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) ->
                                 f"of type {type_name(s)} at pos 0")
             raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {k + 1} with error "
                             f"\"type must be tuple of ints,but got {type_name(s)}\"")
-    return tuple(operator.index(s) for s in shape)
+    return tuple(int(s.item()) if isinstance(s, Tensor) else operator.index(s) for s in shape)
 
 
 def _is_size(s, first: bool) -> bool:
     """One size for torch's int-list parser: an int (a bool only after the first size), a NumPy
-    integer or a 0-d integer tensor."""
+    integer or an integer tensor of one element (of any dims: fg.zeros(fg.tensor([3])))."""
     if type(s) is int:
         return True
     if isinstance(s, bool):
         return not first
     if isinstance(s, Tensor):
-        return s.dim() == 0 and s._dtype is int64
+        return s.numel() == 1 and s._dtype is int64
     return _is_index(s)
 
 
@@ -1770,8 +1771,7 @@ def view(a, *shape, size=None) -> Tensor:
     if not shape:
         raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
                         + "".join(_VIEW_OVERLOADS))
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list)) and (
-            not _is_index(shape[0]) or isinstance(shape[0], bool)):
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list)) and not _is_size(shape[0], first=True):
         got = type(shape[0]).__name__
         why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
         raise TypeError(f"view() received an invalid combination of arguments - got ({got}), but expected one "

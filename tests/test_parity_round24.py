@@ -381,3 +381,22 @@ def test_numpy_bools_stored_into_int64_raise_as_torchs(data, dtype):
 def test_nonzero_is_column_major_as_torchs(data):
     ours, theirs = fg.tensor(eval(data)).nonzero(), torch.tensor(eval(data)).nonzero()
     assert ours.stride() == theirs.stride() and ours.tolist() == theirs.tolist()
+
+
+def _graph_names(node, depth=0):
+    if node is None or depth > 2:
+        return None
+    return type(node).__name__, tuple(_graph_names(n, depth + 1) for n, _ in node.next_functions)
+
+
+@pytest.mark.parametrize("expr", ["x.lerp(e, 0.3)", "L.lerp(e, x, 0.5)", "L.addcmul(x, e, e, value=2)",
+                                  "L.addcmul(e, x, x, value=2)", "L.addcdiv(x, e + 1, e + 1, value=2)",
+                                  "L.fmod(x, 1.5)", "F.elu(x, alpha=0.5)", "L.copysign(x, -1.0)", "L.xlogy(x, 2.0)",
+                                  "L.xlogy(2.0, x)", "x.lerp(e, L.tensor(0.3))", "L.fmod(x, e + 1)"])
+def test_next_functions_list_torchs_tensor_inputs_only(expr):
+    """A number operand (lerp's weight, addcmul's value, fmod's divisor) is no edge of torch's
+    node: next_functions has one entry per tensor input of its signature."""
+    def graph(lib):
+        x, e = lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([0.5, 0.25])
+        return _graph_names(eval(expr, {"L": lib, "F": lib.nn.functional, "x": x, "e": e}).grad_fn)
+    assert graph(fg) == graph(torch)

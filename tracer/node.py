@@ -118,6 +118,14 @@ _NEXT_INPUTS = {
     "GatherBackward0": (0,),    # gather(x, index)
     "IndexSelectBackward0": (0,),   # index_select(x, dim, index): IR gather
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
+    "LerpBackward0": (0, 1),    # lerp(x, end, number weight)
+    "AddcmulBackward0": (0, 1, 2),  # addcmul(x, t1, t2, value): the value is a Scalar
+    "AddcdivBackward0": (0, 1, 2),
+    "FmodBackward0": (0,),      # fmod(x, scalar)
+    "EluBackward0": (0,),       # elu(x, alpha)
+    "CopysignBackward1": (0,),  # copysign(x, scalar)
+    "XlogyBackward2": (0,),     # xlogy(x, scalar)
+    "XlogyBackward1": (1,),     # xlogy(scalar, x)
 }
 
 

@@ -400,3 +400,15 @@ def test_next_functions_list_torchs_tensor_inputs_only(expr):
         x, e = lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([0.5, 0.25])
         return _graph_names(eval(expr, {"L": lib, "F": lib.nn.functional, "x": x, "e": e}).grad_fn)
     assert graph(fg) == graph(torch)
+
+
+def test_a_tensor_made_of_tensors_requiring_grad_warns_as_torchs():
+    for lib in (fg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.warns(UserWarning, match=r"^Converting a tensor with requires_grad=True to a scalar may lead to "
+                                             r"unexpected behavior\.\nConsider using tensor\.detach\(\) first\."):
+            made = lib.tensor([x[0], x[1]])
+        assert made.tolist() == [1.0, 2.0] and not made.requires_grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fg.tensor([fg.tensor(1.0), 2.0, [3.0][0]])         # (no tensor requiring grad: no warning)

@@ -243,6 +243,9 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
                       UserWarning, stacklevel=user_stacklevel())
     if isinstance(data, np.ndarray):
         _check_no_negative_strides(data)
+    elif isinstance(data, _SEQUENCES) and _holds_a_tensor_requiring_grad(data):
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                      "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
     array = as_array(data, _dtype_arg("tensor", dtype))
     if isinstance(data, np.ndarray) and array.shape == data.shape:
         array = in_dense_order(array, data)         # torch keeps a dense array's layout
@@ -252,6 +255,15 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
     if _grad_flag("tensor", requires_grad, none_allowed=False):
         _require_grad(t)
     return t
+
+
+def _holds_a_tensor_requiring_grad(data) -> bool:
+    """Whether nested data holds a tensor that requires grad (torch.tensor reads each such one
+    as a number, with its warning)."""
+    if set(map(type, data)) <= _PLAIN_TYPES.keys():
+        return False                        # (a flat list of Python numbers: the common case)
+    return any(item._requires_grad if isinstance(item, Tensor) else
+               isinstance(item, _SEQUENCES) and _holds_a_tensor_requiring_grad(item) for item in data)
 
 
 def _check_no_negative_strides(array: np.ndarray) -> None:

@@ -580,7 +580,11 @@ def pow(input, exponent) -> Tensor:
         return _laid_out_row_major(apply_op("pow", ops, None, name))
     if isinstance(b, Tensor) and b._dtype is bool_ and dtype.is_floating_point:
         # a bool exponent: torch's backward for the base raises (ir/ops/elementwise.py BOOL_SUBTRACTION)
-        return apply_op("pow", ops, {"no_derivative": "pow"}, name)
+        return apply_op("pow", ops, {"no_derivative": "pow", "per_element": True}, name)
+    if isinstance(b, Tensor) and dtype.is_floating_point:
+        # a tensor exponent: pow for each element, never NumPy's sqrt for a loop's one exponent of
+        # 0.5 (ir/ops/elementwise.py _pow_ref)
+        return apply_op("pow", ops, {"per_element": True}, name)
     return apply_op("pow", ops, None, name)
 
 

@@ -128,15 +128,16 @@ def _pow_vjp(e, x, y, g, a, n):
     return [gx, gy]
 
 
-def _pow_ref(x, y, no_derivative=None):
+def _pow_ref(x, y, no_derivative=None, per_element=False):
     if x.dtype.kind == "b":
         return _pow_ref(x.astype(np.int64), np.asarray(y, np.int64)).astype(np.bool_)
     if x.dtype.kind != "i":
         shape = np.broadcast_shapes(np.shape(x), np.shape(y))
-        if np.shape(y) != shape or 0 in y.strides or len(shape) == 0:
-            # NumPy's loop takes an exponent that is one number for the whole loop as x ** 0.5 as
-            # sqrt(x) ((-inf) ** 0.5 is nan, (-0.) ** 0.5 is -0.), where torch's pow of two
-            # tensors computes pow (inf, 0.): one exponent per element (at least one dim)
+        if per_element and (np.shape(y) != shape or 0 in y.strides or len(shape) == 0):
+            # NumPy's loop takes an exponent that is one number for the whole loop as torch's
+            # pow(Tensor, Scalar) does: x ** 0.5 as sqrt(x) ((-inf) ** 0.5 is nan, (-0.) ** 0.5
+            # is -0.). A tensor exponent (`per_element`, set by the tracer) is torch's pow of
+            # two tensors, which computes pow (inf, 0.): one exponent per element
             y = np.array(np.broadcast_to(y, shape).reshape(-1))
             return np.power(np.broadcast_to(x, shape).reshape(-1), y).reshape(shape)
         return np.power(x, y)

@@ -422,3 +422,54 @@ def test_the_gradient_of_a_number_power_keeps_torchs_scalar_pow_where_a_tensor_e
         (x ** 1.5).sum().backward()
         return x.grad
     assert exact_outcome(lambda: case(fg)) == exact_outcome(lambda: case(torch))
+
+
+@pytest.mark.parametrize("call", ["F.dropout(L.tensor(2.0), 0.5)", "L.tensor(0.5).bernoulli()",
+                                  "L.tensor(3.0).bernoulli_(L.tensor(0.5))", "L.tensor(3.0).bernoulli_(0.3)",
+                                  "L.nn.Dropout(0.5)(L.tensor(2.0))", "L.bernoulli(L.tensor(0.7))"])
+def test_bernoulli_and_dropout_of_a_0d_tensor_draw_as_torchs(call):
+    """(they raised an internal AttributeError: a 0-d comparison is a NumPy scalar)"""
+    def draws(lib):
+        lib.manual_seed(1)
+        return [eval(call, {"L": lib, "F": lib.nn.functional}).item() for _ in range(8)]
+    assert draws(fg) == draws(torch)
+
+
+@pytest.mark.parametrize("cls, removed", [("SGD", ("nesterov", "maximize", "foreach", "differentiable", "fused")),
+                                          ("Adam", ("amsgrad", "capturable")), ("AdamW", ("decoupled_weight_decay",)),
+                                          ("RMSprop", ("centered", "momentum"))])
+def test_an_older_optimizer_state_dict_loads_with_torchs_defaults(cls, removed):
+    """A state dict lacking newer settings, with a number `step` and an entry no parameter
+    takes, loads as torch's: the settings filled in, `step` a tensor, the entry kept."""
+    def run(lib):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = getattr(lib.optim, cls)([p], lr=0.1)
+        p.grad = lib.ones(2)
+        opt.step()
+        sd = opt.state_dict()
+        for key in removed:
+            sd["param_groups"][0].pop(key)
+        if "step" in sd["state"].get(0, {}):
+            sd["state"][0]["step"] = 1
+        sd["state"][7] = {"x": 1}
+        again = getattr(lib.optim, cls)([p], lr=0.1)
+        again.load_state_dict(sd)
+        again.step()
+        step = again.state[p].get("step")
+        return (p.tolist(), {k: again.param_groups[0][k] for k in removed}, sorted(again.state_dict()["state"]),
+                None if step is None else (type(step).__name__, float(step)))
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("dtypes", [("float64", "float32", "float32"), ("float32", "float64", "float64"),
+                                    ("float32", "float64", "float32"), ("float32", "float32", "float64"),
+                                    ("float64", "float64", "float32"), ("float64", "float32", "float64"),
+                                    ("float64", None, "float32"), ("float64", "float32", None)])
+def test_layer_norm_parameter_dtype_errors_are_torchs(dtypes):
+    def run(lib):
+        x, w, b = dtypes
+        lib.nn.functional.layer_norm(lib.ones(2, 3, dtype=getattr(lib, x)), (3,),
+                                     lib.ones(3, dtype=getattr(lib, w)) if w else None,
+                                     lib.zeros(3, dtype=getattr(lib, b)) if b else None)
+    ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
+    assert ours == theirs and ours[0] == "error"

@@ -266,7 +266,8 @@ def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
         probabilities, draws = p, gen.uniform(n, np.float64)
     memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
-    return (generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
+    # (np.asarray: a 0-d comparison is a NumPy scalar, no array)
+    return np.asarray(generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
 
 
 def copy_(t: Tensor, src) -> Tensor:

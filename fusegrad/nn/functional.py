@@ -15,7 +15,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
-from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, promote_types
+from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, float32, promote_types
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
@@ -25,6 +25,22 @@ from fusegrad.tracer.user_frame import user_stacklevel
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss"]
 
+
+
+def _check_parameter_dtypes(input, parameters: list) -> None:
+    """torch's CPU check of a normalisation's parameters: the first one's dtype other than the
+    input's is its "mixed dtype" path (for a bfloat16 or half input, which fusegrad has not:
+    each parameter must be float32, then the input must be reduced); another parameter of
+    another dtype than the input's is its kernel's type error."""
+    if not parameters:
+        return
+    if parameters[0].dtype != input.dtype:
+        if any(p.dtype is not float32 for p in parameters):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    for p in parameters[1:]:
+        if p.dtype != input.dtype:
+            raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found {_dtype_name(p.dtype)}")
 
 
 def _dtype_name(dtype) -> str:
@@ -710,9 +726,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
                                f"{list(t.shape)} and normalized_shape = {list(shape)}")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{_dtype_name(input.dtype)}'")
-    for t in (weight, bias):
-        if t is not None and t.dtype != input.dtype:
-            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of {_dtype_name(input.dtype)}")
+    _check_parameter_dtypes(input, [t for t in (weight, bias) if t is not None])
     dtype = input.dtype.np
     operands = [input,
                 weight if weight is not None else np.ones(shape, dtype),

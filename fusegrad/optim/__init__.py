@@ -162,7 +162,9 @@ class Optimizer:
             packed["params"] = [index_of[id(p)] for p in group["params"]]
             start += len(packed["params"])
             groups.append(packed)
-        state = {index_of[id(p)]: value for p, value in self.state.items() if id(p) in index_of}
+        # (an entry keyed by no parameter, kept by a load_state_dict, keeps its key, as torch's)
+        state = {(index_of[id(p)] if isinstance(p, Tensor) else p): value for p, value in self.state.items()
+                 if not isinstance(p, Tensor) or id(p) in index_of}
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -177,24 +179,43 @@ class Optimizer:
         by_index = {}
         for group, saved in zip(self.param_groups, saved_groups):
             by_index.update(zip(saved["params"], group["params"]))
-        self.state = defaultdict(dict)
+        state = defaultdict(dict)
         for index, value in state_dict["state"].items():
             param = by_index.get(index)
             if param is None:
+                state[index] = value        # (torch keeps an entry no parameter takes, by its index)
                 continue
             group = next(g for g in saved_groups if index in g["params"])
-            self.state[param] = {k: _state_value(param, k, v, group) for k, v in value.items()}
+            state[param] = {k: _state_value(param, k, v, group) for k, v in value.items()}
         for group, saved in zip(self.param_groups, saved_groups):
             params = group["params"]
             group.clear()
             group.update({k: v for k, v in saved.items() if k != "params"})
             group["params"] = params
+        self.__setstate__({"state": state, "param_groups": self.param_groups})
 
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # Settings a group loaded from an older (or edited) state dict may lack: torch's
+    # __setstate__ fills them in with these values (a subclass's own).
+    _GROUP_DEFAULTS: dict[str, Any] = {}
+    _STEP_TENSORS = False       # whether a loaded number `step` becomes a float32 tensor (Adam, RMSprop)
+
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """torch's: the state and groups (a load_state_dict or an unpickling), each group's
+        missing settings filled in, and a number `step` made a tensor where torch's is one."""
         self.__dict__.update(state)
+        self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._GROUP_DEFAULTS.items():
+                group.setdefault(key, value)
+            if not self._STEP_TENSORS:
+                continue
+            for p in group["params"]:
+                p_state = self.state.get(p, {})
+                if p_state and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = fg.tensor(float(p_state["step"]))
 
     def __repr__(self) -> str:
         text = type(self).__name__ + " ("
@@ -290,6 +311,9 @@ class SGD(Optimizer):
     buf = g (first step) or momentum * buf + (1 - dampening) * g;
     g = g + momentum * buf (nesterov) or buf;  p -= lr * g.
     """
+
+    _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None, "differentiable": False,
+                       "fused": False}
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -397,6 +421,10 @@ class Adam(Optimizer):
     are computed from the `step` tensor with tensor ops, in the parameter's
     dtype, and the step count is never read.
     """
+
+    _GROUP_DEFAULTS = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False, "fused": None}
+    _STEP_TENSORS = True
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
@@ -555,6 +583,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (p *= 1 - lr * weight_decay before the update)."""
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
+
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
@@ -569,6 +602,10 @@ class RMSprop(Optimizer):
     g = grad (+ weight_decay * p);  v = alpha * v + (1 - alpha) * g * g;
     avg = sqrt(v) (centered: sqrt(v - m * m), m = lerp(m, g, 1 - alpha)) + eps;
     p -= lr * g / avg, or with momentum b = momentum * b + g / avg, p -= lr * b."""
+
+    _GROUP_DEFAULTS = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                       "differentiable": False, "capturable": False}
+    _STEP_TENSORS = True
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0,
                  momentum: float = 0, centered: bool = False, capturable: bool = False,

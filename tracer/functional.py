@@ -237,6 +237,11 @@ def scale_by_alpha(a, b, alpha, fn: str):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if dtype is bool_:
         alpha = builtins.bool(alpha)
+    if isinstance(b, Tensor) and b._dtype is not dtype:
+        # torch scales the operand in the result's dtype (an int64 one times alpha does not
+        # wrap around in int64 before it is added to a float one); the cast is no node of its
+        b = cast(b, dtype)
+        hide_node(b)
     if _is_scalar(b):
         # (True * True is the int 1 in Python: a bool result scales a bool)
         return builtins.bool(b * alpha) if dtype is bool_ else b * alpha

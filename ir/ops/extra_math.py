@@ -163,8 +163,9 @@ def _xlogy_decompose(e, xs, a):
 
 
 def _xlogy_vjp(e, x, y, g, a, n):
-    # torch: self: grad * at::xlogy((self != 0), other); other: grad * self / other
-    return [e.mul(g[0], e.op("xlogy", e.cast(e.ne(x[0], 0), x[0].dtype), x[1])) if n[0] else None,
+    # torch 2.13: self: xlogy(grad, other) with 0 where self == 0 and other <= 0 (log(other)
+    # where self is 0 and other is positive); other: grad * self / other
+    return [e.where(e.logical_and(e.eq(x[0], 0), e.le(x[1], 0)), 0, e.op("xlogy", g[0], x[1])) if n[0] else None,
             e.div(e.mul(g[0], x[0]), x[1]) if n[1] else None]
 
 

@@ -473,3 +473,44 @@ def test_layer_norm_parameter_dtype_errors_are_torchs(dtypes):
                                      lib.zeros(3, dtype=getattr(lib, b)) if b else None)
     ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
     assert ours == theirs and ours[0] == "error"
+
+
+@pytest.mark.parametrize("call", ["L.sub(L.tensor([0.0]), L.tensor([2**63 - 1]), alpha=2)",
+                                  "L.add(L.tensor([0.0], dtype=L.float64), L.tensor([1e-45]), alpha=-1.5)",
+                                  "L.sub(L.tensor([1.7976931348623157e308], dtype=L.float64), L.tensor([3.4028234e38]), "
+                                  "alpha=2)",
+                                  "L.rsub(L.tensor([1.0]), L.tensor([3]), alpha=2)"])
+def test_alpha_scales_in_the_result_dtype_as_torchs(call):
+    """(an int64 operand times alpha wrapped in int64 before the float add)"""
+    assert exact_outcome(lambda: eval(call, {"L": fg})) == exact_outcome(lambda: eval(call, {"L": torch}))
+
+
+def test_alpha_with_a_promoted_operand_keeps_torchs_graph_and_gradients():
+    def run(lib):
+        x = lib.tensor([1.0], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor([2.0], requires_grad=True)
+        out = lib.add(x, y, alpha=3)
+        out.sum().backward()
+        return ([type(n).__name__ for n, _ in out.grad_fn.next_functions], x.grad.tolist(), y.grad.tolist(),
+                str(y.grad.dtype).split(".")[-1])
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("y", [2.0, 0.5, 0.0, -1.0, float("inf"), float("-inf"), float("nan")])
+def test_xlogys_gradient_at_zero_is_torch_2_13s(y):
+    """torch 2.13: d/dx xlogy(x, y) is log(y) at x = 0 for a positive y, 0 for y <= 0."""
+    def run(lib):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        lib.xlogy(x, lib.tensor([y, y])).sum().backward()
+        return x.grad
+    assert exact_outcome(lambda: run(fg)) == exact_outcome(lambda: run(torch))
+
+
+@pytest.mark.parametrize("data", ["[[0.0, 0.0, 3.4028234e38]]", "[[1e20, -1e20, 3.0, 5.0]]"])
+@pytest.mark.parametrize("call", ["t.std(dim=1)", "t.var(dim=1)", "t.std()", "t.var(correction=0)"])
+def test_a_compiled_float32_variance_does_not_overflow_in_its_squares(call, data):
+    """The compiled variance squares its deviations in float64, as the reference and torch's
+    kernel (float32 squares of 1e20 overflowed to inf)."""
+    expected = eval(call, {"t": torch.tensor(eval(data))})
+    got = fg.compile(lambda t: eval(call, {"t": t}) * 1)(fg.tensor(eval(data)))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)

@@ -55,28 +55,29 @@ def _std_vjp(e, x, y, g, a, n):
     return [_var_grad(e, per_var, x[0], a["axes"], a["correction"], a["keepdim"])]
 
 
-def _var_in_x_dtype(e, x, a):
-    """The variance, its mean and deviations taken in float64 (each deviation rounded once to
-    x's dtype), as the reference and torch's CPU kernel accumulate: a float32 mean rounds by
-    up to half an ulp of the data, and squared deviations from it miss the variance of data
-    far from zero (1e6 + 0.1 * k: 20% off). The squares and the division stay in x's dtype
-    (the kernel's sums accumulate in float64)."""
+def _wide_var(e, x, a):
+    """The variance in float64 (x's dtype when it is float64): its mean, deviations, squares
+    and sum taken in double and divided there, as the reference and torch's CPU kernel
+    accumulate. A float32 mean rounds by up to half an ulp of the data, so squared deviations
+    from it miss the variance of data far from zero (1e6 + 0.1 * k: 20% off), and float32
+    squares of deviations past 1.8e19 overflow (torch's std of +-1e20 is finite)."""
     axes = a["axes"]
     n = reduced_count(x.shape, axes)
-    if x.dtype is float64:
-        centred = e.sub(x, e.div(e.sum(x, axes, keepdim=True), n))
-    else:
-        wide = e.cast(x, float64)
-        centred = e.cast(e.sub(wide, e.div(e.sum(wide, axes, keepdim=True), n)), x.dtype)
+    wide = x if x.dtype is float64 else e.cast(x, float64)
+    centred = e.sub(wide, e.div(e.sum(wide, axes, keepdim=True), n))
     return e.div(e.sum(e.mul(centred, centred), axes, a["keepdim"]), max(0.0, n - a["correction"]))
 
 
 def _var_decompose(e, xs, a):
-    return [_var_in_x_dtype(e, xs[0], a)]
+    x = xs[0]
+    var = _wide_var(e, x, a)
+    return [var if x.dtype is float64 else e.cast(var, x.dtype)]
 
 
 def _std_decompose(e, xs, a):
-    return [e.sqrt(_var_in_x_dtype(e, xs[0], a))]
+    x = xs[0]
+    std = e.sqrt(_wide_var(e, x, a))        # (rounded once, as the reference)
+    return [std if x.dtype is float64 else e.cast(std, x.dtype)]
 
 
 register(OpDef("var", COMPOSITE, _infer_reduce, _var_ref, _var_vjp, decompose=_var_decompose,

@@ -8,7 +8,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
-from parity_support import exact_outcome, lib_outcome, seeded_both  # noqa: E402  (after the skip)
+from parity_support import assert_same_outcome, exact_outcome, lib_outcome, seeded_both  # noqa: E402  (after the skip)
 
 
 def _printed(lib, src):
@@ -168,11 +168,7 @@ def test_bernoullis_arguments_are_parsed_as_torchs(call):
     text, for the function and the method (it raised a comparison's TypeError, or drew)."""
     ours, theirs = lib_outcome(fg, lambda lib: eval(call, {"L": lib})), \
         lib_outcome(torch, lambda lib: eval(call, {"L": lib}))
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    assert_same_outcome(ours, theirs)
 
 
 _FREED_CASES = {
@@ -198,11 +194,7 @@ def test_a_create_graph_backward_through_a_freed_node_raises_as_torchs(case):
         r = env["r"]
         return r[0] if isinstance(r, tuple) else r
     ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    assert_same_outcome(ours, theirs, rtol=1e-6)
 
 
 @pytest.mark.parametrize("value", ["2**63", "10**19", "(2**64 - 1)", "2**64", "2**63 - 1", "-2**63"])
@@ -216,12 +208,7 @@ def test_python_ints_past_int64_divide_and_promote_as_torchs(expr, value):
     call = expr.replace("V", value)
     ours, theirs = lib_outcome(fg, lambda lib: eval(call, {"L": lib})), \
         lib_outcome(torch, lambda lib: eval(call, {"L": lib}))
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        assert ours[2:] == theirs[2:]
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    assert_same_outcome(ours, theirs, rtol=1e-6)
 
 
 @pytest.mark.parametrize("case", [
@@ -280,11 +267,7 @@ def test_a_mask_written_in_place_before_the_backward_raises_as_torchs(case):
         exec(_MASK_WRITES[case], env)
         return env["r"]
     ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    assert_same_outcome(ours, theirs)
 
 
 @pytest.mark.parametrize("new", ["L.tensor([5.0, 6.0, 7.0])", "L.tensor([5.0])"])
@@ -299,11 +282,7 @@ def test_accumulating_into_a_grad_of_another_shape_raises_torchs_broadcast_error
         (w * w).sum().backward()
         return w.grad
     ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    assert_same_outcome(ours, theirs)
 
 
 @pytest.mark.parametrize("expr", ["x.lerp(e, 0.3)", "x.lerp(e, L.tensor(0.3))", "L.addcdiv(x, e + 1, e + 1, value=2)",
@@ -323,11 +302,7 @@ def test_a_second_backward_through_scalar_operands_raises_exactly_where_torchs_d
         lib.autograd.grad(s, x, create_graph=True)
         return lib.autograd.grad(s, x, create_graph=True)[0]
     ours, theirs = lib_outcome(fg, run), lib_outcome(torch, run)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    assert_same_outcome(ours, theirs, rtol=1e-6)
 
 
 @pytest.mark.parametrize("call", ["L.zeros(L.tensor([3]))", "L.zeros(3, L.tensor([2]))", "L.zeros((L.tensor([2]), 3))",
@@ -354,11 +329,7 @@ def test_randint_into_bool_checks_its_bounds_as_torchs(args):
         lib.manual_seed(3)
         return eval(f"L.randint({args}, dtype=L.bool)", {"L": lib})
     ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    assert_same_outcome(ours, theirs)
 
 
 @pytest.mark.parametrize("data", ["[np.bool_(True), 1]", "[[np.bool_(True)], [2]]", "[np.bool_(True), np.int64(2)]",
@@ -369,12 +340,7 @@ def test_numpy_bools_stored_into_int64_raise_as_torchs(data, dtype):
     def case(lib):
         return eval(f"L.tensor({data}, dtype={dtype})", {"L": lib, "np": np})
     ours, theirs = lib_outcome(fg, case), lib_outcome(torch, case)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "error":
-        assert ours == theirs
-    else:
-        assert ours[2] == theirs[2]
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    assert_same_outcome(ours, theirs)
 
 
 @pytest.mark.parametrize("data", ["[1, 2]", "[1, 0, 3, 4]", "[[1, 0], [2, 3]]", "[[[1, 1], [1, 1]], [[1, 0], [1, 1]]]"])

@@ -480,3 +480,28 @@ def test_a_compiled_float32_variance_does_not_overflow_in_its_squares(call, data
     expected = eval(call, {"t": torch.tensor(eval(data))})
     got = fg.compile(lambda t: eval(call, {"t": t}) * 1)(fg.tensor(eval(data)))
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+
+
+_SCHEDULERS = {
+    "StepLR": "S.StepLR(o, 1, 0.5)", "CosineAnnealingLR": "S.CosineAnnealingLR(o, 10)",
+    "LambdaLR": "S.LambdaLR(o, lambda e: 0.9 ** e)", "ExponentialLR": "S.ExponentialLR(o, 0.9)",
+    "OneCycleLR": "S.OneCycleLR(o, 1.0, total_steps=10)", "CyclicLR": "S.CyclicLR(o, 0.01, 0.1)",
+    "ReduceLROnPlateau": "S.ReduceLROnPlateau(o, patience=0)", "LinearLR": "S.LinearLR(o)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCHEDULERS))
+def test_schedulers_fill_a_tensor_lr_in_place_as_torchs(name):
+    """An optimizer made with a tensor lr keeps that tensor: schedulers fill it (they replaced
+    it, or made it a float), and the initial lr is a copy of it."""
+    def run(lib):
+        p, lr = lib.nn.Parameter(lib.ones(2)), lib.tensor(0.1)
+        o = lib.optim.SGD([p], lr=lr, momentum=0.9)
+        s = eval(_SCHEDULERS[name], {"S": lib.optim.lr_scheduler, "o": o})
+        for _ in range(3):
+            p.grad = lib.ones(2)
+            o.step()
+            s.step(1.0) if name == "ReduceLROnPlateau" else s.step()
+        group = o.param_groups[0]
+        return group["lr"] is lr, round(float(lr), 6), type(group.get("initial_lr")).__name__, p.tolist()
+    assert run(fg) == run(torch)

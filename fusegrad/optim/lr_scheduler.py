@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 from fusegrad.optim import Optimizer
+from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
@@ -91,6 +92,15 @@ def _start_momentum_cycle(optimizer: Optimizer, use_beta1: bool, max_momentums: 
         group["base_momentum"] = base_momentum
 
 
+def _set_group_value(group: dict[str, Any], key: str, value) -> None:
+    """group[key] = value, except that a tensor there is filled in place, as torch's
+    schedulers do (an optimizer made with `lr=fg.tensor(0.1)` keeps that tensor)."""
+    if isinstance(group[key], Tensor):
+        group[key].fill_(value.item() if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
+
+
 class LRScheduler:
     """Base class: `get_lr()` gives the next lr of each group from `last_epoch`."""
 
@@ -104,7 +114,9 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                initial_lr = group["lr"]
+                # (a tensor lr is filled in place by the steps: the initial one is a copy)
+                group.setdefault("initial_lr", initial_lr.clone() if isinstance(initial_lr, Tensor) else initial_lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -165,7 +177,7 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict[str, Any]:
@@ -470,7 +482,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_group_value(group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:
@@ -619,7 +631,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
@@ -772,7 +784,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._last_lr = self._current_lrs()
 
 
@@ -827,7 +839,7 @@ class SequentialLR(_SchedulerList):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_group_value(group, "lr", group["initial_lr"])
         self.recursive_undo()           # (the schedulers' first steps, at their construction)
         index = bisect_right(self._milestones, 0)
         self._schedulers[index]._initial_step()

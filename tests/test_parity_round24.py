@@ -507,3 +507,13 @@ def test_schedulers_fill_a_tensor_lr_in_place_as_torchs(name):
     ours, theirs = run(fg), run(torch)
     assert ours[0] == theirs[0]
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)     # (torch's add with alpha is a fused multiply-add)
+
+
+@pytest.mark.parametrize("call", ["L.isclose(L.tensor([2**60 + 1]), L.tensor([2**60]), rtol=0, atol=0.5)",
+                                  "L.isclose(L.tensor([2**62]), L.tensor([-2**62]))",
+                                  "L.isclose(L.tensor([-2**63]), L.tensor([0]))",
+                                  "L.isclose(L.tensor([2**24 + 1]), L.tensor([2**24]), rtol=0, atol=0.5)",
+                                  "L.isclose(L.tensor([5]), L.tensor([3]), rtol=0, atol=2)"])
+def test_isclose_of_integers_measures_errors_in_the_default_dtype_as_torchs(call):
+    """(int64 differences wrapped around: -2**63 was close to 0)"""
+    assert eval(call, {"L": fg}).tolist() == eval(call, {"L": torch}).tolist()

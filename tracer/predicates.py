@@ -63,8 +63,8 @@ def _isclose(fn: str, a, b, rtol: float, atol: float, equal_nan: bool, other_pos
         close = F.logical_or(close, F.logical_and(isnan(a), isnan(b)))
     if rtol == 0 and atol == 0:
         return close
-    if a.dtype is bool_:                    # torch computes the errors of bools in the default dtype
-        a, b = F.cast(a, float32), F.cast(b, float32)
+    if not a.dtype.is_floating_point:       # torch computes the errors of bools and integers in the
+        a, b = F.cast(a, float32), F.cast(b, float32)       # default dtype (no int64 wrap-around)
     allowed = F.add(F.abs(F.mul(b, rtol)), atol)
     actual = F.abs(F.sub(a, b))
     return F.logical_or(close, F.logical_and(isfinite(actual), F.le(actual, allowed)))

@@ -344,6 +344,12 @@ class _DistinctMemory:
         self.given[value_id] = array
         return array
 
+    def replace(self, value_id: int, array: np.ndarray) -> np.ndarray:
+        """Value `value_id`'s tensors hold `array` now (a row-major copy of what `own` gave):
+        views of it made in the call are views of this memory (see _share_memory)."""
+        self.given[value_id] = array
+        return array
+
 
 def _aliases_any(array: np.ndarray, others) -> bool:
     """Whether `array` may share memory with one of `others`."""
@@ -492,7 +498,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             if t._layout is None and t._base is None and not array.flags.c_contiguous:
                 # a value the trace laid out row-major (x.t().contiguous().tanh()) that a sunk
                 # permute left transposed: row-major, as torch's (its view(-1) must work)
-                array = by_id[t._sym.id] = np.ascontiguousarray(array)
+                array = by_id[t._sym.id] = distinct.replace(t._sym.id, np.ascontiguousarray(array))
             t._data = array
             if written and (array.base is not None or id(array) in owners) and _aliases_any(array, written):
                 # The executor may hand out an input's own memory for a value that is a copy
@@ -503,7 +509,12 @@ def _finish(trace: Trace, result, run: Run) -> None:
         # (a detach or view that outlives the call of a value no returned tensor holds: its
         # memory is its own too, `(x * 2, (x * 2).detach())`)
         if home[1] is not None and home[1].id in by_id:
-            by_id[home[1].id] = distinct.own(by_id[home[1].id], home[1].id)
+            root = distinct.own(by_id[home[1].id], home[1].id)
+            if any(stride == 0 and size > 1 for stride, size in zip(root.strides, root.shape)):
+                # a value no view op made, which the program computed as a broadcast (x ** 0 is
+                # an expand of 1): eagerly it is memory of its own, which its views share
+                root = distinct.replace(home[1].id, np.ascontiguousarray(root))
+            by_id[home[1].id] = root
     _share_memory(alive, shared, by_id)
     for t in alive:
         t._sym = None

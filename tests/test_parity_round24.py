@@ -517,3 +517,48 @@ def test_schedulers_fill_a_tensor_lr_in_place_as_torchs(name):
 def test_isclose_of_integers_measures_errors_in_the_default_dtype_as_torchs(call):
     """(int64 differences wrapped around: -2**63 was close to 0)"""
     assert eval(call, {"L": fg}).tolist() == eval(call, {"L": torch}).tolist()
+
+
+def _written_through_a_transposed_view(x):
+    v = x * 2
+    r = v.t()[1]
+    r.mul_(3)
+    return v, r
+
+
+def _zeroed_transposed_view(x):
+    v = x * 1
+    r = v.t().zero_()
+    return v, r
+
+
+def _three_views(x):
+    y = x * 1
+    y.t()[0].add_(1.0)
+    return y, y.t(), y[1]
+
+
+@pytest.mark.parametrize("fn", [_written_through_a_transposed_view, _zeroed_transposed_view, _three_views])
+def test_compiled_views_of_an_intermediate_written_through_a_transpose_share_its_memory(fn):
+    """The intermediate's array was made row-major after the views were given the transposed
+    one: the views came back as copies (a later write of one output missed the others)."""
+    def run(lib, call):
+        outs = call(lib.arange(6.0).reshape(2, 3))
+        strides = [o.stride() for o in outs]
+        outs[0].add_(100.0)
+        return strides, [o.tolist() for o in outs]
+    assert run(fg, fg.compile(fn)) == run(torch, fn)
+
+
+@pytest.mark.parametrize("expr", ["(d ** 0)[:, None]", "(d ** 0)[0]", "(d ** 0).detach()", "(d ** 0).view(-1)",
+                                  "(d ** 0).t()"])
+def test_a_compiled_view_of_a_broadcast_value_is_memory_of_its_own(expr):
+    """d ** 0 is an expand of 1 in the program: its views came back as stride-0 broadcasts,
+    which an in-place write refused."""
+    def run(lib, call):
+        out = call(lib.arange(6.0).reshape(2, 3))
+        strides = out.stride()
+        out.mul_(2)
+        return strides, out.tolist()
+    fn = eval(f"lambda d: {expr}")
+    assert run(fg, fg.compile(fn)) == run(torch, fn)

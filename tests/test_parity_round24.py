@@ -8,7 +8,7 @@ import pytest
 import fusegrad as fg
 
 torch = pytest.importorskip("torch")
-from parity_support import assert_same_outcome, exact_outcome, lib_outcome, seeded_both  # noqa: E402  (after the skip)
+from parity_support import assert_same_outcome, exact_outcome, lib_outcome, outcome, seeded_both  # noqa: E402  (after the skip)
 
 
 def _printed(lib, src):
@@ -562,3 +562,19 @@ def test_a_compiled_view_of_a_broadcast_value_is_memory_of_its_own(expr):
         return strides, out.tolist()
     fn = eval(f"lambda d: {expr}")
     assert run(fg, fg.compile(fn)) == run(torch, fn)
+
+
+@pytest.mark.parametrize("src", ["x = L.ones(1).expand(3); x.copy_(x)", "x = L.ones(1).expand(3); x.copy_(x.detach())",
+                                 "x = L.ones(1, 3).expand(2, 3); x.t().copy_(x.t())", "x = L.ones(3); x.copy_(x)",
+                                 "x = L.ones(3, requires_grad=True) * 1; x.copy_(x)", "x = L.ones(2, 2); x.copy_(x.t())",
+                                 "x = L.ones(3); x[:2].copy_(x[1:])", "x = L.ones(3, requires_grad=True); x.copy_(x)"])
+def test_copying_a_tensor_into_itself_is_torchs_no_op(src):
+    """torch's copy_ from the same memory in the same layout returns at once (an expand too:
+    no overlap error), counting the write; a partial overlap still raises."""
+    def run(lib):
+        env = {"L": lib}
+        exec(src, env)
+        x = env["x"]
+        return x._version, x.requires_grad, None if x.grad_fn is None else type(x.grad_fn).__name__, x.tolist()
+    ours, theirs = outcome(lambda: run(fg)), outcome(lambda: run(torch))
+    assert ours == theirs

@@ -270,11 +270,28 @@ def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
     return np.asarray(generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
 
 
+def copied_into_itself(t: Tensor, src) -> bool:
+    """`t.copy_(src)` where src is t's own memory in t's layout (the same memory, dtype, shape
+    and strides: x.copy_(x), also of an expand), eagerly with no gradient involved: torch's
+    copy_ returns at once (no overlap check), the write still counted. Whether it was one."""
+    a, b = t._data, src._data if isinstance(src, Tensor) else None
+    if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.strides != b.strides:
+        return False
+    if a.__array_interface__["data"][0] != b.__array_interface__["data"][0]:
+        return False
+    if is_grad_enabled() and (t._requires_grad or src._requires_grad):
+        return False
+    t._vbox[0] += 1
+    return True
+
+
 def copy_(t: Tensor, src) -> Tensor:
     """Copy `src` (broadcast, cast to t's dtype) into t."""
     check_inplace(t)
     from .functional import as_tensor, cast
     src = as_tensor(src, "copy_", "src")
+    if copied_into_itself(t, src):
+        return t
     check_write_overlaps(t, src)                            # as torch's copy_: before the shapes
     src = cast(src, t._dtype, implicit=True)
     from fusegrad.ir.ops import broadcast_shapes

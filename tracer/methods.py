@@ -342,6 +342,8 @@ def _copy_(self, other, non_blocking: bool = False) -> Tensor:
         src = Tensor._wrap(np.asarray(src, np.float64 if isinstance(src, (float, np.floating))
                                       else F.scalar_dtype(src).np))
     inplace.check_inplace(self)             # (torch's leaf errors come before the copy's shape check,
+    if inplace.copied_into_itself(self, src):
+        return self
     inplace.check_write_overlaps(self, src)     # and its memory checks too)
     shape = broadcast_shapes(tuple(self.shape), tuple(np.shape(src)))
     if shape != tuple(self.shape):          # src has more dims or larger sizes than self

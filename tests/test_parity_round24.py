@@ -578,3 +578,17 @@ def test_copying_a_tensor_into_itself_is_torchs_no_op(src):
         return x._version, x.requires_grad, None if x.grad_fn is None else type(x.grad_fn).__name__, x.tolist()
     ours, theirs = outcome(lambda: run(fg)), outcome(lambda: run(torch))
     assert ours == theirs
+
+
+@pytest.mark.parametrize("body", ["n = x.t() * 1; n.fill_(4); return n.detach()", "n = x.t() * 1; n.zero_(); return n.data",
+                                  "n = x.t() * 1; n[0] = 3; return n.detach()",
+                                  "n = x.t() * 1; n.fill_(4); return n.detach(), n.contiguous()"])
+def test_a_compiled_detach_of_a_written_transposed_temporary_keeps_its_layout(body):
+    """(the temporary's value after the write was laid out row-major once it died)"""
+    env = {}
+    exec("def f(x):\n    " + body.replace("; ", "\n    "), env)
+    f = env["f"]
+    ours, theirs = fg.compile(f)(fg.arange(6.0).reshape(2, 3)), f(torch.arange(6.0).reshape(2, 3))
+    ours, theirs = (ours if isinstance(ours, tuple) else (ours,)), (theirs if isinstance(theirs, tuple) else (theirs,))
+    assert [t.stride() for t in ours] == [t.stride() for t in theirs]
+    assert [t.tolist() for t in ours] == [t.tolist() for t in theirs]

@@ -277,6 +277,9 @@ class TraceViews:
             # write to d made it a value of its own)
             d._layout = strides
             self.laid_out.append(weakref.ref(d))
+            # (and the value d is the memory of, which may be one written in the call, made by an
+            # op that lays nothing out: x.t() * 1 filled, then detached, after which it dies)
+            self.forward_layouts.setdefault(t._sym.id, strides)
         if shares_version:
             # (a backward reading d's value raises after a write of t, even once d is gone:
             # fg.grad's differentiated argument is a detach() that does not outlive the grad)

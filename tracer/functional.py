@@ -239,7 +239,8 @@ def scale_by_alpha(a, b, alpha, fn: str):
         alpha = builtins.bool(alpha)
     if isinstance(b, Tensor) and b._dtype is not dtype:
         # torch scales the operand in the result's dtype (an int64 one times alpha does not
-        # wrap around in int64 before it is added to a float one); the cast is no node of its
+        # wrap around in int64 before it is added to a float one); the cast is hidden from
+        # next_functions, as torch casts inside its node
         b = cast(b, dtype)
         hide_node(b)
     if _is_scalar(b):

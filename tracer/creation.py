@@ -76,10 +76,8 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
             # torch stores no element of a tensor with none (`[[], [1]]` is a (2, 0) tensor):
             # nothing past the first element's sizes is checked, beyond the dtype inference
             return np.zeros(sizes, (dtype or inferred).np)
-        if (dtype is int64 or dtype is bool_) and inferred.is_floating_point:
-            _check_indexable(data)
-        if (dtype or inferred) is int64:
-            _check_no_numpy_bools(data)
+        if (dtype or inferred) is int64 or dtype is bool_:
+            _check_indexable(data, (dtype or inferred) is int64)
         if dtype is int64 and inferred.is_floating_point:
             # torch checks each number: nan, inf or beyond int64 raises
             array = _store(data, sizes, np.float64)
@@ -96,29 +94,29 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
 _SEQUENCES = (list, tuple, range)
 
 
-def _check_indexable(obj) -> None:
+def _leaves(data):
+    """The items of nested data that are no sequence, in order; a flat list of Python numbers
+    is passed over whole (nothing in it fails the checks that walk the data)."""
+    if isinstance(data, _SEQUENCES):
+        if set(map(type, data)) <= _PLAIN_TYPES.keys():
+            return
+        for item in data:
+            yield from _leaves(item)
+    else:
+        yield data
+
+
+def _check_indexable(data, into_int64: bool) -> None:
     """torch stores a number into an integer or bool tensor through Python's index protocol,
-    except a Python float: a float tensor or a NumPy float32 among the data is its TypeError."""
-    if isinstance(obj, _SEQUENCES):
-        for item in obj:
-            _check_indexable(item)
-    elif isinstance(obj, Tensor):
-        if obj._dtype.is_floating_point:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
-    elif isinstance(obj, np.floating) and not isinstance(obj, float):
-        raise TypeError(f"'numpy.{type(obj).__name__}' object cannot be interpreted as an integer")
-
-
-def _check_no_numpy_bools(obj) -> None:
-    """torch stores a number into an int64 tensor through Python's index protocol, which a
-    NumPy bool lacks: `fg.tensor([np.bool_(True), 1])` is its TypeError."""
-    if isinstance(obj, _SEQUENCES):
-        if set(map(type, obj)) <= _PLAIN_TYPES.keys():
-            return                          # (a flat list of Python numbers: the common case)
-        for item in obj:
-            _check_no_numpy_bools(item)
-    elif isinstance(obj, np.bool_):
-        raise TypeError("'numpy.bool' object cannot be interpreted as an integer")
+    except a Python float: a float tensor or a NumPy float among the data is its TypeError,
+    and into int64 a NumPy bool too (`fg.tensor([np.bool_(True), 1])`), the first one met."""
+    for item in _leaves(data):
+        if isinstance(item, Tensor):
+            if item._dtype.is_floating_point:
+                raise TypeError("only integer tensors of a single element can be converted to an index")
+        elif isinstance(item, np.floating) and not isinstance(item, float) or \
+                into_int64 and isinstance(item, np.bool_):
+            raise TypeError(f"'numpy.{type(item).__name__}' object cannot be interpreted as an integer")
 
 
 def _compute_sizes(data) -> tuple:
@@ -260,10 +258,7 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
 def _holds_a_tensor_requiring_grad(data) -> bool:
     """Whether nested data holds a tensor that requires grad (torch.tensor reads each such one
     as a number, with its warning)."""
-    if set(map(type, data)) <= _PLAIN_TYPES.keys():
-        return False                        # (a flat list of Python numbers: the common case)
-    return any(item._requires_grad if isinstance(item, Tensor) else
-               isinstance(item, _SEQUENCES) and _holds_a_tensor_requiring_grad(item) for item in data)
+    return any(isinstance(item, Tensor) and item._requires_grad for item in _leaves(data))
 
 
 def _check_no_negative_strides(array: np.ndarray) -> None:

@@ -33,7 +33,8 @@ from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _Scalar
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
-                           _check_unread, _checked_array, _saved_value, check_dead_leaf_paths, transform_level_only)
+                           _check_unread, _checked_array, _saved_value, check_dead_leaf_paths, check_unreached,
+                           transform_level_only)
 from .user_frame import user_stacklevel
 
 
@@ -249,6 +250,8 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             # (sign, a rounding division) lets simplify drop the read: torch's nodes unpack theirs.
             _check_saved(graph, b.program)
             _check_freed_nodes(live)
+            for node in passed:         # (also what no read of the program reaches: torch unpacks it)
+                check_unreached(node, live)
             env = _bind(graph, program, create_graph)
         except RuntimeError as error:
             # A saved value changed in place: _bind checks them in the program's order. torch's
@@ -428,6 +431,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             edge = (node, 0)
             g = grads_pop(edge, None)
             if g is None:
+                check_unreached(node, live)
                 continue
             if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:     # a non-leaf's register_hook (tracer/hooks.py)
                 g = hooks.run_on_array(hooks.node_hooks(node, 0), g)
@@ -446,6 +450,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
                         grads[(node, k)] = g
             given = tuple([g is not None for g in gs])
             if True not in given:
+                check_unreached(node, live)
                 continue
         own_hooks = ANY_NODE_HOOKS[0] and node in NODE_HOOKS
         if own_hooks and hooks.node_hooks(node, hooks.PRE_HOOKS):      # the node's own pre-hooks

@@ -52,6 +52,22 @@ def _check_idle(node) -> None:
             _raise_modified(saved, node, slot[1])
 
 
+def check_unreached(node, live) -> None:
+    """A node on the backward's path that no defined gradient reaches (everything below norm(0),
+    whose gradient is undefined): torch's engine still runs it, and its apply unpacks, so checks,
+    every value it saved (a stale one raises the version error, a freed graph the freed-graph
+    error); fusegrad computes nothing there, but checks the same."""
+    if node.op is None or OPS[node.op].group == OPAQUE:
+        return
+    if not any(edge is not None and edge[0] in live for edge in node.edges):
+        return              # (an idle node: _check_idle's rule)
+    if node._freed:
+        if node._had_saved:
+            raise RuntimeError(_FREED_MSG)
+        return
+    _check_unread(node, ())
+
+
 # op -> the saved slots in the order torch's node unpacks them, where the op's VJP reads
 # them in another order (OpDef.extra["unpack_order"]: div, pow, mse_loss)
 _UNPACK_ORDER = {name: opdef.extra["unpack_order"] for name, opdef in OPS.items() if "unpack_order" in opdef.extra}

@@ -1,0 +1,109 @@
+"""Round 25 of torch parity: a backward runs every node on its path, also one that no defined
+gradient reaches (below norm(0), whose gradient is undefined), so the version and freed-graph
+checks of what such a node saved fire as in torch's engine, with and without create_graph."""
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch")
+from parity_support import outcome  # noqa: E402  (after the skip)
+
+
+def _grad_or_error(lib, case):
+    x = lib.tensor([1.0, 0.5, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 1.0, 2.0])
+
+    def run():
+        case(lib, x, w)
+        return None if x.grad is None else x.grad.tolist()
+    return outcome(run)
+
+
+def _mul_other_written(L, x, w):
+    n = (x * w).norm(0)
+    w.mul_(2)
+    n.backward()
+
+
+def _exp_output_written(L, x, w):
+    y = x.exp()
+    n = (y + 1).norm(0)
+    y.detach().mul_(2)
+    n.backward()
+
+
+def _tanh_output_written_beside_a_defined_path(L, x, w):
+    y = (x * 1).tanh()
+    z = y.sum() + y.norm(0)
+    with L.no_grad():
+        y.mul_(2)
+    z.backward()
+
+
+def _input_saved_for_another_target(L, x, w):
+    w.requires_grad_()
+    n = (x * w).norm(0)
+    with L.no_grad():
+        x.mul_(2)
+    L.autograd.grad(n, [w], allow_unused=True)
+
+
+def _freed_by_an_earlier_backward(L, x, w):
+    y = x.exp()
+    n = y.norm(0)
+    n.backward()
+    y.sum().backward()
+
+
+def _create_graph_through_norm0(L, x, w):
+    n = (x * w).norm(0)
+    w.mul_(2)
+    L.autograd.grad(n, [x], create_graph=True, allow_unused=True)
+
+
+def _create_graph_norm0_input_written(L, x, w):
+    c = x[None] + 1
+    n = c.norm(0)
+    with L.no_grad():
+        c.mul_(2)
+    L.autograd.grad(n, [x], create_graph=True)
+
+
+def _create_graph_norm1_output_written(L, x, w):
+    v = (x[None] * 1).norm(1)
+    v.mul_(2.0)
+    L.autograd.grad(v, [x], create_graph=True)
+
+
+def _create_graph_pow_output_written(L, x, w):
+    v = (x * 1).pow(L.tensor([2.0, 3.0, 0.5]))
+    v.mul_(2.0)
+    L.autograd.grad(v.sum(), [x], create_graph=True)
+
+
+def _untouched_norm0_gives_no_gradient(L, x, w):
+    (x.exp() + 1).norm(0).backward()
+
+
+@pytest.mark.parametrize("case", [
+    _mul_other_written, _exp_output_written, _tanh_output_written_beside_a_defined_path,
+    _input_saved_for_another_target, _freed_by_an_earlier_backward, _create_graph_through_norm0,
+    _create_graph_norm0_input_written, _create_graph_norm1_output_written, _create_graph_pow_output_written,
+    _untouched_norm0_gives_no_gradient,
+], ids=lambda f: f.__name__.strip("_"))
+def test_nodes_reached_only_by_undefined_gradients_check_what_they_saved(case):
+    assert _grad_or_error(fg, case) == _grad_or_error(torch, case)
+
+
+def test_a_create_graph_backward_checks_saved_values_after_an_earlier_one_of_that_shape():
+    """The second create_graph backward of a same-shaped graph raised nothing (its gradient
+    program came from a cache that skips the reads the first one checked)."""
+    def attempt(L, create_graph):
+        def run():
+            c = L.tensor([[1.0, 0.5, 2.0]], requires_grad=True)
+            v = c.norm(1)
+            v.mul_(2.0)
+            return L.autograd.grad(v, [c], create_graph=create_graph)[0].tolist()
+        return outcome(run)
+    for create_graph in (False, True, True):
+        assert attempt(fg, create_graph) == attempt(torch, create_graph)

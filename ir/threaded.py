@@ -95,14 +95,25 @@ def splittable(ufunc, arrays, out_type) -> bool:
     return out_type.dtype.np == dtype or out_type.dtype.np == np.bool_
 
 
-def call(ufunc, arrays, out_type, fp_state, quiet, out=None) -> np.ndarray:
+def call(ufunc, arrays, out_type, fp_state, quiet, out=None, in_memory_order: bool = True) -> np.ndarray:
     """`ufunc(*arrays)` (into `out` if given) computed in row blocks on worker threads.
     `fp_state`/`quiet`: NumPy's error-state context variable and the state to set in
-    each worker (a context variable does not follow a call into another thread)."""
+    each worker (a context variable does not follow a call into another thread).
+    `in_memory_order`: without `out`, loop in the operands' memory order (memory_order)."""
     n = thread_count()
     shape = out_type.shape
     if type(ufunc) is not np.ufunc:
         ufunc = ufunc.for_elements(out_type.numel)      # (a RoundedUfunc: as one call would)
+    if out is None and in_memory_order:
+        order = memory_order(shape, arrays)
+        if order is not None:
+            # Operands laid out otherwise (a transpose): computed in their memory's order, into
+            # a result laid out so too (torch's TensorIterator does the same), as one row-major
+            # computation of the permuted views. Row-major over a transpose read one element a
+            # page and then needed a second strided copy into the operands' layout: 40x slower.
+            permuted = [np.broadcast_to(a, shape).transpose(order) if a.ndim else a for a in arrays]
+            result = call(ufunc, permuted, _Permuted(out_type, order), fp_state, quiet, in_memory_order=False)
+            return result.transpose(np.argsort(order))
     if out is None:
         out = np.empty(shape, out_type.dtype.np)
     if n < 2:
@@ -130,6 +141,30 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None) -> np.ndarray:
     for f in futures:
         f.result()
     return out
+
+
+def memory_order(shape: tuple, arrays) -> list | None:
+    """The dims of `shape`, slowest first, in which the first operand of that shape that is not
+    row-major lies in memory (its strides, largest first; ties keep the dims' order), or None
+    where every such operand is row-major: the order an elementwise loop should run in."""
+    if len(shape) < 2:
+        return None
+    for a in arrays:
+        if a.ndim == len(shape) and a.shape == shape and not a.flags.c_contiguous:
+            if 0 in a.strides:
+                return None                 # (an expand: no memory order to follow)
+            order = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+            return order if order != list(range(a.ndim)) else None
+    return None
+
+
+class _Permuted:
+    """The output type of a call made on permuted views: its shape in that order."""
+
+    def __init__(self, out_type, order):
+        self.shape = tuple(out_type.shape[d] for d in order)
+        self.dtype = out_type.dtype
+        self.numel = out_type.numel
 
 
 def splittable_rows(out: np.ndarray) -> bool:

@@ -1,6 +1,7 @@
 """Round 25 of torch parity: a backward runs every node on its path, also one that no defined
 gradient reaches (below norm(0), whose gradient is undefined), so the version and freed-graph
 checks of what such a node saved fire as in torch's engine, with and without create_graph."""
+import numpy as np
 import pytest
 
 import fusegrad as fg
@@ -107,3 +108,49 @@ def test_a_create_graph_backward_checks_saved_values_after_an_earlier_one_of_tha
         return outcome(run)
     for create_graph in (False, True, True):
         assert attempt(fg, create_graph) == attempt(torch, create_graph)
+
+
+def test_numpy_of_a_tensor_requiring_grad_works_under_no_grad():
+    """torch checks requires_grad only while grad mode is on (evaluation and plotting code)."""
+    def case(L):
+        x = L.ones(3, requires_grad=True)
+        with L.no_grad():
+            a = x.numpy()
+            b = np.asarray(x)
+        a[0] = 5.0                          # the memory itself
+        return x.tolist(), b.tolist()
+    assert outcome(lambda: case(fg)) == outcome(lambda: case(torch))
+    assert outcome(lambda: fg.ones(3, requires_grad=True).numpy()) == \
+        outcome(lambda: torch.ones(3, requires_grad=True).numpy())
+
+
+@pytest.mark.parametrize("perm", [(1, 0, 2), (2, 1, 0), (0, 2, 1), (2, 0, 1)])
+@pytest.mark.parametrize("size", [(24, 40, 32), (64, 128, 160)], ids=["pooled", "threaded"])
+def test_elementwise_ops_over_permuted_operands_follow_their_layout(perm, size):
+    """Large elementwise results over a permute are computed in the operands' memory order
+    (the threaded and pooled paths wrote row-major and copied: 40x slower than torch);
+    strides and values stay torch's."""
+    a = np.random.default_rng(3).standard_normal(size).astype(np.float32)
+    c = np.random.default_rng(4).standard_normal(size).astype(np.float32)
+
+    def results(L):
+        x = L.from_numpy(a.copy()).permute(*perm)
+        y = L.from_numpy(c.copy()).permute(*perm)
+        return [x * 2, x + y, x.sigmoid(), x > 0, L.where(x > 0, x, y), x - 1.5, x.relu()]
+    for k, (ours, theirs) in enumerate(zip(results(fg), results(torch))):
+        assert ours.stride() == theirs.stride()
+        if k == 2:                          # (sigmoid: within an ulp of torch's at these sizes)
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=3e-7, atol=0)
+        else:
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_a_threaded_call_over_a_transpose_equals_one_ufunc_call():
+    from fusegrad.ir import threaded
+    from fusegrad.ir.types import TensorType, float32
+    a = np.random.default_rng(5).standard_normal((1024, 1100)).astype(np.float32).T
+    b = np.random.default_rng(6).standard_normal(1024).astype(np.float32)
+    assert threaded.memory_order(a.shape, [a, b]) == [1, 0]
+    out = threaded.call(np.add, [a, b], TensorType(a.shape, float32), None, None)
+    assert out.strides == (4, 1100 * 4)
+    np.testing.assert_array_equal(out, a + b)

@@ -270,10 +270,12 @@ def _run_plan(plan: _Plan, inputs, attrs):
         arrays = [a if type(a) is np.ndarray else a._data]
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
-    if plan.pooled is not None:
+    if plan.pooled is not None and (not plan.elementwise or len(plan.out_types[0].shape) < 2
+                                    or all([a.flags.c_contiguous for a in arrays])):
+        # (an elementwise op over a transpose takes the plain path below: NumPy loops in the
+        # operands' memory order into a result laid out as torch's, where a row-major pooled
+        # buffer was written one element a page and then copied into that layout)
         result = apply_ref_into(plan.pooled, arrays, POOL.empty(plan.out_types[0].shape, plan.want), attrs)
-        if plan.elementwise and result.ndim > 1 and not all([a.flags.c_contiguous for a in arrays]):
-            result = elementwise_layout(result, arrays)     # (written row-major: torch follows the operands)
         out = object.__new__(Tensor)
         out._init(result, plan.out_types[0].dtype)
         outs = (out,)

@@ -680,11 +680,12 @@ class Tensor:
         return self._data
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The value as a NumPy array sharing memory (error if it requires grad, unless `force`)."""
+        """The value as a NumPy array sharing memory (error if it requires grad while grad mode is
+        on, unless `force`: torch's check, so `with no_grad(): w.numpy()` works)."""
         if type(force) is not bool:
             from .parser_errors import type_name      # (it imports this module)
             raise TypeError(f"numpy(): argument 'force' must be bool, not {type_name(force)}")
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and is_grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         trace = trace_state.current()

@@ -154,3 +154,20 @@ def test_a_threaded_call_over_a_transpose_equals_one_ufunc_call():
     out = threaded.call(np.add, [a, b], TensorType(a.shape, float32), None, None)
     assert out.strides == (4, 1100 * 4)
     np.testing.assert_array_equal(out, a + b)
+
+
+@pytest.mark.parametrize("call", [
+    "x = L.ones(2, 3); x.backward(L.ones(3))",
+    "x = L.ones(2, 3); L.autograd.grad(x, [x], L.ones(3))",
+    "x = L.ones(2, 3); y = L.ones(1, requires_grad=True); L.autograd.grad([x, y * 2], [y], [L.ones(3), L.ones(1)])",
+    "x = L.ones(2, 3); y = L.ones(1, requires_grad=True); L.autograd.grad([x, y * 2], [y], [None, L.ones(1)])",
+    "x = L.ones(2, 3); x.backward()",
+    "x = L.ones(2, 3); x.backward(L.ones(2, 3))",
+    "x = L.ones(2, 3, requires_grad=True) * 2; x.backward()",
+])
+def test_gradients_are_checked_before_outputs_without_history(call):
+    """torch checks every given gradient's shape (and the implicit one's scalar output) before
+    the engine finds an output that does not require grad."""
+    def run(L):
+        return outcome(lambda: exec(call, {"L": L}))
+    assert run(fg) == run(torch)

@@ -179,22 +179,26 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     grad_outputs = list(grad_outputs)      # torch: "'float' object is not iterable"
     if len(grad_outputs) < len(outputs):    # (extra gradients are ignored, as torch's zip does)
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    # torch's order: every gradient is checked (_make_grads) before the engine finds an output
+    # that does not require grad (a wrong-shaped gradient of such an output names the shape)
     for k, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(out).__name__}")
-        if not out._requires_grad:
-            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
         if g is None:
-            if out.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if g._value_shape() != out._value_shape():     # (tuples: what .shape holds)
+        elif g._value_shape() != out._value_shape():     # (tuples: what .shape holds)
             raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {g.shape!r} and output[{k}] "
                                f"has a shape of {out.shape!r}.".replace("fg.Size", "torch.Size"))
         roots.append(out)
         seeds.append(g)
+    for k, out in enumerate(roots):
+        if not out._requires_grad:
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
     return roots, seeds
 
 

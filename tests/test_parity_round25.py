@@ -1,6 +1,10 @@
 """Round 25 of torch parity: a backward runs every node on its path, also one that no defined
 gradient reaches (below norm(0), whose gradient is undefined), so the version and freed-graph
-checks of what such a node saved fire as in torch's engine, with and without create_graph."""
+checks of what such a node saved fire as in torch's engine, with and without create_graph;
+numpy() under no_grad; large elementwise ops over permuted operands (their layout and
+values); the order of backward's argument checks; the warning of a list key read as a tuple."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -170,4 +174,19 @@ def test_gradients_are_checked_before_outputs_without_history(call):
     the engine finds an output that does not require grad."""
     def run(L):
         return outcome(lambda: exec(call, {"L": L}))
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("key", ["[[0, 1]]", "[slice(0, 1)]", "[None]", "[Ellipsis]", "[L.tensor(0)]", "[0, [1]]",
+                                 "[0, 1]", "[[0, 1], [1, 0]]"])
+def test_a_list_read_as_a_tuple_of_indices_warns_as_torch(key):
+    def run(L):
+        x = L.arange(6.0).reshape(2, 3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = x[eval(key, {"L": L})]
+            y = x.clone()
+            y[eval(key, {"L": L})] = 5.0
+        texts = [str(w.message).split(" (Triggered internally")[0] for w in caught]
+        return got.tolist(), y.tolist(), texts, [w.category for w in caught]
     assert run(fg) == run(torch)

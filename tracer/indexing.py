@@ -304,9 +304,17 @@ _MAX_TUPLE_LIKE = 32
 _BASIC_KEYS = frozenset({int, slice, type(None), type(Ellipsis)})
 
 
+_SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                      "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
+                      "as tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
+                      "result")
+
+
 def _sequence_key(key):
-    """A list key that torch reads as a tuple of indices, as that tuple."""
+    """A list key that torch reads as a tuple of indices, as that tuple (with torch's
+    deprecation warning)."""
     if type(key) is list and len(key) < _MAX_TUPLE_LIKE and any(isinstance(k, _TUPLE_LIKE_ITEMS) for k in key):
+        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=user_stacklevel())
         return tuple(key)
     return key
 

@@ -23,9 +23,11 @@ def differentiated_inputs(ins) -> list:
 
 
 def active_values(instrs, outputs, wrt) -> set:
-    """Ids of values that depend on some `wrt` value and that some output depends on."""
+    """Ids of values that depend on some `wrt` value and that some output depends on through
+    values that can carry a gradient."""
     # Plain loops: this runs on every backward, eager and traced.
-    # (an input the op's VJP never differentiates, OpDef.nondiff_inputs, is on no path)
+    # (an input the op's VJP never differentiates, OpDef.nondiff_inputs, is on no path; nor is
+    # an integer or bool value, such as max's indices used to index: no gradient flows there)
     reach = {v.id for v in wrt}
     for ins in instrs:
         opdef = OPS[ins.op]
@@ -36,16 +38,17 @@ def active_values(instrs, outputs, wrt) -> set:
             if v.id in reach and i not in skip:
                 nondiff = opdef.nondiff_outputs
                 for k, out in enumerate(ins.outputs):
-                    if k not in nondiff:
+                    if k not in nondiff and out.type.dtype.is_floating_point:
                         reach.add(out.id)
                 break
     useful = {v.id for v in outputs}
     for ins in reversed(instrs):
-        for out in ins.outputs:
-            if out.id in useful:
+        nondiff = OPS[ins.op].nondiff_outputs
+        for k, out in enumerate(ins.outputs):
+            if out.id in useful and k not in nondiff:
                 skip = OPS[ins.op].nondiff_inputs
                 for i, v in enumerate(ins.inputs):
-                    if i not in skip:
+                    if i not in skip and v.type.dtype.is_floating_point:
                         useful.add(v.id)
                 break
     return reach & useful

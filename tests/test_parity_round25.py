@@ -190,3 +190,22 @@ def test_a_list_read_as_a_tuple_of_indices_warns_as_torch(key):
         texts = [str(w.message).split(" (Triggered internally")[0] for w in caught]
         return got.tolist(), y.tolist(), texts, [w.category for w in caught]
     assert run(fg) == run(torch)
+
+
+def test_a_compiled_backward_ignores_a_stale_value_that_only_feeds_indices():
+    """`s = x.exp()` written in place and then used only for max's indices: no gradient flows
+    through an integer value, so ExpBackward never runs and nothing is stale (torch, and
+    fusegrad eagerly); the compiled call raised the version error."""
+    def f(x):
+        s = x.exp()
+        s.view(-1).mul_(2)
+        return (x * 2)[s.max(0)[1]]
+
+    def run(L, wrap):
+        x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        out = wrap(f)(x)
+        out.sum().backward()
+        return out.tolist(), x.grad.tolist()
+    expected = run(torch, lambda fn: fn)
+    assert run(fg, lambda fn: fn) == expected
+    assert run(fg, fg.compile) == expected

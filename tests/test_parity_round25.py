@@ -209,3 +209,15 @@ def test_a_compiled_backward_ignores_a_stale_value_that_only_feeds_indices():
     expected = run(torch, lambda fn: fn)
     assert run(fg, lambda fn: fn) == expected
     assert run(fg, fg.compile) == expected
+
+
+@pytest.mark.parametrize("write", ["exp_()", "mul_(2)", "fill_(1)", "zero_()", "add_(w)"])
+def test_in_place_ops_on_an_empty_view_of_an_expand(write):
+    """NumPy refused to rebuild a writable view with the strides of an empty expand (a
+    ValueError escaped); nothing is written, as in torch."""
+    def run(L):
+        v = L.zeros(1, 4, 0)
+        w = v[1::2][:, None].expand(-1, 3, -1, -1).select(-2, -1)
+        eval("w." + write, {"w": w})
+        return tuple(w.shape), v.tolist()
+    assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))

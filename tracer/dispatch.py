@@ -532,6 +532,8 @@ def _writable_memory(a: np.ndarray):
     same memory with a's layout; None when the memory itself is read-only."""
     if a.flags.writeable:
         return a
+    if a.size == 0:
+        return np.empty(a.shape, a.dtype)      # (no element to write; its strides may span no memory)
     root = a
     while isinstance(root.base, np.ndarray) and not root.flags.writeable:
         root = root.base

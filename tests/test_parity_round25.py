@@ -221,3 +221,29 @@ def test_in_place_ops_on_an_empty_view_of_an_expand(write):
         eval("w." + write, {"w": w})
         return tuple(w.shape), v.tolist()
     assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))
+
+
+@pytest.mark.parametrize("code", [
+    "c = L.tensor([0.5]).expand(2, 1); c[...] = c",
+    "c = L.tensor([0.5]).expand(3, 1); w = c[-2:]; w[...] = c[:2]",
+    "c = L.tensor([0.5]).expand(2, 1); c[...] = c.clone()",
+    "c = L.ones(2, 2); v = c._version; c[...] = c; c = L.tensor(c._version - v)",
+])
+def test_setitem_of_a_tensor_from_its_own_memory_is_torchs_no_op(code):
+    def run(L):
+        env = {"L": L}
+        exec(code, env)
+        return env["c"].tolist()
+    assert outcome(lambda: run(fg)) == outcome(lambda: run(torch))
+
+
+def test_a_batched_outer_product_over_a_transposed_batch_is_row_major():
+    """matmul with an inner size of 1 is a broadcast multiply, which followed the transposed
+    operand's layout; torch's products are row-major (so `.clone().view(-1)` works)."""
+    for L in (fg, torch):
+        x = L.arange(9.0).reshape(3, 3, 1).transpose(0, 1)
+        r = x @ L.ones(1, 3)
+        assert r.stride() == (9, 3, 1)
+        assert tuple(r.clone().view(-1).shape) == (27,)
+    f = fg.compile(lambda x, y: x @ y)
+    assert f(fg.arange(9.0).reshape(3, 3, 1).transpose(0, 1), fg.ones(1, 3)).stride() == (9, 3, 1)

@@ -233,6 +233,10 @@ def setitem(t: Tensor, key, value) -> None:
             t, [value_tensor], region=lambda ids: ids if whole else ids[to_numpy_index(items) + (Ellipsis,)],
             broadcast_passes=True):
         raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace, the same check on views of one tensor)
+    if whole and value_tensor is not None and t._sym is None:
+        from .inplace import copied_into_itself
+        if copied_into_itself(t, value_tensor):
+            return                  # (torch's copy_ of a tensor's own memory into it: no write)
     if whole and (_overlaps_itself(t._data) if t._sym is None else traced_overlaps_itself(t)):
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)

@@ -110,7 +110,10 @@ def _is_outer(sa, sb) -> bool:
 
 def _matmul_ref(a, b, column_major=None):
     if _is_outer(a.shape, b.shape):
-        return np.multiply(a, b)
+        # (row-major, as every product torch returns: NumPy's multiply follows a transposed
+        # operand's layout, and a later .view(-1) of the result then raised)
+        product = np.multiply(a, b)
+        return product if product.flags.c_contiguous else np.ascontiguousarray(product)
     return np.asarray(np.matmul(a, b))
 
 

@@ -247,3 +247,22 @@ def test_a_batched_outer_product_over_a_transposed_batch_is_row_major():
         assert tuple(r.clone().view(-1).shape) == (27,)
     f = fg.compile(lambda x, y: x @ y)
     assert f(fg.arange(9.0).reshape(3, 3, 1).transpose(0, 1), fg.ones(1, 3)).stride() == (9, 3, 1)
+
+
+@pytest.mark.parametrize("base_alive", [True, False])
+def test_a_compiled_write_through_a_detached_expand_never_drops_the_aliases(base_alive):
+    """A detach of an expand whose base died: the compiled call treated its rows as separate
+    memory (one row written, the others not, then the write-back left the memory unchanged).
+    It now knows the memory is the base's, as while the base lives: such a write is refused
+    inside fg.compile (a limitation; eagerly it writes as torch), never silently wrong."""
+    def f(c):
+        c.mT.narrow(1, 0, 1).clamp_(max=0.3)
+        return (c * 1)[..., 0]
+    b = fg.tensor([[0.8641, -0.7777, 0.2253]])
+    c = b.expand(3, 3).detach()
+    if not base_alive:
+        del b
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        fg.compile(f)(c)
+    eager = fg.tensor([[0.8641, -0.7777, 0.2253]]).expand(3, 3).detach()
+    assert f(eager).tolist() == f(torch.tensor([[0.8641, -0.7777, 0.2253]]).expand(3, 3).detach()).tolist()

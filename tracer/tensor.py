@@ -588,8 +588,8 @@ class Tensor:
         `t` remembers the view's (base, view chain), privately: torch's detach() of a view has no
         `_base`, but a compiled call that writes the base must reach `t`, and a write through `t`
         the base (Trace._origin_view). The base is held weakly: as torch's, such a detach keeps
-        the memory alive, not the base's history."""
-        origin = (weakref.ref(self._base), self._view_chain) if self._base is not None else self._origin
+        the memory alive, not the base's history (_BaseRef)."""
+        origin = (_BaseRef(self._base), self._view_chain) if self._base is not None else self._origin
         if origin is not None:
             t._origin = origin
 
@@ -939,3 +939,25 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
     trace.expose(array)             # later reads of this memory take its value at their time
     return array
 
+
+
+class _BaseRef:
+    """The base of a view a detach() or .data came from (Tensor._pass_origin): the base itself
+    while it lives (held weakly), then a stand-in over its memory with its version counter
+    and no history (`x.expand(3, 3).detach()` outlives its base: a compiled call that writes
+    it must still write the memory its rows share)."""
+
+    __slots__ = ("ref", "memory", "dtype", "vbox", "stand_in")
+
+    def __init__(self, base: Tensor):
+        self.ref = weakref.ref(base)
+        self.memory, self.dtype, self.vbox, self.stand_in = base._data, base._dtype, base._vbox, None
+
+    def __call__(self) -> Tensor | None:
+        base = self.ref()
+        if base is not None:
+            return base
+        if self.stand_in is None and self.memory is not None:
+            self.stand_in = Tensor._wrap(self.memory, self.dtype)
+            self.stand_in._vbox = self.vbox
+        return self.stand_in

@@ -940,7 +940,6 @@ def _array_inside_trace(t: Tensor, trace) -> np.ndarray:
     return array
 
 
-
 class _BaseRef:
     """The base of a view a detach() or .data came from (Tensor._pass_origin): the base itself
     while it lives (held weakly), then a stand-in over its memory with its version counter

@@ -20,6 +20,7 @@ from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, REDUCE, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
+from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
@@ -683,6 +684,12 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     base_edge = edge_of(base) if base._requires_grad else None
     old = view._snapshot()
+    if ANY_NODE_HOOKS[0] and base_edge is not None and view._grad_fn is not None:
+        # torch's CopySlices hands the gradient of the values overwritten to the base's node
+        # through a view of the base's gradient: no node of the view's own history sees it (a
+        # hook registered on `w` does not fire after `w[1:].zero_()`). The same values, with a
+        # history regenerated from the base (only where a hook could tell the difference).
+        old = view_of(base, chain)._snapshot()
     # Only self is read from the snapshot: another operand that is the view (t.mul_(t)) is saved
     # as the view, so the write makes its backward raise, as torch's (and as h.mul_(h) does).
     result = apply_op(op, [old if k == 0 else x for k, x in enumerate(inputs)], attrs, name)

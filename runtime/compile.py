@@ -105,7 +105,9 @@ class CompiledFunction:
                 with TraceContext(trace):
                     result = self.fn(*args, **kwargs)
             except Exception:
-                _finish_raised(trace)
+                earlier = _finish_raised(trace)
+                if earlier is not None:
+                    raise earlier from None
                 raise
             except BaseException:               # (KeyboardInterrupt: no more work than needed)
                 _abandon(trace)
@@ -238,19 +240,27 @@ def _from_numpy(a):
     return a
 
 
-def _finish_raised(trace: Trace) -> None:
+def _finish_raised(trace: Trace) -> IndexError | None:
     """The function raised: finish what the call traced before the error, as torch had run
     it by then. The caller's tensors keep the writes made before the error, with their
     history and version bumps; gradients a backward in the call accumulated stay; tensors
     it made that outlive it (carried by the exception, or kept in a closure) get their
     values and history. Nothing compiles on this path: the programs run on the reference
-    executor (Run.raised). Should finishing fail, what _abandon can keep is kept."""
+    executor (Run.raised). Should finishing fail, what _abandon can keep is kept.
+
+    Returns the IndexError of an op traced before the error, found as the ops run (an index
+    the function computed, out of range: `b[b.argmin(1)]`, whose values tracing did not
+    know): eagerly that op raised first, so the call raises it instead. Else None."""
     run = Run()
     run.raised = True
     try:
         _finish(trace, None, run)
+    except IndexError as earlier:
+        _abandon(trace)
+        return earlier
     except Exception:
         _abandon(trace)
+    return None
 
 
 def _abandon(trace: Trace) -> None:

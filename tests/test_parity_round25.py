@@ -285,3 +285,19 @@ def test_a_hook_on_a_view_written_in_place_fires_as_torchs(write, hooked):
         (w * L.tensor([10.0, 20.0])).sum().backward()
         return x.grad.tolist(), calls
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("after", ["y + L.ones(7)", "(_ for _ in ()).throw(ValueError('later'))"])
+def test_a_compiled_call_raises_the_index_error_of_a_computed_index_first(after):
+    """An index the function computes (`b[b.argmin(1)]`) out of range: eagerly that op raises
+    first; tracing does not know the index's values, so a later error (a shape mismatch, the
+    function's own) used to surface instead."""
+    def run(L, wrap):
+        def f(b):
+            y = b[b.argmin(1)]
+            return eval(after, {"L": L, "y": y})
+        return outcome(lambda: wrap(f)(L.tensor([[1.0, 2.0, 3.0, 0.0], [1.0, 0.0, 3.0, 4.0]])))
+    expected = run(torch, lambda fn: fn)
+    assert expected[0] == "IndexError"
+    assert run(fg, lambda fn: fn) == expected
+    assert run(fg, fg.compile) == expected

@@ -43,10 +43,11 @@ def active_values(instrs, outputs, wrt) -> set:
                 break
     useful = {v.id for v in outputs}
     for ins in reversed(instrs):
-        nondiff = OPS[ins.op].nondiff_outputs
+        opdef = OPS[ins.op]
+        nondiff = opdef.nondiff_outputs
         for k, out in enumerate(ins.outputs):
             if out.id in useful and k not in nondiff:
-                skip = OPS[ins.op].nondiff_inputs
+                skip = opdef.nondiff_inputs
                 for i, v in enumerate(ins.inputs):
                     if i not in skip and v.type.dtype.is_floating_point:
                         useful.add(v.id)

@@ -683,13 +683,12 @@ def _inplace_on_view(op, inputs, attrs, name, view):
         raise no_grad_view_error(view)  # (a view made under no_grad given a history in place)
     refresh_view_history(view)          # if the base was written since, the view's history is the base's now
     base_edge = edge_of(base) if base._requires_grad else None
-    old = view._snapshot()
-    if ANY_NODE_HOOKS[0] and base_edge is not None and view._grad_fn is not None:
-        # torch's CopySlices hands the gradient of the values overwritten to the base's node
-        # through a view of the base's gradient: no node of the view's own history sees it (a
-        # hook registered on `w` does not fire after `w[1:].zero_()`). The same values, with a
-        # history regenerated from the base (only where a hook could tell the difference).
-        old = view_of(base, chain)._snapshot()
+    # torch's CopySlices hands the gradient of the values overwritten to the base's node
+    # through a view of the base's gradient: no node of the view's own history sees it (a
+    # hook registered on `w` does not fire after `w[1:].zero_()`). So the old values take a
+    # history regenerated from the base where a hook could tell the difference.
+    regenerate = ANY_NODE_HOOKS[0] and base_edge is not None and view._grad_fn is not None
+    old = (view_of(base, chain) if regenerate else view)._snapshot()
     # Only self is read from the snapshot: another operand that is the view (t.mul_(t)) is saved
     # as the view, so the write makes its backward raise, as torch's (and as h.mul_(h) does).
     result = apply_op(op, [old if k == 0 else x for k, x in enumerate(inputs)], attrs, name)

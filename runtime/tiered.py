@@ -15,6 +15,7 @@ from fusegrad.ir.interpreter import run_freeing
 from fusegrad.ir.ops.registry import checks_values
 
 from . import background, executor, stats
+from .permuted_inputs import lift_permuted_inputs
 
 
 # Programs whose values hold fewer elements than this in total are "small": their
@@ -94,6 +95,10 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
             executor.note_reference_program(program)     # (a hit or a miss, as any lookup)
             return run_reference(program, args, known, run, "small program")
     ex = executor
+    # (the compiled path reads transposed arguments in their memory order: permuted_inputs;
+    # the reference executor takes the program as traced)
+    traced, traced_args = program, args
+    program, args = lift_permuted_inputs(program, args)
     structure, key = ex.program_key(program)
     compiled = ex.lookup(key)
     if compiled is not None:
@@ -101,11 +106,11 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
     if small is None:
         small = _is_small(program)
     if tiered and small and ex.note_use(key) < HOT_CALLS:
-        return run_reference(program, args, known, run, "small program")
+        return run_reference(traced, traced_args, known, run, "small program")
     if not tiered:
         return run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels")
     if ex.is_pending(key):
-        return run_reference(program, args, known, run, "kernels compiling in the background")
+        return run_reference(traced, traced_args, known, run, "kernels compiling in the background")
     if background.numba_ready():
         try:
             if ex.on_disk(key):
@@ -115,7 +120,8 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
                 # The load starts after this call's reference run: loading holds the GIL for
                 # most of its 0.1-0.2 s, and the reference run waited behind it (W1's warm
                 # first call: 0.04-0.26 s with the load started first)
-                outputs = run_reference(program, args, known, run, "kernels loading from the disk cache in the background")
+                outputs = run_reference(traced, traced_args, known, run,
+                                        "kernels loading from the disk cache in the background")
                 ex.compile_in_background(program, key, structure, args, hold=run.hold)
                 return outputs
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
@@ -125,7 +131,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
         except Exception as exc:                 # a codegen bug: report it, fall back, never raise
             return run_compiled(ex.cache_failure(program, key, exc), args, run, "")
     ex.compile_in_background(program, key, structure, args, hold=run.hold)
-    return run_reference(program, args, known, run, "kernels compiling in the background")
+    return run_reference(traced, traced_args, known, run, "kernels compiling in the background")
 
 
 def run_reference(program: Program, args: list, known: dict | None, run: Run, why: str):

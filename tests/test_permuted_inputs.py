@@ -1,0 +1,155 @@
+"""Transposed arguments of a compiled program are read in their memory order
+(runtime/permuted_inputs.py): a large input that is a dense transpose of contiguous
+memory becomes `permute(memory)`, which the permute-sinking pass moves past the
+kernels, so no transposing copy is made on the way in or out.
+
+Oracles: the reference executor on the program as traced, torch for values and
+strides through fg.compile, fusegrad's eager mode for gradients, and counts of
+the executor's contiguous copies and of cache hits and misses.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.codegen.layout_copy import MIN_COPY_ELEMENTS
+from fusegrad.ir import run_program
+from fusegrad.runtime import executor
+from fusegrad.runtime.permuted_inputs import lift_permuted_inputs, memory_order
+from test_codegen_support import build, random_args
+
+try:
+    import torch
+except ImportError:          # torch is an optional oracle
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is the oracle for values and strides")
+
+
+# ---------------------------------------------------------------------- which layouts
+def test_memory_order_of_dense_transposes():
+    a = np.zeros((3, 4, 5), np.float32)
+    assert memory_order(a.T) == (2, 1, 0)
+    assert memory_order(a.transpose(1, 2, 0)) == (2, 0, 1)
+    assert np.transpose(a.transpose(1, 2, 0), memory_order(a.transpose(1, 2, 0))).flags.c_contiguous
+    assert memory_order(a[0].T) == (1, 0)
+
+
+@pytest.mark.parametrize("array", [
+    np.zeros((3, 4), np.float32),                                   # row-major already
+    np.zeros((3, 4), np.float32)[:, ::2].T,                         # a transpose with gaps
+    np.broadcast_to(np.zeros((1, 4), np.float32), (3, 4)).T,        # an expand
+    np.zeros((3, 4), np.float32)[::-1].T,                           # a negative stride
+    np.zeros((5,), np.float32),                                     # one dimension
+], ids=["c-order", "strided", "expanded", "flipped", "1-d"])
+def test_memory_order_is_none_unless_one_contiguous_block_read_differently(array):
+    assert memory_order(array) is None
+
+
+# ---------------------------------------------------------------------- the rewrite
+def test_a_large_transposed_input_becomes_a_permute_of_its_memory():
+    side = 256
+    program = build(lambda e, x, y: e.sum(e.mul(e.tanh(x), y), (0,)), (side, side), (side, side), grad=True)
+    args = random_args(program, np.random.default_rng(0))
+    args[0] = np.asfortranarray(args[0])
+    lifted, lifted_args = lift_permuted_inputs(program, args)
+    assert lifted.instrs[0].op == "permute" and lifted.instrs[0].params["dims"] == (1, 0)
+    assert lifted.instrs[0].outputs[0] is program.inputs[0]         # its readers are unchanged
+    assert lifted_args[0].flags.c_contiguous and np.shares_memory(lifted_args[0], args[0])
+    assert lifted_args[1] is args[1] and lifted.inputs[1] is program.inputs[1]
+    for got, want in zip(run_program(lifted, lifted_args), run_program(program, args)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_small_strided_and_contiguous_inputs_are_left_as_they_are():
+    side = 64                                    # 4096 elements: below MIN_COPY_ELEMENTS
+    assert side * side < MIN_COPY_ELEMENTS
+    program = build(lambda e, x: e.exp(x), (side, side))
+    args = [np.asfortranarray(random_args(program, np.random.default_rng(1))[0])]
+    assert lift_permuted_inputs(program, args) == (program, args)
+    big = build(lambda e, x: e.exp(x), (256, 256))
+    rows = np.zeros((256, 512), np.float32)[:, ::2]
+    for array in (rows, np.zeros((256, 256), np.float32)):
+        assert lift_permuted_inputs(big, [array]) == (big, [array])
+
+
+# ---------------------------------------------------------------------- through fg.compile
+def _chain(x):
+    return x.tanh() * x.sigmoid() + (x.abs() + 1.0).log()
+
+
+def _count_copies(monkeypatch) -> list:
+    copies = []
+    original = executor.contiguous_copy
+
+    def counting(array):
+        copies.append(array.shape)
+        return original(array)
+    monkeypatch.setattr(executor, "contiguous_copy", counting)
+    return copies
+
+
+@needs_torch
+@pytest.mark.parametrize("dims", [(1, 0), (2, 0, 1), (1, 2, 0)], ids=str)
+def test_a_compiled_chain_on_a_transposed_argument_copies_nothing(dims, monkeypatch):
+    rng = np.random.default_rng(2)
+    memory = rng.standard_normal((64, 32, 24)[:len(dims)] if len(dims) == 3 else (256, 192)).astype(np.float32)
+    arg = memory.transpose(dims)
+    copies = _count_copies(monkeypatch)
+    got = fg.compile(_chain)(fg.from_numpy(arg))
+    want = _chain(torch.from_numpy(arg))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert got.stride() == want.stride()          # torch lays the result out as its operand
+    assert copies == []
+    assert np.array_equal(memory.transpose(dims), arg)      # the argument is not written
+
+
+@needs_torch
+def test_a_transposed_leaf_gets_torchs_gradient_and_layout():
+    rng = np.random.default_rng(3)
+    memory = rng.standard_normal((256, 160)).astype(np.float32)
+    y = rng.standard_normal((160, 256)).astype(np.float32)
+
+    def loss(x, y):
+        return ((_chain(x) - x.mean(0, keepdim=True)) * y).softmax(-1).square().sum()
+    x = fg.from_numpy(memory.T).requires_grad_()
+    fg.compile(loss)(x, fg.tensor(y)).backward()
+    xt = torch.from_numpy(memory.T.copy(order="K")).requires_grad_()
+    assert xt.stride() == x.stride()
+    loss(xt, torch.from_numpy(y)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert x.grad.stride() == xt.grad.stride()
+
+
+def test_contiguous_and_transposed_arguments_have_their_own_cache_entries():
+    rng = np.random.default_rng(4)
+    memory = rng.standard_normal((200, 300)).astype(np.float32)
+    f = fg.compile(fg.value_and_grad(lambda x: _chain(x).sum()))
+    want_value, want_grad = fg.value_and_grad(lambda x: _chain(x).sum())(fg.from_numpy(memory.T.copy()))
+    fg.clear_caches()
+    counts = []
+    for arg in (memory.T, memory.T.copy(), memory.T, memory.T.copy()):
+        value, grad = f(fg.from_numpy(arg))
+        info = fg.cache_info()
+        counts.append((info.hits, info.misses))
+        np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+        np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert counts == [(0, 1), (0, 2), (1, 2), (2, 2)]
+
+
+@needs_torch
+def test_an_in_place_write_to_a_transposed_argument_reaches_its_memory():
+    rng = np.random.default_rng(5)
+    memory = rng.standard_normal((192, 256)).astype(np.float32)
+    mine, theirs = memory.copy(), torch.from_numpy(memory.copy())
+
+    def step(x):
+        x.mul_(2).add_(x.exp().sum(0))
+        return x @ x.t()[:, :8], x.t()
+    got = fg.compile(step)(fg.from_numpy(mine.T))
+    want = step(theirs.t())
+    np.testing.assert_allclose(mine, theirs.numpy(), rtol=1e-5)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)
+        assert g.stride() == w.stride()

@@ -70,12 +70,36 @@ def contiguous_copy(array: np.ndarray) -> np.ndarray:
     if pair is None:
         np.copyto(out, array)                     # rows read in order: NumPy's copy is fine
         return out
-    # Bring the pair (fast, last) to the end; every other axis stays in order in front.
-    order = [d for d in range(array.ndim) if d not in pair] + list(pair)
-    src, dst = array.transpose(order), out.transpose(order)
+    _copy_in_tiles(array, out, pair)
+    return out
+
+
+def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src, in tiles where the two are large and their fastest axes differ (a
+    row-major kernel result given the column-major layout torch gives an elementwise op
+    of a transpose): NumPy's copyto then writes one element a page (1024 x 1024 float32:
+    7.7 ms against 2.4 tiled)."""
+    if src.size >= MIN_COPY_ELEMENTS and src.shape == dst.shape:
+        src_fast, dst_fast = _fastest_axis(src), _fastest_axis(dst)
+        if src_fast is not None and dst_fast is not None and src_fast != dst_fast:
+            _copy_in_tiles(src, dst, (src_fast, dst_fast))
+            return
+    np.copyto(dst, src)
+
+
+def _fastest_axis(array: np.ndarray):
+    """The axis of size > 1 and stride not 0 with the smallest stride, or None."""
+    live = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
+    return min(live, key=lambda d: abs(array.strides[d])) if live else None
+
+
+def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
+    """dst[...] = src in TILE x TILE tiles of the two axes `pair`: (src's fast one, dst's)."""
+    # Bring the pair to the end; every other axis stays in order in front.
+    order = [d for d in range(src.ndim) if d not in pair] + list(pair)
+    src, dst = src.transpose(order), dst.transpose(order)
     if src.ndim == 2:
         _tiled_copy(src[None], dst[None])
     else:
         for index in np.ndindex(*src.shape[:-3]):
             _tiled_copy(src[index], dst[index])
-    return out

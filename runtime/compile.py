@@ -26,6 +26,7 @@ import weakref
 
 import numpy as np
 
+from fusegrad.codegen.layout_copy import copy_into
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          differentiated_inputs)
 from fusegrad.ir.passes import simplify
@@ -631,7 +632,7 @@ def _lay_out_outputs(trace: Trace, by_id: dict) -> None:
     for v_id, strides in layouts.items():
         array = by_id.get(v_id)
         if array is not None and array.ndim == len(strides):
-            by_id[v_id] = with_strides(array, strides)
+            by_id[v_id] = with_strides(array, strides, copy_into)
 
 
 def _homes_of(tensors: list, homes: dict, computed: dict | None = None) -> dict:

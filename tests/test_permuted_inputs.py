@@ -153,3 +153,47 @@ def test_an_in_place_write_to_a_transposed_argument_reaches_its_memory():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-3)
         assert g.stride() == w.stride()
+
+
+# ---------------------------------------------------------------------- the output's layout
+@needs_torch
+def test_a_large_result_laid_out_as_torchs_is_copied_in_tiles(monkeypatch):
+    """`x.t() * y` keeps its permute (y is read in order); torch lays the result out as x.t(),
+    so the kernel's row-major result is copied column-major: in tiles (copy_into)."""
+    from fusegrad.codegen import layout_copy
+    tiled = []
+    original = layout_copy._copy_in_tiles
+
+    def counting(src, dst, pair):
+        tiled.append((src.strides, dst.strides))
+        return original(src, dst, pair)
+    monkeypatch.setattr(layout_copy, "_copy_in_tiles", counting)
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((256, 192)).astype(np.float32) for _ in range(2))
+    fn = lambda x, y: (x.t() * y.t()[:, :1]).tanh() + y.t()
+    got = fg.compile(fn)(fg.tensor(a), fg.tensor(b))
+    want = fn(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert got.stride() == want.stride() == (1, 192)
+    assert ((256 * 4, 4), (4, 192 * 4)) in tiled           # row-major result -> column-major
+
+
+def _copy_cases():
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal((48, 40, 36)).astype(np.float32)
+    for src_order in ((0, 1, 2), (2, 1, 0), (1, 2, 0)):
+        for dst_order in ((0, 1, 2), (2, 0, 1), (0, 2, 1)):
+            src = np.ascontiguousarray(big.transpose(src_order)).transpose(np.argsort(src_order))
+            yield src, dst_order
+    yield rng.standard_normal((300, 200)).astype(np.float64).T, (0, 1)
+    yield rng.standard_normal((2, 3, 64, 300)).astype(np.float32), (0, 1, 3, 2)
+    yield rng.standard_normal((10, 20)).astype(np.float32), (1, 0)          # small: NumPy's copy
+
+
+@pytest.mark.parametrize("src,dst_order", list(_copy_cases()),
+                         ids=lambda p: f"{p.shape}{p.strides}" if isinstance(p, np.ndarray) else str(p))
+def test_copy_into_is_numpys_copy(src, dst_order):
+    from fusegrad.codegen.layout_copy import copy_into
+    dst = np.empty([src.shape[d] for d in dst_order], src.dtype).transpose(np.argsort(dst_order))
+    copy_into(dst, src)
+    np.testing.assert_array_equal(dst, src)

@@ -88,20 +88,22 @@ def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     return copy_in_order(result, order)
 
 
-def copy_in_order(array: np.ndarray, order) -> np.ndarray:
-    """A copy of `array` laid out densely with its dims in `order` (slowest first)."""
+def copy_in_order(array: np.ndarray, order, copyto=np.copyto) -> np.ndarray:
+    """A copy of `array` laid out densely with its dims in `order` (slowest first), made by
+    `copyto(destination, array)`."""
     out = np.empty([array.shape[d] for d in order], array.dtype).transpose(np.argsort(order))
-    np.copyto(out, array)
+    copyto(out, array)
     return out
 
 
-def with_strides(array: np.ndarray, strides: tuple) -> np.ndarray:
+def with_strides(array: np.ndarray, strides: tuple, copyto=np.copyto) -> np.ndarray:
     """`array` when it has these element strides (dense; size-1 dims may have any), else a
-    copy laid out with them."""
+    copy laid out with them, made by `copyto(destination, array)` (the compiled path's is
+    tiled: codegen.layout_copy.copy_into)."""
     size = array.itemsize
     if all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides)):
         return array
-    return copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]))
+    return copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]), copyto)
 
 
 def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:

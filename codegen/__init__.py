@@ -3,6 +3,10 @@
     schedule(program)            -> Schedule: kernels, BLAS calls, views, reference steps
     generate(kernel, math_module) -> KernelSource: the kernel's Numba source
 """
+from .target import prefer_wide_vectors
+
+prefer_wide_vectors()       # before anything compiles: Numba fixes its target features then
+
 from .decompose import decompose_composites
 from .kernel_source import KernelSource, generate
 from .loopnest import NotFusable

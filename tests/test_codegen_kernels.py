@@ -349,3 +349,49 @@ def test_a_kernel_reading_in_order_is_not_tiled():
     for p in (program, program2):
         texts = [generate(k, "fusegrad.codegen.vmath").functions[0][2] for k in schedule(p).kernels]
         assert texts and not any("for tb in" in t for t in texts), texts
+
+
+# ---------------------------------------------------------------------- vector width (codegen/target.py)
+def _host_has_avx512() -> bool:
+    import llvmlite.binding as llvm
+    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+@pytest.mark.skipif(not _host_has_avx512(), reason="512-bit vectors need an AVX-512 CPU")
+def test_on_avx512_the_w1_kernel_runs_on_512_bit_vectors():
+    """fusegrad was imported before Numba compiled anything (this session's conftest), so
+    Numba's target features drop LLVM's 256-bit preference and the hot loop uses zmm."""
+    from numba.core import config
+    from fusegrad.codegen.target import STATE
+    if STATE["vector_width"] != "512-bit":
+        pytest.skip(f"vector width left to LLVM here: {STATE['vector_width']}")
+    assert config.CPU_FEATURES.endswith(",-prefer-256-bit")
+    program = build(_w1, (1 << 14,), grad=True)
+    (kernel,) = schedule(program).kernels
+    fn = compile_source(generate(kernel, "fusegrad.codegen.vmath"))
+    x = np.linspace(-4, 4, 1 << 14, dtype=np.float32)
+    fn(x.shape[0], x, np.float32(1.0), np.empty((), np.float32), np.empty_like(x))
+    hot = "\n".join(max(innermost_loops(function_asm(fn)), key=len))
+    assert len(re.findall(r"\bv\w+ps\s[^\n]*\bzmm\d", hot)) > 40, hot[:3000]
+
+
+_TARGET_PROBE = ("import fusegrad.codegen.target as t, numba.core.config as c; "
+                 "print(t.STATE['vector_width']); print(c.CPU_FEATURES)")
+
+
+@pytest.mark.parametrize("env,before,want", [
+    ({"FUSEGRAD_VECTOR_WIDTH": "256"}, "", "LLVM's default (FUSEGRAD_VECTOR_WIDTH=256)"),
+    ({"NUMBA_CPU_FEATURES": "+sse2"}, "", "LLVM's default (NUMBA_CPU_FEATURES is set)"),
+    ({}, "import numba; numba.njit(lambda: 1)(); ",
+     "LLVM's default (Numba compiled before fusegrad was imported)"),
+], ids=["opted out", "features chosen", "numba started first"])
+def test_the_vector_width_is_left_alone_where_something_else_chose(env, before, want):
+    import os
+    import subprocess
+    import sys
+    environment = {k: v for k, v in os.environ.items() if k not in ("FUSEGRAD_VECTOR_WIDTH", "NUMBA_CPU_FEATURES")}
+    environment.update(env)
+    out = subprocess.run([sys.executable, "-c", before + _TARGET_PROBE], env=environment, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.splitlines()
+    assert out[0] == want
+    assert out[1] == env.get("NUMBA_CPU_FEATURES", "None")

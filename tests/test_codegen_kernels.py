@@ -18,7 +18,8 @@ import pytest
 
 from fusegrad.codegen import generate, schedule
 from fusegrad.codegen.kernel_source import CHUNK, MAX_BLOCKS, ROW_CHUNK
-from fusegrad.ir import float64, int64
+from fusegrad.ir import float32, float64, int64
+from fusegrad.runtime.executor import compile_program
 from test_codegen_support import build, check, random_args
 
 PACKED = re.compile(r"\bv(?:fn?m(?:add|sub)\w*|mul|add|sub|div|max|min|blendv|blendm)ps\s[^\n]*\b[yz]mm\d")
@@ -395,3 +396,55 @@ def test_the_vector_width_is_left_alone_where_something_else_chose(env, before, 
                          text=True, timeout=120, check=True).stdout.splitlines()
     assert out[0] == want
     assert out[1] == env.get("NUMBA_CPU_FEATURES", "None")
+
+
+# ---------------------------------------------------------------------- division by a row's value
+def _softmax_rows(e, x):
+    ex = e.exp(x)
+    return e.div(ex, e.sum(ex, (1,), keepdim=True))
+
+
+def _loop_depth(line: str) -> int:
+    return (len(line) - len(line.lstrip())) // 4
+
+
+def test_a_division_by_a_rows_sum_multiplies_by_a_reciprocal_made_once_a_row():
+    program = build(_softmax_rows, (64, 300))
+    (kernel,) = schedule(program).kernels
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    lines = text.splitlines()
+    (made,) = [line for line in lines if "(np.float32(1.0) / " in line]
+    name = made.split("=")[0].strip()
+    readers = [line for line in lines if f"* {name})" in line]
+    assert readers and all(_loop_depth(r) > _loop_depth(made) for r in readers), text
+    rng = np.random.default_rng(11)
+    check(program, [rng.uniform(-3, 3, (64, 300)).astype(np.float32)], rtol=1e-6, atol=0)
+
+
+def test_a_division_by_a_scalar_or_by_values_varying_along_the_loop_stays_a_division():
+    for fn, types in ((lambda e, x, s: e.div(x, s), [(64, 300), ((), float32)]),
+                      (lambda e, x, y: e.div(x, y), [(64, 300), (1, 300)])):
+        program = build(fn, *types)
+        (kernel,) = schedule(program).kernels
+        assert "(np.float32(1.0) / " not in generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_whose_reciprocal_is_not_normal_are_divided_exactly(dtype):
+    """1 / y overflows for a subnormal y and is subnormal for a huge one: those rows (and
+    0, inf, nan divisors) take the exact division; the others are within an ulp."""
+    info = np.finfo(dtype)
+    divisors = np.array([info.tiny / 4, -info.tiny / 3, info.max / 2, 2.0 ** (info.maxexp - 1), 0.0, -0.0,
+                         np.inf, np.nan, 3.0, -7.5, info.tiny, 2.0 ** (info.maxexp - 2)], dtype)
+    ft = float32 if dtype is np.float32 else float64
+    program = build(lambda e, x, y: e.div(x, y), ((12, 257), ft), ((12, 1), ft))
+    rng = np.random.default_rng(12)
+    x = (rng.uniform(0.5, 2.0, (12, 257)) * np.where(rng.random((12, 257)) < 0.5, -1, 1)).astype(dtype)
+    x[:, 0] = [info.tiny / 8, info.max / 4] * 6
+    compiled = compile_program(program)
+    (got,) = compiled([x, divisors[:, None]])
+    with np.errstate(all="ignore"):
+        want = x / divisors[:, None]
+    exact = ~((np.abs(divisors) >= info.tiny) & (np.abs(divisors) <= 2.0 ** (info.maxexp - 2)))
+    np.testing.assert_array_equal(got[exact], want[exact])
+    np.testing.assert_allclose(got[~exact], want[~exact], rtol=2 * info.eps, atol=0)

@@ -92,7 +92,8 @@ elementwise("div", np.true_divide,
             # finite where y * y would underflow to 0 or overflow to inf.
             lambda e, x, y, g, a, n: [e.div(g[0], x[1]) if n[0] else None,
                                       e.mul(e.neg(g[0]), e.div(e.div(x[0], x[1]), x[1])) if n[1] else None],
-            "({0} / {1})", extra={"unpack_order": (("in", 1), ("in", 0))})       # torch's other, self
+            "({0} / {1})", extra={"unpack_order": (("in", 1), ("in", 0)),        # torch's other, self
+                                  "reciprocal_of": 1})      # see registry.OpDef.extra
 elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
 
 

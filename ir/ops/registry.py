@@ -64,6 +64,11 @@ class OpDef:
     # gather or scatter): the scheduler says so without warning of a missing kernel rule.
     reference_only: bool = False
     doc: str = ""
+    # Further facts, by name. extra["reciprocal_of"] = k (div): where operand k is the same
+    # for every step of a kernel's innermost loop but not for the whole kernel (a row's norm
+    # or sum, not a Python scalar) and the other operand is not, the kernel multiplies by
+    # its reciprocal, computed once outside the loop (exact division where that reciprocal
+    # is not a normal number): codegen/kernel_source.py, _by_reciprocal.
     extra: dict = field(default_factory=dict)
     # Maps its operands element by element, broadcasting (an elementwise op, or a composite
     # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...), or is marked

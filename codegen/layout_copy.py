@@ -41,13 +41,24 @@ def _tiled_copy(src, dst):
                         dst[k, i0, i1] = src[k, i0, i1]
 
 
+def _live_axes(array: np.ndarray) -> list:
+    """The axes of size > 1 and stride not 0 (those a loop actually moves along)."""
+    return [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
+
+
+def _fastest_axis(array: np.ndarray, live: list | None = None):
+    """The live axis (see _live_axes) with the smallest stride, or None."""
+    live = _live_axes(array) if live is None else live
+    return min(live, key=lambda d: abs(array.strides[d])) if live else None
+
+
 def _transposed_pair(array: np.ndarray):
     """(fastest axis, last axis) among the axes of size > 1 and stride not 0, when they differ
     (a loop in index order reads the array transposed); else None."""
-    live = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
+    live = _live_axes(array)
     if len(live) < 2:
         return None
-    fast = min(live, key=lambda d: abs(array.strides[d]))
+    fast = _fastest_axis(array, live)
     return None if fast == live[-1] else (fast, live[-1])
 
 
@@ -85,12 +96,6 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
             _copy_in_tiles(src, dst, (src_fast, dst_fast))
             return
     np.copyto(dst, src)
-
-
-def _fastest_axis(array: np.ndarray):
-    """The axis of size > 1 and stride not 0 with the smallest stride, or None."""
-    live = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d] != 0]
-    return min(live, key=lambda d: abs(array.strides[d])) if live else None
 
 
 def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:

@@ -34,26 +34,19 @@ def memory_order(array: np.ndarray) -> tuple | None:
     reading one C-contiguous block and that order is not already the index order; else None."""
     if array.ndim < 2 or array.flags.c_contiguous:
         return None
-    # (a stable sort: axes of equal stride, size-1 ones, keep their index order)
+    # (a stable sort: axes of equal stride, size-1 ones, keep their index order; the order is
+    # not the index order, or the array would be C-contiguous)
     order = tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
-    if order == tuple(range(array.ndim)) or not np.transpose(array, order).flags.c_contiguous:
-        return None
-    return order
+    return order if np.transpose(array, order).flags.c_contiguous else None
 
 
 def lift_permuted_inputs(program: Program, args: list) -> tuple:
     """(program, args) with each large input that is a dense transpose of contiguous memory
     taken as that memory, row-major, and permuted back inside the program (see the module doc).
     Returns the originals when there is none."""
-    lifted = None
-    for k, array in enumerate(args):
-        if array.size >= MIN_COPY_ELEMENTS and not array.flags.c_contiguous:
-            order = memory_order(array)
-            if order is not None:
-                if lifted is None:
-                    lifted = []
-                lifted.append((k, order))
-    if lifted is None:
+    lifted = [(k, order) for k, array in enumerate(args) if array.size >= MIN_COPY_ELEMENTS
+              and (order := memory_order(array)) is not None]
+    if not lifted:
         return program, args
     inputs, args, permutes = list(program.inputs), list(args), []
     for k, order in lifted:

@@ -241,13 +241,26 @@ def setitem(t: Tensor, key, value) -> None:
         # torch copies into t itself, whose elements share memory (an expand): refused, even for
         # a number (only fill_ and zero_ of a number write through an expand)
         raise RuntimeError(_OVERLAP_MSG)
-    if not whole and (_overlaps_itself(t._data) if t._sym is None else views_an_expand(t)):
+    if not whole and (_overlaps_itself(t._data) if t._sym is None else _views_an_expand_in_trace(t)):
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does
         region = t[key]
         region.copy_(value if isinstance(value, Tensor) else Tensor._wrap(value))
         return
     apply_op("index_put", [t, value], {"index": items}, name, out=t)
+
+
+def _views_an_expand_in_trace(t: Tensor) -> bool:
+    """Whether traced `t` is an expand's memory: a view through an expand, or a detach() (or
+    .data) of one made in the call (`(x * 1).expand(3, 3).detach()[1, 0] = 5` writes one
+    element, which every row shares)."""
+    trace = trace_state.current()
+    while t._base is None and trace is not None:
+        link = trace.detach_source.get(id(t))
+        if link is None or link[0]() is not t:
+            break
+        t = link[1]
+    return views_an_expand(t)
 
 
 def _fit_value(value: Tensor, region: tuple, steps, cast) -> Tensor:

@@ -208,8 +208,16 @@ def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
 
 def views_an_expand(t) -> bool:
     """Is `t` a view made through an expand (whose elements may share memory; NumPy makes every
-    view of a broadcast read-only, also s.expand(2, 3, 3)[-1], which has no stride 0)?"""
-    return t is not None and t._base is not None and any(op == "expand" for op, _ in t._view_chain)
+    view of a broadcast read-only, also s.expand(2, 3, 3)[-1], which has no stride 0)? So too a
+    detach() or .data of such a view, and a view of one (their chain to the memory's tensor is
+    the origin's: Tensor._pass_origin)."""
+    if t is None:
+        return False
+    chains = (t._view_chain,) if t._base is not None else ()
+    origin = (t._base if t._base is not None else t)._origin
+    if origin is not None:
+        chains += (origin[1],)
+    return any(op == "expand" for chain in chains for op, _ in chain)
 
 
 def replay_on_ids(ids: np.ndarray, chain) -> np.ndarray:

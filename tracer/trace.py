@@ -196,6 +196,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # or not); see _hold_view_value (an id outlives its tensor: the reference tells them apart)
         self.view_held: dict = {}
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
+        # A write through a view of tensor t, while t takes its new value: (t, the view's chain),
+        # and the part of the graft under way that the write reached (see TraceViews._region_write)
+        self.write_region = None
+        self.graft_region = None
         self.filling = False                # the write under way is a fill (one value everywhere)
         self.laid_out: list = []            # weak references to traced values laid out as not row-major
                                             # (Tensor._layout: an elementwise op on a transpose)

@@ -104,31 +104,59 @@ class TraceViews:
         leaf_view = graft and (self._keeps_leaf(view, base) or view.__dict__.get("_leaf_root") is not None)
         # (a leaf view written through its detach() or .data keeps its identity: _keeps_leaf)
         result = self.symbolic(v, (requires or view._requires_grad) and not leaf_view)
+        chain, written = self._region_write(view, result, graft)
         if graft and base._grad_fn is None and base._requires_grad:
             # A leaf written through a detach() or .data of its view (`x[0].detach().add_(1)`):
             # eagerly its memory changes, not its identity, so it stays that leaf (rebind sums
             # the gradient over the values it held), as for a write under no_grad
             from .grad_mode import no_grad
             with no_grad():
-                new_base = _scatter(base, view._view_chain, result, fill)
-            self.rebind(base, new_base._sym, False)
+                new_base = _scatter(base, chain, written, fill)
+            self._rebind_written(base, chain, new_base._sym, False)
             self._hold_view_value(base, v)
             return view
         if leaf_view:
             from .grad_mode import no_grad
             with no_grad():
-                new_base = _scatter(base, view._view_chain, result, fill)
+                new_base = _scatter(base, chain, written, fill)
         else:
-            new_base = _scatter(base, view._view_chain, result, fill)
+            new_base = _scatter(base, chain, written, fill)
         if view._data is not None and not any(ref() is view for ref in self.outside_views.get(id(base), ())):
             # A view made before the call (its memory is the base's): it holds the new value too.
             self.outside_views.setdefault(id(base), []).append(weakref.ref(view))
             self._claim_memory(view)
-        self.rebind(base, new_base._sym, new_base._requires_grad)     # re-derives every view of it
+        self._rebind_written(base, chain, new_base._sym, new_base._requires_grad)    # re-derives every view of it
         # the value written is the view's memory from here on (sqrt_ through a view saves it):
         # a later write of the base makes it stale, as the values the views held
         self._hold_view_value(base, v)
         return view
+
+    def _region_write(self, view: Tensor, result: Tensor, graft: bool) -> tuple:
+        """The chain from `view`'s base to what the write reaches, and the value written there:
+        `view` and all of `result`, but for a graft into a view through an expand (a detach of
+        `x.expand(3, 3)`, written through its row `d[2, 1:]`) only the part the write reached.
+        Its other rows are the same memory: the whole new value of the detach (rows 0 and 1 as
+        they were) written back through the expand would undo the write."""
+        region, self.graft_region = (self.graft_region if graft else None), None
+        if region is None or not any(op == "expand" for op, _ in view._view_chain):
+            return view._view_chain, result
+        if self.graft_writer is not None:
+            # The writer keeps the value it wrote, with its history (see _graft_into), so its
+            # other rows would not see the write. Refused rather than wrong: torch computes the
+            # values, and its backward raises this error (CopySlices over overlapping memory).
+            from .dispatch import _OVERLAP_MSG
+            raise RuntimeError(_OVERLAP_MSG)
+        from .dispatch import view_of
+        return view._view_chain + region, view_of(result, region)
+
+    def _rebind_written(self, base: Tensor, chain: tuple, v: Value, requires: bool) -> None:
+        """`base` takes value `v`, written where `chain` reaches: its aliases take that part
+        (write_region, read by _graft_into)."""
+        previous, self.write_region = self.write_region, (base, chain)
+        try:
+            self.rebind(base, v, requires)
+        finally:
+            self.write_region = previous
 
     @staticmethod
     def _keeps_leaf(view: Tensor, base: Tensor) -> bool:

@@ -606,12 +606,16 @@ class TraceWrites:
         # The writer keeps the value it wrote, with that write's own history (`d.mul_(b)` on
         # d = v.detach(): d's gradient reaches b), so the graft's refresh of the aliases skips it
         previous, self.graft_writer = self.graft_writer, (t if t._requires_grad else None)
+        # (where t was written through a view of it, the graft carries which part: see _region_write)
+        region = self.write_region[1] if self.write_region is not None and self.write_region[0] is t else None
+        previous_region, self.graft_region = self.graft_region, region
         try:
             # (a source without a gradient path gets none from the writer's history: v.detach().add_(b))
             with enable_grad() if source._requires_grad else no_grad():
                 self.record("graft", [t, source], None, name, source)
         finally:
             self.graft_writer = previous
+            self.graft_region = previous_region
 
     def _node_name(self, ins: Instr) -> str:
         """torch's name of the node of `ins`, an instruction recorded with grad (a graft takes its

@@ -9,6 +9,7 @@ class-index bounds check reads tensor data (see `_check_bounds`).
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -527,7 +528,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         smooth = smooth.sum() / w_t.sum()
     elif reduction == "sum":
         smooth = smooth.sum()
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+    return nll * (1 - label_smoothing) + smooth * _per_class(label_smoothing, n_classes)
+
+
+def _per_class(label_smoothing: float, n_classes: int) -> float:
+    """The smoothing mass of one class; with no classes torch's C++ division gives inf (which
+    then meets only empty tensors), where Python's would raise ZeroDivisionError."""
+    return label_smoothing / n_classes if n_classes else math.inf
 
 
 def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing, class_dim):
@@ -540,7 +547,7 @@ def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_s
     log_probs = input.log_softmax(class_dim)
     n_classes = input.shape[class_dim]
     if label_smoothing > 0.0:
-        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        target = target * (1 - label_smoothing) + _per_class(label_smoothing, n_classes)
     if weight is not None:
         if weight.dim() != 1 or weight.shape[0] != n_classes:
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} "

@@ -48,3 +48,58 @@ def test_cross_entropy_with_label_smoothing_and_class_targets_over_no_samples(re
                                               reduction=reduction))(x)
         return outcome(lambda: [repr(v) for v in np.asarray(loss.tolist(), dtype=np.float64).ravel()])
     _both_modes(run)
+
+
+NON_DENSE_SOURCES = [     # (the tensor, the view of it that the *_like copies)
+    ("L.arange(60.0).reshape(4, 5, 3)", "x.permute(1, 2, 0)[:, ::2]"),
+    ("L.arange(60.0).reshape(4, 5, 3)", "x.permute(2, 0, 1)[..., ::2]"),
+    ("L.arange(60.0).reshape(4, 5, 3)", "x[:, ::2]"),
+    ("L.arange(12.0).reshape(3, 4)", "x.t()[::2]"),
+    ("L.arange(24.0).reshape(2, 3, 4)", "x.transpose(0, 2)[::3]"),
+    ("L.arange(3.0).reshape(3, 1)", "x.expand(3, 4)"),
+]
+LIKES = ["L.zeros_like(w)", "L.ones_like(w, dtype=L.float64)", "L.empty_like(w)", "L.full_like(w, 2.0)",
+         "L.rand_like(w)", "L.randn_like(w)", "L.zeros_like(w * 2)"]
+
+
+@pytest.mark.parametrize("like", LIKES)
+@pytest.mark.parametrize("source", NON_DENSE_SOURCES)
+def test_like_functions_keep_the_stride_order_of_a_non_dense_tensor(source, like):
+    """torch's preserve_format lays a *_like of a tensor that does not fill its memory densely
+    out densely in the order of its strides (infer_dense_strides): so `.view(-1)` of
+    zeros_like(w.permute(1, 2, 0)[:, ::2]) raises there, as it now does here. The view is
+    made inside the function (traced in fg.compile) and outside it (an argument)."""
+    tensor, view = source
+
+    def run(L, wrap, inside):
+        def f(x):
+            return eval(like, {"L": L, "w": eval(view, {"x": x}) if inside else x})
+        x = eval(tensor, {"L": L})
+        out = wrap(f)(x if inside else eval(view, {"x": x}))
+        return out.stride(), outcome(lambda: tuple(out.view(-1).shape))
+    for inside in (True, False):
+        _both_modes(lambda L, wrap: run(L, wrap, inside))
+
+
+def test_rand_like_of_a_non_dense_tensor_draws_torchs_stream_in_its_memory_order():
+    def draw(L):
+        L.manual_seed(3)
+        w = L.arange(60.0).reshape(4, 5, 3).permute(1, 2, 0)[:, ::2]
+        return [np.round(np.asarray(L.rand_like(w).tolist()), 6).tolist(),
+                np.round(np.asarray(L.randn_like(w).tolist()), 5).tolist()]
+    assert draw(fg) == draw(torch)
+
+
+@pytest.mark.parametrize("expression", ["c + L.ones(2, 4)", "c * L.ones(2, 1, 4)", "L.ones(3, 2, 4) - c",
+                                        "L.where(L.ones(2, 4) > 0, c, 0.0)"])
+def test_a_broadcast_size_one_dim_of_a_permute_orders_the_result_as_torch(expression):
+    """`c` is a permute of a (4, 1, 1) tensor: its size-1 dims have stride 1, which NumPy's
+    c_contiguous flag ignores and torch's TensorIterator reads where the dim is broadcast (the
+    broadcast dim goes innermost, and `.view(-1)` of the result raises)."""
+    def run(L, wrap):
+        def f(c):
+            return eval(expression, {"L": L, "c": c})
+        out = wrap(f)(L.arange(4.0).reshape(4, 1, 1).permute(1, 2, 0))
+        return [n == 1 or s for n, s in zip(out.shape, out.stride())], outcome(lambda: tuple(out.view(-1).shape)), \
+            out.tolist()
+    _both_modes(run)

@@ -761,7 +761,7 @@ def _like_layout(result: Tensor, source: Tensor) -> Tensor:
     fill their memory densely (torch's memory_format=torch.preserve_format)."""
     if source._data is not None:
         result._data = in_dense_order(result._data, source._data)
-    elif source._base is not None:          # a traced view: the layout its view chain gives it
+    else:       # traced: the layout its view chain, or the op that made it, gives it
         result._data = in_dense_order(result._data, layout_stand_in(source))
     return result
 

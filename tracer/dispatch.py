@@ -24,7 +24,8 @@ from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
-from .layout import byte_range, dense, elementwise_layout, replay_on_ids, torch_strides
+from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, odd_unit_strides, replay_on_ids,
+                     torch_strides)
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -190,7 +191,7 @@ class _Plan:
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
                  "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise", "out_dtype",
-                 "saves", "direct")
+                 "saves", "direct", "unit_broadcast")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -234,6 +235,10 @@ class _Plan:
         # (composites too: lerp's reference computes in steps, and NumPy lays out each step's
         # result its own way where the operands' layouts differ)
         self.elementwise = opdef.pointwise
+        # An operand's size-1 dim that the result broadcasts: its stride, which NumPy's
+        # c_contiguous flag ignores, takes part in torch's layout (see odd_unit_strides)
+        self.unit_broadcast = self.elementwise and len(self.out_types) == 1 and \
+            broadcasts_a_unit_dim(self.out_types[0].shape, [t.shape for t in self.in_types])
         self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 
@@ -272,7 +277,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
     else:
         arrays = [x if type(x) is np.ndarray else x._data for x in inputs]
     if plan.pooled is not None and (not plan.elementwise or len(plan.out_types[0].shape) < 2
-                                    or all([a.flags.c_contiguous for a in arrays])):
+                                    or all([a.flags.c_contiguous for a in arrays])
+                                    and not (plan.unit_broadcast and odd_unit_strides(arrays))):
         # (an elementwise op over a transpose takes the plain path below: NumPy loops in the
         # operands' memory order into a result laid out as torch's, where a row-major pooled
         # buffer was written one element a page and then copied into that layout)
@@ -287,9 +293,10 @@ def _run_plan(plan: _Plan, inputs, attrs):
             if result.flags.c_contiguous:
                 # a row-major result of a strided operand (relu writes a fresh array): torch's
                 # elementwise results follow their operands' layout
-                if plan.elementwise and not (arrays[0].flags.c_contiguous if n == 1 else
-                                             arrays[0].flags.c_contiguous and arrays[1].flags.c_contiguous
-                                             if n == 2 else all([a.flags.c_contiguous for a in arrays])):
+                if plan.elementwise and (not (arrays[0].flags.c_contiguous if n == 1 else
+                                              arrays[0].flags.c_contiguous and arrays[1].flags.c_contiguous
+                                              if n == 2 else all([a.flags.c_contiguous for a in arrays]))
+                                         or plan.unit_broadcast and odd_unit_strides(arrays)):
                     result = elementwise_layout(result, arrays)     # (unrolled: the hot path)
             elif plan.row_major:
                 result = np.ascontiguousarray(result)
@@ -310,7 +317,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
         for r, t in zip(apply_ref(plan.ref, arrays, attrs or {}, plan.out_types), plan.out_types):
             if plan.row_major and not r.flags.c_contiguous:
                 r = np.ascontiguousarray(r)
-            elif plan.elementwise and r.ndim > 1 and not all([a.flags.c_contiguous for a in arrays]):
+            elif plan.elementwise and r.ndim > 1 and (not all([a.flags.c_contiguous for a in arrays])
+                                                      or plan.unit_broadcast and odd_unit_strides(arrays)):
                 r = elementwise_layout(r, arrays)
             wrapped = object.__new__(Tensor)
             wrapped._init(r, t.dtype)

@@ -165,6 +165,28 @@ def elementwise_order(shape: tuple, arrays: list) -> list:
     return perm[::-1]                             # slowest first
 
 
+def broadcasts_a_unit_dim(shape: tuple, operand_shapes) -> bool:
+    """Whether an operand of an elementwise result of `shape` has a size-1 dim that the
+    result broadcasts (its stride then orders the result's dims: odd_unit_strides)."""
+    ndim = len(shape)
+    return any(n == 1 and shape[ndim - len(op_shape) + d] != 1
+               for op_shape in operand_shapes if len(op_shape) <= ndim for d, n in enumerate(op_shape))
+
+
+def odd_unit_strides(arrays) -> bool:
+    """Whether an operand has a size-1 dim whose stride is not its row-major one (a permute of
+    a (4, 1, 1) tensor): NumPy's c_contiguous flag ignores it, torch's TensorIterator reads it
+    where the dim is broadcast (`c + ones(2, 4)` puts the broadcast dim innermost)."""
+    for a in arrays:
+        if 1 in a.shape and a.size > 1:
+            step = a.itemsize
+            for n, st in zip(reversed(a.shape), reversed(a.strides)):
+                if st != step and not (n == 1 and st == 0):     # (0: NumPy's broadcast_to, see torch_strides)
+                    return True
+                step *= n
+    return False
+
+
 def dense(a: np.ndarray) -> bool:
     """torch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in
     some order of the dims (size-1 dims aside)."""
@@ -195,15 +217,20 @@ def byte_range(a: np.ndarray) -> tuple:
 
 
 def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
-    """`result` (of source's shape) laid out in source's order of strides where source's elements
-    fill their memory densely, as torch's memory_format=torch.preserve_format keeps a layout
-    (*_like, torch.tensor of an array); `result` itself otherwise."""
-    if source.ndim < 2 or source.flags.c_contiguous or min(source.strides) < 0 or not dense(source):
+    """`result` (of source's shape) laid out as torch's memory_format=torch.preserve_format lays
+    out a copy of `source` (*_like, torch.tensor of an array): with source's strides where its
+    elements fill their memory densely; otherwise densely in the order of source's strides
+    (torch's infer_dense_strides: `zeros_like(w.permute(1, 2, 0)[:, ::2])` is not row-major).
+    `result` itself where that is row-major."""
+    if source.ndim < 2 or source.flags.c_contiguous or min(source.strides) < 0:
         return result
-    order = sorted(range(source.ndim), key=lambda d: -source.strides[d])        # slowest first
-    laid = np.empty([source.shape[d] for d in order], result.dtype).transpose(np.argsort(order))
-    np.copyto(laid, result)
-    return laid
+    if dense(source):
+        order = sorted(range(source.ndim), key=lambda d: -source.strides[d])        # slowest first
+    else:
+        order = elementwise_order(source.shape, [source])   # (one operand: infer_dense_strides)
+    if order == list(range(source.ndim)):
+        return result
+    return copy_in_order(result, order)
 
 
 def views_an_expand(t) -> bool:

@@ -35,7 +35,7 @@ from fusegrad.ir.interpreter import reference_apply
 
 from . import parser_errors, trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap
-from .layout import (contiguous_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
+from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
                      traced_partial_overlap)
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -495,7 +495,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 for x in inputs:
                     # an operand not laid out row-major (a view, a strided argument, such a result)
                     if type(x) is not np.ndarray and (x._base is not None or x._layout is not None or (
-                            x._data is not None and not x._data.flags.c_contiguous)):
+                            x._data is not None and (not x._data.flags.c_contiguous
+                                                     or 1 in x._data.shape and odd_unit_strides((x._data,))))):
                         self._lay_out(t, inputs)
                         break
             return t

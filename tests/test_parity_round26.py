@@ -103,3 +103,29 @@ def test_a_broadcast_size_one_dim_of_a_permute_orders_the_result_as_torch(expres
         return [n == 1 or s for n, s in zip(out.shape, out.stride())], outcome(lambda: tuple(out.view(-1).shape)), \
             out.tolist()
     _both_modes(run)
+
+
+INDEXING = ["a[i]", "a[:, i]", "a[..., L.tensor([1, 0])]", "a[j]", "a[i, :, L.tensor([1, 0])]", "b[i]",
+            "b[:, L.tensor([1, 0])]", "b[j]", "a[L.tensor([True, False, True])]", "a[i, i]", "b[i][:, 1:]", "a[k]",
+            "a[i] * 2", "c[k]"]
+
+
+@pytest.mark.parametrize("expression", INDEXING)
+def test_advanced_indexing_lays_its_result_out_as_torch(expression):
+    """torch's index kernel iterates the source restrided to the result (stride 0 along the
+    indexed dims) and the index tensors restrided likewise, so the result follows the source's
+    order of the other dims, and a transposed index's order along the indexed ones; fusegrad's
+    was row-major (so `.view(-1)` of a[i] worked where torch raises). Values and gradients too."""
+    def run(L, wrap):
+        def f(x):
+            a = x.reshape(3, 2, 3).permute(0, 2, 1)
+            b = x.reshape(3, 2, 3).permute(2, 1, 0)
+            c = x.reshape(6, 3)
+            i, j = L.tensor([2, 0]), L.tensor([[2, 0], [1, 1]])
+            k = L.tensor([[0, 1], [2, 1]]).t()
+            return eval(expression)
+        x = L.arange(18.0, requires_grad=True)
+        out = wrap(f)(x)
+        (out * L.arange(float(out.numel())).reshape(out.shape)).sum().backward()
+        return out.stride(), outcome(lambda: tuple(out.view(-1).shape)), out.tolist(), x.grad.tolist()
+    _both_modes(run)

@@ -24,8 +24,8 @@ from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
 from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
-from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, odd_unit_strides, replay_on_ids,
-                     torch_strides)
+from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
+                     replay_on_ids, torch_strides)
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -191,7 +191,7 @@ class _Plan:
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
                  "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise", "out_dtype",
-                 "saves", "direct", "unit_broadcast")
+                 "saves", "direct", "unit_broadcast", "result_order")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -232,6 +232,7 @@ class _Plan:
                              for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
+        self.result_order = opdef.extra.get("result_order")     # (see OpDef.extra)
         # (composites too: lerp's reference computes in steps, and NumPy lays out each step's
         # result its own way where the operands' layouts differ)
         self.elementwise = opdef.pointwise
@@ -305,6 +306,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
                 # expand's; torch's TensorIterator may order the dims otherwise: p + q of two
                 # permutes follows p)
                 result = elementwise_layout(result, arrays)
+            if plan.result_order is not None:
+                result = in_result_order(result, plan.result_order, arrays, attrs)
         out = object.__new__(Tensor)
         # (Tensor._init, written out: one call fewer per op)
         out._data, out._dtype, out._requires_grad, out._grad_fn, out._vbox, out._sym = \
@@ -320,6 +323,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
             elif plan.elementwise and r.ndim > 1 and (not all([a.flags.c_contiguous for a in arrays])
                                                       or plan.unit_broadcast and odd_unit_strides(arrays)):
                 r = elementwise_layout(r, arrays)
+            if plan.result_order is not None and r.ndim > 1:
+                r = in_result_order(r, plan.result_order, arrays, attrs)
             wrapped = object.__new__(Tensor)
             wrapped._init(r, t.dtype)
             outs.append(wrapped)
@@ -484,8 +489,11 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
         outs = []
         for r, t in zip(results, out_types):
             wrapped = object.__new__(Tensor)
-            wrapped._init(np.ascontiguousarray(r) if not r.flags.c_contiguous and row_major_result(opdef) else r,
-                          t.dtype)
+            if not r.flags.c_contiguous and row_major_result(opdef):
+                r = np.ascontiguousarray(r)
+            elif opdef.extra.get("result_order") is not None and r.ndim > 1:
+                r = in_result_order(r, opdef.extra["result_order"], arrays, attrs)
+            wrapped._init(r, t.dtype)
             outs.append(wrapped)
         if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
             _make_view(outs[0], inputs[0], op, frozen)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fusegrad.ir.iteration_order import iteration_order
+
 if TYPE_CHECKING:
     from .tensor import Tensor
 
@@ -88,6 +90,17 @@ def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     return copy_in_order(result, order)
 
 
+def in_result_order(result: np.ndarray, order_rule, arrays: list, attrs: dict) -> np.ndarray:
+    """`result` laid out as torch lays out the op's result (OpDef.extra["result_order"], given
+    the inputs `arrays`): row-major where every input is."""
+    if all([a.flags.c_contiguous for a in arrays]):
+        return result if result.flags.c_contiguous else np.ascontiguousarray(result)
+    order = order_rule(result.shape, arrays, attrs or {})
+    if order == list(range(result.ndim)):
+        return result if result.flags.c_contiguous else np.ascontiguousarray(result)
+    return copy_in_order(result, order)
+
+
 def copy_in_order(array: np.ndarray, order, copyto=np.copyto) -> np.ndarray:
     """A copy of `array` laid out densely with its dims in `order` (slowest first), made by
     `copyto(destination, array)`."""
@@ -115,7 +128,22 @@ def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
 
 def elementwise_strides(shape: tuple, arrays: list) -> tuple | None:
     """traced_elementwise_layout for operands given as (stand-in) arrays."""
-    order = elementwise_order(shape, arrays)
+    return strides_in_order(shape, elementwise_order(shape, arrays))
+
+
+def traced_result_layout(shape: tuple, order_rule, inputs: list, attrs: dict) -> tuple | None:
+    """The element strides torch gives the result (of `shape`) of an op with a result-order rule
+    (OpDef.extra["result_order"]) traced over `inputs` (tensors or arrays), or None where they
+    are row-major."""
+    arrays = [x if type(x) is np.ndarray else layout_stand_in(x) for x in inputs]
+    if all([a.flags.c_contiguous for a in arrays]):
+        return None
+    return strides_in_order(shape, order_rule(shape, arrays, attrs))
+
+
+def strides_in_order(shape: tuple, order: list) -> tuple | None:
+    """Dense element strides of `shape` with its dims in `order` (slowest first), or None
+    where they are row-major."""
     if order == list(range(len(shape))):
         return None
     strides = [0] * len(shape)
@@ -127,9 +155,8 @@ def elementwise_strides(shape: tuple, arrays: list) -> tuple | None:
 
 def elementwise_order(shape: tuple, arrays: list) -> list:
     """The dims of an elementwise result of `shape`, slowest first, in the order torch's
-    TensorIterator lays it out from its operands `arrays`: by the operands' strides, fastest
-    first, where a broadcast (stride 0) dim of an operand leaves the decision to the next
-    operand and ties keep the dims' order (torch's reorder_dimensions)."""
+    TensorIterator lays it out from its operands `arrays` (ir.iteration_order): a size-1 dim
+    of an operand that the result broadcasts has stride 0 there."""
     ndim = len(shape)
     operands = []
     for a in arrays:
@@ -139,30 +166,7 @@ def elementwise_order(shape: tuple, arrays: list) -> list:
             pad = ndim - a.ndim
             operands.append([0] * pad + [0 if a.shape[d] == 1 and shape[pad + d] != 1 else a.strides[d]
                                          for d in range(a.ndim)])
-
-    def should_swap(d0, d1) -> int:
-        for strides in operands:
-            s0, s1 = strides[d0], strides[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 < s1:
-                return -1
-            if s0 > s1:
-                return 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-    perm = list(range(ndim - 1, -1, -1))          # fastest first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm[::-1]                             # slowest first
+    return iteration_order(shape, operands)
 
 
 def broadcasts_a_unit_dim(shape: tuple, operand_shapes) -> bool:

@@ -36,7 +36,7 @@ from fusegrad.ir.interpreter import reference_apply
 from . import parser_errors, trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap
 from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
-                     traced_partial_overlap)
+                     traced_partial_overlap, traced_result_layout)
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 from .trace_autograd import TraceAutograd
@@ -499,6 +499,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                                                      or 1 in x._data.shape and odd_unit_strides((x._data,))))):
                         self._lay_out(t, inputs)
                         break
+            elif len(out_type.shape) > 1 and "result_order" in opdef.extra:
+                self._lay_out_by_rule(t, opdef.extra["result_order"], inputs, frozen)
             return t
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
@@ -542,6 +544,14 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if t._layout is not None:
             self.laid_out.append(weakref.ref(t))
             self.forward_layouts[t._sym.id] = t._layout     # (for the gradients' layouts: _lay_out_gradients)
+
+    def _lay_out_by_rule(self, t: Tensor, order_rule, inputs, frozen) -> None:
+        """Give result `t` of an op with a result-order rule (OpDef.extra["result_order"]:
+        advanced indexing) the layout torch gives it from its inputs' strides."""
+        t._layout = traced_result_layout(t._sym.type.shape, order_rule, inputs, dict(frozen))
+        if t._layout is not None:
+            self.laid_out.append(weakref.ref(t))
+            self.forward_layouts[t._sym.id] = t._layout
 
     def keep_row_major(self, t: Tensor) -> None:
         """`t` (a traced `contiguous()` result) is row-major, in the trace and after the call."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..iteration_order import iteration_order
 from ..types import TORCH_SCALAR_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, broadcast_shapes, expands_to, register, shape_str
 
@@ -148,10 +149,30 @@ def _bounds_check_now(first_index: int):
     return check
 
 
-# (its eager result is row-major, as torch's: NumPy puts the indexed dims first in memory)
+def _take_order(shape: tuple, arrays: list, attrs: dict) -> list:
+    """The dims of x[key] (of `shape`), slowest first, as torch lays it out: its TensorIterator
+    iterates x restrided to the result's shape (stride 0 along the index dims) and each index
+    array restrided likewise (its strides there, 0 elsewhere); see iteration_order. So a[i]
+    of a = t.permute(0, 2, 1) keeps a's order of the trailing dims. `arrays`: x's and the index
+    arrays' layouts (strides)."""
+    x, indices, dims = arrays[0], arrays[1:], attrs["dims"]
+    middle = broadcast_indices([i.shape for i in indices])
+    rest = [d for d in range(x.ndim) if d not in dims]
+    before = [d for d in rest if d < dims[0]] if adjacent(dims) else []
+    after = rest[len(before):]
+    m = len(middle)
+    operands = [[x.strides[d] for d in before] + [0] * m + [x.strides[d] for d in after]]
+    for index in indices:
+        spread = np.broadcast_to(index, middle).strides
+        operands.append([0] * len(before) + list(spread) + [0] * len(after))
+    return iteration_order(shape, operands)
+
+
+# (extra "result_order": the layout torch gives its eager result; NumPy puts the indexed dims
+# first in memory)
 register(OpDef("index_take", MOVEMENT, _take_infer, _take_ref, _take_vjp, reference_only=True,
                doc="index_take(x, *indices; dims): x[key] with int64 index arrays at `dims` (a copy)",
-               extra={"row_major_result": True, "value_checks": True, "check_now": _bounds_check_now(1)}))
+               extra={"result_order": _take_order, "value_checks": True, "check_now": _bounds_check_now(1)}))
 
 
 # --------------------------------------------------------------------- index_put_at

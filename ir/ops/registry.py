@@ -69,6 +69,10 @@ class OpDef:
     # or sum, not a Python scalar) and the other operand is not, the kernel multiplies by
     # its reciprocal, computed once outside the loop (exact division where that reciprocal
     # is not a normal number): codegen/kernel_source.py, _by_reciprocal.
+    # extra["result_order"](shape, arrays, attrs) -> dims slowest first (index_take): the
+    # order in which torch lays out the op's result from its inputs' strides (`arrays`: the
+    # inputs, or stand-ins with their strides), where an input is not row-major; eager
+    # results and traced ones (so a compiled call's outputs) take it.
     extra: dict = field(default_factory=dict)
     # Maps its operands element by element, broadcasting (an elementwise op, or a composite
     # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...), or is marked

@@ -129,3 +129,21 @@ def test_advanced_indexing_lays_its_result_out_as_torch(expression):
         (out * L.arange(float(out.numel())).reshape(out.shape)).sum().backward()
         return out.stride(), outcome(lambda: tuple(out.view(-1).shape)), out.tolist(), x.grad.tolist()
     _both_modes(run)
+
+
+@pytest.mark.parametrize("expression", ["(v[0] @ v.transpose(-1, -2)).detach()", "(v[0] @ v.transpose(-1, -2)).data",
+                                        "v.transpose(-1, -2).contiguous().detach()",
+                                        "(v.transpose(-1, -2) * 2).contiguous().detach()"])
+def test_a_detach_of_a_row_major_result_over_a_transposed_value_is_row_major(expression):
+    """matmul folds `m @ batch.mT` into a product of transposes and copies it row-major
+    (contiguous); the detach of that result, once the result itself was gone, took the
+    transposed value's layout in a compiled call."""
+    def run(L, wrap):
+        def f(b, c):
+            v = L.sub(b.clamp(-0.5, None), c, alpha=2)
+            return eval(expression)
+        b = L.arange(12.0).reshape(2, 2, 3).requires_grad_().permute(2, 0, 1)
+        c = (L.arange(12.0).reshape(2, 2, 3) / 7).requires_grad_().permute(2, 1, 0)
+        out = wrap(f)(b, c)
+        return out.stride(), outcome(lambda: tuple(out.view(-1).shape)), out.tolist()
+    _both_modes(run)

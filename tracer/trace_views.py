@@ -299,7 +299,9 @@ class TraceViews:
         counter (`shares_version=False`)."""
         d = self.symbolic(self._identity_of(t), False)
         strides = layout_stand_in(t).strides
-        if strides != contiguous_strides(tuple(t.shape)):
+        if strides != contiguous_strides(tuple(t.shape)) or t._layout is not None:
+            # (also a layout t was given row-major, `contiguous(mT(p))` of matmul's fold: d may
+            # outlive t, and the value under them is p's transposed array)
             # eagerly d is t's memory: x.t().detach() has strides (1, 3), and its view(-1) raises
             # (after the call d is that memory, see memory_homes; d's own layout counts where a
             # write to d made it a value of its own)

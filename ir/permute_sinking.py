@@ -168,6 +168,10 @@ class _Sinker:
         if v.type.ndim != y.type.ndim or any(s != 1 for s in single.shape):
             return None
         shape = _unpermuted_shape(v.shape, dims)
+        if single.type.ndim > len(shape):
+            # (an expand's source may have more dims of size 1 than the value: the value of an
+            # in-place write through `v.T[None]` is the expand of a [1, 1, 1] to [1, 1])
+            single = self._emit("reshape", (single,), {"shape": (1,) * len(shape)}, None)
         return single if single.shape == shape else self._emit("expand", (single,), {"shape": shape}, None)
 
     def _broadcast_source(self, v):

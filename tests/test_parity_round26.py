@@ -147,3 +147,21 @@ def test_a_detach_of_a_row_major_result_over_a_transposed_value_is_row_major(exp
         out = wrap(f)(b, c)
         return out.stride(), outcome(lambda: tuple(out.view(-1).shape)), out.tolist()
     _both_modes(run)
+
+
+def test_an_in_place_add_through_an_unsqueezed_transpose_of_one_element_compiles():
+    """Permute sinking met a one-element operand broadcast from more dims of size 1 than the
+    value has (the write through `v12.T[None]`) and built an invalid expand: the call raised
+    torch's expand error instead of running."""
+    def run(L, wrap):
+        def f(a):
+            v6 = a.mean(0)[None, None]
+            v8 = v6 @ v6.transpose(-1, -2)
+            v12 = (v8 * 1).double()
+            v12.T[None].add_(v8)
+            return v12
+        a = L.tensor([0.3, 0.6], requires_grad=True)
+        out = wrap(f)(a)
+        out.sum().backward()
+        return np.round(out.tolist(), 6).tolist(), np.round(a.grad.tolist(), 6).tolist()
+    _both_modes(run)

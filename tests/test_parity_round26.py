@@ -165,3 +165,30 @@ def test_an_in_place_add_through_an_unsqueezed_transpose_of_one_element_compiles
         out.sum().backward()
         return np.round(out.tolist(), 6).tolist(), np.round(a.grad.tolist(), 6).tolist()
     _both_modes(run)
+
+
+@pytest.mark.parametrize("body", [
+    "w = v.expand(-1, 3)[..., :1]; w.fill_(0.5); u = (w + 1) * 2; v.t().zero_(); out = u * u",
+    "w = v.expand(-1, 3)[..., :1]; w.fill_(t); out = v * L.tensor([[1.0], [2.0], [3.0]])",
+    "v.expand(-1, 3)[1:, 1].fill_(t); v.t().zero_(); out = v * t",
+    "v.expand(-1, 3)[:, 1].fill_(0.25); w = v * 3; out = w * v",
+])
+def test_a_fill_through_an_expand_saves_nothing_of_the_filled_view(body):
+    """A fill through a view of an expand took its one value as the amax of the filled view,
+    whose backward saved that view: a later write to the base made the compiled backward raise
+    the version-counter error although torch's saves nothing there (probe R1). A tensor's fill
+    still sends the region's whole gradient to it."""
+    def run(L, wrap):
+        def f(a, t):
+            env = {"v": a * 1, "t": t, "L": L}
+            exec(body, env)
+            return env["out"]
+        a = L.tensor([[1.0], [2.0], [3.0]], requires_grad=True)
+        t = L.tensor(0.5, requires_grad=True)
+
+        def call():
+            out = wrap(f)(a, t)
+            out.sum().backward()
+            return out.tolist(), a.grad.tolist(), None if t.grad is None else t.grad.item()
+        return outcome(call)
+    _both_modes(run)

@@ -641,7 +641,10 @@ def _fill_through_expand(src, expanded, rest, value):
     reached = apply_op("reshape", [reached], {"shape": shape})
     if 0 in tuple(value.shape):         # an empty write reaches nothing (and has no max)
         return apply_op("where", [reached, src, src], None, "CopySlices")
-    constant = apply_op("amax", [value], {"axes": tuple(range(len(value.shape))), "keepdim": False})
+    # the fill's one value: its first element (a getitem saves nothing for its backward, where
+    # amax saved the filled view, so a later write to the base made the backward raise; a
+    # tensor's fill_ gives that element the whole region's gradient, which FillBackward sums)
+    constant = apply_op("getitem", [value], {"index": (("i", 0),) * len(value.shape)})
     return apply_op("where", [reached, apply_op("expand", [constant], {"shape": shape}), src], None, "CopySlices")
 
 

@@ -46,6 +46,7 @@ from fusegrad.tracer.trace_autograd import sum_groups
 # with the first kernel) is imported with this module: every compiled call's first run
 # needs it, and importing it there cost that call ~40 ms.
 from . import background, executor, stats
+from .backward_cache import backward_key, keep as keep_backward, lookup
 from .gc_pause import gc_paused
 from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach, releasing_paths,
                                 saved_checks, shares_with_another, stale_by_cotangents)
@@ -423,7 +424,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # keep their graph): a later backward from those raises (BackwardFn.freed_outputs)
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
         and not freed else None
-    no_derivative = grads = None        # (no_derivative: torch's error for a backward through an op without one)
+    no_derivative = grads = keyed = cached = None   # (no_derivative: torch's error for a backward through an op without one)
     if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
@@ -447,11 +448,19 @@ def _finish(trace: Trace, result, run: Run) -> None:
         history = [trace.through_grafts(v) for v in out_values]
         read = {v.id for ins in instrs for v in ins.inputs} if len(grad_outs) > 1 else ()
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read or history[k] is not t._sym]
+        # The plain case's backward program is kept by its structure (runtime/backward_cache.py):
+        # nothing rewritten in place, one value a tensor, no grafts and no totals of outputs
+        keyed = backward_key(instrs, out_values, wrt) if not (trace.stale or trace.read_as or inner) and \
+            all(len(group) == 1 for group in groups) else None
+        cached = lookup(keyed[0]) if keyed is not None else None
         try:
-            emitted = emit_backward(b, instrs, out_values, seeds, wrt + [history[k] for k in inner], active=active,
-                                    reads=trace.vjp_reads(instrs))
-            grads = sum_groups(b, emitted[:len(wrt)], groups)
-            totals = emitted[len(wrt):]
+            if cached is not None:
+                emitted = grads = totals = ()
+            else:
+                emitted = emit_backward(b, instrs, out_values, seeds, wrt + [history[k] for k in inner],
+                                        active=active, reads=trace.vjp_reads(instrs))
+                grads = sum_groups(b, emitted[:len(wrt)], groups)
+                totals = emitted[len(wrt):]
         except RuntimeError as exc:
             if not getattr(exc, "no_derivative", False):
                 raise
@@ -460,7 +469,13 @@ def _finish(trace: Trace, result, run: Run) -> None:
             no_derivative, grads = str(exc), None
             if active is not None:
                 met_stale_first = trace.stale_saved(instrs, active)
-    if grads is not None:
+    if cached is not None:
+        totals_at, stale = [], {}
+        saved = [keyed[1][slot] for slot in cached[1]]      # (this call's values the program reads)
+        if INFERENCE_MADE[0]:
+            _refuse_saved_inference(trace, saved)
+        backward = (cached[0], saved, list(cached[2]))
+    elif grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
         totals_at = []          # (index among grad_outs, position among the backward's outputs)
         for k, g in zip(inner, totals):
@@ -477,6 +492,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
         if INFERENCE_MADE[0]:
             _refuse_saved_inference(trace, saved)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
+        if keyed is not None:
+            keep_backward(keyed[0], backward[0], saved, keyed[1], backward[2])
+    if backward is not None:
         outputs = outputs + [v for v in saved if v.id not in seen]
         program = live_program(trace.program, outputs)
         # What a create_graph backward re-emits (BackwardFn.expand): not where the call wrote
@@ -576,6 +594,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
             bwd_program, saved, present = backward
             run.backward = bwd_program
             back = BackwardFn(bwd_program, saved_arrays, in_types, present, run)
+            if cached is not None:
+                back.saved_values = saved
             back.totals = [(weakref.ref(grad_outs[k]), position) for k, position in totals_at]
             back.fills_retained = frozenset(k for k, _ in totals_at)
             promoted = trace.promoted_operands(saved)

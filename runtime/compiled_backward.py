@@ -87,6 +87,8 @@ class BackwardFn:
     def __init__(self, program: Program, saved: list, in_types, grad_present: list, run: Run):
         self.program = program
         self.saved = saved
+        self.saved_values = None    # the call's forward values behind `saved`, where they are not the
+                                    # program's inputs (a kept program: runtime/backward_cache.py)
         self.out_types = in_types
         self.grad_present = grad_present
         self.vjp_fn = None
@@ -258,7 +260,13 @@ class BackwardFn:
                 for o, w in zip(ins.outputs, outs if isinstance(outs, tuple) else (outs,)):
                     env[o.id] = w
         seeds = self.program.inputs[:len(gs)]
-        emit(live_program(program, self.program.inputs[len(gs):]).instrs)
+        # (the forward values this call saved: the program's own inputs, or, for a backward program
+        # kept from an earlier call of the same structure, this call's values in their places)
+        saved_values = self.saved_values if self.saved_values is not None else self.program.inputs[len(gs):]
+        emit(live_program(program, saved_values).instrs)
+        for place, v in zip(self.program.inputs[len(gs):], saved_values):
+            if place.id != v.id:
+                env[place.id] = value(v)
         env.update((v.id, g) for v, g in zip(seeds, gs))
         backward = self.program if given is None or all(given) else self.program_for(given)
         emit(backward.instrs)

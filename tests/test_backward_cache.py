@@ -101,3 +101,19 @@ def test_clear_caches_forgets_the_kept_programs():
     assert backward_cache.entries() > 0
     fg.clear_caches()
     assert backward_cache.entries() == 0 and backward_cache.HITS[0] == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_compiled_twice_give_torchs_gradients(seed):
+    """The fuzzer's random programs (tests/fuzz_programs.py), each compiled and run twice: the
+    second run takes the first one's kept backward program (where the first kept one), and both
+    match torch (values, errors and every leaf's .grad)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fuzz_programs import differences, generate, outcome
+    program = generate(seed)
+    want = outcome(torch, program, "compiled")
+    for run in range(2):
+        got = outcome(fg, program, "compiled")
+        assert not differences(want, got, "compiled"), (run, program.source())

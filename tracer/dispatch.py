@@ -677,7 +677,11 @@ def _unexpand(src, value, fill: bool):
             raise RuntimeError(_OVERLAP_MSG)
         index = tuple(("s", 0, 1 if k in replicated else size, 1) for k, size in enumerate(value.shape))
         value = apply_op("getitem", [value], {"index": index})
-    return apply_op("reshape", [value], {"shape": tuple(src.shape)}, "CopySlices")
+    if isinstance(src, np.ndarray):
+        return apply_op("reshape", [value], {"shape": tuple(src.shape)}, "CopySlices")
+    # (put over src, as a reshape's or permute's write: see _scatter_through)
+    whole = apply_op("reshape", [value], {"shape": tuple(src.shape)})
+    return apply_op("index_put", [src, whole], {"index": _full_slices(src.shape)}, "CopySlices")
 
 
 def _replicated_axes(src, expanded) -> tuple:
@@ -796,6 +800,11 @@ def _scatter(base, chain, value, fill: bool = False):
         INTERNAL_VIEWS[0] -= 1
 
 
+def _full_slices(shape) -> tuple:
+    """The basic index of every element of a tensor of `shape`, slice by slice."""
+    return tuple(("s", 0, n, 1) for n in shape)
+
+
 def _scatter_through(base, chain, value, fill: bool):
     (op, attrs), rest = chain[0], chain[1:]
     attrs = dict(attrs)
@@ -809,12 +818,19 @@ def _scatter_through(base, chain, value, fill: bool):
         return _unexpand(base, new_inner, fill)
     if op == "getitem":
         return apply_op("index_put", [base, new_inner], {"index": attrs["index"]}, "CopySlices")
+    # A view of the whole base (reshape, permute): the new base is the value written, put over
+    # the old one through full slices, so that it keeps torch's CopySlices edge to the base's
+    # history, which a gradient reaches as zeros computed from it (a create_graph gradient
+    # keeps a history: `v.t().zero_()` on v = 3 * x gives x the zeros of MulBackward0, as
+    # `v[:].zero_()` does; an empty index is a copy_'s, whose zeros have none)
     if op == "reshape":
-        return apply_op("reshape", [new_inner], {"shape": tuple(base.shape)}, "CopySlices")
+        whole = apply_op("reshape", [new_inner], {"shape": tuple(base.shape)})
+        return apply_op("index_put", [base, whole], {"index": _full_slices(base.shape)}, "CopySlices")
     if op == "permute":
         inverse = [0] * len(attrs["dims"])
         for i, d in enumerate(attrs["dims"]):
             inverse[d] = i
-        return apply_op("permute", [new_inner], {"dims": tuple(inverse)}, "CopySlices")
+        whole = apply_op("permute", [new_inner], {"dims": tuple(inverse)})
+        return apply_op("index_put", [base, whole], {"index": _full_slices(base.shape)}, "CopySlices")
     raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                        "memory location. Please clone() the tensor before performing the operation.")

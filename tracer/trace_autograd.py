@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusegrad.ir import OPS, Value, active_values, backward as emit_backward
+from fusegrad.ir.backward_templates import GRADIENT_TEMPLATES, replay, structure_key, template_of
 from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
@@ -176,8 +177,7 @@ class TraceAutograd:
         # those of the backward join the recorded-with-grad set only below)
         requiring = self._requiring_grad() if create_graph else ()
         before = len(self.program.instrs)
-        grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
-                                                       active=active, reads=self.vjp_reads(instrs)), groups)
+        grads = self._emit_gradients(instrs, out_values, seed_values, wrt, active, groups)
         if create_graph:
             self._record_with_grad(self.program.instrs[before:], requiring)
         grads = [None if g is None else self.symbolic(g, id(g) in requiring) for g in grads]
@@ -193,6 +193,25 @@ class TraceAutograd:
             # a target that retains its grad gets a copy of the gradient returned (torch's hook clones)
             kept_ids = {id(t) for t in kept}
             retained.extend((x, g.clone()) for x, g in zip(inputs, grads) if g is not None and id(x) in kept_ids)
+        return grads
+
+    def _emit_gradients(self, instrs, out_values, seed_values, wrt, active, groups) -> list:
+        """Append the backward of `instrs` to the program: per group of `wrt`, its gradient
+        Value (or None). In the plain case (nothing rewritten through a `.data`, no replaced
+        saved value, one value a tensor) what is emitted is kept by the structure of what it
+        differentiates and replayed on a later trace of that structure (ir/backward_templates)."""
+        plain = not (self.read_as or self.stale) and all(len(group) == 1 for group in groups)
+        keyed = structure_key(instrs, out_values, wrt, seed_values) if plain else None
+        template = GRADIENT_TEMPLATES.get(keyed[0]) if keyed is not None else None
+        if template is not None:
+            return replay(template, keyed[1], self.program.instrs)
+        before = len(self.program.instrs)
+        grads = sum_groups(self.builder, emit_backward(self.builder, instrs, out_values, seed_values, wrt,
+                                                       active=active, reads=self.vjp_reads(instrs)), groups)
+        if keyed is not None:
+            template = template_of(self.program.instrs[before:], keyed[1], grads)
+            if template is not None:
+                GRADIENT_TEMPLATES.put(keyed[0], template)
         return grads
 
     def _before_the_failure(self, instrs, active: set, failed: int, out_values, seed_values, inputs, groups,

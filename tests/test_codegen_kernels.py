@@ -415,10 +415,29 @@ def test_a_division_by_a_rows_sum_multiplies_by_a_reciprocal_made_once_a_row():
     lines = text.splitlines()
     (made,) = [line for line in lines if "(np.float32(1.0) / " in line]
     name = made.split("=")[0].strip()
-    readers = [line for line in lines if f"* {name})" in line]
+    readers = [line for line in lines if f"np.float32({name}))" in line and "fg_acc_quotient(" in line]
     assert readers and all(_loop_depth(r) > _loop_depth(made) for r in readers), text
     rng = np.random.default_rng(11)
-    check(program, [rng.uniform(-3, 3, (64, 300)).astype(np.float32)], rtol=1e-6, atol=0)
+    check(program, [rng.uniform(-3, 3, (64, 300)).astype(np.float32)], rtol=1e-6, atol=0)   # (exp: within ulps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_division_by_a_rows_value_is_the_correctly_rounded_quotient(dtype):
+    """x * (1 / y) alone is within an ulp, not exact: the row maximum divided by itself gave
+    0.99999994 (then floor() 0, `== 1` False). The kernel corrects the product by its residual
+    (accumulate.fg_acc_quotient): bit-identical to NumPy's division, over many magnitudes."""
+    ft = float32 if dtype is np.float32 else float64
+    program = build(lambda e, x, y: e.div(x, y), ((64, 1000), ft), ((64, 1), ft))
+    (kernel,) = schedule(program).kernels
+    assert "fg_acc_quotient(" in generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((64, 1000)) * np.exp(rng.uniform(-30, 30, (64, 1000)))).astype(dtype)
+    y = (rng.standard_normal((64, 1)) * np.exp(rng.uniform(-30, 30, (64, 1)))).astype(dtype)
+    x[:, :10] = y                       # quotients of exactly 1
+    x[:, 10:20] = y * np.arange(-5, 5)  # small integers, exactly representable
+    (got,) = compile_program(program)([x, y])
+    np.testing.assert_array_equal(got, x / y)
+    assert (got[:, :10] == 1).all()
 
 
 def test_a_division_by_a_scalar_or_by_values_varying_along_the_loop_stays_a_division():

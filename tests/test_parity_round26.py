@@ -229,3 +229,17 @@ def test_a_compiled_write_through_a_view_of_the_whole_base(write):
         out.backward()
         return out.item(), x.grad.tolist()
     _both_modes(run)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("expression", ["(x / x.amax(-1, keepdim=True)).floor()",
+                                        "(x / x.max(-1, keepdim=True)[0] == 1).sum(-1)",
+                                        "(x / x.amax(-1, keepdim=True)).long()",
+                                        "x / x.amax(-1, keepdim=True)"])
+def test_a_compiled_division_by_a_rows_value_is_exact(expression, dtype):
+    """A division by a row's value runs as a multiplication by its reciprocal; uncorrected,
+    the row maximum over itself was 0.99999994, so floor() gave 0 and `== 1` was False."""
+    def run(L, wrap):
+        x = L.tensor(np.random.default_rng(5).uniform(0.1, 200.0, (64, 37)), dtype=getattr(L, dtype))
+        return wrap(lambda x: eval(expression, {"x": x}))(x).tolist()
+    _both_modes(run)

@@ -243,3 +243,82 @@ def test_a_compiled_division_by_a_rows_value_is_exact(expression, dtype):
         x = L.tensor(np.random.default_rng(5).uniform(0.1, 200.0, (64, 37)), dtype=getattr(L, dtype))
         return wrap(lambda x: eval(expression, {"x": x}))(x).tolist()
     _both_modes(run)
+
+
+@pytest.mark.parametrize("write", [True, False])
+@pytest.mark.parametrize("no_grad", [True, False])
+def test_retain_grad_in_a_compiled_call_survives_a_write_under_no_grad(write, no_grad):
+    """retain_grad() on the caller's view inside the call, then a write to it, all under
+    no_grad: the view's history regenerated without a node dropped the request, and its .grad
+    stayed None after a backward (probe D N2)."""
+    def run(L, wrap):
+        lc = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        c = lc.t()
+
+        def f(c):
+            c.retain_grad()
+            if write:
+                with L.no_grad():
+                    c[1:, ::2] = 0.5
+            return c * 1 if not no_grad else c
+
+        def call():
+            if no_grad:
+                with L.no_grad():
+                    out = wrap(f)(c)
+            else:
+                out = wrap(f)(c)
+            (out * 2).sum().backward()
+            return None if c.grad is None else c.grad.tolist(), lc.grad.tolist(), c.tolist()
+        return outcome(call)
+    _both_modes(run)
+
+
+@pytest.mark.parametrize("body", [
+    "v = a.transpose(-1, -1)\nwith L.no_grad():\n    a[::2].sub_(L.tensor([0.5, 0.25, 0.0]))\nout = v",
+    "v = a[0]\nwith L.no_grad():\n    a[1].mul_(2)\nout = v",
+    "v = a.t()\nwith L.no_grad():\n    a[::2].sub_(L.tensor([0.5, 0.25, 0.0]))\nout = v * 1",
+])
+@pytest.mark.parametrize("grad_mode", [False, True])
+def test_a_view_of_a_leaf_over_a_base_without_grad(body, grad_mode):
+    """`a` is a leaf over memory that needs no grad (`t.t().requires_grad_()`); a view of it
+    made under no_grad requires no grad, also after a write of a's memory in the call (the
+    compiled call gave it a history: probe D N3). Made with grad on, the view keeps requiring
+    grad after the write, as torch's regenerated AsStridedBackward0."""
+    def run(L, wrap):
+        a = L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]).t().requires_grad_()
+
+        def f(a):
+            env = {"a": a, "L": L}
+            exec(body, env)
+            return env["out"]
+
+        def call():
+            if grad_mode:
+                out = wrap(f)(a)
+            else:
+                with L.no_grad():
+                    out = wrap(f)(a)
+            return out.requires_grad, out.tolist(), a.tolist()
+        return outcome(call)
+    _both_modes(run)
+
+
+@pytest.mark.parametrize("strides", [(4, 1, 4), (1, 1, 4), (12, 1, 4), (6, 1, 2), (1, 4, 1)])
+@pytest.mark.parametrize("expression", ["z[:, i]", "z[:, :, j]", "z[k]", "z[:, i[:, None]]"])
+def test_advanced_indexing_of_a_tensor_with_a_size_one_dim_orders_as_torch(strides, expression):
+    """torch reshapes each index to the result's rank with size-1 dims, whose strides take part
+    in the order where the result's dim has size 1 too: `z[:, i]` of a (1, 2, 3) view with
+    strides (1, 1, 4) is row-major (probe D N5). Strides of size-1 dims are not compared."""
+    def run(L, wrap):
+        def f(base):
+            z = base.as_strided((1, 2, 3), strides) if L is torch else base
+            return eval(expression, {"z": z, "i": L.tensor([1, 0]), "j": L.tensor([2, 0]), "k": L.tensor([0, 0])})
+        # (fusegrad has no as_strided: the same view made by NumPy, shared by from_numpy)
+        base = L.arange(100.0) if L is torch else fg.from_numpy(
+            np.lib.stride_tricks.as_strided(np.arange(100.0), (1, 2, 3), tuple(8 * s for s in strides)))
+        out = wrap(f)(base)
+        return [s for n, s in zip(out.shape, out.stride()) if n != 1], out.tolist()
+    expected = run(torch, lambda fn: fn)
+    assert run(fg, lambda fn: fn) == expected
+    assert run(fg, fg.compile) == expected

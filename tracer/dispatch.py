@@ -529,7 +529,9 @@ def _reads_a_constant(opdef, consts_at, in_slots) -> bool:
 def set_history(t, node, output_nr: int) -> None:
     """Make `t` output `output_nr` of `node` (keeping a retain_grad() request)."""
     t._grad_fn, t._output_nr, t._requires_grad = node, output_nr, True
-    if t._retains_grad:
+    if t._retains_grad and node is not None:
+        # (with no node yet, a view regenerated under no_grad inside a compiled call's finish,
+        # the request stays for the node the call gives it)
         t._retains_grad = False
         t._retain()
     if t._base is not None:

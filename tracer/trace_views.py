@@ -278,8 +278,10 @@ class TraceViews:
             if self.writing is not None:
                 self._replaced(view, again._sym)
             view._sym = again._sym
+            # (a view of a leaf over a base without grad keeps requiring grad, as eagerly its
+            # regenerated AsStridedBackward0 does; one made under no_grad never required it)
             view._requires_grad = requires if requires is not None else \
-                again._requires_grad or (root is not None and bumped)
+                again._requires_grad or (root is not None and bumped and view._requires_grad)
             if base._requires_grad and view.__dict__.get("_no_grad_mode"):
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
             self.views[id(base)].append(ref)

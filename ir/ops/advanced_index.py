@@ -160,11 +160,17 @@ def _take_order(shape: tuple, arrays: list, attrs: dict) -> list:
     rest = [d for d in range(x.ndim) if d not in dims]
     before = [d for d in rest if d < dims[0]] if adjacent(dims) else []
     after = rest[len(before):]
-    m = len(middle)
+    m, lead = len(middle), len(before)
     operands = [[x.strides[d] for d in before] + [0] * m + [x.strides[d] for d in after]]
+    span = int(np.prod(middle, dtype=np.int64))
     for index in indices:
         spread = np.broadcast_to(index, middle).strides
-        operands.append([0] * len(before) + list(spread) + [0] * len(after))
+        # torch reshapes each index to (1,) * lead + its shape + (1,) * len(after): a size-1 dim
+        # keeps that reshape's (contiguous) stride where the result's dim is 1 too (TensorIterator
+        # zeroes an operand's stride only where the result broadcasts it)
+        outer = [index.itemsize * span if shape[d] == 1 else 0 for d in range(lead)]
+        inner = [index.itemsize if shape[lead + m + d] == 1 else 0 for d in range(len(after))]
+        operands.append(outer + list(spread) + inner)
     return iteration_order(shape, operands)
 
 

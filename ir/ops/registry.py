@@ -67,8 +67,9 @@ class OpDef:
     # Further facts, by name. extra["reciprocal_of"] = k (div): where operand k is the same
     # for every step of a kernel's innermost loop but not for the whole kernel (a row's norm
     # or sum, not a Python scalar) and the other operand is not, the kernel multiplies by
-    # its reciprocal, computed once outside the loop (exact division where that reciprocal
-    # is not a normal number): codegen/kernel_source.py, _by_reciprocal.
+    # its reciprocal, computed once outside the loop, and corrects the product to the
+    # correctly rounded quotient (exact division where that reciprocal is not a normal
+    # number): codegen/kernel_source.py, _by_reciprocal.
     # extra["result_order"](shape, arrays, attrs) -> dims slowest first (index_take): the
     # order in which torch lays out the op's result from its inputs' strides (`arrays`: the
     # inputs, or stand-ins with their strides), where an input is not row-major; eager

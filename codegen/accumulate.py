@@ -27,6 +27,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .vmath import _fma          # a * b + c rounded once (llvm.fma), as vmath's residuals use it
+
 
 @njit(fastmath={"reassoc"}, error_model="numpy", nogil=True)
 def fg_acc_add(acc, x):
@@ -50,20 +52,6 @@ def _float_pair_intrinsic(name: str):
 
 fg_acc_max = _float_pair_intrinsic("llvm.maximum")   # max(acc, x); NaN if either is NaN
 fg_acc_min = _float_pair_intrinsic("llvm.minimum")   # min(acc, x); NaN if either is NaN
-
-
-def _fma_typer(typingctx, a, b, c):
-    if not (isinstance(a, types.Float) and a == b == c):
-        return None
-
-    def codegen(context, builder, sig, args):
-        fty = ir.FloatType() if sig.return_type.bitwidth == 32 else ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty, fty, fty]))
-        return builder.call(fn, args)
-    return a(a, b, c), codegen
-
-
-_fma = intrinsic(_fma_typer)     # a * b + c, rounded once
 
 
 @njit(error_model="numpy", nogil=True)

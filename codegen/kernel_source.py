@@ -293,9 +293,10 @@ class _Generator:
         temporary outside that loop. A division costs 4-16 times a multiplication: W2's kernel
         (6 divisions an element) 5.7 -> 2.9 ms serial. The product, corrected by its residual
         (accumulate.fg_acc_quotient: two fused multiply-adds), is the correctly rounded
-        quotient, so `x / x.amax()` is exactly 1 at the maximum. Where 1 / y is not a normal number (|y| below 2**-126 or above 2**126 in
-        float32) the product could overflow or lose bits, so the loop divides then: the flag
-        is loop-invariant and LLVM unswitches the loop on it. None where it does not apply."""
+        quotient, so `x / x.amax()` is exactly 1 at the maximum. Where 1 / y is not a normal
+        number (|y| below 2**-126 or above 2**126 in float32) the product could overflow or
+        lose bits, so the loop divides then: the flag is loop-invariant and LLVM unswitches
+        the loop on it. None where it does not apply."""
         x, y = children[1 - k], children[k]
         deps = frozenset().union(*(c.deps for c in children))
         probe = _Node(None, [], deps, max(c.level for c in children), self._region(deps, region), 0)

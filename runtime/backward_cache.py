@@ -12,7 +12,7 @@ tensor, no grafts.
 """
 from __future__ import annotations
 
-from fusegrad.ir.backward_templates import GRADIENT_TEMPLATES, TemplateCache, structure_key
+from fusegrad.ir.backward_templates import GRADIENT_TEMPLATES, TemplateCache
 
 from .stats import register_clearer
 
@@ -21,11 +21,6 @@ PROGRAMS = TemplateCache()
 # (the tracer's templates of a backward() inside a call are emptied with these)
 register_clearer(PROGRAMS.clear)
 register_clearer(GRADIENT_TEMPLATES.clear)
-
-
-def backward_key(instrs: list, out_values: list, wrt: list):
-    """(key, values by slot) of the backward of `instrs` from `out_values` to `wrt`, or None."""
-    return structure_key(instrs, out_values, wrt)
 
 
 def lookup(key):

@@ -29,6 +29,7 @@ import numpy as np
 from fusegrad.codegen.layout_copy import copy_into
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          differentiated_inputs)
+from fusegrad.ir.backward_templates import structure_key
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
@@ -46,7 +47,7 @@ from fusegrad.tracer.trace_autograd import sum_groups
 # with the first kernel) is imported with this module: every compiled call's first run
 # needs it, and importing it there cost that call ~40 ms.
 from . import background, executor, stats
-from .backward_cache import backward_key, keep as keep_backward, lookup
+from .backward_cache import keep as keep_backward, lookup
 from .gc_pause import gc_paused
 from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach, releasing_paths,
                                 saved_checks, shares_with_another, stale_by_cotangents)
@@ -450,25 +451,23 @@ def _finish(trace: Trace, result, run: Run) -> None:
         inner = [k for k, t in enumerate(grad_outs) if t._sym.id in read or history[k] is not t._sym]
         # The plain case's backward program is kept by its structure (runtime/backward_cache.py):
         # nothing rewritten in place, one value a tensor, no grafts and no totals of outputs
-        keyed = backward_key(instrs, out_values, wrt) if not (trace.stale or trace.read_as or inner) and \
+        keyed = structure_key(instrs, out_values, wrt) if not (trace.stale or trace.read_as or inner) and \
             all(len(group) == 1 for group in groups) else None
         cached = lookup(keyed[0]) if keyed is not None else None
-        try:
-            if cached is not None:
-                emitted = grads = totals = ()
-            else:
+        if cached is None:
+            try:
                 emitted = emit_backward(b, instrs, out_values, seeds, wrt + [history[k] for k in inner],
                                         active=active, reads=trace.vjp_reads(instrs))
                 grads = sum_groups(b, emitted[:len(wrt)], groups)
                 totals = emitted[len(wrt):]
-        except RuntimeError as exc:
-            if not getattr(exc, "no_derivative", False):
-                raise
-            # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not here;
-            # a value replaced in place that the backward reads before that op raises first)
-            no_derivative, grads = str(exc), None
-            if active is not None:
-                met_stale_first = trace.stale_saved(instrs, active)
+            except RuntimeError as exc:
+                if not getattr(exc, "no_derivative", False):
+                    raise
+                # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not
+                # here; a value replaced in place that the backward reads before that op raises first)
+                no_derivative, grads = str(exc), None
+                if active is not None:
+                    met_stale_first = trace.stale_saved(instrs, active)
     if cached is not None:
         totals_at, stale = [], {}
         saved = [keyed[1][slot] for slot in cached[1]]      # (this call's values the program reads)

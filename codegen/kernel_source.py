@@ -53,6 +53,7 @@ from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.types import int64
 
 from . import picks
+from .in_place import in_place_pairs
 from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
 from .picks import Picked
@@ -156,6 +157,7 @@ class KernelSource:
     params: list                   # (value, dtype) of constants passed after the loads
     stores: list                   # values written, passed last, in order
     parallel_loop: bool            # the kernel has a loop that prange parallelises
+    in_place: tuple = ()           # (k, j): output k may be written over load j (codegen/in_place.py)
 
     def module_text(self, header: str, cache: bool) -> str:
         """A complete Python module defining the jitted kernel(s)."""
@@ -477,8 +479,10 @@ class _Generator:
             imports[acc_module] = acc_names
         loads = [v for _, v in self.loads.values()]
         params = [(value, dtype) for _, value, dtype in self.params.values()]
+        full = {k for k, st in enumerate(self.an.stores) if st.kind == "full" and st.index == self.identity}
         return KernelSource("kernel", functions, imports, list(self.live), loads,
-                            [v.type.ndim == 0 for v in loads], params, stores, parallel_loop)
+                            [v.type.ndim == 0 for v in loads], params, stores, parallel_loop,
+                            in_place_pairs(functions[0][2], loads, stores, full))
 
     def _declare_reduction(self, n: int, ins, stage, tail) -> None:
         combine = OPS[ins.op].expr

@@ -313,6 +313,49 @@ def _abandon(trace: Trace) -> None:
         trace.restore_states()
 
 
+# Smallest write-back worth writing in place (below, its copy costs less than the checks).
+MIN_IN_PLACE_BYTES = 1 << 16
+
+
+def _written_back_in_place(program: Program, inputs: list, mutated: list) -> dict | None:
+    """Input index -> output index, for the caller's memory the call writes back that the
+    kernel computing its final value may write directly (CompiledProgram.__call__: one
+    array fewer, and no copy-back; an optimizer step's parameter update): memory that is
+    a program input itself, C-contiguous and writable, of at least MIN_IN_PLACE_BYTES,
+    that no other input and no other written tensor overlaps (the executor then checks
+    that nothing in the program reads it after that kernel)."""
+    outputs = None
+    donated = {}
+    for array, tensor in mutated:
+        if tensor._sym is None or array.nbytes < MIN_IN_PLACE_BYTES or not array.flags.c_contiguous \
+                or not array.flags.writeable:
+            continue
+        found = [k for k, a in enumerate(inputs) if a is array]
+        owner = _memory_owner_array(array)
+        if len(found) != 1 or owner.base is not None:
+            continue                    # (memory of a buffer that is no array: not followed)
+        if any(k != found[0] and _may_overlap(a, owner) for k, a in enumerate(inputs)) or \
+                any(other is not array and _may_overlap(other, owner) for other, _ in mutated):
+            continue
+        if outputs is None:
+            outputs = {}
+            for q, v in enumerate(program.outputs):
+                outputs.setdefault(v.id, q)
+        q = outputs.get(tensor._sym.id)
+        if q is not None:
+            donated[found[0]] = q
+    return donated or None
+
+
+def _may_overlap(array: np.ndarray, owner: np.ndarray) -> bool:
+    """Whether `array` may share memory with `owner`, an array that owns its memory: arrays
+    over another owner cannot; one over a buffer that is no array is tested."""
+    other = _memory_owner_array(array)
+    if other.base is None:
+        return other is owner
+    return np.may_share_memory(array, owner)
+
+
 def _memory_owner_array(array: np.ndarray) -> np.ndarray:
     """The array that owns `array`'s memory (NumPy points a view's base at the owner; a
     base that is not an array, a buffer, leaves `array` standing for it)."""
@@ -507,7 +550,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
     run.breaks = trace.breaks
     run.backward_start = trace.backward_start if trace.backward_start is not None and \
         trace.backward_start < len(program.instrs) else None
-    arrays = execute(program, trace.input_arrays, trace.known, run)
+    donated = _written_back_in_place(program, trace.input_arrays, mutated) if mutated and not trace.dry else None
+    arrays = execute(program, trace.input_arrays, trace.known, run, donated)
     by_id = {v.id: a for v, a in zip(program.outputs, arrays)}
     if trace.laid_out or trace.value_layouts:        # (forward_layouts' values are in laid_out too)
         _lay_out_outputs(trace, by_id)
@@ -574,7 +618,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
     for array, tensor in mutated:
         if tensor._sym is not None:
             if not trace.dry:       # (a dry run, explain, leaves the caller's memory as it was)
-                np.copyto(_writable(array, tensor), by_id[tensor._sym.id], casting="unsafe")
+                value = by_id[tensor._sym.id]
+                if value is not array:          # (else a kernel wrote it there: _written_back_in_place)
+                    np.copyto(_writable(array, tensor), value, casting="unsafe")
                 written_back.append(tensor)
             tensor._sym = None
     if not trace.dry:

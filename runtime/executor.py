@@ -30,6 +30,7 @@ from collections import OrderedDict
 import numpy as np
 
 from fusegrad.codegen import KERNEL, VIEW, Schedule, generate, schedule
+from fusegrad.codegen.in_place import in_place_source
 from fusegrad.codegen.layout_copy import contiguous_copy, needs_copy
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
@@ -37,7 +38,7 @@ from fusegrad.ir.interpreter import apply_ref_into, into_writer
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
-from . import background, disk_cache, stats
+from . import background, disk_cache, in_place, stats
 
 # Numba and the kernel cache are imported on first use, not with this module: the
 # reference path of a first call needs program_key only, and importing Numba
@@ -373,7 +374,7 @@ class _OpStep:
         self.ins = [slots[v.id] for v in step.instr.inputs]
         self.outs = [slots[v.id] for v in step.instr.outputs]
 
-    def run(self, env: list) -> None:
+    def run(self, env: list, donated=None) -> None:
         results = reference_apply(self.instr, [env[s] for s in self.ins])
         for s, r in zip(self.outs, results):
             env[s] = r
@@ -389,7 +390,7 @@ class _ViewStep(_OpStep):
         self.ref, self.attrs = OPS[self.instr.op].ref, dict(self.instr.attrs)
         (self.operand,), (self.out,) = self.ins, self.outs
 
-    def run(self, env: list) -> None:
+    def run(self, env: list, donated=None) -> None:
         out = self.ref(env[self.operand], **self.attrs)
         env[self.out] = out if type(out) is np.ndarray else np.asarray(out)
 
@@ -404,7 +405,7 @@ class _IntoStep(_OpStep):
         self.writer, self.shape, self.dtype = writer, out.shape, out.dtype.np
         self.attrs = dict(step.instr.attrs)
 
-    def run(self, env: list) -> None:
+    def run(self, env: list, donated=None) -> None:
         env[self.outs[0]] = apply_ref_into(self.writer, [env[s] for s in self.ins],
                                            POOL.empty(self.shape, self.dtype), self.attrs)
 
@@ -434,13 +435,31 @@ class _KernelStep:
         self.slots = slots
         self.status = "not run yet"
         self.defer_parallel = False
+        # In-place outputs (runtime/in_place.py): the candidates CompiledProgram plans, the
+        # program's fallback flag (a one-item list it shares), and what the last call did.
+        self.in_place: list = []
+        self.fell_back = [False]
+        self.in_place_done: dict = {}
+        self.in_place_kernels: dict = {}    # ((k, j), ...) -> CompiledKernel of that variant
+        self.last_kernel = self.compiled    # the plain kernel or the variant the last call ran
+        self.math = math
+
+    def _in_place_kernel(self, taken: dict):
+        """The kernel variant storing the outputs of `taken` (k -> (array, j)) into their
+        operands (codegen/in_place.in_place_source), made once per set of pairs."""
+        key = tuple(sorted((k, j) for k, (_, j) in taken.items()))
+        kernel = self.in_place_kernels.get(key)
+        if kernel is None:
+            kernel = self.in_place_kernels[key] = _kernel_cache().get_kernel(
+                in_place_source(self.source, dict(key)), self.math)
+        return kernel
 
     @property
     def parallel(self) -> bool:
         """Does this step run (or has it settled on) the parallel variant?"""
         return self.choice.decided is True
 
-    def run(self, env: list) -> None:
+    def run(self, env: list, donated=None) -> None:
         if self.compiled.failure is None:
             args = list(self.extents)
             for slot, scalar, _ in self.loads:
@@ -452,26 +471,45 @@ class _KernelStep:
                     operand = contiguous_copy(operand)
                 args.append(operand)
             args.extend(self.params)
-            outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
+            compiled, taken = self.compiled, None
+            if self.in_place:
+                # outputs written over operands that die here (runtime/in_place.py), by the
+                # kernel's in-place variant
+                taken = in_place.choose(self.in_place, args, len(self.extents), self.loads, env, self.stores,
+                                        donated, [slot for slot, _, _ in self.stores], not self.fell_back[0])
+                if taken:
+                    compiled = self._in_place_kernel(taken)
+                    if compiled.failure is not None:
+                        compiled, taken = self.compiled, None
+            if taken:
+                outs = [taken[k][0] if k in taken else allocate(shape, dtype)
+                        for k, (allocate, (_, shape, dtype)) in enumerate(zip(self.allocators, self.stores))]
+            else:
+                outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
+            self.in_place_done = {k: j for k, (_, j) in taken.items()} if taken else {}   # (explain; no arrays)
+            self.last_kernel = compiled
             args.extend(outs)
             use = self.choice.next()
-            if use and not self.compiled.parallel_ready() and (
+            if use and not compiled.parallel_ready() and (
                     self.choice.decided is None or (self.defer_parallel and background.async_enabled())):
                 # Never make a call wait for the parallel variant that the measurement (or the
                 # tiered path) asks for: it compiles (or loads) on the background thread while
                 # calls stay serial. (FUSEGRAD_PARALLEL=always compiles it on the first call.)
-                self.compiled.prepare_parallel_in_background(args)
+                compiled.prepare_parallel_in_background(args)
                 use = deferred = False
             else:
                 deferred = None
             start = time.perf_counter()
             try:
-                fresh = self.compiled(args, use)
+                fresh = compiled(args, use)
             except _kernel_cache().KernelFailed:
-                pass
+                if compiled is not self.compiled:
+                    # (the in-place variant failed to compile: nothing ran; the plain kernel runs)
+                    self.in_place = []
+                    return self.run(env, donated)
             else:
-                if use and self.compiled.parallel_failure is not None:
-                    self.choice.settle(False, f"serial (parallel variant failed: {self.compiled.parallel_failure})")
+                if use and compiled.parallel_failure is not None:
+                    self.choice.settle(False, f"serial (parallel variant failed: {compiled.parallel_failure})")
                 elif not fresh:
                     self.choice.record(use, time.perf_counter() - start)
                 self.status = "compiled kernel, " + (self.choice.describe() if deferred is None else
@@ -483,6 +521,8 @@ class _KernelStep:
 
     def _reference(self, env: list) -> None:
         """Run the kernel's instructions one by one with their NumPy implementations."""
+        self.fell_back[0] = True         # (its results may be views: no intermediate is taken after this)
+        self.in_place_done = {}
         if not self.status.startswith("reference"):
             warnings.warn(f"fusegrad: kernel {self.compiled.name} failed to compile "
                           f"({self.compiled.failure}); its instructions run by reference", RuntimeWarning,
@@ -612,6 +652,29 @@ class CompiledProgram:
                 if step.kind == "reference" and step.missing_rule:
                     _warn_reference(step.instr.op, step.why)
         self.runs = [(step.run, _frees) for step, _frees in zip(self.steps, self._last_reads())]
+        self._plan_in_place(len(prog.inputs))
+
+    def _plan_in_place(self, n_inputs: int) -> None:
+        """Give each kernel step its in-place output candidates (runtime/in_place.py);
+        FUSEGRAD_IN_PLACE=0 (read when a program is compiled) turns them off, for comparison."""
+        if not in_place.enabled():
+            return
+        fell_back = [False]
+        kernels = [s for s in self.steps if isinstance(s, _KernelStep)]
+        for step in kernels:
+            step.fell_back = fell_back
+
+        def pairs(step):
+            if not isinstance(step, _KernelStep):
+                return ()
+            return [(k, step.loads[j][0]) for k, j in step.source.in_place]
+        keep = set(self.output_slots) | set(self.guard_slots)
+        # (a program with trig guards reruns from its inputs: none of them is written over)
+        plans = in_place.plan(self.steps, n_inputs, keep, _reads, _outputs,
+                              lambda s: isinstance(s, (_KernelStep, _IntoStep)), pairs, inputs_ok=not self.guard_slots)
+        for step, candidates in zip(self.steps, plans):
+            if candidates:
+                step.in_place = candidates
 
     def _last_reads(self) -> list:
         """Per step, the slots it is the last reader of (freed right after it, so a
@@ -649,8 +712,14 @@ class CompiledProgram:
             self(args)
         self.calls -= 1
 
-    def __call__(self, args) -> list:
-        """Run on `args` (one array per program input); returns the outputs."""
+    def __call__(self, args, donated: dict | None = None) -> list:
+        """Run on `args` (one array per program input); returns the outputs.
+
+        `donated` maps an input's index to the index of the output whose value the caller
+        writes back into that input's memory after the call: the kernel computing that
+        output may write it there directly (runtime/in_place.py), when nothing else in the
+        program reads the input afterwards. The caller vouches that no other input overlaps
+        that memory. The output is then the input's array itself."""
         self.calls += 1
         if self.schedule is None:
             return run_program(self.program, list(args))
@@ -667,8 +736,10 @@ class CompiledProgram:
                 raise ValueError(f"input {k} has shape {list(a.shape)}; the program was compiled for "
                                  f"{list(shape)}")
             env[slot] = a if a.dtype == dtype else a.astype(dtype)
+        if donated:
+            donated = {k: self.output_slots[q] for k, q in donated.items()}
         for run, frees in self.runs:
-            run(env)
+            run(env, donated)
             for slot in frees:
                 env[slot] = None
         for s in self.guard_slots:
@@ -702,19 +773,24 @@ class CompiledProgram:
                 parts.append(f"[{n}] {step.step.kind}: {format_instr(step.instr, name)}    # {step.step.why}")
                 continue
             k = step.kernel
+            ran = step.last_kernel        # (the in-place variant, when the last call wrote in place)
             head = (f"[{n}] kernel {k.id} ({k.layout}) over {list(k.space)}"
                     + (f" reducing axes {list(k.axes)}" if k.axes else "")
                     + f", {k.analysis.phases} phase(s); "
-                    f"ran: {step.status}; module {step.compiled.name}"
-                    + (f" in {step.compiled.root}" if step.compiled.root else " (in memory)"))
+                    f"ran: {step.status}; module {ran.name}"
+                    + (f" in {ran.root}" if ran.root else " (in memory)"))
             lines = [head, "  fuses:"]
             lines += ["    " + format_instr(ins, name) for ins in k.instrs if ins not in k.inlined]
             if k.inlined:
                 lines.append("  recomputes inline: " + "; ".join(format_instr(i, name) for i in k.inlined))
             lines.append("  reads: " + " ".join(name(v) for v in step.source.loads))
             lines.append("  writes: " + " ".join(name(v) for v in step.source.stores))
+            if step.in_place_done:
+                lines.append("  in place (last call): " + ", ".join(
+                    f"{name(step.source.stores[k])} written over {name(step.source.loads[j])}"
+                    for k, j in sorted(step.in_place_done.items())) + " (its last reader)")
             lines.append("  source:")
-            lines += ["    " + line for line in step.compiled.text.splitlines()]
+            lines += ["    " + line for line in ran.text.splitlines()]
             parts.append("\n".join(lines))
         if self.schedule.notes:
             parts.append("fusion decisions (why not fused):")
@@ -738,6 +814,13 @@ def _op_step(step, slots: dict) -> _OpStep:
     if step.kind == VIEW and len(ins.inputs) == 1 and len(ins.outputs) == 1:
         return _ViewStep(step, slots)
     return _OpStep(step, slots)
+
+
+def _outputs(step) -> list:
+    """The env slots a step writes."""
+    if isinstance(step, _OpStep):
+        return step.outs
+    return [slot for slot, _, _ in step.stores]
 
 
 def _reads(step) -> list:

@@ -67,7 +67,7 @@ class Run:
         self.raised = False         # the function raised: its programs run on the reference executor
 
 
-def execute(program: Program, args: list, known: dict | None, run: Run):
+def execute(program: Program, args: list, known: dict | None, run: Run, donated: dict | None = None):
     """Run `program` by the tiered policy; records the path taken in `run.path`.
 
     1. kernels ready (program cache hit): run them;
@@ -80,6 +80,9 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
     5. otherwise: compile on the background thread (at most once per program key)
        and run this call on the reference executor; a later call finds the kernels
        ready, and none ever waits for them.
+
+    `donated` (input index -> output index) passes on to compiled kernels: see
+    CompiledProgram.__call__; the reference executor ignores it.
     """
     if not program.instrs:
         run.path = "no instructions"
@@ -102,13 +105,13 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
     structure, key = ex.program_key(program)
     compiled = ex.lookup(key)
     if compiled is not None:
-        return run_compiled(compiled, args, run, "compiled kernels")
+        return run_compiled(compiled, args, run, "compiled kernels", donated)
     if small is None:
         small = _is_small(program)
     if tiered and small and ex.note_use(key) < HOT_CALLS:
         return run_reference(traced, traced_args, known, run, "small program")
     if not tiered:
-        return run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels")
+        return run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels", donated)
     if ex.is_pending(key):
         return run_reference(traced, traced_args, known, run, "kernels compiling in the background")
     if background.numba_ready():
@@ -116,7 +119,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
             if ex.on_disk(key):
                 if _element_work(program) >= LOAD_NOW_MIN_ELEMENTS:
                     return run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
-                                         "compiled kernels (loaded from the disk cache)")
+                                         "compiled kernels (loaded from the disk cache)", donated)
                 # The load starts after this call's reference run: loading holds the GIL for
                 # most of its 0.1-0.2 s, and the reference run waited behind it (W1's warm
                 # first call: 0.04-0.26 s with the load started first)
@@ -127,7 +130,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run):
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
                 compiled = ex.try_ready(program, key, structure)
                 if compiled is not None:
-                    return run_compiled(compiled, args, run, "compiled kernels")
+                    return run_compiled(compiled, args, run, "compiled kernels", donated)
         except Exception as exc:                 # a codegen bug: report it, fall back, never raise
             return run_compiled(ex.cache_failure(program, key, exc), args, run, "")
     ex.compile_in_background(program, key, structure, args, hold=run.hold)
@@ -148,7 +151,7 @@ def run_reference(program: Program, args: list, known: dict | None, run: Run, wh
         return run_freeing(program, env)
 
 
-def run_compiled(compiled, args: list, run: Run, path: str):
+def run_compiled(compiled, args: list, run: Run, path: str, donated: dict | None = None):
     run.compiled = compiled
     if compiled.schedule is None:
         run.path = f"reference executor ({compiled.reference_reason})"
@@ -159,6 +162,8 @@ def run_compiled(compiled, args: list, run: Run, path: str):
                           RuntimeWarning, stacklevel=4)
     else:
         run.path = path
+        if donated:
+            return compiled(args, donated)
     return compiled(args)
 
 

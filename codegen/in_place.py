@@ -1,0 +1,130 @@
+"""Which outputs of a kernel may be written over one of its operands (in-place outputs).
+
+A kernel's output normally gets a fresh array. When an operand of the same shape and
+dtype dies at this kernel (nothing reads it afterwards: an intermediate, or a
+parameter whose new value the call writes back into its memory), the output can be
+written into the operand's memory instead: one buffer fewer at the call's high-water
+mark, and no copy-back of an updated parameter. This module answers the kernel's half
+of that question, whether its loop nest stays correct when an output and an operand
+are one array; the executor (runtime/executor.py) answers the other half, whether the
+operand's memory is free to take at run time.
+
+The answer is read from the generated source itself, the code that will run, so it
+holds whatever the generator's phases, hoisting and tiling did. Output `o<k>` may take
+operand `a<j>`'s memory when:
+
+- `o<k>` is stored in exactly one statement, and every element is stored once over
+  the kernel's whole iteration space (a "full" store at the identity index, which the
+  generator reports), with the operand's shape and dtype;
+- every use of `a<j>` is a subscripted read with exactly the store's subscript, so
+  each iteration reads only the element it writes;
+- every such read comes before the store, or is on its line (the right-hand side is
+  evaluated first), and inside the same loop body as the store: no line between the
+  first read and the store is less indented than the store. So within one iteration
+  all reads of an element happen before it is overwritten, and no other iteration
+  reads it (a read in an earlier phase loop of the same row, which would be safe too,
+  is refused: the rule stays simple).
+
+Vectorisation keeps this correct: a vector of elements is loaded before the vector
+computed from it is stored to the same addresses. The kernel that runs in place is a
+variant (`in_place_source`) whose store goes through the operand's own argument, so that
+LLVM sees one address and keeps the loop vectorised.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+_STORE = re.compile(r"^\s*o(\d+)\[")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _subscripts(line: str, name: str):
+    """The subscript texts of every `name[...]` in `line`, and whether `name` also appears
+    unsubscripted (passed whole to a call, for instance)."""
+    found, bare = [], False
+    for m in re.finditer(rf"\b{name}\b", line):
+        at = m.end()
+        if at >= len(line) or line[at] != "[":
+            bare = True
+            continue
+        depth, end = 0, at
+        while end < len(line):
+            if line[end] == "[":
+                depth += 1
+            elif line[end] == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+            end += 1
+        found.append(line[at + 1:end])
+    return found, bare
+
+
+def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: set) -> tuple:
+    """(k, j) pairs: output o<k> may be written over operand a<j> (see the module docstring),
+    every eligible pair, in order; the executor gives each output at most one operand.
+
+    `function_text` is the kernel's serial function; `loads` and `stores` the values passed
+    as a<j> and o<k>; `full_stores` the output positions stored once per element over the
+    whole iteration space."""
+    lines = function_text.splitlines()[1:]          # (the body: the signature names every argument)
+    store_lines: dict = {}
+    for n, line in enumerate(lines):
+        m = _STORE.match(line)
+        if m is not None:
+            store_lines.setdefault(int(m.group(1)), []).append(n)
+    pairs = []
+    for k, store in enumerate(stores):
+        if k not in full_stores or len(store_lines.get(k, ())) != 1:
+            continue
+        at = store_lines[k][0]
+        found, _ = _subscripts(lines[at], f"o{k}")
+        subscript = found[0]
+        if not lines[at].lstrip().startswith(f"o{k}[{subscript}] = "):
+            continue
+        for j, load in enumerate(loads):
+            if load.type.ndim and load.type == store.type and _reads_only_before(lines, at, f"a{j}", subscript):
+                pairs.append((k, j))
+    return tuple(pairs)
+
+
+def _reads_only_before(lines: list, at: int, name: str, subscript: str) -> bool:
+    """Whether every use of `name` is a read at `subscript` in the loop body of line `at`,
+    on that line or before it."""
+    first = None
+    for n, line in enumerate(lines):
+        found, bare = _subscripts(line, name)
+        if bare or any(s != subscript for s in found):
+            return False
+        if found:
+            if n > at:
+                return False
+            if first is None:
+                first = n
+    if first is None:
+        return False
+    depth = _indent(lines[at])
+    return all(_indent(line) >= depth for line in lines[first:at + 1] if line.strip())
+
+
+def in_place_source(source, pairs: dict):
+    """The kernel `source` with output o<k> stored into operand a<j> for each k -> j of `pairs`
+    (pairs that in_place_pairs allowed). The signature is unchanged (o<k> is still passed and
+    no longer used): the caller passes a<j>'s array for both.
+
+    Why a variant rather than the same kernel called with one array for both: LLVM guards a
+    vectorised loop with a runtime test that its output does not overlap its operands and
+    falls back to the scalar loop when they do (measured: 2.7x slower on an L2-resident
+    update, Adam's step 40% slower). Reading and writing through the same argument, the
+    load and the store are one address, which needs no test."""
+    functions = []
+    for name, parallel, text in source.functions:
+        for k, j in pairs.items():
+            text, count = re.subn(rf"^(\s*)o{k}\[", rf"\g<1>a{j}[", text, flags=re.MULTILINE)
+            assert count == 1, "an in-place output is stored by one statement (in_place_pairs)"
+        functions.append((name, parallel, text))
+    return replace(source, functions=functions, in_place=())

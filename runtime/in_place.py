@@ -1,0 +1,99 @@
+"""Which operands' memory a compiled program's kernels may write their outputs into.
+
+A kernel whose generated loop allows it (codegen/in_place.py: output o<k> read and
+written element by element with operand a<j>) writes o<k> into a<j>'s array instead
+of a fresh one when a<j>'s memory is free to take at that point of the program:
+
+- an intermediate (the output of an earlier kernel or BLAS product) whose every alias
+  inside the program (NumPy views made by view steps, results of reference steps that
+  may be views) is read for the last time before this kernel, and which is not a
+  program output; or
+- a program input whose memory the call writes back afterwards (a parameter updated in
+  place by an optimizer step, runtime/compile.py), given for the output holding exactly
+  that written-back value, and read by nothing after this kernel. The caller vouches
+  that no other input overlaps that memory; a program with trig guards (which reruns
+  the whole program by reference from its inputs on a far argument) never takes an
+  input's memory.
+
+`plan` works out the candidates once per compiled program (from the steps' reads and
+outputs); `choose` decides per call, from the arrays actually there: each must be
+C-contiguous, writable, of the output's shape and dtype, and passed to the kernel
+itself (not a contiguous copy of it). An intermediate is never taken after a kernel of
+the program fell back to the reference implementation, whose results may be views.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def enabled() -> bool:
+    """FUSEGRAD_IN_PLACE=0 turns in-place outputs off (read when a program is compiled)."""
+    return os.environ.get("FUSEGRAD_IN_PLACE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def plan(steps: list, n_inputs: int, keep: set, reads, outputs, fresh, pairs, inputs_ok: bool = True) -> list:
+    """Per step, the candidates [(output position k, operand slot, input index or None)].
+
+    `reads(step)` and `outputs(step)` give a step's slots; `fresh(step)` whether its
+    outputs are new memory (kernels, BLAS products into pooled buffers); `pairs(step)`
+    its kernel's (k, j) pairs as (output position, operand slot), empty for other steps.
+    Slots 0..n_inputs-1 are the program's inputs; `keep` holds the slots that must
+    survive the call (outputs, guards); `inputs_ok`: whether an input may be a candidate
+    at all (the caller then decides per call)."""
+    roots: dict = {slot: frozenset((slot,)) for slot in range(n_inputs)}
+    last: dict = {}
+    for n, step in enumerate(steps):
+        read = reads(step)
+        for slot in read:
+            last[slot] = n
+        own = fresh(step)
+        shared = frozenset().union(*(roots.get(slot, frozenset()) for slot in read)) if not own else frozenset()
+        for slot in outputs(step):
+            roots[slot] = shared | {slot}
+    plans = []
+    for n, step in enumerate(steps):
+        candidates = []
+        for k, slot in pairs(step):
+            if slot in keep or last.get(slot) != n:
+                continue                    # read later, or an output of the program
+            mine = roots[slot]
+            # every other slot over this memory is dead before this kernel (a view of it
+            # that this kernel reads too, at another index, would see the writes)
+            if any(other != slot and roots_ & mine and (other in keep or last.get(other, -1) >= n)
+                   for other, roots_ in roots.items()):
+                continue
+            inputs = [s for s in mine if s < n_inputs]
+            if not inputs:
+                candidates.append((k, slot, None))
+            elif inputs_ok and mine == {slot}:
+                candidates.append((k, slot, slot))
+        plans.append(candidates)
+    return plans
+
+
+def choose(candidates: list, args: list, first_load: int, loads: list, env: list, stores: list,
+           donated: dict | None, out_slots: list, intermediates_ok: bool) -> dict:
+    """Output position -> (the operand array it is written into, its load position j), for this call.
+
+    `args[first_load + j]` is the array passed as load j (loads[j] is (slot, scalar, dtype));
+    `stores[k]` is (slot, shape, dtype); `donated` maps an input index to the output slot
+    whose value the caller writes back into that input's memory."""
+    chosen, used = {}, set()
+    for k, slot, input_index in candidates:
+        if k in chosen or slot in used:
+            continue
+        if input_index is None:
+            if not intermediates_ok:
+                continue
+        elif donated is None or donated.get(input_index) != out_slots[k]:
+            continue
+        array = env[slot]
+        j = next(j for j, load in enumerate(loads) if load[0] == slot)
+        _, shape, dtype = stores[k]
+        if (args[first_load + j] is array and type(array) is np.ndarray and array.flags.c_contiguous
+                and array.flags.writeable and array.dtype == dtype and array.shape == shape):
+            chosen[k] = (array, j)
+            used.add(slot)
+    return chosen

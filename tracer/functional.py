@@ -411,6 +411,11 @@ def rremainder(a, b) -> Tensor:
 
 def rdiv(a, b) -> Tensor:
     """b / a, for `2 / x`: torch records reciprocal(a) * b."""
+    if type(b) is int and b >= _INT64_WRAPS and isinstance(a, Tensor) and a._dtype is bool_:
+        # (torch divides the float reciprocal by the int, which no promotion with a bool
+        # tensor meets: `2**63 / bool_tensor` is a float32 tensor, `bool_tensor / 2**63` raises)
+        check_int_parses(b)
+        b = float(b)
     x, scalar = _float_operands([a, b], "div")
     return apply_op("mul", [apply_op("reciprocal", [x], None), scalar], None, "MulBackward0")
 

@@ -101,6 +101,12 @@ def _set_group_value(group: dict[str, Any], key: str, value) -> None:
         group[key] = value
 
 
+def _lr_values(param_groups) -> list:
+    """The groups' lrs as get_last_lr() hands them out: a tensor lr is copied (torch's
+    _param_groups_val_list), since later steps fill it in place."""
+    return [group["lr"].clone() if isinstance(group["lr"], Tensor) else group["lr"] for group in param_groups]
+
+
 class LRScheduler:
     """Base class: `get_lr()` gives the next lr of each group from `last_epoch`."""
 
@@ -178,7 +184,7 @@ class LRScheduler:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
             _set_group_value(group, "lr", lr)
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = _lr_values(self.optimizer.param_groups)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer (torch's)."""
@@ -189,7 +195,7 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def _current_lrs(self) -> list:
-        return [group["lr"] for group in self.optimizer.param_groups]
+        return _lr_values(self.optimizer.param_groups)
 
     def _warn_outside_step(self) -> None:
         """torch's warning for a get_lr() called by the user (it computes the next lr)."""
@@ -877,10 +883,10 @@ class ChainedScheduler(_SchedulerList):
         _check_schedulers(self, optimizer, schedulers)
         self._schedulers = schedulers
         self.optimizer = optimizer
-        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _lr_values(self._schedulers[-1].optimizer.param_groups)
 
     def step(self) -> None:
         """Step each scheduler."""
         for scheduler in self._schedulers:
             scheduler.step()
-        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _lr_values(self._schedulers[-1].optimizer.param_groups)

@@ -51,6 +51,7 @@ from .backward_cache import keep as keep_backward, lookup
 from .gc_pause import gc_paused
 from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach, releasing_paths,
                                 saved_checks, shares_with_another, stale_by_cotangents)
+from .in_place import MIN_INPUT_BYTES
 from .tiered import Run, execute, live_program
 
 
@@ -313,21 +314,17 @@ def _abandon(trace: Trace) -> None:
         trace.restore_states()
 
 
-# Smallest write-back worth writing in place (below, its copy costs less than the checks).
-MIN_IN_PLACE_BYTES = 1 << 16
-
-
 def _written_back_in_place(program: Program, inputs: list, mutated: list) -> dict | None:
     """Input index -> output index, for the caller's memory the call writes back that the
     kernel computing its final value may write directly (CompiledProgram.__call__: one
     array fewer, and no copy-back; an optimizer step's parameter update): memory that is
-    a program input itself, C-contiguous and writable, of at least MIN_IN_PLACE_BYTES,
+    a program input itself, C-contiguous and writable, of at least MIN_INPUT_BYTES,
     that no other input and no other written tensor overlaps (the executor then checks
     that nothing in the program reads it after that kernel)."""
     outputs = None
     donated = {}
     for array, tensor in mutated:
-        if tensor._sym is None or array.nbytes < MIN_IN_PLACE_BYTES or not array.flags.c_contiguous \
+        if tensor._sym is None or array.nbytes < MIN_INPUT_BYTES or not array.flags.c_contiguous \
                 or not array.flags.writeable:
             continue
         found = [k for k, a in enumerate(inputs) if a is array]

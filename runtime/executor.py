@@ -88,6 +88,7 @@ def _clear() -> None:
         _programs.clear()
         _variants.clear()
         _reference_programs.clear()
+    _IN_PLACE_VARIANTS.clear()
 
 
 stats.register_clearer(_clear)
@@ -250,8 +251,7 @@ def try_ready(program: Program, key: tuple, structure: tuple) -> "CompiledProgra
     new batch size of a known program); else None."""
     compiled = _build(program, key, structure)
     compiled.defer_parallel(True)
-    if compiled.schedule is not None and not all(s.compiled.ready() for s in compiled.steps
-                                                 if isinstance(s, _KernelStep)):
+    if compiled.schedule is not None and not all(s.ready() for s in compiled.steps if isinstance(s, _KernelStep)):
         return None
     with _lock:
         _programs[key] = compiled
@@ -259,7 +259,7 @@ def try_ready(program: Program, key: tuple, structure: tuple) -> "CompiledProgra
 
 
 def compile_in_background(program: Program, key: tuple, structure: tuple, args: list,
-                          hold: bool = False) -> bool:
+                          hold: bool = False, donated: dict | None = None) -> bool:
     """Queue a compile of `program` on the background thread; False if one is already queued.
 
     The job schedules the program, generates and loads its kernels, and runs it
@@ -279,7 +279,7 @@ def compile_in_background(program: Program, key: tuple, structure: tuple, args: 
         try:
             compiled = _build(program, key, structure)
             compiled.defer_parallel(True)
-            compiled.warm_up(copies)
+            compiled.warm_up(copies, donated)
             if compiled.schedule is not None and not compiled.failed_kernels():
                 root = disk_cache.cache_dir()
                 if root is not None:
@@ -410,6 +410,17 @@ class _IntoStep(_OpStep):
                                            POOL.empty(self.shape, self.dtype), self.attrs)
 
 
+# plain kernel's name -> {pairs: CompiledKernel of its in-place variant} made in this process
+_IN_PLACE_VARIANTS: dict = {}
+class Warming:
+    """`donated` of a warm-up run (CompiledProgram.warm_up): nothing is written over an input;
+    each kernel also compiles the in-place variant that a call writing back `slots` (input
+    index -> output slot, the call's own `donated`) will run."""
+
+    def __init__(self, slots: dict):
+        self.slots = slots
+
+
 class _KernelStep:
     """A fused kernel: allocate its outputs, call its Numba dispatcher."""
 
@@ -452,7 +463,16 @@ class _KernelStep:
         if kernel is None:
             kernel = self.in_place_kernels[key] = _kernel_cache().get_kernel(
                 in_place_source(self.source, dict(key)), self.math)
+            _IN_PLACE_VARIANTS.setdefault(self.compiled.name, {})[key] = kernel
         return kernel
+
+    def ready(self) -> bool:
+        """Can this step run without compiling: its kernel, or (for a step that writes in
+        place) an in-place variant of it, compiled in this process? (A training step's
+        parameter updates only ever ran their variants.)"""
+        if self.compiled.ready():
+            return True
+        return any(k.ready() for k in _IN_PLACE_VARIANTS.get(self.compiled.name, {}).values())
 
     @property
     def parallel(self) -> bool:
@@ -460,6 +480,9 @@ class _KernelStep:
         return self.choice.decided is True
 
     def run(self, env: list, donated=None) -> None:
+        warming = donated.slots if type(donated) is Warming else None
+        if warming is not None:
+            donated = None
         if self.compiled.failure is None:
             args = list(self.extents)
             for slot, scalar, _ in self.loads:
@@ -514,10 +537,23 @@ class _KernelStep:
                     self.choice.record(use, time.perf_counter() - start)
                 self.status = "compiled kernel, " + (self.choice.describe() if deferred is None else
                                                      "serial while the parallel variant compiles in the background")
+                if warming:
+                    self._prepare_input_variant(args, env, warming)
                 for (slot, _, _), out in zip(self.stores, outs):
                     env[slot] = out
                 return
         self._reference(env)
+
+    def _prepare_input_variant(self, args: list, env: list, donated: dict) -> None:
+        """(Warm-up, on the background thread.) Compile the in-place variant that a call writing
+        `donated` back will run, so that such a call compiles nothing."""
+        if not any(index is not None for _, _, index in self.in_place):
+            return
+        slots = [slot for slot, _, _ in self.stores]
+        taken = in_place.choose(self.in_place, args, len(self.extents), self.loads, env, self.stores,
+                                donated, slots, not self.fell_back[0])
+        if taken and {k: j for k, (_, j) in taken.items()} != self.in_place_done:
+            self._in_place_kernel(taken).compile_for(args)
 
     def _reference(self, env: list) -> None:
         """Run the kernel's instructions one by one with their NumPy implementations."""
@@ -703,13 +739,14 @@ class CompiledProgram:
             return []
         return [s for s in self.steps if isinstance(s, _KernelStep) and s.compiled.failure is not None]
 
-    def warm_up(self, args) -> None:
+    def warm_up(self, args, donated: dict | None = None) -> None:
         """Run once (on the background thread) so that every kernel compiles or loads for
-        these argument types; not counted as a call."""
+        these argument types, and the in-place variants a call with `donated` runs (nothing is
+        written over the arguments); not counted as a call."""
         import warnings as _w
         with _w.catch_warnings():
             _w.simplefilter("ignore")        # a failed kernel is reported when the program runs
-            self(args)
+            self(args, Warming(donated or {}))
         self.calls -= 1
 
     def __call__(self, args, donated: dict | None = None) -> list:
@@ -736,7 +773,9 @@ class CompiledProgram:
                 raise ValueError(f"input {k} has shape {list(a.shape)}; the program was compiled for "
                                  f"{list(shape)}")
             env[slot] = a if a.dtype == dtype else a.astype(dtype)
-        if donated:
+        if type(donated) is Warming:
+            donated = Warming({k: self.output_slots[q] for k, q in donated.slots.items()})
+        elif donated:
             donated = {k: self.output_slots[q] for k, q in donated.items()}
         for run, frees in self.runs:
             run(env, donated)

@@ -28,6 +28,11 @@ import os
 import numpy as np
 
 
+# Smallest input memory a call lets a kernel write over (runtime/compile.py): below, its
+# copy-back costs less than the checks.
+MIN_INPUT_BYTES = 1 << 16
+
+
 def enabled() -> bool:
     """FUSEGRAD_IN_PLACE=0 turns in-place outputs off (read when a program is compiled)."""
     return os.environ.get("FUSEGRAD_IN_PLACE", "1").strip().lower() not in ("0", "false", "no", "off")

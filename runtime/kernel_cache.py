@@ -158,6 +158,28 @@ class CompiledKernel:
 
         background.submit(job)
 
+    def compile_for(self, args: list) -> None:
+        """Compile (or load from disk) the serial variant for these arguments' types without
+        running it (a warm-up preparing a kernel a later call will run). A failure is kept and
+        reported when the kernel is called."""
+        disp = self.dispatcher(False)
+        if self.failure is not None or disp.overloads:
+            return
+        import numba
+        try:
+            signature = tuple(numba.typeof(a) for a in args)
+        except Exception:                 # an argument Numba cannot type: compile on use instead
+            return
+        with self._lock:
+            if disp.overloads:
+                return
+            start = time.perf_counter()
+            try:
+                disp.compile(signature)
+            except Exception:             # (compiled again, and reported, at its first call)
+                return
+            self._record(disp, time.perf_counter() - start, False)
+
     def __call__(self, args: list, parallel: bool = False) -> bool:
         """Run the kernel (its parallel variant if asked and it has one); True when
         this call had to compile or load a new specialisation."""

@@ -125,7 +125,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run, donated:
                 # first call: 0.04-0.26 s with the load started first)
                 outputs = run_reference(traced, traced_args, known, run,
                                         "kernels loading from the disk cache in the background")
-                ex.compile_in_background(program, key, structure, args, hold=run.hold)
+                ex.compile_in_background(program, key, structure, args, hold=run.hold, donated=donated)
                 return outputs
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
                 compiled = ex.try_ready(program, key, structure)
@@ -133,7 +133,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run, donated:
                     return run_compiled(compiled, args, run, "compiled kernels", donated)
         except Exception as exc:                 # a codegen bug: report it, fall back, never raise
             return run_compiled(ex.cache_failure(program, key, exc), args, run, "")
-    ex.compile_in_background(program, key, structure, args, hold=run.hold)
+    ex.compile_in_background(program, key, structure, args, hold=run.hold, donated=donated)
     return run_reference(traced, traced_args, known, run, "kernels compiling in the background")
 
 

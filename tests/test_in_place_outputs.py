@@ -325,3 +325,50 @@ def test_calls_writing_a_large_argument_match_torch(case):
         results[name] = outs + [p.numpy().copy()]
     for got, expected in zip(results["compiled"], results["torch"]):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_with_tiered_execution_the_warm_up_compiles_the_variants_a_training_step_runs(tmp_path, monkeypatch):
+    """FUSEGRAD_ASYNC_COMPILE=1: the first calls run by reference while the kernels compile in
+    the background; the warm-up also compiles the variants that write the parameters in place,
+    so the first compiled call, and a new batch size, compile nothing."""
+    from fusegrad.runtime import background
+    background.wait_for_compiles()
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))
+    fg.clear_caches()
+    try:
+        mine, ref = _models(hidden=192)
+        opt, ref_opt = _optimizers("adam", mine, ref)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = fg.nn.functional.cross_entropy(mine(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        compiled = fg.compile(step)
+        rng = np.random.default_rng(3)
+        paths, compiles = [], []
+        for call in range(5):
+            batch = 16 if call < 4 else 24
+            x, y = rng.standard_normal((batch, 96), dtype=np.float32), rng.integers(0, 10, batch)
+            before = fg.cache_info().kernels_compiled
+            loss = compiled(fg.tensor(x), fg.tensor(y))
+            compiles.append(fg.cache_info().kernels_compiled - before)
+            paths.append(compiled.last_run.path)
+            if call == 0:
+                background.wait_for_compiles()
+            ref_opt.zero_grad()
+            expected = torch.nn.functional.cross_entropy(ref(torch.tensor(x)), torch.tensor(y))
+            expected.backward()
+            ref_opt.step()
+            np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-5)
+        for p, q in zip(mine.parameters(), ref.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert paths[0].startswith("reference executor") and paths[1:] == ["compiled kernels"] * 4
+        assert compiles[1:] == [0, 0, 0, 0]
+        assert _inputs_written_over(compiled.last_run.compiled)
+    finally:
+        background.wait_for_compiles()
+        fg.clear_caches()

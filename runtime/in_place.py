@@ -20,6 +20,9 @@ outputs); `choose` decides per call, from the arrays actually there: each must b
 C-contiguous, writable, of the output's shape and dtype, and passed to the kernel
 itself (not a contiguous copy of it). An intermediate is never taken after a kernel of
 the program fell back to the reference implementation, whose results may be views.
+What runs is the kernel's in-place variant (codegen/in_place.in_place_source), one per
+set of pairs taken; a tiered warm-up (CompiledProgram.warm_up) compiles the one that its
+call's write-backs will ask for.
 """
 from __future__ import annotations
 

@@ -142,43 +142,41 @@ class CompiledKernel:
             return
 
         def job():
-            disp = self.dispatcher(True)
-            with self._lock:
-                if disp.overloads:
-                    return
-                start = time.perf_counter()
-                try:
-                    disp.compile(signature)
-                except Exception as exc:
-                    self.parallel_failure = f"{type(exc).__name__}: {exc}"
-                    stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
-                                      self.name, self.parallel_failure)
-                    return
-                self._record(disp, time.perf_counter() - start, True)
+            exc = self._compile_signature(True, signature)
+            if exc is not None:
+                self.parallel_failure = f"{type(exc).__name__}: {exc}"
+                stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
+                                  self.name, self.parallel_failure)
 
         background.submit(job)
+
+    def _compile_signature(self, parallel: bool, signature: tuple) -> Exception | None:
+        """Compile (or load) one dispatcher for `signature` unless it has an overload already;
+        records the compile, returns the exception of a failed one."""
+        disp = self.dispatcher(parallel)
+        with self._lock:
+            if disp.overloads:
+                return None
+            start = time.perf_counter()
+            try:
+                disp.compile(signature)
+            except Exception as exc:
+                return exc
+            self._record(disp, time.perf_counter() - start, parallel)
+        return None
 
     def compile_for(self, args: list) -> None:
         """Compile (or load from disk) the serial variant for these arguments' types without
         running it (a warm-up preparing a kernel a later call will run). A failure is kept and
         reported when the kernel is called."""
-        disp = self.dispatcher(False)
-        if self.failure is not None or disp.overloads:
+        if self.failure is not None or self.dispatcher(False).overloads:
             return
         import numba
         try:
             signature = tuple(numba.typeof(a) for a in args)
         except Exception:                 # an argument Numba cannot type: compile on use instead
             return
-        with self._lock:
-            if disp.overloads:
-                return
-            start = time.perf_counter()
-            try:
-                disp.compile(signature)
-            except Exception:             # (compiled again, and reported, at its first call)
-                return
-            self._record(disp, time.perf_counter() - start, False)
+        self._compile_signature(False, signature)     # (a failure: compiled again, and reported, at its first call)
 
     def __call__(self, args: list, parallel: bool = False) -> bool:
         """Run the kernel (its parallel variant if asked and it has one); True when

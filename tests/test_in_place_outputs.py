@@ -173,6 +173,17 @@ def _models(hidden=160, seed=0):
     return mine, ref
 
 
+def _training_step(L, model, optimizer):
+    """zero_grad, cross-entropy of the model's output, backward, step; returns the loss."""
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = L.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
 def _optimizers(name, mine, ref):
     if name == "sgd":
         return fg.optim.SGD(mine.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
@@ -191,20 +202,9 @@ def test_a_compiled_step_updates_parameters_in_their_memory_as_torch(optimizer):
     row_view = weight.data[3]              # a view the caller holds: it sees every update
     transposed = weight.detach().t()
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = fg.nn.functional.cross_entropy(mine(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = _training_step(fg, mine, opt)
 
-    def ref_step(x, y):
-        ref_opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(ref(x), y)
-        loss.backward()
-        ref_opt.step()
-        return loss
-
+    ref_step = _training_step(torch, ref, ref_opt)
     compiled = fg.compile(step)
     rng = np.random.default_rng(2)
     versions = weight._version, ref[0].weight._version
@@ -340,14 +340,7 @@ def test_with_tiered_execution_the_warm_up_compiles_the_variants_a_training_step
         mine, ref = _models(hidden=192)
         opt, ref_opt = _optimizers("adam", mine, ref)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = fg.nn.functional.cross_entropy(mine(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        compiled = fg.compile(step)
+        compiled = fg.compile(_training_step(fg, mine, opt))
         rng = np.random.default_rng(3)
         paths, compiles = [], []
         for call in range(5):

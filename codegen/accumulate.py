@@ -19,15 +19,21 @@ sum or norm divides every element): x * r, corrected by its residual with two fu
 multiply-adds (Markstein's sequence). A bare x * r is within an ulp, but not exact where
 the quotient is representable: the row maximum divided by itself gave 0.99999994, which
 `floor`, `== 1` and casts to int turn into wrong answers. The corrected quotient is the
-correctly rounded one (so exact quotients are exact), at a third of a division's cost.
+correctly rounded one (so exact quotients are exact). The residual is taken of x * r
+clamped to the finite range, so an infinite numerator and an overflowing quotient give
+IEEE's +-inf (an infinite product's residual is NaN), and the result takes x * r's sign
+(-0 / y stays -0). Quotients in the subnormal range may be 1-2 ulp off. Cost on W2 (two
+quotients an element): 2.04 ms with the bare correction, 2.46 with the clamp and sign,
+3.04 with a division.
 """
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-from .vmath import _fma          # a * b + c rounded once (llvm.fma), as vmath's residuals use it
+from .vmath import _copysign, _fma   # (llvm.copysign; a * b + c rounded once, as vmath's residuals use it)
 
 
 @njit(fastmath={"reassoc"}, error_model="numpy", nogil=True)
@@ -54,8 +60,27 @@ fg_acc_max = _float_pair_intrinsic("llvm.maximum")   # max(acc, x); NaN if eithe
 fg_acc_min = _float_pair_intrinsic("llvm.minimum")   # min(acc, x); NaN if either is NaN
 
 
+def _largest(x):
+    """The largest finite number of x's float type (compiled only: see its overload)."""
+    raise NotImplementedError
+
+
+@overload(_largest)
+def _largest_of_type(x):
+    if isinstance(x, types.Float):
+        largest = np.float32(np.finfo(np.float32).max) if x.bitwidth == 32 else float(np.finfo(np.float64).max)
+        return lambda x: largest
+    return None
+
+
 @njit(error_model="numpy", nogil=True)
 def fg_acc_quotient(x, y, r):
     """x / y given r = 1 / y (all one float type; r a normal number): see the module docstring."""
     q = x * r
-    return _fma(_fma(-q, y, x), r, q)
+    # The residual is taken of q clamped to the finite range (NaN stays NaN): where x * r is
+    # infinite (x infinite, or the quotient overflowing) it is infinite or large, and the
+    # corrected value is IEEE's +-inf or the correctly rounded finite quotient, not the NaN an
+    # infinite q's residual gives. copysign: -0 / y stays -0 (the correction gave +0).
+    big = _largest(q)
+    c = fg_acc_min(fg_acc_max(q, -big), big)
+    return _copysign(_fma(_fma(-c, y, x), r, c), q)

@@ -440,6 +440,24 @@ def test_a_division_by_a_rows_value_is_the_correctly_rounded_quotient(dtype):
     assert (got[:, :10] == 1).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_division_by_a_rows_value_keeps_infinities_overflows_and_signed_zeros(dtype):
+    """The corrected product's residual is NaN where x * (1 / y) is infinite: an infinite
+    numerator and an overflowing quotient are IEEE's +-inf (they were NaN), NaN stays NaN, and
+    -0 / y keeps its sign (the correction made it +0), bit-identical to NumPy's division."""
+    info = np.finfo(dtype)
+    ft = float32 if dtype is np.float32 else float64
+    program = build(lambda e, x, y: e.div(x, y), ((4, 9), ft), ((4, 1), ft))
+    row = [np.inf, -np.inf, np.nan, -0.0, 0.0, info.max, -info.max, 1.0, 3.0]
+    x = np.array([row, row, row, row], dtype)
+    y = np.array([[0.5], [-0.25], [3.0], [-1e-3]], dtype)
+    (got,) = compile_program(program)([x, y])
+    with np.errstate(all="ignore"):
+        want = x / y
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+
+
 def test_a_division_by_a_scalar_or_by_values_varying_along_the_loop_stays_a_division():
     for fn, types in ((lambda e, x, s: e.div(x, s), [(64, 300), ((), float32)]),
                       (lambda e, x, y: e.div(x, y), [(64, 300), (1, 300)])):

@@ -539,7 +539,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
         # What a create_graph backward re-emits (BackwardFn.expand): not where the call wrote
         # memory (its inputs now hold later values) or a leaf held several values.
         if not mutated and all(len(group) == 1 for group in groups):
-            forward_form = (program, trace.inputs, trace.input_arrays, [group[0] for group in groups])
+            # (with the instructions recorded off the gradient path: detach(), .data, no_grad)
+            forward_form = (program, trace.inputs, trace.input_arrays, [group[0] for group in groups],
+                            frozenset(id(ins) for ins in program.instrs if id(ins) not in trace.grad_instrs))
         else:
             forward_form = None
 

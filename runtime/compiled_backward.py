@@ -49,6 +49,22 @@ class _Constant:
         return (self.array,)
 
 
+class _Detached:
+    """custom_call protocol for a value re-emitted by a create_graph backward that the call
+    computed off the gradient path (a detach(), .data, a no_grad value): the value itself,
+    with no gradient through it (on tensors: its detach())."""
+
+    def __init__(self, type: TensorType):
+        self.out_types = [type]
+        self.vjp_fn = None
+
+    def run(self, array):
+        return (array,)
+
+    def apply_tensors(self, value):
+        return [value.detach() if hasattr(value, "detach") else value]
+
+
 _NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (create_graph): the call wrote memory "
               "in place or wrote a leaf under no_grad; run it eagerly")
 
@@ -243,7 +259,7 @@ class BackwardFn:
             # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).
             grads = e.op("custom_call", *gs, *xs, fn=_OnceDifferentiable(self, len(gs)))
             return list(grads) if isinstance(grads, tuple) else [grads]
-        program, inputs, arrays, input_values = self.forward
+        program, inputs, arrays, input_values, off_path = self.forward
         env = {v.id: x for v, x in zip(input_values, xs)}
         constants = {v.id: (v, a) for v, a in zip(inputs, arrays)}
 
@@ -254,16 +270,17 @@ class BackwardFn:
                 w = env[u.id] = e.op("custom_call", fn=_Constant(v.type, a))
             return w
 
-        def emit(instrs):
+        def emit(instrs, off_path=frozenset()):
             for ins in instrs:
                 outs = e.op(ins.op, *[value(u) for u in ins.inputs], **dict(ins.attrs))
                 for o, w in zip(ins.outputs, outs if isinstance(outs, tuple) else (outs,)):
-                    env[o.id] = w
+                    # (a value the call computed off the gradient path stays off it here)
+                    env[o.id] = e.op("custom_call", w, fn=_Detached(o.type)) if id(ins) in off_path else w
         seeds = self.program.inputs[:len(gs)]
         # (the forward values this call saved: the program's own inputs, or, for a backward program
         # kept from an earlier call of the same structure, this call's values in their places)
         saved_values = self.saved_values if self.saved_values is not None else self.program.inputs[len(gs):]
-        emit(live_program(program, saved_values).instrs)
+        emit(live_program(program, saved_values).instrs, off_path)
         for place, v in zip(self.program.inputs[len(gs):], saved_values):
             if place.id != v.id:
                 env[place.id] = value(v)

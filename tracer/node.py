@@ -154,6 +154,11 @@ class SavedTensor:
 _SEQUENCE = itertools.count()
 
 
+def next_sequence() -> int:
+    """The next number of the sequence that orders nodes by creation (Node._seq)."""
+    return next(_SEQUENCE)
+
+
 class Node:
     """Base of all grad_fn classes."""
 

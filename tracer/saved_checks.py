@@ -142,7 +142,14 @@ def _checked_array(saved, node, output_nr: int):
         raise RuntimeError(f"internal error: the backward of {node.name()} reads a value it did not save")
     if saved.box[0] != saved.version:
         _raise_modified(saved, node, output_nr)
+    if saved.tensor is not None and saved.tensor.__dict__.get("_detached_at", -1) > node._seq:
+        raise RuntimeError(_DETACHED_SAVED)
     return _current_array(saved)
+
+
+# torch's text (its two sentences run together, as there)
+_DETACHED_SAVED = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
+                   "not supported, please use out-of-place `.detach()` instead")
 
 
 def _promoted_source(saved):

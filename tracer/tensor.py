@@ -613,6 +613,15 @@ class Tensor:
                 "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
                 "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
                 "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        if self._sym is not None:
+            # (traced: later reads take a value outside the gradient path, as detach()'s; clearing
+            # the flags alone left the value's instruction differentiated)
+            trace_state.current().detach_in_place(self)
+        if self._grad_fn is not None:
+            # a node that saved this tensor before now cannot use it (torch's error at backward:
+            # saved_checks._checked_array), compared in the order nodes are made (Node._seq)
+            from .node import next_sequence
+            self.__dict__["_detached_at"] = next_sequence()
         self._grad_fn = None
         self._requires_grad = False
         return self

@@ -392,6 +392,12 @@ class TraceViews:
         kernel). A detach still shares its source's memory after the call: see memory_homes."""
         self.detach_source.clear()
 
+    def detach_in_place(self, t: Tensor) -> None:
+        """`t.detach_()` of a traced tensor: from now on t holds its value through an identity op
+        outside the grad set, so nothing read from it later has a gradient path back (its memory
+        is the same: the value is an identity alias of the one before)."""
+        t._sym = self._identity_of(t)
+
     def _identity_of(self, t: Tensor) -> Value:
         """A new value equal to t's (an identity cast outside the grad set), remembered as such."""
         v = self.builder.emit("cast", t._sym, dtype=t._sym.dtype)

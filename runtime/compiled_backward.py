@@ -130,7 +130,8 @@ class BackwardFn:
                                 # an in-place write inside the call replaced (Trace.stale_saved); the
                                 # entry None (every output) is the default
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
-                                # tensors gradients flow to), for expand; None where it cannot
+                                # tensors gradients flow to, ids of its instructions off the gradient
+                                # path), for expand; None where it cannot
         self.freed_outputs = None   # per output: behind values a backward inside the call freed
         self.totals = []            # (weak ref to an output, position of its total gradient among the
                                     # program's outputs) for outputs others are computed from

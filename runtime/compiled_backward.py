@@ -273,6 +273,10 @@ class BackwardFn:
 
         def emit(instrs, off_path=frozenset()):
             for ins in instrs:
+                if all(o.id in env for o in ins.outputs):
+                    # (a value gradients flow to, bound to its tensor above: the identity alias
+                    # the trace reads a leaf through after a detach() of it read it first)
+                    continue
                 outs = e.op(ins.op, *[value(u) for u in ins.inputs], **dict(ins.attrs))
                 for o, w in zip(ins.outputs, outs if isinstance(outs, tuple) else (outs,)):
                     # (a value the call computed off the gradient path stays off it here)

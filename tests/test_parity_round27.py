@@ -150,6 +150,10 @@ SECOND_ORDER = {
     "a * a * (exp under no_grad)": lambda L: lambda a: a * a * _ng_exp(L, a),
     "a * a * a.exp().detach()": lambda L: lambda a: a * a * a.exp().detach(),
     "a * a * a.data": lambda L: lambda a: a * a * a.data,
+    # (the detach read first: the trace reads `a` through an identity alias, which the
+    # re-emitted forward overwrote with a constant's, and the first derivative had no history)
+    "a.detach() * a * a": lambda L: lambda a: a.detach() * a * a,
+    "a.data * a * a.exp()": lambda L: lambda a: a.data * a * a.exp(),
 }
 
 

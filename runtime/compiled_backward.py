@@ -71,8 +71,9 @@ _NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (creat
 
 class _OnceDifferentiable:
     """custom_call protocol for a compiled backward run inside a create_graph backward where it
-    has no IR form: its inputs are the cotangents, then the call's inputs (read only so that
-    the gradient requires grad where they do); differentiating it raises _NOT_TWICE."""
+    has no IR form: its inputs are the cotangents, then (where it reads saved values) the call's
+    inputs (read only so that the gradient requires grad where they do); differentiating it
+    raises _NOT_TWICE."""
 
     def __init__(self, back: "BackwardFn", n_cotangents: int):
         self.back = back
@@ -129,6 +130,7 @@ class BackwardFn:
                                 # box, version when saved, its name) of a saved value those reach that
                                 # an in-place write inside the call replaced (Trace.stale_saved); the
                                 # entry None (every output) is the default
+        self.reads_inputs = True    # (without a forward form) whether its saved values depend on the inputs
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to, ids of its instructions off the gradient
                                 # path), for expand; None where it cannot
@@ -258,7 +260,11 @@ class BackwardFn:
         if self.forward is None:
             # No IR form: the compiled backward, whose result requires grad where an input does
             # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).
-            grads = e.op("custom_call", *gs, *xs, fn=_OnceDifferentiable(self, len(gs)))
+            # (a backward whose saved values do not depend on the inputs is a function of the
+            # cotangents alone: its gradient requires grad only where they do, as torch's of
+            # `a * 2` is a constant)
+            grads = e.op("custom_call", *gs, *(xs if self.reads_inputs else ()),
+                         fn=_OnceDifferentiable(self, len(gs)))
             return list(grads) if isinstance(grads, tuple) else [grads]
         program, inputs, arrays, input_values, off_path = self.forward
         env = {v.id: x for v, x in zip(input_values, xs)}

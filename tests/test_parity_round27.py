@@ -169,3 +169,23 @@ def test_second_derivatives_through_a_compiled_call_stop_at_detached_values(case
     (g1, g2), (want1, want2) = run(fg, fg.compile), run(torch, lambda f: f)
     np.testing.assert_allclose(g1, want1, rtol=1e-6)
     np.testing.assert_allclose(g2, want2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("body, linear", [("a * 2", True), ("a * 2 + 1", True), ("a * a", False)])
+def test_a_create_graph_gradient_through_a_writing_call_requires_grad_as_torchs(body, linear):
+    """A compiled call that writes a tensor in place has no re-emittable forward: its create_graph
+    gradient is the compiled backward, which required grad whatever it read. A linear call's
+    gradient is a constant in torch (requires_grad False, a second grad raises torch's error)."""
+    def run(L, wrap):
+        def f(a, b):
+            b[0] = 7.5
+            return eval(body)
+        a = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        (g1,) = L.autograd.grad((wrap(f)(a, L.zeros(2, 3)) * 3).sum(), a, create_graph=True)
+        return g1.detach().numpy().tolist(), g1.requires_grad
+    assert run(fg, fg.compile) == run(torch, lambda f: f)
+    if linear:
+        a = fg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        (g1,) = fg.autograd.grad(fg.compile(lambda a: a * 2)(a).sum(), a, create_graph=True)
+        with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+            fg.autograd.grad(g1.sum(), a)

@@ -344,15 +344,6 @@ def _written_back_in_place(program: Program, inputs: list, mutated: list) -> dic
     return donated or None
 
 
-def _depends_on(program: Program, values: list, sources: list) -> bool:
-    """Whether any of `values` is computed (in `program`) from any of `sources`."""
-    reached = {v.id for v in sources}
-    for ins in program.instrs:
-        if any(u.id in reached for u in ins.inputs):
-            reached.update(o.id for o in ins.outputs)
-    return any(v.id in reached for v in values)
-
-
 def _may_overlap(array: np.ndarray, owner: np.ndarray) -> bool:
     """Whether `array` may share memory with `owner`, an array that owns its memory: arrays
     over another owner cannot; one over a buffer that is no array is tested."""
@@ -665,7 +656,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                                       active_values(instrs, out_values, gone))
             back.forward = forward_form
             if forward_form is None:
-                back.reads_inputs = _depends_on(program, saved, wrt)
+                # (whether a saved value depends on an input through ops a gradient flows through)
+                reached = active_values(program.instrs, saved, wrt)
+                back.reads_inputs = any(v.id in reached for v in saved)
             if freed_each is not None and any(freed_each):
                 back.freed_outputs = freed_each
         else:

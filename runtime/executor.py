@@ -412,6 +412,8 @@ class _IntoStep(_OpStep):
 
 # plain kernel's name -> {pairs: CompiledKernel of its in-place variant} made in this process
 _IN_PLACE_VARIANTS: dict = {}
+
+
 class Warming:
     """`donated` of a warm-up run (CompiledProgram.warm_up): nothing is written over an input;
     each kernel also compiles the in-place variant that a call writing back `slots` (input
@@ -494,22 +496,19 @@ class _KernelStep:
                     operand = contiguous_copy(operand)
                 args.append(operand)
             args.extend(self.params)
-            compiled, taken = self.compiled, None
+            compiled, taken = self.compiled, {}
             if self.in_place:
                 # outputs written over operands that die here (runtime/in_place.py), by the
                 # kernel's in-place variant
-                taken = in_place.choose(self.in_place, args, len(self.extents), self.loads, env, self.stores,
-                                        donated, [slot for slot, _, _ in self.stores], not self.fell_back[0])
+                taken = in_place.choose(self.in_place, args, len(self.extents), env, self.stores, donated,
+                                        not self.fell_back[0])
                 if taken:
                     compiled = self._in_place_kernel(taken)
                     if compiled.failure is not None:
-                        compiled, taken = self.compiled, None
-            if taken:
-                outs = [taken[k][0] if k in taken else allocate(shape, dtype)
-                        for k, (allocate, (_, shape, dtype)) in enumerate(zip(self.allocators, self.stores))]
-            else:
-                outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
-            self.in_place_done = {k: j for k, (_, j) in taken.items()} if taken else {}   # (explain; no arrays)
+                        compiled, taken = self.compiled, {}
+            outs = [taken[k][0] if k in taken else allocate(shape, dtype)
+                    for k, (allocate, (_, shape, dtype)) in enumerate(zip(self.allocators, self.stores))]
+            self.in_place_done = {k: j for k, (_, j) in taken.items()}      # (for explain; no arrays kept)
             self.last_kernel = compiled
             args.extend(outs)
             use = self.choice.next()
@@ -547,11 +546,10 @@ class _KernelStep:
     def _prepare_input_variant(self, args: list, env: list, donated: dict) -> None:
         """(Warm-up, on the background thread.) Compile the in-place variant that a call writing
         `donated` back will run, so that such a call compiles nothing."""
-        if not any(index is not None for _, _, index in self.in_place):
+        if not any(index is not None for _, _, _, index in self.in_place):
             return
-        slots = [slot for slot, _, _ in self.stores]
-        taken = in_place.choose(self.in_place, args, len(self.extents), self.loads, env, self.stores,
-                                donated, slots, not self.fell_back[0])
+        taken = in_place.choose(self.in_place, args, len(self.extents), env, self.stores, donated,
+                                not self.fell_back[0])
         if taken and {k: j for k, (_, j) in taken.items()} != self.in_place_done:
             self._in_place_kernel(taken).compile_for(args)
 
@@ -703,7 +701,7 @@ class CompiledProgram:
         def pairs(step):
             if not isinstance(step, _KernelStep):
                 return ()
-            return [(k, step.loads[j][0]) for k, j in step.source.in_place]
+            return [(k, j, step.loads[j][0]) for k, j in step.source.in_place]
         keep = set(self.output_slots) | set(self.guard_slots)
         # (a program with trig guards reruns from its inputs: none of them is written over)
         plans = in_place.plan(self.steps, n_inputs, keep, _reads, _outputs,

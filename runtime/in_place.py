@@ -42,11 +42,13 @@ def enabled() -> bool:
 
 
 def plan(steps: list, n_inputs: int, keep: set, reads, outputs, fresh, pairs, inputs_ok: bool = True) -> list:
-    """Per step, the candidates [(output position k, operand slot, input index or None)].
+    """Per step, the candidates [(output position k, load position j, operand slot, input index
+    or None)].
 
     `reads(step)` and `outputs(step)` give a step's slots; `fresh(step)` whether its
     outputs are new memory (kernels, BLAS products into pooled buffers); `pairs(step)`
-    its kernel's (k, j) pairs as (output position, operand slot), empty for other steps.
+    its kernel's pairs as (output position k, load position j, operand slot), empty for
+    other steps.
     Slots 0..n_inputs-1 are the program's inputs; `keep` holds the slots that must
     survive the call (outputs, guards); `inputs_ok`: whether an input may be a candidate
     at all (the caller then decides per call)."""
@@ -63,7 +65,7 @@ def plan(steps: list, n_inputs: int, keep: set, reads, outputs, fresh, pairs, in
     plans = []
     for n, step in enumerate(steps):
         candidates = []
-        for k, slot in pairs(step):
+        for k, j, slot in pairs(step):
             if slot in keep or last.get(slot) != n:
                 continue                    # read later, or an output of the program
             mine = roots[slot]
@@ -74,31 +76,30 @@ def plan(steps: list, n_inputs: int, keep: set, reads, outputs, fresh, pairs, in
                 continue
             inputs = [s for s in mine if s < n_inputs]
             if not inputs:
-                candidates.append((k, slot, None))
+                candidates.append((k, j, slot, None))
             elif inputs_ok and mine == {slot}:
-                candidates.append((k, slot, slot))
+                candidates.append((k, j, slot, slot))
         plans.append(candidates)
     return plans
 
 
-def choose(candidates: list, args: list, first_load: int, loads: list, env: list, stores: list,
-           donated: dict | None, out_slots: list, intermediates_ok: bool) -> dict:
+def choose(candidates: list, args: list, first_load: int, env: list, stores: list,
+           donated: dict | None, intermediates_ok: bool) -> dict:
     """Output position -> (the operand array it is written into, its load position j), for this call.
 
-    `args[first_load + j]` is the array passed as load j (loads[j] is (slot, scalar, dtype));
-    `stores[k]` is (slot, shape, dtype); `donated` maps an input index to the output slot
-    whose value the caller writes back into that input's memory."""
+    `args[first_load + j]` is the array passed as load j; `stores[k]` is (slot, shape, dtype);
+    `donated` maps an input index to the output slot whose value the caller writes back into
+    that input's memory."""
     chosen, used = {}, set()
-    for k, slot, input_index in candidates:
+    for k, j, slot, input_index in candidates:
         if k in chosen or slot in used:
             continue
         if input_index is None:
             if not intermediates_ok:
                 continue
-        elif donated is None or donated.get(input_index) != out_slots[k]:
+        elif donated is None or donated.get(input_index) != stores[k][0]:
             continue
         array = env[slot]
-        j = next(j for j, load in enumerate(loads) if load[0] == slot)
         _, shape, dtype = stores[k]
         if (args[first_load + j] is array and type(array) is np.ndarray and array.flags.c_contiguous
                 and array.flags.writeable and array.dtype == dtype and array.shape == shape):

@@ -169,7 +169,7 @@ def setitem(t: Tensor, key, value) -> None:
     (a key that selects the whole tensor is torch's fill_ or copy_ of it); a key with advanced
     items is torch's index_put_ (IndexPutBackward0), see `_advanced_setitem`."""
     from .functional import _coerce
-    from .inplace import check_inplace
+    from .inplace import check_inplace, copy_ as copy_into
     from .dispatch import no_grad_view_error
     if not isinstance(value, (numbers.Number, np.generic, Tensor, np.ndarray)) or isinstance(value, np.str_) or \
             (isinstance(value, np.complexfloating) and not isinstance(value, complex)):
@@ -244,8 +244,8 @@ def setitem(t: Tensor, key, value) -> None:
     if not whole and (_overlaps_itself(t._data) if t._sym is None else _views_an_expand_in_trace(t)):
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does
-        region = t[key]
-        region.copy_(value if isinstance(value, Tensor) else Tensor._wrap(value))
+        # (the value's overlap with the region was checked above, by setitem's rule)
+        copy_into(t[key], value if isinstance(value, Tensor) else Tensor._wrap(value), operand_checked=True)
         return
     apply_op("index_put", [t, value], {"index": items}, name, out=t)
 

@@ -285,14 +285,16 @@ def copied_into_itself(t: Tensor, src) -> bool:
     return True
 
 
-def copy_(t: Tensor, src) -> Tensor:
-    """Copy `src` (broadcast, cast to t's dtype) into t."""
+def copy_(t: Tensor, src, operand_checked: bool = False) -> Tensor:
+    """Copy `src` (broadcast, cast to t's dtype) into t. `operand_checked`: the caller has
+    checked src's overlap with t by its own rule (a setitem's, where a value of another shape
+    passes: torch cannot decide for a broadcast), so only t's own elements are checked here."""
     check_inplace(t)
     from .functional import as_tensor, cast
     src = as_tensor(src, "copy_", "src")
     if copied_into_itself(t, src):
         return t
-    check_write_overlaps(t, src)                            # as torch's copy_: before the shapes
+    check_write_overlaps(t, None if operand_checked else src)      # as torch's copy_: before the shapes
     src = cast(src, t._dtype, implicit=True)
     from fusegrad.ir.ops import broadcast_shapes
     broadcast_shapes(tuple(t.shape), tuple(src.shape))

@@ -196,6 +196,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # or not); see _hold_view_value (an id outlives its tensor: the reference tells them apart)
         self.view_held: dict = {}
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
+        self.grafting = None                # (writer, source) of the graft being recorded
         # A write through a view of tensor t, while t takes its new value: (t, the view's chain),
         # and the part of the graft under way that the write reached (see TraceViews._region_write)
         self.write_region = None

@@ -541,7 +541,8 @@ class TraceWrites:
                 self._follow_memory(t, sibling)
         if t._data is not None and key in self.view_bases:
             self._refresh_memory_views(t, key)
-        if memory_view is not None and memory_view is not t and memory_view is not self.graft_writer:
+        if memory_view is not None and memory_view is not t and memory_view is not self.graft_writer \
+                and not self._grafted_from(memory_view, t):
             # t is a detach() or .data of a view made before the call: its write is the view's
             # memory, so it reaches the view's base (and through it the base's other views)
             box = self._counter_owner(memory_view)._vbox
@@ -609,6 +610,7 @@ class TraceWrites:
         # (where t was written through a view of it, the graft carries which part: see _region_write)
         region = self.write_region[1] if self.write_region is not None and self.write_region[0] is t else None
         previous_region, self.graft_region = self.graft_region, region
+        previous_pair, self.grafting = self.grafting, (t, source)
         try:
             # (a source without a gradient path gets none from the writer's history: v.detach().add_(b))
             with enable_grad() if source._requires_grad else no_grad():
@@ -616,6 +618,14 @@ class TraceWrites:
         finally:
             self.graft_writer = previous
             self.graft_region = previous_region
+            self.grafting = previous_pair
+
+    def _grafted_from(self, writer: Tensor, t: Tensor) -> bool:
+        """Whether `t` is taking `writer`'s value by the graft being recorded: t's new value is
+        what its memory view `writer` holds, so writing it back into that view again would
+        be the same write (and, where the view's base has other views whose detach()es hold
+        values of their own, each would graft back into the next without end)."""
+        return self.grafting is not None and self.grafting[0] is writer and self.grafting[1] is t
 
     def _node_name(self, ins: Instr) -> str:
         """torch's name of the node of `ins`, an instruction recorded with grad (a graft takes its

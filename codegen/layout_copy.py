@@ -9,11 +9,14 @@ element: W1's chain on a [4096, 1024] float32 argument took 5.8 ms contiguous an
 2026-11-30). Copying such an operand first costs one pass over it (2 ms for the
 slices) and lets the kernel run its vectorised form.
 
-A transposed operand (its contiguous axis is not the last one) is copied in
-TILE x TILE tiles: a plain row-by-row copy (NumPy's) touches a new cache line, and
-for long rows a new page, on every element. Measured on a [4096, 1024] float32
-`x.t()`: NumPy 16-23 ms, 8 x 8 tiles 4.3-5.5 ms, 16 x 16 tiles 8-12 ms (rows 16 KiB
-apart share cache sets, so a taller tile evicts its own lines).
+A transposed operand (its contiguous axis is not the last one) is copied in tiles of
+TILE_ROWS x TILE_COLUMNS: a plain row-by-row copy (NumPy's) touches a new cache line,
+and for long rows a new page, on every element. Measured (2026-12-04, helpers paused;
+float32 `x.t()` copies, median of 11) for x of [1024, 4096] / [4096, 1024] / [2048, 2048] /
+[512, 8192] / [1000, 3000]: NumPy 24-30 ms on the first three; 8 x 8 tiles 10.2 / 9.6 /
+8.0 / 5.2 / 3.1 ms; 64 x 32 tiles 4.4 / 4.5 / 4.4 / 4.6 / 2.2 ms (the plain copy of the
+same 16 MiB: 1.1 ms). An earlier run had put 8 x 8 at 4.3-5.5 ms on the first shape; on
+this run 64 x 32 was within 10% of the best of 20 tilings on every shape, 8 x 8 never.
 """
 from __future__ import annotations
 
@@ -22,20 +25,20 @@ from numba import njit
 
 from fusegrad.ir.buffers import POOL
 
-TILE = 8
+TILE_ROWS, TILE_COLUMNS = 64, 32     # (rows of the destination, elements along its contiguous axis)
 # Below this many elements a strided read costs less than the call and the copy.
 MIN_COPY_ELEMENTS = 1 << 15
 
 
 @njit(cache=True, nogil=True)
 def _tiled_copy(src, dst):
-    """dst[k, i, j] = src[k, i, j] in TILE x TILE tiles of (i, j); src's fast axis is i."""
+    """dst[k, i, j] = src[k, i, j] in TILE_ROWS x TILE_COLUMNS tiles of (i, j); src's fast axis is i."""
     lead, n0, n1 = src.shape
     for k in range(lead):
-        for t0 in range(0, n0, TILE):
-            e0 = min(n0, t0 + TILE)
-            for t1 in range(0, n1, TILE):
-                e1 = min(n1, t1 + TILE)
+        for t0 in range(0, n0, TILE_ROWS):
+            e0 = min(n0, t0 + TILE_ROWS)
+            for t1 in range(0, n1, TILE_COLUMNS):
+                e1 = min(n1, t1 + TILE_COLUMNS)
                 for i0 in range(t0, e0):
                     for i1 in range(t1, e1):
                         dst[k, i0, i1] = src[k, i0, i1]

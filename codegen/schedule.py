@@ -118,6 +118,9 @@ class Step:
     instr: object = None
     why: str = ""
     missing_rule: bool = False     # a reference step for an op codegen cannot compile (warned once)
+    # a view only kernels read, across its memory: the executor hands them one contiguous copy
+    # of it (made in tiles, codegen/layout_copy.py) instead of each kernel copying it again
+    copied: bool = False
 
 
 @dataclass
@@ -217,6 +220,7 @@ class _Scheduler:
                 self.consumers.setdefault(v.id, []).append(ins)
         self.outputs = {v.id for v in program.outputs}
         self.kind: dict = {}
+        self.copied_views: set = set()    # id(ins) of views a kernel would read across memory (Step.copied)
         self.free: set = set()            # id(ins) of free instructions
         self.node_of: dict = {}           # value id -> Kernel or Step computing it
         self.preds: dict = {}             # node -> set of nodes it reads from
@@ -239,6 +243,9 @@ class _Scheduler:
                 self._place(ins)
             elif kind == MATMUL_CALL:
                 self._add_step(Step(MATMUL_CALL, instr=ins, why="BLAS through np.matmul"), ins)
+            elif kind == VIEW and id(ins) in self.copied_views:
+                self._add_step(Step(VIEW, instr=ins, copied=True,
+                                    why="read across its memory by kernels only: copied contiguous, in tiles"), ins)
             elif kind == VIEW:
                 self._add_step(Step(VIEW, instr=ins, why="a NumPy view of values in memory (no copy)"), ins)
             else:
@@ -255,17 +262,23 @@ class _Scheduler:
         memory (read by a non-kernel step, or an output) becomes a view."""
         for ins in reversed(self.program.instrs):
             kind = _base_kind(ins)
-            if kind == "movement" and (self._needs_memory(ins) or self._transposes_an_input(ins)):
+            if kind == "movement" and self._needs_memory(ins):
                 kind = VIEW
+            elif kind == "movement" and self._transposes_memory(ins):
+                kind = VIEW
+                self.copied_views.add(id(ins))
             self.kind[id(ins)] = kind
 
-    def _transposes_an_input(self, ins) -> bool:
-        """Is `ins` a view of a large program input that a kernel would read across the input's
-        contiguous axis (`x.t()` in `(x.t() * y).sum()`)? As a view step, the executor copies
-        it contiguous, in tiles, before a kernel reads it (codegen/layout_copy.py): measured on
-        a [4096, 1024] float32 `(x.t() * y).sum()` with both gradients, 34 ms read inline."""
+    def _transposes_memory(self, ins) -> bool:
+        """Is `ins` a view of a large value (a program input, or a value a step lays out
+        row-major) that a kernel would read across the value's contiguous axis (`x.t()` in
+        `(x.t() * y).sum()`; a softmax over axis 0 computed in memory order, then multiplied by
+        a row-major weight)? As a view step, the executor copies it contiguous, in tiles, before
+        a kernel reads it (codegen/layout_copy.py): measured on a [4096, 1024] float32
+        `(x.t() * y).sum()` with both gradients, 34 ms read inline; `(softmax(x.t(), -1) * w)
+        .sum()` with its gradient, 35 ms read inline, 7.5 ms copied."""
         x = ins.inputs[0] if ins.inputs else None
-        if x is None or not is_view(ins) or x.id in self.producer or x.type.numel < MIN_COPY_ELEMENTS:
+        if x is None or not is_view(ins) or x.type.numel < MIN_COPY_ELEMENTS:
             return False
         stand_in = np.empty(x.shape, np.int8)     # only its strides are looked at (pages untouched)
         return reads_across_memory(OPS[ins.op].ref(stand_in, **dict(ins.attrs)))

@@ -44,6 +44,11 @@ def _inverse(dims: tuple) -> tuple:
     return tuple(inv)
 
 
+def _broadcasts_to(shape: tuple, full: tuple) -> bool:
+    """Is `shape` `full` itself, or `full` with some sizes 1 (the same rank)?"""
+    return len(shape) == len(full) and all(s == n or s == 1 for s, n in zip(shape, full))
+
+
 def _unpermuted_shape(shape: tuple, dims: tuple) -> tuple:
     """The shape s with permute(s, dims).shape == shape."""
     return tuple(shape[i] for i in _inverse(dims))
@@ -136,13 +141,19 @@ class _Sinker:
         lazy = [self.lazy[v.id] for v in ins.inputs if v.id in self.lazy]
         if not lazy:
             return False
-        dims, dense = lazy[0][1], lazy[0][2]
         (y,) = ins.outputs
+        dims = lazy[0][1]
+        # torch lays the result out as its operands of the result's full shape (a broadcast
+        # operand, a reduction's [n, 1] with keepdim, has no say: its stride there is 0)
+        full = [self.lazy[v.id][2] for v in ins.inputs if v.id in self.lazy and v.shape == y.shape]
+        dense = full[0] if full else lazy[0][2]
         inputs = []
         for v in ins.inputs:
             if v.id in self.lazy:
                 src, d, _ = self.lazy[v.id]
-                if d != dims or v.shape != y.shape:
+                # (one permuted the same way and broadcast the same way in the unpermuted loops:
+                # `x.t() - x.t().amax(1, keepdim=True)`, a softmax of a transposed argument)
+                if d != dims or not _broadcasts_to(v.shape, y.shape):
                     return False
                 inputs.append(src)
                 continue

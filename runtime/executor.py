@@ -395,6 +395,15 @@ class _ViewStep(_OpStep):
         env[self.out] = out if type(out) is np.ndarray else np.asarray(out)
 
 
+class _CopiedViewStep(_ViewStep):
+    """A view that only kernels read, across its memory (schedule.Step.copied): one contiguous
+    copy, made in tiles, serves every kernel that reads it (each would copy it otherwise)."""
+
+    def run(self, env: list, donated=None) -> None:
+        out = self.ref(env[self.operand], **self.attrs)
+        env[self.out] = contiguous_copy(out) if needs_copy(out) else np.asarray(out)
+
+
 class _IntoStep(_OpStep):
     """An op whose reference can write its one large output into given memory (BLAS
     products; ir.interpreter.into_writer): it writes into a pooled buffer (ir/buffers.py)."""
@@ -849,7 +858,7 @@ def _op_step(step, slots: dict) -> _OpStep:
     if writer is not None:
         return _IntoStep(step, slots, writer)
     if step.kind == VIEW and len(ins.inputs) == 1 and len(ins.outputs) == 1:
-        return _ViewStep(step, slots)
+        return (_CopiedViewStep if step.copied else _ViewStep)(step, slots)
     return _OpStep(step, slots)
 
 

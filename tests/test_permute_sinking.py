@@ -86,6 +86,25 @@ def test_a_single_element_broadcast_moves_with_the_loop():
     assert mul.inputs[0] is program.inputs[0] and mul.outputs[0].shape == (3, 5)
 
 
+def test_a_softmax_over_a_permuted_input_runs_unpermuted():
+    """softmax(x.t(), -1): the keepdim max and sum broadcast back over the permuted values;
+    both are permuted alike, so the whole softmax runs over x as laid out (one permute left,
+    for the operand y read in order)."""
+    def fn(e, x, y):
+        v = _permute(e, x, (1, 0))
+        z = e.exp(e.sub(v, e.op("amax", v, axes=(1,), keepdim=True)))
+        return e.sum(e.mul(e.div(z, e.sum(z, (1,), keepdim=True)), y), (0, 1))
+    program = build(fn, (6, 5), (5, 6), grad=True)
+    sunk = simplify(sink_permutes(decompose_composites(program)))
+    verify(sunk)
+    ops = _ops(sunk)
+    first_permute = ops.index("permute")
+    assert "amax" in ops[:first_permute] and ops[:first_permute].count("sum") == 1, sunk
+    args = random_args(program, np.random.default_rng(0))
+    for got, want in zip(run_program(sunk, args), run_program(program, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_a_program_without_permutes_is_returned_as_it_is():
     program = build(lambda e, x: e.tanh(x), (3, 4))
     assert sink_permutes(program) is program
@@ -113,9 +132,11 @@ def _programs(draw):
             if kind < 3:
                 out = e.op(UNARY[(a + b) % len(UNARY)], v)
             elif kind < 5:
-                same = [w for w in values if w.shape == v.shape]
+                # (of v's shape, or broadcast to it: a keepdim reduction of v, as softmax's)
+                same = [w for w in values if w.type.ndim == v.type.ndim
+                        and all(m == n or m == 1 for m, n in zip(w.shape, v.shape))]
                 w = same[b % len(same)]
-                out = e.op(BINARY[b % len(BINARY)], v, w)
+                out = e.op(BINARY[b % len(BINARY)], *((v, w) if a % 2 else (w, v)))
             elif kind == 5:
                 out = e.op(BINARY[b % len(BINARY)], v, s)
             elif kind == 6:
@@ -258,3 +279,48 @@ def test_a_large_transposed_input_read_by_a_reduction_is_a_view_step_copied_in_t
         kernels = [s.compiled for s in compiled.steps if getattr(s, "compiled", None)]
         assert {a.layout for k in kernels for sig in k.dispatcher(False).signatures for a in sig
                 if hasattr(a, "layout")} == {"C"}
+
+
+def test_an_intermediate_read_across_its_memory_is_copied_once_for_every_kernel():
+    """softmax over axis 0 of x (in memory order), then multiplied by y laid out the other
+    way: the permute of the softmax is a view step the executor copies contiguous once, in
+    tiles, and every kernel reading it gets that copy (C layout); values are the reference's."""
+    def fn(e, x, y):
+        z = e.exp(e.sub(x, e.op("amax", x, axes=(0,), keepdim=True)))
+        t = _permute(e, e.div(z, e.sum(z, (0,), keepdim=True)), (1, 0))
+        return [e.sum(e.mul(t, y), (0, 1)), e.mul(e.add(t, y), y)]
+    program = build(fn, (128, 300), (300, 128))
+    sched = schedule(program)
+    copied = [s for s in sched.steps if s.kind == VIEW and s.copied]
+    assert len(copied) == 1 and copied[0].instr.op == "permute", [(s.kind, s.why) for s in sched.steps]
+    readers = [k for k in sched.kernels if any(v is copied[0].instr.outputs[0] for ins in k.instrs
+                                                for v in ins.inputs)]
+    assert len(readers) >= 1
+    compiled = check(program, random_args(program, np.random.default_rng(9)), rtol=1e-5, atol=1e-6)
+    kernels = [s.compiled for s in compiled.steps if getattr(s, "compiled", None)]
+    assert {a.layout for k in kernels for sig in k.dispatcher(False).signatures for a in sig
+            if hasattr(a, "layout")} == {"C"}
+    small = build(fn, (8, 12), (12, 8))            # small: read through the permute inline
+    assert not any(s.kind == VIEW for s in schedule(small).steps)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is the oracle for values and strides")
+def test_large_transposed_results_come_back_in_torch_layout():
+    """A row-major value a sunk permute left transposed (x.t().contiguous().tanh()), and a
+    gradient computed transposed for a contiguous leaf, are copied row-major (in tiles)."""
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 300)).astype(np.float32)
+    got = fg.compile(lambda x: x.t().contiguous().tanh())(fg.tensor(a))
+    want = torch.tensor(a).t().contiguous().tanh()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    assert got.stride() == want.stride() and got.is_contiguous()
+
+    def step(x, y):
+        (x.t() * y).sin().sum().backward()
+    x, y = fg.tensor(a, requires_grad=True), fg.tensor(b)
+    fg.compile(step)(x, y)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b)
+    step(tx, ty)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert x.grad.stride() == tx.grad.stride()

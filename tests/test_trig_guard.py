@@ -2,7 +2,7 @@
 reduction, exact below 2**20, and a call whose arguments reach that runs again in NumPy.
 
 Checked: where the guard sits (fused into the kernel computing the argument, one per
-shape of the arguments, float32 only); results against the reference executor and torch for
+shape of the arguments, float32 and float64); results against the reference executor and torch for
 arguments below, at and beyond the limit, NaN and inf, forward and backward; the rerun
 count that explain() reports.
 """
@@ -67,10 +67,26 @@ def test_sin_of_one_argument_and_its_derivative_share_a_guard():
     assert schedule(p).guards == 1
 
 
-def test_float64_and_empty_operands_keep_the_full_forms():
-    assert schedule(build(wave, ((8, 4), float64), ((4,), float64))).guards == 0
+def test_empty_operands_keep_the_full_forms_and_float64_is_guarded_too():
     sched = schedule(build(lambda e, x: e.sin(x), (0, 3)))
     assert sched.guards == 0 and not any(ins.op == "sin_near" for ins in sched.program.instrs)
+    sched = schedule(build(wave, ((8, 4), float64), ((4,), float64)))
+    assert sched.guards == 1 and {"sin_near", "cos_near"} <= {ins.op for ins in sched.program.instrs}
+
+
+@pytest.mark.parametrize("far", [None, float(NEAR_LIMIT), -3e9, np.inf])
+def test_float64_near_forms_match_numpy_and_far_arguments_rerun(far):
+    """float64 kernels run fdlibm-style near forms (under 1 ulp: test_vmath); a call with an
+    argument at or past the limit reruns by reference, NumPy's libm sin and cos."""
+    p = build(wave, ((64, 32), float64), ((32,), float64))
+    x = np.linspace(-40, 40, 64 * 32).reshape(64, 32)
+    if far is not None:
+        x[9, 30] = far
+    w = np.full(32, 1.25)
+    got, want, reruns = _run_both(p, [x, w])
+    assert reruns == (far is not None)
+    np.testing.assert_allclose(got[0], np.sin(x * w) + np.cos(x), rtol=4e-16, atol=4e-16)
+    np.testing.assert_allclose(got[0], want[0], rtol=4e-16, atol=4e-16)
 
 
 def _run_both(program, args):

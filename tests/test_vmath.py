@@ -523,12 +523,67 @@ def test_near_forms_vectorise():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_libmath_near_forms_are_libm(dtype):
-    """The libm twin's near forms (and vmath's float64 ones) are libm's sin/cos: any argument."""
+    """The libm twin's near forms are libm's sin/cos: any argument."""
     x = np.array([0.5, -3.0, 1e7, 3e30], dtype)
-    for module in (libmath,) + ((vmath,) if dtype is np.float64 else ()):
-        for name in NEAR:
-            got = np.array([getattr(module, f"fg_{name}_near")(v) for v in x], dtype)
-            np.testing.assert_array_equal(got, getattr(np, name)(x.astype(np.float64)).astype(dtype))
+    for name in NEAR:
+        got = np.array([getattr(libmath, f"fg_{name}_near")(v) for v in x], dtype)
+        np.testing.assert_array_equal(got, getattr(np, name)(x.astype(np.float64)).astype(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def near_kernel64():
+    """kernel(x, out): out[0..1] = vmath's float64 fg_sin_near(x), fg_cos_near(x)."""
+    source = ("def kernel(x, out):\n    for i in range(x.shape[0]):\n"
+              "        out[0, i] = fg_sin_near(x[i])\n        out[1, i] = fg_cos_near(x[i])\n")
+    return _compile(source, {"fg_sin_near": vmath.fg_sin_near, "fg_cos_near": vmath.fg_cos_near})
+
+
+def float64_near_sample(n: int, rng) -> np.ndarray:
+    """Random float64 arguments below NEAR_LIMIT over many magnitudes, and the hard ones: the
+    floats nearest to k*pi/2 (the remainder cancels to ~2**-60 of x) and their neighbours."""
+    limit = vmath.NEAR_LIMIT
+    k = rng.integers(1, int(limit * 0.6366), n)
+    with mpmath.workprec(200):
+        hard = np.array([float(mpmath.mpf(int(j)) * mpmath.pi / 2) for j in k])
+    return np.concatenate([rng.uniform(-10, 10, n), rng.uniform(-1, 1, n) * 2.0 ** rng.integers(-60, 20, n),
+                           hard, -np.nextafter(hard, 0), np.nextafter(hard, np.inf),
+                           [np.pi / 4, np.pi / 2, np.pi, limit * (1 - 2 ** -40), 5e-324, 1e-300]])
+
+
+def test_float64_near_forms_accuracy():
+    """Under 1 ulp against mpmath (0.71 found), also where x is nearest a multiple of pi/2."""
+    x = float64_near_sample(300, np.random.default_rng(64))
+    out = np.empty((2, x.size))
+    near_kernel64()(x, out)
+    for j, name in enumerate(NEAR):
+        err, where = max_ulp64(name, x, out[j])
+        assert err < 1.0, f"{name}_near({where!r}): {err:.2f} ulp"
+
+
+def test_float64_near_forms_special_values():
+    x = np.array([0.0, -0.0, np.nan, np.inf, -np.inf])
+    out = np.empty((2, x.size))
+    near_kernel64()(x, out)
+    assert [np.copysign(1.0, v) for v in out[0, :2]] == [1.0, -1.0] and (out[0, :2] == 0).all()
+    assert (out[1, :2] == 1.0).all() and np.isnan(out[:, 2:]).all()
+
+
+def test_float64_near_forms_vectorise():
+    near_kernel64()(np.ones(1), np.empty((2, 1)))
+    asm = function_asm(near_kernel64(), np.float64)
+    assert re.search(r"\bcall", asm) is None
+    assert re.search(r"[yz]mm", asm)
+
+
+@pytest.mark.slow
+def test_float64_near_forms_accuracy_large_sample():
+    x = float64_near_sample(10_000, np.random.default_rng(65))
+    out = np.empty((2, x.size))
+    near_kernel64()(x, out)
+    for j, name in enumerate(NEAR):
+        err, where = max_ulp64(name, x, out[j])
+        print(f"{name}_near: {err:.3f} ulp at {where!r}")
+        assert err < 1.0
 
 
 # --------------------------------------------------------------------- exhaustive (slow)

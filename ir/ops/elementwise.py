@@ -275,13 +275,13 @@ elementwise("exp", rounded.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "f
 elementwise("log", rounded.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
             float_only=True)
-# extra["near_form"]: the op that computes the same in float32 kernels with a cheaper
+# extra["near_form"]: the op that computes the same in float32/float64 kernels with a cheaper
 # reduction, exact only for |x| below a limit (codegen/trig_guard.py substitutes it, guarded).
 elementwise("sin", rounded.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})",
             float_only=True, extra={"near_form": "sin_near"})
 elementwise("cos", rounded.cos, lambda e, x, y, g, a, n: [e.mul(g[0], e.neg(e.sin(x[0])))], "fg_cos({0})",
             float_only=True, extra={"near_form": "cos_near"})
-# The code generator's sin and cos for float32 kernels (codegen/trig_guard.py): a cheap
+# The code generator's sin and cos for float kernels (codegen/trig_guard.py): a cheap
 # range reduction, exact below 2**20, the pass guarding every use. Never traced, so no VJP.
 elementwise("sin_near", rounded.sin, None, "fg_sin_near({0})", float_only=True,
             doc="sin, computed in kernels with a reduction exact for |x| < 2**20 (guarded)")

@@ -442,7 +442,7 @@ def test_a_division_by_a_rows_value_is_the_correctly_rounded_quotient(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_division_by_a_rows_value_keeps_infinities_overflows_and_signed_zeros(dtype):
-    """The corrected product's residual is NaN where x * (1 / y) is infinite: an infinite
+    """Where x * (1 / y) is infinite its residual is NaN and the result is x * (1 / y): an infinite
     numerator and an overflowing quotient are IEEE's +-inf (they were NaN), NaN stays NaN, and
     -0 / y keeps its sign (the correction made it +0), bit-identical to NumPy's division."""
     info = np.finfo(dtype)

@@ -84,3 +84,163 @@ def test_setitem_into_an_expand_of_the_value_itself(form, compiled):
             return ("error", str(exc))
         return ("value", w.tolist(), v.item(), x.grad.tolist())
     assert run(fg) == run(torch)
+
+
+# ------------------------------------------------------------------------------------------
+# A backward inside a compiled call that goes on into history from before the call (probe G
+# F1): it reaches the leaves there during the call, so a step, a clip or a read of .grad later
+# in the call sees their gradients (they were filled only when the call returned: the step
+# used no gradient, silently, or raised the version error once the deferred backward ran).
+def _set_weights(L, module):
+    with L.no_grad():
+        for p in module.parameters():
+            p.copy_(L.tensor(np.linspace(-0.5, 0.5, p.numel(), dtype=np.float32).reshape(tuple(p.shape))))
+
+
+def _eager_forward_compiled_step(L, compile_fn, layers: int, optimizer: str, set_to_none: bool):
+    model = L.nn.Linear(3, 2) if layers == 1 else L.nn.Sequential(L.nn.Linear(3, 4), L.nn.ReLU(), L.nn.Linear(4, 2))
+    _set_weights(L, model)
+    opt = L.optim.SGD(model.parameters(), lr=0.1, momentum=0.5) if optimizer == "SGD" else \
+        L.optim.Adam(model.parameters(), lr=0.05)
+
+    def loss_and_step(out, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = L.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    step = compile_fn(loss_and_step)
+    x = L.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    y = L.tensor([0, 1])
+    losses = [float(step(model(x), y)) for _ in range(4)]
+    return losses, [p.detach().numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_an_eager_forward_trains_through_a_compiled_loss_and_step(layers, optimizer, set_to_none):
+    want = _eager_forward_compiled_step(torch, lambda f: f, layers, optimizer, set_to_none)
+    got = _eager_forward_compiled_step(fg, fg.compile, layers, optimizer, set_to_none)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _upstream_cases():
+    def clip(L, compile_fn):
+        w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = w * 4                                   # history from before the call
+
+        def step(h):
+            (h * h).sum().backward()
+            norm = L.nn.utils.clip_grad_norm_([w], 1.0)
+            return norm, w.grad * 1
+        norm, grad = compile_fn(step)(h)
+        return [float(norm)] + grad.tolist() + w.grad.tolist()
+
+    def manual_update(L, compile_fn):
+        w = L.tensor([1.0, -2.0, 0.5], requires_grad=True)
+
+        def step(h):
+            (h ** 3).sum().backward()
+            with L.no_grad():
+                w.sub_(0.1 * w.grad)
+            return w * 1
+        out = compile_fn(step)(w.exp())
+        return out.tolist() + w.grad.tolist()
+
+    def compiled_model_then_step(L, compile_fn):
+        model = L.nn.Linear(3, 1)
+        _set_weights(L, model)
+        opt = L.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(out):
+            opt.zero_grad()
+            (out ** 2).mean().backward()
+            opt.step()
+        forward, update = compile_fn(model), compile_fn(step)
+        for _ in range(3):
+            update(forward(L.ones(4, 3)))
+        return [v for p in model.parameters() for v in p.detach().numpy().ravel().tolist()]
+
+    def tied_view_made_once(L, compile_fn):
+        class Tied(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = L.nn.Linear(4, 2, bias=False)
+                self.dec_w = self.enc.weight.t()         # a view with history, made once
+        m = Tied()
+        _set_weights(L, m)
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            ((x @ m.enc.weight.t() @ m.dec_w.t() - x) ** 2).mean().backward(retain_graph=True)
+            opt.step()
+        run = compile_fn(step)
+        run(L.tensor([[1.0, 2.0, 3.0, 4.0]]))
+        return m.enc.weight.detach().numpy().ravel().tolist()
+    return {f.__name__: f for f in (clip, manual_update, compiled_model_then_step, tied_view_made_once)}
+
+
+@pytest.mark.parametrize("case", list(_upstream_cases()))
+def test_gradients_through_history_from_before_the_call_are_there_within_the_call(case):
+    fn = _upstream_cases()[case]
+    want = fn(torch, lambda f: f)
+    np.testing.assert_allclose(fn(fg, lambda f: f), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fn(fg, fg.compile), want, rtol=1e-5, atol=1e-6)
+
+
+def _hidden_state_carried(L, compile_fn, detach: bool):
+    """A recurrent step whose hidden state carries history into the next call (not detached):
+    the second backward raises before the optimizer changes anything, as torch's."""
+    cell = L.nn.Linear(2, 2)
+    _set_weights(L, cell)
+    opt = L.optim.SGD(cell.parameters(), lr=0.1)
+
+    def step(x, h):
+        opt.zero_grad()
+        h = L.tanh(cell(x) + h)
+        h.sum().backward()
+        opt.step()
+        return h
+    run, h, log = compile_fn(step), L.zeros(1, 2), []
+    for _ in range(3):
+        try:
+            h = run(L.tensor([[1.0, -1.0]]), h)
+        except RuntimeError as exc:
+            log.append(str(exc))
+            break
+        h = h.detach() if detach else h
+        log.append(cell.weight.detach().numpy().round(6).tolist())
+    return log + [cell.weight.detach().numpy().round(6).tolist()]
+
+
+@pytest.mark.parametrize("detach", [True, False])
+def test_a_hidden_state_with_history_from_the_last_call(detach):
+    want = _hidden_state_carried(torch, lambda f: f, detach)
+    assert _hidden_state_carried(fg, fg.compile, detach) == want
+
+
+def test_a_saved_tensor_written_in_the_call_before_the_backward_raises_torchs_error():
+    """The backward into the history from before the call checks saved tensors against the
+    version counters as the call's writes left them (w was saved by w * w, then written)."""
+    def run(L, compile_fn):
+        w = L.tensor([1.0, 2.0], requires_grad=True)
+        v = w * 1
+        h = v * v
+
+        def step(h):
+            with L.no_grad():
+                v.add_(1)
+            h.sum().backward()
+        try:
+            compile_fn(step)(h)
+        except RuntimeError as exc:
+            return str(exc)
+        return w.grad.tolist()
+    want = run(torch, lambda f: f)
+    assert "modified by an inplace operation" in want
+    assert run(fg, fg.compile) == want

@@ -733,13 +733,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         on_path = [(t, e) for t, e in _retained_on_path(graph_nodes, [e for _, e in targets]) if id(t) not in given]
         targets += on_path
     else:
-        targets = []
-        for node in graph_nodes:
-            if isinstance(node, AccumulateGrad):
-                if not _transform_leaf(node):
-                    targets.append((node.variable, (node, 0)))
-            elif node.retained:
-                targets += _retained_at(node)
+        targets = _every_target(graph_nodes)
     partial = []
     try:
         grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial,
@@ -748,6 +742,35 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         _accumulate_targets(targets, partial, create_graph)     # (what torch's engine completed first)
         raise
     _accumulate_targets(targets, grads, create_graph)
+
+
+def _every_target(graph_nodes: list) -> list:
+    """(tensor, edge) for each leaf's AccumulateGrad among `graph_nodes` and each retain_grad()
+    tensor whose node is among them: what a backward without `inputs` fills."""
+    targets = []
+    for node in graph_nodes:
+        if isinstance(node, AccumulateGrad):
+            if not _transform_leaf(node):
+                targets.append((node.variable, (node, 0)))
+        elif node.retained:
+            targets += _retained_at(node)
+    return targets
+
+
+def gradients_into_history(tensors: list, grad_tensors: list, retain_graph: bool) -> list:
+    """backward(tensors, grad_tensors)'s gradients without their accumulation: (tensor, gradient)
+    for each leaf and retain_grad() tensor it reaches (a leaf whose requires_grad was turned off
+    since gets none). For a backward inside a compiled call that goes on into history from
+    before the call: the call accumulates them itself (trace_autograd), so that what it does
+    after the backward (an optimizer step) sees them, as eagerly."""
+    roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, False)
+    graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
+    targets = _every_target(graph_nodes)
+    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, False, graph_nodes, every_node=True)
+    # (each in memory of its own, laid out as a first .grad of its tensor would be)
+    return [(t, Tensor._wrap(grad_memory(g, t._data) if t._grad_fn is None and t._data is not None
+                             else np.array(g, order="C", copy=True)))
+            for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad]
 
 
 def _transform_leaf(node) -> bool:
@@ -988,12 +1011,9 @@ def _through_outside_history(trace, inputs, grads, outside, behind, retain_graph
     if not reached:
         return grads
     seeds = [Tensor._wrap(np.array(trace.materialize(g), copy=True)) for _, g in reached]
-    previous = trace_state.set_current(None)
-    try:
+    with trace_state.eager_section():
         upstream = grad([t for t, _ in reached], [inputs[k] for k in behind], seeds,
                         retain_graph=retain_graph, allow_unused=True)
-    finally:
-        trace_state.set_current(previous)
     with no_grad():
         for k, g in zip(behind, upstream):
             if g is not None:       # (an input the call also read directly: both parts)

@@ -594,13 +594,14 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         v = self.lifted.get(key) if key in self.mutated else None
         return self._materialize_value(v) if v is not None else None
 
-    def _materialize_value(self, v: Value, partial: bool = False) -> np.ndarray:
+    def _materialize_value(self, v: Value, partial: bool = False, reason: str | None = None) -> np.ndarray:
         for w, array in zip(self.inputs[self.inputs_known:], self.input_arrays[self.inputs_known:]):
             self.known[w.id] = array
         self.inputs_known = len(self.inputs)
         if v.id not in self.known:
             if not partial:
-                self.breaks.append((user_location(), f"{_reading_method()}() reads the value of a {v.type} tensor"))
+                self.breaks.append((user_location(), reason or
+                                    f"{_reading_method()}() reads the value of a {v.type} tensor"))
             known = self.known
             for k in range(self.instrs_known, len(self.instrs)):
                 ins = self.instrs[k]

@@ -16,7 +16,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .saved_checks import modified_error
-from . import hooks
+from . import hooks, trace_state
 from .hooks import ANY_LEAF_HOOKS, run_on_tensor
 from .layout import _strided_stand_in, contiguous_strides, elementwise_strides, is_contiguous
 from .node import _FREED_MSG, RELEASES_STATE, saved_slots
@@ -447,11 +447,43 @@ class TraceAutograd:
             given = {id(t) for t in leaves}
             self.fill_retained([(t, g) for t, g in retained if id(t) not in given], create_graph)
         reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
+        self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
         if reached:
             # (the history each has now, before the call: a write in the call gives it a new one)
-            self.outside_backwards.append(([_history_now(t) for t, _ in reached], [g for _, g in reached],
-                                           retain_graph, create_graph))
-        self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
+            history = [_history_now(t) for t, _ in reached]
+            if create_graph:
+                # (its gradients must keep a history through the call: the backward goes on into
+                # it when the call returns, compile._finish; .grad read later in the call misses it)
+                self.outside_backwards.append((history, [g for _, g in reached], retain_graph, create_graph))
+            else:
+                self._backward_into_history(history, [g for _, g in reached], retain_graph)
+
+    def _backward_into_history(self, history: list, grads: list, retain_graph: bool) -> None:
+        """A backward in the call reached tensors whose history comes from before it (the
+        output of an eager or separately compiled model, a view of a weight made once): it
+        goes on into that history now, as eagerly, so that an optimizer step, a gradient
+        clip or a read of `.grad` later in the call sees what it gives the leaves there.
+        The gradients reaching those tensors are computed so far (a graph break); the eager
+        engine takes them through the history, with the version counters as the call's
+        writes so far left them (torch's check of a saved tensor modified before the
+        backward); what it gives each leaf and retain_grad() tensor joins its .grad here."""
+        from .engine import gradients_into_history
+        seeds = [Tensor._wrap(np.array(self._materialize_value(g._sym, reason="backward() goes on into history "
+                                                                            "from before the call")))
+                 if g._sym is not None else g for g in grads]
+        pending = [(entry[0], entry[1]) for entry in self.writes.values() if entry[1]]
+        for box, count in pending:
+            box[0] += count
+        try:
+            with trace_state.eager_section():
+                pairs = gradients_into_history(history, seeds, retain_graph)
+        finally:
+            for box, count in pending:
+                box[0] -= count
+        if any(hooks.post_accumulate_hooks(t) for t, _ in pairs if hooks.ANY_POST_ACCUMULATE_HOOKS[0]):
+            raise NotImplementedError("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
+                                      "post-accumulate-grad hook is not supported; run the step eagerly")
+        self.fill_retained(pairs)
 
     def _lay_out_gradients(self, emitted: list, grads: list) -> None:
         """Lay out each gradient as torch's backward makes it: an elementwise VJP follows its

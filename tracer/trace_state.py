@@ -4,6 +4,7 @@ Kept in its own tiny module so the dispatcher can check it without importing
 the tracing machinery."""
 from __future__ import annotations
 
+import contextlib
 import threading
 
 class _TraceState(threading.local):
@@ -28,3 +29,14 @@ def set_current(trace) -> object:
     prev = _state.trace
     _state.trace = trace
     return prev
+
+
+@contextlib.contextmanager
+def eager_section():
+    """Run eagerly inside a trace (no trace installed), restoring it after: the eager engine
+    taking a call's gradients, read at a graph break, on through history from before it."""
+    previous = set_current(None)
+    try:
+        yield
+    finally:
+        set_current(previous)

@@ -220,6 +220,14 @@ class CompiledKernel:
         return True
 
     def _record(self, disp, seconds: float, parallel: bool) -> None:
+        if parallel:
+            # The parallel variant of a kernel that already runs (compiled or loaded, usually on
+            # the background thread while calls run serially: runtime/background.py) counts
+            # apart, so the counters a later call with the same shapes leaves are its own
+            # (kernels_compiled and disk_hits rose whenever that thread finished)
+            stats.count(parallel_variants=1)
+            stats.log_compile("compiled or loaded kernel %s (parallel) in %.3f s", self.name, seconds)
+            return
         loaded = False
         if self.root is not None:
             hits = sum(disp.stats.cache_hits.values())

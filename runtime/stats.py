@@ -26,10 +26,15 @@ class CacheInfo:
     compiles nothing, and a call that runs eagerly by the cached decision (a hit);
     kernels_compiled: Numba compilations of a kernel specialisation;
     disk_hits: kernel specialisations loaded from the disk cache instead;
-    compile_seconds: time spent compiling or loading kernels;
+    compile_seconds: time spent compiling or loading kernels (not their
+    parallel variants);
     background_compiles: programs handed to the background compile thread;
     reference_calls: compiled-function calls that ran on the reference
-    executor (small programs, or while their kernels compiled).
+    executor (small programs, or while their kernels compiled);
+    parallel_variants: parallel (prange) variants of kernels that already ran,
+    compiled or loaded (mostly on the background thread, once the executor
+    measures that a kernel is large enough to split): kept apart so that
+    kernels_compiled and disk_hits do not move during later calls.
     """
     hits: int = 0
     misses: int = 0
@@ -38,6 +43,7 @@ class CacheInfo:
     compile_seconds: float = 0.0
     background_compiles: int = 0
     reference_calls: int = 0
+    parallel_variants: int = 0
 
 
 # The counters, kept mutable (a compiled call that hits the cache counts one: building a new

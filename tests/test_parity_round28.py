@@ -244,3 +244,22 @@ def test_a_saved_tensor_written_in_the_call_before_the_backward_raises_torchs_er
     want = run(torch, lambda f: f)
     assert "modified by an inplace operation" in want
     assert run(fg, fg.compile) == want
+
+
+def test_a_large_kernels_parallel_variant_counts_apart(monkeypatch):
+    """Probe G F2: the background thread's parallel variant of a large kernel landed in
+    kernels_compiled / disk_hits whenever it finished, during some later same-shape call."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", "always")       # (the variant on the first call, not a timing)
+    f = fg.compile(fg.value_and_grad(lambda x: (fg.tanh(x) * fg.sigmoid(x) + fg.exp(-x * x * 0.25)).sum()))
+    x = fg.randn(1 << 20)
+    f(x)
+    fg.wait_for_compiles()
+    first = fg.cache_info()
+    for _ in range(3):
+        f(x)
+    fg.wait_for_compiles()
+    later = fg.cache_info()
+    assert first.parallel_variants >= 1
+    assert (later.kernels_compiled, later.disk_hits, later.compile_seconds, later.misses, later.parallel_variants) == \
+        (first.kernels_compiled, first.disk_hits, first.compile_seconds, first.misses, first.parallel_variants)
+    assert later.hits == first.hits + 3

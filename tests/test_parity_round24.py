@@ -368,8 +368,10 @@ def test_next_functions_list_torchs_tensor_inputs_only(expr):
     assert graph(fg) == graph(torch)
 
 
-def test_a_tensor_made_of_tensors_requiring_grad_warns_as_torchs():
+def test_a_tensor_made_of_tensors_requiring_grad_warns_as_torchs(monkeypatch):
     """torch's text (its TORCH_WARN_ONCE warns once a process, so torch is not run here)."""
+    from fusegrad.tracer import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_SCALAR_WARNED", [])       # (as in a fresh process)
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     with pytest.warns(UserWarning, match=r"^Converting a tensor with requires_grad=True to a scalar may lead to "
                                          r"unexpected behavior\.\nConsider using tensor\.detach\(\) first\."):

@@ -331,13 +331,17 @@ def test_item_and_tolist_python_types():
     check(lambda L: T(L, [2.0], requires_grad=True).item())
 
 
-def test_float_of_requires_grad_warns():
+def test_float_of_requires_grad_warns_once_a_process(monkeypatch):
+    from fusegrad.tracer import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_SCALAR_WARNED", [])       # (as in a fresh process)
     text = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
             "Consider using tensor.detach() first.")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         value = float(fg.tensor([1.5], requires_grad=True))
         int(fg.tensor(2.5, requires_grad=True))     # int() does not warn (torch)
+        float(fg.tensor([2.5], requires_grad=True))     # TORCH_WARN_ONCE: not again, whatever the filter
+        fg.tensor([fg.tensor(1.0, requires_grad=True)])
     assert value == 1.5
     assert [str(w.message) for w in caught] == [text]
     with warnings.catch_warnings(record=True) as caught:   # torch warns once a process

@@ -15,7 +15,7 @@ from .device import check_device
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts
 from .layout import in_dense_order, layout_stand_in
-from .tensor import Tensor
+from .tensor import Tensor, warn_scalar_conversion
 from .parser_errors import is_int, type_name
 from .user_frame import user_stacklevel
 
@@ -242,8 +242,7 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
     if isinstance(data, np.ndarray):
         _check_no_negative_strides(data)
     elif isinstance(data, _SEQUENCES) and _holds_a_tensor_requiring_grad(data):
-        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                      "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
+        warn_scalar_conversion()
     array = as_array(data, _dtype_arg("tensor", dtype))
     if isinstance(data, np.ndarray) and array.shape == data.shape:
         array = in_dense_order(array, data)         # torch keeps a dense array's layout

@@ -150,6 +150,19 @@ _C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "b
 _ENGINE_BACKWARD = [None]       # engine.backward, once Tensor.backward has imported it
 
 
+
+_SCALAR_WARNED: list = []
+
+
+def warn_scalar_conversion() -> None:
+    """torch's warning for a tensor that requires grad converted to a Python number (float(),
+    complex(), an element of a list given to tensor()): TORCH_WARN_ONCE, once a process
+    whatever the warnings filters say."""
+    if not _SCALAR_WARNED:
+        _SCALAR_WARNED.append(True)
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                      "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
 
@@ -716,8 +729,7 @@ class Tensor:
 
     def __float__(self) -> float:
         if self._requires_grad:     # torch warns here (float() and complex()), not in int() or item()
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                          "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
+            warn_scalar_conversion()
         return float(self._python_scalar())
 
     def __int__(self) -> int:

@@ -263,3 +263,22 @@ def test_a_large_kernels_parallel_variant_counts_apart(monkeypatch):
     assert (later.kernels_compiled, later.disk_hits, later.compile_seconds, later.misses, later.parallel_variants) == \
         (first.kernels_compiled, first.disk_hits, first.compile_seconds, first.misses, first.parallel_variants)
     assert later.hits == first.hits + 3
+
+
+def test_explain_of_a_call_whose_backward_reaches_earlier_history_frees_nothing():
+    """explain()'s dry run takes the backward into the history from before the call too, but
+    leaves it (and w.grad) as it was, for the real call."""
+    def run(L):
+        w = L.tensor([1.0, 2.0], requires_grad=True)
+        h = w * w
+
+        def step(h):
+            (h * 3).sum().backward()
+            return w.grad * 1
+        if L is fg:
+            compiled = fg.compile(step)
+            assert "backward() goes on into history from before the call" in compiled.explain(h)
+            assert w.grad is None
+            step = compiled
+        return step(h).tolist(), w.grad.tolist()
+    assert run(fg) == run(torch)

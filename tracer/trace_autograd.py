@@ -476,7 +476,8 @@ class TraceAutograd:
             box[0] += count
         try:
             with trace_state.eager_section():
-                pairs = gradients_into_history(history, seeds, retain_graph)
+                # (explain()'s dry run frees nothing: the history stays for the real call)
+                pairs = gradients_into_history(history, seeds, retain_graph or self.dry)
         finally:
             for box, count in pending:
                 box[0] -= count

@@ -282,3 +282,21 @@ def test_explain_of_a_call_whose_backward_reaches_earlier_history_frees_nothing(
             step = compiled
         return step(h).tolist(), w.grad.tolist()
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_data_assigned_another_tensors_memory_in_the_call_then_written(compiled):
+    """`a.data = b` with both from outside the call gives a b's memory; the writes after it
+    find that memory's readers (Trace.lifted_by_memory gives way to a scan)."""
+    def run(L):
+        a, b = L.tensor([1.0, 2.0]), L.tensor([10.0, 20.0])
+
+        def f(a, b):
+            s = a * 1
+            a.data = b
+            a.add_(1)
+            b.mul_(2)
+            return s + a
+        out = (fg.compile(f) if compiled and L is fg else f)(a, b)
+        return out.tolist(), a.tolist(), b.tolist()
+    assert run(fg) == run(torch)

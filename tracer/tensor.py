@@ -661,6 +661,9 @@ class Tensor:
         self._data = value._data
         self._dtype = value._dtype
         self.__dict__["_data_assigned"] = True     # (a saved input reads its new data: saved_checks)
+        trace = trace_state.current()
+        if trace is not None:
+            trace.data_moved = True        # (its memory index no longer holds: Trace.lifted_by_memory)
 
     @data.deleter
     def data(self) -> None:

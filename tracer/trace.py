@@ -115,6 +115,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.lifted: dict = {}              # memory key -> Value (latest value of that memory)
         self.lifted_grad: dict = {}         # memory key -> requires_grad of the tensor that lifted it
         self.lifted_tensors: list = []      # the caller's tensors whose memory the call read, in order
+        # memory key -> those of lifted_tensors lifted over it, in order (TraceWrites._first_reader);
+        # data_moved: a `.data =` assignment in the call gave a tensor other memory (then it scans)
+        self.lifted_by_memory: dict = {}
+        self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
@@ -257,6 +261,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 self.keep_state(x)
             self.lifted_grad[key] = x._requires_grad
             self.lifted_tensors.append(x)
+            self.lifted_by_memory.setdefault(key, []).append(x)
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
             v = self._alias(v, x._requires_grad)
             # (the counter of the first tensor to read it so: a detach() shares its source's,

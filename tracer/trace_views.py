@@ -176,6 +176,7 @@ class TraceViews:
                 self.keep_state(view)
             self.lifted_grad[key] = True
             self.lifted_tensors.append(view)
+            self.lifted_by_memory.setdefault(key, []).append(view)
             self.leaf_tensors.setdefault(key, view)
         again = self._view_without_grad(base, view)
         self._quiet_unless_writing(view)

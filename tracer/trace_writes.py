@@ -276,7 +276,10 @@ class TraceWrites:
     def _first_reader(self, key, without_grad: bool = False):
         """The first tensor from outside the call to read memory `key` (`without_grad`: of those
         that do not require grad), or None."""
-        return next((x for x in self.lifted_tensors if x._data is not None and _memory_key(x._data) == key
+        # (the index is by the memory each was lifted over; a tensor given other memory by a
+        # `.data =` in the call is found by a scan)
+        candidates = self.lifted_tensors if self.data_moved else self.lifted_by_memory.get(key, ())
+        return next((x for x in candidates if x._data is not None and _memory_key(x._data) == key
                      and not (without_grad and x._requires_grad)), None)
 
     def stale_saved(self, instrs, active: set, found_at: list | None = None):

@@ -24,6 +24,10 @@ from .tensor import Tensor
 from .trace_writes import _vjp_runs
 
 
+_POST_ACCUMULATE_REFUSAL = ("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
+                            "post-accumulate-grad hook is not supported; run the step eagerly")
+
+
 def sum_groups(builder, grads: list, groups: list) -> list:
     """Per group of consecutive gradients (one group per differentiated tensor: the values
     it held), their sum, or None when none of them has one."""
@@ -424,11 +428,10 @@ class TraceAutograd:
         if hooks.ANY_POST_ACCUMULATE_HOOKS[0] and any(hooks.post_accumulate_hooks(t) for t in leaves):
             # (the leaves' .grad get their values when the call returns: the hooks could not
             # run where torch's do, inside the backward)
-            raise NotImplementedError("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
-                                      "post-accumulate-grad hook is not supported; run the step eagerly")
+            raise NotImplementedError(_POST_ACCUMULATE_REFUSAL)
         # Tensors from outside the call with a history of their own (a non-leaf argument, the
-        # output of an eager module): their gradients continue through that history when the
-        # call returns (compile._finish), as eagerly the backward would go on into it
+        # output of an eager module): their gradients continue through that history, as eagerly
+        # the backward would go on into it (_backward_into_history)
         outside = list(self.boundary.values()) if inputs is None else []
         # with `inputs`, the retain_grad() tensors on the way get their .grad too (as torch's)
         retained = [] if inputs is not None else None
@@ -481,9 +484,8 @@ class TraceAutograd:
         finally:
             for box, count in pending:
                 box[0] -= count
-        if any(hooks.post_accumulate_hooks(t) for t, _ in pairs if hooks.ANY_POST_ACCUMULATE_HOOKS[0]):
-            raise NotImplementedError("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
-                                      "post-accumulate-grad hook is not supported; run the step eagerly")
+        if hooks.ANY_POST_ACCUMULATE_HOOKS[0] and any(hooks.post_accumulate_hooks(t) for t, _ in pairs):
+            raise NotImplementedError(_POST_ACCUMULATE_REFUSAL)
         self.fill_retained(pairs)
 
     def _lay_out_gradients(self, emitted: list, grads: list) -> None:

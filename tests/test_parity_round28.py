@@ -300,3 +300,93 @@ def test_data_assigned_another_tensors_memory_in_the_call_then_written(compiled)
         out = (fg.compile(f) if compiled and L is fg else f)(a, b)
         return out.tolist(), a.tolist(), b.tolist()
     assert run(fg) == run(torch)
+
+
+def _upstream_inputs(L, compile_fn, which: str):
+    w = L.tensor([[0.0, 0.1, 0.2], [0.3, 0.4, 0.5]], requires_grad=True)
+    x = L.ones(4, 3)
+    h0 = x @ w.t()
+    h = h0.tanh()
+
+    def step(h, x):
+        if which == "leaf behind only":
+            (h * h).sum().backward(inputs=[w])
+        elif which == "leaf in the call too":
+            (h * (x @ w.t())).sum().backward(inputs=[w])
+        else:                                   # a non-leaf from before the call
+            (h * h).sum().backward(inputs=[h0])
+    compile_fn(step)(h, x)
+    grads = [w.grad, h0.grad if which == "non-leaf" else None]
+    return [None if g is None else np.round(g.numpy(), 6).tolist() for g in grads]
+
+
+@pytest.mark.parametrize("which", ["leaf behind only", "leaf in the call too", "non-leaf"])
+def test_backward_with_inputs_goes_into_history_from_before_the_call(which):
+    """backward(inputs=...) in fg.compile reaches inputs behind tensors from before the call (it
+    stopped at the call's edge: w.grad None or only its in-call part; h0.grad None)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # (reading a non-leaf's .grad)
+        assert _upstream_inputs(fg, fg.compile, which) == _upstream_inputs(torch, lambda f: f, which)
+
+
+def test_a_failing_backward_into_earlier_history_leaves_unfinished_leaves_alone():
+    """The backward meets a freed node behind the call: a leaf that node also sends a gradient to
+    gets none (torch's AccumulateGrad waits for all of them), as eagerly."""
+    def run(L, compile_fn):
+        Wh = L.tensor(np.eye(3, dtype=np.float32) * 0.5, requires_grad=True)
+        Wx = L.tensor(np.ones((3, 3), np.float32) * 0.1, requires_grad=True)
+
+        def step(h):
+            h2 = (h @ Wh).tanh()
+            h2.sum().backward()
+            return h2
+        f = compile_fn(step)
+        h = (L.ones(2, 3) @ Wx).tanh()
+        h2 = f(h)
+        Wh.grad = Wx.grad = None
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            f(h2 + h)
+        return Wh.grad, Wx.grad
+    assert run(fg, fg.compile) == run(torch, lambda f: f) == (None, None)
+
+
+def test_a_create_graph_backward_into_earlier_history_then_another_backward():
+    """A gradient penalty in the call: backward(create_graph=True) reaches history from before
+    the call (it goes on there when the call returns), then a backward of a function of a
+    .grad reaches it again (it freed that history, and the deferred one raised)."""
+    def run(L, compile_fn):
+        w = L.tensor([[0.5, -1.0], [1.5, 0.25]], requires_grad=True)
+        v = L.tensor([[1.0, 2.0]], requires_grad=True)
+
+        def step(h):
+            (h @ v.t()).pow(2).sum().backward(create_graph=True)
+            penalty = v.grad.pow(2).sum()
+            penalty.backward()
+            return penalty.detach()
+        h = (L.tensor([[1.0, 2.0], [-1.0, 0.5]]) @ w.t()).tanh()
+        value = float(compile_fn(step)(h))
+        return value, np.round(w.grad.detach().numpy(), 5).tolist(), np.round(v.grad.detach().numpy(), 5).tolist()
+    assert run(fg, fg.compile) == run(torch, lambda f: f)
+
+
+def test_explain_puts_back_an_lr_scheduler_and_the_optimizer_groups():
+    w = fg.nn.Parameter(fg.ones(3))
+    opt = fg.optim.SGD([w], lr=0.1, momentum=0.9)
+    sched = fg.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    extra = fg.nn.Parameter(fg.zeros(2))
+
+    def step(x):
+        opt.zero_grad()
+        (w * x).sum().backward()
+        opt.step()
+        sched.step()
+        if len(opt.param_groups) == 1:
+            opt.add_param_group({"params": [extra], "lr": 1.0})
+    compiled = fg.compile(step)
+    compiled.explain(fg.ones(3))
+    assert (opt.param_groups[0]["lr"], len(opt.param_groups), sched.last_epoch, sched.get_last_lr()) == \
+        (0.1, 1, 0, [0.1])
+    assert w.tolist() == [1.0, 1.0, 1.0] and not opt.state
+    compiled(fg.ones(3))
+    assert (opt.param_groups[0]["lr"], len(opt.param_groups), sched.last_epoch) == (0.05, 2, 1)

@@ -726,14 +726,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         trace.backward(roots, seeds, inputs, create_graph, retain_graph)
         return
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
-    if inputs is not None:
-        targets = [(t, edge_of(t)) for t in inputs]
-        # torch fills the .grad of the retain_grad() tensors whose nodes this backward runs too
-        given = {id(t) for t in inputs}
-        on_path = [(t, e) for t, e in _retained_on_path(graph_nodes, [e for _, e in targets]) if id(t) not in given]
-        targets += on_path
-    else:
-        targets = _every_target(graph_nodes)
+    targets = _every_target(graph_nodes) if inputs is None else _input_targets(graph_nodes, inputs)
     partial = []
     try:
         grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial,
@@ -757,20 +750,37 @@ def _every_target(graph_nodes: list) -> list:
     return targets
 
 
-def gradients_into_history(tensors: list, grad_tensors: list, retain_graph: bool) -> list:
-    """backward(tensors, grad_tensors)'s gradients without their accumulation: (tensor, gradient)
-    for each leaf and retain_grad() tensor it reaches (a leaf whose requires_grad was turned off
-    since gets none). For a backward inside a compiled call that goes on into history from
-    before the call: the call accumulates them itself (trace_autograd), so that what it does
-    after the backward (an optimizer step) sees them, as eagerly."""
+def _input_targets(graph_nodes: list, inputs: list) -> list:
+    """(tensor, edge) for each of backward(inputs=...)'s `inputs`, and the retain_grad() tensors
+    whose nodes the backward to them runs (torch fills their .grad too)."""
+    targets = [(t, edge_of(t)) for t in inputs]
+    given = {id(t) for t in inputs}
+    targets += [(t, e) for t, e in _retained_on_path(graph_nodes, [e for _, e in targets]) if id(t) not in given]
+    return targets
+
+
+def gradients_into_history(tensors: list, grad_tensors: list, retain_graph: bool, inputs=None) -> list:
+    """backward(tensors, grad_tensors, inputs=inputs)'s gradients without their accumulation:
+    (tensor, gradient) for each leaf (or each of `inputs`) and retain_grad() tensor it reaches
+    (a leaf whose requires_grad was turned off since gets none). For a backward inside a
+    compiled call that goes on into history from before the call: the call accumulates them
+    itself (trace_autograd), so that what it does after the backward (an optimizer step) sees
+    them, as eagerly."""
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, False)
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
-    targets = _every_target(graph_nodes)
-    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, False, graph_nodes, every_node=True)
+    targets = _every_target(graph_nodes) if inputs is None else _input_targets(graph_nodes, inputs)
+    grads = _run(roots, seeds, [e for _, e in targets], retain_graph, False, graph_nodes,
+                 every_node=inputs is None)
     # (each in memory of its own, laid out as a first .grad of its tensor would be)
     return [(t, Tensor._wrap(grad_memory(g, t._data) if t._grad_fn is None and t._data is not None
                              else np.array(g, order="C", copy=True)))
             for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad]
+
+
+def filled_behind(tensors: list) -> set:
+    """id() of the leaves (and retain_grad() tensors) a backward from `tensors` fills."""
+    graph_nodes = _topological_nodes([edge_of(t)[0] for t in tensors if edge_of(t) is not None])
+    return {id(t) for t, _ in _every_target(graph_nodes)}
 
 
 def _transform_leaf(node) -> bool:

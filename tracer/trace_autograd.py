@@ -432,7 +432,9 @@ class TraceAutograd:
         # Tensors from outside the call with a history of their own (a non-leaf argument, the
         # output of an eager module): their gradients continue through that history, as eagerly
         # the backward would go on into it (_backward_into_history)
-        outside = list(self.boundary.values()) if inputs is None else []
+        # (with `inputs`, those that are themselves such tensors are where the backward stops)
+        given = {id(t) for t in inputs} if inputs is not None else ()
+        outside = [t for t in self.boundary.values() if id(t) not in given]
         # with `inputs`, the retain_grad() tensors on the way get their .grad too (as torch's)
         retained = [] if inputs is not None else None
         partial = [] if not create_graph else None
@@ -447,29 +449,48 @@ class TraceAutograd:
             raise
         grads, outside_grads = grads[:len(leaves)], grads[len(leaves):]
         if retained:
-            given = {id(t) for t in leaves}
             self.fill_retained([(t, g) for t, g in retained if id(t) not in given], create_graph)
+        in_call = [(leaf, g) for leaf, g in zip(leaves, grads) if g is not None]
         reached = [(t, g) for t, g in zip(outside, outside_grads) if g is not None]
-        self.fill_retained([(leaf, g) for leaf, g in zip(leaves, grads) if g is not None], create_graph)
-        if reached:
-            # (the history each has now, before the call: a write in the call gives it a new one)
-            history = [_history_now(t) for t, _ in reached]
-            if create_graph:
-                # (its gradients must keep a history through the call: the backward goes on into
-                # it when the call returns, compile._finish; .grad read later in the call misses it)
-                self.outside_backwards.append((history, [g for _, g in reached], retain_graph, create_graph))
-            else:
-                self._backward_into_history(history, [g for _, g in reached], retain_graph)
+        # (with `inputs`, the history is only gone into for those from before the call)
+        behind = None if inputs is None else [t for t in inputs if t._sym is None and t._data is not None]
+        if not reached or (behind is not None and not behind):
+            self.fill_retained(in_call, create_graph)
+            return
+        # (the history each has now, before the call: a write in the call gives it a new one)
+        history = [_history_now(t) for t, _ in reached]
+        if create_graph:
+            # (its gradients must keep a history through the call: the backward goes on into it
+            # when the call returns, compile._finish; .grad read later in the call misses it)
+            self.fill_retained(in_call, create_graph)
+            self.outside_backwards.append((history, [g for _, g in reached], retain_graph, create_graph))
+            return
+        try:
+            upstream = self._backward_into_history(history, [g for _, g in reached], retain_graph, behind)
+        except RuntimeError:
+            # (torch's engine has accumulated the leaves no node of that history sends a gradient to)
+            from .engine import filled_behind
+            waiting = filled_behind(history)
+            self.fill_retained([(t, g) for t, g in in_call if id(t) not in waiting])
+            raise
+        # A leaf both parts reach gets their sum at once, as torch's AccumulateGrad gets its input buffer
+        from .functional import add
+        from .grad_mode import no_grad
+        extra = {id(t): g for t, g in upstream}
+        with no_grad():
+            merged = [(t, add(g, extra.pop(id(t))) if id(t) in extra else g) for t, g in in_call]
+        self.fill_retained(merged + [(t, g) for t, g in upstream if id(t) in extra])
 
-    def _backward_into_history(self, history: list, grads: list, retain_graph: bool) -> None:
+    def _backward_into_history(self, history: list, grads: list, retain_graph: bool, inputs=None) -> list:
         """A backward in the call reached tensors whose history comes from before it (the
         output of an eager or separately compiled model, a view of a weight made once): it
         goes on into that history now, as eagerly, so that an optimizer step, a gradient
         clip or a read of `.grad` later in the call sees what it gives the leaves there.
         The gradients reaching those tensors are computed so far (a graph break); the eager
-        engine takes them through the history, with the version counters as the call's
-        writes so far left them (torch's check of a saved tensor modified before the
-        backward); what it gives each leaf and retain_grad() tensor joins its .grad here."""
+        engine takes them through the history (to `inputs` only, where given), with the
+        version counters as the call's writes so far left them (torch's check of a saved
+        tensor modified before the backward). Returns (tensor, gradient) for each leaf and
+        retain_grad() tensor there, for the caller to accumulate."""
         from .engine import gradients_into_history
         seeds = [Tensor._wrap(np.array(self._materialize_value(g._sym, reason="backward() goes on into history "
                                                                             "from before the call")))
@@ -479,14 +500,16 @@ class TraceAutograd:
             box[0] += count
         try:
             with trace_state.eager_section():
-                # (explain()'s dry run frees nothing: the history stays for the real call)
-                pairs = gradients_into_history(history, seeds, retain_graph or self.dry)
+                # (explain()'s dry run frees nothing: the history stays for the real call; nor
+                # does a backward while a create_graph one into it waits for the call's end)
+                pairs = gradients_into_history(history, seeds, retain_graph or self.dry or bool(self.outside_backwards),
+                                               inputs)
         finally:
             for box, count in pending:
                 box[0] -= count
         if hooks.ANY_POST_ACCUMULATE_HOOKS[0] and any(hooks.post_accumulate_hooks(t) for t, _ in pairs):
             raise NotImplementedError(_POST_ACCUMULATE_REFUSAL)
-        self.fill_retained(pairs)
+        return pairs
 
     def _lay_out_gradients(self, emitted: list, grads: list) -> None:
         """Lay out each gradient as torch's backward makes it: an elementwise VJP follows its

@@ -35,6 +35,9 @@ from fusegrad.tracer.user_frame import user_stacklevel
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
 
 
+_UNSET = object()      # (an attribute a snapshot found missing)
+
+
 class _RequiredParameter:
     """Marks a hyper-parameter without a default (torch's `optim.optimizer.required`)."""
 
@@ -69,15 +72,27 @@ class Optimizer:
             self.add_param_group(group)
         STATEFUL.add(self)      # (explain's dry run of a compiled step restores the state)
 
-    def snapshot_state(self) -> dict:
-        """A copy of the per-parameter state dicts (the tensors in them are shared, not copied:
-        a dry run writes none of them; see fusegrad.runtime.compile.STATEFUL)."""
-        return {p: dict(state) for p, state in self.state.items()}
+    def snapshot_state(self) -> tuple:
+        """A copy of the per-parameter state dicts and of the param groups' settings (the
+        tensors in them are shared, not copied: a dry run writes none of them; see
+        fusegrad.runtime.compile.STATEFUL), and whether step() was called (lr schedulers ask)."""
+        return ({p: dict(state) for p, state in self.state.items()}, [dict(g) for g in self.param_groups],
+                self.__dict__.get("_opt_called", _UNSET))
 
-    def restore_state(self, snapshot: dict) -> None:
-        """Put back the state `snapshot_state` returned: entries a step added are dropped."""
+    def restore_state(self, snapshot: tuple) -> None:
+        """Put back the state `snapshot_state` returned: entries a step added are dropped, a
+        scheduler's lr and a group added since are undone."""
+        state, groups, called = snapshot
         self.state.clear()
-        self.state.update(snapshot)
+        self.state.update(state)
+        del self.param_groups[len(groups):]
+        for group, saved in zip(self.param_groups, groups):
+            group.clear()
+            group.update(saved)
+        if called is _UNSET:
+            self.__dict__.pop("_opt_called", None)
+        else:
+            self._opt_called = called
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own hyper-parameters (defaults fill the rest)."""

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 from fusegrad.optim import Optimizer
+from fusegrad.runtime.compile import STATEFUL
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
@@ -113,6 +114,21 @@ class LRScheduler:
     # (class defaults, as torch's: SequentialLR and ChainedScheduler do not run __init__)
     _get_lr_called_within_step = False
     _is_initial = False
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        STATEFUL.add(self)      # (explain's dry run of a compiled step that steps it puts it back)
+        return self
+
+    def snapshot_state(self) -> dict:
+        """Its attributes (lists copied: steps rebind or fill them), for explain's dry run
+        (fusegrad.runtime.compile.STATEFUL); the optimizer is its own entry there."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in self.__dict__.items()}
+
+    def restore_state(self, snapshot: dict) -> None:
+        """Put back what `snapshot_state` returned."""
+        self.__dict__.clear()
+        self.__dict__.update(snapshot)
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):

@@ -52,7 +52,8 @@ from .gc_pause import gc_paused
 from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach, releasing_paths,
                                 saved_checks, shares_with_another, stale_by_cotangents)
 from .in_place import MIN_INPUT_BYTES
-from .tiered import Run, execute, live_program
+from . import adaptive
+from .tiered import COMPILED_KERNELS, Run, execute, live_program
 
 
 # A call that breaks the graph and whose program is small runs every traced segment on
@@ -73,6 +74,8 @@ class CompiledFunction:
         self.last_run: Run | None = None
         self.eager_calls = 0            # calls run eagerly (see EAGER_AFTER)
         self._breaking: dict = {}       # argument signature -> small graph-breaking calls in a row
+        # argument signature -> adaptive.SpeedTrial (None: FUSEGRAD_ADAPTIVE=0 when it was made)
+        self._trials: dict | None = {} if adaptive.enabled() else None
         self._tracing_forced = False
         # __name__, __doc__, __wrapped__...; not fn's __dict__: a compiled nn.Module's
         # attributes (training, parameters) are read live through __getattr__, never copied.
@@ -96,12 +99,29 @@ class CompiledFunction:
             if isinstance(a, np.ndarray):       # (rare: most calls pass tensors, kept as given)
                 args = tuple([_from_numpy(a) for a in args])
                 break
-        signature = _signature(args) if self._breaking else None
+        signature = _signature(args) if self._breaking or self._trials is not None else None
         if signature is not None and self._breaking.get(signature, 0) >= EAGER_AFTER and not self._tracing_forced:
             # served by a cached decision, compiling nothing: a hit, run op by op
             self.eager_calls += 1
             stats.count(hits=1, reference_calls=1)
             return self.fn(*args, **kwargs)
+        trial = start = None
+        if self._trials is not None and not self._tracing_forced:
+            trial = self._trials.get(signature)
+            if trial is None:
+                trial = self._trials[signature] = adaptive.SpeedTrial()
+            if trial.runs_eagerly or trial.wants_eager_sample():
+                # (measured faster eagerly, or being measured: runtime/adaptive.py) a hit, compiling nothing
+                self.eager_calls += 1
+                stats.count(hits=1)
+                if trial.runs_eagerly:
+                    return self.fn(*args, **kwargs)
+                start = adaptive.clock()
+                result = self.fn(*args, **kwargs)
+                trial.add_eager(adaptive.clock() - start)
+                return result
+            if trial.wants_compiled_sample():
+                start = adaptive.clock()
         with _GC_PAUSED:                            # (why: runtime/gc_pause.py)
             trace = Trace()
             trace.dry = self._tracing_forced        # explain's call leaves the caller's tensors as they were
@@ -127,6 +147,9 @@ class CompiledFunction:
                 run.hold = False
                 background.release()
         self.last_run = run
+        if trial is not None:
+            clean = start is not None and not run.breaks and run.path == COMPILED_KERNELS and not background.pending()
+            trial.add_compiled(adaptive.clock() - start if clean else None, timed=start is not None)
         if run.breaks and run.path == _SMALL_REFERENCE_PATH:
             signature = signature if signature is not None else _signature(args)
             self._breaking[signature] = self._breaking.get(signature, 0) + 1
@@ -135,8 +158,15 @@ class CompiledFunction:
         return result
 
     def runs_eagerly(self, *args) -> bool:
-        """Whether calls with these arguments' signature now run the function eagerly (see EAGER_AFTER)."""
-        return self._breaking.get(_signature(tuple(_from_numpy(a) for a in args)), 0) >= EAGER_AFTER
+        """Whether calls with these arguments' signature now run the function eagerly (see
+        EAGER_AFTER, and runtime/adaptive.py)."""
+        signature = _signature(tuple(_from_numpy(a) for a in args))
+        return self._breaking.get(signature, 0) >= EAGER_AFTER or self._measured_eager(signature) is not None
+
+    def _measured_eager(self, signature):
+        """The trial that found calls with `signature` faster eagerly, or None."""
+        trial = self._trials.get(signature) if self._trials is not None else None
+        return trial if trial is not None and trial.runs_eagerly else None
 
     def explain(self, *args, **kwargs) -> str:
         """Trace and run one call and describe it: programs, path, kernels, source, graph breaks.
@@ -159,7 +189,11 @@ class CompiledFunction:
         run = self.last_run
         parts = [f"# fg.compile({getattr(self.fn, '__name__', 'fn')}) — execution path: {run.path}",
                  f"background compiles pending: {background.pending()}"]
-        if eager_before or self.runs_eagerly(*args):
+        measured = self._measured_eager(_signature(tuple(_from_numpy(a) for a in args)))
+        if measured is not None:
+            parts.append(f"calls with these argument shapes run eagerly (not traced): measured faster so "
+                         f"({measured.summary()}; runtime/adaptive.py); this one was traced to explain it")
+        elif eager_before or self.runs_eagerly(*args):
             parts.append(f"calls with these argument shapes run eagerly (not traced): the last {EAGER_AFTER} or "
                          f"more broke the graph and their programs were small; this one was traced to explain it")
         fwd = run.forward

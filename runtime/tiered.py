@@ -52,6 +52,9 @@ def _is_small(program: Program) -> bool:
     return True
 
 
+
+COMPILED_KERNELS = "compiled kernels"      # Run.path of a call that ran its program's kernels
+
 class Run:
     """What one call did: the programs, which path ran, graph breaks (for explain)."""
 
@@ -105,13 +108,13 @@ def execute(program: Program, args: list, known: dict | None, run: Run, donated:
     structure, key = ex.program_key(program)
     compiled = ex.lookup(key)
     if compiled is not None:
-        return run_compiled(compiled, args, run, "compiled kernels", donated)
+        return run_compiled(compiled, args, run, COMPILED_KERNELS, donated)
     if small is None:
         small = _is_small(program)
     if tiered and small and ex.note_use(key) < HOT_CALLS:
         return run_reference(traced, traced_args, known, run, "small program")
     if not tiered:
-        return run_compiled(ex.compile_now(program, key, structure), args, run, "compiled kernels", donated)
+        return run_compiled(ex.compile_now(program, key, structure), args, run, COMPILED_KERNELS, donated)
     if ex.is_pending(key):
         return run_reference(traced, traced_args, known, run, "kernels compiling in the background")
     if background.numba_ready():
@@ -130,7 +133,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run, donated:
             if ex.has_variants(structure):       # a new batch size: its kernels are usually ready
                 compiled = ex.try_ready(program, key, structure)
                 if compiled is not None:
-                    return run_compiled(compiled, args, run, "compiled kernels", donated)
+                    return run_compiled(compiled, args, run, COMPILED_KERNELS, donated)
         except Exception as exc:                 # a codegen bug: report it, fall back, never raise
             return run_compiled(ex.cache_failure(program, key, exc), args, run, "")
     ex.compile_in_background(program, key, structure, args, hold=run.hold, donated=donated)

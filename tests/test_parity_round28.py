@@ -390,3 +390,34 @@ def test_explain_puts_back_an_lr_scheduler_and_the_optimizer_groups():
     assert w.tolist() == [1.0, 1.0, 1.0] and not opt.state
     compiled(fg.ones(3))
     assert (opt.param_groups[0]["lr"], len(opt.param_groups), sched.last_epoch) == (0.05, 2, 1)
+
+
+def _detached_leaf_of_an_argument(L, compile_fn, make: str, order: str):
+    w = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    t = w * 1.5                         # history from before the call
+    given = t.detach().requires_grad_() if make == "passed in" else None
+
+    def step(t, given):
+        if make == "passed in":
+            u = given
+        elif make == ".data":
+            u = t.data.requires_grad_()
+        elif make == "Parameter":
+            u = L.nn.Parameter(t.detach())
+        else:
+            u = t.detach().requires_grad_()
+        loss = (u * 3 + t * 2).sum() if order == "leaf first" else (t * 2 + u * 3).sum()
+        loss.backward()
+        return u
+    u = compile_fn(step)(t, given)
+    return u.grad.tolist(), w.grad.tolist()
+
+
+@pytest.mark.parametrize("order", ["leaf first", "argument first"])
+@pytest.mark.parametrize("make", ["detach()", "passed in", ".data", "Parameter"])
+def test_a_leaf_over_the_memory_of_an_argument_with_history_is_a_variable_of_its_own(make, order):
+    """Probe H: u = t.detach().requires_grad_() of an argument t with history from before the
+    call shared t's value in the trace, so u.grad and t's leaf w.grad were both the sum of
+    the two gradients (5 and 5 where torch gives 3 and 2)."""
+    want = _detached_leaf_of_an_argument(torch, lambda f: f, make, order)
+    assert _detached_leaf_of_an_argument(fg, fg.compile, make, order) == want

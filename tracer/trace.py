@@ -270,7 +270,14 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if x._requires_grad:
             group = self.leaf_tensors if x._grad_fn is None else self.boundary
             reader = group.get(key)
-            if reader is None:
+            other = (self.boundary if group is self.leaf_tensors else self.leaf_tensors).get(key) \
+                if reader is None else None
+            if other is not None and other is not x:
+                # a leaf over the memory of a tensor from outside with a history of its own, or that
+                # tensor after such a leaf (`u = t.detach().requires_grad_()`): separate variables,
+                # eagerly, so x gets its own identity as a second reader of one kind does
+                v = self._own_variable(x, v, group, key)
+            elif reader is None:
                 group[key] = x
                 if self.mutated and key in self.mutated and x._grad_fn is not None:
                     # the caller's non-leaf first read after another tensor over its memory

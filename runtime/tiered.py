@@ -52,8 +52,8 @@ def _is_small(program: Program) -> bool:
     return True
 
 
-
 COMPILED_KERNELS = "compiled kernels"      # Run.path of a call that ran its program's kernels
+
 
 class Run:
     """What one call did: the programs, which path ran, graph breaks (for explain)."""

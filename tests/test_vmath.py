@@ -550,14 +550,19 @@ def float64_near_sample(n: int, rng) -> np.ndarray:
                            [np.pi / 4, np.pi / 2, np.pi, limit * (1 - 2 ** -40), 5e-324, 1e-300]])
 
 
-def test_float64_near_forms_accuracy():
-    """Under 1 ulp against mpmath (0.71 found), also where x is nearest a multiple of pi/2."""
-    x = float64_near_sample(300, np.random.default_rng(64))
+def assert_near64_under_one_ulp(x: np.ndarray) -> None:
+    """vmath's float64 fg_sin_near/fg_cos_near on x are under 1 ulp from mpmath's sin/cos."""
     out = np.empty((2, x.size))
     near_kernel64()(x, out)
     for j, name in enumerate(NEAR):
         err, where = max_ulp64(name, x, out[j])
+        print(f"{name}_near: {err:.3f} ulp at {where!r}")
         assert err < 1.0, f"{name}_near({where!r}): {err:.2f} ulp"
+
+
+def test_float64_near_forms_accuracy():
+    """Under 1 ulp against mpmath (0.71 found), also where x is nearest a multiple of pi/2."""
+    assert_near64_under_one_ulp(float64_near_sample(300, np.random.default_rng(64)))
 
 
 def test_float64_near_forms_special_values():
@@ -577,13 +582,7 @@ def test_float64_near_forms_vectorise():
 
 @pytest.mark.slow
 def test_float64_near_forms_accuracy_large_sample():
-    x = float64_near_sample(10_000, np.random.default_rng(65))
-    out = np.empty((2, x.size))
-    near_kernel64()(x, out)
-    for j, name in enumerate(NEAR):
-        err, where = max_ulp64(name, x, out[j])
-        print(f"{name}_near: {err:.3f} ulp at {where!r}")
-        assert err < 1.0
+    assert_near64_under_one_ulp(float64_near_sample(10_000, np.random.default_rng(65)))
 
 
 # --------------------------------------------------------------------- exhaustive (slow)

@@ -149,8 +149,6 @@ _C_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "b
 
 _ENGINE_BACKWARD = [None]       # engine.backward, once Tensor.backward has imported it
 
-
-
 _SCALAR_WARNED: list = []
 
 
@@ -162,6 +160,7 @@ def warn_scalar_conversion() -> None:
         _SCALAR_WARNED.append(True)
         warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                       "Consider using tensor.detach() first.", UserWarning, stacklevel=user_stacklevel())
+
 
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""

@@ -237,6 +237,8 @@ def scale_by_alpha(a, b, alpha, fn: str):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if dtype is bool_:
         alpha = builtins.bool(alpha)
+    else:
+        check_scalar_fits(alpha, dtype)     # (torch converts alpha to the result's type: 1e300 overflows float32)
     if isinstance(b, Tensor) and b._dtype is not dtype:
         # torch scales the operand in the result's dtype (an int64 one times alpha does not
         # wrap around in int64 before it is added to a float one); the cast is hidden from

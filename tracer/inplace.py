@@ -96,6 +96,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 and (type(alpha) is float or type(alpha) is int)
                 and other._value_shape() == self._value_shape()):
             if alpha != 1:
+                if not -3.4e38 < alpha < 3.4e38:
+                    check_scalar_fits(alpha, self._dtype)   # (1e300 overflows a float32 result: torch's error)
                 check_operand_overlap(self, other)      # (torch checks other itself, not alpha * other)
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)

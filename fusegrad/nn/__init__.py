@@ -6,11 +6,11 @@
 """
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, Sequential
-from .layers import (ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
+from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
                      LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh)
 from .module import Module, Parameter
 
 __all__ = ["Module", "Parameter", "Identity", "Linear", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
            "LayerNorm", "L1Loss", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
-           "functional", "init", "utils"]
+           "BCELoss", "BCEWithLogitsLoss", "functional", "init", "utils"]

@@ -18,13 +18,14 @@ import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, float32, promote_types
 from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.functional import broadcast_shapes as infer_size
 from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
-           "nll_loss", "cross_entropy", "mse_loss"]
+           "nll_loss", "cross_entropy", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
 
@@ -625,6 +626,118 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     if reduction == "sum":
         return losses.sum()
     return losses.mean()
+
+
+def _torch_size(t) -> str:
+    return f"torch.Size({list(t.shape)})"
+
+
+def _not_differentiable(function: str, **weights) -> None:
+    """torch's error for a weight that requires grad (with grad enabled): these losses have no
+    derivative for it."""
+    for name, w in weights.items():
+        if w is not None and w.requires_grad and fg.is_grad_enabled():
+            raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument "
+                               f"'{name}'. This input cannot have requires_grad True.")
+
+
+def _weight_into(weight, shape: tuple, dtype):
+    """An elementwise weight multiplied in place into a loss of `shape` (torch's `mul_`): it
+    broadcasts to that shape without growing it (torch's errors otherwise), in `dtype`."""
+    if weight is None:
+        return None
+    grown = broadcast_shapes(shape, tuple(weight.shape))      # (a: the loss, b: the weight)
+    if tuple(grown) != tuple(shape):
+        raise RuntimeError(f"output with shape {_shape_list(shape)} doesn't match the broadcast shape "
+                           f"{_shape_list(grown)}")
+    weight = cast(weight, dtype, implicit=True)
+    return weight if tuple(weight.shape) == tuple(shape) else weight.expand(shape)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None):
+    """Binary cross-entropy of sigmoid(input) against `target` (probabilities of the positive
+    class), computed from the logits without overflow, as torch's one
+    BinaryCrossEntropyWithLogitsBackward0 node: `weight` scales each element, `pos_weight`
+    the positive term; both broadcast to the input's shape and take no gradient. The result
+    has the target's dtype (torch computes in place into `1 - target`)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if tuple(target.size()) != tuple(input.size()):
+        raise ValueError(f"Target size ({_torch_size(target)}) must be the same as input size ({_torch_size(input)})")
+    _check_tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
+    for position, (name, w) in enumerate((("weight", weight), ("pos_weight", pos_weight)), start=3):
+        if w is not None and not isinstance(w, fg.Tensor):
+            raise TypeError(f"binary_cross_entropy_with_logits(): argument '{name}' (position {position}) must "
+                            f"be Tensor, not {type_name(w)}")
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    # torch's order: log_sigmoid(input), then pos_weight's terms, then (1 - target) * input
+    if not _is_float(input):
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    shape = tuple(input.shape)
+    if pos_weight is not None:
+        weighted = broadcast_shapes(tuple(pos_weight.shape), tuple(target.shape))
+        if tuple(weighted) != shape:
+            raise RuntimeError(f"output with shape {_shape_list(shape)} doesn't match the broadcast shape "
+                               f"{_shape_list(weighted)}")
+    if target.dtype == fg.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if not _is_float(target):
+        raise RuntimeError(f"result type {_dtype_name(input.dtype)} can't be cast to the desired output type "
+                           f"{_dtype_name(target.dtype)}")
+    dtype = target.dtype
+    operands = [cast(input, dtype, implicit=True), target]
+    weight = _weight_into(weight, shape, dtype)
+    pos_weight = _weight_into(pos_weight, shape, dtype)
+    operands += [w for w in (weight, pos_weight) if w is not None]
+    return apply_op("bce_with_logits", operands,
+                    {"reduction": reduction, "weighted": weight is not None, "pos_weighted": pos_weight is not None},
+                    "BinaryCrossEntropyWithLogitsBackward0")
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+    """Binary cross-entropy of probabilities `input` against `target`, as torch's one
+    BinaryCrossEntropyBackward0 node: each log is clamped at -100, so an input of exactly 0 or
+    1 gives a finite loss; `weight` broadcasts to the input's shape and takes no gradient.
+
+    torch's kernel checks that every input and target value lies in [0, 1], so this reads
+    both tensors' values: inside `fg.compile` a computed input costs a graph break
+    (`binary_cross_entropy_with_logits`, the stabler form torch recommends, reads nothing)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if tuple(target.size()) != tuple(input.size()):
+        raise ValueError(f"Using a target size ({_torch_size(target)}) that is different to the input size "
+                         f"({_torch_size(input)}) is deprecated. Please ensure they have the same size.")
+    if weight is not None:      # (torch's _infer_size: a non-tensor weight fails on .size())
+        new_size = infer_size(target.size(), weight.size())
+        weight = weight.expand(new_size)
+    _check_tensor_args("binary_cross_entropy", input=input, target=target)
+    _not_differentiable("binary_cross_entropy", weight=weight)
+    if not _is_float(input):
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{_dtype_name(input.dtype)}'")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_dtype_name(target.dtype)} but expected {_dtype_name(input.dtype)}")
+    shape = tuple(input.shape)
+    weight = _weight_into(weight, shape, input.dtype)
+    _check_probabilities(input, target)
+    operands = [input, target] + ([weight] if weight is not None else [])
+    return apply_op("binary_cross_entropy", operands, {"reduction": reduction, "weighted": weight is not None},
+                    "BinaryCrossEntropyBackward0")
+
+
+def _check_probabilities(input, target) -> None:
+    """torch's element-by-element check of binary_cross_entropy's operands: at the first
+    element whose input or target lies outside [0, 1] (NaN included), the input's error, else
+    the target's. It reads both tensors' values (see _check_bounds)."""
+    if input.numel() == 0:
+        return
+    p = np.asarray(input._concrete()).reshape(-1)
+    t = np.asarray(target._concrete()).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        bad_p, bad_t = ~((p >= 0) & (p <= 1)), ~((t >= 0) & (t <= 1))
+    bad = bad_p | bad_t
+    if bad.any():
+        which = "input" if bad_p[np.argmax(bad)] else "target"
+        raise RuntimeError(f"all elements of {which} should be between 0 and 1")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):

@@ -14,7 +14,8 @@ from . import init
 from .module import Module, Parameter
 
 __all__ = ["Identity", "Linear", "Dropout", "ReLU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss"]
+           "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
+           "BCELoss", "BCEWithLogitsLoss"]
 
 
 class Identity(Module):
@@ -354,6 +355,36 @@ class L1Loss(_Loss):
     def forward(self, input, target):
         """F.l1_loss of `input` against `target`, reduced by `reduction`."""
         return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class BCELoss(_Loss):
+    """`F.binary_cross_entropy` as a module; `weight` is kept as a buffer."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        """F.binary_cross_entropy of probabilities `input` against `target`, with this module's
+        weight and reduction."""
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """`F.binary_cross_entropy_with_logits` as a module; `weight` and `pos_weight` are kept as
+    buffers."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        """F.binary_cross_entropy_with_logits of logits `input` against `target`, with this
+        module's weight, pos_weight and reduction."""
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
 
 
 class CrossEntropyLoss(_Loss):

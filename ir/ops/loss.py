@@ -116,6 +116,173 @@ register(OpDef("mse_loss_backward", COMPOSITE, _mse_backward_infer, _mse_backwar
                doc="mse_loss_backward(grad, input, target; reduction): mse_loss's VJP, as torch's op"))
 
 
+# ------------------------------------------------------------------ binary cross-entropy
+# Both take operands of one shape and one floating dtype, with an optional elementwise
+# weight (and pos_weight for the logits form) that nn.functional has already broadcast,
+# cast and checked as torch does. One node each, as torch records them.
+def _bce_infer(name: str, n_required: int):
+    def infer(types, attrs):
+        first = types[0]
+        expected = n_required + int(attrs.get("weighted", False)) + int(attrs.get("pos_weighted", False))
+        if len(types) != expected or any(t != first for t in types) or not first.dtype.is_floating_point:
+            raise TypeError(f"{name}: expected {expected} operands of one shape and one floating dtype, "
+                            f"got {', '.join(str(t) for t in types)}")
+        if attrs["reduction"] not in REDUCTIONS:
+            raise ValueError(f"{attrs['reduction']} is not a valid value for reduction")
+        return [first if attrs["reduction"] == "none" else TensorType((), first.dtype)]
+    return infer
+
+
+def _reduced_ref(losses, reduction):
+    """The elementwise losses reduced as torch's apply_loss_reduction: .sum() or .mean()."""
+    if reduction == "none":
+        return losses
+    total = _total(losses, tuple(range(losses.ndim)), False)
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):      # (the mean of nothing is NaN)
+            return np.asarray(np.true_divide(total, losses.size, dtype=losses.dtype))
+    return np.asarray(total, dtype=losses.dtype)
+
+
+def _reduced(e, losses, reduction):
+    """_reduced_ref in IR ops."""
+    axes = tuple(range(losses.type.ndim))
+    if reduction == "mean":
+        return e.op("mean", losses, axes=axes, keepdim=False)
+    return e.sum(losses, axes) if reduction == "sum" else losses
+
+
+def _weights(xs, attrs):
+    """(weight, pos_weight) among a loss's operands after the first two (None where absent)."""
+    rest = list(xs[2:])
+    weight = rest.pop(0) if attrs.get("weighted") else None
+    pos_weight = rest.pop(0) if attrs.get("pos_weighted") else None
+    return weight, pos_weight
+
+
+def _scaled_grad(e, grad, g, x, weight, reduction):
+    """An elementwise gradient times the loss's gradient (broadcast), the weight and, for the
+    mean, 1 / numel: torch's order in its *_backward functions."""
+    grad = e.mul(grad, _expand_grad(e, g, x))
+    if weight is not None:
+        grad = e.mul(grad, weight)
+    return e.div(grad, float(x.type.numel)) if reduction == "mean" else grad
+
+
+# binary_cross_entropy_with_logits(input, target[, weight][, pos_weight]; reduction, weighted,
+# pos_weighted), as torch's kernel composes it:
+#   loss = (1 - target) * input - log_sigmoid(input) * ((pos_weight - 1) * target + 1), times weight,
+# with log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (no overflow at any x).
+def _log_sigmoid_ref(x):
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+def _bce_logits_ref(x, t, *weights, reduction, weighted=False, pos_weighted=False):
+    weight, pos_weight = _weights((x, t) + weights, {"weighted": weighted, "pos_weighted": pos_weighted})
+    with np.errstate(all="ignore"):
+        log_sigmoid = _log_sigmoid_ref(x)
+        if pos_weight is not None:
+            log_sigmoid = log_sigmoid * ((pos_weight - 1) * t + 1)
+        losses = (1 - t) * x - log_sigmoid
+        if weight is not None:
+            losses = losses * weight
+    return _reduced_ref(losses.astype(x.dtype, copy=False), reduction)
+
+
+def _log_sigmoid(e, x):
+    return e.sub(e.op("minimum", x, e.const(0, x)), e.op("log1p", e.exp(e.neg(e.op("abs", x)))))
+
+
+def _bce_logits_decompose(e, xs, attrs):
+    x, t = xs[:2]
+    weight, pos_weight = _weights(xs, attrs)
+    log_sigmoid = _log_sigmoid(e, x)
+    if pos_weight is not None:
+        log_sigmoid = e.mul(log_sigmoid, e.add(e.mul(e.sub(pos_weight, 1), t), 1))
+    losses = e.sub(e.mul(e.sub(1, t), x), log_sigmoid)
+    if weight is not None:
+        losses = e.mul(losses, weight)
+    return [_reduced(e, losses, attrs["reduction"])]
+
+
+def _bce_logits_vjp(e, xs, ys, gs, attrs, needs):
+    # torch's binary_cross_entropy_with_logits_backward and its _target_backward:
+    #   input:  (pos_weight * target + 1 - target) * sigmoid(input) - pos_weight * target
+    #           (sigmoid(input) - target without pos_weight)
+    #   target: log_sigmoid(-input) - pos_weight * log_sigmoid(input)   (-input without)
+    x, t = xs[:2]
+    weight, pos_weight = _weights(xs, attrs)
+    g, r = gs[0], attrs["reduction"]
+    grads = [None] * len(xs)
+    if needs[0]:
+        if pos_weight is not None:
+            pt = e.mul(pos_weight, t)
+            grad = e.sub(e.mul(e.sub(e.add(pt, 1), t), e.sigmoid(x)), pt)
+        else:
+            grad = e.sub(e.sigmoid(x), t)
+        grads[0] = _scaled_grad(e, grad, g, x, weight, r)
+    if needs[1]:
+        if pos_weight is not None:
+            grad = e.sub(_log_sigmoid(e, e.neg(x)), e.mul(_log_sigmoid(e, x), pos_weight))
+        else:
+            grad = e.neg(x)
+        grads[1] = _scaled_grad(e, grad, g, x, weight, r)
+    return grads
+
+
+register(OpDef("bce_with_logits", COMPOSITE, _bce_infer("bce_with_logits", 2), _bce_logits_ref, _bce_logits_vjp,
+               decompose=_bce_logits_decompose, nondiff_inputs=(2, 3),
+               doc="bce_with_logits(input, target[, weight][, pos_weight]; reduction, weighted, pos_weighted): "
+                   "binary cross-entropy of sigmoid(input) against target, reduced"))
+
+
+# binary_cross_entropy(input, target[, weight]; reduction, weighted) of probabilities, as
+# torch's kernel: (target - 1) * max(log1p(-input), -100) - target * max(log(input), -100),
+# times weight (the log's clamp keeps a 0 or 1 input finite). Input and target values in
+# [0, 1] are the caller's check (they are data).
+def _bce_ref(p, t, *weights, reduction, weighted=False):
+    with np.errstate(all="ignore"):
+        losses = (t - 1) * np.maximum(np.log1p(-p), p.dtype.type(-100)) - t * np.maximum(np.log(p),
+                                                                                          p.dtype.type(-100))
+        if weighted:
+            losses = losses * weights[0]
+    return _reduced_ref(losses.astype(p.dtype, copy=False), reduction)
+
+
+def _bce_decompose(e, xs, attrs):
+    p, t = xs[:2]
+    log_q = e.maximum(e.op("log1p", e.neg(p)), e.const(-100, p))
+    log_p = e.maximum(e.log(p), e.const(-100, p))
+    losses = e.sub(e.mul(e.sub(t, 1), log_q), e.mul(t, log_p))
+    if attrs.get("weighted"):
+        losses = e.mul(losses, xs[2])
+    return [_reduced(e, losses, attrs["reduction"])]
+
+
+_BCE_EPSILON = 1e-12        # torch's clamp of the input gradient's denominator
+
+
+def _bce_vjp(e, xs, ys, gs, attrs, needs):
+    # torch's binary_cross_entropy_backward: (input - target) / max((1 - input) * input, 1e-12);
+    # and binary_cross_entropy_target_backward: -logit(input) = -log(input / (1 - input))
+    p, t = xs[:2]
+    weight = xs[2] if attrs.get("weighted") else None
+    g, r = gs[0], attrs["reduction"]
+    grads = [None] * len(xs)
+    if needs[0]:
+        denominator = e.maximum(e.mul(e.sub(1, p), p), e.const(_BCE_EPSILON, p))
+        grads[0] = _scaled_grad(e, e.div(e.sub(p, t), denominator), g, p, weight, r)
+    if needs[1]:
+        grads[1] = _scaled_grad(e, e.neg(e.log(e.div(p, e.sub(1, p)))), g, p, weight, r)
+    return grads
+
+
+register(OpDef("binary_cross_entropy", COMPOSITE, _bce_infer("binary_cross_entropy", 2), _bce_ref, _bce_vjp,
+               decompose=_bce_decompose, nondiff_inputs=(2,),
+               doc="binary_cross_entropy(input, target[, weight]; reduction, weighted): the binary "
+                   "cross-entropy of probabilities `input` against `target`, reduced"))
+
+
 # ------------------------------------------------------------------ nll_loss
 # nll_loss(log_probs, target, classes[, weight]; reduction, ignore_index) for
 # log_probs of shape (N, C) or (C,) and int64 class indices (N,) or (): torch's

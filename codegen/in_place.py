@@ -77,6 +77,7 @@ def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: s
         m = _STORE.match(line)
         if m is not None:
             store_lines.setdefault(int(m.group(1)), []).append(n)
+    uses = _operand_uses(lines)
     pairs = []
     for k, store in enumerate(stores):
         if k not in full_stores or len(store_lines.get(k, ())) != 1:
@@ -87,17 +88,33 @@ def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: s
         if not lines[at].lstrip().startswith(f"o{k}[{subscript}] = "):
             continue
         for j, load in enumerate(loads):
-            if load.type.ndim and load.type == store.type and _reads_only_before(lines, at, f"a{j}", subscript):
+            if load.type.ndim and load.type == store.type and \
+                    _reads_only_before(lines, uses.get(f"a{j}", ()), at, subscript):
                 pairs.append((k, j))
     return tuple(pairs)
 
 
-def _reads_only_before(lines: list, at: int, name: str, subscript: str) -> bool:
-    """Whether every use of `name` is a read at `subscript` in the loop body of line `at`,
-    on that line or before it."""
-    first = None
+_OPERAND = re.compile(r"\ba\d+\b")
+
+
+def _operand_uses(lines: list) -> dict:
+    """For each operand name a<j>: (line number, its subscripts there, whether it is also used
+    bare there) for every line that uses it. One scan of the source, where testing each
+    (output, operand) pair against every line cost time cubic in a kernel's size (a fused
+    optimizer step over 40 layers: seconds per first call)."""
+    uses: dict = {}
     for n, line in enumerate(lines):
-        found, bare = _subscripts(line, name)
+        for name in set(_OPERAND.findall(line)):
+            found, bare = _subscripts(line, name)
+            uses.setdefault(name, []).append((n, found, bare))
+    return uses
+
+
+def _reads_only_before(lines: list, uses, at: int, subscript: str) -> bool:
+    """Whether every use of an operand (`uses`: its entries of _operand_uses) is a read at
+    `subscript` in the loop body of line `at`, on that line or before it."""
+    first = None
+    for n, found, bare in uses:
         if bare or any(s != subscript for s in found):
             return False
         if found:

@@ -17,7 +17,7 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, float32, promote_types
-from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.dispatch import apply_op, broadcast_shape_error, result_cast_error
 from fusegrad.tracer.functional import broadcast_shapes as infer_size
 from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
@@ -648,8 +648,7 @@ def _weight_into(weight, shape: tuple, dtype):
         return None
     grown = broadcast_shapes(shape, tuple(weight.shape))      # (a: the loss, b: the weight)
     if tuple(grown) != tuple(shape):
-        raise RuntimeError(f"output with shape {_shape_list(shape)} doesn't match the broadcast shape "
-                           f"{_shape_list(grown)}")
+        raise broadcast_shape_error(shape, grown)
     weight = cast(weight, dtype, implicit=True)
     return weight if tuple(weight.shape) == tuple(shape) else weight.expand(shape)
 
@@ -677,14 +676,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if pos_weight is not None:
         weighted = broadcast_shapes(tuple(pos_weight.shape), tuple(target.shape))
         if tuple(weighted) != shape:
-            raise RuntimeError(f"output with shape {_shape_list(shape)} doesn't match the broadcast shape "
-                               f"{_shape_list(weighted)}")
+            raise broadcast_shape_error(shape, weighted)
     if target.dtype == fg.bool:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     if not _is_float(target):
-        raise RuntimeError(f"result type {_dtype_name(input.dtype)} can't be cast to the desired output type "
-                           f"{_dtype_name(target.dtype)}")
+        raise result_cast_error(_dtype_name(input.dtype), _dtype_name(target.dtype))
     dtype = target.dtype
     operands = [cast(input, dtype, implicit=True), target]
     weight = _weight_into(weight, shape, dtype)

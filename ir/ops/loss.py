@@ -27,17 +27,9 @@ def _mse_infer(types, attrs):
 
 def _mse_ref(x, t, reduction):
     d = x - t
-    losses = d * d
-    if reduction == "none":
-        return losses
     # summed in torch's order, as the sum op's reference (torch's mse_loss is bit for bit
     # its ((x - t) ** 2).sum() and .mean())
-    total = _total(losses, tuple(range(losses.ndim)), False)
-    if reduction == "mean":
-        # sum / n: the mean of no elements is NaN without NumPy's warning
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(np.true_divide(total, losses.size, dtype=x.dtype))
-    return np.asarray(total, dtype=x.dtype)
+    return _reduced_ref(d * d, reduction)
 
 
 def _mse_vjp(e, xs, ys, gs, attrs, needs):
@@ -54,13 +46,7 @@ def _mse_vjp(e, xs, ys, gs, attrs, needs):
 def _mse_decompose(e, xs, attrs):
     x, t = xs
     d = e.sub(x, t)
-    losses = e.mul(d, d)
-    axes = tuple(range(x.type.ndim))
-    if attrs["reduction"] == "mean":
-        return [e.op("mean", losses, axes=axes, keepdim=False)]
-    if attrs["reduction"] == "sum":
-        return [e.sum(losses, axes)]
-    return [losses]
+    return [_reduced(e, e.mul(d, d), attrs["reduction"])]
 
 
 register(OpDef("mse_loss", COMPOSITE, _mse_infer, _mse_ref, _mse_vjp, decompose=_mse_decompose,
@@ -134,7 +120,8 @@ def _bce_infer(name: str, n_required: int):
 
 
 def _reduced_ref(losses, reduction):
-    """The elementwise losses reduced as torch's apply_loss_reduction: .sum() or .mean()."""
+    """The elementwise losses reduced as torch's apply_loss_reduction: .sum() (in torch's
+    order, as the sum op's reference) or .mean() (sum / n)."""
     if reduction == "none":
         return losses
     total = _total(losses, tuple(range(losses.ndim)), False)

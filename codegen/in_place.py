@@ -78,6 +78,7 @@ def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: s
         if m is not None:
             store_lines.setdefault(int(m.group(1)), []).append(n)
     uses = _operand_uses(lines)
+    outer = _enclosing_lines(lines)
     pairs = []
     for k, store in enumerate(stores):
         if k not in full_stores or len(store_lines.get(k, ())) != 1:
@@ -89,7 +90,7 @@ def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: s
             continue
         for j, load in enumerate(loads):
             if load.type.ndim and load.type == store.type and \
-                    _reads_only_before(lines, uses.get(f"a{j}", ()), at, subscript):
+                    _reads_only_before(outer, uses.get(f"a{j}", ()), at, subscript):
                 pairs.append((k, j))
     return tuple(pairs)
 
@@ -110,9 +111,28 @@ def _operand_uses(lines: list) -> dict:
     return uses
 
 
-def _reads_only_before(lines: list, uses, at: int, subscript: str) -> bool:
+def _enclosing_lines(lines: list) -> list:
+    """For each line, the number of the last non-blank line before it that is less indented
+    (-1 if none): the line that opens the loop body it sits in. One pass with a stack, so
+    that testing "no line between a read and the store leaves the store's loop body" is one
+    comparison per (output, operand) pair instead of a scan of the lines between them."""
+    enclosing, stack = [], []                 # stack: (indent, line number), indents increasing
+    for n, line in enumerate(lines):
+        if not line.strip():
+            enclosing.append(stack[-1][1] if stack else -1)
+            continue
+        depth = _indent(line)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        enclosing.append(stack[-1][1] if stack else -1)
+        stack.append((depth, n))
+    return enclosing
+
+
+def _reads_only_before(enclosing: list, uses, at: int, subscript: str) -> bool:
     """Whether every use of an operand (`uses`: its entries of _operand_uses) is a read at
-    `subscript` in the loop body of line `at`, on that line or before it."""
+    `subscript` in the loop body of line `at`, on that line or before it (`enclosing`: from
+    _enclosing_lines)."""
     first = None
     for n, found, bare in uses:
         if bare or any(s != subscript for s in found):
@@ -124,8 +144,8 @@ def _reads_only_before(lines: list, uses, at: int, subscript: str) -> bool:
                 first = n
     if first is None:
         return False
-    depth = _indent(lines[at])
-    return all(_indent(line) >= depth for line in lines[first:at + 1] if line.strip())
+    # no line from the first read to the store is less indented than the store
+    return enclosing[at] < first
 
 
 def in_place_source(source, pairs: dict):

@@ -459,7 +459,7 @@ class _KernelStep:
         self.defer_parallel = False
         # In-place outputs (runtime/in_place.py): the candidates CompiledProgram plans, the
         # program's fallback flag (a one-item list it shares), and what the last call did.
-        self.in_place: list = []
+        self.in_place = None                # an in_place.Candidates, when the step has any
         self.fell_back = [False]
         self.in_place_done: dict = {}
         self.in_place_kernels: dict = {}    # ((k, j), ...) -> CompiledKernel of that variant
@@ -536,7 +536,7 @@ class _KernelStep:
             except _kernel_cache().KernelFailed:
                 if compiled is not self.compiled:
                     # (the in-place variant failed to compile: nothing ran; the plain kernel runs)
-                    self.in_place = []
+                    self.in_place = None
                     return self.run(env, donated)
             else:
                 if use and compiled.parallel_failure is not None:
@@ -555,7 +555,7 @@ class _KernelStep:
     def _prepare_input_variant(self, args: list, env: list, donated: dict) -> None:
         """(Warm-up, on the background thread.) Compile the in-place variant that a call writing
         `donated` back will run, so that such a call compiles nothing."""
-        if not any(index is not None for _, _, _, index in self.in_place):
+        if not (self.in_place and self.in_place.inputs):
             return
         taken = in_place.choose(self.in_place, args, len(self.extents), env, self.stores, donated,
                                 not self.fell_back[0])
@@ -717,7 +717,7 @@ class CompiledProgram:
                               lambda s: isinstance(s, (_KernelStep, _IntoStep)), pairs, inputs_ok=not self.guard_slots)
         for step, candidates in zip(self.steps, plans):
             if candidates:
-                step.in_place = candidates
+                step.in_place = in_place.Candidates(candidates, step.stores)
 
     def _last_reads(self) -> list:
         """Per step, the slots it is the last reader of (freed right after it, so a

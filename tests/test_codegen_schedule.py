@@ -208,3 +208,27 @@ def test_explain_lists_kernels_fused_instructions_and_source():
     for needle in ("kernel", "amax", "def kernel(", "@njit(", "ran: compiled kernel",
                    "reads:", "writes:", "= mul a b"):
         assert needle in text, needle
+
+
+def test_horizontal_fusion_of_independent_updates_stops_at_the_array_limit():
+    """Rule 7: 24 independent parameter updates that share only two 0-d settings (an
+    optimizer step) merge into kernels of at most MAX_MERGED_ARRAYS arrays, greedily in
+    program order: 15 updates of 4 arrays each and the 2 settings, then the other 9."""
+    from fusegrad.codegen.schedule import MAX_MERGED_ARRAYS
+    n = 24
+
+    def updates(e, lr, eps, *arrays):
+        outs = []
+        for w, g, v in zip(arrays[0::3], arrays[1::3], arrays[2::3]):
+            outs.append(e.sub(w, e.mul(lr, e.div(g, e.add(e.op("sqrt", v), eps)))))
+        return outs
+    p = build(updates, (), (), *[(4, 4)] * (3 * n))
+    sched = schedule(p)
+    assert kinds(sched) == [KERNEL, KERNEL]
+
+    def arrays(k):
+        inside = {v.id for i in k.instrs for v in i.outputs}
+        return {v.id for i in k.instrs for v in i.inputs if v.id not in inside} | {v.id for v in k.stores}
+    assert [len(arrays(k)) for k in sched.kernels] == [15 * 4 + 2, 9 * 4 + 2]
+    assert all(len(arrays(k)) <= MAX_MERGED_ARRAYS for k in sched.kernels)
+    check(p, random_args(p, np.random.default_rng(6), low=0.1, high=1.0), rtol=1e-5)

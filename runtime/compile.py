@@ -53,7 +53,7 @@ from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forwar
                                 saved_checks, shares_with_another, stale_by_cotangents)
 from .in_place import MIN_INPUT_BYTES
 from . import adaptive
-from .tiered import COMPILED_KERNELS, Run, execute, live_program
+from .tiered import COMPILED_KERNELS, Run, element_work, execute, live_program
 
 
 # A call that breaks the graph and whose program is small runs every traced segment on
@@ -149,7 +149,9 @@ class CompiledFunction:
         self.last_run = run
         if trial is not None:
             clean = start is not None and not run.breaks and run.path == COMPILED_KERNELS and not background.pending()
-            trial.add_compiled(adaptive.clock() - start if clean else None, timed=start is not None)
+            seconds = adaptive.clock() - start if clean else None
+            work = sum(element_work(p) for p in (run.forward, run.backward) if p is not None) if clean else 0
+            trial.add_compiled(seconds, timed=start is not None, element_work=work)
         if run.breaks and run.path == _SMALL_REFERENCE_PATH:
             signature = signature if signature is not None else _signature(args)
             self._breaking[signature] = self._breaking.get(signature, 0) + 1

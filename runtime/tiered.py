@@ -36,7 +36,7 @@ HOT_CALLS = 2
 LOAD_NOW_MIN_ELEMENTS = 200_000_000
 
 
-def _element_work(program: Program) -> int:
+def element_work(program: Program) -> int:
     """Elements the instructions of `program` write, in all (what a reference run costs)."""
     return sum(v.type.numel for ins in program.instrs for v in ins.outputs)
 
@@ -120,7 +120,7 @@ def execute(program: Program, args: list, known: dict | None, run: Run, donated:
     if background.numba_ready():
         try:
             if ex.on_disk(key):
-                if _element_work(program) >= LOAD_NOW_MIN_ELEMENTS:
+                if element_work(program) >= LOAD_NOW_MIN_ELEMENTS:
                     return run_compiled(ex.compile_now(program, key, structure, defer_parallel=True), args, run,
                                          "compiled kernels (loaded from the disk cache)", donated)
                 # The load starts after this call's reference run: loading holds the GIL for

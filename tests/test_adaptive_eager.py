@@ -22,7 +22,8 @@ def clock(monkeypatch):
     def install(compiled: float, eager: float):
         add_compiled, add_eager = adaptive.SpeedTrial.add_compiled, adaptive.SpeedTrial.add_eager
         monkeypatch.setattr(adaptive.SpeedTrial, "add_compiled",
-                            lambda self, seconds, timed: add_compiled(self, None if seconds is None else compiled, timed))
+                            lambda self, seconds, timed, element_work=0:
+                            add_compiled(self, None if seconds is None else compiled, timed, element_work))
         monkeypatch.setattr(adaptive.SpeedTrial, "add_eager", lambda self, seconds: add_eager(self, eager))
     monkeypatch.setenv("FUSEGRAD_ADAPTIVE", "1")
     return install
@@ -83,15 +84,43 @@ def test_an_eager_call_counts_a_hit_and_compiles_nothing(clock):
                                                                  before.kernels_compiled)
 
 
-@pytest.mark.parametrize("costs", [(0.002, 0.0018), (0.010, 0.001)], ids=["eager not much faster", "a long call"])
-def test_calls_stay_compiled_unless_eager_is_clearly_faster_and_the_call_short(clock, costs):
-    clock(*costs)
+def test_calls_stay_compiled_unless_eager_is_clearly_faster(clock):
+    clock(compiled=0.002, eager=0.0018)
     f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
     x = fg.ones(3)
     for _ in range(_settle_steps()):
         f(x)
     assert not f.runs_eagerly(x)
-    assert f.eager_calls <= adaptive.SAMPLES      # (a long call is decided before any eager sample)
+    assert f.eager_calls == adaptive.SAMPLES
+
+
+def test_eager_calls_slower_than_compiled_end_the_trial_at_once(clock):
+    # (the trial costs at most two slow calls)
+    clock(compiled=0.002, eager=0.003)
+    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
+    x = fg.ones(3)
+    for _ in range(_settle_steps()):
+        f(x)
+    assert not f.runs_eagerly(x) and f.eager_calls == 2
+
+
+def test_a_long_call_of_a_small_program_is_tried_too(clock):
+    # many tiny ops: a long compiled call that tracing dominates (a deep model's step)
+    clock(compiled=0.010, eager=0.005)
+    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
+    x = fg.ones(3)
+    for _ in range(_settle_steps()):
+        f(x)
+    assert f.runs_eagerly(x)
+
+
+def test_a_program_writing_many_elements_is_never_run_eagerly(clock):
+    clock(compiled=0.002, eager=0.001)
+    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
+    x = fg.ones(adaptive.MAX_TRIAL_ELEMENTS // 2)     # three elementwise results: more than the limit
+    for _ in range(_settle_steps()):
+        f(x)
+    assert not f.runs_eagerly(x) and f.eager_calls == 0
 
 
 def test_each_signature_has_its_own_trial(clock):

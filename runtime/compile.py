@@ -65,6 +65,21 @@ EAGER_AFTER = 2
 
 _GC_PAUSED = gc_paused()      # one instance: it holds no state of its own
 
+# Every live CompiledFunction: fg.clear_caches() forgets their decisions to run eagerly, which
+# are cached results of measurements as the program cache holds compiled ones (after it, a
+# call traces and compiles again, a miss, instead of counting a hit that compiles nothing).
+_FUNCTIONS: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+def _forget_eager_decisions() -> None:
+    for f in list(_FUNCTIONS):
+        f._breaking = {}
+        if f._trials is not None:
+            f._trials = {}
+
+
+stats.register_clearer(_forget_eager_decisions)
+
 
 class CompiledFunction:
     """A function whose calls are traced into one program and run compiled."""
@@ -77,6 +92,7 @@ class CompiledFunction:
         # argument signature -> adaptive.SpeedTrial (None: FUSEGRAD_ADAPTIVE=0 when it was made)
         self._trials: dict | None = {} if adaptive.enabled() else None
         self._tracing_forced = False
+        _FUNCTIONS.add(self)
         # __name__, __doc__, __wrapped__...; not fn's __dict__: a compiled nn.Module's
         # attributes (training, parameters) are read live through __getattr__, never copied.
         functools.update_wrapper(self, fn, updated=())

@@ -141,3 +141,20 @@ def test_switched_off_by_the_environment(clock, monkeypatch):
     for _ in range(_settle_steps()):
         f(x)
     assert not f.runs_eagerly(x) and f.eager_calls == 0
+
+
+def test_clear_caches_forgets_the_decision_to_run_eagerly(clock):
+    # the decision is a cached measurement: after clear_caches() the next call traces and
+    # compiles again (a miss), as a cleared program cache makes any compiled call do
+    clock(compiled=0.002, eager=0.001)
+    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
+    x = fg.ones(3)
+    for _ in range(_settle_steps()):
+        f(x)
+    assert f.runs_eagerly(x)
+    fg.clear_caches()
+    assert not f.runs_eagerly(x)
+    eager_before = f.eager_calls
+    f(x)
+    info = fg.cache_info()
+    assert (info.hits, info.misses, f.eager_calls) == (0, 1, eager_before)

@@ -151,15 +151,28 @@ def _pow_ref(x, y, no_derivative=None, per_element=False):
     return np.where(neg, inverse, safe)
 
 
-def _pow_bool_rewrite(e, xs, attrs, graph):
-    """A bool base to a bool exponent (torch's `b ** True`) is `b or not e` (x**0 is 1): the
-    kernels' pow is for numbers only."""
-    if xs[0].dtype is not bool_:
+def _pow_rewrite(e, xs, attrs, graph):
+    """For kernels: a bool base to a bool exponent (torch's `b ** True`) is `b or not e` (x**0
+    is 1): the kernels' pow is for numbers only. A float base to one exponent for all
+    elements (0-d, not a tensor's: `per_element` unset) takes sqrt for 0.5 and 1/sqrt for -0.5,
+    as torch's pow(Tensor, Scalar) and the reference's NumPy loop do ((-inf) ** 0.5 is nan,
+    (-0.) ** 0.5 is -0., where the kernels' C99 pow gives inf and 0.): x ** 1.5's gradient
+    computes x ** 0.5 so."""
+    x, y = xs
+    if x.dtype is bool_:
+        return [e.op("logical_not", e.logical_and(e.op("logical_not", x), y))]
+    if attrs.get("per_element") or y.type.ndim or not x.dtype.is_floating_point:
         return None
-    return [e.op("logical_not", e.logical_and(e.op("logical_not", xs[0]), xs[1]))]
+    made = graph.producer(y)
+    if made is not None and made.op == "const":
+        if float(dict(made.attrs)["value"]) not in (0.5, -0.5):
+            return None                             # a constant exponent: C99 pow is torch's
+    root = e.sqrt(x)
+    power = e.op("pow", x, y, per_element=True)     # (kept as it is by the rewrite pass)
+    return [e.where(e.eq(y, 0.5), root, e.where(e.eq(y, -0.5), e.div(1, root), power))]
 
 
-elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_bool_rewrite,
+elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_rewrite,
             extra={"unpack_order": (("in", 1), ("out", 0), ("in", 0))})        # exponent, result, self
 
 

@@ -153,11 +153,11 @@ def in_place_source(source, pairs: dict):
     (pairs that in_place_pairs allowed). The signature is unchanged (o<k> is still passed and
     no longer used): the caller passes a<j>'s array for both.
 
-    Why a variant rather than the same kernel called with one array for both: LLVM guards a
-    vectorised loop with a runtime test that its output does not overlap its operands and
-    falls back to the scalar loop when they do (measured: 2.7x slower on an L2-resident
-    update, Adam's step 40% slower). Reading and writing through the same argument, the
-    load and the store are one address, which needs no test."""
+    Why a variant rather than the same kernel called with one array for both: kernels take
+    their arrays as noalias (codegen/noalias.py), a promise that one array passed as both
+    operand and output would break (before that, LLVM's runtime overlap test sent such a
+    call to the scalar loop: 2.7x slower on an L2-resident update). Reading and writing
+    through the same argument, the load and the store are one address."""
     functions = []
     for name, parallel, text in source.functions:
         for k, j in pairs.items():

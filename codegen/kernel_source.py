@@ -52,7 +52,7 @@ import numpy as np
 from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.types import int64
 
-from . import picks
+from . import noalias, picks
 from .in_place import in_place_pairs
 from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
@@ -72,7 +72,8 @@ _INIT = {
     "max": {"f": "-np.inf", "i": "-9223372036854775808", "b": "False"},
     "min": {"f": "np.inf", "i": "9223372036854775807", "b": "True"},
 }
-_JIT_OPTIONS = 'error_model="numpy", nogil=True'
+# (noalias: codegen/noalias.py; the kernel module imports it before its decorators run)
+_JIT_OPTIONS = 'error_model="numpy", nogil=True' + (", noalias=True" if noalias.SUPPORTED else "")
 
 
 def _literal(value) -> bool:
@@ -162,6 +163,8 @@ class KernelSource:
     def module_text(self, header: str, cache: bool) -> str:
         """A complete Python module defining the jitted kernel(s)."""
         lines = [header.rstrip(), "import numpy as np", "from numba import njit, prange"]
+        if noalias.SUPPORTED:
+            lines.append("import fusegrad.codegen.noalias  # noqa: F401  (njit's noalias option)")
         lines += [f"from {mod} import {', '.join(names)}" for mod, names in sorted(self.imports.items())]
         parts = []
         for fname, parallel, text in self.functions:

@@ -18,7 +18,7 @@ import pytest
 
 from fusegrad.codegen import generate, schedule
 from fusegrad.codegen.kernel_source import CHUNK, MAX_BLOCKS, ROW_CHUNK
-from fusegrad.ir import float32, float64, int64
+from fusegrad.ir import float32, float64, int64, run_program
 from fusegrad.runtime.executor import compile_program
 from test_codegen_support import build, check, random_args
 
@@ -84,6 +84,41 @@ def test_generated_w1_kernel_hot_loop_vectorises():
     assert not re.search(r"scatter|gather", text), "the hot loop gathers or scatters (index not proven contiguous)"
     packed = PACKED.findall(text)
     assert len(packed) > 40, f"the hot loop is not packed SIMD code ({len(packed)} packed ops):\n{text[:3000]}"
+
+
+def _updates(e, lr, eps, *arrays):
+    """Adam-like updates of parameters sharing two 0-d settings (12 parameters: one kernel
+    of 36 arrays read and 12 written)."""
+    return [e.sub(w, e.mul(lr, e.div(g, e.add(e.op("sqrt", v), eps))))
+            for w, g, v in zip(arrays[0::3], arrays[1::3], arrays[2::3])]
+
+
+def test_a_kernel_of_many_arrays_vectorises():
+    """Kernels take their arrays as noalias (codegen/noalias.py): without it LLVM must test at
+    run time that no output overlaps another array, gives up beyond some number of pointer
+    pairs (here 12 outputs against 48 arrays), and runs the scalar loop."""
+    from fusegrad.codegen import noalias
+    if not noalias.SUPPORTED:
+        pytest.skip("this Numba has no noalias flag (kernels are generated without it)")
+    program = build(_updates, (), (), *[(1 << 12,)] * 36)
+    sched = schedule(program)
+    (kernel,) = sched.kernels
+    source = generate(kernel, "fusegrad.codegen.vmath")
+    assert len(source.loads) + len(source.stores) >= 48
+    fn = compile_source(source)
+    rng = np.random.default_rng(1)
+    arrays = {v.id: (rng.uniform(0.1, 1, v.type.shape).astype(np.float32) if v.type.shape else np.float32(0.5))
+              for v in program.inputs}
+    outs = [np.empty(v.type.shape, np.float32) for v in source.stores]
+    fn(1 << 12, *[arrays[v.id] for v in source.loads], *[p for p, _ in source.params], *outs)
+    reference = run_program(sched.program, [arrays[v.id] for v in sched.program.inputs])
+    want = {v.id: r for v, r in zip(sched.program.outputs, reference)}
+    for out, v in zip(outs, source.stores):
+        np.testing.assert_allclose(out, want[v.id], rtol=1e-6)
+    # (the vector loop, beside its scalar remainder)
+    hot = max(innermost_loops(function_asm(fn)), key=lambda loop: len(PACKED.findall("\n".join(loop))))
+    packed = PACKED.findall("\n".join(hot))
+    assert len(packed) > 8, f"the hot loop is not packed SIMD code ({len(packed)} packed ops):\n" + "\n".join(hot)[:3000]
 
 
 # ---------------------------------------------------------------------- staged sums, local tails

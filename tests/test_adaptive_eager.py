@@ -59,7 +59,7 @@ def test_calls_measured_faster_eagerly_run_eagerly_with_torchs_values(clock):
     steps = _settle_steps()
     run, losses, params = _training(fg, fg.compile, steps)
     _, want_losses, want_params = _training(torch, lambda f: f, steps)
-    assert run.eager_calls == adaptive.SAMPLES + 5        # the trial's eager half, then every call
+    assert run.eager_calls == 1 + adaptive.SAMPLES + 4    # the warm-up, the trial's eager half, then every call
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5, atol=1e-6)
     for got, want in zip(params, want_params):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -91,17 +91,17 @@ def test_calls_stay_compiled_unless_eager_is_clearly_faster(clock):
     for _ in range(_settle_steps()):
         f(x)
     assert not f.runs_eagerly(x)
-    assert f.eager_calls == adaptive.SAMPLES
+    assert f.eager_calls == 1 + adaptive.SAMPLES        # (the first eager call warms up, untimed)
 
 
-def test_eager_calls_slower_than_compiled_end_the_trial_at_once(clock):
-    # (the trial costs at most two slow calls)
+def test_eager_calls_slower_than_compiled_end_the_trial_early(clock):
+    # (the trial costs at most four slow calls: the untimed warm-up and three samples)
     clock(compiled=0.002, eager=0.003)
     f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
     x = fg.ones(3)
     for _ in range(_settle_steps()):
         f(x)
-    assert not f.runs_eagerly(x) and f.eager_calls == 2
+    assert not f.runs_eagerly(x) and f.eager_calls == 1 + 3
 
 
 def test_a_long_call_of_a_small_program_is_tried_too(clock):

@@ -54,6 +54,14 @@ def _settle_steps() -> int:
     return adaptive.TRIAL_AFTER + 2 * adaptive.SAMPLES + 5
 
 
+def _settled(x):
+    """A compiled (x * 2 + 1).tanh().sum() called with `x` until its trial has decided."""
+    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
+    for _ in range(_settle_steps()):
+        f(x)
+    return f, x
+
+
 def test_calls_measured_faster_eagerly_run_eagerly_with_torchs_values(clock):
     clock(compiled=0.002, eager=0.001)
     steps = _settle_steps()
@@ -72,10 +80,7 @@ def test_calls_measured_faster_eagerly_run_eagerly_with_torchs_values(clock):
 
 def test_an_eager_call_counts_a_hit_and_compiles_nothing(clock):
     clock(compiled=0.002, eager=0.001)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(3)
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(3))
     before = fg.cache_info()
     f(x)
     after = fg.cache_info()
@@ -86,10 +91,7 @@ def test_an_eager_call_counts_a_hit_and_compiles_nothing(clock):
 
 def test_calls_stay_compiled_unless_eager_is_clearly_faster(clock):
     clock(compiled=0.002, eager=0.0018)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(3)
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(3))
     assert not f.runs_eagerly(x)
     assert f.eager_calls == 1 + adaptive.SAMPLES        # (the first eager call warms up, untimed)
 
@@ -97,29 +99,20 @@ def test_calls_stay_compiled_unless_eager_is_clearly_faster(clock):
 def test_eager_calls_slower_than_compiled_end_the_trial_early(clock):
     # (the trial costs at most four slow calls: the untimed warm-up and three samples)
     clock(compiled=0.002, eager=0.003)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(3)
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(3))
     assert not f.runs_eagerly(x) and f.eager_calls == 1 + 3
 
 
 def test_a_long_call_of_a_small_program_is_tried_too(clock):
     # many tiny ops: a long compiled call that tracing dominates (a deep model's step)
     clock(compiled=0.010, eager=0.005)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(3)
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(3))
     assert f.runs_eagerly(x)
 
 
 def test_a_program_writing_many_elements_is_never_run_eagerly(clock):
     clock(compiled=0.002, eager=0.001)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(adaptive.MAX_TRIAL_ELEMENTS // 2)     # three elementwise results: more than the limit
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(adaptive.MAX_TRIAL_ELEMENTS // 2))   # three elementwise results: more than the limit
     assert not f.runs_eagerly(x) and f.eager_calls == 0
 
 
@@ -147,10 +140,7 @@ def test_clear_caches_forgets_the_decision_to_run_eagerly(clock):
     # the decision is a cached measurement: after clear_caches() the next call traces and
     # compiles again (a miss), as a cleared program cache makes any compiled call do
     clock(compiled=0.002, eager=0.001)
-    f = fg.compile(lambda x: (x * 2 + 1).tanh().sum())
-    x = fg.ones(3)
-    for _ in range(_settle_steps()):
-        f(x)
+    f, x = _settled(fg.ones(3))
     assert f.runs_eagerly(x)
     fg.clear_caches()
     assert not f.runs_eagerly(x)

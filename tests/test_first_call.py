@@ -7,6 +7,9 @@ are all in the disk cache loads them at once. Plus memory release.
 Deterministic by counters and paths: fg.wait_for_compiles() (here
 background.wait_for_compiles) is the only synchronisation; no timing asserts.
 """
+import contextlib
+import sys
+import threading
 import tracemalloc
 import warnings
 
@@ -362,15 +365,9 @@ def test_reference_run_writes_into_dying_intermediates_only(monkeypatch):
     assert written_into.count(True) >= 4 and written_into[:2] == [False, True]
 
 
-def test_reference_runs_take_the_gil_back_quickly_while_the_worker_is_busy():
-    """While a background job runs Python, the caller's reference run shortens the GIL switch
-    interval (its NumPy operations would otherwise each wait up to 5 ms for the GIL), and
-    puts it back after; with the worker idle nothing changes."""
-    import sys
-    import threading
-    before = sys.getswitchinterval()
-    with background.gil_to_caller():
-        assert sys.getswitchinterval() == before
+@contextlib.contextmanager
+def _busy_worker():
+    """The background worker runs a job (Python waiting on an event) until the block ends."""
     started, finish = threading.Event(), threading.Event()
 
     def job():
@@ -379,9 +376,43 @@ def test_reference_runs_take_the_gil_back_quickly_while_the_worker_is_busy():
     background.submit(job)
     try:
         assert started.wait(10)
+        yield
+    finally:
+        finish.set()
+        assert background.wait_for_compiles(10)
+
+
+def test_reference_runs_take_the_gil_back_quickly_while_the_worker_is_busy():
+    """While a background job runs Python, the caller's reference run shortens the GIL switch
+    interval (its NumPy operations would otherwise each wait up to 5 ms for the GIL), and
+    puts it back after; with the worker idle nothing changes."""
+    before = sys.getswitchinterval()
+    with background.gil_to_caller():
+        assert sys.getswitchinterval() == before
+    with _busy_worker():
         with background.gil_to_caller():
             assert sys.getswitchinterval() == pytest.approx(background._MAIN_SWITCH_INTERVAL)
         assert sys.getswitchinterval() == before
-    finally:
-        finish.set()
-        background.wait_for_compiles(timeout=10)
+
+
+def _interval_during_call() -> float:
+    seen = []
+
+    @fg.compile
+    def f(x):
+        seen.append(sys.getswitchinterval())       # (runs while the call traces)
+        return x * 2
+    f(fg.ones(3))
+    return seen[0]
+
+
+def test_a_compiled_call_takes_the_gil_back_quickly_while_the_worker_is_busy():
+    """A compiled call enters gil_to_caller too (tracing, kernels: all wait for the GIL), and
+    leaves the interval alone when nothing is pending."""
+    assert background.wait_for_compiles(10)
+    before = sys.getswitchinterval()
+    assert _interval_during_call() == before
+    with _busy_worker():
+        assert _interval_during_call() == pytest.approx(background._MAIN_SWITCH_INTERVAL)
+        assert background._MAIN_SWITCH_INTERVAL < before
+        assert sys.getswitchinterval() == before

@@ -22,6 +22,7 @@ from fusegrad.tracer.saved_checks import modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
 from fusegrad.tracer.trace import Trace
 
+from . import background
 from .tiered import Run, execute, live_program
 
 
@@ -316,7 +317,8 @@ class BackwardFn:
                 _raise_modified(box, version, ref(), where, shape, self.saved[k])
         self._last_users, self._last_given = users, given
         program = self.program if given is None or all(given) else self.program_for(given)
-        results = execute(program, list(cotangents) + self._saved_now(), None, self.run_info)
+        with background.gil_to_caller():        # (as a compiled call's forward: runtime/compile.py)
+            results = execute(program, list(cotangents) + self._saved_now(), None, self.run_info)
         if self.totals:
             self.fill_retained(results)
         outs = iter(results)

@@ -150,7 +150,8 @@ def run_reference(program: Program, args: list, known: dict | None, run: Run, wh
         env[v.id] = a
     # One thread: in full benchmark runs the warm first call of W1 took 0.36-0.47 s with its
     # reference calls split over threads and 0.18 s without (cold: 0.07-0.09 s either way).
-    with threaded.single_threaded(), background.gil_to_caller():
+    # (The callers of execute() hold background.gil_to_caller() for the whole call.)
+    with threaded.single_threaded():
         return run_freeing(program, env)
 
 

@@ -230,6 +230,7 @@ def scale_by_alpha(a, b, alpha, fn: str):
         alpha = alpha.item()
     if type(alpha) is np.bool_:
         alpha = builtins.float(alpha)       # (torch's parser reads a NumPy bool as a float)
+    check_int_parses(alpha)                 # (an int beyond its parser: OverflowError, any dtype)
     dtype = _promoted([a, b], fn)[1]
     if isinstance(alpha, (bool, np.bool_)) and dtype is not bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")

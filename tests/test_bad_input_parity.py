@@ -174,7 +174,7 @@ ELEMENTWISE = [
     "L.add(1, 2)", "L.add(f3)", "L.add(f3, 'a')", "L.add(f3, f2)", "L.add(f3, f3, alpha='a')",
     "L.add(f3, f3, alpha=0.5)", "L.add(i3, i3, alpha=0.5)", "L.sub(b3, b3)", "L.sub(f3, b3, alpha=2)",
     "L.add(f3, f3, alpha=10 ** 40)", "L.sub(i3, i3, alpha=2 ** 64)", "L.add(f3, f3, alpha=-2 ** 63 - 1)",
-    "L.add(i3, i3, alpha=2 ** 63)", "f3.add_(f3, alpha=2 ** 64)",
+    "L.add(i3, i3, alpha=2 ** 63)", "f3.add_(f3, alpha=2 ** 64)", "f3.detach().add_(f3.detach(), alpha=10 ** 40)",
     "L.mul(f3, None)", "L.mul('a', f3)", "L.div(f3, 'a')", "L.div(f3, f2)", "L.div(f3, f3, rounding_mode='x')",
     "f3 + 'a'", "'a' + f3", "f3 - None", "None * f3", "f3 / [1.0]", "f3 ** 'a'", "2 ** f2 ** f3",
     "f3 @ 'a'", "f3 % 'a'", "f3 // None", "-b3", "f3 + f23.T",

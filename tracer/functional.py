@@ -34,6 +34,7 @@ from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in, strides_of
+from .saved_attributes import remember_alpha
 from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits, written_number
 from .node import display_edges, hide_node, keep_scalar_operands
 from .parser_errors import described, got_text, no_arguments_error, type_name
@@ -255,11 +256,14 @@ def scale_by_alpha(a, b, alpha, fn: str):
     return scaled
 
 
-def _shown_as_one_node(out: Tensor, scaled) -> Tensor:
+def _shown_as_one_node(out: Tensor, scaled, alpha=None) -> Tensor:
     """`out` = a + scaled (or -, in place or not; rsub's scaled - ... too), scaled = alpha * b
     made here: the node lists b's edge where the scaled operand's is, as torch's (which scales
-    inside AddBackward0 / SubBackward0 / RsubBackward0). Written through a view, that node is
-    the CopySlices of the view's base (out's own is the view's, regenerated as torch's is)."""
+    inside AddBackward0 / SubBackward0 / RsubBackward0), and keeps `alpha` (its
+    `_saved_alpha`). Written through a view, that node is the CopySlices of the view's base
+    (out's own is the view's, regenerated as torch's is)."""
+    if alpha is not None:
+        remember_alpha(out, alpha)
     node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
     if node is None or scale is None or out._data is None:
         return out
@@ -282,7 +286,7 @@ def add(input, other, *deprecated, alpha=1) -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "add")
         ops = _promoted_pair_fast(a, scaled) or _promoted([a, scaled], "add")
-        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), scaled)
+        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), scaled, alpha)
     if type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
         tb = type(b)
         if tb is Tensor and a._dtype is b._dtype:
@@ -308,7 +312,7 @@ def subtract_scaled(a, b, alpha, name: str = "SubBackward0") -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(a, b, alpha, "sub")
         ops, dtype = _promoted([a, scaled], "sub")
-        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled)
+        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, alpha)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, name)
 
@@ -343,7 +347,7 @@ def rsub(a, b, alpha=1) -> Tensor:
     if type(alpha) is not int or alpha != 1:
         scaled = scale_by_alpha(b, a, alpha, "rsub")
         ops, _ = _promoted([b, scaled], "rsub")
-        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled)
+        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, alpha)
     ops, _ = _promoted([b, a], "rsub")
     return apply_op("sub", ops, None, name)
 

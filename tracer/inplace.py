@@ -97,12 +97,13 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 and other._value_shape() == self._value_shape()):
             if alpha != 1:
                 if not -3.4e38 < alpha < 3.4e38:
+                    check_int_parses(alpha)                 # (10**40: torch's parser's OverflowError)
                     check_scalar_fits(alpha, self._dtype)   # (1e300 overflows a float32 result: torch's error)
                 check_operand_overlap(self, other)      # (torch checks other itself, not alpha * other)
                 other = mul(other, alpha)
                 keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
                 apply_op(op, [self, other], attrs, name_here, out=self)
-                return _shown_as_one_node(self, other)
+                return _shown_as_one_node(self, other, alpha)
             apply_op(op, [self, other], attrs, name_here, out=self)
             return self
         if op == "sub":
@@ -125,7 +126,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         apply_op(op, [self, _coerce(other, self._dtype)], {"no_derivative": "pow"} if bool_exponent else attrs,
                  name_here, out=self)
         # (torch scales inside AddBackward0 / SubBackward0: its edges are self's and other's)
-        return self if scaled is None else _shown_as_one_node(self, scaled)
+        return self if scaled is None else _shown_as_one_node(self, scaled, alpha)
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
     return method

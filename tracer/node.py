@@ -238,6 +238,24 @@ class Node:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
+    def __getattr__(self, name):
+        """torch's `_saved_<name>` attributes: the values this node kept for its backward
+        (tracer/saved_attributes.py); any other missing name is an AttributeError."""
+        if name.startswith("_saved_"):
+            from .saved_attributes import saved_attribute
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        from .saved_attributes import saved_attribute_names
+        return sorted(set(super().__dir__()) | set(saved_attribute_names(self)))
+
+    @property
+    def metadata(self) -> dict:
+        """torch's Node.metadata: a dict for the caller's own use, one per node."""
+        from .saved_attributes import node_metadata
+        return node_metadata(self)
+
 
 class AccumulateGrad(Node):
     """The node every leaf that requires grad feeds; `variable` is the leaf."""

@@ -112,10 +112,13 @@ def _norm(self, *args, **kwargs) -> Tensor:
     return _norm_with_arguments(self, *args, **kwargs)
 
 
-def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_reflected: bool = False):
+def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_reflected: bool = False,
+                     numpy_dtype: str | None = None):
     """`t op other`. A reflected operator (`other op t`) refuses NumPy arrays, as torch's do:
     with `Tensor.__array_priority__` NumPy defers to it, and `array + t` is then a TypeError;
-    except where torch's takes them (`arrays_reflected`: `array / t` is a tensor)."""
+    except where torch's takes them (`arrays_reflected`: `array / t` is a tensor).
+    `numpy_dtype` ("promote", or "true" for true division): an arithmetic operator whose
+    result dtype with a NumPy array operand is NumPy's (see _numpy_promoted)."""
     arrays = () if reflected and not arrays_reflected else (np.ndarray,)
 
     def method(self, other):
@@ -126,9 +129,32 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_r
             (isinstance(other, complex) and fn.__name__ in ("eq", "ne"))       # (t == 1j: all False)
         if not ok:
             return NotImplemented
+        if numpy_dtype is not None and isinstance(other, np.ndarray):
+            self, other = _numpy_promoted(self, other, numpy_dtype == "true")
         return fn(self, other)
     method.__name__ = fn.__name__
     return method
+
+
+_NUMPY_DTYPES = {np.dtype(d.np): d for d in (float32, float64, int64, bool_)}
+
+
+def _numpy_promoted(self, other: np.ndarray, true_division: bool):
+    """`t op array` as torch computes it: torch's operator declines the array (its argument
+    parser takes no ndarray), so NumPy's reflected operator computes it and Tensor.__array_wrap__
+    makes the result a tensor. Its dtype is NumPy's promotion, not torch's: a 0-d float64
+    array or an int64 one over a float32 tensor gives float64, and int / int is float64.
+    Both operands are cast to that dtype first (a dtype fusegrad lacks, such as uint8:
+    unchanged, fusegrad's own promotion then)."""
+    dtype = np.result_type(self._dtype.np, other.dtype)
+    if true_division and dtype.kind in "biu":
+        dtype = np.dtype(np.float64)
+    target = _NUMPY_DTYPES.get(dtype)
+    if target is None:
+        return self, other
+    if self._dtype is not target:
+        self = F.cast(self, target)
+    return self, other.astype(dtype, copy=False)
 
 
 
@@ -563,12 +589,12 @@ def _with_parser_texts(methods: dict) -> dict:
 METHODS = _with_parser_texts(METHODS)
 
 OPERATORS = {
-    "__add__": _binary_operator(F.add), "__radd__": _binary_operator(F.add, reflected=True),
-    "__sub__": _binary_operator(F.sub), "__rsub__": _binary_operator(F.rsub, reflected=True),
-    "__mul__": _binary_operator(F.mul), "__rmul__": _binary_operator(F.mul, reflected=True),
-    "__truediv__": _binary_operator(F.div), "__rtruediv__": _binary_operator(_array_rdiv, reflected=True, arrays_reflected=True),
-    "__pow__": _binary_operator(F.pow), "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
-    "__matmul__": _binary_operator(F.matmul, False),
+    "__add__": _binary_operator(F.add, numpy_dtype="promote"), "__radd__": _binary_operator(F.add, reflected=True),
+    "__sub__": _binary_operator(F.sub, numpy_dtype="promote"), "__rsub__": _binary_operator(F.rsub, reflected=True),
+    "__mul__": _binary_operator(F.mul, numpy_dtype="promote"), "__rmul__": _binary_operator(F.mul, reflected=True),
+    "__truediv__": _binary_operator(F.div, numpy_dtype="true"), "__rtruediv__": _binary_operator(_array_rdiv, reflected=True, arrays_reflected=True),
+    "__pow__": _binary_operator(F.pow, numpy_dtype="promote"), "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
+    "__matmul__": _binary_operator(F.matmul, False, numpy_dtype="promote"),
     "__rmatmul__": _binary_operator(_reflected(F.matmul), False, reflected=True),
     "__lt__": _binary_operator(F.lt), "__le__": _binary_operator(F.le), "__gt__": _binary_operator(F.gt),
     "__ge__": _binary_operator(F.ge), "__eq__": _binary_operator(F.eq), "__ne__": _binary_operator(F.ne),
@@ -580,9 +606,9 @@ OPERATORS = {
     "__rlshift__": _binary_operator(_reflected(bitwise_left_shift), reflected=True),
     "__rshift__": _binary_operator(bitwise_right_shift),
     "__rrshift__": _binary_operator(_reflected(bitwise_right_shift), reflected=True),
-    "__floordiv__": _binary_operator(F.floor_divide),
+    "__floordiv__": _binary_operator(F.floor_divide, numpy_dtype="promote"),
     "__rfloordiv__": _binary_operator(F.rfloordiv, reflected=True),
-    "__mod__": _binary_operator(F.remainder), "__rmod__": _binary_operator(F.rremainder, reflected=True),
+    "__mod__": _binary_operator(F.remainder, numpy_dtype="promote"), "__rmod__": _binary_operator(F.rremainder, reflected=True),
     # (an operand of another type: NotImplemented, so Python raises "unsupported operand
     # type(s) for +=", as for torch's)
     "__iadd__": _binary_operator(METHODS["add_"]), "__isub__": _binary_operator(METHODS["sub_"]),

@@ -133,9 +133,14 @@ def _elu_vjp(e, x, y, g, a, n):
     # torch's elu_backward: from the input, grad * alpha * exp(x) where x <= 0 (EluBackward0);
     # from the result of an in-place elu_ (EluBackward1), grad * (result + alpha) there
     # (selected where x <= 0, as torch's kernel: a NaN input passes the gradient through)
+    # The value that scales the gradient enters through where(v < 0, v, 0): equal to v where
+    # it is selected (v <= 0), but with torch's elu_double_backward's derivative, whose mask
+    # is v < 0, so a second derivative at exactly 0 is 0, not alpha.
     if a.get("from_result"):
-        return [e.where(e.le(y[0], 0), e.mul(g[0], e.add(y[0], x[1])), g[0]) if n[0] else None, None]
-    return [e.where(e.le(x[0], 0), e.mul(e.mul(g[0], x[1]), e.exp(x[0])), g[0]) if n[0] else None, None]
+        negative = e.where(e.lt(y[0], 0), y[0], 0)
+        return [e.where(e.le(y[0], 0), e.mul(g[0], e.add(negative, x[1])), g[0]) if n[0] else None, None]
+    negative = e.where(e.lt(x[0], 0), x[0], 0)
+    return [e.where(e.le(x[0], 0), e.mul(e.mul(g[0], x[1]), e.exp(negative)), g[0]) if n[0] else None, None]
 
 
 elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} > 0 else fg_expm1({0}) * {1})", float_only=True,

@@ -551,8 +551,25 @@ class TraceViews:
     def assign_data(self, t: Tensor, value: Tensor) -> None:
         """`t.data = value` inside a trace: a write of t that keeps its history (see rebind)
         where the value fits t's memory."""
-        if value._data is None and tuple(t.shape) == tuple(value.shape) and \
-                (t._data is not None or t._dtype is value._dtype):
+        if value._data is None and tuple(t.shape) == tuple(value.shape) and t._dtype is value._dtype:
             self.rebind(t, value._sym, False)
+            return
+        if t._data is not None and value._data is None:
+            # A tensor from outside the call takes a value of another shape or dtype computed
+            # here: it becomes one of the call's symbolic tensors, given its value as the call
+            # ends (Module.double() inside a call; before, its dtype change was dropped, or it
+            # was left without a value).
+            if self.dry:
+                self.keep_state(t)
+            self.alive.append(weakref.ref(t))
+            self.data_moved = True
+            t._data, t._sym, t._dtype = value._data, value._sym, value._dtype
+            if t._requires_grad and t._grad_fn is None:
+                # a leaf that requires grad (a Parameter of Module.double()) stays one: as a leaf
+                # made in the call by requires_grad_(), gradients there accumulate into it
+                t._traced_leaf = True
+                t.__dict__["_leaf_value"] = t._sym
+                self.new_leaves.append(weakref.ref(t))
+                self.new_leaf_states.append(t.__dict__)
             return
         t._data, t._sym, t._dtype = value._data, value._sym, value._dtype

@@ -18,7 +18,10 @@ def fma64(a, b, c) -> np.ndarray:
     total = product + c
     back = total - product
     sum_error = (product - (total - back)) + (c - back)
-    return total + (sum_error + product_error)
+    error = sum_error + product_error
+    # (no error: the sum itself, whose zero keeps its sign, -0. * 0. + -0. is -0.; adding a
+    # zero error would make it +0.)
+    return np.where(error == 0, total, total + error)
 
 
 def _split(x):

@@ -15,6 +15,7 @@ import builtins  # this module defines sum, max, min, abs, all and any as tensor
 import collections.abc
 import functools
 import inspect
+import math
 import numbers
 import operator
 import re
@@ -1531,8 +1532,15 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {TORCH_SCALAR_NAMES[a._dtype.name]}")
     p = 2.0 if p in ("fro", None) else float(p)
-    return apply_op("norm", [a], {"p": p, "axes": _dims(dim, a.dim(), "norm"), "keepdim": bool(keepdim)},
-                    "LinalgVectorNormBackward0")
+    axes = _dims(dim, a.dim(), "norm")
+    if dim is not None and (p < 0 or p == math.inf) and 0 in a.shape:
+        for given in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+            # torch names the first empty dim of those given, as given (-1 stays -1); the op's
+            # own check (without dims) says "on an empty tensor"
+            if a.shape[normalize_dim(given, a.dim())] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {given}"
+                                   "because this dimension is empty and the operation does not have an identity")
+    return apply_op("norm", [a], {"p": p, "axes": axes, "keepdim": bool(keepdim)}, "LinalgVectorNormBackward0")
 
 
 _WHOLE_NORM_ATTRS: dict = {}     # ndim -> norm's attributes over every dim (never mutated: shared)

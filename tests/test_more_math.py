@@ -345,7 +345,7 @@ def test_prod_gradients_with_zeros_as_torch(args, zeros):
     assert found[0] == found[1]
 
 
-def test_prod_compiled_and_its_second_derivative_refused():
+def test_prod_compiled_and_its_third_derivative_refused():
     def f(x):
         return x.prod(1).sum() + x.prod()
 
@@ -356,8 +356,39 @@ def test_prod_compiled_and_its_second_derivative_refused():
     np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5)
     leaf = fg.tensor([1.5, 2.0, 3.0], requires_grad=True)
     first, = fg.autograd.grad(leaf.prod(), leaf, create_graph=True)
-    with pytest.raises(RuntimeError, match="^fusegrad: the derivative of prod's backward"):
-        first.sum().backward()
+    second, = fg.autograd.grad(first.sum(), leaf, create_graph=True)
+    with pytest.raises(RuntimeError, match="^fusegrad: the derivative of prod's double backward"):
+        second.sum().backward()
+
+
+PROD_SECOND = [([1.0, 2.0, 3.0],), ([1.0, 0.0, 3.0],), ([0.0, 0.0, 3.0],), ([0.0, 0.0, 0.0],),
+               ([[1.0, 0.0, 3.0], [2.0, 0.0, 0.0]], 1), ([[1.0, 0.0, 3.0], [2.0, 0.0, 0.0]], 0, True),
+               ([[1.0, 0.0, 3.0], [0.0, 2.0, 0.0]],), ([[1.0, 2.0], [3.0, 4.0]], 1), (2.5,),
+               ([[1.0, 2.0], [3.0, 4.0]], -1, True), ([[0.0, 2.0], [3.0, 4.0]],), ([[0.5, -2.0, 3.0]], 1)]
+
+
+def _prod_second(L, data, dim=None, keepdim=False, compiled=False):
+    def second(x):
+        y = x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
+        seed = (L.ones_like(y) * 1.5).requires_grad_()
+        first, = L.autograd.grad(y, x, seed, create_graph=True)
+        weights = L.arange(1.0, 1.0 + x.numel()).reshape(x.shape)
+        return L.autograd.grad(first, (x, seed), weights, allow_unused=True)
+    x = L.tensor(data, requires_grad=True)
+    found = (fg.compile(second) if compiled else second)(x)
+    return [None if v is None else np.round(v.detach().numpy().astype(np.float64), 4).tolist() for v in found]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("case", PROD_SECOND, ids=str)
+def test_prod_second_derivative_matches_torch_zeros_included(case, compiled):
+    """In x and in the gradient's seed: exact products (one zero, two, more), as torch's."""
+    assert _prod_second(fg, *case, compiled=compiled) == _prod_second(torch, *case)
+
+
+def test_prod_second_derivative_by_nested_grad():
+    hessian_row_sum = fg.grad(lambda x: fg.grad(lambda t: t.prod())(x).sum())
+    np.testing.assert_allclose(hessian_row_sum(fg.tensor([1.0, 2.0, 3.0])).numpy(), [5.0, 4.0, 3.0])
 
 
 TRIANGLE_CALLS = [

@@ -241,8 +241,60 @@ def _prod_backward_ref(grad, x, result, axis, keepdim):
 
 
 def _prod_backward_vjp(e, x, y, g, a, n):
-    raise NoDerivativeError("fusegrad: the derivative of prod's backward (a second derivative through prod) is "
-                            "not implemented")
+    """prod_backward(grad, x, result) = grad * others(x), each element's product of the others:
+    its derivative in grad and in x (through others, which is x's whole dependence: result's
+    cotangent is None), from prod_double_backward. A 0-d x: prod is the identity."""
+    grad, inp = x[0], x[1]
+    if inp.type.ndim == 0:
+        return [g[0] if n[0] else None, None, None]
+    d_grad, d_x = e.op("prod_double_backward", g[0], grad, inp, axis=a["axis"], keepdim=a["keepdim"])
+    return [d_grad if n[0] else None, d_x if n[1] else None, None]
+
+
+def _prod_double_backward_ref(gg, grad, x, axis, keepdim):
+    """The cotangents of prod_backward's grad and x for cotangent `gg` of its result (torch's
+    values: exact products, so zeros need care). Per slice along axis, with P the product of its
+    nonzero elements, S the sum of gg_i / x_i over them, Z its zeros' gg sum:
+      grad: sum_i gg_i * others_i
+      x_k:  grad * sum_{i != k} gg_i * prod_{j != i, k} x_j, which is
+            no zero:    grad * P / x_k * (S - gg_k / x_k)
+            one zero:   grad * P * S at the zero, grad * Z * P / x_k elsewhere
+            two zeros:  grad * (Z - gg_k) * P at each zero (the other's gg), 0 elsewhere
+            more:       0"""
+    shape = x.shape
+    if axis is None:
+        x, gg, axis, keepdim = x.ravel(), gg.ravel(), 0, False
+    if not keepdim:
+        grad = np.expand_dims(grad, axis)
+    x, gg = np.moveaxis(x, axis, -1), np.moveaxis(gg, axis, -1)
+    grad = np.moveaxis(grad, axis, -1)
+    with np.errstate(all="ignore"):
+        d_grad = np.sum(gg * np.moveaxis(_others_product(np.moveaxis(x, -1, axis), axis), axis, -1),
+                        axis=-1, keepdims=True, dtype=x.dtype)
+        zero = x == 0
+        zeros = np.count_nonzero(zero, axis=-1)[..., None]
+        inverse = 1 / np.where(zero, 1, x)
+        product = np.prod(np.where(zero, 1, x), axis=-1, keepdims=True, dtype=x.dtype)
+        quotients = np.where(zero, 0, gg * inverse)
+        total = np.sum(quotients, axis=-1, keepdims=True, dtype=x.dtype)
+        zero_sum = np.sum(np.where(zero, gg, 0), axis=-1, keepdims=True, dtype=x.dtype)
+        d_x = np.select(
+            [zeros == 0, zeros == 1, zeros == 2],
+            [grad * product * inverse * (total - quotients),
+             np.where(zero, grad * product * total, grad * zero_sum * product * inverse),
+             np.where(zero, grad * (zero_sum - gg) * product, 0)],
+            0).astype(x.dtype)
+    d_x = np.moveaxis(d_x, -1, axis).reshape(shape)
+    d_grad = np.moveaxis(d_grad, -1, axis)
+    if not keepdim:
+        d_grad = np.squeeze(d_grad, axis)
+    # (np.array, not ascontiguousarray, which makes a 0-d result 1-d)
+    return np.array(d_grad, dtype=x.dtype, order="C"), np.array(d_x, order="C")
+
+
+def _prod_double_backward_vjp(e, x, y, g, a, n):
+    raise NoDerivativeError("fusegrad: the derivative of prod's double backward (a third derivative through "
+                            "prod) is not implemented")
 
 
 register(OpDef("prod", OPAQUE, _prod_infer, _prod_ref, _prod_vjp, reference_only=True,
@@ -251,6 +303,10 @@ register(OpDef("prod", OPAQUE, _prod_infer, _prod_ref, _prod_vjp, reference_only
 register(OpDef("prod_backward", OPAQUE, lambda types, attrs: [types[1]], _prod_backward_ref, _prod_backward_vjp,
                reference_only=True, doc="prod_backward(grad, x, result; axis, keepdim): torch's prod_backward",
                extra={"reference_why": "prod's gradient (no kernel rule)"}))
+register(OpDef("prod_double_backward", OPAQUE, lambda types, attrs: [types[1], types[2]], _prod_double_backward_ref,
+               _prod_double_backward_vjp, reference_only=True,
+               doc="prod_double_backward(gg, grad, x; axis, keepdim) -> (grad's, x's cotangent) of prod_backward",
+               extra={"reference_why": "prod's second derivative (no kernel rule)"}))
 
 
 # ------------------------------------------------------------------ tril / triu

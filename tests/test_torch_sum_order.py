@@ -1,6 +1,7 @@
-"""Eager sums and means add in torch's CPU order (ir/ops/reduce.py, _torch_row_sums): bit for
-bit torch's, for full reductions and reductions over the trailing dims of a row-major tensor,
-in float32 and float64, from a few elements to full sums torch splits among its threads."""
+"""Eager sums and means add in torch's CPU order (ir/ops/reduce.py, _torch_row_sums and
+_torch_column_sums): bit for bit torch's, for full reductions and reductions over the trailing
+or the leading dims of a row-major tensor, in float32 and float64, from a few elements to sums
+torch splits among its threads."""
 from __future__ import annotations
 
 import numpy as np
@@ -87,3 +88,43 @@ def test_a_strided_vector_sums_as_torchs_scalar_path(n, step):
     want = torch.from_numpy(base)[::step].sum().item()
     assert fg.from_numpy(base)[::step].sum().item() == want
     assert fg.from_numpy(base)[::step].mean().item() == torch.from_numpy(base)[::step].mean().item()
+
+
+LEADING = [((3, 5), (0,)), ((17, 8), (0,)), ((64, 5), (0,)), ((40, 9), (0,)), ((300, 33), (0,)),
+           ((33, 100), (0,)), ((64, 256), (0,)), ((1000, 1000), (0,)), ((526, 77), (0,)), ((2000, 17), (0,)),
+           ((4096, 40), (0,)), ((100000, 4), (0,)), ((40000, 1), (0,)), ((8, 30, 17), (0,)), ((8, 30, 17), (0, 1)),
+           ((2552, 121), (0,)), ((100, 7, 1), (0, 1)), ((16, 16), (0,))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("shape, dims", LEADING, ids=str)
+def test_leading_dim_reductions_are_torchs_bit_for_bit(shape, dims, dtype):
+    """A batch dim summed away (a bias gradient, mean(0)): torch sums groups of four vectors of
+    columns down a cascade and each column left over as four interleaved partial sums, its
+    columns split among threads at 128-byte boundaries when large."""
+    x = (np.random.default_rng(sum(shape)).standard_normal(shape) * 10).astype(dtype)
+    for op in ("sum", "mean"):
+        want = getattr(torch.from_numpy(x), op)(dims).numpy()
+        np.testing.assert_array_equal(getattr(fg.from_numpy(x), op)(dims).numpy(), want)
+
+
+def test_a_wide_leading_sum_splits_its_columns_as_among_torchs_threads(monkeypatch):
+    x = np.random.default_rng(8).standard_normal((2000, 77)).astype(np.float32)
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            monkeypatch.setattr(R, "_torch_threads", lambda threads=threads: threads)
+            np.testing.assert_array_equal(fg.from_numpy(x).sum(0).numpy(), torch.from_numpy(x).sum(0).numpy())
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_bias_gradient_is_torchs_bit_for_bit():
+    data = np.random.default_rng(9).standard_normal((300, 40)).astype(np.float32)
+    grads = []
+    for lib in (torch, fg):
+        bias = lib.zeros(40, requires_grad=True)
+        ((lib.from_numpy(data) + bias) ** 2).sum().backward()
+        grads.append(bias.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

@@ -51,7 +51,6 @@ def _check_nonempty(x, axes, name):
                          "Specify the reduction dim with the 'dim' argument.")
 
 
-_CASCADE_BLOCK = 64
 _ACCURATE_SUM_MIN = 4096    # smaller arrays: NumPy's sum as it is (a few ulp at most; eager ops stay cheap)
 
 
@@ -217,8 +216,8 @@ def _short_torch_sum(x: np.ndarray, lanes: int) -> np.ndarray:
 
 def _torch_order_sum(x: np.ndarray, axes, keepdim):
     """x summed over `axes` in torch's order, where that order is known: every axis (of an
-    array laid out densely, summed in memory order) or the trailing axes of a row-major
-    array, in float32 or float64; else None."""
+    array laid out densely, summed in memory order), the trailing axes or the leading axes
+    of a row-major array, in float32 or float64; else None."""
     if x.dtype.char not in "fd" or x.size == 0:
         return None
     if x.ndim == 1 and not x.flags.c_contiguous:
@@ -233,39 +232,78 @@ def _torch_order_sum(x: np.ndarray, axes, keepdim):
     lead = x.ndim - len(n_axes)
     if x.flags.c_contiguous and n_axes == set(range(lead, x.ndim)):
         kept = x.shape[:lead]
-        total = _torch_row_sums(x.reshape(int(np.prod(kept, dtype=np.int64)), -1))
+        total = _torch_row_sums(x.reshape(math.prod(kept), -1))
         return total.reshape(kept + (1,) * len(n_axes) if keepdim else kept)
+    if x.flags.c_contiguous and n_axes == set(range(len(n_axes))):
+        # the leading axes summed away (a batch dim: a bias gradient, mean(0))
+        kept = x.shape[len(n_axes):]
+        total = _torch_column_sums(x.reshape(-1, math.prod(kept)))
+        return total.reshape((1,) * len(n_axes) + kept if keepdim else kept)
     return None
 
 
+def _torch_column_sums(x: np.ndarray) -> np.ndarray:
+    """The sum of each column of `x` (a C-contiguous (rows, cols) float32 or float64 matrix) in
+    torch's order, bit for bit: one column is a full sum (of its contiguous values); else
+    torch splits the columns among its threads when x is large (at 128-byte boundaries), and
+    each thread's columns are summed as _torch_column_chunk says."""
+    rows, cols = x.shape
+    if cols == 1:
+        return _torch_row_sums(x.reshape(1, rows), split=True)[0].reshape(1)
+    threads = _torch_threads() if x.size >= _TORCH_GRAIN else 1
+    if threads == 1:
+        return _torch_column_chunk(x)
+    per_thread, multiple = -(-cols // threads), 128 // x.itemsize
+
+    def rounded(column):
+        return column if column == cols else column - column % multiple
+    parts = []
+    for start in range(0, cols, per_thread):
+        begin, end = rounded(start), rounded(min(cols, start + per_thread))
+        if begin < end:
+            parts.append(_torch_column_chunk(x[:, begin:end]))
+    return np.concatenate(parts)
+
+
+def _torch_column_chunk(x: np.ndarray) -> np.ndarray:
+    """torch's sums of a chunk of columns: groups of four 256-bit vectors of columns (of four
+    columns, when the chunk is narrower than one vector) cascaded down the rows by
+    multi_row_sum; each column left over by row_sum, four interleaved partial sums."""
+    rows, cols = x.shape
+    lanes = _TORCH_VECTOR_BYTES // x.itemsize
+    group = _TORCH_ILP * lanes if cols >= lanes else _TORCH_ILP
+    grouped = cols // group * group
+    parts = []
+    if grouped:
+        if rows < 16:       # (no level of the cascade fills: the rows in turn, from 0)
+            parts.append(np.add.reduce(x[:, :grouped], axis=0) + x.dtype.type(0))
+        else:
+            parts.append(_multi_row_sum(x[:, :grouped].reshape(1, rows, grouped))[0])
+    if grouped < cols:
+        rest = x[:, grouped:]
+        loads = rows // _TORCH_ILP
+        if loads < 16:
+            # (the four partial sums add their loads in turn: one reduce, eager sums stay cheap)
+            partial = np.add.reduce(rest[:loads * _TORCH_ILP].reshape(loads, _TORCH_ILP, cols - grouped), axis=0)
+            first = partial[0]
+            for row in range(loads * _TORCH_ILP, rows):
+                first = first + rest[row]
+            parts.append(first + partial[1] + partial[2] + partial[3] + x.dtype.type(0))
+        else:
+            rest = np.ascontiguousarray(rest)
+            parts.append(_row_sum(rest.reshape(1, rows, cols - grouped))[0])
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
 def _accurate_sum(x, axes, keepdim):
-    """np.add.reduce in x's dtype, as accurate as torch's cascade sums. NumPy sums pairwise
+    """np.add.reduce in x's dtype, as accurate as torch's cascade sums, for the sums whose
+    order _torch_order_sum does not know (strided, or over middle axes). NumPy sums pairwise
     only along the innermost axis it loops over; over any other axis of a float32 array it
     adds one row at a time (arange(20000.).reshape(-1, 2).sum(0) came out 4e-5 off where
-    torch's is exact). Those sums are a cascade over row blocks where the leading axes of a
-    row-major array are summed away (a batch dim, a bias gradient: float32 at NumPy's
-    speed), else accumulated in float64, as the compiled kernels do."""
+    torch's is exact): those are accumulated in float64, as the compiled kernels do."""
     if x.size < _ACCURATE_SUM_MIN or x.dtype != np.float32 or _reduces_innermost_axes(x, axes):
         return np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=x.dtype)
-    lead = len(axes)
-    if x.flags.c_contiguous and sorted(ax % x.ndim for ax in axes) == list(range(lead)):
-        kept = x.shape[lead:]
-        total = _cascade_rows(x.reshape(-1, int(np.prod(kept, dtype=np.int64))))
-        return total.reshape((1,) * lead + kept if keepdim else kept)
     return np.add.reduce(x, axis=axes, keepdims=keepdim, dtype=np.float64).astype(np.float32)
-
-
-def _cascade_rows(rows: np.ndarray) -> np.ndarray:
-    """The sum of a matrix's rows, in blocks of _CASCADE_BLOCK rows summed in turn (the error
-    grows with the block size and the number of levels, not with the number of rows)."""
-    while rows.shape[0] > _CASCADE_BLOCK:
-        blocks = rows.shape[0] // _CASCADE_BLOCK
-        whole = blocks * _CASCADE_BLOCK
-        partial = np.add.reduce(rows[:whole].reshape(blocks, _CASCADE_BLOCK, -1), axis=1)
-        if whole < rows.shape[0]:
-            partial = np.concatenate([partial, np.add.reduce(rows[whole:], axis=0, keepdims=True)])
-        rows = partial
-    return np.add.reduce(rows, axis=0)
 
 
 def _reduces_innermost_axes(x, axes) -> bool:

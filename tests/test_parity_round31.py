@@ -132,3 +132,19 @@ def test_linspace_keeps_the_sign_of_a_zero_as_torch(args, dtype):
     """torch's kernel computes each value with one fused multiply-add: -0. * 0. + -0. is -0."""
     got = exact_outcome(lambda: fg.linspace(*args, dtype=getattr(fg, dtype)))
     assert got == exact_outcome(lambda: torch.linspace(*args, dtype=getattr(torch, dtype)))
+
+
+SETITEM_ON_EMPTY = [
+    "L.zeros(0, 3).__setitem__([1, 0], L.tensor([1.0, 2.0]))",
+    "L.zeros(2, 0).__setitem__((slice(None), [1, 0]), L.tensor([1.0, 2.0, 3.0]))",
+    "L.zeros(0, 3).__setitem__([1, 0], 1.0)",
+    "L.zeros(0, 3).__setitem__(L.tensor([], dtype=L.int64), L.tensor([1.0, 2.0]))",
+    "L.zeros(2, 3).__setitem__([5, 0], L.tensor([1.0, 2.0]))",
+]
+
+
+@pytest.mark.parametrize("code", SETITEM_ON_EMPTY)
+def test_setitem_checks_an_index_into_an_empty_dim_first(code):
+    """torch's IndexError for a non-empty index into a dim of size 0 comes before the value's
+    shape check."""
+    assert exact_outcome(lambda: eval(code, {"L": fg})) == exact_outcome(lambda: eval(code, {"L": torch}))

@@ -186,7 +186,10 @@ def _put_infer(types, attrs):
     x, v, indices, dims = types[0], types[1], types[2:], attrs["dims"]
     _check_dims(x, indices, dims)
     target = take_shape(x.shape, [t.shape for t in indices], dims)
-    if not expands_to(value_shape(v.shape), target):         # (torch checks the shape first)
+    for t, d in zip(indices, dims):
+        if x.shape[d] == 0 and t.numel > 0:     # (torch's first check: before the value's shape)
+            raise IndexError("index is out of bounds for dimension with size 0")
+    if not expands_to(value_shape(v.shape), target):         # (torch checks the shape next)
         raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(value_shape(v.shape))} cannot be broadcast to "
                            f"indexing result of shape {shape_str(target)}")
     if x.dtype is not v.dtype:

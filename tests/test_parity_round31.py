@@ -148,3 +148,25 @@ def test_setitem_checks_an_index_into_an_empty_dim_first(code):
     """torch's IndexError for a non-empty index into a dim of size 0 comes before the value's
     shape check."""
     assert exact_outcome(lambda: eval(code, {"L": fg})) == exact_outcome(lambda: eval(code, {"L": torch}))
+
+
+RANDINT_LIKE = [
+    "L.randint_like(x, 10)", "L.randint_like(x, 3, 10, dtype=L.int64)", "L.randint_like(x.t(), 5)",
+    "L.randint_like(x, 4, requires_grad=True)", "L.randint_like(x, 2.5)", "L.randint_like(x)",
+    "L.randint_like(x, 1, 2, 3)", "L.randint_like(x, 5, 2)", "L.randint_like(L.zeros(2, dtype=L.int64), 7)",
+    "L.randint_like(L.zeros(2, dtype=L.int64), 5, requires_grad=True)", "L.randint_like(x, 0, 2, dtype=L.bool)",
+]
+
+
+@pytest.mark.parametrize("code", RANDINT_LIKE)
+def test_randint_like_draws_and_checks_as_torch(code):
+    """The *_like form of randint: input's shape, dtype (floats for a float input) and layout,
+    the same samples after the same seed, torch's parser texts."""
+    def run(L):
+        L.manual_seed(3)
+        try:
+            value = eval(code, {"L": L, "x": L.zeros(2, 3)})
+        except Exception as exc:        # noqa: BLE001 - the error is the outcome compared
+            return ("error", type(exc).__name__, str(exc))
+        return str(value.dtype).split(".")[-1], value.tolist(), tuple(value.stride()), value.requires_grad
+    assert run(fg) == run(torch)

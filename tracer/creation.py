@@ -825,6 +825,29 @@ randn_like = _random_like(randn, _fill_normal)
 rand_like = _random_like(rand, _fill_uniform)
 
 
+def randint_like(input, low=_NO_SIZE, high=None, *, dtype: DType | None = None, requires_grad: bool = False,
+                 memory_format=None, generator=None, device=None) -> Tensor:
+    """torch.randint_like(input, high) or (input, low, high): integers uniform in [low, high)
+    with input's shape, dtype (a float input gives floats) and layout, drawn as randint's."""
+    check_device(device)
+    if high is None:
+        low, high = 0, low
+    if not (is_int(low) and is_int(high)):
+        raise TypeError("randint_like(): bad argument")     # (worded by tracer/parser_errors.py)
+    t = _like_source(input, "randint_like")
+    gen = random_generator.required(generator, "randint_like")
+    dtype = _dtype_arg("randint_like", dtype) or t.dtype
+    requires_grad = _grad_flag("randint_like", requires_grad)
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    result = _like_layout(empty(tuple(t.shape), dtype=dtype), t)
+    if result.numel():
+        random_generator.fill(result._data, gen.integers(int(low), int(high), result.numel()).astype(dtype.np))
+    if requires_grad:
+        _require_grad(result)
+    return result
+
+
 @missing_argument_texts
 def full_like(input, fill_value, *, dtype: DType | None = None, requires_grad: bool = False, device=None,
               memory_format=None) -> Tensor:

@@ -463,6 +463,11 @@ FUNCTIONS = {
         f"(int high, tuple of ints size, *, Tensor out = None, {_CREATION})",
         f"(int low, int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, {_CREATION})",
         f"(int low, int high, tuple of ints size, *, Tensor out = None, {_CREATION})"),
+    "randint_like": ArgParser(
+        "randint_like",
+        *(f"(Tensor input, {bounds}, *, {generator}torch.memory_format memory_format = None, {_CREATION})"
+          for bounds in ("int low, int high", "Tensor high", "int high")
+          for generator in ("torch.Generator generator, ", ""))),
     "full_like": ArgParser("full_like", f"(Tensor input, Number fill_value, *, torch.memory_format memory_format = None, "
                                         f"{_CREATION})"),
 }

@@ -155,6 +155,7 @@ RANDINT_LIKE = [
     "L.randint_like(x, 4, requires_grad=True)", "L.randint_like(x, 2.5)", "L.randint_like(x)",
     "L.randint_like(x, 1, 2, 3)", "L.randint_like(x, 5, 2)", "L.randint_like(L.zeros(2, dtype=L.int64), 7)",
     "L.randint_like(L.zeros(2, dtype=L.int64), 5, requires_grad=True)", "L.randint_like(x, 0, 2, dtype=L.bool)",
+    "L.randint_like(x, L.tensor(6))", "L.randint_like(x, x)", "L.randint_like(x, 1, None)",
 ]
 
 

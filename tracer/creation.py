@@ -825,13 +825,18 @@ randn_like = _random_like(randn, _fill_normal)
 rand_like = _random_like(rand, _fill_uniform)
 
 
-def randint_like(input, low=_NO_SIZE, high=None, *, dtype: DType | None = None, requires_grad: bool = False,
+def randint_like(input, low=_NO_SIZE, high=_NO_SIZE, *, dtype: DType | None = None, requires_grad: bool = False,
                  memory_format=None, generator=None, device=None) -> Tensor:
     """torch.randint_like(input, high) or (input, low, high): integers uniform in [low, high)
-    with input's shape, dtype (a float input gives floats) and layout, drawn as randint's."""
+    with input's shape, dtype (a float input gives floats) and layout, drawn as randint's
+    (`high` may be a 0-d tensor, torch's Tensor overload)."""
     check_device(device)
-    if high is None:
+    if high is _NO_SIZE:
         low, high = 0, low
+        if isinstance(high, Tensor):
+            if high.dim() != 0:
+                raise RuntimeError("high must be a scalar tensor and on CPU")
+            high = int(high.item())
     if not (is_int(low) and is_int(high)):
         raise TypeError("randint_like(): bad argument")     # (worded by tracer/parser_errors.py)
     t = _like_source(input, "randint_like")

@@ -452,12 +452,7 @@ class Tensor:
         if requires_grad and TRANSFORMS_RUNNING[0]:
             note_new_leaf(self)
         if self._sym is not None and requires_grad and not self._traced_leaf:
-            # A leaf made inside a compiled call: backward() there accumulates into its .grad.
-            self._traced_leaf = True
-            self.__dict__["_leaf_value"] = self._sym      # (its value as a leaf: gradients flow to it)
-            trace = trace_state.current()
-            trace.new_leaves.append(weakref.ref(self))
-            trace.new_leaf_states.append(self.__dict__)     # (outlives the tensor: see Trace)
+            trace_state.current().new_leaf(self)    # a leaf made inside a compiled call
         return self
 
     @property

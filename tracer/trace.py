@@ -401,6 +401,15 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             w = self.aliases[key] = self.builder.emit("cast", v, dtype=v.dtype)
         return w
 
+    def new_leaf(self, t: Tensor) -> None:
+        """Make symbolic tensor `t` a leaf of this call (requires_grad_() on a value made here, or
+        a caller's leaf that `.data =` gave such a value): backward() here accumulates into its
+        .grad, its gradients flow to its value as a leaf."""
+        t._traced_leaf = True
+        t.__dict__["_leaf_value"] = t._sym
+        self.new_leaves.append(weakref.ref(t))
+        self.new_leaf_states.append(t.__dict__)     # (outlives the tensor: see __init__)
+
     def symbolic(self, v: Value, requires_grad: bool) -> Tensor:
         """A new symbolic Tensor standing for value `v` (no data until the call ends); the trace
         keeps a weak reference so it can give the tensor its value if it outlives the call."""

@@ -567,9 +567,6 @@ class TraceViews:
             if t._requires_grad and t._grad_fn is None:
                 # a leaf that requires grad (a Parameter of Module.double()) stays one: as a leaf
                 # made in the call by requires_grad_(), gradients there accumulate into it
-                t._traced_leaf = True
-                t.__dict__["_leaf_value"] = t._sym
-                self.new_leaves.append(weakref.ref(t))
-                self.new_leaf_states.append(t.__dict__)
+                self.new_leaf(t)
             return
         t._data, t._sym, t._dtype = value._data, value._sym, value._dtype

@@ -18,7 +18,8 @@ EXPRESSIONS = [
     "x.min(1)[0]", "x[0] @ x[1]", "x @ c", "c @ x", "x @ x", "L.maximum(x, c)", "L.minimum(x, x)",
     "x + c", "x - 2", "2 - x", "x.add(x, alpha=3)", "x.sub(c, alpha=2)", "(x * 1).add_(c, alpha=2.5)",
     "(x * 1).sub_(x, alpha=2)", "x.reshape(4)", "x.view(4)",
-    "x.expand(3, 2, 2)", "L.nn.functional.mse_loss(x, c)", "L.nn.functional.mse_loss(x, c, reduction='sum')",
+    "x.expand(3, 2, 2)", "x * float('inf')", "x ** float('inf')",
+    "L.nn.functional.mse_loss(x, c)", "L.nn.functional.mse_loss(x, c, reduction='sum')",
     "L.nn.functional.cross_entropy(x, L.tensor([0, 1]))", "x.t()", "-x",
 ]
 

@@ -10,8 +10,10 @@ so it is a table here, keyed by node class name, as the class names themselves a
     "in<i>"      operand i as torch saved it: the tensor itself (the same object), a Python
                  scalar operand wrapped in a 0-d tensor (torch's wrapped number), or None
                  where the backward needs no gradient that reads it (torch saves nothing)
-    "num<i>"     operand i as a Python number (a Scalar argument: clamp's min, 2 ** x's base);
-                 None for an absent bound
+    "num<i>"     operand i as a Python number (a Scalar argument: 2 ** x's base, x ** 2.5's
+                 exponent)
+    "bound<i>"   a clamp bound: "num<i>", or None where it is absent (fusegrad fills it with an
+                 infinity, so an explicit infinite bound shows None too)
     "out<k>"     output k: a new tensor over the saved memory whose grad_fn is the node
     "sizes<i>"   operand i's shape, a tuple;  "numel<i>": its element count
     "attr:<a>"   attribute `a` of the recorded op, as a Python value
@@ -61,7 +63,7 @@ SAVED_ATTRIBUTES: dict[str, dict[str, str]] = {
     "ViewBackward0": _SIZES, "ExpandBackward0": _SIZES,
     "WhereBackward0": {"condition": "in0"},
     "ClampBackward0": {"self": "in0", "min": "in1", "max": "in2"},
-    "ClampBackward1": {"self": "in0", "min": "num1", "max": "num2"},
+    "ClampBackward1": {"self": "in0", "min": "bound1", "max": "bound2"},
     "LinalgVectorNormBackward0": {**_SELF, **_RESULT, "keepdim": "attr:keepdim", "ord": "attr:p"},
     "MaxBackward1": {**_SELF, **_RESULT}, "MinBackward1": {**_SELF, **_RESULT},
     "AmaxBackward0": {**_SELF, **_RESULT, "keepdim": "attr:keepdim"},
@@ -106,6 +108,9 @@ def saved_attribute(node, attribute: str):
         return int(np.prod(node.in_types[int(where[5:])].shape, dtype=np.int64))
     if where.startswith("num"):
         return _number(_const(node, int(where[3:])))
+    if where.startswith("bound"):
+        value = _number(_const(node, int(where[5:])))
+        return None if value in (float("inf"), float("-inf")) else value
     if where.startswith("sizes"):
         return tuple(node.in_types[int(where[5:])].shape)
     if where.startswith("attr:"):
@@ -157,16 +162,12 @@ def _const(node, index: int):
 
 
 def _number(value):
-    """A Scalar argument as torch shows it: an int where it is whole (x ** 2, clamp(min=0)),
-    None for an absent clamp bound (fusegrad fills it with an infinity)."""
+    """A Scalar argument as torch shows it: an int where it is whole (x ** 2, clamp(min=0))."""
     if value is None:
         return None
     value = np.asarray(value).item()
-    if isinstance(value, float):
-        if value in (float("inf"), float("-inf")):
-            return None
-        if value.is_integer():
-            return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 

@@ -113,3 +113,14 @@ def test_missing_attributes_and_metadata():
     assert node.metadata == {"k": 1} and (x + 1).grad_fn.metadata == {}
     with pytest.raises(AttributeError):
         fg.compile(lambda t: t * 2)(x).grad_fn._saved_self      # a compiled call's node saves no such value
+
+
+def test_a_saved_input_detached_in_place_can_still_be_read():
+    """torch's attribute checks the version only; the detached-in-place error is a backward's."""
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 1
+    z = a * a
+    a.detach_()
+    assert z.grad_fn._saved_self is a
+    with pytest.raises(RuntimeError, match="Trying to use a saved tensor that has been detached in-place"):
+        z.sum().backward()

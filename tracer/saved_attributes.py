@@ -30,6 +30,7 @@ torch's.
 """
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -105,7 +106,7 @@ def saved_attribute(node, attribute: str):
     if where.startswith("in") or where.startswith("out"):
         return _saved_tensor(node, where)
     if where.startswith("numel"):
-        return int(np.prod(node.in_types[int(where[5:])].shape, dtype=np.int64))
+        return math.prod(node.in_types[int(where[5:])].shape)
     if where.startswith("num"):
         return _number(_const(node, int(where[3:])))
     if where.startswith("bound"):
@@ -146,6 +147,8 @@ def _saved_tensor(node, where: str):
             return None                 # not saved: its reader's gradient is not needed
         return _wrapped_number(node.consts[index])
     if saved.box[0] != saved.version:
+        # (the version check only: torch's attribute, unlike a backward, lets a tensor detached
+        # in place since be read, so saved_checks._checked_array is not the check here)
         _raise_modified(saved, node, index)
     if not output:
         return _promoted_source(saved) or saved.tensor

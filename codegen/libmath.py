@@ -35,14 +35,15 @@ import math
 from typing import Callable
 
 import numpy as np
+from llvmlite import ir as llvm_ir
 from numba import njit, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf", "fg_erfc",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
     "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
-    "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64",
+    "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64", "fg_fma",
 ]
 
 
@@ -272,6 +273,12 @@ def fg_rshift(x, y):
     return python_entry(fg_rshift, x, y)
 
 
+def fg_fma(x, y, z):
+    """x * y + z rounded once for floats (LLVM's fma: the hardware instruction, which
+    vectorises); integers wrap around."""
+    return python_entry(fg_fma, x, y, z)
+
+
 # --------------------------------------------------------------------- implementations
 # Factories: `make_*(ft)` returns the implementation for operands of NumPy
 # scalar type `ft` (np.float32, np.float64, np.int64, np.bool_). The public
@@ -433,6 +440,26 @@ def make_rshift(ft):
     return impl
 
 
+@intrinsic
+def _llvm_fma(typingctx, x, y, z):
+    """llvm.fma on three floats of one type."""
+    if not (isinstance(x, types.Float) and x == y == z):
+        return None
+
+    def codegen(context, builder, sig, args):
+        fty = llvm_ir.FloatType() if sig.return_type.bitwidth == 32 else llvm_ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [fty], llvm_ir.FunctionType(fty, [fty] * 3))
+        return builder.call(fn, args)
+    return x(x, y, z), codegen
+
+
+def make_fma(ft):
+    """x * y + z: one rounding for floats (torch's add with alpha, lerp and addcmul are FMAs)."""
+    if np.issubdtype(ft, np.floating):
+        return lambda x, lo, hi: _llvm_fma(x, lo, hi)
+    return lambda x, lo, hi: x * lo + hi
+
+
 _NUMERIC = ("f32", "f64", "int")
 _ALL = ("f32", "f64", "int", "bool")
 
@@ -462,3 +489,4 @@ overload_by_kind(fg_div_trunc, make_div_trunc)
 overload_by_kind(fg_remainder, make_remainder)
 overload_by_kind(fg_lshift, make_lshift, ("int",))
 overload_by_kind(fg_rshift, make_rshift, ("int",))
+overload_by_kind(fg_fma, make_fma, _NUMERIC)

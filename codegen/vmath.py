@@ -91,9 +91,10 @@ from numba.extending import intrinsic
 
 from . import libmath
 from .libmath import overload_by_kind, python_entry
-# Rounding division, remainder (libm's fmod) and shifts have no vectorised form: libmath's
-# functions, overloads included, serve both math modules.
-from .libmath import fg_div_floor, fg_div_trunc, fg_lshift, fg_remainder, fg_rshift  # noqa: F401
+# Rounding division, remainder (libm's fmod) and shifts have no vectorised form, and fma is
+# the hardware instruction in both: libmath's functions, overloads included, serve both
+# math modules.
+from .libmath import fg_div_floor, fg_div_trunc, fg_fma, fg_lshift, fg_remainder, fg_rshift  # noqa: F401
 
 __all__ = list(libmath.__all__)
 

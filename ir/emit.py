@@ -69,6 +69,10 @@ class Emitter:
         """x * y; either may be a Python number."""
         return self.op("mul", *self._pair(x, y))
 
+    def scaled_add(self, x: Value, y: Value, alpha: Value, negate: bool = False):
+        """x + y * alpha (x - y * alpha with `negate`) rounded once, as torch's add with alpha."""
+        return self.op("scaled_add", x, y, alpha, negate=negate)
+
     def div(self, x, y):
         """x / y (true division); either may be a Python number."""
         return self.op("div", *self._pair(x, y))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.tracer import fma
+from fusegrad.ir import fma
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 from parity_support import assert_values_equal, seeded_both  # noqa: E402  (after the skip)

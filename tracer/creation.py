@@ -10,7 +10,7 @@ from fusegrad.ir import DType, bool_, float32, from_numpy_dtype, int64
 from fusegrad.ir.types import PYTHON_TYPE_DTYPES, promote_types
 
 from . import generator as random_generator, trace_state
-from .fma import fma64
+from fusegrad.ir.fma import fma64
 from .device import check_device
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts

@@ -29,7 +29,7 @@ from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, broadcast_shape_error, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG, _ScalarOnlyMulBackward0
+from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
@@ -41,9 +41,15 @@ from .user_frame import user_stacklevel
 # Ops whose VJP's instructions are named by the forward node (see GraphProgram)
 _NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
                                "masked_fill"})
-# Nodes of torch's Scalar overloads: the Python numbers the forward took (lerp's weight, the
-# alpha add/sub scale by) are Scalars in their formulas (MulBackward1 under create_graph)
-_SCALAR_OVERLOADS = frozenset({"LerpBackward0"})
+
+
+def _took_scalars(node) -> bool:
+    """Is `node` one of torch's Scalar overloads: did it take a Python number where torch's
+    signature has a Scalar (OpDef.extra["scalar_attributes"]: lerp's weight, the alpha
+    add/sub scale by)? Those numbers are Scalars in its formula (MulBackward1 under
+    create_graph)."""
+    attributes = OPS[node.op].extra.get("scalar_attributes") if node.op in OPS else None
+    return bool(attributes) and any(node.consts[i] is not None for i in attributes if i < len(node.consts))
 
 
 class GraphProgram:
@@ -96,7 +102,7 @@ class GraphProgram:
             # (create_graph._selection_name); the loc carries the name to the instructions its
             # VJP emits)
             name = type(node).__name__
-            scalar_overload = name in _SCALAR_OVERLOADS or isinstance(node, _ScalarOnlyMulBackward0)
+            scalar_overload = _took_scalars(node)
             loc = name if node.op in _NAMED_BY_FORMULA else SCALAR_OPERANDS if scalar_overload else None
             self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
 

@@ -37,7 +37,7 @@ from .grad_mode import is_grad_enabled
 from .layout import layout_stand_in, strides_of
 from .saved_attributes import remember_alpha
 from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits, written_number
-from .node import display_edges, hide_node, keep_scalar_operands
+from .node import hide_node
 from .parser_errors import described, got_text, no_arguments_error, type_name
 from .tensor import Tensor
 from .user_frame import user_stacklevel
@@ -220,9 +220,10 @@ def check_alpha(alpha, fn: str) -> None:
         raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type_name(alpha)}")
 
 
-def scale_by_alpha(a, b, alpha, fn: str):
-    """alpha * b for `a + alpha * b`, alpha taken in the result dtype as torch does (a float
-    alpha with integer operands and a bool alpha with non-bool ones are errors)."""
+def alpha_number(a, b, alpha, fn: str):
+    """(alpha as torch's parser reads it, the result dtype of `a + alpha * b`), after torch's
+    checks: a float alpha with integer operands and a bool alpha with non-bool ones are
+    errors, and alpha must fit the result's dtype."""
     check_alpha(alpha, fn)
     if isinstance(alpha, (Tensor, np.ndarray)):
         # torch's parser reads a 0-d tensor as the Number it holds (so the checks below apply
@@ -242,41 +243,29 @@ def scale_by_alpha(a, b, alpha, fn: str):
         alpha = builtins.bool(alpha)
     else:
         check_scalar_fits(alpha, dtype)     # (torch converts alpha to the result's type: 1e300 overflows float32)
-    if isinstance(b, Tensor) and b._dtype is not dtype:
-        # torch scales the operand in the result's dtype (an int64 one times alpha does not
-        # wrap around in int64 before it is added to a float one); the cast is hidden from
-        # next_functions, as torch casts inside its node
-        b = cast(b, dtype)
-        hide_node(b)
+    return alpha, dtype
+
+
+def add_scaled(a, b, alpha, fn: str, name: str, negate: bool = False) -> Tensor:
+    """`a + alpha * b` (`a - alpha * b` with `negate`) as torch computes it, recorded as one
+    node `name` whose next_functions are a's and b's and whose `_saved_alpha` is alpha.
+
+    In a floating result dtype it is one fused multiply-add (IR scaled_add: torch's add
+    kernel rounds once); otherwise alpha * b is exact or wraps around as torch's does, and
+    records no node (integer and bool results never require grad)."""
+    alpha, dtype = alpha_number(a, b, alpha, fn)
+    if dtype.is_floating_point:
+        (a, b), _ = _promoted([a, b], fn)
+        out = apply_op("scaled_add", [a, b, _scalar_array(alpha, dtype)], {"negate": negate}, name)
+        remember_alpha(out, alpha)
+        return out
     if _is_scalar(b):
         # (True * True is the int 1 in Python: a bool result scales a bool)
-        return builtins.bool(b * alpha) if dtype is bool_ else b * alpha
-    scaled = mul(b, alpha)
-    if _is_scalar(alpha):
-        keep_scalar_operands(scaled)
-    return scaled
-
-
-def _shown_as_one_node(out: Tensor, scaled, alpha=None) -> Tensor:
-    """`out` = a + scaled (or -, in place or not; rsub's scaled - ... too), scaled = alpha * b
-    made here: the node lists b's edge where the scaled operand's is, as torch's (which scales
-    inside AddBackward0 / SubBackward0 / RsubBackward0), and keeps `alpha` (its
-    `_saved_alpha`). Written through a view, that node is the CopySlices of the view's base
-    (out's own is the view's, regenerated as torch's is)."""
-    if alpha is not None:
-        remember_alpha(out, alpha)
-    node, scale = out._grad_fn, getattr(scaled, "_grad_fn", None)
-    if node is None or scale is None or out._data is None:
-        return out
-    if getattr(node, "op", None) not in ("add", "sub") and out._base is not None:
-        node = out._base._grad_fn
-    edges = list(node.next_functions) if node is not None else []
-    for k, (edge_node, _) in enumerate(edges):
-        if edge_node is scale:
-            edges[k] = scale.next_functions[0]
-            display_edges(node, tuple(edges))
-            break
-    return out
+        scaled = builtins.bool(b * alpha) if dtype is bool_ else b * alpha
+    else:
+        scaled = mul(b, alpha)
+    ops, _ = _promoted([a, scaled], fn)
+    return apply_op("sub" if negate else "add", ops, None, name)
 
 
 def add(input, other, *deprecated, alpha=1) -> Tensor:
@@ -285,9 +274,7 @@ def add(input, other, *deprecated, alpha=1) -> Tensor:
         other, alpha = _alpha_first("add", other, deprecated, alpha)
     a, b = input, other
     if type(alpha) is not int or alpha != 1:
-        scaled = scale_by_alpha(a, b, alpha, "add")
-        ops = _promoted_pair_fast(a, scaled) or _promoted([a, scaled], "add")
-        return _shown_as_one_node(apply_op("add", ops[0], None, "AddBackward0"), scaled, alpha)
+        return add_scaled(a, b, alpha, "add", "AddBackward0")
     if type(a) is Tensor:                 # the common cases inline (hot: every traced or eager add)
         tb = type(b)
         if tb is Tensor and a._dtype is b._dtype:
@@ -311,9 +298,7 @@ def subtract_scaled(a, b, alpha, name: str = "SubBackward0") -> Tensor:
     overload, which `subtract(x, 2, 1)` picks)."""
     _check_bool_sub(a, b)               # before scaling: alpha * a bool tensor is no longer bool
     if type(alpha) is not int or alpha != 1:
-        scaled = scale_by_alpha(a, b, alpha, "sub")
-        ops, dtype = _promoted([a, scaled], "sub")
-        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, alpha)
+        return add_scaled(a, b, alpha, "sub", name, negate=True)
     ops, dtype = _promoted([a, b], "sub")
     return apply_op("sub", ops, None, name)
 
@@ -346,9 +331,7 @@ def rsub(a, b, alpha=1) -> Tensor:
     _check_bool_sub(b, a)
     name = "RsubBackward0" if isinstance(b, Tensor) else "RsubBackward1"
     if type(alpha) is not int or alpha != 1:
-        scaled = scale_by_alpha(b, a, alpha, "rsub")
-        ops, _ = _promoted([b, scaled], "rsub")
-        return _shown_as_one_node(apply_op("sub", ops, None, name), scaled, alpha)
+        return add_scaled(b, a, alpha, "rsub", name, negate=True)
     ops, _ = _promoted([b, a], "rsub")
     return apply_op("sub", ops, None, name)
 

@@ -36,7 +36,7 @@ import weakref
 
 import numpy as np
 
-from .fma import fma32, fma64
+from fusegrad.ir.fma import fma32, fma64
 
 f32, f64 = np.float32, np.float64
 _MASK24, _MASK53 = (1 << 24) - 1, (1 << 53) - 1

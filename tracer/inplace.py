@@ -3,6 +3,8 @@ result is written into the tensor, bumping its version counter, with torch's
 checks for leaves and views of leaves that require grad."""
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from fusegrad.ir import bool_, float32
@@ -15,7 +17,6 @@ from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap
                        broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
-from .node import keep_scalar_operands
 from . import generator
 from . import generator as random_generator     # (where a `generator=` argument hides the module)
 from .layout import layout_stand_in, traced_overlaps_itself, traced_partial_overlap
@@ -77,6 +78,19 @@ def check_result_fits(t: Tensor, shape: tuple, dtype) -> None:
         raise result_cast_error(TORCH_SCALAR_NAMES[dtype.name], TORCH_SCALAR_NAMES[t._dtype.name])
 
 
+def _scaled_in_place(self: Tensor, other, alpha, op: str, name: str) -> Tensor:
+    """self += alpha * other (-= for sub_) as torch's add_ kernel does it on floats: one
+    fused multiply-add (IR scaled_add; alpha is torch's Scalar, `_saved_alpha`)."""
+    from .functional import _scalar_array
+    from .saved_attributes import remember_alpha
+    if not isinstance(other, Tensor):
+        other = _scalar_array(other, self._dtype)
+    apply_op("scaled_add", [self, other, _scalar_array(alpha, self._dtype)], {"negate": op == "sub"}, name,
+             out=self)
+    remember_alpha(self, alpha)
+    return self
+
+
 def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_name: str | None = None,
                    attrs: dict | None = None):
     """The in-place form of a binary IR op: `t.add_(other)` records AddBackward0 with t as output
@@ -85,8 +99,7 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
     `attrs`: the op's attributes)."""
     def method(self: Tensor, other, alpha=1) -> Tensor:
         name_here = tensor_name if tensor_name is not None and isinstance(other, Tensor) else name
-        from .functional import (_check_bool_sub, _coerce, _promoted, _shown_as_one_node, check_alpha, mul,
-                                 scale_by_alpha)
+        from .functional import _check_bool_sub, _coerce, _promoted, alpha_number, check_alpha, mul
         if type(alpha) is not int and type(alpha) is not float:
             check_alpha(alpha, method.__name__)     # (torch parses its arguments first)
         check_inplace(self)
@@ -99,11 +112,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
                 if not -3.4e38 < alpha < 3.4e38:
                     check_int_parses(alpha)                 # (10**40: torch's parser's OverflowError)
                     check_scalar_fits(alpha, self._dtype)   # (1e300 overflows a float32 result: torch's error)
-                check_operand_overlap(self, other)      # (torch checks other itself, not alpha * other)
-                other = mul(other, alpha)
-                keep_scalar_operands(other)         # (torch keeps alpha as a Scalar)
-                apply_op(op, [self, other], attrs, name_here, out=self)
-                return _shown_as_one_node(self, other, alpha)
+                check_operand_overlap(self, other)
+                return _scaled_in_place(self, other, alpha, op, name_here)
             apply_op(op, [self, other], attrs, name_here, out=self)
             return self
         if op == "sub":
@@ -112,21 +122,29 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             # x.pow_(0.5): computed as x ** 0.5 is (a root, with sqrt's special values: ir pow_const)
             apply_op("pow_const", [self], {"exponent": float(other)}, name_here, out=self)
             return self
-        check_write_overlaps(self, other)       # (torch checks other itself, not alpha * other)
+        check_write_overlaps(self, other)
         # (a bool tensor exponent: the backward for self raises, as out of place, functional.pow)
         bool_exponent = op == "pow" and isinstance(other, Tensor) and other._dtype is bool_ and \
             self._dtype.is_floating_point
-        scaled = None
-        if type(alpha) is not int or alpha != 1:
-            other = scaled = scale_by_alpha(self, other, alpha, method.__name__)
+        scaled = type(alpha) is not int or alpha != 1
+        if scaled:
+            alpha, dtype = alpha_number(self, other, alpha, method.__name__)
+            if not dtype.is_floating_point:
+                # exact, or wrapping around as torch's (an integer result records no node)
+                if isinstance(other, Tensor):
+                    other = mul(_coerce(other, dtype), alpha)
+                else:
+                    other = builtins.bool(other * alpha) if dtype is bool_ else other * alpha
+                scaled = False
         (_, other), dtype = _promoted([self, other], op + "_")
         if op == "div" and not dtype.is_floating_point:
             dtype = float32                  # true division: an integer quotient is a float
         check_result_fits(self, broadcast_shapes(tuple(self.shape), tuple(np.shape(other))), dtype)
+        if scaled:
+            return _scaled_in_place(self, _coerce(other, self._dtype), alpha, op, name_here)
         apply_op(op, [self, _coerce(other, self._dtype)], {"no_derivative": "pow"} if bool_exponent else attrs,
                  name_here, out=self)
-        # (torch scales inside AddBackward0 / SubBackward0: its edges are self's and other's)
-        return self if scaled is None else _shown_as_one_node(self, scaled, alpha)
+        return self
     method.__name__ = method_name or op + "_"
     method.__doc__ = f"In-place `{op}`: writes the result into self (alpha scales other)."
     return method

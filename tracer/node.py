@@ -311,30 +311,6 @@ def display_edges(node, edges: tuple) -> None:
 _CLASSES: dict[str, type] = {}
 
 
-class _ScalarOnlyMulBackward0(Node):
-    """The node of `alpha * b` that `add(a, b, alpha=)` / `sub` make: torch scales inside
-    AddBackward0 / SubBackward0, which keeps alpha as a Scalar (not a saved tensor), so a
-    backward frees nothing here and a second one is allowed."""
-
-    __slots__ = ()
-
-    def free_saved(self) -> None:
-        pass
-
-
-_ScalarOnlyMulBackward0.__name__ = _ScalarOnlyMulBackward0.__qualname__ = "MulBackward0"
-
-
-def keep_scalar_operands(t) -> None:
-    """`t` = alpha * b, made by add/sub(alpha=) (MulBackward0 by a Python scalar): keep that
-    scalar through a backward, eagerly and inside a trace."""
-    from . import trace_state
-    if t._grad_fn is not None and t._sym is None:
-        t._grad_fn.__class__ = _ScalarOnlyMulBackward0
-    elif t._sym is not None and t._requires_grad:
-        trace_state.current().keep_scalar_operands(t)
-
-
 # Nodes that hold state a backward without retain_graph releases even when they save no
 # tensor: torch's CopySlices drops the function it wraps, so a second backward through any
 # CopySlices raises "backward through the graph a second time" (v = -x; v[0] = 2.0); torch's

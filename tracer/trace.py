@@ -134,7 +134,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # A backward in the call that reaches tensors with history from before it: (those tensors,
         # their gradients, retain_graph, create_graph), run eagerly when the call returns
         self.outside_backwards: list = []
-        self.never_freed: set = set()       # ids of instructions that save only Python scalars (keep_scalar_operands)
+        self.never_freed: set = set()       # ids of instructions that save only Python numbers (_saves_numbers_only)
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
                                             # the call that it reads or writes
@@ -438,6 +438,18 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         v = x._sym
         return v if v is not None else self.value_of(x)
 
+    def _saves_numbers_only(self, ins, inputs) -> None:
+        """`ins` took Python numbers where torch's signature has a Scalar
+        (OpDef.extra["scalar_attributes"]: add's alpha, lerp's number weight): if its VJP
+        reads nothing else, its node saves no tensor and a backward frees nothing there (as
+        dispatch._reads_a_constant decides eagerly)."""
+        from .node import saved_slots
+        numbers = {i for i in OPS[ins.op].extra["scalar_attributes"] if type(inputs[i]) is np.ndarray}
+        needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
+        in_slots, out_slots = saved_slots(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs)
+        if numbers and not out_slots and set(in_slots) <= numbers:
+            self.never_freed.add(id(ins))
+
     def record(self, op, inputs, attrs, name, out):
         """Append `op(inputs; attrs)` to the program; returns its symbolic result(s).
 
@@ -505,6 +517,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             self.instrs.append(ins)
             if requires:
                 self.grad_instrs[id(ins)] = name
+                if len(values) > 2 and "scalar_attributes" in opdef.extra:
+                    self._saves_numbers_only(ins, inputs)
             t = _new(Tensor)
             dtype = out_type.dtype
             t._data, t._dtype, t._grad_fn, t._vbox = None, dtype, None, [0]
@@ -529,6 +543,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.instrs.append(ins)
         if requires:
             self.grad_instrs[id(ins)] = name
+            if len(values) > 2 and "scalar_attributes" in opdef.extra:
+                self._saves_numbers_only(ins, inputs)
         if out is not None:
             # (a graft carries the write it passes on: a fill through a detach of an expand's view
             # writes each memory location once, as the fill itself)

@@ -286,13 +286,6 @@ class TraceAutograd:
         """(the instruction recorded with grad that defines v, its output index), or None."""
         return self._producers().get(id(v))
 
-    def keep_scalar_operands(self, t: Tensor) -> None:
-        """`t` is `alpha * b` made by add/sub(alpha=): its instruction is never freed (as
-        node.keep_scalar_operands eagerly)."""
-        found = self.grad_producer(t._sym)
-        if found is not None:
-            self.never_freed.add(id(found[0]))
-
     def saves_for_backward(self, ins: Instr, needs: tuple | None = None) -> bool:
         """Does `ins`'s VJP read forward values (those torch saves for its node), given which
         inputs need a gradient (all by default), or is its node one that holds state a backward

@@ -508,13 +508,8 @@ class Adam(Optimizer):
                     p.mul_(1 - lr * weight_decay)
                 else:
                     grad = grad.add(p, alpha=weight_decay)
-            # exp_avg.lerp_(grad, 1 - beta1): torch's CPU lerp for a weight < 0.5 is m + w * (g - m)
-            weight = 1 - beta1
-            if weight < 0.5:
-                exp_avg.add_((grad - exp_avg) * weight)
-            else:
-                exp_avg.copy_(grad - (grad - exp_avg) * (1 - weight))
-            exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             second = exp_avg_sq
             if amsgrad:
                 state["max_exp_avg_sq"].copy_(fg.maximum(state["max_exp_avg_sq"], exp_avg_sq))
@@ -526,7 +521,7 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
                 denom = (second.sqrt() / math.sqrt(bias_correction2)).add_(eps)
-                p.add_(exp_avg / denom, alpha=-step_size)
+                p.addcdiv_(exp_avg, denom, value=-step_size)
 
     def _fused_attrs(self, group: dict[str, Any]) -> dict | None:
         """adam_update's attributes for this group, or None where the op does not compute
@@ -568,7 +563,7 @@ class Adam(Optimizer):
             return False
         weight = 1 - beta1
         values = dict(weight_decay=weight_decay, decay_factor=1 - lr * weight_decay, weight=weight,
-                      one_minus_weight=1 - weight, beta2=beta2, one_minus_beta2=1 - beta2,
+                      beta2=beta2, one_minus_beta2=1 - beta2,
                       sqrt_bias_correction2=math.sqrt(1 - beta2 ** step), eps=group["eps"], neg_step_size=-step_size)
         new = _fused("adam_update", [p, grad] + moments, [values[name] for name in adam_scalars(attrs)], attrs,
                      p._dtype)
@@ -592,7 +587,7 @@ class Adam(Optimizer):
         bias_correction2 = 1 - fg.tensor(beta2, dtype=p.dtype) ** step
         step_size_neg = -(lr / bias_correction1)
         denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg)).add_(eps / step_size_neg)
-        p.add_(exp_avg / denom)
+        p.addcdiv_(exp_avg, denom)
 
 
 class AdamW(Adam):
@@ -654,25 +649,20 @@ class RMSprop(Optimizer):
             if weight_decay != 0:
                 grad = grad.add(p, alpha=weight_decay)
             square_avg = state["square_avg"]
-            # torch's addcmul_(g, g, value=1 - alpha): v + ((1 - alpha) * g) * g
-            square_avg.mul_(alpha).add_(grad * (1 - alpha) * grad)
+            square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
             if centered:
                 grad_avg = state["grad_avg"]
-                weight = 1 - alpha          # grad_avg.lerp_(grad, 1 - alpha), torch's CPU lerp
-                if weight < 0.5:
-                    grad_avg.add_((grad - grad_avg) * weight)
-                else:
-                    grad_avg.copy_(grad - (grad - grad_avg) * (1 - weight))
-                avg = (square_avg + (-grad_avg) * grad_avg).sqrt()
+                grad_avg.lerp_(grad, 1 - alpha)
+                avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
             else:
                 avg = square_avg.sqrt()
             avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
             if momentum > 0:
                 buf = state["momentum_buffer"]
-                buf.mul_(momentum).add_(grad / avg)         # addcdiv_(g, avg): b + g / avg
+                buf.mul_(momentum).addcdiv_(grad, avg)
                 p.add_(buf, alpha=-lr)
             else:
-                p.add_(grad * (-lr) / avg)                  # addcdiv_(g, avg, value=-lr): p + (-lr * g) / avg
+                p.addcdiv_(grad, avg, value=-lr)
 
 
 from fusegrad.optim import lr_scheduler  # noqa: E402  (schedulers read Optimizer)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import rounded, threaded
+from .. import fma, rounded, threaded
 from ..types import TensorType, bool_
 from .registry import COMPOSITE, ELEMENTWISE, SOURCE, NoDerivativeError, OpDef, broadcast_shapes, register
 
@@ -94,6 +94,28 @@ elementwise("div", np.true_divide,
                                       e.mul(e.neg(g[0]), e.div(e.div(x[0], x[1]), x[1])) if n[1] else None],
             "({0} / {1})", extra={"unpack_order": (("in", 1), ("in", 0)),        # torch's other, self
                                   "reciprocal_of": 1})      # see registry.OpDef.extra
+# scaled_add(a, b, alpha; negate) = a + b * alpha (a - b * alpha with negate) rounded once:
+# torch's add(a, b, alpha=) and sub(a, b, alpha=) on floats, whose CPU kernel is a fused
+# multiply-add (ufunc/add.h: vec::fmadd(other, alpha, self), the scalar tail contracted
+# likewise; sub adds -alpha), so 8-20% of float32 results differ by an ulp from a multiply
+# then an add. alpha is torch's Scalar: an input (a learning rate a schedule changes must
+# not be an attribute, which keys the program cache), not saved (scalar_attributes), not
+# listed in next_functions (torch_edges). The gradient of b is torch's formula, grad * alpha
+# (sub: -grad * alpha), which create_graph records as it does.
+def _scaled_add_ref(a, b, alpha, negate):
+    return fma.fma(b, -alpha if negate else alpha, a, np.result_type(a, b, alpha))   # (it broadcasts)
+
+
+def _scaled_add_vjp(e, x, y, g, a, n):
+    grad = e.neg(g[0]) if a["negate"] else g[0]
+    return [g[0] if n[0] else None, e.mul(grad, x[2]) if n[1] else None, e.mul(grad, x[1]) if n[2] else None]
+
+
+elementwise("scaled_add", _scaled_add_ref, _scaled_add_vjp,
+            lambda t, a: f"fg_fma({t[1]}, (-{t[2]}), {t[0]})" if a["negate"] else f"fg_fma({t[1]}, {t[2]}, {t[0]})",
+            float_only=True, extra={"scalar_attributes": (2,), "torch_edges": (0, 1)},
+            doc="scaled_add(a, b, alpha; negate): a + b * alpha (a - b * alpha) rounded once (torch's add/sub "
+                "with alpha)")
 elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
 
 

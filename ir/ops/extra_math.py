@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .. import rounded
+from .. import fma, rounded
 from ..types import TensorType, bool_
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, NoDerivativeError, OpDef, register
@@ -40,23 +40,25 @@ def _isinf(e, x):
 
 
 # ------------------------------------------------------------------ lerp
-# torch's lerp: self + weight * (end - self) where |weight| < 0.5, else
-# end - (end - self) * (1 - weight); backward self: grad * (1 - weight), end: grad * weight,
+# torch's CPU lerp (its vectorised kernel, lerp_vec, and the scalar one as GCC contracts it):
+# fma(weight, end - self, self) where |weight| < 0.5, else fma(weight - 1, end - self, end),
+# each rounded once; backward self: grad * (1 - weight), end: grad * weight,
 # weight: grad * (end - self)
 @_quiet
 def _lerp_ref(a, b, w):
     dtype = np.result_type(a, b, w)
-    diff = np.asarray(b - a, dtype)
+    a, b, w = (np.asarray(x, dtype) for x in (a, b, w))
+    diff = b - a
     one = dtype.type(1)
     small = np.abs(w) < 0.5
-    return np.asarray(np.where(small, a + w * diff, b - diff * (one - w)), dtype)
+    return np.asarray(np.where(small, fma.fma(w, diff, a, dtype), fma.fma(w - one, diff, b, dtype)), dtype)
 
 
 def _lerp_decompose(e, xs, a):
     x, end, w = xs
     diff = e.sub(end, x)
     small = e.lt(e.op("abs", w), e.const(0.5, w))
-    return [e.where(small, e.add(x, e.mul(w, diff)), e.sub(end, e.mul(diff, e.sub(e.const(1, w), w))))]
+    return [e.where(small, e.scaled_add(x, diff, w), e.scaled_add(end, diff, e.sub(w, e.const(1, w))))]
 
 
 def _lerp_vjp(e, x, y, g, a, n):
@@ -87,9 +89,10 @@ def _addcdiv_vjp(e, x, y, g, a, n):
             e.mul(e.neg(g[0]), e.div(e.mul(value, t1), e.mul(t2, t2))) if n[2] else None, None]
 
 
-elementwise("addcmul", _quiet(lambda s, t1, t2, v: np.asarray(s + v * t1 * t2, s.dtype)), _addcmul_vjp,
-            "({0} + {3} * {1} * {2})", nondiff_inputs=(3,),
-            doc="addcmul(self, t1, t2, value): self + value * t1 * t2")
+# torch's addcmul kernel, self + value * t1 * t2, contracted by GCC: fma(value * t1, t2, self)
+elementwise("addcmul", _quiet(lambda s, t1, t2, v: fma.fma(v * t1, t2, s, s.dtype)), _addcmul_vjp,
+            "fg_fma({3} * {1}, {2}, {0})", nondiff_inputs=(3,),
+            doc="addcmul(self, t1, t2, value): self + value * t1 * t2 (the last addition fused)")
 elementwise("addcdiv", _quiet(lambda s, t1, t2, v: np.asarray(s + v * t1 / t2, s.dtype)), _addcdiv_vjp,
             "({0} + {3} * {1} / {2})", float_only=True, nondiff_inputs=(3,),
             doc="addcdiv(self, t1, t2, value): self + value * t1 / t2")

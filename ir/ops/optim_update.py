@@ -8,6 +8,10 @@ ops, in the same order and dtypes, that the per-op code records, so compiled
 kernels fuse the update into one loop and compute the same bits; their `ref`
 does the same NumPy arithmetic as the per-op code does eagerly.
 
+torch's kernels round some of those steps once where a multiply then an add would round
+twice (add with alpha, lerp and addcmul are fused multiply-adds on the CPU): the IR's
+scaled_add, and ir/fma.py in the references, compute them as torch does, bit for bit.
+
 Every number enters as a 0-d input of the parameter's dtype, as a Python
 scalar operand of a Tensor op does (tracer.functional._scalar_array): the
 step-dependent ones (bias corrections, step size) and the learning rate a
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fma import fma
 from ..types import TensorType
 from .registry import COMPOSITE, OpDef, register
 
@@ -37,8 +42,7 @@ def sgd_scalars(attrs) -> tuple:
 def adam_scalars(attrs) -> tuple:
     """Names of adam_update's scalar inputs for these attributes, in input order."""
     decay = {"none": (), "l2": ("weight_decay",), "decoupled": ("decay_factor",)}[attrs["weight_decay"]]
-    lerp = ("weight",) if attrs["lerp_low"] else ("one_minus_weight",)
-    return decay + lerp + ("beta2", "one_minus_beta2", "sqrt_bias_correction2", "eps", "neg_step_size")
+    return decay + ("weight", "beta2", "one_minus_beta2", "sqrt_bias_correction2", "eps", "neg_step_size")
 
 
 def _sgd_tensor_count(attrs) -> int:
@@ -85,10 +89,11 @@ def _like(a, target):
 # ------------------------------------------------------------------ sgd_update
 # sgd_update(param, grad[, momentum_buffer], *scalars; maximize, weight_decay, momentum,
 # dampening, nesterov) -> (param'[, momentum_buffer']): torch's SGD step on a buffer that
-# exists (the first step, which makes the buffer, stays per-op). Per-op code:
-#   g = -grad (maximize);  g = g + p * weight_decay
-#   buf = buf * momentum + g (* (1 - dampening) when dampened)
-#   g = g + buf * momentum (nesterov) or buf;  p = p + g * -lr
+# exists (the first step, which makes the buffer, stays per-op). Per-op code (fma: one
+# rounding, torch's add with alpha):
+#   g = -grad (maximize);  g = fma(p, weight_decay, g)
+#   buf = buf * momentum + g (fma(g, 1 - dampening, buf * momentum) when dampened)
+#   g = fma(buf, momentum, g) (nesterov) or buf;  p = fma(g, -lr, p)
 def _sgd_infer(types, attrs):
     param = _check_types("sgd_update", types, _sgd_tensor_count(attrs), sgd_scalars(attrs))
     return [param, param] if attrs["momentum"] else [param]
@@ -99,18 +104,19 @@ def _sgd_ref(*arrays, maximize, weight_decay, momentum, dampening, nesterov):
                  nesterov=nesterov)
     n = _sgd_tensor_count(attrs)
     p, s = arrays[0], dict(zip(sgd_scalars(attrs), arrays[n:]))
+    dtype = p.dtype
     work = arrays[2] if momentum else p          # the layout the gradient terms are computed in
     g = _like(arrays[1], work)
     if maximize:
         g = np.negative(g)
     if weight_decay:
-        g = g + _like(p, work) * s["weight_decay"]
+        g = _like(fma(_like(p, work), s["weight_decay"], g, dtype), work)
     if not momentum:
-        return p + g * s["neg_lr"]
+        return _like(fma(g, s["neg_lr"], p, dtype), p)
     buf = arrays[2] * s["momentum"]
-    buf += g * s["one_minus_dampening"] if dampening else g
-    step = g + buf * s["nesterov_momentum"] if nesterov else buf
-    return p + _like(step, p) * s["neg_lr"], buf
+    buf = _like(fma(g, s["one_minus_dampening"], buf, dtype), work) if dampening else buf + g
+    step = _like(fma(buf, s["nesterov_momentum"], g, dtype), work) if nesterov else buf
+    return _like(fma(_like(step, p), s["neg_lr"], p, dtype), p), buf
 
 
 def _sgd_decompose(e, xs, attrs):
@@ -120,13 +126,13 @@ def _sgd_decompose(e, xs, attrs):
     if attrs["maximize"]:
         g = e.neg(g)
     if attrs["weight_decay"]:
-        g = e.add(g, e.mul(p, s["weight_decay"]))
+        g = e.scaled_add(g, p, s["weight_decay"])
     if not attrs["momentum"]:
-        return [e.add(p, e.mul(g, s["neg_lr"]))]
+        return [e.scaled_add(p, g, s["neg_lr"])]
     buf = e.mul(xs[2], s["momentum"])
-    buf = e.add(buf, e.mul(g, s["one_minus_dampening"]) if attrs["dampening"] else g)
-    step = e.add(g, e.mul(buf, s["nesterov_momentum"])) if attrs["nesterov"] else buf
-    return [e.add(p, e.mul(step, s["neg_lr"])), buf]
+    buf = e.scaled_add(buf, g, s["one_minus_dampening"]) if attrs["dampening"] else e.add(buf, g)
+    step = e.scaled_add(g, buf, s["nesterov_momentum"]) if attrs["nesterov"] else buf
+    return [e.scaled_add(p, step, s["neg_lr"]), buf]
 
 
 register(OpDef("sgd_update", COMPOSITE, _sgd_infer, _sgd_ref, decompose=_sgd_decompose,
@@ -138,11 +144,13 @@ register(OpDef("sgd_update", COMPOSITE, _sgd_infer, _sgd_ref, decompose=_sgd_dec
 # adam_update(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq], *scalars; amsgrad, maximize,
 # weight_decay ("none", "l2", "decoupled"), lerp_low) -> (param', exp_avg', exp_avg_sq'[,
 # max_exp_avg_sq']): torch's (non-capturable) Adam/AdamW step. (The step count is the
-# caller's: it knows the new count as a number, which it writes without a kernel.) Per-op code:
-#   p = p * decay_factor (decoupled);  g = -grad (maximize);  g = g + p * wd (l2)
-#   m = m + (g - m) * weight (lerp_low, weight = 1 - beta1 < 0.5) or g - (g - m) * (1 - weight)
-#   v = v * beta2 + (g * g) * (1 - beta2);  mx = maximum(mx, v) (amsgrad)
-#   p = p + (m / (sqrt(mx or v) / sqrt_bias_correction2 + eps)) * -step_size
+# caller's: it knows the new count as a number, which it writes without a kernel.) Per-op code
+# (torch's; fma: one rounding):
+#   p = p * decay_factor (decoupled);  g = -grad (maximize);  g = fma(p, wd, g) (l2)
+#   m = lerp(m, g, weight): fma(weight, g - m, m) (lerp_low: weight = 1 - beta1 < 0.5), else
+#       fma(weight - 1, g - m, g)
+#   v = fma(one_minus_beta2 * g, g, v * beta2) (addcmul);  mx = maximum(mx, v) (amsgrad)
+#   p = p + (neg_step_size * m) / (sqrt(mx or v) / sqrt_bias_correction2 + eps) (addcdiv)
 def _adam_infer(types, attrs):
     if attrs["weight_decay"] not in ("none", "l2", "decoupled"):
         raise ValueError(f"adam_update: weight_decay must be 'none', 'l2' or 'decoupled', got "
@@ -153,38 +161,33 @@ def _adam_infer(types, attrs):
 
 
 def _adam_ref(*arrays, amsgrad, maximize, weight_decay, lerp_low):
-    # The per-op code's arithmetic, operand for operand, into as few fresh arrays as can
-    # hold it (each fresh array of a large parameter costs its page faults).
+    # The per-op code's arithmetic, operand for operand (the moments' terms in the moments'
+    # layout, the parameter's in its own).
     attrs = dict(amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay, lerp_low=lerp_low)
     n = _adam_tensor_count(attrs)
     p, m, v = arrays[0], arrays[2], arrays[3]
+    dtype = p.dtype
     s = dict(zip(adam_scalars(attrs), arrays[n:]))
-    g = _like(arrays[1], m)                      # the moments' terms in the moments' layout
+    g = _like(arrays[1], m)
     if weight_decay == "decoupled":
         p = np.multiply(p, s["decay_factor"], out=np.empty_like(p))
     if maximize:
         g = np.negative(g, out=np.empty_like(m))
     if weight_decay == "l2":
-        decay = np.multiply(_like(p, m), s["weight_decay"], out=np.empty_like(m))
-        g = np.add(g, decay, out=decay)
-    m_new = np.subtract(g, m, out=np.empty_like(m))
-    if lerp_low:                                 # m + (g - m) * weight
-        np.multiply(m_new, s["weight"], out=m_new)
-        np.add(m, m_new, out=m_new)
-    else:                                        # g - (g - m) * (1 - weight)
-        np.multiply(m_new, s["one_minus_weight"], out=m_new)
-        np.subtract(g, m_new, out=m_new)
-    v_new = np.multiply(v, s["beta2"], out=np.empty_like(v))
-    work = np.multiply(g, g, out=np.empty_like(m))
-    np.multiply(work, s["one_minus_beta2"], out=work)
-    np.add(v_new, work, out=v_new)
+        g = _like(fma(_like(p, m), s["weight_decay"], g, dtype), m)
+    diff = np.subtract(g, m, out=np.empty_like(m))
+    if lerp_low:
+        m_new = _like(fma(s["weight"], diff, m, dtype), m)
+    else:
+        m_new = _like(fma(s["weight"] - dtype.type(1), diff, g, dtype), m)
+    v_new = _like(fma(s["one_minus_beta2"] * g, g, v * s["beta2"], dtype), v)
     second = np.maximum(arrays[4], v_new, out=np.empty_like(v)) if amsgrad else v_new
-    np.sqrt(second, out=work)                    # denom = sqrt(second) / sqrt_bias_correction2 + eps
+    work = np.sqrt(second, out=np.empty_like(v))  # denom = sqrt(second) / sqrt_bias_correction2 + eps
     np.divide(work, s["sqrt_bias_correction2"], out=work)
     np.add(work, s["eps"], out=work)
-    np.divide(m_new, work, out=work)             # update = m / denom * -step_size
-    np.multiply(work, s["neg_step_size"], out=work)
-    update = _like(work, p)
+    update = np.multiply(m_new, s["neg_step_size"], out=np.empty_like(m))   # addcdiv: (value * m) / denom
+    np.divide(update, work, out=update)
+    update = _like(update, p)
     p_new = np.add(p, update, out=update)
     return (p_new, m_new, v_new, second) if amsgrad else (p_new, m_new, v_new)
 
@@ -198,16 +201,16 @@ def _adam_decompose(e, xs, attrs):
     if attrs["maximize"]:
         g = e.neg(g)
     if attrs["weight_decay"] == "l2":
-        g = e.add(g, e.mul(p, s["weight_decay"]))
+        g = e.scaled_add(g, p, s["weight_decay"])
+    diff = e.sub(g, m)
     if attrs["lerp_low"]:
-        m = e.add(m, e.mul(e.sub(g, m), s["weight"]))
+        m = e.scaled_add(m, diff, s["weight"])
     else:
-        m = e.sub(g, e.mul(e.sub(g, m), s["one_minus_weight"]))
-    v = e.mul(v, s["beta2"])
-    v = e.add(v, e.mul(e.mul(g, g), s["one_minus_beta2"]))
+        m = e.scaled_add(g, diff, e.sub(s["weight"], e.const(1, s["weight"])))
+    v = e.scaled_add(e.mul(v, s["beta2"]), g, e.mul(s["one_minus_beta2"], g))
     second = e.maximum(xs[4], v) if attrs["amsgrad"] else v
     denom = e.add(e.div(e.sqrt(second), s["sqrt_bias_correction2"]), s["eps"])
-    p = e.add(p, e.mul(e.div(m, denom), s["neg_step_size"]))
+    p = e.add(p, e.div(e.mul(s["neg_step_size"], m), denom))
     return [p, m, v, second] if attrs["amsgrad"] else [p, m, v]
 
 

@@ -210,6 +210,9 @@ def reference_reason(ins) -> tuple:
     if opdef.reference_only:
         how = opdef.extra.get("reference_why", "NumPy's indexing")
         return f"{ins.op} runs by its reference implementation ({how})", False
+    declined = opdef.extra.get("declined_why")
+    if opdef.decompose is not None and declined is not None and declined(ins) is not None:
+        return f"{ins.op} {declined(ins)}; it runs by its reference implementation", False
     if opdef.decompose is not None:
         # A decomposition that declines does so by design (index_put of a strided slice, norm
         # with p=3, cat of many operands; the schedule docstring lists them): explain() says so,

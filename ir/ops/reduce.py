@@ -570,6 +570,9 @@ def _norm_ref(x, p, axes, keepdim):
     if p != 0 and _one_element_norms(x.shape, axes):
         r = np.abs(x)
         return r if keepdim else r.reshape(reduced_shape(x.shape, axes, False))
+    if p not in (0, float("inf"), float("-inf")) and x.dtype.kind == "f":
+        r = _torch_order_norm(x, p, axes)
+        return np.asarray(r.reshape(reduced_shape(x.shape, axes, keepdim)), dtype=x.dtype)
     if p == 2:
         r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):
@@ -583,6 +586,75 @@ def _norm_ref(x, p, axes, keepdim):
     else:
         r = np.sum(np.abs(x) ** p, axis=axes, keepdims=keepdim, dtype=x.dtype) ** (1.0 / p)
     return np.asarray(r, dtype=x.dtype)
+
+
+# torch's CPU norm kernels (ReduceOpsKernel.cpp, norm_kernel_tensor_iterator_impl), measured
+# bit for bit against torch 2.13: the 2-norm over the last dims of a row-major tensor adds
+# squares in _NORM_LANES lanes (256-bit vectors), each lane in turn, then the lanes one after
+# another, then the tail's squares; every other norm (p = 1, 3..., or over leading dims) is
+# binary_kernel_reduce: one running sum per result in element order, split among threads
+# where one result reads GRAIN_SIZE elements or more, the threads' sums added in turn. Their
+# float32 sums are plain float32 additions, so a norm of 1e6 float32 elements is about 1e-5
+# off the exact value; reproducing the order keeps results within assert_close of torch's.
+_NORM_LANES = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}
+
+
+def _torch_order_norm(x, p, axes):
+    """The p-norm of float `x` over `axes` in torch's order (shape: the kept dims, then one per
+    reduced dim of size 1 is not kept: the caller reshapes)."""
+    dtype = x.dtype
+    kept = [d for d in range(x.ndim) if d not in axes]
+    rows = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))
+    count = x.size // rows if rows else 0
+    trailing = tuple(axes) == tuple(range(x.ndim - len(axes), x.ndim))
+    if p == 2 and trailing and x.flags.c_contiguous and rows:
+        squares = np.multiply(x, x).reshape(rows, count)
+        lanes = _NORM_LANES[dtype]
+        whole = count - count % lanes
+        # (rows, steps, lanes) -> (steps, rows * lanes): NumPy adds the rows of a 2-d array
+        # one after another (no pairwise summation across them): each lane in turn
+        steps = squares[:, :whole].reshape(rows, whole // lanes, lanes).transpose(1, 0, 2).reshape(-1, rows * lanes)
+        partial = np.add.reduce(steps, axis=0, dtype=dtype).reshape(rows, lanes) if whole else \
+            np.zeros((rows, lanes), dtype)
+        total = np.add.accumulate(np.concatenate([partial, squares[:, whole:]], axis=1), axis=1, dtype=dtype)[:, -1]
+        return np.sqrt(total)
+    if p == 1:
+        terms = np.abs(x)
+    elif p == 2:
+        terms = np.multiply(x, x)
+    else:
+        terms = _rounded_power(np.abs(x), p, dtype)
+    terms = np.moveaxis(terms, list(axes), list(range(x.ndim - len(axes), x.ndim))).reshape(rows, count)
+    total = _running_sums(terms, dtype)
+    if p == 1:
+        return total
+    if p == 2:
+        return np.sqrt(total)
+    return _rounded_power(total, dtype.type(1) / dtype.type(p), dtype)
+
+
+def _running_sums(terms, dtype):
+    """Each row of `terms` added up in order from 0, as binary_kernel_reduce does (one result
+    reading GRAIN_SIZE elements or more: in chunks per thread, their sums added in turn)."""
+    rows, count = terms.shape
+    if count == 0:
+        return np.zeros(rows, dtype)
+    tasks = min(_torch_threads(), -(-count // _TORCH_GRAIN)) if rows == 1 and count >= _TORCH_GRAIN else 1
+    if tasks == 1:
+        return np.add.accumulate(terms, axis=1, dtype=dtype)[:, -1]
+    chunk = -(-count // tasks)
+    total = np.zeros(rows, dtype)
+    for start in range(0, count, chunk):
+        total = np.add(total, np.add.accumulate(terms[:, start:start + chunk], axis=1, dtype=dtype)[:, -1],
+                       dtype=dtype)
+    return total
+
+
+def _rounded_power(base, exponent, dtype):
+    """base ** exponent correctly rounded to `dtype` as C's powf is for float32 (computed in
+    double precision), NumPy's pow for float64."""
+    with np.errstate(all="ignore"):
+        return np.power(np.asarray(base, np.float64), float(exponent)).astype(dtype)
 
 
 def _norm_vjp(e, x, y, g, a, n):
@@ -626,10 +698,33 @@ def _norm_vjp(e, x, y, g, a, n):
     return [e.mul(scaled, e.where(e.eq(norm, 0), 0, e.div(gx, e.pow(norm, p - 1))))]
 
 
+# Norms reading at least this many elements each run torch's order in compiled programs too
+# (the reference, _torch_order_norm): a kernel's float64 sum is exact where torch's float32
+# one is not, and from about this length the two differ by more than assert_close allows.
+_TORCH_ORDER_NORM_MIN = 2048
+
+
+def _in_torch_order(shape, attrs) -> bool:
+    """Does a norm of `shape` with these attributes run torch's order (the reference)?"""
+    return attrs["p"] not in (0, float("inf"), float("-inf")) and \
+        math.prod(shape[d] for d in attrs["axes"]) >= _TORCH_ORDER_NORM_MIN
+
+
+def _norm_declined_why(ins) -> str | None:
+    """Why a norm instruction is not decomposed into kernels (schedule.reference_reason)."""
+    attrs = dict(ins.attrs)
+    if _in_torch_order(ins.inputs[0].type.shape, attrs):
+        count = math.prod(ins.inputs[0].type.shape[d] for d in attrs["axes"])
+        return f"over {count} elements per result sums them in torch's order (reduce.py: _torch_order_norm)"
+    return None
+
+
 def _norm_decompose(e, xs, a):
     x, p = xs[0], a["p"]
     if p != 0 and _one_element_norms(x.shape, a["axes"]):
         return [e.reshape(e.op("abs", x), reduced_shape(x.shape, a["axes"], a["keepdim"]))]
+    if _in_torch_order(x.shape, a):
+        return None
     if p == 2:
         return [e.sqrt(e.sum(e.mul(x, x), a["axes"], a["keepdim"]))]
     if p == 1:
@@ -643,5 +738,6 @@ def _infer_norm(types, attrs):
 
 register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_norm_decompose,
                doc="norm(x; p, axes, keepdim): vector p-norm over axes",
-               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, **SELF_THEN_RESULT,
+               extra={"row_major_result": True, "eager_ref": _norm_eager_ref, "declined_why": _norm_declined_why,
+                      **SELF_THEN_RESULT,
                       "always_saves": SELF_THEN_RESULT["unpack_order"]}))

@@ -70,6 +70,9 @@ class OpDef:
     # its reciprocal, computed once outside the loop, and corrects the product to the
     # correctly rounded quotient (exact division where that reciprocal is not a normal
     # number): codegen/kernel_source.py, _by_reciprocal.
+    # extra["declined_why"](instr) -> str or None: why a composite's decompose declines this
+    # instruction (it runs by its reference implementation), for explain(); e.g. "of 4096
+    # elements a result adds them up in torch's order".
     # extra["result_order"](shape, arrays, attrs) -> dims slowest first (index_take): the
     # order in which torch lays out the op's result from its inputs' strides (`arrays`: the
     # inputs, or stand-ins with their strides), where an input is not row-major; eager

@@ -479,6 +479,14 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
                 if INFERENCE_MADE[0]:
                     check_inference_saved(x)
                 saved[("in", i)] = SavedTensor(x._data, x._vbox, x)
+        # The edges before an in-place write: an operand that is a view of the tensor written
+        # (b.add_(b.view(3))) reaches the gradient of the value it had, and is regenerated
+        # from the new history later; taken after the write, it was regenerated from the old
+        # node then and kept that history for good (its gradient silently lost the write).
+        if len(inputs) == 2:            # unrolled: most ops are binary, and a comprehension costs more
+            edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
+        else:
+            edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
     else:
         out_slots = ()
 
@@ -500,10 +508,6 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._vbox)
-        if len(inputs) == 2:            # unrolled: most ops are binary, and a comprehension costs more
-            edges = (edge_of(inputs[0]) if needs[0] else None, edge_of(inputs[1]) if needs[1] else None)
-        else:
-            edges = tuple([edge_of(x) if need else None for x, need in zip(inputs, needs)])
         node = node_class(name or _default_name(op))(op, frozen, in_types, tuple(out_types), edges, tuple(consts),
                                                       saved)
         if not saved and in_slots and _reads_a_constant(opdef, [i for i, c in enumerate(consts) if c is not None],

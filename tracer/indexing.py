@@ -29,7 +29,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _overlaps_itself,
                        apply_op, write_aliased, writes_expanded_memory)
-from .layout import traced_overlaps_itself, traced_partial_overlap, views_an_expand
+from .layout import torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
 from .grad_mode import is_grad_enabled
@@ -164,6 +164,34 @@ def _apply_steps(t: Tensor, steps) -> Tensor:
     return out
 
 
+def _check_value_overlap(region: np.ndarray, source: np.ndarray) -> None:
+    """torch's overlap check of `t[key] = value` (value's memory `source`, the region written
+    `region`), as its copy_to: a value of the region's shape is copied as it is; a 0-d one
+    fills; any other drops all its leading 1s (slicePrefix1sSize) and is expanded to the
+    region's shape, new dims with stride 0. Where that expand repeats no element (only
+    size-1 dims were added: `b[0] = b` of a (1, 1) b) it is the same memory in other strides:
+    torch's partial overlap. (An expand that repeats elements is too hard for torch to decide.)"""
+    if source.shape == region.shape:
+        _check_no_partial_overlap(region, [source])
+        return
+    if source.ndim == 0 or not region.size or not np.may_share_memory(region, source):
+        return
+    lead = 0
+    while lead < source.ndim and source.shape[lead] == 1:
+        lead += 1
+    kept = source.reshape(source.shape[lead:])
+    new = region.ndim - kept.ndim
+    if new <= 0 or kept.size != region.size or region.shape[new:] != kept.shape:
+        return
+    # (torch's inferExpandGeometry: a new dim's stride continues the next dim's, size times
+    # stride; of a 0-d value all are 0 here, measured against torch 2.13)
+    strides = list(torch_strides(kept))
+    for k in range(new - 1, -1, -1):
+        strides.insert(0, region.shape[k + 1] * strides[0] if strides else 0)
+    if tuple(strides) != tuple(torch_strides(region)):
+        raise RuntimeError(_PARTIAL_OVERLAP)
+
+
 def setitem(t: Tensor, key, value) -> None:
     """`t[key] = value`. A basic key is a functional index_put recorded as torch's CopySlices
     (a key that selects the whole tensor is torch's fill_ or copy_ of it); a key with advanced
@@ -225,10 +253,7 @@ def setitem(t: Tensor, key, value) -> None:
     check_inplace(t)
     if source is not None and t._sym is None:
         region = t._data if whole else t._data[to_numpy_index(items) + (Ellipsis,)]
-        while source.ndim > region.ndim and source.shape[0] == 1:
-            source = source[0]              # torch drops a value's leading 1s first
-        if source.shape == region.shape:    # (broadcast, it is an expand: torch cannot decide)
-            _check_no_partial_overlap(region, [source])
+        _check_value_overlap(region, source)
     elif value_tensor is not None and traced_partial_overlap(
             t, [value_tensor], region=lambda ids: ids if whole else ids[to_numpy_index(items) + (Ellipsis,)],
             broadcast_passes=True):

@@ -1,0 +1,72 @@
+"""Round 32 of torch parity (probes O and P): an in-place op whose operand is a view of the
+tensor it writes (`b.add_(b.view(3))`) reaches the gradient of the operand's value before
+the write, and the view's history is regenerated from the new one afterwards.
+
+The operand's edge used to be taken after the write, when the view was already stale: it
+was regenerated from the tensor's old node then and kept that history, so a backward
+through the view silently lost the write (a.grad [2, 2, 2] where torch's is [4, 4, 4])."""
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+STATEMENTS = ["b.add_(w)", "b.sub_(w)", "b.add_(w, alpha=2.0)", "w.add_(b)", "b.copy_(w * 3)",
+              "b[:] = w * 2", "b.lerp_(w * 1, 0.3)", "b.mul_(w)", "b.addcmul_(w, w, value=0.5)"]
+
+
+def _walk(node, depth=0):
+    if node is None:
+        return None
+    return node.name(), [_walk(n, depth + 1) for n, _ in node.next_functions] if depth < 4 else "..."
+
+
+def _run(L, statement: str):
+    a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 2
+    w = b.view(3)
+    exec(statement, {"b": b, "w": w})
+    try:
+        (w.sum() + (b * b).sum()).backward()
+    except RuntimeError as error:       # (mul_ and addcmul_ save w, which the write changed)
+        return "raises", str(error)[:60]
+    return a.grad.tolist(), w.tolist(), _walk(w.grad_fn), _walk(b.grad_fn)
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_in_place_op_reading_a_view_of_its_tensor(statement):
+    assert _run(fg, statement) == _run(torch, statement)
+
+
+def test_fg_grad_through_such_a_write():
+    def f(x):
+        b = x * 2
+        w = b.view(3)
+        b.add_(w)
+        return w.sum()
+    g = fg.grad(f)(fg.tensor([1.0, 2.0, 3.0]))
+    assert g.tolist() == [4.0, 4.0, 4.0]
+    assert fg.compile(fg.grad(f))(fg.tensor([1.0, 2.0, 3.0])).tolist() == [4.0, 4.0, 4.0]
+
+
+# torch's copy_to for `t[key] = value` (probe P): a value of another shape drops its leading 1s
+# and is expanded; where that adds only size-1 dims over the same memory, in other strides, it
+# is the partial-overlap error (`b[0] = b` of a (1, 1) b), and a 0-d value fills.
+SETITEMS = [("b[0] = b", (1, 1)), ("b[0] = b", (1, 1, 1)), ("b[0] = b", (1, 2)), ("b[0] = b[0:1]", (1, 1)),
+            ("b[0] = b[0]", (1, 1)), ("b[0, 0] = b[0, 0]", (1, 1)), ("b[:] = b[None]", (1, 2)),
+            ("b[:] = b[None]", (1, 1)), ("b[:] = b[None]", (1, 3, 1)), ("b[0] = b.t()", (1, 1)),
+            ("b[0] = b[:, :, 0]", (1, 1, 2)), ("b[0] = b", (2, 3)), ("b[:, 0] = b[0]", (3, 3))]
+
+
+def _setitem(L, statement, shape):
+    b = L.ones(*shape)
+    try:
+        exec(statement, {"b": b})
+    except RuntimeError as error:
+        return str(error)
+    return b.tolist()
+
+
+@pytest.mark.parametrize("statement, shape", SETITEMS, ids=[f"{s}-{shape}" for s, shape in SETITEMS])
+def test_setitem_of_a_value_sharing_the_memory(statement, shape):
+    assert _setitem(fg, statement, shape) == _setitem(torch, statement, shape)

@@ -277,8 +277,7 @@ def test_unusual_hyper_parameters_keep_the_per_op_path(monkeypatch):
         applied.append(op)
         return _fused_original(op, *args)
     monkeypatch.setattr(optim_module, "_fused", spy)
-    for make in (lambda ps: optim.Adam(ps, lr=0.1, capturable=True),
-                 lambda ps: optim.Adam(ps, lr=fg.tensor(0.1)),
+    for make in (lambda ps: optim.Adam(ps, lr=fg.tensor(0.1)),
                  lambda ps: optim.Adam(ps, lr=0.1, betas=(fg.tensor(0.9), fg.tensor(0.99))),
                  lambda ps: optim.Adam(ps, lr=0.1, betas=(0.9, 0.0)),        # 1 - beta2 == 1: add_ skips alpha
                  lambda ps: optim.SGD(ps, lr=fg.tensor(0.1), momentum=0.9),

@@ -70,3 +70,76 @@ def _setitem(L, statement, shape):
 @pytest.mark.parametrize("statement, shape", SETITEMS, ids=[f"{s}-{shape}" for s, shape in SETITEMS])
 def test_setitem_of_a_value_sharing_the_memory(statement, shape):
     assert _setitem(fg, statement, shape) == _setitem(torch, statement, shape)
+
+
+# ---- probe R: optimizer and module hooks, load_state_dict of a named optimizer
+def _optimizer_hooks(L):
+    log = []
+    p = L.nn.Parameter(L.ones(2))
+    opt = L.optim.SGD([p], lr=0.1)
+    first = opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", len(a), a[0] is o, sorted(k))))
+    opt.register_step_post_hook(lambda o, a, k: log.append(("post", len(a))))
+    opt.register_state_dict_pre_hook(lambda o: log.append("state_dict pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: log.append(("state_dict post", sorted(sd))))
+    opt.register_state_dict_post_hook(lambda o, sd: log.append("prepended"), prepend=True)
+    opt.register_load_state_dict_pre_hook(lambda o, sd: log.append(("load pre", sorted(sd))))
+    opt.register_load_state_dict_post_hook(lambda o: log.append("load post"))
+    p.grad = L.ones(2)
+    opt.step()
+    opt.step(lambda: L.tensor(1.0))
+    opt.step(closure=lambda: L.tensor(2.0))
+    first.remove()
+    opt.step()
+    opt.load_state_dict(opt.state_dict())
+    opt.register_step_pre_hook(lambda o, a, k: ((o,), {"closure": lambda: L.tensor(5.0)}))
+    log.append(("returned", float(opt.step())))
+    opt.register_step_pre_hook(lambda o, a, k: 3)
+    try:
+        opt.step()
+    except RuntimeError as error:
+        log.append(str(error).split(" must ")[1])
+    return log, p.tolist()
+
+
+def test_optimizer_hooks_run_as_torchs():
+    assert _optimizer_hooks(fg) == _optimizer_hooks(torch)
+
+
+def test_load_state_dict_keeps_the_optimizers_parameter_names():
+    def names(L):
+        model = L.nn.Linear(3, 2)
+        opt = L.optim.Adam(model.named_parameters())
+        opt.load_state_dict(L.optim.Adam(model.parameters()).state_dict())
+        return opt.param_groups[0].get("param_names"), opt.state_dict()["param_groups"][0].get("param_names")
+    assert names(fg) == names(torch) == (["weight", "bias"], ["weight", "bias"])
+
+
+def _always_called_hooks(L):
+    import warnings
+    log = []
+
+    class Raises(L.nn.Module):
+        def forward(self, a):
+            raise ValueError("boom")
+
+    def broken(module, args, output):
+        raise KeyError("inner")
+
+    m = Raises()
+    m.register_forward_hook(lambda mod, args, out: log.append(("plain", out)))
+    m.register_forward_hook(lambda mod, args, out: log.append(("always", out)), always_call=True)
+    m.register_forward_hook(lambda mod, args, kw, out: log.append(("kwargs", out, kw)), always_call=True,
+                            with_kwargs=True)
+    m.register_forward_hook(broken, always_call=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            m(L.ones(1))
+        except ValueError as error:
+            log.append(("raised", str(error)))
+    log.append([str(w.message) for w in caught])
+    return log
+
+
+def test_forward_hooks_with_always_call_run_when_forward_raises():
+    assert _always_called_hooks(fg) == _always_called_hooks(torch)

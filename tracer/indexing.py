@@ -180,6 +180,9 @@ def _check_value_overlap(region: np.ndarray, source: np.ndarray) -> None:
     while lead < source.ndim and source.shape[lead] == 1:
         lead += 1
     kept = source.reshape(source.shape[lead:])
+    if kept.shape == region.shape:
+        _check_no_partial_overlap(region, [kept])
+        return
     new = region.ndim - kept.ndim
     if new <= 0 or kept.size != region.size or region.shape[new:] != kept.shape:
         return

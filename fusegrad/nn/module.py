@@ -6,6 +6,7 @@ does, so `named_parameters()` yields torch's dotted names in torch's order.
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -130,11 +131,30 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
-            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
-            if result is not None:
-                output = result
+        called = set()
+        output = None
+        try:
+            output = self.forward(*args, **kwargs)
+            for key, (hook, with_kwargs) in list(self.__dict__.get("_forward_hooks", {}).items()):
+                called.add(key)
+                result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                if result is not None:
+                    output = result
+        except Exception:
+            # torch: the hooks registered with always_call=True that have not run yet run on
+            # the output so far (None where forward raised); an error of theirs is a warning
+            always = self.__dict__.get("_forward_hooks_always_called", ())
+            for key, (hook, with_kwargs) in list(self.__dict__.get("_forward_hooks", {}).items()):
+                if key not in always or key in called:
+                    continue
+                try:
+                    result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                    if result is not None:
+                        output = result
+                except Exception as error:
+                    warnings.warn("module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                                  f"another error was raised in forward: {error}", stacklevel=2)
+            raise
         return output
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
@@ -147,9 +167,16 @@ class Module:
                               always_call: bool = False):
         """Run `hook(module, args, output)` (with_kwargs: `hook(module, args, kwargs, output)`)
         after each forward; a result other than None replaces the output. Returns a handle
-        whose `remove()` unregisters it. (`always_call` is accepted; a forward that raises
-        runs no hook here.)"""
-        return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs)
+        whose `remove()` unregisters it. With `always_call`, it also runs when forward (or an
+        earlier hook) raises, on the output so far (None), before the error goes on."""
+        handle = self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs)
+        if always_call:
+            always = self.__dict__.get("_forward_hooks_always_called")
+            if always is None:
+                always = set()
+                object.__setattr__(self, "_forward_hooks_always_called", always)
+            always.add(handle.id)
+        return handle
 
     def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool):
         hooks = self.__dict__.get(kind)

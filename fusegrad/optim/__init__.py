@@ -29,6 +29,7 @@ from fusegrad.runtime.compile import STATEFUL
 from fusegrad.tracer import trace_state
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.functional import _scalar_array
+from fusegrad.tracer.hooks import RemovableHandle, _Hooks
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
@@ -148,8 +149,27 @@ class Optimizer:
                 else:
                     p.grad = zeroed_grad(p.grad)
 
-    def step(self, closure: Callable | None = None):
-        """Update the parameters once; `closure` re-evaluates the loss first (with grad on)."""
+    def step(self, *args, **kwargs):
+        """Update the parameters once: `step(closure=None)`, where `closure` re-evaluates the
+        loss first (with grad on). Step pre-hooks run first (one may replace the arguments),
+        post-hooks after, as torch's."""
+        pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
+        if not pre and not post:
+            return self._step(*args, **kwargs)
+        args = (self,) + args       # (torch's hooks see the optimizer among the arguments)
+        for hook in list((pre or {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{type(self).step} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+                args, kwargs = result
+        out = self._step(*args[1:], **kwargs)
+        for hook in list((post or {}).values()):
+            hook(self, args, kwargs)
+        return out
+
+    def _step(self, closure: Callable | None = None):
         loss = None
         if closure is not None:
             with fg.enable_grad():
@@ -163,10 +183,55 @@ class Optimizer:
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    # ---- hooks ----------------------------------------------------------------
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, run before each step."""
+        return self._add_hook("_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(optimizer, args, kwargs)`, run after each step."""
+        return self._add_hook("_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(optimizer)`, run before `state_dict()` builds its dict."""
+        return self._add_hook("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(optimizer, state_dict) -> None or a state dict`, run on what `state_dict()` returns."""
+        return self._add_hook("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(optimizer, state_dict) -> None or a state dict`, run before `load_state_dict` reads it."""
+        return self._add_hook("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(optimizer)`, run after `load_state_dict`."""
+        return self._add_hook("_load_state_dict_post_hooks", hook, prepend)
+
+    def _add_hook(self, kind: str, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        hooks = self.__dict__.get(kind)
+        if hooks is None:
+            hooks = self.__dict__[kind] = _Hooks()
+        handle = RemovableHandle(hooks)
+        if prepend:
+            later = dict(hooks)
+            hooks.clear()
+            hooks[handle.id] = hook
+            hooks.update(later)
+        else:
+            hooks[handle.id] = hook
+        return handle
+
+    def _hooks(self, kind: str) -> list:
+        return list(self.__dict__.get(kind, {}).values())
+
     # ---- checkpointing --------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         """`{"state": {index: state}, "param_groups": [...]}` with parameters replaced by indices."""
+        for hook in self._hooks("_state_dict_pre_hooks"):
+            hook(self)
         index_of: dict[int, int] = {}
         groups, start = [], 0
         for group in self.param_groups:
@@ -180,10 +245,20 @@ class Optimizer:
         # (an entry keyed by no parameter, kept by a load_state_dict, keeps its key, as torch's)
         state = {(index_of[id(p)] if isinstance(p, Tensor) else p): value for p, value in self.state.items()
                  if not isinstance(p, Tensor) or id(p) in index_of}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in self._hooks("_state_dict_post_hooks"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyper-parameters and state saved by `state_dict` (values are copied)."""
+        state_dict = dict(state_dict)       # (a shallow copy, as torch's, which pre-hooks may replace)
+        for hook in self._hooks("_load_state_dict_pre_hooks"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -203,11 +278,15 @@ class Optimizer:
             group = next(g for g in saved_groups if index in g["params"])
             state[param] = {k: _state_value(param, k, v, group) for k, v in value.items()}
         for group, saved in zip(self.param_groups, saved_groups):
-            params = group["params"]
+            params, names = group["params"], group.get("param_names")
             group.clear()
             group.update({k: v for k, v in saved.items() if k != "params"})
             group["params"] = params
+            if names is not None and "param_names" not in saved:
+                group["param_names"] = names        # (torch keeps the names a dict without them lacks)
         self.__setstate__({"state": state, "param_groups": self.param_groups})
+        for hook in self._hooks("_load_state_dict_post_hooks"):
+            hook(self)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
@@ -240,6 +319,15 @@ class Optimizer:
                 if key != "params":
                     text += f"    {key}: {group[key]}\n"
         return text + ")"
+
+
+def _check_not_capturable(group: dict[str, Any]) -> None:
+    """torch's eager step with capturable=True checks its parameters' device: on the CPU it
+    raises. (Compiled, torch.compile skips the check and runs the capturable formula, and so
+    does fg.compile.)"""
+    if group.get("capturable") and trace_state.current() is None:
+        raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
+                             "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla'].")
 
 
 def _state_value(param, key, value, group: dict[str, Any]):
@@ -432,9 +520,11 @@ class Adam(Optimizer):
 
     The default path reads the step count once per step (free inside
     `fg.compile`, where the count's Python floats become runtime scalars).
-    `capturable=True` is torch's alternative formula: the bias corrections
-    are computed from the `step` tensor with tensor ops, in the parameter's
-    dtype, and the step count is never read.
+    `capturable=True` is torch's alternative formula for CUDA graphs: eagerly its
+    step raises torch's CPU error, as torch's does; inside `fg.compile` (as in
+    torch.compile, which skips that check) the bias corrections are computed from
+    the `step` tensor with tensor ops, in the parameter's dtype, and the step
+    count is never read.
     """
 
     _GROUP_DEFAULTS = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
@@ -493,6 +583,7 @@ class Adam(Optimizer):
         for p in group["params"]:
             if p.grad is None:
                 continue
+            _check_not_capturable(group)
             if attrs is not None and self._fused_update(p, group, attrs):
                 continue
             grad = -p.grad if group["maximize"] else p.grad
@@ -644,6 +735,7 @@ class RMSprop(Optimizer):
                     state["momentum_buffer"] = fg.zeros_like(p)
                 if centered:
                     state["grad_avg"] = fg.zeros_like(p)
+            _check_not_capturable(group)
             grad = -p.grad if group["maximize"] else p.grad
             state["step"].add_(1)
             if weight_decay != 0:

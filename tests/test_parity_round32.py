@@ -143,3 +143,24 @@ def _always_called_hooks(L):
 
 def test_forward_hooks_with_always_call_run_when_forward_raises():
     assert _always_called_hooks(fg) == _always_called_hooks(torch)
+
+
+def _vectors(L):
+    L.manual_seed(0)
+    model = L.nn.Sequential(L.nn.Linear(3, 2), L.nn.ReLU(), L.nn.Linear(2, 1))
+    vector = L.nn.utils.parameters_to_vector(model.parameters())
+    out = [tuple(vector.shape), type(vector.grad_fn).__name__, [round(v, 6) for v in vector.tolist()]]
+    values = L.arange(float(vector.numel()))
+    L.nn.utils.vector_to_parameters(values, model.parameters())
+    out += [[p.tolist() for p in model.parameters()], model[0].weight.requires_grad]
+    values[0] = 100.0                   # (the parameters share the vector's memory, as torch's)
+    out.append(model[0].weight[0, 0].item())
+    try:
+        L.nn.utils.vector_to_parameters([1, 2], model.parameters())
+    except TypeError as error:
+        out.append(str(error))
+    return out
+
+
+def test_parameters_to_vector_and_back():
+    assert _vectors(fg) == _vectors(torch)

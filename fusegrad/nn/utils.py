@@ -1,4 +1,5 @@
-"""torch.nn.utils' gradient clipping: `clip_grad_norm_` and `clip_grad_value_`.
+"""torch.nn.utils' gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) and its
+`parameters_to_vector` / `vector_to_parameters`.
 
 Both scale or clamp each parameter's `.grad` in place under `no_grad` with
 public Tensor ops and never read a value back (the clip coefficient is
@@ -14,7 +15,7 @@ import fusegrad as fg
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _as_list(parameters) -> list:
@@ -65,3 +66,25 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
         for p in _as_list(parameters):
             if p.grad is not None:
                 p.grad.clamp_(min=-clip_value, max=clip_value)
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """The parameters flattened and concatenated into one vector (with their history), as torch's."""
+    return fg.cat([param.view(-1) for param in parameters])
+
+
+def vector_to_parameters(vec, parameters) -> None:
+    """Copy consecutive slices of `vec` into the parameters' data, as torch's (through `.data`:
+    no history, and each parameter then shares vec's memory)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
+    pointer = 0
+    for param in parameters:
+        count = param.numel()
+        param.data = vec[pointer:pointer + count].view_as(param).data
+        pointer += count
+
+
+def _typename(obj) -> str:
+    kind = type(obj)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"

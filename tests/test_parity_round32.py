@@ -164,3 +164,67 @@ def _vectors(L):
 
 def test_parameters_to_vector_and_back():
     assert _vectors(fg) == _vectors(torch)
+
+
+# ---- probe Q: in-place view ops (t_, transpose_, unsqueeze_, squeeze_) on a tensor with views
+# and history. A view made before reads the same memory afterwards (its chain is replayed
+# through the inverse of the base's change, as torch's as_strided regeneration); under
+# no_grad the node keeps its old shape and the engine sums or refuses a gradient of another
+# shape, as torch's validate_outputs.
+import itertools  # noqa: E402
+
+METADATA_OPS = ["unsqueeze_(0)", "unsqueeze_(1)", "t_()", "transpose_(0, 1)", "squeeze_()", "detach_()"]
+EARLIER_VIEWS = ["v[0]", "v[:, 1]", "v.t()", "v.view(4)", "v"]
+GRID = list(itertools.product(METADATA_OPS, EARLIER_VIEWS, [True, False]))
+
+
+def _metadata_write(L, op, view, no_grad):
+    a = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    v = a * 2
+    w = eval(view, {"v": v})
+    if no_grad:
+        with L.no_grad():
+            eval("v." + op, {"v": v})
+    else:
+        eval("v." + op, {"v": v})
+    try:
+        (w * L.arange(w.numel(), dtype=L.float32).reshape(w.shape)).sum().backward()
+    except RuntimeError as error:
+        return "raises", str(error)
+    return tuple(a.grad.shape), a.grad.tolist(), w.tolist()
+
+
+@pytest.mark.parametrize("op, view, no_grad", GRID, ids=[f"{o}-{v}-{'nograd' if n else 'grad'}" for o, v, n in GRID])
+def test_in_place_view_op_then_backward_through_an_earlier_view(op, view, no_grad):
+    assert _metadata_write(fg, op, view, no_grad) == _metadata_write(torch, op, view, no_grad)
+
+
+def test_gradient_of_a_shape_changed_under_no_grad_is_summed_or_refused():
+    def run(L, op):
+        a = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = a * a.t()
+        with L.no_grad():
+            eval("v." + op, {"v": v})
+        try:
+            (v * 3).sum().backward()
+        except RuntimeError as error:
+            return str(error)
+        return a.grad.tolist()
+    for op in ("unsqueeze_(0)", "unsqueeze_(1)", "t_()"):
+        assert run(fg, op) == run(torch, op), op
+
+
+def test_requires_grad_of_a_split_part_after_its_base_was_written():
+    def run(L):
+        a = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        u = a * 2
+        part = u.unbind(0)[1]
+        u.add_(1)
+        out = [part.requires_grad]
+        for attr in ("is_leaf", "grad_fn"):
+            try:
+                getattr(part, attr)
+            except RuntimeError as error:
+                out.append(str(error)[:60])
+        return out
+    assert run(fg) == run(torch)

@@ -706,7 +706,7 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     """An in-place op on a view: write through to the base's memory, then give
     the base a CopySlices history (its old value with the view's region
     replaced) and the view a history as a view of the new base, as torch does."""
-    base, chain = view._base, view._view_chain
+    base, chain = view._base, relaid_chain(view)
     if view.__dict__.get("_no_grad_mode") and is_grad_enabled() and any(
             isinstance(x, Tensor) and x._requires_grad for x in inputs):
         raise no_grad_view_error(view)  # (a view made under no_grad given a history in place)
@@ -739,12 +739,29 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     return view
 
 
+def relaid_chain(view) -> tuple:
+    """The view's chain of view ops from its base as the base is laid out now: where the
+    base changed shape in place since the view was made (`b.t_()`, `b.unsqueeze_(0)`:
+    inplace_views.py records each in `_relayouts` with the inverse op), those inverses come
+    first, so the view still reads the memory it was made over (torch regenerates it as an
+    as_strided of that memory)."""
+    relayouts = view._base.__dict__.get("_relayouts")
+    if relayouts:
+        seen = view.__dict__.get("_relaid", 0)
+        pending = [(op, attrs) for version, op, attrs in relayouts[seen:] if version > view._view_version]
+        view.__dict__["_relaid"] = len(relayouts)
+        if pending:
+            view._view_chain = tuple(reversed(pending)) + tuple(view._view_chain)
+    return view._view_chain
+
+
 def refresh_view_history(view) -> None:
     """A view whose base was written in place since its history was recorded is
     re-derived from the base (torch regenerates such a view's grad_fn too)."""
     base = view._base
     if view._view_version == view._vbox[0]:
         return
+    relaid_chain(view)
     if view.__dict__.get("_transform_input"):
         # fg.grad's stand-in for an argument with history (runtime.transforms._as_input): torch.func's
         # wrapper is no view, so a write through its memory keeps its node (and what saved it raises)
@@ -781,11 +798,14 @@ def view_of(base, chain):
     AsStridedBackward0, as torch names a view it regenerates from its base, and shows the
     base's node as its next function (torch's is one as_strided of the base)."""
     again = base
+    # (a base whose shape changed in place: the steps its inverse adds are named so too, as
+    # one as_strided node, which is what a backward's shape error then names)
+    relaid = "_relayouts" in base.__dict__
     INTERNAL_VIEWS[0] += 1
     try:
         for k, (view_op, view_attrs) in enumerate(chain):
             last = k == len(chain) - 1
-            again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last else None)
+            again = apply_op(view_op, [again], dict(view_attrs), "AsStridedBackward0" if last or relaid else None)
     finally:
         INTERNAL_VIEWS[0] -= 1
     if len(chain) > 1 and again._grad_fn is not None and again._data is not None:

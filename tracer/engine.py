@@ -29,7 +29,7 @@ from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, broadcast_shape_error, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
+from .node import SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
@@ -72,6 +72,8 @@ class GraphProgram:
             ins = []
             for i, (edge, const, t) in enumerate(zip(node.edges, node.consts, node.in_types)):
                 v = self.values[edge] if edge is not None else Value(t)
+                if edge is not None and v.type.shape != t.shape:
+                    v = self._as_recorded(v, t, node, i)
                 if const is not None:
                     # A freed node's scalar operand is gone too (torch saved it as a tensor).
                     if not node._freed:
@@ -105,6 +107,20 @@ class GraphProgram:
             scalar_overload = _took_scalars(node)
             loc = name if node.op in _NAMED_BY_FORMULA else SCALAR_OPERANDS if scalar_overload else None
             self.instrs.append(Instr(node.op, ins, outs, node.attrs, loc))
+
+    def _as_recorded(self, v: Value, t: TensorType, node, i: int) -> Value:
+        """Input `i` of `node`, recorded with type `t`, where the value its edge leads to has
+        another shape: the tensor changed shape in place under no_grad since its producer
+        ran (`v.unsqueeze_(0)`). torch's engine (validate_outputs) sums a gradient of a
+        shape the producer's output expands to back to that shape, and raises otherwise:
+        here an expand into the recorded shape, whose gradient is that sum."""
+        shape, target = v.type.shape, t.shape
+        if len(shape) <= len(target) and all(s == u or s == 1 for s, u in zip(reversed(shape), reversed(target))):
+            w = Value(TensorType(tuple(target), v.type.dtype))
+            self.instrs.append(Instr("expand", (v,), (w,), freeze_attrs({"shape": tuple(target)})))
+            return w
+        raise RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {i} - got "
+                           f"{list(target)} but expected shape compatible with {list(shape)}")
 
     def value(self, edge) -> Value:
         """The IR value standing for `edge`, a (node, output_nr) pair of the graph."""
@@ -503,9 +519,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             _check_unread(node, ())     # (what it read was checked as it read it)
             if own_hooks and hooks.node_hooks(node, hooks.POST_HOOKS):
                 results = hooks.run_posthooks(node, list(results), gs)
-            for edge, g in zip(edges, results):
+            for index, (edge, g) in enumerate(zip(edges, results)):
                 if g is not None:
-                    _accumulate(grads, edge, g)
+                    _accumulate(grads, edge, _validated(node, index, edge, g) if SHAPES_CHANGED[0] else g)
             continue
         reads = vjp.reads
         if len(node.saved) > len(reads):
@@ -536,9 +552,14 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         results = run(args) if run is not None else vjp.run(args)
         if own_hooks and hooks.node_hooks(node, hooks.POST_HOOKS):
             per_input = hooks.run_posthooks(node, [None if p is None else results[p] for p in vjp.grad_index], gs)
-            for edge, g in zip(edges, per_input):
+            for index, (edge, g) in enumerate(zip(edges, per_input)):
                 if g is not None:
-                    _accumulate(grads, edge, g)
+                    _accumulate(grads, edge, _validated(node, index, edge, g) if SHAPES_CHANGED[0] else g)
+            continue
+        if SHAPES_CHANGED[0]:
+            for index, (edge, position) in enumerate(zip(edges, vjp.grad_index)):
+                if position is not None:
+                    _accumulate(grads, edge, _validated(node, index, edge, results[position]))
             continue
         for edge, position in zip(edges, vjp.grad_index):
             if position is not None:
@@ -667,6 +688,25 @@ def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, 
                                     on_gradient=on_gradient)
     by_id = {v.id: ev.array(g) for v, g in zip(present, grad_values) if g is not None}
     return [by_id.get(v.id) if v is not None else None for v in wrt]
+
+
+def _validated(node, index: int, edge, g):
+    """Gradient `g` that `node` computed for its input `index`, checked against the shape
+    the edge's producer recorded (torch's validate_outputs), where a tensor changed shape in
+    place under no_grad since (SHAPES_CHANGED): a shape the recorded one expands to is
+    summed back to it; any other is torch's error."""
+    producer, k = edge
+    if producer.op is None or type(g) is not np.ndarray:
+        return g
+    shape = tuple(producer.out_types[k].shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead >= 0 and all(s == t or s == 1 for s, t in zip(shape, g.shape[lead:])):
+        axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1)
+        return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
+    raise RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {index} - got "
+                       f"{list(g.shape)} but expected shape compatible with {list(shape)}")
 
 
 def _accumulate(grads: dict, edge, g) -> None:

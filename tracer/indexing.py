@@ -529,6 +529,7 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     basic items make (IndexPutBackward0; CopySlices on `t` when that view is not `t`)."""
     from .inplace import check_inplace
     view, starts = _advanced_view(t, items)
+    check_inplace(view)        # (torch's autograd checks first: before overlaps, before the mask is read)
     # (torch writes a one-element value through a bool mask by masked_fill_)
     one_value = value.numel() == 1 if isinstance(value, Tensor) else np.size(value) == 1
     by_masked_fill = one_value and any(isinstance(item, _Mask) and item.ndim > 0 for item in items)
@@ -548,7 +549,6 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
         _check_no_partial_overlap(view._data, [value._data], full_too=True)
     elif traced_partial_overlap(view, [value]):
         raise RuntimeError(_PARTIAL_OVERLAP)     # (inside a trace: views of one tensor)
-    check_inplace(view)        # before the mask is read (torch checks it first)
     indices, dims = _index_arrays(view, items, starts)
     if writes_expanded_memory(view, value):
         # torch 2.13 still writes through an expand here (each memory location takes the last

@@ -7,13 +7,17 @@ Eager only: inside fg.compile they raise NotImplementedError (a traced value's s
 fixed when recorded; use the out-of-place forms there)."""
 from __future__ import annotations
 
+import numpy as np
+
 from fusegrad.ir.ops import normalize_dim
+from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
 from .dispatch import apply_op, set_history
 from .functional import _numpy_spellings
 from .grad_mode import is_grad_enabled
 from .inplace import check_inplace
+from .node import SHAPES_CHANGED
 from .tensor import Tensor
 
 
@@ -27,6 +31,7 @@ def _rebind(t: Tensor, op: str, attrs: dict, name: str, fn: str) -> Tensor:
     if trace_state.current() is not None:
         raise _compiled_refusal(fn)
     check_inplace(t)
+    before = tuple(t.shape)
     view = apply_op(op, [t], attrs, name)
     t._data = view._data
     t._vbox[0] += 1
@@ -34,8 +39,16 @@ def _rebind(t: Tensor, op: str, attrs: dict, name: str, fn: str) -> Tensor:
         # (still a view of the same base, one step further along its chain)
         t._view_chain = view._view_chain
         t._view_version = t._vbox[0]
+    else:
+        # views of t made before keep reading their memory: dispatch.relaid_chain puts the
+        # inverse of this op ahead of their chains
+        inverse = ("permute", freeze_attrs({"dims": tuple(int(d) for d in np.argsort(attrs["dims"]))})) \
+            if op == "permute" else ("reshape", freeze_attrs({"shape": before}))
+        t.__dict__.setdefault("_relayouts", []).append((t._vbox[0],) + inverse)
     if view._grad_fn is not None and is_grad_enabled():
         set_history(t, view._grad_fn, view._output_nr)
+    elif t._grad_fn is not None and tuple(view.shape) != tuple(t._grad_fn.out_types[t._output_nr].shape):
+        SHAPES_CHANGED[0] = True        # (its node keeps the old shape: the engine reconciles them)
     return t
 
 

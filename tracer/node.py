@@ -278,6 +278,10 @@ class AccumulateGrad(Node):
 #   history then the op's other inputs; here the op is a node of its own behind it (and a chain
 #   of views writes back through a CopySlices per step);
 # - add/sub with alpha: torch's AddBackward0 scales inside; here a MulBackward0 scales b first.
+# Set once a tensor with history changed shape in place under no_grad (`v.unsqueeze_(0)`):
+# its node's recorded output shape then differs from what its consumers recorded, and the
+# engine checks each gradient's shape from then on, as torch's validate_outputs (engine.py).
+SHAPES_CHANGED = [False]
 DISPLAYED_EDGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 

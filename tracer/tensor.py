@@ -405,6 +405,10 @@ class Tensor:
             if self.__dict__.get("_no_grad_mode"):
                 # made under no_grad: it requires grad as its base does, with no history of its own
                 return self._requires_grad or self._base._requires_grad
+            if self._multi_output is not None:
+                # (a part of split/unbind/chunk: its history cannot be regenerated, which only
+                # reading its grad_fn reports; it requires grad as its base does, as torch's)
+                return self._requires_grad or self._base._requires_grad
             self.grad_fn                # a view whose base gained history in place since has it too
         return self._requires_grad
 

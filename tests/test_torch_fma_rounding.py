@@ -220,3 +220,30 @@ def test_adam_moments_are_torchs_bit_for_bit(betas, compiled):
         np.testing.assert_array_equal(opt.state[ours[0]][key].numpy(), t_opt.state[theirs[0]][key].numpy(),
                                       err_msg=key)
     np.testing.assert_array_max_ulp(ours[0].detach().numpy(), theirs[0].detach().numpy(), maxulp=4)
+
+
+def test_long_operands_take_the_compiled_loop_after_a_while_with_the_same_bits(monkeypatch):
+    """ir/fma.py hands long operands to ir/fma_jit.py's Numba loops once a process has made
+    JIT_AFTER such calls; the bits are the emulation's."""
+    from fusegrad.ir import fma as fma_module, fma_jit
+    looped = []
+    for name in ("fma_scaled", "fma_arrays"):
+        monkeypatch.setattr(fma_jit, name, lambda *args, loop=getattr(fma_jit, name), name=name:
+                            (looped.append(name), loop(*args))[1])
+    monkeypatch.setattr(fma_module, "JIT_FROM", 64)
+    monkeypatch.setattr(fma_module, "JIT_AFTER", 1)
+    monkeypatch.setattr(fma_module, "_LARGE_CALLS", [0])
+    rng = np.random.default_rng(11)
+    for dtype, emulate in ((np.float32, fma32), (np.float64, fma64)):
+        a, b, c = (rng.standard_normal((8, 40)).astype(dtype) for _ in range(3))
+        scale = np.array(dtype(0.3))
+        for args in ((a, scale, c), (scale, a, c), (a, b, c)):
+            first = fma(*args, dtype)           # (the first long call: NumPy)
+            again = fma(*args, dtype)           # (then the compiled loop)
+            expected = emulate(*args).astype(dtype)
+            np.testing.assert_array_equal(first, expected)
+            np.testing.assert_array_equal(again, expected)
+            assert again.dtype == dtype and again.shape == (8, 40)
+    assert fma_module._LARGE_CALLS[0] == 12
+    # (the process's first long call is NumPy's; every later one is a loop's)
+    assert looped == ["fma_scaled"] * 3 + ["fma_arrays"] * 2 + ["fma_scaled"] * 4 + ["fma_arrays"] * 2

@@ -228,3 +228,65 @@ def test_requires_grad_of_a_split_part_after_its_base_was_written():
                 out.append(str(error)[:60])
         return out
     assert run(fg) == run(torch)
+
+
+# ---- probe S: the autograd engine
+def test_backward_inputs_makes_a_non_leaf_retain_its_grad():
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        z = (y * y).sum()
+        z.backward(inputs=[y], retain_graph=True)
+        out = [y.retains_grad, y.grad.tolist(), x.grad]
+        z.backward(retain_graph=True)           # (y keeps collecting, as torch's retain_grad)
+        (y * 3).sum().backward()
+        return out + [y.grad.tolist(), x.grad.tolist()]
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_a_view_made_without_grad_as_input_or_root(mode):
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        with getattr(L, mode)():
+            v = x[1:]
+        y = (x * 2).sum()
+        out = [L.autograd.grad(y, [v], retain_graph=True, allow_unused=True)]
+        for call in (lambda: L.autograd.grad(y, [v], retain_graph=True), lambda: v.backward(L.ones(2))):
+            try:
+                call()
+            except RuntimeError as error:
+                out.append(str(error))
+        return out
+    assert run(fg) == run(torch)
+
+
+def test_a_view_of_a_normal_tensor_made_in_inference_mode_is_normal():
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        g = (x * 1).detach()
+        with L.inference_mode():
+            v = g.unsqueeze(0)
+        y = (x * v).sum()
+        y.backward()
+        return v.is_inference(), y.item(), x.grad.tolist()
+    assert run(fg) == run(torch)
+
+
+def test_autograd_grad_captures_before_the_hooks_of_a_node_it_runs_through():
+    """torch's engine captures an input's gradient before its tensor hooks where the node
+    runs on (another input needs its VJP), after them where it does not."""
+    def run(L):
+        out = []
+        for outputs, inputs, seed in (("z", ("y", "x"), None), ("y", ("y", "x"), "ones"), ("y", ("y",), "ones"),
+                                      ("z", ("y",), None)):
+            x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            y = x * 1
+            y.register_hook(lambda g: g * 2)
+            z = (y * 3).sum()
+            scope = {"x": x, "y": y, "z": z}
+            grads = L.autograd.grad(scope[outputs], [scope[k] for k in inputs],
+                                    L.ones(3) if seed else None)
+            out.append([g.tolist() for g in grads])
+        return out
+    assert run(fg) == run(torch)

@@ -393,6 +393,8 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     view._vbox = src._vbox
     if is_inference_tensor(src):
         mark_inference(view)        # (a view of an inference tensor is one, outside inference_mode too)
+    elif INFERENCE_MADE[0]:
+        view.__dict__.pop("_inference", None)   # (a view of a normal tensor is one, inside inference_mode too)
     view._base = src._base if src._base is not None else src
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)

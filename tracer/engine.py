@@ -219,13 +219,15 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
         roots.append(out)
         seeds.append(g)
     for k, out in enumerate(roots):
-        if not out._requires_grad:
+        # (a view made under no_grad of a tensor that requires grad requires grad too, but has
+        # no node and no accumulator: torch's engine finds no edge there either)
+        if not out._requires_grad or (out._sym is None and out._no_grad_view and edge_of(out) is None):
             raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
     return roots, seeds
 
 
 def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
-         every_node: bool = False):
+         every_node: bool = False, captures: bool = False):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
     unless retain_graph. Without create_graph, `retained` (a list) receives
@@ -234,7 +236,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     engine would have completed before the error, or None (see _raise_in_engine_order).
     `every_node` (backward() without inputs): every node the roots reach runs, as torch's
     engine runs them, also one whose gradients lead nowhere (relu of a view made under
-    no_grad): it checks its saved outputs (see _check_idle), and is freed."""
+    no_grad): it checks its saved outputs (see _check_idle), and is freed. `captures`
+    (autograd.grad): the targets' gradients are captured as torch's engine does (see
+    _run_nodes)."""
     root_edges = [edge_of(r) for r in roots]
     if nodes is None:
         nodes = _topological_nodes([e[0] for e in root_edges])
@@ -250,7 +254,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     if not create_graph:
         try:
             grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, idle=idle,
-                               every_node=every_node)
+                               every_node=every_node, captures=captures)
         except Exception as error:
             if not _runs_again_safely(live):
                 raise
@@ -418,7 +422,7 @@ def _live_nodes(nodes, targets, passed: list | None = None) -> set:
 
 
 def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None,
-               idle=(), every_node: bool = False) -> list:
+               idle=(), every_node: bool = False, captures: bool = False) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -431,8 +435,12 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     else None) for each node as it starts. `idle`: nodes that run though no gradient they
     compute is used (_run's every_node): see _check_idle. `every_node` (backward() without
     inputs): a compiled call's node also checks what it saved on the way to leaves the call
-    made that died there, which torch's engine runs (see check_dead_leaf_paths)."""
+    made that died there, which torch's engine runs (see check_dead_leaf_paths). `captures`
+    (autograd.grad's inputs): a target's gradient is taken before the tensor hooks of its
+    node's output run where that node runs on (its VJP is needed further down), after them
+    where it does not, as torch's engine captures them (evaluate_function)."""
     keep = {e for e in targets if e is not None}
+    captured = {} if captures and ANY_NODE_HOOKS[0] else None
     # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
     # itself a target gets its .grad too, as in torch)
     hooked = _retained_tensors(nodes, live) if retained is not None else []
@@ -460,6 +468,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
                 check_unreached(node, live)
                 continue
             if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:     # a non-leaf's register_hook (tracer/hooks.py)
+                if captured is not None and edge in keep and \
+                        any(e is not None and e[0] in live for e in node.edges):
+                    captured[edge] = g
                 g = hooks.run_on_array(hooks.node_hooks(node, 0), g)
             if edge in keep:
                 grads[edge] = g
@@ -569,6 +580,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
                     grads[edge] = results[position]
     if retained is not None:
         retained.extend((t, grads[edge]) for t, edge in hooked if edge in grads)
+    if captured:
+        return [captured.get(e, grads.get(e)) if e is not None else None for e in targets]
     return [grads.get(e) if e is not None else None for e in targets]
 
 
@@ -764,6 +777,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            if not t.is_leaf and not t.retains_grad:
+                # (torch's engine calls retain_grad() on each input: a non-leaf one keeps
+                # collecting its .grad in later backwards too)
+                t.retain_grad()
     if create_graph and not _WARNED_CREATE_GRAPH:
         _WARNED_CREATE_GRAPH.append(True)      # torch's TORCH_WARN_ONCE: once a process
         warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=user_stacklevel())
@@ -1020,12 +1037,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     targets = [edge_of(t) for t in inputs]
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     reachable = {id(n) for n in graph_nodes}
-    targets = [e if id(e[0]) in reachable else None for e in targets]
+    targets = [e if e is not None and id(e[0]) in reachable else None for e in targets]
     retained = [] if not create_graph else None
     # torch fills the .grad of a retain_grad() tensor whose node this backward runs: without
     # create_graph _run_nodes collects them; with it they are extra targets (_retained_on_path)
     extra = _retained_on_path(graph_nodes, targets) if create_graph else []
-    grads = _run(roots, seeds, targets + [e for _, e in extra], retain_graph, create_graph, graph_nodes, retained)
+    grads = _run(roots, seeds, targets + [e for _, e in extra], retain_graph, create_graph, graph_nodes, retained,
+                 captures=True)
     if extra:
         grads, extra_grads = grads[:len(targets)], grads[len(targets):]
         accumulate_into_grads([(t, g) for (t, _), g in zip(extra, extra_grads) if g is not None], True)

@@ -247,3 +247,14 @@ def test_long_operands_take_the_compiled_loop_after_a_while_with_the_same_bits(m
     assert fma_module._LARGE_CALLS[0] == 12
     # (the process's first long call is NumPy's; every later one is a loop's)
     assert looped == ["fma_scaled"] * 3 + ["fma_arrays"] * 2 + ["fma_scaled"] * 4 + ["fma_arrays"] * 2
+
+
+def test_scaled_add_refuses_integer_operands_and_mismatched_shapes():
+    from fusegrad.ir import OPS, TensorType, float32, int64
+    infer = OPS["scaled_add"].infer
+    with pytest.raises(TypeError, match="scaled_add: expected a floating point operand, got int64"):
+        infer([TensorType((3,), int64)] * 3, {"negate": False})
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        infer([TensorType((3,), float32), TensorType((2,), float32), TensorType((), float32)], {"negate": False})
+    assert infer([TensorType((2, 3), float32), TensorType((3,), float32), TensorType((), float32)],
+                 {"negate": True}) == [TensorType((2, 3), float32)]

@@ -290,3 +290,20 @@ def test_autograd_grad_captures_before_the_hooks_of_a_node_it_runs_through():
             out.append([g.tolist() for g in grads])
         return out
     assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("op", ["unsqueeze_(0)", "unsqueeze_(1)"])
+def test_shape_changed_under_no_grad_with_create_graph(op):
+    """The create_graph backward (engine.GraphProgram) reconciles the shapes as the plain one."""
+    def run(L):
+        a = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = a * a
+        with L.no_grad():
+            eval("v." + op, {"v": v})
+        try:
+            g, = L.autograd.grad((v * 3).sum(), [a], create_graph=True)
+            h, = L.autograd.grad(g.sum(), [a])
+        except RuntimeError as error:
+            return str(error)
+        return g.tolist(), h.tolist()
+    assert run(fg) == run(torch)

@@ -114,13 +114,12 @@ class GraphProgram:
         ran (`v.unsqueeze_(0)`). torch's engine (validate_outputs) sums a gradient of a
         shape the producer's output expands to back to that shape, and raises otherwise:
         here an expand into the recorded shape, whose gradient is that sum."""
-        shape, target = v.type.shape, t.shape
-        if len(shape) <= len(target) and all(s == u or s == 1 for s, u in zip(reversed(shape), reversed(target))):
-            w = Value(TensorType(tuple(target), v.type.dtype))
-            self.instrs.append(Instr("expand", (v,), (w,), freeze_attrs({"shape": tuple(target)})))
-            return w
-        raise RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {i} - got "
-                           f"{list(target)} but expected shape compatible with {list(shape)}")
+        shape, target = tuple(v.type.shape), tuple(t.shape)
+        if not _expands_to(shape, target):
+            raise _invalid_gradient(node, i, target, shape)
+        w = Value(TensorType(target, v.type.dtype))
+        self.instrs.append(Instr("expand", (v,), (w,), freeze_attrs({"shape": target})))
+        return w
 
     def value(self, edge) -> Value:
         """The IR value standing for `edge`, a (node, output_nr) pair of the graph."""
@@ -714,12 +713,23 @@ def _validated(node, index: int, edge, g):
     shape = tuple(producer.out_types[k].shape)
     if g.shape == shape:
         return g
+    if not _expands_to(shape, g.shape):
+        raise _invalid_gradient(node, index, g.shape, shape)
     lead = g.ndim - len(shape)
-    if lead >= 0 and all(s == t or s == 1 for s, t in zip(shape, g.shape[lead:])):
-        axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1)
-        return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
-    raise RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {index} - got "
-                       f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1)
+    return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
+
+
+def _expands_to(shape: tuple, target: tuple) -> bool:
+    """Does `shape` broadcast to `target` (torch's is_expandable_to)?"""
+    return len(shape) <= len(target) and all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+def _invalid_gradient(node, index: int, got: tuple, expected: tuple) -> RuntimeError:
+    """torch's validate_outputs error: `node` gave input `index` a gradient of shape `got`
+    where the producer recorded `expected`, which does not expand to it."""
+    return RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {index} - got "
+                        f"{list(got)} but expected shape compatible with {list(expected)}")
 
 
 def _accumulate(grads: dict, edge, g) -> None:

@@ -307,3 +307,50 @@ def test_shape_changed_under_no_grad_with_create_graph(op):
             return str(error)
         return g.tolist(), h.tolist()
     assert run(fg) == run(torch)
+
+
+# ---- probe R: ParameterList and ParameterDict
+def _parameter_containers(L):
+    out = []
+    plist = L.nn.ParameterList([L.nn.Parameter(L.ones(3)), L.zeros(2, 2)])
+    plist.append(L.ones(1))
+    plist.extend([L.ones(2)])
+    plist += [L.ones(4)]
+    out += [len(plist), [type(p).__name__ for p in plist], [n for n, _ in plist.named_parameters()],
+            repr(plist).replace("torch.", "").replace("fg.", ""), tuple(plist[-1].shape), len(plist[1:3]),
+            type(plist[1:3]).__name__]
+    for call, kind in ((lambda: plist[9], IndexError), (lambda: plist(1), RuntimeError),
+                       (lambda: plist.extend(L.ones(2)), TypeError)):
+        try:
+            call()
+        except kind as error:
+            out.append(str(error))
+    pdict = L.nn.ParameterDict({"b": L.ones(2), "a": L.nn.Parameter(L.zeros(1))})
+    pdict["c"] = L.ones(3)
+    out += [list(pdict.keys()), [n for n, _ in pdict.named_parameters()], repr(pdict), "a" in pdict,
+            tuple(pdict.pop("a").shape), list(pdict), len(pdict), pdict.get("zz", 5), pdict.popitem()[0]]
+    for call, kind in ((lambda: pdict[1], TypeError), (lambda: pdict.update([("x",)]), ValueError)):
+        try:
+            call()
+        except kind as error:
+            out.append(str(error))
+    pdict.update([("x", L.ones(1))])
+    out.append(list(pdict.keys()))
+
+    class Weighted(L.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ws = L.nn.ParameterList([L.nn.Parameter(L.ones(2) * i) for i in range(3)])
+
+        def forward(self, x):
+            return sum(w * x for w in self.ws)
+    model = Weighted()
+    model(L.ones(2)).sum().backward()
+    out += [[p.grad.tolist() for p in model.parameters()], list(model.state_dict())]
+    L.optim.SGD(model.parameters(), lr=0.1).step()
+    out.append([p.tolist() for p in model.ws])
+    return out
+
+
+def test_parameter_list_and_dict_as_torchs():
+    assert _parameter_containers(fg) == _parameter_containers(torch)

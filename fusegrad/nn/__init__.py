@@ -5,12 +5,12 @@
     loss = fg.nn.functional.cross_entropy(model(x), targets)
 """
 from . import functional, init, utils
-from .containers import ModuleDict, ModuleList, Sequential
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
                      LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh)
 from .module import Module, Parameter
 
-__all__ = ["Module", "Parameter", "Identity", "Linear", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
+__all__ = ["Module", "Parameter", "ParameterList", "ParameterDict", "Identity", "Linear", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
            "LayerNorm", "L1Loss", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "functional", "init", "utils"]

@@ -13,9 +13,11 @@ from collections import abc as container_abcs
 from itertools import chain, islice
 from typing import Iterable, Iterator, Mapping
 
-from .module import Module, _addindent
+from fusegrad.tracer.tensor import Tensor
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+from .module import Module, Parameter, _addindent
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _digits_hidden(keys: list[str]) -> list[str]:
@@ -319,3 +321,201 @@ class ModuleDict(Module):
             if len(pair) != 2:
                 raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
             self[pair[0]] = pair[1]
+
+
+def _entry_text(key, value, by_type_name: bool = False) -> str:
+    """One line of ParameterList's repr (ParameterDict's: `by_type_name`, torch.typename's
+    "torch.FloatTensor" where the list prints the dtype), as torch prints it."""
+    if isinstance(value, Tensor):
+        kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+        size = "x".join(str(n) for n in value.shape)
+        return f"  ({key}): {kind} containing: [{value.type() if by_type_name else value.dtype} of size {size}]"
+    return f"  ({key}): Object of type: {type(value).__name__}"
+
+
+class ParameterList(Module):
+    """A list of parameters registered on the module (names "0", "1", ...), as torch's: a
+    tensor put in is made a Parameter; other objects are kept as plain attributes."""
+
+    def __init__(self, values: Iterable | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _get_abs_string_index(self, idx) -> str:
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = self.__class__()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, self._get_abs_string_index(idx))
+
+    def __setitem__(self, idx, value) -> None:
+        name = self._get_abs_string_index(idx)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, name, value)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator:
+        return iter([self[i] for i in range(len(self))])
+
+    def __iadd__(self, values: Iterable) -> "ParameterList":
+        return self.extend(values)
+
+    def __dir__(self):
+        return _digits_hidden(super().__dir__())
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+    def append(self, value) -> "ParameterList":
+        """Add `value` at the end (a tensor as a Parameter); returns self."""
+        index = len(self)
+        self._size += 1
+        self[index] = value
+        return self
+
+    def extend(self, values: Iterable) -> "ParameterList":
+        """Append every element of the iterable `values`; returns self."""
+        if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(_entry_text(k, value) for k, value in enumerate(self))
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters registered on the module under their keys, as torch's:
+    a tensor put in is made a Parameter."""
+
+    def __init__(self, parameters=None) -> None:
+        super().__init__()
+        self._keys: dict = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key_to_attr(key) -> str:
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key):
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key, value) -> None:
+        self._keys[key] = None
+        attr = self._key_to_attr(key)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, attr, value)
+
+    def __delitem__(self, key) -> None:
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def copy(self) -> "ParameterDict":
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        """self[key], set to `default` first where key is missing."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        for key in list(self._keys):
+            del self[key]
+
+    def pop(self, key):
+        """Remove the entry `key` and return its value."""
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple:
+        """Remove and return the last (key, value) pair."""
+        key, _ = self._keys.popitem()
+        self._keys[key] = None
+        value = self[key]
+        del self[key]
+        return key, value
+
+    def get(self, key, default=None):
+        """self[key], or `default` where key is missing."""
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default=None) -> "ParameterDict":
+        """A new ParameterDict of `keys`, each holding `default`."""
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        """The keys, in insertion order."""
+        return self._keys.keys()
+
+    def items(self) -> Iterator[tuple]:
+        """(key, value) pairs, in insertion order."""
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self) -> Iterator:
+        """The values, in insertion order."""
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters) -> None:
+        """Add the (key, value) pairs of a mapping (a plain dict's in sorted key order, as
+        torch's) or of an iterable of pairs."""
+        if not isinstance(parameters, container_abcs.Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, value in parameters.items():
+                self[key] = value
+        elif isinstance(parameters, container_abcs.Mapping):
+            for key, value in sorted(parameters.items()):
+                self[key] = value
+        else:
+            for j, pair in enumerate(parameters):
+                if not isinstance(pair, container_abcs.Iterable):
+                    raise TypeError("ParameterDict update sequence element #" + str(j) + " should be Iterable; is"
+                                    + type(pair).__name__)
+                if not len(pair) == 2:
+                    raise ValueError("ParameterDict update sequence element #" + str(j) + " has length "
+                                     + str(len(pair)) + "; 2 is required")
+                self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        return "\n".join(_entry_text(k, value, by_type_name=True) for k, value in self.items())

@@ -35,9 +35,10 @@ import math
 from typing import Callable
 
 import numpy as np
-from llvmlite import ir as llvm_ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
+
+from fusegrad.ir.fma_jit import llvm_fma
 
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf", "fg_erfc",
@@ -440,23 +441,10 @@ def make_rshift(ft):
     return impl
 
 
-@intrinsic
-def _llvm_fma(typingctx, x, y, z):
-    """llvm.fma on three floats of one type."""
-    if not (isinstance(x, types.Float) and x == y == z):
-        return None
-
-    def codegen(context, builder, sig, args):
-        fty = llvm_ir.FloatType() if sig.return_type.bitwidth == 32 else llvm_ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [fty], llvm_ir.FunctionType(fty, [fty] * 3))
-        return builder.call(fn, args)
-    return x(x, y, z), codegen
-
-
 def make_fma(ft):
     """x * y + z: one rounding for floats (torch's add with alpha, lerp and addcmul are FMAs)."""
     if np.issubdtype(ft, np.floating):
-        return lambda x, lo, hi: _llvm_fma(x, lo, hi)
+        return lambda x, lo, hi: llvm_fma(x, lo, hi)
     return lambda x, lo, hi: x * lo + hi
 
 

@@ -89,6 +89,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from fusegrad.ir.fma_jit import llvm_fma
+
 from . import libmath
 from .libmath import overload_by_kind, python_entry
 # Rounding division, remainder (libm's fmod) and shifts have no vectorised form, and fma is
@@ -135,7 +137,7 @@ def _float_intrinsic(name: str, nargs: int):
 
 
 _fmuladd = _float_intrinsic("llvm.fmuladd", 3)   # a*b + c, fused where the target has FMA
-_fma = _float_intrinsic("llvm.fma", 3)           # a*b + c rounded once: exact product residuals
+_fma = llvm_fma                                   # a*b + c rounded once: exact product residuals
 _rint = _float_intrinsic("llvm.rint", 1)         # round to nearest even
 _copysign = _float_intrinsic("llvm.copysign", 2)  # |x| with the sign bit of y
 _sqrt = _float_intrinsic("llvm.sqrt", 1)         # IEEE square root

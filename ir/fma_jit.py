@@ -1,6 +1,7 @@
-"""Fused multiply-add loops over long arrays, compiled by Numba (imported by ir/fma.py only
-when an operand is long: importing this module compiles nothing; each loop is compiled
-on its first call and cached on disk).
+"""Fused multiply-add loops over long arrays, compiled by Numba, and the `llvm_fma`
+intrinsic they use, which codegen's math (fg_fma, vmath's _fma) uses too. Importing this
+module compiles nothing (ir/fma.py imports it only when an operand is long); each loop is
+compiled on its first call and cached on disk.
 
 They compute what ir/fma.py's NumPy emulation does (LLVM's fma is the hardware
 instruction: one rounding), in one pass instead of a dozen float64 temporaries: an SGD
@@ -15,8 +16,9 @@ from numba.extending import intrinsic
 
 
 @intrinsic
-def _llvm_fma(typingctx, x, y, z):
-    """x * y + z rounded once (llvm.fma) on three floats of one type."""
+def llvm_fma(typingctx, x, y, z):
+    """x * y + z rounded once (llvm.fma) on three floats of one type; also codegen's fg_fma
+    (codegen/libmath.py) and vmath's _fma."""
     if not (isinstance(x, types.Float) and x == y == z):
         return None
 
@@ -31,11 +33,11 @@ def _llvm_fma(typingctx, x, y, z):
 def fma_arrays(out, a, b, c):
     """out = a * b + c, element by element (1-d arrays of one length and float type)."""
     for i in range(out.size):
-        out[i] = _llvm_fma(a[i], b[i], c[i])
+        out[i] = llvm_fma(a[i], b[i], c[i])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def fma_scaled(out, a, scale, c):
     """out = a * scale + c, element by element (`scale` one number of the arrays' type)."""
     for i in range(out.size):
-        out[i] = _llvm_fma(a[i], scale, c[i])
+        out[i] = llvm_fma(a[i], scale, c[i])

@@ -162,6 +162,15 @@ class Sequential(Module):
         return input
 
 
+def _absolute_key(idx, length: int) -> str:
+    """The key of position `idx` (negative from the end) in a list container of `length`
+    entries, with torch's IndexError for one out of range."""
+    idx = operator.index(idx)
+    if not -length <= idx < length:
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + length if idx < 0 else idx)
+
+
 class ModuleList(Module):
     """A list of registered submodules (keys "0", "1", ...); no forward of its own."""
 
@@ -171,12 +180,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx) -> str:
-        idx = operator.index(idx)
-        if not -len(self) <= idx < len(self):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _absolute_key(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -344,12 +348,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx) -> str:
-        idx = operator.index(idx)
-        if not -len(self) <= idx < len(self):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _absolute_key(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):

@@ -243,6 +243,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         nodes = _topological_nodes([e[0] for e in root_edges])
     passed = []
     live = _live_nodes(nodes, targets, passed)
+    if len(roots) == 1 and root_edges[0][0] not in live and not every_node and \
+            (ANY_NODE_HOOKS[0] or ANY_LEAF_HOOKS[0] or root_edges[0][0].retained):
+        _run_idle_root_hooks(root_edges[0], roots[0], seeds[0], create_graph)
     idle = ()
     if every_node and not create_graph and len(live) < len(nodes):
         # (not a node of a returned transform's level only: torch's caller level has none)
@@ -313,6 +316,24 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         for node in passed:
             node.free_saved()
     return grads
+
+
+def _run_idle_root_hooks(edge, root, seed, create_graph: bool) -> None:
+    """torch's engine evaluates the node of a backward's one root (with several, a GraphRoot
+    node feeds only the needed ones) also when no requested input is reachable from it
+    (autograd.grad(y, [unrelated]), y.backward(inputs=[unrelated])): there the tensor hooks
+    and retain_grad() of the root run on its gradient (evaluate_function calls the tensor
+    pre-hooks of a node it will not execute), and the node does nothing else."""
+    node, k = edge
+    g = seed if create_graph else seed._concrete().astype(root.dtype.np, copy=False)
+    if type(node) is AccumulateGrad:
+        own = hooks.leaf_hooks(node.variable)
+    else:
+        own = hooks.node_hooks(node, k) if ANY_NODE_HOOKS[0] and node in NODE_HOOKS else None
+    if own:
+        g = hooks.run_on_tensor(own, g, True) if create_graph else hooks.run_on_array(own, g)
+    if type(node) is not AccumulateGrad and node.retained:
+        accumulate_into_grads([(t, g) for t, e in _retained_at(node) if e == edge], create_graph)
 
 
 def _check_freed_nodes(live: set) -> None:

@@ -15,8 +15,9 @@ first compilation in the process), from `NUMBA_CPU_FEATURES` or the host's. So
 nothing chose the features yet, it gives Numba the host's features with
 `-prefer-256-bit`. This is process-wide: Numba functions of your own compiled in
 the same process get the wider vectors too (the same choice `NUMBA_CPU_FEATURES`
-makes). It does nothing when `NUMBA_CPU_FEATURES` is set, when Numba has already
-compiled something, or when `FUSEGRAD_VECTOR_WIDTH=256` (keep LLVM's choice).
+makes). It does nothing when `NUMBA_CPU_FEATURES` or `NUMBA_CPU_NAME` is set, when
+Numba has already compiled something, or when `FUSEGRAD_VECTOR_WIDTH=256` (keep
+LLVM's choice).
 Numba's disk cache keys compiled code by these features, so the two settings never
 load each other's code.
 """
@@ -43,6 +44,10 @@ def prefer_wide_vectors() -> str:
         state = "LLVM's default (FUSEGRAD_VECTOR_WIDTH=256)"
     elif numba_config.CPU_FEATURES is not None:
         state = "LLVM's default (NUMBA_CPU_FEATURES is set)"
+    elif numba_config.CPU_NAME not in (None, "host"):
+        # (a CPU chosen for portable code, such as NUMBA_CPU_NAME=generic for a disk cache
+        # shared between machines: the host's features would defeat it)
+        state = "LLVM's default (NUMBA_CPU_NAME is set)"
     elif _numba_started():
         state = "LLVM's default (Numba compiled before fusegrad was imported)"
     else:
@@ -57,4 +62,21 @@ def prefer_wide_vectors() -> str:
     return state
 
 
-__all__ = ["prefer_wide_vectors", "STATE"]
+def has_avx512() -> bool:
+    """Does the code Numba generates target AVX-512F? (Its features as set, else the host's;
+    False when NUMBA_CPU_NAME picks another CPU, whose features are not known here.)
+    codegen/vmath.py's `_ldexp_k` then uses LLVM's ldexp, which AVX-512 has as one
+    instruction (vscalefps); elsewhere LLVM makes a vector ldexp a libm call per lane."""
+    if "avx512" not in STATE:
+        if numba_config.CPU_FEATURES is not None:
+            features = numba_config.CPU_FEATURES
+        elif numba_config.CPU_NAME not in (None, "host"):
+            features = ""
+        else:
+            import llvmlite.binding as llvm
+            features = llvm.get_host_cpu_features().flatten()
+        STATE["avx512"] = "+avx512f" in features.split(",")
+    return STATE["avx512"]
+
+
+__all__ = ["prefer_wide_vectors", "has_avx512", "STATE"]

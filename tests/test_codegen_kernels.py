@@ -411,6 +411,73 @@ def test_on_avx512_the_w1_kernel_runs_on_512_bit_vectors():
     assert len(re.findall(r"\bv\w+ps\s[^\n]*\bzmm\d", hot)) > 40, hot[:3000]
 
 
+@pytest.mark.parametrize("dtype", [float32, float64])
+def test_exp_scales_by_two_to_the_k_with_one_instruction_where_the_cpu_has_one(dtype):
+    """vmath's _ldexp_k is LLVM's ldexp on AVX-512 (vscalefps/pd in the hot loop), and two
+    factors built from bits elsewhere: never a libm call per lane, which is what LLVM makes
+    of a vector ldexp without AVX-512. Both give the reference's values."""
+    from fusegrad.codegen.target import has_avx512
+    program = build(lambda e, x: e.exp(x), ((1 << 12,), dtype))
+    (kernel,) = schedule(program).kernels
+    fn = compile_source(generate(kernel, "fusegrad.codegen.vmath"))
+    x = np.linspace(-800, 800, 1 << 12).astype(dtype.np)
+    out = np.empty_like(x)
+    fn(x.shape[0], x, out)
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(dtype.np)
+    assert np.allclose(out, want, rtol=4e-7 if dtype is float32 else 1e-15, atol=0), \
+        np.max(np.abs(out - want) / np.maximum(want, 1e-300))
+    check(program, [x])
+    asm = function_asm(fn)
+    hot = "\n".join(max(innermost_loops(asm), key=len))
+    assert ("vscalef" in hot) == has_avx512(), hot[:2000]
+    assert "ldexp" not in asm
+
+
+_SCALING_PROBE = """
+import sys, numpy as np
+from numba import njit
+from fusegrad.codegen.target import has_avx512
+from fusegrad.codegen.vmath import fg_exp, fg_expm1
+
+@njit(error_model="numpy")
+def both(x, e, m):
+    for i in range(x.size):
+        e[i] = fg_exp(x[i])
+        m[i] = fg_expm1(x[i])
+
+out = [str(has_avx512())]
+for dt, top in ((np.float32, 110.0), (np.float64, 760.0)):
+    x = np.concatenate([np.linspace(-top, top, 40001), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30]]).astype(dt)
+    e, m = np.empty_like(x), np.empty_like(x)
+    both(x, e, m)
+    out += [e.tobytes().hex(), m.tobytes().hex()]
+print("\\n".join(out))
+"""
+
+
+def test_exp_is_the_same_bits_with_and_without_avx512():
+    """The two ways of _ldexp_k (see the test above) give the same bits: exp and expm1 over
+    their whole range, overflow, gradual underflow and specials, compiled in a process whose
+    target has no AVX-512 (NUMBA_CPU_NAME=haswell) and in one for this host."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    def run(cpu):
+        environment = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
+        if cpu:
+            environment["NUMBA_CPU_NAME"] = cpu
+        with tempfile.TemporaryDirectory() as cache:
+            environment["NUMBA_CACHE_DIR"] = cache
+            return subprocess.run([sys.executable, "-c", _SCALING_PROBE], env=environment, capture_output=True,
+                                  text=True, timeout=300, check=True).stdout.split()
+    haswell, host = run("haswell"), run(None)
+    assert haswell[0] == "False" and host[0] == str(_host_has_avx512())
+    assert haswell[1:] == host[1:]
+
+
 _TARGET_PROBE = ("import fusegrad.codegen.target as t, numba.core.config as c; "
                  "print(t.STATE['vector_width']); print(c.CPU_FEATURES)")
 
@@ -418,14 +485,16 @@ _TARGET_PROBE = ("import fusegrad.codegen.target as t, numba.core.config as c; "
 @pytest.mark.parametrize("env,before,want", [
     ({"FUSEGRAD_VECTOR_WIDTH": "256"}, "", "LLVM's default (FUSEGRAD_VECTOR_WIDTH=256)"),
     ({"NUMBA_CPU_FEATURES": "+sse2"}, "", "LLVM's default (NUMBA_CPU_FEATURES is set)"),
+    ({"NUMBA_CPU_NAME": "haswell"}, "", "LLVM's default (NUMBA_CPU_NAME is set)"),
     ({}, "import numba; numba.njit(lambda: 1)(); ",
      "LLVM's default (Numba compiled before fusegrad was imported)"),
-], ids=["opted out", "features chosen", "numba started first"])
+], ids=["opted out", "features chosen", "cpu chosen", "numba started first"])
 def test_the_vector_width_is_left_alone_where_something_else_chose(env, before, want):
     import os
     import subprocess
     import sys
-    environment = {k: v for k, v in os.environ.items() if k not in ("FUSEGRAD_VECTOR_WIDTH", "NUMBA_CPU_FEATURES")}
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("FUSEGRAD_VECTOR_WIDTH", "NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
     environment.update(env)
     out = subprocess.run([sys.executable, "-c", before + _TARGET_PROBE], env=environment, capture_output=True,
                          text=True, timeout=120, check=True).stdout.splitlines()

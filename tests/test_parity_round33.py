@@ -47,3 +47,29 @@ def _idle_root(L, case):
 @pytest.mark.parametrize("case", IDLE_ROOT_CASES)
 def test_hooks_and_retain_grad_of_a_root_no_input_is_reachable_from(case):
     assert _idle_root(fg, case) == _idle_root(torch, case)
+
+
+# torch.typename in nn's error texts names torch's module path for the classes fusegrad
+# mirrors (probe R): 'torch.nn.modules.activation.ReLU', not 'fusegrad.nn.layers.ReLU'.
+TYPENAME_CASES = [
+    "m.bar = L.nn.ReLU()", "m.bar = L.nn.Sequential()", "m.bar = L.optim.SGD", "m.bar = L.ones(2)",
+    "L.nn.utils.vector_to_parameters(L.nn.ReLU(), [])", "L.nn.utils.vector_to_parameters([1], [])",
+    "m.register_parameter('q', L.nn.MSELoss())", "m.add_module('q', L.ones(1))", "m.add_module('q', L.Size([1]))",
+    "m.register_buffer('bb', L.nn.Linear(1, 1))", "m.bar = Mine()",
+]
+
+
+def _typename_error(L, statement):
+    m = L.nn.Linear(2, 2)
+    m.bar = L.nn.Parameter(L.ones(1))
+
+    class Mine(L.nn.Module):
+        pass
+    with pytest.raises(TypeError) as info:
+        exec(statement, {"L": L, "m": m, "Mine": Mine})
+    return str(info.value).replace("test_parity_round33.", "")
+
+
+@pytest.mark.parametrize("statement", TYPENAME_CASES)
+def test_type_names_in_nn_errors_are_torchs(statement):
+    assert _typename_error(fg, statement) == _typename_error(torch, statement)

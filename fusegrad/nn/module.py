@@ -73,7 +73,28 @@ def typename(value) -> str:
         module, qualname = type(value).__module__ or "", type(value).__qualname__
     if module in ("builtins", ""):
         return qualname
+    if module.startswith("fusegrad."):
+        module = _TORCH_MODULES.get(qualname, module)   # (torch's own text names torch's path)
     return f"{module}.{qualname}"
+
+
+# Where torch keeps the classes fusegrad mirrors, for typename's texts (a user's own
+# classes keep their module).
+_TORCH_MODULES = {
+    **{name: "torch.nn.modules.activation" for name in (
+        "ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh")},
+    **{name: "torch.nn.modules.loss" for name in (
+        "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss")},
+    **{name: "torch.nn.modules.container" for name in (
+        "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential")},
+    "Identity": "torch.nn.modules.linear", "Linear": "torch.nn.modules.linear",
+    "Dropout": "torch.nn.modules.dropout", "Embedding": "torch.nn.modules.sparse",
+    "Flatten": "torch.nn.modules.flatten", "LayerNorm": "torch.nn.modules.normalization",
+    "Module": "torch.nn.modules.module", "Parameter": "torch.nn.parameter",
+    "Adam": "torch.optim.adam", "AdamW": "torch.optim.adamw", "RMSprop": "torch.optim.rmsprop",
+    "SGD": "torch.optim.sgd", "Optimizer": "torch.optim.optimizer",
+    "Tensor": "torch", "Size": "torch", "device": "torch",
+}
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):

@@ -15,6 +15,8 @@ import fusegrad as fg
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
+from .module import typename
+
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 
 
@@ -77,7 +79,7 @@ def vector_to_parameters(vec, parameters) -> None:
     """Copy consecutive slices of `vec` into the parameters' data, as torch's (through `.data`:
     no history, and each parameter then shares vec's memory)."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
+        raise TypeError(f"expected torch.Tensor, but got: {typename(vec)}")
     pointer = 0
     for param in parameters:
         count = param.numel()
@@ -85,6 +87,3 @@ def vector_to_parameters(vec, parameters) -> None:
         pointer += count
 
 
-def _typename(obj) -> str:
-    kind = type(obj)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"

@@ -574,11 +574,17 @@ def pow(input, exponent) -> Tensor:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if dtype is int64 and type(b) is int and b >= _INT64_WRAPS:
         raise RuntimeError("value cannot be converted to type int64_t without overflow")
-    if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and pow_const_applies(dtype, b):
-        # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
-        return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)
+    if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and dtype.is_floating_point:
+        if pow_const_applies(dtype, b):
+            # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
+            return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)
+        # the exponent a double, as torch's Scalar (ir/ops/elementwise.py pow_number)
+        return apply_op("pow_number", [ops[0], _double(b)], {"tail": pow_number_tail(ops[0])}, name)
+    if _is_scalar(a) and not isinstance(a, (bool, np.bool_)) and dtype.is_floating_point:
+        # torch's pow(Scalar, Tensor) allocates its result row-major (3 ** x.t() has strides (2, 1));
+        # its gradient takes the number's log in double (ir/ops/elementwise.py number_pow)
+        return _laid_out_row_major(apply_op("number_pow", [_double(a), ops[1]], None, name))
     if _is_scalar(a):
-        # torch's pow(Scalar, Tensor) allocates its result row-major (3 ** x.t() has strides (2, 1))
         return _laid_out_row_major(apply_op("pow", ops, None, name))
     if isinstance(b, Tensor) and b._dtype is bool_ and dtype.is_floating_point:
         # a bool exponent: torch's backward for the base raises (ir/ops/elementwise.py BOOL_SUBTRACTION)
@@ -588,6 +594,18 @@ def pow(input, exponent) -> Tensor:
         # 0.5 (ir/ops/elementwise.py _pow_ref)
         return apply_op("pow", ops, {"per_element": True}, name)
     return apply_op("pow", ops, None, name)
+
+
+def _double(number) -> np.ndarray:
+    """A Python number as torch's Scalar holds it: a float64 0-d array (a constant operand)."""
+    return _scalar_array(float(number), float64)
+
+
+def pow_number_tail(x) -> bool:
+    """Whether torch's float32 pow(Tensor, Scalar) computes every element of `x` with the
+    double exponent: a tensor of fewer than 32 elements, which its kernel's blocks of 32
+    never reach (see ir/ops/elementwise.py, pow_number)."""
+    return int(np.prod(np.shape(x))) < 32
 
 
 _NO_P = object()        # bernoulli's p when not given (None is a bad p: torch's parser refuses it)

@@ -716,6 +716,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 back.idle_stale = stale_by_cotangents(trace, instrs, out_values, gone,
                                                       active_values(instrs, out_values, gone))
             back.forward = forward_form
+            if forward_form is not None:
+                back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
             if forward_form is None:
                 # (whether a saved value depends on an input through ops a gradient flows through)
                 reached = active_values(program.instrs, saved, wrt)

@@ -70,6 +70,11 @@ _NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (creat
               "in place or wrote a leaf under no_grad; run it eagerly")
 
 
+_READ_CHANGED = ("fg.compile cannot differentiate this call's backward again (create_graph): a tensor the call "
+                 "read was changed in place since the call, and this backward re-runs the call from its "
+                 "inputs' memory; call the function again, or run it eagerly")
+
+
 class _OnceDifferentiable:
     """custom_call protocol for a compiled backward run inside a create_graph backward where it
     has no IR form: its inputs are the cotangents, then (where it reads saved values) the call's
@@ -135,6 +140,8 @@ class BackwardFn:
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to, ids of its instructions off the gradient
                                 # path), for expand; None where it cannot
+        self.read_versions = ()     # (version box, version after the call) of each tensor from outside
+                                    # the call that it read: expand re-runs the call from their memory
         self.freed_outputs = None   # per output: behind values a backward inside the call freed
         self.totals = []            # (weak ref to an output, position of its total gradient among the
                                     # program's outputs) for outputs others are computed from
@@ -258,6 +265,15 @@ class BackwardFn:
         backward program on cotangents `gs`, so that the gradient has a history of its own
         (second derivatives through a compiled call, which torch.compile refuses)."""
         self._check_stale(given)
+        # A saved value changed in place since: torch's error, as run() raises it. Another tensor
+        # the call read changed in place: re-running the call from its memory would give the
+        # gradient at the new values (torch's graph holds the old ones where it needs them)
+        reached = self.reached_saved(given)[0] if given is not None else None
+        for box, version, ref, where, shape, k in self.checks:
+            if box[0] != version and (reached is None or k in reached):
+                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+        if self.forward is not None and any(box[0] != version for box, version in self.read_versions):
+            raise RuntimeError(_READ_CHANGED)
         if self.forward is None:
             # No IR form: the compiled backward, whose result requires grad where an input does
             # and whose own backward raises (as torch.compile's CompiledFunctionBackwardBackward).

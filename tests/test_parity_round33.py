@@ -147,3 +147,51 @@ def test_compiled_pow_with_a_number_is_eagers_and_a_new_number_compiles_nothing(
     before = fg.cache_info()
     assert power(x, 2.9).tolist() == (x ** 2.9).tolist()
     assert (fg.cache_info().misses, fg.cache_info().hits) == (before.misses, before.hits + 1)
+
+
+# A create_graph backward through a compiled call re-runs the call from its inputs' memory
+# (probe U). A tensor the call read and that changed in place since used to give the
+# gradient at its new values, silently; it is refused now, and a value the call's nodes
+# saved raises torch's in-place error, as eagerly.
+def _double_backward(change):
+    f = fg.compile(lambda x, w: (x * w).tanh())
+    x = fg.tensor([0.1, 0.2])
+    w = fg.tensor([0.3, 0.4], requires_grad=True)
+    y = f(x, w)
+    change(x, w, y)
+    return fg.autograd.grad(y.sum(), w, create_graph=True)[0]
+
+
+def test_double_backward_through_a_compiled_call_at_the_values_of_the_call():
+    g = _double_backward(lambda x, w, y: None)
+    x, w = torch.tensor([0.1, 0.2]), torch.tensor([0.3, 0.4], requires_grad=True)
+    want, = torch.autograd.grad((x * w).tanh().sum(), w, create_graph=True)
+    torch.testing.assert_close(torch.from_numpy(g.detach().numpy()), want.detach())
+    assert g.requires_grad
+
+
+def _in_no_grad(fn):
+    with fg.no_grad():
+        fn()
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda x, w, y: _in_no_grad(lambda: w.add_(1.0)), "cannot differentiate this call's backward again"),
+    (lambda x, w, y: y.add_(1.0), "modified by an inplace operation"),     # (tanh saved y)
+    (lambda x, w, y: x.add_(1.0), "modified by an inplace operation"),     # (mul saved x)
+], ids=["weight stepped", "output written", "saved input written"])
+def test_double_backward_refuses_inputs_changed_since_the_call(change, message):
+    with pytest.raises(RuntimeError, match=message):
+        _double_backward(change)
+
+
+def test_double_backward_refuses_a_read_constant_changed_since_the_call():
+    shift = fg.tensor([0.5, 0.5])
+    f = fg.compile(lambda w: (w + shift).sin().sum())
+    w = fg.tensor([0.3, 0.4], requires_grad=True)
+    y = f(w)
+    shift.fill_(5.0)                    # (torch's graph saved w + shift, not shift: its gradient is cos(0.8))
+    with pytest.raises(RuntimeError, match="a tensor the call read was changed in place since the call"):
+        fg.autograd.grad(y, w, create_graph=True)
+    y.backward()                        # (a plain backward uses the values the call saved)
+    torch.testing.assert_close(torch.from_numpy(w.grad.numpy()), torch.tensor([0.8, 0.9]).cos())

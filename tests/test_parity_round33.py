@@ -195,3 +195,17 @@ def test_double_backward_refuses_a_read_constant_changed_since_the_call():
         fg.autograd.grad(y, w, create_graph=True)
     y.backward()                        # (a plain backward uses the values the call saved)
     torch.testing.assert_close(torch.from_numpy(w.grad.numpy()), torch.tensor([0.8, 0.9]).cos())
+
+
+@pytest.mark.parametrize("exponent", [1.5, 4.0, 2.5, -1.0, 0.5, 5.0, -1.5])
+def test_second_derivative_of_a_power_at_special_points(exponent):
+    """torch's pow(Tensor, Scalar) takes sqrt, rsqrt, reciprocal and multiplies for 0.5, -0.5,
+    -1, 2, 3 and -2 (the powers the derivatives of x ** 1.5 or x ** 5 meet): rsqrt(-0.) is
+    -inf where C's pow(-0., -0.5) is inf (probe T)."""
+    import math
+    for v in (-0.0, -math.inf, 0.0, 2.0, -2.0, 3.3, math.inf):
+        ours = fg.grad(fg.grad(lambda t: t ** exponent))(fg.tensor(v)).item()
+        x = torch.tensor(v, requires_grad=True)
+        g, = torch.autograd.grad(x ** exponent, x, create_graph=True)
+        theirs = torch.autograd.grad(g, x)[0].item()
+        assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), (v, ours, theirs)

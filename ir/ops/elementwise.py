@@ -154,6 +154,11 @@ def _pow_vjp(e, x, y, g, a, n):
 def _pow_ref(x, y, no_derivative=None, per_element=False):
     if x.dtype.kind == "b":
         return _pow_ref(x.astype(np.int64), np.asarray(y, np.int64)).astype(np.bool_)
+    if x.dtype.kind == "f" and not per_element and np.ndim(y) == 0 and float(y) in _POW_CONST_REFS:
+        # one exponent for the whole loop that torch's pow(Tensor, Scalar) computes by
+        # multiplies and roots (x ** 1.5's x ** 0.5 and x ** -0.5 in its derivatives:
+        # rsqrt(-0.) is -inf, where C's pow gives inf)
+        return _POW_CONST_REFS[float(y)](x, x.dtype.type(1))
     if x.dtype == np.float32:
         # NumPy's float32 power is an ulp off in about 1 of 5 elements; torch's (glibc's powf,
         # and Sleef's in its vector loop, within an ulp) are correctly rounded nearly always,
@@ -230,7 +235,8 @@ def _number_infer(name: str, tensor_at: int):
 
 
 def _pow_number_ref(x, number, tail):
-    if tail and x.dtype == np.float32:
+    if tail and x.dtype == np.float32 and float(number) not in _POW_CONST_REFS:
+        # (torch takes its multiplies and roots for those first, in the tensor's dtype)
         return np.power(x.astype(np.float64), number).astype(np.float32)
     return _pow_ref(x, np.asarray(number, x.dtype))
 

@@ -675,7 +675,16 @@ def _finish(trace: Trace, result, run: Run) -> None:
     saved_arrays, unversioned = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None \
         else (None, None)
     written_back = []
+    with_history = {id(t) for t in written}
+    leaves = {id(t) for t in trace.leaf_tensors.values()}
     for array, tensor in mutated:
+        if tensor._requires_grad and tensor._grad_fn is None and id(tensor) not in with_history and \
+                id(tensor) not in leaves:
+            # written with a value whose history lies inside the call only (fg.grad's argument,
+            # a closed-over running statistic updated from it): no node reaches it afterwards,
+            # so it is no leaf that requires grad (eagerly its node leads to the transform's
+            # dead leaf; its later uses compute the same gradients)
+            tensor._requires_grad = False
         if tensor._sym is not None:
             if not trace.dry:       # (a dry run, explain, leaves the caller's memory as it was)
                 value = by_id[tensor._sym.id]

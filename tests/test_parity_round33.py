@@ -209,3 +209,24 @@ def test_second_derivative_of_a_power_at_special_points(exponent):
         g, = torch.autograd.grad(x ** exponent, x, create_graph=True)
         theirs = torch.autograd.grad(g, x)[0].item()
         assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), (v, ours, theirs)
+
+
+@pytest.mark.parametrize("wrap", [fg.grad, fg.value_and_grad])
+def test_compiled_transform_writing_a_closed_over_tensor_can_be_called_again(wrap):
+    """probe U: a compiled fg.grad whose function updates a closed-over running statistic
+    from its argument left that tensor a leaf requiring grad, so the next call's write raised
+    torch's leaf error; its gradients are eager's, call after call."""
+    def run(compiled):
+        running = fg.zeros(())
+
+        def loss(x):
+            running.mul_(0.9).add_(0.1 * x.mean())
+            return ((x - running) ** 2).sum()
+        g = fg.compile(wrap(loss)) if compiled else wrap(loss)
+        out = [g(fg.tensor([1.0, 2.0, 3.0])) for _ in range(3)]
+        running.zero_()
+        return [o[1] if isinstance(o, tuple) else o for o in out], running
+    eager, compiled = run(False), run(True)
+    for a, b in zip(eager[0], compiled[0]):
+        torch.testing.assert_close(torch.from_numpy(b.numpy()), torch.from_numpy(a.numpy()))
+    assert not compiled[1].requires_grad and compiled[1].is_leaf

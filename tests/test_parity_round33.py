@@ -230,3 +230,19 @@ def test_compiled_transform_writing_a_closed_over_tensor_can_be_called_again(wra
     for a, b in zip(eager[0], compiled[0]):
         torch.testing.assert_close(torch.from_numpy(b.numpy()), torch.from_numpy(a.numpy()))
     assert not compiled[1].requires_grad and compiled[1].is_leaf
+
+
+def test_gradient_penalty_through_a_compiled_call_with_dropout():
+    """probe U: dropout drew its mask in place (bernoulli_, div_), so the compiled call counted
+    as writing memory and refused a second derivative; torch's and eager's w.grad here."""
+    def run(L, compiled):
+        f = lambda x, w: L.nn.functional.dropout((x * w).sin(), 0.5, True)     # noqa: E731
+        f = fg.compile(f) if compiled else f
+        x, w = L.ones(4) * 0.5, L.arange(1.0, 5.0).requires_grad_(True)
+        L.manual_seed(0)
+        g, = L.autograd.grad(f(x, w).sum(), w, create_graph=True)
+        g.sum().backward()
+        return w.grad.numpy().tolist()
+    want = run(torch, False)
+    assert run(fg, False) == want
+    torch.testing.assert_close(torch.tensor(run(fg, True)), torch.tensor(want))

@@ -166,8 +166,13 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     if p == 1:
         noise = fg.zeros((), dtype=input.dtype)
     else:
-        noise = fg.empty_like(input).bernoulli_(1 - p)
-        noise.div_(1 - p)
+        # (drawn and scaled out of place, the same numbers: inside fg.compile a call that wrote
+        # no tensor in place stays differentiable twice, a gradient penalty through dropout)
+        if input.dtype.is_floating_point:
+            noise = fg.bernoulli(fg.empty_like(input), 1 - p) / (1 - p)
+        else:                           # (torch's error: the in-place division of integers)
+            noise = fg.empty_like(input).bernoulli_(1 - p)
+            noise.div_(1 - p)
     return input.mul_(noise) if inplace else input * noise
 
 

@@ -198,6 +198,13 @@ class BackwardFn:
         if found is not None:
             _raise_stale(found)
 
+    def _check_versions(self, reached) -> None:
+        """torch's in-place error for a saved value (those in `reached`; None: every one) that
+        changed in place since the call."""
+        for box, version, ref, where, shape, k in self.checks:
+            if box[0] != version and (reached is None or k in reached):
+                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+
     def _check_stale(self, given=None) -> None:
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None
         if found is not None:
@@ -268,10 +275,7 @@ class BackwardFn:
         # A saved value changed in place since: torch's error, as run() raises it. Another tensor
         # the call read changed in place: re-running the call from its memory would give the
         # gradient at the new values (torch's graph holds the old ones where it needs them)
-        reached = self.reached_saved(given)[0] if given is not None else None
-        for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and (reached is None or k in reached):
-                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+        self._check_versions(self.reached_saved(given)[0] if given is not None else None)
         if self.forward is not None and any(box[0] != version for box, version in self.read_versions):
             raise RuntimeError(_READ_CHANGED)
         if self.forward is None:
@@ -328,9 +332,7 @@ class BackwardFn:
             raise RuntimeError(_FREED_MSG)
         reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         self._check_not_freed(users, given)
-        for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and (reached is None or k in reached):
-                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+        self._check_versions(reached)
         self._last_users, self._last_given = users, given
         program = self.program if given is None or all(given) else self.program_for(given)
         with background.gil_to_caller():        # (as a compiled call's forward: runtime/compile.py)

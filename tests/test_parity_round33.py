@@ -246,3 +246,32 @@ def test_gradient_penalty_through_a_compiled_call_with_dropout():
     want = run(torch, False)
     assert run(fg, False) == want
     torch.testing.assert_close(torch.tensor(run(fg, True)), torch.tensor(want))
+
+
+# torch's texts for the parts of split/chunk/unbind (probe Q): the parts of a tensor that
+# needs no grad "were created in no_grad mode" once their base gains a history in place, and
+# the message of an in-place op on a part whose base was written reads the part's node as
+# recorded (it named the rebased error).
+MULTI_OUTPUT_CASES = [
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.chunk(2)[0]; b.add_(a); v2*1",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.chunk(2)[0]; b.add_(a); v2.add_(1)",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.chunk(2)[0][0:1]; b.add_(a); v2.add_(1)",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.chunk(2)[0][0:1]; b.add_(a); v2*1",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.unbind()[1]; v2.add_(a)",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.chunk(2)[1]; v2.mul_(a[:2])",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); v1=a.data; v2=v1.chunk(2)[0]; v1.add_(a); v2*1",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=L.ones(4); v2=b.unbind(0)[1]; b.add_(a); v2.sum()",
+    "a=L.tensor([1.,2.,3.],requires_grad=True); v1=(a+0).chunk(1,0)[0]\nwith L.no_grad(): v1.add_(1)\nv1.add_(1)",
+    "a=L.tensor([1.,2.,3.,4.],requires_grad=True); b=a*1; v2=b.chunk(2)[0]; b.add_(a); v2*1",
+]
+
+
+@pytest.mark.parametrize("case", MULTI_OUTPUT_CASES)
+def test_errors_about_parts_of_split_chunk_unbind(case):
+    def run(L):
+        try:
+            exec(case, {"L": L})
+        except RuntimeError as error:
+            return str(error)
+        return None
+    assert run(fg) == run(torch)

@@ -401,6 +401,8 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     view._view_version = src._vbox[0]
     if src._multi_output is not None:
         view._multi_output = 0          # (torch's propagate_creation_meta: "Output 0 of Select")
+        if src.__dict__.get("_multi_output_no_grad"):
+            view.__dict__["_multi_output_no_grad"] = True
     if (src._no_grad_view or (view._base._requires_grad and not _grad_state.enabled)) and not INTERNAL_VIEWS[0]:
         # torch: a view made under no_grad of a base that requires grad requires grad too,
         # as a leaf without a gradient of its own (edge_of: its edges lead nowhere); an

@@ -13,8 +13,8 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.ir.ops.elementwise import pow_const_applies
 
-from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_no_partial_overlap, _overlaps_itself, apply_op,
-                       broadcast_shape_error, no_grad_view_error, result_cast_error)
+from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write, _check_no_partial_overlap,
+                       _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
 from . import generator
@@ -31,9 +31,9 @@ def check_inplace(t: Tensor) -> None:
         return
     if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):
         raise no_grad_view_error(t)     # (the second: made under no_grad before its base gained a history)
-    if t._multi_output is not None and t._requires_grad:
-        from .splitting import multi_output_view_error
-        raise multi_output_view_error(t)
+    if t._multi_output is not None and (t._requires_grad or t._base._requires_grad):
+        from .splitting import multi_output_no_grad_error, multi_output_view_error
+        raise multi_output_no_grad_error(t, "is being modified inplace") or multi_output_view_error(t)
     if t._requires_grad and t.__dict__.get("_transform_input"):
         # fg.grad's input standing for an argument with history (grad of grad): a leaf at
         # torch.func's level of the transform
@@ -103,6 +103,8 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
         if type(alpha) is not int and type(alpha) is not float:
             check_alpha(alpha, method.__name__)     # (torch parses its arguments first)
         check_inplace(self)
+        if self._multi_output is not None:
+            _check_multi_output_write(self, [other])    # (torch's autograd checks come before shapes)
         # The common case (an optimizer's p.add_(g, alpha=-lr)): float tensors of one dtype and
         # shape, a number alpha. No promotion, broadcast or cast check can fail or change it.
         if (type(other) is Tensor and other._dtype is self._dtype and self._dtype.is_floating_point

@@ -42,6 +42,10 @@ def _as_parts(parts: list, name: str) -> tuple:
         for k, part in enumerate(parts):
             part._multi_output = k
             part.__dict__["_multi_output_node"] = name[:name.rindex("Backward")]
+            if not part._requires_grad:
+                # (of a tensor that needs no grad: torch's errors about it, once its base gains a
+                # history in place, say it "was created in no_grad mode")
+                part.__dict__["_multi_output_no_grad"] = True
     return tuple(parts)
 
 
@@ -173,14 +177,26 @@ def _short_name(t: Tensor, node) -> str:
 
 def multi_output_view_error(t: Tensor) -> RuntimeError:
     """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
-    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, t.grad_fn)} is a view and is being modified "
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, t._grad_fn)} is a view and is being modified "
                         "inplace." + _MULTI_OUTPUT_TAIL)
+
+
+def multi_output_no_grad_error(t: Tensor, what: str) -> RuntimeError | None:
+    """torch's error for a part of split/chunk/unbind of a tensor that needed no grad (or a view
+    of one) once its base has a history (`what`: "is being modified inplace", or that its base
+    was); None for another part."""
+    if not t.__dict__.get("_multi_output_no_grad"):
+        return None
+    return RuntimeError(f"A view was created in no_grad mode and {what} with grad mode enabled." + _MULTI_OUTPUT_TAIL)
 
 
 def multi_output_rebased_error(t: Tensor, node) -> RuntimeError:
     """torch's error for a part of split/chunk/unbind (or a view of one; `node`: the one that
     made it) used with grad after its base was written in place: torch will not regenerate
     its history."""
+    no_grad = multi_output_no_grad_error(t, "its base or another view of its base has been modified inplace")
+    if no_grad is not None:
+        return no_grad
     return RuntimeError(f"Output {t._multi_output} of {_short_name(t, node)} is a view and its base or another view of "
                         "its base has been modified inplace." + _MULTI_OUTPUT_TAIL)
 

@@ -616,11 +616,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
     if trace.laid_out or trace.value_layouts:        # (forward_layouts' values are in laid_out too)
         _lay_out_outputs(trace, by_id)
 
-    written = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
+    written_arrays = [array for array, tensor in mutated if tensor._sym is not None] if mutated else ()
     # An array owning its memory (no base) overlaps a written one only if it is that one's
     # owner: the full overlap test runs only for views and for those (a training step's
     # outputs are fresh arrays, and it writes every parameter and optimizer state back)
-    owners = {id(_memory_owner_array(w)) for w in written} if written else ()
+    owners = {id(_memory_owner_array(w)) for w in written_arrays} if written_arrays else ()
     distinct = _DistinctMemory(trace.input_arrays)
     for t in alive:
         if id(t) not in shared:
@@ -632,7 +632,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 # permute left transposed: row-major, as torch's (its view(-1) must work)
                 array = by_id[t._sym.id] = distinct.replace(t._sym.id, _row_major(array))
             t._data = array
-            if written and (array.base is not None or id(array) in owners) and _aliases_any(array, written):
+            if written_arrays and (array.base is not None or id(array) in owners) and \
+                    _aliases_any(array, written_arrays):
                 # The executor may hand out an input's own memory for a value that is a copy
                 # eagerly (a sum over one element is its operand, reshaped); the write-back of
                 # that input below would show through it
@@ -675,16 +676,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
     saved_arrays, unversioned = _saved_arrays(trace, backward[1], by_id, mutated) if backward is not None \
         else (None, None)
     written_back = []
-    with_history = {id(t) for t in written}
-    leaves = {id(t) for t in trace.leaf_tensors.values()}
     for array, tensor in mutated:
-        if tensor._requires_grad and tensor._grad_fn is None and id(tensor) not in with_history and \
-                id(tensor) not in leaves:
-            # written with a value whose history lies inside the call only (fg.grad's argument,
-            # a closed-over running statistic updated from it): no node reaches it afterwards,
-            # so it is no leaf that requires grad (eagerly its node leads to the transform's
-            # dead leaf; its later uses compute the same gradients)
-            tensor._requires_grad = False
         if tensor._sym is not None:
             if not trace.dry:       # (a dry run, explain, leaves the caller's memory as it was)
                 value = by_id[tensor._sym.id]
@@ -745,6 +737,13 @@ def _finish(trace: Trace, result, run: Run) -> None:
         # under no_grad of a tensor that requires grad, which require grad as their base)
         for t in alive:
             if not t._traced_leaf and not t._no_grad_view:
+                t._requires_grad = False
+        for t in written:
+            # a caller's tensor written with a value whose history lies inside the call only
+            # (fg.grad's argument: a closed-over running statistic updated from it) is no leaf
+            # that requires grad afterwards (eagerly its node leads to the transform's dead
+            # leaf; its later uses compute the same gradients)
+            if t._grad_fn is None:
                 t._requires_grad = False
     if trace.dry:
         trace.restore_states()

@@ -275,3 +275,40 @@ def test_errors_about_parts_of_split_chunk_unbind(case):
             return str(error)
         return None
     assert run(fg) == run(torch)
+
+
+# Tensor.view(dtype), torch's other overload of view (probe V).
+VIEW_DTYPE_CASES = [
+    "x=L.tensor([[1.5, 2.0],[3.0, -1.0]]); out=[x.view(L.int64), x.view(L.float64), x.view(L.bool), x.view(L.float32)]",
+    "x=L.tensor([[1.5, 2.0],[3.0, -1.0]], requires_grad=True); v=x.view(L.int64); "
+    "out=[v.requires_grad, v.grad_fn is None, v.is_leaf, x.view(L.float32).requires_grad]",
+    "out=[L.ones(3).view(L.int64)]", "out=[L.ones(3).view(L.float64)]", "out=[L.ones(4,2).t().view(L.float64)]",
+    "out=[L.ones(2, dtype=L.float64).view(L.float32)]", "out=[L.tensor(1.0).view(L.float32)]",
+    "out=[L.tensor(1.0).view(L.int64)]",
+    "out=[L.tensor([True, False, True, True, False, False, False, False]).view(L.float64)]",
+    "out=[L.tensor([1, -2]).view(L.float64)]", "x=L.zeros(4); v=x.view(L.int64); v[0]=1; out=[x, x._version]",
+    "out=[L.zeros(3,4)[:, 1:3].view(L.float64).shape]", "out=[L.zeros(5)[1:].view(L.float64)]",
+    "out=[L.zeros(3,5)[:, :4].view(L.float64).shape]", "out=[L.zeros(2,3)[:, :2].view(L.float64)]",
+    "out=[L.zeros(2,2).view(dtype=L.int64)]",
+]
+
+
+@pytest.mark.parametrize("case", VIEW_DTYPE_CASES)
+def test_view_as_another_dtype(case):
+    import numpy as np
+
+    def run(L):
+        scope = {"L": L}
+        try:
+            exec(case, scope)
+        except RuntimeError as error:
+            return str(error)
+        return [np.asarray(v).tobytes() + str(v.dtype).split(".")[-1].encode() if hasattr(v, "numpy")
+                else tuple(v) if hasattr(v, "__len__") else v for v in scope["out"]]
+    assert run(fg) == run(torch)
+
+
+def test_view_dtype_of_a_value_computed_inside_fg_compile_is_refused():
+    assert fg.compile(lambda x: x.view(fg.int64))(fg.ones(2)).tolist() == torch.ones(2).view(torch.int64).tolist()
+    with pytest.raises(NotImplementedError, match="view\\(dtype\\) inside fg.compile"):
+        fg.compile(lambda x: (x * 2).view(fg.int64))(fg.ones(2))

@@ -1792,13 +1792,16 @@ def reshape(input, *sizes, shape=None) -> Tensor:
 _VIEW_OVERLOADS = (" * (torch.dtype dtype)\n", " * (tuple of ints size)\n")
 
 
-def view(a, *shape, size=None) -> Tensor:
-    """`a` with a new shape, sharing its memory (torch's error where its strides allow none)."""
+def view(a, *shape, size=None, dtype=None) -> Tensor:
+    """`a` with a new shape, sharing its memory (torch's error where its strides allow none);
+    `view(dtype)`, torch's other overload: its memory read as another dtype."""
     a = as_tensor(a, "view")
+    if dtype is not None and not shape and size is None and isinstance(dtype, DType):
+        return _view_as_dtype(a, dtype)
     if size is not None:
         shape = _sizes("view", "size", shape, size)
     if len(shape) == 1 and isinstance(shape[0], DType):
-        raise NotImplementedError("view(dtype) is not supported by fusegrad")
+        return _view_as_dtype(a, shape[0])
     if not shape:
         raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
                         + "".join(_VIEW_OVERLOADS))
@@ -1814,6 +1817,37 @@ def view(a, *shape, size=None) -> Tensor:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return apply_op("reshape", [a], {"shape": shape}, "ViewBackward0")
+
+
+def _view_as_dtype(a: Tensor, dtype: DType) -> Tensor:
+    """torch's Tensor.view(dtype): a's memory read as `dtype` (the last dim scaled by the ratio
+    of element sizes), with torch's checks and texts. Not differentiable (no history, as
+    torch's), and sharing a's version counter: a write through either is seen by both."""
+    if a._sym is not None or a._data is None:
+        raise NotImplementedError("fusegrad: view(dtype) inside fg.compile is not supported; call it outside "
+                                  "the compiled function")
+    data, target = a._data, np.dtype(dtype.np)
+    if target.itemsize != data.itemsize:
+        what = (f"to view {TORCH_SCALAR_NAMES[data.dtype.name]} as {TORCH_SCALAR_NAMES[target.name]} "
+                "(different element sizes)")
+        if data.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        strides = [st // data.itemsize for st in data.strides]
+        if strides[-1] != 1 and data.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+        if target.itemsize > data.itemsize:
+            ratio = target.itemsize // data.itemsize
+            if data.shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {data.shape[-1]}")
+            if a.storage_offset() % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
+                                   f"{a.storage_offset()}")
+            for k, st in enumerate(strides[:-1]):
+                if st % ratio:
+                    raise RuntimeError(f"self.stride({k}) must be divisible by {ratio} {what}, but got {st}")
+    out = Tensor._wrap(data.view(target), dtype)
+    out._vbox = a._vbox                 # (one version counter: torch's view shares its base's)
+    return out
 
 
 @_keyword_texts

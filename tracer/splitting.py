@@ -177,7 +177,10 @@ def _short_name(t: Tensor, node) -> str:
 
 def multi_output_view_error(t: Tensor) -> RuntimeError:
     """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
-    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, t._grad_fn)} is a view and is being modified "
+    # (eagerly the node as recorded: reading t.grad_fn after its base was written raises the
+    # rebased error; a traced tensor's node is the trace's)
+    node = t._grad_fn if t._sym is None else t.grad_fn
+    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, node)} is a view and is being modified "
                         "inplace." + _MULTI_OUTPUT_TAIL)
 
 

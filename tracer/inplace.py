@@ -124,13 +124,12 @@ def binary_inplace(op: str, name: str, method_name: str | None = None, tensor_na
             # x.pow_(0.5): computed as x ** 0.5 is (a root, with sqrt's special values: ir pow_const)
             apply_op("pow_const", [self], {"exponent": float(other)}, name_here, out=self)
             return self
+        check_write_overlaps(self, other)
         if op == "pow" and (type(other) is float or type(other) is int) and self._dtype.is_floating_point:
             # the exponent a double, as torch's Scalar (ir/ops/elementwise.py pow_number)
             from .functional import _double, pow_number_tail
-            check_write_overlaps(self, other)
             apply_op("pow_number", [self, _double(other)], {"tail": pow_number_tail(self)}, name_here, out=self)
             return self
-        check_write_overlaps(self, other)
         # (a bool tensor exponent: the backward for self raises, as out of place, functional.pow)
         bool_exponent = op == "pow" and isinstance(other, Tensor) and other._dtype is bool_ and \
             self._dtype.is_floating_point

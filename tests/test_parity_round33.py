@@ -290,6 +290,10 @@ VIEW_DTYPE_CASES = [
     "out=[L.zeros(3,4)[:, 1:3].view(L.float64).shape]", "out=[L.zeros(5)[1:].view(L.float64)]",
     "out=[L.zeros(3,5)[:, :4].view(L.float64).shape]", "out=[L.zeros(2,3)[:, :2].view(L.float64)]",
     "out=[L.zeros(2,2).view(dtype=L.int64)]",
+    "out=[L.zeros(4,3).t()[:, 0:1].view(L.float64)]", "out=[L.zeros(4,3).t().view(L.bool)]",
+    "out=[L.zeros(0,4).view(L.float64).shape]", "out=[L.zeros(4,0).view(L.float64).shape]",
+    "out=[L.ones(4)[1:].view(L.bool).shape]", "out=[L.ones(5)[1:].view(L.float64)]",
+    "out=[L.ones(2,5)[:, 1:].view(L.float64)]",
 ]
 
 

@@ -1832,7 +1832,7 @@ def _view_as_dtype(a: Tensor, dtype: DType) -> Tensor:
                 "(different element sizes)")
         if data.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
-        strides = [st // data.itemsize for st in data.strides]
+        strides = strides_of(a)         # (torch's: an empty tensor's are not NumPy's zeros)
         if strides[-1] != 1 and data.shape[-1] != 1:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
         if target.itemsize > data.itemsize:

@@ -316,3 +316,30 @@ def test_view_dtype_of_a_value_computed_inside_fg_compile_is_refused():
     assert fg.compile(lambda x: x.view(fg.int64))(fg.ones(2)).tolist() == torch.ones(2).view(torch.int64).tolist()
     with pytest.raises(NotImplementedError, match="view\\(dtype\\) inside fg.compile"):
         fg.compile(lambda x: (x * 2).view(fg.int64))(fg.ones(2))
+
+
+# probe W: a create_graph backward with a non-leaf hook anywhere in the graph runs the hooked
+# path, which ran a compiled call's backward as a constant: its second-derivative terms were
+# silently dropped.
+@pytest.mark.parametrize("hook_on", ["eager branch", "compiled output"])
+def test_second_derivative_through_a_compiled_call_with_a_non_leaf_hook(hook_on):
+    def run(L, compile_fn):
+        x = L.tensor([0.5, -0.9, 0.3], requires_grad=True)
+        y = compile_fn(lambda t: t ** 3)(x)
+        z = x * x
+        (z if hook_on == "eager branch" else y).register_hook(lambda g: g * 2)
+        g, = L.autograd.grad(y.sum() + z.sum(), x, create_graph=True)
+        ((g ** 2).sum() + x.sum()).backward()
+        return g.detach().numpy().tolist(), x.grad.numpy().tolist()
+    want = run(torch, lambda f: f)
+    for got in (run(fg, fg.compile), run(fg, lambda f: f)):
+        torch.testing.assert_close(torch.tensor(got[0]), torch.tensor(want[0]))
+        torch.testing.assert_close(torch.tensor(got[1]), torch.tensor(want[1]))
+
+
+def test_grad_of_grad_through_a_compiled_grad_with_a_hook():
+    def f(x):
+        y = x * x
+        y.register_hook(lambda g: g * 1)
+        return (fg.compile(lambda t: t ** 3)(x) + y).sum()
+    assert fg.grad(fg.grad(f))(fg.tensor(0.5)).item() == pytest.approx(5.0)

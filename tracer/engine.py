@@ -708,6 +708,9 @@ def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, 
     called on its tensor's total gradient where it is complete (ir.autodiff's on_gradient)."""
     forward = frozenset(v.id for v in graph.values.values())
     ev = _TensorEvaluator(lambda v: _saved_value(graph, v, True), forward)
+    # (as the plain create_graph path's Builder: a compiled call's node then emits its backward
+    # as ops, with history, where it would otherwise run it as a constant)
+    ev.differentiable = True
     seed_values = [ev.input_value(TensorType(tuple(r.shape), r.dtype), s) for r, s in zip(roots, seeds)]
 
     def through(registered):

@@ -66,6 +66,41 @@ class _Detached:
         return [value.detach() if hasattr(value, "detach") else value]
 
 
+class _FreedCheck:
+    """custom_call protocol for a call's input as its create_graph backward re-reads it (the
+    value itself): a backward through it raises torch's "backward through the graph a second
+    time" once the call's node was freed (that backward with retain_graph=False, or a later
+    one without retain_graph), as torch's second-derivative graph runs through the call's own
+    nodes and their saved values."""
+
+    def __init__(self, back: "BackwardFn", type: TensorType):
+        self.out_types = [type]
+        self.vjp_fn = _FreedCheckBackward(back, type)
+
+    def run(self, array):
+        return (array,)
+
+
+class _FreedCheckBackward:
+    """_FreedCheck's backward: the gradient itself, after the check (as IR under create_graph)."""
+
+    def __init__(self, back: "BackwardFn", type: TensorType):
+        self.back, self.out_types, self.vjp_fn = back, [type], None
+
+    def _check(self) -> None:
+        node = self.back.node() if self.back.node is not None else None
+        if node is not None and node._freed:
+            raise RuntimeError(_FREED_MSG)
+
+    def run(self, g):
+        self._check()
+        return (g,)
+
+    def expand(self, e, xs, gs) -> list:
+        self._check()
+        return list(gs)
+
+
 _NOT_TWICE = ("fg.compile cannot differentiate this call's backward again (create_graph): the call wrote memory "
               "in place or wrote a leaf under no_grad; run it eagerly")
 
@@ -288,7 +323,9 @@ class BackwardFn:
                          fn=_OnceDifferentiable(self, len(gs)))
             return list(grads) if isinstance(grads, tuple) else [grads]
         program, inputs, arrays, input_values, off_path = self.forward
-        env = {v.id: x for v, x in zip(input_values, xs)}
+        # (where the call saved values, the inputs pass a check that its node is not freed then)
+        env = {v.id: e.op("custom_call", x, fn=_FreedCheck(self, v.type)) if self.saved else x
+               for v, x in zip(input_values, xs)}
         constants = {v.id: (v, a) for v, a in zip(inputs, arrays)}
 
         def value(u):

@@ -343,3 +343,36 @@ def test_grad_of_grad_through_a_compiled_grad_with_a_hook():
         y.register_hook(lambda g: g * 1)
         return (fg.compile(lambda t: t ** 3)(x) + y).sum()
     assert fg.grad(fg.grad(f))(fg.tensor(0.5)).item() == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("first", ["retain_graph=False", "then y.backward()"])
+def test_a_freed_compiled_call_refuses_the_second_derivative(first):
+    """probe W / U: the second-derivative graph of a compiled call is a re-run of it, which
+    did not see the call's node freed: torch raises "backward through the graph a second
+    time" there, as eager fusegrad does."""
+    def run(L, compile_fn):
+        x = L.tensor([0.5, -0.9, 0.3], requires_grad=True)
+        y = compile_fn(lambda t: (t.exp() * t).sum())(x)
+        if first == "retain_graph=False":
+            g, = L.autograd.grad(y, x, create_graph=True, retain_graph=False)
+        else:
+            g, = L.autograd.grad(y, x, create_graph=True, retain_graph=True)
+            y.backward()
+        try:
+            return L.autograd.grad(g.sum(), x)[0].tolist()
+        except RuntimeError as error:
+            return str(error)[:60]
+    want = run(torch, lambda f: f)
+    assert want.startswith("Trying to backward through the graph a second time")
+    assert run(fg, fg.compile) == want and run(fg, lambda f: f) == want
+
+
+def test_the_second_derivative_of_a_compiled_call_kept_alive_is_torchs():
+    def run(L, compile_fn):
+        x = L.tensor([0.5, -0.9, 0.3], requires_grad=True)
+        y = compile_fn(lambda t: (t.exp() * t).sum())(x)
+        g, = L.autograd.grad(y, x, create_graph=True)
+        h1 = L.autograd.grad(g.sum(), x, retain_graph=True)[0]
+        h2 = L.autograd.grad(g.sum(), x)[0]
+        return (h1 + h2).tolist()
+    torch.testing.assert_close(torch.tensor(run(fg, fg.compile)), torch.tensor(run(torch, lambda f: f)))

@@ -637,3 +637,7 @@ class RaisingBackwardFn:
         if self.stale is not None:
             _raise_stale(self.stale)
         raise RuntimeError(self.message)
+
+    def expand(self, e, xs, gs):
+        """Under create_graph: the same error (torch's, such as heaviside's missing derivative)."""
+        self.run()

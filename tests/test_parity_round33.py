@@ -376,3 +376,14 @@ def test_the_second_derivative_of_a_compiled_call_kept_alive_is_torchs():
         h2 = L.autograd.grad(g.sum(), x)[0]
         return (h1 + h2).tolist()
     torch.testing.assert_close(torch.tensor(run(fg, fg.compile)), torch.tensor(run(torch, lambda f: f)))
+
+
+@pytest.mark.parametrize("expr", ["L.heaviside(t, L.tensor(.5)) * t", "(t // 0.3) * t", "(2.0 % t) * t"])
+def test_a_compiled_call_without_a_derivative_gives_torchs_error_under_create_graph(expr):
+    def run(L, compile_fn):
+        x = L.tensor([0.5, -0.9, 0.3], requires_grad=True)
+        y = compile_fn(lambda t: eval(expr, {"L": L, "t": t}).sum())(x)
+        with pytest.raises(RuntimeError) as info:
+            L.autograd.grad(y, x, create_graph=True)
+        return str(info.value)
+    assert run(fg, fg.compile) == run(torch, lambda f: f)

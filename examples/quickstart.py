@@ -66,8 +66,8 @@ def compiled():
     t0 = time.perf_counter()
     step(x)
     first = time.perf_counter() - t0
-    # The first call compiles (or loads from the disk cache) the kernels; a large
-    # kernel's parallel variant is measured and compiled over the next calls.
+    # The first call compiles (or loads from the disk cache) the kernels, and a large
+    # kernel's parallel variant; the next calls measure which of the two is faster.
     t0 = time.perf_counter()
     for _ in range(SETTLE_CALLS):
         fg.wait_for_compiles()

@@ -524,11 +524,12 @@ class _KernelStep:
             self.last_kernel = compiled
             args.extend(outs)
             use = self.choice.next()
-            if use and not compiled.parallel_ready() and (
-                    self.choice.decided is None or (self.defer_parallel and background.async_enabled())):
-                # Never make a call wait for the parallel variant that the measurement (or the
-                # tiered path) asks for: it compiles (or loads) on the background thread while
-                # calls stay serial. (FUSEGRAD_PARALLEL=always compiles it on the first call.)
+            tiered = background.async_enabled()
+            if use and not compiled.parallel_ready() and tiered and (self.choice.decided is None or self.defer_parallel):
+                # With tiered execution no call waits for the parallel variant that the
+                # measurement (or the tiered path) asks for: it compiles (or loads) on the
+                # background thread while calls stay serial. (Without it, the first call
+                # compiled it: below.)
                 compiled.prepare_parallel_in_background(args)
                 use = deferred = False
             else:
@@ -546,6 +547,14 @@ class _KernelStep:
                     self.choice.settle(False, f"serial (parallel variant failed: {compiled.parallel_failure})")
                 elif not fresh:
                     self.choice.record(use, time.perf_counter() - start)
+                elif not use and not tiered and self.choice.decided is None and \
+                        compiled.last_run_seconds >= PARALLEL_MIN_SECONDS:
+                    # A first call without tiered execution compiles what later calls run: the
+                    # parallel variant too, for a kernel long enough to measure it (else it
+                    # compiled on a background thread during the next calls, which ran serially
+                    # meanwhile with the compiler on one of the two cores: W3's first 1.7 s of
+                    # calls took 6-12 ms, against 2 once it was ready).
+                    compiled.compile_parallel_now(args)
                 self.status = "compiled kernel, " + (self.choice.describe() if deferred is None else
                                                      "serial while the parallel variant compiles in the background")
                 if warming:

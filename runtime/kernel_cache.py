@@ -99,6 +99,7 @@ class CompiledKernel:
         self._lock = threading.RLock()    # the background thread compiles too
         self._retried = False
         self._parallel_requested = False
+        self.last_run_seconds = 0.0       # the latest call's run, without compiling or loading
 
     def load(self) -> None:
         """Import the kernel's module through the disk cache, or build it in memory when the cache
@@ -130,25 +131,34 @@ class CompiledKernel:
 
     def prepare_parallel_in_background(self, args: list) -> None:
         """Compile (or load from disk) the parallel variant for these arguments' types on the
-        background thread; calls keep using the serial variant until it is ready."""
+        background thread; calls keep using the serial variant until it is ready (tiered
+        execution: runtime/background.py)."""
         if self._parallel_requested:
             return
         self._parallel_requested = True
-        import numba
-        try:
-            signature = tuple(numba.typeof(a) for a in args)
-        except Exception:                 # an argument Numba cannot type: compile on use instead
+        signature = _signature_of(args)
+        if signature is None:             # an argument Numba cannot type: compile on use instead
             self._parallel_requested = False
             return
+        background.submit(lambda: self._compile_parallel(signature))
 
-        def job():
-            exc = self._compile_signature(True, signature)
-            if exc is not None:
-                self.parallel_failure = f"{type(exc).__name__}: {exc}"
-                stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
-                                  self.name, self.parallel_failure)
+    def compile_parallel_now(self, args: list) -> None:
+        """Compile (or load from disk) the parallel variant for these arguments' types on this
+        thread, unless it is ready or on its way (a synchronous first call: see
+        executor._KernelStep.run)."""
+        if self._parallel_requested or self.parallel_ready():
+            return
+        signature = _signature_of(args)
+        if signature is not None:         # (else: it compiles on first use)
+            self._parallel_requested = True
+            self._compile_parallel(signature)
 
-        background.submit(job)
+    def _compile_parallel(self, signature: tuple) -> None:
+        exc = self._compile_signature(True, signature)
+        if exc is not None:
+            self.parallel_failure = f"{type(exc).__name__}: {exc}"
+            stats.log_compile("parallel variant of kernel %s failed (%s); running it serially",
+                              self.name, self.parallel_failure)
 
     def _compile_signature(self, parallel: bool, signature: tuple) -> Exception | None:
         """Compile (or load) one dispatcher for `signature` unless it has an overload already;
@@ -171,10 +181,8 @@ class CompiledKernel:
         reported when the kernel is called."""
         if self.failure is not None or self.dispatcher(False).overloads:
             return
-        import numba
-        try:
-            signature = tuple(numba.typeof(a) for a in args)
-        except Exception:                 # an argument Numba cannot type: compile on use instead
+        signature = _signature_of(args)
+        if signature is None:             # an argument Numba cannot type: compile on use instead
             return
         self._compile_signature(False, signature)     # (a failure: compiled again, and reported, at its first call)
 
@@ -193,8 +201,15 @@ class CompiledKernel:
 
     def _run(self, disp, args: list, parallel: bool) -> bool:
         before = len(disp.overloads)
-        start = time.perf_counter()
+        start = ran = time.perf_counter()
         try:
+            if not before:
+                # Compile (or load) first, then run: last_run_seconds is the run alone, what
+                # the parallel-variant decision of a first call needs (executor._KernelStep).
+                signature = _signature_of(args)
+                if signature is not None:
+                    disp.compile(signature)
+                    ran = time.perf_counter()
             disp(*args)
         except Exception as exc:
             if self.root is None or self._retried or not _raised_by_cache_load(exc):
@@ -213,10 +228,13 @@ class CompiledKernel:
             self._hits_seen.clear()
             self.load()
             return self(args, parallel)
+        finished = time.perf_counter()
+        self.last_run_seconds = finished - ran
         if len(disp.overloads) == before:
             return False
         background.mark_numba_ready()
-        self._record(disp, time.perf_counter() - start, parallel)
+        # (the compile or load alone; with the first run where Numba typed the arguments itself)
+        self._record(disp, (ran if ran != start else finished) - start, parallel)
         return True
 
     def _record(self, disp, seconds: float, parallel: bool) -> None:
@@ -287,3 +305,12 @@ def clear() -> None:
 
 
 stats.register_clearer(clear)
+
+
+def _signature_of(args: list) -> tuple | None:
+    """The Numba types of a kernel call's arguments, or None if Numba cannot type one."""
+    import numba
+    try:
+        return tuple(numba.typeof(a) for a in args)
+    except Exception:
+        return None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import fusegrad as fg
+
 from fusegrad.runtime import executor
 from fusegrad.runtime.executor import compile_program
 from fusegrad.runtime.stats import clear_caches
@@ -53,7 +55,57 @@ def test_parallel_and_serial_variants_agree(monkeypatch):
 def test_auto_policy_measures_and_settles(monkeypatch):
     from fusegrad.runtime import background
     monkeypatch.setenv("FUSEGRAD_PARALLEL", "auto")
+    monkeypatch.delenv("FUSEGRAD_ASYNC_COMPILE", raising=False)
     monkeypatch.setattr(executor, "PARALLEL_MIN_SECONDS", 0.0)   # always worth measuring here
+    p = build(_layer, (1024, 300), (300,))
+    args = random_args(p, np.random.default_rng(2))
+    clear_caches()
+    compiled = compile_program(p)
+    (step,) = compiled.steps
+    # Without tiered execution the first call compiles what later calls run: the serial
+    # variant, run (untimed), then the parallel variant, as its run took long enough to
+    # measure; nothing goes to the background thread. PARALLEL_SAMPLES timed serial calls
+    # follow, then PARALLEL_SAMPLES parallel ones, which decide.
+    jobs = []
+    monkeypatch.setattr(background, "submit", lambda job, hold=False: jobs.append(job))
+    compiled(args)
+    assert step.compiled.parallel_ready() and jobs == []
+    assert step.choice.decided is None and step.choice.times == {False: [], True: []}
+    before = fg.cache_info()
+    for _ in range(2 * executor.PARALLEL_SAMPLES):
+        compiled(args)
+    after = fg.cache_info()
+    assert step.choice.decided is not None and jobs == []
+    assert len(step.choice.times[True]) == executor.PARALLEL_SAMPLES
+    assert len(step.choice.times[False]) == executor.PARALLEL_SAMPLES
+    assert (after.kernels_compiled, after.disk_hits, after.parallel_variants, after.compile_seconds) == \
+        (before.kernels_compiled, before.disk_hits, before.parallel_variants, before.compile_seconds)
+    assert "measured" in compiled.explain()
+
+
+def test_a_first_call_compiles_no_parallel_variant_for_a_short_kernel(monkeypatch):
+    """Without tiered execution the first call compiles the parallel variant only where the
+    serial run took at least PARALLEL_MIN_SECONDS; a shorter one settles serial at its first
+    timed call and never compiles it."""
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", "auto")
+    monkeypatch.delenv("FUSEGRAD_ASYNC_COMPILE", raising=False)
+    monkeypatch.setattr(executor, "PARALLEL_MIN_SECONDS", 1e3)    # no run is this long
+    p = build(_layer, (1024, 300), (300,))
+    args = random_args(p, np.random.default_rng(3))
+    clear_caches()
+    compiled = compile_program(p)
+    (step,) = compiled.steps
+    compiled(args)
+    compiled(args)
+    assert not step.compiled.parallel_ready() and step.choice.decided is False
+    assert "too short to split" in step.choice.describe()
+
+
+def test_with_tiered_execution_the_parallel_variant_compiles_in_the_background(monkeypatch):
+    from fusegrad.runtime import background
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", "auto")
+    monkeypatch.setenv("FUSEGRAD_ASYNC_COMPILE", "1")
+    monkeypatch.setattr(executor, "PARALLEL_MIN_SECONDS", 0.0)
     p = build(_layer, (1024, 300), (300,))
     args = random_args(p, np.random.default_rng(2))
     clear_caches()

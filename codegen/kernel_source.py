@@ -224,6 +224,13 @@ class _Generator:
         self.unsigned = {self.inner[0]} if self.whole else set()   # dims looped from a block start
         if tile is not None:
             self.unsigned |= set(tile)
+        # One loop, over a vector's elements (no rows, no reduction): it runs in blocks of
+        # BLOCK elements, the unit of parallel work, as a reduction to one value does. Under
+        # prange the whole vector as one loop vectorised worse: W1's gradient alone took 5.5 ms
+        # in two threads so, 3.9 in blocks (the serial variant is as fast either way).
+        self.flat_blocks = len(self.outer) == 1 and not self.inner and not self.blocked and tile is None
+        if self.flat_blocks:
+            self.unsigned.add(self.outer[0])
         self.load_indices: list = []     # (value, index) of every array read
         # Row buffers carry values between the phases of one row (rows of one inner dim).
         self.row_buffers_ok = bool(self.outer) and len(self.inner) == 1
@@ -761,6 +768,10 @@ class _Generator:
                 depth += 2
             elif self.tile is not None and d in self.tile:
                 depth = self._tiled_loops(put, depth, k, d)
+            elif k == 0 and self.flat_blocks:
+                put(depth, f"for blk in PRANGE((n{d} + {BLOCK - 1}) // {BLOCK}):")
+                put(depth + 1, f"for i{d} in range(blk * {BLOCK}, min(n{d}, blk * {BLOCK} + {BLOCK})):")
+                depth += 2
             else:
                 put(depth, self._loop(d, parallel=(k == 0)))
                 depth += 1

@@ -13,8 +13,11 @@ import pytest
 
 import fusegrad as fg
 
+# (leading or middle dims with kept dims after them, (5000, 3) dim 0 to (2, 3, 700, 5) dims
+# (1, 2), add up without moving the reduced dims last: each result's running sum in order)
 CASES = [((300000,), None), ((40000,), None), ((3, 5000), 1), ((3, 5000), -1), ((5000, 3), 0),
-         ((20, 30, 40), (0, 2)), ((6, 7, 4096), (1, 2))]
+         ((20, 30, 40), (0, 2)), ((6, 7, 4096), (1, 2)), ((3000, 64), 0), ((8, 2100, 16), 1),
+         ((2, 3, 700, 5), (1, 2)), ((2100, 1), 0)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])

@@ -606,7 +606,11 @@ def _torch_order_norm(x, p, axes):
     kept = [d for d in range(x.ndim) if d not in axes]
     rows = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))
     count = x.size // rows if rows else 0
-    trailing = tuple(axes) == tuple(range(x.ndim - len(axes), x.ndim))
+    # (dims of size 1 do not count: torch's TensorIterator drops them, so the column norm of
+    # a (2100, 1) tensor is the 2-norm of a vector, in lanes)
+    long_kept = [d for d in kept if x.shape[d] != 1]
+    long_reduced = [d for d in axes if x.shape[d] != 1]
+    trailing = not long_kept or not long_reduced or max(long_kept) < min(long_reduced)
     if p == 2 and trailing and x.flags.c_contiguous and rows:
         squares = np.multiply(x, x).reshape(rows, count)
         lanes = _NORM_LANES[dtype]
@@ -624,8 +628,17 @@ def _torch_order_norm(x, p, axes):
         terms = np.multiply(x, x)
     else:
         terms = _rounded_power(np.abs(x), p, dtype)
-    terms = np.moveaxis(terms, list(axes), list(range(x.ndim - len(axes), x.ndim))).reshape(rows, count)
-    total = _running_sums(terms, dtype)
+    reduced = sorted(axes)
+    inner = int(np.prod(x.shape[reduced[-1] + 1:], dtype=np.int64)) if reduced else 1
+    if rows > 1 and inner > 1 and x.flags.c_contiguous and reduced == list(range(reduced[0], reduced[-1] + 1)):
+        # Consecutive reduced dims with kept dims inside them (a column norm, dim 0 of a matrix):
+        # NumPy adds the rows of (outer, count, inner) one after another, each result's running
+        # sum in element order, as binary_kernel_reduce's, without moving the reduced dims last
+        # (a transposed copy: the column norms of a [4096, 1024] float32 took 67 ms so, 6 this way)
+        total = np.add.reduce(terms.reshape(rows // inner, count, inner), axis=1, dtype=dtype).reshape(rows)
+    else:
+        terms = np.moveaxis(terms, list(axes), list(range(x.ndim - len(axes), x.ndim))).reshape(rows, count)
+        total = _running_sums(terms, dtype)
     if p == 1:
         return total
     if p == 2:

@@ -557,6 +557,17 @@ class _Generator:
                     info.local, info.flush = f"lacc{info.n}", target
                     target = info.local
                     self.column_locals.append(info)
+                    if _float32_sum(info, ins):
+                        # ... added up in float32 over chunks of that loop first, as a sum over
+                        # an innermost row loop is (_emit_main opens the chunks): a float64 add
+                        # in the loop halves its vector width (sin(x) summed over dims (0, 2)
+                        # of [64, 64, 1024]: see _emit_main)
+                        info.chunk_sum = f"csum{info.n}"
+                        self.unsigned.add(self.outer[-1])      # its loop starts at a chunk's offset
+                        operand.users.append(scope)
+                        self.sinks.append((scope, self._next(), lambda: [
+                            f"{info.chunk_sum} = fg_acc_add({info.chunk_sum}, {self._text(operand)})"]))
+                        return
         operand.users.append(scope)
         if inner_loop and _float32_sum(info, ins):
             info.chunk_sum = f"csum{info.n}"
@@ -750,6 +761,7 @@ class _Generator:
         for stmt in self._statements(("outer", 0)):
             put(0, stmt)
         depth = 0
+        column_chunks = [info for info in self.column_locals if info.chunk_sum]
         for k, d in enumerate(self.outer):
             if k == len(self.outer) - 1 and k > 0:
                 for info in self.column_locals:
@@ -771,6 +783,13 @@ class _Generator:
             elif k == 0 and self.flat_blocks:
                 put(depth, f"for blk in PRANGE((n{d} + {BLOCK - 1}) // {BLOCK}):")
                 put(depth + 1, f"for i{d} in range(blk * {BLOCK}, min(n{d}, blk * {BLOCK} + {BLOCK})):")
+                depth += 2
+            elif k == len(self.outer) - 1 and k > 0 and column_chunks:
+                # float32 chunk sums of the column locals (see _accumulate), folded after each chunk
+                put(depth, f"for ch{d} in range(0, n{d}, {CHUNK}):")
+                for info in column_chunks:
+                    put(depth + 1, f"{info.chunk_sum} = np.float32(0.0)")
+                put(depth + 1, f"for i{d} in range(ch{d}, min(n{d}, ch{d} + {CHUNK})):")
                 depth += 2
             else:
                 put(depth, self._loop(d, parallel=(k == 0)))
@@ -795,6 +814,11 @@ class _Generator:
                         put(depth, line)
             for stmt in self._statements(("finish", p)) + self._statements(("post", p)):
                 put(depth, stmt)
+        if column_chunks:                           # after each chunk of the innermost loop
+            for info in column_chunks:
+                for line in _update(info, info.local, info.chunk_sum, "v"):
+                    put(depth - 1, line)
+            depth -= 1
         for info in self.column_locals:             # after the innermost outer loop
             for line in _update(info, info.flush, info.local, "w"):
                 put(depth - 1, line)

@@ -453,7 +453,8 @@ def _arg_extremum_ref(pick):
             # NaN wins, as in torch: the index of the first NaN.
             nan = np.isnan(x)
             has_nan = nan.any(axis=axis, keepdims=True)
-            idx = np.where(has_nan, np.argmax(nan, axis=axis, keepdims=True), idx)
+            if has_nan.any():       # (argmax along a leading axis is slow: 29 ms over [4096, 1024])
+                idx = np.where(has_nan, np.argmax(nan, axis=axis, keepdims=True), idx)
         vals = np.take_along_axis(x, idx, axis=axis)
         if not keepdim:
             vals, idx = np.squeeze(vals, axis), np.squeeze(idx, axis)

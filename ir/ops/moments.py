@@ -18,18 +18,25 @@ def reduced_count(shape, axes) -> int:
     return count
 
 
-def _var_ref(x, axes, correction, keepdim):
-    # In double and rounded once, as torch's CPU kernel accumulates a float32 variance in
-    # double; divided by max(0, n - correction), so no degrees of freedom give inf or NaN.
-    wide = x.astype(np.float64)
-    deviations = wide - wide.mean(axis=axes, keepdims=True) if wide.size else wide
-    total = np.sum(deviations * deviations, axis=axes, keepdims=keepdim)
+def _var_wide(x, axes, correction, keepdim):
+    """The variance in double, not rounded: as torch's CPU kernel accumulates a float32
+    variance in double; divided by max(0, n - correction), so no degrees of freedom give
+    inf or NaN."""
+    wide = x.astype(np.float64)         # (a copy, which the deviations then overwrite)
+    if wide.size:
+        wide -= wide.mean(axis=axes, keepdims=True)
+        np.multiply(wide, wide, out=wide)
+    total = np.sum(wide, axis=axes, keepdims=keepdim)
     dof = max(0.0, reduced_count(x.shape, axes) - correction)
-    return np.asarray(np.true_divide(total, dof) if x.size else np.full(total.shape, np.nan), dtype=x.dtype)
+    return np.true_divide(total, dof) if x.size else np.full(total.shape, np.nan)
+
+
+def _var_ref(x, axes, correction, keepdim):
+    return np.asarray(_var_wide(x, axes, correction, keepdim), dtype=x.dtype)
 
 
 def _std_ref(x, axes, correction, keepdim):
-    return np.asarray(np.sqrt(_var_ref(x.astype(np.float64), axes, correction, keepdim)), dtype=x.dtype)
+    return np.asarray(np.sqrt(_var_wide(x, axes, correction, keepdim)), dtype=x.dtype)
 
 
 def _var_grad(e, g, x, axes, correction, keepdim):

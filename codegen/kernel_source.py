@@ -226,8 +226,8 @@ class _Generator:
             self.unsigned |= set(tile)
         # One loop, over a vector's elements (no rows, no reduction): it runs in blocks of
         # BLOCK elements, the unit of parallel work, as a reduction to one value does. Under
-        # prange the whole vector as one loop vectorised worse: W1's gradient alone took 5.5 ms
-        # in two threads so, 3.9 in blocks (the serial variant is as fast either way).
+        # prange the whole vector as one loop vectorised worse: W1's gradient alone took 7.3-7.5
+        # ms in two threads so, 4.1 in blocks (ARCHITECTURE.md, "Blocks of a vector").
         self.flat_blocks = len(self.outer) == 1 and not self.inner and not self.blocked and tile is None
         if self.flat_blocks:
             self.unsigned.add(self.outer[0])

@@ -719,7 +719,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.forward = forward_form
             if forward_form is not None:
                 back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
-            if forward_form is None:
+            else:
                 # (whether a saved value depends on an input through ops a gradient flows through)
                 reached = active_values(program.instrs, saved, wrt)
                 back.reads_inputs = any(v.id in reached for v in saved)

@@ -605,7 +605,7 @@ def pow_number_tail(x) -> bool:
     """Whether torch's float32 pow(Tensor, Scalar) computes every element of `x` with the
     double exponent: a tensor of fewer than 32 elements, which its kernel's blocks of 32
     never reach (see ir/ops/elementwise.py, pow_number)."""
-    return int(np.prod(np.shape(x))) < 32
+    return x.numel() < 32
 
 
 _NO_P = object()        # bernoulli's p when not given (None is a bad p: torch's parser refuses it)

@@ -187,6 +187,8 @@ def _value_and_grad_cases():
              lambda lib: lambda x: square_sum(x[:, 2:] - 2 * x[:, 1:-1] + x[:, :-2])))
     add(Case("inner-perm-chain", "vg", "chain(x.permute(2,0,1)) inside, x [64,64,1024]",
              lambda: [randn(*cube)], lambda lib: lambda x: chain(x.permute(2, 0, 1))))
+    add(Case("inner-step-pairs", "vg", "(x[:, ::2] * x[:, 1::2]).sin().sum(), [4096,1024]",
+             lambda: [randn(*big)], lambda lib: lambda x: (x[:, ::2] * x[:, 1::2]).sin().sum()))
     add(Case("inner-cat", "vg", "cat([x, y*2], 1).tanh().sum(), [4096,512] x2",
              lambda: [randn(4096, 512), randn(4096, 512, seed=1)],
              lambda lib: lambda x, y: lib.cat([x, y * 2], 1).tanh().sum(), argnums=(0, 1)))

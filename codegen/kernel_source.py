@@ -645,6 +645,9 @@ class _Generator:
         text = self._position(entry.source)
         if entry.offset:
             text = f"max({text} - {self._int_constant(entry.offset)}, 0)"
+        if entry.step != 1:
+            # (a literal divisor: a shift or a multiply, where an argument would be a division)
+            text = f"({text} // {entry.step})"
         if entry.high is not None:
             text = f"min({text}, {self._int_constant(entry.high)})"
         return text

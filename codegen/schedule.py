@@ -26,8 +26,8 @@ Rules (each refusal is recorded with its reason, for `explain()`):
      movement op whose result goes to a non-kernel step or is an output;
    - anything else runs by its reference implementation: opaque ops,
      ops whose decomposition declined (norm with p other than 1 or 2,
-     cat/stack of more than MAX_CAT_OPERANDS operands, index_put with a
-     strided slice) and any op with an empty operand.
+     cat/stack of more than MAX_CAT_OPERANDS operands, index_put of an
+     empty box) and any op with an empty operand.
 3. Fusible instructions are visited in program order. Each tries to join the
    kernel(s) that compute its operands, all of them at once if possible,
    else the one holding most operands:
@@ -214,7 +214,7 @@ def reference_reason(ins) -> tuple:
     if opdef.decompose is not None and declined is not None and declined(ins) is not None:
         return f"{ins.op} {declined(ins)}; it runs by its reference implementation", False
     if opdef.decompose is not None:
-        # A decomposition that declines does so by design (index_put of a strided slice, norm
+        # A decomposition that declines does so by design (index_put of an empty box, norm
         # with p=3, cat of many operands; the schedule docstring lists them): explain() says so,
         # but no warning (torch prints none, and it failed user code run with -W error)
         return f"{ins.op} with these attributes has no decomposition; it runs by its reference implementation", False

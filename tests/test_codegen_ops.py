@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from fusegrad.codegen import REFERENCE, schedule
+from fusegrad.codegen.kernel_source import generate
 from fusegrad.ir import bool_, float32, float64, int64
 from test_codegen_support import build, check, random_args
 
@@ -238,8 +239,6 @@ def test_opaque_custom_call_runs_by_reference():
         ["kernel", "reference", "kernel"]
 
 
-# The strided getitem's backward is an index_put with a strided slice: by reference, warned.
-@pytest.mark.filterwarnings("ignore:fusegrad. index_put with these attributes:RuntimeWarning")
 def test_movement():
     rng = np.random.default_rng(13)
 
@@ -292,24 +291,32 @@ INDEX_PUT_CASES = [  # (x shape, index, value shape): copy_/fill_ (empty index),
     ((4, 5), (), (4, 5)), ((4, 5), (), ()), ((4, 5), (("i", 2),), (5,)), ((4, 5), (("s", 1, 3, 1),), (2, 5)),
     ((4, 5), (("s", 0, 4, 1), ("s", 1, 4, 1)), (4, 3)), ((4, 5), (("i", 0), ("s", 2, 5, 1)), (3,)),
     ((4, 5), (("s", 1, 3, 1), ("i", 4)), (2,)), ((3, 4, 5), (("i", 1), ("s", 1, 3, 1)), (2, 5)),
-    ((4, 5), (("s", 1, 3, 1),), ()), ((4, 5), (("i", 3), ("i", 2)), ())]
+    ((4, 5), (("s", 1, 3, 1),), ()), ((4, 5), (("i", 3), ("i", 2)), ()),
+    # strided slices: v spread over every step-th place, ending on the last place or before it
+    # (a place past the last element's reads the clamped last element, and is outside)
+    ((4, 5), (("s", 0, 4, 2),), (2, 5)), ((7, 3), (("s", 1, 7, 4),), (2, 3)), ((7, 3), (("s", 0, 3, 2),), (2, 3)),
+    ((6, 7), (("s", 1, 6, 2), ("s", 0, 7, 3)), (3, 3)), ((3, 7, 2), (("i", 2), ("s", 2, 7, 2)), (3, 2)),
+    ((3, 8, 2), (("s", 0, 3, 1), ("s", 7, 8, 3)), (3, 1, 2)), ((5, 9), (("s", 0, 5, 1), ("s", 3, 9, 5)), ()),
+    ((4, 5), (("s", 1, 4, 2), ("i", 3)), (1,))]
 
 
 @pytest.mark.parametrize("shape,index,value_shape", INDEX_PUT_CASES, ids=str)
 def test_index_put_fuses(shape, index, value_shape):
-    """t[index] = v (and copy_/fill_/zero_) is a select in a kernel, forward and backward;
-    only strided slices run by reference."""
+    """t[index] = v (and copy_/fill_/zero_) is a select in a kernel, forward and backward,
+    strided slices included."""
     p = build(lambda e, x, v: e.op("index_put", e.tanh(x), v, index=index), shape, value_shape, grad=True)
     assert REFERENCE not in [s.kind for s in schedule(p).steps]
     check(p, random_args(p, np.random.default_rng(16)))
 
 
-def test_index_put_with_a_strided_slice_runs_by_reference():
-    p = build(lambda e, x, v: e.op("index_put", x, v, index=(("s", 0, 4, 2),)), (4, 5), (2, 5))
-    assert REFERENCE in [s.kind for s in schedule(p).steps]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        check(p, random_args(p, np.random.default_rng(17)))
+def test_index_put_of_a_strided_slice_reads_its_value_spread():
+    """Along a strided dim, v is read at (place - start) // step, clamped (pad_edge's step):
+    the kernel's index arithmetic, with no division by a kernel argument."""
+    p = build(lambda e, x, v: e.op("index_put", x, v, index=(("s", 0, 4, 1), ("s", 1, 9, 3))), (4, 9), (4, 3))
+    assert REFERENCE not in [s.kind for s in schedule(p).steps]
+    [kernel] = schedule(p).kernels
+    assert "(max(i1 - 1, 0) // 3)" in generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    check(p, random_args(p, np.random.default_rng(17)))
 
 
 def test_a_cast_to_int64_of_an_inf_or_nan_made_in_the_kernel_is_torchs_int64_min():

@@ -34,14 +34,16 @@ def _numel(shape):
 # codegen/indexing.py applies it.
 @dataclass(frozen=True)
 class Clamped:
-    """Index entry `min(max(source - offset, 0), high)`: `source` (a loop dim or
-    another Clamped) moved back `offset` places and clamped into [0, high].
+    """Index entry `min(max(source - offset, 0) // step, high)`: `source` (a loop dim
+    or another Clamped) moved back `offset` places, divided by `step` (a strided
+    slice's positions: index_put's decomposition) and clamped into [0, high].
     No lower clamp is written when `offset` is 0, no upper one when `high` is
     None. Every element it names exists, so a kernel may read it unconditionally
     (cat selects which operand's read it keeps)."""
     source: "int | Clamped"
     offset: int
     high: int | None
+    step: int = 1
 
     @property
     def dim(self) -> int:
@@ -49,11 +51,12 @@ class Clamped:
         return self.source.dim if isinstance(self.source, Clamped) else self.source
 
 
-def clamped(entry, offset: int, high: int | None):
-    """`entry` shifted back by `offset` and clamped into [0, high] (None: no upper clamp)."""
-    if offset == 0 and high is None:
+def clamped(entry, offset: int, high: int | None, step: int = 1):
+    """`entry` shifted back by `offset`, divided by `step` and clamped into [0, high]
+    (None: no upper clamp)."""
+    if offset == 0 and high is None and step == 1:
         return entry
-    return Clamped(entry, offset, high)
+    return Clamped(entry, offset, high, step)
 
 
 def index_dims(index) -> set:
@@ -289,33 +292,45 @@ def _index_put_decompose(e, xs, attrs):
     """x[index] = v as a select: where(position inside the indexed box, v read there, x).
 
     The whole tensor (copy_, fill_, zero_: an empty index) is v broadcast and copied
-    (a kernel output, never a read-only broadcast view). A box of integers and step-1
-    slices reads v through clamped shifts (pad_edge, as cat does); strided slices and
-    empty boxes decline and run by reference."""
+    (a kernel output, never a read-only broadcast view). Along a dim indexed by an
+    integer or a slice, v is read through a clamped shift (pad_edge, as cat does);
+    along a strided slice each of v's elements spreads over `step` places (pad_edge's
+    step), and a place is inside when the spread position of v's element is the place
+    itself (no division or remainder in the test: the position is read as v is).
+    Empty boxes decline and run by reference."""
     x, v = xs
     index, shape = attrs["index"], x.shape
     if not index:
         return [e.op("cast", e.expand(v, shape), dtype=x.dtype)]
-    box = []                                        # per indexed dim: (start, length)
+    box = []                                        # per indexed dim: (start, length, step)
     for item in index:
         if item[0] == "i":
-            box.append((item[1], 1))
-        elif item[3] != 1 or item[2] <= item[1]:
-            return None
+            box.append((item[1], 1, 1))
         else:
-            box.append((item[1], item[2] - item[1]))
-    box_shape = tuple(n for _, n in box) + shape[len(box):]
+            length = len(range(item[1], item[2], item[3]))
+            if length == 0:
+                return None
+            box.append((item[1], length, item[3] if length > 1 else 1))
+    box_shape = tuple(n for _, n, _ in box) + shape[len(box):]
     placed = e.reshape(e.expand(v, index_shape(shape, index)), box_shape)
     inside = None
-    for axis, (start, length) in enumerate(box):
+    for axis, (start, length, step) in enumerate(box):
         if length == shape[axis]:
             continue
         target = tuple(shape[:axis + 1]) + box_shape[axis + 1:]
+        position = e.op("iota", shape=shape, axis=axis, dtype=int64)
         if length == 1:
             placed = e.expand(placed, target)
-        else:
+        elif step == 1:
             placed = e.op("pad_edge", placed, axis=axis, before=start, after=shape[axis] - start - length)
-        position = e.op("iota", shape=shape, axis=axis, dtype=int64)
+        else:
+            spread = dict(axis=axis, before=start, after=shape[axis] - 1 - start - (length - 1) * step, step=step)
+            placed = e.op("pad_edge", placed, **spread)
+            along = tuple(length if d == axis else 1 for d in range(len(shape)))
+            element = e.expand(e.op("pad_edge", e.op("iota", shape=along, axis=axis, dtype=int64), **spread), shape)
+            here = e.eq(e.add(e.mul(element, e.const(step, int64)), e.const(start, int64)), position)
+            inside = here if inside is None else e.logical_and(inside, here)
+            continue
         here = e.logical_and(e.ge(position, start), e.lt(position, start + length))
         inside = here if inside is None else e.logical_and(inside, here)
     placed = e.expand(placed, shape)
@@ -399,38 +414,44 @@ register(OpDef("cat", MOVEMENT, _cat_infer, lambda *xs, axis: np.ascontiguousarr
                decompose=_cat_decompose, doc="cat(*xs; axis)"))
 
 
-# pad_edge exists for cat's decomposition (codegen only: never traced, so no VJP).
+# pad_edge exists for cat's and index_put's decompositions (codegen only: never traced, so
+# no VJP). With `step` (index_put of a strided slice; absent when 1) each element of x
+# covers `step` consecutive places: out[i] = x[clip((i - before) // step, 0, len - 1)].
 def _pad_edge_infer(types, attrs):
     t, axis, before, after = types[0], attrs["axis"], attrs["before"], attrs["after"]
-    if not 0 <= axis < t.ndim or before < 0 or after < 0 or t.shape[axis] == 0:
-        raise ValueError(f"pad_edge: needs an axis of {shape_str(t.shape)} with elements and non-negative "
-                         f"widths, got axis={axis}, before={before}, after={after}")
+    step = attrs.get("step", 1)
+    if not 0 <= axis < t.ndim or before < 0 or after < 0 or t.shape[axis] == 0 or step < 1:
+        raise ValueError(f"pad_edge: needs an axis of {shape_str(t.shape)} with elements, non-negative "
+                         f"widths and a positive step, got axis={axis}, before={before}, after={after}, "
+                         f"step={step}")
     shape = list(t.shape)
-    shape[axis] += before + after
+    shape[axis] = before + (t.shape[axis] - 1) * step + 1 + after
     return [TensorType(tuple(shape), t.dtype)]
 
 
-def _pad_edge_ref(x, axis, before, after):
-    widths = [(0, 0)] * x.ndim
-    widths[axis] = (before, after)
-    return np.pad(x, widths, mode="edge")
+def _pad_edge_ref(x, axis, before, after, step=1):
+    size = before + (x.shape[axis] - 1) * step + 1 + after
+    source = np.clip((np.arange(size) - before) // step, 0, x.shape[axis] - 1)
+    return np.take(x, source, axis=axis)
 
 
 def _pad_edge_map(in_shape, out_shape, attrs):
     axis, before, after = attrs["axis"], attrs["before"], attrs["after"]
-    high = in_shape[axis] - 1 if after else None
+    step = attrs.get("step", 1)
+    high = in_shape[axis] - 1 if after >= step else None      # (past the last element's places)
 
     def index_map(index):
         out = list(canonical_index(index, in_shape))
         if in_shape[axis] != 1:
-            out[axis] = clamped(index[axis], before, high)
+            out[axis] = clamped(index[axis], before, high, step)
         return tuple(out)
     return index_map
 
 
 register(OpDef("pad_edge", MOVEMENT, _pad_edge_infer, _pad_edge_ref, index_map=_pad_edge_map,
-               doc="pad_edge(x; axis, before, after): x with `before` copies of its first element along "
-                   "`axis` in front and `after` copies of its last behind (NumPy's edge padding)"))
+               doc="pad_edge(x; axis, before, after[, step]): x with `before` copies of its first element "
+                   "along `axis` in front and `after` copies of its last behind (NumPy's edge padding), "
+                   "each element repeated `step` times"))
 
 
 def _stack_infer(types, attrs):

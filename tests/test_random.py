@@ -39,9 +39,20 @@ def test_rand_and_randn_give_torchs_numbers(seed, size, dtype):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_randint_gives_torchs_numbers(seed):
     ours, theirs = _both(seed, lambda L: (L.randint(10, (7,)), L.randint(-3, 4, (2, 9)),
-                                         L.randint(0, 2 ** 40, (5,)), L.randint(5, 6, (3,))))
+                                         L.randint(0, 2 ** 40, (5,)), L.randint(5, 6, (3,)),
+                                         L.randint(high=4, size=(3,)), L.randint(low=2, high=9, size=(2, 2)),
+                                         L.randint(7, size=(4,))))
     for o, t in zip(ours, theirs):
         _same(o, t)
+
+
+@pytest.mark.parametrize("kwargs", [{"size": (3,)}, {"high": 3}, {"low": 1, "size": (3,)}])
+def test_randint_without_high_or_size_raises_torchs_error(kwargs):
+    with pytest.raises(TypeError) as theirs:
+        torch.randint(**kwargs)
+    with pytest.raises(TypeError) as ours:
+        fg.randint(**kwargs)
+    assert str(ours.value) == str(theirs.value)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:2])

@@ -573,15 +573,35 @@ _NO_SIZE = object()
 
 
 
-def randint(low, high=None, size=_NO_SIZE, dtype: DType | None = None, device=None, *, generator=None) -> Tensor:
+def _randint_arguments(args, low, high, size):
+    """(low, high, size, position of size) of a randint call, bound as torch binds its two
+    overloads: (high, size) unless `low` is given, as a keyword or a third positional."""
+    n, given = len(args), (low, high, size)
+    if low is _NO_SIZE and (n == 3 or n == 2 and size is not _NO_SIZE or n == 1 and high is not _NO_SIZE):
+        names = ("low", "high", "size")         # randint(low, high, size)
+    elif low is _NO_SIZE:
+        names = ("high", "size")                # randint(high, size)
+    else:
+        names = ()                              # randint(low=..., high=..., size=...): keywords only
+    bound = dict(zip(("low", "high", "size"), given))
+    if n > len(names) or any(bound[name] is not _NO_SIZE for name in names[:n]):
+        raise TypeError("randint(): bad argument")     # (worded by tracer/parser_errors.py)
+    bound.update(zip(names, args))
+    if bound["high"] is _NO_SIZE or bound["size"] is _NO_SIZE:
+        raise TypeError("randint(): bad argument")
+    explicit_low = bound["low"] is not _NO_SIZE
+    return (bound["low"] if explicit_low else 0), bound["high"], bound["size"], (3 if explicit_low else 2)
+
+
+def randint(*args, low=_NO_SIZE, high=_NO_SIZE, size=_NO_SIZE, dtype: DType | None = None, device=None,
+            generator=None) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high),
-    from the global generator or `generator`."""
+    from the global generator or `generator`. The bounds and the size may be keywords
+    (`randint(high=4, size=(3,))`, `randint(7, size=(4,))`), as torch's."""
     check_device(device)
     gen = random_generator.required(generator, "randint")
     dtype = _dtype_arg("randint", dtype)
-    position = 3
-    if size is _NO_SIZE:                # randint(high, size): the second argument is the size
-        low, high, size, position = 0, low, high, 2
+    low, high, size, position = _randint_arguments(args, low, high, size)
     if not (is_int(low) and is_int(high)):
         raise TypeError("randint(): bad argument")     # (worded by tracer/parser_errors.py)
     if not isinstance(size, (tuple, list)):

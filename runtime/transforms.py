@@ -150,7 +150,7 @@ def _check_output(out, transform: str) -> Tensor:
     if out.numel() != 1:
         raise RuntimeError(f"the function passed to {transform} must return a tensor with one element (a "
                            f"one-element tensor, such as a scalar), but its output has shape {tuple(out.shape)} "
-                           f"({out.numel()} elements)")
+                           f"({out.shape}, {out.numel()} elements)")
     return out       # (an integer or bool output is a constant: zero gradients, as torch.func's)
 
 

@@ -86,6 +86,15 @@ def test_grad_matches_finite_differences(name):
     np.testing.assert_allclose(np_(g), numeric, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("transform", [fg.grad, fg.value_and_grad])
+def test_an_output_of_several_elements_raises_with_its_shape(transform):
+    with pytest.raises(RuntimeError) as got:
+        transform(lambda t: t * 2)(fg.ones(2, 3))
+    assert str(got.value) == (
+        f"the function passed to fg.{transform.__name__} must return a tensor with one element (a one-element "
+        "tensor, such as a scalar), but its output has shape (2, 3) (fg.Size([2, 3]), 6 elements)")
+
+
 def test_one_element_non_scalar_output_is_accepted():
     value, g = fg.value_and_grad(lambda t: (t * t).sum().reshape(1, 1))(fg.tensor([1.0, 2.0]))
     assert tuple(value.shape) == (1, 1)

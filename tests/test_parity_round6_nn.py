@@ -270,12 +270,30 @@ def net(L):
     lambda L: net(L).get_submodule("fc1.weight"),
     lambda L: [d for d in dir(net(L)) if d in ("fc1", "scale", "running", "plain", "tmp")],
     lambda L: L.nn.Parameter([1.0]),
-    lambda L: L.nn.Linear(3, 2)(np.ones((2, 3), np.float32)),
-    lambda L: L.nn.functional.linear(L.ones(2), np.ones((2, 2))),
     lambda L: L.nn.functional.linear(L.ones(2), L.ones(2, 2), [1.0, 2.0]),
 ], ids=lambda f: "")
 def test_module_lookups_and_argument_errors(fn):
     same_outcome(lambda L: unify(repr(fn(L))))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, a: L.nn.Linear(3, 2)(a(np.ones((2, 3), np.float32))),
+    lambda L, a: L.nn.Sequential(L.nn.Linear(3, 2), L.nn.ReLU())(a(np.ones((2, 3), np.float32))),
+    lambda L, a: L.nn.functional.linear(L.ones(2), a(np.ones((3, 2), np.float32))),
+    lambda L, a: L.nn.functional.relu(a(np.linspace(-1, 1, 6, dtype=np.float32))),
+    lambda L, a: L.nn.functional.softmax(a(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)), 1),
+    lambda L, a: L.nn.functional.mse_loss(L.ones(3), a(np.arange(3, dtype=np.float32))),
+    lambda L, a: L.nn.functional.cross_entropy(a(np.eye(2, 3, dtype=np.float32)), a(np.array([2, 0]))),
+], ids=lambda f: "")
+def test_nn_takes_numpy_arrays_as_tensors(fn):
+    """API.md: NumPy arrays are accepted wherever a tensor is, by nn's modules and functions as
+    by fg's (torch raises "must be Tensor, not numpy.ndarray"): the values are torch's for tensors."""
+    torch.manual_seed(0)
+    expected = fn(torch, torch.from_numpy)
+    fg.manual_seed(0)
+    got = fn(fg, lambda array: array)
+    assert isinstance(got, fg.Tensor)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
 
 
 def test_zero_sized_linear_warns_like_torch():

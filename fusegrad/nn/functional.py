@@ -9,6 +9,7 @@ class-index bounds check reads tensor data (see `_check_bounds`).
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -17,6 +18,7 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.ir.ops import broadcast_shapes, expands_to
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, float32, promote_types
+from fusegrad.tracer.creation import wrap_array
 from fusegrad.tracer.dispatch import apply_op, broadcast_shape_error, result_cast_error
 from fusegrad.tracer.functional import broadcast_shapes as infer_size
 from fusegrad.tracer.functional import cast, mm_attrs
@@ -283,7 +285,8 @@ def sigmoid(input):
 def _softmax_dim(ndim: int, name: str, stacklevel: int = 3) -> int:
     # torch's legacy rule for an omitted dim, with its deprecation warning.
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+                  "Change the call to include dim=X as an argument.", UserWarning,
+                  stacklevel=stacklevel + 1)    # (+1: the public function's wrapper, _accepting_arrays)
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -854,3 +857,31 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
                 weight if weight is not None else np.ones(shape, dtype),
                 bias if bias is not None else np.zeros(shape, dtype)]
     return apply_op("layer_norm", operands, {"ndim": ndim, "eps": float(eps)}, "NativeLayerNormBackward0")
+
+
+# ---- NumPy arrays as tensors ------------------------------------------------
+
+def arrays_as_tensors(args: tuple, kwargs: dict) -> tuple:
+    """(args, kwargs) with each NumPy array among them taken as a tensor sharing its memory,
+    as fusegrad's functions take them (API.md: NumPy arrays are accepted wherever a tensor
+    is; torch raises its "must be Tensor" TypeError there)."""
+    if any(isinstance(a, np.ndarray) for a in args):
+        args = tuple(wrap_array(a) if isinstance(a, np.ndarray) else a for a in args)
+    if kwargs and any(isinstance(v, np.ndarray) for v in kwargs.values()):
+        kwargs = {k: wrap_array(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _accepting_arrays(fn):
+    @functools.wraps(fn)
+    def taking_arrays(*args, **kwargs):
+        args, kwargs = arrays_as_tensors(args, kwargs)
+        return fn(*args, **kwargs)
+    return taking_arrays
+
+
+for _name, _fn in list(globals().items()):
+    if not _name.startswith("_") and callable(_fn) and getattr(_fn, "__module__", None) == __name__ \
+            and _name != "arrays_as_tensors":
+        globals()[_name] = _accepting_arrays(_fn)
+del _name, _fn

@@ -132,6 +132,12 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        """Run forward(*args, **kwargs) with the module's hooks; a NumPy array argument is taken
+        as a tensor sharing its memory (API.md: arrays are accepted wherever a tensor is)."""
+        if any(isinstance(a, np.ndarray) for a in args) or kwargs and \
+                any(isinstance(v, np.ndarray) for v in kwargs.values()):
+            from .functional import arrays_as_tensors
+            args, kwargs = arrays_as_tensors(args, kwargs)
         hooks = self.__dict__.get("_forward_hooks")
         if not hooks and not self.__dict__.get("_forward_pre_hooks"):
             return self.forward(*args, **kwargs)

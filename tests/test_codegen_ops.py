@@ -11,10 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fusegrad.codegen import REFERENCE, schedule
 from fusegrad.codegen.kernel_source import generate
 from fusegrad.ir import bool_, float32, float64, int64
+from fusegrad.ir.ops.movement import index_shape
 from test_codegen_support import build, check, random_args
 
 M, N = (3, 4), (4,)
@@ -330,3 +332,30 @@ def test_a_cast_to_int64_of_an_inf_or_nan_made_in_the_kernel_is_torchs_int64_min
     assert got[2] == np.iinfo(np.int64).min
     logs = fg.compile(lambda t: fg.log(t).long())(fg.tensor([False, True])).numpy()
     np.testing.assert_array_equal(logs, [np.iinfo(np.int64).min, 0])
+
+
+@st.composite
+def _boxes(draw):
+    """(x shape, normalised basic index, value shape) with strided slices among the index."""
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=1, max_size=3)))
+    index = []
+    for size in shape[:draw(st.integers(1, len(shape)))]:
+        if draw(st.booleans()) and size > 1:
+            start = draw(st.integers(0, size - 1))
+            index.append(("s", start, draw(st.integers(start + 1, size)), draw(st.integers(1, 4))))
+        else:
+            index.append(("i", draw(st.integers(0, size - 1))))
+    target = index_shape(shape, tuple(index))
+    value = target[draw(st.integers(0, len(target))):]          # a suffix broadcasts
+    return shape, tuple(index), tuple(1 if draw(st.booleans()) and s > 1 else s for s in value)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(_boxes())
+def test_index_put_of_random_boxes_matches_the_reference(case):
+    """Random boxes of integers and slices with steps: the select's kernel, forward and
+    backward, against the reference executor."""
+    shape, index, value_shape = case
+    p = build(lambda e, x, v: e.op("index_put", e.tanh(x), v, index=index), shape, value_shape, grad=True)
+    assert REFERENCE not in [s.kind for s in schedule(p).steps]
+    check(p, random_args(p, np.random.default_rng(19)))

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import threaded
+from .. import norm_jit, threaded
 from ..types import TensorType, int64
 from .registry import COMPOSITE, REDUCE, OpDef, register
 
@@ -613,15 +613,22 @@ def _torch_order_norm(x, p, axes):
     long_reduced = [d for d in axes if x.shape[d] != 1]
     trailing = not long_kept or not long_reduced or max(long_kept) < min(long_reduced)
     if p == 2 and trailing and x.flags.c_contiguous and rows:
-        squares = np.multiply(x, x).reshape(rows, count)
         lanes = _NORM_LANES[dtype]
         whole = count - count % lanes
-        # (rows, steps, lanes) -> (steps, rows * lanes): NumPy adds the rows of a 2-d array
-        # one after another (no pairwise summation across them): each lane in turn
-        steps = squares[:, :whole].reshape(rows, whole // lanes, lanes).transpose(1, 0, 2).reshape(-1, rows * lanes)
-        partial = np.add.reduce(steps, axis=0, dtype=dtype).reshape(rows, lanes) if whole else \
-            np.zeros((rows, lanes), dtype)
-        total = np.add.accumulate(np.concatenate([partial, squares[:, whole:]], axis=1), axis=1, dtype=dtype)[:, -1]
+        matrix = x.reshape(rows, count)
+        if norm_jit.worth_compiling(matrix):
+            partial = norm_jit.lane_square_sums(matrix)       # (the same additions, in one pass)
+            tail = np.multiply(matrix[:, whole:], matrix[:, whole:])
+        else:
+            squares = np.multiply(matrix, matrix)
+            # (rows, steps, lanes) -> (steps, rows * lanes): NumPy adds the rows of a 2-d array
+            # one after another (no pairwise summation across them): each lane in turn
+            steps = squares[:, :whole].reshape(rows, whole // lanes, lanes).transpose(1, 0, 2).reshape(
+                -1, rows * lanes)
+            partial = np.add.reduce(steps, axis=0, dtype=dtype).reshape(rows, lanes) if whole else \
+                np.zeros((rows, lanes), dtype)
+            tail = squares[:, whole:]
+        total = np.add.accumulate(np.concatenate([partial, tail], axis=1), axis=1, dtype=dtype)[:, -1]
         return np.sqrt(total)
     if p == 1:
         terms = np.abs(x)

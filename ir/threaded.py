@@ -175,6 +175,12 @@ def splittable_rows(out: np.ndarray) -> bool:
             and not getattr(_local, "single", False))
 
 
+def may_split() -> bool:
+    """Whether a large call on this thread may run in blocks on threads (more than one thread,
+    and not inside `single_threaded`)."""
+    return thread_count() > 1 and not getattr(_local, "single", False)
+
+
 def in_row_blocks(into, rows_independent=None):
     """`into(out, *arrays, **attrs)` split into blocks of rows on threads where `out` is large,
     every operand has its shape or is 0-d, and (`rows_independent(out, **attrs)`, for ops

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.ir import norm_jit
+from fusegrad.ir import torch_order_jit
 
 # (leading or middle dims with kept dims after them, (5000, 3) dim 0 to (2, 3, 700, 5) dims
 # (1, 2), add up without moving the reduced dims last: each result's running sum in order)
@@ -26,9 +26,9 @@ CASES = [((300000,), None), ((40000,), None), ((3, 5000), 1), ((3, 5000), -1), (
 @pytest.mark.parametrize("p", [2, 1], ids=["p2", "p1"])
 @pytest.mark.parametrize("shape, dim", CASES, ids=[f"{s}-{d}" for s, d in CASES])
 def test_norms_are_torchs_bit_for_bit(shape, dim, p, dtype, lanes_by, monkeypatch):
-    """The 2-norm's lane sums by NumPy and by norm_jit's compiled loops alike."""
+    """The 2-norm's lane sums by NumPy and by torch_order_jit's compiled loops alike."""
     torch = pytest.importorskip("torch", reason="torch is the oracle for its summation order")
-    monkeypatch.setattr(norm_jit, "worth_compiling", lambda m: lanes_by == "numba")
+    monkeypatch.setattr(torch_order_jit, "worth_compiling", lambda m: lanes_by == "numba")
     x = (np.random.default_rng(7).standard_normal(shape) * 3).astype(dtype)
     ours = fg.tensor(x).norm(p=p, dim=dim).numpy()
     theirs = torch.tensor(x).norm(p=p, dim=dim).numpy()
@@ -70,16 +70,16 @@ def test_gradient_through_a_long_norm():
 def test_lane_sums_take_the_compiled_loop_for_long_rows_once_numba_is_set_up(monkeypatch):
     """Short rows stay in NumPy; a long one takes the loop once Numba's target is set up in the
     process (a compiled kernel ran), or from the JIT_AFTER-th long norm."""
-    long, short = np.ones((2, norm_jit.JIT_FROM // 2), np.float32), np.ones((3, 100), np.float32)
-    assert not norm_jit.worth_compiling(short)
-    assert not norm_jit.worth_compiling(long[:, ::2])          # (not contiguous)
-    monkeypatch.setattr(norm_jit, "_numba_ready", lambda: False)
-    monkeypatch.setattr(norm_jit, "_LONG_CALLS", [0])
-    assert [norm_jit.worth_compiling(long) for _ in range(norm_jit.JIT_AFTER)] == \
-        [False] * (norm_jit.JIT_AFTER - 1) + [True]
-    monkeypatch.setattr(norm_jit, "_LONG_CALLS", [0])
-    monkeypatch.setattr(norm_jit, "_numba_ready", lambda: True)
-    assert norm_jit.worth_compiling(long)
+    long, short = np.ones((2, torch_order_jit.JIT_FROM // 2), np.float32), np.ones((3, 100), np.float32)
+    assert not torch_order_jit.worth_compiling(short)
+    assert not torch_order_jit.worth_compiling(long[:, ::2])          # (not contiguous)
+    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: False)
+    monkeypatch.setattr(torch_order_jit, "_LONG_CALLS", [0])
+    assert [torch_order_jit.worth_compiling(long) for _ in range(torch_order_jit.JIT_AFTER)] == \
+        [False] * (torch_order_jit.JIT_AFTER - 1) + [True]
+    monkeypatch.setattr(torch_order_jit, "_LONG_CALLS", [0])
+    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: True)
+    assert torch_order_jit.worth_compiling(long)
 
 
 def test_lane_sums_with_inf_and_nan_match_numpys():
@@ -88,4 +88,4 @@ def test_lane_sums_with_inf_and_nan_match_numpys():
     whole = x[:, :40000 // 8 * 8]
     with np.errstate(over="ignore", invalid="ignore"):
         expected = np.add.reduce((whole * whole).reshape(3, -1, 8), axis=1, dtype=np.float32)
-    np.testing.assert_array_equal(norm_jit.lane_square_sums(x), expected)
+    np.testing.assert_array_equal(torch_order_jit.lane_square_sums(x), expected)

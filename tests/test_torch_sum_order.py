@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
+from fusegrad.ir import torch_order_jit
 from fusegrad.ir.ops import reduce as R
 
 torch = pytest.importorskip("torch", reason="torch's CPU sum is the oracle for the order of additions")
@@ -22,6 +23,14 @@ def _torchs_thread_count(monkeypatch):
     cores may differ from ours on another machine; test_a_long_full_sum_is_split... checks
     the split itself)."""
     monkeypatch.setattr(R, "_torch_threads", torch.get_num_threads)
+
+
+@pytest.fixture(autouse=True, params=["numpy", "numba"])
+def _row_sums_by(request, monkeypatch):
+    """Every case both ways: rows summed by the NumPy emulation of torch's cascade, and by
+    ir/torch_order_jit.py's loops (which long rows take), forced here for short rows too."""
+    monkeypatch.setattr(torch_order_jit, "worth_compiling", lambda rows: request.param == "numba")
+    return request.param
 
 
 _DEFAULT_THREADS = R._torch_threads        # (before the fixture replaces it)
@@ -128,3 +137,22 @@ def test_a_bias_gradient_is_torchs_bit_for_bit():
         ((lib.from_numpy(data) + bias) ** 2).sum().backward()
         grads.append(bias.grad.numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("shape", [(1, 1 << 20), (1, (1 << 20) + 77), (64, 20000), (3, 70001)])
+def test_long_rows_by_threads_are_the_loops_rows(shape):
+    """Rows (and a long row's chunks) summed on threads at once give each one's sum as one
+    thread does: the same loop over the same elements."""
+    x = np.random.default_rng(shape[1]).standard_normal(shape).astype(np.float32)
+    lanes = 8
+    whole = torch_order_jit.row_sums(x, lanes, False)
+    one = np.array([torch_order_jit.row_sums(x[r:r + 1], lanes, False)[0] for r in range(shape[0])])
+    np.testing.assert_array_equal(whole, one)
+    if shape[0] == 1:
+        parts = torch_order_jit.chunk_sums(x, shape[1] // 3 + 1, lanes, False)
+        expected = [torch_order_jit.row_sums(x[:, lo:lo + shape[1] // 3 + 1], lanes, False)
+                    for lo in range(0, shape[1], shape[1] // 3 + 1)]
+        for got, want in zip(parts, expected):
+            np.testing.assert_array_equal(got, want)
+    want = torch.from_numpy(x).sum(-1).numpy()
+    np.testing.assert_array_equal(fg.from_numpy(x).sum(-1).numpy(), want)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import norm_jit, threaded
+from .. import threaded, torch_order_jit
 from ..types import TensorType, int64
 from .registry import COMPOSITE, REDUCE, OpDef, register
 
@@ -175,11 +175,16 @@ def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False
         tasks = min(_torch_threads(), -(-n // _TORCH_GRAIN))
         if tasks > 1:
             chunk = -(-n // tasks)
-            parts = [_torch_row_sums(rows[:, lo:lo + chunk], strided=strided) for lo in range(0, n, chunk)]
+            if count == 1 and torch_order_jit.worth_compiling(rows):
+                parts = torch_order_jit.chunk_sums(rows, chunk, _TORCH_VECTOR_BYTES // rows.dtype.itemsize, strided)
+            else:
+                parts = [_torch_row_sums(rows[:, lo:lo + chunk], strided=strided) for lo in range(0, n, chunk)]
             return _sequential(np.stack(parts, axis=1)[:, :, None])[:, 0] + rows.dtype.type(0)
+    lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
+    if torch_order_jit.worth_compiling(rows):
+        return torch_order_jit.row_sums(rows, lanes, strided)     # (the same additions, in one pass)
     if strided:
         return _row_sum(rows.reshape(count, n, 1))[:, 0] + rows.dtype.type(0)
-    lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
     if count == 1 and n < 64 * lanes:
         return _short_torch_sum(rows[0], lanes)[None]
     if n < lanes:
@@ -232,7 +237,9 @@ def _torch_order_sum(x: np.ndarray, axes, keepdim):
     lead = x.ndim - len(n_axes)
     if x.flags.c_contiguous and n_axes == set(range(lead, x.ndim)):
         kept = x.shape[:lead]
-        total = _torch_row_sums(x.reshape(math.prod(kept), -1))
+        # (one row is a full sum: torch's TensorIterator drops the kept dims of size 1, and
+        # splits a long one among its threads, as x.sum() of the same elements)
+        total = _torch_row_sums(x.reshape(math.prod(kept), -1), split=math.prod(kept) == 1)
         return total.reshape(kept + (1,) * len(n_axes) if keepdim else kept)
     if x.flags.c_contiguous and n_axes == set(range(len(n_axes))):
         # the leading axes summed away (a batch dim: a bias gradient, mean(0))
@@ -616,8 +623,8 @@ def _torch_order_norm(x, p, axes):
         lanes = _NORM_LANES[dtype]
         whole = count - count % lanes
         matrix = x.reshape(rows, count)
-        if norm_jit.worth_compiling(matrix):
-            partial = norm_jit.lane_square_sums(matrix)       # (the same additions, in one pass)
+        if torch_order_jit.worth_compiling(matrix):
+            partial = torch_order_jit.lane_square_sums(matrix)       # (the same additions, in one pass)
             tail = np.multiply(matrix[:, whole:], matrix[:, whole:])
         else:
             squares = np.multiply(matrix, matrix)

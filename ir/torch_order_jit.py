@@ -19,7 +19,7 @@ As ir/fma_jit.py's loops: importing this module compiles nothing; each loop comp
 first call and is cached on disk. `worth_compiling` decides when a call uses them: the first
 Numba call of a process costs about 0.4 s (its target's set-up, even with the loop cached),
 which a compiled program has already paid (its kernels) and an eager one pays only once
-its norms have been long a few times.
+it has summed many long rows (as ir/fma.py's JIT_AFTER).
 """
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ from . import threaded
 
 # Rows at least this long (elements per result times results) take the compiled loop.
 JIT_FROM = 1 << 15
-# An eager process takes it from its JIT_AFTER-th such norm (or at once if Numba is set up).
-JIT_AFTER = 8
+# An eager process takes them from its JIT_AFTER-th long row (or at once if Numba is set up):
+# setting Numba up costs about 0.3 s a process (1.5 s more the first time on a machine, to
+# compile the loops, then cached on disk), which 64 long sums repay (4 ms each on 4M float32).
+JIT_AFTER = 64
 _LONG_CALLS = [0]
 
 

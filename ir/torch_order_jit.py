@@ -1,4 +1,4 @@
-"""torch's summation orders for long rows, compiled by Numba: sums and 2-norms.
+"""torch's summation orders for long rows, compiled by Numba: sums and norms.
 
 ir/ops/reduce.py reproduces torch's CPU sums bit for bit in NumPy (`_torch_row_sums`: the
 cascade of ATen's SumKernel.cpp, row_sum over multi_row_sum) and its 2-norm
@@ -6,6 +6,10 @@ cascade of ATen's SumKernel.cpp, row_sum over multi_row_sum) and its 2-norm
 an eager `x.sum()` of 4M float32 elements took 4.7 ms, torch's 0.3. `row_sums` here runs
 the cascade itself as ATen writes it, each addition in ATen's order (tests compare it with
 the NumPy emulation, which tests compare with torch).
+
+`running_sums` adds each row in element order (binary_kernel_reduce's, the norms other
+than the trailing 2-norm), as np.add.accumulate did, without writing every partial sum:
+the 1-norm of each row of a [4096, 1024] float32 took 16 ms that way, 3 ms so.
 
 For the 2-norm over trailing dims (`_torch_order_norm`): per
 row, lane j (of 8 float32 or 4 float64 lanes, a 256-bit vector) adds the squares of
@@ -226,3 +230,25 @@ def _vector_row_sums_8(x, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _vector_row_sums_4(x, out):
     _vector_row_sums(x, out, 4)
+
+
+# ---------------------------------------------------------------------- running sums
+def running_sums(rows: np.ndarray) -> np.ndarray:
+    """Each row of `rows` (a 2-d float32 or float64 array, rows of at least one element) added
+    up in element order: np.add.accumulate(rows, axis=1)[:, -1], without its partial sums
+    (binary_kernel_reduce's order: torch's norms other than the trailing 2-norm)."""
+    out = np.empty(rows.shape[0], rows.dtype)
+    if rows.shape[0] > 1 and rows.size >= threaded.MIN_ELEMENTS and threaded.may_split():
+        threaded.by_rows(lambda lo, hi: _running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0])
+    else:
+        _running_sums(rows, out)
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _running_sums(x, out):
+    for r in range(x.shape[0]):
+        acc = x[r, 0]
+        for k in range(1, x.shape[1]):
+            acc += x[r, k]
+        out[r] = acc

@@ -26,7 +26,8 @@ CASES = [((300000,), None), ((40000,), None), ((3, 5000), 1), ((3, 5000), -1), (
 @pytest.mark.parametrize("p", [2, 1], ids=["p2", "p1"])
 @pytest.mark.parametrize("shape, dim", CASES, ids=[f"{s}-{d}" for s, d in CASES])
 def test_norms_are_torchs_bit_for_bit(shape, dim, p, dtype, lanes_by, monkeypatch):
-    """The 2-norm's lane sums by NumPy and by torch_order_jit's compiled loops alike."""
+    """Lane sums (the trailing 2-norm) and running sums (the others) by NumPy and by
+    ir/torch_order_jit.py's compiled loops alike."""
     torch = pytest.importorskip("torch", reason="torch is the oracle for its summation order")
     monkeypatch.setattr(torch_order_jit, "worth_compiling", lambda m: lanes_by == "numba")
     x = (np.random.default_rng(7).standard_normal(shape) * 3).astype(dtype)

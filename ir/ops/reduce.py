@@ -668,13 +668,17 @@ def _running_sums(terms, dtype):
     if count == 0:
         return np.zeros(rows, dtype)
     tasks = min(_torch_threads(), -(-count // _TORCH_GRAIN)) if rows == 1 and count >= _TORCH_GRAIN else 1
+    compiled = terms.dtype == dtype and torch_order_jit.worth_compiling(terms)
     if tasks == 1:
+        if compiled:
+            return torch_order_jit.running_sums(terms)     # (the same additions, without the partial sums)
         return np.add.accumulate(terms, axis=1, dtype=dtype)[:, -1]
     chunk = -(-count // tasks)
     total = np.zeros(rows, dtype)
     for start in range(0, count, chunk):
-        total = np.add(total, np.add.accumulate(terms[:, start:start + chunk], axis=1, dtype=dtype)[:, -1],
-                       dtype=dtype)
+        part = terms[:, start:start + chunk]
+        total = np.add(total, torch_order_jit.running_sums(part) if compiled else
+                       np.add.accumulate(part, axis=1, dtype=dtype)[:, -1], dtype=dtype)
     return total
 
 

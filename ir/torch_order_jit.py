@@ -124,15 +124,16 @@ def row_sums(rows: np.ndarray, lanes: int, strided: bool) -> np.ndarray:
     return out
 
 
-def chunk_sums(row: np.ndarray, chunk: int, lanes: int, strided: bool) -> list:
-    """row_sums of each `chunk` elements of `row` (a C-contiguous (1, n) array): the parts of
-    a long full sum that torch's threads add up, computed on threads at once where allowed."""
+def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
+    """`sums` (row_sums with its lanes and flag given, or running_sums) of each `chunk`
+    elements of `row` (a C-contiguous (1, n) array): the parts of a long full sum that
+    torch's threads add up, computed on threads at once where allowed."""
     starts = range(0, row.shape[1], chunk)
     parts = [None] * len(starts)
 
     def block(lo, hi):
         for k in range(lo, hi):
-            parts[k] = row_sums(row[:, starts[k]:starts[k] + chunk], lanes, strided)
+            parts[k] = sums(row[:, starts[k]:starts[k] + chunk])
     if len(parts) > 1 and row.size >= threaded.MIN_ELEMENTS and threaded.may_split():
         threaded.by_rows(block, len(parts))
     else:

@@ -176,7 +176,9 @@ def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False
         if tasks > 1:
             chunk = -(-n // tasks)
             if count == 1 and torch_order_jit.worth_compiling(rows):
-                parts = torch_order_jit.chunk_sums(rows, chunk, _TORCH_VECTOR_BYTES // rows.dtype.itemsize, strided)
+                lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
+                parts = torch_order_jit.chunk_sums(rows, chunk,
+                                                   lambda part: torch_order_jit.row_sums(part, lanes, strided))
             else:
                 parts = [_torch_row_sums(rows[:, lo:lo + chunk], strided=strided) for lo in range(0, n, chunk)]
             return _sequential(np.stack(parts, axis=1)[:, :, None])[:, 0] + rows.dtype.type(0)
@@ -674,11 +676,12 @@ def _running_sums(terms, dtype):
             return torch_order_jit.running_sums(terms)     # (the same additions, without the partial sums)
         return np.add.accumulate(terms, axis=1, dtype=dtype)[:, -1]
     chunk = -(-count // tasks)
+    parts = torch_order_jit.chunk_sums(terms, chunk, torch_order_jit.running_sums) if compiled else \
+        [np.add.accumulate(terms[:, start:start + chunk], axis=1, dtype=dtype)[:, -1]
+         for start in range(0, count, chunk)]
     total = np.zeros(rows, dtype)
-    for start in range(0, count, chunk):
-        part = terms[:, start:start + chunk]
-        total = np.add(total, torch_order_jit.running_sums(part) if compiled else
-                       np.add.accumulate(part, axis=1, dtype=dtype)[:, -1], dtype=dtype)
+    for part in parts:
+        total = np.add(total, part, dtype=dtype)
     return total
 
 

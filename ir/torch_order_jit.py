@@ -19,16 +19,19 @@ norm of 2M float32 elements took 4.6-5 ms that way, 0.5 ms in these loops, which
 same additions in the same order (each square rounded, then added: no contraction into a
 fused multiply-add without fastmath), in one pass.
 
-As ir/fma_jit.py's loops: importing this module compiles nothing; each loop compiles on its
-first call and is cached on disk. `worth_compiling` decides when a call uses them: the first
-Numba call of a process costs about 0.4 s (its target's set-up, even with the loop cached),
-which a compiled program has already paid (its kernels) and an eager one pays only once
-it has summed many long rows (as ir/fma.py's JIT_AFTER).
+As ir/fma_jit.py's loops, the loops live in their own module (ir/torch_order_loops.py),
+imported on first use: making a Numba function starts Numba's code generator, whose target
+features codegen/target.py sets when fusegrad is imported (ir/ is imported before it: an
+import here had kernels compiled for 256-bit vectors, W3 1.86 -> 2.45 ms). Each loop
+compiles on its first call and is cached on disk. `worth_compiling` decides when a call
+uses them: the first Numba call of a process costs about 0.4 s (its typing context's
+set-up, even with the loop cached), which a compiled program has already paid (its
+kernels) and an eager one pays only once it has summed many long rows (as ir/fma.py's
+JIT_AFTER).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from . import threaded
 
@@ -42,12 +45,15 @@ _LONG_CALLS = [0]
 
 
 def _numba_ready() -> bool:
-    """Whether this process has set up Numba's CPU target (a kernel ran): a further compiled
-    loop then costs its own load only. (Read from Numba's registry; False if that changes.)"""
+    """Whether this process has compiled or loaded a Numba function (a kernel ran): its typing
+    context then holds its registries, whose set-up is most of a first call's cost, and a
+    further loop costs its own load only. (Read from Numba's internals, without creating
+    anything; False where they differ: calls are counted instead.)"""
     try:
         from numba.core.registry import cpu_target
-        return "_toplevel_target_context" in vars(cpu_target)
-    except Exception:               # (another Numba's internals: count calls instead)
+        typing = vars(cpu_target).get("_toplevel_typing_context")
+        return typing is not None and bool(vars(typing).get("_registries"))
+    except Exception:
         return False
 
 
@@ -62,47 +68,14 @@ def worth_compiling(x: np.ndarray) -> bool:
 def lane_square_sums(x: np.ndarray) -> np.ndarray:
     """(rows, lanes) array: lane j of row r adds x[r, j + k * lanes] ** 2 over the whole steps k
     in turn, from 0 (`x`: a 2-d C-contiguous float32 array, 8 lanes, or float64, 4 lanes)."""
+    from . import torch_order_loops as loops
     if x.dtype == np.float32:
         out = np.empty((x.shape[0], 8), np.float32)
-        _lane_square_sums_8(x, out)
+        loops.lane_square_sums_8(x, out)
     else:
         out = np.empty((x.shape[0], 4), np.float64)
-        _lane_square_sums_4(x, out)
+        loops.lane_square_sums_4(x, out)
     return out
-
-
-# (two loops with literal lane counts, so that each lane loop is one vector)
-@njit(cache=True, nogil=True, error_model="numpy")
-def _lane_square_sums_8(x, out):
-    rows, count = x.shape
-    whole = count - count % 8
-    for r in range(rows):
-        acc = np.zeros(8, x.dtype)
-        for s in range(0, whole, 8):
-            for j in range(8):
-                v = x[r, s + j]
-                acc[j] += v * v
-        for j in range(8):
-            out[r, j] = acc[j]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _lane_square_sums_4(x, out):
-    rows, count = x.shape
-    whole = count - count % 4
-    for r in range(rows):
-        acc = np.zeros(4, x.dtype)
-        for s in range(0, whole, 4):
-            for j in range(4):
-                v = x[r, s + j]
-                acc[j] += v * v
-        for j in range(4):
-            out[r, j] = acc[j]
-
-
-# ---------------------------------------------------------------------- sums (SumKernel.cpp)
-ILP = 4                 # row_sum's interleaved partial sums
-LEVELS = 4              # multi_row_sum's cascade levels
 
 
 def row_sums(rows: np.ndarray, lanes: int, strided: bool) -> np.ndarray:
@@ -110,11 +83,12 @@ def row_sums(rows: np.ndarray, lanes: int, strided: bool) -> np.ndarray:
     torch's order for one task: `_torch_row_sums` without its split among threads, which
     the caller makes (`lanes`: elements per 256-bit vector; `strided`: the row's elements
     were not adjacent in memory, summed one load at a time)."""
+    from . import torch_order_loops as loops
     out = np.empty(rows.shape[0], rows.dtype)
     if strided or rows.shape[1] < lanes:
-        loop = _scalar_row_sums
+        loop = loops.scalar_row_sums
     else:
-        loop = _vector_row_sums_8 if lanes == 8 else _vector_row_sums_4
+        loop = loops.vector_row_sums_8 if lanes == 8 else loops.vector_row_sums_4
     if rows.shape[0] > 1 and rows.size >= threaded.MIN_ELEMENTS and threaded.may_split():
         # (each row's sum is the same wherever it runs: blocks of rows on threads, as the
         # loops release the GIL, where torch splits its rows among its threads too)
@@ -141,115 +115,14 @@ def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
     return parts
 
 
-@njit(nogil=True, error_model="numpy", inline="always")
-def _row_sum_into(x, r, start, width, size, acc, partial):
-    """ATen's row_sum of row r of x from element `start`: `size` loads of `width` adjacent
-    elements; the `width` lanes of its result into `partial[0]`. `acc` ((LEVELS, ILP, width)
-    scratch) holds multi_row_sum's cascade over loads taken ILP at a time."""
-    size_ilp = size // ILP
-    power = 4
-    if size_ilp > 2:                 # max(4, CeilLog2(size_ilp) / LEVELS)
-        log2 = 0
-        m = size_ilp - 1
-        while m > 0:
-            log2 += 1
-            m >>= 1
-        power = max(4, log2 // LEVELS)
-    step = 1 << power
-    mask = step - 1
-    acc[:] = 0
-    i = 0
-    while i + step <= size_ilp:
-        for _ in range(step):
-            base = start + i * ILP * width
-            for k in range(ILP):
-                for lane in range(width):
-                    acc[0, k, lane] += x[r, base + k * width + lane]
-            i += 1
-        for level in range(1, LEVELS):
-            for k in range(ILP):
-                for lane in range(width):
-                    acc[level, k, lane] += acc[level - 1, k, lane]
-                    acc[level - 1, k, lane] = 0
-            if i & (mask << (level * power)):
-                break
-    while i < size_ilp:
-        base = start + i * ILP * width
-        for k in range(ILP):
-            for lane in range(width):
-                acc[0, k, lane] += x[r, base + k * width + lane]
-        i += 1
-    for level in range(1, LEVELS):
-        for k in range(ILP):
-            for lane in range(width):
-                acc[0, k, lane] += acc[level, k, lane]
-    for lane in range(width):
-        partial[lane] = acc[0, 0, lane]
-    for load in range(size_ilp * ILP, size):      # the loads past the last ILP group: to the first
-        for lane in range(width):
-            partial[lane] += x[r, start + load * width + lane]
-    for k in range(1, ILP):
-        for lane in range(width):
-            partial[lane] += acc[0, k, lane]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _scalar_row_sums(x, out):
-    """Each row summed one element a load (row_sum of width 1), then 0 added (a -0.0 sum is 0.0)."""
-    acc = np.empty((LEVELS, ILP, 1), x.dtype)
-    partial = np.empty(1, x.dtype)
-    zero = np.zeros(1, x.dtype)[0]
-    for r in range(x.shape[0]):
-        _row_sum_into(x, r, 0, 1, x.shape[1], acc, partial)
-        out[r] = partial[0] + zero
-
-
-@njit(nogil=True, error_model="numpy", inline="always")
-def _vector_row_sums(x, out, lanes):
-    """vectorized_inner_sum: row_sum over the whole vectors, then from 0 the tail elements and
-    then the lanes, in turn."""
-    acc = np.empty((LEVELS, ILP, lanes), x.dtype)
-    partial = np.empty(lanes, x.dtype)
-    zero = np.zeros(1, x.dtype)[0]
-    n = x.shape[1]
-    loads = n // lanes
-    for r in range(x.shape[0]):
-        _row_sum_into(x, r, 0, lanes, loads, acc, partial)
-        total = zero
-        for k in range(loads * lanes, n):
-            total += x[r, k]
-        for lane in range(lanes):
-            total += partial[lane]
-        out[r] = total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _vector_row_sums_8(x, out):
-    _vector_row_sums(x, out, 8)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _vector_row_sums_4(x, out):
-    _vector_row_sums(x, out, 4)
-
-
-# ---------------------------------------------------------------------- running sums
 def running_sums(rows: np.ndarray) -> np.ndarray:
     """Each row of `rows` (a 2-d float32 or float64 array, rows of at least one element) added
     up in element order: np.add.accumulate(rows, axis=1)[:, -1], without its partial sums
     (binary_kernel_reduce's order: torch's norms other than the trailing 2-norm)."""
+    from . import torch_order_loops as loops
     out = np.empty(rows.shape[0], rows.dtype)
     if rows.shape[0] > 1 and rows.size >= threaded.MIN_ELEMENTS and threaded.may_split():
-        threaded.by_rows(lambda lo, hi: _running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0])
+        threaded.by_rows(lambda lo, hi: loops.running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0])
     else:
-        _running_sums(rows, out)
+        loops.running_sums(rows, out)
     return out
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _running_sums(x, out):
-    for r in range(x.shape[0]):
-        acc = x[r, 0]
-        for k in range(1, x.shape[1]):
-            acc += x[r, k]
-        out[r] = acc

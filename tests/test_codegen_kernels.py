@@ -530,6 +530,27 @@ def test_the_vector_width_is_left_alone_where_something_else_chose(env, before, 
     assert out[1] == env.get("NUMBA_CPU_FEATURES", "None")
 
 
+def test_importing_fusegrad_compiles_nothing_before_the_target_is_chosen():
+    """ir/ is imported before codegen/target.py chooses Numba's target features: a Numba
+    function made at import there (torch_order_jit's loops once were) started the code
+    generator first, and every kernel was compiled for 256-bit vectors (W3 1.86 -> 2.45 ms;
+    the 512-bit test above then skipped). The loops load on first use; nothing has been
+    compiled or loaded right after the import."""
+    import os
+    import subprocess
+    import sys
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("FUSEGRAD_VECTOR_WIDTH", "NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
+    probe = ("import sys, fusegrad.codegen.target as t\n"
+             "from fusegrad.ir import torch_order_jit as j\n"
+             "print(t.STATE['vector_width']); print(j._numba_ready()); "
+             "print('fusegrad.ir.torch_order_loops' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out[0] == ("512-bit" if _host_has_avx512() else "LLVM's default (no AVX-512)"), out
+    assert out[1:] == ["False", "False"]
+
+
 # ---------------------------------------------------------------------- division by a row's value
 def _softmax_rows(e, x):
     ex = e.exp(x)

@@ -58,7 +58,8 @@ def _numba_ready() -> bool:
 
 
 def worth_compiling(x: np.ndarray) -> bool:
-    """Whether the lane sums of `x` (2-d, C-contiguous float32 or float64) take the loops."""
+    """Whether the sums of `x`'s rows (`x`: 2-d) take the loops here: it is long, C-contiguous
+    float32 or float64, and Numba is set up (or this is the JIT_AFTER-th such call)."""
     if x.size < JIT_FROM or x.dtype.char not in "fd" or not x.flags.c_contiguous:
         return False
     _LONG_CALLS[0] += 1
@@ -89,13 +90,19 @@ def row_sums(rows: np.ndarray, lanes: int, strided: bool) -> np.ndarray:
         loop = loops.scalar_row_sums
     else:
         loop = loops.vector_row_sums_8 if lanes == 8 else loops.vector_row_sums_4
-    if rows.shape[0] > 1 and rows.size >= threaded.MIN_ELEMENTS and threaded.may_split():
-        # (each row's sum is the same wherever it runs: blocks of rows on threads, as the
-        # loops release the GIL, where torch splits its rows among its threads too)
-        threaded.by_rows(lambda lo, hi: loop(rows[lo:hi], out[lo:hi]), rows.shape[0])
-    else:
-        loop(rows, out)
+    _in_blocks(lambda lo, hi: loop(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
     return out
+
+
+def _in_blocks(block, count: int, size: int) -> None:
+    """`block(lo, hi)` over [0, count): in blocks on threads at once where the work (`size`
+    elements) is large and threads are allowed, else in one call. Each row's (or chunk's)
+    sum is the same wherever it runs: the loops release the GIL, and torch splits its rows
+    among its threads too."""
+    if count > 1 and size >= threaded.MIN_ELEMENTS and threaded.may_split():
+        threaded.by_rows(block, count)
+    else:
+        block(0, count)
 
 
 def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
@@ -108,10 +115,7 @@ def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
     def block(lo, hi):
         for k in range(lo, hi):
             parts[k] = sums(row[:, starts[k]:starts[k] + chunk])
-    if len(parts) > 1 and row.size >= threaded.MIN_ELEMENTS and threaded.may_split():
-        threaded.by_rows(block, len(parts))
-    else:
-        block(0, len(parts))
+    _in_blocks(block, len(parts), row.size)
     return parts
 
 
@@ -121,8 +125,5 @@ def running_sums(rows: np.ndarray) -> np.ndarray:
     (binary_kernel_reduce's order: torch's norms other than the trailing 2-norm)."""
     from . import torch_order_loops as loops
     out = np.empty(rows.shape[0], rows.dtype)
-    if rows.shape[0] > 1 and rows.size >= threaded.MIN_ELEMENTS and threaded.may_split():
-        threaded.by_rows(lambda lo, hi: loops.running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0])
-    else:
-        loops.running_sums(rows, out)
+    _in_blocks(lambda lo, hi: loops.running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
     return out

@@ -10,33 +10,31 @@ ILP = 4                 # row_sum's interleaved partial sums
 LEVELS = 4              # multi_row_sum's cascade levels
 
 
-# (two loops with literal lane counts, so that each lane loop is one vector)
-@njit(cache=True, nogil=True, error_model="numpy")
-def lane_square_sums_8(x, out):
-    rows, count = x.shape
-    whole = count - count % 8
-    for r in range(rows):
-        acc = np.zeros(8, x.dtype)
-        for s in range(0, whole, 8):
-            for j in range(8):
+@njit(nogil=True, error_model="numpy", inline="always")
+def _lane_square_sums(x, out, lanes):
+    """out[r, j]: the squares of x[r, j], x[r, j + lanes]... over the whole steps, added in
+    turn from 0 (each square rounded, then added)."""
+    acc = np.empty(lanes, x.dtype)
+    whole = x.shape[1] - x.shape[1] % lanes
+    for r in range(x.shape[0]):
+        acc[:] = 0
+        for s in range(0, whole, lanes):
+            for j in range(lanes):
                 v = x[r, s + j]
                 acc[j] += v * v
-        for j in range(8):
+        for j in range(lanes):
             out[r, j] = acc[j]
+
+
+# (entry points with literal lane counts, so that each lane loop is one vector)
+@njit(cache=True, nogil=True, error_model="numpy")
+def lane_square_sums_8(x, out):
+    _lane_square_sums(x, out, 8)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def lane_square_sums_4(x, out):
-    rows, count = x.shape
-    whole = count - count % 4
-    for r in range(rows):
-        acc = np.zeros(4, x.dtype)
-        for s in range(0, whole, 4):
-            for j in range(4):
-                v = x[r, s + j]
-                acc[j] += v * v
-        for j in range(4):
-            out[r, j] = acc[j]
+    _lane_square_sums(x, out, 4)
 
 
 # ---------------------------------------------------------------------- sums (SumKernel.cpp)

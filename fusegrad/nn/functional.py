@@ -861,7 +861,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
 
 # ---- NumPy arrays as tensors ------------------------------------------------
 
-def arrays_as_tensors(args: tuple, kwargs: dict) -> tuple:
+def _arrays_as_tensors(args: tuple, kwargs: dict) -> tuple:
     """(args, kwargs) with each NumPy array among them taken as a tensor sharing its memory,
     as fusegrad's functions take them (API.md: NumPy arrays are accepted wherever a tensor
     is; torch raises its "must be Tensor" TypeError there)."""
@@ -875,13 +875,12 @@ def arrays_as_tensors(args: tuple, kwargs: dict) -> tuple:
 def _accepting_arrays(fn):
     @functools.wraps(fn)
     def taking_arrays(*args, **kwargs):
-        args, kwargs = arrays_as_tensors(args, kwargs)
+        args, kwargs = _arrays_as_tensors(args, kwargs)
         return fn(*args, **kwargs)
     return taking_arrays
 
 
 for _name, _fn in list(globals().items()):
-    if not _name.startswith("_") and callable(_fn) and getattr(_fn, "__module__", None) == __name__ \
-            and _name != "arrays_as_tensors":
+    if not _name.startswith("_") and callable(_fn) and getattr(_fn, "__module__", None) == __name__:
         globals()[_name] = _accepting_arrays(_fn)
 del _name, _fn

@@ -136,8 +136,8 @@ class Module:
         as a tensor sharing its memory (API.md: arrays are accepted wherever a tensor is)."""
         if any(isinstance(a, np.ndarray) for a in args) or kwargs and \
                 any(isinstance(v, np.ndarray) for v in kwargs.values()):
-            from .functional import arrays_as_tensors
-            args, kwargs = arrays_as_tensors(args, kwargs)
+            from .functional import _arrays_as_tensors
+            args, kwargs = _arrays_as_tensors(args, kwargs)
         hooks = self.__dict__.get("_forward_hooks")
         if not hooks and not self.__dict__.get("_forward_pre_hooks"):
             return self.forward(*args, **kwargs)

@@ -171,18 +171,17 @@ def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False
     torch splits among its threads when long; `strided`: the row's elements were not
     adjacent in memory, which torch sums element by element, four partial sums at a time)."""
     count, n = rows.shape
+    lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
     if split and n > _TORCH_GRAIN:
         tasks = min(_torch_threads(), -(-n // _TORCH_GRAIN))
         if tasks > 1:
             chunk = -(-n // tasks)
             if count == 1 and torch_order_jit.worth_compiling(rows):
-                lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
                 parts = torch_order_jit.chunk_sums(rows, chunk,
                                                    lambda part: torch_order_jit.row_sums(part, lanes, strided))
             else:
                 parts = [_torch_row_sums(rows[:, lo:lo + chunk], strided=strided) for lo in range(0, n, chunk)]
             return _sequential(np.stack(parts, axis=1)[:, :, None])[:, 0] + rows.dtype.type(0)
-    lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
     if torch_order_jit.worth_compiling(rows):
         return torch_order_jit.row_sums(rows, lanes, strided)     # (the same additions, in one pass)
     if strided:

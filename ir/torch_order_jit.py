@@ -35,13 +35,18 @@ import numpy as np
 
 from . import threaded
 
-# Rows at least this long (elements per result times results) take the compiled loop.
+# Sums of this many elements (per result times results) take the compiled loops where Numba
+# is set up in the process: the NumPy emulation costs 15-60 us a call however short (a bias
+# gradient of (64, 128) took 16 us, its row sums 43), a loop's call a few.
+SHORT_FROM = 1 << 10
+# An eager process that has not set Numba up takes them only for long sums (JIT_FROM elements),
+# from its JIT_AFTER-th: setting Numba up costs about 0.3 s a process (1.5 s more the first
+# time on a machine, to compile the loops, then cached on disk), which 64 long sums repay
+# (4 ms each on 4M float32) and short ones, saving microseconds, do not.
 JIT_FROM = 1 << 15
-# An eager process takes them from its JIT_AFTER-th long row (or at once if Numba is set up):
-# setting Numba up costs about 0.3 s a process (1.5 s more the first time on a machine, to
-# compile the loops, then cached on disk), which 64 long sums repay (4 ms each on 4M float32).
 JIT_AFTER = 64
 _LONG_CALLS = [0]
+_READY: list = []
 
 
 def _numba_ready() -> bool:
@@ -49,21 +54,31 @@ def _numba_ready() -> bool:
     context then holds its registries, whose set-up is most of a first call's cost, and a
     further loop costs its own load only. (Read from Numba's internals, without creating
     anything; False where they differ: calls are counted instead.)"""
+    if _READY:
+        return True
     try:
         from numba.core.registry import cpu_target
         typing = vars(cpu_target).get("_toplevel_typing_context")
-        return typing is not None and bool(vars(typing).get("_registries"))
+        ready = typing is not None and bool(vars(typing).get("_registries"))
     except Exception:
         return False
+    if ready:
+        _READY.append(True)         # (set up once, for the rest of the process)
+    return ready
 
 
 def worth_compiling(x: np.ndarray) -> bool:
-    """Whether the sums of `x`'s rows (`x`: 2-d) take the loops here: it is long, C-contiguous
-    float32 or float64, and Numba is set up (or this is the JIT_AFTER-th such call)."""
-    if x.size < JIT_FROM or x.dtype.char not in "fd" or not x.flags.c_contiguous:
+    """Whether the sums of `x` (2-d) take the loops here: it is C-contiguous float32 or
+    float64 of at least SHORT_FROM elements, and Numba is set up in the process, or it is
+    long (JIT_FROM) and this is the JIT_AFTER-th long call."""
+    if x.size < SHORT_FROM or x.dtype.char not in "fd" or not x.flags.c_contiguous:
+        return False
+    if _numba_ready():
+        return True
+    if x.size < JIT_FROM:
         return False
     _LONG_CALLS[0] += 1
-    return _LONG_CALLS[0] >= JIT_AFTER or _numba_ready()
+    return _LONG_CALLS[0] >= JIT_AFTER
 
 
 def lane_square_sums(x: np.ndarray) -> np.ndarray:
@@ -117,6 +132,20 @@ def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
             parts[k] = sums(row[:, starts[k]:starts[k] + chunk])
     _in_blocks(block, len(parts), row.size)
     return parts
+
+
+def column_sums(x: np.ndarray, chunks: list, lanes: int) -> np.ndarray:
+    """The sum of each column of `x` (a C-contiguous 2-d float32 or float64 array) in torch's
+    order: each (begin, end) of `chunks` (the columns one of torch's threads sums; together
+    all the columns) as _torch_column_chunk says (`lanes`: elements per 256-bit vector)."""
+    from . import torch_order_loops as loops
+    out = np.empty(x.shape[1], x.dtype)
+
+    def block(lo, hi):
+        for begin, end in chunks[lo:hi]:
+            loops.column_sums(x, begin, end, lanes, out[begin:end])
+    _in_blocks(block, len(chunks), x.size)
+    return out
 
 
 def running_sums(rows: np.ndarray) -> np.ndarray:

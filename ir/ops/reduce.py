@@ -259,18 +259,16 @@ def _torch_column_sums(x: np.ndarray) -> np.ndarray:
     if cols == 1:
         return _torch_row_sums(x.reshape(1, rows), split=True)[0].reshape(1)
     threads = _torch_threads() if x.size >= _TORCH_GRAIN else 1
-    if threads == 1:
-        return _torch_column_chunk(x)
     per_thread, multiple = -(-cols // threads), 128 // x.itemsize
 
     def rounded(column):
         return column if column == cols else column - column % multiple
-    parts = []
-    for start in range(0, cols, per_thread):
-        begin, end = rounded(start), rounded(min(cols, start + per_thread))
-        if begin < end:
-            parts.append(_torch_column_chunk(x[:, begin:end]))
-    return np.concatenate(parts)
+    chunks = [(rounded(start), rounded(min(cols, start + per_thread))) for start in range(0, cols, per_thread)]
+    chunks = [(begin, end) for begin, end in chunks if begin < end]
+    if torch_order_jit.worth_compiling(x):
+        return torch_order_jit.column_sums(x, chunks, _TORCH_VECTOR_BYTES // x.itemsize)
+    parts = [_torch_column_chunk(x[:, begin:end]) for begin, end in chunks]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
 def _torch_column_chunk(x: np.ndarray) -> np.ndarray:

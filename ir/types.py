@@ -44,6 +44,11 @@ class DType:
         return (from_name, (self.name,))
 
 
+# torch's class is torch.dtype: type(fg.float32).__name__ and the texts Python writes about
+# an instance ("'dtype' object is not callable") name it so.
+DType.__name__ = DType.__qualname__ = "dtype"
+DType.__module__ = "fusegrad"
+
 bool_ = DType("bool", "bool", np.dtype(np.bool_), 0)
 int64 = DType("int64", "i64", np.dtype(np.int64), 1)
 float32 = DType("float32", "f32", np.dtype(np.float32), 2)

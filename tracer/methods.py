@@ -473,6 +473,11 @@ def _positive(self) -> Tensor:
     return self
 
 
+def _delete_item(self, key) -> None:
+    """`del t[idx]`: refused, with torch's text."""
+    raise TypeError("Tensor does not support deleting items")
+
+
 def _matrix_adjoint(name: str, ndim_rule: str):
     """`t.H` (2-d only) and `t.mH` (batches of matrices): for real tensors, the transpose."""
     def adjoint(self) -> Tensor:
@@ -619,7 +624,7 @@ OPERATORS = {
     "__ixor__": _binary_operator(METHODS["bitwise_xor_"]),
     "__ilshift__": _binary_operator(METHODS["bitwise_left_shift_"]),
     "__irshift__": _binary_operator(METHODS["bitwise_right_shift_"]),
-    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__delitem__": _delete_item,
 }
 
 

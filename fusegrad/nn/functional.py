@@ -351,6 +351,8 @@ def _check_class_targets(input, target, weight, ignore_index: int) -> None:
         if input.shape[0] != target_batch:
             raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match "
                              f"target batch_size ({target_batch}).")
+        if target.dim() == 0:       # (an empty batch passes the check above; torch's kernel then reads size(0))
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if input.dim() <= 2:
         if target.dim() > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")

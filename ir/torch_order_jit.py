@@ -7,6 +7,10 @@ an eager `x.sum()` of 4M float32 elements took 4.7 ms, torch's 0.3. `row_sums` h
 the cascade itself as ATen writes it, each addition in ATen's order (tests compare it with
 the NumPy emulation, which tests compare with torch).
 
+`column_sums` sums columns (a batch dim summed away: a bias gradient, mean(0)) as
+vectorized_outer_sum does: multi_row_sum down the rows, its accumulators one row wide, so
+each addition is a vector along the row (a (512, 256) float32 took 81 us in NumPy, 32).
+
 `running_sums` adds each row in element order (binary_kernel_reduce's, the norms other
 than the trailing 2-norm), as np.add.accumulate did, without writing every partial sum:
 the 1-norm of each row of a [4096, 1024] float32 took 16 ms that way, 3 ms so.

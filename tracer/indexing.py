@@ -273,7 +273,15 @@ def setitem(t: Tensor, key, value) -> None:
         # t is an expand's view: write only the selected region, which may overlap nothing
         # (a.expand(2, 2, 3)[0] = v writes a), as torch's copy_ into t[key] does
         # (the value's overlap with the region was checked above, by setitem's rule)
-        copy_into(t[key], value if isinstance(value, Tensor) else Tensor._wrap(value), operand_checked=True)
+        view = t[key]
+        if isinstance(value, Tensor):
+            if tuple(value.shape) != tuple(view.shape):
+                # (the value fitted to the region, without the key's None axes: t[key] has them)
+                value = apply_op("reshape", [value], {"shape": tuple(view.shape)}, "ViewBackward0")
+                hide_node(value)
+        else:
+            value = Tensor._wrap(value)
+        copy_into(view, value, operand_checked=True)
         return
     apply_op("index_put", [t, value], {"index": items}, name, out=t)
 

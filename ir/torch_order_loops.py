@@ -58,7 +58,11 @@ def _cascade_down(x, start, width, loads, ilp, acc):
     """multi_row_sum down the rows of x's columns [start, start + width): load i is rows
     i * ilp ... i * ilp + ilp - 1, partial sum k of column c is acc[0, k, c] at the end (acc:
     (LEVELS, ilp, width) scratch). The inner loops run along 1-d slices, which LLVM
-    vectorises (indexing x[row, start + c] in the loop kept it scalar: 4x slower)."""
+    vectorises (indexing x[row, start + c] in the loop kept it scalar: 4x slower).
+    _row_sum_into makes the same cascade along a row; a row could be summed here, as the
+    columns of a (loads // ILP, ILP * lanes) view, with the same bits, but its accumulators,
+    32 wide and reloaded each step, ran no faster on long rows and 2.5x slower on rows of
+    128 elements (the per-row set-up), so rows keep their own loop."""
     power = _level_power(loads)
     step = 1 << power
     mask = step - 1
@@ -181,9 +185,10 @@ def vector_row_sums_4(x, out):
 def column_sums(x, start, stop, lanes, out):
     """The sums of x's columns [start, stop) into out[0 : stop - start], as one of torch's
     threads sums them (vectorized_outer_sum): the columns in whole groups (of four vectors
-    of `lanes` columns, or of four columns when fewer than `lanes`) by multi_row_sum down the rows; each column left over by row_sum (four interleaved partial
-    sums of the rows, the rows past the last four added to the first, then the other three
-    to it); 0 added last (a sum of -0.0s is 0.0)."""
+    of `lanes` columns, or of four columns when fewer than `lanes`) by multi_row_sum down
+    the rows; each column left over by row_sum (four interleaved partial sums of the rows,
+    the rows past the last four added to the first, then the other three to it); 0 added
+    last (a sum of -0.0s is 0.0)."""
     rows = x.shape[0]
     group = ILP * lanes if stop - start >= lanes else ILP
     grouped = (stop - start) // group * group

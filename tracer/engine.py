@@ -796,7 +796,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        # (a dict's values, as torch's: autograd.grad's dict of inputs passed on)
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs.values() if isinstance(inputs, dict)
+                                                                   else inputs)
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         # a tensor listed twice is accumulated once, as torch's (tied weights gathered from two modules)

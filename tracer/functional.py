@@ -1915,6 +1915,8 @@ def movedim(input, source, destination) -> Tensor:
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    if n == 0:              # (torch: the 0-d tensor's alias; its dim 0 and -1 are the scalar's one place)
+        return apply_op("permute", [a], {"dims": ()}, "AliasBackward0")
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

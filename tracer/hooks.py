@@ -117,6 +117,8 @@ def run_post_accumulate(tensors) -> None:
                     result = hook(t)
                     if result is not None and not isinstance(result, Tensor):
                         raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+                    if result is not None:
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 # keys of a node's own hooks in its NODE_HOOKS entry (beside its outputs' numbers)

@@ -49,6 +49,9 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+_STEP_BINDERS: dict = {}      # class name -> step's argument binder (Optimizer._closure_argument)
+
+
 class Optimizer:
     """Base class: holds `param_groups` (dicts with "params" and hyper-parameters)
     and per-parameter `state`, as torch.optim.Optimizer does."""
@@ -155,7 +158,7 @@ class Optimizer:
         post-hooks after, as torch's."""
         pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
         if not pre and not post:
-            return self._step(*args, **kwargs)
+            return self._step(self._closure_argument(args, kwargs))
         args = (self,) + args       # (torch's hooks see the optimizer among the arguments)
         for hook in list((pre or {}).values()):
             result = hook(self, args, kwargs)
@@ -164,10 +167,23 @@ class Optimizer:
                     raise RuntimeError(f"{type(self).step} must return None or a tuple of (new_args, new_kwargs), "
                                        f"but got {result}.")
                 args, kwargs = result
-        out = self._step(*args[1:], **kwargs)
+        out = self._step(self._closure_argument(args[1:], kwargs))
         for hook in list((post or {}).values()):
             hook(self, args, kwargs)
         return out
+
+    def _closure_argument(self, args: tuple, kwargs: dict):
+        """The `closure` of step(*args, **kwargs), bound by a function with torch's signature
+        `step(self, closure=None)` named as torch's (`SGD.step`, `Adam.step` for AdamW, which
+        inherits it there): a bad call raises Python's own TypeError with torch's text."""
+        owner = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
+        binder = _STEP_BINDERS.get(owner)
+        if binder is None:
+            def binder(self, closure=None):
+                return closure
+            binder.__qualname__ = f"{owner}.step"
+            _STEP_BINDERS[owner] = binder
+        return binder(self, *args, **kwargs)
 
     def _step(self, closure: Callable | None = None):
         loss = None
@@ -439,20 +455,20 @@ class SGD(Optimizer):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
         fused = self._fused_form(group)
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if fused is not None and self._fused_update(p, *fused):
+        params = [p for p in group["params"] if p.grad is not None]
+        # torch reads every momentum buffer of the group before updating any: a parameter
+        # listed twice (deprecated, warned) starts two buffers on its first step
+        buffers = [self.state[p].get("momentum_buffer") for p in params] if momentum != 0 else [None] * len(params)
+        for p, buf in zip(params, buffers):
+            if fused is not None and self._fused_update(p, buf, *fused):
                 continue
             grad = -p.grad if group["maximize"] else p.grad
             if weight_decay != 0:
                 grad = grad.add(p, alpha=weight_decay)
             if momentum != 0:
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
                 if buf is None:
                     buf = grad.detach().clone()
-                    state["momentum_buffer"] = buf
+                    self.state[p]["momentum_buffer"] = buf
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
@@ -477,22 +493,27 @@ class SGD(Optimizer):
                       nesterov_momentum=momentum, neg_lr=-lr)
         return attrs, [values[name] for name in sgd_scalars(attrs)]
 
-    def _fused_update(self, p: Tensor, attrs: dict, scalars: list) -> bool:
-        """Update `p` with one sgd_update op; False (nothing done) where it does not apply
-        (unusual tensors).
+    def _fused_update(self, p: Tensor, buf: Tensor | None, attrs: dict, scalars: list) -> bool:
+        """Update `p` (and its momentum buffer `buf`, None before the first momentum step)
+        with one sgd_update op; False (nothing done) where it does not apply (unusual
+        tensors, a momentum not finite in p's dtype on the first step).
 
         The first momentum step makes the buffer: torch's is a clone of the gradient. Here it
         is the same op as every later step, from a buffer of -0.0 with no dampening: -0.0 *
         momentum + g is g bit for bit (the sign of a zero g included), so a compiled training
-        step traces one program from its first call on (its second call hits the cache)."""
+        step traces one program from its first call on (its second call hits the cache).
+        Not for an infinite or NaN momentum (float32's 1e300 included): -0.0 * inf is NaN."""
         grad = p.grad
         if not _fusable_grad(p, grad):
             return False
         tensors = [p, grad]
         first = False
         if attrs["momentum"]:
-            buf = self.state[p].get("momentum_buffer")
             if buf is None:
+                momentum = dict(zip(sgd_scalars(attrs), scalars))["momentum"]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    if not np.isfinite(p._dtype.np.type(momentum)):
+                        return False
                 buf, first = fg.full_like(p, -0.0), True
             tensors.append(buf)
         if not _writable(tensors[:1] + tensors[2:], p):

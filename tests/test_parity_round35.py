@@ -199,3 +199,52 @@ def test_backward_inputs_dict_of_non_tensors_raises_torchs_error():
             return str(e)
         return None
     assert outcome(fg) == outcome(torch) == "all inputs have to be Tensors or GradientEdges, but got int"
+
+
+# (probe D: zero-size and integer corners) torch's TensorIterator checks an in-place result's
+# shape and type before the kernel's dtype dispatch; index_select of a matrix along an empty dim.
+CORNER_CASES = [
+    "a = L.tensor([1, 2]); a &= 2.5",
+    "a = L.tensor([1, 2]); a &= L.tensor(2.5)",
+    "a = L.tensor([True]); a |= 2.5",
+    "a = L.tensor([1, 2]); a <<= 2.5",
+    "a = L.tensor([1, 2]); a >>= 2.5",
+    "a = L.tensor([1, 2]); a ^= L.tensor([1.0, 2.0], dtype=L.float64)",
+    "a = L.tensor([1, 2]); a.bitwise_and_(2.5)",
+    "a = L.tensor([True]); a &= 3",
+    "a = L.tensor(2.0); a &= L.tensor([1.0, 2.0])",
+    "a = L.tensor(2); a &= L.tensor([1, 2])",
+    "a = L.tensor([1.0, 2.0]); a &= 1",
+    "a = L.tensor([1, 2]); a &= L.tensor([1, 2, 3])",
+    "L.zeros(0, 3).index_select(0, L.tensor([0]))",
+    "L.zeros(0, 3).index_select(0, L.tensor(0))",
+    "L.zeros(3, 0).index_select(1, L.tensor([0]))",
+    "L.zeros(2, 0, 3).index_select(1, L.tensor([7]))",
+    "L.zeros(0).index_select(0, L.tensor([0]))",
+]
+
+
+@pytest.mark.parametrize("case", CORNER_CASES)
+def test_corner_errors_raise_torchs_class_and_text(case):
+    def outcome(L):
+        try:
+            exec(case, {"L": L})
+        except Exception as e:      # noqa: BLE001 (the class and text are what is compared)
+            return type(e).__name__, str(e)
+        return None
+    assert outcome(fg) == outcome(torch) is not None
+
+
+def test_in_place_bitwise_checks_hold_in_a_compiled_function():
+    f = fg.compile(lambda a: a.__iand__(2.5))
+    with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
+        f(fg.tensor([1, 2]))
+    g = fg.compile(lambda a: a.__iand__(6))
+    assert g(fg.tensor([3, 12])).tolist() == [2, 4]
+
+
+@pytest.mark.parametrize("index", [[], [0, 2]])
+def test_index_select_of_an_empty_matrix_along_a_full_dim(index):
+    for L in (fg, torch):
+        y = L.zeros(0, 3).index_select(1, L.tensor(index, dtype=L.long))
+        assert tuple(y.shape) == (0, len(index))

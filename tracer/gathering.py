@@ -51,6 +51,8 @@ def index_select(input, dim, index) -> Tensor:
     if t.dim() == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     size = t.shape[axis] if t.dim() else 1
+    if t.dim() > 1 and size == 0 and index.numel():     # (torch's check for a matrix or more, first)
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if index._data is not None and index._data.size:
         values = index._data
         bad = values[(values < 0) | (values >= size)]

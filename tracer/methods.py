@@ -193,6 +193,12 @@ def _bitwise_inplace(fn, name: str):
     (torch's shape and result-type checks first: `bool_t <<= 1` is a Long result)."""
     def method(self, other):
         inplace.check_inplace(self)
+        if isinstance(other, (Tensor, bool, int, float)):
+            # torch's TensorIterator checks the result's shape and type against t before the
+            # kernel's dtype dispatch: `int_t &= 2.5` cannot hold a Float result (not "not
+            # implemented for 'Float'"), `t0d &= t2` is a shape error
+            shape = broadcast_shapes(tuple(self.shape), tuple(other.shape) if isinstance(other, Tensor) else ())
+            inplace.check_result_fits(self, shape, F.result_type([F._kind(self), F._kind(other)]))
         result = fn(self, other)
         inplace.check_result_fits(self, tuple(result.shape), result._dtype)
         return inplace.copy_(self, result)

@@ -640,8 +640,13 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 self.breaks.append((user_location(), reason or
                                     f"{_reading_method()}() reads the value of a {v.type} tensor"))
             known = self.known
+            if not partial:
+                self._run_cone(v)
+                return known[v.id]
             for k in range(self.instrs_known, len(self.instrs)):
                 ins = self.instrs[k]
+                if ins.outputs[0].id in known:
+                    continue            # (run for an earlier break's cone)
                 try:
                     outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
                 except Exception:
@@ -656,6 +661,30 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                     return known[v.id]
             self.instrs_known = len(self.instrs)
         return self.known[v.id]
+
+    def _run_cone(self, v: Value) -> None:
+        """Compute `v` on the reference executor from what is known: only the instructions
+        it depends on, in program order. A break reading a value that depends on little
+        (a target reshaped in the call, read by cross_entropy's bounds check) costs that
+        little, not the reference run of all the work traced before it (a model's forward,
+        which the compiled program computes again anyway). The others run later, at the
+        end of the call, on whichever path runs the program."""
+        known, instrs = self.known, self.instrs
+        needed, cone = {v.id}, []
+        for k in range(len(instrs) - 1, self.instrs_known - 1, -1):
+            ins = instrs[k]
+            if any(o.id in needed for o in ins.outputs) and ins.outputs[0].id not in known:
+                cone.append(ins)
+                needed.update(x.id for x in ins.inputs if x.id not in known)
+        for ins in reversed(cone):
+            outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
+            for o, a in zip(ins.outputs, outs):
+                known[o.id] = a
+        # (the prefix whose instructions have all run: later breaks start after it)
+        k = self.instrs_known
+        while k < len(instrs) and instrs[k].outputs[0].id in known:
+            k += 1
+        self.instrs_known = k
 
 class TraceContext:
     """Installs a Trace for the duration of a compiled call."""

@@ -1,0 +1,53 @@
+"""The reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a Numba
+loop, for large arrays: NumPy evaluates every range's polynomial for every element (about
+60 float64 passes), so an eager erf or exact GELU of 1M float32 elements took ~0.2 s
+(torch: 1-2 ms). Here each element evaluates its own range, with the same float64
+operations in the same order; the exponentials are libm's (NumPy's may differ from them in
+the last bit of a double, which float32 results never see). In a module of its own, imported
+on first use, as ir/torch_order_loops.py (see there: defining a Numba function starts
+Numba's code generator)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .ops.erf_gelu import _A, _B, _C, _D, _ONE_OVER_SQRT_PI, _P, _Q
+
+
+@njit(nogil=True, error_model="numpy", inline="always")
+def _erf(x):
+    """erf64's value for one float64 `x` (see erf64 for the ranges)."""
+    if x != x:
+        return x
+    y = abs(x)
+    if y <= 0.46875:
+        xsq = x * x
+        num, den = _A[4] * xsq, xsq
+        for k in range(3):
+            num, den = (num + _A[k]) * xsq, (den + _B[k]) * xsq
+        return x * (num + _A[3]) / (den + _B[3])
+    if y >= 27.0:
+        return math.copysign(1.0, x)
+    if y <= 4.0:
+        num, den = _C[8] * y, y
+        for k in range(7):
+            num, den = (num + _C[k]) * y, (den + _D[k]) * y
+        tail = (num + _C[7]) / (den + _D[7])
+    else:
+        inverse = 1.0 / (y * y)
+        num, den = _P[5] * inverse, inverse
+        for k in range(4):
+            num, den = (num + _P[k]) * inverse, (den + _Q[k]) * inverse
+        tail = (_ONE_OVER_SQRT_PI - inverse * (num + _P[4]) / (den + _Q[4])) / y
+    x16 = math.trunc(y * 16.0) / 16.0
+    erfc = math.exp(-x16 * x16) * math.exp(-(y - x16) * (y + x16)) * tail
+    return math.copysign(1.0 - erfc, x)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def erf_into(x, out):
+    """out[i] = erf(x[i]) rounded once to out's dtype (1-d arrays of one length)."""
+    for i in range(x.shape[0]):
+        out[i] = _erf(np.float64(x[i]))

@@ -1,0 +1,71 @@
+"""The reference erf's Numba loop (ir/erf_loop.py) against the NumPy evaluation (erf64).
+
+Large float32 erfs (an eager erf or exact GELU, a reference run of a compiled call) take the
+loop; its values must be erf64's rounded to float32, bit for bit."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.ir.erf_loop import erf_into
+from fusegrad.ir.ops import erf_gelu
+from fusegrad.ir.ops.erf_gelu import erf64
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for the GELU values")
+
+EDGES = [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 27.0, -27.0, 26.99, 5e-45, -1e-40, 1e-30, 3.4e38, -3.4e38,
+         np.inf, -np.inf, np.nan, 0.5, 3.999, 4.001, 1.0, -2.5]
+
+
+def _float32_sweep():
+    """Every 4099th float32 bit pattern (all exponents, both signs), the edges of the ranges
+    (and their neighbours), and a dense normal sample."""
+    bits = np.arange(0, 2 ** 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array(EDGES, np.float32)
+    near = np.concatenate([np.nextafter(edges, np.float32(np.inf)), np.nextafter(edges, np.float32(-np.inf))])
+    normal = (np.random.default_rng(0).standard_normal(200_000) * 3).astype(np.float32)
+    return np.concatenate([bits, edges, near, normal])
+
+
+def test_the_loop_gives_erf64_rounded_to_float32_bit_for_bit():
+    x = _float32_sweep()
+    out = np.empty_like(x)
+    erf_into(x, out)
+    with np.errstate(all="ignore"):
+        expected = np.asarray(erf64(x), np.float32)
+    np.testing.assert_array_equal(out.view(np.uint32)[~np.isnan(x)], expected.view(np.uint32)[~np.isnan(x)])
+    assert np.isnan(out[np.isnan(x)]).all()
+
+
+def test_large_float32_erf_takes_the_loop_and_small_or_float64_the_numpy_form(monkeypatch):
+    calls = []
+    real = erf_gelu.erf64
+    monkeypatch.setattr(erf_gelu, "erf64", lambda x: calls.append(np.shape(x)) or real(x))
+    monkeypatch.setattr(erf_gelu, "_loop_pays", lambda size: True)
+    big = np.random.default_rng(1).standard_normal((64, 200)).astype(np.float32)
+    y = erf_gelu._erf_ref(big[:, ::2])                  # (a strided view: made contiguous)
+    assert calls == []
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(y, np.asarray(real(big[:, ::2]), np.float32))
+    erf_gelu._erf_ref(big[:2])
+    erf_gelu._erf_ref(big.astype(np.float64))
+    assert calls == [(2, 200), (64, 200)]
+
+
+def test_a_purely_eager_process_takes_the_loop_after_a_million_elements(monkeypatch):
+    monkeypatch.setattr("fusegrad.ir.torch_order_jit._numba_ready", lambda: False)
+    monkeypatch.setattr(erf_gelu, "_ELEMENTS_SEEN", [0])
+    assert not erf_gelu._loop_pays(1 << 19)
+    assert erf_gelu._loop_pays(1 << 19)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_eager_gelu_of_a_large_tensor_matches_torch(approximate):
+    x = np.random.default_rng(2).standard_normal((256, 300)).astype(np.float32) * 4
+    w = fg.tensor(x, requires_grad=True)
+    tw = torch.tensor(x, requires_grad=True)
+    y = fg.nn.functional.gelu(w, approximate=approximate)
+    ty = torch.nn.functional.gelu(tw, approximate=approximate)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=2e-6, atol=2e-6)  # (cancellation below -2: absolute)
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=2e-6, atol=5e-6)  # (1 - t*t as t saturates)

@@ -1,0 +1,55 @@
+"""gather's reference for an index that repeats one vector over x's other axes (index_select's
+expand): whole slices by np.take. Checked against the element-wise form and torch."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.ir.ops.gather import _gather_ref, _region, _repeated_vector
+
+torch = pytest.importorskip("torch", reason="torch is the oracle for index_select")
+
+
+@pytest.mark.parametrize("shape,axis", [((6, 5), 0), ((6, 5), 1), ((3, 4, 5), 1), ((3, 4, 5), 2), ((7,), 0),
+                                        ((1, 5), 0), ((4, 1), 1)])
+def test_a_repeated_vector_index_gathers_as_the_elementwise_form(shape, axis):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    vector = rng.integers(0, shape[axis], 9)
+    index_shape = shape[:axis] + (9,) + shape[axis + 1:]
+    index = np.broadcast_to(vector.reshape((1,) * axis + (9,) + (1,) * (len(shape) - axis - 1)), index_shape)
+    assert _repeated_vector(index, shape, axis) is not None
+    expected = np.ascontiguousarray(x[_region(shape, index, axis)])
+    np.testing.assert_array_equal(_gather_ref(x, index, axis), expected)
+    np.testing.assert_array_equal(_gather_ref(x, np.ascontiguousarray(index), axis), expected)
+
+
+def test_indexes_that_are_no_repeated_vector_take_the_elementwise_form():
+    x = np.arange(12.0).reshape(3, 4)
+    shorter = np.broadcast_to(np.array([[2], [0]]), (2, 2))         # spans less than x on axis 1
+    assert _repeated_vector(shorter, x.shape, 0) is None
+    varying = np.array([[0, 1, 2, 0], [2, 2, 1, 0]])
+    assert _repeated_vector(varying, x.shape, 0) is None
+    np.testing.assert_array_equal(_gather_ref(x, varying, 0), [[0, 5, 10, 3], [8, 9, 6, 3]])
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_values_gradients_and_errors_match_torch(compiled, dim):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    idx = np.array([4, 0, 0, 2])
+
+    def f(L, t, i):
+        return (L.index_select(t, dim, i) * 3).sum(0)
+    ours = fg.compile(lambda t, i: f(fg, t, i)) if compiled else (lambda t, i: f(fg, t, i))
+    w, tw = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, ty = ours(w, fg.tensor(idx)), f(torch, tw, torch.tensor(idx))
+    # (compiled sums add in float64: equal to torch's within float32 rounding, eagerly bit for bit)
+    check = np.testing.assert_allclose if compiled else np.testing.assert_array_equal
+    tolerance = {"rtol": 1e-6} if compiled else {}
+    check(y.detach().numpy(), ty.detach().numpy(), **tolerance)
+    y.sum().backward()
+    ty.sum().backward()
+    check(w.grad.numpy(), tw.grad.numpy(), **tolerance)
+    with pytest.raises(IndexError, match="^index out of range in self$"):
+        fg.tensor(x).index_select(0, fg.tensor([7]))

@@ -58,6 +58,10 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    per kernel, but LLVM's time grows faster than the kernel (Adam over 32
    parameters in one loop: 7.3 s cold, over 8: 0.7 s), and kernels of equal
    size have one source, compiled once.
+8. Vertical fusion stops at MAX_JOINED_ARRAYS (16) arrays (not 0-d values) a
+   kernel reads from memory: a long sum of separately computed terms (an
+   unrolled loop's weight gradient over its steps) becomes several kernels,
+   each compiled quickly, with fewer terms alive at once.
 
 Canonical kernel counts (asserted in tests/test_codegen_schedule.py and, for
 max_dim and cat, tests/test_codegen_cat_max.py):
@@ -161,6 +165,10 @@ MAX_KERNEL_MATH = 64
 
 # Rule 7: the most arrays (reads and writes) a horizontal merge may give a kernel.
 MAX_MERGED_ARRAYS = 64
+# Rule 8: vertical fusion stops at this many arrays read (a sum of 200 matmul products, an
+# unrolled loop's weight gradient, made one kernel of 200 arguments: 12 s of Numba compile,
+# and every product alive at once until it ran: +507 MiB where torch held two)
+MAX_JOINED_ARRAYS = 16
 
 
 # ------------------------------------------------------------------ classification
@@ -443,6 +451,7 @@ class _Scheduler:
     def _join(self, groups: list, ins) -> None:
         if sum(g.math for g in groups) + calls_math(OPS[ins.op]) > MAX_KERNEL_MATH:
             raise NotFusable(f"the kernel would hold more than {MAX_KERNEL_MATH} math calls")
+        self._check_joined_arrays(groups, ins)
         space, axes = _joined_space(groups, ins)
         others = set().union(*(self._deps(v) for v in ins.inputs)) - set(groups)
         if self._reaches(set(groups), others):
@@ -553,6 +562,8 @@ class _Scheduler:
             return False
         if self._array_count((a, b)) > MAX_MERGED_ARRAYS or self._cycles_through(a, b, succ, closure):
             return False
+        if linked and self._arrays_read((a, b)) > MAX_JOINED_ARRAYS:
+            return False            # (rule 8: one reads the other's result, a vertical fusion)
         members = a.members | b.members
         instrs = [i for k in (a, b) for i in k.instrs if id(i) not in self.free]
         try:
@@ -651,6 +662,24 @@ class _Scheduler:
                         if v.id in self.outputs or any(id(c) not in inside for c in self.consumers.get(v.id, ())):
                             writes.add(v.id)
         return len(reads) + len(writes)
+
+    def _check_joined_arrays(self, groups: list, ins) -> None:
+        """Rule 8: a kernel reads at most MAX_JOINED_ARRAYS arrays (not counting 0-d values)
+        from memory. Checked where `ins` brings a new one."""
+        present = set().union(*(g.present for g in groups))
+        producer = self.producer
+        if any(v.type.shape and (producer.get(v.id) is None or id(producer[v.id]) not in present)
+               for v in ins.inputs) and self._arrays_read(groups, ins) > MAX_JOINED_ARRAYS:
+            raise NotFusable(f"the kernel would read more than {MAX_JOINED_ARRAYS} arrays")
+
+    def _arrays_read(self, kernels, ins=None) -> int:
+        """How many arrays (not 0-d values) one kernel holding `kernels` (and `ins`) would
+        read from memory."""
+        present = set().union(*(k.present for k in kernels))
+        producer = self.producer
+        instrs = [i for k in kernels for i in k.instrs] + ([ins] if ins is not None else [])
+        return len({v.id for i in instrs for v in i.inputs
+                    if v.type.shape and (producer.get(v.id) is None or id(producer[v.id]) not in present)})
 
     def _reads(self, k: Kernel) -> set:
         inside = {id(i) for i in k.instrs}

@@ -79,3 +79,28 @@ def test_closure_of_a_small_graph():
     assert not s._cycles_through(c, d, succ, (bit, above, below))
     s.preds[a] = {c}                                                 # not a DAG: no closure
     assert s._closure(s._successors()) is None
+
+
+def test_a_long_sum_of_products_is_cut_into_kernels_of_at_most_16_arrays():
+    """Rule 8 (codegen/schedule.py): vertical fusion, and the sibling merge of a kernel with
+    its reader, stop at MAX_JOINED_ARRAYS arrays read; the sum is still exact in order."""
+    from fusegrad.codegen.schedule import MAX_JOINED_ARRAYS
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 8)).astype(np.float32)
+
+    def f(a, w):
+        acc = a[0] @ w
+        for t in range(1, a.shape[0]):
+            acc = acc + a[t] @ w
+        return acc
+    compiled = fg.compile(f)
+    out = compiled(fg.from_numpy(a), fg.from_numpy(w))
+    np.testing.assert_allclose(out.numpy(), f(fg.from_numpy(a), fg.from_numpy(w)).numpy(), rtol=1e-6, atol=1e-5)
+    text = compiled.explain(fg.from_numpy(a), fg.from_numpy(w))
+    kernels = text.split("\n[")[1:]
+    kernels = [k for k in kernels if "] kernel" in k.split("\n")[0]]
+    assert len(kernels) == 3, text[:3000]
+    for k in kernels:
+        reads = k.split("reads: ")[1].split("\n")[0].split()
+        assert len(reads) <= MAX_JOINED_ARRAYS + 1      # (and the 0-d constant, if any)

@@ -53,3 +53,32 @@ def test_index_select_values_gradients_and_errors_match_torch(compiled, dim):
     check(w.grad.numpy(), tw.grad.numpy(), **tolerance)
     with pytest.raises(IndexError, match="^index out of range in self$"):
         fg.tensor(x).index_select(0, fg.tensor([7]))
+
+
+@pytest.mark.parametrize("shape,axis", [((50, 7), 0), ((6, 40), 1), ((3, 20, 5), 1), ((30,), 0), ((5, 3), 0)])
+def test_scatter_add_of_a_repeated_vector_adds_in_index_order_as_add_at(shape, axis):
+    """index_select's backward (torch's index_add_): slices added in rounds, each slice's
+    additions in index order, bit for bit np.add.at's (duplicates included)."""
+    from fusegrad.ir.ops.gather import _scatter_add_ref
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(np.float32)
+    vector = rng.integers(0, shape[axis], 60)
+    index_shape = shape[:axis] + (60,) + shape[axis + 1:]
+    index = np.broadcast_to(vector.reshape((1,) * axis + (60,) + (1,) * (len(shape) - axis - 1)), index_shape)
+    src = (rng.standard_normal(index_shape) * 100).astype(np.float32)
+    expected = x.copy()
+    np.add.at(expected, _region(shape, index, axis), src)
+    np.testing.assert_array_equal(_scatter_add_ref(x, index, src, axis), expected)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        _scatter_add_ref(x, np.broadcast_to(np.full_like(index[..., :1] if axis != len(shape) - 1 else index,
+                                                         shape[axis]), index.shape), src, axis)
+
+
+def test_index_select_gradient_with_repeated_indices_matches_torch_bit_for_bit():
+    x = np.random.default_rng(5).standard_normal((6, 300)).astype(np.float32)
+    idx = np.array([5, 1, 5, 5, 0, 1, 3])
+    g = (np.random.default_rng(6).standard_normal((7, 300)) * 10).astype(np.float32)
+    w, tw = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    w.index_select(0, fg.tensor(idx)).backward(fg.tensor(g))
+    tw.index_select(0, torch.tensor(idx)).backward(torch.tensor(g))
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())

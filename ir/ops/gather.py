@@ -86,9 +86,29 @@ def _scatter_add_ref(x, index, src, axis):
     ia = _as_1d(index)
     if ia.size == 0:                # (an empty index, of any rank as torch's: nothing added)
         return out.reshape(x.shape)
+    values = _as_1d(src)[tuple(slice(0, n) for n in ia.shape)]
+    vector = _repeated_vector(ia, out.shape, axis)
+    if vector is not None:
+        _check_index(vector, out.shape[axis], axis)
+        _add_slices(np.moveaxis(out, axis, 0), vector, np.moveaxis(values, axis, 0))
+        return out.reshape(x.shape)
     _check_index(ia, out.shape[axis], axis)
-    np.add.at(out, _region(out.shape, ia, axis), _as_1d(src)[tuple(slice(0, n) for n in ia.shape)])
+    np.add.at(out, _region(out.shape, ia, axis), values)
     return out.reshape(x.shape)
+
+
+def _add_slices(out: np.ndarray, vector: np.ndarray, values: np.ndarray) -> None:
+    """out[vector[i]] += values[i] for each i in turn (torch's index_add_, index_select's
+    backward), whole slices at once: in rounds, the k-th occurrence of each index in the
+    k-th, so each slice takes its additions in order (np.add.at of 2048 rows of 1024: 32 ms)."""
+    order = np.argsort(vector, kind="stable")
+    ordered = vector[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    rank = np.empty(len(vector), np.int64)
+    rank[order] = np.arange(len(vector)) - np.repeat(starts, np.diff(np.r_[starts, len(vector)]))
+    for k in range(int(rank.max()) + 1 if len(vector) else 0):
+        picked = np.flatnonzero(rank == k)
+        out[vector[picked]] += values[picked]
 
 
 def _scatter_add_vjp(e, x, y, g, a, n):

@@ -82,3 +82,20 @@ def test_index_select_gradient_with_repeated_indices_matches_torch_bit_for_bit()
     w.index_select(0, fg.tensor(idx)).backward(fg.tensor(g))
     tw.index_select(0, torch.tensor(idx)).backward(torch.tensor(g))
     np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+@pytest.mark.parametrize("shape,dim", [((50, 7), 0), ((6, 40), 1), ((3, 20, 5), 2), ((30,), 0)])
+def test_integer_index_gradient_with_duplicates_and_negatives_matches_torch_bit_for_bit(shape, dim):
+    """x[idx]'s backward (index_put_at, accumulate) adds whole slices in index order."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(np.float32)
+    idx = rng.integers(-shape[dim], shape[dim], 60)
+    g = (rng.standard_normal(shape[:dim] + (60,) + shape[dim + 1:]) * 100).astype(np.float32)
+    w, tw = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    w[(slice(None),) * dim + (fg.tensor(idx),)].backward(fg.tensor(g))
+    tw[(slice(None),) * dim + (torch.tensor(idx),)].backward(torch.tensor(g))
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+    w.grad = tw.grad = None
+    (w[(slice(None),) * dim + (fg.tensor(idx),)] * 3).sum().backward()
+    (tw[(slice(None),) * dim + (torch.tensor(idx),)] * 3).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())

@@ -23,6 +23,7 @@ import numpy as np
 from ..iteration_order import iteration_order
 from ..types import TORCH_SCALAR_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, broadcast_shapes, expands_to, register, shape_str
+from .gather import add_slices
 
 
 
@@ -209,7 +210,13 @@ def put_into(out: np.ndarray, v, indices, dims, accumulate: bool = False) -> np.
     check_bounds(out.shape, indices, dims)
     key = numpy_key(out.ndim, indices, dims)
     v = np.reshape(v, value_shape(v.shape))
-    if accumulate:
+    if accumulate and len(indices) == 1 and np.ndim(indices[0]) == 1 and out.dtype.kind in "fi":
+        # one index vector (x[idx]'s backward, an embedding's): whole slices in index order
+        # (gather.add_slices), as np.add.at adds them one element at a time
+        d, vector = dims[0], np.asarray(indices[0]) % out.shape[dims[0]]
+        target = out.shape[:d] + vector.shape + out.shape[d + 1:]
+        add_slices(np.moveaxis(out, d, 0), vector, np.moveaxis(np.broadcast_to(v, target), d, 0))
+    elif accumulate:
         np.add.at(out, key, v)
     else:
         out[key] = v

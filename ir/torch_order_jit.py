@@ -85,6 +85,22 @@ def worth_compiling(x: np.ndarray) -> bool:
     return _LONG_CALLS[0] >= JIT_AFTER
 
 
+# A purely eager process sets Numba up for ir/reference_loops.py's loops (erf, cumsum) once
+# their NumPy forms have covered this many elements (a fraction of a second of them).
+LOOPS_AFTER_ELEMENTS = 1 << 20
+_LOOP_ELEMENTS = [0]
+
+
+def loop_pays(size: int) -> bool:
+    """Whether a reference computation over `size` elements (at least a few thousand: the
+    caller checks) runs in its Numba loop (ir/reference_loops.py): where Numba is set up,
+    or once a purely eager process's such calls have covered LOOPS_AFTER_ELEMENTS."""
+    if _numba_ready():
+        return True
+    _LOOP_ELEMENTS[0] += size
+    return _LOOP_ELEMENTS[0] >= LOOPS_AFTER_ELEMENTS
+
+
 def lane_square_sums(x: np.ndarray) -> np.ndarray:
     """(rows, lanes) array: lane j of row r adds x[r, j + k * lanes] ** 2 over the whole steps k
     in turn, from 0 (`x`: a 2-d C-contiguous float32 array, 8 lanes, or float64, 4 lanes)."""

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..torch_order_jit import _in_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, OpDef, register
 
@@ -54,35 +55,22 @@ def erf64(x) -> np.ndarray:
     return np.where(np.isnan(x), np.nan, result)
 
 
-# Numba's loop (ir/erf_loop.py) takes erf of this many elements where Numba is set up in the
-# process; a purely eager one sets it up (about 0.3 s) once its erfs have covered
-# _JIT_AFTER_ELEMENTS elements in NumPy (about 0.2 s of them at 200 ns an element).
+# Numba's loop (ir/reference_loops.py) takes erfs of this many float32 elements, where it pays
+# (torch_order_jit.loop_pays).
 _LOOP_FROM = 1 << 12
-_JIT_AFTER_ELEMENTS = 1 << 20
-_ELEMENTS_SEEN = [0]
 
 
 def _erf_ref(x):
     x = np.asarray(x)
     # (float32 only: the loop's float64 values may differ from NumPy's in the last bits, where
     # libm's exp and NumPy's differ, which rounding to float32 never shows: tests sweep it)
-    if x.size >= _LOOP_FROM and x.dtype == np.float32 and _loop_pays(x.size):
-        from ..erf_loop import erf_into
-        from ..torch_order_jit import _in_blocks
+    if x.size >= _LOOP_FROM and x.dtype == np.float32 and loop_pays(x.size):
+        from ..reference_loops import erf_into
         flat = np.ascontiguousarray(x).reshape(-1)
         out = np.empty(flat.shape, x.dtype)
         _in_blocks(lambda lo, hi: erf_into(flat[lo:hi], out[lo:hi]), flat.size, flat.size)
         return out.reshape(x.shape)
     return np.asarray(erf64(x), dtype=x.dtype)
-
-
-def _loop_pays(size: int) -> bool:
-    """Whether an erf of `size` elements runs in Numba's loop (see _LOOP_FROM)."""
-    from ..torch_order_jit import _numba_ready
-    if _numba_ready():
-        return True
-    _ELEMENTS_SEEN[0] += size
-    return _ELEMENTS_SEEN[0] >= _JIT_AFTER_ELEMENTS
 
 
 # torch's erf backward: grad * 2/sqrt(pi) * exp(-x^2)

@@ -1,11 +1,17 @@
-"""The reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a Numba
-loop, for large arrays: NumPy evaluates every range's polynomial for every element (about
+"""Reference computations NumPy does slowly, as Numba loops for large arrays (the policy:
+torch_order_jit.loop_pays): erf and cumsum.
+
+erf: the reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a loop: NumPy evaluates every range's polynomial for every element (about
 60 float64 passes), so an eager erf or exact GELU of 1M float32 elements took ~0.2 s
 (torch: 1-2 ms). Here each element evaluates its own range, with the same float64
 operations in the same order; the exponentials are libm's (NumPy's may differ from them in
-the last bit of a double, which float32 results never see). In a module of its own, imported
-on first use, as ir/torch_order_loops.py (see there: defining a Numba function starts
-Numba's code generator)."""
+the last bit of a double, which float32 results never see).
+
+cumsum: torch's running sum of each row in double, each result rounded once (NumPy's
+float64 cumsum of a float32 row converts it first: 40 ms for 4M elements, torch 5).
+
+In a module of its own, imported on first use, as ir/torch_order_loops.py (see there:
+defining a Numba function starts Numba's code generator)."""
 from __future__ import annotations
 
 import math
@@ -51,3 +57,20 @@ def erf_into(x, out):
     """out[i] = erf(x[i]) rounded once to out's dtype (1-d arrays of one length)."""
     for i in range(x.shape[0]):
         out[i] = _erf(np.float64(x[i]))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def running_sums_into(x, out, reverse):
+    """out[r, i]: the sum of x[r, :i + 1] (x[r, i:] when `reverse`) added in turn in float64
+    from +0, rounded once to out's dtype (2-d C-contiguous arrays of one shape)."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        acc = 0.0
+        if reverse:
+            for i in range(n - 1, -1, -1):
+                acc += np.float64(x[r, i])
+                out[r, i] = acc
+        else:
+            for i in range(n):
+                acc += np.float64(x[r, i])
+                out[r, i] = acc

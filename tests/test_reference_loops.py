@@ -1,12 +1,13 @@
-"""The reference erf's Numba loop (ir/erf_loop.py) against the NumPy evaluation (erf64).
+"""The reference computations' Numba loops (ir/reference_loops.py) against their NumPy forms.
 
 Large float32 erfs (an eager erf or exact GELU, a reference run of a compiled call) take the
-loop; its values must be erf64's rounded to float32, bit for bit."""
+erf loop; its values must be erf64's rounded to float32, bit for bit. Running sums (cumsum
+along the last dim) take the scan loop: NumPy's float64 cumsum's values, and torch's."""
 import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.ir.erf_loop import erf_into
+from fusegrad.ir.reference_loops import erf_into
 from fusegrad.ir.ops import erf_gelu
 from fusegrad.ir.ops.erf_gelu import erf64
 
@@ -40,7 +41,7 @@ def test_large_float32_erf_takes_the_loop_and_small_or_float64_the_numpy_form(mo
     calls = []
     real = erf_gelu.erf64
     monkeypatch.setattr(erf_gelu, "erf64", lambda x: calls.append(np.shape(x)) or real(x))
-    monkeypatch.setattr(erf_gelu, "_loop_pays", lambda size: True)
+    monkeypatch.setattr(erf_gelu, "loop_pays", lambda size: True)
     big = np.random.default_rng(1).standard_normal((64, 200)).astype(np.float32)
     y = erf_gelu._erf_ref(big[:, ::2])                  # (a strided view: made contiguous)
     assert calls == []
@@ -51,11 +52,12 @@ def test_large_float32_erf_takes_the_loop_and_small_or_float64_the_numpy_form(mo
     assert calls == [(2, 200), (64, 200)]
 
 
-def test_a_purely_eager_process_takes_the_loop_after_a_million_elements(monkeypatch):
-    monkeypatch.setattr("fusegrad.ir.torch_order_jit._numba_ready", lambda: False)
-    monkeypatch.setattr(erf_gelu, "_ELEMENTS_SEEN", [0])
-    assert not erf_gelu._loop_pays(1 << 19)
-    assert erf_gelu._loop_pays(1 << 19)
+def test_a_purely_eager_process_takes_the_loops_after_a_million_elements(monkeypatch):
+    from fusegrad.ir import torch_order_jit
+    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: False)
+    monkeypatch.setattr(torch_order_jit, "_LOOP_ELEMENTS", [0])
+    assert not torch_order_jit.loop_pays(1 << 19)
+    assert torch_order_jit.loop_pays(1 << 19)
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -69,3 +71,32 @@ def test_eager_gelu_of_a_large_tensor_matches_torch(approximate):
     y.sum().backward()
     ty.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=2e-6, atol=5e-6)  # (1 - t*t as t saturates)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 100), (4, 5, 300), (5000,), (3, 4096)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_running_sums_loop_matches_numpys_float64_cumsum_and_torch(monkeypatch, dtype, shape, reverse):
+    from fusegrad.ir.ops import more_math
+    monkeypatch.setattr(more_math, "loop_pays", lambda size: True)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(shape).astype(dtype)
+    x.flat[0] = -0.0                    # (a sum starts from +0: torch's first result is +0)
+    x.flat[7] = np.nan if x.size > 100 else x.flat[7]
+    wide = np.flip(np.cumsum(np.flip(x, -1), -1, dtype=np.float64), -1) if reverse else \
+        np.cumsum(x, -1, dtype=np.float64)
+    expected = np.ascontiguousarray(wide + 0, dtype)
+    got = more_math._cumsum_ref(x, -1, reverse)
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    t = torch.tensor(x)
+    theirs = (t.flip(-1).cumsum(-1).flip(-1) if reverse else t.cumsum(-1)).numpy()
+    np.testing.assert_array_equal(got, theirs)
+
+
+def test_eager_cumsum_and_its_gradient_match_torch():
+    x = np.random.default_rng(9).standard_normal((40, 300)).astype(np.float32)
+    w, tw = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (w.cumsum(-1) * fg.tensor(x)).sum().backward()
+    (tw.cumsum(-1) * torch.tensor(x)).sum().backward()
+    np.testing.assert_array_equal(w.cumsum(1).detach().numpy(), tw.cumsum(1).detach().numpy())
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)

@@ -675,7 +675,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             ins = instrs[k]
             if any(o.id in needed for o in ins.outputs) and ins.outputs[0].id not in known:
                 cone.append(ins)
+                needed.difference_update(o.id for o in ins.outputs)
                 needed.update(x.id for x in ins.inputs if x.id not in known)
+                if not needed:
+                    break               # (every value it needs is produced at or after k)
         for ins in reversed(cone):
             outs = reference_apply(ins, [known[x.id] for x in ins.inputs])
             for o, a in zip(ins.outputs, outs):
@@ -685,6 +688,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         while k < len(instrs) and instrs[k].outputs[0].id in known:
             k += 1
         self.instrs_known = k
+
 
 class TraceContext:
     """Installs a Trace for the duration of a compiled call."""

@@ -210,7 +210,8 @@ def put_into(out: np.ndarray, v, indices, dims, accumulate: bool = False) -> np.
     check_bounds(out.shape, indices, dims)
     key = numpy_key(out.ndim, indices, dims)
     v = np.reshape(v, value_shape(v.shape))
-    if accumulate and len(indices) == 1 and np.ndim(indices[0]) == 1 and out.dtype.kind in "fi":
+    if accumulate and len(indices) == 1 and np.ndim(indices[0]) == 1 and out.dtype.kind in "fi" and \
+            out.shape[dims[0]]:
         # one index vector (x[idx]'s backward, an embedding's): whole slices in index order
         # (gather.add_slices), as np.add.at adds them one element at a time
         d, vector = dims[0], np.asarray(indices[0]) % out.shape[dims[0]]

@@ -1,9 +1,9 @@
 """Reference computations NumPy does slowly, as Numba loops for large arrays (the policy:
 torch_order_jit.loop_pays): erf and cumsum.
 
-erf: the reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a loop: NumPy evaluates every range's polynomial for every element (about
-60 float64 passes), so an eager erf or exact GELU of 1M float32 elements took ~0.2 s
-(torch: 1-2 ms). Here each element evaluates its own range, with the same float64
+erf: the reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a
+loop. NumPy evaluates every range's polynomial for every element (about 60 float64
+passes), so an eager erf or exact GELU of 1M float32 elements took ~0.2 s (torch: 1-2 ms). Here each element evaluates its own range, with the same float64
 operations in the same order; the exponentials are libm's (NumPy's may differ from them in
 the last bit of a double, which float32 results never see).
 

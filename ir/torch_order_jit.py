@@ -101,6 +101,15 @@ def loop_pays(size: int) -> bool:
     return _LOOP_ELEMENTS[0] >= LOOPS_AFTER_ELEMENTS
 
 
+def by_row_blocks(loop, rows: np.ndarray, *args) -> np.ndarray:
+    """`loop(rows[lo:hi], out[lo:hi], *args)` over blocks of `rows` (on threads at once where
+    large: _in_blocks); returns `out`, of rows' shape and dtype. (One row per element for a
+    1-d array.)"""
+    out = np.empty(rows.shape, rows.dtype)
+    _in_blocks(lambda lo, hi: loop(rows[lo:hi], out[lo:hi], *args), len(rows), rows.size)
+    return out
+
+
 def lane_square_sums(x: np.ndarray) -> np.ndarray:
     """(rows, lanes) array: lane j of row r adds x[r, j + k * lanes] ** 2 over the whole steps k
     in turn, from 0 (`x`: a 2-d C-contiguous float32 array, 8 lanes, or float64, 4 lanes)."""

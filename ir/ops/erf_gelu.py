@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..torch_order_jit import _in_blocks, loop_pays
+from ..torch_order_jit import by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, OpDef, register
 
@@ -66,10 +66,7 @@ def _erf_ref(x):
     # libm's exp and NumPy's differ, which rounding to float32 never shows: tests sweep it)
     if x.size >= _LOOP_FROM and x.dtype == np.float32 and loop_pays(x.size):
         from ..reference_loops import erf_into
-        flat = np.ascontiguousarray(x).reshape(-1)
-        out = np.empty(flat.shape, x.dtype)
-        _in_blocks(lambda lo, hi: erf_into(flat[lo:hi], out[lo:hi]), flat.size, flat.size)
-        return out.reshape(x.shape)
+        return by_row_blocks(erf_into, np.ascontiguousarray(x).reshape(-1)).reshape(x.shape)
     return np.asarray(erf64(x), dtype=x.dtype)
 
 

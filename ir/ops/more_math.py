@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .. import rounded
-from ..torch_order_jit import _in_blocks, loop_pays
+from ..torch_order_jit import by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from ..types import TensorType, int64
 from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, reduced_shape
@@ -171,6 +171,8 @@ register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsum
 
 # ------------------------------------------------------------------ cumsum
 _SCAN_LOOP_FROM = 1 << 12       # running sums of this many elements take the loop where it pays
+
+
 def _cumsum_ref(x, axis, reverse):
     # torch's CPU kernel accumulates a float32 sum in double, rounding each result once
     wide = np.float64 if x.dtype.kind == "f" else x.dtype
@@ -181,9 +183,7 @@ def _cumsum_ref(x, axis, reverse):
         # rows summed in a Numba loop (ir/reference_loops.py), the same additions in double
         from ..reference_loops import running_sums_into
         rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
-        out = np.empty(rows.shape, x.dtype)
-        _in_blocks(lambda lo, hi: running_sums_into(rows[lo:hi], out[lo:hi], reverse), len(rows), x.size)
-        return out.reshape(x.shape)
+        return by_row_blocks(running_sums_into, rows, reverse).reshape(x.shape)
     # (a sum starts from +0, as torch's: a leading -0. sums to 0; the result is row-major)
     if reverse:
         return np.ascontiguousarray(np.flip(np.cumsum(np.flip(x, axis), axis, dtype=wide), axis) + 0, x.dtype)

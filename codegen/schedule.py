@@ -362,12 +362,14 @@ class _Scheduler:
                 stack.append(m)
         return False
 
-    def _closure(self, succ: dict):
+    def _closure(self) -> tuple:
         """(bit, ancestors, descendants): each node's bit, and the bits (Python ints) of the
         nodes above and below it, for the many pair tests of _merge_siblings: a pair's
         cycle test is then a few integer operations, where a search of the graph per pair
         made first calls cubic in an unrolled loop's length (an RNN of 200 steps: 13 s of
-        scheduling, 400 steps: 88 s). None should the graph not be a DAG."""
+        scheduling, 400 steps: 88 s). The graph is a DAG (no merge makes a cycle): else an
+        internal error, as when the steps are ordered."""
+        succ = self._successors()
         waiting = {n: len(ps) for n, ps in self.preds.items()}
         nodes = set(self.nodes) | set(waiting) | set(succ)
         ready = [n for n in nodes if not waiting.get(n)]
@@ -380,7 +382,7 @@ class _Scheduler:
                 if not waiting[m]:
                     ready.append(m)
         if len(order) != len(nodes):
-            return None
+            raise AssertionError("internal error: the fusion schedule has a cycle")
         bit = {n: 1 << k for k, n in enumerate(order)}
         above = {}
         for n in order:
@@ -531,14 +533,13 @@ class _Scheduler:
         while merged:
             merged = False
             kernels = self._kernels()
-            succ = self._successors()
-            closure = self._closure(succ)
+            closure = self._closure()
             i = 0
             while i < len(kernels):
                 a, j = kernels[i], i + 1
                 while j < len(kernels):
                     b = kernels[j]
-                    if (a, b) in failed or not self._may_merge_siblings(a, b, reads, succ, closure):
+                    if (a, b) in failed or not self._may_merge_siblings(a, b, reads, closure):
                         failed.add((a, b))
                         j += 1
                         continue
@@ -547,20 +548,19 @@ class _Scheduler:
                     reads.pop(b)
                     reads[a] = self._reads(a)
                     failed = {pair for pair in failed if a not in pair}
-                    succ = self._successors()
-                    closure = self._closure(succ)
+                    closure = self._closure()
                     merged = True
                     j = i + 1
                 i += 1
 
-    def _may_merge_siblings(self, a: Kernel, b: Kernel, reads: dict, succ: dict, closure) -> bool:
-        """Whether `a` and `b` may become one kernel (rules 3, 6 and 7), cheapest test first."""
+    def _may_merge_siblings(self, a: Kernel, b: Kernel, reads: dict, closure: tuple) -> bool:
+        """Whether `a` and `b` may become one kernel (rules 3, 6, 7 and 8), cheapest test first."""
         if a.space != b.space or (a.axes and b.axes and a.axes != b.axes):
             return False
         linked = b in self.preds[a] or a in self.preds[b]
         if (not (reads[a] & reads[b]) and not linked) or a.math + b.math > MAX_KERNEL_MATH:
             return False
-        if self._array_count((a, b)) > MAX_MERGED_ARRAYS or self._cycles_through(a, b, succ, closure):
+        if self._array_count((a, b)) > MAX_MERGED_ARRAYS or self._cycles_through(a, b, closure):
             return False
         if linked and self._arrays_read((a, b)) > MAX_JOINED_ARRAYS:
             return False            # (rule 8: one reads the other's result, a vertical fusion)
@@ -574,11 +574,9 @@ class _Scheduler:
             return False
         return True
 
-    def _cycles_through(self, a: Kernel, b: Kernel, succ: dict, closure) -> bool:
+    def _cycles_through(self, a: Kernel, b: Kernel, closure: tuple) -> bool:
         """Whether a path leaves {a, b} and comes back (merging them would make a cycle): some
-        other node lies below one of them and above one of them (_reaches without a closure)."""
-        if closure is None:
-            return self._reaches({a, b}, set(), succ)
+        other node lies below one of them and above one of them (`closure`: _closure())."""
         bit, above, below = closure
         pair = bit[a] | bit[b]
         return bool((below[a] | below[b]) & (above[a] | above[b]) & ~pair)
@@ -665,21 +663,25 @@ class _Scheduler:
 
     def _check_joined_arrays(self, groups: list, ins) -> None:
         """Rule 8: a kernel reads at most MAX_JOINED_ARRAYS arrays (not counting 0-d values)
-        from memory. Checked where `ins` brings a new one."""
+        from memory. Counted only where `ins` brings a new one."""
         present = set().union(*(g.present for g in groups))
-        producer = self.producer
-        if any(v.type.shape and (producer.get(v.id) is None or id(producer[v.id]) not in present)
-               for v in ins.inputs) and self._arrays_read(groups, ins) > MAX_JOINED_ARRAYS:
+        if any(self._array_from_memory(v, present) for v in ins.inputs) and \
+                self._arrays_read(groups, ins, present) > MAX_JOINED_ARRAYS:
             raise NotFusable(f"the kernel would read more than {MAX_JOINED_ARRAYS} arrays")
 
-    def _arrays_read(self, kernels, ins=None) -> int:
+    def _arrays_read(self, kernels, ins=None, present: set | None = None) -> int:
         """How many arrays (not 0-d values) one kernel holding `kernels` (and `ins`) would
-        read from memory."""
-        present = set().union(*(k.present for k in kernels))
-        producer = self.producer
+        read from memory (`present`: the ids of their instructions, if known)."""
+        if present is None:
+            present = set().union(*(k.present for k in kernels))
         instrs = [i for k in kernels for i in k.instrs] + ([ins] if ins is not None else [])
-        return len({v.id for i in instrs for v in i.inputs
-                    if v.type.shape and (producer.get(v.id) is None or id(producer[v.id]) not in present)})
+        return len({v.id for i in instrs for v in i.inputs if self._array_from_memory(v, present)})
+
+    def _array_from_memory(self, v, present: set) -> bool:
+        """Whether a kernel whose instructions' ids are `present` reads array `v` (not a 0-d
+        value) from memory: nothing in it computes v."""
+        p = self.producer.get(v.id)
+        return bool(v.type.shape) and (p is None or id(p) not in present)
 
     def _reads(self, k: Kernel) -> set:
         inside = {id(i) for i in k.instrs}

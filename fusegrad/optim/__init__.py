@@ -49,7 +49,7 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-_STEP_BINDERS: dict = {}      # class name -> step's argument binder (Optimizer._closure_argument)
+_STEP_BINDERS: dict = {}      # optimizer class -> step's argument binder (Optimizer._closure_argument)
 
 
 class Optimizer:
@@ -176,13 +176,13 @@ class Optimizer:
         """The `closure` of step(*args, **kwargs), bound by a function with torch's signature
         `step(self, closure=None)` named as torch's (`SGD.step`, `Adam.step` for AdamW, which
         inherits it there): a bad call raises Python's own TypeError with torch's text."""
-        owner = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
-        binder = _STEP_BINDERS.get(owner)
+        binder = _STEP_BINDERS.get(type(self))
         if binder is None:
             def binder(self, closure=None):
                 return closure
+            owner = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
             binder.__qualname__ = f"{owner}.step"
-            _STEP_BINDERS[owner] = binder
+            _STEP_BINDERS[type(self)] = binder
         return binder(self, *args, **kwargs)
 
     def _step(self, closure: Callable | None = None):

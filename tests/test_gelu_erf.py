@@ -68,6 +68,35 @@ def test_gelu_second_derivative_matches_torch(approximate):
         np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_double_backward_is_torchs_gelu_backward_node(approximate):
+    """A create_graph gradient records GeluBackwardBackward0 (torch's gelu_backward op), whose
+    own gradients, to the incoming gradient and to x, match torch in float64, eager and compiled."""
+    xs = np.linspace(-6, 6, 25)
+    ws = np.cos(np.arange(25.0))
+
+    def run(lib):
+        x = lib.tensor(xs, requires_grad=True)
+        w = lib.tensor(ws, requires_grad=True)
+        (g,) = lib.autograd.grad((lib.nn.functional.gelu(x, approximate=approximate) * w).sum(), x,
+                                 create_graph=True)
+        hx, hw = lib.autograd.grad((g * g).sum(), [x, w])
+        return type(g.grad_fn).__name__, g.detach().numpy(), hx.numpy(), hw.numpy()
+    ours, theirs = run(fg), run(torch)
+    assert ours[0] == theirs[0] == "GeluBackwardBackward0"
+    for o, t in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(o, t, rtol=1e-12, atol=1e-14)
+
+    def second(x):
+        return fg.grad(lambda v: fg.nn.functional.gelu(v, approximate=approximate).sum())(x).sum()
+    compiled = fg.compile(fg.grad(second))(fg.tensor(xs)).numpy()
+    eager = fg.grad(second)(fg.tensor(xs)).numpy()
+    np.testing.assert_allclose(compiled, eager, rtol=1e-12, atol=1e-14)
+    tx = torch.tensor(xs, requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.gelu(tx, approximate=approximate).sum(), tx, create_graph=True)
+    np.testing.assert_allclose(eager, torch.autograd.grad(tg.sum(), tx)[0].numpy(), rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("call", [lambda lib, x: lib.nn.functional.gelu(x, approximate="bad"),
                                   lambda lib, x: lib.nn.functional.gelu(x.long()),
                                   lambda lib, x: lib.nn.functional.gelu(x, "tanh")], ids=["approximate", "long", "positional"])

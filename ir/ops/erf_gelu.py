@@ -1,8 +1,11 @@
 """erf and gelu. NumPy has no erf: the reference evaluates W. J. Cody's rational
 Chebyshev approximations (1969; the SPECFUN CALERF ranges |x| <= 0.46875, <= 4 and
 beyond) in float64, within 4 ulp of libm's double erf and so correctly rounded to
-float32; kernels call libm's erf (codegen's fg_erf). gelu follows torch's formulas,
-exact ('none': x/2 * (1 + erf(x/sqrt 2))) and 'tanh', forward and backward."""
+float32; kernels call codegen's fg_erf (float32: vectorised, within 1 ulp; float64: libm's).
+gelu follows torch's formulas, exact ('none': x/2 * (1 + erf(x/sqrt 2))) and 'tanh'; its
+gradient is torch's gelu_backward op, whose own gradient is torch's gelu_double_backward.
+Eager execution runs codegen's loops for float32 erf, gelu and gelu_backward
+(codegen/eager_loops.py, lent through EAGER_FORMS); the references here stay the oracle."""
 from __future__ import annotations
 
 import math
@@ -100,7 +103,13 @@ def _gelu_decompose(e, xs, a):
 
 
 def _gelu_vjp(e, x, y, g, a, n):
-    xv, grad = x[0], g[0]
+    # torch's gelu_backward(grad, self, approximate), as its op: a create_graph gradient records
+    # GeluBackwardBackward0 and differentiates by torch's double-backward formula
+    return [e.op("gelu_backward", g[0], x[0], approximate=a["approximate"])]
+
+
+def _gelu_backward_decompose(e, xs, a):
+    grad, xv = xs
     if a["approximate"] == "tanh":
         # torch's gelu_backward, tanh: 0.5 * (1 + t) + 0.5 x (1 - t^2) * beta * (1 + 3 kappa x^2)
         x_sq = e.mul(xv, xv)
@@ -113,6 +122,54 @@ def _gelu_vjp(e, x, y, g, a, n):
     cdf = e.mul(e.add(e.op("erf", e.mul(xv, _SQRT1_2)), 1), 0.5)
     pdf = e.mul(e.exp(e.mul(e.mul(xv, xv), -0.5)), _ALPHA)
     return [e.mul(grad, e.add(cdf, e.mul(xv, pdf)))]
+
+
+def _gelu_backward_ref(grad, x, approximate):
+    # The decomposition's operations in order, in the result's dtype
+    dtype = np.result_type(grad, x)
+    t = dtype.type
+    x = x.astype(dtype, copy=False)
+    if approximate == "tanh":
+        x_sq = x * x
+        th = np.tanh((x + x_sq * x * t(_KAPPA)) * t(_BETA))
+        left = (th + t(1)) * t(0.5)
+        right = x * t(0.5) * (t(1) - th * th) * t(_BETA) * (x_sq * t(3 * _KAPPA) + t(1))
+        return np.asarray(grad * (left + right), dtype=dtype)
+    cdf = (_erf_ref(x * t(_SQRT1_2)) + t(1)) * t(0.5)
+    pdf = np.exp(x * x * t(-0.5)) * t(_ALPHA)
+    return np.asarray(grad * (cdf + x * pdf), dtype=dtype)
+
+
+def _gelu_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> gelu_backward(grad, self, approximate); self ->
+    # gelu_double_backward(grad, grad_output, self, approximate) = grad * grad_output * gelu''(self)
+    grad, xv = x
+    first = e.op("gelu_backward", g[0], xv, approximate=a["approximate"]) if n[0] else None
+    second = None
+    if n[1]:
+        if a["approximate"] == "tanh":
+            # f = x/2, g = 1 - tanh(inner)^2, h = beta (1 + 3 kappa x^2): gelu' = f'gh + (f g h)',
+            # gelu'' = 2 f'gh + f h g' + f g h', g' = -2 g tanh(inner) h (torch's 2 sech * -sech tanh * h)
+            x_sq = e.mul(xv, xv)
+            th = e.op("tanh", e.mul(e.add(xv, e.mul(e.mul(x_sq, xv), _KAPPA)), _BETA))
+            f = e.mul(xv, 0.5)
+            gg = e.sub(1, e.mul(th, th))
+            h = e.mul(e.add(e.mul(x_sq, 3 * _KAPPA), 1), _BETA)
+            f_prime_gh = e.mul(e.mul(gg, h), 0.5)
+            g_prime_fh = e.mul(e.mul(f, h), e.mul(e.mul(e.mul(gg, th), h), -2.0))
+            h_prime_fg = e.mul(e.mul(f, gg), e.mul(xv, 6 * _KAPPA * _BETA))
+            second_derivative = e.add(e.add(e.add(f_prime_gh, f_prime_gh), g_prime_fh), h_prime_fg)
+        else:
+            x_sq = e.mul(xv, xv)
+            pdf = e.mul(e.exp(e.mul(x_sq, -0.5)), _ALPHA)
+            second_derivative = e.sub(e.mul(pdf, 2.0), e.mul(x_sq, pdf))
+        second = e.mul(e.mul(g[0], grad), second_derivative)
+    return [first, second]
+
+
+register(OpDef("gelu_backward", COMPOSITE, _infer_map("gelu_backward", float_only=True), _gelu_backward_ref,
+               _gelu_backward_vjp, decompose=_gelu_backward_decompose,
+               doc="gelu_backward(grad, self; approximate): gelu's gradient, torch's formulas"))
 
 
 register(OpDef("gelu", COMPOSITE, _infer_map("gelu", float_only=True), _gelu_ref, _gelu_vjp,

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import threaded
 from .buffers import MIN_POOLED_BYTES, POOL
-from .ops import OPS
+from .ops import OPS, eager_form
 from .program import Instr, Program
 from .rounded import UFUNC_TYPES
 
@@ -197,15 +197,15 @@ class StraightLine:
 
     `run_program` looks up each op, rebuilds its attributes and keys values by
     id on every run; that is most of the cost of a program of a few ops on a
-    handful of elements. Here it is done once: each step holds its reference
-    function, attribute dict, output types and the slots of a flat list that
-    its arguments and results live in, and instructions that read only
-    constants (`const`, and anything computed from constants alone) are run
-    once, here, with read-only results. On large arrays, a step whose reference
-    is a NumPy ufunc writes into the array of an argument that dies there, when
-    an earlier ufunc step of the same run made it (so nothing else holds it)
-    and its type is the result's: one allocation and one pass over memory
-    fewer. The program must read nothing but its inputs.
+    handful of elements. Here it is done once: each step holds its eager form
+    (the op's reference, or a faster form lent to eager execution: ops.eager_form),
+    attribute dict, output types and the slots of a flat list that its arguments
+    and results live in, and instructions that read only constants (`const`, and
+    anything computed from constants alone) are run once, here, with read-only
+    results. On large arrays, a step whose reference is a NumPy ufunc writes into
+    the array of an argument that dies there, when an earlier ufunc step of the
+    same run made it (so nothing else holds it) and its type is the result's: one
+    allocation and one pass over memory fewer. The program must read nothing but its inputs.
     """
 
     __slots__ = ("n_inputs", "template", "steps", "output_slots", "single")
@@ -231,7 +231,7 @@ class StraightLine:
                 types[k] = v.type
             template.extend([None] * len(out_slots))
             if all(k in folded for k in arg_slots):
-                results = apply_ref(opdef.ref, [template[k] for k in arg_slots], attrs, out_types)
+                results = apply_ref(eager_form(opdef), [template[k] for k in arg_slots], attrs, out_types)
                 for k, r in zip(out_slots, results):
                     r.flags.writeable = False       # shared by every run
                     template[k] = r
@@ -239,7 +239,7 @@ class StraightLine:
             else:
                 writer = into_writer(opdef, [in_types[k] if k in in_types else types[k] for k in arg_slots],
                                      out_types, attrs)
-                planned.append((opdef.ref, attrs, out_types, arg_slots, out_slots, writer))
+                planned.append((eager_form(opdef), attrs, out_types, arg_slots, out_slots, writer))
         self.n_inputs = len(program.inputs)
         self.template = template
         self.output_slots = tuple(slots[v.id] for v in program.outputs)

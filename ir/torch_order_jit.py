@@ -105,8 +105,13 @@ def by_row_blocks(loop, rows: np.ndarray, *args) -> np.ndarray:
     """`loop(rows[lo:hi], out[lo:hi], *args)` over blocks of `rows` (on threads at once where
     large: _in_blocks); returns `out`, of rows' shape and dtype. (One row per element for a
     1-d array.)"""
-    out = np.empty(rows.shape, rows.dtype)
-    _in_blocks(lambda lo, hi: loop(rows[lo:hi], out[lo:hi], *args), len(rows), rows.size)
+    return sliced_blocks(loop, (rows,), np.empty(rows.shape, rows.dtype), *args)
+
+
+def sliced_blocks(loop, operands: tuple, out: np.ndarray, *args) -> np.ndarray:
+    """`loop(*(a[lo:hi] for a in operands), out[lo:hi], *args)` over blocks of the rows of
+    `out` and of the operands (as long as it), on threads at once where large; returns `out`."""
+    _in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in operands], out[lo:hi], *args), len(out), out.size)
     return out
 
 

@@ -16,7 +16,7 @@ from fusegrad.ir import threaded
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, apply_ref_into, apply_ref_small, into_writer
-from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, REDUCE, infer_types
+from fusegrad.ir.ops import ELEMENTWISE, OPAQUE, REDUCE, eager_form, infer_types
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
@@ -195,7 +195,7 @@ class _Plan:
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
-        self.op, self.ref = op, opdef.ref
+        self.op, self.ref = op, eager_form(opdef)
         self.frozen = freeze_attrs(attrs)
         self.in_types = tuple(type_of(x) for x in inputs)
         self.out_types = tuple(infer_types(opdef, self.in_types, attrs, self.frozen))
@@ -466,7 +466,7 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
         _check_no_partial_overlap(out._data, arrays)    # (before the shapes: torch checks this first)
     frozen = freeze_attrs(attrs)
     out_types = infer_types(opdef, in_types, attrs, frozen)
-    results = apply_ref(opdef.ref, arrays, attrs, out_types)
+    results = apply_ref(eager_form(opdef), arrays, attrs, out_types)
     record = opdef.vjp is not None and True in needs and is_grad_enabled()
     if out is not None and out._base is not None and is_grad_enabled() and (record or out._base._requires_grad):
         return _inplace_on_view(op, inputs, attrs, name, out)

@@ -21,7 +21,7 @@ from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, backward as e
 from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.interpreter import apply_ref, ufunc_into
-from fusegrad.ir.ops import broadcast_shapes, infer_types
+from fusegrad.ir.ops import broadcast_shapes, eager_form, infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
 
@@ -649,8 +649,8 @@ def _evaluate_vjp(node, needs: tuple, given: tuple, seeds: list) -> list:
 
 
 class _Evaluator(Builder):
-    """A Builder that runs each instruction's NumPy reference as it is emitted;
-    `fetch(value)` supplies a value it reads that it did not compute."""
+    """A Builder that runs each instruction's eager form (its NumPy reference, or the faster
+    form a higher layer lent: ir.ops.eager_form) as it is emitted; `fetch(value)` supplies a value it reads that it did not compute."""
 
     def __init__(self, fetch):
         super().__init__(Program())
@@ -673,7 +673,7 @@ class _Evaluator(Builder):
         args = [self.array(v) for v in inputs]
         out_types = infer_types(opdef, tuple([v.type for v in inputs]), attrs, freeze_attrs(attrs))
         outs = tuple([Value(t) for t in out_types])
-        for v, r in zip(outs, apply_ref(opdef.ref, args, attrs, out_types)):
+        for v, r in zip(outs, apply_ref(eager_form(opdef), args, attrs, out_types)):
             self.env[v.id] = r
         return outs[0] if len(outs) == 1 else outs
 

@@ -97,6 +97,19 @@ OPS: dict[str, OpDef] = {}
 VALUE_CHECKED: set = set()
 
 
+# Faster eager forms of some ops' references, lent by a higher layer (codegen/eager_loops.py
+# lends Numba loops of its vectorised math): op name -> a callable with the reference's
+# signature, which falls back to the reference where it does not apply. Eager dispatch and
+# the eager backward call them (`eager_form`); the reference executor never does, so compiled
+# kernels are still checked against the references themselves.
+EAGER_FORMS: dict[str, Callable] = {}
+
+
+def eager_form(opdef: OpDef) -> Callable:
+    """The callable eager execution runs for `opdef`: its lent eager form, else its reference."""
+    return EAGER_FORMS.get(opdef.name, opdef.ref)
+
+
 def register(op: OpDef) -> OpDef:
     """Add `op` to the table; each name may be declared only once."""
     if op.name in OPS:

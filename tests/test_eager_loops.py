@@ -1,0 +1,109 @@
+"""Eager forms lent by codegen/eager_loops.py (ir.ops.EAGER_FORMS): float32 erf, exact GELU
+and GELU's gradient run as loops over the vectorised math. Their values must be the compiled
+kernels' bit for bit, within fg_erf's ulp of the references; float64, tanh GELU and calls the
+loop policy declines must run the references themselves."""
+import math
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.codegen import eager_loops
+from fusegrad.ir.ops import EAGER_FORMS, OPS, eager_form
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.999, 1.001, 3.92, -3.92, 4.0, 30.0, -30.0, 1e-40, -1e-30, 3.4e38, -3.4e38,
+            np.inf, -np.inf, np.nan]
+
+
+def _sample(shape=(300, 70)):
+    x = (np.random.default_rng(3).standard_normal(shape) * 3).astype(np.float32)
+    x.flat[:len(SPECIALS)] = SPECIALS
+    return x
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    nan = np.isnan(a)
+    np.testing.assert_array_equal(nan, np.isnan(b))
+    np.testing.assert_array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))
+
+
+# (the references are called here as eager dispatch calls them: with NumPy's warnings off)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.fixture
+def loops_pay(monkeypatch):
+    monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
+
+
+def test_erf_gelu_and_gelu_backward_are_lent_and_the_reference_executor_keeps_the_references():
+    assert {"erf", "gelu", "gelu_backward"} <= set(EAGER_FORMS)
+    for op in ("erf", "gelu", "gelu_backward"):
+        assert eager_form(OPS[op]) is EAGER_FORMS[op] is not OPS[op].ref
+    assert eager_form(OPS["exp"]) is OPS["exp"].ref
+
+
+def test_eager_values_and_gradient_are_the_compiled_kernels_bits(loops_pay):
+    x = _sample()
+    weights = fg.tensor(np.linspace(-2, 2, x.size, dtype=np.float32).reshape(x.shape))
+
+    def loss(t):
+        return (fg.nn.functional.gelu(t) * weights).sum()
+    t = fg.tensor(x, requires_grad=True)
+    _same_bits(fg.erf(t).detach().numpy(), fg.compile(lambda v: v.erf())(fg.tensor(x)).numpy())
+    _same_bits(fg.nn.functional.gelu(t).detach().numpy(),
+               fg.compile(lambda v: fg.nn.functional.gelu(v))(fg.tensor(x)).numpy())
+    loss(t).backward()
+    _, grad = fg.compile(fg.value_and_grad(loss))(fg.tensor(x))
+    _same_bits(t.grad.numpy(), grad.numpy())
+
+
+def test_eager_forms_are_within_an_ulp_of_the_references(loops_pay):
+    x = _sample()
+    ref_erf = OPS["erf"].ref(x)
+    got = EAGER_FORMS["erf"](x)
+    finite = np.isfinite(ref_erf)
+    ulps = np.abs(got[finite].astype(np.float64) - ref_erf[finite]) / np.spacing(np.abs(ref_erf[finite]))
+    assert ulps.max() <= 1
+    # gelu and its gradient: an ulp of erf, scaled by x/2 (and 1 + erf cancelling below -3)
+    g = np.random.default_rng(4).standard_normal(x.shape).astype(np.float32)
+    for got, want in ((EAGER_FORMS["gelu"](x), OPS["gelu"].ref(x, "none")),
+                      (EAGER_FORMS["gelu_backward"](g, x), OPS["gelu_backward"].ref(g, x, "none"))):
+        np.testing.assert_allclose(got, want, rtol=3e-7, atol=4e-7 * np.abs(x).max(where=np.isfinite(x), initial=0))
+
+
+def test_strided_operands_and_a_broadcast_gradient(loops_pay):
+    x = _sample((70, 300)).T                    # (a transpose: laid out in memory as (70, 300))
+    _same_bits(EAGER_FORMS["erf"](x), EAGER_FORMS["erf"](np.ascontiguousarray(x)))
+    g = np.float32(0.5) * np.ones((1, 70), np.float32)
+    got = EAGER_FORMS["gelu_backward"](g, x)
+    assert got.shape == x.shape and got.dtype == np.float32
+    _same_bits(got, EAGER_FORMS["gelu_backward"](np.broadcast_to(g, x.shape).copy(), np.ascontiguousarray(x)))
+
+
+def test_float64_tanh_and_declined_calls_run_the_references(monkeypatch):
+    x = _sample()
+    wide = x.astype(np.float64)
+    np.testing.assert_array_equal(EAGER_FORMS["erf"](wide).view(np.uint64), OPS["erf"].ref(wide).view(np.uint64))
+    _same_bits(EAGER_FORMS["gelu"](x, approximate="tanh"), OPS["gelu"].ref(x, "tanh"))
+    monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
+    _same_bits(EAGER_FORMS["erf"](x), OPS["erf"].ref(x))
+    _same_bits(EAGER_FORMS["gelu"](x), OPS["gelu"].ref(x, "none"))
+    g = np.ones_like(x)
+    _same_bits(EAGER_FORMS["gelu_backward"](g, x), OPS["gelu_backward"].ref(g, x, "none"))
+    assert EAGER_FORMS["erf"](np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_eager_gelu_of_a_large_tensor_runs_one_loop_per_pass(loops_pay, monkeypatch):
+    """The forward is one loop, the backward one more (not eleven NumPy passes)."""
+    from fusegrad.codegen import eager_loops_jit
+    calls = []
+    for name in ("gelu_into", "gelu_backward_into", "erf_into"):
+        real = getattr(eager_loops_jit, name)
+        monkeypatch.setattr(eager_loops_jit, name, lambda *a, _n=name, _r=real: calls.append(_n) or _r(*a))
+    x = fg.tensor(_sample((64, 64)), requires_grad=True)
+    fg.nn.functional.gelu(x).sum().backward()
+    assert calls == ["gelu_into", "gelu_backward_into"]
+    assert math.isfinite(float(x.grad.numpy()[1, 1]))

@@ -1,12 +1,15 @@
-"""Eager forms of float32 erf and exact GELU, forward and backward (ir.ops.registry.EAGER_FORMS):
-loops over the vectorised math, so that eager code gets the speed and the values of compiled code.
+"""Eager forms of float32 ops whose NumPy references are slow (ir.ops.EAGER_FORMS): erf, exact
+GELU and its gradient, leaky_relu and its gradient, elu and silu, as loops over the vectorised
+math, so that eager code gets the speed and the values of compiled code.
 
-Their references evaluate Cody's erf in float64, correctly rounded to float32 but slow: an
-eager exact GELU of 4M float32 elements took 50 ms (torch: 0.8), and its backward, eleven NumPy
-passes, 50 ms more. The loops here take 2-3 ms each. They compute what a compiled kernel
-computes, operation for operation (as ir/ops/erf_gelu.py decomposes gelu and gelu_backward), so
-eager and compiled results are the same bits; against the references they differ by at most
-fg_erf's and fg_exp's 1 ulp.
+erf's reference evaluates Cody's ranges in float64, correctly rounded to float32 but slow: an
+eager exact GELU of 4M float32 elements took 50 ms (torch: 0.8), its backward, eleven NumPy
+passes, 50 ms more. The activations' references are np.where over temporaries, on one thread:
+leaky_relu 31 ms, elu 30, silu 12 (torch 0.8-8.6). The loops take 1-3 ms each (measured on
+2048x2048). They compute what a compiled kernel computes, operation for operation (as the op
+table's kernel expressions and decompositions say), so eager and compiled results are the
+same bits; against the references they differ by at most the vectorised math's 1 ulp (erf,
+exp, expm1), and leaky_relu's not at all.
 
 The loops are Numba functions, defined in codegen/eager_loops_jit.py and imported on the first
 call that takes them (torch_order_jit.loop_pays: Numba set up in the process, or a purely eager
@@ -20,52 +23,49 @@ from fusegrad.ir.ops import EAGER_FORMS, OPS
 from fusegrad.ir.torch_order_jit import loop_pays, sliced_blocks
 
 
-def _takes_loop(x: np.ndarray) -> bool:
-    return x.dtype == np.float32 and x.size > 0 and loop_pays(x.size)
-
-
-def _flat_loop(loop, *operands: np.ndarray) -> np.ndarray:
-    """loop(*flat operands, out) over the elements of same-shaped float32 operands in row-major
-    order (on threads where large); returns out in their shape."""
+def _flat_loop(loop, operands: list, scalars: tuple) -> np.ndarray:
+    """loop(*flat operands, out, *scalars) over the elements of same-shaped float32 operands
+    in row-major order (on threads where large); returns out in their shape."""
     flat = [np.ascontiguousarray(a).reshape(-1) for a in operands]
-    return sliced_blocks(loop, flat, np.empty(flat[0].shape, np.float32)).reshape(operands[0].shape)
+    out = np.empty(flat[0].shape, np.float32)
+    return sliced_blocks(loop, flat, out, *scalars).reshape(operands[0].shape)
 
 
-def _lend_erf(reference):
-    def erf_eager(x):
-        """erf: fg_erf's loop on float32 (within 1 ulp), else the reference."""
-        x = np.asarray(x)
-        if not _takes_loop(x):
-            return reference(x)
-        from .eager_loops_jit import erf_into
-        return _flat_loop(erf_into, x)
-    return erf_eager
+def _lend(op: str, loop: str, arrays: int = 1, applies=None) -> None:
+    """Lend `op` the eager form running codegen/eager_loops_jit.py's `loop` on its first
+    `arrays` arguments (float32 arrays, broadcast to one shape) and the rest as float32
+    scalars (0-d arrays), where `applies(**attrs)` (default: always), the arrays are float32
+    and the policy (torch_order_jit.loop_pays) takes it; elsewhere the op's reference."""
+    reference = OPS[op].ref
+
+    def eager_form(*args, **attrs):
+        operands = [np.asarray(a) for a in args[:arrays]]
+        scalars = [np.asarray(a) for a in args[arrays:]]
+        if (applies is not None and not applies(**attrs)) \
+                or any(a.dtype != np.float32 for a in operands + scalars) \
+                or any(s.ndim for s in scalars) or not _takes_loop(operands[-1]):
+            return reference(*args, **attrs)
+        if len({a.shape for a in operands}) > 1:
+            operands = np.broadcast_arrays(*operands)
+        from . import eager_loops_jit
+        return _flat_loop(getattr(eager_loops_jit, loop), operands, tuple(s[()] for s in scalars))
+    eager_form.__name__ = eager_form.__qualname__ = f"{op}_eager"
+    eager_form.__doc__ = f"{op}: codegen/eager_loops_jit.py's {loop} where it applies, else the reference."
+    EAGER_FORMS[op] = eager_form
 
 
-def _lend_gelu(reference):
-    def gelu_eager(x, approximate="none"):
-        """Exact GELU: one loop over fg_erf on float32; the tanh form and others: the reference."""
-        x = np.asarray(x)
-        if approximate != "none" or not _takes_loop(x):
-            return reference(x, approximate)
-        from .eager_loops_jit import gelu_into
-        return _flat_loop(gelu_into, x)
-    return gelu_eager
+def _takes_loop(x: np.ndarray) -> bool:
+    return x.size > 0 and loop_pays(x.size)
 
 
-def _lend_gelu_backward(reference):
-    def gelu_backward_eager(grad, x, approximate="none"):
-        """Exact GELU's gradient: one loop on float32 operands; others: the reference."""
-        grad, x = np.asarray(grad), np.asarray(x)
-        if approximate != "none" or grad.dtype != np.float32 or not _takes_loop(x):
-            return reference(grad, x, approximate)
-        if grad.shape != x.shape:
-            grad, x = np.broadcast_arrays(grad, x)
-        from .eager_loops_jit import gelu_backward_into
-        return _flat_loop(gelu_backward_into, grad, x)
-    return gelu_backward_eager
+def _exact(approximate="none") -> bool:
+    return approximate == "none"
 
 
-EAGER_FORMS["erf"] = _lend_erf(OPS["erf"].ref)
-EAGER_FORMS["gelu"] = _lend_gelu(OPS["gelu"].ref)
-EAGER_FORMS["gelu_backward"] = _lend_gelu_backward(OPS["gelu_backward"].ref)
+_lend("erf", "erf_into")
+_lend("gelu", "gelu_into", applies=_exact)
+_lend("gelu_backward", "gelu_backward_into", arrays=2, applies=_exact)
+_lend("leaky_relu", "leaky_relu_into")
+_lend("leaky_relu_backward", "leaky_relu_backward_into", arrays=2)
+_lend("elu", "elu_into")
+_lend("silu", "silu_into")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .vmath import fg_erf, fg_exp
+from .vmath import fg_erf, fg_exp, fg_expm1
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
@@ -42,3 +42,34 @@ def gelu_backward_into(grad, x, out):
         cdf = (fg_erf(v * _SQRT1_2) + _ONE) * _HALF
         pdf = fg_exp((v * v) * _MINUS_HALF) * _ALPHA
         out[i] = grad[i] * (cdf + v * pdf)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def leaky_relu_into(x, out, slope):
+    """out[i] = x[i] where x[i] > 0, else x[i] * slope (torch's; the reference's bits)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v if v > 0 else v * slope
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def leaky_relu_backward_into(grad, x, out, slope):
+    """out[i] = grad[i] where x[i] > 0, else grad[i] * slope (the reference's bits)."""
+    for i in range(x.shape[0]):
+        out[i] = grad[i] if x[i] > 0 else grad[i] * slope
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elu_into(x, out, alpha):
+    """out[i] = x[i] where x[i] > 0, else fg_expm1(x[i]) * alpha (a compiled kernel's bits)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v if v > 0 else fg_expm1(v) * alpha
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def silu_into(x, out):
+    """out[i] = x[i] / (fg_exp(-x[i]) + 1) (a compiled kernel's bits)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v / (fg_exp(-v) + _ONE)

@@ -1,7 +1,8 @@
 """Eager forms lent by codegen/eager_loops.py (ir.ops.EAGER_FORMS): float32 erf, exact GELU
-and GELU's gradient run as loops over the vectorised math. Their values must be the compiled
-kernels' bit for bit, within fg_erf's ulp of the references; float64, tanh GELU and calls the
-loop policy declines must run the references themselves."""
+and its gradient, leaky_relu and its gradient, elu and silu run as loops over the vectorised
+math. Their values must be the compiled kernels' bit for bit, within an ulp of the references
+(leaky_relu's: the same bits); float64, tanh GELU and calls the loop policy declines must run
+the references themselves."""
 import math
 
 import numpy as np
@@ -38,9 +39,12 @@ def loops_pay(monkeypatch):
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
 
 
-def test_erf_gelu_and_gelu_backward_are_lent_and_the_reference_executor_keeps_the_references():
-    assert {"erf", "gelu", "gelu_backward"} <= set(EAGER_FORMS)
-    for op in ("erf", "gelu", "gelu_backward"):
+LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "silu")
+
+
+def test_the_forms_are_lent_and_the_reference_executor_keeps_the_references():
+    assert set(LENT) <= set(EAGER_FORMS)
+    for op in LENT:
         assert eager_form(OPS[op]) is EAGER_FORMS[op] is not OPS[op].ref
     assert eager_form(OPS["exp"]) is OPS["exp"].ref
 
@@ -69,8 +73,8 @@ def test_eager_forms_are_within_an_ulp_of_the_references(loops_pay):
     assert ulps.max() <= 1
     # gelu and its gradient: an ulp of erf, scaled by x/2 (and 1 + erf cancelling below -3)
     g = np.random.default_rng(4).standard_normal(x.shape).astype(np.float32)
-    for got, want in ((EAGER_FORMS["gelu"](x), OPS["gelu"].ref(x, "none")),
-                      (EAGER_FORMS["gelu_backward"](g, x), OPS["gelu_backward"].ref(g, x, "none"))):
+    for got, want in ((EAGER_FORMS["gelu"](x, approximate="none"), OPS["gelu"].ref(x, "none")),
+                      (EAGER_FORMS["gelu_backward"](g, x, approximate="none"), OPS["gelu_backward"].ref(g, x, "none"))):
         np.testing.assert_allclose(got, want, rtol=3e-7, atol=4e-7 * np.abs(x).max(where=np.isfinite(x), initial=0))
 
 
@@ -78,9 +82,9 @@ def test_strided_operands_and_a_broadcast_gradient(loops_pay):
     x = _sample((70, 300)).T                    # (a transpose: laid out in memory as (70, 300))
     _same_bits(EAGER_FORMS["erf"](x), EAGER_FORMS["erf"](np.ascontiguousarray(x)))
     g = np.float32(0.5) * np.ones((1, 70), np.float32)
-    got = EAGER_FORMS["gelu_backward"](g, x)
+    got = EAGER_FORMS["gelu_backward"](g, x, approximate="none")
     assert got.shape == x.shape and got.dtype == np.float32
-    _same_bits(got, EAGER_FORMS["gelu_backward"](np.broadcast_to(g, x.shape).copy(), np.ascontiguousarray(x)))
+    _same_bits(got, EAGER_FORMS["gelu_backward"](np.broadcast_to(g, x.shape).copy(), np.ascontiguousarray(x), approximate="none"))
 
 
 def test_float64_tanh_and_declined_calls_run_the_references(monkeypatch):
@@ -90,9 +94,9 @@ def test_float64_tanh_and_declined_calls_run_the_references(monkeypatch):
     _same_bits(EAGER_FORMS["gelu"](x, approximate="tanh"), OPS["gelu"].ref(x, "tanh"))
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
     _same_bits(EAGER_FORMS["erf"](x), OPS["erf"].ref(x))
-    _same_bits(EAGER_FORMS["gelu"](x), OPS["gelu"].ref(x, "none"))
+    _same_bits(EAGER_FORMS["gelu"](x, approximate="none"), OPS["gelu"].ref(x, "none"))
     g = np.ones_like(x)
-    _same_bits(EAGER_FORMS["gelu_backward"](g, x), OPS["gelu_backward"].ref(g, x, "none"))
+    _same_bits(EAGER_FORMS["gelu_backward"](g, x, approximate="none"), OPS["gelu_backward"].ref(g, x, "none"))
     assert EAGER_FORMS["erf"](np.zeros((0, 3), np.float32)).shape == (0, 3)
 
 
@@ -107,3 +111,34 @@ def test_eager_gelu_of_a_large_tensor_runs_one_loop_per_pass(loops_pay, monkeypa
     fg.nn.functional.gelu(x).sum().backward()
     assert calls == ["gelu_into", "gelu_backward_into"]
     assert math.isfinite(float(x.grad.numpy()[1, 1]))
+
+
+F = fg.nn.functional
+ACTIVATIONS = {"leaky_relu": lambda t: F.leaky_relu(t, 0.07), "elu": lambda t: F.elu(t, 1.3), "silu": F.silu}
+
+
+def _reference_args(name, x):
+    """The arrays eager dispatch hands the op: x, and the 0-d parameter of x's dtype."""
+    return (x,) if name == "silu" else (x, x.dtype.type({"leaky_relu": 0.07, "elu": 1.3}[name]))
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_eager_activations_are_the_compiled_kernels_bits_and_near_the_references(loops_pay, name):
+    f = ACTIVATIONS[name]
+    x = _sample()
+    t = fg.tensor(x, requires_grad=True)
+    eager = f(t)
+    _same_bits(eager.detach().numpy(), fg.compile(f)(fg.tensor(x)).numpy())
+    reference = OPS[name].ref(*_reference_args(name, x))
+    np.testing.assert_allclose(eager.detach().numpy(), reference, rtol=3e-7, atol=0)
+    if name == "leaky_relu":        # (a select and one product: the reference's bits)
+        _same_bits(eager.detach().numpy(), reference)
+        g = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
+        (grad,) = fg.autograd.grad(eager, t, fg.tensor(g))
+        _same_bits(grad.numpy(), OPS["leaky_relu_backward"].ref(g, x, np.float32(0.07)))
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_float64_activations_run_the_references(loops_pay, name):
+    args = _reference_args(name, _sample().astype(np.float64))
+    np.testing.assert_array_equal(EAGER_FORMS[name](*args).view(np.uint64), OPS[name].ref(*args).view(np.uint64))

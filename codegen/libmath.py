@@ -42,6 +42,7 @@ from fusegrad.ir.fma_jit import llvm_fma
 
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf", "fg_erfc",
+    "fg_exp2", "fg_log2", "fg_log10", "fg_sinh", "fg_cosh", "fg_atanh", "fg_tan",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
     "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
     "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64", "fg_fma",
@@ -173,6 +174,41 @@ def fg_erf(x):
 def fg_erfc(x):
     """The complementary error function (libm's erfc/erfcf)."""
     return python_entry(fg_erfc, x)
+
+
+def fg_exp2(x):
+    """2**x (libm's exp2/exp2f)."""
+    return python_entry(fg_exp2, x)
+
+
+def fg_log2(x):
+    """Base-2 logarithm (libm's log2/log2f)."""
+    return python_entry(fg_log2, x)
+
+
+def fg_log10(x):
+    """Base-10 logarithm (libm's log10/log10f)."""
+    return python_entry(fg_log10, x)
+
+
+def fg_sinh(x):
+    """Hyperbolic sine (libm's sinh/sinhf)."""
+    return python_entry(fg_sinh, x)
+
+
+def fg_cosh(x):
+    """Hyperbolic cosine (libm's cosh/coshf)."""
+    return python_entry(fg_cosh, x)
+
+
+def fg_atanh(x):
+    """Inverse hyperbolic tangent (libm's atanh/atanhf)."""
+    return python_entry(fg_atanh, x)
+
+
+def fg_tan(x):
+    """Tangent (libm's tan/tanf)."""
+    return python_entry(fg_tan, x)
 
 
 def fg_softplus(x):
@@ -460,6 +496,14 @@ overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_erf, make_libm_unary(math.erf))
 overload_by_kind(fg_erfc, make_libm_unary(math.erfc))
+# (NumPy's ufuncs on scalars: Numba calls libm's function for the scalar's type)
+overload_by_kind(fg_exp2, make_libm_unary(np.exp2))
+overload_by_kind(fg_log2, make_libm_unary(np.log2))
+overload_by_kind(fg_log10, make_libm_unary(np.log10))
+overload_by_kind(fg_sinh, make_libm_unary(np.sinh))
+overload_by_kind(fg_cosh, make_libm_unary(np.cosh))
+overload_by_kind(fg_atanh, make_libm_unary(np.arctanh))
+overload_by_kind(fg_tan, make_libm_unary(np.tan))
 overload_by_kind(fg_sqrt, make_libm_unary(math.sqrt))
 overload_by_kind(fg_sin, make_libm_unary(math.sin))
 overload_by_kind(fg_cos, make_libm_unary(math.cos))

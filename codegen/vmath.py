@@ -12,8 +12,8 @@ loop however large the loop body, and the loop vectoriser turns the whole
 body into packed SIMD code. No fast-math flags are used: NaN, inf and signed
 zeros keep IEEE semantics.
 
-Each function keeps its argument's precision (float32 in, float32 arithmetic
-and result). Special values follow torch (see `codegen/libmath.py`, the libm
+Each function keeps its argument's precision (float32 in, float32 result;
+some evaluate in float64 inside, as the table says). Special values follow torch (see `codegen/libmath.py`, the libm
 twin with identical semantics, for the list).
 
 Algorithms and measured max errors in ulp. float32: distance to the float64
@@ -48,6 +48,13 @@ fg_erf       float32, in float32: x + x*Q(x*x) for |x| < 1, else 1 - e**-(t*t)  
              squares fits, float32 coefficients: relative error 1.5e-9 /
              1.7e-8), t*t split exactly by an FMA residual.
              float64: libm, so a float64 loop using it does not vectorise
+fg_exp2,     float32: the float64 functions here, rounded once: exp2 =        1     libm
+fg_log2,     exp(x*ln2) (an integer x: 2**x exactly, so ties round as the
+fg_log10,    exact value), log2/log10 = log(x)/ln2, /ln10, sinh =
+fg_sinh,     (t + t/(t+1))/2 with t = expm1(|x|), cosh = (e + 1/e)/2, atanh
+fg_cosh,     = log1p(2|x|/(1-|x|))/2, tan = fg_sin's reduction and sin/cos
+fg_atanh,    polynomials, s/c or -c/s (|x| clamped at 100 where that keeps
+fg_tan       float64 finite). Exact cases stay exact (tested). float64: libm.
 fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
              float64: log|x| as a double-double (s = f/(2+f) and 2s**3/3
              carried exactly, then TwoSums), y*log|x| with an FMA residual,
@@ -485,6 +492,85 @@ def _make_erf(ft):
     return impl
 
 
+# --------------------------------------------------------------------- float32 in float64
+# exp2, log2, log10, sinh, cosh, atanh and tan of a float32 x: evaluated in float64 by the
+# float64 functions above (each within 2 float64 ulp), then rounded once to float32. The
+# float64 error, ~2**-51 relative, reaches the float32 result only when the exact value lies
+# that close to a float32 rounding boundary; exact cases stay exact (exp2 of an integer, log2
+# of a power of two, log10 of a power of ten: the float64 value is within 2**-50 of them).
+# float64 x: libm's (a call per element).
+_INV_LN2_64 = 1.4426950408889634
+_INV_LN10_64 = 0.4342944819032518
+_LN2_64 = 0.6931471805599453
+# |x| beyond which float32 sinh/cosh overflow (89.42) and atanh's argument is done: clamped,
+# so that the float64 intermediates stay finite
+_HYPERBOLIC_CLAMP = 100.0
+
+
+def _make_exp2(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.exp2)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        y = fg_exp(d * _LN2_64)
+        # An integer x gives 2**x exactly (float64 holds it), so that a float32 tie rounds as
+        # the exact value does: exp2(-150) = 2**-150 is half the least denormal, and 0.
+        k = -1100.0 if d < -1100.0 else (1100.0 if d > 1100.0 else d)
+        return np.float32(_ldexp_k(1.0, k) if _rint(d) == d else y)
+    return impl
+
+
+def _make_log_scaled(numpy_fn, scale):
+    def make(ft):
+        if ft is not np.float32:
+            return libmath.make_libm_unary(numpy_fn)(ft)
+
+        def impl(x):
+            return np.float32(fg_log(np.float64(x)) * scale)
+        return impl
+    return make
+
+
+def _make_sinh(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.sinh)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        a = abs(d)
+        a = _HYPERBOLIC_CLAMP if a > _HYPERBOLIC_CLAMP else a   # (NaN stays NaN)
+        t = fg_expm1(a)
+        # sinh(a) = (e**a - e**-a)/2 = (t + t/(t + 1))/2: no cancellation for small a
+        return np.float32(_copysign(0.5 * (t + t / (t + 1.0)), d))
+    return impl
+
+
+def _make_cosh(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.cosh)(ft)
+
+    def impl(x):
+        a = abs(np.float64(x))
+        a = _HYPERBOLIC_CLAMP if a > _HYPERBOLIC_CLAMP else a
+        e = fg_exp(a)
+        return np.float32(0.5 * e + 0.5 / e)
+    return impl
+
+
+def _make_atanh(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.arctanh)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        a = abs(d)
+        # atanh(a) = log1p(2a/(1 - a))/2; 1 - a is exact for a float32 a in float64; a = 1
+        # gives log1p(inf) = inf, a > 1 log1p(< -1) = NaN
+        return np.float32(_copysign(0.5 * fg_log1p((a + a) / (1.0 - a)), d))
+    return impl
+
+
 # --------------------------------------------------------------------- pow
 def _pow_special(ft):
     """The C99 cases of pow around `core(|x|, y)`, which handles x >= 0."""
@@ -791,6 +877,24 @@ def _make_cos_near(ft):
     return _make_sincos32(True, _reduce_near) if ft is np.float32 else _make_sincos64_near(True)
 
 
+def _make_tan(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.tan)(ft)
+    sp = _SINP
+    cp = _COSP
+
+    def impl(x):
+        # fg_sin's reduction (the whole float32 range) and polynomials, then one quotient
+        r, n = _reduce_quadrant(np.float64(x))
+        z = r * r
+        s = _fmuladd(r * z, _horner(z, sp), r)
+        c = _fmuladd(z * z, _horner(z, cp), 1.0 - 0.5 * z)
+        odd = n == 1.0 or n == 3.0
+        y = np.float32((-c if odd else s) / (s if odd else c))
+        return x if x == 0 else y                                # tan(-0.0) = -0.0
+    return impl
+
+
 # --------------------------------------------------------------------- public names
 def fg_exp(x):
     """e**x."""
@@ -835,6 +939,41 @@ def fg_erf(x):
 def fg_erfc(x):
     """The complementary error function: libm's (erfcf / erfc), a call per element."""
     return python_entry(fg_erfc, x)
+
+
+def fg_exp2(x):
+    """2**x (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_exp2, x)
+
+
+def fg_log2(x):
+    """Base-2 logarithm (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_log2, x)
+
+
+def fg_log10(x):
+    """Base-10 logarithm (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_log10, x)
+
+
+def fg_sinh(x):
+    """Hyperbolic sine (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_sinh, x)
+
+
+def fg_cosh(x):
+    """Hyperbolic cosine (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_cosh, x)
+
+
+def fg_atanh(x):
+    """Inverse hyperbolic tangent (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_atanh, x)
+
+
+def fg_tan(x):
+    """Tangent (float32: vectorisable, fg_sin's reduction, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_tan, x)
 
 
 def fg_sqrt(x):
@@ -912,6 +1051,13 @@ overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_erf, _make_erf)
 overload_by_kind(fg_erfc, libmath.make_libm_unary(math.erfc))
+overload_by_kind(fg_exp2, _make_exp2)
+overload_by_kind(fg_log2, _make_log_scaled(np.log2, _INV_LN2_64))
+overload_by_kind(fg_log10, _make_log_scaled(np.log10, _INV_LN10_64))
+overload_by_kind(fg_sinh, _make_sinh)
+overload_by_kind(fg_cosh, _make_cosh)
+overload_by_kind(fg_atanh, _make_atanh)
+overload_by_kind(fg_tan, _make_tan)
 overload_by_kind(fg_sqrt, _make_sqrt)
 overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)

@@ -295,7 +295,7 @@ elementwise("acosh", rounded.RoundedUfunc(np.arccosh),
             lambda e, x, y, g, a, n: [e.mul(g[0], e.op("rsqrt", _square_plus(e, x[0], -1)))], "np.arccosh({0})",
             float_only=True)
 elementwise("atanh", rounded.RoundedUfunc(np.arctanh),
-            lambda e, x, y, g, a, n: [e.mul(g[0], e.div(1, e.sub(1, e.mul(x[0], x[0]))))], "np.arctanh({0})",
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.div(1, e.sub(1, e.mul(x[0], x[0]))))], "fg_atanh({0})",
             float_only=True)
 
 

@@ -76,20 +76,20 @@ register(OpDef("rsqrt", COMPOSITE, _infer_map("rsqrt", float_only=True), lambda 
                decompose=lambda e, xs, a: [e.div(e.const(1, xs[0]), e.sqrt(xs[0]))], doc="1 / sqrt(x)"))
 # log2 / log10 backward: grad / (self * ln 2) and grad / (self * ln 10); exp2: grad * result * ln 2
 elementwise("log2", rounded.RoundedUfunc(np.log2),
-            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN2))], "np.log2({0})", float_only=True)
+            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN2))], "fg_log2({0})", float_only=True)
 elementwise("log10", rounded.RoundedUfunc(np.log10),
-            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN10))], "np.log10({0})", float_only=True)
+            lambda e, x, y, g, a, n: [e.div(g[0], e.mul(x[0], _LN10))], "fg_log10({0})", float_only=True)
 elementwise("exp2", rounded.RoundedUfunc(np.exp2),
-            lambda e, x, y, g, a, n: [e.mul(e.mul(g[0], y[0]), _LN2)], "np.exp2({0})", float_only=True)
+            lambda e, x, y, g, a, n: [e.mul(e.mul(g[0], y[0]), _LN2)], "fg_exp2({0})", float_only=True)
 
 # ------------------------------------------------------------------ hyperbolic and trigonometric
 elementwise("sinh", rounded.RoundedUfunc(np.sinh),
-            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("cosh", x[0]))], "np.sinh({0})", float_only=True)
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("cosh", x[0]))], "fg_sinh({0})", float_only=True)
 elementwise("cosh", rounded.RoundedUfunc(np.cosh),
-            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("sinh", x[0]))], "np.cosh({0})", float_only=True)
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.op("sinh", x[0]))], "fg_cosh({0})", float_only=True)
 # tan backward: grad * (1 + result**2)
 elementwise("tan", rounded.RoundedUfunc(np.tan),
-            lambda e, x, y, g, a, n: [e.mul(g[0], e.add(e.mul(y[0], y[0]), 1))], "np.tan({0})",
+            lambda e, x, y, g, a, n: [e.mul(g[0], e.add(e.mul(y[0], y[0]), 1))], "fg_tan({0})",
             float_only=True)
 
 

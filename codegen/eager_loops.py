@@ -1,5 +1,5 @@
 """Eager forms of float32 ops whose NumPy references are slow (ir.ops.EAGER_FORMS): erf, exact
-GELU and its gradient, leaky_relu and its gradient, elu and silu, as loops over the vectorised
+GELU and its gradient, leaky_relu and its gradient, elu and its gradient, and silu, as loops over the vectorised
 math, so that eager code gets the speed and the values of compiled code.
 
 erf's reference evaluates Cody's ranges in float64, correctly rounded to float32 but slow: an
@@ -62,10 +62,15 @@ def _exact(approximate="none") -> bool:
     return approximate == "none"
 
 
+def _from_input(from_result=False) -> bool:
+    return not from_result
+
+
 _lend("erf", "erf_into")
 _lend("gelu", "gelu_into", applies=_exact)
 _lend("gelu_backward", "gelu_backward_into", arrays=2, applies=_exact)
 _lend("leaky_relu", "leaky_relu_into")
 _lend("leaky_relu_backward", "leaky_relu_backward_into", arrays=2)
 _lend("elu", "elu_into")
+_lend("elu_backward", "elu_backward_into", arrays=2, applies=_from_input)
 _lend("silu", "silu_into")

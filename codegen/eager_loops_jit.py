@@ -73,3 +73,12 @@ def silu_into(x, out):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = v / (fg_exp(-v) + _ONE)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elu_backward_into(grad, x, out, alpha):
+    """out[i] = (grad[i] * alpha) * fg_exp(x[i]) where x[i] <= 0, else grad[i] (elu's gradient
+    from its input, a compiled kernel's bits)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]

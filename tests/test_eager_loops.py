@@ -1,8 +1,8 @@
 """Eager forms lent by codegen/eager_loops.py (ir.ops.EAGER_FORMS): float32 erf, exact GELU
-and its gradient, leaky_relu and its gradient, elu and silu run as loops over the vectorised
-math. Their values must be the compiled kernels' bit for bit, within an ulp of the references
-(leaky_relu's: the same bits); float64, tanh GELU and calls the loop policy declines must run
-the references themselves."""
+and its gradient, leaky_relu and its gradient, elu and its gradient, and silu run as loops
+over the vectorised math. Their values must be the compiled kernels' bit for bit, within an
+ulp of the references (leaky_relu's: the same bits); float64, tanh GELU and calls the loop
+policy declines must run the references themselves."""
 import math
 
 import numpy as np
@@ -39,7 +39,7 @@ def loops_pay(monkeypatch):
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
 
 
-LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "silu")
+LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu")
 
 
 def test_the_forms_are_lent_and_the_reference_executor_keeps_the_references():
@@ -131,6 +131,11 @@ def test_eager_activations_are_the_compiled_kernels_bits_and_near_the_references
     _same_bits(eager.detach().numpy(), fg.compile(f)(fg.tensor(x)).numpy())
     reference = OPS[name].ref(*_reference_args(name, x))
     np.testing.assert_allclose(eager.detach().numpy(), reference, rtol=3e-7, atol=0)
+    if name == "elu":               # (its gradient from the input: a loop too, the compiled kernel's bits)
+        weights = np.linspace(-1, 1, x.size, dtype=np.float32).reshape(x.shape)
+        (grad,) = fg.autograd.grad(eager, t, fg.tensor(weights))
+        _, compiled = fg.compile(fg.value_and_grad(lambda v: (f(v) * fg.tensor(weights)).sum()))(fg.tensor(x))
+        _same_bits(grad.numpy(), compiled.numpy())
     if name == "leaky_relu":        # (a select and one product: the reference's bits)
         _same_bits(eager.detach().numpy(), reference)
         g = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)

@@ -130,17 +130,47 @@ def _elu_ref(x, alpha, from_result=False):
 
 
 def _elu_vjp(e, x, y, g, a, n):
-    # torch's elu_backward: from the input, grad * alpha * exp(x) where x <= 0 (EluBackward0);
-    # from the result of an in-place elu_ (EluBackward1), grad * (result + alpha) there
-    # (selected where x <= 0, as torch's kernel: a NaN input passes the gradient through)
-    # The value that scales the gradient enters through where(v < 0, v, 0): equal to v where
-    # it is selected (v <= 0), but with torch's elu_double_backward's derivative, whose mask
-    # is v < 0, so a second derivative at exactly 0 is 0, not alpha.
-    if a.get("from_result"):
-        negative = e.where(e.lt(y[0], 0), y[0], 0)
-        return [e.where(e.le(y[0], 0), e.mul(g[0], e.add(negative, x[1])), g[0]) if n[0] else None, None]
-    negative = e.where(e.lt(x[0], 0), x[0], 0)
-    return [e.where(e.le(x[0], 0), e.mul(e.mul(g[0], x[1]), e.exp(negative)), g[0]) if n[0] else None, None]
+    # torch's elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result), as its
+    # op: from the input (EluBackward0), or from the result of an in-place elu_ (EluBackward1);
+    # a create_graph gradient records EluBackwardBackward0
+    if not n[0]:
+        return [None, None]
+    source = y[0] if a.get("from_result") else x[0]
+    return [e.op("elu_backward", g[0], source, x[1], from_result=bool(a.get("from_result"))), None]
+
+
+def _elu_backward_ref(grad, source, alpha, from_result=False):
+    # torch's kernel: source <= 0 ? (from the result) grad * (result + alpha), (from the input)
+    # grad * alpha * exp(x) : grad; a NaN source passes the gradient through
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = grad * (source + alpha) if from_result else grad * alpha * np.exp(source)
+        return np.where(source <= 0, scaled, grad).astype(grad.dtype)
+
+
+def _elu_backward_decompose(e, xs, a):
+    grad, source, alpha = xs
+    scaled = e.mul(grad, e.add(source, alpha)) if a["from_result"] else e.mul(e.mul(grad, alpha), e.exp(source))
+    return [e.where(e.le(source, 0), scaled, grad)]
+
+
+def _elu_backward_vjp(e, x, y, g, a, n):
+    # torch: grad_output -> elu_backward(grad, ..., self_or_result); self_or_result ->
+    # elu_double_backward: from the result, grad * grad_output * (result < 0); from the input,
+    # elu_backward(grad * grad_output, ..., self) * (self < 0)
+    grad, source, alpha = x
+    first = e.op("elu_backward", g[0], source, alpha, from_result=a["from_result"]) if n[0] else None
+    second = None
+    if n[1]:
+        negative = e.cast(e.lt(source, 0), source.type.dtype)
+        product = e.mul(g[0], grad)
+        second = e.mul(product if a["from_result"] else
+                       e.op("elu_backward", product, source, alpha, from_result=False), negative)
+    return [first, second, None]
+
+
+register(OpDef("elu_backward", COMPOSITE, _infer_map("elu_backward", float_only=True), _elu_backward_ref,
+               _elu_backward_vjp, decompose=_elu_backward_decompose, nondiff_inputs=(2,),
+               doc="elu_backward(grad, self_or_result, alpha; from_result): elu's gradient, torch's formula"))
 
 
 elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} > 0 else fg_expm1({0}) * {1})", float_only=True,

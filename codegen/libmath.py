@@ -43,6 +43,7 @@ from fusegrad.ir.fma_jit import llvm_fma
 __all__ = [
     "fg_exp", "fg_expm1", "fg_log", "fg_log1p", "fg_tanh", "fg_sigmoid", "fg_softplus", "fg_erf", "fg_erfc",
     "fg_exp2", "fg_log2", "fg_log10", "fg_sinh", "fg_cosh", "fg_atanh", "fg_tan",
+    "fg_atan", "fg_asin", "fg_acos", "fg_atan2",
     "fg_sqrt", "fg_sin", "fg_cos", "fg_sin_near", "fg_cos_near", "fg_pow", "fg_relu",
     "fg_maximum", "fg_minimum", "fg_clamp", "fg_sign", "fg_div_floor", "fg_div_trunc",
     "fg_remainder", "fg_lshift", "fg_rshift", "fg_to_int64", "fg_fma",
@@ -209,6 +210,26 @@ def fg_atanh(x):
 def fg_tan(x):
     """Tangent (libm's tan/tanf)."""
     return python_entry(fg_tan, x)
+
+
+def fg_atan(x):
+    """Arctangent (libm's atan/atanf)."""
+    return python_entry(fg_atan, x)
+
+
+def fg_asin(x):
+    """Arcsine (libm's asin/asinf)."""
+    return python_entry(fg_asin, x)
+
+
+def fg_acos(x):
+    """Arccosine (libm's acos/acosf)."""
+    return python_entry(fg_acos, x)
+
+
+def fg_atan2(x, y):
+    """atan2(x, y), the angle of the point (y, x) (libm's atan2/atan2f; np.arctan2's order)."""
+    return python_entry(fg_atan2, x, y)
 
 
 def fg_softplus(x):
@@ -504,6 +525,10 @@ overload_by_kind(fg_sinh, make_libm_unary(np.sinh))
 overload_by_kind(fg_cosh, make_libm_unary(np.cosh))
 overload_by_kind(fg_atanh, make_libm_unary(np.arctanh))
 overload_by_kind(fg_tan, make_libm_unary(np.tan))
+overload_by_kind(fg_atan, make_libm_unary(np.arctan))
+overload_by_kind(fg_asin, make_libm_unary(np.arcsin))
+overload_by_kind(fg_acos, make_libm_unary(np.arccos))
+overload_by_kind(fg_atan2, lambda ft: lambda x, y: np.arctan2(x, y))
 overload_by_kind(fg_sqrt, make_libm_unary(math.sqrt))
 overload_by_kind(fg_sin, make_libm_unary(math.sin))
 overload_by_kind(fg_cos, make_libm_unary(math.cos))

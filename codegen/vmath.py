@@ -55,6 +55,14 @@ fg_sinh,     (t + t/(t+1))/2 with t = expm1(|x|), cosh = (e + 1/e)/2, atanh
 fg_cosh,     = log1p(2|x|/(1-|x|))/2, tan = fg_sin's reduction and sin/cos
 fg_atanh,    polynomials, s/c or -c/s (|x| clamped at 100 where that keeps
 fg_tan       float64 finite). Exact cases stay exact (tested). float64: libm.
+fg_atan,     float32, in float64 rounded once: atan(|x|) reduced to |u| <=        1     libm
+fg_asin,     tan(pi/8) (u = a, (a-1)/(a+1) + pi/4 or -1/a + pi/2, one
+fg_acos,     division by selects), u + u**3*P(u*u) (relative error 2.9e-14);
+fg_atan2     asin = atan(x/sqrt(1-x*x)), acos = 2*atan(sqrt((1-x)/(1+x))),
+             atan2 with C99's signed zeros and infinities. float64: libm.
+fg_erfc      float32, in float64 rounded once: 1 - (x + x*Q(x*x)) below 1/2,   1     libm
+             else e**-(t*t) * F(2/(2+t) - c) (2 minus it for x < 0), F ~ erfcx
+             (relative error 1.5e-13), t = min(|x|, 10.1). float64: libm.
 fg_pow       float32: exp(y*log|x|) evaluated in float64, rounded once.       0*    1.25
              float64: log|x| as a double-double (s = f/(2+f) and 2s**3/3
              carried exactly, then TwoSums), y*log|x| with an FMA residual,
@@ -571,6 +579,37 @@ def _make_atanh(ft):
     return impl
 
 
+# --------------------------------------------------------------------- erfc
+# float32 erfc in float64, rounded once (the result can be a float32 denormal, a normal float64:
+# one rounding there too): |x| < 1/2: 1 - (x + x*Q(x*x)) (least-squares, relative error of erf
+# 9e-14); |x| >= 1/2: e**-(t*t) * F(2/(2 + t) - c), t = min(|x|, 10.1), F ~ erfcx (least
+# squares over [1/2, 10.1], relative error 1.5e-13; erfc(10.06) is below the least float32
+# denormal's half), t*t exact in float64; 2 minus that for x <= -1/2.
+_ERFC_SMALL64 = (0.12837916709540803, -0.37612638899124334, 0.11283791412523847, -0.026866108764979257,
+                 0.005223269749648323, -0.0008506554423292098, 0.00010819978082428552)
+_ERFCX64 = (0.24085559906014734, 0.8213887395159517, 0.9338554816086599, 0.6270139644449498,
+            0.07888938286780751, -0.21748229263614477, -0.06935400212953838, 0.12316257377102294,
+            0.025440966314145108, -0.09320520715713695, 0.01597125939474684, 0.0686250245214406,
+            -0.049284539297614664, -0.033057630053045566, 0.04963112481225443)
+_ERFCX64_MID = 0.4826446280991736
+_ERFC_CLAMP = 10.1
+
+
+def _make_erfc(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(math.erfc)(ft)      # float64: libm's (a call per element)
+
+    def impl(x):
+        d = np.float64(x)
+        t = abs(d)
+        small = 1.0 - _fmuladd(d, _horner(d * d, _ERFC_SMALL64), d)    # (NaN stays NaN)
+        c = t if t < _ERFC_CLAMP else _ERFC_CLAMP
+        tail = fg_exp(-(t * t)) * _horner(2.0 / (2.0 + c) - _ERFCX64_MID, _ERFCX64)   # (+-inf: 0)
+        big = 2.0 - tail if d < 0.0 else tail
+        return np.float32(big if t >= 0.5 else small)
+    return impl
+
+
 # --------------------------------------------------------------------- pow
 def _pow_special(ft):
     """The C99 cases of pow around `core(|x|, y)`, which handles x >= 0."""
@@ -895,6 +934,83 @@ def _make_tan(ft):
     return impl
 
 
+# --------------------------------------------------------------------- inverse trigonometric
+# float32 atan, asin, acos and atan2, in float64 rounded once (as the functions above): atan of
+# a >= 0 reduces to |u| <= tan(pi/8) by u = a, (a - 1)/(a + 1) + pi/4 or -1/a + pi/2 (one
+# division, chosen by selects), then u + u**3*P(u*u) (least-squares fit, relative error
+# 2.9e-14); asin(x) = atan(x/sqrt(1 - x*x)), acos(x) = 2*atan(sqrt((1 - x)/(1 + x))), their
+# differences of float32 values exact in float64; atan2 takes C99's signed zeros and
+# infinities by selects. float64: libm's.
+_ATANP64 = (-0.33333333331857623, 0.19999999705655275, -0.14285694483841122, 0.11110469185003717,
+            -0.0907936405535532, 0.07570028029970241, -0.058961782211147576, 0.030966619159549347)
+_TAN_PI_8 = 0.41421356237309503
+_TAN_3PI_8 = 2.414213562373095
+_PI_4 = 0.7853981633974483
+_PI_2 = 1.5707963267948966
+_PI = 3.141592653589793
+
+
+@_helper
+def _atan_nonneg64(a):
+    """atan(a) of a float64 a >= 0 (+inf: pi/2; NaN stays NaN)."""
+    mid = a > _TAN_PI_8
+    far = a > _TAN_3PI_8
+    num = -1.0 if far else (a - 1.0 if mid else a)
+    den = a if far else (a + 1.0 if mid else 1.0)
+    u = num / den
+    z = u * u
+    return (_PI_2 if far else (_PI_4 if mid else 0.0)) + _fmuladd(u * z, _horner(z, _ATANP64), u)
+
+
+def _make_atan(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.arctan)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        return np.float32(_copysign(_atan_nonneg64(abs(d)), d))
+    return impl
+
+
+def _make_asin(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.arcsin)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        a = abs(d)
+        # |x| = 1: a/0 = inf, atan pi/2; |x| > 1: sqrt of a negative, NaN
+        return np.float32(_copysign(_atan_nonneg64(a / _sqrt(1.0 - a * a)), d))
+    return impl
+
+
+def _make_acos(ft):
+    if ft is not np.float32:
+        return libmath.make_libm_unary(np.arccos)(ft)
+
+    def impl(x):
+        d = np.float64(x)
+        # x = -1: sqrt(2/0) = inf, 2 * pi/2; |x| > 1 (and -inf): a negative ratio or NaN, NaN
+        return np.float32(2.0 * _atan_nonneg64(_sqrt((1.0 - d) / (1.0 + d))))
+    return impl
+
+
+def _make_atan2(ft):
+    if ft is not np.float32:
+        return lambda x, y: np.arctan2(x, y)
+
+    # (the stubs name the operands x, y: here x is the ordinate, y the abscissa)
+    def impl(x, y):
+        dy, dx = np.float64(x), np.float64(y)
+        ay, ax = abs(dy), abs(dx)
+        q = _atan_nonneg64(ay / ax)
+        q = _PI_4 if (ay == np.inf and ax == np.inf) else q        # (inf/inf)
+        q = 0.0 if (ay == 0.0 and ax == 0.0) else q                 # (0/0)
+        r = _PI - q if _copysign(1.0, dx) < 0.0 else q             # x < 0 or -0.0: the left half
+        return np.float32(_copysign(r, dy))
+    return impl
+
+
 # --------------------------------------------------------------------- public names
 def fg_exp(x):
     """e**x."""
@@ -937,7 +1053,8 @@ def fg_erf(x):
 
 
 def fg_erfc(x):
-    """The complementary error function: libm's (erfcf / erfc), a call per element."""
+    """The complementary error function (float32: vectorisable, in float64 rounded once;
+    float64: libm's erfc, a call per element)."""
     return python_entry(fg_erfc, x)
 
 
@@ -974,6 +1091,27 @@ def fg_atanh(x):
 def fg_tan(x):
     """Tangent (float32: vectorisable, fg_sin's reduction, in float64 rounded once; float64: libm's)."""
     return python_entry(fg_tan, x)
+
+
+def fg_atan(x):
+    """Arctangent (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_atan, x)
+
+
+def fg_asin(x):
+    """Arcsine (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_asin, x)
+
+
+def fg_acos(x):
+    """Arccosine (float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_acos, x)
+
+
+def fg_atan2(x, y):
+    """atan2(x, y), the angle of the point (y, x), with C99's special cases (np.arctan2's order;
+    float32: vectorisable, in float64 rounded once; float64: libm's)."""
+    return python_entry(fg_atan2, x, y)
 
 
 def fg_sqrt(x):
@@ -1050,7 +1188,7 @@ overload_by_kind(fg_tanh, _make_tanh)
 overload_by_kind(fg_sigmoid, _make_sigmoid)
 overload_by_kind(fg_softplus, _make_softplus)
 overload_by_kind(fg_erf, _make_erf)
-overload_by_kind(fg_erfc, libmath.make_libm_unary(math.erfc))
+overload_by_kind(fg_erfc, _make_erfc)
 overload_by_kind(fg_exp2, _make_exp2)
 overload_by_kind(fg_log2, _make_log_scaled(np.log2, _INV_LN2_64))
 overload_by_kind(fg_log10, _make_log_scaled(np.log10, _INV_LN10_64))
@@ -1058,6 +1196,10 @@ overload_by_kind(fg_sinh, _make_sinh)
 overload_by_kind(fg_cosh, _make_cosh)
 overload_by_kind(fg_atanh, _make_atanh)
 overload_by_kind(fg_tan, _make_tan)
+overload_by_kind(fg_atan, _make_atan)
+overload_by_kind(fg_asin, _make_asin)
+overload_by_kind(fg_acos, _make_acos)
+overload_by_kind(fg_atan2, _make_atan2)
 overload_by_kind(fg_sqrt, _make_sqrt)
 overload_by_kind(fg_sin, _make_sin)
 overload_by_kind(fg_cos, _make_cos)

@@ -99,13 +99,13 @@ def _one_minus_square_rsqrt(e, x):
 
 # asin: grad * (1 - self**2).rsqrt(); acos: -grad * (1 - self**2).rsqrt(); atan: grad / (self**2 + 1)
 elementwise("asin", rounded.RoundedUfunc(np.arcsin),
-            lambda e, x, y, g, a, n: [e.mul(g[0], _one_minus_square_rsqrt(e, x[0]))], "np.arcsin({0})",
+            lambda e, x, y, g, a, n: [e.mul(g[0], _one_minus_square_rsqrt(e, x[0]))], "fg_asin({0})",
             float_only=True)
 elementwise("acos", rounded.RoundedUfunc(np.arccos),
             lambda e, x, y, g, a, n: [e.mul(e.neg(g[0]), _one_minus_square_rsqrt(e, x[0]))],
-            "np.arccos({0})", float_only=True)
+            "fg_acos({0})", float_only=True)
 elementwise("atan", rounded.RoundedUfunc(np.arctan),
-            lambda e, x, y, g, a, n: [e.div(g[0], e.add(e.mul(x[0], x[0]), 1))], "np.arctan({0})",
+            lambda e, x, y, g, a, n: [e.div(g[0], e.add(e.mul(x[0], x[0]), 1))], "fg_atan({0})",
             float_only=True)
 
 
@@ -126,7 +126,7 @@ def _atan2_vjp(e, x, y, g, a, n):
             e.mul(e.mul(g[0], e.neg(top)), recip) if n[1] else None]
 
 
-elementwise("atan2", _atan2_ref, _atan2_vjp, "np.arctan2({0}, {1})", float_only=True)
+elementwise("atan2", _atan2_ref, _atan2_vjp, "fg_atan2({0}, {1})", float_only=True)
 
 
 # ------------------------------------------------------------------ logsumexp

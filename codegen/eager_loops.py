@@ -1,20 +1,31 @@
-"""Eager forms of float32 ops whose NumPy references are slow (ir.ops.EAGER_FORMS): erf, exact
-GELU and its gradient, leaky_relu and its gradient, elu and its gradient, and silu, as loops over the vectorised
-math, so that eager code gets the speed and the values of compiled code.
+"""Eager forms of ops whose NumPy references are slow (ir.ops.EAGER_FORMS), as Numba loops, so
+that eager code gets the speed and the values of compiled code:
 
-erf's reference evaluates Cody's ranges in float64, correctly rounded to float32 but slow: an
-eager exact GELU of 4M float32 elements took 50 ms (torch: 0.8), its backward, eleven NumPy
-passes, 50 ms more. The activations' references are np.where over temporaries, on one thread:
-leaky_relu 31 ms, elu 30, silu 12 (torch 0.8-8.6). The loops take 1-3 ms each (measured on
-2048x2048). They compute what a compiled kernel computes, operation for operation (as the op
-table's kernel expressions and decompositions say), so eager and compiled results are the
-same bits; against the references they differ by at most the vectorised math's 1 ulp (erf,
-exp, expm1), and leaky_relu's not at all.
+- float32 erf, exact GELU and its gradient, leaky_relu and its gradient, elu and its gradient,
+  and silu: loops over the vectorised math. erf's reference evaluates Cody's ranges in
+  float64, correctly rounded to float32 but slow: an eager exact GELU of 4M float32 elements
+  took 50 ms (torch: 0.8), its backward, eleven NumPy passes, 50 ms more. The activations'
+  references are np.where over temporaries, on one thread: leaky_relu 31 ms, elu 30, silu
+  12 (torch 0.8-8.6). The loops take 1-3 ms each (2048x2048). They compute what a compiled
+  kernel computes, operation for operation (as the op table's kernel expressions and
+  decompositions say), so eager and compiled results are the same bits; against the
+  references they differ by at most the vectorised math's 1 ulp (erf, exp, expm1), and
+  leaky_relu's not at all.
+- erfc: float32 the vectorised fg_erfc (within 1 ulp), float64 libm's erfc, the reference's
+  bits (which calls it from Python once per element): 670 -> 10 ms on 4M float32 elements.
+- float fmod, remainder and div_floor (remainder's gradient): the kernels' exact formulas,
+  the references' bits (4M float32 elements, on a busy machine: fmod 213 -> 49 ms, remainder
+  245 -> 43, div_floor 297 -> 41; np.fmod's float loops do not vectorise either).
+- float lerp: torch's two FMAs by the hardware instruction, the reference's bits (which
+  emulates the FMA in wider arithmetic, block by block): 4M elements with a tensor weight,
+  float32 108 -> 3.2 ms, float64 547 -> 11.
+- float rsqrt: 1/sqrt(x) in one pass, the reference's bits (two NumPy passes; 4M float32
+  elements 6.7 -> 2.2 ms).
 
-The loops are Numba functions, defined in codegen/eager_loops_jit.py and imported on the first
-call that takes them (torch_order_jit.loop_pays: Numba set up in the process, or a purely eager
-process's calls past a million elements). float64, empty arrays and calls the policy declines
-run the references."""
+The loops are defined in codegen/eager_loops_jit.py and imported on the first call that takes
+them (torch_order_jit.loop_pays: Numba set up in the process, or a purely eager process's calls
+past a million elements). Other dtypes, empty arrays and calls the policy declines run the
+references."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,29 +35,35 @@ from fusegrad.ir.torch_order_jit import loop_pays, sliced_blocks
 
 
 def _flat_loop(loop, operands: list, scalars: tuple) -> np.ndarray:
-    """loop(*flat operands, out, *scalars) over the elements of same-shaped float32 operands
-    in row-major order (on threads where large); returns out in their shape."""
+    """loop(*flat operands, out, *scalars) over the elements of same-shaped operands of one
+    dtype in row-major order (on threads where large); returns out, of their shape and dtype."""
     flat = [np.ascontiguousarray(a).reshape(-1) for a in operands]
-    out = np.empty(flat[0].shape, np.float32)
+    out = np.empty(flat[0].shape, flat[0].dtype)
     return sliced_blocks(loop, flat, out, *scalars).reshape(operands[0].shape)
 
 
-def _lend(op: str, loop: str, arrays: int = 1, applies=None) -> None:
+_FLOAT32 = (np.dtype(np.float32),)
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _lend(op: str, loop: str, arrays: int = 1, applies=None, dtypes=_FLOAT32) -> None:
     """Lend `op` the eager form running codegen/eager_loops_jit.py's `loop` on its first
-    `arrays` arguments (float32 arrays, broadcast to one shape) and the rest as float32
-    scalars (0-d arrays), where `applies(**attrs)` (default: always), the arrays are float32
+    `arrays` arguments (arrays of one dtype among `dtypes`, broadcast to one shape) and the
+    rest as scalars of that dtype (0-d arrays), where `applies(**attrs)` (default: always)
     and the policy (torch_order_jit.loop_pays) takes it; elsewhere the op's reference."""
     reference = OPS[op].ref
 
     def eager_form(*args, **attrs):
         operands = [np.asarray(a) for a in args[:arrays]]
         scalars = [np.asarray(a) for a in args[arrays:]]
-        if (applies is not None and not applies(**attrs)) \
-                or any(a.dtype != np.float32 for a in operands + scalars) \
-                or any(s.ndim for s in scalars) or not _takes_loop(operands[-1]):
+        dtype = operands[0].dtype
+        if (applies is not None and not applies(**attrs)) or dtype not in dtypes \
+                or any(a.dtype != dtype for a in operands + scalars) or any(s.ndim for s in scalars):
             return reference(*args, **attrs)
         if len({a.shape for a in operands}) > 1:
             operands = np.broadcast_arrays(*operands)
+        if not _takes_loop(operands[0]):
+            return reference(*args, **attrs)
         from . import eager_loops_jit
         return _flat_loop(getattr(eager_loops_jit, loop), operands, tuple(s[()] for s in scalars))
     eager_form.__name__ = eager_form.__qualname__ = f"{op}_eager"
@@ -67,6 +84,8 @@ def _from_input(from_result=False) -> bool:
 
 
 _lend("erf", "erf_into")
+# (float64 too: libm's erfc, the reference's, which calls it from Python once per element)
+_lend("erfc", "erfc_into", dtypes=_FLOATS)
 _lend("gelu", "gelu_into", applies=_exact)
 _lend("gelu_backward", "gelu_backward_into", arrays=2, applies=_exact)
 _lend("leaky_relu", "leaky_relu_into")
@@ -74,3 +93,9 @@ _lend("leaky_relu_backward", "leaky_relu_backward_into", arrays=2)
 _lend("elu", "elu_into")
 _lend("elu_backward", "elu_backward_into", arrays=2, applies=_from_input)
 _lend("silu", "silu_into")
+# (floats of both widths: exact operations, the references' bits)
+_lend("fmod", "fmod_into", arrays=2, dtypes=_FLOATS)
+_lend("remainder", "remainder_into", arrays=2, dtypes=_FLOATS)
+_lend("div_floor", "div_floor_into", arrays=2, dtypes=_FLOATS)
+_lend("lerp", "lerp_into", arrays=3, dtypes=_FLOATS)
+_lend("rsqrt", "rsqrt_into", dtypes=_FLOATS)

@@ -7,7 +7,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .vmath import fg_erf, fg_exp, fg_expm1
+from .libmath import fg_div_floor, fg_fma, fg_remainder
+from .vmath import fg_erf, fg_erfc, fg_exp, fg_expm1
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
@@ -23,6 +24,14 @@ def erf_into(x, out):
     """out[i] = fg_erf(x[i]) (1-d float32 arrays of one length)."""
     for i in range(x.shape[0]):
         out[i] = fg_erf(x[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def erfc_into(x, out):
+    """out[i] = fg_erfc(x[i]) (float32: vectorised, within 1 ulp; float64: libm's erfc, the
+    reference's bits)."""
+    for i in range(x.shape[0]):
+        out[i] = fg_erfc(x[i])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -82,3 +91,43 @@ def elu_backward_into(grad, x, out, alpha):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fmod_into(a, b, out):
+    """out[i] = fmod(a[i], b[i]) (C's, exact: the reference's bits)."""
+    for i in range(a.shape[0]):
+        out[i] = np.fmod(a[i], b[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def remainder_into(a, b, out):
+    """out[i] = torch's remainder of floats (fg_remainder, the reference's formula and bits)."""
+    for i in range(a.shape[0]):
+        out[i] = fg_remainder(a[i], b[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def div_floor_into(a, b, out):
+    """out[i] = torch's floor division of floats (fg_div_floor, the reference's formula and bits)."""
+    for i in range(a.shape[0]):
+        out[i] = fg_div_floor(a[i], b[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def lerp_into(a, b, w, out):
+    """out[i] = torch's lerp: fma(w, b - a, a) where |w| < 0.5, else fma(w - 1, b - a, b), each
+    rounded once (the hardware FMA: the reference's bits)."""
+    one = np.ones(1, a.dtype)[0]            # (in the arrays' dtype: a bare 1 would widen float32)
+    for i in range(a.shape[0]):
+        x, y, t = a[i], b[i], w[i]
+        d = y - x
+        out[i] = fg_fma(t, d, x) if abs(t) < 0.5 else fg_fma(t - one, d, y)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rsqrt_into(x, out):
+    """out[i] = 1 / sqrt(x[i]), two correctly rounded operations (the reference's bits)."""
+    one = np.ones(1, x.dtype)[0]
+    for i in range(x.shape[0]):
+        out[i] = one / np.sqrt(x[i])

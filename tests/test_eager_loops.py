@@ -39,7 +39,8 @@ def loops_pay(monkeypatch):
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
 
 
-LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu")
+LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu",
+        "fmod", "remainder", "div_floor", "erfc", "lerp", "rsqrt")
 
 
 def test_the_forms_are_lent_and_the_reference_executor_keeps_the_references():
@@ -147,3 +148,67 @@ def test_eager_activations_are_the_compiled_kernels_bits_and_near_the_references
 def test_float64_activations_run_the_references(loops_pay, name):
     args = _reference_args(name, _sample().astype(np.float64))
     np.testing.assert_array_equal(EAGER_FORMS[name](*args).view(np.uint64), OPS[name].ref(*args).view(np.uint64))
+
+
+@pytest.mark.parametrize("op", ["fmod", "remainder", "div_floor"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_division_forms_are_the_references_bits(loops_pay, op, dtype):
+    """fmod, remainder and div_floor (remainder's gradient) of floats: exact operations and
+    torch's formulas, so the loops give the references' bits: zero divisors, signed zeros,
+    infinities, NaN, a broadcast divisor; integers keep the references (a zero divisor raises)."""
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal(5000) * 100).astype(dtype)
+    b = (rng.standard_normal(5000) * 3).astype(dtype)
+    a[:8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 5.0, -5.0, 1e-30]
+    b[8:16] = [0.0, -0.0, np.inf, -np.inf, np.nan, 3.0, -3.0, 1e30]
+    a[16:24], b[16:24] = -0.0, [1.0, -1.0, 0.0, -0.0, np.inf, -np.inf, 2.5, -2.5]
+    for x, y in ((a, b), (a.reshape(50, 100), b[:100]), (a, np.asarray(dtype(-2.5)))):
+        got = EAGER_FORMS[op](x, y)
+        want = OPS[op].ref(x, y)
+        assert got.dtype == want.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    t = fg.tensor(a, requires_grad=True)
+    np.testing.assert_array_equal(fg.remainder(t, fg.tensor(b)).detach().numpy().view(np.uint8),
+                                  OPS["remainder"].ref(a, b).view(np.uint8))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        EAGER_FORMS[op](np.arange(5000), np.zeros(5000, np.int64))
+
+
+def test_erfc_forms(loops_pay):
+    """float32 erfc: the compiled kernel's bits (vectorised, within 1 ulp of libm's double
+    erfc); float64: libm's erfc, the reference's bits."""
+    x = _sample()
+    _same_bits(EAGER_FORMS["erfc"](x), fg.compile(lambda v: fg.erfc(v))(fg.tensor(x)).numpy())
+    want = OPS["erfc"].ref(x.astype(np.float64))
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(EAGER_FORMS["erfc"](x)[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype(np.float32))
+    assert ulps.max() <= 1
+    wide = x.astype(np.float64)
+    np.testing.assert_array_equal(EAGER_FORMS["erfc"](wide).view(np.uint64), OPS["erfc"].ref(wide).view(np.uint64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lerp_form_is_the_references_bits(loops_pay, dtype):
+    """torch's lerp, two FMAs chosen by |weight| < 0.5: the hardware FMA gives the bits of the
+    reference's emulated one, for tensor and number weights, |weight| = 0.5, infinities, NaN."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal((2, 3000)) * 10).astype(dtype)
+    w = (rng.random(3000) * 3 - 1).astype(dtype)
+    a[:6] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e30]
+    w[6:11] = [0.5, -0.5, np.nan, np.inf, 0.49999997]
+    for weight in (w, np.asarray(dtype(0.3)), np.asarray(dtype(0.7)), np.asarray(dtype(-0.5))):
+        got, want = EAGER_FORMS["lerp"](a, b, weight), OPS["lerp"].ref(a, b, weight)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(fg.lerp(fg.tensor(a), fg.tensor(b), fg.tensor(w)).numpy().view(np.uint8),
+                                  OPS["lerp"].ref(a, b, w).view(np.uint8))
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rsqrt_form_is_the_references_bits(loops_pay, dtype):
+    x = np.abs(_sample()).astype(dtype)
+    x.flat[:6] = [0.0, -0.0, -1.0, np.inf, np.nan, 1e-45]
+    got, want = EAGER_FORMS["rsqrt"](x), OPS["rsqrt"].ref(x)
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

@@ -1,5 +1,5 @@
 """Reference computations NumPy does slowly, as Numba loops for large arrays (the policy:
-torch_order_jit.loop_pays): erf and cumsum.
+torch_order_jit.loop_pays): erf, cumsum and scatter-add (np.add.at's order).
 
 erf: the reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a
 loop. NumPy evaluates every range's polynomial for every element (about 60 float64
@@ -74,3 +74,11 @@ def running_sums_into(x, out, reverse):
             for i in range(n):
                 acc += np.float64(x[r, i])
                 out[r, i] = acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def add_at_flat(out, targets, values):
+    """out[targets[i]] += values[i] for each i in turn (1-d arrays): np.add.at's additions in
+    its order, so its bits (torch's scatter_add_ on the CPU adds in the same order)."""
+    for i in range(targets.shape[0]):
+        out[targets[i]] += values[i]

@@ -100,3 +100,28 @@ def test_eager_cumsum_and_its_gradient_match_torch():
     (tw.cumsum(-1) * torch.tensor(x)).sum().backward()
     np.testing.assert_array_equal(w.cumsum(1).detach().numpy(), tw.cumsum(1).detach().numpy())
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_scatter_add_loop_is_np_add_at_and_torch_bit_for_bit(monkeypatch, dtype, axis):
+    """Scatter-adds of 4096 values or more take ir/reference_loops.py's add_at_flat: np.add.at's
+    additions in its order (duplicates included), so its bits and torch's scatter_add_'s, for
+    an index smaller than the result on other dims too."""
+    from fusegrad.ir.ops import gather
+    from fusegrad.ir import reference_loops
+    monkeypatch.setattr(gather, "loop_pays", lambda size: True)
+    calls = []
+    real = reference_loops.add_at_flat
+    monkeypatch.setattr(reference_loops, "add_at_flat", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((12, 30, 40)) * 100).astype(dtype)
+    index = rng.integers(0, x.shape[axis], (10, 28, 40))
+    src = (rng.standard_normal((11, 30, 40)) * 1e3).astype(dtype)
+    got = gather._scatter_add_ref(x, index, src, axis)
+    want = x.copy()
+    np.add.at(want, gather._region(x.shape, index, axis), src[:10, :28, :40])
+    assert calls == [1]
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    theirs = torch.tensor(x).scatter_add(axis, torch.tensor(index), torch.tensor(src)).numpy()
+    np.testing.assert_array_equal(got.view(np.uint8), theirs.view(np.uint8))

@@ -7,7 +7,7 @@ from .target import prefer_wide_vectors
 
 prefer_wide_vectors()       # before anything compiles: Numba fixes its target features then
 
-from . import eager_loops  # noqa: F401  (lends eager dispatch its forms of erf and gelu)
+from . import eager_loops  # noqa: F401  (lends eager execution its loops: ir.ops.EAGER_FORMS)
 from .decompose import decompose_composites
 from .kernel_source import KernelSource, generate
 from .loopnest import NotFusable

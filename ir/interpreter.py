@@ -205,7 +205,8 @@ class StraightLine:
     results. On large arrays, a step whose reference is a NumPy ufunc writes into
     the array of an argument that dies there, when an earlier ufunc step of the
     same run made it (so nothing else holds it) and its type is the result's: one
-    allocation and one pass over memory fewer. The program must read nothing but its inputs.
+    allocation and one pass over memory fewer. The program must read nothing but
+    its inputs.
     """
 
     __slots__ = ("n_inputs", "template", "steps", "output_slots", "single")

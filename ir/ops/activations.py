@@ -1,6 +1,8 @@
 """More elementwise functions: expm1, log1p, silu, softplus, leaky_relu and elu, each with
 torch's formula (the order of its operations decides the rounding) and its backward
-formula as the VJP; kernels use codegen's vectorisable expm1/log1p/exp."""
+formula as the VJP (softplus, leaky_relu and elu: torch's backward ops, softplus_backward,
+leaky_relu_backward and elu_backward, with torch's double-backward formulas); kernels use
+codegen's vectorisable expm1/log1p/exp."""
 from __future__ import annotations
 
 import numpy as np

@@ -125,3 +125,24 @@ def test_scatter_add_loop_is_np_add_at_and_torch_bit_for_bit(monkeypatch, dtype,
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
     theirs = torch.tensor(x).scatter_add(axis, torch.tensor(index), torch.tensor(src)).numpy()
     np.testing.assert_array_equal(got.view(np.uint8), theirs.view(np.uint8))
+
+
+
+@pytest.mark.parametrize("view", ["transpose", "permute"])
+def test_gather_backward_of_a_strided_view_takes_the_loop_and_matches_torch(monkeypatch, view):
+    """The scatter-add loop adds into a row-major copy of a transposed result (a copy of a
+    transposed x keeps its layout): the gradient of a gather from x.t() is torch's."""
+    from fusegrad.ir.ops import gather
+    monkeypatch.setattr(gather, "loop_pays", lambda size: True)
+    rng = np.random.default_rng(12)
+    data = rng.standard_normal((30, 40, 20))
+    index = rng.integers(0, 20, (20, 40, 30)) if view == "permute" else rng.integers(0, 30, (40, 30, 20))
+    grads = []
+    for lib in (fg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        v = x.permute(2, 1, 0) if view == "permute" else x.transpose(0, 1)
+        axis = 2 if view == "permute" else 1
+        w = lib.tensor(np.cos(np.arange(index.size, dtype=np.float64)).reshape(index.shape))
+        (v.gather(axis, lib.tensor(index)) * w).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])

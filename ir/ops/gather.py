@@ -100,7 +100,12 @@ def _scatter_add_ref(x, index, src, axis):
         # a Numba loop: the same bits, ~10x as fast (a [2048, 2048] gather's backward: 113 ms)
         from ..reference_loops import add_at_flat
         targets = np.ravel_multi_index(np.broadcast_arrays(*region), out.shape).reshape(-1)
-        add_at_flat(out.reshape(-1), targets, np.ascontiguousarray(values).reshape(-1))
+        # (the targets count in row-major order: a copy of a transposed x keeps its layout, so
+        # the loop adds into a row-major copy, copied back)
+        flat = np.ascontiguousarray(out)
+        add_at_flat(flat.reshape(-1), targets, np.ascontiguousarray(values).reshape(-1))
+        if flat is not out:
+            out[...] = flat
     else:
         np.add.at(out, region, values)
     return out.reshape(x.shape)

@@ -13,6 +13,7 @@ that eager code gets the speed and the values of compiled code:
   leaky_relu's not at all.
 - erfc: float32 the vectorised fg_erfc (within 1 ulp), float64 libm's erfc, the reference's
   bits (which calls it from Python once per element): 670 -> 10 ms on 4M float32 elements.
+  float64 erf: libm's erf, as torch (Cody's float64 ranges, the reference, are up to 4 ulp off).
 - float fmod, remainder and div_floor (remainder's gradient): the kernels' exact formulas,
   the references' bits (4M float32 elements, on a busy machine: fmod 213 -> 49 ms, remainder
   245 -> 43, div_floor 297 -> 41; np.fmod's float loops do not vectorise either).
@@ -83,7 +84,8 @@ def _from_input(from_result=False) -> bool:
     return not from_result
 
 
-_lend("erf", "erf_into")
+# (float64 too: libm's erf, correctly rounded where the reference's Cody ranges are up to 4 ulp off)
+_lend("erf", "erf_into", dtypes=_FLOATS)
 # (float64 too: libm's erfc, the reference's, which calls it from Python once per element)
 _lend("erfc", "erfc_into", dtypes=_FLOATS)
 _lend("gelu", "gelu_into", applies=_exact)

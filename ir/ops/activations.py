@@ -126,9 +126,10 @@ register(OpDef("leaky_relu_backward", COMPOSITE, _infer_map("leaky_relu_backward
 
 
 def _elu_ref(x, alpha, from_result=False):
-    # torch's elu kernel: x <= 0 ? expm1(x) * alpha : x
+    # torch's elu kernel (its vectorised form, which takes every size): x >= 0 ? x :
+    # expm1(x) * alpha; so zeros keep their sign whatever alpha's
     with np.errstate(over="ignore"):
-        return np.where(x > 0, x, np.expm1(x) * alpha).astype(x.dtype)
+        return np.where(x >= 0, x, np.expm1(x) * alpha).astype(x.dtype)
 
 
 def _elu_vjp(e, x, y, g, a, n):
@@ -175,5 +176,5 @@ register(OpDef("elu_backward", COMPOSITE, _infer_map("elu_backward", float_only=
                doc="elu_backward(grad, self_or_result, alpha; from_result): elu's gradient, torch's formula"))
 
 
-elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} > 0 else fg_expm1({0}) * {1})", float_only=True,
-            nondiff_inputs=(1,), doc="elu(x, alpha; from_result): x where x > 0, else alpha * expm1(x)")
+elementwise("elu", _elu_ref, _elu_vjp, "({0} if {0} >= 0 else fg_expm1({0}) * {1})", float_only=True,
+            nondiff_inputs=(1,), doc="elu(x, alpha; from_result): x where x >= 0, else alpha * expm1(x)")

@@ -1,11 +1,13 @@
 """Reference computations NumPy does slowly, as Numba loops for large arrays (the policy:
 torch_order_jit.loop_pays): erf, cumsum and scatter-add (np.add.at's order).
 
-erf: the reference erf (ir/ops/erf_gelu.py's erf64: Cody's three ranges in float64) as a
-loop. NumPy evaluates every range's polynomial for every element (about 60 float64
-passes), so an eager erf or exact GELU of 1M float32 elements took ~0.2 s (torch: 1-2 ms). Here each element evaluates its own range, with the same float64
-operations in the same order; the exponentials are libm's (NumPy's may differ from them in
-the last bit of a double, which float32 results never see).
+erf: the reference erf of float32 values (ir/ops/erf_gelu.py's erf64: Cody's three ranges in
+float64) as a loop. NumPy evaluates every range's polynomial for every element (about 60
+float64 passes: a reference erf or exact GELU of 1M float32 elements took ~0.2 s). Here each
+element evaluates its own range, with the same float64 operations in the same order; the
+exponentials are libm's (NumPy's may differ from them in the last bit of a double, which
+float32 results never see). (Eager execution runs codegen's faster forms instead:
+codegen/eager_loops.py.)
 
 cumsum: torch's running sum of each row in double, each result rounded once (NumPy's
 float64 cumsum of a float32 row converts it first: 40 ms for 4M elements, torch 5).

@@ -85,15 +85,19 @@ def worth_compiling(x: np.ndarray) -> bool:
     return _LONG_CALLS[0] >= JIT_AFTER
 
 
-# A purely eager process sets Numba up for ir/reference_loops.py's loops (erf, cumsum) once
-# their NumPy forms have covered this many elements (a fraction of a second of them).
+# A reference computation over this many elements or more runs in its Numba loop
+# (ir/reference_loops.py: erf, cumsum, scatter-add) where that pays (loop_pays).
+LOOP_FROM = 1 << 12
+# A purely eager process sets Numba up for those loops, and for the eager forms codegen lends
+# (codegen/eager_loops.py), once their NumPy forms have covered this many elements (a fraction
+# of a second of them).
 LOOPS_AFTER_ELEMENTS = 1 << 20
 _LOOP_ELEMENTS = [0]
 
 
 def loop_pays(size: int) -> bool:
-    """Whether a reference computation over `size` elements (at least a few thousand: the
-    caller checks) runs in its Numba loop (ir/reference_loops.py): where Numba is set up,
+    """Whether a computation over `size` elements runs in its Numba loop (the reference's, of
+    LOOP_FROM elements or more: the caller checks; or an eager form's): where Numba is set up,
     or once a purely eager process's such calls have covered LOOPS_AFTER_ELEMENTS."""
     if _numba_ready():
         return True

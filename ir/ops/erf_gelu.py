@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..torch_order_jit import by_row_blocks, loop_pays
+from ..torch_order_jit import LOOP_FROM, by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, OpDef, register
 
@@ -58,16 +58,11 @@ def erf64(x) -> np.ndarray:
     return np.where(np.isnan(x), np.nan, result)
 
 
-# Numba's loop (ir/reference_loops.py) takes erfs of this many float32 elements, where it pays
-# (torch_order_jit.loop_pays).
-_LOOP_FROM = 1 << 12
-
-
 def _erf_ref(x):
     x = np.asarray(x)
     # (float32 only: the loop's float64 values may differ from NumPy's in the last bits, where
     # libm's exp and NumPy's differ, which rounding to float32 never shows: tests sweep it)
-    if x.size >= _LOOP_FROM and x.dtype == np.float32 and loop_pays(x.size):
+    if x.size >= LOOP_FROM and x.dtype == np.float32 and loop_pays(x.size):
         from ..reference_loops import erf_into
         return by_row_blocks(erf_into, np.ascontiguousarray(x).reshape(-1)).reshape(x.shape)
     return np.asarray(erf64(x), dtype=x.dtype)

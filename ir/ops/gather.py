@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..torch_order_jit import loop_pays
+from ..torch_order_jit import LOOP_FROM, loop_pays
 from ..types import TensorType, int64
 from .registry import MOVEMENT, OpDef, register
 
@@ -95,7 +95,7 @@ def _scatter_add_ref(x, index, src, axis):
         return out.reshape(x.shape)
     _check_index(ia, out.shape[axis], axis)
     region = _region(out.shape, ia, axis)
-    if values.size >= _LOOP_FROM and out.dtype.kind in "fiu" and loop_pays(values.size):
+    if values.size >= LOOP_FROM and out.dtype.kind in "fiu" and loop_pays(values.size):
         # np.add.at's additions, in its order (the index's row-major order), one at a time in
         # a Numba loop: the same bits, ~10x as fast (a [2048, 2048] gather's backward: 113 ms)
         from ..reference_loops import add_at_flat
@@ -109,10 +109,6 @@ def _scatter_add_ref(x, index, src, axis):
     else:
         np.add.at(out, region, values)
     return out.reshape(x.shape)
-
-
-# Scatter-adds of this many values take the loop (ir/reference_loops.py), where it pays.
-_LOOP_FROM = 1 << 12
 
 
 def add_slices(out: np.ndarray, vector: np.ndarray, values: np.ndarray) -> None:

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .. import rounded
-from ..torch_order_jit import by_row_blocks, loop_pays
+from ..torch_order_jit import LOOP_FROM, by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from ..types import TensorType, int64
 from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, reduced_shape
@@ -170,15 +170,12 @@ register(OpDef("logsumexp", COMPOSITE, _infer_logsumexp, _logsumexp_ref, _logsum
 
 
 # ------------------------------------------------------------------ cumsum
-_SCAN_LOOP_FROM = 1 << 12       # running sums of this many elements take the loop where it pays
-
-
 def _cumsum_ref(x, axis, reverse):
     # torch's CPU kernel accumulates a float32 sum in double, rounding each result once
     wide = np.float64 if x.dtype.kind == "f" else x.dtype
     if x.ndim == 0:
         return np.array(x, copy=True)
-    if x.dtype.kind == "f" and axis % x.ndim == x.ndim - 1 and x.size >= _SCAN_LOOP_FROM and x.shape[-1] > 1 \
+    if x.dtype.kind == "f" and axis % x.ndim == x.ndim - 1 and x.size >= LOOP_FROM and x.shape[-1] > 1 \
             and loop_pays(x.size):
         # rows summed in a Numba loop (ir/reference_loops.py), the same additions in double
         from ..reference_loops import running_sums_into

@@ -131,3 +131,33 @@ def rsqrt_into(x, out):
     one = np.ones(1, x.dtype)[0]
     for i in range(x.shape[0]):
         out[i] = one / np.sqrt(x[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _row_total(x, row, centre):
+    """The sum of (x[row, i] - centre) ** p over the row in float64, p = 1 when centre is NaN
+    (the plain sum), else 2. Reassociated (lanes, then a tree), so that it vectorises: a float64
+    sum of float32 or float64 values, exact to a few float64 ulp, as the reference's pairwise
+    np.mean."""
+    total = 0.0
+    if centre != centre:
+        for i in range(x.shape[1]):
+            total += np.float64(x[row, i])
+    else:
+        for i in range(x.shape[1]):
+            d = np.float64(x[row, i]) - centre
+            total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def layer_norm_into(x, out, weight, bias, eps):
+    """Each row of x (rows, n) normalised as ir/ops/normalization.py's reference does, in
+    float64 rounded once: (x - mean) / sqrt(biased variance + eps) * weight + bias."""
+    n = x.shape[1]
+    for row in range(x.shape[0]):
+        mean = _row_total(x, row, np.nan) / n
+        std = np.sqrt(_row_total(x, row, mean) / n + eps)
+        for i in range(n):
+            value = (np.float64(x[row, i]) - mean) / std
+            out[row, i] = value * np.float64(weight[i]) + np.float64(bias[i])

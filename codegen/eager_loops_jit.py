@@ -161,3 +161,105 @@ def layer_norm_into(x, out, weight, bias, eps):
         for i in range(n):
             value = (np.float64(x[row, i]) - mean) / std
             out[row, i] = value * np.float64(weight[i]) + np.float64(bias[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _row_max(x, row):
+    """The largest value of x[row], kept in 16 running maxima that compare as vectors (a single
+    running maximum does not vectorise, even with fast-math flags: 5.9 against 1.5 ms over
+    2048x2048 float32). A NaN may be skipped: a row holding one gets NaN results all the same,
+    through its exponential's sum."""
+    n = x.shape[1]
+    lanes = np.empty(16, x.dtype)
+    lanes[:] = x[row, 0]
+    k = 0
+    while k + 16 <= n:
+        for j in range(16):
+            v = x[row, k + j]
+            lanes[j] = v if v > lanes[j] else lanes[j]
+        k += 16
+    best = lanes[0]
+    for j in range(1, 16):
+        best = lanes[j] if lanes[j] > best else best
+    for i in range(k, n):
+        best = x[row, i] if x[row, i] > best else best
+    return best
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _exp_total(x, row, shift, out):
+    """The sum in float64 of fg_exp(x[row] - shift) (reassociated, so that it vectorises),
+    the exponentials also written into out[row] where `out` has rows (else a (1, 0) array)."""
+    total = 0.0
+    if out.shape[1]:
+        for i in range(x.shape[1]):
+            e = fg_exp(x[row, i] - shift)
+            out[row, i] = e
+            total += np.float64(e)
+    else:
+        for i in range(x.shape[1]):
+            total += np.float64(fg_exp(x[row, i] - shift))
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _product_total(a, b, row):
+    """The sum in float64 of a[row] * b[row] (each product rounded in the arrays' dtype), or
+    of a[row] where b has no columns; reassociated, so that it vectorises."""
+    total = 0.0
+    if b.shape[1]:
+        for i in range(a.shape[1]):
+            total += np.float64(a[row, i] * b[row, i])
+    else:
+        for i in range(a.shape[1]):
+            total += np.float64(a[row, i])
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _in_dtype_of(x, value):
+    """`value` (a float64) rounded to x's dtype."""
+    cell = np.empty(1, x.dtype)
+    cell[0] = value
+    return cell[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def softmax_rows_into(x, out):
+    """out[r] = exp(x[r] - max) / sum, each row of x (rows, n) as the reference computes it in
+    x's dtype (the vectorised exp; the sum in float64, rounded once)."""
+    for row in range(x.shape[0]):
+        total = _exp_total(x, row, _row_max(x, row), out)
+        scale = _in_dtype_of(x, total)
+        for i in range(x.shape[1]):
+            out[row, i] = out[row, i] / scale
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def log_softmax_rows_into(x, out):
+    """out[r] = (x[r] - max) - log(sum of exp(x[r] - max)), each row as the reference does it."""
+    none = np.empty((1, 0), x.dtype)
+    for row in range(x.shape[0]):
+        shift = _row_max(x, row)
+        log_total = np.log(_in_dtype_of(x, _exp_total(x, row, shift, none)))
+        for i in range(x.shape[1]):
+            out[row, i] = (x[row, i] - shift) - log_total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def softmax_backward_rows_into(grad, y, out):
+    """out[r] = (grad[r] - sum(grad[r] * y[r])) * y[r], as the reference (the sum in float64)."""
+    for row in range(y.shape[0]):
+        dot = _in_dtype_of(y, _product_total(grad, y, row))
+        for i in range(y.shape[1]):
+            out[row, i] = (grad[row, i] - dot) * y[row, i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def log_softmax_backward_rows_into(grad, y, out):
+    """out[r] = grad[r] - exp(y[r]) * sum(grad[r]), as the reference (the sum in float64)."""
+    none = np.empty((1, 0), y.dtype)
+    for row in range(y.shape[0]):
+        total = _in_dtype_of(y, _product_total(grad, none, row))
+        for i in range(y.shape[1]):
+            out[row, i] = grad[row, i] - fg_exp(y[row, i]) * total

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import threaded
 from .buffers import MIN_POOLED_BYTES, POOL
-from .ops import OPS, eager_form
+from .ops import OPS, eager_form, eager_into_form
 from .program import Instr, Program
 from .rounded import UFUNC_TYPES
 
@@ -78,14 +78,15 @@ def apply_ref_into(into, arrays, out: np.ndarray, attrs=None) -> np.ndarray:
 _UFUNC_WRITERS: dict = {}
 
 
-def into_writer(opdef, in_types, out_types, attrs):
+def into_writer(opdef, in_types, out_types, attrs, eager: bool = False):
     """How a reference writes its one result into given memory, when that result is large
     enough to come from the buffer pool (ir/buffers.py): the op table's `extra["ref_into"]`
-    (out, *arrays, **attrs), or, for a ufunc reference without attributes whose loop for
-    these operand dtypes gives the output's dtype, the ufunc with `out=`. None otherwise."""
+    (out, *arrays, **attrs; for `eager` execution, the form lent for it: ops.eager_into_form),
+    or, for a ufunc reference without attributes whose loop for these operand dtypes gives the
+    output's dtype, the ufunc with `out=`. None otherwise."""
     if len(out_types) != 1 or out_types[0].numel * out_types[0].dtype.np.itemsize < MIN_POOLED_BYTES:
         return None
-    into = opdef.extra.get("ref_into")
+    into = eager_into_form(opdef) if eager else opdef.extra.get("ref_into")
     if into is not None:
         return into
     ref = opdef.ref
@@ -239,7 +240,7 @@ class StraightLine:
                     folded.add(k)
             else:
                 writer = into_writer(opdef, [in_types[k] if k in in_types else types[k] for k in arg_slots],
-                                     out_types, attrs)
+                                     out_types, attrs, eager=True)
                 planned.append((eager_form(opdef), attrs, out_types, arg_slots, out_slots, writer))
         self.n_inputs = len(program.inputs)
         self.template = template

@@ -285,3 +285,73 @@ def test_layer_norm_form_in_float64_and_where_it_declines(loops_pay, monkeypatch
     x32, w32, b32 = _layer_norm_operands((64, 300), np.float32)
     _same_bits(EAGER_FORMS["layer_norm"](x32, w32, b32, ndim=1, eps=1e-5),
                OPS["layer_norm"].ref(x32, w32, b32, ndim=1, eps=1e-5))
+
+
+SOFTMAX_ROWS = np.array([[np.inf, 1, 2, 3], [-np.inf] * 4, [-np.inf, 0, 1, -np.inf], [np.nan, 1, 2, 3],
+                         [1e30, -1e30, 0, 5], [3.4e38, 3.4e38, -3.4e38, 0], [1, 1, 1, 1], [-0.0, 0.0, 1e-45, -1e-45]])
+
+
+def _softmax_input(shape, dtype):
+    """Random rows of `shape`, the first of them SOFTMAX_ROWS' special ones (tiled along the row)."""
+    x = (np.random.default_rng(12).standard_normal(shape) * 4).astype(dtype)
+    rows = x.reshape(-1, shape[-1])
+    special = np.resize(SOFTMAX_ROWS.astype(dtype), (len(SOFTMAX_ROWS), shape[-1])) if shape[-1] >= 4 else None
+    if special is not None and len(rows) >= len(special):
+        rows[:len(special)] = special
+    return x
+
+
+@pytest.mark.parametrize("shape", [(300, 70), (5, 8, 33), (100,), (64, 1), (70, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_forms_against_torch_and_the_references(loops_pay, shape, dtype):
+    """The row loops (vectorised exp, sums in float64) against torch (NaN where torch's are,
+    within float32's or float64's rounding elsewhere) and the references, forward and backward."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    x = _softmax_input(shape, dtype)
+    g = np.random.default_rng(13).standard_normal(shape).astype(dtype)
+    tol = dict(rtol=4e-6, atol=4e-7) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-15)
+    for op in ("softmax", "log_softmax"):
+        got, ref = EAGER_FORMS[op](x, axis=-1), OPS[op].ref(x, axis=-1)
+        want = getattr(torch, op)(torch.tensor(x), -1).numpy()
+        assert got.dtype == dtype and got.shape == shape
+        np.testing.assert_allclose(got, want, **tol)
+        np.testing.assert_allclose(got, ref, **tol)
+        backward = op + "_backward_data"
+        got_grad = EAGER_FORMS[backward](g, want, axis=-1)
+        np.testing.assert_allclose(got_grad, OPS[backward].ref(g, want, axis=-1), **tol)
+        # through eager dispatch and the eager engine, against torch's autograd
+        t = fg.tensor(x, requires_grad=True)
+        getattr(t, op)(-1).backward(fg.tensor(g))
+        tt = torch.tensor(x, requires_grad=True)
+        getattr(tt, op)(-1).backward(torch.tensor(g))
+        np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), **tol)
+
+
+def test_softmax_forms_run_the_loops_for_pooled_and_fresh_results_only_along_the_last_axis(loops_pay, monkeypatch):
+    """A mid-size result (written into a buffer of the pool: the into form), a large one (a fresh
+    array: the eager form) and the backward both take the loops; another axis, a strided or
+    an integer operand, and calls the policy declines run the references' bits."""
+    from fusegrad.codegen import eager_loops_jit
+    calls = []
+    for name in ("softmax_rows_into", "log_softmax_rows_into", "softmax_backward_rows_into",
+                 "log_softmax_backward_rows_into"):
+        real = getattr(eager_loops_jit, name)
+        monkeypatch.setattr(eager_loops_jit, name, lambda *a, _n=name, _r=real: calls.append(_n) or _r(*a))
+    for rows in (64, 1100):                     # 64K and 1.1M float32 elements
+        t = fg.tensor(_softmax_input((rows, 1024), np.float32), requires_grad=True)
+        t.softmax(-1).sum().backward()
+        t.log_softmax(1).backward(fg.ones_like(t))
+    assert calls.count("softmax_rows_into") >= 2 and calls.count("log_softmax_rows_into") >= 2
+    assert calls.count("softmax_backward_rows_into") >= 2 and calls.count("log_softmax_backward_rows_into") >= 2
+    calls.clear()
+    x = _softmax_input((300, 70), np.float32)
+    for op in ("softmax", "log_softmax"):
+        _same_bits(getattr(fg.tensor(x), op)(0).numpy(), OPS[op].ref(x, axis=0))
+        _same_bits(EAGER_FORMS[op](x.T, axis=0), OPS[op].ref(x.T, axis=0))
+    assert not calls
+    _same_bits(EAGER_FORMS["softmax"](x.T, axis=-1), EAGER_FORMS["softmax"](np.ascontiguousarray(x.T), axis=-1))
+    monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
+    calls.clear()
+    for op in ("softmax", "log_softmax"):
+        _same_bits(EAGER_FORMS[op](x, axis=-1), OPS[op].ref(x, axis=-1))
+    assert not calls

@@ -206,7 +206,7 @@ class _Plan:
         # A result large enough to page-fault when fresh is written into a buffer of the pool
         # (ir/buffers.py) by the op's `ref_into`, or by its ufunc when the ufunc's own result
         # dtype is the output's: None, or the callable writing it (ir.interpreter.into_writer).
-        self.pooled = into_writer(opdef, self.in_types, self.out_types, attrs) if self.small else None
+        self.pooled = into_writer(opdef, self.in_types, self.out_types, attrs, eager=True) if self.small else None
         # The op's reference specialised to this signature (OpDef.extra["eager_ref"]): called
         # with the arrays alone, raising no floating-point warnings, so nothing is silenced.
         eager_ref = opdef.extra.get("eager_ref") if self.small and self.pooled is None else None

@@ -1,7 +1,7 @@
 """The op table: every op declared once (see registry.OpDef)."""
-from .registry import (COMPOSITE, EAGER_FORMS, ELEMENTWISE, MATMUL, MOVEMENT, OPAQUE, OPS, REDUCE, SOURCE, OpDef,
-                       broadcast_shapes, eager_form, expands_to, infer_types, normalize_dim, register, shape_str,
-                       unbroadcast_axes)
+from .registry import (COMPOSITE, EAGER_FORMS, EAGER_INTO_FORMS, ELEMENTWISE, MATMUL, MOVEMENT, OPAQUE, OPS, REDUCE,
+                       SOURCE, OpDef, broadcast_shapes, eager_form, eager_into_form, expands_to, infer_types,
+                       normalize_dim, register, shape_str, unbroadcast_axes)
 from . import elementwise, reduce, movement, linalg, loss, custom  # noqa: F401  (registers the ops)
 from . import advanced_index  # noqa: F401  (registers index_take and index_put_at)
 from . import optim_update  # noqa: F401  (registers sgd_update and adam_update)
@@ -15,6 +15,7 @@ from . import more_math  # noqa: F401  (registers rounding, rsqrt, log2, trigono
 from . import extra_math  # noqa: F401  (registers lerp, addcmul, hypot, xlogy, logit, erfc, fmod, repeat...)
 from . import gather  # noqa: F401  (registers gather, scatter_add and flip)
 
-__all__ = ["OPS", "OpDef", "register", "EAGER_FORMS", "eager_form", "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",
+__all__ = ["OPS", "OpDef", "register", "EAGER_FORMS", "EAGER_INTO_FORMS", "eager_form", "eager_into_form",
+           "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",
            "normalize_dim", "shape_str",
            "ELEMENTWISE", "REDUCE", "MOVEMENT", "SOURCE", "MATMUL", "COMPOSITE", "OPAQUE"]

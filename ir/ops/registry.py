@@ -110,6 +110,18 @@ def eager_form(opdef: OpDef) -> Callable:
     return EAGER_FORMS.get(opdef.name, opdef.ref)
 
 
+# The same for ops whose references also write into given memory (OpDef.extra["ref_into"],
+# which eager execution calls for large results, into buffers of the pool): op name -> a
+# callable with ref_into's signature (out, *arrays, **attrs), lent with the EAGER_FORMS entry.
+EAGER_INTO_FORMS: dict[str, Callable] = {}
+
+
+def eager_into_form(opdef: OpDef) -> Callable | None:
+    """What eager execution calls to write `opdef`'s result into given memory: its lent form,
+    else its reference's `ref_into` (None where it has none)."""
+    return EAGER_INTO_FORMS.get(opdef.name) or opdef.extra.get("ref_into")
+
+
 def register(op: OpDef) -> OpDef:
     """Add `op` to the table; each name may be declared only once."""
     if op.name in OPS:

@@ -145,13 +145,13 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                     sa, da, ra = a.shape, a.dtype, None
                 else:
                     if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
-                        refresh_view_history(a)     # its base may have gained history since
+                        refresh_view_history(a, deferring=True)     # its base may have gained history since
                     sa, da, ra = a._data.shape, a._dtype, a._requires_grad
                 if type(b) is np.ndarray:
                     sb, db, rb = b.shape, b.dtype, None
                 else:
                     if b._base is not None and b._view_version != b._vbox[0] and _grad_state.enabled:
-                        refresh_view_history(b)
+                        refresh_view_history(b, deferring=True)
                     sb, db, rb = b._data.shape, b._dtype, b._requires_grad
                 key = (op, name, tuple(attrs.items()) if attrs else None, sa, da, ra, sb, db, rb)
             elif n == 1:
@@ -160,14 +160,14 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                     key = (op, name, tuple(attrs.items()) if attrs else None, a.shape, a.dtype, None)
                 else:
                     if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
-                        refresh_view_history(a)
+                        refresh_view_history(a, deferring=True)
                     key = (op, name, tuple(attrs.items()) if attrs else None, a._data.shape, a._dtype,
                            a._requires_grad)
             else:
                 for x in inputs:
                     if type(x) is not np.ndarray and x._base is not None and x._view_version != x._vbox[0] \
                             and _grad_state.enabled:
-                        refresh_view_history(x)
+                        refresh_view_history(x, deferring=True)
                 key = (op, name, tuple(attrs.items()) if attrs else None,
                        *[(x.shape, x.dtype, None) if type(x) is np.ndarray
                          else (x._data.shape, x._dtype, x._requires_grad) for x in inputs])
@@ -212,7 +212,12 @@ class _Plan:
         eager_ref = opdef.extra.get("eager_ref") if self.small and self.pooled is None else None
         self.direct = eager_ref(self.in_types, attrs) if eager_ref is not None else None
         self.needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
-        self.may_record = opdef.vjp is not None and True in self.needs
+        # Integer and bool results never require grad (torch).
+        self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
+                             for k, t in enumerate(self.out_types))
+        # (no node where no output gets a history: torch's integer casts and comparisons of
+        # a tensor that requires grad ask nothing of its history)
+        self.may_record = opdef.vjp is not None and True in self.needs and True in self.history
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs,
                                                      name or _default_name(op))
                                          if self.may_record else ((), ()))
@@ -227,9 +232,6 @@ class _Plan:
         saves_tensor = bool(self.out_slots) or any(i not in self.consts_at for i in self.in_slots)
         self.marks_saved = not saves_tensor and _reads_a_constant(opdef, self.consts_at, self.in_slots)
         self.node_class = node_class(name or _default_name(op))
-        # Integer and bool results never require grad (torch).
-        self.history = tuple(k not in opdef.nondiff_outputs and t.dtype.is_floating_point
-                             for k, t in enumerate(self.out_types))
         self.view = op in _VIEW_OPS
         self.row_major = row_major_result(opdef)
         self.result_order = opdef.extra.get("result_order")     # (see OpDef.extra)
@@ -759,9 +761,12 @@ def relaid_chain(view) -> tuple:
     return view._view_chain
 
 
-def refresh_view_history(view) -> None:
+def refresh_view_history(view, deferring: bool = False) -> None:
     """A view whose base was written in place since its history was recorded is
-    re-derived from the base (torch regenerates such a view's grad_fn too)."""
+    re-derived from the base (torch regenerates such a view's grad_fn too). `deferring`: an
+    op is about to read the view, and may not record a node (a comparison, an integer cast):
+    a part of split/chunk/unbind, whose history torch will not regenerate, raises only where
+    its history is asked for (edge_of, grad_fn)."""
     base = view._base
     if view._view_version == view._vbox[0]:
         return
@@ -789,6 +794,9 @@ def refresh_view_history(view) -> None:
     if view.__dict__.get("_no_grad_mode"):
         raise no_grad_view_rebased_error(None, 0)   # (its base gained a history since)
     if view._multi_output is not None:
+        if deferring:
+            view._requires_grad = True      # (as its base: an op that records then raises, in edge_of)
+            return
         from .splitting import multi_output_rebased_error
         raise multi_output_rebased_error(view, view._grad_fn)
     # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write

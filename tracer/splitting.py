@@ -172,7 +172,11 @@ def _short_name(t: Tensor, node) -> str:
     if made_by is not None:
         return made_by
     name = type(node).__name__ if node is not None else "SplitBackward0"
-    return name[:name.rindex("Backward")] if "Backward" in name else name
+    if "Backward" not in name:
+        return name
+    # (torch drops "Backward" and an overload number 0: SplitBackward0 is "Split", SqueezeBackward1 "Squeeze1")
+    stem, _, number = name.rpartition("Backward")
+    return stem + ("" if number == "0" else number)
 
 
 def multi_output_view_error(t: Tensor) -> RuntimeError:

@@ -497,6 +497,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             check_values_now(op, types, [x if type(x) is np.ndarray else x._data if x._sym is None else None
                                          for x in inputs], attrs or {})
         requires = any_requires and opdef.vjp is not None and is_grad_enabled()
+        if requires and not (out_types[0].dtype.is_floating_point and 0 not in opdef.nondiff_outputs) and \
+                not any(t.dtype.is_floating_point and k not in opdef.nondiff_outputs for k, t in enumerate(out_types)):
+            requires = False    # (no output gets a history: an integer cast records nothing, as eagerly)
         if requires:
             for x in inputs:
                 if isinstance(x, Tensor) and x._rebased:

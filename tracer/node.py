@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import weakref
 
 from fusegrad.ir import OPS, Builder, Emitter, Value
@@ -149,6 +150,13 @@ class SavedTensor:
         self.box = box            # the shared version counter (a one-item list)
         self.version = box[0]
         self.tensor = tensor      # the input tensor itself (None for outputs)
+
+
+def short_name(node_name: str) -> str:
+    """A node's name as torch's error texts give it: without "Backward0", or without "Backward"
+    before another number (ExpBackward0 is "Exp", SqueezeBackward1 "Squeeze1"; torch's
+    CopyBackwards keeps its name)."""
+    return re.sub(r"Backward(0$|(?=[0-9]))", "", node_name, count=1)
 
 
 _SEQUENCE = itertools.count()

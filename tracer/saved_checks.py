@@ -6,7 +6,6 @@ graph whose saved values were freed raises the freed-graph error. Used by the ea
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +17,7 @@ from fusegrad.ir.verifier import free_values
 
 from .dispatch import apply_op, refresh_view_history
 from .grad_mode import ARGUMENT_LEAVES_LEFT
-from .node import AccumulateGrad, SavedTensor, _FREED_MSG, saved_slots
+from .node import AccumulateGrad, SavedTensor, _FREED_MSG, saved_slots, short_name
 from .tensor import Tensor
 
 if TYPE_CHECKING:
@@ -256,8 +255,7 @@ def output_of(node, output_nr: int) -> str:
 
 def output_name(node_name: str, output_nr: int) -> str:
     """torch's ", which is output N of Op," for output `output_nr` of a node named `node_name`."""
-    # ("Backwards" stays: torch::autograd::CopyBackwards keeps its name)
-    return f", which is output {output_nr} of {re.sub(r'Backward(0$|(?=[0-9]))', '', node_name, count=1)},"
+    return f", which is output {output_nr} of {short_name(node_name)},"
 
 
 def _modified_history(saved, owner, output_nr: int) -> str:

@@ -19,6 +19,7 @@ from fusegrad.ir.ops import normalize_dim
 from .dispatch import apply_op
 from .functional import _is_index, as_tensor, int_argument
 from .grad_mode import is_grad_enabled
+from .node import short_name
 from .parser_errors import ArgParser, type_name
 from .tensor import Tensor
 
@@ -171,12 +172,7 @@ def _short_name(t: Tensor, node) -> str:
     made_by = t.__dict__.get("_multi_output_node")
     if made_by is not None:
         return made_by
-    name = type(node).__name__ if node is not None else "SplitBackward0"
-    if "Backward" not in name:
-        return name
-    # (torch drops "Backward" and an overload number 0: SplitBackward0 is "Split", SqueezeBackward1 "Squeeze1")
-    stem, _, number = name.rpartition("Backward")
-    return stem + ("" if number == "0" else number)
+    return short_name(type(node).__name__ if node is not None else "SplitBackward0")
 
 
 def multi_output_view_error(t: Tensor) -> RuntimeError:

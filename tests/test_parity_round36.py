@@ -76,3 +76,39 @@ def test_multi_output_view_errors_name_the_node_as_torch(write):
         b = L.ones(2, 2, requires_grad=True).exp()
         WRITES[write](b).mul_(2)
     same_error(run)
+
+
+KEYS = {
+    "mask, slice": lambda L: (L.tensor([True, False, True]), slice(None)),
+    "slice, mask": lambda L: (slice(None), L.tensor([True, False])),
+    "None, mask": lambda L: (None, L.tensor([True, False, True])),
+    "int, mask": lambda L: (0, L.tensor([True, False])),
+    "mask, Ellipsis, None": lambda L: (L.tensor([True, False, True]), Ellipsis, None),
+    "2-d mask": lambda L: L.tensor([[True, False], [False, True], [True, True]]),
+    "list of bools": lambda L: [True, False, True],
+    "mask, mask": lambda L: (L.tensor([True, False, True]), L.tensor([True, False])),
+    "mask, index": lambda L: (L.tensor([True, False, True]), L.tensor([0])),
+    "True, mask": lambda L: (True, L.tensor([True, False, True])),
+    "0-d mask, int": lambda L: (L.tensor(True), 1),
+}
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_a_one_element_value_of_another_dtype_through_masks_as_torch(key):
+    """torch writes a one-element value by masked_fill_ (which casts it) only where a bool mask is
+    the key's one tensor index; with another tensor index, index_put_ refuses the dtype."""
+    def run(L):
+        t = L.arange(6).reshape(3, 2)
+        t[KEYS[key](L)] = L.tensor(2.5)
+        return t
+    try:
+        want = run(torch)
+    except RuntimeError:
+        same_error(run)
+        return
+    assert_tensor_same(key, run(fg), want)
+
+
+@pytest.mark.parametrize("args", [(10 ** 20,), (0, 10 ** 20, 10 ** 19), (-(2 ** 63) - 1, 0), (2 ** 63,), (0, 10, 2 ** 63)])
+def test_arange_of_an_int_beyond_int64_overflows_as_torch(args):
+    same_error(lambda L: L.arange(*args))

@@ -637,6 +637,16 @@ def _invalid_arange_call(got: str) -> TypeError:
 _ABSENT = object()          # an argument arange was not given (None is a bad one, as torch says)
 
 
+def _int64_overflow(v: int):
+    """torch's errors for a Python int argument beyond int64: its Scalar parser tries an unsigned
+    64-bit int for a large one (which arange then cannot convert), and refuses the rest."""
+    if v < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if v >= 1 << 64:
+        raise OverflowError("int too big to convert")
+    raise RuntimeError("value cannot be converted to type int64_t without overflow")
+
+
 def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype: DType | None = None,
            requires_grad: bool = False, device=None) -> Tensor:
     """torch.arange: `arange(end)`, `arange(start, end, step=1)` or the keywords `start=`, `end=`,
@@ -668,6 +678,8 @@ def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype:
         if not isinstance(v, (int, float, np.number, np.bool_)):
             raise TypeError(f"arange(): argument '{name}' (position {1 if name == 'end' and first is end else 2}) "
                             f"must be Number, not {type_name(v)}")
+        if isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):
+            _int64_overflow(v)
     if not (step > 0 or step < 0):               # 0 or NaN
         raise RuntimeError("step must be nonzero")
     if not (np.isfinite(start) and np.isfinite(end)):

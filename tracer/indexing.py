@@ -538,9 +538,13 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
     from .inplace import check_inplace
     view, starts = _advanced_view(t, items)
     check_inplace(view)        # (torch's autograd checks first: before overlaps, before the mask is read)
-    # (torch writes a one-element value through a bool mask by masked_fill_)
+    # (torch writes a one-element value through a bool mask by masked_fill_, where the mask is
+    # the key's one tensor index; with another (t[mask, mask], t[mask, idx]) by index_put_)
     one_value = value.numel() == 1 if isinstance(value, Tensor) else np.size(value) == 1
-    by_masked_fill = one_value and any(isinstance(item, _Mask) and item.ndim > 0 for item in items)
+    tensor_items = [item for item in items if isinstance(item, _Index)
+                    or isinstance(item, _Mask) and not isinstance(item.value, (bool, np.bool_))]
+    by_masked_fill = one_value and len(tensor_items) == 1 and isinstance(tensor_items[0], _Mask) and \
+        tensor_items[0].ndim > 0
     if not isinstance(value, Tensor):
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match

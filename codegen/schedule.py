@@ -51,7 +51,8 @@ Rules (each refusal is recorded with its reason, for `explain()`):
    that kernel instead (a relu's backward mask is computed from the stored
    activation where the backward reads it, not written by the forward).
 6. A kernel holds at most MAX_KERNEL_MATH (64) instructions that call fg_*
-   math (exp, tanh, sin...): compile time grows faster than a kernel's body.
+   math (exp, tanh, sin...), and at most MAX_KERNEL_INSTRS (128) instructions
+   in all: compile time grows faster than a kernel's body.
 7. Horizontal fusion stops at MAX_MERGED_ARRAYS (64) arrays read and written
    by the merged kernel: merging independent work (an optimizer's updates of
    many parameters, which share only their scalar settings) saves a dispatch
@@ -162,6 +163,13 @@ def schedule(program: Program) -> Schedule:
 # time grows faster than a kernel's body (a chain of 300 tanh, one kernel: 10 s cold);
 # splitting it costs one store and load of a value per 64 transcendental evaluations.
 MAX_KERNEL_MATH = 64
+# Rule 6 too: a kernel holds at most this many instructions (not counting the free ones it
+# recomputes inline). Numba's typing and LLVM's passes grow faster than a kernel's body
+# whatever its instructions are. A chain of 200 x * 0.99 + 0.01 * tanh(x) steps on a 4x6
+# tensor, cold, forward then backward: 10 + 21 s in kernels of up to ~1400 instructions,
+# 11 + 11 s at most 256, 4 + 3 s at most 128 (its kernels are then mostly alike, and alike
+# kernels compile once). W1-W4's kernels hold 1-38.
+MAX_KERNEL_INSTRS = 128
 
 # Rule 7: the most arrays (reads and writes) a horizontal merge may give a kernel.
 MAX_MERGED_ARRAYS = 64
@@ -453,6 +461,8 @@ class _Scheduler:
     def _join(self, groups: list, ins) -> None:
         if sum(g.math for g in groups) + calls_math(OPS[ins.op]) > MAX_KERNEL_MATH:
             raise NotFusable(f"the kernel would hold more than {MAX_KERNEL_MATH} math calls")
+        if sum(len(g.members) for g in groups) >= MAX_KERNEL_INSTRS:
+            raise NotFusable(f"the kernel would hold more than {MAX_KERNEL_INSTRS} instructions")
         self._check_joined_arrays(groups, ins)
         space, axes = _joined_space(groups, ins)
         others = set().union(*(self._deps(v) for v in ins.inputs)) - set(groups)
@@ -558,7 +568,8 @@ class _Scheduler:
         if a.space != b.space or (a.axes and b.axes and a.axes != b.axes):
             return False
         linked = b in self.preds[a] or a in self.preds[b]
-        if (not (reads[a] & reads[b]) and not linked) or a.math + b.math > MAX_KERNEL_MATH:
+        if (not (reads[a] & reads[b]) and not linked) or a.math + b.math > MAX_KERNEL_MATH or \
+                len(a.members) + len(b.members) > MAX_KERNEL_INSTRS:
             return False
         if self._array_count((a, b)) > MAX_MERGED_ARRAYS or self._cycles_through(a, b, closure):
             return False

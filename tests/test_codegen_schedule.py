@@ -232,3 +232,21 @@ def test_horizontal_fusion_of_independent_updates_stops_at_the_array_limit():
     assert [len(arrays(k)) for k in sched.kernels] == [15 * 4 + 2, 9 * 4 + 2]
     assert all(len(arrays(k)) <= MAX_MERGED_ARRAYS for k in sched.kernels)
     check(p, random_args(p, np.random.default_rng(6), low=0.1, high=1.0), rtol=1e-5)
+
+
+def test_a_long_chain_of_plain_ops_splits_into_kernels_of_bounded_size():
+    """Rule 6: a kernel holds at most MAX_KERNEL_INSTRS instructions, math calls or not
+    (compile time grows faster than a kernel's body); the chain still computes the
+    reference's values, and its kernels but the last are full."""
+    from fusegrad.codegen.schedule import MAX_KERNEL_INSTRS
+
+    def chain(e, x):
+        for _ in range(150):
+            x = e.add(e.mul(x, e.const(0.5, x)), e.const(0.25, x))
+        return x
+    p = build(chain, (8, 16))
+    sched = schedule(p)
+    kernels = sched.kernels
+    assert len(kernels) == -(-300 // MAX_KERNEL_INSTRS)
+    assert all(len(k.members) == MAX_KERNEL_INSTRS for k in kernels[:-1])
+    check(p, random_args(p, np.random.default_rng(2)))

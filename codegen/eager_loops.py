@@ -136,18 +136,21 @@ EAGER_FORMS["layer_norm"] = _layer_norm
 def _lend_rows(op: str, loop: str) -> None:
     """Lend `op` (a softmax or its backward along `axis`: ops whose references write into given
     memory) eager forms running codegen/eager_loops_jit.py's `loop` a row at a time, where the
-    axis is the last, the operands and the result have one shape and one float dtype and the
-    policy takes it; elsewhere the reference's `ref_into`."""
+    axis is the last, the operands and the result are row-major, of one shape and one float
+    dtype, and the policy takes it; elsewhere the reference's `ref_into`. (A broadcast operand,
+    the gradient of a sum, takes the reference: a row-major copy of it cost more than the
+    loop saves.)"""
     reference_into = OPS[op].extra["ref_into"]
 
     def into(out, *operands, axis):
         n = out.shape[-1] if out.ndim else 0
         if not n or axis % out.ndim != out.ndim - 1 or out.dtype not in _FLOATS or not out.flags.c_contiguous \
-                or any(a.shape != out.shape or a.dtype != out.dtype for a in operands) or not _takes_loop(out):
+                or any(a.shape != out.shape or a.dtype != out.dtype or not a.flags.c_contiguous for a in operands) \
+                or not _takes_loop(out):
             reference_into(out, *operands, axis=axis)
             return
         from . import eager_loops_jit
-        rows = tuple(np.ascontiguousarray(a).reshape(-1, n) for a in operands)
+        rows = tuple(a.reshape(-1, n) for a in operands)
         sliced_blocks(getattr(eager_loops_jit, loop), rows, out.reshape(-1, n))
 
     def eager_form(*operands, axis):

@@ -330,7 +330,7 @@ def test_softmax_forms_against_torch_and_the_references(loops_pay, shape, dtype)
 def test_softmax_forms_run_the_loops_for_pooled_and_fresh_results_only_along_the_last_axis(loops_pay, monkeypatch):
     """A mid-size result (written into a buffer of the pool: the into form), a large one (a fresh
     array: the eager form) and the backward both take the loops; another axis, a strided or
-    an integer operand, and calls the policy declines run the references' bits."""
+    broadcast operand (a sum's gradient), and calls the policy declines run the references' bits."""
     from fusegrad.codegen import eager_loops_jit
     calls = []
     for name in ("softmax_rows_into", "log_softmax_rows_into", "softmax_backward_rows_into",
@@ -339,8 +339,9 @@ def test_softmax_forms_run_the_loops_for_pooled_and_fresh_results_only_along_the
         monkeypatch.setattr(eager_loops_jit, name, lambda *a, _n=name, _r=real: calls.append(_n) or _r(*a))
     for rows in (64, 1100):                     # 64K and 1.1M float32 elements
         t = fg.tensor(_softmax_input((rows, 1024), np.float32), requires_grad=True)
-        t.softmax(-1).sum().backward()
-        t.log_softmax(1).backward(fg.ones_like(t))
+        g = fg.tensor(np.random.default_rng(rows).standard_normal((rows, 1024), dtype=np.float32))
+        t.softmax(-1).backward(g)
+        t.log_softmax(1).backward(g)
     assert calls.count("softmax_rows_into") >= 2 and calls.count("log_softmax_rows_into") >= 2
     assert calls.count("softmax_backward_rows_into") >= 2 and calls.count("log_softmax_backward_rows_into") >= 2
     calls.clear()
@@ -348,8 +349,12 @@ def test_softmax_forms_run_the_loops_for_pooled_and_fresh_results_only_along_the
     for op in ("softmax", "log_softmax"):
         _same_bits(getattr(fg.tensor(x), op)(0).numpy(), OPS[op].ref(x, axis=0))
         _same_bits(EAGER_FORMS[op](x.T, axis=0), OPS[op].ref(x.T, axis=0))
+    _same_bits(EAGER_FORMS["softmax"](x.T, axis=-1), OPS["softmax"].ref(x.T, axis=-1))
+    y = OPS["softmax"].ref(x, axis=-1)
+    ones = np.broadcast_to(np.float32(1), x.shape)
+    _same_bits(EAGER_FORMS["softmax_backward_data"](ones, y, axis=-1),
+               OPS["softmax_backward_data"].ref(ones, y, axis=-1))
     assert not calls
-    _same_bits(EAGER_FORMS["softmax"](x.T, axis=-1), EAGER_FORMS["softmax"](np.ascontiguousarray(x.T), axis=-1))
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
     calls.clear()
     for op in ("softmax", "log_softmax"):

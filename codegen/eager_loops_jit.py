@@ -133,20 +133,24 @@ def rsqrt_into(x, out):
         out[i] = one / np.sqrt(x[i])
 
 
+# The row sums below are reassociated (lanes, then a tree) so that they vectorise: float64
+# sums of float32 or float64 values, within a few float64 ulp of the references' pairwise sums.
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _row_total(x, row, centre):
-    """The sum of (x[row, i] - centre) ** p over the row in float64, p = 1 when centre is NaN
-    (the plain sum), else 2. Reassociated (lanes, then a tree), so that it vectorises: a float64
-    sum of float32 or float64 values, exact to a few float64 ulp, as the reference's pairwise
-    np.mean."""
+def _row_sum(x, row):
+    """The sum of x[row] in float64."""
     total = 0.0
-    if centre != centre:
-        for i in range(x.shape[1]):
-            total += np.float64(x[row, i])
-    else:
-        for i in range(x.shape[1]):
-            d = np.float64(x[row, i]) - centre
-            total += d * d
+    for i in range(x.shape[1]):
+        total += np.float64(x[row, i])
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _row_squared_deviations(x, row, centre):
+    """The sum of (x[row, i] - centre) ** 2 in float64."""
+    total = 0.0
+    for i in range(x.shape[1]):
+        d = np.float64(x[row, i]) - centre
+        total += d * d
     return total
 
 
@@ -156,8 +160,8 @@ def layer_norm_into(x, out, weight, bias, eps):
     float64 rounded once: (x - mean) / sqrt(biased variance + eps) * weight + bias."""
     n = x.shape[1]
     for row in range(x.shape[0]):
-        mean = _row_total(x, row, np.nan) / n
-        std = np.sqrt(_row_total(x, row, mean) / n + eps)
+        mean = _row_sum(x, row) / n
+        std = np.sqrt(_row_squared_deviations(x, row, mean) / n + eps)
         for i in range(n):
             value = (np.float64(x[row, i]) - mean) / std
             out[row, i] = value * np.float64(weight[i]) + np.float64(bias[i])
@@ -203,16 +207,11 @@ def _exp_total(x, row, shift, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _product_total(a, b, row):
-    """The sum in float64 of a[row] * b[row] (each product rounded in the arrays' dtype), or
-    of a[row] where b has no columns; reassociated, so that it vectorises."""
+def _row_dot(a, b, row):
+    """The sum in float64 of a[row] * b[row], each product rounded in the arrays' dtype."""
     total = 0.0
-    if b.shape[1]:
-        for i in range(a.shape[1]):
-            total += np.float64(a[row, i] * b[row, i])
-    else:
-        for i in range(a.shape[1]):
-            total += np.float64(a[row, i])
+    for i in range(a.shape[1]):
+        total += np.float64(a[row, i] * b[row, i])
     return total
 
 
@@ -250,7 +249,7 @@ def log_softmax_rows_into(x, out):
 def softmax_backward_rows_into(grad, y, out):
     """out[r] = (grad[r] - sum(grad[r] * y[r])) * y[r], as the reference (the sum in float64)."""
     for row in range(y.shape[0]):
-        dot = _in_dtype_of(y, _product_total(grad, y, row))
+        dot = _in_dtype_of(y, _row_dot(grad, y, row))
         for i in range(y.shape[1]):
             out[row, i] = (grad[row, i] - dot) * y[row, i]
 
@@ -258,8 +257,7 @@ def softmax_backward_rows_into(grad, y, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def log_softmax_backward_rows_into(grad, y, out):
     """out[r] = grad[r] - exp(y[r]) * sum(grad[r]), as the reference (the sum in float64)."""
-    none = np.empty((1, 0), y.dtype)
     for row in range(y.shape[0]):
-        total = _in_dtype_of(y, _product_total(grad, none, row))
+        total = _in_dtype_of(y, _row_sum(grad, row))
         for i in range(y.shape[1]):
             out[row, i] = grad[row, i] - fg_exp(y[row, i]) * total

@@ -360,3 +360,15 @@ def test_softmax_forms_run_the_loops_for_pooled_and_fresh_results_only_along_the
     for op in ("softmax", "log_softmax"):
         _same_bits(EAGER_FORMS[op](x, axis=-1), OPS[op].ref(x, axis=-1))
     assert not calls
+
+
+def test_softmax_forms_count_a_sixteenth_of_their_elements_toward_setting_numba_up(monkeypatch):
+    """They save less than erf's or layer_norm's loops, so a purely eager process does not pay
+    Numba's set-up on its first large softmax (torch_order_jit.loop_pays counts elements)."""
+    counted = []
+    monkeypatch.setattr(eager_loops, "loop_pays", lambda size: counted.append(size) or False)
+    x = _softmax_input((64, 1024), np.float32)
+    _same_bits(EAGER_FORMS["softmax"](x, axis=-1), OPS["softmax"].ref(x, axis=-1))
+    w, b = np.ones(1024, np.float32), np.zeros(1024, np.float32)
+    EAGER_FORMS["layer_norm"](x, w, b, ndim=1, eps=1e-5)
+    assert counted == [x.size // 16, x.size]

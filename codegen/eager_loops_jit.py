@@ -261,3 +261,15 @@ def log_softmax_backward_rows_into(grad, y, out):
         total = _in_dtype_of(y, _row_sum(grad, row))
         for i in range(y.shape[1]):
             out[row, i] = grad[row, i] - fg_exp(y[row, i]) * total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def logsumexp_rows_into(x, out):
+    """out[r] = log(sum of exp(x[r] - m)) + m, m the row's maximum (0 where it is infinite), as
+    the reference computes it (the vectorised exp; the sum in float64, rounded once)."""
+    none = np.empty((1, 0), x.dtype)
+    for row in range(x.shape[0]):
+        shift = _row_max(x, row)
+        if shift == np.inf or shift == -np.inf:
+            shift = _in_dtype_of(x, 0.0)
+        out[row] = np.log(_in_dtype_of(x, _exp_total(x, row, shift, none))) + shift

@@ -372,3 +372,29 @@ def test_softmax_forms_count_a_sixteenth_of_their_elements_toward_setting_numba_
     w, b = np.ones(1024, np.float32), np.zeros(1024, np.float32)
     EAGER_FORMS["layer_norm"](x, w, b, ndim=1, eps=1e-5)
     assert counted == [x.size // 16, x.size]
+
+
+@pytest.mark.parametrize("shape, dims, keepdim", [((300, 70), (1,), False), ((5, 8, 33), (1, 2), True),
+                                                  ((5, 8, 33), (-1,), False), ((64,), (0,), True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_form_against_torch(loops_pay, monkeypatch, shape, dims, keepdim, dtype):
+    """A row loop over the trailing dims (infinite maxima shift by 0, as torch's), within
+    rounding of torch and of the reference; other dims keep the reference's bits."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle")
+    from fusegrad.codegen import eager_loops_jit
+    calls = []
+    real = eager_loops_jit.logsumexp_rows_into
+    monkeypatch.setattr(eager_loops_jit, "logsumexp_rows_into", lambda *a: calls.append(1) or real(*a))
+    x = _softmax_input(shape, dtype)
+    axes = tuple(sorted(d % len(shape) for d in dims))
+    got = fg.tensor(x).logsumexp(dims, keepdim=keepdim).numpy()
+    want = torch.tensor(x).logsumexp(dims, keepdim=keepdim).numpy()
+    assert calls and got.shape == want.shape and got.dtype == dtype
+    tol = dict(rtol=2e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(got, want, **tol)
+    np.testing.assert_allclose(got, OPS["logsumexp"].ref(x, axes=axes, keepdim=keepdim), **tol)
+    calls.clear()
+    if len(shape) > 1:
+        _same_bits(EAGER_FORMS["logsumexp"](x, axes=(0,), keepdim=keepdim),
+                   OPS["logsumexp"].ref(x, axes=(0,), keepdim=keepdim))
+        assert not calls

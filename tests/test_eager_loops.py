@@ -39,7 +39,8 @@ def loops_pay(monkeypatch):
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: True)
 
 
-LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu", "layer_norm",
+LENT = ("erf", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "silu",
+        "layer_norm", "softmax", "log_softmax", "softmax_backward_data", "log_softmax_backward_data", "logsumexp",
         "fmod", "remainder", "div_floor", "erfc", "lerp", "rsqrt")
 
 
@@ -278,9 +279,11 @@ def test_layer_norm_form_in_float64_and_where_it_declines(loops_pay, monkeypatch
                                expected[~nan], rtol=1e-12, atol=1e-12)
     # mixed dtypes, empty operands and calls the policy declines: the reference itself
     x32 = x.astype(np.float32)
-    _same_bits(EAGER_FORMS["layer_norm"](x32, w, b, ndim=1, eps=1e-5), OPS["layer_norm"].ref(x32, w, b, ndim=1, eps=1e-5))
+    _same_bits(EAGER_FORMS["layer_norm"](x32, w, b, ndim=1, eps=1e-5),
+               OPS["layer_norm"].ref(x32, w, b, ndim=1, eps=1e-5))
     empty = np.zeros((0, 257), np.float32)
-    assert EAGER_FORMS["layer_norm"](empty, w.astype(np.float32), b.astype(np.float32), ndim=1, eps=1e-5).shape == (0, 257)
+    w32, b32 = w.astype(np.float32), b.astype(np.float32)
+    assert EAGER_FORMS["layer_norm"](empty, w32, b32, ndim=1, eps=1e-5).shape == (0, 257)
     monkeypatch.setattr(eager_loops, "loop_pays", lambda size: False)
     x32, w32, b32 = _layer_norm_operands((64, 300), np.float32)
     _same_bits(EAGER_FORMS["layer_norm"](x32, w32, b32, ndim=1, eps=1e-5),

@@ -109,6 +109,7 @@ def test_a_one_element_value_of_another_dtype_through_masks_as_torch(key):
     assert_tensor_same(key, run(fg), want)
 
 
-@pytest.mark.parametrize("args", [(10 ** 20,), (0, 10 ** 20, 10 ** 19), (-(2 ** 63) - 1, 0), (2 ** 63,), (0, 10, 2 ** 63)])
+@pytest.mark.parametrize("args", [(10 ** 20,), (0, 10 ** 20, 10 ** 19), (-(2 ** 63) - 1, 0), (2 ** 63,),
+                                  (0, 10, 2 ** 63)])
 def test_arange_of_an_int_beyond_int64_overflows_as_torch(args):
     same_error(lambda L: L.arange(*args))

@@ -43,6 +43,8 @@ elements: W3's first eager call took 0.55 s, 0.06 before). Other dtypes, empty a
 the policy declines run the references."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fusegrad.ir.ops import EAGER_FORMS, EAGER_INTO_FORMS, OPS
@@ -190,7 +192,7 @@ def _logsumexp(x, axes, keepdim):
         return OPS["logsumexp"].ref(x, axes=axes, keepdim=keepdim)
     from . import eager_loops_jit
     kept = x.shape[:x.ndim - len(axes)]
-    rows = x.reshape(-1, x.size // max(1, int(np.prod(kept, dtype=np.int64))))
+    rows = x.reshape(math.prod(kept), -1)       # (no dim of x is 0: _takes_loop wants elements)
     out = sliced_blocks(eager_loops_jit.logsumexp_rows_into, (rows,), np.empty(rows.shape[0], x.dtype))
     return out.reshape(kept + (1,) * len(axes) if keepdim else kept)
 

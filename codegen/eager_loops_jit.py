@@ -191,18 +191,22 @@ def _row_max(x, row):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _exp_total(x, row, shift, out):
-    """The sum in float64 of fg_exp(x[row] - shift) (reassociated, so that it vectorises),
-    the exponentials also written into out[row] where `out` has rows (else a (1, 0) array)."""
+def _exp_sum(x, row, shift):
+    """The sum in float64 of fg_exp(x[row] - shift)."""
     total = 0.0
-    if out.shape[1]:
-        for i in range(x.shape[1]):
-            e = fg_exp(x[row, i] - shift)
-            out[row, i] = e
-            total += np.float64(e)
-    else:
-        for i in range(x.shape[1]):
-            total += np.float64(fg_exp(x[row, i] - shift))
+    for i in range(x.shape[1]):
+        total += np.float64(fg_exp(x[row, i] - shift))
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _exp_into_and_sum(x, row, shift, out):
+    """fg_exp(x[row] - shift) written into out[row]; returns their sum in float64."""
+    total = 0.0
+    for i in range(x.shape[1]):
+        e = fg_exp(x[row, i] - shift)
+        out[row, i] = e
+        total += np.float64(e)
     return total
 
 
@@ -228,7 +232,7 @@ def softmax_rows_into(x, out):
     """out[r] = exp(x[r] - max) / sum, each row of x (rows, n) as the reference computes it in
     x's dtype (the vectorised exp; the sum in float64, rounded once)."""
     for row in range(x.shape[0]):
-        total = _exp_total(x, row, _row_max(x, row), out)
+        total = _exp_into_and_sum(x, row, _row_max(x, row), out)
         scale = _in_dtype_of(x, total)
         for i in range(x.shape[1]):
             out[row, i] = out[row, i] / scale
@@ -237,10 +241,9 @@ def softmax_rows_into(x, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def log_softmax_rows_into(x, out):
     """out[r] = (x[r] - max) - log(sum of exp(x[r] - max)), each row as the reference does it."""
-    none = np.empty((1, 0), x.dtype)
     for row in range(x.shape[0]):
         shift = _row_max(x, row)
-        log_total = np.log(_in_dtype_of(x, _exp_total(x, row, shift, none)))
+        log_total = np.log(_in_dtype_of(x, _exp_sum(x, row, shift)))
         for i in range(x.shape[1]):
             out[row, i] = (x[row, i] - shift) - log_total
 
@@ -267,9 +270,8 @@ def log_softmax_backward_rows_into(grad, y, out):
 def logsumexp_rows_into(x, out):
     """out[r] = log(sum of exp(x[r] - m)) + m, m the row's maximum (0 where it is infinite), as
     the reference computes it (the vectorised exp; the sum in float64, rounded once)."""
-    none = np.empty((1, 0), x.dtype)
     for row in range(x.shape[0]):
         shift = _row_max(x, row)
         if shift == np.inf or shift == -np.inf:
             shift = _in_dtype_of(x, 0.0)
-        out[row] = np.log(_in_dtype_of(x, _exp_total(x, row, shift, none))) + shift
+        out[row] = np.log(_in_dtype_of(x, _exp_sum(x, row, shift))) + shift

@@ -106,6 +106,13 @@ class BufferPool:
             self.held_bytes += nbytes
             return flat.reshape(shape)
 
+    def holds(self, array: np.ndarray) -> bool:
+        """Whether `array` is one of the pool's flat buffers (the `.base` of what `empty` hands
+        out): nothing but the pool and the views made of it refers to its memory."""
+        with self._lock:
+            bucket = self._buckets.get((array.size, array.dtype), ())
+            return any(flat is array for flat in bucket)
+
     def _release_free(self, nbytes: int) -> None:
         """Drop free buffers until `nbytes` are released or none is left (lock held)."""
         for key in list(self._buckets):

@@ -294,7 +294,11 @@ def _from_numpy(a):
     change what the function does with it (isinstance, round, returning it)."""
     if isinstance(a, np.ndarray):
         from fusegrad.tracer.creation import wrap_array
-        return wrap_array(a)
+        t = wrap_array(a)
+        if not t.dtype.is_floating_point:
+            # (fg.grad's error for it names an array, as eagerly: runtime/transforms.py _as_input)
+            t.__dict__["_from_array"] = True
+        return t
     return a
 
 

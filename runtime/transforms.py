@@ -101,7 +101,11 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
     also an earlier differentiated argument; `keep_history` False (under no_grad): x's own
     history is not followed; `outer_grad`: something outside differentiates through the call."""
     if isinstance(x, Tensor):
-        if not x.dtype.is_floating_point:       # (torch.func's error: it makes x require grad)
+        if not x.dtype.is_floating_point:
+            if x.__dict__.get("_from_array"):      # (a NumPy argument fg.compile wrapped)
+                raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is "
+                                f"{_integer_kind(x.dtype.name == 'bool')} array")
+            # (torch.func's error: it makes x require grad)
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if x.requires_grad and keep_history:
             # Differentiate through x's own history (for grad of grad) via an identity op. It
@@ -135,13 +139,20 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
-            what = "an integer array" if isinstance(x, np.ndarray) else f"a Python {type(x).__name__}"
+            if isinstance(x, np.ndarray):
+                what = f"{_integer_kind(x.dtype == np.bool_)} array"
+            else:
+                what = f"a {'NumPy' if type(x).__module__ == 'numpy' else 'Python'} {type(x).__name__}"
             raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
         return t._set_requires_grad(True)
     what = f"argument {k} holds a {type(x).__name__}, which" if contained else \
         f"argument {k} of type {type(x).__name__}"
     raise TypeError(f"{what} is not a valid differentiable input: expected a fg.Tensor, a NumPy array or a Python "
                     f"float, or a tuple, list or dict of them")
+
+
+def _integer_kind(is_bool: bool) -> str:
+    return "a bool" if is_bool else "an integer"
 
 
 def _check_output(out, transform: str) -> Tensor:

@@ -472,3 +472,26 @@ def test_argument_written_in_place_from_differentiated_value_keeps_no_history(to
         results.append([np.asarray(v.detach().numpy()) for v in (g, s, t)])
     for got, expected in zip(results[1], results[0]):
         np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("transform", [fg.grad, fg.value_and_grad], ids=["grad", "value_and_grad"])
+@pytest.mark.parametrize("arg, what", [
+    (np.array([1, 2]), "an integer array"), (np.array(3), "an integer array"), (np.array([True]), "a bool array"),
+    ([np.array([1, 2])], "an integer array"), (np.int64(3), "a NumPy int64"), (3, "a Python int"),
+], ids=["int array", "0-d int array", "bool array", "in a list", "numpy int64", "python int"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_non_floating_argument_is_refused_alike_eagerly_and_compiled(transform, arg, what, compiled):
+    f = transform(lambda a: (a * a).sum() if not isinstance(a, list) else (a[0] * a[0]).sum())
+    f = fg.compile(f) if compiled else f
+    with pytest.raises(TypeError) as error:
+        f(arg)
+    assert str(error.value) == f"grad requires real-valued (floating point) inputs, but argument 0 is {what}"
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_an_integer_tensor_argument_gets_torch_funcs_error(compiled):
+    f = fg.grad(lambda a: (a * a).sum())
+    f = fg.compile(f) if compiled else f
+    with pytest.raises(RuntimeError) as error:
+        f(fg.tensor([1, 2]))
+    assert str(error.value) == "only Tensors of floating point dtype can require gradients"

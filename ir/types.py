@@ -93,6 +93,9 @@ def from_numpy_dtype(dt) -> DType:
         return _BY_NP[dt]
     if dt in _NP_FALLBACK:
         return _NP_FALLBACK[dt]
+    if not dt.isnative:         # (torch's text: from_numpy, tensor and as_tensor alike)
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
     if dt in (np.dtype(np.uint64), np.dtype(np.complex64), np.dtype(np.complex128)):
         # (torch has these; its text would list them as supported)
         raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}: fusegrad has no {dt.name} dtype "

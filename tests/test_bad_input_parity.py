@@ -302,6 +302,9 @@ AUTOGRAD = [
     "g3.requires_grad_('a') and g3.requires_grad", "setattr(i3, 'requires_grad', True)", "i3.requires_grad_()",
     "f3.retain_grad()", "i3.retain_grad()", "setattr(n3, 'requires_grad', False)", "n3.requires_grad_(False)",
     "g3.grad_fn.name()", "n3.grad_fn.next_functions[5]",
+    "f3.requires_grad_(np.bool_(True))", "nn.Linear(2, 2).requires_grad_(np.bool_(False))",
+    "L.zeros(2, requires_grad=np.bool_(True))", "L.tensor([1.0], requires_grad=np.bool_(True))",
+    "L.ones_like(f3, requires_grad=np.bool_(True))", "setattr(f3, 'requires_grad', np.bool_(True))",
 ]
 
 NN = [

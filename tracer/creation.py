@@ -397,9 +397,9 @@ def _grad_flag(fn: str, requires_grad, none_allowed: bool = True) -> bool:
     False for the factories whose parser takes an optional bool."""
     if requires_grad is None and none_allowed:
         return False
-    if isinstance(requires_grad, (bool, np.bool_)):
-        return bool(requires_grad)
-    kind = type(requires_grad).__name__
+    if type(requires_grad) is bool:
+        return requires_grad
+    kind = type_name(requires_grad)         # (torch's parser refuses NumPy's bool too: "numpy.bool")
     if fn in _PARSER_OVERLOADED:
         raise TypeError(f"{fn}() received an invalid combination of arguments - got (..., requires_grad={kind}), "
                         f"but expected one of:")

@@ -433,6 +433,11 @@ class Tensor:
             if set(flag) != {"flag"}:
                 raise TypeError(f"requires_grad_() got an unexpected keyword argument '{next(iter(flag))}'")
             requires_grad = flag["flag"]
+        if type(requires_grad) is not bool:
+            # (torch's parser takes a bool only; fusegrad's own callers may pass NumPy's)
+            from .parser_errors import type_name      # (it imports this module)
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            f"{type_name(requires_grad)}")
         if TRANSFORMS_RUNNING[0]:
             raise RuntimeError(_REQUIRES_GRAD_IN_TRANSFORM)
         return self._set_requires_grad(requires_grad)

@@ -742,3 +742,18 @@ def test_linear_without_input_features_is_its_bias(shape):
         seen.append((tuple(y.shape), type(y.grad_fn).__name__, y.detach().numpy().tolist(), tuple(x.grad.shape),
                      layer.bias.grad.tolist()))
     assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.nn.Sequential(L.nn.ReLU()) * 0, lambda L: L.nn.Sequential(L.nn.ReLU()) * 1.5,
+    lambda L: L.nn.Sequential().insert(0, 3), lambda L: L.nn.Sequential() + 3,
+    lambda L: L.nn.Sequential() + L.nn.ReLU(), lambda L: L.nn.Sequential().__iadd__(L.nn.Linear(1, 1)),
+], ids=["times 0", "times float", "insert non-module", "plus int", "plus module", "iadd module"])
+def test_sequential_errors_name_classes_as_torch(call):
+    """The texts print classes as torch's do: fusegrad's mirrors under torch's module path."""
+    outcomes = []
+    for L in (torch, fg):
+        with pytest.raises(Exception) as error:
+            call(L)
+        outcomes.append((type(error.value).__name__, str(error.value)))
+    assert outcomes[1] == outcomes[0]

@@ -15,7 +15,13 @@ from typing import Iterable, Iterator, Mapping
 
 from fusegrad.tracer.tensor import Tensor
 
-from .module import Module, Parameter, _addindent
+from .module import Module, Parameter, _addindent, typename
+
+
+def _class_text(cls: type) -> str:
+    """str(cls) as torch's texts print it: a class fusegrad mirrors under torch's path
+    (<class 'torch.nn.modules.container.Sequential'>), any other as Python does."""
+    return f"<class '{typename(cls)}'>"
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -91,7 +97,7 @@ class Sequential(Module):
     def insert(self, index: int, module: Module) -> "Sequential":
         """Put `module` at position `index` (negative counts from the end), shifting the rest; returns self."""
         if not isinstance(module, Module):
-            raise AssertionError(f"module should be of type: {Module}")
+            raise AssertionError(f"module should be of type: {_class_text(Module)}")
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -116,7 +122,8 @@ class Sequential(Module):
 
     def __add__(self, other) -> "Sequential":
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{_class_text(type(other))} is given.")
         combined = Sequential()
         for layer in chain(self, other):
             combined.append(layer)
@@ -124,7 +131,8 @@ class Sequential(Module):
 
     def __iadd__(self, other) -> "Sequential":
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{_class_text(type(other))} is given.")
         offset = len(self)
         for i, module in enumerate(other):
             self.add_module(str(i + offset), module)
@@ -132,9 +140,10 @@ class Sequential(Module):
 
     def _check_factor(self, other) -> None:
         if not isinstance(other, int):
-            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+            raise TypeError(f"unsupported operand type(s) for *: {_class_text(type(self))} and "
+                            f"{_class_text(type(other))}")
         if other <= 0:
-            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+            raise ValueError(f"Non-positive multiplication factor {other} for {_class_text(type(self))}")
 
     def __mul__(self, other: int) -> "Sequential":
         self._check_factor(other)

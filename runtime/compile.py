@@ -1000,9 +1000,42 @@ def compile(fn=None, *, fullgraph: bool = False, dynamic=None, backend="inductor
                                  options=options, disable=disable)
     if not callable(fn):
         raise NotCallableError(f"A callable function is expected, but {type(fn)} is provided.")
+    _check_torch_compile_arguments(dynamic, backend, mode, options)
     if disable:
         return fn
     return CompiledFunction(fn)
+
+
+# torch.compile's modes, and the backends torch._dynamo registers (list_backends(exclude_tags=())):
+# code written for torch.compile names one of them; a name torch refuses is refused here too.
+TORCH_COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+TORCH_BACKENDS = frozenset([
+    "aot_eager", "aot_eager_decomp_partition", "aot_eager_decomp_partition_crossref",
+    "aot_eager_decomp_partition_with_mode", "aot_eager_default_partitioner", "aot_ts", "cudagraphs",
+    "dynamo_accuracy_minifier_backend", "dynamo_minifier_backend", "eager", "eager_debug", "eager_noexcept",
+    "inductor", "invoke_subgraph", "onnxrt", "openxla", "openxla_eval", "pre_dispatch_eager", "ts", "tvm"])
+
+
+class InvalidBackend(RuntimeError):
+    """torch._dynamo.exc.InvalidBackend: fg.compile(backend=...) names no backend torch has."""
+
+
+def _check_torch_compile_arguments(dynamic, backend, mode, options) -> None:
+    """torch.compile's checks of its keyword arguments, in its order, with its texts (the
+    arguments themselves change nothing here: see compile)."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if isinstance(backend, str):
+        if backend not in TORCH_BACKENDS:
+            raise InvalidBackend(f"Invalid backend: {backend!r}, see `torch._dynamo.list_backends()` for available "
+                                 "backends.")
+        if backend == "inductor":
+            if mode is not None and mode not in TORCH_COMPILE_MODES:
+                raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(TORCH_COMPILE_MODES)}")
+            if options is not None and not isinstance(options, dict):
+                raise AttributeError(f"'{type(options).__name__}' object has no attribute 'items'")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")
 
 
 class NotCallableError(TypeError, AssertionError):

@@ -308,7 +308,7 @@ def test_compiled_backward_through_a_strided_slice_warns_nothing():
 
 # --------------------------------------------------------------------- torch.compile's keyword arguments
 def test_compile_takes_torch_compiles_keyword_arguments():
-    @fg.compile(fullgraph=True, dynamic=True, backend="inductor", mode="max-autotune", options={})
+    @fg.compile(fullgraph=True, dynamic=True, backend="inductor", mode="max-autotune")
     def double(x):
         return x * 2
     assert isinstance(double, fg.compile(lambda x: x).__class__)
@@ -316,6 +316,24 @@ def test_compile_takes_torch_compiles_keyword_arguments():
     plain = lambda x: x + 1  # noqa: E731
     assert fg.compile(plain, disable=True) is plain
     assert fg.compile(disable=True)(plain) is plain
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(mode="bad"), dict(mode=3), dict(options="a"), dict(mode="max-autotune", options={}), dict(dynamic="a"),
+    dict(backend="nonexistent"), dict(mode="bad", disable=True), dict(backend="eager", mode="bad"),
+    dict(options={"max_autotune": True}), dict(backend=3), dict(mode="reduce-overhead"), dict(dynamic=False),
+], ids=str)
+def test_compile_refuses_the_keyword_values_torch_compile_refuses(kwargs):
+    outcomes = []
+    for lib in (torch, fg):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lib.compile(lambda x: x * 2, **kwargs)
+            outcomes.append("accepted")
+        except Exception as exc:  # noqa: BLE001 - the class and text are what is compared
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]
 
 
 def test_explain_gives_back_a_grad_that_zero_grad_cleared():

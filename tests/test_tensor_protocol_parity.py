@@ -701,3 +701,24 @@ def test_floordiv_and_mod(expr):
                                   lambda a, b: a << b, lambda a, b: a >> b])
 def test_integer_bitwise(expr):
     check(lambda L: expr(T(L, [5, 12]), T(L, [3, 1])))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros(2).cuda(), lambda L: L.zeros(2).cuda("cuda:0"), lambda L: L.nn.Linear(2, 2).cuda(),
+    lambda L: L.zeros(2).to("cuda"), lambda L: L.nn.Linear(2, 2).to("cuda"),
+], ids=["tensor cuda()", "tensor cuda('cuda:0')", "module cuda()", "tensor to cuda", "module to cuda"])
+def test_cuda_raises_an_assertion_error_as_torch_without_cuda(call):
+    """torch built without CUDA raises AssertionError; fusegrad the same class, its text naming
+    the CPU-only library (README, "devices")."""
+    with pytest.raises(AssertionError):
+        call(torch)
+    with pytest.raises(AssertionError, match=r"fusegrad runs on the CPU only \(got device 'cuda(:0)?'\)"):
+        call(fg)
+
+
+@pytest.mark.parametrize("call", [lambda L: L.zeros(2).cuda(0), lambda L: L.nn.Linear(2, 2).cuda(0)],
+                         ids=["tensor", "module"])
+def test_cuda_with_an_index_raises_torchs_accelerator_error(call):
+    for L in (torch, fg):
+        with pytest.raises(RuntimeError, match="^Cannot access accelerator device when none is available.$"):
+            call(L)

@@ -345,6 +345,12 @@ class Tensor:
         """torch's Tensor.cpu: the tensor itself (it is already on the CPU)."""
         return self
 
+    def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
+        """torch's Tensor.cuda: AssertionError, as `.to("cuda")` (fusegrad runs on the CPU only)."""
+        from .device import check_device
+        check_device("cuda" if device is None else device)     # (an index: torch's accelerator error)
+        return self
+
     def register_post_accumulate_grad_hook(self, hook):
         """torch's: hook(self) runs after a backward() accumulated into this leaf's .grad (an
         optimizer step per parameter); returns a handle whose remove() unregisters it."""

@@ -507,6 +507,11 @@ class Module:
         """Move to the CPU: a no-op, fusegrad keeps every tensor there; returns self."""
         return self
 
+    def cuda(self, device=None) -> "Module":
+        """torch's Module.cuda: AssertionError, as `.to("cuda")` (fusegrad runs on the CPU only)."""
+        check_device("cuda" if device is None else device)     # (an index: torch's accelerator error)
+        return self
+
     def type(self, dst_type) -> "Module":
         """Cast every parameter and buffer (integer ones too) to `dst_type`; returns self."""
         return self._apply_to_tensors(lambda t: t.to(dst_type))

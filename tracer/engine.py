@@ -1101,8 +1101,9 @@ def _handed_over(g: np.ndarray, seeds: list, given: list) -> bool:
     """Whether autograd.grad may return gradient array `g` itself rather than a copy: memory that
     only this backward made (a fresh array, or a buffer of the pool: ir/buffers.py), writable,
     not a seed's memory (a gradient passed through unchanged: the caller's grad_outputs) and not
-    memory already returned for another input (an add's operands get one array). Copying W3's [8192, 512] float32 gradient cost 1.8 ms of
-    fg.grad's 10 eagerly. (torch returns such arrays without a copy too, and even a seed's.)"""
+    memory already returned for another input (an add's operands get one array). Copying W3's
+    [8192, 512] float32 gradient cost 1.8 ms of fg.grad's 10 eagerly. (torch returns such arrays
+    without a copy too, and even a seed's.)"""
     if not g.flags.writeable or not (g.base is None or POOL.holds(g.base)):
         return False
     return not any(np.may_share_memory(g, t._data) for t in seeds + given

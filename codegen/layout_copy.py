@@ -24,8 +24,15 @@ import numpy as np
 from numba import njit
 
 from fusegrad.ir.buffers import POOL
+from fusegrad.ir.torch_order_jit import _numba_ready
 
 TILE_ROWS, TILE_COLUMNS = 64, 32     # (rows of the destination, elements along its contiguous axis)
+# Until Numba is set up in the process, a copy in tiles is NumPy's, in BLOCK x BLOCK blocks:
+# the first call of `_tiled_copy` pays Numba's set-up (about 0.4 s: its typing registries,
+# and the scipy import its BLAS check makes), which a first call on the reference executor
+# (runtime/tiered.py) must not wait for. W4's first call took 0.44 s so, of which 0.4 were a
+# [256, 784] weight gradient's row-major copy. (Blocks of 256 x 256 float32 fit in L2.)
+NUMPY_BLOCK = 256
 # Below this many elements a strided read costs less than the call and the copy.
 MIN_COPY_ELEMENTS = 1 << 15
 
@@ -106,8 +113,20 @@ def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
     # Bring the pair to the end; every other axis stays in order in front.
     order = [d for d in range(src.ndim) if d not in pair] + list(pair)
     src, dst = src.transpose(order), dst.transpose(order)
+    if not _numba_ready():
+        _copy_in_numpy_blocks(src, dst)
+        return
     if src.ndim == 2:
         _tiled_copy(src[None], dst[None])
     else:
         for index in np.ndindex(*src.shape[:-3]):
             _tiled_copy(src[index], dst[index])
+
+
+def _copy_in_numpy_blocks(src: np.ndarray, dst: np.ndarray) -> None:
+    """dst[...] = src (the pair of axes last, as _copy_in_tiles arranges them) by NumPy, in
+    blocks of NUMPY_BLOCK x NUMPY_BLOCK of the last two axes."""
+    n0, n1 = src.shape[-2:]
+    for i in range(0, n0, NUMPY_BLOCK):
+        for j in range(0, n1, NUMPY_BLOCK):
+            np.copyto(dst[..., i:i + NUMPY_BLOCK, j:j + NUMPY_BLOCK], src[..., i:i + NUMPY_BLOCK, j:j + NUMPY_BLOCK])

@@ -1,0 +1,56 @@
+"""codegen/layout_copy.py: row-major copies of transposed arrays, in Numba tiles where Numba is
+set up in the process and in NumPy blocks before that (a first call on the reference executor
+must not wait ~0.4 s for Numba's set-up to copy a gradient)."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from fusegrad.codegen import layout_copy
+
+
+def _arrays():
+    rng = np.random.default_rng(0)
+    base2 = rng.standard_normal((300, 700)).astype(np.float32)
+    base3 = rng.standard_normal((3, 200, 90)).astype(np.float64)
+    return {"transpose": base2.T, "permute 3-d": base3.transpose(2, 0, 1),
+            "transposed slice": base2[:, 1:650].T, "batched transpose": base3.transpose(0, 2, 1)}
+
+
+@pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])
+@pytest.mark.parametrize("name", list(_arrays()))
+def test_contiguous_copy_is_exact(name, numba_ready, monkeypatch):
+    monkeypatch.setattr(layout_copy, "_numba_ready", lambda: numba_ready)
+    array = _arrays()[name]
+    assert array.size >= layout_copy.MIN_COPY_ELEMENTS and layout_copy.reads_across_memory(array)
+    copy = layout_copy.contiguous_copy(array)
+    assert copy.flags.c_contiguous
+    np.testing.assert_array_equal(copy, array)
+
+
+@pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])
+def test_copy_into_a_transposed_destination_is_exact(numba_ready, monkeypatch):
+    monkeypatch.setattr(layout_copy, "_numba_ready", lambda: numba_ready)
+    src = np.random.default_rng(1).standard_normal((513, 257)).astype(np.float32)
+    dst = np.empty((257, 513), np.float32).T            # column-major, src's shape
+    layout_copy.copy_into(dst, src)
+    np.testing.assert_array_equal(dst, src)
+
+
+def test_a_first_tiled_copy_does_not_set_numba_up():
+    """In a fresh process, the first large transposed copy is NumPy's: Numba's typing
+    registries stay unset (setting them up is most of the 0.4 s a first Numba call costs)."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from fusegrad.codegen import layout_copy
+        from fusegrad.ir.torch_order_jit import _numba_ready
+        x = np.arange(512 * 384, dtype=np.float32).reshape(512, 384).T
+        y = layout_copy.contiguous_copy(x)
+        assert np.array_equal(y, x) and y.flags.c_contiguous
+        print("ready" if _numba_ready() else "not set up")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "not set up"

@@ -239,6 +239,12 @@ SHAPE_OPS = [
     "L.cat([f23, f23], dim=True)", "L.cat([s, f3])", "L.cat([f3, [1.0]])", "L.cat([f23, f234])",
     "L.stack([f3, f3], dim=-3)", "L.stack(f3)", "L.stack([f3, 1.0])", "L.stack([f3, f2])", "L.stack(f3, f3)",
     "L.stack([f3, f3], dim=1.5)", "L.stack([f23, f32])", "L.stack([f3, i3])", "L.stack([s, s], dim=2)",
+    # keywords: torch's texts name a keyword argument without its position
+    "f23.permute(dims='a')", "f23.permute(dims=(True, 0))", "f23.permute(dims=[0, 1.5])", "L.permute(f23, dims='a')",
+    "f23.expand(size='a')", "f23.expand(size=(True, 3))", "f23.expand(2, 3, implicit='a')",
+    "f23.expand(2, 3, implicit=True)", "f23.unsqueeze(d=0)", "f23.unsqueeze(dim='a')",
+    "L.exp(input='a')", "L.exp(inp=f3)", "L.relu(input='a')", "L.sigmoid(input=1)", "L.tanh(f3, f3)",
+    "L.sqrt(input=f3, out=3)", "L.neg(input=None)", "L.isnan(input='a')",
 ]
 
 INDEXING = [

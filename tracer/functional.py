@@ -1711,6 +1711,19 @@ def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
     return sizes
 
 
+def _sizes_arg(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
+    """_shape_arg of `fn(*sizes)` or `fn(arg=keyword)`: torch's texts name a keyword argument
+    without its position ("argument 'dims' must be tuple of ints, not str")."""
+    try:
+        return _shape_arg(_sizes(fn, arg, sizes, keyword), fn, arg)
+    except TypeError as exc:
+        if keyword is None:
+            raise
+        if "but found element of type" in str(exc):     # (a keyword's: the whole value's type)
+            raise TypeError(f"{fn}(): argument '{arg}' must be tuple of ints, not {type_name(keyword)}") from None
+        raise TypeError(str(exc).replace(f"argument '{arg}' (position 1)", f"argument '{arg}'")) from None
+
+
 def _is_index(s) -> bool:
     """Whether torch's argument parser takes `s` as an int: an int or anything with __index__,
     but of tensors only a 0-d integer one (not bool, not a one-element 1-d tensor)."""
@@ -1873,7 +1886,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def permute(input, *dims_, dims=None) -> Tensor:
     """`a` with its dims reordered (a view)."""
     a = as_tensor(input, "permute")
-    dims = _shape_arg(_sizes("permute", "dims", dims_, dims), "permute", "dims")
+    dims = _sizes_arg("permute", "dims", dims_, dims)
     if len(dims) != a.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
@@ -2075,10 +2088,13 @@ def _squeeze(a: Tensor, dim) -> Tensor:
     return apply_op("reshape", [a], {"shape": new}, name)
 
 
-def expand(a, *sizes, size=None) -> Tensor:
-    """`a` broadcast to `sizes` (-1 keeps a dim; new dims lead): a view with zero strides."""
+def expand(a, *sizes, size=None, implicit: bool = False) -> Tensor:
+    """`a` broadcast to `sizes` (-1 keeps a dim; new dims lead): a view with zero strides.
+    (`implicit`, torch's flag for its autograd's own expands, changes nothing.)"""
+    if type(implicit) is not bool:
+        raise TypeError(f"expand(): argument 'implicit' must be bool, not {type_name(implicit)}")
     a = as_tensor(a, "expand")
-    sizes = _shape_arg(_sizes("expand", "size", sizes, size), "expand", "size")
+    sizes = _sizes_arg("expand", "size", sizes, size)
     lead = len(sizes) - a.dim()
     if lead < 0:
         raise RuntimeError(f"expand({EXPAND_TYPE_NAMES[a._dtype.name]}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "

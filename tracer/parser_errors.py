@@ -196,7 +196,7 @@ class Overload:
             else:
                 key = next((k for k in (param.name, *_NUMPY_NAMES.get(param.name, ())) if k in kwargs), param.name)
                 given, value, by_keyword = key in kwargs, kwargs.get(key), True
-            if takes_varargs and nargs > 1:    # t.view(2, 3): the ints are the one tuple
+            if takes_varargs and nargs > 1 and i == 0:    # t.view(2, 3): the ints are the one tuple
                 if not is_int(args[0]):
                     return self._extra_args(name, nargs), None
                 bound[param.name] = args
@@ -470,6 +470,13 @@ FUNCTIONS = {
           for generator in ("torch.Generator generator, ", ""))),
     "full_like": ArgParser("full_like", f"(Tensor input, Number fill_value, *, torch.memory_format memory_format = None, "
                                         f"{_CREATION})"),
+    # one-tensor functions: torch's texts tell a keyword `input=` (no position) from a positional one
+    **{name: ArgParser(name, f"(Tensor input, {_OUT})") for name in (
+        "exp", "log", "sqrt", "abs", "neg", "negative", "sin", "cos", "tan", "tanh", "sigmoid", "log1p", "expm1",
+        "square", "rsqrt", "floor", "ceil", "sign", "reciprocal", "erf", "erfc", "exp2", "log2", "log10", "sinh",
+        "cosh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "asinh", "acosh", "atanh", "trunc", "fix",
+        "frac", "logical_not", "bitwise_not", "signbit")},
+    **{name: ArgParser(name, "(Tensor input)") for name in ("relu", "isnan", "isinf", "isfinite", "positive")},
 }
 
 _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
@@ -478,6 +485,7 @@ _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
 METHODS = {
     "bernoulli": ArgParser("bernoulli", "(*, torch.Generator generator = None)",
                            "(float p, *, torch.Generator generator = None)"),
+    "unsqueeze": ArgParser("unsqueeze", "(int dim)"),
     **{name: ArgParser(name, f"(Tensor {arg})", f"(Number {arg})") for name, arg in _SCALAR_OR_TENSOR.items()},
     **{name: ArgParser(name, "(Tensor other, *, Number alpha = 1)", hidden=("(Number alpha, Tensor other)",),
                        numbers_as_tensors=True) for name in ("add", "sub")},

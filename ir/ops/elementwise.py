@@ -420,7 +420,9 @@ def fresh_result(into):
     """An op's reference from its writer `into(out, *arrays, **attrs)`: into a new array of
     the operands' broadcast shape and (common) dtype."""
     def ref(*arrays, **attrs):
-        out = np.empty(np.broadcast_shapes(*(a.shape for a in arrays)), arrays[0].dtype)
+        # (one operand: its shape; np.broadcast_shapes costs ~1.5 us, a small eager relu's third)
+        shape = arrays[0].shape if len(arrays) == 1 else np.broadcast_shapes(*(a.shape for a in arrays))
+        out = np.empty(shape, arrays[0].dtype)
         into(out, *arrays, **attrs)
         return out
     return ref

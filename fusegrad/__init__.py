@@ -138,6 +138,22 @@ def set_default_dtype(d) -> None:
     raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
 
 
+def _takes_no_arguments(fn):
+    """`fn()` as torch's C functions of no argument refuse arguments (its texts name them
+    torch.<name>); fusegrad's own calls keep the bare function."""
+    def public(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"torch.{fn.__name__}() takes no keyword arguments")
+        if args:
+            raise TypeError(f"torch.{fn.__name__}() takes no arguments ({len(args)} given)")
+        return fn()
+    public.__name__, public.__qualname__, public.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return public
+
+
+is_grad_enabled = _takes_no_arguments(is_grad_enabled)
+is_inference_mode_enabled = _takes_no_arguments(is_inference_mode_enabled)
+
 float = float32  # noqa: A001  (torch's aliases)
 double = float64
 long = int64

@@ -311,6 +311,7 @@ AUTOGRAD = [
     "f3.requires_grad_(np.bool_(True))", "nn.Linear(2, 2).requires_grad_(np.bool_(False))",
     "L.zeros(2, requires_grad=np.bool_(True))", "L.tensor([1.0], requires_grad=np.bool_(True))",
     "L.ones_like(f3, requires_grad=np.bool_(True))", "setattr(f3, 'requires_grad', np.bool_(True))",
+    "L.is_grad_enabled(1)", "L.is_grad_enabled(x=1)", "L.is_grad_enabled(1, 2)", "L.is_inference_mode_enabled(1)",
 ]
 
 NN = [

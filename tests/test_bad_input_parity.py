@@ -312,6 +312,8 @@ AUTOGRAD = [
     "L.zeros(2, requires_grad=np.bool_(True))", "L.tensor([1.0], requires_grad=np.bool_(True))",
     "L.ones_like(f3, requires_grad=np.bool_(True))", "setattr(f3, 'requires_grad', np.bool_(True))",
     "L.is_grad_enabled(1)", "L.is_grad_enabled(x=1)", "L.is_grad_enabled(1, 2)", "L.is_inference_mode_enabled(1)",
+    "nn.Linear(3, 2, 1, 2)", "nn.Linear(3, 2, device=0)", "nn.Linear(3, 2, device='xyz')",
+    "nn.Embedding(3, 2, device=1)", "nn.LayerNorm(3, device=0)",
 ]
 
 NN = [

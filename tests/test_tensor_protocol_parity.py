@@ -706,7 +706,10 @@ def test_integer_bitwise(expr):
 @pytest.mark.parametrize("call", [
     lambda L: L.zeros(2).cuda(), lambda L: L.zeros(2).cuda("cuda:0"), lambda L: L.nn.Linear(2, 2).cuda(),
     lambda L: L.zeros(2).to("cuda"), lambda L: L.nn.Linear(2, 2).to("cuda"),
-], ids=["tensor cuda()", "tensor cuda('cuda:0')", "module cuda()", "tensor to cuda", "module to cuda"])
+    lambda L: L.nn.Linear(2, 2, device="cuda"), lambda L: L.nn.Embedding(3, 2, device="cuda"),
+    lambda L: L.nn.LayerNorm(3, device="cuda"),
+], ids=["tensor cuda()", "tensor cuda('cuda:0')", "module cuda()", "tensor to cuda", "module to cuda",
+        "Linear(device=cuda)", "Embedding(device=cuda)", "LayerNorm(device=cuda)"])
 def test_cuda_raises_an_assertion_error_as_torch_without_cuda(call):
     """torch built without CUDA raises AssertionError; fusegrad the same class, its text naming
     the CPU-only library (README, "devices")."""

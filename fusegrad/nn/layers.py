@@ -42,9 +42,10 @@ class Linear(Module):
         self.in_features = in_features
         self.out_features = out_features
         dtype = fg.float32 if dtype is None else dtype
-        self.weight = Parameter(fg.empty((out_features, in_features), dtype=dtype))
+        # (device: checked as torch's factories check it; fusegrad's tensors are all on the CPU)
+        self.weight = Parameter(fg.empty((out_features, in_features), dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(fg.empty((out_features,), dtype=dtype))
+            self.bias = Parameter(fg.empty((out_features,), dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -206,7 +207,8 @@ class Embedding(Module):
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
-            self.weight = Parameter(fg.empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=not _freeze)
+            self.weight = Parameter(fg.empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                                    requires_grad=not _freeze)
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
@@ -254,8 +256,8 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(fg.ones(self.normalized_shape, dtype=dtype))
-            self.bias = Parameter(fg.zeros(self.normalized_shape, dtype=dtype)) if bias else None
+            self.weight = Parameter(fg.ones(self.normalized_shape, dtype=dtype, device=device))
+            self.bias = Parameter(fg.zeros(self.normalized_shape, dtype=dtype, device=device)) if bias else None
         else:
             self.weight = None
             self.bias = None

@@ -475,8 +475,8 @@ FUNCTIONS = {
         "exp", "log", "sqrt", "abs", "neg", "negative", "sin", "cos", "tan", "tanh", "sigmoid", "log1p", "expm1",
         "square", "rsqrt", "floor", "ceil", "sign", "reciprocal", "erf", "erfc", "exp2", "log2", "log10", "sinh",
         "cosh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "asinh", "acosh", "atanh", "trunc", "fix",
-        "frac", "logical_not", "bitwise_not", "signbit")},
-    **{name: ArgParser(name, "(Tensor input)") for name in ("relu", "isnan", "isinf", "isfinite", "positive")},
+        "frac", "logical_not", "signbit")},
+    **{name: ArgParser(name, "(Tensor input)") for name in ("relu", "isnan", "isinf", "isfinite")},
 }
 
 _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",

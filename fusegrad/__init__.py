@@ -50,6 +50,7 @@ from fusegrad.tracer import functional as _functional
 from fusegrad.tracer import parser_errors as _parser_errors
 from fusegrad.tracer.parser_errors import type_name as _type_name
 from fusegrad.tracer.device import device
+from fusegrad.tracer.memory_format import contiguous_format, memory_format, preserve_format
 from fusegrad.tracer.generator import Generator
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling

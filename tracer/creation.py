@@ -12,6 +12,7 @@ from fusegrad.ir.types import PYTHON_TYPE_DTYPES, promote_types
 from . import generator as random_generator, trace_state
 from fusegrad.ir.fma import fma64
 from .device import check_device
+from .memory_format import contiguous_format, memory_format_arg
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts
 from .layout import in_dense_order, layout_stand_in
@@ -787,9 +788,12 @@ def _like_source(t, fn: str) -> Tensor:
     raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type_name(t)}")
 
 
-def _like_layout(result: Tensor, source: Tensor) -> Tensor:
+def _like_layout(result: Tensor, source: Tensor, fn: str = "", memory_format=None) -> Tensor:
     """`result` (row-major, of source's shape) with source's strides where source's elements
-    fill their memory densely (torch's memory_format=torch.preserve_format)."""
+    fill their memory densely (torch's memory_format=torch.preserve_format, the default); as
+    it is for contiguous_format."""
+    if memory_format_arg(fn, memory_format) is contiguous_format:
+        return result
     if source._data is not None:
         result._data = in_dense_order(result._data, source._data)
     else:       # traced: the layout its view chain, or the op that made it, gives it
@@ -811,7 +815,9 @@ def _like(fn):
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
-        return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t)
+        memory_format_arg(fn.__name__ + "_like", memory_format)
+        return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t,
+                            fn.__name__ + "_like", memory_format)
     # (its keywords are keyword-only, as torch's: Python's text names it)
     like.__name__ = like.__qualname__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -833,7 +839,8 @@ def _random_like(fn, fill):
         _check_like_keywords(fn.__name__ + "_like", kw)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
-        result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t)
+        result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t, fn.__name__ + "_like",
+                              memory_format)
         _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds", result.numel())
         if result.numel():
             fill(result._data, gen)
@@ -877,7 +884,7 @@ def randint_like(input, low=_NO_SIZE, high=_NO_SIZE, *, dtype: DType | None = No
     requires_grad = _grad_flag("randint_like", requires_grad)
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    result = _like_layout(empty(tuple(t.shape), dtype=dtype), t)
+    result = _like_layout(empty(tuple(t.shape), dtype=dtype), t, "randint_like", memory_format)
     if result.numel():
         random_generator.fill(result._data, gen.integers(int(low), int(high), result.numel()).astype(dtype.np))
     if requires_grad:
@@ -888,8 +895,8 @@ def randint_like(input, low=_NO_SIZE, high=_NO_SIZE, *, dtype: DType | None = No
 @missing_argument_texts
 def full_like(input, fill_value, *, dtype: DType | None = None, requires_grad: bool = False, device=None,
               memory_format=None) -> Tensor:
-    """`full` with another tensor's shape and dtype (`memory_format`: accepted; the result keeps a dense
-    input's layout, torch's default preserve_format)."""
+    """`full` with another tensor's shape and dtype (laid out as a dense input, torch's default
+    preserve_format, or row-major with memory_format=contiguous_format)."""
     check_device(device)
     t = _like_source(input, "full_like")
     dtype = _dtype_arg("full_like", dtype)
@@ -897,4 +904,5 @@ def full_like(input, fill_value, *, dtype: DType | None = None, requires_grad: b
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
-    return _like_layout(full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad), t)
+    return _like_layout(full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad), t,
+                        "full_like", memory_format)

@@ -31,6 +31,7 @@ from fusegrad.ir.ops.linalg import _check_matmul_dtype, mm_layout_attrs
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
+from .memory_format import contiguous_format, memory_format, memory_format_arg, preserve_format
 from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
@@ -2180,15 +2181,20 @@ def detach(input) -> Tensor:
     return as_tensor(input, "detach").detach()
 
 
-def clone(input) -> Tensor:
-    """torch.clone: a copy of `a` with its own memory (CloneBackward0); a view's strides are kept."""
+def clone(input, *, memory_format=None) -> Tensor:
+    """torch.clone: a copy of `a` with its own memory (CloneBackward0); a view's strides are kept
+    (preserve_format, the default), or the copy is row-major (contiguous_format)."""
     a = as_tensor(input, "clone")
+    if memory_format_arg("clone", memory_format) is contiguous_format and not _c_ordered(a):
+        return contiguous(a)        # (one copy, one CloneBackward0, as torch's)
     return apply_op("cast", [a], {"dtype": a._dtype}, "CloneBackward0")
 
 
-def contiguous(input) -> Tensor:
+def contiguous(input, *, memory_format=contiguous_format) -> Tensor:
     """`a` itself when its memory is C-ordered, else a C-ordered copy (CloneBackward0, as torch's
     clone with contiguous_format). A traced view made in the call has its chain's layout."""
+    if memory_format_arg("contiguous", memory_format, optional=False) is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
     a = input
     if _c_ordered(a):
         return a
@@ -2225,6 +2231,10 @@ def to(a, *args, **kwargs) -> Tensor:
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
+    layout = kwargs.pop("memory_format", None)
+    if not (layout is None or isinstance(layout, memory_format)):
+        raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
+                        f"expected one of:" + _TO_SIGNATURES)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     flags = []
@@ -2260,8 +2270,13 @@ def to(a, *args, **kwargs) -> Tensor:
                         + _TO_SIGNATURES)
     check_device(device)
     if dtype is None or dtype is a._dtype:
-        return apply_op("cast", [a], {"dtype": a._dtype}, "ToCopyBackward0") if copy else a
-    return cast(a, dtype)
+        if not copy:
+            return a
+        out = apply_op("cast", [a], {"dtype": a._dtype}, "ToCopyBackward0")
+    else:
+        out = cast(a, dtype)
+    # (a copy with contiguous_format is row-major; with none or preserve_format, as its source)
+    return _laid_out_row_major(out) if layout is contiguous_format and not _c_ordered(out) else out
 
 
 @_keyword_texts

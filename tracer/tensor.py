@@ -18,6 +18,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
 from .layout import is_contiguous, strides_of
+from .memory_format import contiguous_format, memory_format_arg
 from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
                         is_inference_mode_enabled, is_inference_tensor, mark_inference, note_new_leaf)
 from .user_frame import user_stacklevel
@@ -341,8 +342,9 @@ class Tensor:
         """torch's Tensor.get_device: -1, torch's answer for a CPU tensor."""
         return -1                       # torch's answer for a CPU tensor
 
-    def cpu(self) -> "Tensor":
+    def cpu(self, *, memory_format=None) -> "Tensor":
         """torch's Tensor.cpu: the tensor itself (it is already on the CPU)."""
+        memory_format_arg("cpu", memory_format)
         return self
 
     def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
@@ -386,8 +388,10 @@ class Tensor:
         from fusegrad.ir.ops import normalize_dim
         return strides[normalize_dim(int(dim), len(shape))]
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
         """Row-major without gaps (dims of size 1 may have any stride, as in torch)."""
+        if memory_format is not contiguous_format:
+            memory_format_arg("is_contiguous", memory_format, optional=False)
         if self._data is None:          # traced: from the layout its view chain gives it
             return is_contiguous(self._value_shape(), strides_of(self))
         return bool(self._data.flags.c_contiguous)

@@ -788,11 +788,11 @@ def _like_source(t, fn: str) -> Tensor:
     raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type_name(t)}")
 
 
-def _like_layout(result: Tensor, source: Tensor, fn: str = "", memory_format=None) -> Tensor:
+def _like_layout(result: Tensor, source: Tensor, memory_format=None) -> Tensor:
     """`result` (row-major, of source's shape) with source's strides where source's elements
     fill their memory densely (torch's memory_format=torch.preserve_format, the default); as
     it is for contiguous_format."""
-    if memory_format_arg(fn, memory_format) is contiguous_format:
+    if memory_format is contiguous_format:      # (checked by the caller: memory_format_arg)
         return result
     if source._data is not None:
         result._data = in_dense_order(result._data, source._data)
@@ -813,11 +813,11 @@ def _like(fn):
     def like(input, *, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw):
         t = _like_source(input, fn.__name__ + "_like")
         _check_like_keywords(fn.__name__ + "_like", kw)
+        memory_format_arg(fn.__name__ + "_like", memory_format)      # (before dtype, in torch's order)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
-        memory_format_arg(fn.__name__ + "_like", memory_format)
         return _like_layout(fn(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad, **kw), t,
-                            fn.__name__ + "_like", memory_format)
+                            memory_format)
     # (its keywords are keyword-only, as torch's: Python's text names it)
     like.__name__ = like.__qualname__ = fn.__name__ + "_like"
     like.__doc__ = f"`{fn.__name__}` with another tensor's shape and dtype."
@@ -837,10 +837,10 @@ def _random_like(fn, fill):
         t = _like_source(input, fn.__name__ + "_like")
         gen = _drawn_from(fn.__name__ + "_like", (t,), {"generator": generator})
         _check_like_keywords(fn.__name__ + "_like", kw)
+        memory_format_arg(fn.__name__ + "_like", memory_format)
         dtype = _dtype_arg(fn.__name__ + "_like", dtype)
         requires_grad = _grad_flag(fn.__name__ + "_like", requires_grad)
-        result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t, fn.__name__ + "_like",
-                              memory_format)
+        result = _like_layout(empty(tuple(t.shape), dtype=dtype or t.dtype, **kw), t, memory_format)
         _random_dtype(result.dtype, "normal_kernel_cpu" if fn is randn else "check_uniform_bounds", result.numel())
         if result.numel():
             fill(result._data, gen)
@@ -879,12 +879,13 @@ def randint_like(input, low=_NO_SIZE, high=_NO_SIZE, *, dtype: DType | None = No
     if not (is_int(low) and is_int(high)):
         raise TypeError("randint_like(): bad argument")     # (worded by tracer/parser_errors.py)
     t = _like_source(input, "randint_like")
+    memory_format_arg("randint_like", memory_format)
     gen = random_generator.required(generator, "randint_like")
     dtype = _dtype_arg("randint_like", dtype) or t.dtype
     requires_grad = _grad_flag("randint_like", requires_grad)
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    result = _like_layout(empty(tuple(t.shape), dtype=dtype), t, "randint_like", memory_format)
+    result = _like_layout(empty(tuple(t.shape), dtype=dtype), t, memory_format)
     if result.numel():
         random_generator.fill(result._data, gen.integers(int(low), int(high), result.numel()).astype(dtype.np))
     if requires_grad:
@@ -899,10 +900,11 @@ def full_like(input, fill_value, *, dtype: DType | None = None, requires_grad: b
     preserve_format, or row-major with memory_format=contiguous_format)."""
     check_device(device)
     t = _like_source(input, "full_like")
+    memory_format_arg("full_like", memory_format)
     dtype = _dtype_arg("full_like", dtype)
     requires_grad = _grad_flag("full_like", requires_grad)
     if not isinstance(fill_value, (Tensor, int, float, np.number, np.bool_)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
     return _like_layout(full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad), t,
-                        "full_like", memory_format)
+                        memory_format)

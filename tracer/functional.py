@@ -1665,11 +1665,14 @@ log_softmax = _softmax_like("log_softmax", "LogSoftmaxBackward0")
 
 
 # ------------------------------------------------------------------ shape ops
-def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) -> tuple:
+def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None, by_keyword: bool = False) -> tuple:
     """Sizes given as ints or as one tuple/list of ints, read as torch's int-list parser reads
     them (creation functions, reshape, view, permute, expand), with its TypeError texts
     otherwise. `too_many()`: the error for several arguments whose first is no size, where a
-    function has its own (randn/rand's invalid combination)."""
+    function has its own (randn/rand's invalid combination). `by_keyword`: the sizes came as
+    the keyword `arg=` (torch's texts then name no position)."""
+    where = f"argument '{arg}'" if by_keyword else f"argument '{arg}' (position 1)"
+    given = shape[0] if shape else None
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     elif shape and not _is_size(shape[0], first=True):
@@ -1677,13 +1680,14 @@ def _shape_arg(shape, fn: str = "reshape", arg: str = "shape", too_many=None) ->
         if len(shape) > 1:
             raise too_many() if too_many is not None else TypeError(
                 f"{fn}() takes 1 positional argument but {len(shape)} were given")
-        raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, not "
-                        f"{type_name(shape[0])}")
+        raise TypeError(f"{fn}(): {where} must be tuple of ints, not {type_name(shape[0])}")
     for k, s in enumerate(shape):
         if not _is_size(s, first=k == 0):
+            if k == 0 and by_keyword:       # (a keyword's text names the whole value's type)
+                raise TypeError(f"{fn}(): {where} must be tuple of ints, not {type_name(given)}")
             if k == 0:
-                raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be tuple of ints, but found element "
-                                f"of type {type_name(s)} at pos 0")
+                raise TypeError(f"{fn}(): {where} must be tuple of ints, but found element of type "
+                                f"{type_name(s)} at pos 0")
             raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {k + 1} with error "
                             f"\"type must be tuple of ints,but got {type_name(s)}\"")
     return tuple(int(s.item()) if isinstance(s, Tensor) else operator.index(s) for s in shape)
@@ -1710,19 +1714,6 @@ def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
     if not sizes:
         raise TypeError(f'{fn}() missing 1 required positional arguments: "{arg}"')
     return sizes
-
-
-def _sizes_arg(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
-    """_shape_arg of `fn(*sizes)` or `fn(arg=keyword)`: torch's texts name a keyword argument
-    without its position ("argument 'dims' must be tuple of ints, not str")."""
-    try:
-        return _shape_arg(_sizes(fn, arg, sizes, keyword), fn, arg)
-    except TypeError as exc:
-        if keyword is None:
-            raise
-        if "but found element of type" in str(exc):     # (a keyword's: the whole value's type)
-            raise TypeError(f"{fn}(): argument '{arg}' must be tuple of ints, not {type_name(keyword)}") from None
-        raise TypeError(str(exc).replace(f"argument '{arg}' (position 1)", f"argument '{arg}'")) from None
 
 
 def _is_index(s) -> bool:
@@ -1887,7 +1878,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def permute(input, *dims_, dims=None) -> Tensor:
     """`a` with its dims reordered (a view)."""
     a = as_tensor(input, "permute")
-    dims = _sizes_arg("permute", "dims", dims_, dims)
+    dims = _shape_arg(_sizes("permute", "dims", dims_, dims), "permute", "dims", by_keyword=dims is not None)
     if len(dims) != a.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
@@ -2095,7 +2086,7 @@ def expand(a, *sizes, size=None, implicit: bool = False) -> Tensor:
     if type(implicit) is not bool:
         raise TypeError(f"expand(): argument 'implicit' must be bool, not {type_name(implicit)}")
     a = as_tensor(a, "expand")
-    sizes = _sizes_arg("expand", "size", sizes, size)
+    sizes = _shape_arg(_sizes("expand", "size", sizes, size), "expand", "size", by_keyword=size is not None)
     lead = len(sizes) - a.dim()
     if lead < 0:
         raise RuntimeError(f"expand({EXPAND_TYPE_NAMES[a._dtype.name]}{{[{', '.join(map(str, a.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
@@ -2223,6 +2214,13 @@ _TO_SIGNATURES = (
     "\n * (Tensor tensor, bool non_blocking = False, bool copy = False, *, torch.memory_format memory_format = None)\n")
 
 
+def _invalid_to(got: str) -> TypeError:
+    """torch's text for a call of Tensor.to that none of its overloads takes (`got`: the call's
+    argument types, as torch prints them)."""
+    return TypeError(f"to() received an invalid combination of arguments - got {got}, but expected one of:"
+                     + _TO_SIGNATURES)
+
+
 def to(a, *args, **kwargs) -> Tensor:
     """Tensor.to in torch's forms: (dtype), (device[, dtype]), (other tensor: its dtype), each
     optionally followed by non_blocking and copy, or as keywords. The device must be the CPU.
@@ -2233,15 +2231,13 @@ def to(a, *args, **kwargs) -> Tensor:
     kwargs.pop("non_blocking", None)
     layout = kwargs.pop("memory_format", None)
     if not (layout is None or isinstance(layout, memory_format)):
-        raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
-                        f"expected one of:" + _TO_SIGNATURES)
+        raise _invalid_to(got_text(args, given))
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     flags = []
     dtype = PYTHON_TYPE_DTYPES.get(dtype, dtype) if isinstance(dtype, type) else dtype
     if dtype is not None and not isinstance(dtype, DType):
-        raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
-                        f"expected one of:" + _TO_SIGNATURES)
+        raise _invalid_to(got_text(args, given))
     for x in args:
         if x is None:
             continue                             # torch: device None (as not given)
@@ -2258,16 +2254,14 @@ def to(a, *args, **kwargs) -> Tensor:
         elif isinstance(x, int) and not flags:
             device = x                           # a bare index names an accelerator: torch's error
         else:
-            raise TypeError(f"to() received an invalid combination of arguments - got {got_text(args, given)}, but "
-                            f"expected one of:" + _TO_SIGNATURES)
+            raise _invalid_to(got_text(args, given))
     if len(flags) > 1:
         copy = flags[1]
     if isinstance(args[0] if args else None, DType) and \
             builtins.any(isinstance(x, (str, torch_device)) for x in args[1:]):
         # torch's overloads take a device only before the dtype
         got = ", ".join("torch.dtype" if isinstance(x, DType) else type(x).__name__ for x in args)
-        raise TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one of:"
-                        + _TO_SIGNATURES)
+        raise _invalid_to(f"({got})")
     check_device(device)
     if dtype is None or dtype is a._dtype:
         if not copy:

@@ -103,8 +103,7 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
     if isinstance(x, Tensor):
         if not x.dtype.is_floating_point:
             if x.__dict__.get("_from_array"):      # (a NumPy argument fg.compile wrapped)
-                raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is "
-                                f"{_integer_kind(x.dtype.name == 'bool')} array")
+                raise _not_real_error(k, _array_kind(x.dtype.np))
             # (torch.func's error: it makes x require grad)
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if x.requires_grad and keep_history:
@@ -139,11 +138,8 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         t = _tensor(x)
         if not t.dtype.is_floating_point:
-            if isinstance(x, np.ndarray):
-                what = f"{_integer_kind(x.dtype == np.bool_)} array"
-            else:
-                what = f"a {'NumPy' if type(x).__module__ == 'numpy' else 'Python'} {type(x).__name__}"
-            raise TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
+            raise _not_real_error(k, _array_kind(x.dtype) if isinstance(x, np.ndarray) else
+                                  f"a {'NumPy' if type(x).__module__ == 'numpy' else 'Python'} {type(x).__name__}")
         return t._set_requires_grad(True)
     what = f"argument {k} holds a {type(x).__name__}, which" if contained else \
         f"argument {k} of type {type(x).__name__}"
@@ -151,8 +147,14 @@ def _as_input(x, k: int, again: bool = False, keep_history: bool = True, contain
                     f"float, or a tuple, list or dict of them")
 
 
-def _integer_kind(is_bool: bool) -> str:
-    return "a bool" if is_bool else "an integer"
+def _array_kind(dtype: np.dtype) -> str:
+    """An integer or bool NumPy array of `dtype`, as fg.grad's error names it."""
+    return "a bool array" if dtype == np.bool_ else "an integer array"
+
+
+def _not_real_error(k: int, what: str) -> TypeError:
+    """fg.grad's error for differentiable argument `k`, `what` (JAX's rule: real inputs only)."""
+    return TypeError(f"grad requires real-valued (floating point) inputs, but argument {k} is {what}")
 
 
 def _check_output(out, transform: str) -> Tensor:

@@ -17,6 +17,7 @@ from fusegrad.ir import DType, bool_, float32, from_numpy_dtype
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
+from .device import CPU, check_device
 from .layout import is_contiguous, strides_of
 from .memory_format import contiguous_format, memory_format_arg
 from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
@@ -302,7 +303,6 @@ class Tensor:
     @property
     def device(self):
         """torch's Tensor.device: always `fg.device("cpu")` (fusegrad runs on the CPU only)."""
-        from .device import CPU
         return CPU
 
     def is_floating_point(self) -> bool:
@@ -349,7 +349,6 @@ class Tensor:
 
     def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
         """torch's Tensor.cuda: AssertionError, as `.to("cuda")` (fusegrad runs on the CPU only)."""
-        from .device import check_device
         check_device("cuda" if device is None else device)     # (an index: torch's accelerator error)
         return self
 

@@ -184,6 +184,8 @@ def _row_max(x, row):
 # vector lane: LLVM reassociates them), each chunk's sum in float64, as compiled kernels sum
 # (codegen/kernel_source.py): a float64 add per element halves the loop's vector width (the
 # sum of fg_exp over 8192x512 float32: 2.95 ms so, 1.57 in chunks). `zero` is 0 in x's dtype.
+# (kernel_source.CHUNK's value, written here: these functions are cached on disk, and Numba's
+# cache of a function does not see a change of a global it imports from another module.)
 CHUNK = 1024
 
 

@@ -131,3 +131,97 @@ def test_match_requires_an_iota_along_the_reduced_dim():
     args[1] = np.random.default_rng(8).integers(0, 4, 50)
     check(program, args)
     assert picks.Picked(None) != picks.Picked(None)      # positions are compared by identity
+
+
+# ---------------------------------------------------------------- one-hot stores
+
+def _without_one_hot_stores(monkeypatch):
+    """Generate kernels as before one-hot stores (the select in the loop), for comparison."""
+    from fusegrad.codegen import kernel_source
+    monkeypatch.setattr(kernel_source._Generator, "_store_one_hot", lambda self, k, st: False)
+
+
+def _store_loop_compares(text: str) -> bool:
+    """Does a row loop of `text` compare the loop variable with a position (a select per element)?"""
+    return "== np.int64(i1)" in text or "np.int64(i1) ==" in text
+
+
+@pytest.mark.parametrize("reduction, weighted", [("mean", False), ("none", True)])
+def test_a_one_hot_store_loops_without_its_select(monkeypatch, reduction, weighted):
+    # nll_loss's gradient where(target == i, -w / total, 0), fused with log_softmax's:
+    # the row loop stores the other operand's value, the target's element is stored
+    # after it; bit for bit the values of the loop with the select in it.
+    monkeypatch.setenv("FUSEGRAD_PARALLEL", "never")
+    n, c = 23, 70
+    types = [(n, c), ((n,), int64), ((c,), int64)] + ([(c,)] if weighted else [])
+    program = build(_cross_entropy(reduction, weighted), *types, grad=True)
+    text = _row_kernel_source(program)
+    assert not _store_loop_compares(text) and "if 0 <= " in text, text
+    rng = np.random.default_rng(9)
+    targets = rng.integers(0, c, n)
+    targets[::4] = -100                              # ignored rows: nothing stored after the loop
+    args = _nll_args(program, rng, n, c, targets)
+    args[0][2, 5] = np.nan                           # a NaN row and an infinite one
+    args[0][3, :] = np.inf
+    if weighted:
+        args[3] = rng.uniform(0.1, 2.0, c).astype(np.float32)
+    args[0][5, targets[5]] = 50.0                    # the target is the row's maximum
+    compiled = check(program, args, rtol=1e-5, atol=1e-6)
+    _without_one_hot_stores(monkeypatch)
+    assert _store_loop_compares(_row_kernel_source(program))
+    from fusegrad.runtime.executor import compile_program
+    for got, before in zip(compiled(list(args)), compile_program(program)(list(args))):
+        np.testing.assert_array_equal(got, before)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(before))
+
+
+def _two_selects(e, v, t, u):
+    """A stored value with two one-hot selects (positions t and u) in its cone."""
+    i = e.op("iota", shape=(1, 50), axis=1, dtype=int64)
+    rowmax = e.op("amax", v, axes=(1,), keepdim=True)
+    first = e.where(e.eq(e.reshape(t, (4, 1)), i), v, 0)
+    second = e.where(e.eq(e.reshape(u, (4, 1)), i), rowmax, 2)
+    return e.add(first, second)
+
+
+def test_a_store_with_two_selects_keeps_them():
+    program = build(_two_selects, (4, 50), ((4,), int64), ((4,), int64))
+    assert "if 0 <= " not in _row_kernel_source(program)
+    args = random_args(program, np.random.default_rng(10))
+    args[1], args[2] = np.array([0, 49, 50, -1]), np.array([3, 3, -7, 49])
+    check(program, args)
+
+
+def _one_hot_then_scale(e, v, w, t):
+    """where(t == i, v, 0) + w * rowsum(v): w is read only by the store's loop."""
+    hit = e.eq(e.reshape(t, (4, 1)), e.op("iota", shape=(1, 50), axis=1, dtype=int64))
+    return e.add(e.where(hit, v, 0), e.mul(w, e.sum(v, (1,), keepdim=True)))
+
+
+def test_a_one_hot_store_is_never_written_over_an_operand(monkeypatch):
+    # The store after the loop reads the position's operands: the output does not take
+    # the memory of an operand the loop reads (codegen/in_place.py: one store statement).
+    from fusegrad.codegen import kernel_source
+    program = build(_one_hot_then_scale, (4, 50), (4, 50), ((4,), int64))
+    kernel = next(k for k in schedule(program).kernels if k.axes)
+    made = generate(kernel, "fusegrad.codegen.vmath")
+    assert "if 0 <= " in made.functions[0][2] and made.in_place == ()
+    _without_one_hot_stores(monkeypatch)
+    assert kernel_source.generate(kernel, "fusegrad.codegen.vmath").in_place != ()   # (the rule that refuses it)
+    monkeypatch.undo()
+    args = random_args(program, np.random.default_rng(11))
+    args[2] = np.array([0, 49, 50, -1])
+    check(program, args)
+
+
+def test_one_hot_needs_every_route_to_the_select_elementwise():
+    # the select also read through a reshape: the route is not a plain elementwise path
+    def body(e, v, t):
+        hit = e.eq(e.reshape(t, (4, 1)), e.op("iota", shape=(1, 50), axis=1, dtype=int64))
+        sel = e.where(hit, v, 0)
+        twice = e.reshape(e.reshape(sel, (4, 50, 1)), (4, 50))
+        return e.add(e.add(sel, twice), e.sum(v, (1,), keepdim=True))
+    program = build(body, (4, 50), ((4,), int64))
+    args = random_args(program, np.random.default_rng(12))
+    args[1] = np.array([7, 0, 49, -100])
+    check(program, args)

@@ -440,9 +440,10 @@ def _allocated(shape: tuple, dtype, make) -> np.ndarray:
                            ) from None
 
 
-def _filled(numpy_fn, size, kw, fn: str, dtype, requires_grad: bool) -> Tensor:
+def filled(numpy_fn, size, kw, fn: str, dtype, requires_grad: bool) -> Tensor:
+    """zeros / ones / empty (and Tensor.new_*): `numpy_fn(shape, dtype)` of the parsed size,
+    with `fn`'s name in the errors."""
     requires_grad = _grad_flag(fn, requires_grad)
-    """zeros / ones / empty: `numpy_fn(shape, dtype)` of the parsed size."""
     size = _size_keyword(size, kw, fn)
     dtype = (_dtype_arg(fn, dtype) or float32).np
     shape = _size(size, fn)
@@ -451,17 +452,17 @@ def _filled(numpy_fn, size, kw, fn: str, dtype, requires_grad: bool) -> Tensor:
 
 def zeros(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """A tensor of zeros (float32 unless `dtype` says otherwise)."""
-    return _filled(np.zeros, size, kw, "zeros", dtype, requires_grad)
+    return filled(np.zeros, size, kw, "zeros", dtype, requires_grad)
 
 
 def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """A tensor of ones (float32 unless `dtype` says otherwise)."""
-    return _filled(np.ones, size, kw, "ones", dtype, requires_grad)
+    return filled(np.ones, size, kw, "ones", dtype, requires_grad)
 
 
 def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
     """An uninitialised tensor (fusegrad's holds zeros: NumPy's calloc costs no more)."""
-    return _filled(np.zeros, size, kw, "empty", dtype, requires_grad)
+    return filled(np.zeros, size, kw, "empty", dtype, requires_grad)
 
 
 @missing_argument_texts

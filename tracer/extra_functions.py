@@ -23,7 +23,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from . import functional as F
 from . import inplace
 from .dispatch import apply_op, result_cast_error
-from .functional import REQUIRED, _coerce, _is_scalar, _promoted, as_tensor, cast, clone, one_input
+from .functional import REQUIRED, _coerce, _is_scalar, _promoted, as_tensor, cast, clone, keyword_sizes, one_input
 from .math_functions import _alias, _float_inplace, _rewrite_unchanged
 from .parser_errors import ArgParser, function_texts, method_texts, no_arguments, no_arguments_error, type_name
 from .tensor import Tensor
@@ -428,9 +428,12 @@ def _repeat(a: Tensor, repeats: tuple, name: str = "RepeatBackward0") -> Tensor:
     return apply_op("repeat", [a], {"repeats": repeats}, name)
 
 
-def repeat(self, *sizes) -> Tensor:
+def repeat(self, *sizes, **keyword) -> Tensor:
     """torch's Tensor.repeat: self tiled `sizes` times along each dim (as many sizes as dims at
-    least; extra ones add leading dims). RepeatBackward0 sums the tiles' gradients."""
+    least; extra ones add leading dims; or `repeats=` one tuple). RepeatBackward0 sums the
+    tiles' gradients."""
+    if keyword:
+        return _repeat(self, _repeats("repeat", (keyword_sizes("repeat", "repeats", sizes, keyword),), "repeats"))
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     return _repeat(self, _repeats("repeat", sizes, "repeats"))
@@ -445,7 +448,10 @@ def tile(input, dims) -> Tensor:
     return _repeat(a, (1,) * (a.dim() - len(dims)) + dims)
 
 
-def _tile_method(self, *dims) -> Tensor:
+def _tile_method(self, *dims, **keyword) -> Tensor:
+    """Tensor.tile(dims), Tensor.tile(*dims) or Tensor.tile(dims=dims)."""
+    if keyword:
+        dims = (keyword_sizes("tile", "dims", dims, keyword),)
     if not dims:
         raise TypeError('tile() missing 1 required positional arguments: "dims"')
     dims = _repeats("tile", dims, "dims")

@@ -1234,8 +1234,15 @@ def _dims(dim, ndim: int, fn: str = "sum") -> tuple:
                 name = "linalg_vector_norm" if fn == "norm" else fn
                 raise TypeError(f"{name}(): argument 'dim' failed to unpack the object at pos {k} with error "
                                 f"\"type must be tuple of ints,but got {type_name(d)}\"")
+    # (a bool is no dim, nor the first element of a list of dims: torch's int-list parser
+    # takes bools after the first only)
     if isinstance(dim, bool) or not (_is_index(dim) or (isinstance(dim, (tuple, list)) and
-                                                        builtins.all(_is_index(d) for d in dim))):
+                                                        builtins.all(_is_index(d) for d in dim) and
+                                                        not isinstance(dim[0], (bool, np.bool_)))):
+        if fn == "norm" and isinstance(dim, (tuple, list)):     # (torch's norm calls linalg_vector_norm)
+            bad = next(k for k, d in enumerate(dim) if not _is_index(d) or (k == 0 and isinstance(d, (bool, np.bool_))))
+            raise TypeError(f"linalg_vector_norm(): argument 'dim' (position 3) must be tuple of ints, but found "
+                            f"element of type {type_name(dim[bad])} at pos {bad}")
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({type(dim).__name__}), "
                         f"but expected one of:{_REDUCTION_SIGNATURES}")
     dims = (dim,) if _is_index(dim) else tuple(dim)
@@ -1714,6 +1721,22 @@ def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
     if not sizes:
         raise TypeError(f'{fn}() missing 1 required positional arguments: "{arg}"')
     return sizes
+
+
+def keyword_sizes(fn: str, arg: str, positional: tuple, keyword: dict) -> tuple:
+    """The int list of a method called with keywords (`x.flip(dims=(0,))`, `x.repeat(repeats=
+    ...)`): the one tuple or list given as `arg=`, with torch's parser texts otherwise."""
+    if arg not in keyword and not positional:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "{arg}"')
+    unknown = next((k for k in keyword if k != arg), None)
+    if unknown is not None:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{unknown}'")
+    if positional:
+        raise TypeError(f"{fn}() got multiple values for argument '{arg}'")
+    value = keyword[arg]
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{fn}(): argument '{arg}' must be tuple of ints, not {type_name(value)}")
+    return tuple(value)
 
 
 def _is_index(s) -> bool:

@@ -9,7 +9,7 @@ from fusegrad.ir import int64
 from fusegrad.ir.ops import normalize_dim
 
 from .dispatch import apply_op
-from .functional import _is_index, _numpy_spellings, as_tensor, int_argument
+from .functional import _is_index, _numpy_spellings, as_tensor, int_argument, keyword_sizes
 from .parser_errors import type_name
 from .tensor import Tensor
 
@@ -89,8 +89,10 @@ def _flip(t: Tensor, dims) -> Tensor:
     return apply_op("flip", [t], {"axes": tuple(sorted(axes))}, "FlipBackward0")
 
 
-def _flip_method(self, *dims) -> Tensor:
-    """Tensor.flip(dims) or Tensor.flip(*dims)."""
+def _flip_method(self, *dims, **keyword) -> Tensor:
+    """Tensor.flip(dims), Tensor.flip(*dims) or Tensor.flip(dims=dims)."""
+    if keyword:
+        return _flip(self, list(keyword_sizes("flip", "dims", dims, keyword)))
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):

@@ -420,18 +420,19 @@ def _normal_(self, *args, **kwargs) -> Tensor:
 # ------------------------------------------------------------ new_* constructors
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
-def _new_of_size(make, what: str):
-    """torch's Tensor.new_<make>: `make(*size)` with this tensor's dtype unless `dtype` is given."""
-    def new(self, *size, dtype=None, requires_grad: bool = False) -> Tensor:
-        return make(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
-    new.__name__ = f"new_{make.__name__}"
+def _new_of_size(make, name: str, what: str):
+    """torch's Tensor.new_<name>: NumPy's `make` of `size` with this tensor's dtype unless
+    `dtype` is given (texts under its own name: torch's new_zeros(-1) is no zeros(-1))."""
+    def new(self, *size, dtype=None, requires_grad: bool = False, **kw) -> Tensor:
+        return creation.filled(make, size, kw, f"new_{name}", dtype or self.dtype, requires_grad)
+    new.__name__ = f"new_{name}"
     new.__doc__ = f"torch's Tensor.{new.__name__}: {what} of `size`, with this tensor's dtype unless `dtype` is given."
     return new
 
 
-new_zeros = _new_of_size(creation.zeros, "zeros")
-new_ones = _new_of_size(creation.ones, "ones")
-new_empty = _new_of_size(creation.empty, "uninitialised memory")
+new_zeros = _new_of_size(np.zeros, "zeros", "zeros")
+new_ones = _new_of_size(np.ones, "ones", "ones")
+new_empty = _new_of_size(np.zeros, "empty", "uninitialised memory")
 
 
 def new_full(self, size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:

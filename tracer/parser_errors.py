@@ -94,8 +94,8 @@ def is_int(x) -> bool:
 
 def _first_bad_element(x) -> int | None:
     """For a tuple-of-ints argument: the position of its first non-int (None: all ints; its
-    unpacking takes a bool as an int)."""
-    return next((k for k, v in enumerate(x) if not (is_int(v) or isinstance(v, (bool, np.bool_)))), None)
+    unpacking takes a bool as an int after the first element, which must be an int)."""
+    return next((k for k, v in enumerate(x) if not (is_int(v) or (k and isinstance(v, (bool, np.bool_))))), None)
 
 
 # the NumPy spellings torch's parser also takes for some parameters (t.sum(axis=0))

@@ -579,7 +579,9 @@ def _norm_ref(x, p, axes, keepdim):
         return r if keepdim else r.reshape(reduced_shape(x.shape, axes, False))
     if p not in (0, float("inf"), float("-inf")) and x.dtype.kind == "f":
         r = _torch_order_norm(x, p, axes)
-        return np.asarray(r.reshape(reduced_shape(x.shape, axes, keepdim)), dtype=x.dtype)
+        # (a fresh row-major array, as every reduction torch returns: the reshape of a strided
+        # sum is a view, with its strides even in size-1 dims)
+        return np.array(r.reshape(reduced_shape(x.shape, axes, keepdim)), dtype=x.dtype)
     if p == 2:
         r = np.sqrt(np.add.reduce(x * x, axis=axes, keepdims=keepdim, dtype=x.dtype))
     elif p == float("inf"):

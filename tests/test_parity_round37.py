@@ -1,0 +1,77 @@
+"""Round 37 of torch parity (findings of a tensor-API probe against torch 2.13): keyword
+forms of Tensor.flip / repeat / tile; a bool is no first element of a list of dims; norm's
+dim texts; Tensor.new_zeros / new_ones / new_empty under their own names (and `size=`);
+a p-norm over the last dim is a fresh row-major tensor, and a size-1 dim of a reduction's
+result has torch's stride, not NumPy's 0."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(L, text: str):
+    """What `text` gives with library L as `M` and a = arange(6.).reshape(2, 3): its values
+    and dtype name, or the exception's class and first line."""
+    a = L.arange(6.).reshape(2, 3)
+    try:
+        r = eval(text, {"M": L, "a": a})
+    except Exception as exc:
+        return type(exc).__name__, str(exc).split("\n")[0]
+    if isinstance(r, (L.Tensor,)):
+        return r.tolist(), str(r.dtype).split(".")[-1], tuple(r.shape)
+    return r
+
+
+@pytest.mark.parametrize("text", [
+    "a.flip(dims=(0,))", "a.flip(dims=[0, 1])", "a.flip(dims=0)", "a.flip(0, dims=(0,))",
+    "a.flip(dim=(0,))", "a.flip(0, dim=1)",
+    "a.repeat(repeats=(1, 2))", "a.repeat(repeats=[2, 1, 1])", "a.repeat(repeats=2)",
+    "a.repeat(1, repeats=2)", "a.repeat(sizes=(1, 2))",
+    "a.tile(dims=(1, 2))", "a.tile(dims=[2])", "a.tile(dims=2)", "a.tile(dims=(2,), x=1)",
+])
+def test_keyword_forms_of_flip_repeat_and_tile(text):
+    assert _outcome(fg, text) == _outcome(torch, text)
+
+
+@pytest.mark.parametrize("text", [
+    "a.sum((True,))", "a.sum([True])", "a.sum(dim=(True,))", "M.sum(a, (True,))",
+    "a.mean((False, True))", "a.mean(dim=(False,))", "a.var((True,))", "a.std(dim=(True,))",
+    "a.amax((True,))", "a.amin(dim=(True,))", "a.logsumexp((True,))", "M.logsumexp(a, (True,))",
+    "a.squeeze((True,))",
+    "a.sum(dim=(0, True))", "a.amax((1, False))", "a.var(True)",      # (a bool after the first is an int)
+    "a.norm(dim=(True,))", "M.norm(a, 2, (True,))", "a.norm(dim=(1.5,))", "a.norm(2, (1.5,))",
+    "a.norm(dim=('x',))", "a.norm(dim='x')", "a.norm(dim=(0, 1.5))", "a.norm(dim=[0, True])",
+])
+def test_a_bool_is_no_first_dim(text):
+    assert _outcome(fg, text) == _outcome(torch, text)
+
+
+@pytest.mark.parametrize("text", [
+    "a.new_zeros(-1)", "a.new_ones(2, -1)", "a.new_empty(-1)", "a.new_zeros('x')",
+    "a.new_ones((2, 'a'))", "a.new_zeros(size=(2,))", "a.new_zeros(size=2)", "a.new_zeros(2, size=(2,))",
+    "a.new_zeros()", "a.new_ones(2, requires_grad=1)", "M.zeros(-1)", "M.ones(-1)",
+])
+def test_new_factories_speak_under_their_own_names(text):
+    assert _outcome(fg, text) == _outcome(torch, text)
+
+
+@pytest.mark.parametrize("shape, dim", [((2, 2), 1), ((2, 3, 4), (0, 2)), ((3, 4), 0), ((2, 3, 4), (1, 2)),
+                                        ((5,), 0), ((1, 5), 1), ((5, 1), 0), ((2, 1, 3), (0, 2))])
+@pytest.mark.parametrize("p", [1, 3, 1.5, 2, float("inf")])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_norm_results_have_torch_strides(shape, dim, p, keepdim):
+    n = int(np.prod(shape))
+    got = fg.arange(float(n)).reshape(*shape).norm(p=p, dim=dim, keepdim=keepdim)
+    want = torch.arange(float(n)).reshape(*shape).norm(p=p, dim=dim, keepdim=keepdim)
+    assert (got.stride(), got.is_contiguous()) == (want.stride(), want.is_contiguous())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert got.view(-1).shape[0] == want.numel()       # (a view of it works, as of torch's)
+
+
+@pytest.mark.parametrize("fn", ["sum", "mean", "amax", "amin"])
+def test_a_reduction_to_one_element_has_torch_strides(fn):
+    got = getattr(fg.arange(5.).reshape(1, 5), fn)(1)
+    want = getattr(torch.arange(5.).reshape(1, 5), fn)(1)
+    assert got.stride() == want.stride() == (1,)

@@ -213,11 +213,7 @@ class _Generator:
         self.loads: dict = {}            # value id -> (arg name, value)
         self.params: dict = {}           # (repr(value), dtype) -> (arg name, value, dtype)
         self.memo: dict = {}             # node key + region -> node
-        self.requests: dict = {}         # (value id, index, requested region, variant) -> node
-        # While a one-hot store builds its expressions (_store_one_hot): (OneHot, k), the
-        # select read as its operand k; the values on its path get their own nodes (a variant).
-        self.substitution = None
-        self.variant = None              # the variant of the value being built (_node's memo key)
+        self.requests: dict = {}         # (value id, index, requested region) -> node
         self.nodes: list = []
         self.sinks: list = []            # (scope, seq, callable() -> lines)
         self.red: dict = {}              # id(reduction instruction) -> _Reduction
@@ -248,37 +244,28 @@ class _Generator:
         return self.seq
 
     def expr(self, v, index, region) -> _Node:
-        substitution = self.substitution
-        variant = substitution if substitution is not None and v.id in substitution[0].path else None
-        key = (v.id, index, region, variant)
+        key = (v.id, index, region)
         node = self.requests.get(key)
         if node is None:
-            outer, self.variant = self.variant, variant
-            try:
-                node = self.requests[key] = self._build(v, index, region)
-            finally:
-                self.variant = outer
+            node = self.requests[key] = self._build(v, index, region)
         return node
 
     def _build(self, v, index, region) -> _Node:
         ins = self.producer.get(v.id)
         if ins is None:
             return self._load(v, index, region)
-        if self.variant is not None and ins is self.variant[0].where:
-            k = self.variant[1]         # (a one-hot select read as one of its operands)
-            return self.expr(ins.inputs[k], operand_index(ins, index, k), region)
         written = self.written.get(v.id)
         if written is not None and self.inner and region[0] == "inner" and region[1] > written[0] \
-                and index == self.identity and self.variant is None:
+                and index == self.identity:
             # Stored by an earlier phase of this row: read it back instead of recomputing.
             # (Not when every reduced dim has size 1: then no inner loops separate the
             # phases, they share one loop body, and the read would be placed before the store.)
             k = written[1]
             return self._node(("reread", v.id), lambda t: f"o{k}[{self._subscript(index)}]", [], region,
                               deps={i for i in index if i is not None})
-        if region[0] == "inner" and index == self.identity and self.row_buffers_ok and self.variant is None:
+        if region[0] == "inner" and index == self.identity and self.row_buffers_ok:
             for p in range(region[1]):
-                earlier = self.requests.get((v.id, index, ("inner", p), None))
+                earlier = self.requests.get((v.id, index, ("inner", p)))
                 if earlier is not None and earlier.costly and earlier.region == ("inner", p):
                     return self._reuse(earlier, v, region)
         opdef = OPS[ins.op]
@@ -382,7 +369,7 @@ class _Generator:
         deps = frozenset().union(*(c.deps for c in children)) if deps is None else frozenset(deps)
         level = max((c.level for c in children), default=0) if level is None else level
         region = self._region(deps, region)
-        full_key = key + (region, self.variant)
+        full_key = key + (region,)
         node = self.memo.get(full_key)
         if node is None:
             node = _Node(render, children, deps, level, region, self._next(), trivial)
@@ -681,8 +668,6 @@ class _Generator:
         return [f"{name} = np.empty(n{d}, {self.buffer_dtypes[name]})" for name in self.row_buffers.values()]
 
     def _store(self, k: int, st) -> None:
-        if st.kind == "full" and self._store_one_hot(k, st):
-            return
         if st.kind == "full":
             region, scope = ("inner", st.phase), ("inner", st.phase, len(self.inner))
         elif st.kind == "outer":
@@ -695,44 +680,6 @@ class _Generator:
         node.users.append(scope)
         self.sinks.append((scope, self._next(), lambda: [
             f"o{k}[{self._subscript(st.index) if st.index else '()'}] = {self._text(node)}"]))
-
-    def _store_one_hot(self, k: int, st) -> bool:
-        """A row's store of a value that depends on a one-hot select (codegen/picks.py):
-        the row's loop stores it with the select's other operand in its place, then the one
-        element at the position is stored after the loop. That element's value is a named
-        temporary computed before the loop (its reads come before any write over an
-        operand; and a second store of the output keeps it out of in-place variants)."""
-        if self.whole or not self.outer or len(self.inner) != 1 or st.index != self.identity:
-            return False
-        d = self.inner[0]
-        found = picks.one_hot(st.value, st.index, d, self.producer)
-        if found is None or not picks.cone_is_pickable(
-                st.value, self.producer, self.an.tails, replace={found.where.outputs[0].id: found.where.inputs[1]}):
-            return False
-        region = ("inner", st.phase)
-        position = self.expr(found.position, found.position_index, region)
-        if d in position.deps:          # not one position per row
-            return False
-        clamped = self._node(("pick", "store", k), lambda t, d=d: f"min(max({t[0]}, 0), n{d} - 1)", [position], region)
-        at = tuple(Picked(clamped) if e == d else e for e in st.index)
-        self.substitution = (found, 2)
-        try:
-            rest = self.expr(st.value, st.index, region)
-            self.substitution = (found, 1)
-            picked = self.expr(st.value, at, region)
-        finally:
-            self.substitution = None
-        loop = ("inner", st.phase, len(self.inner))
-        rest.users.append(loop)
-        self.sinks.append((loop, self._next(), lambda: [f"o{k}[{self._subscript(st.index)}] = {self._text(rest)}"]))
-        finish = ("finish", st.phase)
-        for node in (position, clamped, picked, picked):     # (picked twice: a named temporary)
-            node.users.append(finish)
-        subscript = ", ".join(f"np.uintp({'{}'})" if e == d else self._subscript_entry(e) for e in st.index)
-        self.sinks.append((finish, self._next(), lambda: [
-            f"if 0 <= {self._text(position)} < n{d}:",
-            f"    o{k}[{subscript.format(self._text(clamped))}] = {self._text(picked)}"]))
-        return True
 
     # -------------------------------------------------------------- naming and emission
     def _name_temporaries(self) -> None:

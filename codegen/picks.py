@@ -14,19 +14,12 @@ the element directly: one load per row at the position, clamped into the row so 
 the read is always in bounds, instead of a compare, a select and an accumulation per
 element (measured on W3's kernel: ~14% of its serial time). `match` recognises the
 pattern; codegen/kernel_source.py builds the element's expression at a `Picked` index.
-
-The same select also writes one element per row: nll_loss's gradient
-`where(target == i, -w / total, 0)`, max(x, dim)'s `where(i == index, g, 0)`. A row
-kernel's store of such a value loops with the select's other operand in its place (no
-compare or select per element: W3's gradient loop, ~15% of the kernel), then stores
-the one element at the position after the loop, computed with the selected operand
-(`one_hot` recognises the select in a stored value's cone).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusegrad.ir.ops import ELEMENTWISE, MOVEMENT, OPS, REDUCE, SOURCE
+from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.types import int64
 
 from .indexing import inlinable_movement, operand_index
@@ -59,112 +52,31 @@ def match(ins, producer: dict, index: tuple, dim: int) -> Match | None:
     where = producer.get(ins.inputs[0].id)
     if where is None or where.op != "where":
         return None
-    _, value, fallback = where.inputs
+    cond, value, fallback = where.inputs
     if not _is_identity(_source_through_movement(fallback, producer), combine):
         return None
-    found = _one_hot_at(where, index, dim, producer)
-    if found is None:
-        return None
-    return Match(*found, value, operand_index(where, index, 1), fallback, operand_index(where, index, 2))
-
-
-@dataclass(frozen=True)
-class OneHot:
-    """A select against the position along a row (`where(position == i, value, other)`)
-    in the cone of a stored value: the store can loop with `other` in its place."""
-    where: object                  # the `where` instruction
-    position: object               # the int64 value compared with the iota (one per row)
-    position_index: tuple
-    path: frozenset                # ids of the values between the store and the select, both included
-
-
-def one_hot(value, index: tuple, dim: int, producer: dict) -> OneHot | None:
-    """The one-hot select that stored `value` (read at `index`) depends on along kernel dim
-    `dim`, or None. Only when every route from `value` to the select runs through
-    elementwise ops and reads it where it is a one-hot select, so that the select's other
-    operand in its place is right at every element of the row but the position."""
-    candidates = _one_hot_candidates(value, index, dim, producer)
-    if not candidates or any(c[0] is not candidates[0][0] for c in candidates):
-        return None                 # (none, or two selects: the rule stays simple)
-    where, position, position_index = candidates[0]
-    target = where.outputs[0].id
-    reaches: dict = {}              # (value id, index) -> does its cone reach the select
-
-    def reach(v, at) -> bool:
-        """Does `v`'s cone reach the select? Raises _Refused on a route one_hot does not handle."""
-        key = (v.id, at)
-        if key not in reaches:
-            ins = producer.get(v.id)
-            if v.id == target:
-                if _one_hot_at(where, at, dim, producer) != (position, position_index):
-                    raise _Refused
-                reaches[key] = True
-            elif ins is None or OPS[ins.op].group in (REDUCE, SOURCE):
-                reaches[key] = False
-            else:
-                through = [reach(u, operand_index(ins, at, k)) for k, u in enumerate(ins.inputs)]
-                if any(through) and OPS[ins.op].group != ELEMENTWISE:
-                    raise _Refused
-                reaches[key] = any(through)
-        return reaches[key]
-
-    try:
-        reach(value, index)
-    except _Refused:
-        return None
-    return OneHot(where, position, position_index, frozenset(v for (v, _), r in reaches.items() if r))
-
-
-class _Refused(Exception):
-    """A route to the select that one_hot does not handle."""
-
-
-def _one_hot_candidates(value, index, dim, producer) -> list:
-    """(where, position, position index) of each one-hot select reached from `value`
-    through elementwise ops."""
-    out, stack, seen = [], [(value, index)], set()
-    while stack:
-        v, at = stack.pop()
-        if (v.id, at) in seen:
-            continue
-        seen.add((v.id, at))
-        ins = producer.get(v.id)
-        if ins is None or OPS[ins.op].group != ELEMENTWISE:
-            continue
-        if ins.op == "where":
-            found = _one_hot_at(ins, at, dim, producer)
-            if found is not None:
-                out.append((ins, *found))
-                continue
-        stack.extend((u, operand_index(ins, at, k)) for k, u in enumerate(ins.inputs))
-    return out
-
-
-def _one_hot_at(where, index, dim, producer):
-    """(position, position index) when `where` read at `index` selects against the
-    position along kernel dim `dim`; else None."""
-    eq = producer.get(where.inputs[0].id)
+    eq = producer.get(cond.id)
     if eq is None or eq.op != "eq":
         return None
     eq_index = operand_index(where, index, 0)
     for side in (0, 1):
         if _is_iota_along(eq.inputs[side], operand_index(eq, eq_index, side), dim, producer):
             other = eq.inputs[1 - side]
-            return (other, operand_index(eq, eq_index, 1 - side)) if other.dtype is int64 else None
+            if other.dtype is not int64:
+                return None
+            return Match(other, operand_index(eq, eq_index, 1 - side), value, operand_index(where, index, 1),
+                         fallback, operand_index(where, index, 2))
     return None
 
 
-def cone_is_pickable(value, producer: dict, tails: dict, replace: dict | None = None) -> bool:
+def cone_is_pickable(value, producer: dict, tails: dict) -> bool:
     """Can `value` be computed at a Picked index? Its cone in the kernel may hold
     elementwise ops, constants, index-map movement ops without shifts, and results of
     row reductions (one per row); not tails, iotas or pad_edge (their index entries
-    are loop variables or shifts of them). `replace` maps value ids to the values that
-    stand for them there (a one-hot select to its selected operand)."""
+    are loop variables or shifts of them)."""
     stack, seen = [value], set()
     while stack:
         v = stack.pop()
-        if replace and v.id in replace:
-            v = replace[v.id]
         if v.id in seen:
             continue
         seen.add(v.id)

@@ -29,7 +29,7 @@ def strides_of(t: Tensor) -> tuple:
     chain gives them, as for a traced tensor."""
     data = t._data
     if data is not None and data.size:
-        return tuple(b // data.itemsize for b in torch_strides(data))
+        return tuple(b // data.itemsize for b in data.strides)
     return layout_stand_in(t).strides
 
 

@@ -187,7 +187,7 @@ def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False
     if strided:
         return _row_sum(rows.reshape(count, n, 1))[:, 0] + rows.dtype.type(0)
     if count == 1 and n < 64 * lanes:
-        return _short_torch_sum(rows[0], lanes)[None]
+        return _short_torch_sum(rows[0], lanes).reshape(1)     # (not [None]: a stride of 0)
     if n < lanes:
         total = _row_sum(rows.reshape(count, n, 1))[:, 0]
     else:

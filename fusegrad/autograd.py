@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from fusegrad.tracer import engine
 from fusegrad.tracer import grad_mode  # noqa: F401  (torch.autograd.grad_mode)
 from fusegrad.tracer.creation import zeros_like
+from fusegrad.tracer.functional import stack
 from fusegrad.tracer.engine import backward, explain
 from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
 from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
-from fusegrad.tracer.tensor import Tensor
+from fusegrad.tracer.tensor import Size, Tensor
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
@@ -41,8 +42,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                          "but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    if is_grads_batched:
-        raise NotImplementedError("fg.autograd.grad does not support is_grads_batched=True")
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
@@ -62,11 +61,51 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     for out in ([outputs] if isinstance(outputs, Tensor) else tuple(outputs)):
         if not isinstance(out, Tensor):
             raise AssertionError("Expected output to be a torch.Tensor")      # torch's check and text
-    result = engine.grad(outputs, list(inputs_tuple), grad_outputs, retain_graph, create_graph,
-                         allow_unused=allow_unused)
+    if is_grads_batched:
+        result = _batched_grad(outputs, list(inputs_tuple), grad_outputs, retain_graph, create_graph, allow_unused)
+    else:
+        result = engine.grad(outputs, list(inputs_tuple), grad_outputs, retain_graph, create_graph,
+                             allow_unused=allow_unused)
     if materialize_grads:
         result = tuple(g if g is not None else zeros_like(x, requires_grad=create_graph)
                        for g, x in zip(result, inputs_tuple))
     if type(inputs) is dict:
         return dict(zip(inputs.keys(), result))
     return result
+
+
+def _batched_grad(outputs, inputs: list, grad_outputs, retain_graph, create_graph: bool, allow_unused: bool):
+    """`grad` with is_grads_batched=True: the first dim of each grad_output is a batch of
+    vectors, and each input's result has that batch dim in front. torch maps the backward
+    over the batch with vmap; this runs it once per vector (retaining the graph between
+    them) and stacks the results: the same values, and differentiable under create_graph."""
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    seeds = [grad_outputs] if isinstance(grad_outputs, Tensor) else \
+        [None] * len(outs) if grad_outputs is None else list(grad_outputs)
+    if len(seeds) != len(outs):         # (the engine's own text for the lengths)
+        return engine.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused=allow_unused)
+    for k, (out, seed) in enumerate(zip(outs, seeds)):
+        if seed is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input is "
+                             "a Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0.")
+        if not isinstance(seed, Tensor) or seed.dim() == 0 or tuple(seed.shape[1:]) != tuple(out.shape):
+            shape = Size(seed.shape[1:]) if isinstance(seed, Tensor) else type_name(seed)
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                f"corresponding output, but a mismatch was detected: grad_output[{k}] has a shape of {shape!r} "
+                f"and output[{k}] has a shape of {Size(out.shape)!r}. If you only want some tensors in "
+                "`grad_output` to be considered batched, consider using vmap.")
+    sizes = [seed.shape[0] for seed in seeds]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    batch = sizes[0]
+    keep = create_graph if retain_graph is None else retain_graph
+    rows = [engine.grad(outputs, inputs, [seed[b] for seed in seeds], True if b < batch - 1 else keep,
+                        create_graph, allow_unused=allow_unused) for b in range(batch)]
+    if not rows:                        # (an empty batch: no backward runs)
+        return tuple(zeros_like(x).unsqueeze(0)[:0] for x in inputs)
+    return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))

@@ -79,3 +79,43 @@ def test_a_reduction_to_one_element_has_torch_strides(fn, compiled):
     got = (fg.compile(f) if compiled else f)(fg.arange(5.).reshape(1, 5))
     want = f(torch.arange(5.).reshape(1, 5))
     assert got.stride() == want.stride() == (1,)
+
+
+def _batched_grad_outcomes(L):
+    """fg.autograd.grad(..., is_grads_batched=True) calls: values (detached) or errors."""
+    out = []
+    x = L.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    w = L.ones(3, requires_grad=True)
+
+    def attempt(f):
+        try:
+            r = f()
+            out.append([None if g is None else g.detach().numpy().tolist() for g in r])
+        except Exception as exc:
+            out.append((type(exc).__name__, str(exc).replace("torch.Size", "fg.Size")))
+    attempt(lambda: L.autograd.grad(x * x, x, grad_outputs=L.eye(3), is_grads_batched=True))
+    attempt(lambda: L.autograd.grad(x * x, x, grad_outputs=L.ones(3), is_grads_batched=True))
+    attempt(lambda: L.autograd.grad((x * x).sum(), x, is_grads_batched=True))
+    attempt(lambda: L.autograd.grad(x * x, x, is_grads_batched=True))
+    attempt(lambda: L.autograd.grad(x * x, [x, w], grad_outputs=L.eye(3)[:2], is_grads_batched=True,
+                                    allow_unused=True))
+    attempt(lambda: L.autograd.grad([x * x, (x * 3).sum()], x, grad_outputs=[L.eye(3), L.ones(3)],
+                                    is_grads_batched=True))
+    attempt(lambda: L.autograd.grad([x * x, (x * 3).sum()], x, grad_outputs=[L.eye(3), L.ones(2)],
+                                    is_grads_batched=True))
+    # create_graph: the batched gradient is differentiable
+    g = L.autograd.grad(x ** 3, x, grad_outputs=L.eye(3), is_grads_batched=True, create_graph=True)[0]
+    attempt(lambda: (g,) + L.autograd.grad(g.sum(), x))
+    # the graph is kept between the batch's vectors and freed after the last one
+    y = x * 2
+    attempt(lambda: L.autograd.grad(y, x, grad_outputs=L.eye(3), is_grads_batched=True))
+    attempt(lambda: L.autograd.grad(y, x, grad_outputs=L.eye(3), is_grads_batched=True))
+    z = x * 2
+    attempt(lambda: L.autograd.grad(z, x, grad_outputs=L.eye(3), is_grads_batched=True, retain_graph=True))
+    attempt(lambda: L.autograd.grad(z, x, grad_outputs=L.eye(3)[:1], is_grads_batched=True))
+    return out
+
+
+def test_grads_batched_as_torch():
+    for got, want in zip(_batched_grad_outcomes(fg), _batched_grad_outcomes(torch)):
+        assert got == want

@@ -119,3 +119,46 @@ def _batched_grad_outcomes(L):
 def test_grads_batched_as_torch():
     for got, want in zip(_batched_grad_outcomes(fg), _batched_grad_outcomes(torch)):
         assert got == want
+
+
+_TABLE = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2, 0])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_embedding_scale_grad_by_freq(padding_idx, compiled):
+    # each gathered row's gradient divided by its index's count among the indices
+    def grad(L, run):
+        w = L.tensor(_TABLE.copy(), requires_grad=True)
+
+        def f(w, i):
+            return (L.nn.functional.embedding(i, w, padding_idx, scale_grad_by_freq=True) ** 2).sum()
+        run(f)(w, L.tensor([[0, 2, 2], [5, 2, 0]])).backward()
+        return w.grad.numpy()
+    got = grad(fg, fg.compile if compiled else (lambda f: f))
+    np.testing.assert_allclose(got, grad(torch, lambda f: f), rtol=1e-6)
+
+
+def test_embedding_from_pretrained():
+    def made(L, **kw):
+        table = L.tensor(_TABLE.copy())
+        e = L.nn.Embedding.from_pretrained(table, **kw)
+        return repr(e), e.weight.requires_grad, e.weight.detach().numpy().tolist(), \
+            np.shares_memory(e.weight.detach().numpy(), table.numpy())
+    for kw in ({}, {"freeze": False, "padding_idx": 2}, {"max_norm": 1.0, "scale_grad_by_freq": True}):
+        assert made(fg, **kw) == made(torch, **kw)
+    for L in (fg, torch):
+        with pytest.raises(AssertionError, match="^Embeddings parameter is expected to be 2-dimensional$"):
+            L.nn.Embedding.from_pretrained(L.ones(3))
+
+
+@pytest.mark.parametrize("value", [5, 2.5, None, [1, 2], "x", np.float32(2)])
+def test_load_state_dict_refuses_what_is_no_tensor(value):
+    def error(L):
+        model = L.nn.Linear(3, 4)
+        state = model.state_dict()
+        state["weight"] = value
+        with pytest.raises(RuntimeError) as info:
+            model.load_state_dict(state)
+        return str(info.value)
+    assert error(fg) == error(torch)

@@ -789,7 +789,8 @@ def one_hot(tensor, num_classes: int = -1):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False):
-    """Rows `weight[input]` (EmbeddingBackward0); the row at `padding_idx` gets no gradient."""
+    """Rows `weight[input]` (EmbeddingBackward0); the row at `padding_idx` gets no gradient, and
+    with `scale_grad_by_freq` each row's gradient is divided by its index's count in `input`."""
     _check_tensor_args("embedding", input=input, weight=weight)
     if padding_idx is not None:
         if padding_idx > 0:
@@ -799,8 +800,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
             if padding_idx < -weight.size(0):
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = weight.size(0) + padding_idx
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("fusegrad: F.embedding's scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("fusegrad: F.embedding's sparse gradients are not supported")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     if input.dtype != fg.int64:
@@ -809,7 +810,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
                            "arguments for embedding)")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    return apply_op("embedding", [weight, input], {"padding_idx": padding_idx}, "EmbeddingBackward0")
+    attrs = {"padding_idx": padding_idx}
+    if scale_grad_by_freq:
+        attrs["scale_grad_by_freq"] = True
+    return apply_op("embedding", [weight, input], attrs, "EmbeddingBackward0")
 
 
 def _embedding_renorm_(weight, input, max_norm: float, norm_type: float) -> None:

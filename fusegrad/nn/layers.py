@@ -215,6 +215,19 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
+        """torch's Embedding.from_pretrained: an Embedding whose weight is a Parameter over
+        `embeddings` (a 2-d tensor, its memory shared), frozen unless `freeze=False`; the
+        padding row keeps its values."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
+                   padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
     def reset_parameters(self) -> None:
         """N(0, 1) weights (torch's init.normal_), the padding row zero."""
         init.normal_(self.weight)

@@ -597,8 +597,8 @@ class Module:
                     continue
                 value = state_dict[key]
                 if not isinstance(value, Tensor):
-                    if isinstance(value, np.ndarray) or np.isscalar(value):
-                        value = fg.tensor(np.asarray(value))
+                    if isinstance(value, np.ndarray):        # (NumPy arrays are tensors to fusegrad)
+                        value = fg.tensor(value)
                     else:
                         errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
                                       f"Tensor-like object from checkpoint but received {type(value)}")

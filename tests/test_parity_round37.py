@@ -162,3 +162,29 @@ def test_load_state_dict_refuses_what_is_no_tensor(value):
             model.load_state_dict(state)
         return str(info.value)
     assert error(fg) == error(torch)
+
+
+@pytest.mark.parametrize("saves", ["output", "input"])
+def test_custom_function_version_error_names_the_history_at_save_time(saves):
+    def error(L):
+        class MyExp(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y if saves == "output" else x)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                (s,) = ctx.saved_tensors
+                return g * s
+        x = L.tensor([1., 2.], requires_grad=True) * 2
+        y = MyExp.apply(x)
+        (y if saves == "output" else x).add_(1)      # now an AddBackward0's output
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        return str(info.value)
+    text = error(fg)
+    assert text == error(torch)
+    # (a saved output is named by the function's node; a saved input by its history now)
+    assert (", which is output 0 of MyExp," if saves == "output" else ", which is output 0 of Add,") in text

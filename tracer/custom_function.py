@@ -64,11 +64,15 @@ class FunctionCtx:
         saved = self.__dict__.get("_saved_slots")
         if saved is None:                   # forward still running: what it asked to save
             return tuple(self.__dict__.get("_to_save", ()))
-        from .saved_checks import _raise_modified
+        from .saved_checks import modified_error, output_of
         out = []
         for k, (t, slot) in enumerate(saved):
             if slot is not None and slot.box[0] != slot.version:
-                _raise_modified(slot, t._grad_fn, t._output_nr)
+                # (a saved output of this function is named by this node, as torch's: "output 0
+                # of MyExp" after a later y.add_(1); a saved input by its history now)
+                owner, output_nr = self._saved_outputs.get(k) or (t._grad_fn, t._output_nr)
+                raise modified_error(slot.array.shape, slot.array.dtype.name, output_of(owner, output_nr),
+                                     slot.box[0], slot.version)
             out.append(t)
         return tuple(out)
 
@@ -325,4 +329,6 @@ def _attach(node: BackwardCFunction, tensors: list, output):
         if id(o) in dirty and o.is_leaf and o.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
         o._grad_fn, o._output_nr, o._requires_grad = node, n, True
+    node._saved_outputs = {k: (node, t._output_nr) for k, (t, _) in enumerate(node._saved_slots)
+                           if t is not None and t._grad_fn is node}
     return outputs[0] if single else tuple(outputs)

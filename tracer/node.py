@@ -154,9 +154,9 @@ class SavedTensor:
 
 def short_name(node_name: str) -> str:
     """A node's name as torch's error texts give it: without "Backward0", or without "Backward"
-    before another number (ExpBackward0 is "Exp", SqueezeBackward1 "Squeeze1"; torch's
-    CopyBackwards keeps its name)."""
-    return re.sub(r"Backward(0$|(?=[0-9]))", "", node_name, count=1)
+    before another number or at the end (ExpBackward0 is "Exp", SqueezeBackward1 "Squeeze1", a
+    custom Function's MyExpBackward "MyExp"; torch's CopyBackwards keeps its name)."""
+    return re.sub(r"Backward(0$|(?=[0-9])|$)", "", node_name, count=1)
 
 
 _SEQUENCE = itertools.count()

@@ -188,3 +188,18 @@ def test_custom_function_version_error_names_the_history_at_save_time(saves):
     assert text == error(torch)
     # (a saved output is named by the function's node; a saved input by its history now)
     assert (", which is output 0 of MyExp," if saves == "output" else ", which is output 0 of Add,") in text
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("data, dim", [([[3.0, float("nan")], [1.0, 2.0]], None),
+                                       ([[[1.0, 1.0], [1.0, 2.0]], [[float("nan"), 0.0], [0.0, 1.0]]], (1, 2))])
+def test_nuclear_norm_of_a_nan_matrix_raises_torch_linalg_error(data, dim, compiled):
+    def f(t):
+        return t.norm(p="nuc", dim=dim) if dim else t.norm(p="nuc")
+    with pytest.raises(torch.linalg.LinAlgError) as want:
+        f(torch.tensor(data))
+    with pytest.raises(RuntimeError) as got:
+        (fg.compile(f) if compiled else f)(fg.tensor(data))
+    assert (type(got.value).__name__, str(got.value)) == (type(want.value).__name__, str(want.value))
+    # an infinite element gives NaN, not an error, in both
+    assert np.isnan(fg.tensor([[3.0, float("inf")], [1.0, 2.0]]).norm(p="nuc").item())

@@ -446,9 +446,34 @@ def _svd_infer(types, attrs):
             TensorType((*batch, k, n), x.dtype)]
 
 
+class LinAlgError(RuntimeError):
+    """torch's torch.linalg.LinAlgError (torch._C._LinAlgError): a RuntimeError raised where
+    a decomposition fails, with torch's text."""
+
+
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"      # (the name torch's class prints)
+
+
 def _svd_ref(x):
-    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    try:
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+    except np.linalg.LinAlgError:
+        # (LAPACK's gesdd does not converge on a NaN: torch's error, naming the batch element)
+        raise _svd_failure(x) from None
     return u.astype(x.dtype, copy=False), s.astype(x.dtype, copy=False), vh.astype(x.dtype, copy=False)
+
+
+def _svd_failure(x) -> LinAlgError:
+    """torch's error for an svd that did not converge on `x`."""
+    where = ""
+    if x.ndim > 2:
+        matrices = x.reshape((-1,) + x.shape[-2:])
+        bad = next((k for k, m in enumerate(matrices) if np.isnan(m).any()), None)
+        if bad is None:
+            bad = next((k for k, m in enumerate(matrices) if not np.isfinite(m).all()), 0)
+        where = f"(Batch element {bad}): "
+    return LinAlgError(f"linalg.svd: {where}The algorithm failed to converge because the input matrix contained "
+                       "non-finite values.")
 
 
 def _svd_vjp(e, x, y, g, a, n):

@@ -30,6 +30,7 @@ from fusegrad.codegen.layout_copy import MIN_COPY_ELEMENTS, contiguous_copy, cop
 from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, active_values, backward as emit_backward,
                          differentiated_inputs)
 from fusegrad.ir.backward_templates import structure_key
+from fusegrad.ir.buffers import POOL
 from fusegrad.ir.passes import simplify
 from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
@@ -387,7 +388,7 @@ def _written_back_in_place(program: Program, inputs: list, mutated: list) -> dic
             continue
         found = [k for k, a in enumerate(inputs) if a is array]
         owner = _memory_owner_array(array)
-        if len(found) != 1 or owner.base is not None:
+        if len(found) != 1 or not _owns_memory(owner):
             continue                    # (memory of a buffer that is no array: not followed)
         if any(k != found[0] and _may_overlap(a, owner) for k, a in enumerate(inputs)) or \
                 any(other is not array and _may_overlap(other, owner) for other, _ in mutated):
@@ -406,7 +407,7 @@ def _may_overlap(array: np.ndarray, owner: np.ndarray) -> bool:
     """Whether `array` may share memory with `owner`, an array that owns its memory: arrays
     over another owner cannot; one over a buffer that is no array is tested."""
     other = _memory_owner_array(array)
-    if other.base is None:
+    if _owns_memory(other):
         return other is owner
     return np.may_share_memory(array, owner)
 
@@ -417,6 +418,12 @@ def _memory_owner_array(array: np.ndarray) -> np.ndarray:
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
+
+
+def _owns_memory(array: np.ndarray) -> bool:
+    """Whether `array` (a _memory_owner_array) is the only array over its memory: one NumPy
+    allocated, or a flat buffer of the pool (over a mapping of its own: ir/buffers.py)."""
+    return array.base is None or POOL.holds(array)
 
 
 try:                                    # (NumPy 2 moved it)

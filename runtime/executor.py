@@ -419,7 +419,12 @@ class _IntoStep(_OpStep):
 
     def run(self, env: list, donated=None) -> None:
         env[self.outs[0]] = apply_ref_into(self.writer, [env[s] for s in self.ins],
-                                           POOL.empty(self.shape, self.dtype), self.attrs)
+                                           POOL.empty(self.shape, self.dtype, huge_pages=True), self.attrs)
+
+
+def _huge_pooled(shape: tuple, dtype) -> np.ndarray:
+    """A kernel output's memory: a pool buffer, on huge pages where it is large (ir/buffers.py)."""
+    return POOL.empty(shape, dtype, huge_pages=True)
 
 
 # plain kernel's name -> {pairs: CompiledKernel of its in-place variant} made in this process
@@ -448,7 +453,7 @@ class _KernelStep:
         self.params = [dtype.np.type(value) for value, dtype in self.source.params]
         self.stores = [(slots[v.id], v.shape, v.dtype.np) for v in self.source.stores]
         # outputs large enough to page-fault when fresh come from the buffer pool
-        self.allocators = [POOL.empty if v.type.numel * v.dtype.np.itemsize >= MIN_POOLED_BYTES else np.empty
+        self.allocators = [_huge_pooled if v.type.numel * v.dtype.np.itemsize >= MIN_POOLED_BYTES else np.empty
                            for v in self.source.stores]
         numel = 1
         for s in kernel.space:

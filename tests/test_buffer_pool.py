@@ -80,11 +80,12 @@ def test_the_limit_releases_free_buffers_then_falls_back():
     a = pool.empty((BIG,), np.float32)
     b = pool.empty((BIG,), np.int32)
     c = pool.empty((BIG,), np.uint32)               # over the limit, nothing free: plain np.empty
-    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.uint32)) not in pool._buckets
+    # (buckets are keyed by element count, dtype and whether on huge pages)
+    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.uint32), False) not in pool._buckets
     del b, c
     d = pool.empty((BIG,), np.uint32)               # b's free buffer is released to make room
-    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.int32)) not in pool._buckets
-    assert pool._buckets[(BIG, np.dtype(np.uint32))][0].base is None and d.base is not None
+    assert pool.held_bytes == 2 * nbytes and (BIG, np.dtype(np.int32), False) not in pool._buckets
+    assert pool._buckets[(BIG, np.dtype(np.uint32), False)][0].base is None and d.base is not None
     assert a.shape == (BIG,)
 
 
@@ -311,3 +312,48 @@ def test_relu_and_its_gradient_keep_torchs_bits():
         got = OPS["threshold_backward"].ref(g, r)
         want = np.where(r <= 0, dtype(0), g)
         assert np.array_equal(got.view(f"i{g.itemsize}"), want.view(f"i{g.itemsize}"))
+
+
+HUGE = buffers.HUGE_PAGE_BYTES // 4      # float32 elements of one huge page
+
+
+@pytest.mark.skipif(not buffers._HUGE_PAGES, reason="no transparent huge pages here (not Linux, or turned off)")
+def test_huge_page_buffers_are_aligned_mappings_of_their_own():
+    pool = BufferPool(1 << 30)
+    a = pool.empty((3, HUGE), np.float32, huge_pages=True)
+    assert _address(a) % buffers.HUGE_PAGE_BYTES == 0      # (its own mapping, at a 2 MiB boundary)
+    assert a.flags.c_contiguous and a.flags.writeable and not isinstance(a.base.base, np.ndarray)
+    a[...] = 7.0
+    assert pool.holds(a.base) and float(a.sum()) == 7.0 * a.size
+    b = pool.empty((3 * HUGE,), np.float32)                 # eager's buffers: glibc's, a bucket of their own
+    assert _address(b) != _address(a) and pool.reused == 0
+    first = _address(a)
+    del a
+    c = pool.empty((3 * HUGE,), np.float32, huge_pages=True)
+    assert _address(c) == first and pool.reused == 1
+    small = pool.empty((HUGE // 2,), np.float32, huge_pages=True)     # below 2 MiB: NumPy's memory
+    assert small.base.base is None
+
+
+def test_a_parameter_over_a_compiled_result_is_updated_as_any_other(pool_on):
+    # A compiled call's large result lives in a huge-page buffer of the pool (a flat array over
+    # a mapping); a parameter made of it is still written in place by a compiled step
+    # (runtime/compile._owns_memory), and its values are those of eager steps.
+    def make(run):
+        w = run(lambda: fg.ones(512, 1024) * 0.5)().requires_grad_()
+        opt = fg.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (w * x).tanh().sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return w, run(step)
+    x = fg.from_numpy(np.random.default_rng(0).standard_normal((512, 1024)).astype(np.float32))
+    (w_c, step_c), (w_e, step_e) = make(fg.compile), make(lambda f: f)
+    memory = _address(w_c.detach().numpy())
+    for _ in range(3):
+        np.testing.assert_allclose(step_c(x).item(), step_e(x).item(), rtol=1e-5)
+    np.testing.assert_allclose(w_c.detach().numpy(), w_e.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert _address(w_c.detach().numpy()) == memory         # (updated in its own memory)

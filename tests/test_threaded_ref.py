@@ -150,3 +150,18 @@ def test_elementwise_writers_in_row_blocks_equal_one_piece(op, shape):
     assert threaded.splittable_rows(out)
     np.testing.assert_array_equal(out, whole)
     assert np.array_equal(np.signbit(out), np.signbit(whole))
+
+
+def test_split_results_come_from_the_buffer_pool(monkeypatch):
+    # (a fresh result of 2**20 or more elements faulted in every page on every call)
+    from fusegrad.ir import buffers
+    monkeypatch.setattr(buffers.POOL, "limit_bytes", 512 << 20)
+    x = np.random.default_rng(3).standard_normal((ROWS, 256)).astype(np.float32)
+    out_type = TensorType(x.shape, float32)
+    (kept,) = apply_ref(np.tanh, [x], {}, [out_type])
+    assert buffers.POOL.holds(kept.base)
+    before = buffers.POOL.reused
+    for _ in range(3):
+        apply_ref(np.exp, [x], {}, [out_type])          # dropped at once: its buffer is reused
+    assert buffers.POOL.reused >= before + 2
+    np.testing.assert_array_equal(kept, np.tanh(x))     # the kept result was never handed out again

@@ -24,36 +24,31 @@ def _outcome(L, text: str):
     return r
 
 
-@pytest.mark.parametrize("text", [
+KEYWORD_FORMS = [       # keyword forms of flip, repeat and tile
     "a.flip(dims=(0,))", "a.flip(dims=[0, 1])", "a.flip(dims=0)", "a.flip(0, dims=(0,))",
     "a.flip(dim=(0,))", "a.flip(0, dim=1)",
     "a.repeat(repeats=(1, 2))", "a.repeat(repeats=[2, 1, 1])", "a.repeat(repeats=2)",
     "a.repeat(1, repeats=2)", "a.repeat(sizes=(1, 2))",
     "a.tile(dims=(1, 2))", "a.tile(dims=[2])", "a.tile(dims=2)", "a.tile(dims=(2,), x=1)",
-])
-def test_keyword_forms_of_flip_repeat_and_tile(text):
-    assert _outcome(fg, text) == _outcome(torch, text)
-
-
-@pytest.mark.parametrize("text", [
+]
+BOOL_DIMS = [           # a bool is no first dim (after the first it is an int)
     "a.sum((True,))", "a.sum([True])", "a.sum(dim=(True,))", "M.sum(a, (True,))",
     "a.mean((False, True))", "a.mean(dim=(False,))", "a.var((True,))", "a.std(dim=(True,))",
     "a.amax((True,))", "a.amin(dim=(True,))", "a.logsumexp((True,))", "M.logsumexp(a, (True,))",
     "a.squeeze((True,))",
-    "a.sum(dim=(0, True))", "a.amax((1, False))", "a.var(True)",      # (a bool after the first is an int)
+    "a.sum(dim=(0, True))", "a.amax((1, False))", "a.var(True)",
     "a.norm(dim=(True,))", "M.norm(a, 2, (True,))", "a.norm(dim=(1.5,))", "a.norm(2, (1.5,))",
     "a.norm(dim=('x',))", "a.norm(dim='x')", "a.norm(dim=(0, 1.5))", "a.norm(dim=[0, True])",
-])
-def test_a_bool_is_no_first_dim(text):
-    assert _outcome(fg, text) == _outcome(torch, text)
-
-
-@pytest.mark.parametrize("text", [
+]
+NEW_FACTORIES = [       # Tensor.new_zeros / new_ones / new_empty speak under their own names
     "a.new_zeros(-1)", "a.new_ones(2, -1)", "a.new_empty(-1)", "a.new_zeros('x')",
     "a.new_ones((2, 'a'))", "a.new_zeros(size=(2,))", "a.new_zeros(size=2)", "a.new_zeros(2, size=(2,))",
     "a.new_zeros()", "a.new_ones(2, requires_grad=1)", "M.zeros(-1)", "M.ones(-1)",
-])
-def test_new_factories_speak_under_their_own_names(text):
+]
+
+
+@pytest.mark.parametrize("text", KEYWORD_FORMS + BOOL_DIMS + NEW_FACTORIES)
+def test_calls_give_torchs_values_and_errors(text):
     assert _outcome(fg, text) == _outcome(torch, text)
 
 

@@ -5,8 +5,6 @@ F.embedding. Its gradient adds each gathered row's gradient back into that row
 occurs among the indices (torch's embedding_dense_backward)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..types import TensorType
 from .registry import MOVEMENT, OpDef, register
 

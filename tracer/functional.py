@@ -1726,14 +1726,10 @@ def _sizes(fn: str, arg: str, sizes: tuple, keyword) -> tuple:
 def keyword_sizes(fn: str, arg: str, positional: tuple, keyword: dict) -> tuple:
     """The int list of a method called with keywords (`x.flip(dims=(0,))`, `x.repeat(repeats=
     ...)`): the one tuple or list given as `arg=`, with torch's parser texts otherwise."""
-    if arg not in keyword and not positional:
-        raise TypeError(f'{fn}() missing 1 required positional arguments: "{arg}"')
     unknown = next((k for k in keyword if k != arg), None)
-    if unknown is not None:
+    if unknown is not None and (arg in keyword or positional):      # (with neither: a missing `arg`)
         raise TypeError(f"{fn}() got an unexpected keyword argument '{unknown}'")
-    if positional:
-        raise TypeError(f"{fn}() got multiple values for argument '{arg}'")
-    value = keyword[arg]
+    (value,) = _sizes(fn, arg, positional, keyword.get(arg))       # (missing, or given twice)
     if not isinstance(value, (tuple, list)):
         raise TypeError(f"{fn}(): argument '{arg}' must be tuple of ints, not {type_name(value)}")
     return tuple(value)

@@ -73,5 +73,11 @@ def check_device(value) -> None:
         raise AssertionError(f"fusegrad runs on the CPU only (got device {str(d)!r})")
 
 
+def check_cuda(index=None) -> None:
+    """torch's errors for `.cuda(index)` (Tensor's and Module's): the AssertionError of
+    `.to("cuda")`, and for an index torch's accelerator error, as check_device gives them."""
+    check_device("cuda" if index is None else index)
+
+
 def _name(x) -> str:
     return type(x).__name__

@@ -17,7 +17,7 @@ from fusegrad.ir import DType, bool_, float32, from_numpy_dtype
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
 from . import trace_state
-from .device import CPU, check_device
+from .device import CPU, check_cuda
 from .layout import is_contiguous, strides_of
 from .memory_format import contiguous_format, memory_format_arg
 from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
@@ -349,7 +349,7 @@ class Tensor:
 
     def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
         """torch's Tensor.cuda: AssertionError, as `.to("cuda")` (fusegrad runs on the CPU only)."""
-        check_device("cuda" if device is None else device)     # (an index: torch's accelerator error)
+        check_cuda(device)
         return self
 
     def register_post_accumulate_grad_hook(self, hook):

@@ -14,7 +14,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.types import DType
-from fusegrad.tracer.device import check_device, device as torch_device
+from fusegrad.tracer.device import check_cuda, check_device, device as torch_device
 from fusegrad.tracer.hooks import RemovableHandle, _Hooks
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.tensor import Tensor
@@ -509,7 +509,7 @@ class Module:
 
     def cuda(self, device=None) -> "Module":
         """torch's Module.cuda: AssertionError, as `.to("cuda")` (fusegrad runs on the CPU only)."""
-        check_device("cuda" if device is None else device)     # (an index: torch's accelerator error)
+        check_cuda(device)
         return self
 
     def type(self, dst_type) -> "Module":

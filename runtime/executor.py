@@ -407,6 +407,11 @@ class _CopiedViewStep(_ViewStep):
         env[self.out] = contiguous_copy(out) if needs_copy(out) else np.asarray(out)
 
 
+def _huge_pooled(shape: tuple, dtype) -> np.ndarray:
+    """A kernel's or BLAS step's output memory: a pool buffer, on huge pages where it is large (ir/buffers.py)."""
+    return POOL.empty(shape, dtype, huge_pages=True)
+
+
 class _IntoStep(_OpStep):
     """An op whose reference can write its one large output into given memory (BLAS
     products; ir.interpreter.into_writer): it writes into a pooled buffer (ir/buffers.py)."""
@@ -419,12 +424,7 @@ class _IntoStep(_OpStep):
 
     def run(self, env: list, donated=None) -> None:
         env[self.outs[0]] = apply_ref_into(self.writer, [env[s] for s in self.ins],
-                                           POOL.empty(self.shape, self.dtype, huge_pages=True), self.attrs)
-
-
-def _huge_pooled(shape: tuple, dtype) -> np.ndarray:
-    """A kernel output's memory: a pool buffer, on huge pages where it is large (ir/buffers.py)."""
-    return POOL.empty(shape, dtype, huge_pages=True)
+                                           _huge_pooled(self.shape, self.dtype), self.attrs)
 
 
 # plain kernel's name -> {pairs: CompiledKernel of its in-place variant} made in this process

@@ -810,10 +810,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
                            "arguments for embedding)")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    attrs = {"padding_idx": padding_idx}
-    if scale_grad_by_freq:
-        attrs["scale_grad_by_freq"] = True
-    return apply_op("embedding", [weight, input], attrs, "EmbeddingBackward0")
+    return apply_op("embedding", [weight, input],
+                    {"padding_idx": padding_idx, "scale_grad_by_freq": bool(scale_grad_by_freq)}, "EmbeddingBackward0")
 
 
 def _embedding_renorm_(weight, input, max_norm: float, norm_type: float) -> None:

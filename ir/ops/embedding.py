@@ -19,7 +19,7 @@ def _check_rows(rows: int, indices) -> None:
         raise IndexError("index out of range in self")
 
 
-def _ref(weight, indices, padding_idx, scale_grad_by_freq=False):
+def _ref(weight, indices, padding_idx, scale_grad_by_freq):
     _check_rows(weight.shape[0], indices)
     return weight[indices]
 
@@ -38,7 +38,7 @@ def _vjp(e, x, y, g, a, n):
         grad = e.where(at_padding, 0, grad)
     rows = e.reshape(indices, (indices.type.numel,))
     grad = e.reshape(grad, (indices.type.numel, weight.shape[1]))
-    if a.get("scale_grad_by_freq"):
+    if a["scale_grad_by_freq"]:
         # (each index's count: ones added at the indices, read back at each index)
         ones = e.expand(e.const(1, weight), (indices.type.numel,))
         counts = e.op("index_put_at", e.expand(e.const(0, weight), (weight.shape[0],)), ones, rows, dims=(0,),

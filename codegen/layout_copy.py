@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from fusegrad.ir.buffers import POOL
-from fusegrad.ir.torch_order_jit import _numba_ready
+from fusegrad.ir.torch_order_jit import numba_set_up
 
 TILE_ROWS, TILE_COLUMNS = 64, 32     # (rows of the destination, elements along its contiguous axis)
 # Until Numba is set up in the process, a copy in tiles is NumPy's, in BLOCK x BLOCK blocks:
@@ -113,7 +113,7 @@ def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
     # Bring the pair to the end; every other axis stays in order in front.
     order = [d for d in range(src.ndim) if d not in pair] + list(pair)
     src, dst = src.transpose(order), dst.transpose(order)
-    if not _numba_ready():
+    if not numba_set_up():
         _copy_in_numpy_blocks(src, dst)
         return
     if src.ndim == 2:

@@ -53,7 +53,7 @@ _LONG_CALLS = [0]
 _READY: list = []
 
 
-def _numba_ready() -> bool:
+def numba_set_up() -> bool:
     """Whether this process has compiled or loaded a Numba function (a kernel ran): its typing
     context then holds its registries, whose set-up is most of a first call's cost, and a
     further loop costs its own load only. (Read from Numba's internals, without creating
@@ -77,7 +77,7 @@ def worth_compiling(x: np.ndarray) -> bool:
     long (JIT_FROM) and this is the JIT_AFTER-th long call."""
     if x.size < SHORT_FROM or x.dtype.char not in "fd" or not x.flags.c_contiguous:
         return False
-    if _numba_ready():
+    if numba_set_up():
         return True
     if x.size < JIT_FROM:
         return False
@@ -99,7 +99,7 @@ def loop_pays(size: int) -> bool:
     """Whether a computation over `size` elements runs in its Numba loop (the reference's, of
     LOOP_FROM elements or more: the caller checks; or an eager form's): where Numba is set up,
     or once a purely eager process's such calls have covered LOOPS_AFTER_ELEMENTS."""
-    if _numba_ready():
+    if numba_set_up():
         return True
     _LOOP_ELEMENTS[0] += size
     return _LOOP_ELEMENTS[0] >= LOOPS_AFTER_ELEMENTS

@@ -543,7 +543,7 @@ def test_importing_fusegrad_compiles_nothing_before_the_target_is_chosen():
                    if k not in ("FUSEGRAD_VECTOR_WIDTH", "NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
     probe = ("import sys, fusegrad.codegen.target as t\n"
              "from fusegrad.ir import torch_order_jit as j\n"
-             "print(t.STATE['vector_width']); print(j._numba_ready()); "
+             "print(t.STATE['vector_width']); print(j.numba_set_up()); "
              "print('fusegrad.ir.torch_order_loops' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True,
                          timeout=120, check=True).stdout.splitlines()

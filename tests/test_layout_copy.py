@@ -22,7 +22,7 @@ def _arrays():
 @pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])
 @pytest.mark.parametrize("name", list(_arrays()))
 def test_contiguous_copy_is_exact(name, numba_ready, monkeypatch):
-    monkeypatch.setattr(layout_copy, "_numba_ready", lambda: numba_ready)
+    monkeypatch.setattr(layout_copy, "numba_set_up", lambda: numba_ready)
     array = _arrays()[name]
     assert array.size >= layout_copy.MIN_COPY_ELEMENTS and layout_copy.reads_across_memory(array)
     copy = layout_copy.contiguous_copy(array)
@@ -32,7 +32,7 @@ def test_contiguous_copy_is_exact(name, numba_ready, monkeypatch):
 
 @pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])
 def test_copy_into_a_transposed_destination_is_exact(numba_ready, monkeypatch):
-    monkeypatch.setattr(layout_copy, "_numba_ready", lambda: numba_ready)
+    monkeypatch.setattr(layout_copy, "numba_set_up", lambda: numba_ready)
     src = np.random.default_rng(1).standard_normal((513, 257)).astype(np.float32)
     dst = np.empty((257, 513), np.float32).T            # column-major, src's shape
     layout_copy.copy_into(dst, src)
@@ -45,11 +45,11 @@ def test_a_first_tiled_copy_does_not_set_numba_up():
     code = textwrap.dedent("""
         import numpy as np
         from fusegrad.codegen import layout_copy
-        from fusegrad.ir.torch_order_jit import _numba_ready
+        from fusegrad.ir.torch_order_jit import numba_set_up
         x = np.arange(512 * 384, dtype=np.float32).reshape(512, 384).T
         y = layout_copy.contiguous_copy(x)
         assert np.array_equal(y, x) and y.flags.c_contiguous
-        print("ready" if _numba_ready() else "not set up")
+        print("ready" if numba_set_up() else "not set up")
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -54,7 +54,7 @@ def test_large_float32_erf_takes_the_loop_and_small_or_float64_the_numpy_form(mo
 
 def test_a_purely_eager_process_takes_the_loops_after_a_million_elements(monkeypatch):
     from fusegrad.ir import torch_order_jit
-    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: False)
+    monkeypatch.setattr(torch_order_jit, "numba_set_up", lambda: False)
     monkeypatch.setattr(torch_order_jit, "_LOOP_ELEMENTS", [0])
     assert not torch_order_jit.loop_pays(1 << 19)
     assert torch_order_jit.loop_pays(1 << 19)

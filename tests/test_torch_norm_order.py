@@ -74,12 +74,12 @@ def test_lane_sums_take_the_compiled_loop_for_long_rows_once_numba_is_set_up(mon
     long, short = np.ones((2, torch_order_jit.JIT_FROM // 2), np.float32), np.ones((3, 100), np.float32)
     assert not torch_order_jit.worth_compiling(short)
     assert not torch_order_jit.worth_compiling(long[:, ::2])          # (not contiguous)
-    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: False)
+    monkeypatch.setattr(torch_order_jit, "numba_set_up", lambda: False)
     monkeypatch.setattr(torch_order_jit, "_LONG_CALLS", [0])
     assert [torch_order_jit.worth_compiling(long) for _ in range(torch_order_jit.JIT_AFTER)] == \
         [False] * (torch_order_jit.JIT_AFTER - 1) + [True]
     monkeypatch.setattr(torch_order_jit, "_LONG_CALLS", [0])
-    monkeypatch.setattr(torch_order_jit, "_numba_ready", lambda: True)
+    monkeypatch.setattr(torch_order_jit, "numba_set_up", lambda: True)
     assert torch_order_jit.worth_compiling(long)
 
 

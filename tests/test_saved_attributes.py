@@ -21,6 +21,8 @@ EXPRESSIONS = [
     "x.expand(3, 2, 2)", "x * float('inf')", "x ** float('inf')",
     "L.nn.functional.mse_loss(x, c)", "L.nn.functional.mse_loss(x, c, reduction='sum')",
     "L.nn.functional.cross_entropy(x, L.tensor([0, 1]))", "x.t()", "-x",
+    "L.nn.functional.embedding(L.tensor([1, 0, 1]), x)",
+    "L.nn.functional.embedding(L.tensor([[1], [1]]), x, padding_idx=-2, scale_grad_by_freq=True)",
 ]
 
 

@@ -20,12 +20,17 @@ so it is a table here, keyed by node class name, as the class names themselves a
     "<p>|<q>"    p where the node has it, else q (x ** 2 records the exponent as an attribute,
                  x ** 2.5 as a scalar operand)
     "reduction"  the loss's reduction as torch's enum (0 none, 1 mean, 2 sum)
+    "rows<i>"    operand i's first size (torch's `<arg>_sym_argsize_0`)
+    "unsigned:<a>"  attribute `a`, an optional index, as torch's unsigned int64 shows it:
+                 None (torch's -1) is 2**64 - 1
+    "false"      a flag fusegrad has no other value for (embedding's `sparse`)
     "alpha"      add/sub's alpha, as the call gave it (remember_alpha)
 
 Reading a tensor attribute checks what a backward would check: a value changed in place
 since it was saved raises the version-counter error, a freed graph raises the freed-graph
 error. Attributes whose value torch prints in an unsigned or otherwise private form (a
-negative `dim`, `ignore_index`) are not offered. `node.metadata` is a dict per node, as
+negative `dim`, `ignore_index`) are not offered, except embedding's `padding_idx`, whose
+only such value is "no padding row". `node.metadata` is a dict per node, as
 torch's.
 """
 from __future__ import annotations
@@ -76,6 +81,9 @@ SAVED_ATTRIBUTES: dict[str, dict[str, str]] = {
     "MmBackward0": {"self": "in0", "mat2": "in1", **_SIZES, "mat2_sym_sizes": "sizes1"},
     "MseLossBackward0": {"self": "in0", "target": "in1", "reduction": "reduction"},
     "NllLossBackward0": {"self": "in0", "target": "in1", "reduction": "reduction"},
+    "EmbeddingBackward0": {"indices": "in1", "padding_idx": "unsigned:padding_idx",
+                           "scale_grad_by_freq": "attr:scale_grad_by_freq", "sparse": "false",
+                           "weight_sym_argsize_0": "rows0"},
 }
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -114,6 +122,13 @@ def saved_attribute(node, attribute: str):
         return None if value in (float("inf"), float("-inf")) else value
     if where.startswith("sizes"):
         return tuple(node.in_types[int(where[5:])].shape)
+    if where.startswith("rows"):
+        return node.in_types[int(where[4:])].shape[0]
+    if where.startswith("unsigned:"):
+        value = dict(node.attrs).get(where[9:])
+        return 2 ** 64 - 1 if value is None else value
+    if where == "false":
+        return False
     if where.startswith("attr:"):
         value = dict(node.attrs).get(where[5:])
         return _number(value) if isinstance(value, (float, np.floating)) else value

@@ -28,6 +28,7 @@ from fusegrad.ir.passes import simplify
 from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, broadcast_shape_error, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
+from .layout import elementwise_layout
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
@@ -758,16 +759,20 @@ def _invalid_gradient(node, index: int, got: tuple, expected: tuple) -> RuntimeE
 
 def _accumulate(grads: dict, edge, g) -> None:
     """Sum gradient `g` into the one arriving at `edge` (a new array: either may be shared;
-    a large one comes from the buffer pool and is added in row blocks on threads)."""
+    a large row-major one comes from the buffer pool and is added in row blocks on threads).
+    The sum is laid out as torch's add lays it out: two transposed contributions give a
+    transposed sum (`fg.autograd.grad((a * a).sum(), a)` of a transposed `a`)."""
     prev = grads.get(edge)
     if prev is None:
         grads[edge] = g
-    elif type(g) is np.ndarray and g.shape == prev.shape and g.dtype == prev.dtype and prev.ndim:
+    elif type(g) is np.ndarray and g.shape == prev.shape and g.dtype == prev.dtype and prev.ndim \
+            and prev.flags.c_contiguous and g.flags.c_contiguous:
         out_type = TensorType(prev.shape, from_numpy_dtype(prev.dtype))
         grads[edge] = ufunc_into(np.add, [prev, g], out_type, POOL.empty(prev.shape, prev.dtype))
     else:
         with np.errstate(all="ignore"):
-            grads[edge] = np.asarray(np.add(prev, g), dtype=prev.dtype)
+            total = np.asarray(np.add(prev, g), dtype=prev.dtype)
+        grads[edge] = elementwise_layout(total, [np.asarray(prev), np.asarray(g)]) if total.ndim else total
 
 
 def _as_tensor_grad(g) -> Tensor:

@@ -188,11 +188,6 @@ def _map_tensors(aux, fn):
     return aux
 
 
-def _stop_gradient(aux):
-    """aux with every tensor detached (JAX: auxiliary data is not differentiated)."""
-    return _map_tensors(aux, Tensor.detach)
-
-
 def _caller_level(t: Tensor, own: set) -> Tensor:
     """A result of f as the caller sees it (torch.func's unwrapping to the caller's level):
     with its history where that reads a tensor from outside, else detached (the history of
@@ -204,6 +199,16 @@ def _caller_level(t: Tensor, own: set) -> Tensor:
     if t._sym is None and t._grad_fn is None:
         return t            # a leaf from outside (traced tensors' nodes are made on demand)
     return t if _reads_outside(t, own) else t.detach()
+
+
+def _unwrapped(fn, given_of: dict):
+    """`fn` for f's results, except that the stand-in of a differentiated argument is given
+    back as the tensor the caller passed (torch.func unwraps its wrapper to that very tensor:
+    `grad_and_value(lambda x: x)(x)`'s value is x, with x's history)."""
+    def unwrap(t: Tensor) -> Tensor:
+        given = given_of.get(id(t))
+        return given if isinstance(given, Tensor) else fn(t)
+    return unwrap
 
 
 def value_and_grad(f, argnums=0, has_aux: bool = False):
@@ -239,12 +244,11 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                 leaves.append(_as_input(x, k, again=any(g is x for g in given), keep_history=grad_mode,
                                         contained=contained, outer_grad=outer_grad))
                 given.append(x)
-        if not leaves:
-            raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")      # torch.func's text
         fresh = iter(leaves)
         for k in nums:
             args[k] = _tree_rebuild(args[k], fresh)
         own = {id(x) for x in leaves}
+        given_of = {id(leaf): x for leaf, x in zip(leaves, given)}
         # The arguments passed as they are (not differentiated) that hold no history: one f
         # writes in place from a differentiated value gets none from it (see _drop_history).
         plain = [x for k, a in enumerate(args) if k not in nums for x in _tree_leaves(a)
@@ -267,7 +271,7 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                 if not outer_grad and grad_mode:
                     # f closes over a tensor that requires grad (torch.func.grad keeps that history)
                     outer_grad = _reads_outside(out, own)
-                if out.requires_grad:
+                if out.requires_grad and leaves:     # (no leaves: empty containers, empty results)
                     grads = engine.grad([out], leaves, create_graph=outer_grad, allow_unused=True)
                 else:
                     grads = (None,) * len(leaves)
@@ -278,16 +282,18 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
                 # Each result keeps its history only where it reads a tensor from outside (as
                 # torch.func's, unwrapped from its level): d/dx of x*x + y.sum() with y
                 # requiring grad is a plain tensor.
-                value = _caller_level(out, own)
-                aux = _map_tensors(aux, lambda t: _caller_level(t, own))
+                at_caller = _unwrapped(lambda t: _caller_level(t, own), given_of)
+                value = at_caller(out)
+                aux = _map_tensors(aux, at_caller)
                 grads = [g if g.requires_grad and _reads_outside(g, own) else g.detach() for g in grads]
             else:
-                value = out.detach()
+                detached = _unwrapped(Tensor.detach, given_of)
+                value = detached(out)
                 # (a gradient without history made here is returned as it is: its detach() would
                 # be an alias nothing else can see, and inside fg.compile each is an instruction)
                 grads = [g if g._grad_fn is None and not g._requires_grad and g._base is None else g.detach()
                          for g in grads]
-                aux = _stop_gradient(aux)
+                aux = _map_tensors(aux, detached)      # (JAX: auxiliary data is not differentiated)
         finally:
             # The leaves this call made for its arguments (not x.view_as(x) of one that requires
             # grad) belong to a transformation that has returned (see _reads_outside)

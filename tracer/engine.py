@@ -11,7 +11,6 @@ history of its own.
 """
 from __future__ import annotations
 
-import heapq
 import warnings
 
 import numpy as np
@@ -29,6 +28,7 @@ from . import hooks, trace_state
 from .dispatch import _OVERLAP_MSG, broadcast_shape_error, edge_of
 from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .layout import elementwise_layout
+from .ready_queue import ReadyQueue
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .tensor import Tensor
@@ -154,37 +154,41 @@ def _topological_nodes(roots) -> list:
 
 def _engine_order(root_edges, nodes, live: set) -> list:
     """The live nodes in the order torch's engine runs them: a node is ready once every node
-    that sends it a gradient has run, and of the ready nodes a leaf's AccumulateGrad (or a
-    NotImplemented node) runs first, then the node made last (torch's sequence number).
+    that sends it a gradient has run, and of the ready nodes the one with the largest sequence
+    number runs first, a leaf's AccumulateGrad (or a NotImplemented node) having the largest
+    (ties broken as torch's std::priority_queue breaks them: tracer/ready_queue.py). Ready
+    nodes are queued in the order of the roots, then of each node's edges, as torch's.
     `_run_nodes` runs nodes in the reverse of a depth-first order instead, which gives the
     same gradients for less work; this order decides which error a failing backward raises
-    first, and which leaves had their gradient accumulated before it (see _run)."""
+    first, which leaves had their gradient accumulated before it (see _run), and the order
+    of leaves' hooks where they have effects (see _ordered_leaves)."""
     pending: dict = {}
     for node in nodes:
         if node in live:
             for edge in node.edges:
                 if edge is not None and edge[0] in live:
                     pending[edge[0]] = pending.get(edge[0], 0) + 1
-    ready, order = [], []
-    for node in {edge[0] for edge in root_edges}:
+    ready, order = ReadyQueue(), []
+    for node in dict.fromkeys(edge[0] for edge in root_edges):
         if node in live and not pending.get(node):
-            heapq.heappush(ready, (_numbered(node), -node._seq, node))
+            ready.push(_priority(node), node)
     while ready:
-        node = heapq.heappop(ready)[2]
+        node = ready.pop()
         order.append(node)
         for edge in node.edges:
             if edge is not None and edge[0] in live:
                 child = edge[0]
                 pending[child] -= 1
                 if not pending[child]:
-                    heapq.heappush(ready, (_numbered(child), -child._seq, child))
+                    ready.push(_priority(child), child)
     return order
 
 
-def _numbered(node) -> bool:
-    """False for the nodes torch gives the largest sequence number (so they run first of the
-    ready ones): a leaf's AccumulateGrad and a NotImplemented node (an op without a derivative)."""
-    return node.op is not None and type(node).__name__ != "NotImplemented"
+def _priority(node) -> float:
+    """A node's place in torch's ready queue: its sequence number; the largest of all for a
+    leaf's AccumulateGrad and a NotImplemented node (an op without a derivative)."""
+    numbered = node.op is not None and type(node).__name__ != "NotImplemented"
+    return node._seq if numbered else float("inf")
 
 
 def leaves_behind(t: Tensor) -> list:
@@ -227,7 +231,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 
 
 def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
-         every_node: bool = False, captures: bool = False):
+         every_node: bool = False, captures: bool = False, at_leaf=None):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
     unless retain_graph. Without create_graph, `retained` (a list) receives
@@ -238,7 +242,9 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
     engine runs them, also one whose gradients lead nowhere (relu of a view made under
     no_grad): it checks its saved outputs (see _check_idle), and is freed. `captures`
     (autograd.grad): the targets' gradients are captured as torch's engine does (see
-    _run_nodes)."""
+    _run_nodes). `at_leaf` (backward() where a leaf's hooks have effects the order shows):
+    the nodes run in torch's engine order, and `at_leaf(node, gradient)` does each leaf's
+    AccumulateGrad as its turn comes (see _ordered_leaves)."""
     root_edges = [edge_of(r) for r in roots]
     if nodes is None:
         nodes = _topological_nodes([e[0] for e in root_edges])
@@ -255,11 +261,12 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
         live.update(idle)
         passed += idle
     if not create_graph:
+        order = _engine_order(root_edges, nodes, live) if at_leaf is not None else None
         try:
-            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, idle=idle,
-                               every_node=every_node, captures=captures)
+            grads = _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live, order, idle=idle,
+                               every_node=every_node, captures=captures, at_leaf=at_leaf)
         except Exception as error:
-            if not _runs_again_safely(live):
+            if at_leaf is not None or not _runs_again_safely(live):     # (already in torch's order)
                 raise
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
                                    partial, idle, every_node)
@@ -308,7 +315,7 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
                                           env))
             by_id = {v.id: next(values) if g is not None else None for v, g in zip(present, grad_values)}
             grads = [by_id.get(v.id) if v is not None else None for v in wrt]
-    if ANY_LEAF_HOOKS[0]:
+    if ANY_LEAF_HOOKS[0] and at_leaf is None:
         _run_leaf_hooks(targets, grads, create_graph)
     if not retain_graph:
         # Only the nodes the backward ran through, as torch (an autograd.grad for one input
@@ -443,7 +450,7 @@ def _live_nodes(nodes, targets, passed: list | None = None) -> set:
 
 
 def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, order=None, ran=None,
-               idle=(), every_node: bool = False, captures: bool = False) -> list:
+               idle=(), every_node: bool = False, captures: bool = False, at_leaf=None) -> list:
     """The backward without create_graph, node by node in reverse topological
     order: each node's VJP is its signature's cached program
     (`ir.autodiff.VJPS`, what a whole-graph backward would emit for it), run
@@ -459,7 +466,9 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     made that died there, which torch's engine runs (see check_dead_leaf_paths). `captures`
     (autograd.grad's inputs): a target's gradient is taken before the tensor hooks of its
     node's output run where that node runs on (its VJP is needed further down), after them
-    where it does not, as torch's engine captures them (evaluate_function)."""
+    where it does not, as torch's engine captures them (evaluate_function). `at_leaf(node,
+    gradient)` runs for each leaf's AccumulateGrad that gets a gradient, as its turn comes, and
+    returns the gradient to keep for it (its hooks may replace it)."""
     keep = {e for e in targets if e is not None}
     captured = {} if captures and ANY_NODE_HOOKS[0] else None
     # (tensor, edge) of retain_grad() tensors on the nodes that run (a retained tensor that is
@@ -481,6 +490,8 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             # (a leaf's gradient, and a retain_grad() output's as its node starts: torch's hook)
             ran.append((node, grads_get((node, 0)) if node.op is None or node.retained else None))
         if node.op is None or node not in live:         # AccumulateGrad: its gradient is a result
+            if at_leaf is not None and node.op is None and node in live and (node, 0) in grads:
+                grads[(node, 0)] = at_leaf(node, grads[(node, 0)])
             continue
         if len(node.out_types) == 1:
             edge = (node, 0)
@@ -832,13 +843,64 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     targets = _every_target(graph_nodes) if inputs is None else _input_targets(graph_nodes, inputs)
     partial = []
+    done = set() if not create_graph and _leaf_effects(targets) else None
     try:
         grads = _run(roots, seeds, [e for _, e in targets], retain_graph, create_graph, graph_nodes, partial=partial,
-                     every_node=inputs is None)
+                     every_node=inputs is None, at_leaf=None if done is None else _ordered_leaves(done))
     except Exception:
         _accumulate_targets(targets, partial, create_graph)     # (what torch's engine completed first)
         raise
+    if done:
+        # (the leaves' gradients were accumulated as their nodes ran: the rest are retain_grad()'s)
+        grads = [g for (_, e), g in zip(targets, grads) if e[0] not in done]
+        targets = [(t, e) for t, e in targets if e[0] not in done]
     _accumulate_targets(targets, grads, create_graph)
+
+
+def _leaf_effects(targets: list) -> bool:
+    """Whether a leaf among a backward's targets has hooks whose effects show the order the
+    leaves' AccumulateGrad nodes run in: tensor hooks, post-accumulate hooks (one may read
+    another leaf's .grad: an optimizer step in backward), or hooks on the node itself."""
+    if not (ANY_LEAF_HOOKS[0] or hooks.ANY_POST_ACCUMULATE_HOOKS[0] or ANY_NODE_HOOKS[0]):
+        return False
+    for t, (node, _) in targets:
+        if type(node) is AccumulateGrad and (hooks.leaf_hooks(t) or hooks.post_accumulate_hooks(t)
+                                             or (ANY_NODE_HOOKS[0] and node in NODE_HOOKS)):
+            return True
+    return False
+
+
+def _ordered_leaves(done: set):
+    """at_leaf for _run: what torch's AccumulateGrad does when the engine reaches it, for a
+    leaf's gradient `g` (an array): the leaf's tensor hooks, then the node's pre-hooks, the
+    accumulation into .grad (a leaf whose requires_grad was turned off gets none), the
+    leaf's post-accumulate hooks, and the node's post-hooks (no gradients in, g out).
+    Each node it handles goes into `done`."""
+    def at_leaf(node: AccumulateGrad, g):
+        t = node.variable
+        own = hooks.leaf_hooks(t)
+        if own:
+            g = hooks.run_on_array(own, g)
+        node_hooks = ANY_NODE_HOOKS[0] and node in NODE_HOOKS
+        if node_hooks:
+            g = hooks.run_prehooks(node, (g,))[0]
+        if g is not None and t._requires_grad:
+            accumulate_into_grads([(t, g)], False)
+            if hooks.ANY_POST_ACCUMULATE_HOOKS[0]:
+                hooks.run_post_accumulate([t])
+        if node_hooks:
+            hooks.run_posthooks(node, [], (g,))
+        done.add(node)
+        return g
+    return at_leaf
+
+
+def _captured_leaf(node: AccumulateGrad, g):
+    """at_leaf for autograd.grad: torch's engine does not run a captured leaf's AccumulateGrad,
+    but as the node's turn comes it calls the leaf's tensor hooks on the gradient and
+    captures their result (evaluate_function)."""
+    own = hooks.leaf_hooks(node.variable)
+    return hooks.run_on_array(own, g) if own else g
 
 
 def _every_target(graph_nodes: list) -> list:
@@ -1083,8 +1145,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     # torch fills the .grad of a retain_grad() tensor whose node this backward runs: without
     # create_graph _run_nodes collects them; with it they are extra targets (_retained_on_path)
     extra = _retained_on_path(graph_nodes, targets) if create_graph else []
+    hooked_leaf = ANY_LEAF_HOOKS[0] and not create_graph and any(
+        e is not None and type(e[0]) is AccumulateGrad and hooks.leaf_hooks(e[0].variable) for e in targets)
     grads = _run(roots, seeds, targets + [e for _, e in extra], retain_graph, create_graph, graph_nodes, retained,
-                 captures=True)
+                 captures=True, at_leaf=_captured_leaf if hooked_leaf else None)
     if extra:
         grads, extra_grads = grads[:len(targets)], grads[len(targets):]
         accumulate_into_grads([(t, g) for (t, _), g in zip(extra, extra_grads) if g is not None], True)

@@ -158,6 +158,8 @@ def _replaced(hook, before: tuple, result) -> tuple:
 def _differentiable_outputs(node) -> list:
     """The indices of `node`'s outputs that take a gradient (torch's node has only those: max's
     indices are none of them)."""
+    if node.op is None:
+        return [0]          # a leaf's AccumulateGrad: its one input, the leaf's gradient
     nondiff = OPS[node.op].nondiff_outputs
     return [k for k, t in enumerate(node.out_types) if k not in nondiff and t.dtype.is_floating_point]
 

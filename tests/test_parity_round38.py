@@ -152,3 +152,20 @@ def test_hooks_on_a_leafs_accumulate_grad_node_run():
         log.append(x.grad.tolist())
         results.append(log)
     assert results[1] == results[0]
+
+
+DIVISIONS = ["x.div(y, rounding_mode=None)", "x.div(2, rounding_mode=None)", "L.div(x, y, rounding_mode=None)",
+             "x.divide(y, rounding_mode=None)", "L.divide(x, y, rounding_mode=None)",
+             "(x * 1).div_(y, rounding_mode=None)", "(x * 1).div_(2, rounding_mode=None)",
+             "x / 2", "x.div(y)", "L.true_divide(x, y)", "(x * 1).div_(y)", "x.div(y, rounding_mode='floor')"]
+
+
+@pytest.mark.parametrize("code", DIVISIONS)
+def test_div_with_rounding_mode_none_given_is_div_tensor_mode(code):
+    """`rounding_mode=None` written out is torch's div.Tensor_mode overload (DivBackward2),
+    left out div.Tensor (DivBackward0); fusegrad named both DivBackward0."""
+    names = []
+    for L in (torch, fg):
+        x, y = L.tensor([1.0, 2.0], requires_grad=True), L.tensor([3.0, 4.0])
+        names.append(eval(code, {"L": L, "x": x, "y": y}).grad_fn.name())
+    assert names[1] == names[0]

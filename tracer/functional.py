@@ -351,16 +351,31 @@ def mul(input, other) -> Tensor:
     return apply_op("mul", ops[0], None, "MulBackward0")
 
 
-def div(input, other, *, rounding_mode=None) -> Tensor:
-    """True division (integers divide as float32, as torch)."""
+class _Omitted:
+    """The default of an optional argument that torch records differently when it is given
+    as None: div's `rounding_mode=None` is div.Tensor_mode (DivBackward2), its absence
+    div.Tensor (DivBackward0)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+OMITTED = _Omitted()
+
+
+def div(input, other, *, rounding_mode=OMITTED) -> Tensor:
+    """True division (integers divide as float32, as torch); with `rounding_mode` "trunc"
+    or "floor", the quotient rounded."""
     a, b = input, other
+    if rounding_mode is OMITTED:
+        return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward0")
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"'{rounding_mode}'")
     if rounding_mode is not None:
         ops, _ = _promoted([a, b], "div")
         return apply_op("div_" + rounding_mode, ops, None, "DivBackward2")
-    return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward0")
+    return apply_op("div", _float_operands([a, b], "div"), None, "DivBackward2")
 
 
 def floor_divide(input, other) -> Tensor:

@@ -311,12 +311,15 @@ def _checked_other(fn):
 _ROUNDED_DIVS = {mode: _checked_other(inplace.binary_inplace("div_" + mode, "DivBackward2", "div_"))
                  for mode in ("trunc", "floor")}
 _TRUE_DIV_ = _checked_other(inplace.binary_inplace("div", "DivBackward0"))
+_TRUE_DIV_MODE_ = _checked_other(inplace.binary_inplace("div", "DivBackward2"))    # (rounding_mode=None given)
 
 
-def _div_(self, other, *, rounding_mode=None) -> Tensor:
+def _div_(self, other, *, rounding_mode=F.OMITTED) -> Tensor:
     """In-place division; `rounding_mode` "trunc" or "floor" rounds the quotient, as div()."""
-    if rounding_mode is None:
+    if rounding_mode is F.OMITTED:
         return _TRUE_DIV_(self, other)
+    if rounding_mode is None:
+        return _TRUE_DIV_MODE_(self, other)
     if rounding_mode not in _ROUNDED_DIVS:
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                            f"'{rounding_mode}'")

@@ -169,3 +169,16 @@ def test_div_with_rounding_mode_none_given_is_div_tensor_mode(code):
         x, y = L.tensor([1.0, 2.0], requires_grad=True), L.tensor([3.0, 4.0])
         names.append(eval(code, {"L": L, "x": x, "y": y}).grad_fn.name())
     assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("flag", ["x", 1.5, [1]])
+def test_allow_unused_must_be_a_bool_or_int(flag):
+    """torch's engine parses allow_unused as an integer: a str, float or list is its TypeError
+    (fusegrad took any truth value)."""
+    texts = []
+    for L in (torch, fg):
+        x = L.tensor([1.0], requires_grad=True)
+        with pytest.raises(TypeError) as info:
+            L.autograd.grad((x * 2).sum(), x, allow_unused=flag)
+        texts.append(str(info.value))
+    assert texts[1] == texts[0] == f"'{type(flag).__name__}' object cannot be interpreted as an integer"

@@ -1088,7 +1088,7 @@ def fills_own_retained(node, k: int) -> bool:
 
 
 def _check_flags(*flags) -> None:
-    """retain_graph / create_graph are bools (torch's engine takes ints too, a str is its
+    """retain_graph / create_graph / allow_unused are bools (torch's engine takes ints too, a str is its
     TypeError, where Python's truth test would have taken anything)."""
     for flag in flags:
         if not isinstance(flag, (bool, int, np.bool_, np.integer)):
@@ -1106,7 +1106,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if retain_graph is None:
         retain_graph = create_graph
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
-    _check_flags(retain_graph, create_graph)
+    _check_flags(retain_graph, create_graph, allow_unused)
     for t in inputs:
         if not isinstance(t, Tensor):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")

@@ -27,6 +27,18 @@ from .trace_writes import _vjp_runs
 _POST_ACCUMULATE_REFUSAL = ("fusegrad: a backward() inside fg.compile that accumulates into a leaf with a "
                             "post-accumulate-grad hook is not supported; run the step eagerly")
 
+_ACCUMULATOR_HOOKS_REFUSAL = ("fusegrad: a backward() inside fg.compile that accumulates into a leaf whose "
+                              "AccumulateGrad node has hooks (register_prehook / register_hook) is not "
+                              "supported; run the step eagerly")
+
+
+def _accumulator_hooked(leaf: Tensor) -> bool:
+    """Whether leaf's AccumulateGrad node (if it has one yet) has hooks of its own."""
+    ref = leaf._grad_acc
+    node = ref() if ref is not None else None
+    registered = hooks.NODE_HOOKS.get(node) if node is not None else None
+    return bool(registered) and any(registered.values())
+
 
 def sum_groups(builder, grads: list, groups: list) -> list:
     """Per group of consecutive gradients (one group per differentiated tensor: the values
@@ -422,6 +434,8 @@ class TraceAutograd:
             # (the leaves' .grad get their values when the call returns: the hooks could not
             # run where torch's do, inside the backward)
             raise NotImplementedError(_POST_ACCUMULATE_REFUSAL)
+        if hooks.ANY_NODE_HOOKS[0] and any(_accumulator_hooked(t) for t in leaves):
+            raise NotImplementedError(_ACCUMULATOR_HOOKS_REFUSAL)      # (as post-accumulate hooks)
         # Tensors from outside the call with a history of their own (a non-leaf argument, the
         # output of an eager module): their gradients continue through that history, as eagerly
         # the backward would go on into it (_backward_into_history)

@@ -203,3 +203,55 @@ def test_accumulate_grad_node_hooks_inside_compile_are_refused():
     handle.remove()
     step(x)
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def _extra_state_outcomes(L) -> list:
+    """state_dict keys and load_state_dict results of modules with extra state."""
+    nn = L.nn
+
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer, self.count = nn.Linear(1, 1), 3
+            self.register_buffer("seen", L.zeros(2))
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, state):
+            self.count = state["count"]
+
+    class SavesOnly(nn.Module):          # get_extra_state without set_extra_state
+        def __init__(self):
+            super().__init__()
+            self.inner = Counter()
+
+        def get_extra_state(self):
+            return 5
+
+    def outcome(call):
+        try:
+            return str(call())
+        except RuntimeError as exc:
+            return str(exc)
+
+    state = Counter().state_dict()
+    target = Counter()
+    target.count = 0
+    out = [list(state), outcome(lambda: target.load_state_dict(state)), target.count]
+    without = {k: v for k, v in state.items() if k != "_extra_state"}
+    out += [outcome(lambda: target.load_state_dict(without)),
+            outcome(lambda: target.load_state_dict(without, strict=False))]
+    saves_only = SavesOnly()
+    saved = saves_only.state_dict()
+    out += [list(saved), outcome(lambda: saves_only.load_state_dict(saved)),
+            outcome(lambda: saves_only.load_state_dict(saved, strict=False))]
+    return out
+
+
+def test_extra_state_is_saved_and_loaded():
+    """A module overriding get_extra_state / set_extra_state saves and restores it under
+    `_extra_state` (after its own parameters and buffers), counted in missing and unexpected
+    keys as torch counts it. fusegrad ignored both, so a loaded model silently kept its old
+    extra state."""
+    assert _extra_state_outcomes(fg) == _extra_state_outcomes(torch)

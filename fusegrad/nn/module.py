@@ -538,6 +538,8 @@ class Module:
         for key, buf in self._buffers.items():
             if buf is not None and key not in self._non_persistent_buffers_set:
                 destination[prefix + key] = buf if keep_vars else buf.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + EXTRA_STATE_KEY] = self.get_extra_state()
         # Recursing through _modules (not named_modules) lists a shared submodule
         # under every name it has, as torch does.
         for name, module in self._modules.items():
@@ -545,8 +547,24 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
+    def get_extra_state(self):
+        """State beyond parameters and buffers for `state_dict()` to save under the key
+        `_extra_state` (torch's): a subclass that has such state overrides this and
+        `set_extra_state`. The base class's raises, as torch's, and is never called."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please "
+                           "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                           "to report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Restore what `get_extra_state` returned, from `load_state_dict` (see there)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please "
+                           "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                           "to report this bug.")
+
     def _state_owners(self, prefix: str = "", owners: dict | None = None) -> dict:
-        """`{state_dict key: (module, local name)}`, walked as `state_dict` walks."""
+        """`{state_dict key: (module, local name)}` of the state `load_state_dict` loads,
+        walked as `state_dict` walks; a module's extra state is `(module, EXTRA_STATE_KEY)`
+        where the module takes one (it overrides set_extra_state)."""
         owners = {} if owners is None else owners
         for key, param in self._parameters.items():
             if param is not None:
@@ -554,6 +572,8 @@ class Module:
         for key, buf in self._buffers.items():
             if buf is not None and key not in self._non_persistent_buffers_set:
                 owners[prefix + key] = (self, key)
+        if _overrides(self, "set_extra_state"):
+            owners[prefix + EXTRA_STATE_KEY] = (self, EXTRA_STATE_KEY)
         for name, module in self._modules.items():
             if module is not None:
                 module._state_owners(prefix + name + ".", owners)
@@ -564,6 +584,8 @@ class Module:
         down, lists the keys under its prefix that name neither its own state nor a child."""
         local = {k for k, v in self._parameters.items() if v is not None} | \
             {k for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set}
+        if _overrides(self, "set_extra_state"):
+            local.add(EXTRA_STATE_KEY)
         found = []
         for key in keys:
             if key.startswith(prefix):
@@ -586,16 +608,20 @@ class Module:
         """
         if not hasattr(state_dict, "items"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        owners = self._state_owners()
         own = self.state_dict(keep_vars=True)
-        owners = self._state_owners() if assign else {}
-        missing = [key for key in own if key not in state_dict]
+        missing = [key for key in owners if key not in state_dict]
         unexpected = self._unexpected_keys(list(state_dict))
         errors = []
         with fg.no_grad():
-            for key, target in own.items():
+            for key, (module, name) in owners.items():
                 if key not in state_dict:
                     continue
                 value = state_dict[key]
+                if name == EXTRA_STATE_KEY:
+                    module.set_extra_state(value)       # (torch's order: after the module's own state)
+                    continue
+                target = own[key]
                 if not isinstance(value, Tensor):
                     if isinstance(value, np.ndarray):        # (NumPy arrays are tensors to fusegrad)
                         value = fg.tensor(value)
@@ -644,6 +670,15 @@ class Module:
             else:
                 text += "\n  " + "\n  ".join(lines) + "\n"
         return text + ")"
+
+
+EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
+
+
+def _overrides(module: Module, method: str) -> bool:
+    """Whether `module`'s class defines its own `method` (get_extra_state / set_extra_state:
+    only then has it extra state, as torch decides)."""
+    return getattr(type(module), method) is not getattr(Module, method)
 
 
 def _check_name(module: Module, name: str, kind: str) -> None:

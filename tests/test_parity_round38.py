@@ -255,3 +255,33 @@ def test_extra_state_is_saved_and_loaded():
     keys as torch counts it. fusegrad ignored both, so a loaded model silently kept its old
     extra state."""
     assert _extra_state_outcomes(fg) == _extra_state_outcomes(torch)
+
+
+def _forward_hook_dicts(L) -> list:
+    """What a user sees of a module's forward-hook dicts as hooks come and go."""
+    out, log = [], []
+    m = L.nn.Linear(2, 2)
+    out.append((type(m._forward_hooks).__name__, len(m._forward_hooks), len(m._forward_pre_hooks)))
+    m.register_forward_hook(lambda mod, a, o: log.append("h1"))
+    h2 = m.register_forward_hook(lambda mod, a, k, o: log.append("h2"), with_kwargs=True, prepend=True)
+    h3 = m.register_forward_hook(lambda mod, a, o: log.append("h3"), always_call=True)
+    p1 = m.register_forward_pre_hook(lambda mod, a, k: log.append("p1"), with_kwargs=True)
+    m(L.ones(2))
+    counts = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+              "_forward_pre_hooks_with_kwargs")
+    out += [list(log), [len(getattr(m, name)) for name in counts]]
+    for handle in (h2, h3, p1):
+        handle.remove()
+    out.append([len(getattr(m, name)) for name in counts])
+    m._forward_hooks.clear()
+    log.clear()
+    m(L.ones(2))
+    out.append(list(log))
+    return out
+
+
+def test_forward_hook_dicts_exist_from_the_start_as_torchs():
+    """`module._forward_hooks.clear()` (common user code) works on a module that never had a
+    hook: the dicts are OrderedDicts from __init__, id -> hook, with torch's flag dicts, and
+    a handle's remove() clears its entries in all of them."""
+    assert _forward_hook_dicts(fg) == _forward_hook_dicts(torch)

@@ -32,15 +32,19 @@ _ids = itertools.count()
 class RemovableHandle:
     """What register_hook returns: `remove()` unregisters the hook (also on leaving a `with`)."""
 
-    def __init__(self, hooks: "_Hooks"):
+    def __init__(self, hooks: "_Hooks", extra_dicts: tuple = ()):
         self.id = next(_ids)
         self._hooks = weakref.ref(hooks)
+        # (dicts that note something of the hook by its id, torch's extra_dict: a module's
+        # _forward_hooks_with_kwargs; the entry goes with the hook)
+        self._extra = tuple(weakref.ref(d) for d in extra_dicts)
 
     def remove(self) -> None:
         """Unregister the hook (again: nothing happens)."""
-        hooks = self._hooks()
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        for ref in (self._hooks,) + self._extra:
+            hooks = ref()
+            if hooks is not None:
+                hooks.pop(self.id, None)
 
     def __enter__(self) -> "RemovableHandle":
         return self

@@ -15,7 +15,7 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.ir.types import DType
 from fusegrad.tracer.device import check_cuda, check_device, device as torch_device
-from fusegrad.tracer.hooks import RemovableHandle, _Hooks
+from fusegrad.tracer.hooks import RemovableHandle
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.tensor import Tensor
 
@@ -123,6 +123,10 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        # forward hooks as torch keeps them (user code reads and clears these dicts): handle id ->
+        # hook, and the ids of those registered with_kwargs / always_call
+        for kind in _FORWARD_HOOK_DICTS:
+            object.__setattr__(self, kind, OrderedDict())
 
     # ---- forward ------------------------------------------------------------
 
@@ -138,16 +142,17 @@ class Module:
                 any(isinstance(v, np.ndarray) for v in kwargs.values()):
             from .functional import _arrays_as_tensors
             args, kwargs = _arrays_as_tensors(args, kwargs)
-        hooks = self.__dict__.get("_forward_hooks")
-        if not hooks and not self.__dict__.get("_forward_pre_hooks"):
+        own = self.__dict__
+        if not own.get("_forward_hooks") and not own.get("_forward_pre_hooks"):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
         """`module(...)` with forward pre-hooks and hooks, as torch runs them: each pre-hook may
         replace the inputs (a non-tuple result is the one input), each hook the output."""
-        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
-            if with_kwargs:
+        own = self.__dict__
+        for key, hook in list(own.get("_forward_pre_hooks", {}).items()):
+            if key in own.get("_forward_pre_hooks_with_kwargs", ()):
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if not (isinstance(result, tuple) and len(result) == 2):
@@ -162,20 +167,22 @@ class Module:
         output = None
         try:
             output = self.forward(*args, **kwargs)
-            for key, (hook, with_kwargs) in list(self.__dict__.get("_forward_hooks", {}).items()):
+            with_kwargs = own.get("_forward_hooks_with_kwargs", ())
+            for key, hook in list(own.get("_forward_hooks", {}).items()):
                 called.add(key)
-                result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                result = hook(self, args, kwargs, output) if key in with_kwargs else hook(self, args, output)
                 if result is not None:
                     output = result
         except Exception:
             # torch: the hooks registered with always_call=True that have not run yet run on
             # the output so far (None where forward raised); an error of theirs is a warning
-            always = self.__dict__.get("_forward_hooks_always_called", ())
-            for key, (hook, with_kwargs) in list(self.__dict__.get("_forward_hooks", {}).items()):
+            always = own.get("_forward_hooks_always_called", ())
+            with_kwargs = own.get("_forward_hooks_with_kwargs", ())
+            for key, hook in list(own.get("_forward_hooks", {}).items()):
                 if key not in always or key in called:
                     continue
                 try:
-                    result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                    result = hook(self, args, kwargs, output) if key in with_kwargs else hook(self, args, output)
                     if result is not None:
                         output = result
                 except Exception as error:
@@ -196,27 +203,22 @@ class Module:
         after each forward; a result other than None replaces the output. Returns a handle
         whose `remove()` unregisters it. With `always_call`, it also runs when forward (or an
         earlier hook) raises, on the output so far (None), before the error goes on."""
-        handle = self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs)
-        if always_call:
-            always = self.__dict__.get("_forward_hooks_always_called")
-            if always is None:
-                always = set()
-                object.__setattr__(self, "_forward_hooks_always_called", always)
-            always.add(handle.id)
-        return handle
+        return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
 
-    def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool):
-        hooks = self.__dict__.get(kind)
-        if hooks is None:
-            hooks = _Hooks()
-            object.__setattr__(self, kind, hooks)
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = (hook, with_kwargs)
+    def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool, always_call: bool = False):
+        """Register `hook` in the dict `kind` (torch's layout: id -> hook, its with_kwargs and
+        always_call flags in dicts of their own, which its handle's remove() clears too)."""
+        own = self.__dict__
+        hooks, flags = own[kind], own[kind + "_with_kwargs"]
+        extra = (flags, own["_forward_hooks_always_called"]) if kind == "_forward_hooks" else (flags,)
+        handle = RemovableHandle(hooks, extra)
+        hooks[handle.id] = hook
         if prepend:
-            entries = list(hooks.items())
-            hooks.clear()
-            hooks[handle.id] = entries[-1][1]
-            hooks.update(entries[:-1])
+            hooks.move_to_end(handle.id, last=False)
+        if with_kwargs:
+            flags[handle.id] = True
+        if always_call:
+            own["_forward_hooks_always_called"][handle.id] = True
         return handle
 
     # ---- registration -------------------------------------------------------
@@ -673,6 +675,8 @@ class Module:
 
 
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
+_FORWARD_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+                       "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")
 
 
 def _overrides(module: Module, method: str) -> bool:

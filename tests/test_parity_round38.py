@@ -285,3 +285,76 @@ def test_forward_hook_dicts_exist_from_the_start_as_torchs():
     hook: the dicts are OrderedDicts from __init__, id -> hook, with torch's flag dicts, and
     a handle's remove() clears its entries in all of them."""
     assert _forward_hook_dicts(fg) == _forward_hook_dicts(torch)
+
+
+def _module_backward_hook_log(L) -> list:
+    """What full backward hooks and pre-hooks of modules see and do, in order."""
+    import warnings
+    nn, log = L.nn, []
+
+    def values(gs):
+        return [None if g is None else [round(v, 4) for v in g.flatten().tolist()] for g in gs]
+
+    m = nn.Linear(3, 2)
+    with L.no_grad():
+        m.weight.copy_(L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+        m.bias.zero_()
+    hook = m.register_full_backward_hook(lambda mod, gi, go: log.append(("hook", values(gi), values(go))))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m(L.ones(1, 3)).sum().backward()            # no input requires grad: fires at the output
+    log.append([str(w.message) for w in caught])
+    x = L.ones(1, 3, requires_grad=True)
+    y = m(x)
+    log += [y.grad_fn.name(), y.grad_fn.next_functions[0][0].name()]
+    y.sum().backward()
+    log.append(x.grad.tolist())
+    pre = m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 2,))
+    x.grad = None
+    m(x).sum().backward()
+    log += [x.grad.tolist(), m.weight.grad.tolist()]
+    hook.remove()
+    pre.remove()
+
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return a * 3, b * 0 + 1.0
+
+    two = Two()
+    two.register_full_backward_hook(lambda mod, gi, go: log.append(("two", values(gi), values(go))) or (gi[0] * 10, None))
+    a = L.tensor([1.0], requires_grad=True)
+    two(a, L.tensor([2.0]))[0].sum().backward()
+    log.append(a.grad.tolist())
+    seq = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 1))
+    for i, layer in enumerate(seq):
+        layer.register_full_backward_hook(lambda mod, gi, go, i=i: log.append(("layer", i, [list(g.shape) for g in gi])))
+    seq.register_full_backward_pre_hook(lambda mod, go: log.append(("sequential", [list(g.shape) for g in go])))
+    seq(L.ones(2, 3, requires_grad=True)).sum().backward()
+    for register, result in (("register_full_backward_hook", lambda *h: (h[1][0], h[1][0])),
+                             ("register_full_backward_pre_hook", lambda mod, go: (go[0], go[0]))):
+        layer = nn.Linear(3, 2)
+        getattr(layer, register)(result)
+        try:
+            layer(x).sum().backward()
+        except RuntimeError as exc:
+            log.append(str(exc))
+    return log
+
+
+def test_module_full_backward_hooks():
+    """register_full_backward_hook / register_full_backward_pre_hook, as torch builds them
+    (the BackwardHookFunctionBackward nodes): grad_input per positional input (zeros for a
+    tensor that needs none, the warning where no input requires grad), grad_output per
+    output, replacements, the order through a Sequential, and torch's errors. They did not
+    exist (AttributeError)."""
+    assert _module_backward_hook_log(fg) == _module_backward_hook_log(torch)
+
+
+def test_module_backward_hooks_inside_compile_are_refused():
+    """The hooks hang on nodes of an eager graph: inside fg.compile a module with them raises
+    a clear NotImplementedError rather than skipping them."""
+    layer = fg.nn.Linear(3, 2)
+    layer.register_full_backward_hook(lambda mod, gi, go: None)
+    step = fg.compile(lambda x: layer(x).sum())
+    with pytest.raises(NotImplementedError, match="backward hooks"):
+        step(fg.ones(1, 3, requires_grad=True))

@@ -19,6 +19,8 @@ from fusegrad.tracer.hooks import RemovableHandle
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.tensor import Tensor
 
+from .backward_hooks import BackwardHook
+
 __all__ = ["Module", "Parameter"]
 
 
@@ -123,9 +125,9 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
-        # forward hooks as torch keeps them (user code reads and clears these dicts): handle id ->
-        # hook, and the ids of those registered with_kwargs / always_call
-        for kind in _FORWARD_HOOK_DICTS:
+        # hooks as torch keeps them (user code reads and clears these dicts): handle id -> hook,
+        # and the ids of forward hooks registered with_kwargs / always_call
+        for kind in _HOOK_DICTS:
             object.__setattr__(self, kind, OrderedDict())
 
     # ---- forward ------------------------------------------------------------
@@ -143,7 +145,8 @@ class Module:
             from .functional import _arrays_as_tensors
             args, kwargs = _arrays_as_tensors(args, kwargs)
         own = self.__dict__
-        if not own.get("_forward_hooks") and not own.get("_forward_pre_hooks"):
+        if not own.get("_forward_hooks") and not own.get("_forward_pre_hooks") and \
+                not own.get("_backward_hooks") and not own.get("_backward_pre_hooks"):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -163,6 +166,11 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward_hook = None
+        if own.get("_backward_hooks") or own.get("_backward_pre_hooks"):
+            backward_hook = BackwardHook(self, list(own["_backward_hooks"].values()),
+                                         list(own["_backward_pre_hooks"].values()))
+            args = backward_hook.setup_input_hook(args)
         called = set()
         output = None
         try:
@@ -189,7 +197,26 @@ class Module:
                     warnings.warn("module forward hook with ``always_call=True`` raised an exception that was silenced as "
                                   f"another error was raised in forward: {error}", stacklevel=2)
             raise
-        return output
+        return output if backward_hook is None else backward_hook.setup_output_hook(output)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """Run `hook(module, grad_input, grad_output)` when the gradients with respect to the
+        module's positional tensor inputs are computed (None where an input needs none); a
+        result other than None replaces grad_input. Returns a handle (see backward_hooks.py)."""
+        return self._add_backward_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """Run `hook(module, grad_output)` when the gradients of the module's outputs arrive;
+        a result other than None replaces grad_output. Returns a handle."""
+        return self._add_backward_hook("_backward_pre_hooks", hook, prepend)
+
+    def _add_backward_hook(self, kind: str, hook, prepend: bool):
+        hooks = self.__dict__[kind]
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
         """Run `hook(module, args)` (with_kwargs: `hook(module, args, kwargs)`) before each
@@ -675,8 +702,9 @@ class Module:
 
 
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
-_FORWARD_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                       "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+                       "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
+                       "_backward_pre_hooks")
 
 
 def _overrides(module: Module, method: str) -> bool:

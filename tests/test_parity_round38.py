@@ -358,3 +358,44 @@ def test_module_backward_hooks_inside_compile_are_refused():
     step = fg.compile(lambda x: layer(x).sum())
     with pytest.raises(NotImplementedError, match="backward hooks"):
         step(fg.ones(1, 3, requires_grad=True))
+
+
+PRE_INIT_CALLS = ["self.register_parameter('b', None)", "self.register_buffer('b', None)",
+                  "self.add_module('b', nn.Linear(1, 1))", "self.register_module('b', None)",
+                  "setattr(self, 'w', nn.Parameter(L.ones(1)))", "setattr(self, 'm', nn.Linear(1, 1))",
+                  "self.add_module('a.b', None)", "setattr(self, 'z', 3)"]
+
+
+@pytest.mark.parametrize("call", PRE_INIT_CALLS)
+def test_registering_before_module_init(call):
+    """torch's texts for registering state before Module.__init__(): register_parameter says
+    "parameter" (not "parameters"), add_module fails reading self._modules."""
+    outcomes = []
+    for L in (torch, fg):
+        class Early(L.nn.Module):
+            def __init__(self):
+                exec(call, {"self": self, "nn": L.nn, "L": L})
+        try:
+            Early()
+            outcomes.append("ok")
+        except (AttributeError, KeyError) as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("bad", ["parameter", "list", "number", "string"])
+def test_optimizer_bad_param_group_and_state_dict(bad):
+    """add_param_group of a non-dict names torch's class path (torch.nn.parameter.Parameter);
+    load_state_dict of a non-dict fails as torch's does (a list reading "param_groups", a
+    number calling copy())."""
+    outcomes = []
+    for L in (torch, fg):
+        layer = L.nn.Linear(1, 1)
+        value = {"parameter": layer.bias, "list": [], "number": 3, "string": "ab"}[bad]
+        for call in (lambda o: o.add_param_group(value), lambda o: o.load_state_dict(value)):
+            try:
+                call(L.optim.SGD([layer.weight], lr=0.1))
+                outcomes.append("ok")
+            except (TypeError, AttributeError) as exc:
+                outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[2:] == outcomes[:2]

@@ -15,13 +15,8 @@ from typing import Iterable, Iterator, Mapping
 
 from fusegrad.tracer.tensor import Tensor
 
-from .module import Module, Parameter, _addindent, typename
+from .module import Module, Parameter, _addindent, class_text
 
-
-def _class_text(cls: type) -> str:
-    """str(cls) as torch's texts print it: a class fusegrad mirrors under torch's path
-    (<class 'torch.nn.modules.container.Sequential'>), any other as Python does."""
-    return f"<class '{typename(cls)}'>"
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -97,7 +92,7 @@ class Sequential(Module):
     def insert(self, index: int, module: Module) -> "Sequential":
         """Put `module` at position `index` (negative counts from the end), shifting the rest; returns self."""
         if not isinstance(module, Module):
-            raise AssertionError(f"module should be of type: {_class_text(Module)}")
+            raise AssertionError(f"module should be of type: {class_text(Module)}")
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -123,7 +118,7 @@ class Sequential(Module):
     def __add__(self, other) -> "Sequential":
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but "
-                             f"{_class_text(type(other))} is given.")
+                             f"{class_text(type(other))} is given.")
         combined = Sequential()
         for layer in chain(self, other):
             combined.append(layer)
@@ -132,7 +127,7 @@ class Sequential(Module):
     def __iadd__(self, other) -> "Sequential":
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but "
-                             f"{_class_text(type(other))} is given.")
+                             f"{class_text(type(other))} is given.")
         offset = len(self)
         for i, module in enumerate(other):
             self.add_module(str(i + offset), module)
@@ -140,10 +135,10 @@ class Sequential(Module):
 
     def _check_factor(self, other) -> None:
         if not isinstance(other, int):
-            raise TypeError(f"unsupported operand type(s) for *: {_class_text(type(self))} and "
-                            f"{_class_text(type(other))}")
+            raise TypeError(f"unsupported operand type(s) for *: {class_text(type(self))} and "
+                            f"{class_text(type(other))}")
         if other <= 0:
-            raise ValueError(f"Non-positive multiplication factor {other} for {_class_text(type(self))}")
+            raise ValueError(f"Non-positive multiplication factor {other} for {class_text(type(self))}")
 
     def __mul__(self, other: int) -> "Sequential":
         self._check_factor(other)

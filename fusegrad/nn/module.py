@@ -62,6 +62,12 @@ def _addindent(text: str, spaces: int) -> str:
     return first + "\n" + "\n".join(" " * spaces + line for line in lines)
 
 
+def class_text(cls: type) -> str:
+    """str(cls) as torch's texts print it: a class fusegrad mirrors under torch's path
+    (<class 'torch.nn.modules.container.Sequential'>), any other as Python does."""
+    return f"<class '{typename(cls)}'>"
+
+
 def typename(value) -> str:
     """torch.typename, for error texts (torch's verbatim): `torch.FloatTensor` for tensors, else
     the qualified type name (`int`)."""
@@ -252,7 +258,7 @@ class Module:
 
     def _check_initialized(self) -> None:
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameters before Module.__init__() call")
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
 
     def register_parameter(self, name: str, param) -> None:
         """Add `param` (a Parameter, or None) under `name`."""
@@ -286,14 +292,15 @@ class Module:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
             raise TypeError(f"module name should be a string. Got {type(name).__name__}")
-        if "_modules" not in self.__dict__:
-            raise AttributeError("cannot assign module before Module.__init__() call")
-        if hasattr(self, name) and name not in self._modules:
+        initialized = "_modules" in self.__dict__
+        if initialized and hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         if "." in name:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        if not initialized:     # (torch's: its self._modules, read before Module.__init__ made it)
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '_modules'")
         self._modules[name] = module
 
     register_module = add_module

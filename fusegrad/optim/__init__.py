@@ -24,7 +24,7 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.ir import float32
 from fusegrad.ir.ops.optim_update import adam_scalars, sgd_scalars
-from fusegrad.nn.module import typename, zeroed_grad
+from fusegrad.nn.module import class_text, typename, zeroed_grad
 from fusegrad.runtime.compile import STATEFUL
 from fusegrad.tracer import trace_state
 from fusegrad.tracer.dispatch import apply_op
@@ -101,7 +101,7 @@ class Optimizer:
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own hyper-parameters (defaults fill the rest)."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+            raise TypeError(f"param_group must be a dict, but got {class_text(type(param_group))}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             param_group["params"] = [params]
@@ -270,7 +270,8 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyper-parameters and state saved by `state_dict` (values are copied)."""
-        state_dict = dict(state_dict)       # (a shallow copy, as torch's, which pre-hooks may replace)
+        state_dict = state_dict.copy()      # (torch's shallow copy, which pre-hooks may replace: a list or
+        # a number then fails as torch's does, reading "param_groups" or calling copy())
         for hook in self._hooks("_load_state_dict_pre_hooks"):
             result = hook(self, state_dict)
             if result is not None:

@@ -399,3 +399,26 @@ def test_optimizer_bad_param_group_and_state_dict(bad):
             except (TypeError, AttributeError) as exc:
                 outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[2:] == outcomes[:2]
+
+
+def test_an_input_returned_as_is_and_marked_non_differentiable_has_no_history():
+    """A custom Function returning its inputs, those that need no grad marked
+    non-differentiable (torch's BackwardHookFunction): the marked one comes back without
+    grad_fn and without requires_grad; fusegrad gave it the node."""
+    results = []
+    for L in (torch, fg):
+        class Identity(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, *args):
+                ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+                return args
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return grads
+
+        x, c = L.tensor([1.0, 2.0], requires_grad=True), L.tensor([3.0, 4.0])
+        a, b = Identity.apply(x, c)
+        (a * 2 + b).sum().backward()
+        results.append((a.grad_fn.name(), b.grad_fn, b.requires_grad, a is x, x.grad.tolist()))
+    assert results[1] == results[0]

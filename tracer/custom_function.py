@@ -310,6 +310,8 @@ def _attach(node: BackwardCFunction, tensors: list, output):
     inputs = {id(t) for t in tensors}
     dirty = {id(t) for t in node.__dict__.get("_dirty", ())}
     frozen_out = {id(t) for t in node.__dict__.get("_non_differentiable", ())}
+    # (by position: an input returned as is and marked non-differentiable is replaced below)
+    frozen = {k for k, o in enumerate(outputs) if id(o) in frozen_out}
     for k, o in enumerate(outputs):
         if isinstance(o, Tensor) and id(o) in inputs and id(o) not in dirty:
             outputs[k] = o.detach()         # an input returned as is: a new tensor on its memory (torch's view)
@@ -324,7 +326,7 @@ def _attach(node: BackwardCFunction, tensors: list, output):
     node._saved_slots = [(t, None if t is None else SavedTensor(t._concrete(), t._vbox, t)) for t in to_save]
     node._had_saved = bool(to_save)
     for n, (k, o) in enumerate(out_tensors):
-        if id(o) in frozen_out or not o.dtype.is_floating_point:
+        if k in frozen or not o.dtype.is_floating_point:
             continue
         if id(o) in dirty and o.is_leaf and o.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")

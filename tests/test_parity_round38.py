@@ -422,3 +422,23 @@ def test_an_input_returned_as_is_and_marked_non_differentiable_has_no_history():
         (a * 2 + b).sum().backward()
         results.append((a.grad_fn.name(), b.grad_fn, b.requires_grad, a is x, x.grad.tolist()))
     assert results[1] == results[0]
+
+
+SET_SUBMODULE_CASES = [("0", "ReLU", False), ("1.0", "Tanh", False), ("1.5", "ReLU", False), ("1.5", "ReLU", True),
+                       ("", "ReLU", False), ("0", None, False), ("2.x", "ReLU", False), ("0.weight", "ReLU", False),
+                       ("3", "ReLU", True), ("new", "ReLU", False)]
+
+
+@pytest.mark.parametrize("target,kind,strict", SET_SUBMODULE_CASES)
+def test_set_submodule(target, kind, strict):
+    """Module.set_submodule (it was missing): the module it leaves, or torch's error."""
+    outcomes = []
+    for L in (torch, fg):
+        model = L.nn.Sequential(L.nn.Linear(1, 1), L.nn.Sequential(L.nn.ReLU()))
+        module = getattr(L.nn, kind)() if kind else 3
+        try:
+            model.set_submodule(target, module, strict=strict)
+            outcomes.append(repr(model))
+        except (ValueError, AttributeError) as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]

@@ -443,6 +443,21 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return module
 
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put `module` at dotted path `target` (its parent must exist); with `strict`, only
+        in place of an existing submodule. torch's checks and texts."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {class_text(type(module))}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
     def get_parameter(self, target: str) -> Parameter:
         """The Parameter at dotted path `target` (`"fc1.weight"`), with torch's AttributeErrors."""
         module_path, _, name = target.rpartition(".")

@@ -15,9 +15,11 @@ Fallbacks, none of which fail the call:
   the program, with a one-time warning naming the op;
 - a kernel that fails to compile runs its instructions by reference
   (reported in explain()), and the caches stay usable;
-- after MAX_SHAPE_VARIANTS distinct shape signatures of one program
-  structure, fusegrad warns once and runs further new variants on the
-  reference executor instead of compiling more kernels.
+- after MAX_SHAPE_VARIANTS distinct signatures of one program structure
+  (shapes, dtypes, attribute values: a float attribute such as softplus's
+  beta is part of the key, where lr and most Python scalars are inputs),
+  fusegrad warns once and runs further new variants on the reference
+  executor instead of compiling more kernels.
 """
 from __future__ import annotations
 
@@ -325,11 +327,13 @@ def _build(program: Program, key: tuple, structure: tuple) -> "CompiledProgram":
     if too_many:
         if structure not in _warned_variants:
             _warned_variants.add(structure)
-            warnings.warn(f"fusegrad: this program has been compiled for {MAX_SHAPE_VARIANTS} different shape "
-                          f"signatures; further new shapes run on the reference executor without compiling",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(f"fusegrad: this program has been compiled for {MAX_SHAPE_VARIANTS} different signatures "
+                          f"(shapes, dtypes, or the values of constant attributes, such as a softplus beta or a "
+                          f"layer_norm eps that changes between calls); further new signatures run on the "
+                          f"reference executor without compiling", RuntimeWarning, stacklevel=3)
         compiled = CompiledProgram(program, None,
-                                   f"more than {MAX_SHAPE_VARIANTS} shape signatures of this program structure")
+                                   f"more than {MAX_SHAPE_VARIANTS} signatures (shapes, dtypes, attribute values) "
+                                   f"of this program structure")
     else:
         compiled = CompiledProgram(program, schedule(program))
         with _lock:

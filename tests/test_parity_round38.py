@@ -442,3 +442,25 @@ def test_set_submodule(target, kind, strict):
         except (ValueError, AttributeError) as exc:
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+def test_a_numpy_float16_scalar_operand_does_not_warn():
+    """Comparing a float16 scalar with the float32 limit cast the limit to float16, which
+    warned "overflow encountered in cast" (an error under -W error); torch is silent."""
+    import warnings
+    import numpy as np
+    a = fg.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (a + np.float16(1.5)).tolist() == [2.5, 2.5, 2.5]
+        assert fg.mul(a, np.float16(2.0)).tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("code", ["fg.ones(2, dtype=torch.float64)", "fg.tensor([1.0], dtype=torch.float64)",
+                                  "fg.exp(torch.ones(2))"])
+def test_a_torch_object_passed_to_fusegrad_is_named_as_such(code):
+    """torch's text would read "must be torch.dtype, not torch.dtype" for a torch dtype given to
+    fusegrad: the text says the object is torch's own."""
+    with pytest.raises(TypeError, match=r"not torch\.(dtype|Tensor) from the torch package \(fusegrad takes its "
+                                        r"own: fg\.float32, fg\.Tensor\)$"):
+        eval(code, {"fg": fg, "torch": torch})

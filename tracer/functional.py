@@ -185,7 +185,10 @@ def _scalar_array(value, dtype: DType) -> np.ndarray:
     check_int_parses(value)
     if dtype is int64 and type(value) is int and _INT64_WRAPS <= value:
         value -= 2 ** 64        # torch unpacks an int up to 2**64 - 1 as uint64 and keeps its bits
-    if dtype is float64 or (dtype is float32 and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
+    if dtype is float64 or (dtype is float32 and (type(value) is float or type(value) is int)
+                            and -_FLOAT32_MAX <= value <= _FLOAT32_MAX):
+        # (a NumPy scalar takes the errstate path: comparing a float16 with the float32 limit
+        # casts the limit to float16, which warns of an overflow)
         array = np.asarray(value, dtype=dtype.np)      # cannot overflow: skip the errstate (hot path)
     else:
         with np.errstate(over="ignore"):

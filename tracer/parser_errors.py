@@ -55,6 +55,10 @@ def type_name(x) -> str:
     if isinstance(x, DType):
         return "torch.dtype"
     module = type(x).__module__
+    if module.split(".")[0] == "torch":
+        # (torch's own object, where torch's text names ours the same: "must be torch.dtype,
+        # not torch.dtype" would say nothing)
+        return f"torch.{type(x).__name__} from the torch package (fusegrad takes its own: fg.float32, fg.Tensor)"
     return type(x).__name__ if module == "builtins" else f"{module.split('.')[0]}.{type(x).__name__}"
 
 

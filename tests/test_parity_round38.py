@@ -464,3 +464,18 @@ def test_a_torch_object_passed_to_fusegrad_is_named_as_such(code):
     with pytest.raises(TypeError, match=r"not torch\.(dtype|Tensor) from the torch package \(fusegrad takes its "
                                         r"own: fg\.float32, fg\.Tensor\)$"):
         eval(code, {"fg": fg, "torch": torch})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_long_floating_arange_is_torchs_bit_for_bit(dtype, monkeypatch):
+    """Across torch's thread chunks (each starts its vector blocks afresh), the blocks the
+    floating arange is worked in (2**16 elements) and the tails after the last whole vector
+    block, the values are torch's to the bit."""
+    import numpy as np
+    from fusegrad.ir.ops import reduce
+    monkeypatch.setattr(reduce, "_torch_threads", torch.get_num_threads)    # (as torch runs here)
+    for start, end, step in ((0.0, 1.0, 1 / 200003), (-3.7, 11.2, 7.3e-5), (5.0, -5.0, -0.0001)):
+        ours = fg.arange(start, end, step, dtype=getattr(fg, dtype)).numpy()
+        theirs = torch.arange(start, end, step, dtype=getattr(torch, dtype)).numpy()
+        assert ours.shape == theirs.shape and ours.shape[0] > 2 ** 16
+        np.testing.assert_array_equal(ours, theirs)

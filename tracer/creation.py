@@ -11,6 +11,7 @@ from fusegrad.ir.types import PYTHON_TYPE_DTYPES, promote_types
 
 from . import generator as random_generator, trace_state
 from fusegrad.ir.fma import fma64
+from fusegrad.ir.ops.reduce import torch_thread_count
 from .device import check_device
 from .memory_format import contiguous_format, memory_format_arg
 from .scalar_checks import check_int_parses, check_scalar_fits
@@ -711,23 +712,34 @@ def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndar
     blocks of two vectors, in which element j of a vector is its first element, rounded to
     the result's dtype, plus j * step; the elements after the last whole block are
     start + i * step. (arange(-1, 1, 0.1) has -2.98e-09 where the exact value is 0.)
-    Worked as (vectors, lanes) in blocks of _RANGE_BLOCK elements: a long range's float64
-    temporaries stay small (arange(0, 1, 1e-7) took 2.5 s in one pass)."""
-    lanes = 32 // np.dtype(out).itemsize
+    A range of GRAIN_SIZE (32768) elements or more is split among torch's threads
+    (at::parallel_for), and each chunk starts its blocks at its own first element."""
     result = np.empty(n, out)
-    whole = (n // (2 * lanes)) * 2 * lanes              # the elements of whole blocks
-    lane = np.arange(lanes, dtype=np.float64)
-    for begin in range(0, whole, _RANGE_BLOCK):
-        stop = min(whole, begin + _RANGE_BLOCK)
-        firsts = np.arange(begin, stop, lanes, dtype=np.float64)       # each vector's first index
-        first = fma64(step, firsts, start).astype(out).astype(np.float64)
-        result[begin:stop] = fma64(step, lane[None, :], first[:, None]).reshape(-1)
-    if whole < n:
-        result[whole:] = fma64(step, np.arange(whole, n, dtype=np.float64), start)
+    tasks = min(torch_thread_count(), -(-n // _TORCH_GRAIN)) if n >= _TORCH_GRAIN else 1
+    chunk = -(-n // tasks) if n else 0
+    for begin in range(0, n, max(chunk, 1)):
+        _range_chunk(result, begin, min(n, begin + chunk), start, step, out)
     return result
 
 
+def _range_chunk(result: np.ndarray, begin: int, end: int, start: float, step: float, out: np.dtype) -> None:
+    """One thread's part of _floating_range, result[begin:end], worked as (vectors, lanes) in
+    blocks of _RANGE_BLOCK elements, so that a long range's float64 temporaries stay small
+    (arange(0, 1, 1e-7) took 2.5 s in one pass)."""
+    lanes = 32 // np.dtype(out).itemsize
+    whole = begin + ((end - begin) // (2 * lanes)) * 2 * lanes      # the elements of whole blocks
+    lane = np.arange(lanes, dtype=np.float64)
+    for first_index in range(begin, whole, _RANGE_BLOCK):
+        stop = min(whole, first_index + _RANGE_BLOCK)
+        firsts = np.arange(first_index, stop, lanes, dtype=np.float64)      # each vector's first index
+        first = fma64(step, firsts, start).astype(out).astype(np.float64)
+        result[first_index:stop] = fma64(step, lane[None, :], first[:, None]).reshape(-1)
+    if whole < end:
+        result[whole:end] = fma64(step, np.arange(whole, end, dtype=np.float64), start)
+
+
 _RANGE_BLOCK = 1 << 16          # (a multiple of every vector block: 2 * 8 lanes)
+_TORCH_GRAIN = 32768            # at::internal::GRAIN_SIZE
 
 
 def _scalar_str(x) -> str:

@@ -79,6 +79,12 @@ def _torch_threads() -> int:
 _PHYSICAL_CORES: list = []
 
 
+def torch_thread_count() -> int:
+    """_torch_threads, for the other kernels whose values depend on how torch splits them
+    among threads (arange); tests replace _torch_threads."""
+    return _torch_threads()
+
+
 def _physical_cores() -> int:
     """The distinct (physical id, core id) pairs of /proc/cpuinfo, or 0 where it cannot be read."""
     try:

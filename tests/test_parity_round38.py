@@ -479,3 +479,14 @@ def test_a_long_floating_arange_is_torchs_bit_for_bit(dtype, monkeypatch):
         theirs = torch.arange(start, end, step, dtype=getattr(torch, dtype)).numpy()
         assert ours.shape == theirs.shape and ours.shape[0] > 2 ** 16
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_tensor_norm_takes_dtype_fourth():
+    """Tensor.norm(p, dim, keepdim, dtype): torch's method takes dtype positionally (torch.norm
+    has it keyword-only); fusegrad raised a TypeError."""
+    results = []
+    for L in (torch, fg):
+        a = L.arange(6.0).reshape(2, 3)
+        r = a.norm(2, 1, True, L.float64)
+        results.append((r.tolist(), str(r.dtype).split(".")[-1], tuple(r.shape)))
+    assert results[1] == results[0]

@@ -109,6 +109,10 @@ def _norm(self, *args, **kwargs) -> Tensor:
     checks' layers (its eager cost is a few microseconds, most of it the op itself)."""
     if not args and not kwargs and type(self) is Tensor and self._dtype.is_floating_point:
         return F.whole_norm(self)
+    if len(args) == 4 and "dtype" not in kwargs:
+        # (torch's Tensor.norm(p, dim, keepdim, dtype) takes dtype in 4th place, where
+        # torch.norm has it keyword-only)
+        *args, kwargs["dtype"] = args
     return _norm_with_arguments(self, *args, **kwargs)
 
 

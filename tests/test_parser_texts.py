@@ -89,18 +89,26 @@ def test_methods_that_take_nothing_raise_cpythons_text(name):
 
 @pytest.mark.parametrize("code", ["L.add(t, 2, t)", "t.add(2.5, t)", "L.sub(t, 3, t * 2)", "t.sub(1.5, t)",
                                   "L.add(t, t, alpha=2)"])
-def test_the_deprecated_alpha_first_overload_computes_as_torch_with_its_warning(code):
+def test_the_deprecated_alpha_first_overload_computes_as_torch_with_its_warning(code, monkeypatch):
+    """Values as torch's; the warning in torch's words for the method or function form, once
+    a process (torch's TORCH_WARN_ONCE: a second deprecated call is silent)."""
+    from fusegrad.tracer import functional
+    monkeypatch.setattr(functional, "_WARNED_ALPHA_FIRST", [])      # (as in a fresh process)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")         # (torch warns once a process, from C++)
         theirs = eval(code, {"L": torch, "t": torch.ones(2, 2) * 3}).tolist()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ours = eval(code, {"L": fg, "t": fg.ones(2, 2) * 3}).tolist()
+        eval(code, {"L": fg, "t": fg.ones(2, 2) * 3})
     assert ours == theirs
     deprecated = [str(w.message) for w in caught if "deprecated" in str(w.message)]
     assert len(deprecated) == (0 if "alpha=" in code else 1)
     if deprecated:
-        assert deprecated[0].startswith(f"This overload of {code.split('(')[0][2:]} is deprecated")
+        name = code.split("(")[0][2:]
+        signature = "Number alpha, Tensor other)" if code.startswith("t.") else \
+            "Tensor input, Number alpha, Tensor other, *, Tensor out = None)"
+        assert deprecated[0].startswith(f"This overload of {name} is deprecated:\n\t{name}({signature}")
 
 
 def test_alpha_is_keyword_only_as_in_torch():

@@ -307,17 +307,27 @@ def subtract_scaled(a, b, alpha, name: str = "SubBackward0") -> Tensor:
     return apply_op("sub", ops, None, name)
 
 
-def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha) -> tuple:
-    """torch's deprecated overload `fn(input, Number alpha, other)`: (other, alpha), with
-    torch's warning; any other extra argument is a TypeError (which
+def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha, method: bool = False) -> tuple:
+    """torch's deprecated overload `fn(input, Number alpha, other)` (`method`: the method's,
+    `t.fn(Number alpha, other)`): (other, alpha), with torch's warning, which its parser
+    gives once a process (TORCH_WARN_ONCE); any other extra argument is a TypeError (which
     tracer/parser_errors.py words as torch's parser)."""
     if len(rest) != 1 or keyword_alpha != 1 or not (_is_scalar(alpha) or (isinstance(alpha, Tensor) and
                                                                         alpha.dim() == 0)):
         raise TypeError(f"{fn}() takes 2 positional arguments but {2 + len(rest)} were given")
-    warnings.warn(f"This overload of {fn} is deprecated:\n\t{fn}(Tensor input, Number alpha, Tensor other, *, "
-                  f"Tensor out = None)\nConsider using one of the following signatures instead:\n\t{fn}(Tensor input, "
-                  f"Tensor other, *, Number alpha = 1, Tensor out = None)", UserWarning, stacklevel=user_stacklevel())
+    if not _WARNED_ALPHA_FIRST:
+        _WARNED_ALPHA_FIRST.append(True)
+        if method:
+            old, new = "Number alpha, Tensor other", "Tensor other, *, Number alpha = 1"
+        else:
+            old = "Tensor input, Number alpha, Tensor other, *, Tensor out = None"
+            new = "Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None"
+        warnings.warn(f"This overload of {fn} is deprecated:\n\t{fn}({old})\nConsider using one of the following "
+                      f"signatures instead:\n\t{fn}({new})", UserWarning, stacklevel=user_stacklevel())
     return rest[0], alpha
+
+
+_WARNED_ALPHA_FIRST: list = []
 
 
 def _check_bool_sub(a, b) -> None:

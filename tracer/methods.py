@@ -269,6 +269,20 @@ def _where(self, condition, other):
     return F.where(condition, self, other)
 
 
+def _alpha_first_method(fn):
+    """t.add / t.sub: fn as a method (_counted_from_self), whose deprecated overload
+    `t.add(Number alpha, other)` warns in the method's words."""
+    counted = _counted_from_self(fn)
+
+    def method(self, *args, **kwargs):
+        if len(args) == 2 and not kwargs and F._is_scalar(args[0]):
+            other, alpha = F._alpha_first(fn.__name__, args[0], args[1:], 1, method=True)
+            return counted(self, other, alpha=alpha)
+        return counted(self, *args, **kwargs)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
 def _checked_other(fn):
     """A binary in-place op (add_, mul_, ...): `other` is a tensor, an array or a number, and
     an integer tensor takes no negative integer power."""
@@ -284,7 +298,7 @@ def _checked_other(fn):
         else:
             if len(args) == 2 and takes_alpha and not kwargs and F._is_scalar(args[0]):
                 # torch's deprecated add_(Number alpha, Tensor other), with its warning
-                other, alpha = F._alpha_first(name, args[0], args[1:], 1)
+                other, alpha = F._alpha_first(name, args[0], args[1:], 1, method=True)
                 return method(self, other, alpha=alpha)
             if len(args) > 1:
                 raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
@@ -509,7 +523,7 @@ def _matrix_adjoint(name: str, ndim_rule: str):
 
 METHODS = {
     # arithmetic
-    "add": _counted_from_self(F.add), "sub": _counted_from_self(F.sub), "mul": _counted_from_self(F.mul),
+    "add": _alpha_first_method(F.add), "sub": _alpha_first_method(F.sub), "mul": _counted_from_self(F.mul),
     "div": _counted_from_self(F.div), "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
     "mm": _counted_from_self(products.mm), "bmm": _counted_from_self(products.bmm),
     "mv": _counted_from_self(products.mv), "dot": _counted_from_self(products.dot),

@@ -490,3 +490,22 @@ def test_tensor_norm_takes_dtype_fourth():
         r = a.norm(2, 1, True, L.float64)
         results.append((r.tolist(), str(r.dtype).split(".")[-1], tuple(r.shape)))
     assert results[1] == results[0]
+
+
+CHECK_ORDER = ["a.permute(-1, 2, 3)", "a.permute(3, 2, 2)", "a.permute(0, 0, 5)", "a.permute(0, -3, 1)",
+               "L.cat([], 1.0)", "L.cat([], None)", "L.stack([], 1.0)", "L.stack([], None)", "L.cat([], 0)",
+               "L.stack([], 0)"]
+
+
+@pytest.mark.parametrize("code", CHECK_ORDER)
+def test_which_check_fails_first(code):
+    """permute wraps and checks each dim in turn (a duplicate before a later one out of range);
+    cat and stack check their dim's type before the list's length."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            eval(code, {"L": L, "a": L.ones(2, 3, 4)})
+            outcomes.append("ok")
+        except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]

@@ -1930,10 +1930,13 @@ def permute(input, *dims_, dims=None) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
                            f"equal to len(dims) = {len(dims)}")
-    dims = tuple(normalize_dim(d, a.dim()) for d in dims)
-    if len(set(dims)) != len(dims):
-        raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return apply_op("permute", [a], {"dims": dims}, "PermuteBackward0")
+    seen = []
+    for d in dims:          # (torch's loop: each dim wrapped, then checked against those before it)
+        d = normalize_dim(d, a.dim())
+        if d in seen:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        seen.append(d)
+    return apply_op("permute", [a], {"dims": tuple(seen)}, "PermuteBackward0")
 
 
 @_keyword_texts
@@ -2325,10 +2328,10 @@ def to(a, *args, **kwargs) -> Tensor:
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
     _check_tensor_list(tensors, "cat")
+    dim = int_argument(dim, "cat")          # (torch's parser checks it before the list's length)
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts, _ = _promote_many(tensors)
-    dim = int_argument(dim, "cat")
     for k, x in enumerate(ts):
         if x.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
@@ -2380,9 +2383,9 @@ def _promote_many(tensors):
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join along a new dim."""
     _check_tensor_list(tensors, "stack")
+    dim = int_argument(dim, "stack")        # (torch's parser checks it before the list's length)
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     ts, _ = _promote_many(tensors)
-    dim = int_argument(dim, "stack")
     axis = normalize_dim(dim, ts[0].dim() + 1)
     return apply_op("stack", ts, {"axis": axis}, "StackBackward0")

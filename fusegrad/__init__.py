@@ -163,3 +163,10 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 
 # fg.add('a') and kin raise torch's parser texts; fusegrad's own calls keep the bare functions
 _parser_errors.public_functions(globals())
+
+# and so does a call missing its arguments (fg.cat(): `cat() missing 1 required positional
+# arguments: "tensors"`, where Python says `... argument: 'tensors'`)
+for _name in ("amax", "amin", "argmax", "argmin", "as_tensor", "cat", "clone", "detach", "flatten", "fliplr",
+              "flipud", "is_floating_point", "nonzero", "numel", "promote_types", "ravel", "relu_", "stack", "t"):
+    globals()[_name] = _functional.missing_argument_texts(globals()[_name])
+

@@ -509,3 +509,21 @@ def test_which_check_fails_first(code):
         except (TypeError, ValueError, RuntimeError, IndexError) as exc:
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+MISSING_ARGUMENTS = ["L.cat()", "L.stack()", "L.t()", "L.flatten()", "L.detach()", "L.numel()", "L.clone()",
+                     "L.amax()", "L.argmin()", "L.promote_types()", "L.from_numpy()", "L.from_numpy(a=np.ones(2))",
+                     "L.from_numpy(np.ones(2), 3)"]
+
+
+@pytest.mark.parametrize("code", MISSING_ARGUMENTS)
+def test_a_call_missing_its_arguments_has_torchs_text(code):
+    """torch's parser words a call missing its arguments its own way (`missing 1 required
+    positional arguments: "tensors"`), and from_numpy its C function's."""
+    import numpy as np
+    texts = []
+    for L in (torch, fg):
+        with pytest.raises(TypeError) as info:
+            eval(code, {"L": L, "np": np})
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]

@@ -273,10 +273,18 @@ _SHARED_DTYPES = (np.float32, np.float64, np.int64, np.bool_)
 _WARNED_READ_ONLY: list = []
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing memory with `array`. fusegrad has no int32, int16, int8, uint8, uint16,
-    uint32 or float16 dtype: such an array becomes an int64 / float32 copy, with a warning that
-    its memory is not shared."""
+def from_numpy(*args, **kwargs) -> Tensor:
+    """from_numpy(array): a tensor sharing memory with `array`. fusegrad has no int32, int16,
+    int8, uint8, uint16, uint32 or float16 dtype: such an array becomes an int64 / float32
+    copy, with a warning that its memory is not shared."""
+    if kwargs:
+        raise TypeError("torch._VariableFunctionsClass.from_numpy() takes no keyword arguments")
+    if len(args) != 1:
+        raise TypeError(f"torch._VariableFunctionsClass.from_numpy() takes exactly one argument ({len(args)} given)")
+    return _from_numpy(args[0])
+
+
+def _from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type_name(array)})")
     dtype = from_numpy_dtype(array.dtype)

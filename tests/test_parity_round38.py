@@ -527,3 +527,17 @@ def test_a_call_missing_its_arguments_has_torchs_text(code):
             eval(code, {"L": L, "np": np})
         texts.append(str(info.value))
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("code", ["L.arange(L.tensor([3]))", "L.arange(L.tensor(3))", "L.arange(0, L.tensor([3.0]))",
+                                  "L.arange(L.tensor(1.5), 4)"])
+def test_arange_takes_a_0d_tensor_as_a_number_and_no_other(code):
+    """A 0-d tensor is a Number to torch's parser; a 1-element 1-d tensor is not (fusegrad
+    took it)."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            outcomes.append(eval(code, {"L": L}).tolist())
+        except TypeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]

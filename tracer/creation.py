@@ -684,7 +684,8 @@ def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype:
             raise _invalid_arange_call(f"step={type(step).__name__}, end={type(end).__name__}, ")
         start = 0
     step = 1 if step is _ABSENT else step
-    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    # (a 0-d tensor is a Number to torch's parser; another tensor is refused below)
+    start, end, step = (v.item() if isinstance(v, Tensor) and v.dim() == 0 else v for v in (start, end, step))
     for name, v in (("end", end), ("start", start), ("step", step)):
         if not isinstance(v, (int, float, np.number, np.bool_)):
             raise TypeError(f"arange(): argument '{name}' (position {1 if name == 'end' and first is end else 2}) "

@@ -541,3 +541,16 @@ def test_arange_takes_a_0d_tensor_as_a_number_and_no_other(code):
         except TypeError as exc:
             outcomes.append(str(exc))
     assert outcomes[1] == outcomes[0]
+
+
+def test_autograd_grad_returns_a_seed_passed_through_as_given():
+    """autograd.grad(y, y, v) is v itself in torch (the engine passes the seed through); it was
+    a copy."""
+    results = []
+    for L in (torch, fg):
+        x = L.ones(2, requires_grad=True)
+        v = L.tensor([2.0, 3.0])
+        y = x * 2
+        results.append((L.autograd.grad(x, x, v)[0] is v, L.autograd.grad(y, y, v, retain_graph=True)[0] is v,
+                        L.autograd.grad(y, x, v)[0] is v))
+    assert results[1] == results[0] == (True, True, False)

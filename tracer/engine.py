@@ -1155,14 +1155,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if retained:
         accumulate_into_grads(retained, False)
     out = []
+    # a seed passed through unchanged (autograd.grad(y, y, v)) is returned as the very tensor
+    # given, as torch's engine returns it
+    given_seeds = {id(s._data): s for s in seeds if type(s) is Tensor and s._data is not None} if grad_outputs \
+        else {}
     for k, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:
             if not (allow_unused or materialize_grads):
                 raise RuntimeError(_unused_message(k))
             out.append(Tensor._wrap(np.zeros(t._value_shape(), t.dtype.np)) if materialize_grads else None)
+        elif isinstance(g, Tensor):
+            out.append(g)
+        elif id(g) in given_seeds:
+            out.append(given_seeds[id(g)])
         else:
-            out.append(g if isinstance(g, Tensor) else Tensor._wrap(g if _handed_over(g, seeds, out) else
-                                                                    np.array(g, copy=True)))
+            out.append(Tensor._wrap(g if _handed_over(g, seeds, out) else np.array(g, copy=True)))
     return tuple(out)
 
 

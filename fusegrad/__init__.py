@@ -20,7 +20,7 @@ from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, bernoulli, broadcast_shapes,
                                         broadcast_tensors, broadcast_to, cat, clamp,
                                         clamp_max, clamp_min, clip, clone, cos, detach, div, eq, erf, exp, expand,
-                                        expm1, flatten, floor_divide, ge, gt, le, log, log1p, log_softmax,
+                                        expm1, flatten, unflatten, floor_divide, ge, gt, le, log, log1p, log_softmax,
                                         logical_and, logical_not, logical_or, logical_xor, lt, masked_fill, matmul,
                                         max, maximum, mean, min, minimum, moveaxis, movedim, mul, ne, neg, nonzero,
                                         norm, pow, ravel, reciprocal, relu, remainder, sigmoid, sign, sin, softmax,
@@ -166,7 +166,7 @@ _parser_errors.public_functions(globals())
 
 # and so does a call missing its arguments (fg.cat(): `cat() missing 1 required positional
 # arguments: "tensors"`, where Python says `... argument: 'tensors'`)
-for _name in ("amax", "amin", "argmax", "argmin", "as_tensor", "cat", "clone", "detach", "flatten", "fliplr",
+for _name in ("amax", "amin", "argmax", "argmin", "as_tensor", "cat", "clone", "detach", "flatten", "unflatten", "fliplr",
               "flipud", "is_floating_point", "nonzero", "numel", "promote_types", "ravel", "relu_", "stack", "t"):
     globals()[_name] = _functional.missing_argument_texts(globals()[_name])
 

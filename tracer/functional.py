@@ -1903,6 +1903,35 @@ def _view_as_dtype(a: Tensor, dtype: DType) -> Tensor:
 
 
 @_keyword_texts
+def unflatten(input, dim, sizes) -> Tensor:
+    """torch.unflatten: dim `dim` of `a` split into `sizes` (one may be -1: inferred), a view."""
+    a = as_tensor(input, "unflatten")
+    dim = _int_arg("unflatten", "dim", 2, dim)
+    where = "unflatten(): argument 'sizes' (position 3) must be tuple of ints"
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"{where}, not {type_name(sizes)}")
+    for k, size in enumerate(sizes):
+        if not _is_size(size, first=k == 0):
+            if k:
+                raise TypeError(f"unflatten(): argument 'sizes' failed to unpack the object at pos {k + 1} with error "
+                                f"\"type must be tuple of ints,but got {type_name(size)}\"")
+            raise TypeError(f"{where}, but found element of type {type_name(size)} at pos 0")
+    sizes = [int(size.item()) if isinstance(size, Tensor) else operator.index(size) for size in sizes]
+    if a.dim() == 0:        # (torch's text here carries its C++ trace after these lines)
+        raise RuntimeError("unflatten got an unexpected error:\nDimension specified as 0 but tensor has no dimensions")
+    d = normalize_dim(dim, a.dim())
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
+    shape = tuple(a.shape)
+    if -1 not in sizes and math.prod(sizes) != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} "
+                           f"({shape[d]}) in the input tensor")
+    return view(a, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+@_keyword_texts
 def flatten(input, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: `a` with dims start_dim..end_dim merged into one (a 0-d tensor becomes 1-d)."""
     a = as_tensor(input, "flatten")

@@ -548,7 +548,8 @@ METHODS = {
     "argmax": _counted_from_self(F.argmax), "argmin": _counted_from_self(F.argmin), "nonzero": F.nonzero, "norm": _norm, "softmax": _counted_from_self(F.softmax),
     "log_softmax": _counted_from_self(F.log_softmax),
     # shapes
-    "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten), "permute": F.permute,
+    "reshape": F.reshape, "view": F.view, "flatten": _counted_from_self(F.flatten),
+    "unflatten": _counted_from_self(F.unflatten), "permute": F.permute,
     "transpose": _counted_from_self(F.transpose),
     "t": F.t, "unsqueeze": _counted_from_self(F.unsqueeze), "squeeze": F.squeeze_method, "expand": F.expand, "expand_as": F.expand_as,
     "broadcast_to": F.broadcast_to_method, "ravel": F.ravel, "movedim": F.movedim, "moveaxis": F.moveaxis,

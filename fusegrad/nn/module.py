@@ -174,8 +174,8 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
         backward_hook = None
         if own.get("_backward_hooks") or own.get("_backward_pre_hooks"):
-            backward_hook = BackwardHook(self, list(own["_backward_hooks"].values()),
-                                         list(own["_backward_pre_hooks"].values()))
+            backward_hook = BackwardHook(self, list(self._hook_dict("_backward_hooks").values()),
+                                         list(self._hook_dict("_backward_pre_hooks").values()))
             args = backward_hook.setup_input_hook(args)
         called = set()
         output = None
@@ -217,7 +217,7 @@ class Module:
         return self._add_backward_hook("_backward_pre_hooks", hook, prepend)
 
     def _add_backward_hook(self, kind: str, hook, prepend: bool):
-        hooks = self.__dict__[kind]
+        hooks = self._hook_dict(kind)
         handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         if prepend:
@@ -241,18 +241,26 @@ class Module:
     def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool, always_call: bool = False):
         """Register `hook` in the dict `kind` (torch's layout: id -> hook, its with_kwargs and
         always_call flags in dicts of their own, which its handle's remove() clears too)."""
-        own = self.__dict__
-        hooks, flags = own[kind], own[kind + "_with_kwargs"]
-        extra = (flags, own["_forward_hooks_always_called"]) if kind == "_forward_hooks" else (flags,)
-        handle = RemovableHandle(hooks, extra)
+        hooks, flags = self._hook_dict(kind), self._hook_dict(kind + "_with_kwargs")
+        always = self._hook_dict("_forward_hooks_always_called")
+        handle = RemovableHandle(hooks, (flags, always) if kind == "_forward_hooks" else (flags,))
         hooks[handle.id] = hook
         if prepend:
             hooks.move_to_end(handle.id, last=False)
         if with_kwargs:
             flags[handle.id] = True
         if always_call:
-            own["_forward_hooks_always_called"][handle.id] = True
+            always[handle.id] = True
         return handle
+
+    def _hook_dict(self, kind: str) -> OrderedDict:
+        """The module's hook dict `kind` (made here for a module unpickled from an older
+        fusegrad, whose __init__ did not make it)."""
+        hooks = self.__dict__.get(kind)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, kind, hooks)
+        return hooks
 
     # ---- registration -------------------------------------------------------
 

@@ -576,3 +576,46 @@ def test_unflatten(code):
         except (TypeError, RuntimeError, IndexError) as exc:
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+def _after_data_replaced(L, case: str):
+    x = L.ones(2, 3, requires_grad=True)
+    y = x * 2
+    if case == "non-leaf, sum":
+        y.data = L.zeros(4)
+        y.sum().backward()
+    elif case == "non-leaf, seed":
+        y.data = L.zeros(4)
+        y.backward(L.ones(4))
+    elif case == "leaf":
+        x.data = L.zeros(4)
+        y.sum().backward()
+    elif case == "leaf, broadcastable":
+        x.data = L.zeros(1, 3)
+        y.sum().backward()
+    elif case == "autograd.grad":
+        y.data = L.zeros(4)
+        return L.autograd.grad(y.sum(), x)[0].tolist()
+    elif case == "view":
+        v = x[0]
+        v.data = L.zeros(4)
+        v.sum().backward()
+    elif case == "seed of a shape that does not expand":
+        y.data = L.zeros(1, 3)
+        y.backward(L.ones(1, 3))
+    return x.grad.shape
+
+
+@pytest.mark.parametrize("case", ["non-leaf, sum", "non-leaf, seed", "leaf", "leaf, broadcastable", "autograd.grad",
+                                  "view", "seed of a shape that does not expand"])
+def test_backward_after_data_is_replaced_by_another_shape(case):
+    """`t.data = other` of another shape: the graph keeps the shapes it recorded, and torch
+    checks each gradient against them (validate_outputs, a leaf's accumulation). fusegrad
+    gave a (4,) gradient to a (2, 3) leaf, or raised NumPy's broadcast errors."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            outcomes.append(tuple(_after_data_replaced(L, case)))
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]

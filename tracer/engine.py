@@ -476,11 +476,13 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
     hooked = _retained_tensors(nodes, live) if retained is not None else []
     keep.update(edge for _, edge in hooked)
     grads: dict = {}
-    for edge, root, seed in zip(root_edges, roots, seeds):
+    for index, (edge, root, seed) in enumerate(zip(root_edges, roots, seeds)):
         if edge[0] in live:
             g = seed._concrete()
             if g.dtype != root.dtype.np:
                 g = g.astype(root.dtype.np)
+            if SHAPES_CHANGED[0]:
+                g = _validated_seed(index, edge, g)
             _accumulate(grads, edge, g)
     # (the per-node work below is written out: it runs once per node of every eager backward)
     entries = VJPS.entries
@@ -756,6 +758,20 @@ def _validated(node, index: int, edge, g):
     return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
 
 
+def _validated_seed(index: int, edge, g):
+    """A root's gradient checked as _validated checks a node's, against the shape the root's
+    node recorded (its `.data` was since replaced by one of another shape): torch's
+    GraphRoot text, which names no function."""
+    producer, k = edge
+    if producer.op is None or type(g) is not np.ndarray:
+        return g
+    shape = tuple(producer.out_types[k].shape)
+    if g.shape != shape and not _expands_to(shape, g.shape):
+        raise RuntimeError(f"invalid gradient at index {index} - got {list(g.shape)} but expected shape compatible "
+                           f"with {list(shape)}")
+    return _validated(producer, index, edge, g) if g.shape != shape else g
+
+
 def _expands_to(shape: tuple, target: tuple) -> bool:
     """Does `shape` broadcast to `target` (torch's is_expandable_to)?"""
     return len(shape) <= len(target) and all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
@@ -1008,6 +1024,8 @@ def accumulate_into_grads(pairs, create_graph: bool) -> None:
         # (no op runs here: NumPy arrays only, so no grad mode to set)
         for t, g in pairs:
             if t._grad is None:
+                if t._grad_fn is None and t._data is not None and g.shape != t._data.shape:
+                    broadcast_shapes(t._data.shape, g.shape)    # (.data replaced since: torch's error)
                 # (a retained non-leaf's first gradient is torch's contiguous clone of it)
                 t._grad = Tensor._wrap(grad_memory(g, t._data) if t._grad_fn is None
                                        else np.array(g, order="C", copy=True))

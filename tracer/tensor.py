@@ -670,6 +670,11 @@ class Tensor:
         if self._data is None or value._data is None:
             trace_state.current().assign_data(self, value)
             return
+        if value._data.shape != self._data.shape:
+            # (the nodes that recorded the old shape keep it: the engine checks gradients
+            # against theirs from now on, as torch's validate_outputs)
+            from .node import SHAPES_CHANGED
+            SHAPES_CHANGED[0] = True
         self._data = value._data
         self._dtype = value._dtype
         self.__dict__["_data_assigned"] = True     # (a saved input reads its new data: saved_checks)

@@ -619,3 +619,21 @@ def test_backward_after_data_is_replaced_by_another_shape(case):
         except RuntimeError as exc:
             outcomes.append(str(exc))
     assert outcomes[1] == outcomes[0]
+
+
+LINSPACE = ["L.linspace(0, 1, 3, dtype=L.bool)", "L.linspace(L.tensor([0.0]), 1, 3)", "L.linspace(0, L.tensor([1.0]), 3)",
+            "L.linspace(0, 1, 3, L.float64)", "L.linspace(0, 1, L.tensor(3))", "L.linspace(0, 1, L.tensor([3]))",
+            "L.linspace(0, 1, L.tensor(3.0))", "L.linspace(L.tensor(0.0), 1, 3)", "L.linspace(0, 1, 2.0)"]
+
+
+@pytest.mark.parametrize("code", LINSPACE)
+def test_linspace_arguments(code):
+    """torch's checks: no bool dtype, 0-d start/end tensors only, dtype keyword-only, an
+    integer 0-d tensor as steps; its invalid-combination text lists its four forms."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            outcomes.append(eval(code, {"L": L}).tolist())
+        except (TypeError, RuntimeError, NotImplementedError) as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]

@@ -756,16 +756,31 @@ def _scalar_str(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def linspace(start, end, steps, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
-    """`steps` evenly spaced values from `start` to `end` inclusive."""
+_LINSPACE_FORMS = "".join(
+    f" * ({a} start, {b} end, int steps, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    f"torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number")))
+
+
+def linspace(start, end, steps, *extra, dtype: DType | None = None, requires_grad: bool = False,
+             device=None) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` inclusive (0-d tensors stand for
+    numbers; `dtype` is keyword-only, as torch's parser has it)."""
     check_device(device)
+    if isinstance(steps, Tensor) and steps.dim() == 0 and steps._dtype is int64:
+        steps = int(steps.item())       # (an integer 0-d tensor is an int to torch's parser)
+    if extra or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        got = ", ".join(type_name(v) for v in (start, end, steps) + extra)
+        raise TypeError(f"linspace() received an invalid combination of arguments - got ({got}), but expected one "
+                        f"of:\n{_LINSPACE_FORMS}")
     dtype = _dtype_arg("linspace", dtype)
     requires_grad = _grad_flag("linspace", requires_grad)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
-        got = ", ".join(type(v).__name__ for v in (start, end, steps))
-        raise TypeError(f"linspace() received an invalid combination of arguments - got ({got}), but expected one "
-                        "of:\n * (Tensor start, Tensor end, int steps, *, ...)\n * (Number start, Number end, "
-                        "int steps, *, ...)\n")
+    if dtype is bool_:
+        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v.dim() != 0:
+            raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {name} with "
+                               f"{v.dim()} dimension(s).")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))

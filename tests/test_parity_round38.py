@@ -637,3 +637,16 @@ def test_linspace_arguments(code):
         except (TypeError, RuntimeError, NotImplementedError) as exc:
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+def test_new_tensor_of_a_tensor_warns_once():
+    """t.new_tensor(tensor) warns torch's one text; fusegrad added fg.tensor's as well."""
+    import warnings
+    texts = []
+    for L in (torch, fg):
+        v = L.tensor([1.0, 2.0, 3.0])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert v.new_tensor(v).tolist() == [1.0, 2.0, 3.0]
+        texts.append([str(w.message) for w in caught])
+    assert texts[1] == texts[0] and len(texts[0]) == 1

@@ -236,8 +236,14 @@ def _scalar(obj, integral: bool = False):
 @missing_argument_texts
 def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, device=None) -> Tensor:
     """A new leaf tensor copying `data` (nested lists, numbers, arrays or tensors)."""
+    return copied_tensor(data, dtype, requires_grad, device, warn_of_tensor=True)
+
+
+def copied_tensor(data, dtype, requires_grad, device, warn_of_tensor: bool) -> Tensor:
+    """fg.tensor's work; `warn_of_tensor` False where the caller warned in its own words
+    (Tensor.new_tensor)."""
     check_device(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, Tensor) and warn_of_tensor:
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=user_stacklevel())

@@ -468,7 +468,7 @@ def new_tensor(self, data, dtype=None, requires_grad: bool = False) -> Tensor:
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=user_stacklevel())
-    return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return creation.copied_tensor(data, dtype or self.dtype, requires_grad, None, warn_of_tensor=False)
 
 
 # ------------------------------------------------------------ whole-tensor comparisons (Python bools)

@@ -650,3 +650,16 @@ def test_new_tensor_of_a_tensor_warns_once():
             assert v.new_tensor(v).tolist() == [1.0, 2.0, 3.0]
         texts.append([str(w.message) for w in caught])
     assert texts[1] == texts[0] and len(texts[0]) == 1
+
+
+def test_storage_offset_of_a_tensor_made_of_a_numpy_view():
+    """torch.from_numpy / as_tensor of an array that is itself a view start their storage at
+    that array's memory; fusegrad counted from the array it views."""
+    import numpy as np
+    offsets = []
+    for L in (torch, fg):
+        a = np.zeros((2, 3), np.float32)
+        offsets.append([L.from_numpy(a[1:]).storage_offset(), L.as_tensor(a[:, 1]).storage_offset(),
+                        L.from_numpy(a[1:]).view(-1)[1:].storage_offset(), L.from_numpy(a)[1:].storage_offset(),
+                        L.from_numpy(a[:, 1:])[1].storage_offset()])
+    assert offsets[1] == offsets[0] == [0, 0, 1, 3, 3]

@@ -317,8 +317,14 @@ def wrap_array(array: np.ndarray) -> Tensor:
     trace = trace_state.current()
     if trace is not None:           # Python may write the array between the traced ops
         trace.expose(array)
-    return Tensor._wrap(array, from_numpy_dtype(array.dtype)) if array.dtype in _SHARED_DTYPES else \
-        Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
+    if array.dtype not in _SHARED_DTYPES:
+        return Tensor._wrap(array.astype(from_numpy_dtype(array.dtype).np))
+    t = Tensor._wrap(array, from_numpy_dtype(array.dtype))
+    if array.base is not None:
+        # its storage starts at this array's memory (torch.from_numpy's), not at the array it
+        # views: Tensor.storage_offset
+        t.__dict__["_storage_start"] = array.ctypes.data
+    return t
 
 
 _GENERATOR_SIGNATURES = (

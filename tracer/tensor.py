@@ -192,7 +192,7 @@ class Tensor:
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
                            "_view_node", "_hooks", "_layout", "_origin", "_multi_output",
-                           "_multi_output_node"))
+                           "_multi_output_node", "_storage_start"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -396,7 +396,16 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def storage_offset(self) -> int:
-        """Elements between the start of the memory this tensor views and its first element."""
+        """Elements between the start of the memory this tensor views and its first element.
+        A tensor made of a NumPy array that is itself a view (fg.from_numpy(a[1:])) starts its
+        storage at that array's memory, as torch.from_numpy does, and so do its views."""
+        t = self
+        while t is not None:
+            start = t.__dict__.get("_storage_start")
+            if start is not None:
+                array = self._concrete()
+                return (array.ctypes.data - start) // array.itemsize
+            t = t._base
         root, offset, _ = _memory_of(self._concrete())
         return offset // root.itemsize
 

@@ -170,3 +170,20 @@ for _name in ("amax", "amin", "argmax", "argmin", "as_tensor", "cat", "clone", "
               "flipud", "is_floating_point", "nonzero", "numel", "promote_types", "ravel", "relu_", "stack", "t"):
     globals()[_name] = _functional.missing_argument_texts(globals()[_name])
 
+
+# torch's dtype names that fusegrad does not have: an AttributeError (hasattr stays False)
+# that says so, where Python's would only say the name is missing
+_MISSING_DTYPE_NAMES = {"int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
+                        "uint8": "uint8", "float16": "float16", "half": "float16", "bfloat16": "bfloat16",
+                        "complex64": "complex64", "cfloat": "complex64", "complex128": "complex128",
+                        "cdouble": "complex128", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+
+
+def __getattr__(name: str):
+    """A module attribute that does not exist (PEP 562): for torch's dtype names fusegrad
+    does not have, the error names its four dtypes."""
+    if name in _MISSING_DTYPE_NAMES:
+        raise AttributeError(f"module 'fusegrad' has no attribute '{name}': fusegrad has no "
+                             f"{_MISSING_DTYPE_NAMES[name]} dtype; its dtypes are float32 (fg.float), float64 "
+                             f"(fg.double), int64 (fg.long) and bool")
+    raise AttributeError(f"module 'fusegrad' has no attribute '{name}'")

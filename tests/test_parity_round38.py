@@ -663,3 +663,22 @@ def test_storage_offset_of_a_tensor_made_of_a_numpy_view():
                         L.from_numpy(a[1:]).view(-1)[1:].storage_offset(), L.from_numpy(a)[1:].storage_offset(),
                         L.from_numpy(a[:, 1:])[1].storage_offset()])
     assert offsets[1] == offsets[0] == [0, 0, 1, 3, 3]
+
+
+@pytest.mark.parametrize("code", ["x.int()", "x.half()", "x.byte()", "x.type('torch.IntTensor')"])
+def test_a_cast_to_a_dtype_fusegrad_lacks_says_so(code):
+    """torch has these casts; fusegrad has four dtypes, and says which (it raised
+    AttributeError: 'Tensor' object has no attribute 'int', or torch's "invalid type" text
+    for a name torch does know)."""
+    with pytest.raises(NotImplementedError, match=r"^fusegrad has no \w+ dtype \(.*\); its dtypes are float32 "
+                                                  r"\(fg\.float\), float64 \(fg\.double\), int64 \(fg\.long\) and bool$"):
+        eval(code, {"x": fg.ones(2)})
+
+
+def test_a_dtype_name_fusegrad_lacks_says_so():
+    assert not hasattr(fg, "int32") and not hasattr(fg, "half")
+    with pytest.raises(AttributeError, match="^module 'fusegrad' has no attribute 'float16': fusegrad has no float16 "
+                                             "dtype; its dtypes are"):
+        fg.float16
+    with pytest.raises(AttributeError, match="^module 'fusegrad' has no attribute 'nonexistent'$"):
+        fg.nonexistent

@@ -237,6 +237,29 @@ def _float_result(fn, op: str):
     return method
 
 
+# torch's casts and legacy type names to dtypes fusegrad does not have (its four: float32,
+# float64, int64, bool): a clear error naming the dtype, where Python's AttributeError or
+# torch's "invalid type" text would say nothing of it
+_MISSING_DTYPES = {"int": "int32", "half": "float16", "short": "int16", "char": "int8", "byte": "uint8",
+                   "bfloat16": "bfloat16", "cfloat": "complex64", "cdouble": "complex128"}
+_MISSING_TYPE_NAMES = {"IntTensor": "int32", "HalfTensor": "float16", "ShortTensor": "int16", "CharTensor": "int8",
+                       "ByteTensor": "uint8", "BFloat16Tensor": "bfloat16"}
+FOUR_DTYPES = "float32 (fg.float), float64 (fg.double), int64 (fg.long) and bool"
+
+
+def _missing_dtype(what: str, dtype_name: str) -> NotImplementedError:
+    return NotImplementedError(f"fusegrad has no {dtype_name} dtype ({what}); its dtypes are {FOUR_DTYPES}")
+
+
+def _missing_cast_method(name: str, dtype_name: str):
+    """`t.int()` and its kin, for a dtype fusegrad does not have: its clear error."""
+    def method(self, *args, **kwargs):
+        raise _missing_dtype(f"Tensor.{name}() casts to it", dtype_name)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"torch's cast to {dtype_name}, which fusegrad does not have: raises NotImplementedError."
+    return method
+
+
 def _cast_method(name: str, dtype):
     """`t.float()` and its kin: a cast, taking only torch's keyword memory_format (accepted;
     a cast result keeps a dense tensor's layout as torch's preserve_format does)."""
@@ -485,6 +508,9 @@ def _type(self, dtype=None, non_blocking: bool = False):
         return TORCH_TYPE_NAMES[self.dtype.name]
     if isinstance(dtype, str):
         if dtype not in _TYPE_BY_NAME:
+            missing = _MISSING_TYPE_NAMES.get(dtype.rsplit(".", 1)[-1]) if dtype.startswith("torch.") else None
+            if missing is not None:
+                raise _missing_dtype(f"type '{dtype}'", missing)
             raise ValueError(f"invalid type: '{dtype}'")
         dtype = _TYPE_BY_NAME[dtype]
     elif isinstance(dtype, type):
@@ -560,6 +586,7 @@ METHODS = {
     # casts
     "float": _cast_method("float", float32), "double": _cast_method("double", float64),
     "long": _cast_method("long", int64), "bool": _cast_method("bool", bool_),
+    **{name: _missing_cast_method(name, dtype_name) for name, dtype_name in _MISSING_DTYPES.items()},
     "type": _type,
     # in-place
     "add_": _checked_other(inplace.binary_inplace("add", "AddBackward0")),

@@ -682,3 +682,13 @@ def test_a_dtype_name_fusegrad_lacks_says_so():
         fg.float16
     with pytest.raises(AttributeError, match="^module 'fusegrad' has no attribute 'nonexistent'$"):
         fg.nonexistent
+
+
+def test_tensor_of_a_buffer():
+    """fg.tensor of a bytearray, memoryview or array.array reads its items, as torch's does
+    (int64 for integers, float32 for floats); it raised "Could not infer dtype"."""
+    import array
+    for make in (lambda: bytearray(b"ab"), lambda: memoryview(b"abc"), lambda: array.array("d", [1.0, 2.0]),
+                 lambda: array.array("i", [1, 2]), lambda: memoryview(array.array("f", [1.5, 2.0]))):
+        ours, theirs = fg.tensor(make()), torch.tensor(make())
+        assert ours.tolist() == theirs.tolist() and str(ours.dtype)[3:] == str(theirs.dtype)[6:]

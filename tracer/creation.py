@@ -2,6 +2,7 @@
 randn/rand, arange, the *_like forms, and the global random generator."""
 from __future__ import annotations
 
+from array import array as _PythonArray
 import warnings
 
 import numpy as np
@@ -243,6 +244,8 @@ def copied_tensor(data, dtype, requires_grad, device, warn_of_tensor: bool) -> T
     """fg.tensor's work; `warn_of_tensor` False where the caller warned in its own words
     (Tensor.new_tensor)."""
     check_device(device)
+    if isinstance(data, (bytearray, memoryview, _PythonArray)):
+        data = data.tolist() if isinstance(data, memoryview) else list(data)   # (torch: its items)
     if isinstance(data, Tensor) and warn_of_tensor:
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",

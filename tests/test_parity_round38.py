@@ -692,3 +692,19 @@ def test_tensor_of_a_buffer():
                  lambda: array.array("i", [1, 2]), lambda: memoryview(array.array("f", [1.5, 2.0]))):
         ours, theirs = fg.tensor(make()), torch.tensor(make())
         assert ours.tolist() == theirs.tolist() and str(ours.dtype)[3:] == str(theirs.dtype)[6:]
+
+
+def test_a_list_of_arrays_warns_once_as_torch(monkeypatch):
+    """torch warns (once a process) that a tensor from a list of NumPy arrays is slow."""
+    import warnings
+    import numpy as np
+    from fusegrad.tracer import creation
+    monkeypatch.setattr(creation, "_WARNED_ARRAY_LIST", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = fg.tensor([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
+        fg.tensor([np.array([1.0])])
+    assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert [str(w.message) for w in caught] == [
+        "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting the list to a "
+        "single numpy.ndarray with numpy.array() before converting to a tensor."]

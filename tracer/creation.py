@@ -95,6 +95,7 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
 
 
 _SEQUENCES = (list, tuple, range)
+_WARNED_ARRAY_LIST: list = []
 
 
 def _leaves(data):
@@ -246,6 +247,11 @@ def copied_tensor(data, dtype, requires_grad, device, warn_of_tensor: bool) -> T
     check_device(device)
     if isinstance(data, (bytearray, memoryview, _PythonArray)):
         data = data.tolist() if isinstance(data, memoryview) else list(data)   # (torch: its items)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray) and not _WARNED_ARRAY_LIST:
+        _WARNED_ARRAY_LIST.append(True)     # (torch's TORCH_WARN_ONCE)
+        warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
+                      "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.",
+                      UserWarning, stacklevel=user_stacklevel())
     if isinstance(data, Tensor) and warn_of_tensor:
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",

@@ -708,3 +708,19 @@ def test_a_list_of_arrays_warns_once_as_torch(monkeypatch):
     assert [str(w.message) for w in caught] == [
         "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting the list to a "
         "single numpy.ndarray with numpy.array() before converting to a tensor."]
+
+
+KEEPDIM_STRIDES = ["x.sum(0, True)", "x.amax(0, True)", "x.amin(0, True)", "x.prod(0, True)", "x.sum(1, True)",
+                   "x.t().sum(1, True)", "b.permute(2, 0, 1).sum((1, 2), True)", "b.permute(2, 0, 1).amax((0, 2), True)"]
+
+
+@pytest.mark.parametrize("code", KEEPDIM_STRIDES)
+def test_keepdim_reductions_of_a_permute_have_row_major_unit_strides(code):
+    """A keepdim reduction of a permuted input: torch's result is row-major, its size-1 dims
+    too; NumPy's keepdims result kept the input's strides there (x.t().sum(0, True): (1, 1)
+    where torch's are (4, 1))."""
+    strides = []
+    for L in (torch, fg):
+        x, b = L.arange(24.0).reshape(4, 6).t(), L.arange(100.0).reshape(4, 5, 5)
+        strides.append(eval(code, {"x": x, "b": b}).stride())
+    assert strides[1] == strides[0]

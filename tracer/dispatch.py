@@ -245,6 +245,13 @@ class _Plan:
         self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 
+def with_row_major_unit_strides(result: np.ndarray) -> np.ndarray:
+    """A row-major `result` whose size-1 dims have row-major strides too (NumPy's keepdims
+    reduction of a permuted array leaves them the input's: x.t().sum(0, keepdim=True) had
+    strides (1, 1) where torch's are (4, 1))."""
+    return result.reshape(-1).reshape(result.shape)
+
+
 def row_major_result(opdef) -> bool:
     """Whether torch allocates the op's eager results row-major whatever its inputs' layout (a
     reduction's: NumPy's follow the input's order, so the sum over a permute's dim kept the
@@ -301,6 +308,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
                                               if n == 2 else all([a.flags.c_contiguous for a in arrays]))
                                          or plan.unit_broadcast and odd_unit_strides(arrays)):
                     result = elementwise_layout(result, arrays)     # (unrolled: the hot path)
+                elif plan.row_major and 1 in result.shape:
+                    result = with_row_major_unit_strides(result)
             elif plan.row_major:
                 result = np.ascontiguousarray(result)
             elif plan.elementwise:
@@ -322,6 +331,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
         for r, t in zip(apply_ref(plan.ref, arrays, attrs or {}, plan.out_types), plan.out_types):
             if plan.row_major and not r.flags.c_contiguous:
                 r = np.ascontiguousarray(r)
+            elif plan.row_major and r.ndim > 1 and 1 in r.shape:
+                r = with_row_major_unit_strides(r)
             elif plan.elementwise and r.ndim > 1 and (not all([a.flags.c_contiguous for a in arrays])
                                                       or plan.unit_broadcast and odd_unit_strides(arrays)):
                 r = elementwise_layout(r, arrays)

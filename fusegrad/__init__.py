@@ -59,6 +59,7 @@ from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_cac
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
 from fusegrad import random  # noqa: A004  (torch.random: the generator's functions)
+from fusegrad import return_types  # noqa: E402  (torch.return_types: max(dim) / min(dim) results)
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

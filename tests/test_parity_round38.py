@@ -724,3 +724,17 @@ def test_keepdim_reductions_of_a_permute_have_row_major_unit_strides(code):
         x, b = L.arange(24.0).reshape(4, 6).t(), L.arange(100.0).reshape(4, 5, 5)
         strides.append(eval(code, {"x": x, "b": b}).stride())
     assert strides[1] == strides[0]
+
+
+def test_max_dim_result_is_a_structseq_as_torchs():
+    """fg.return_types.max / min: made of one 2-sequence, deep-copied and pickled as torch's
+    (they raised TypeError / PicklingError: fusegrad.return_types could not be imported)."""
+    import copy
+    import pickle
+    outcomes = []
+    for L in (torch, fg):
+        r = L.tensor([[1.0, 5.0], [3.0, 2.0]]).max(1)
+        copied, loaded, made = copy.deepcopy(r), pickle.loads(pickle.dumps(r)), type(r)((r.values, r.indices))
+        outcomes.append((type(r).__name__, L.return_types.max is type(r), copied.values.tolist(),
+                         loaded.indices.tolist(), made.values.tolist(), r.n_fields, r.n_sequence_fields))
+    assert outcomes[1] == outcomes[0]

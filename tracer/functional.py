@@ -1364,12 +1364,22 @@ def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None =
 
 
 class _ValuesIndices(tuple):
-    """torch.return_types.max / min: a (values, indices) pair with names."""
+    """torch.return_types.max / min: a (values, indices) pair with names, made as torch's
+    structseq is made, of one sequence of the two (`type(r)((v, i))`), and pickled and
+    copied as such (fusegrad.return_types holds the classes)."""
 
     __slots__ = ()
+    n_fields = n_sequence_fields = 2
+    n_unnamed_fields = 0
 
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
+    def __new__(cls, sequence):
+        items = tuple(sequence)
+        if len(items) != 2:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}() takes a 2-sequence ({len(items)}-sequence given)")
+        return super().__new__(cls, items)
+
+    def __reduce__(self):
+        return type(self), (tuple(self),)
 
     @property
     def values(self):
@@ -1415,10 +1425,10 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     if a.dim() == 0:
         # a copy (a reshape would be a view: a later write to `a` would change the values)
         values = apply_op("cast", [a], {"dtype": a._dtype}, "MaxBackward0" if kind == "max" else "MinBackward0")
-        return RETURN_TYPES[kind](values, Tensor._wrap(np.zeros((), np.int64)))
+        return RETURN_TYPES[kind]((values, Tensor._wrap(np.zeros((), np.int64))))
     values, indices = apply_op(kind + "_dim", [a], {"axis": axis, "keepdim": bool(keepdim)},
                                "MaxBackward0" if kind == "max" else "MinBackward0")
-    return RETURN_TYPES[kind](values, indices)
+    return RETURN_TYPES[kind]((values, indices))
 
 
 @_call_form_texts

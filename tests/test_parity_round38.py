@@ -738,3 +738,14 @@ def test_max_dim_result_is_a_structseq_as_torchs():
         outcomes.append((type(r).__name__, L.return_types.max is type(r), copied.values.tolist(),
                          loaded.indices.tolist(), made.values.tolist(), r.n_fields, r.n_sequence_fields))
     assert outcomes[1] == outcomes[0]
+
+
+def test_the_norm_of_a_transpose_is_read_in_memory_order():
+    """torch's TensorIterator reads a dense permuted tensor in memory order: the 2-norm of a
+    transposed float32 matrix equals the norm of the matrix itself, to the bit. fusegrad
+    summed it in a running sum per result, 3e-5 off where torch is 1e-6 off."""
+    import numpy as np
+    a = np.random.RandomState(3).rand(1000, 1000).astype(np.float32) + 0.5
+    b = np.random.RandomState(3).rand(4, 30000).astype(np.float32) + 0.5
+    assert fg.tensor(a).t().norm().item() == torch.tensor(a).t().norm().item() == torch.tensor(a).norm().item()
+    np.testing.assert_array_equal(fg.tensor(b).t().norm(2, 0).numpy(), torch.tensor(b).t().norm(2, 0).numpy())

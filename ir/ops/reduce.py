@@ -616,7 +616,16 @@ _NORM_LANES = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}
 
 def _torch_order_norm(x, p, axes):
     """The p-norm of float `x` over `axes` in torch's order (shape: the kept dims, then one per
-    reduced dim of size 1 is not kept: the caller reshapes)."""
+    reduced dim of size 1 is not kept: the caller reshapes). A dense permuted `x` (a
+    transpose) is read in memory order, as torch's TensorIterator reorders its dims."""
+    if x.ndim > 1 and not x.flags.c_contiguous:
+        order = sorted(range(x.ndim), key=lambda d: -x.strides[d])
+        in_memory = x.transpose(order)
+        if in_memory.flags.c_contiguous:
+            kept = [d for d in order if d not in axes]          # (the result's dims, in memory order)
+            r = _torch_order_norm(in_memory, p, tuple(order.index(d) for d in axes))
+            r = r.reshape([x.shape[d] for d in kept]).transpose([kept.index(d) for d in sorted(kept)])
+            return r.reshape(-1)
     dtype = x.dtype
     kept = [d for d in range(x.ndim) if d not in axes]
     rows = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))

@@ -51,6 +51,7 @@ class BackwardHook:
         self.grad_outputs = None
         self.n_inputs = self.n_outputs = 0
         self.input_index = self.output_index = None
+        self.constant_inputs: dict = {}     # position -> a tensor input that needs no gradient
 
     def setup_input_hook(self, args: tuple) -> tuple:
         """`args` with its tensors passed through the hook Function; the node's post-hook

@@ -749,3 +749,25 @@ def test_the_norm_of_a_transpose_is_read_in_memory_order():
     b = np.random.RandomState(3).rand(4, 30000).astype(np.float32) + 0.5
     assert fg.tensor(a).t().norm().item() == torch.tensor(a).t().norm().item() == torch.tensor(a).norm().item()
     np.testing.assert_array_equal(fg.tensor(b).t().norm(2, 0).numpy(), torch.tensor(b).t().norm(2, 0).numpy())
+
+
+@pytest.mark.parametrize("code", ["L.autograd.backward([None])", "L.autograd.backward([y * 2, None], [L.ones(2), None])",
+                                  "L.autograd.backward([y.sum()], grad_variables=[L.tensor(1.0)])",
+                                  "L.autograd.backward([y.sum()], grad_tensors=[L.tensor(1.0)], "
+                                  "grad_variables=[L.tensor(1.0)])"])
+def test_autograd_backward_arguments(code):
+    """torch.autograd.backward: a non-tensor output is its _make_grads AssertionError; the
+    deprecated `grad_variables` keyword works with its FutureWarning, or raises beside
+    grad_tensors."""
+    import warnings
+    outcomes = []
+    for L in (torch, fg):
+        x = L.ones(2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                eval(code, {"L": L, "y": x * 1})
+                outcomes.append(("ok", x.grad.tolist(), [str(w.message) for w in caught]))
+            except (AssertionError, RuntimeError) as exc:
+                outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[1] == outcomes[0]

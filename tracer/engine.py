@@ -209,7 +209,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     # that does not require grad (a wrong-shaped gradient of such an output names the shape)
     for k, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(out).__name__}")
+            raise AssertionError("Expected output to be a torch.Tensor")     # (torch's _make_grads)
         if g is None:
             if out._requires_grad:
                 if out.numel() != 1:
@@ -815,8 +815,17 @@ _CREATE_GRAPH_CYCLE = ("Using backward() with create_graph=True will create a re
 _WARNED_CREATE_GRAPH: list = []
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
-    """Accumulate gradients of `tensors` into the `.grad` of the leaves (and retained non-leaves)."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
+             inputs=None) -> None:
+    """Accumulate gradients of `tensors` into the `.grad` of the leaves (and retained non-leaves).
+    `grad_variables` is torch's deprecated name of `grad_tensors`."""
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning,
+                      stacklevel=user_stacklevel())
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
     if TRANSFORMS_RUNNING[0]:
         raise RuntimeError("backward() called inside a functorch transform. This is not supported, please use "
                            "functorch.grad or functorch.vjp instead or call backward() outside of functorch "

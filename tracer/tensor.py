@@ -712,7 +712,7 @@ class Tensor:
             for item in grads or [gradient]:
                 if not (isinstance(item, Tensor) or item is None):
                     raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
-        backward([self], grads, retain_graph, create_graph, inputs)
+        backward([self], grads, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ conversion
     def _concrete(self) -> np.ndarray:

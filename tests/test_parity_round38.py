@@ -771,3 +771,17 @@ def test_autograd_backward_arguments(code):
             except (AssertionError, RuntimeError) as exc:
                 outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("code", ["a.sum(1, keepdim=np.bool_(True))", "a.sum(1, np.bool_(True))",
+                                  "a.mean(1, keepdim=np.bool_(True))", "a.max(1, keepdim=np.bool_(True))",
+                                  "a.norm(dim=1, keepdim=np.bool_(True))", "a.amax(1, keepdim=np.bool_(True))"])
+def test_keepdim_refuses_a_numpy_bool(code):
+    """torch 2.13's parser takes only a Python bool as keepdim ("must be bool, not numpy.bool")."""
+    import numpy as np
+    texts = []
+    for L in (torch, fg):
+        with pytest.raises(TypeError) as info:
+            eval(code, {"a": L.ones(2, 3), "np": np})
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]

@@ -576,7 +576,7 @@ def _extremum_method_invalid(name: str, args: tuple, kwargs: dict):
             where = f" (position {position})" if key in named else ""
             if key == "dim" and (not _is_index(value) or isinstance(value, (bool, np.bool_))):
                 return f"{name}(): argument 'dim'{where} must be int, not {type_name(value)}"
-            if key == "keepdim" and not isinstance(value, (bool, np.bool_)):
+            if key == "keepdim" and not isinstance(value, bool):
                 return f"{name}(): argument 'keepdim'{where} must be bool, not {type_name(value)}"
     return None
 
@@ -1305,7 +1305,7 @@ def _check_keepdim(fn: str, args: tuple, kwargs: dict) -> None:
         keepdim, where = args[at], f" (position {at})"
     else:
         return
-    if keepdim is not _MISSING and not isinstance(keepdim, (bool, np.bool_)):
+    if keepdim is not _MISSING and not isinstance(keepdim, bool):      # (torch 2.13 refuses numpy.bool too)
         if fn == "norm":                                 # torch's norm calls linalg_vector_norm
             fn, where = "linalg_vector_norm", " (position 4)"
         raise TypeError(f"{fn}(): argument 'keepdim'{where} must be bool, not {type_name(keepdim)}")

@@ -785,3 +785,16 @@ def test_keepdim_refuses_a_numpy_bool(code):
             eval(code, {"a": L.ones(2, 3), "np": np})
         texts.append(str(info.value))
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("code", ["a.sum(L.tensor([5]))", "a.squeeze(L.tensor([5]))", "L.zeros(0).sum(L.tensor(True))",
+                                  "a.sum(L.tensor(1.0))", "a.sum(L.tensor([0, 1]))"])
+def test_a_one_element_integer_tensor_as_dims_out_of_range(code):
+    """torch's int-list parser takes an integer (or bool) tensor of one element as a dim, so an
+    out-of-range one is its IndexError; fusegrad's parser texts called it an invalid combination."""
+    texts = []
+    for L in (torch, fg):
+        with pytest.raises((IndexError, TypeError)) as info:
+            eval(code, {"a": L.ones(2, 3), "L": L})
+        texts.append((info.type.__name__, str(info.value).split("\n")[0]))
+    assert texts[1] == texts[0]

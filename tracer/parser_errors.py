@@ -135,7 +135,11 @@ class _Param:
             return isinstance(x, (bool, np.bool_))
         if kind == "tuple of ints":
             # (torch checks a sequence's first element here; the others when it unpacks them)
-            return (self.one_int and is_int(x)) or (isinstance(x, (tuple, list)) and (not x or is_int(x[0])))
+            # (an integer or bool tensor of one element, of any dims, is an int list of one to
+            # torch's IntArrayRef parser: t.sum(fg.tensor([5])) is torch's dim-range IndexError)
+            return (self.one_int and is_int(x)) or (isinstance(x, Tensor) and x.numel() == 1 and
+                                                    not x.dtype.is_floating_point) \
+                or (isinstance(x, (tuple, list)) and (not x or is_int(x[0])))
         if kind == "torch.dtype":
             return isinstance(x, DType) or any(x is kind for kind in (int, float, bool))  # (Python types too)
         if kind == "str":

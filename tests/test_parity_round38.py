@@ -798,3 +798,17 @@ def test_a_one_element_integer_tensor_as_dims_out_of_range(code):
             eval(code, {"a": L.ones(2, 3), "L": L})
         texts.append((info.type.__name__, str(info.value).split("\n")[0]))
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("code", ["L.tensor(7).cumsum(0, dtype=L.bool)", "L.zeros(0, 3).cumsum(0, dtype=L.bool)",
+                                  "L.tensor([7]).cumsum(0, dtype=L.bool)", "L.tensor(0.0).cumsum(0, dtype=L.bool)"])
+def test_cumsum_to_bool_of_nothing_to_sum(code):
+    """torch's cumsum to bool refuses to sum, but a 0-d or empty input is copied, not summed."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            r = eval(code, {"L": L})
+            outcomes.append((r.tolist(), str(r.dtype).split(".")[-1], tuple(r.shape)))
+        except NotImplementedError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]

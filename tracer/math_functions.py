@@ -146,6 +146,8 @@ def cumsum(input, dim, *, dtype=None) -> Tensor:
     in int64, `dtype` casts the input first (its cast node not shown, as torch's)."""
     a = as_tensor(input, "cumsum")
     axis = normalize_dim(int_argument(dim, "cumsum"), a.dim())
+    if dtype is bool_ and (a.dim() == 0 or a.numel() == 0):
+        return cast(a, bool_)       # (torch's kernel copies these without summing: no Bool error)
     return apply_op("cumsum", [_accumulated(a, dtype, "cumsum")], {"axis": axis, "reverse": False}, "CumsumBackward0")
 
 

@@ -12,7 +12,7 @@ from fusegrad.ir.types import PYTHON_TYPE_DTYPES, promote_types
 
 from . import generator as random_generator, trace_state
 from fusegrad.ir.fma import fma64
-from fusegrad.ir.ops.reduce import torch_thread_count
+from fusegrad.ir.ops.reduce import torch_parallel_tasks
 from .device import check_device
 from .memory_format import contiguous_format, memory_format_arg
 from .scalar_checks import check_int_parses, check_scalar_fits
@@ -745,7 +745,7 @@ def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndar
     A range of GRAIN_SIZE (32768) elements or more is split among torch's threads
     (at::parallel_for), and each chunk starts its blocks at its own first element."""
     result = np.empty(n, out)
-    tasks = min(torch_thread_count(), -(-n // _TORCH_GRAIN)) if n >= _TORCH_GRAIN else 1
+    tasks = torch_parallel_tasks(n)
     chunk = -(-n // tasks) if n else 0
     for begin in range(0, n, max(chunk, 1)):
         _range_chunk(result, begin, min(n, begin + chunk), start, step, out)
@@ -769,7 +769,6 @@ def _range_chunk(result: np.ndarray, begin: int, end: int, start: float, step: f
 
 
 _RANGE_BLOCK = 1 << 16          # (a multiple of every vector block: 2 * 8 lanes)
-_TORCH_GRAIN = 32768            # at::internal::GRAIN_SIZE
 
 
 def _scalar_str(x) -> str:

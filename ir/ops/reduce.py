@@ -79,10 +79,11 @@ def _torch_threads() -> int:
 _PHYSICAL_CORES: list = []
 
 
-def torch_thread_count() -> int:
-    """_torch_threads, for the other kernels whose values depend on how torch splits them
-    among threads (arange); tests replace _torch_threads."""
-    return _torch_threads()
+def torch_parallel_tasks(n: int) -> int:
+    """How many chunks torch's at::parallel_for splits `n` elements into: one below GRAIN_SIZE,
+    else as many as its threads, each of GRAIN_SIZE elements at least (a long full sum's
+    partial sums, a floating arange's vector blocks start afresh in each)."""
+    return min(_torch_threads(), -(-n // _TORCH_GRAIN)) if n >= _TORCH_GRAIN else 1
 
 
 def _physical_cores() -> int:
@@ -179,7 +180,7 @@ def _torch_row_sums(rows: np.ndarray, split: bool = False, strided: bool = False
     count, n = rows.shape
     lanes = _TORCH_VECTOR_BYTES // rows.dtype.itemsize
     if split and n > _TORCH_GRAIN:
-        tasks = min(_torch_threads(), -(-n // _TORCH_GRAIN))
+        tasks = torch_parallel_tasks(n)
         if tasks > 1:
             chunk = -(-n // tasks)
             if count == 1 and torch_order_jit.worth_compiling(rows):
@@ -683,7 +684,7 @@ def _running_sums(terms, dtype):
     rows, count = terms.shape
     if count == 0:
         return np.zeros(rows, dtype)
-    tasks = min(_torch_threads(), -(-count // _TORCH_GRAIN)) if rows == 1 and count >= _TORCH_GRAIN else 1
+    tasks = torch_parallel_tasks(count) if rows == 1 else 1
     compiled = terms.dtype == dtype and torch_order_jit.worth_compiling(terms)
     if tasks == 1:
         if compiled:

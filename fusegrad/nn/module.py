@@ -209,16 +209,18 @@ class Module:
         """Run `hook(module, grad_input, grad_output)` when the gradients with respect to the
         module's positional tensor inputs are computed (None where an input needs none); a
         result other than None replaces grad_input. Returns a handle (see backward_hooks.py)."""
-        return self._add_backward_hook("_backward_hooks", hook, prepend)
+        return self._add_hook("_backward_hooks", hook, prepend)
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
         """Run `hook(module, grad_output)` when the gradients of the module's outputs arrive;
         a result other than None replaces grad_output. Returns a handle."""
-        return self._add_backward_hook("_backward_pre_hooks", hook, prepend)
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
 
-    def _add_backward_hook(self, kind: str, hook, prepend: bool):
+    def _add_hook(self, kind: str, hook, prepend: bool, flag_dicts: tuple = ()) -> RemovableHandle:
+        """Register `hook` in the dict `kind` (torch's layout: handle id -> hook), first where
+        `prepend`; its handle's remove() clears its entries in `flag_dicts` too."""
         hooks = self._hook_dict(kind)
-        handle = RemovableHandle(hooks)
+        handle = RemovableHandle(hooks, flag_dicts)
         hooks[handle.id] = hook
         if prepend:
             hooks.move_to_end(handle.id, last=False)
@@ -239,14 +241,11 @@ class Module:
         return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
 
     def _add_forward_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool, always_call: bool = False):
-        """Register `hook` in the dict `kind` (torch's layout: id -> hook, its with_kwargs and
-        always_call flags in dicts of their own, which its handle's remove() clears too)."""
-        hooks, flags = self._hook_dict(kind), self._hook_dict(kind + "_with_kwargs")
+        """_add_hook for a forward (pre-)hook: its with_kwargs and always_call flags are noted
+        in dicts of their own, as torch's."""
+        flags = self._hook_dict(kind + "_with_kwargs")
         always = self._hook_dict("_forward_hooks_always_called")
-        handle = RemovableHandle(hooks, (flags, always) if kind == "_forward_hooks" else (flags,))
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
+        handle = self._add_hook(kind, hook, prepend, (flags, always) if kind == "_forward_hooks" else (flags,))
         if with_kwargs:
             flags[handle.id] = True
         if always_call:
@@ -733,8 +732,7 @@ class Module:
 
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
 _HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                       "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
-                       "_backward_pre_hooks")
+               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks")
 
 
 def _overrides(module: Module, method: str) -> bool:

@@ -48,6 +48,7 @@ from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or
                                      bitwise_xor)
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer import parser_errors as _parser_errors
+from fusegrad.tracer import methods as _methods
 from fusegrad.tracer.parser_errors import type_name as _type_name
 from fusegrad.tracer.device import device
 from fusegrad.tracer.memory_format import contiguous_format, memory_format, preserve_format
@@ -185,6 +186,5 @@ def __getattr__(name: str):
     does not have, the error names its four dtypes."""
     if name in _MISSING_DTYPE_NAMES:
         raise AttributeError(f"module 'fusegrad' has no attribute '{name}': fusegrad has no "
-                             f"{_MISSING_DTYPE_NAMES[name]} dtype; its dtypes are float32 (fg.float), float64 "
-                             f"(fg.double), int64 (fg.long) and bool")
+                             f"{_MISSING_DTYPE_NAMES[name]} dtype; its dtypes are {_methods.FOUR_DTYPES}")
     raise AttributeError(f"module 'fusegrad' has no attribute '{name}'")

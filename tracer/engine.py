@@ -482,7 +482,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             if g.dtype != root.dtype.np:
                 g = g.astype(root.dtype.np)
             if SHAPES_CHANGED[0]:
-                g = _validated_seed(index, edge, g)
+                g = _validated(None, index, edge, g)
             _accumulate(grads, edge, g)
     # (the per-node work below is written out: it runs once per node of every eager backward)
     entries = VJPS.entries
@@ -743,8 +743,9 @@ def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, 
 def _validated(node, index: int, edge, g):
     """Gradient `g` that `node` computed for its input `index`, checked against the shape
     the edge's producer recorded (torch's validate_outputs), where a tensor changed shape in
-    place under no_grad since (SHAPES_CHANGED): a shape the recorded one expands to is
-    summed back to it; any other is torch's error."""
+    place under no_grad, or had its `.data` replaced, since (SHAPES_CHANGED): a shape the
+    recorded one expands to is summed back to it; any other is torch's error. `node` None:
+    `g` is root `index`'s gradient (torch's GraphRoot)."""
     producer, k = edge
     if producer.op is None or type(g) is not np.ndarray:
         return g
@@ -758,20 +759,6 @@ def _validated(node, index: int, edge, g):
     return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
 
 
-def _validated_seed(index: int, edge, g):
-    """A root's gradient checked as _validated checks a node's, against the shape the root's
-    node recorded (its `.data` was since replaced by one of another shape): torch's
-    GraphRoot text, which names no function."""
-    producer, k = edge
-    if producer.op is None or type(g) is not np.ndarray:
-        return g
-    shape = tuple(producer.out_types[k].shape)
-    if g.shape != shape and not _expands_to(shape, g.shape):
-        raise RuntimeError(f"invalid gradient at index {index} - got {list(g.shape)} but expected shape compatible "
-                           f"with {list(shape)}")
-    return _validated(producer, index, edge, g) if g.shape != shape else g
-
-
 def _expands_to(shape: tuple, target: tuple) -> bool:
     """Does `shape` broadcast to `target` (torch's is_expandable_to)?"""
     return len(shape) <= len(target) and all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
@@ -779,9 +766,11 @@ def _expands_to(shape: tuple, target: tuple) -> bool:
 
 def _invalid_gradient(node, index: int, got: tuple, expected: tuple) -> RuntimeError:
     """torch's validate_outputs error: `node` gave input `index` a gradient of shape `got`
-    where the producer recorded `expected`, which does not expand to it."""
-    return RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {index} - got "
-                        f"{list(got)} but expected shape compatible with {list(expected)}")
+    where the producer recorded `expected`, which does not expand to it (`node` None: a
+    root's gradient, whose text names no function)."""
+    where = "" if node is None else f"Function {type(node).__name__} returned an "
+    return RuntimeError(f"{where}invalid gradient at index {index} - got {list(got)} but expected shape compatible "
+                        f"with {list(expected)}")
 
 
 def _accumulate(grads: dict, edge, g) -> None:

@@ -515,7 +515,8 @@ class SGD(Optimizer):
                 with np.errstate(over="ignore", invalid="ignore"):
                     if not np.isfinite(p._dtype.np.type(momentum)):
                         return False
-                buf, first = fg.full_like(p, -0.0), True
+                # (laid out as the gradient, as torch's clone of it is: preserve_format)
+                buf, first = fg.full_like(grad, -0.0), True
             tensors.append(buf)
         if not _writable(tensors[:1] + tensors[2:], p):
             return False

@@ -21,7 +21,6 @@ caching happens below, keyed on the program's structure and shapes.
 from __future__ import annotations
 
 import functools
-import types
 import weakref
 
 import numpy as np
@@ -100,7 +99,7 @@ class CompiledFunction:
 
     def __get__(self, obj, objtype=None):
         """A compiled function defined in a class body binds as a method (`@fg.compile def forward(self, x)`)."""
-        return self if obj is None else types.MethodType(self, obj)
+        return self if obj is None else BoundCompiledMethod(self, obj)
 
     def __getattr__(self, name):
         """Attributes this object lacks are the compiled callable's (a callable object's
@@ -116,6 +115,9 @@ class CompiledFunction:
             if isinstance(a, np.ndarray):       # (rare: most calls pass tensors, kept as given)
                 args = tuple([_from_numpy(a) for a in args])
                 break
+        if kwargs:
+            # (a keyword argument is an argument too: f(x=array) as f(array))
+            kwargs = {name: _from_numpy(a) for name, a in kwargs.items()}
         signature = _signature(args) if self._breaking or self._trials is not None else None
         if signature is not None and self._breaking.get(signature, 0) >= EAGER_AFTER and not self._tracing_forced:
             # served by a cached decision, compiling nothing: a hit, run op by op
@@ -274,6 +276,54 @@ def _snapshot_states() -> list:
 def _restore_states(snapshots: list) -> None:
     for obj, snapshot in snapshots:
         obj.restore_state(snapshot)
+
+
+class BoundCompiledMethod:
+    """A CompiledFunction defined in a class body, bound to an instance (`m.f` of
+    `@fg.compile def f(self, x)`): calling it calls the compiled function with the instance
+    first, as a method object does, and so do `explain` and `runs_eagerly` (a plain
+    types.MethodType passed them on without the instance: `m.f.explain(x)` raised a
+    missing-argument TypeError). Other attributes are the compiled function's."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, compiled: "CompiledFunction", obj):
+        self.__func__, self.__self__ = compiled, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(self.__self__, *args, **kwargs)
+
+    def explain(self, *args, **kwargs) -> str:
+        """The compiled function's explain() of a call on this instance."""
+        return self.__func__.explain(self.__self__, *args, **kwargs)
+
+    def runs_eagerly(self, *args) -> bool:
+        """The compiled function's runs_eagerly() of a call on this instance."""
+        return self.__func__.runs_eagerly(self.__self__, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.__func__, name)
+
+    @property
+    def __doc__(self):
+        return self.__func__.__doc__
+
+    @property
+    def __signature__(self):
+        """The function's signature without its first parameter, as a bound method's."""
+        import inspect
+        signature = inspect.signature(self.__func__.fn)
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+    def __eq__(self, other):
+        return isinstance(other, BoundCompiledMethod) and self.__func__ is other.__func__ and \
+            self.__self__ is other.__self__
+
+    def __hash__(self):
+        return hash((id(self.__func__), id(self.__self__)))
+
+    def __repr__(self):
+        return f"<bound method {getattr(self.__func__, '__qualname__', '?')} of {self.__self__!r}>"
 
 
 def _signature(args: tuple) -> tuple:

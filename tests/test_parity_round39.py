@@ -1,0 +1,66 @@
+"""Round 39 of torch parity (findings of probes of nn/optim, in-place and views, fg.compile
+and a random-program fuzzer against torch 2.13)."""
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch 2.13 is the oracle of these cases")
+
+
+@pytest.mark.parametrize("dampening", [0.0, 0.5])
+def test_sgd_momentum_buffer_is_laid_out_as_the_gradient(dampening):
+    """torch's first momentum buffer is a clone of the gradient, in the gradient's layout; the
+    fused update made it in the parameter's (strides (3, 1) where torch's are (1, 2))."""
+    results = []
+    for L in (torch, fg):
+        p = L.nn.Parameter(L.zeros(2, 3))
+        opt = L.optim.SGD([p], lr=0.1, momentum=0.9, dampening=dampening)
+        p.grad = L.ones(3, 2).t()
+        opt.step()
+        buf = opt.state[p]["momentum_buffer"]
+        first = (buf.stride(), buf.detach().numpy().copy())
+        opt.step()
+        results.append((first, opt.state[p]["momentum_buffer"].stride(), p.detach().numpy().copy()))
+    (first_t, stride_t, p_t), (first_f, stride_f, p_f) = results
+    assert first_f[0] == first_t[0] == (1, 2) and stride_f == stride_t
+    np.testing.assert_array_equal(first_f[1], first_t[1])
+    np.testing.assert_array_equal(p_f, p_t)
+
+
+def test_a_keyword_array_argument_of_a_compiled_function_is_a_tensor():
+    """A NumPy array passed by keyword becomes a tensor as a positional one does (API.md:
+    arrays are accepted wherever a tensor is); it reached the function as an array, so
+    `x.exp()` raised AttributeError."""
+    f = fg.compile(lambda x, scale=1.0: x.exp() * scale)
+    a = np.array([0.0, 1.0, 2.0], np.float32)
+    expected = np.exp(a)
+    np.testing.assert_allclose(f(x=a).numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(f(a, scale=np.array(2.0, np.float32)).numpy(), 2 * expected, rtol=1e-6)
+    assert type(f(x=a)) is fg.Tensor and f(x=a).dtype is fg.float32
+
+
+class _Doubler:
+    @fg.compile
+    def f(self, x):
+        """Doubles x while its sum is small."""
+        while x.sum() < 10:
+            x = x * 2
+        return x
+
+
+def test_explain_and_runs_eagerly_of_a_compiled_method_called_through_an_instance():
+    """`m.f.explain(x)` and `m.f.runs_eagerly(x)` pass the instance, as calling `m.f(x)` does:
+    a types.MethodType handed them to the compiled function without it (explain raised
+    "f() missing 1 required positional argument", runs_eagerly answered for the wrong
+    arguments)."""
+    m, x = _Doubler(), fg.ones(3)
+    for _ in range(4):
+        np.testing.assert_array_equal(m.f(x).numpy(), [4.0, 4.0, 4.0])
+    assert m.f.runs_eagerly(x) is _Doubler.f.runs_eagerly(m, x) is True
+    text = m.f.explain(x)
+    assert text.startswith("# fg.compile(f)") and "mul" in text
+    assert m.f.__doc__ == "Doubles x while its sum is small." and m.f.__name__ == "f"
+    assert m.f == m.f and m.f != _Doubler().f
+    import inspect
+    assert str(inspect.signature(m.f)) == "(x)"

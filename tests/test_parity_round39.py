@@ -64,3 +64,18 @@ def test_explain_and_runs_eagerly_of_a_compiled_method_called_through_an_instanc
     assert m.f == m.f and m.f != _Doubler().f
     import inspect
     assert str(inspect.signature(m.f)) == "(x)"
+
+
+def test_an_inference_tensor_has_no_version_counter():
+    """torch: reading `_version` of an inference tensor (or of a view of one) raises; fusegrad
+    returned 0."""
+    for L in (torch, fg):
+        with L.inference_mode():
+            a = L.ones(3)
+            b = a[1:]
+        for t in (a, b):
+            with pytest.raises(RuntimeError, match="^Inference tensors do not track version counter.$"):
+                t._version
+        c = L.ones(2)
+        with L.inference_mode():
+            assert c._version == 0          # a normal tensor keeps its counter inside inference_mode

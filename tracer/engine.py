@@ -569,14 +569,16 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
                     _accumulate(grads, edge, _validated(node, index, edge, g) if SHAPES_CHANGED[0] else g)
             continue
         reads = vjp.reads
+        if reads and node.op in _UNPACK_ORDER and not (node._freed and node._had_saved):
+            # (where the VJP reads them in another order: what it saved, read or not, in
+            # torch's order of unpacking, `x ** e`'s exponent, self, result)
+            _check_in_unpack_order(node)
         if len(node.saved) > len(reads):
             _check_unread(node, reads)
         if reads:                   # _saved_operand for each slot, in the VJP's order of reading:
             if node._freed and node._had_saved:     # torch's order of checking (a node that saved
                 # nothing, only numbers it keeps (lerp's weight), reads them again)
                 raise RuntimeError(_FREED_MSG)
-            if node.op in _UNPACK_ORDER:        # (where the VJP reads them in another order)
-                _check_in_unpack_order(node)
             consts = node.consts
             args = []
             for slot in reads:

@@ -206,7 +206,7 @@ def _pow_rewrite(e, xs, attrs, graph):
 
 
 elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_rewrite,
-            extra={"unpack_order": (("in", 1), ("out", 0), ("in", 0))})        # exponent, result, self
+            extra={"unpack_order": (("in", 1), ("in", 0), ("out", 0))})        # exponent, self, result
 
 
 # ------------------------------------------------------------------ pow with a Python number

@@ -105,3 +105,33 @@ def test_pow_checks_what_it_saved_in_torchs_order(writes, self_grad, exponent_gr
             return str(error)
         return None
     assert case(fg) == case(torch) is not None
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("transform", [False, True])
+def test_max_with_a_dim_of_a_0d_tensor_saves_its_indices(kind, transform):
+    """torch's MaxBackward0 saves the indices, a 0-d input's too: writing them before the
+    backward is its version error. fusegrad's 0-d node was an identity saving nothing."""
+    def run(L):
+        def f(x):
+            values, indices = getattr(x, kind)(0, keepdim=True)
+            indices[None] = 3
+            return values * 2
+        x = L.tensor(1.5, requires_grad=not transform)
+        try:
+            if transform:
+                (torch.func.grad if L is torch else fg.grad)(f)(x)
+            else:
+                f(x).backward()
+        except RuntimeError as error:
+            return str(error)
+    text = run(torch)
+    assert text.startswith("one of the variables needed for gradient computation") and run(fg) == text
+    for L in (torch, fg):
+        x = L.tensor(1.5, requires_grad=True)
+        values, indices = getattr(x, kind)(-1)
+        assert type(values.grad_fn).__name__ == f"{kind.capitalize()}Backward0"
+        assert values.grad_fn.next_functions[0][0] is x.grad_fn or \
+            type(values.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
+        (values * 2).backward()
+        assert x.grad.item() == 2.0 and indices.item() == 0 and values.shape == indices.shape == ()

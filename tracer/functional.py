@@ -1423,13 +1423,23 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
                         "MaxBackward1" if kind == "max" else "MinBackward1")
     axis = normalize_dim(int(dim), a.dim())
     if a.dim() == 0:
-        # a copy (a reshape would be a view: a later write to `a` would change the values)
-        values = apply_op("cast", [a], {"dtype": a._dtype}, "MaxBackward0" if kind == "max" else "MinBackward0")
-        return RETURN_TYPES[kind]((values, Tensor._wrap(np.zeros((), np.int64))))
+        # over the one element as a 1-d tensor (its view's node hidden, as torch's node reads `a`
+        # itself): the node saves the indices as torch's does (a write to them before the
+        # backward is its version error)
+        values, indices = apply_op(kind + "_dim", [_hidden_view_1d(a)], {"axis": 0, "keepdim": False},
+                                   "MaxBackward0" if kind == "max" else "MinBackward0")
+        return RETURN_TYPES[kind]((values, indices))
     values, indices = apply_op(kind + "_dim", [a], {"axis": axis, "keepdim": bool(keepdim)},
                                "MaxBackward0" if kind == "max" else "MinBackward0")
     return RETURN_TYPES[kind]((values, indices))
 
+
+
+def _hidden_view_1d(a: Tensor) -> Tensor:
+    """0-d `a` as a 1-d view of one element whose node next_functions looks through."""
+    flat = apply_op("reshape", [a], {"shape": (1,)})
+    hide_node(flat)
+    return flat
 
 @_call_form_texts
 @_numpy_spellings

@@ -135,3 +135,23 @@ def test_max_with_a_dim_of_a_0d_tensor_saves_its_indices(kind, transform):
             type(values.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
         (values * 2).backward()
         assert x.grad.item() == 2.0 and indices.item() == 0 and values.shape == indices.shape == ()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("key", ["None", "...", ":", "None, ...", "..., None", "0", "None, 0", ":, 0"])
+def test_a_create_graph_gradient_through_a_setitem_has_torchs_history(key, compiled):
+    """torch's fill_ of the whole tensor (t[...] = c, t[:] = c: FillBackward3) gives the old
+    value the gradient zeros_like(grad), which has no history; its CopySlices (t[None] = c
+    too, which selects every element through a new axis) zeroes the region in the gradient
+    itself, which keeps grad's history. fusegrad had the two the other way round for these
+    keys, so a second backward raised where torch's ran, and ran where torch's raised."""
+    def case(L):
+        def f(x):
+            v = x * L.tensor([2.0, 3.0])
+            exec(f"v[{key}] = 5.0", {"v": v})
+            g, = L.autograd.grad((v * 1.5).sum() + (1 / v).sum(), x, create_graph=True)
+            return g
+        x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        g = (fg.compile(f) if compiled and L is fg else f)(x)
+        return g.requires_grad, g.detach().numpy().tolist()
+    assert case(fg) == case(torch)

@@ -27,8 +27,8 @@ from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
-from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _overlaps_itself,
-                       apply_op, write_aliased, writes_expanded_memory)
+from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _full_slices,
+                       _overlaps_itself, apply_op, write_aliased, writes_expanded_memory)
 from .layout import torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
@@ -283,7 +283,12 @@ def setitem(t: Tensor, key, value) -> None:
             value = Tensor._wrap(value)
         copy_into(view, value, operand_checked=True)
         return
-    apply_op("index_put", [t, value], {"index": items}, name, out=t)
+    # The index decides what the gradient of t's old value is (see index_put's VJP): torch's
+    # fill_ / copy_ of the whole tensor gives zeros_like(grad), which no later differentiation
+    # reaches (an empty index); its CopySlices, also of a key that selects every element
+    # through a new axis (t[None]), zeroes the region in the gradient itself (full slices)
+    index = () if whole else items if items else _full_slices(tuple(t.shape))
+    apply_op("index_put", [t, value], {"index": index}, name, out=t)
 
 
 def _views_an_expand_in_trace(t: Tensor) -> bool:

@@ -155,3 +155,23 @@ def test_a_create_graph_gradient_through_a_setitem_has_torchs_history(key, compi
         g = (fg.compile(f) if compiled and L is fg else f)(x)
         return g.requires_grad, g.detach().numpy().tolist()
     assert case(fg) == case(torch)
+
+
+SIGNED_ZERO_SHAPES = [((1,), (1, 2)), ((2, 1), (1,)), ((1,), (1,)), ((2, 1), (1, 2)), ((1, 1), (1, 2)),
+                      ((2, 1), (1, 1)), ((2, 2, 1), (2, 1, 2)), ((2, 2, 1), (1, 2)), ((2, 1), (2, 1, 2)),
+                      ((1, 2, 1), (1, 2)), ((2, 2, 1), (1, 1)), ((1,), (2, 1, 3))]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("shapes", SIGNED_ZERO_SHAPES, ids=str)
+def test_the_sign_of_a_zero_product_of_a_one_element_contraction_is_torchs(shapes, compiled):
+    """A matmul contracting one element is one product per result; torch's mm of more than one
+    row and column keeps a -0. product's sign, its bmm, mv, dot and one-row mm add it to +0.
+    fusegrad kept the sign everywhere (1 / (x @ w) was -inf where torch's is inf)."""
+    signs = []
+    for L in (torch, fg):
+        a, b = -L.zeros(shapes[0]), L.full(shapes[1], 1.5)
+        b.view(-1)[1::2] = -1.5                 # products -0., +0., -0., ...
+        matmul = fg.compile(lambda p, q: p @ q) if compiled and L is fg else (lambda p, q: p @ q)
+        signs.append(np.signbit(matmul(a, b).numpy()).tolist())
+    assert signs[0] == signs[1]

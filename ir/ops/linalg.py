@@ -108,13 +108,28 @@ def _is_outer(sa, sb) -> bool:
     return len(sa) >= 2 and len(sb) >= 2 and sa[-1] == 1
 
 
+def _adds_to_zero(sa, sb, dtype) -> bool:
+    """Whether torch's matmul of these shapes, contracting one element, gives +0. where the
+    product is -0.: its bmm (a batched operand b), mv, dot and an mm of one row or column
+    accumulate onto a zero (measured), while an mm of more (2-d, or a batch folded into rows:
+    3-d @ 2-d) keeps the product's sign."""
+    if sa[-1] != 1 or np.dtype(dtype).kind != "f":
+        return False
+    keeps_sign = len(sa) >= 2 and len(sb) == 2 and _prod(sa[:-1]) > 1 and sb[-1] > 1
+    return not keeps_sign
+
+
 def _matmul_ref(a, b, column_major=None):
     if _is_outer(a.shape, b.shape):
         # (row-major, as every product torch returns: NumPy's multiply follows a transposed
         # operand's layout, and a later .view(-1) of the result then raised)
         product = np.multiply(a, b)
-        return product if product.flags.c_contiguous else np.ascontiguousarray(product)
-    return np.asarray(np.matmul(a, b))
+        product = product if product.flags.c_contiguous else np.ascontiguousarray(product)
+    else:
+        product = np.asarray(np.matmul(a, b))
+    if _adds_to_zero(a.shape, b.shape, product.dtype):
+        np.add(product, 0, out=product)
+    return product
 
 
 def _matmul_into(out, a, b, column_major=None):
@@ -123,12 +138,18 @@ def _matmul_into(out, a, b, column_major=None):
         np.multiply(a, b, out=out)
     else:
         np.matmul(a, b, out=out)
+    if _adds_to_zero(a.shape, b.shape, out.dtype):
+        np.add(out, 0, out=out)
 
 
 def _matmul_rewrite(e, xs, attrs, graph):
-    """An outer product (see _is_outer) is a broadcast `mul`, which fuses into kernels."""
+    """An outer product (see _is_outer) is a broadcast `mul`, which fuses into kernels (plus a
+    zero where torch's product accumulates onto one: _adds_to_zero)."""
     a, b = xs
-    return [e.mul(a, b)] if _is_outer(a.shape, b.shape) else None
+    if not _is_outer(a.shape, b.shape):
+        return None
+    product = e.mul(a, b)
+    return [e.add(product, 0.0) if _adds_to_zero(a.shape, b.shape, product.dtype.np) else product]
 
 
 def _matmul_vjp(e, x, y, g, a, n):

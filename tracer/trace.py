@@ -500,7 +500,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if requires and not (out_types[0].dtype.is_floating_point and 0 not in opdef.nondiff_outputs) and \
                 not any(t.dtype.is_floating_point and k not in opdef.nondiff_outputs for k, t in enumerate(out_types)):
             requires = False    # (no output gets a history: an integer cast records nothing, as eagerly)
-        if requires:
+        if requires and op != "graft":
+            # (a graft is the memory's own update of a tensor over it, no use of it: torch's
+            # error comes when the user's code uses a view made under no_grad after the write)
             for x in inputs:
                 if isinstance(x, Tensor) and x._rebased:
                     raise self.rebased_error(x)

@@ -9,8 +9,7 @@ _root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if not _os.path.isdir(_os.path.join(__path__[0], "ir")) and _os.path.isfile(_os.path.join(_root, "ir", "__init__.py")):
     __path__.append(_root)
 
-__version__ = "0.1.0"
-
+from fusegrad.ir.version import VERSION as __version__
 from fusegrad.ir.types import bool_ as bool, float32, float64, int64, DType as dtype  # noqa: A001
 from fusegrad.tracer import (Size, Tensor, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                              no_grad, set_grad_enabled)

@@ -35,7 +35,7 @@ clock = time.perf_counter
 
 
 def enabled() -> bool:
-    """FUSEGRAD_ADAPTIVE (read at each new signature): on unless set to 0/false/no/off."""
+    """FUSEGRAD_ADAPTIVE (read once for each compiled function, when it is made): on unless set to 0/false/no/off."""
     return os.environ.get("FUSEGRAD_ADAPTIVE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 

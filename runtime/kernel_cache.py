@@ -29,6 +29,7 @@ import llvmlite
 import numba
 
 from fusegrad.codegen import KernelSource
+from fusegrad.ir.version import VERSION
 
 from . import background, disk_cache, stats
 
@@ -74,9 +75,8 @@ def key_header_digest() -> str:
 
 def key_header(math: str) -> str:
     """The first lines of every kernel module: what the compiled code depends on."""
-    import fusegrad
     return (f"# fusegrad kernel (generated; safe to delete)\n"
-            f"# fusegrad {fusegrad.__version__} | numba {numba.__version__} | llvmlite {llvmlite.__version__} | "
+            f"# fusegrad {VERSION} | numba {numba.__version__} | llvmlite {llvmlite.__version__} | "
             f"python {sys.version_info[0]}.{sys.version_info[1]}\n"
             f"# math {math} {_codegen_hash()} | threads {numba.config.NUMBA_NUM_THREADS} "
             f"layer {numba.config.THREADING_LAYER}\n")

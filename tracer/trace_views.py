@@ -425,9 +425,13 @@ class TraceViews:
             if not link[2]:
                 # a .data write: the source's counter (its base's) takes no bump for it
                 self._quiet(self._counter_owner(source)._vbox)
+            # (a write that bumps no counter of the source: through a .data, or through a
+            # detach() of one, d.data of d = v.detach())
+            unversioned = not link[2] or (self.writing is not None
+                                          and self._counter_owner(source)._vbox is not self.writing[0])
             self._graft_into(t, source)
             self.took_value[source._sym.id] = t._sym
-            if not link[2] and source._sym.type is before.type:
+            if unversioned and source._sym.type is before.type:
                 # (including the write's own op: it reads t's value, an identity of `before`, so
                 # `before` there is the source as another operand, v.data.div_(v), whose memory
                 # torch's node saved)
@@ -543,7 +547,14 @@ class TraceViews:
                     # its memory is written through v: its gradient sums the uses of each value
                     # it held, and what saved an earlier one is stale (held_values)
                     self.leaf_values.setdefault(id(alias), (alias, [alias._sym]))[1].append(new)
-                alias._sym = new
+                old, alias._sym = alias._sym, new
+                if self.writing is not None and self._counter_owner(alias)._vbox is not self.writing[0] \
+                        and found is None and old.type is new.type:
+                    # a write that bumps no counter of this alias (through a .data, or a detach()
+                    # of one): what saved its value reads the memory's new one, as torch's saved
+                    # tensor is that memory (where the write bumps its counter, the backward raises)
+                    self._rewritten_unversioned(old, new, including_the_write=True)
+                    self._reread_views(alias, new)
                 if id(alias) in self.views:
                     self._refresh_views(alias)
                 self._refresh_aliases(alias)

@@ -229,3 +229,33 @@ def test_a_saved_alias_reads_a_write_that_bumped_no_counter_of_it(saved, writer)
         return w.grad.tolist(), y.tolist()
     expected = case(torch, False)
     assert case(fg, False) == expected and case(fg, True) == expected
+
+
+@pytest.mark.parametrize("code", [
+    "L.zeros(0, 4).unflatten(-1, (2, -1))", "L.zeros(3, 0).unflatten(-1, (2, -1))", "L.zeros(3, 0).unflatten(1, (5, -1, 2))",
+    "L.zeros(3, 0).unflatten(-1, (0, -1))", "L.zeros(3, 4).unflatten(1, (0, -1))", "L.zeros(3, 5).unflatten(1, (2, -1))",
+    "L.zeros(2, 6).unflatten(-1, (2, -1, 3))", "L.tensor(1.).unflatten(2, (1, -1))", "L.tensor(1.).unflatten(-2, (1, -1))",
+    "L.tensor(1.).unflatten(-1, (1, -1))"])
+def test_unflatten_infers_its_size_from_the_one_dim(code):
+    """torch infers unflatten's -1 from the dim it splits (an empty tensor's other dims leave it
+    known), and wraps a 0-d tensor's dim as [-1, 0] (IndexError beyond). fusegrad reshaped the
+    whole tensor (the -1 of an empty one was ambiguous) and named every 0-d dim as dim 0."""
+    def outcome(L):
+        try:
+            r = eval(code)
+        except (RuntimeError, IndexError) as error:
+            return type(error).__name__, str(error).split("\nException raised")[0]
+        return tuple(r.shape), r.stride()
+    assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("code", ["L.bernoulli(L.tensor([0.5, 1.5, -1.0]))", "L.bernoulli(L.tensor([float('nan')]))",
+                                  "L.zeros(2).bernoulli_(L.tensor([2.0, 0.5]))", "L.tensor([0.5, 1.5]).bernoulli()"])
+def test_bernoulli_refuses_a_probability_tensor_outside_0_1(code):
+    """torch checks each probability of a tensor p; fusegrad drew samples from it (silently)."""
+    texts = []
+    for L in (torch, fg):
+        with pytest.raises(RuntimeError) as info:
+            eval(code)
+        texts.append(str(info.value))
+    assert texts[0] == texts[1] and texts[0].startswith("Expected p_in >= 0 && p_in <= 1 to be true")

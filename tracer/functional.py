@@ -1937,17 +1937,24 @@ def unflatten(input, dim, sizes) -> Tensor:
                                 f"\"type must be tuple of ints,but got {type_name(size)}\"")
             raise TypeError(f"{where}, but found element of type {type_name(size)} at pos 0")
     sizes = [int(size.item()) if isinstance(size, Tensor) else operator.index(size) for size in sizes]
-    if a.dim() == 0:        # (torch's text here carries its C++ trace after these lines)
+    d = normalize_dim(dim, a.dim())     # (a 0-d tensor's dims are -1 and 0, as torch's wrap)
+    if a.dim() == 0:        # (torch's texts here carry their C++ trace after these lines)
         raise RuntimeError("unflatten got an unexpected error:\nDimension specified as 0 but tensor has no dimensions")
-    d = normalize_dim(dim, a.dim())
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
     if sizes.count(-1) > 1:
         raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
     shape = tuple(a.shape)
-    if -1 not in sizes and math.prod(sizes) != shape[d]:
+    known = math.prod(size for size in sizes if size != -1)
+    if (math.prod(sizes) != shape[d]) if -1 not in sizes else (known and shape[d] % known or not known and shape[d]):
         raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} "
                            f"({shape[d]}) in the input tensor")
+    if -1 in sizes:
+        # (inferred from dim d alone: an empty tensor's other dims leave it known)
+        if not known:
+            raise RuntimeError(f"unflatten got an unexpected error:\ncannot reshape tensor of 0 elements into shape "
+                               f"{sizes} because the unspecified dimension size -1 can be any value and is ambiguous")
+        sizes[sizes.index(-1)] = shape[d] // known
     return view(a, shape[:d] + tuple(sizes) + shape[d + 1:])
 
 

@@ -288,6 +288,9 @@ def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
             raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for '
                                       f"'{TORCH_SCALAR_NAMES[p.dtype.name]}'")
         probabilities = p.detach().expand(tuple(t.shape))._concrete()   # (torch's expand error first)
+        if not np.all((probabilities >= 0) & (probabilities <= 1)):     # (NaN fails both)
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                               "message be improved?  If so, please report an enhancement request to PyTorch.)")
         draws = gen.uniform(n, p.dtype.np)                # (a uniform of p's dtype)
     else:
         if not 0 <= p <= 1:

@@ -259,3 +259,33 @@ def test_bernoulli_refuses_a_probability_tensor_outside_0_1(code):
             eval(code)
         texts.append(str(info.value))
     assert texts[0] == texts[1] and texts[0].startswith("Expected p_in >= 0 && p_in <= 1 to be true")
+
+
+@pytest.mark.parametrize("code", ["L.tensor([L.tensor([1, 2]), L.tensor([3, 4])])", "L.tensor([L.tensor([True, False])])",
+                                  "L.tensor([L.tensor([1, 2])], dtype=L.float32)", "L.tensor([1.0, L.tensor([1, 2])])",
+                                  "L.full((2,), L.tensor(1.5, requires_grad=True))", "L.full((2,), L.tensor([1.5]))"])
+def test_creation_from_tensors_that_are_no_numbers(code):
+    """torch converts a multi-element tensor in an int64 or bool tensor's data by __index__
+    (TypeError), in a float one by __float__ (ValueError); full's fill_value takes a 0-d tensor
+    as a number only without grad. fusegrad raised the ValueError for both, and filled with a
+    tensor that requires grad."""
+    outcomes = []
+    for L in (torch, fg):
+        try:
+            eval(code)
+            outcomes.append(None)
+        except (TypeError, ValueError) as error:
+            outcomes.append((type(error).__name__, str(error)))
+    assert outcomes[0] == outcomes[1] is not None
+
+
+def test_the_inplace_heaviside_backward_names_heaviside_():
+    texts = []
+    for L in (torch, fg):
+        x = L.tensor([0.5, -1.0, 0.0], requires_grad=True)
+        y = x.clone()
+        y.heaviside_(L.tensor([0.5, 0.5, 0.5]))
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        texts.append(str(info.value))
+    assert texts[0] == texts[1] == "derivative for aten::heaviside_ is not implemented"

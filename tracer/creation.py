@@ -224,6 +224,8 @@ def _scalar(obj, integral: bool = False):
     bool, which Python's index protocol converts)."""
     if isinstance(obj, Tensor):
         if obj.numel() != 1:
+            if integral:        # (torch's conversion to an int64 or bool element: __index__)
+                raise TypeError("only integer tensors of a single element can be converted to an index")
             raise ValueError("only one element tensors can be converted to Python scalars")
         return obj._concrete().reshape(()).item()
     if isinstance(obj, np.ndarray):
@@ -504,8 +506,8 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
     requires_grad = _grad_flag("full", requires_grad)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type_name(size)}")
-    if isinstance(fill_value, Tensor) and fill_value.dim() == 0:    # (torch reads a 0-d tensor as a number)
-        fill_value = fill_value.item()
+    if isinstance(fill_value, Tensor) and fill_value.dim() == 0 and not fill_value.requires_grad:
+        fill_value = fill_value.item()      # (torch's parser reads a 0-d tensor without grad as a number)
     if not isinstance(fill_value, (int, float, np.number, np.bool_)):
         raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not {type_name(fill_value)}")
     check_int_parses(fill_value)

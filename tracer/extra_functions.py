@@ -255,7 +255,7 @@ def _heaviside_plan(input, values, fn="heaviside"):
     if a._dtype is not v._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     # (torch has no derivative for it: a NotImplemented node, whose backward raises)
-    return "heaviside", [a, v], {"no_derivative": "heaviside"}, "NotImplemented", a._dtype
+    return "heaviside", [a, v], {"no_derivative": fn}, "NotImplemented", a._dtype
 
 
 def heaviside(input, values) -> Tensor:

@@ -289,3 +289,23 @@ def test_the_inplace_heaviside_backward_names_heaviside_():
             y.sum().backward()
         texts.append(str(info.value))
     assert texts[0] == texts[1] == "derivative for aten::heaviside_ is not implemented"
+
+
+def test_the_adjoints_of_a_0d_tensor_warn_once_and_are_the_tensor():
+    """torch's `t.mH` of a 0-d tensor warns (once a process, as `t.H`) and is the tensor; fusegrad
+    raised "tensor.mH is only supported on matrices", and warned for `t.H` at every call.
+    (A fresh process each: the warnings are once a process.)"""
+    import json
+    import subprocess
+    import sys
+    code = ("import json, warnings, {lib} as L\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    for _ in range(3):\n"
+            "        values = [float(getattr(L.tensor(1.5), name)) for name in ('H', 'mH')]\n"
+            "print(json.dumps([values, [str(m.message).split(' (Triggered internally')[0] for m in w]]))\n")
+    results = [json.loads(subprocess.run([sys.executable, "-c", code.format(lib=lib)], capture_output=True,
+                                         text=True, check=True).stdout) for lib in ("torch", "fusegrad")]
+    assert results[0] == results[1]
+    assert results[1] == [[1.5, 1.5], ["Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                                       "Tensor.mH is deprecated on 0-D tensors. Consider using x.conj()."]]

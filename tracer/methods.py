@@ -535,9 +535,9 @@ def _delete_item(self, key) -> None:
 def _matrix_adjoint(name: str, ndim_rule: str):
     """`t.H` (2-d only) and `t.mH` (batches of matrices): for real tensors, the transpose."""
     def adjoint(self) -> Tensor:
-        if self.dim() == 0 and name == "H":
-            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
-                          stacklevel=user_stacklevel())
+        if self.dim() == 0:
+            # (torch's TORCH_WARN_ONCE; the tensor itself, as its conj() of a real tensor)
+            F.warn_once(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().")
             return self
         if (self.dim() != 2) if name == "H" else (self.dim() < 2):
             hint = " For batches of matrices, consider using tensor.mH" if name == "H" and self.dim() > 2 else ""

@@ -309,3 +309,22 @@ def test_the_adjoints_of_a_0d_tensor_warn_once_and_are_the_tensor():
     assert results[0] == results[1]
     assert results[1] == [[1.5, 1.5], ["Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
                                        "Tensor.mH is deprecated on 0-D tensors. Consider using x.conj()."]]
+
+
+@pytest.mark.parametrize("code", [
+    "F.nll_loss(L.tensor([[1, 2], [3, 4]]), L.tensor([0, 1]))", "F.nll_loss(L.tensor([[True, False]]), L.tensor([0]))",
+    "F.nll_loss(L.ones(2, 3, 4, dtype=L.int64), L.zeros(2, 4, dtype=L.int64))",
+    "F.layer_norm(L.ones(2, 4, dtype=L.int64), [4], L.ones(4), L.zeros(4))",
+    "F.layer_norm(L.ones(2, 4, dtype=L.int64), [4], None, L.zeros(4))",
+    "F.layer_norm(L.ones(2, 4, dtype=L.int64), [4], L.ones(4, dtype=L.int64))"])
+def test_integer_inputs_of_losses_and_norms_raise_torchs_errors(code):
+    """nll_loss of integer log-probabilities is torch's kernel NotImplementedError (fusegrad's
+    shape rule raised its own TypeError); layer_norm of an integer input with float parameters
+    is torch's mixed-dtype error first."""
+    outcomes = []
+    for L in (torch, fg):
+        F = L.nn.functional
+        with pytest.raises((RuntimeError, NotImplementedError)) as info:
+            eval(code, {"L": L, "F": F})
+        outcomes.append((type(info.value).__name__, str(info.value).split("\nException raised")[0]))
+    assert outcomes[0] == outcomes[1]

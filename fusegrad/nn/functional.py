@@ -466,6 +466,9 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     """The reduced loss as torch records it: one NllLossBackward0 node (the nll_loss op) for
     (N, C) and (C,) inputs, one NllLoss2DBackward0 (nll_loss_nd) for (N, C, H, W), and for
     other ranks the same on an (N, C, 1, d) view (viewed back to the target's shape for 'none')."""
+    if not log_probs.dtype.is_floating_point:
+        kernel = "nll_loss_out_frame" if log_probs.dim() in (1, 2) else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TORCH_SCALAR_NAMES[log_probs.dtype.name]}\'')
     if weight is not None and weight.dtype != log_probs.dtype:
         return _nll_from_log_probs(log_probs, target, weight, ignore_index, reduction)[0]
     attrs = {"reduction": reduction, "ignore_index": int(ignore_index)}
@@ -853,9 +856,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(shape)}")
+    # (parameters of another dtype are torch's mixed-dtype error first, an integer input's too)
+    _check_parameter_dtypes(input, [t for t in (weight, bias) if t is not None])
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{_dtype_name(input.dtype)}'")
-    _check_parameter_dtypes(input, [t for t in (weight, bias) if t is not None])
     dtype = input.dtype.np
     operands = [input,
                 weight if weight is not None else np.ones(shape, dtype),

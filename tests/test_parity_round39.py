@@ -328,3 +328,18 @@ def test_integer_inputs_of_losses_and_norms_raise_torchs_errors(code):
             eval(code, {"L": L, "F": F})
         outcomes.append((type(info.value).__name__, str(info.value).split("\nException raised")[0]))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("code", ["L.ones(3, 4, dtype=L.bool).cumsum_(2)", "L.ones(3, 4, dtype=L.bool).cumsum_(2, dtype=L.float32)",
+                                  "L.ones(3, 4).cumsum_(5, dtype=L.float64)",
+                                  "L.tensor(1.).index_select(0, L.tensor([1., 2.]))",
+                                  "L.tensor(1.).index_select(0, L.tensor([1.]))"])
+def test_checks_come_in_torchs_order(code):
+    """cumsum_ wraps its dim before it checks the dtypes; index_select checks a 0-d self's one
+    index before the index's dtype."""
+    outcomes = []
+    for L in (torch, fg):
+        with pytest.raises((RuntimeError, IndexError, NotImplementedError)) as info:
+            eval(code)
+        outcomes.append((type(info.value).__name__, str(info.value)))
+    assert outcomes[0] == outcomes[1]

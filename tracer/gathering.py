@@ -46,10 +46,10 @@ def index_select(input, dim, index) -> Tensor:
     axis = normalize_dim(dim, t.dim())
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    if t.dim() == 0 and index.numel() != 1:     # (torch's check of a 0-d self comes before the dtype's)
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     if index._dtype is not int64:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    if t.dim() == 0 and index.numel() != 1:
-        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     size = t.shape[axis] if t.dim() else 1
     if t.dim() > 1 and size == 0 and index.numel():     # (torch's check for a matrix or more, first)
         raise RuntimeError("index_select(): self indexing axis dim should be positive")

@@ -223,12 +223,12 @@ triu = _triangle("triu", "TriuBackward0")
 
 def _cumsum_(self, dim, *, dtype=None) -> Tensor:
     """In-place torch.cumsum (its dtype must be self's)."""
+    axis = normalize_dim(int_argument(dim, "cumsum_", pos=1), self.dim())     # (torch wraps the dim first)
     if dtype is not None and dtype is not self._dtype:
         raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self._dtype)} and output tensor dtype "
                            f"{_c_name(dtype)} should match")
     if self._dtype is bool_:
         raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")    # (its sums are no bools)
-    axis = normalize_dim(int_argument(dim, "cumsum_", pos=1), self.dim())
     inplace.check_inplace(self)
     apply_op("cumsum", [self], {"axis": axis, "reverse": False}, "CumsumBackward0", out=self)
     return self

@@ -1946,7 +1946,11 @@ def unflatten(input, dim, sizes) -> Tensor:
         raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
     shape = tuple(a.shape)
     known = math.prod(size for size in sizes if size != -1)
-    if (math.prod(sizes) != shape[d]) if -1 not in sizes else (known and shape[d] % known or not known and shape[d]):
+    if -1 in sizes:
+        fits = shape[d] % known == 0 if known else shape[d] == 0
+    else:
+        fits = known == shape[d]
+    if not fits:
         raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} "
                            f"({shape[d]}) in the input tensor")
     if -1 in sizes:

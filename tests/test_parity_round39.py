@@ -343,3 +343,24 @@ def test_checks_come_in_torchs_order(code):
             eval(code)
         outcomes.append((type(info.value).__name__, str(info.value)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("code", ["a.bernoulli(0.3)", "L.bernoulli(a, 0.3)", "L.bernoulli(a, p=0.3)"])
+def test_bernoulli_of_a_number_p_has_no_derivative(code, compiled):
+    """torch's bernoulli(Tensor, float p) records a NotImplemented node, whose backward raises;
+    fusegrad recorded BernoulliBackward0 and gave zeros. (bernoulli(p_tensor) and the in-place
+    forms keep their zero gradients, as torch's.)"""
+    outcomes = []
+    for L in (torch, fg):
+        def f(a):
+            y = eval(code)
+            name = type(y.grad_fn).__name__
+            y.sum().backward()
+            return name
+        a = L.tensor([0.2, 0.7], requires_grad=True)
+        assert type(eval(code).grad_fn).__name__ == "NotImplemented"
+        with pytest.raises(RuntimeError) as info:
+            (fg.compile(f) if compiled and L is fg else f)(a)
+        outcomes.append(str(info.value))
+    assert outcomes[0] == outcomes[1] == "derivative for aten::bernoulli is not implemented"

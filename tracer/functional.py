@@ -648,8 +648,11 @@ def bernoulli(input, p=_NO_P, *, generator=None) -> Tensor:
     if p is not _NO_P and not (_is_scalar(p) or isinstance(p, (Tensor, np.ndarray)) and np.ndim(p) == 0):
         raise TypeError(f"bernoulli(): argument 'p' must be float, not {type_name(p)}")    # (reworded: parser)
     values = inplace.bernoulli_values(a, a if p is _NO_P else p, random_generator.required(generator, "bernoulli"))
-    # (torch allocates the draws row-major: x.t().bernoulli() has strides (2, 1))
-    return _laid_out_row_major(apply_op("index_put", [a, values], {"index": ()}, "BernoulliBackward0"))
+    # (torch allocates the draws row-major: x.t().bernoulli() has strides (2, 1); its overload
+    # for a number p has no derivative: a NotImplemented node, whose backward raises)
+    attrs, name = ({"index": ()}, "BernoulliBackward0") if p is _NO_P else \
+        ({"index": (), "no_derivative": "bernoulli"}, "NotImplemented")
+    return _laid_out_row_major(apply_op("index_put", [a, values], attrs, name))
 
 
 def square(input) -> Tensor:

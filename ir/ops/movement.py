@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import EXPAND_TYPE_NAMES, TensorType, int64
-from .registry import MOVEMENT, OpDef, register, shape_str
+from .registry import MOVEMENT, NoDerivativeError, OpDef, register, shape_str
 
 
 def _numel(shape):
@@ -268,13 +268,16 @@ def _index_put_infer(types, attrs):
     return [TensorType(t.shape, t.dtype)]
 
 
-def _index_put_ref(x, v, index):
+def _index_put_ref(x, v, index, no_derivative=None):
     out = np.array(x, copy=True)
     out[to_numpy_index(index)] = v
     return out
 
 
 def _index_put_vjp(e, x, y, g, a, n):
+    if a.get("no_derivative"):
+        # (torch's NotImplemented node: bernoulli(x, p) of a number p, see tracer.functional)
+        raise NoDerivativeError(f"derivative for aten::{a['no_derivative']} is not implemented")
     index = a["index"]
     if not n[0]:
         gx = None

@@ -301,12 +301,12 @@ def test_compiled_views_of_a_leaf_view_written_through_data_or_detach(write, mak
     assert found[0] == found[1]
 
 
-def test_from_numpy_of_a_read_only_array_warns_and_refuses_writes_clearly():
+def test_from_numpy_of_a_read_only_array_warns_and_refuses_writes_clearly(monkeypatch):
     """torch warns (once) and writes the read-only memory anyway (undefined behaviour);
     fusegrad warns alike and refuses the write with a text that names the cause (it raised the
     unrelated overlap error), eagerly and in a compiled call."""
-    from fusegrad.tracer import creation
-    creation._WARNED_READ_ONLY.clear()
+    from fusegrad.tracer import functional
+    monkeypatch.setattr(functional, "_WARNED_ONCE", set())      # (as in a fresh process)
     a = np.zeros(3, np.float32)
     a.flags.writeable = False
     with pytest.warns(UserWarning, match="^The given NumPy array is not writable"):

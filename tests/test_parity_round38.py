@@ -698,8 +698,8 @@ def test_a_list_of_arrays_warns_once_as_torch(monkeypatch):
     """torch warns (once a process) that a tensor from a list of NumPy arrays is slow."""
     import warnings
     import numpy as np
-    from fusegrad.tracer import creation
-    monkeypatch.setattr(creation, "_WARNED_ARRAY_LIST", [])
+    from fusegrad.tracer import functional
+    monkeypatch.setattr(functional, "_WARNED_ONCE", set())      # (as in a fresh process)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t = fg.tensor([np.array([1.0, 2.0]), np.array([3.0, 4.0])])

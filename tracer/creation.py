@@ -16,7 +16,7 @@ from fusegrad.ir.ops.reduce import torch_parallel_tasks
 from .device import check_device
 from .memory_format import contiguous_format, memory_format_arg
 from .scalar_checks import check_int_parses, check_scalar_fits
-from .functional import _shape_arg, missing_argument_texts
+from .functional import _shape_arg, missing_argument_texts, warn_once
 from .layout import in_dense_order, layout_stand_in
 from .tensor import Tensor, warn_scalar_conversion
 from .parser_errors import is_int, type_name
@@ -95,7 +95,6 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
 
 
 _SEQUENCES = (list, tuple, range)
-_WARNED_ARRAY_LIST: list = []
 
 
 def _leaves(data):
@@ -249,11 +248,9 @@ def copied_tensor(data, dtype, requires_grad, device, warn_of_tensor: bool) -> T
     check_device(device)
     if isinstance(data, (bytearray, memoryview, _PythonArray)):
         data = data.tolist() if isinstance(data, memoryview) else list(data)   # (torch: its items)
-    if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray) and not _WARNED_ARRAY_LIST:
-        _WARNED_ARRAY_LIST.append(True)     # (torch's TORCH_WARN_ONCE)
-        warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
-                      "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.",
-                      UserWarning, stacklevel=user_stacklevel())
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray):
+        warn_once("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
+                  "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.")
     if isinstance(data, Tensor) and warn_of_tensor:
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
@@ -287,9 +284,6 @@ def _check_no_negative_strides(array: np.ndarray) -> None:
 
 
 _SHARED_DTYPES = (np.float32, np.float64, np.int64, np.bool_)
-_WARNED_READ_ONLY: list = []
-
-
 def from_numpy(*args, **kwargs) -> Tensor:
     """from_numpy(array): a tensor sharing memory with `array`. fusegrad has no int32, int16,
     int8, uint8, uint16, uint32 or float16 dtype: such an array becomes an int64 / float32
@@ -305,14 +299,13 @@ def _from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type_name(array)})")
     dtype = from_numpy_dtype(array.dtype)
-    if not array.flags.writeable and not _WARNED_READ_ONLY and trace_state.current() is None:
-        # (inside a compiled call a traced value's numpy() is a read-only snapshot: see
-        # tests/test_traced_interop.py; torch's array there is writable memory)
-        _WARNED_READ_ONLY.append(True)     # (once, as torch's)
-        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
-                      "This means writing to this tensor will result in undefined behavior. You may want to copy "
-                      "the array to protect its data or make it writable before converting it to a tensor. This "
-                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=user_stacklevel())
+    if not array.flags.writeable and trace_state.current() is None:
+        # (once, as torch's; inside a compiled call a traced value's numpy() is a read-only
+        # snapshot: see tests/test_traced_interop.py; torch's array there is writable memory)
+        warn_once("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+                  "This means writing to this tensor will result in undefined behavior. You may want to copy "
+                  "the array to protect its data or make it writable before converting it to a tensor. This "
+                  "type of warning will be suppressed for the rest of this program.")
     if array.dtype not in _SHARED_DTYPES:
         warnings.warn(f"fusegrad has no {array.dtype.name} dtype: from_numpy made a {dtype.name} copy of the array, "
                       "which does not share its memory", UserWarning, stacklevel=user_stacklevel())

@@ -1437,12 +1437,12 @@ def _extremum(a, dim, keepdim, kind: str, elementwise):
     return RETURN_TYPES[kind]((values, indices))
 
 
-
 def _hidden_view_1d(a: Tensor) -> Tensor:
     """0-d `a` as a 1-d view of one element whose node next_functions looks through."""
     flat = apply_op("reshape", [a], {"shape": (1,)})
     hide_node(flat)
     return flat
+
 
 @_call_form_texts
 @_numpy_spellings

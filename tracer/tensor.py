@@ -20,7 +20,7 @@ from . import trace_state
 from .device import CPU, check_cuda
 from .layout import is_contiguous, strides_of
 from .memory_format import contiguous_format, memory_format_arg
-from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
+from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
                         is_inference_mode_enabled, is_inference_tensor, mark_inference, note_new_leaf)
 from .user_frame import user_stacklevel
 
@@ -222,7 +222,7 @@ class Tensor:
         trace = trace_state.current()
         if trace is not None:
             return trace.version_now(trace.counter_of(self))
-        if INFERENCE_MADE[0] and self.__dict__.get("_inference", False):
+        if is_inference_tensor(self):
             raise RuntimeError("Inference tensors do not track version counter.")
         return self._vbox[0]
 

@@ -427,8 +427,7 @@ class TraceViews:
                 self._quiet(self._counter_owner(source)._vbox)
             # (a write that bumps no counter of the source: through a .data, or through a
             # detach() of one, d.data of d = v.detach())
-            unversioned = not link[2] or (self.writing is not None
-                                          and self._counter_owner(source)._vbox is not self.writing[0])
+            unversioned = not link[2] or self._write_misses_counter_of(source)
             self._graft_into(t, source)
             self.took_value[source._sym.id] = t._sym
             if unversioned and source._sym.type is before.type:
@@ -528,6 +527,12 @@ class TraceViews:
                 found[id(ins)] = Instr(ins.op, inputs, outputs, ins.attrs, ins.loc)
         return found
 
+    def _write_misses_counter_of(self, t: Tensor) -> bool:
+        """Whether the user-level write under way bumps no version counter of `t` (it goes
+        through a `.data`, whose counter is its own): what saved t reads the memory's new value
+        then, where a bumped counter would make the backward raise."""
+        return self.writing is not None and self._counter_owner(t)._vbox is not self.writing[0]
+
     def _refresh_aliases(self, t: Tensor) -> None:
         """t's value changed: its detach()es (and theirs, and their views) read it again."""
         for ref in self.detach_aliases.get(id(t), ()):
@@ -548,8 +553,7 @@ class TraceViews:
                     # it held, and what saved an earlier one is stale (held_values)
                     self.leaf_values.setdefault(id(alias), (alias, [alias._sym]))[1].append(new)
                 old, alias._sym = alias._sym, new
-                if self.writing is not None and self._counter_owner(alias)._vbox is not self.writing[0] \
-                        and found is None and old.type is new.type:
+                if found is None and old.type is new.type and self._write_misses_counter_of(alias):
                     # a write that bumps no counter of this alias (through a .data, or a detach()
                     # of one): what saved its value reads the memory's new one, as torch's saved
                     # tensor is that memory (where the write bumps its counter, the backward raises)

@@ -208,6 +208,9 @@ def test_a_compiled_step_updates_parameters_in_their_memory_as_torch(optimizer):
     compiled = fg.compile(step)
     rng = np.random.default_rng(2)
     versions = weight._version, ref[0].weight._version
+    # (Adam divides by the gradients' root mean square: where a gradient is near zero, the
+    # matmuls' last bits, which depend on the BLAS and the CPU, move its step by ~1e-4 of lr)
+    atol = 1e-5 if optimizer == "adam" else 1e-6
     for _ in range(4):
         x = rng.standard_normal((32, 96), dtype=np.float32)
         y = rng.integers(0, 10, 32)
@@ -215,7 +218,7 @@ def test_a_compiled_step_updates_parameters_in_their_memory_as_torch(optimizer):
         expected = ref_step(torch.tensor(x), torch.tensor(y))
         np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-5)
         for p, q in zip(mine.parameters(), ref.parameters()):
-            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=atol)
     assert weight._data is memory
     program = compiled.last_run.compiled
     assert _inputs_written_over(program)       # (the first weight's update: 72 KiB)
@@ -224,7 +227,7 @@ def test_a_compiled_step_updates_parameters_in_their_memory_as_torch(optimizer):
     assert weight._version - versions[0] == ref[0].weight._version - versions[1]
     compiled.explain(fg.tensor(x), fg.tensor(y))      # (a dry run: writes over no input)
     assert _inputs_written_over(compiled.last_run.compiled) == []
-    np.testing.assert_allclose(weight.detach().numpy(), ref[0].weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(weight.detach().numpy(), ref[0].weight.detach().numpy(), rtol=1e-5, atol=atol)
 
 
 def test_a_step_that_reads_the_parameter_after_its_update_or_keeps_its_old_value_matches_eager():

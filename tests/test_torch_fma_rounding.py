@@ -208,7 +208,8 @@ def test_sgd_steps_are_torchs_bit_for_bit(config, compiled):
 @pytest.mark.parametrize("betas", [(0.9, 0.999), (0.3, 0.9)], ids=["lerp-low", "lerp-high"])
 def test_adam_moments_are_torchs_bit_for_bit(betas, compiled):
     """The moments (lerp and addcmul of the gradients) match bit for bit; the parameter goes
-    through a square root, which torch's float32 kernel does not round correctly (MKL),
+    through a square root and a division, which torch's float32 kernels do not round
+    correctly (MKL; 4 ulp apart after four steps on an AVX-512 machine, 8 on an AVX2 one),
     so it is compared within a few ulp."""
     torch = pytest.importorskip("torch", reason="torch.optim is the oracle")
     start = np.random.default_rng(1).standard_normal((64, 33)).astype(np.float32)
@@ -219,7 +220,7 @@ def test_adam_moments_are_torchs_bit_for_bit(betas, compiled):
     for key in ("exp_avg", "exp_avg_sq"):
         np.testing.assert_array_equal(opt.state[ours[0]][key].numpy(), t_opt.state[theirs[0]][key].numpy(),
                                       err_msg=key)
-    np.testing.assert_array_max_ulp(ours[0].detach().numpy(), theirs[0].detach().numpy(), maxulp=4)
+    np.testing.assert_array_max_ulp(ours[0].detach().numpy(), theirs[0].detach().numpy(), maxulp=16)
 
 
 def test_long_operands_take_the_compiled_loop_after_a_while_with_the_same_bits(monkeypatch):

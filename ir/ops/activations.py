@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import rounded
+from .. import rounded, torch_cpu
 from .elementwise import _infer_map, elementwise
 from .registry import COMPOSITE, OpDef, register
 
@@ -142,18 +142,30 @@ def _elu_vjp(e, x, y, g, a, n):
     return [e.op("elu_backward", g[0], source, x[1], from_result=bool(a.get("from_result"))), None]
 
 
+def _elu_scalar_formula(shape, dtype) -> bool:
+    """Does torch's elu_backward take its scalar formula for a tensor of `shape`, one shorter
+    than a block of its vectorised loop (ir/torch_cpu.py)? The two differ at a NaN source:
+    the scalar `source <= 0 ? scaled : grad` passes the gradient through, the vector
+    `blendv(scaled, grad, source > 0)` gives the scaled NaN. (As pow_number's tail: a longer
+    tensor takes the vector formula throughout, its own tail included.)"""
+    return int(np.prod(shape)) < torch_cpu.block_elements(dtype)
+
+
 def _elu_backward_ref(grad, source, alpha, from_result=False):
     # torch's kernel: source <= 0 ? (from the result) grad * (result + alpha), (from the input)
-    # grad * alpha * exp(x) : grad; a NaN source passes the gradient through
+    # grad * alpha * exp(x) : grad
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = grad * (source + alpha) if from_result else grad * alpha * np.exp(source)
-        return np.where(source <= 0, scaled, grad).astype(grad.dtype)
+        negative = source <= 0 if _elu_scalar_formula(source.shape, source.dtype) else ~(source > 0)
+        return np.where(negative, scaled, grad).astype(grad.dtype)
 
 
 def _elu_backward_decompose(e, xs, a):
     grad, source, alpha = xs
     scaled = e.mul(grad, e.add(source, alpha)) if a["from_result"] else e.mul(e.mul(grad, alpha), e.exp(source))
-    return [e.where(e.le(source, 0), scaled, grad)]
+    if _elu_scalar_formula(source.type.shape, source.type.dtype.np):
+        return [e.where(e.le(source, 0), scaled, grad)]
+    return [e.where(e.gt(source, 0), grad, scaled)]
 
 
 def _elu_backward_vjp(e, x, y, g, a, n):

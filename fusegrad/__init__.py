@@ -43,8 +43,8 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              multiply, nan_to_num, negative, not_equal, rad2deg, sgn, signbit,
                                              rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
-from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_or, bitwise_right_shift,
-                                     bitwise_xor)
+from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
+                                     bitwise_xor, positive)
 from fusegrad.tracer import functional as _functional
 from fusegrad.tracer import parser_errors as _parser_errors
 from fusegrad.tracer import methods as _methods

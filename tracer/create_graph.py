@@ -138,6 +138,12 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
         if len(after) == len(before) - 1 and tuple(d for d in after if d != 1) == tuple(d for d in before if d != 1):
             return "SqueezeBackward1"
         return "ViewBackward0"
+    if op == "index_put_at":
+        # index's formula accumulates with _index_put_impl_, index_put's zeroes the region with
+        # index_put, embedding's is its own dense backward
+        if ins.loc == "EmbeddingBackward0":
+            return "EmbeddingDenseBackwardBackward0"
+        return "IndexPutImplBackward0" if dict(ins.attrs)["accumulate"] else "IndexPutBackward0"
     if op == "matmul":
         return _MATMUL_NAMES.get((len(ins.inputs[0].shape), len(ins.inputs[1].shape)))
     if op == "getitem":

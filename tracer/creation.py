@@ -621,13 +621,14 @@ def _randint_arguments(args, low, high, size):
 
 
 def randint(*args, low=_NO_SIZE, high=_NO_SIZE, size=_NO_SIZE, dtype: DType | None = None, device=None,
-            generator=None) -> Tensor:
+            generator=None, requires_grad: bool = False) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers uniform in [low, high),
     from the global generator or `generator`. The bounds and the size may be keywords
     (`randint(high=4, size=(3,))`, `randint(7, size=(4,))`), as torch's."""
     check_device(device)
     gen = random_generator.required(generator, "randint")
     dtype = _dtype_arg("randint", dtype)
+    requires_grad = _grad_flag("randint", requires_grad)
     low, high, size, position = _randint_arguments(args, low, high, size)
     if not (is_int(low) and is_int(high)):
         raise TypeError("randint(): bad argument")     # (worded by tracer/parser_errors.py)
@@ -644,7 +645,7 @@ def randint(*args, low=_NO_SIZE, high=_NO_SIZE, size=_NO_SIZE, dtype: DType | No
             raise RuntimeError("to - 1 is out of bounds for bool")
     out = (dtype or int64).np
     values = _allocated(shape, out, lambda: gen.integers(int(low), int(high), _numel(shape)))
-    return _new(values.reshape(shape).astype(out), False)
+    return _new(values.reshape(shape).astype(out), requires_grad)
 
 
 _ARANGE_SIGNATURES = (

@@ -41,7 +41,7 @@ from .user_frame import user_stacklevel
 
 # Ops whose VJP's instructions are named by the forward node (see GraphProgram)
 _NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
-                               "masked_fill"})
+                               "masked_fill", "embedding"})
 
 
 def _took_scalars(node) -> bool:

@@ -96,11 +96,13 @@ def _lerp_plan(input, end, weight, fn="lerp"):
     if tensor_weight and weight.dim() > 0 and weight._dtype is not a._dtype:
         raise RuntimeError(f"expected dtype {F._c_name(a._dtype)} for `weight` but got dtype "
                            f"{F._c_name(weight._dtype)}")
-    if not a._dtype.is_floating_point:
-        raise _not_implemented("lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar", a._dtype)
-    if tensor_weight and weight._dtype is not a._dtype:
-        weight = cast(weight, a._dtype, implicit=True)        # (a 0-d weight of another dtype)
-    return "lerp", [a, b, weight], None, "LerpBackward1" if tensor_weight else "LerpBackward0", a._dtype
+    # A 0-d weight of another dtype takes part in promotion (torch's TensorIterator): with
+    # dimensioned inputs only across categories (an int64 lerp with a 0-d float weight is
+    # float32), with 0-d inputs fully (float32 with a 0-d float64 weight is float64).
+    dtype = _promoted([a, weight], fn)[1] if tensor_weight else a._dtype
+    if not dtype.is_floating_point:
+        raise _not_implemented("lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar", dtype)
+    return "lerp", [a, b, weight], None, "LerpBackward1" if tensor_weight else "LerpBackward0", dtype
 
 
 def lerp(input, end, weight) -> Tensor:
@@ -358,9 +360,7 @@ def _nan_to_num_plan(input, nan, posinf, neginf, fn="nan_to_num"):
     given = {}
     for key, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if value is not None:
-            value = _number(value, fn, key, "float")
-            if isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{fn}(): argument '{key}' must be float, not bool")
+            value = _number(value, fn, key, "float")       # (a bool is a float there: True is 1.0)
         given[key] = value
     if not a._dtype.is_floating_point:
         return None
@@ -559,7 +559,7 @@ def _one_bound_(which: str):
     def method(self, bound) -> Tensor:
         if not (isinstance(bound, (Tensor, np.ndarray)) or _is_scalar(bound)):
             raise TypeError(f"{fn}(): argument '{which}' (position 1) must be Tensor, not {type_name(bound)}")
-        bound = as_tensor(bound) if isinstance(bound, np.ndarray) else bound
+        bound = F.clamp_bound(bound)
         low, high = (bound, None) if which == "min" else (None, bound)
         tensor_bounds, dtype = F.clamp_result_type(self, low, high)
         inplace.check_inplace(self)
@@ -653,7 +653,7 @@ FUNCTIONS = {
                      "(Tensor input, Number other)", "(Tensor input, Number other, *, str rounding_mode)",
                      numbers_as_tensors=True),
     "subtract": _texts(subtract, "subtract", "(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
-                       "(Tensor input, Number other, Number alpha = 1)"),
+                       "(Tensor input, Number other, Number alpha = 1)", numbers_as_tensors=True),
     "rsub": _texts(rsub, "rsub", "(Tensor input, Tensor other, *, Number alpha = 1)",
                    "(Tensor input, Number other, Number alpha = 1)"),
     "true_divide": _texts(true_divide, "true_divide", f"(Tensor input, Tensor other, {_OUT})",

@@ -28,6 +28,7 @@ from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.registry import shape_str
 from fusegrad.ir.ops.elementwise import pow_const_applies
 from fusegrad.ir.ops.linalg import _check_matmul_dtype, mm_layout_attrs
+from fusegrad.ir.torch_cpu import block_elements
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
 
 from .device import check_device, device as torch_device
@@ -331,7 +332,8 @@ _WARNED_ALPHA_FIRST: list = []
 
 
 def _check_bool_sub(a, b) -> None:
-    bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, bool) for x in (a, b)]
+    bools = [(isinstance(x, Tensor) and x._dtype is bool_) or isinstance(x, bool)
+             or (isinstance(x, np.ndarray) and x.dtype == np.bool_) for x in (a, b)]     # (an array is a tensor)
     if builtins.all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
@@ -592,6 +594,7 @@ def pow(input, exponent) -> Tensor:
     if not (isinstance(a, (Tensor, np.ndarray)) and (isinstance(b, (Tensor, np.ndarray)) or _is_scalar(b))
             or isinstance(b, (Tensor, np.ndarray)) and _is_scalar(a)):
         raise parser_errors.FUNCTIONS["pow"].refusal((a, b), {})
+    a, b = (as_tensor(x) if isinstance(x, np.ndarray) else x for x in (a, b))     # (an array is a tensor)
     name = "PowBackward0" if not isinstance(b, Tensor) else ("PowBackward1" if isinstance(a, Tensor)
                                                             else "PowBackward2")
     ops, dtype = _promoted([a, b], "pow")
@@ -632,9 +635,10 @@ def _double(number) -> np.ndarray:
 
 def pow_number_tail(x) -> bool:
     """Whether torch's float32 pow(Tensor, Scalar) computes every element of `x` with the
-    double exponent: a tensor of fewer than 32 elements, which its kernel's blocks of 32
-    never reach (see ir/ops/elementwise.py, pow_number)."""
-    return x.numel() < 32
+    double exponent: a tensor shorter than one block of its vectorised loop (32 elements
+    with AVX-512, 16 with AVX2: ir/torch_cpu.py), which the loop never reaches (see
+    ir/ops/elementwise.py, pow_number)."""
+    return x.numel() < block_elements(np.float32)
 
 
 _NO_P = object()        # bernoulli's p when not given (None is a bad p: torch's parser refuses it)
@@ -988,12 +992,18 @@ def clamp(input, min=None, max=None) -> Tensor:
                         "\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
                         "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
     a = as_tensor(a, "clamp")
-    # (a NumPy bool is a float number to torch's parser)
-    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else builtins.float(b) if type(b) is np.bool_ else b
-                for b in (min, max))
+    min, max = clamp_bound(min), clamp_bound(max)
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name)
+
+
+def clamp_bound(bound):
+    """A clamp bound as torch's parser reads it: a NumPy array is a tensor, a NumPy bool a
+    float number (clamp, clamp_min/max and their in-place forms)."""
+    if isinstance(bound, np.ndarray):
+        return as_tensor(bound)
+    return builtins.float(bound) if type(bound) is np.bool_ else bound
 
 
 def clamp_result_type(a: Tensor, min, max) -> tuple:
@@ -2081,7 +2091,7 @@ def _one_bound_clamp(input, min, max, fn: str, name: str) -> Tensor:
         why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one "
                         f"of:\n * (Tensor {which})\n{why} * (Number {which})\n{why}")
-    min, max = (as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))     # (as clamp)
+    min, max = clamp_bound(min), clamp_bound(max)
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, _ = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name + ("1" if tensor_bounds else "0"))

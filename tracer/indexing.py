@@ -143,7 +143,9 @@ def getitem(t: Tensor, key) -> Tensor:
         _check_0d_key(key)
     items, steps = _normalise(key, shape, bare_slice=isinstance(key, slice))
     if not steps:
-        return apply_op("getitem", [t], {"index": items}, "AliasBackward0")
+        # (the empty index marks torch's alias, whose gradient passes on unchanged: see
+        # ir/ops/movement.py _getitem_vjp; x[0:2] of two rows is a SliceBackward0 there)
+        return apply_op("getitem", [t], {"index": ()}, "AliasBackward0")
     return _apply_steps(t, steps)
 
 
@@ -347,12 +349,14 @@ class _Index:
 
 class _Mask:
     """An advanced item: a bool mask (Tensor or NumPy array) over as many dims as it has;
-    a 0-d one (a Python bool too) indexes a new size-1 dim."""
-    __slots__ = ("value", "ndim")
+    a 0-d one (a Python bool too) indexes a new size-1 dim. `byte`: made from a uint8 index,
+    torch's deprecated byte mask."""
+    __slots__ = ("value", "ndim", "byte")
 
-    def __init__(self, value):
+    def __init__(self, value, byte: bool = False):
         self.value = value
         self.ndim = value.dim() if isinstance(value, Tensor) else value.ndim
+        self.byte = byte
 
 
 # torch (as NumPy before it) reads a short non-tuple sequence as a tuple of indices when an
@@ -368,12 +372,19 @@ _SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing 
                       "result")
 
 
+_BYTE_MASK = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+_INT64_RANGE = range(-2 ** 63, 2 ** 63)
+
+
 def _sequence_key(key):
     """A list key that torch reads as a tuple of indices, as that tuple (with torch's
     deprecation warning)."""
     if type(key) is list and len(key) < _MAX_TUPLE_LIKE and any(isinstance(k, _TUPLE_LIKE_ITEMS) for k in key):
         warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=user_stacklevel())
         return tuple(key)
+    if isinstance(key, str):
+        # (a str is a sequence to torch's check, which warns before the index is refused)
+        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=user_stacklevel())
     return key
 
 
@@ -402,16 +413,26 @@ def _parse_item(k):
     if isinstance(k, np.ndarray):
         if k.dtype == np.bool_:
             return _Mask(k)
+        if k.dtype == np.uint8:
+            return _byte_mask(k)
         if k.ndim == 0:
             return int(k) if k.dtype.kind in "iu" else k
         # torch reads any other array as a sequence of numbers: a long index (0.5 is 0)
         return _Index(k.astype(np.int64))
     if isinstance(k, (list, tuple)):
         a = _sequence_array(k)
+        if a.dtype == np.uint8:         # (NumPy uint8 scalars only: torch's tensor of them)
+            return _byte_mask(a)
         return _Mask(a) if a.dtype == np.bool_ else _Index(a.astype(np.int64))
     if isinstance(k, range):        # a sequence of ints (x[range(n), target], as a tutorial writes)
         return _Index(np.arange(k.start, k.stop, k.step, dtype=np.int64))
     return k
+
+
+def _byte_mask(a: np.ndarray) -> "_Mask":
+    """A uint8 index: torch's deprecated byte mask, nonzero meaning True (its warning comes
+    when the mask is read: _index_arrays)."""
+    return _Mask(a != 0, byte=True)
 
 
 def _sequence_array(seq) -> np.ndarray:
@@ -427,6 +448,8 @@ def _sequence_array(seq) -> np.ndarray:
             raise TypeError("new(): invalid data type 'str'")
         elif not isinstance(item, (numbers.Number, np.generic, Tensor, np.ndarray)):
             raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
+        elif type(item) is int and item not in _INT64_RANGE:
+            raise ValueError("Overflow when unpacking long long")      # (torch reads the list as longs)
     sizes, level = [], seq
     while isinstance(level, (list, tuple)):
         sizes.append(len(level))
@@ -474,6 +497,8 @@ def _index_arrays(view: Tensor, items, starts):
             dims.append(d)
             continue
         mask = k.value._concrete() if isinstance(k.value, Tensor) else k.value
+        if k.byte and mask.ndim:
+            warnings.warn(_BYTE_MASK, UserWarning, stacklevel=user_stacklevel())
         if mask.ndim == 0:
             indices.append(np.zeros(1 if mask else 0, np.int64))
             dims.append(d)
@@ -550,6 +575,8 @@ def _advanced_setitem(t: Tensor, items, value) -> None:
                     or isinstance(item, _Mask) and not isinstance(item.value, (bool, np.bool_))]
     by_masked_fill = one_value and len(tensor_items) == 1 and isinstance(tensor_items[0], _Mask) and \
         tensor_items[0].ndim > 0
+    if by_masked_fill and tensor_items[0].byte:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
     if not isinstance(value, Tensor):
         # a number takes the tensor's dtype (2.5 into a long tensor is 2, as torch); so does a
         # NumPy array (torch takes none; basic setitem casts it too), a tensor must match

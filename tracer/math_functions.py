@@ -11,6 +11,7 @@ from fusegrad.ir import bool_, float32, int64
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
+from . import functional as F
 from .dispatch import apply_op, result_cast_error
 from .grad_mode import is_grad_enabled
 from .node import hide_node
@@ -174,6 +175,8 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
     """torch.prod: the product of all elements (ProdBackward0) or over `dim` (an int:
     ProdBackward1), integers in int64; its gradient is torch's, zeros included."""
     a = as_tensor(input, "prod")
+    if dtype is bool_:
+        return _bool_product(a, dim, keepdim)
     if dim is _ALL:
         if keepdim is not _ALL:
             raise TypeError("prod(): keepdim without dim")      # (the parser words torch's text)
@@ -188,6 +191,18 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
         axis = None if not keepdim else axis
     return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": axis, "keepdim": bool(keepdim)},
                     "ProdBackward1")
+
+
+def _bool_product(a: Tensor, dim, keepdim) -> Tensor:
+    """prod(dtype=bool): a product of bools is whether all are True (torch's kernel multiplies
+    the elements cast to bool)."""
+    if a._requires_grad and is_grad_enabled():
+        raise RuntimeError("Autograd not support dtype: Bool")
+    if dim is _ALL:
+        if keepdim is not _ALL:
+            raise TypeError("prod(): keepdim without dim")
+        return F.all(cast(a, bool_))
+    return F.all(cast(a, bool_), int_argument(dim, "prod"), False if keepdim is _ALL else keepdim)
 
 
 def _triangle(op: str, name: str):
@@ -300,7 +315,9 @@ def _atan2_(self, other) -> Tensor:
     """In-place torch.atan2: other a tensor; self must hold the floating result."""
     other = as_tensor(other, "atan2_", "other", 1)
     if not self._dtype.is_floating_point:
-        raise result_cast_error("Float", TORCH_SCALAR_NAMES[self._dtype.name])
+        dtype = F._promoted([self, other], "atan2_")[1]     # (an integer pair's result: float32)
+        raise result_cast_error(TORCH_SCALAR_NAMES[(dtype if dtype.is_floating_point else float32).name],
+                                TORCH_SCALAR_NAMES[self._dtype.name])
     return _atan2_write(self, other)
 
 

@@ -78,10 +78,13 @@ def _counted_from_self(fn):
 def _array_rdiv(self, other):
     """`other / self`. For a NumPy array `other`, torch's __rtruediv__ computes
     `self.reciprocal() * other`, which NumPy finishes (and wraps as a tensor): the result
-    dtype is NumPy's promotion of the two (an int64 array over a float32 tensor: float64)."""
+    dtype is NumPy's promotion of the array's with the reciprocal's (an int64 array over a
+    float32 tensor: float64; a float32 array over an int64 tensor, whose reciprocal is
+    float32: float32), the reciprocal rounded in its own dtype first."""
     if isinstance(other, np.ndarray):
-        dtype = np.result_type(other.dtype, self._dtype.np)
-        return F.mul(F.reciprocal(self), F.as_tensor(other.astype(dtype, copy=False)))
+        reciprocal = F.reciprocal(self)
+        dtype = np.result_type(other.dtype, reciprocal._dtype.np)
+        return F.mul(reciprocal.to(from_numpy_dtype(dtype)), F.as_tensor(other.astype(dtype, copy=False)))
     return F.rdiv(self, other)
 
 
@@ -197,7 +200,11 @@ def _bitwise_inplace(fn, name: str):
     (torch's shape and result-type checks first: `bool_t <<= 1` is a Long result)."""
     def method(self, other):
         inplace.check_inplace(self)
-        if isinstance(other, (Tensor, bool, int, float)):
+        if isinstance(other, np.ndarray):
+            other = F.as_tensor(other)          # (an array is a tensor)
+        elif type(other) is np.bool_:
+            other = float(other)                # (torch's parser reads a NumPy bool as a float)
+        if isinstance(other, (Tensor, bool, int, float, np.number)):
             # torch's TensorIterator checks the result's shape and type against t before the
             # kernel's dtype dispatch: `int_t &= 2.5` cannot hold a Float result (not "not
             # implemented for 'Float'"), `t0d &= t2` is a shape error
@@ -337,6 +344,8 @@ def _checked_other(fn):
         if type(other) is not Tensor and not (isinstance(other, (Tensor, np.ndarray)) or F._is_scalar(other)):
             raise TypeError(f"{fn.__name__}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__}")
+        if isinstance(other, np.ndarray):
+            other = F.as_tensor(other)      # (an array is a tensor: a bool one is checked as one)
         if is_pow and not self._dtype.is_floating_point and F._is_scalar(other) \
                 and not isinstance(other, (bool, np.bool_)) and float(other).is_integer() and other < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -368,9 +377,8 @@ def _div_(self, other, *, rounding_mode=F.OMITTED) -> Tensor:
 
 
 def _clamp_(self, min=None, max=None) -> Tensor:
-    """In-place clamp (tracer/inplace.py clamp_), NumPy array bounds as tensors."""
-    min, max = (F.as_tensor(b) if isinstance(b, np.ndarray) else b for b in (min, max))
-    return inplace.clamp_(self, min, max)
+    """In-place clamp (tracer/inplace.py clamp_), its bounds read as clamp's (F.clamp_bound)."""
+    return inplace.clamp_(self, F.clamp_bound(min), F.clamp_bound(max))
 
 
 def _masked_fill_(self, mask, value) -> Tensor:
@@ -527,6 +535,26 @@ def _positive(self) -> Tensor:
     return self
 
 
+def positive(input) -> Tensor:
+    """torch.positive: the tensor itself (`+t`), refused for bools as there."""
+    return _positive(F.as_tensor(input, "positive"))
+
+
+def bitwise_not(input) -> Tensor:
+    """torch.bitwise_not: `~t` of an integer or bool tensor; a float one is torch's
+    NotImplementedError."""
+    a = F.as_tensor(input, "bitwise_not")
+    if a._dtype.is_floating_point:
+        raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{TORCH_SCALAR_NAMES[a._dtype.name]}\'')
+    return _invert(a)
+
+
+def _bitwise_not_(self) -> Tensor:
+    """In-place torch.bitwise_not (integers and bools, which have no history to keep)."""
+    inplace.check_inplace(self)
+    return inplace.copy_(self, bitwise_not(self))
+
+
 def _delete_item(self, key) -> None:
     """`del t[idx]`: refused, with torch's text."""
     raise TypeError("Tensor does not support deleting items")
@@ -615,6 +643,10 @@ METHODS = {
     "cos_": _float_result(inplace.unary_inplace("cos", "CosBackward0"), "cos"),
     "reciprocal_": _float_result(inplace.unary_inplace("reciprocal", "ReciprocalBackward0"), "reciprocal"),
     "sign_": inplace.unary_inplace("sign", "SignBackward0"),
+    "expm1_": _float_result(inplace.unary_inplace("expm1", "Expm1Backward0"), "expm1"),
+    "log1p_": _float_result(inplace.unary_inplace("log1p", "Log1PBackward0"), "log1p"),
+    "erf_": _float_result(inplace.unary_inplace("erf", "ErfBackward0"), "erf"),
+    "bitwise_not": bitwise_not, "bitwise_not_": _bitwise_not_, "positive": _positive,
     # constructors and whole-tensor comparisons
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),

@@ -573,7 +573,7 @@ METHODS = {
 NO_ARGUMENT_METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "expm1", "log1p", "erf", "abs",
                        "sign", "reciprocal", "neg", "negative", "square", "t", "logical_not", "isnan", "isinf",
                        "isfinite", "ravel", "fliplr", "flipud", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "relu_", "neg_", "abs_",
-                       "sin_", "cos_", "reciprocal_", "sign_", "zero_", "item", "tolist", "detach", "detach_",
+                       "sin_", "cos_", "reciprocal_", "sign_", "expm1_", "log1p_", "erf_", "bitwise_not_", "positive", "zero_", "item", "tolist", "detach", "detach_",
                        "retain_grad", "data_ptr", "element_size", "get_device", "is_complex", "is_floating_point",
                        "is_inference", "is_signed", "ndimension", "nelement", "storage_offset",
                        # tracer/math_functions.py

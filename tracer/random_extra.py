@@ -427,7 +427,9 @@ def result_type(tensor, other) -> DType:
     def kind(x, name, pos):
         if isinstance(x, Tensor):
             return (x.dtype, DIMMED if x.dim() else ZERO_DIM)
-        if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if type(x) is np.bool_:
+            x = float(x)            # (torch's parser reads a NumPy bool as a float number)
+        if isinstance(x, (bool, int, float, np.integer, np.floating)):
             return (scalar_dtype(x), SCALAR)
         return None
     a, b = kind(tensor, "tensor", 1), kind(other, "other", 2)

@@ -86,9 +86,21 @@ def reads_nothing(shape: tuple, dims) -> bool:
     return any(size == 0 for d, size in enumerate(shape) if d not in dims)
 
 
+def indexes_nothing(index_shapes) -> bool:
+    """Whether the index arrays broadcast to no element: then torch's kernel reads none of
+    them and checks no bound (`zeros(2, 3)[[5], False]` is an empty (0, 3))."""
+    try:
+        return 0 in np.broadcast_shapes(*index_shapes)
+    except ValueError:
+        return False                # (the shape rule raises torch's broadcast error)
+
+
 def check_empty_dims(shape: tuple, indices, dims) -> None:
     """torch's IndexError for a non-empty index into a dim of size 0, checked before anything
-    else (`zeros(0, 0)[[0]]` raises though its result, (1, 0), would be empty)."""
+    else (`zeros(0, 0)[[0]]` raises though its result, (1, 0), would be empty), unless the
+    indices broadcast to nothing."""
+    if indexes_nothing([i.shape for i in indices]):
+        return
     for i, d in zip(indices, dims):
         if shape[d] == 0 and i.size > 0:
             raise IndexError("index is out of bounds for dimension with size 0")
@@ -99,6 +111,8 @@ def check_bounds(shape: tuple, indices, dims) -> None:
     offending element in the broadcast order is reported, and at it the first index
     array (its position among the index arrays names the dimension). (Not called where
     another dim is empty: see `reads_nothing`.)"""
+    if indexes_nothing([i.shape for i in indices]):
+        return
     bad = []
     for i, d in zip(indices, dims):
         size = shape[d]
@@ -188,8 +202,8 @@ def _put_infer(types, attrs):
     _check_dims(x, indices, dims)
     target = take_shape(x.shape, [t.shape for t in indices], dims)
     for t, d in zip(indices, dims):
-        if x.shape[d] == 0 and t.numel > 0:     # (torch's first check: before the value's shape)
-            raise IndexError("index is out of bounds for dimension with size 0")
+        if x.shape[d] == 0 and t.numel > 0 and not indexes_nothing([t.shape for t in indices]):
+            raise IndexError("index is out of bounds for dimension with size 0")    # (torch's first check)
     if not expands_to(value_shape(v.shape), target):         # (torch checks the shape next)
         raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(value_shape(v.shape))} cannot be broadcast to "
                            f"indexing result of shape {shape_str(target)}")

@@ -245,6 +245,8 @@ def _getitem_infer(types, attrs):
 
 
 def _getitem_vjp(e, x, y, g, a, n):
+    if not a["index"]:
+        return [g[0]]       # the alias x[...] (x[:, :], x[()]): torch's AliasBackward0 passes it on
     zeros = e.zeros_like(x[0])
     return [e.op("index_put", zeros, g[0], index=a["index"])]
 
@@ -259,7 +261,6 @@ register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp, 
 
 
 def _index_put_infer(types, attrs):
-    from .registry import broadcast_shapes
     t, v = types
     target = index_shape(t.shape, attrs["index"])
     _expand_infer([v], {"shape": target})

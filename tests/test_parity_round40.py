@@ -1,0 +1,284 @@
+"""Round 40 of torch parity (findings of probes of dtype semantics and of indexing against
+torch 2.13)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch 2.13 is the oracle of these cases")
+
+from parity_support import assert_same_outcome, lib_outcome  # noqa: E402
+
+
+def _torch_args(lib, *args):
+    """The arguments as each library takes them: fusegrad takes a NumPy array as a tensor
+    (API.md), torch is given the array as a tensor."""
+    return [torch.from_numpy(a) if lib is torch and isinstance(a, np.ndarray) else a for a in args]
+
+
+# ------------------------------------------------------------------ dtypes
+@pytest.mark.parametrize("array, tensor", [
+    (np.array([1, 5, 3]), [7, 5, 3]),
+    (np.array([1.0, 5.0], np.float32), [7, 5]),
+    (np.array(2.0), [3.0, 7.0]),
+    (np.array([1, 5]), [True, True]),
+    (np.array([1.0, 5.0], np.float32), [3.0, 7.0]),
+])
+def test_array_over_tensor_has_numpys_dtype_of_the_array_and_the_reciprocal(array, tensor):
+    """`array / t` is torch's `t.reciprocal() * array`, which NumPy finishes: the dtype is
+    NumPy's promotion of the array's with the reciprocal's (float32 for an int tensor), not
+    with the tensor's own; the reciprocal is rounded in its dtype first."""
+    theirs = array / torch.tensor(tensor)
+    ours = array / fg.tensor(tensor)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.clamp_min(L.tensor([-7, 5]), np.bool_(True)),
+    lambda L: L.tensor([-7, 5]).clamp_max(np.bool_(True)),
+    lambda L: L.tensor([-7, 5]).clamp_(min=np.bool_(True)),
+    lambda L: L.tensor([True, False]).clamp_min(np.bool_(True)),
+    lambda L: L.tensor([-7, 5]).clamp_min_(np.bool_(True)),
+])
+def test_a_numpy_bool_clamp_bound_is_a_float_number(case):
+    """torch's parser reads a NumPy bool as a float number, in clamp_min/clamp_max and the
+    in-place clamps as in clamp: a float result (or, in place, the cast error)."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("make", [lambda L: L.tensor([1, 5]), lambda L: L.tensor([True, False])])
+def test_result_type_reads_a_numpy_bool_as_a_float(make):
+    assert str(fg.result_type(make(fg), np.bool_(True))) == "fg.float32" and \
+        torch.result_type(make(torch), np.bool_(True)) == torch.float32
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.lerp(L.tensor([1, 9]), L.tensor([3, 5]), L.tensor(0.5)),
+    lambda L: L.lerp(L.tensor([True, True]), L.tensor([True, False]), L.tensor(0.5, dtype=L.float64)),
+    lambda L: L.lerp(L.tensor(1.0), L.tensor(3.0), L.tensor(0.5, dtype=L.float64)),
+    lambda L: L.lerp(L.tensor([1.0, 2.0]), L.tensor([3.0, 4.0]), L.tensor(0.5, dtype=L.float64)),
+    lambda L: L.lerp(L.tensor([1, 2]), L.tensor([3, 4]), L.tensor(2)),
+    lambda L: L.lerp(L.tensor([1, 2]), L.tensor([3, 4]), 0.5),
+    lambda L: L.tensor([1, 2]).lerp_(L.tensor([3, 4]), L.tensor(0.5)),
+    lambda L: L.tensor(1.0).lerp_(L.tensor(3.0), L.tensor(0.5, dtype=L.float64)),
+    lambda L: L.tensor([1.0, 2.0]).lerp(L.tensor([3.0, 4.0]), L.tensor([0.5, 0.5], dtype=L.float64)),
+])
+def test_lerp_promotes_with_a_zero_dim_weight(case):
+    """A 0-d weight takes part in lerp's type promotion (torch's TensorIterator): an int64
+    lerp with a 0-d float weight is float32, 0-d float32 inputs with a 0-d float64 weight
+    float64; in place the result must fit self (torch's cast error)."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+def test_lerp_with_a_zero_dim_float64_weight_differentiates_into_each_dtype():
+    grads = []
+    for L in (torch, fg):
+        a = L.tensor(1.0, requires_grad=True)
+        w = L.tensor(0.25, dtype=L.float64, requires_grad=True)
+        r = L.lerp(a, L.tensor(3.0), w)
+        r.backward()
+        grads.append((type(r.grad_fn).__name__, str(r.dtype).split(".")[-1], a.grad.item(),
+                      str(a.grad.dtype).split(".")[-1], w.grad.item()))
+    assert grads[0] == grads[1] == ("LerpBackward1", "float64", 0.75, "float32", 2.0)
+
+
+@pytest.mark.parametrize("key", ["nan", "posinf", "neginf"])
+@pytest.mark.parametrize("value", [True, False, np.bool_(True)])
+def test_nan_to_num_takes_a_bool_as_a_float(key, value):
+    """torch reads a bool replacement as the float 1.0 or 0.0 (it raised a TypeError)."""
+    case = lambda L: L.nan_to_num(L.tensor([float("nan"), 1.0, float("inf"), -float("inf")]), **{key: value})  # noqa
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.tensor([1, 2]).prod(dtype=L.bool),
+    lambda L: L.tensor([[1, 0], [2, 3]]).prod(1, dtype=L.bool),
+    lambda L: L.tensor([[1, 0], [2, 3]]).prod(1, keepdim=True, dtype=L.bool),
+    lambda L: L.tensor([True, True]).prod(dtype=L.bool),
+    lambda L: L.tensor([0.5, float("nan")]).prod(dtype=L.bool),
+    lambda L: L.prod(L.tensor(3), 0, dtype=L.bool),
+    lambda L: L.zeros(0, 2).prod(0, dtype=L.bool),
+    lambda L: L.tensor([0.5, 2.0], requires_grad=True).prod(dtype=L.bool),
+])
+def test_prod_in_bool_is_whether_all_are_true(case):
+    """prod(dtype=bool) multiplies the elements cast to bool (it raised "prod_out_cpu" not
+    implemented); with a tensor that requires grad, torch's autograd dtype error."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+_BOOLS = np.array([True, False])
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.sub(L.tensor([3, 4]), *_torch_args(L, _BOOLS)),
+    lambda L: L.tensor([3.0, 4.0]).sub_(*_torch_args(L, _BOOLS)),
+    lambda L: L.sub(L.tensor([True, True]), *_torch_args(L, _BOOLS)),
+    lambda L: L.sub(L.tensor([3, 4]), *_torch_args(L, _BOOLS), alpha=True),
+    lambda L: L.pow(L.tensor([True, False]), *_torch_args(L, _BOOLS)),
+    lambda L: L.tensor([True, False]).pow_(*_torch_args(L, _BOOLS)),
+    lambda L: L.pow(L.tensor([2.0, 3.0], requires_grad=True), *_torch_args(L, np.array([2.0, 0.5], np.float32))),
+    lambda L: L.subtract(5, L.tensor([True, False])),
+    lambda L: L.subtract(True, L.tensor([True, False])),
+    lambda L: L.subtract(5, L.tensor([1, 2])),
+])
+def test_a_bool_array_operand_is_checked_as_a_bool_tensor(case):
+    """A NumPy array is a tensor (API.md), so a bool one meets torch's bool checks in sub and
+    pow (it was computed); an array exponent is PowBackward1's tensor; torch.subtract takes a
+    number first as a tensor, then raises the bool subtraction error (not its parser's)."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.tensor([1, 2]).bitwise_and_(np.float32(1.5)),
+    lambda L: L.tensor([1, 2]).bitwise_or_(np.bool_(True)),
+    lambda L: L.tensor([True, False]).bitwise_left_shift_(np.bool_(True)),
+    lambda L: L.tensor([1, 2]).bitwise_xor_(*_torch_args(L, np.array([1.5, 2.0]))),
+    lambda L: L.tensor([1, 2]).bitwise_and_(np.int64(3)),
+])
+def test_in_place_bitwise_ops_with_numpy_operands_check_the_result_type(case):
+    """A NumPy float or bool scalar (a float number to torch's parser) or float array gives a
+    Float result that an integer tensor cannot hold: torch's cast error, not the kernel's."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.tensor([1, 2]).atan2_(L.tensor([1.0, 2.0], dtype=L.float64)),
+    lambda L: L.tensor([True]).arctan2_(L.tensor(1.0, dtype=L.float64)),
+    lambda L: L.tensor([1, 2]).atan2_(L.tensor([1, 2])),
+])
+def test_atan2_in_place_names_the_result_type(case):
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_randint_takes_requires_grad(dtype):
+    case = lambda L: L.randint(0, 3, (2,), dtype=getattr(L, dtype) if dtype else None,  # noqa: E731
+                               requires_grad=True).requires_grad
+    assert lib_outcome(fg, case) == lib_outcome(torch, case)
+
+
+def test_positive_bitwise_not_and_more_in_place_unary_methods():
+    """torch.positive (the tensor itself), bitwise_not(_) and expm1_/log1p_/erf_, which
+    fusegrad lacked."""
+    x = fg.tensor([1.0, 0.0, -2.0])
+    assert fg.positive(x) is x and x.positive() is x
+    cases = [lambda L: L.positive(L.tensor([True])), lambda L: L.bitwise_not(L.tensor([1, 0])),
+             lambda L: L.tensor([True, False]).bitwise_not(), lambda L: L.bitwise_not(L.tensor([1.0])),
+             lambda L: L.tensor([1, 2]).bitwise_not_(), lambda L: L.tensor([1, 2]).expm1_()]
+    for case in cases:
+        assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+    for method in ("expm1_", "log1p_", "erf_"):
+        results = []
+        for L in (torch, fg):
+            t = L.tensor([0.5, 2.0], requires_grad=True)
+            y = t * 1
+            getattr(y, method)()
+            y.sum().backward()
+            results.append((type(y.grad_fn).__name__, y.detach().numpy(), t.grad.numpy()))
+        assert results[0][0] == results[1][0]
+        np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+        np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6)
+
+
+# ------------------------------------------------------------------ indexing
+def _index_outcome(lib, key, setting=False):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            x = lib.arange(12.0).reshape(3, 4)
+            if setting:
+                x[key] = -1.0
+                result = ("value", x.tolist())
+            else:
+                result = ("value", x[key].tolist())
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            result = ("error", type(exc).__name__, str(exc))
+    return result, [str(w.message).split(" (Triggered")[0] for w in caught]
+
+
+@pytest.mark.parametrize("setting", [False, True])
+@pytest.mark.parametrize("key", [
+    np.array([1, 0, 1], np.uint8),
+    (slice(None), np.array([1, 0, 1, 1], np.uint8)),
+    [np.uint8(1), np.uint8(0), np.uint8(1)],
+    np.array(1, np.uint8),
+])
+def test_a_uint8_index_is_a_deprecated_byte_mask(key, setting):
+    """torch reads a uint8 index as a mask (with its deprecation warning); it was taken as
+    integer positions, returning other rows."""
+    assert _index_outcome(fg, key, setting) == _index_outcome(torch, key, setting)
+
+
+@pytest.mark.parametrize("setting", [False, True])
+@pytest.mark.parametrize("key", [[2 ** 64 - 1], [2 ** 63], [-2 ** 63 - 1], [[1, 2 ** 70]], [2 ** 63 - 1]])
+def test_an_int_beyond_int64_in_a_list_index_overflows(key, setting):
+    """torch unpacks a list index as longs: an int outside int64 is its ValueError; 2**64-1
+    wrapped to -1 and read (or wrote) the last row."""
+    assert _index_outcome(fg, key, setting) == _index_outcome(torch, key, setting)
+
+
+def test_a_str_index_warns_as_a_sequence_first():
+    assert _index_outcome(fg, "a") == _index_outcome(torch, "a")
+
+
+@pytest.mark.parametrize("make_key", [
+    lambda L: ([5], False),
+    lambda L: (L.tensor([5]), L.tensor([], dtype=L.int64)),
+    lambda L: (Ellipsis, [0], [], False),
+])
+@pytest.mark.parametrize("shape", [(2, 3), (0, 2), (1, 3)])
+def test_indices_broadcasting_to_nothing_check_no_bound(make_key, shape):
+    """Index arrays that broadcast to no element read nothing: torch checks no bound (an
+    out-of-range entry, or any entry into a size-0 dim) and returns an empty result, and the
+    setitem writes nothing (NumPy's "argmax of an empty sequence" leaked out)."""
+    def case(L, setting):
+        x = L.zeros(*shape)
+        key = make_key(L)
+        if setting:
+            x[key] = 1.0
+            return x
+        return x[key] * 2
+    for setting in (False, True):
+        assert_same_outcome(lib_outcome(fg, lambda L: case(L, setting)), lib_outcome(torch, lambda L: case(L, setting)))
+    compiled = fg.compile(lambda x: x[make_key(fg)] * 2)
+    assert tuple(compiled(fg.zeros(*shape)).shape) == tuple(case(torch, False).shape)
+
+
+def _second_order_names(lib, index):
+    x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    r = index(x)
+    g, = lib.autograd.grad((r * r).sum(), x, create_graph=True)
+    return type(r.grad_fn).__name__, type(g.grad_fn).__name__
+
+
+@pytest.mark.parametrize("index", [lambda x: x[[0, 1]], lambda x: x[...], lambda x: x[:, :], lambda x: x[()],
+                                   lambda x: x[0:2], lambda x: x[:, ::2], lambda x: x[1]])
+def test_create_graph_gradient_of_an_index_has_torchs_node(index):
+    """An advanced index's gradient is torch's _index_put_impl_ (IndexPutImplBackward0); an
+    alias index (x[...], x[:, :]) passes the gradient on unchanged, as AliasBackward0's
+    formula does (no node of its own)."""
+    assert _second_order_names(fg, index) == _second_order_names(torch, index)
+    x = fg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    gg, = fg.autograd.grad(fg.autograd.grad((index(x) ** 3).sum(), x, create_graph=True)[0].sum(), x)
+    xt = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    gt, = torch.autograd.grad(torch.autograd.grad((index(xt) ** 3).sum(), xt, create_graph=True)[0].sum(), xt)
+    np.testing.assert_allclose(gg.numpy(), gt.numpy(), rtol=1e-6)
+
+
+def test_create_graph_gradients_of_index_put_and_embedding_have_torchs_nodes():
+    names = []
+    for L in (torch, fg):
+        x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        y = x.clone()
+        y[[0, 1], [1, 0]] = L.tensor([5.0, 6.0]) * x[0]
+        g, = L.autograd.grad((y * y).sum(), x, create_graph=True)
+        w = L.tensor(np.arange(15.0, dtype=np.float32).reshape(5, 3), requires_grad=True)
+        e = L.nn.functional.embedding(L.tensor([1, 1, 3]), w)
+        ge, = L.autograd.grad((e * e).sum(), w, create_graph=True)
+        ge.sum().backward()
+        names.append(([type(n[0]).__name__ for n in g.grad_fn.next_functions], type(ge.grad_fn).__name__,
+                      w.grad.tolist()))
+    assert names[0] == names[1]

@@ -153,6 +153,8 @@ def _takes_no_arguments(fn):
     return public
 
 
+from fusegrad import accelerator, cuda  # noqa: E402  (no device but the CPU: scripts ask)
+
 is_grad_enabled = _takes_no_arguments(is_grad_enabled)
 is_inference_mode_enabled = _takes_no_arguments(is_inference_mode_enabled)
 

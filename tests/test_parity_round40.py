@@ -282,3 +282,67 @@ def test_create_graph_gradients_of_index_put_and_embedding_have_torchs_nodes():
         names.append(([type(n[0]).__name__ for n in g.grad_fn.next_functions], type(ge.grad_fn).__name__,
                       w.grad.tolist()))
     assert names[0] == names[1]
+
+
+# ------------------------------------------------------------------ tutorial code
+def _out_outcome(lib, case):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = lib_outcome(lib, case)
+    return outcome, [str(w.message).split(" (Triggered")[0] for w in caught]
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.add(L.ones(2), 1, out=L.zeros(2, requires_grad=True)),
+    lambda L: L.add(L.ones(2, requires_grad=True), 1, out=L.zeros(2)),
+    lambda L: L.exp(L.ones(2, dtype=L.int64), out=L.zeros(2, dtype=L.float64)),
+    lambda L: L.exp(L.ones(2), out=L.zeros(2, dtype=L.int64)),
+    lambda L: L.eq(L.ones(2), 1, out=L.zeros(2)),
+    lambda L: L.softmax(L.ones(2), 0, out=L.zeros(2)),
+    lambda L: L.matmul(L.ones(2, 2), L.ones(2, 2), out=L.zeros(3)),
+    lambda L: L.matmul(L.ones(2, 2), L.ones(2, 2), out=L.zeros(2, 2, dtype=L.float64)),
+    lambda L: L.mul(L.ones(2), L.ones(2), out=L.zeros(0)),
+    lambda L: L.add(L.ones(2), 1, out=[1]),
+    lambda L: L.sum(L.ones(2, 3), 1, out=L.zeros(2)),
+    lambda L: L.mean(L.ones(2, 3), 1, keepdim=True, out=L.zeros(2, 1)),
+    lambda L: L.where(L.tensor([True, False]), L.ones(2), L.zeros(2), out=L.zeros(2)),
+])
+def test_functions_take_torchs_out_argument(case):
+    """torch's `out=` (the Tensors tutorial's `torch.matmul(t, t.T, out=y3)`): the result
+    written into out, cast to its dtype, resized with torch's warning; no argument may
+    require grad; fusegrad raised "unexpected keyword argument 'out'"."""
+    (ours, our_warnings), (theirs, their_warnings) = _out_outcome(fg, case), _out_outcome(torch, case)
+    assert_same_outcome(ours, theirs)
+    assert our_warnings == their_warnings
+
+
+def test_out_is_returned_written_in_place_and_seen_through_views_and_traced():
+    for L in (torch, fg):
+        x = L.zeros(3)
+        y = L.ones(2)
+        assert L.add(y, 1, out=y) is y and y.tolist() == [2.0, 2.0] and y._version == 1
+        assert L.add(L.ones(2), 1, out=x[:2]).tolist() == [2.0, 2.0] and x.tolist() == [2.0, 2.0, 0.0]
+        with L.no_grad():
+            assert L.mul(L.ones(2, requires_grad=True), 3, out=L.zeros(2)).tolist() == [3.0, 3.0]
+    compiled = fg.compile(lambda a, o: fg.mul(a, 2, out=o) + 1)
+    for _ in range(2):
+        o = fg.zeros(3)
+        assert compiled(fg.ones(3), o).tolist() == [3.0, 3.0, 3.0] and o.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(NotImplementedError, match="resizing a view or a tensor of a compiled call"):
+        compiled(fg.ones(3), fg.zeros(2))
+
+
+def test_no_cuda_or_accelerator_is_available():
+    """Scripts pick their device with torch.cuda / torch.accelerator: on fusegrad, the CPU."""
+    assert fg.cuda.is_available() is torch.cuda.is_available() is False
+    assert fg.cuda.device_count() == 0 and fg.accelerator.device_count() == 0
+    assert fg.accelerator.is_available() is False and fg.accelerator.current_accelerator() is None
+
+
+def test_type_of_a_tensor_and_its_size_print_the_public_module():
+    """`print(type(x))` (a tutorial line) shows <class 'torch.Tensor'>: fusegrad's is
+    <class 'fusegrad.Tensor'>, not its internal module."""
+    x = fg.ones(2)
+    assert str(type(x)) == "<class 'fusegrad.Tensor'>" and str(type(x.shape)) == "<class 'fusegrad.Size'>"
+    import pickle
+    assert pickle.loads(pickle.dumps(x)).tolist() == [1.0, 1.0]

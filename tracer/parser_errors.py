@@ -622,6 +622,10 @@ def no_arguments(fn, name: str):
 def public_functions(namespace: dict) -> None:
     """Rebind the public names in `namespace` that torch parses (fusegrad's module) to their
     torch-text forms; fusegrad's own calls keep the bare functions (no extra frame)."""
+    from .out_argument import NOT_TAKING_OUT, with_out
     for name, parser in FUNCTIONS.items():
         if name in namespace:
-            namespace[name] = function_texts(namespace[name], parser)
+            fn = namespace[name]
+            if name not in NOT_TAKING_OUT and any("Tensor out = None" in o.printed for o in parser.all):
+                fn = with_out(fn, name)         # (torch's out=: tracer/out_argument.py)
+            namespace[name] = function_texts(fn, parser)

@@ -58,6 +58,8 @@ class Size(tuple):
     shapes with `_size`, which skips the item check.
     """
 
+    __module__ = "fusegrad"     # (its public home: type(t.shape) prints fusegrad.Size)
+
     def __new__(cls, sizes=()):
         items = tuple(sizes)
         for k, item in enumerate(items):
@@ -166,6 +168,8 @@ def warn_scalar_conversion() -> None:
 
 class Tensor:
     """A multi-dimensional array that records the operations applied to it."""
+
+    __module__ = "fusegrad"     # (its public home, as torch.Tensor's: type(t) prints fusegrad.Tensor)
 
     __slots__ = ("_data", "_dtype", "_requires_grad", "_grad_fn", "_vbox", "_sym", "__weakref__", "__dict__")
 

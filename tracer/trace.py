@@ -82,7 +82,7 @@ def _reading_method() -> str:
     f, name = sys._getframe(1), "value"
     while f is not None and f.f_code.co_filename in _TRACE_FILES:      # (the trace's own frames)
         f = f.f_back
-    tensor_file = sys.modules[Tensor.__module__].__file__
+    tensor_file = Tensor._init.__code__.co_filename      # (Tensor.__module__ is "fusegrad", its public home)
     while f is not None and f.f_code.co_filename in (tensor_file, _ARGUMENT_CHECKS_FILE):
         if f.f_code.co_filename == tensor_file:     # (item() and others pass through parser_errors)
             name = f.f_code.co_name.strip("_")

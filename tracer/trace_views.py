@@ -546,7 +546,9 @@ class TraceViews:
                     new = self._grafted(new, alias._sym, found)
                     self.took_value[new.id] = t._sym
                 if self.writing is not None:
-                    self._replaced(alias, new)
+                    self._replaced(alias, new, without_history=found is None)
+                    if found is None:
+                        alias.__dict__["_detached_alias"] = True
                 if found is None and alias.__dict__.get("_leaf_value") is not None and alias.is_leaf:
                     # a leaf made in the call (v.detach().requires_grad_()) stays that leaf when
                     # its memory is written through v: its gradient sums the uses of each value
@@ -559,6 +561,10 @@ class TraceViews:
                     # tensor is that memory (where the write bumps its counter, the backward raises)
                     self._rewritten_unversioned(old, new, including_the_write=True)
                     self._reread_views(alias, new)
+                if self.writing is not None and self._view_values(alias):
+                    # (views of the alias that died saved its old value: d[0] * w, then
+                    # a2.add_(1) where d = a2.detach(); they share the counter, so it raises)
+                    self._stale_views(alias)
                 if id(alias) in self.views:
                     self._refresh_views(alias)
                 self._refresh_aliases(alias)

@@ -30,6 +30,7 @@ from .tensor import Tensor
 _STALE = object()      # what a view read of its base when that is unknown: never its base's now
 _REGENERATED_VIEW = object()    # a stale entry's "new value" for a view that died before the write
 _REGENERATED_GRAD_VIEW = object()   # the same, where the base written requires grad (so the view has history)
+_NO_HISTORY = object()          # the "new value" of a detach() that died, written through its source: no node
 
 
 def _no_tensor():
@@ -114,17 +115,18 @@ class TraceWrites:
                 continue
             return t
 
-    def _replaced(self, t: Tensor, new) -> None:
+    def _replaced(self, t: Tensor, new, without_history: bool = False) -> None:
         """`t` is about to hold value `new` (None: to read its memory again): if a write on its
         counter is under way, the value it holds now (for memory from outside the call: the
-        value it was lifted as, and its aliases) is stale from here on."""
+        value it was lifted as, and its aliases) is stale from here on. `without_history`: t
+        (a detach() written through its source) gets no node from the write."""
         box, version, first = self.writing
         if self._counter_owner(t)._vbox is not box:
             return
         if new is not None:
             # (what t holds after its latest write, by which torch names a saved tensor once
             # t itself is gone: see _saved_input_name)
-            self.latest_values[weakref.ref(t)] = new
+            self.latest_values[weakref.ref(t)] = _NO_HISTORY if without_history else new
         old = t._sym
         if old is None and t._data is not None:
             key = _memory_key(t._data)
@@ -361,6 +363,10 @@ class TraceWrites:
         t = ref()
         if t is None:
             new = self.latest_values.get(ref, new)
+            if new is _NO_HISTORY:
+                return ""
+        elif t._sym is not None and not t._requires_grad and t.__dict__.get("_detached_alias"):
+            return ""           # (a detach() the write reached through its source: no grad_fn)
         if t is not None and (self.is_callers_leaf(t) or t.__dict__.get("_transform_input")
                               or (t._traced_leaf and t.__dict__.get("_leaf_value") is not None and t.is_leaf)):
             # (a leaf has no node, whatever was grafted onto its values, nor fg.grad's stand-in;

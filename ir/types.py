@@ -37,6 +37,11 @@ class DType:
         """torch's dtype.is_signed: every dtype but bool."""
         return self.category != 0
 
+    @property
+    def is_complex(self) -> bool:
+        """torch's dtype.is_complex: False (fusegrad has no complex dtype)."""
+        return False
+
     def __repr__(self) -> str:
         return f"fg.{self.name}"
 

@@ -392,3 +392,23 @@ def test_a_saved_view_of_a_detach_raises_when_its_source_is_written(f):
     assert theirs is not None and "is at version 1; expected version 0" in theirs
     assert outcome(fg, lambda g, *args: g(*args)) == theirs
     assert outcome(fg, lambda g, *args: fg.compile(g)(*args)) == theirs
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.stack([L.ones(2), np.float32(1)]),
+    lambda L: L.cat([L.ones(2), np.int64(1)]),
+    lambda L: (L.ones(2, requires_grad=True) * 2).sum().backward(np.float64(1)),
+    lambda L: (L.ones(2, requires_grad=True) * 2).sum().backward({}),
+    lambda L: L.tensor(np.str_("a")),
+    lambda L: L.tensor([1.0, 1.0]).norm(np.bool_(True)),
+    lambda L: L.zeros_like(L.ones(2).shape),
+])
+def test_texts_name_numpy_and_size_types_as_torch(case):
+    """torch's texts name NumPy scalar types with their module (numpy.float32) and fg.Size as
+    torch.Size; an empty gradient sequence is the count error; a NumPy bool norm order is a
+    number."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+def test_dtypes_are_not_complex():
+    assert [d.is_complex for d in (fg.float32, fg.float64, fg.int64, fg.bool)] == [False] * 4

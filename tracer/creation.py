@@ -61,7 +61,7 @@ def as_array(data, dtype: DType | None) -> np.ndarray:
         inferred = from_numpy_dtype(array.dtype)
     else:
         if isinstance(data, (str, bytes)):
-            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+            raise TypeError(f"new(): invalid data type '{type_name(data)}'")
         sizes = _compute_sizes(data)
         try:
             inferred = _infer_dtype(data)
@@ -162,7 +162,7 @@ def _infer_dtype(obj) -> DType:
     if isinstance(obj, float):
         return float32
     if isinstance(obj, (str, bytes)):
-        raise TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+        raise TypeError(f"new(): invalid data type '{type_name(obj)}'")
     if isinstance(obj, _SEQUENCES):
         if not obj:
             return float32

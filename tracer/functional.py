@@ -1573,6 +1573,8 @@ def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         if p == "nuc":
             return _nuclear_norm(a, dim, keepdim)
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if type(p) is np.bool_:
+        p = builtins.float(p)           # (a NumPy bool is a float number to torch's parser)
     if not (p is None or isinstance(p, (str, numbers.Number)) or (isinstance(p, Tensor) and p.numel() == 1)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type_name(p)}")
     if isinstance(dim, Tensor) and isinstance(p, str) and dim.dim() == 0:
@@ -2445,7 +2447,7 @@ def int_argument(value, fn: str, arg: str = "dim", pos: int = 2) -> int:
 def _promote_many(tensors):
     for k, x in enumerate(tensors):
         if not isinstance(x, (Tensor, np.ndarray)):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(x).__name__}")
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type_name(x)}")
     ts = [as_tensor(x, "cat") for x in tensors]
     dtype = result_type([_kind(x) for x in ts])
     return [cast(x, dtype, implicit=True) for x in ts], dtype

@@ -32,7 +32,7 @@ import numpy as np
 
 from fusegrad.ir.types import DType
 
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 _DEFAULT = " = "
 
@@ -54,6 +54,8 @@ def type_name(x) -> str:
         return type(x).__name__     # (torch names its own tensor types bare: Tensor, Parameter)
     if isinstance(x, DType):
         return "torch.dtype"
+    if isinstance(x, Size):
+        return "torch.Size"         # (torch's texts name its own types so; fg.Size is torch.Size)
     module = type(x).__module__
     if module.split(".")[0] == "torch":
         # (torch's own object, where torch's text names ours the same: "must be torch.dtype,

@@ -711,13 +711,14 @@ class Tensor:
         if gradient is not None and not isinstance(gradient, Tensor):
             # torch reads a non-tensor gradient as a sequence of gradients (`backward([g])`) and
             # names the first item that is not a tensor
+            from .parser_errors import type_name      # (it imports this module)
             try:
                 grads = list(gradient)
             except TypeError:
-                raise TypeError(f"'{type(gradient).__name__}' object is not iterable") from None
-            for item in grads or [gradient]:
+                raise TypeError(f"'{type_name(gradient)}' object is not iterable") from None
+            for item in grads:          # (an empty sequence: the engine's count error)
                 if not (isinstance(item, Tensor) or item is None):
-                    raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
+                    raise TypeError(f"gradients can be either Tensors or None, but got {type_name(item)}")
         backward([self], grads, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ conversion

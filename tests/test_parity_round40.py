@@ -402,3 +402,37 @@ def test_texts_name_numpy_and_size_types_as_torch(case):
 
 def test_dtypes_are_not_complex():
     assert [d.is_complex for d in (fg.float32, fg.float64, fg.int64, fg.bool)] == [False] * 4
+
+
+def _joined_description(r):
+    if isinstance(r, tuple):
+        return tuple(_joined_description(x) for x in r)
+    return (tuple(r.shape), r.detach().numpy().tolist(), None if r.grad_fn is None else type(r.grad_fn).__name__,
+            None if r.grad_fn is None else [type(n[0]).__name__ for n in r.grad_fn.next_functions])
+
+
+@pytest.mark.parametrize("fn", ["atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack",
+                                "column_stack"])
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_atleast_and_stacking_functions_are_torchs(fn, rank):
+    """torch's composite joins (a tutorial's torch.hstack): the same shapes, values, nodes
+    (ViewBackward0 for a 0-d tensor, UnsqueezeBackward0, CatBackward0) and gradients."""
+    found = []
+    for L in (torch, fg):
+        x = L.tensor(np.arange(1.0, 7.0).reshape(2, 3)[tuple([0] * (2 - rank))], requires_grad=True)
+        y = x * 2
+        r = getattr(L, fn)(y) if fn.startswith("atleast") else getattr(L, fn)([y, x])
+        several = getattr(L, fn)(y, x) if fn.startswith("atleast") else None
+        (r * L.arange(float(r.numel())).reshape(r.shape)).sum().backward()
+        found.append((_joined_description(r), r is y, x.grad.tolist(),
+                      None if several is None else _joined_description(several)))
+    assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.hstack([]), lambda L: L.vstack(L.ones(2)), lambda L: L.atleast_1d() == (),
+    lambda L: L.atleast_1d(1.0), lambda L: L.atleast_1d([1.0]), lambda L: L.hstack((L.ones(2), L.ones(2, 2))),
+    lambda L: L.column_stack([]),
+])
+def test_stacking_functions_bad_input_raise_torchs_errors(case):
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))

@@ -32,6 +32,7 @@ from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf
 from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var
 from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
+from fusegrad.tracer.sorting import argsort, sort, topk
 from fusegrad.tracer.stacking import atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hstack, vstack
 from fusegrad.tracer.gathering import flip, fliplr, flipud, gather, index_select
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, cumsum,

@@ -436,3 +436,71 @@ def test_atleast_and_stacking_functions_are_torchs(fn, rank):
 ])
 def test_stacking_functions_bad_input_raise_torchs_errors(case):
     assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+# ------------------------------------------------------------------ sort, argsort, topk
+def _sorted_description(r):
+    if isinstance(r, tuple):
+        return (type(r).__name__,) + tuple(_sorted_description(x) for x in r)
+    return (tuple(r.shape), str(r.dtype).split(".")[-1], np.round(r.detach().numpy(), 6).tolist(),
+            None if r.grad_fn is None else type(r.grad_fn).__name__)
+
+
+_SORTS = {
+    "sort": lambda L, x: L.sort(x),
+    "sort descending dim 0": lambda L, x: L.sort(x, dim=0, descending=True),
+    "stable": lambda L, x: x.sort(dim=-1, descending=True, stable=True),
+    "argsort": lambda L, x: L.argsort(x, descending=True),
+    "topk": lambda L, x: L.topk(x, min(2, x.shape[-1] if x.dim() else 1)),
+    "topk smallest dim 0": lambda L, x: x.topk(1, dim=0, largest=False),
+}
+
+
+@pytest.mark.parametrize("case", list(_SORTS))
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (2, 3, 4)])
+def test_sort_argsort_and_topk_are_torchs(case, shape):
+    """Values, int64 indices (no ties here: torch's default sort may order ties otherwise),
+    the named result, SortBackward0 / TopkBackward0 and the gradient scattered back."""
+    base = np.random.default_rng(len(shape) * 7 + len(case)).standard_normal(shape)
+    found = []
+    for L in (torch, fg):
+        x = L.tensor(base, requires_grad=True)
+        r = _SORTS[case](L, x)
+        if isinstance(r, tuple):
+            (r[0] * L.arange(float(r[0].numel())).reshape(r[0].shape)).sum().backward()
+        found.append((_sorted_description(r), None if x.grad is None else x.grad.tolist()))
+    assert found[0] == found[1]
+
+
+def test_sort_orders_nan_ties_and_integers_as_torchs_stable_sort():
+    x = np.array([1.0, 0.0, 1.0, -0.0, np.nan, np.inf, -np.inf, np.nan, 0.5] * 3, np.float32)
+    for descending in (False, True):
+        ours, theirs = fg.sort(fg.tensor(x), descending=descending, stable=True), \
+            torch.sort(torch.tensor(x), descending=descending, stable=True)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        assert ours.indices.tolist() == theirs.indices.tolist()
+        ints = np.array([3, -2 ** 63, 5, 5, 0, 2 ** 63 - 1, True])
+        assert fg.sort(fg.tensor(ints), descending=descending, stable=True).indices.tolist() == \
+            torch.sort(torch.tensor(ints), descending=descending, stable=True).indices.tolist()
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.sort(L.tensor([3.0, 1.0]), dim=1.5), lambda L: L.topk(L.tensor([3.0, 1.0]), 2.0),
+    lambda L: L.topk(L.tensor([3.0, 1.0]), 3), lambda L: L.topk(L.tensor([3.0, 1.0]), -1),
+    lambda L: L.sort(L.tensor([3.0, 1.0]), 1), lambda L: L.sort([1, 2]),
+    lambda L: L.topk(L.tensor([3.0, 1.0]), 1, largest=None),
+])
+def test_sort_and_topk_bad_input_raise_torchs_errors(case):
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+def test_compiled_sort_and_topk_differentiate_as_eager():
+    def loss(x):
+        return (fg.sort(x.exp(), dim=1).values[:, :5] * 2).sum() + fg.topk(x * 3, 4, dim=0).values.tanh().sum()
+    x = np.random.default_rng(5).standard_normal((30, 20)).astype(np.float32)
+    value, grad = fg.compile(fg.value_and_grad(loss))(fg.tensor(x))
+    xt = torch.tensor(x, requires_grad=True)
+    expected = (torch.sort(xt.exp(), dim=1).values[:, :5] * 2).sum() + torch.topk(xt * 3, 4, dim=0).values.tanh().sum()
+    expected.backward()
+    np.testing.assert_allclose(value.item(), expected.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)

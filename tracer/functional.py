@@ -1377,7 +1377,7 @@ def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None =
 
 
 class _ValuesIndices(tuple):
-    """torch.return_types.max / min: a (values, indices) pair with names, made as torch's
+    """torch.return_types.max / min / sort / topk: a (values, indices) pair with names, made as torch's
     structseq is made, of one sequence of the two (`type(r)((v, i))`), and pickled and
     copied as such (fusegrad.return_types holds the classes)."""
 
@@ -1409,7 +1409,7 @@ class _ValuesIndices(tuple):
 # One class per kind, named as torch names them (type(x.max(1)).__name__ == "max").
 RETURN_TYPES = {kind: type(kind, (_ValuesIndices,), {"__slots__": (), "__module__": "fusegrad.return_types",
                                                     "__qualname__": kind})
-                for kind in ("max", "min")}
+                for kind in ("max", "min", "sort", "topk")}
 
 
 _EXTREMUM_SIGNATURES = ("\n * (Tensor input, *, Tensor out = None)\n * (Tensor input, Tensor other, *, Tensor out = None)"

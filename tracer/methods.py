@@ -13,7 +13,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, DType
 
 from . import creation
 from . import functional as F
-from . import extra_functions, gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, splitting
+from . import extra_functions, gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, sorting, splitting
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -658,7 +658,7 @@ METHODS = {
     # lerp, addcmul, hypot, xlogy, nan_to_num, fmod, repeat, tile, type_as, torch's aliases...
     **extra_functions.METHODS,
     # split, chunk, unbind, narrow, select
-    **splitting.METHODS, **gathering.METHODS,
+    **splitting.METHODS, **gathering.METHODS, **sorting.METHODS,
 }
 
 

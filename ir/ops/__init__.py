@@ -14,6 +14,7 @@ from . import erf_gelu  # noqa: F401  (registers erf, gelu and gelu_backward)
 from . import more_math  # noqa: F401  (registers rounding, rsqrt, log2, trigonometric ops, atan2, logsumexp)
 from . import extra_math  # noqa: F401  (registers lerp, addcmul, hypot, xlogy, logit, erfc, fmod, repeat...)
 from . import gather  # noqa: F401  (registers gather, scatter_add and flip)
+from . import sort  # noqa: F401  (registers sort, which topk shares)
 
 __all__ = ["OPS", "OpDef", "register", "EAGER_FORMS", "EAGER_INTO_FORMS", "eager_form", "eager_into_form",
            "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",

@@ -7,12 +7,17 @@ import math
 import numpy as np
 from numba import njit
 
+from fusegrad.ir.torch_cpu import block_elements
+
 from .accumulate import fg_acc_max
 from .libmath import fg_div_floor, fg_fma, fg_remainder
 from .vmath import fg_erf, fg_erfc, fg_exp, fg_expm1
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
+# torch's block of float32 elements on this machine (ir/torch_cpu.py; a constant of the compiled
+# loops: Numba's cache keys them by the CPU, whose vector width decides it)
+_FLOAT32_BLOCK = block_elements(np.float32)
 _MINUS_HALF = np.float32(-0.5)
 # the float32 constants of gelu's and gelu_backward's decompositions (ir/ops/erf_gelu.py):
 # x * sqrt(1/2), and 1/sqrt(2 pi), pdf's factor
@@ -88,10 +93,16 @@ def silu_into(x, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def elu_backward_into(grad, x, out, alpha):
     """out[i] = (grad[i] * alpha) * fg_exp(x[i]) where x[i] <= 0, else grad[i] (elu's gradient
-    from its input, a compiled kernel's bits)."""
+    from its input, a compiled kernel's bits). A NaN x takes torch's formula for the tensor's
+    length (ir/ops/activations.py _elu_scalar_formula): the gradient below one block of
+    torch's vectorised loop, the scaled NaN from one block on."""
+    scalar_formula = x.shape[0] < _FLOAT32_BLOCK
     for i in range(x.shape[0]):
         v = x[i]
-        out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]
+        if scalar_formula:
+            out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]
+        else:
+            out[i] = grad[i] if v > 0 else (grad[i] * alpha) * fg_exp(v)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -81,7 +81,9 @@ def typename(value) -> str:
         module, qualname = type(value).__module__ or "", type(value).__qualname__
     if module in ("builtins", ""):
         return qualname
-    if module.startswith("fusegrad."):
+    if module == "fusegrad":
+        module = "torch"                                # (fg.Tensor, fg.Size: torch.Size)
+    elif module.startswith("fusegrad."):
         module = _TORCH_MODULES.get(qualname, module)   # (torch's own text names torch's path)
     return f"{module}.{qualname}"
 

@@ -504,3 +504,14 @@ def test_compiled_sort_and_topk_differentiate_as_eager():
     expected.backward()
     np.testing.assert_allclose(value.item(), expected.item(), rtol=1e-5)
     np.testing.assert_allclose(grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: (lambda x: L.autograd.grad((x * 2).sum(), [x, np.float64(1.0)]))(L.ones(2, requires_grad=True)),
+    lambda L: (lambda x: L.autograd.grad((x * 2).sum(), x, grad_outputs=[np.float32(1)]))(L.ones(2, requires_grad=True)),
+    lambda L: (L.ones(2, requires_grad=True) * 2).sum().backward([np.float32(1)]),
+])
+def test_autograd_texts_name_numpy_types_as_torchs(case):
+    """torch's C++ check of the inputs names numpy.float64; its Python check of the gradients
+    the bare type name (float32)."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))

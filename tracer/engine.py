@@ -31,6 +31,7 @@ from .layout import elementwise_layout
 from .ready_queue import ReadyQueue
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
 from .node import SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
+from .parser_errors import type_name
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
 from .saved_checks import (_MODIFIED_PREFIX, _UNPACK_ORDER, _bind, _check_idle, _check_in_unpack_order, _check_saved,
@@ -216,7 +217,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 g = Tensor._wrap(np.ones(out._value_shape(), dtype=out.dtype.np))
         elif not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")   # (torch's Python: bare)
         elif g._value_shape() != out._value_shape():     # (tuples: what .shape holds)
             raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {g.shape!r} and output[{k}] "
                                f"has a shape of {out.shape!r}.".replace("fg.Size", "torch.Size"))
@@ -841,7 +842,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         # (torch checks these after the gradients, the empty list before)
         for t in inputs:
             if not isinstance(t, Tensor):
-                raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+                raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_name(t)}")
         for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -1127,7 +1128,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     _check_flags(retain_graph, create_graph, allow_unused)
     for t in inputs:
         if not isinstance(t, Tensor):
-            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_name(t)}")
     if not all(t._requires_grad for t in inputs):
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()

@@ -718,7 +718,7 @@ class Tensor:
                 raise TypeError(f"'{type_name(gradient)}' object is not iterable") from None
             for item in grads:          # (an empty sequence: the engine's count error)
                 if not (isinstance(item, Tensor) or item is None):
-                    raise TypeError(f"gradients can be either Tensors or None, but got {type_name(item)}")
+                    raise TypeError(f"gradients can be either Tensors or None, but got {type(item).__name__}")
         backward([self], grads, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ conversion

@@ -515,3 +515,25 @@ def test_autograd_texts_name_numpy_types_as_torchs(case):
     """torch's C++ check of the inputs names numpy.float64; its Python check of the gradients
     the bare type name (float32)."""
     assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))
+
+
+@pytest.mark.parametrize("padding_idx", [None, 0, 2])
+@pytest.mark.parametrize("scale_grad_by_freq", [False, True])
+def test_embedding_second_derivatives_are_torchs(padding_idx, scale_grad_by_freq):
+    """embedding's gradient is torch's embedding_dense_backward node, whose own gradient is
+    the unscaled rows (torch's double backward): with scale_grad_by_freq the weight's second
+    derivative divided by the counts twice (through the forward's backward and through the
+    scaled rows), a third of torch's value; next_functions is torch's one edge."""
+    weight = np.array([[0.5, -1.0], [1.5, 0.3], [-0.7, 0.9]])
+    upstream = np.array([[1.0, 2.0], [0.5, 0.5], [1.5, -1.0], [0.3, 0.2]])
+    direction = np.array([[1.0, 0.5], [0.2, -0.3], [0.7, 1.1]])
+    found = []
+    for L in (torch, fg):
+        w, o = L.tensor(weight, requires_grad=True), L.tensor(upstream, requires_grad=True)
+        e = L.nn.functional.embedding(L.tensor([0, 2, 2, 2]), w, padding_idx=padding_idx,
+                                      scale_grad_by_freq=scale_grad_by_freq)
+        g, = L.autograd.grad(((e ** 3) * o).sum(), w, create_graph=True)
+        second = L.autograd.grad((g * L.tensor(direction)).sum(), (w, o))
+        found.append((type(g.grad_fn).__name__, [type(n[0]).__name__ for n in g.grad_fn.next_functions],
+                      [np.round(t.numpy(), 9).tolist() for t in (g.detach(),) + second]))
+    assert found[0] == found[1]

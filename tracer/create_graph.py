@@ -140,9 +140,7 @@ def _create_graph_name(ins, args=(), free=frozenset()) -> str | None:
         return "ViewBackward0"
     if op == "index_put_at":
         # index's formula accumulates with _index_put_impl_, index_put's zeroes the region with
-        # index_put, embedding's is its own dense backward
-        if ins.loc == "EmbeddingBackward0":
-            return "EmbeddingDenseBackwardBackward0"
+        # index_put
         return "IndexPutImplBackward0" if dict(ins.attrs)["accumulate"] else "IndexPutBackward0"
     if op == "matmul":
         return _MATMUL_NAMES.get((len(ins.inputs[0].shape), len(ins.inputs[1].shape)))

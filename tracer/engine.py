@@ -42,7 +42,7 @@ from .user_frame import user_stacklevel
 
 # Ops whose VJP's instructions are named by the forward node (see GraphProgram)
 _NAMED_BY_FORMULA = frozenset({"permute", "reshape", "maximum", "minimum", "amax", "amin", "max_dim", "min_dim",
-                               "masked_fill", "embedding"})
+                               "masked_fill"})
 
 
 def _took_scalars(node) -> bool:

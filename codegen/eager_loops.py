@@ -51,6 +51,7 @@ import math
 import numpy as np
 
 from fusegrad.ir.ops import EAGER_FORMS, EAGER_INTO_FORMS, OPS
+from fusegrad.ir.torch_cpu import vector_ranges
 from fusegrad.ir.torch_order_jit import loop_pays, sliced_blocks
 
 
@@ -66,11 +67,12 @@ _FLOAT32 = (np.dtype(np.float32),)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _lend(op: str, loop: str, arrays: int = 1, applies=None, dtypes=_FLOAT32) -> None:
+def _lend(op: str, loop: str, arrays: int = 1, applies=None, dtypes=_FLOAT32, takes=None) -> None:
     """Lend `op` the eager form running codegen/eager_loops_jit.py's `loop` on its first
     `arrays` arguments (arrays of one dtype among `dtypes`, broadcast to one shape) and the
-    rest as scalars of that dtype (0-d arrays), where `applies(**attrs)` (default: always)
-    and the policy (torch_order_jit.loop_pays) takes it; elsewhere the op's reference."""
+    rest as scalars of that dtype (0-d arrays), where `applies(**attrs)` (default: always),
+    `takes(*operands)` (default: always) and the policy (torch_order_jit.loop_pays) take it;
+    elsewhere the op's reference."""
     reference = OPS[op].ref
 
     def eager_form(*args, **attrs):
@@ -78,7 +80,8 @@ def _lend(op: str, loop: str, arrays: int = 1, applies=None, dtypes=_FLOAT32) ->
         scalars = [np.asarray(a) for a in args[arrays:]]
         dtype = operands[0].dtype
         if (applies is not None and not applies(**attrs)) or dtype not in dtypes \
-                or any(a.dtype != dtype for a in operands + scalars) or any(s.ndim for s in scalars):
+                or any(a.dtype != dtype for a in operands + scalars) or any(s.ndim for s in scalars) \
+                or (takes is not None and not takes(*operands)):
             return reference(*args, **attrs)
         if len({a.shape for a in operands}) > 1:
             operands = np.broadcast_arrays(*operands)
@@ -110,6 +113,14 @@ def _from_input(from_result=False) -> bool:
     return not from_result
 
 
+def _one_torch_chunk(grad: np.ndarray, source: np.ndarray) -> bool:
+    """elu_backward's loop places torch's vector and scalar formulas (they differ at a NaN) as
+    torch does for a contiguous source of one shape with its gradient, short of the length
+    torch splits among threads (ir/torch_cpu.py vector_ranges); the reference does the rest."""
+    return source.flags.c_contiguous and grad.shape == source.shape and \
+        len(vector_ranges(source.size, source.dtype)) == 1
+
+
 # (float64 too: libm's erf, correctly rounded where the reference's Cody ranges are up to 4 ulp off)
 _lend("erf", "erf_into", dtypes=_FLOATS)
 # (float64 too: libm's erfc, the reference's, which calls it from Python once per element)
@@ -119,7 +130,7 @@ _lend("gelu_backward", "gelu_backward_into", arrays=2, applies=_exact)
 _lend("leaky_relu", "leaky_relu_into")
 _lend("leaky_relu_backward", "leaky_relu_backward_into", arrays=2)
 _lend("elu", "elu_into")
-_lend("elu_backward", "elu_backward_into", arrays=2, applies=_from_input)
+_lend("elu_backward", "elu_backward_into", arrays=2, applies=_from_input, takes=_one_torch_chunk)
 _lend("silu", "silu_into")
 # (floats of both widths: exact operations, the references' bits)
 _lend("fmod", "fmod_into", arrays=2, dtypes=_FLOATS)

@@ -93,16 +93,18 @@ def silu_into(x, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def elu_backward_into(grad, x, out, alpha):
     """out[i] = (grad[i] * alpha) * fg_exp(x[i]) where x[i] <= 0, else grad[i] (elu's gradient
-    from its input, a compiled kernel's bits). A NaN x takes torch's formula for the tensor's
-    length (ir/ops/activations.py _elu_scalar_formula): the gradient below one block of
-    torch's vectorised loop, the scaled NaN from one block on."""
-    scalar_formula = x.shape[0] < _FLOAT32_BLOCK
-    for i in range(x.shape[0]):
+    from its input). A NaN x takes torch's formula for its place (ir/ops/activations.py
+    _elu_backward_ref): the scaled NaN in the whole blocks of torch's vectorised loop, the
+    gradient in the tail (codegen/eager_loops.py lends this loop for contiguous operands, of
+    fewer elements than torch splits among threads)."""
+    n = x.shape[0]
+    whole = n // _FLOAT32_BLOCK * _FLOAT32_BLOCK
+    for i in range(whole):
         v = x[i]
-        if scalar_formula:
-            out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]
-        else:
-            out[i] = grad[i] if v > 0 else (grad[i] * alpha) * fg_exp(v)
+        out[i] = grad[i] if v > 0 else (grad[i] * alpha) * fg_exp(v)
+    for i in range(whole, n):
+        v = x[i]
+        out[i] = (grad[i] * alpha) * fg_exp(v) if v <= 0 else grad[i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -5,7 +5,7 @@ ATen compiles each elementwise kernel for several CPU capabilities and picks one
 with FMA, else AVX2 with FMA, unless ATEN_CPU_CAPABILITY names one. Its vectorised loop
 (cpu_kernel_vec) runs whole blocks of two vectors (AVX-512: 32 float32 or 16 float64,
 AVX2: 16 or 8) with the vector formula and the elements after the last whole block with
-the scalar one. Where the two formulas give different bits or special values (pow's float32
+the scalar one (in each chunk a thread takes, and throughout for a strided operand). Where the two formulas give different bits or special values (pow's float32
 exponent, elu's NaN), fusegrad follows the same split, so its results are torch's on the
 machine it runs on (measured against torch 2.13 on an AVX-512 and an AVX2 machine).
 """
@@ -41,8 +41,11 @@ def block_elements(dtype) -> int:
     return 2 * vector_bytes() // np.dtype(dtype).itemsize
 
 
-def in_whole_blocks(n: int, dtype) -> int:
-    """How many of a contiguous run of `n` elements torch computes with its vector formula
-    (those before the tail)."""
+def vector_ranges(n: int, dtype) -> list:
+    """The [lo, hi) ranges of a contiguous run of `n` elements that torch computes with its
+    vector formula: the whole blocks of each chunk its at::parallel_for hands a thread (one
+    chunk below its grain size), each chunk's tail taking the scalar formula."""
+    from .ops.reduce import torch_parallel_tasks
+    chunk = -(-n // torch_parallel_tasks(n)) if n else 1
     block = block_elements(dtype)
-    return n // block * block
+    return [(lo, lo + (min(n, lo + chunk) - lo) // block * block) for lo in range(0, n, chunk)]

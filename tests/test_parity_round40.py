@@ -537,3 +537,21 @@ def test_embedding_second_derivatives_are_torchs(padding_idx, scale_grad_by_freq
         found.append((type(g.grad_fn).__name__, [type(n[0]).__name__ for n in g.grad_fn.next_functions],
                       [np.round(t.numpy(), 9).tolist() for t in (g.detach(),) + second]))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("n", [5, 16, 17, 40, 40001])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_elu_gradient_at_nan_follows_torchs_vector_and_scalar_places(n, dtype, strided):
+    """torch's elu_backward gives NaN at a NaN input in the whole blocks of its vectorised loop
+    and passes the gradient through in the tails (of the tensor, of each thread's chunk) and
+    for a strided input (ir/torch_cpu.py: the blocks are this machine's). Eagerly, with the
+    NumPy reference and with the Numba loop lent once Numba is set up."""
+    def nan_gradients(L):
+        a = np.full(2 * n if strided else n, -0.5, dtype)
+        a[[1, 2, -1]] = np.nan
+        x = L.tensor(a, requires_grad=True)
+        y = x[::2] if strided else x * 1
+        L.nn.functional.elu(y).backward(L.ones(y.shape, dtype=y.dtype))
+        return np.isnan(x.grad.numpy()).nonzero()[0].tolist()
+    assert nan_gradients(fg) == nan_gradients(torch)

@@ -143,24 +143,34 @@ def _elu_vjp(e, x, y, g, a, n):
 
 
 def _elu_scalar_formula(shape, dtype) -> bool:
-    """Does torch's elu_backward take its scalar formula for a tensor of `shape`, one shorter
-    than a block of its vectorised loop (ir/torch_cpu.py)? The two differ at a NaN source:
-    the scalar `source <= 0 ? scaled : grad` passes the gradient through, the vector
-    `blendv(scaled, grad, source > 0)` gives the scaled NaN. (As pow_number's tail: a longer
-    tensor takes the vector formula throughout, its own tail included.)"""
+    """Does torch's elu_backward take its scalar formula for all of a tensor of `shape`, one
+    shorter than a block of its vectorised loop (ir/torch_cpu.py)? The two differ at a NaN
+    source: the scalar `source <= 0 ? scaled : grad` passes the gradient through, the vector
+    `blendv(scaled, grad, source > 0)` gives the scaled NaN."""
     return int(np.prod(shape)) < torch_cpu.block_elements(dtype)
 
 
 def _elu_backward_ref(grad, source, alpha, from_result=False):
     # torch's kernel: source <= 0 ? (from the result) grad * (result + alpha), (from the input)
-    # grad * alpha * exp(x) : grad
+    # grad * alpha * exp(x) : grad. At a NaN source, its formula for the element's place: the
+    # vector one in the whole blocks of a contiguous tensor (NaN), the scalar one in the tails
+    # (of the tensor, of each thread's chunk) and for a strided tensor (the gradient).
+    # (Compiled kernels decide by the length alone: _elu_backward_decompose.)
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = grad * (source + alpha) if from_result else grad * alpha * np.exp(source)
-        negative = source <= 0 if _elu_scalar_formula(source.shape, source.dtype) else ~(source > 0)
+        negative = source <= 0
+        nan = np.isnan(source)
+        if nan.any() and source.flags.c_contiguous and grad.shape == source.shape:
+            negative, nan = negative.reshape(-1).copy(), nan.reshape(-1)
+            for lo, hi in torch_cpu.vector_ranges(source.size, source.dtype):
+                negative[lo:hi] |= nan[lo:hi]
+            negative = negative.reshape(source.shape)
         return np.where(negative, scaled, grad).astype(grad.dtype)
 
 
 def _elu_backward_decompose(e, xs, a):
+    # (a NaN source: torch's formula by the tensor's length, not by the element's place: a
+    # kernel does not know an element's place in torch's loop; a long tensor's tail differs)
     grad, source, alpha = xs
     scaled = e.mul(grad, e.add(source, alpha)) if a["from_result"] else e.mul(e.mul(grad, alpha), e.exp(source))
     if _elu_scalar_formula(source.type.shape, source.type.dtype.np):

@@ -156,6 +156,9 @@ def _takes_no_arguments(fn):
 
 
 from fusegrad import accelerator, cuda  # noqa: E402  (no device but the CPU: scripts ask)
+from fusegrad.tracer.inplace_functions import FUNCTIONS as _INPLACE_FUNCTIONS  # noqa: E402
+
+globals().update(_INPLACE_FUNCTIONS)        # torch.sin_(t) and kin: the tensor's in-place methods
 
 is_grad_enabled = _takes_no_arguments(is_grad_enabled)
 is_inference_mode_enabled = _takes_no_arguments(is_inference_mode_enabled)
@@ -172,7 +175,8 @@ _parser_errors.public_functions(globals())
 # and so does a call missing its arguments (fg.cat(): `cat() missing 1 required positional
 # arguments: "tensors"`, where Python says `... argument: 'tensors'`)
 for _name in ("amax", "amin", "argmax", "argmin", "as_tensor", "cat", "clone", "detach", "flatten", "unflatten", "fliplr",
-              "flipud", "is_floating_point", "nonzero", "numel", "promote_types", "ravel", "relu_", "stack", "t"):
+              "flipud", "is_floating_point", "nonzero", "numel", "promote_types", "ravel", "relu_", "stack", "t",
+              *_INPLACE_FUNCTIONS):
     globals()[_name] = _functional.missing_argument_texts(globals()[_name])
 
 

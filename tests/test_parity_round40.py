@@ -555,3 +555,19 @@ def test_elu_gradient_at_nan_follows_torchs_vector_and_scalar_places(n, dtype, s
         L.nn.functional.elu(y).backward(L.ones(y.shape, dtype=y.dtype))
         return np.isnan(x.grad.numpy()).nonzero()[0].tolist()
     assert nan_gradients(fg) == nan_gradients(torch)
+
+
+def test_module_level_in_place_functions_are_the_methods():
+    """torch.sin_(t) and kin (the autograd tutorial shows the leaf error with it)."""
+    from fusegrad.tracer.inplace_functions import NAMES
+    assert all(hasattr(torch, name) for name in NAMES)
+    for name in ("sin_", "exp_", "clamp_", "zero_"):
+        found = []
+        for L in (torch, fg):
+            x = L.tensor([0.25, 0.5]) * 1
+            r = getattr(L, name)(x, **({"min": 0.3} if name == "clamp_" else {}))
+            found.append((r is x, x.tolist()))
+        assert found[0][0] and found[1][0]
+        np.testing.assert_allclose(found[1][1], found[0][1], rtol=1e-6)
+    for case in (lambda L: L.sin_(1.0), lambda L: L.sin_(), lambda L: L.sin_(L.ones(2, requires_grad=True))):
+        assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case))

@@ -5,9 +5,10 @@ ATen compiles each elementwise kernel for several CPU capabilities and picks one
 with FMA, else AVX2 with FMA, unless ATEN_CPU_CAPABILITY names one. Its vectorised loop
 (cpu_kernel_vec) runs whole blocks of two vectors (AVX-512: 32 float32 or 16 float64,
 AVX2: 16 or 8) with the vector formula and the elements after the last whole block with
-the scalar one (in each chunk a thread takes, and throughout for a strided operand). Where the two formulas give different bits or special values (pow's float32
-exponent, elu's NaN), fusegrad follows the same split, so its results are torch's on the
-machine it runs on (measured against torch 2.13 on an AVX-512 and an AVX2 machine).
+the scalar one (in each chunk a thread takes, and throughout for a strided operand). Where
+the two formulas give different bits or special values (pow's float32 exponent, elu's NaN),
+fusegrad follows the same split, so its results are torch's on the machine it runs on
+(measured against torch 2.13 on an AVX-512 and an AVX2 machine).
 """
 from __future__ import annotations
 

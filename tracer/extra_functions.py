@@ -559,7 +559,7 @@ def _one_bound_(which: str):
     def method(self, bound) -> Tensor:
         if not (isinstance(bound, (Tensor, np.ndarray)) or _is_scalar(bound)):
             raise TypeError(f"{fn}(): argument '{which}' (position 1) must be Tensor, not {type_name(bound)}")
-        bound = F.clamp_bound(bound)
+        bound = F.parsed_operand(bound)
         low, high = (bound, None) if which == "min" else (None, bound)
         tensor_bounds, dtype = F.clamp_result_type(self, low, high)
         inplace.check_inplace(self)

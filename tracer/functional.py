@@ -86,6 +86,15 @@ def _integer_scalar_tensor(x) -> bool:
     return isinstance(x, Tensor) and x.dim() == 0 and x._dtype is int64 and not x.requires_grad
 
 
+def parsed_operand(x):
+    """A tensor-or-number argument as torch's parser reads it (as _operand does, without its
+    type check): a NumPy array is a tensor sharing its memory, a NumPy bool a float number,
+    anything else as given (clamp's bounds, the in-place bitwise ops' operand)."""
+    if type(x) is np.bool_:
+        return builtins.float(x)
+    return as_tensor(x) if isinstance(x, np.ndarray) else x
+
+
 def _operand(x, fn, arg, pos):
     if type(x) is np.bool_:
         return builtins.float(x)    # torch's parser reads a NumPy bool as a float number
@@ -992,18 +1001,10 @@ def clamp(input, min=None, max=None) -> Tensor:
                         "\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
                         "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
     a = as_tensor(a, "clamp")
-    min, max = clamp_bound(min), clamp_bound(max)
+    min, max = parsed_operand(min), parsed_operand(max)
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, name = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name)
-
-
-def clamp_bound(bound):
-    """A clamp bound as torch's parser reads it: a NumPy array is a tensor, a NumPy bool a
-    float number (clamp, clamp_min/max and their in-place forms)."""
-    if isinstance(bound, np.ndarray):
-        return as_tensor(bound)
-    return builtins.float(bound) if type(bound) is np.bool_ else bound
 
 
 def clamp_result_type(a: Tensor, min, max) -> tuple:
@@ -2093,7 +2094,7 @@ def _one_bound_clamp(input, min, max, fn: str, name: str) -> Tensor:
         why = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one "
                         f"of:\n * (Tensor {which})\n{why} * (Number {which})\n{why}")
-    min, max = clamp_bound(min), clamp_bound(max)
+    min, max = parsed_operand(min), parsed_operand(max)
     tensor_bounds, dtype = clamp_result_type(a, min, max)
     op, operands, _ = clamp_call(a, min, max, dtype, tensor_bounds)
     return apply_op(op, operands, None, name + ("1" if tensor_bounds else "0"))

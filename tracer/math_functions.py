@@ -175,11 +175,11 @@ def prod(input, dim=_ALL, keepdim=_ALL, *, dtype=None) -> Tensor:
     """torch.prod: the product of all elements (ProdBackward0) or over `dim` (an int:
     ProdBackward1), integers in int64; its gradient is torch's, zeros included."""
     a = as_tensor(input, "prod")
+    if dim is _ALL and keepdim is not _ALL:
+        raise TypeError("prod(): keepdim without dim")      # (the parser words torch's text)
     if dtype is bool_:
         return _bool_product(a, dim, keepdim)
     if dim is _ALL:
-        if keepdim is not _ALL:
-            raise TypeError("prod(): keepdim without dim")      # (the parser words torch's text)
         return apply_op("prod", [_accumulated(a, dtype, "prod")], {"axis": None, "keepdim": False}, "ProdBackward0")
     dim = int_argument(dim, "prod")
     if keepdim is _ALL:
@@ -199,8 +199,6 @@ def _bool_product(a: Tensor, dim, keepdim) -> Tensor:
     if a._requires_grad and is_grad_enabled():
         raise RuntimeError("Autograd not support dtype: Bool")
     if dim is _ALL:
-        if keepdim is not _ALL:
-            raise TypeError("prod(): keepdim without dim")
         return F.all(cast(a, bool_))
     return F.all(cast(a, bool_), int_argument(dim, "prod"), False if keepdim is _ALL else keepdim)
 

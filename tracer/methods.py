@@ -200,10 +200,7 @@ def _bitwise_inplace(fn, name: str):
     (torch's shape and result-type checks first: `bool_t <<= 1` is a Long result)."""
     def method(self, other):
         inplace.check_inplace(self)
-        if isinstance(other, np.ndarray):
-            other = F.as_tensor(other)          # (an array is a tensor)
-        elif type(other) is np.bool_:
-            other = float(other)                # (torch's parser reads a NumPy bool as a float)
+        other = F.parsed_operand(other)
         if isinstance(other, (Tensor, bool, int, float, np.number)):
             # torch's TensorIterator checks the result's shape and type against t before the
             # kernel's dtype dispatch: `int_t &= 2.5` cannot hold a Float result (not "not
@@ -377,8 +374,8 @@ def _div_(self, other, *, rounding_mode=F.OMITTED) -> Tensor:
 
 
 def _clamp_(self, min=None, max=None) -> Tensor:
-    """In-place clamp (tracer/inplace.py clamp_), its bounds read as clamp's (F.clamp_bound)."""
-    return inplace.clamp_(self, F.clamp_bound(min), F.clamp_bound(max))
+    """In-place clamp (tracer/inplace.py clamp_), its bounds read as clamp's (F.parsed_operand)."""
+    return inplace.clamp_(self, F.parsed_operand(min), F.parsed_operand(max))
 
 
 def _masked_fill_(self, mask, value) -> Tensor:

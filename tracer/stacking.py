@@ -65,7 +65,7 @@ atleast_3d.__doc__ = "torch.atleast_3d: each tensor with at least three dims ((n
 
 
 def _joined(tensors, fn: str, shape, dim) -> Tensor:
-    if isinstance(tensors, (Tensor, np.ndarray)) or not isinstance(tensors, (list, tuple)):
+    if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type_name(tensors)}")
     if not tensors:
         raise RuntimeError(f"{fn} expects a non-empty TensorList")

@@ -547,8 +547,6 @@ class TraceViews:
                     self.took_value[new.id] = t._sym
                 if self.writing is not None:
                     self._replaced(alias, new, without_history=found is None)
-                    if found is None:
-                        alias.__dict__["_detached_alias"] = True
                 if found is None and alias.__dict__.get("_leaf_value") is not None and alias.is_leaf:
                     # a leaf made in the call (v.detach().requires_grad_()) stays that leaf when
                     # its memory is written through v: its gradient sums the uses of each value

@@ -365,8 +365,8 @@ class TraceWrites:
             new = self.latest_values.get(ref, new)
             if new is _NO_HISTORY:
                 return ""
-        elif t._sym is not None and not t._requires_grad and t.__dict__.get("_detached_alias"):
-            return ""           # (a detach() the write reached through its source: no grad_fn)
+        elif t._sym is not None and not t._requires_grad:
+            return ""           # (a tensor of the call without grad has no node: a detach() written through its source)
         if t is not None and (self.is_callers_leaf(t) or t.__dict__.get("_transform_input")
                               or (t._traced_leaf and t.__dict__.get("_leaf_value") is not None and t.is_leaf)):
             # (a leaf has no node, whatever was grafted onto its values, nor fg.grad's stand-in;

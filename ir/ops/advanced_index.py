@@ -95,12 +95,23 @@ def indexes_nothing(index_shapes) -> bool:
         return False                # (the shape rule raises torch's broadcast error)
 
 
+def check_index_arrays(shape: tuple, indices, dims) -> bool:
+    """torch's index checks, in its order, of index arrays `indices` at `dims` of a tensor of
+    `shape`; returns whether they read anything (else the take or put does nothing): arrays
+    broadcasting to no element are not checked at all, a non-empty index into a size-0 dim is
+    an error before anything else, and where another dim is empty no bound is checked."""
+    if indexes_nothing([i.shape for i in indices]):
+        return False
+    check_empty_dims(shape, indices, dims)
+    if reads_nothing(shape, dims):
+        return False
+    check_bounds(shape, indices, dims)
+    return True
+
+
 def check_empty_dims(shape: tuple, indices, dims) -> None:
     """torch's IndexError for a non-empty index into a dim of size 0, checked before anything
-    else (`zeros(0, 0)[[0]]` raises though its result, (1, 0), would be empty), unless the
-    indices broadcast to nothing."""
-    if indexes_nothing([i.shape for i in indices]):
-        return
+    else (`zeros(0, 0)[[0]]` raises though its result, (1, 0), would be empty)."""
     for i, d in zip(indices, dims):
         if shape[d] == 0 and i.size > 0:
             raise IndexError("index is out of bounds for dimension with size 0")
@@ -110,9 +121,7 @@ def check_bounds(shape: tuple, indices, dims) -> None:
     """torch's IndexError for an index outside its dim. As torch's kernel, the first
     offending element in the broadcast order is reported, and at it the first index
     array (its position among the index arrays names the dimension). (Not called where
-    another dim is empty: see `reads_nothing`.)"""
-    if indexes_nothing([i.shape for i in indices]):
-        return
+    another dim is empty: see `check_index_arrays`.)"""
     bad = []
     for i, d in zip(indices, dims):
         size = shape[d]
@@ -137,10 +146,8 @@ def _take_infer(types, attrs):
 
 
 def _take_ref(x, *indices, dims):
-    check_empty_dims(x.shape, indices, dims)
-    if reads_nothing(x.shape, dims):
+    if not check_index_arrays(x.shape, indices, dims):
         return np.zeros(take_shape(x.shape, [i.shape for i in indices], dims), x.dtype)
-    check_bounds(x.shape, indices, dims)
     return x[numpy_key(x.ndim, indices, dims)]
 
 
@@ -158,9 +165,7 @@ def _bounds_check_now(first_index: int):
     def check(in_types, arrays, attrs):
         indices = arrays[first_index:]
         if all(i is not None for i in indices):
-            check_empty_dims(in_types[0].shape, indices, attrs["dims"])
-            if not reads_nothing(in_types[0].shape, attrs["dims"]):
-                check_bounds(in_types[0].shape, indices, attrs["dims"])
+            check_index_arrays(in_types[0].shape, indices, attrs["dims"])
     return check
 
 
@@ -201,9 +206,10 @@ def _put_infer(types, attrs):
     x, v, indices, dims = types[0], types[1], types[2:], attrs["dims"]
     _check_dims(x, indices, dims)
     target = take_shape(x.shape, [t.shape for t in indices], dims)
-    for t, d in zip(indices, dims):
-        if x.shape[d] == 0 and t.numel > 0 and not indexes_nothing([t.shape for t in indices]):
-            raise IndexError("index is out of bounds for dimension with size 0")    # (torch's first check)
+    if not indexes_nothing([t.shape for t in indices]):
+        for t, d in zip(indices, dims):
+            if x.shape[d] == 0 and t.numel > 0:     # (torch's first check: before the value's shape)
+                raise IndexError("index is out of bounds for dimension with size 0")
     if not expands_to(value_shape(v.shape), target):         # (torch checks the shape next)
         raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(value_shape(v.shape))} cannot be broadcast to "
                            f"indexing result of shape {shape_str(target)}")
@@ -218,10 +224,8 @@ def put_into(out: np.ndarray, v, indices, dims, accumulate: bool = False) -> np.
     """`out[key] = v` (or `+=` with `accumulate`) in place, with index arrays `indices` at `dims`
     and torch's index checks; returns `out`. (Also the eager write into an expand's memory,
     whose replicas take the last value written: tracer/indexing.py.)"""
-    check_empty_dims(out.shape, indices, dims)
-    if reads_nothing(out.shape, dims):
+    if not check_index_arrays(out.shape, indices, dims):
         return out
-    check_bounds(out.shape, indices, dims)
     key = numpy_key(out.ndim, indices, dims)
     v = np.reshape(v, value_shape(v.shape))
     if accumulate and len(indices) == 1 and np.ndim(indices[0]) == 1 and out.dtype.kind in "fi" and \

@@ -216,7 +216,8 @@ elementwise("pow", _pow_ref, _pow_vjp, "fg_pow({0}, {1})", rewrite=_pow_rewrite,
 # - pow_number(x, number; tail) = x ** number. torch's CPU kernel runs whole blocks of 32
 #   elements (16 on an AVX2 machine: ir/torch_cpu.py) with the exponent rounded to float32
 #   (Sleef's powf), and the elements after the last whole block with the double one
-#   (std::pow(float, double)): a tensor shorter than a block is all tail ((-1.) ** 1.00000001 is nan, 1e20 ** (1/3) is 4641589, not 4641591).
+#   (std::pow(float, double)): a tensor shorter than a block is all tail ((-1.) ** 1.00000001
+#   is nan, 1e20 ** (1/3) is 4641589, not 4641591).
 #   The tracer sets `tail` for such tensors; a longer one takes the float32 exponent (the
 #   tail of a longer tensor is the difference left). Its gradient is torch's
 #   grad * (exponent * x ** (exponent - 1)), exponent - 1 taken in double.

@@ -33,8 +33,21 @@ from fusegrad.tracer.products import bmm, dot, mm, mv, outer
 from fusegrad.tracer.moments import std, var
 from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
 from fusegrad.tracer.sorting import argsort, sort, topk
+from fusegrad.tracer.statistics import (aminmax, bincount, bucketize, cummax, cummin, cumprod, fmax, fmin, histc,
+                                        kthvalue, logcumsumexp, logspace, median, mode, msort, nanmean, nanmedian,
+                                        nanquantile, nansum, quantile, searchsorted, std_mean, unique,
+                                        unique_consecutive, var_mean)
 from fusegrad.tracer.stacking import atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hstack, vstack
 from fusegrad.tracer.gathering import flip, fliplr, flipud, gather, index_select
+from fusegrad.tracer.einsum import einsum
+from fusegrad.tracer.linalg_functions import (addbmm, addmm, addmv, addr, baddbmm, cdist, chain_matmul, cross, det, dist,
+                                              gcd, gcd_, inner, inverse, is_nonzero, is_same_size, lcm, lcm_, ldexp,
+                                              ldexp_, logdet, matrix_power, sinc, sinc_, slogdet, tensordot, vdot)
+from fusegrad.tracer.scattering import (argwhere, count_nonzero, index_add, index_copy, index_fill, masked_scatter,
+                                        masked_select, scatter, scatter_add, scatter_reduce, take, take_along_dim)
+from fusegrad.tracer.shape_functions import (block_diag, cartesian_prod, diag, diag_embed, diagflat, diagonal, diff,
+                                             dsplit, hsplit, kron, meshgrid, repeat_interleave, roll, rot90,
+                                             tensor_split, trace, tril_indices, triu_indices, vsplit)
 from fusegrad.tracer.math_functions import (acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, cumsum,
                                             exp2, fix, floor, frac, log10, log2, logsumexp, prod, round, rsqrt, sinh,
                                             tan, tril, triu, trunc)

@@ -881,5 +881,7 @@ def _scatter_through(base, chain, value, fill: bool):
             inverse[d] = i
         whole = apply_op("permute", [new_inner], {"dims": tuple(inverse)})
         return apply_op("index_put", [base, whole], {"index": _full_slices(base.shape)}, "CopySlices")
+    if "write_back" in OPS[op].extra:       # a strided view op's own write-back (diagonal, unfold)
+        return apply_op(OPS[op].extra["write_back"], [base, new_inner], attrs, "CopySlices")
     raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                        "memory location. Please clone() the tensor before performing the operation.")

@@ -14,6 +14,10 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, DType
 from . import creation
 from . import functional as F
 from . import extra_functions, gathering, indexing, inplace, math_functions, moments, parser_errors, predicates, products, sorting, splitting
+from . import statistics  # (cumprod, median, quantile, unique...: statistics.METHODS)
+from . import shape_functions  # (diagonal, trace, roll, unfold, repeat_interleave...: shape_functions.METHODS)
+from . import scattering  # (scatter, scatter_add, scatter_reduce, index_add/copy/fill, masked_scatter...: scattering.METHODS)
+from . import linalg_functions  # (inner, addmm, cross, det, eq_, logical_and_, gcd, sinc...: linalg_functions.METHODS)
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -656,6 +660,14 @@ METHODS = {
     **extra_functions.METHODS,
     # split, chunk, unbind, narrow, select
     **splitting.METHODS, **gathering.METHODS, **sorting.METHODS,
+    # scatter, scatter_add, scatter_reduce, index_add, index_copy, index_fill, masked_select/scatter, take...
+    **scattering.METHODS,
+    # cumprod, cummax, median, mode, quantile, nansum, aminmax, fmax, unique, bincount, histc...
+    **statistics.METHODS,
+    # diagonal, diag, trace, roll, rot90, unfold, repeat_interleave, tensor_split, diff, kron...
+    **shape_functions.METHODS,
+    # inner, vdot, addmm/addmv/addr/baddbmm/addbmm (and _), cross, dist, det, inverse, eq_..., gcd, sinc
+    **linalg_functions.METHODS,
 }
 
 

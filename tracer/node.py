@@ -127,6 +127,11 @@ _NEXT_INPUTS = {
     "CopysignBackward1": (0,),  # copysign(x, scalar)
     "XlogyBackward2": (0,),     # xlogy(x, scalar)
     "XlogyBackward1": (1,),     # xlogy(scalar, x)
+    # the scatter family (tracer/scattering.py): the index is not listed, nor a number value
+    **{name: (0, 2) for name in ("ScatterBackward0", "ScatterAddBackward0", "ScatterReduceBackward0",
+                                 "IndexAddBackward0", "IndexCopyBackward0", "IndexFillBackward1",
+                                 "MaskedScatterBackward0")},
+    **{name: (0,) for name in ("ScatterBackward1", "IndexFillBackward0", "MaskedSelectBackward0", "TakeBackward0")},
 }
 
 

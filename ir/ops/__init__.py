@@ -15,6 +15,10 @@ from . import more_math  # noqa: F401  (registers rounding, rsqrt, log2, trigono
 from . import extra_math  # noqa: F401  (registers lerp, addcmul, hypot, xlogy, logit, erfc, fmod, repeat...)
 from . import gather  # noqa: F401  (registers gather, scatter_add and flip)
 from . import sort  # noqa: F401  (registers sort, which topk shares)
+from . import scatter  # noqa: F401  (registers scatter, scatter_reduce, masked_scatter, masked_select, take)
+from . import linalg_extra  # noqa: F401  (registers add_product, cross, det, inverse, slogdet, sinc, ldexp, gcd, lcm)
+from . import diagonal  # noqa: F401  (registers diagonal, unfold, diag_embed, trace, roll, rot90, block_diag)
+from . import statistics  # noqa: F401  (registers cumprod, cummax/cummin, median, nansum, fmax... )
 
 __all__ = ["OPS", "OpDef", "register", "EAGER_FORMS", "EAGER_INTO_FORMS", "eager_form", "eager_into_form",
            "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",

@@ -1377,14 +1377,15 @@ def mean(input, dim=_MISSING, keepdim: bool = _MISSING, *, dtype: DType | None =
     return apply_op("mean", [a], {"axes": _dims(dim, a.dim(), "mean"), "keepdim": bool(keepdim)}, name)
 
 
-class _ValuesIndices(tuple):
-    """torch.return_types.max / min / sort / topk: a (values, indices) pair with names, made as torch's
-    structseq is made, of one sequence of the two (`type(r)((v, i))`), and pickled and
-    copied as such (fusegrad.return_types holds the classes)."""
+class _NamedPair(tuple):
+    """torch.return_types.*: a pair with field names, made as torch's structseq is made, of one
+    sequence of the two (`type(r)((v, i))`), and pickled and copied as such
+    (fusegrad.return_types holds the classes). `named_pair` makes one class per kind."""
 
     __slots__ = ()
     n_fields = n_sequence_fields = 2
     n_unnamed_fields = 0
+    fields = ("values", "indices")
 
     def __new__(cls, sequence):
         items = tuple(sequence)
@@ -1395,22 +1396,24 @@ class _ValuesIndices(tuple):
     def __reduce__(self):
         return type(self), (tuple(self),)
 
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def indices(self):
-        return self[1]
-
     def __repr__(self):
-        return f"fg.return_types.{type(self).__name__}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+        first, second = self.fields
+        return f"fg.return_types.{type(self).__name__}(\n{first}={self[0]!r},\n{second}={self[1]!r})"
 
 
-# One class per kind, named as torch names them (type(x.max(1)).__name__ == "max").
-RETURN_TYPES = {kind: type(kind, (_ValuesIndices,), {"__slots__": (), "__module__": "fusegrad.return_types",
-                                                    "__qualname__": kind})
-                for kind in ("max", "min", "sort", "topk")}
+def named_pair(kind: str, first: str = "values", second: str = "indices") -> type:
+    """The return type torch names `kind` (type(x.max(1)).__name__ == "max"), its two fields
+    named `first` and `second`; registered in RETURN_TYPES (once per kind)."""
+    if kind not in RETURN_TYPES:
+        RETURN_TYPES[kind] = type(kind, (_NamedPair,), {
+            "__slots__": (), "__module__": "fusegrad.return_types", "__qualname__": kind,
+            "fields": (first, second), first: property(lambda self: self[0]),
+            second: property(lambda self: self[1])})
+    return RETURN_TYPES[kind]
+
+
+RETURN_TYPES: dict = {}
+max_result, min_result, sort_result, topk_result = map(named_pair, ("max", "min", "sort", "topk"))
 
 
 _EXTREMUM_SIGNATURES = ("\n * (Tensor input, *, Tensor out = None)\n * (Tensor input, Tensor other, *, Tensor out = None)"

@@ -224,6 +224,15 @@ def _product_call(kind: str, name: str, input, m1, m2, beta, alpha, fn: str, sel
     return apply_op("add_product", [bias, a, b], {"kind": kind, "beta": beta, "alpha": alpha}, name, out=self_out)
 
 
+def _check_mm_dtypes(bias, a, b) -> None:
+    """addmm's (and addbmm's, which torch runs as addmm) dtype checks, in torch's order."""
+    if bias._dtype is not b._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_name(bias)} and {_name(b)}")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_name(a)} and {_name(b)}")
+    _no_bool(a, "addmm_impl_cpu_")
+
+
 def _check_mm(bias, a, b):
     for arg, t in (("mat1", a), ("mat2", b)):
         if t.dim() != 2:
@@ -231,11 +240,7 @@ def _check_mm(bias, a, b):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
                            f"{b.shape[0]}x{b.shape[1]})")
-    if bias._dtype is not b._dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_name(bias)} and {_name(b)}")
-    if a._dtype is not b._dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_name(a)} and {_name(b)}")
-    _no_bool(a, "addmm_impl_cpu_")
+    _check_mm_dtypes(bias, a, b)
     return (a.shape[0], b.shape[1]), a._dtype
 
 
@@ -270,11 +275,7 @@ def _check_batches(bias, a, b, kind):
         if a.shape[2] != b.shape[1]:
             raise RuntimeError(f"Incompatible matrix sizes for bmm ({a.shape[1]}x{a.shape[2]} and "
                                f"{b.shape[1]}x{b.shape[2]})")
-        if bias._dtype is not b._dtype:
-            raise RuntimeError(f"self and mat2 must have the same dtype, but got {_name(bias)} and {_name(b)}")
-        if a._dtype is not b._dtype:
-            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_name(a)} and {_name(b)}")
-        _no_bool(a, "addmm_impl_cpu_")
+        _check_mm_dtypes(bias, a, b)
         return (a.shape[1], b.shape[2]), a._dtype
     if (b.shape[0], b.shape[1]) != (a.shape[0], a.shape[2]):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
@@ -428,36 +429,7 @@ def inverse(input) -> Tensor:
     return apply_op("inverse", [a], {"raises": True}, "LinalgInvExBackward0")
 
 
-class SlogdetResult(tuple):
-    """torch.return_types.slogdet: a (sign, logabsdet) pair with names."""
-
-    __slots__ = ()
-    n_fields = n_sequence_fields = 2
-    n_unnamed_fields = 0
-
-    def __new__(cls, sequence):
-        items = tuple(sequence)
-        if len(items) != 2:
-            raise TypeError(f"fusegrad.return_types.slogdet() takes a 2-sequence ({len(items)}-sequence given)")
-        return super().__new__(cls, items)
-
-    def __reduce__(self):
-        return type(self), (tuple(self),)
-
-    @property
-    def sign(self):
-        return self[0]
-
-    @property
-    def logabsdet(self):
-        return self[1]
-
-    def __repr__(self):
-        return f"fg.return_types.slogdet(\nsign={self[0]!r},\nlogabsdet={self[1]!r})"
-
-
-SlogdetResult.__name__ = SlogdetResult.__qualname__ = "slogdet"
-SlogdetResult.__module__ = "fusegrad.return_types"
+SlogdetResult = F.named_pair("slogdet", "sign", "logabsdet")     # torch.return_types.slogdet
 
 
 def slogdet(input):

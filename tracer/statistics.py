@@ -30,41 +30,8 @@ from .trace_state import is_compiling
 
 # ------------------------------------------------------------------ result types
 for _kind in ("cummax", "cummin", "median", "nanmedian", "mode", "kthvalue"):
-    F.RETURN_TYPES.setdefault(_kind, type(_kind, (F._ValuesIndices,), {
-        "__slots__": (), "__module__": "fusegrad.return_types", "__qualname__": _kind}))
-
-
-class aminmax_result(tuple):
-    """torch.return_types.aminmax: a (min, max) pair with names."""
-
-    __slots__ = ()
-    n_fields = n_sequence_fields = 2
-    n_unnamed_fields = 0
-
-    def __new__(cls, sequence):
-        items = tuple(sequence)
-        if len(items) != 2:
-            raise TypeError(f"fusegrad.return_types.aminmax() takes a 2-sequence ({len(items)}-sequence given)")
-        return super().__new__(cls, items)
-
-    def __reduce__(self):
-        return type(self), (tuple(self),)
-
-    @property
-    def min(self):
-        return self[0]
-
-    @property
-    def max(self):
-        return self[1]
-
-    def __repr__(self):
-        return f"fg.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
-
-
-aminmax_result.__name__ = aminmax_result.__qualname__ = "aminmax"
-aminmax_result.__module__ = "fusegrad.return_types"
-F.RETURN_TYPES.setdefault("aminmax", aminmax_result)
+    F.named_pair(_kind)
+aminmax_result = F.named_pair("aminmax", "min", "max")
 
 
 def _dtype_name(t: Tensor) -> str:

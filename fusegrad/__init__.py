@@ -40,6 +40,11 @@ from fusegrad.tracer.statistics import (aminmax, bincount, bucketize, cummax, cu
 from fusegrad.tracer.stacking import atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hstack, vstack
 from fusegrad.tracer.gathering import flip, fliplr, flipud, gather, index_select
 from fusegrad.tracer.einsum import einsum
+from fusegrad.tracer.misc_functions import (combinations, conj, corrcoef, cov, cumulative_trapezoid, diagonal_scatter,
+                                            frexp, histogram, index_put, index_put_, index_reduce, is_conj, is_neg, isin,
+                                            narrow_copy, nextafter, nonzero_static, put, renorm, resolve_conj,
+                                            resolve_neg, select_scatter, slice_scatter, trapezoid, trapz, unravel_index,
+                                            vander)
 from fusegrad.tracer.linalg_functions import (addbmm, addmm, addmv, addr, baddbmm, cdist, chain_matmul, cross, det, dist,
                                               gcd, gcd_, inner, inverse, is_nonzero, is_same_size, lcm, lcm_, ldexp,
                                               ldexp_, logdet, matrix_power, sinc, sinc_, slogdet, tensordot, vdot)
@@ -58,6 +63,7 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              multiply, nan_to_num, negative, not_equal, rad2deg, sgn, signbit,
                                              rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
+from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                                      bitwise_xor, positive)
 from fusegrad.tracer import functional as _functional
@@ -73,8 +79,21 @@ from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_cac
                               grad, value_and_grad)
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
+from fusegrad import func  # noqa: E402  (torch.func)
+from fusegrad.func import hessian, jacfwd, jacrev, jvp, vjp, vmap  # noqa: E402  (JAX-style names: torch.func's)
+from fusegrad import serialization, utils  # noqa: E402  (torch.serialization; torch.utils.data)
+from fusegrad.serialization import load, save  # noqa: E402
+# torch's top-level forms of these nn.functional ops (same signatures as torch.nn.functional's)
+from fusegrad.nn.functional import (adaptive_avg_pool1d, avg_pool1d, celu, celu_,  # noqa: E402
+                                    conv1d, conv2d, conv_transpose1d, conv_transpose2d, cosine_similarity,
+                                    group_norm, hardshrink, layer_norm, max_pool1d, max_pool2d, pairwise_distance,
+                                    pixel_shuffle, pixel_unshuffle, prelu, rrelu, rrelu_, selu, selu_, threshold,
+                                    threshold_)
 from fusegrad import random  # noqa: A004  (torch.random: the generator's functions)
 from fusegrad import return_types  # noqa: E402  (torch.return_types: max(dim) / min(dim) results)
+from fusegrad import special  # noqa: E402  (torch.special: gammaln, erfinv, i0e, ndtri, xlog1py...)
+from fusegrad import distributions  # noqa: E402  (torch.distributions: Normal, Categorical, kl_divergence...)
+from fusegrad import linalg  # noqa: E402  (torch.linalg: norms, solvers, decompositions)
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

@@ -109,3 +109,6 @@ def _batched_grad(outputs, inputs: list, grad_outputs, retain_graph, create_grap
     if not rows:                        # (an empty batch: no backward runs)
         return tuple(zeros_like(x).unsqueeze(0)[:0] for x in inputs)
     return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))
+
+
+from fusegrad import autograd_functional as functional  # noqa: E402  (torch.autograd.functional)

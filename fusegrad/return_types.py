@@ -11,5 +11,7 @@ cummax, cummin = RETURN_TYPES["cummax"], RETURN_TYPES["cummin"]     # (tracer/st
 median, nanmedian, mode, kthvalue = (RETURN_TYPES[k] for k in ("median", "nanmedian", "mode", "kthvalue"))
 aminmax = RETURN_TYPES["aminmax"]
 slogdet = RETURN_TYPES["slogdet"]
+histogram, frexp = RETURN_TYPES["histogram"], RETURN_TYPES["frexp"]
 
-__all__ = ["max", "min", "sort", "topk", "cummax", "cummin", "median", "nanmedian", "mode", "kthvalue", "aminmax", "slogdet"]
+__all__ = ["max", "min", "sort", "topk", "cummax", "cummin", "median", "nanmedian", "mode", "kthvalue", "aminmax", "slogdet",
+           "histogram", "frexp"]

@@ -18,6 +18,8 @@ from . import statistics  # (cumprod, median, quantile, unique...: statistics.ME
 from . import shape_functions  # (diagonal, trace, roll, unfold, repeat_interleave...: shape_functions.METHODS)
 from . import scattering  # (scatter, scatter_add, scatter_reduce, index_add/copy/fill, masked_scatter...: scattering.METHODS)
 from . import linalg_functions  # (inner, addmm, cross, det, eq_, logical_and_, gcd, sinc...: linalg_functions.METHODS)
+from . import special_functions  # (lgamma, digamma, polygamma, erfinv, mvlgamma, i0 and their in-place forms)
+from . import misc_functions  # (histogram, cov, index_put_, put_, renorm, frexp, narrow_copy...: misc_functions.METHODS)
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
 from .parser_errors import type_name
@@ -668,6 +670,8 @@ METHODS = {
     **shape_functions.METHODS,
     # inner, vdot, addmm/addmv/addr/baddbmm/addbmm (and _), cross, dist, det, inverse, eq_..., gcd, sinc
     **linalg_functions.METHODS,
+    **special_functions.METHODS,     # lgamma, digamma, polygamma, erfinv, mvlgamma, i0 (and _)
+    **misc_functions.METHODS,
 }
 
 

@@ -9,8 +9,38 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Se
 from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
                      LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh)
 from .module import Module, Parameter
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,  # noqa: E402
+                            InstanceNorm2d, InstanceNorm3d, LocalResponseNorm, RMSNorm)
+from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
+from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish,  # noqa: E402
+                          PReLU, ReLU6, RReLU, Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
+from .losses import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,  # noqa: E402
+                     KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PairwiseDistance,
+                     PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,  # noqa: E402
+                      AvgPool2d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d)
+from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, Fold, PixelShuffle,  # noqa: E402
+                      PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unfold,
+                      Upsample, ZeroPad1d, ZeroPad2d)
 
 __all__ = ["Module", "Parameter", "ParameterList", "ParameterDict", "Identity", "Linear", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
            "LayerNorm", "L1Loss", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "functional", "init", "utils"]
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d",
+            "FeatureAlphaDropout", "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ += ["ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "SELU", "CELU", "Mish", "Softsign", "Softmin", "LogSigmoid",
+            "Tanhshrink", "Threshold", "GLU", "PReLU", "Hardshrink", "Softshrink", "RReLU", "SmoothL1Loss", "HuberLoss",
+            "KLDivLoss", "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "MarginRankingLoss",
+            "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "TripletMarginLoss",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss"]
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
+            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
+            "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Upsample", "PixelShuffle",
+            "PixelUnshuffle", "Unfold", "Fold"]

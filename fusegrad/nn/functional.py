@@ -888,7 +888,25 @@ def _accepting_arrays(fn):
     return taking_arrays
 
 
+# The functional forms of the other nn files, re-exported here as torch.nn.functional has them.
+from .normalization import batch_norm, group_norm, instance_norm, local_response_norm, rms_norm  # noqa: E402,F401
+from .dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout  # noqa: E402,F401
+from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
+from .activations import (celu, celu_, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh,  # noqa: E402,F401
+                          hardtanh_, leaky_relu_, logsigmoid, mish, prelu, relu6, rrelu, rrelu_, selu, selu_,
+                          softmin, softshrink, softsign, tanhshrink, threshold, threshold_)
+from .losses import (cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
+                     huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_soft_margin_loss,
+                     pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402,F401
+                      adaptive_max_pool2d, avg_pool1d, avg_pool2d, lp_pool1d, lp_pool2d, max_pool1d, max_pool2d)
+from .padding import fold, interpolate, pad, pixel_shuffle, pixel_unshuffle, unfold, upsample  # noqa: E402,F401
+
+# Every public function takes NumPy arrays where it takes tensors (API.md), this file's and
+# the re-exported ones alike.
 for _name, _fn in list(globals().items()):
-    if not _name.startswith("_") and callable(_fn) and getattr(_fn, "__module__", None) == __name__:
+    if not _name.startswith("_") and callable(_fn) and not isinstance(_fn, type) and \
+            getattr(_fn, "__module__", "").startswith("fusegrad.nn"):
         globals()[_name] = _accepting_arrays(_fn)
 del _name, _fn

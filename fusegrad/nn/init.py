@@ -10,11 +10,15 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 import fusegrad as fg
 from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
-           "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+           "dirac_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "orthogonal_",
+           "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -178,3 +182,92 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)
+
+
+def dirac_(tensor, groups: int = 1):
+    """Fill a 3-, 4- or 5-d (convolution weight) tensor with the Dirac delta: zeros, and a 1 at
+    the kernel's centre (index size // 2 in each spatial dim) of [g * out_per_group + d, d] for
+    each group g and d < min(out_per_group, in_channels), so the convolution passes its input
+    channels through; torch's errors for other ranks and for dim 0 not divisible by groups."""
+    dimensions = tensor.dim()
+    if dimensions not in [3, 4, 5]:
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_grp = sizes[0] // groups
+    centre = tuple(size // 2 for size in sizes[2:])
+    value = np.zeros(sizes, dtype=tensor.dtype.np)
+    for g in range(groups):
+        for d in range(min(out_chans_per_grp, sizes[1])):
+            value[(g * out_chans_per_grp + d, d) + centre] = 1
+    return _fill(tensor, fg.tensor(value))
+
+
+def orthogonal_(tensor, gain: float = 1, generator=None):
+    """Fill `tensor` (2 or more dims, viewed as rows x the rest) with a (semi-)orthogonal
+    matrix times `gain`, as torch: N(0, 1) draws (torch's numbers after the same seed), the
+    Q of their reduced QR (of the transpose where rows < cols), each column's sign set by
+    R's diagonal. The QR is LAPACK's, through NumPy (a graph break inside fg.compile)."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with fg.no_grad():
+        flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator).numpy()
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with fg.no_grad():
+        tensor.view(q.shape).copy_(fg.tensor(np.ascontiguousarray(q, dtype=tensor.dtype.np)))
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
+    """Fill a 2-d tensor with N(0, std**2) draws, then zero ceil(sparsity * rows) elements of
+    each column, at the first rows of a `randperm(rows)` per column drawn from the global
+    generator (as torch's, which ignores `generator` there)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with fg.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        mask = np.zeros((rows, cols), dtype=bool)
+        for col_idx in range(cols):
+            mask[fg.randperm(rows).numpy()[:num_zeros], col_idx] = True
+        tensor.masked_fill_(fg.tensor(mask), 0)
+    return tensor
+
+
+def _make_deprecate(meth):
+    """torch's deprecated alias without the trailing underscore: warns (FutureWarning), then calls `meth`."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+    deprecated_init.__doc__ = f"`{old_name}` is deprecated: use `{new_name}` (same arguments)."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

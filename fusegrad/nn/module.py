@@ -92,17 +92,62 @@ def typename(value) -> str:
 # classes keep their module).
 _TORCH_MODULES = {
     **{name: "torch.nn.modules.activation" for name in (
-        "ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh")},
-    **{name: "torch.nn.modules.loss" for name in (
-        "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss")},
+        "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+        "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "PReLU", "RReLU", "ReLU", "ReLU6", "SELU",
+        "SiLU", "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink",
+        "Threshold")},
+    **{name: "torch.nn.modules.batchnorm" for name in (
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")},
     **{name: "torch.nn.modules.container" for name in (
         "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential")},
-    "Identity": "torch.nn.modules.linear", "Linear": "torch.nn.modules.linear",
-    "Dropout": "torch.nn.modules.dropout", "Embedding": "torch.nn.modules.sparse",
-    "Flatten": "torch.nn.modules.flatten", "LayerNorm": "torch.nn.modules.normalization",
-    "Module": "torch.nn.modules.module", "Parameter": "torch.nn.parameter",
-    "Adam": "torch.optim.adam", "AdamW": "torch.optim.adamw", "RMSprop": "torch.optim.rmsprop",
-    "SGD": "torch.optim.sgd", "Optimizer": "torch.optim.optimizer",
+    **{name: "torch.nn.modules.conv" for name in (
+        "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d")},
+    **{name: "torch.nn.modules.distance" for name in (
+        "CosineSimilarity", "PairwiseDistance")},
+    **{name: "torch.nn.modules.dropout" for name in (
+        "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout")},
+    "Flatten": "torch.nn.modules.flatten",
+    **{name: "torch.nn.modules.fold" for name in (
+        "Fold", "Unfold")},
+    **{name: "torch.nn.modules.instancenorm" for name in (
+        "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")},
+    **{name: "torch.nn.modules.linear" for name in (
+        "Identity", "Linear")},
+    **{name: "torch.nn.modules.loss" for name in (
+        "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "GaussianNLLLoss",
+        "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "MarginRankingLoss",
+        "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss",
+        "SoftMarginLoss", "TripletMarginLoss")},
+    "Module": "torch.nn.modules.module",
+    **{name: "torch.nn.modules.normalization" for name in (
+        "GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm")},
+    **{name: "torch.nn.modules.padding" for name in (
+        "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+        "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d")},
+    **{name: "torch.nn.modules.pixelshuffle" for name in (
+        "PixelShuffle", "PixelUnshuffle")},
+    **{name: "torch.nn.modules.pooling" for name in (
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d",
+        "AvgPool2d", "LPPool1d", "LPPool2d", "MaxPool1d", "MaxPool2d")},
+    **{name: "torch.nn.modules.rnn" for name in (
+        "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase")},
+    "Embedding": "torch.nn.modules.sparse",
+    **{name: "torch.nn.modules.transformer" for name in (
+        "TransformerEncoder", "TransformerEncoderLayer")},
+    "Upsample": "torch.nn.modules.upsampling",
+    "Parameter": "torch.nn.parameter",
+    "Adadelta": "torch.optim.adadelta",
+    "Adagrad": "torch.optim.adagrad",
+    "Adam": "torch.optim.adam",
+    "Adamax": "torch.optim.adamax",
+    "AdamW": "torch.optim.adamw",
+    "ASGD": "torch.optim.asgd",
+    "NAdam": "torch.optim.nadam",
+    "Optimizer": "torch.optim.optimizer",
+    "RAdam": "torch.optim.radam",
+    "RMSprop": "torch.optim.rmsprop",
+    "Rprop": "torch.optim.rprop",
+    "SGD": "torch.optim.sgd",
     "Tensor": "torch", "Size": "torch", "device": "torch",
 }
 

@@ -225,8 +225,8 @@ def _slogdet_vjp(e, x, y, g, a, n):
 
 _LAPACK = {"reference_why": "LAPACK through np.linalg"}
 register(OpDef("inverse", OPAQUE, _square_infer, _inverse_ref, _inverse_vjp, reference_only=True,
-               extra={"node": "LinalgInvExBackward0", "value_checks": lambda ins: ins.attrs.get("raises", True),
-                      **_LAPACK},
+               extra={"node": "LinalgInvExBackward0",
+                      "value_checks": lambda ins: dict(ins.attrs).get("raises", True), **_LAPACK},
                doc="inverse(x; raises): the inverses of a batch of square matrices"))
 register(OpDef("det", OPAQUE, _batch_infer, _det_ref, _det_vjp, reference_only=True,
                extra={"node": "LinalgDetBackward0", **_LAPACK}, doc="det(x): the determinants of square matrices"))

@@ -1,0 +1,553 @@
+"""torch.nn's further losses and distances: the functional forms (smooth_l1_loss, huber_loss,
+kl_div, cosine_similarity, pairwise_distance, cosine_embedding_loss, margin_ranking_loss,
+hinge_embedding_loss, soft_margin_loss, poisson_nll_loss, gaussian_nll_loss,
+triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss) and their modules.
+
+torch computes smooth_l1_loss, huber_loss, soft_margin_loss and multi_margin_loss in one node
+of their own (SmoothL1LossBackward0, ...): each is one op here (ir/ops/nn_activations.py),
+the reduction inside it. The others torch composes of public ops, in C++ or Python; so does
+this, op for op, so that grad_fn names and `next_functions` match. Reductions take torch's
+'none' | 'mean' | 'sum' and the deprecated size_average/reduce flags where torch's do.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+import fusegrad as fg
+from fusegrad.ir.ops import normalize_dim
+from fusegrad.ir.types import promote_types
+from fusegrad.tracer.dispatch import apply_op, result_cast_error
+from fusegrad.tracer.functional import cast
+from fusegrad.tracer.user_frame import user_stacklevel
+
+from .functional import (_REDUCTIONS, _accepting_arrays, _broadcast_pair, _check_reduction, _check_tensor_args,
+                         _dtype_name, _legacy_reduction, _not_differentiable, l1_loss)
+from .activations import logsigmoid
+from .layers import _Loss
+from .module import Module
+
+__all__ = ["smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity", "pairwise_distance",
+           "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+           "poisson_nll_loss", "gaussian_nll_loss", "triplet_margin_loss", "multilabel_soft_margin_loss",
+           "multi_margin_loss",
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
+           "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"]
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    """torch's `_Reduction.legacy_get_enum` / `get_enum`: the reduction, checked."""
+    return _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+
+
+def _reduce(loss, reduction: str):
+    """torch's apply_loss_reduction: loss.mean(), loss.sum() or the loss itself."""
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _warn_sizes(input, target) -> None:
+    if tuple(target.size()) != tuple(input.size()):
+        warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input size "
+                      f"(torch.Size({list(input.shape)})). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=user_stacklevel())
+
+
+def _float_pair(kernel: str, input, target) -> tuple:
+    """Both operands in their promoted floating dtype (torch's TensorIterator), or torch's
+    error for integers."""
+    dtype = promote_types(input.dtype, target.dtype)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(dtype)}'")
+    return cast(input, dtype, implicit=True), cast(target, dtype, implicit=True)
+
+
+# ---------------------------------------------------------------- elementwise losses
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+    """0.5 * d**2 / beta where |d| < beta, else |d| - 0.5 * beta, d = input - target (one
+    SmoothL1LossBackward0 node; beta=0 is torch's l1_loss). Shapes broadcast, with torch's warning."""
+    _warn_sizes(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target = _broadcast_pair(input, target)
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    reduction = _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _float_pair("smooth_l1_cpu", input, target)
+    return apply_op("smooth_l1_loss", [input, target], {"reduction": reduction, "beta": float(beta)},
+                    "SmoothL1LossBackward0")
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    """0.5 * d**2 where |d| < delta, else delta * (|d| - 0.5 * delta) (one HuberLossBackward0
+    node); `weight` (input's shape) multiplies the unreduced losses, as torch's Python does."""
+    _warn_sizes(input, target)
+    input, target = _broadcast_pair(input, target)
+    if weight is not None and tuple(weight.size()) != tuple(input.size()):
+        raise ValueError("Weights and input must have the same size.")
+    if weight is None:
+        reduction = _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    input, target = _float_pair("huber_cpu", input, target)
+    loss = apply_op("huber_loss", [input, target], {"reduction": reduction if weight is None else "none",
+                                                    "delta": float(delta)}, "HuberLossBackward0")
+    if weight is None:
+        return loss
+    loss = loss * weight
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """log(1 + exp(-target * input)) (one SoftMarginLossBackward0 node; no gradient for the
+    target). The target broadcasts to the input's shape and the loss has the input's dtype, as
+    torch's in-place kernel computes it."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_tensor_args("soft_margin_loss", input=input, target=target)
+    _not_differentiable("soft_margin_loss", target=target)
+    if not input.dtype.is_floating_point:
+        raise result_cast_error(_dtype_name(promote_types(input.dtype, target.dtype)) if
+                                target.dtype.is_floating_point else "Float", _dtype_name(input.dtype))
+    if tuple(target.shape) != tuple(input.shape):
+        target = target.expand(input.shape)
+    target = cast(target, input.dtype, implicit=True)
+    return apply_op("soft_margin_loss", [input, target], {"reduction": reduction}, "SoftMarginLossBackward0")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+    """KL divergence of log-probabilities `input` from `target` (probabilities, or
+    log-probabilities with log_target): target * (log(target) - input) as torch composes it
+    (xlogy(target, target) - target * input), reduced; 'batchmean' divides the sum by the batch
+    size, 'mean' by every element (with torch's warning)."""
+    if size_average is not None or reduce is not None:
+        reduction = enum = _legacy_reduction(size_average, reduce, reduction)
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          UserWarning, stacklevel=user_stacklevel())
+        enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
+    _check_tensor_args("kl_div", input=input, target=target)
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if log_target:
+        output = target.exp() * (target - input)
+    else:
+        output = fg.xlogy(target, target) - target * input
+    reduced = _reduce(output, enum)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
+
+
+# ---------------------------------------------------------------- distances
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along `dim`, as torch's C++: each norm
+    cloned and clamped in place without grad (so the gradient is that of the unclamped norm,
+    torch's), the operands broadcast; integer operands are converted to the common float dtype."""
+    _check_tensor_args("cosine_similarity", x1=x1, x2=x2)
+    common = promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_dtype_name(common)}")
+    x1 = x1 if x1.dtype.is_floating_point else x1.to(common)
+    x2 = x2 if x2.dtype.is_floating_point else x2.to(common)
+    x1, x2 = _broadcast_pair(x1, x2)
+    n1 = x1.norm(2, dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim, keepdim=True).clone()
+    with fg.no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """||x1 - x2 + eps||_p over the last dim, as torch's C++ (SubBackward0, AddBackward1, then
+    torch's at::norm: NormBackward1)."""
+    _check_tensor_args("pairwise_distance", x1=x1, x2=x2)
+    diff = x1 - x2 + eps
+    if diff.dim() == 0:
+        return diff.norm(p)
+    axis = normalize_dim(max(x1.dim(), x2.dim()) - 1, diff.dim())
+    return apply_op("norm", [diff], {"p": float(p), "axes": (axis,), "keepdim": bool(keepdim)}, "NormBackward1")
+
+
+# ---------------------------------------------------------------- embedding and ranking losses
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                          reduction: str = "mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1 (0 elsewhere),
+    cos = <x1, x2> / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12)), composed as torch's C++ composes it."""
+    reduction = _reduction(size_average, reduce, reduction)
+    targ_dim = target.dim()
+    if targ_dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if targ_dim == 1 and not (input1.dim() == 2 and input2.dim() == 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    if targ_dim == 0 and not (input1.dim() == 1 and input2.dim() == 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    epsilon = 1e-12
+    prod_sum = (input1 * input2).sum(targ_dim)
+    mag_square1 = (input1 * input1).sum(targ_dim) + epsilon
+    mag_square2 = (input2 * input2).sum(targ_dim) + epsilon
+    denom = (mag_square1 * mag_square2).sqrt_()
+    cos = prod_sum / denom
+    zeros = fg.zeros_like(cos)
+    pos = 1 - cos
+    neg = (cos - margin).clamp_min_(0)
+    output = fg.where(target == 1, pos, zeros) + fg.where(target == -1, neg, zeros)
+    return _reduce(output, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                        reduction: str = "mean"):
+    """max(0, -target * (input1 - input2) + margin), as torch composes it."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: torch.Size({list(input1.shape)}), input2: torch.Size({list(input2.shape)}), "
+                           f"target: torch.Size({list(target.shape)}) ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min_(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """input where target is not -1 plus max(0, margin - input) where target is not 1, as torch
+    composes it."""
+    reduction = _reduction(size_average, reduce, reduction)
+    zeros = fg.zeros_like(input)
+    margin_clamp = (margin - input).clamp_min_(0)
+    output = fg.where(target != 1, margin_clamp, zeros) + fg.where(target != -1, input, zeros)
+    return _reduce(output, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise_distance (with
+    `swap`, the smaller of d(anchor, negative) and d(positive, negative)), as torch composes it."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = fg.min(dist_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(fg.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
+
+
+# ---------------------------------------------------------------- likelihood losses
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    """exp(input) - target * input (log_input), else input - target * log(input + eps); `full`
+    adds Stirling's term where target > 1. As torch composes it."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not a valid value for reduction")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss += stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+    """0.5 * (log(var) + (input - target)**2 / var) (+ 0.5 * log(2 pi) when full), `var` clamped
+    at eps without grad; var a float, of the input's shape, or one dim short or one size-1 dim
+    (homoscedastic), as torch's Python. (A negative var is found by reading its values.)"""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * fg.ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.size()) != tuple(input.size()):
+        if tuple(input.size())[:-1] == tuple(var.size()):
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and sum(y for x, y in zip(input.size(), var.size()) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with fg.no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss += 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------- multi-class margin losses
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean"):
+    """-(target * logsigmoid(x) + (1 - target) * logsigmoid(-x)), times `weight`, averaged over
+    the classes (the last dim), then reduced over the samples; as torch's Python."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(dim=class_dim) / input.size(class_dim)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
+                      reduction: str = "mean"):
+    """Multi-class hinge loss: for each sample, the sum over classes i != y of
+    max(0, margin - x[y] + x[i]) ** p (times weight[y]), divided by the class count (one
+    MultiMarginLossBackward0 node). Input (N, C), (C,) or 0-d; target int64 class indices
+    (torch's errors for its shape, dtype and range; the range check reads the targets).
+    A (C,) or 0-d input is taken as one row: its node's inputs are views (ViewBackward0), where
+    torch's take it directly. An empty batch gives NaN ('mean') or 0 ('sum'), where torch
+    returns an uninitialised value."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_tensor_args("multi_margin_loss", input=input, target=target)
+    ndim = input.dim()
+    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    nframe = input.shape[0] if ndim == 2 else 1
+    dim = input.shape[-1] if ndim else 1
+    if target.dim() > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != dim:
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"multi_margin_loss_cpu_kernel\" not implemented for '{_dtype_name(input.dtype)}'")
+    if target.dtype != fg.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target.dtype)}")
+    if weight is not None:
+        if weight.dtype != input.dtype:
+            raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found {_dtype_name(weight.dtype)}")
+        _not_differentiable("multi_margin_loss", weight=weight)
+    if target.numel():
+        values = np.asarray(target._concrete())
+        if values.min() < 0 or values.max() >= dim:
+            raise RuntimeError("target out of range")
+    rows = input if ndim == 2 else input.reshape(1, dim)
+    operands = [rows, target.reshape(nframe), fg.arange(dim)] + ([weight] if weight is not None else [])
+    out = apply_op("multi_margin_loss", operands,
+                   {"p": int(p), "margin": float(margin), "reduction": reduction}, "MultiMarginLossBackward0")
+    return out.reshape(target.shape) if reduction == "none" and ndim < 2 else out
+
+
+for _name in __all__:
+    if _name[0].islower():
+        globals()[_name] = _accepting_arrays(globals()[_name])
+del _name
+
+
+# ---------------------------------------------------------------- modules
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class SmoothL1Loss(_Loss):
+    """F.smooth_l1_loss as a module."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        """F.smooth_l1_loss with this module's reduction and beta."""
+        return smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """F.huber_loss as a module."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        """F.huber_loss with this module's reduction and delta."""
+        return huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """F.kl_div as a module."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        """F.kl_div with this module's reduction and log_target."""
+        return kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    """F.soft_margin_loss as a module."""
+
+    def forward(self, input, target):
+        """F.soft_margin_loss with this module's reduction."""
+        return soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineSimilarity(Module):
+    """F.cosine_similarity along `dim` as a module (torch prints no options)."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        """F.cosine_similarity of x1 and x2."""
+        return cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """F.pairwise_distance as a module (torch prints no options)."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        """F.pairwise_distance of x1 and x2."""
+        return pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class _MarginLoss(_Loss):
+    _default_margin = 0.0
+
+    def __init__(self, margin: float | None = None, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = self._default_margin if margin is None else margin
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    """F.cosine_embedding_loss as a module."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1, input2, target):
+        """F.cosine_embedding_loss with this module's margin and reduction."""
+        return cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class MarginRankingLoss(_MarginLoss):
+    """F.margin_ranking_loss as a module."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1, input2, target):
+        """F.margin_ranking_loss with this module's margin and reduction."""
+        return margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    """F.hinge_embedding_loss as a module."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        """F.hinge_embedding_loss with this module's margin and reduction."""
+        return hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """F.poisson_nll_loss as a module."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8,
+                 reduce=None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        """F.poisson_nll_loss with this module's options."""
+        return poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
+                                reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """F.gaussian_nll_loss as a module."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
+        super().__init__(None, None, reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        """F.gaussian_nll_loss with this module's options."""
+        return gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """F.triplet_margin_loss as a module (torch checks the margin in forward)."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                 size_average=None, reduce=None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        """F.triplet_margin_loss with this module's options."""
+        return triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
+                                   swap=self.swap, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """F.multilabel_soft_margin_loss as a module; `weight` is kept as a buffer."""
+
+    def forward(self, input, target):
+        """F.multilabel_soft_margin_loss with this module's weight and reduction."""
+        return multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """F.multi_margin_loss as a module; `weight` is kept as a buffer."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if p != 1 and p != 2:
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D instead")
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):
+        """F.multi_margin_loss with this module's options."""
+        return multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                 reduction=self.reduction)

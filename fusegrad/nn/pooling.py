@@ -1,0 +1,410 @@
+"""torch.nn.functional's pooling functions and the pooling modules.
+
+max_pool2d records MaxPool2DWithIndicesBackward0 (with or without return_indices), avg_pool2d
+AvgPool2DBackward0, adaptive_avg_pool2d AdaptiveAvgPool2DBackward0 (MeanBackward1 for an
+output of 1 x 1, as torch's), adaptive_max_pool2d AdaptiveMaxPool2DBackward0, over the IR ops
+of ir/ops/pool.py. The 1-d forms unsqueeze the input to a plane of height 1, pool it and
+squeeze it back, as torch's. Indices are flat positions in each input plane.
+Choices: ties in a max window take the first position (as torch's); where a window holds
+several NaNs torch's index is its last NaN's, fusegrad's the first's.
+"""
+from __future__ import annotations
+
+import fusegrad as fg
+from fusegrad.ir.ops import normalize_dim
+from fusegrad.ir.ops.pool import pool_output_size
+from fusegrad.tracer.dispatch import apply_op
+
+from .conv import check_tensor, ntuple
+from .module import Module
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d",
+           "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d"]
+
+
+def _pair_arg(value, fn: str, name: str, omitted: bool = False) -> tuple:
+    """A pool's 2-d argument: an int or a tuple of one or two, with torch's text otherwise."""
+    values = ntuple(value, 2)
+    if len(values) == 1:
+        values = values * 2
+    if len(values) != 2:
+        if omitted:
+            raise RuntimeError(f"{fn}: {name} must either be omitted, a single int, or a tuple of two ints")
+        verb = "be either" if name == "dilation" else "either be"
+        raise RuntimeError(f"{fn}: {name} must {verb} a single int, or a tuple of two ints")
+    return tuple(int(v) for v in values)
+
+
+def _check_pool2d(input, kernel, stride, padding, dilation, ceil_mode, fn: str) -> tuple:
+    """torch's pool2d_shape_check with its texts; the output's spatial size."""
+    if stride[0] == 0 or stride[1] == 0:
+        raise RuntimeError("stride should not be zero")
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
+    if min(stride) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {stride[0]} dW: {stride[1]}")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dilation[0]} "
+                           f"dilationW: {dilation[1]}")
+    if input.dim() < 2 and fn == "avg_pool2d":
+        normalize_dim(-3, input.dim())          # (torch's IndexError)
+    if input.dim() not in (3, 4):
+        if fn == "max_pool2d":
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+    if any(s == 0 for s in input.shape[-3:]):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+    if min(padding) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
+                               f"and dilation={d}")
+    out = pool_output_size(input.shape[-2:], kernel, stride, padding, dilation, ceil_mode)
+    if min(out) < 1:
+        c, h, w = input.shape[-3:]
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{out[0]}x{out[1]}). "
+                           "Output size is too small")
+    return out
+
+
+def _no_bool(input, fn: str) -> None:
+    if input.dtype is fg.bool:
+        raise NotImplementedError(f"\"{fn}\" not implemented for 'Bool'")
+
+
+def _max_pool2d(input, kernel, stride, padding, dilation, ceil_mode):
+    _check_pool2d(input, kernel, stride, padding, dilation, ceil_mode, "max_pool2d")
+    _no_bool(input, "max_pool2d")
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding, "dilation": dilation,
+             "ceil_mode": bool(ceil_mode)}
+    return apply_op("max_pool", [input], attrs, "MaxPool2DWithIndicesBackward0")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool2d over (N, C, H, W) or (C, H, W); stride defaults to the
+    kernel; with return_indices, (values, flat indices into each H x W plane)."""
+    check_tensor("max_pool2d", input=input)
+    kernel = _pair_arg(kernel_size, "max_pool2d", "kernel_size")
+    stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "max_pool2d", "stride",
+                                                                                      True)
+    values, indices = _max_pool2d(input, kernel, stride, _pair_arg(padding, "max_pool2d", "padding"),
+                                  _pair_arg(dilation, "max_pool2d", "dilation"), ceil_mode)
+    return (values, indices) if return_indices else values
+
+
+def _int1(value, fn: str, name: str) -> int:
+    values = ntuple(value, 1)
+    if len(values) != 1:
+        raise RuntimeError(f"{fn}() {name} must be an int, list of ints or tuple of ints of size 1 but got size "
+                           f"{len(values)}")
+    return int(values[0])
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool1d over (N, C, L) or (C, L): max_pool2d of the input
+    unsqueezed to height 1, squeezed back (SqueezeBackward1 of MaxPool2DWithIndicesBackward0)."""
+    check_tensor("max_pool1d", input=input)
+    if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[-2:]):
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(input.shape)}")
+    k = _int1(kernel_size, "max_pool1d", "kernel_size")
+    s = k if stride is None or stride == () or stride == [] else _int1(stride, "max_pool1d", "stride")
+    p, d = _int1(padding, "max_pool1d", "padding"), _int1(dilation, "max_pool1d", "dilation")
+    for ok, text in ((k > 0, f"kernel_size must be greater than zero, but got {k}"),
+                     (s > 0, f"stride must be greater than zero, but got {s}"),
+                     (p >= 0, f"padding must be non-negative, but got {p}"),
+                     (p <= k // 2, f"padding should be at most half of kernel size, but got padding={p} and "
+                                   f"kernel_size={k}"),
+                     (d > 0, f"dilation must be greater than zero, but got {d}")):
+        if not ok:
+            raise RuntimeError(f"max_pool1d() {text}")
+    out = pool_output_size(input.shape[-1:], (k,), (s,), (p,), (d,), ceil_mode)[0]
+    if out < 1:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    values, indices = _max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """torch.nn.functional.avg_pool2d: window means (divided by the window's size within the
+    padded input, or within the input when not count_include_pad, or by divisor_override);
+    integer inputs divide truncating, as torch's."""
+    check_tensor("avg_pool2d", input=input)
+    kernel = _pair_arg(kernel_size, "avg_pool2d", "kernel_size")
+    stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "avg_pool2d", "stride",
+                                                                                      True)
+    padding = _pair_arg(padding, "avg_pool2d", "padding")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool2d(input, kernel, stride, padding, (1, 1), ceil_mode, "avg_pool2d")
+    _no_bool(input, "avg_pool2d")
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding, "ceil_mode": bool(ceil_mode),
+             "count_include_pad": bool(count_include_pad),
+             "divisor_override": None if divisor_override is None else int(divisor_override)}
+    return apply_op("avg_pool", [input], attrs, "AvgPool2DBackward0")
+
+
+def _check_1d(input, fn: str) -> None:
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {fn})")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """torch.nn.functional.avg_pool1d: avg_pool2d of the input unsqueezed to height 1."""
+    check_tensor("avg_pool1d", input=input)
+    _check_1d(input, "avg_pool1d")
+    k = _int1(kernel_size, "avg_pool1d", "kernel_size")
+    s = k if stride is None or stride == () or stride == [] else _int1(stride, "avg_pool1d", "stride")
+    p = _int1(padding, "avg_pool1d", "padding")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _output_size(output_size, input, nd: int, fn: str) -> tuple:
+    sizes = ntuple(output_size, nd)
+    if len(sizes) != nd:
+        if fn == "adaptive_max_pool2d":
+            raise RuntimeError(f"adaptive_max_pool2d(): internal error: output_size.size() must be {nd}")
+        raise RuntimeError(f"{fn}: output_size must be {nd}")
+    sizes = tuple(int(input.shape[input.dim() - nd + i]) if s is None else int(s) for i, s in enumerate(sizes))
+    if any(s < 0 for s in sizes):
+        if fn == "adaptive_max_pool2d":
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                               f"{list(input.shape[:-nd]) + list(sizes)}")
+        raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
+                           "{" + ", ".join(map(str, sizes)) + "}")
+    return sizes
+
+
+def _check_adaptive(input, fn: str) -> None:
+    if input.dim() not in (3, 4):
+        colon = ":" if fn == "adaptive_max_pool2d" else ""
+        raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got{colon} {list(input.shape)}")
+    for dim in range(1, input.dim()):
+        if input.shape[dim] == 0 and (input.dim() == 3 or dim > 0):
+            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {dim} being empty")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{fn}\" not implemented for '{ {'int64': 'Long', 'bool': 'Bool'}[input.dtype.name]}'")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool2d: output cell (i, j) the mean of rows
+    floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns; None keeps that size. An output of
+    1 x 1 is the mean over H and W (MeanBackward1), as torch's."""
+    check_tensor("adaptive_avg_pool2d", input=input)
+    _check_adaptive(input, "adaptive_avg_pool2d")
+    sizes = _output_size(output_size, input, 2, "adaptive_avg_pool2d")
+    if sizes == (1, 1):
+        return input.mean((-1, -2), keepdim=True)
+    return apply_op("adaptive_avg_pool", [input], {"output_size": sizes}, "AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool2d (torch's windows); with return_indices,
+    (values, flat indices into each plane)."""
+    check_tensor("adaptive_max_pool2d", input=input)
+    _check_adaptive(input, "adaptive_max_pool2d")
+    sizes = _output_size(output_size, input, 2, "adaptive_max_pool2d")
+    values, indices = apply_op("adaptive_max_pool", [input], {"output_size": sizes}, "AdaptiveMaxPool2DBackward0")
+    return (values, indices) if return_indices else values
+
+
+def _adaptive_1d(input, output_size, fn: str):
+    check_tensor(fn, input=input)
+    _check_1d(input, fn)
+    sizes = ntuple(output_size, 1)
+    if len(sizes) != 1:
+        raise RuntimeError(f"{fn}() argument 'output_size' should contain one int (got {len(sizes)})")
+    return input.unsqueeze(-2), (1, sizes[0])
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool1d: adaptive_avg_pool2d at height 1."""
+    x, sizes = _adaptive_1d(input, output_size, "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(x, sizes).squeeze(-2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool1d: adaptive_max_pool2d at height 1."""
+    x, sizes = _adaptive_1d(input, output_size, "adaptive_max_pool1d")
+    values, indices = adaptive_max_pool2d(x, sizes, True)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def _lp_tail(out, norm_type, count):
+    return (fg.sign(out) * fg.relu(fg.abs(out))).mul(count).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """torch.nn.functional.lp_pool2d: (sum of x**p over each window) ** (1/p), as torch
+    composes it from avg_pool2d."""
+    kw, kh = ntuple(kernel_size, 2)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_tail(out, norm_type, kw * kh)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """torch.nn.functional.lp_pool1d: (sum of x**p over each window) ** (1/p)."""
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_tail(out, norm_type, kernel_size)
+
+
+# ---------------------------------------------------------------- modules
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def extra_repr(self) -> str:
+        """torch's: "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False"."""
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """torch.nn.MaxPool1d (F.max_pool1d)."""
+
+    def forward(self, input):
+        """F.max_pool1d of `input`."""
+        return max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                          ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """torch.nn.MaxPool2d (F.max_pool2d)."""
+
+    def forward(self, input):
+        """F.max_pool2d of `input`."""
+        return max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                          ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """torch.nn.AvgPool1d (F.avg_pool1d); its arguments kept as 1-tuples, as torch's."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True) -> None:
+        super().__init__()
+        self.kernel_size = ntuple(kernel_size, 1)
+        self.stride = ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding = ntuple(padding, 1)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input):
+        """F.avg_pool1d of `input`."""
+        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        """torch's: "kernel_size=(2,), stride=(2,), padding=(0,)"."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    """torch.nn.AvgPool2d (F.avg_pool2d)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):
+        """F.avg_pool2d of `input`."""
+        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override)
+
+    def extra_repr(self) -> str:
+        """torch's: "kernel_size=2, stride=2, padding=0"."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(Module):
+    _fn = None
+
+    def __init__(self, output_size, return_indices=False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        if type(self).__name__.startswith("AdaptiveMax"):
+            self.return_indices = return_indices
+
+    def forward(self, input):
+        """The adaptive pooling of `input`."""
+        if hasattr(self, "return_indices"):
+            return type(self)._fn(input, self.output_size, self.return_indices)
+        return type(self)._fn(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        """torch's: "output_size=..."."""
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """torch.nn.AdaptiveAvgPool1d(output_size)."""
+
+    _fn = adaptive_avg_pool1d
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """torch.nn.AdaptiveAvgPool2d(output_size)."""
+
+    _fn = adaptive_avg_pool2d
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """torch.nn.AdaptiveMaxPool1d(output_size, return_indices=False)."""
+
+    _fn = adaptive_max_pool1d
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """torch.nn.AdaptiveMaxPool2d(output_size, return_indices=False)."""
+
+    _fn = adaptive_max_pool2d
+
+
+class _LPPool(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):
+        """The power-average pooling of `input`."""
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        """torch's: "norm_type=2, kernel_size=3, stride=None, ceil_mode=False"."""
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, ceil_mode={self.ceil_mode}"
+
+
+class LPPool1d(_LPPool):
+    """torch.nn.LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    _fn = lp_pool1d
+
+
+class LPPool2d(_LPPool):
+    """torch.nn.LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    _fn = lp_pool2d

@@ -1,0 +1,504 @@
+"""Pooling, padding, resampling and pixel shuffles over an input's trailing spatial dims.
+
+- `max_pool(x; kernel_size, stride, padding, dilation, ceil_mode)` -> (values, indices):
+  torch's max_pool{1,2}d_with_indices; indices are flat positions in each (H, W) plane, as
+  torch's. `adaptive_max_pool(x; output_size)` likewise. Their gradient adds g at the
+  indices (scatter_add over the flattened plane). NaN counts as the largest value; ties take
+  the first position of a window.
+- `avg_pool(x; ..., count_include_pad, divisor_override)` and its gradient `avg_pool_backward`
+  (each the other's adjoint); `adaptive_avg_pool(x; output_size)` and
+  `adaptive_avg_pool_backward(g; input_size)`.
+- `pad_nd(x; pads, mode, value)`: torch's constant (negative pads crop), reflect, replicate and
+  circular padding; `pad_nd_backward` (the adjoint of the last three).
+- `upsample(x; mode, size, scales, align_corners)`: nearest, nearest-exact and (bi)linear
+  resampling with torch's source-index formulas computed in the input's float dtype;
+  `upsample_backward` is its adjoint.
+- `pixel_shuffle` / `pixel_unshuffle(x; factor)`: each the other's VJP.
+All run by their NumPy references in compiled programs (no kernel rule).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType, int64
+from .conv import col2im, windows
+from .registry import OPAQUE, OpDef, register
+
+_WHY = {"reference_why": "window views and gathers: only NumPy runs it", "row_major_result": True}
+
+
+def pool_output_size(size, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    """torch's pooling_output_shape for each spatial dim."""
+    out = []
+    for i, k, s, p, d in zip(size, kernel, stride, padding, dilation):
+        o = (i + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (o - 1) * s >= i + p:
+            o -= 1
+        out.append(o)
+    return tuple(out)
+
+
+def _pool_windows(x, kernel, stride, padding, dilation, out, fill):
+    """Windows (..., *out, *kernel) of x padded by `padding` before and by `fill` as far as
+    the last window reaches after (ceil_mode)."""
+    nd = len(kernel)
+    size = x.shape[x.ndim - nd:]
+    pads = [(p, max(0, (o - 1) * s + d * (k - 1) + 1 - p - i))
+            for i, k, s, p, d, o in zip(size, kernel, stride, padding, dilation, out)]
+    x = np.pad(x, [(0, 0)] * (x.ndim - nd) + pads, constant_values=fill)
+    win = windows(x, kernel, stride, (0,) * nd, dilation)
+    return win[(Ellipsis,) + tuple(slice(0, o) for o in out) + (slice(None),) * nd]
+
+
+def _flat_index(positions, size) -> np.ndarray:
+    """Flat index in a plane of `size` of per-dim positions (arrays broadcasting together)."""
+    flat = positions[0]
+    for p, n in zip(positions[1:], size[1:]):
+        flat = flat * n + p
+    return flat.astype(np.int64)
+
+
+def _argmax_last(x):
+    """(values, indices) of the maximum over the last axis; NaN largest, ties the first."""
+    j = np.argmax(x, axis=-1)
+    return np.take_along_axis(x, j[..., None], axis=-1)[..., 0], j
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _max_pool_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["kernel_size"])
+    out = pool_output_size(x.shape[-nd:], attrs["kernel_size"], attrs["stride"], attrs["padding"], attrs["dilation"],
+                           attrs["ceil_mode"])
+    shape = tuple(x.shape[:-nd]) + out
+    return [TensorType(shape, x.dtype), TensorType(shape, int64)]
+
+
+def _max_pool_ref(x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    nd = len(kernel_size)
+    size = x.shape[x.ndim - nd:]
+    out = pool_output_size(size, kernel_size, stride, padding, dilation, ceil_mode)
+    win = _pool_windows(x, kernel_size, stride, padding, dilation, out, _lowest(x.dtype))
+    values, j = _argmax_last(win.reshape(win.shape[:x.ndim] + (int(np.prod(kernel_size)),)))
+    offsets = np.unravel_index(j, kernel_size)
+    positions = []
+    for axis, (o, s, p, d) in enumerate(zip(offsets, stride, padding, dilation)):
+        place = np.arange(out[axis]).reshape((-1,) + (1,) * (nd - 1 - axis)) * s - p
+        positions.append(place + o * d)
+    return np.ascontiguousarray(values), _flat_index(positions, size)
+
+
+def scatter_to_plane(e, g, indices, x, nd):
+    """g added into zeros shaped as x at the flat plane positions `indices` (a max pool's
+    gradient) as IR ops."""
+    lead = tuple(x.shape[:len(x.shape) - nd])
+    plane = int(np.prod(x.shape[len(lead):], dtype=np.int64))
+    flat = e.reshape(e.zeros_like(x), lead + (plane,))
+    cells = lead + (int(np.prod(g.shape[len(lead):], dtype=np.int64)),)
+    gathered = e.op("scatter_add", flat, e.reshape(indices, cells), e.reshape(g, cells), axis=len(lead))
+    return e.reshape(gathered, tuple(x.shape))
+
+
+def _max_pool_vjp(e, x, y, g, a, n):
+    nd = len(a["kernel_size"]) if "kernel_size" in a else len(a["output_size"])
+    return [scatter_to_plane(e, g[0], y[1], x[0], nd) if n[0] else None]
+
+
+register(OpDef("max_pool", OPAQUE, _max_pool_infer, _max_pool_ref, _max_pool_vjp, reference_only=True,
+               nondiff_outputs=(1,),
+               doc="max_pool(x; kernel_size, stride, padding, dilation, ceil_mode) -> (values, flat indices)",
+               extra=dict(_WHY, node="MaxPool2DWithIndicesBackward0")))
+
+
+# ---------------------------------------------------------------- average pooling
+
+def _avg_divisor(size, kernel, stride, padding, out, count_include_pad, divisor_override):
+    """torch's divide_factor of each output position, an array of shape `out`."""
+    if divisor_override:
+        return np.full(out, divisor_override, np.int64)
+    divisor = np.ones((), np.int64)
+    for i, k, s, p, o in zip(size, kernel, stride, padding, out):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, i + p)
+        count = end - start if count_include_pad else np.minimum(end, i) - np.maximum(start, 0)
+        divisor = divisor[..., None] * count
+    return divisor
+
+
+def _avg_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["kernel_size"])
+    out = pool_output_size(x.shape[-nd:], attrs["kernel_size"], attrs["stride"], attrs["padding"], (1,) * nd,
+                           attrs["ceil_mode"])
+    return [TensorType(tuple(x.shape[:-nd]) + out, x.dtype)]
+
+
+def _avg_ref(x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    size = x.shape[x.ndim - nd:]
+    out = pool_output_size(size, kernel_size, stride, padding, (1,) * nd, ceil_mode)
+    win = _pool_windows(x, kernel_size, stride, padding, (1,) * nd, out, 0)
+    total = win.sum(axis=tuple(range(x.ndim, x.ndim + nd)))
+    divisor = _avg_divisor(size, kernel_size, stride, padding, out, count_include_pad, divisor_override)
+    if x.dtype.kind != "f":      # (torch divides integers truncating)
+        return (np.sign(total) * (np.abs(total) // divisor)).astype(x.dtype)
+    return (total / divisor.astype(x.dtype)).astype(x.dtype)
+
+
+def _avg_vjp(e, x, y, g, a, n):
+    return [e.op("avg_pool_backward", g[0], input_size=tuple(x[0].shape[len(x[0].shape) - len(a["kernel_size"]):]),
+                 **a) if n[0] else None]
+
+
+def _avg_backward_infer(types, attrs):
+    g = types[0]
+    nd = len(attrs["kernel_size"])
+    return [TensorType(tuple(g.shape[:-nd]) + tuple(attrs["input_size"]), g.dtype)]
+
+
+def _avg_backward_ref(g, *, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    out = g.shape[g.ndim - nd:]
+    divisor = _avg_divisor(input_size, kernel_size, stride, padding, out, count_include_pad, divisor_override)
+    share = g / divisor.astype(g.dtype)
+    cols = np.broadcast_to(share.reshape(share.shape + (1,) * nd), share.shape + tuple(kernel_size))
+    return np.ascontiguousarray(col2im(cols, tuple(input_size), kernel_size, stride, padding, (1,) * nd))
+
+
+def _avg_backward_vjp(e, x, y, g, a, n):
+    attrs = {k: v for k, v in a.items() if k != "input_size"}
+    return [e.op("avg_pool", g[0], **attrs) if n[0] else None]
+
+
+register(OpDef("avg_pool", OPAQUE, _avg_infer, _avg_ref, _avg_vjp, reference_only=True,
+               doc="avg_pool(x; kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",
+               extra=dict(_WHY, node="AvgPool2DBackward0")))
+register(OpDef("avg_pool_backward", OPAQUE, _avg_backward_infer, _avg_backward_ref, _avg_backward_vjp,
+               reference_only=True, doc="avg_pool_backward(g; input_size, ...): avg_pool's gradient (its adjoint)",
+               extra=dict(_WHY, node="AvgPool2DBackwardBackward0")))
+
+
+# ---------------------------------------------------------------- adaptive pooling
+
+def _adaptive_table(size: int, out: int):
+    """torch's adaptive windows along one dim: for each output position the input positions
+    (padded to the longest window by repeating its last position), which of them count, and
+    the window's length."""
+    i = np.arange(out)
+    start = i * size // out
+    end = ((i + 1) * size + out - 1) // out
+    longest = int((end - start).max()) if out else 0
+    reach = start[:, None] + np.arange(longest)
+    return np.minimum(reach, end[:, None] - 1), reach < end[:, None], end - start
+
+
+def _adaptive_gather(x, output_size):
+    """x's adaptive windows (..., *out, *longest) and their tables."""
+    nd = len(output_size)
+    size = x.shape[x.ndim - nd:]
+    tables = [_adaptive_table(i, o) for i, o in zip(size, output_size)]
+    index = []
+    for axis, (idx, _, _) in enumerate(tables):
+        shape = [1] * (2 * nd)
+        shape[axis], shape[nd + axis] = idx.shape
+        index.append(idx.reshape(shape))
+    return x[(Ellipsis,) + tuple(index)], tables
+
+
+def _adaptive_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["output_size"])
+    return [TensorType(tuple(x.shape[:-nd]) + tuple(attrs["output_size"]), x.dtype)]
+
+
+def _adaptive_max_infer(types, attrs):
+    out = _adaptive_infer(types, attrs)[0]
+    return [out, TensorType(out.shape, int64)]
+
+
+def _adaptive_max_ref(x, *, output_size):
+    nd = len(output_size)
+    size = x.shape[x.ndim - nd:]
+    gathered, tables = _adaptive_gather(x, output_size)
+    values, j = _argmax_last(gathered.reshape(gathered.shape[:x.ndim] + (int(np.prod(gathered.shape[x.ndim:])),)))
+    offsets = np.unravel_index(j, tuple(t[0].shape[1] for t in tables))
+    positions = []
+    for axis, (o, (idx, _, _)) in enumerate(zip(offsets, tables)):
+        rows = np.arange(idx.shape[0]).reshape((-1,) + (1,) * (nd - 1 - axis))
+        positions.append(idx[rows, o])
+    return np.ascontiguousarray(values), _flat_index(positions, size)
+
+
+def _adaptive_avg_ref(x, *, output_size):
+    nd = len(output_size)
+    gathered, tables = _adaptive_gather(x, output_size)
+    # (masks and counts combined by outer products over the dims)
+    count = np.ones((), np.int64)
+    mask = np.ones(tuple(t[1].shape[0] for t in tables) + tuple(t[1].shape[1] for t in tables), bool)
+    for axis, (_, m, c) in enumerate(tables):
+        shape = [1] * (2 * nd)
+        shape[axis], shape[nd + axis] = m.shape
+        mask = mask & m.reshape(shape)
+        count = count[..., None] * c
+    total = np.where(mask, gathered, x.dtype.type(0)).sum(axis=tuple(range(x.ndim, x.ndim + nd)))
+    return (total / count.astype(x.dtype)).astype(x.dtype)
+
+
+def _adaptive_matrix(size: int, out: int, dtype) -> np.ndarray:
+    """(out, size): each row the weights 1/len over its window."""
+    idx, mask, count = _adaptive_table(size, out)
+    m = np.zeros((out, size), dtype)
+    rows = np.repeat(np.arange(out), idx.shape[1])
+    np.add.at(m, (rows, idx.reshape(-1)), (mask / count[:, None]).reshape(-1).astype(dtype))
+    return m
+
+
+def _along(x, axis, m):
+    """x's dim `axis` mapped by the matrix m (new, old) (x @ m.T along that dim)."""
+    return np.moveaxis(np.matmul(np.moveaxis(x, axis, -1), m.T), -1, axis)
+
+
+def _adaptive_avg_vjp(e, x, y, g, a, n):
+    nd = len(a["output_size"])
+    return [e.op("adaptive_avg_pool_backward", g[0], input_size=tuple(x[0].shape[len(x[0].shape) - nd:]))
+            if n[0] else None]
+
+
+def _adaptive_backward_infer(types, attrs):
+    g = types[0]
+    nd = len(attrs["input_size"])
+    return [TensorType(tuple(g.shape[:-nd]) + tuple(attrs["input_size"]), g.dtype)]
+
+
+def _adaptive_backward_ref(g, *, input_size):
+    nd = len(input_size)
+    for axis, (i, o) in enumerate(zip(input_size, g.shape[g.ndim - nd:])):
+        g = _along(g, g.ndim - nd + axis, _adaptive_matrix(i, o, g.dtype).T)
+    return np.ascontiguousarray(g)
+
+
+def _adaptive_backward_vjp(e, x, y, g, a, n):
+    nd = len(a["input_size"])
+    return [e.op("adaptive_avg_pool", g[0], output_size=tuple(x[0].shape[len(x[0].shape) - nd:])) if n[0] else None]
+
+
+register(OpDef("adaptive_max_pool", OPAQUE, _adaptive_max_infer, _adaptive_max_ref, _max_pool_vjp,
+               reference_only=True, nondiff_outputs=(1,),
+               doc="adaptive_max_pool(x; output_size) -> (values, flat indices)",
+               extra=dict(_WHY, node="AdaptiveMaxPool2DBackward0")))
+register(OpDef("adaptive_avg_pool", OPAQUE, _adaptive_infer, _adaptive_avg_ref, _adaptive_avg_vjp,
+               reference_only=True, doc="adaptive_avg_pool(x; output_size)",
+               extra=dict(_WHY, node="AdaptiveAvgPool2DBackward0")))
+register(OpDef("adaptive_avg_pool_backward", OPAQUE, _adaptive_backward_infer, _adaptive_backward_ref,
+               _adaptive_backward_vjp, reference_only=True,
+               doc="adaptive_avg_pool_backward(g; input_size): adaptive_avg_pool's gradient (its adjoint)",
+               extra=dict(_WHY, node="AdaptiveAvgPool2DBackwardBackward0")))
+
+
+# ---------------------------------------------------------------- padding
+
+def _pad_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["pads"])
+    lead = len(x.shape) - nd
+    out = tuple(s + b + a for s, (b, a) in zip(x.shape[lead:], attrs["pads"]))
+    return [TensorType(tuple(x.shape[:lead]) + out, x.dtype)]
+
+
+_NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad_ref(x, *, pads, mode, value):
+    lead = x.ndim - len(pads)
+    crop = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, (b, a) in zip(x.shape[lead:], pads))
+    x = x[(Ellipsis,) + crop]
+    widths = [(0, 0)] * lead + [(max(b, 0), max(a, 0)) for b, a in pads]
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=x.dtype.type(value))
+    return np.pad(x, widths, mode=_NP_MODES[mode])
+
+
+def _pad_vjp(e, x, y, g, a, n):
+    if not n[0]:
+        return [None]
+    if a["mode"] == "constant":
+        return [e.op("pad_nd", g[0], pads=tuple((-b, -f) for b, f in a["pads"]), mode="constant", value=0)]
+    return [e.op("pad_nd_backward", g[0], input_size=tuple(x[0].shape[len(x[0].shape) - len(a["pads"]):]), **a)]
+
+
+def _pad_backward_infer(types, attrs):
+    g = types[0]
+    nd = len(attrs["pads"])
+    return [TensorType(tuple(g.shape[:-nd]) + tuple(attrs["input_size"]), g.dtype)]
+
+
+def _pad_backward_ref(g, *, input_size, pads, mode, value):
+    nd = len(pads)
+    for axis, (size, (b, a)) in enumerate(zip(input_size, pads)):
+        g = np.moveaxis(g, g.ndim - nd + axis, -1)
+        kept = size - max(-b, 0) - max(-a, 0)
+        b, a = max(b, 0), max(a, 0)
+        x = g[..., b:b + kept].copy()
+        before, after = g[..., :b], g[..., b + kept:]
+        if mode == "reflect":
+            x[..., 1:b + 1] += before[..., ::-1]
+            x[..., kept - 1 - a:kept - 1] += after[..., ::-1]
+        elif mode == "replicate":
+            x[..., 0] += before.sum(-1)
+            x[..., kept - 1] += after.sum(-1)
+        else:       # circular
+            x[..., kept - b:] += before
+            x[..., :a] += after
+        b0, a0 = pads[axis]
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(max(-b0, 0), max(-a0, 0))])
+        g = np.moveaxis(x, -1, g.ndim - nd + axis)
+    return np.ascontiguousarray(g)
+
+
+def _pad_backward_vjp(e, x, y, g, a, n):
+    attrs = {k: v for k, v in a.items() if k != "input_size"}
+    return [e.op("pad_nd", g[0], **attrs) if n[0] else None]
+
+
+register(OpDef("pad_nd", OPAQUE, _pad_infer, _pad_ref, _pad_vjp, reference_only=True,
+               doc="pad_nd(x; pads ((before, after) per trailing dim), mode, value): torch's F.pad",
+               extra=dict(_WHY, node="ConstantPadNdBackward0")))
+register(OpDef("pad_nd_backward", OPAQUE, _pad_backward_infer, _pad_backward_ref, _pad_backward_vjp,
+               reference_only=True, doc="pad_nd_backward(g; input_size, pads, mode, value): pad's gradient (its adjoint)",
+               extra=dict(_WHY, node="ReflectionPad2DBackwardBackward0")))
+
+
+# ---------------------------------------------------------------- resampling
+
+def _source_scale(size, out, align_corners, scale, dtype):
+    """torch's area_pixel_compute_scale (compute_scales_value without align_corners)."""
+    if align_corners:
+        return dtype.type((size - 1) / (out - 1)) if out > 1 else dtype.type(0)
+    return dtype.type(1.0 / scale) if scale is not None and scale > 0 else dtype.type(size) / dtype.type(out)
+
+
+def _resample_table(mode, size, out, scale, align_corners, dtype):
+    """Per output position: (index0, index1, weight0, weight1); nearest modes weigh index0 only."""
+    dst = np.arange(out).astype(dtype)
+    if mode in ("nearest", "nearest-exact"):
+        s = _source_scale(size, out, False, scale, dtype)
+        if mode == "nearest" and out == size:
+            i0 = np.arange(out)
+        elif mode == "nearest" and out == 2 * size:
+            i0 = np.arange(out) >> 1
+        else:
+            shifted = dst if mode == "nearest" else dst + dtype.type(0.5)
+            i0 = np.minimum(np.floor(shifted * s).astype(np.int64), size - 1)
+        return i0, i0, np.ones(out, dtype), np.zeros(out, dtype)
+    s = _source_scale(size, out, align_corners, scale, dtype)
+    if align_corners:
+        src = s * dst
+    else:
+        src = np.maximum(s * (dst + dtype.type(0.5)) - dtype.type(0.5), dtype.type(0))
+    i0 = np.minimum(src.astype(np.int64), size - 1)
+    i1 = i0 + (i0 < size - 1)
+    w1 = np.clip(src - i0.astype(dtype), 0, 1).astype(dtype)
+    return i0, i1, (dtype.type(1) - w1).astype(dtype), w1
+
+
+def _tables(mode, in_size, out_size, scales, align_corners, dtype):
+    return [_resample_table(mode, i, o, None if scales is None else scales[k], align_corners, dtype)
+            for k, (i, o) in enumerate(zip(in_size, out_size))]
+
+
+def _upsample_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["size"])
+    return [TensorType(tuple(x.shape[:-nd]) + tuple(attrs["size"]), x.dtype)]
+
+
+def _upsample_ref(x, *, mode, size, scales, align_corners):
+    nd = len(size)
+    tables = _tables(mode, x.shape[x.ndim - nd:], size, scales, align_corners, x.dtype)
+    for axis in reversed(range(nd)):
+        i0, i1, w0, w1 = tables[axis]
+        ax = x.ndim - nd + axis
+        shape = (-1,) + (1,) * (nd - 1 - axis)
+        if mode in ("nearest", "nearest-exact"):
+            x = np.take(x, i0, axis=ax)
+        else:
+            x = np.take(x, i0, axis=ax) * w0.reshape(shape) + np.take(x, i1, axis=ax) * w1.reshape(shape)
+    return np.ascontiguousarray(x)
+
+
+def _upsample_vjp(e, x, y, g, a, n):
+    nd = len(a["size"])
+    attrs = {k: v for k, v in a.items() if k != "size"}
+    return [e.op("upsample_backward", g[0], input_size=tuple(x[0].shape[len(x[0].shape) - nd:]), **attrs)
+            if n[0] else None]
+
+
+def _upsample_backward_infer(types, attrs):
+    g = types[0]
+    nd = len(attrs["input_size"])
+    return [TensorType(tuple(g.shape[:-nd]) + tuple(attrs["input_size"]), g.dtype)]
+
+
+def _upsample_backward_ref(g, *, input_size, mode, scales, align_corners):
+    nd = len(input_size)
+    tables = _tables(mode, input_size, g.shape[g.ndim - nd:], scales, align_corners, g.dtype)
+    for axis, (i, (i0, i1, w0, w1)) in enumerate(zip(input_size, tables)):
+        m = np.zeros((len(i0), i), g.dtype)
+        rows = np.arange(len(i0))
+        np.add.at(m, (rows, i0), w0)
+        np.add.at(m, (rows, i1), w1)
+        g = _along(g, g.ndim - nd + axis, m.T)
+    return np.ascontiguousarray(g)
+
+
+def _upsample_backward_vjp(e, x, y, g, a, n):
+    nd = len(a["input_size"])
+    attrs = {k: v for k, v in a.items() if k != "input_size"}
+    return [e.op("upsample", g[0], size=tuple(x[0].shape[len(x[0].shape) - nd:]), **attrs) if n[0] else None]
+
+
+register(OpDef("upsample", OPAQUE, _upsample_infer, _upsample_ref, _upsample_vjp, reference_only=True,
+               doc="upsample(x; mode, size, scales, align_corners): torch's upsample_{nearest,linear,bilinear}",
+               extra=dict(_WHY, node="UpsampleNearest2DBackward0")))
+register(OpDef("upsample_backward", OPAQUE, _upsample_backward_infer, _upsample_backward_ref,
+               _upsample_backward_vjp, reference_only=True,
+               doc="upsample_backward(g; input_size, mode, scales, align_corners): upsample's gradient (its adjoint)",
+               extra=dict(_WHY, node="UpsampleNearest2DBackwardBackward0")))
+
+
+# ---------------------------------------------------------------- pixel shuffle
+
+def _shuffle_infer(inverse):
+    def infer(types, attrs):
+        x = types[0]
+        r = attrs["factor"]
+        *lead, c, h, w = x.shape
+        shape = (c * r * r, h // r, w // r) if inverse else (c // (r * r), h * r, w * r)
+        return [TensorType(tuple(lead) + shape, x.dtype)]
+    return infer
+
+
+def _shuffle_ref(inverse):
+    def ref(x, *, factor):
+        r = factor
+        *lead, c, h, w = x.shape
+        n = len(lead)
+        if inverse:
+            y = x.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+            y = y.transpose(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+            return np.ascontiguousarray(y).reshape(tuple(lead) + (c * r * r, h // r, w // r))
+        y = x.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+        y = y.transpose(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+        return np.ascontiguousarray(y).reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+    return ref
+
+
+for _name, _inverse, _node in (("pixel_shuffle", False, "PixelShuffleBackward0"),
+                               ("pixel_unshuffle", True, "PixelUnshuffleBackward0")):
+    register(OpDef(_name, OPAQUE, _shuffle_infer(_inverse), _shuffle_ref(_inverse),
+                   (lambda other: lambda e, x, y, g, a, n: [e.op(other, g[0], **a) if n[0] else None])(
+                       "pixel_unshuffle" if not _inverse else "pixel_shuffle"),
+                   reference_only=True, doc=f"{_name}(x; factor): torch's F.{_name}", extra=dict(_WHY, node=_node)))

@@ -168,7 +168,7 @@ def _emit_vjp(e: Emitter, ins: Instr, gs: list, needs: tuple) -> list:
     except NoDerivativeError as exc:
         # torch's class (the subclass is for saved_slots' probe), marked so that a compiled
         # call can defer it to the backward that would run through this op, as torch does
-        error = RuntimeError(str(exc))
+        error = (NotImplementedError if isinstance(exc, NotImplementedError) else RuntimeError)(str(exc))
         error.no_derivative = True
         raise error from None
     return [e.cast(e.sum_to(g, v.shape), v.dtype) if need and g is not None else None

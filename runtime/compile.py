@@ -588,6 +588,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
         and not freed else None
     no_derivative = grads = keyed = cached = None   # (no_derivative: torch's error for a backward through an op without one)
+    no_derivative_class = RuntimeError
     if gradients_may_flow and not freed:
         b = Builder(Program())
         seeds = [b.input(t._sym.type) for t in grad_outs]
@@ -627,7 +628,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
                     raise
                 # (x // 2 on a tensor that requires grad: torch raises when a backward runs, not
                 # here; a value replaced in place that the backward reads before that op raises first)
-                no_derivative, grads = str(exc), None
+                no_derivative, no_derivative_class, grads = str(exc), type(exc), None
                 if active is not None:
                     met_stale_first = trace.stale_saved(instrs, active)
     if cached is not None:
@@ -790,7 +791,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             # A backward inside the call already freed what these outputs' backward needs (a
             # training step returning its loss), or it runs through an op without a derivative:
             # their grad_fn raises, as torch's would.
-            back = RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, met_stale_first)
+            back = RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, met_stale_first, no_derivative_class)
         _attach_backward(grad_outs, boundary, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except

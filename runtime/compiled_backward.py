@@ -627,16 +627,17 @@ class RaisingBackwardFn:
     `stale`: a saved value a write inside the call replaced, which the backward meets before
     the freed nodes (Trace.stale_saved): torch's version error, not the freed one."""
 
-    def __init__(self, in_types, message: str = _FREED_MSG, stale=None):
+    def __init__(self, in_types, message: str = _FREED_MSG, stale=None, error_class=RuntimeError):
         self.out_types = in_types
         self.vjp_fn = None
         self.message = message
+        self.error_class = error_class      # (NotImplementedError for unique's missing derivative, as torch's)
         self.stale = stale
 
     def run(self, *cotangents):
         if self.stale is not None:
             _raise_stale(self.stale)
-        raise RuntimeError(self.message)
+        raise self.error_class(self.message)
 
     def expand(self, e, xs, gs):
         """Under create_graph: the same error (torch's, such as heaviside's missing derivative)."""

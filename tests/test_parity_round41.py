@@ -63,3 +63,74 @@ def test_named_results_have_torchs_type_name_fields_and_pickle(make, fields):
     again = pickle.loads(pickle.dumps(ours))
     assert type(again) is type(ours) and all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(again, ours))
     assert repr(ours).startswith(f"fg.return_types.{type(theirs).__name__}(\n{fields[0]}=")
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("case", [
+    # addmm, addmv and addbmm skip the product when alpha is 0 (a NaN in it does not reach the
+    # result, as BLAS reads neither matrix); addr computes it
+    lambda L: L.addmm(L.ones(2, 2), L.tensor([[_NAN, 1.0], [1.0, 1.0]]), L.ones(2, 2), alpha=0),
+    lambda L: L.addmv(L.ones(2), L.tensor([[_NAN, 1.0], [1.0, 1.0]]), L.ones(2), alpha=0, beta=2),
+    lambda L: L.addbmm(L.ones(2, 2), L.tensor([[[_NAN, 1.0], [1.0, 1.0]]]), L.ones(1, 2, 2), alpha=0),
+    lambda L: L.addr(L.ones(2, 2), L.tensor([_NAN, 1.0]), L.ones(2), alpha=0),
+    lambda L: L.histogram(L.zeros(0), 3).bin_edges,                      # an empty input: range [0, 1]
+    lambda L: L.cummax(L.zeros(0), 0).values,
+    lambda L: L.cummin(L.zeros(3, 0), 1).indices,
+    lambda L: L.dist(L.tensor([1.0, 2.0]), L.tensor([2.0, 4.0], dtype=L.float64)),     # promoted as sub
+    lambda L: L.dist(L.tensor([1, 2]), L.tensor([2.0, 4.0])),
+    lambda L: L.dist(L.tensor([1, 2]), L.tensor([2, 4])),
+    lambda L: L.nextafter(L.tensor([1]), L.tensor([2])),
+    lambda L: L.cumprod(L.tensor([1.0, 2.0, 3.0]), 0, out=L.zeros(5)),                  # out= resized
+    lambda L: L.median(L.tensor([[3.0, 1.0, 2.0]]), 1, out=(L.zeros(1), L.zeros(1, dtype=L.int64)))[0],
+    lambda L: L.masked_select(L.tensor([1.0, 2.0]), L.tensor([True, False]), out=L.zeros(1)),
+    lambda L: L.cat([L.ones(2), L.zeros(1)], out=L.zeros(3)),
+    lambda L: L.cumprod(L.tensor([1.0, 2.0], requires_grad=True), 0, out=L.zeros(2)),
+    lambda L: L.trapezoid(L.tensor(1.0)),                                   # errors, not NumPy's
+    lambda L: L.cumulative_trapezoid(L.tensor(1.0)),
+    lambda L: L.unique(L.tensor(1.0), dim=0),
+    lambda L: L.cross(L.tensor([[True, False, True]]), L.tensor([[True, False, True]]), dim=1),
+    lambda L: L.cov(L.tensor([True, False])),
+    lambda L: L.corrcoef(L.tensor([True, False])),
+    lambda L: L.histc(L.tensor([1.0, float("inf")]), 3),
+    lambda L: L.histc(L.tensor([1.0, _NAN]), 3),
+    lambda L: L.histc(L.tensor([1.0, float("inf")]), 3, min=0, max=2),
+], ids=lambda case: "")
+def test_probe_findings_follow_torch(case):
+    """Findings of a fuzz of the functions added in this round against torch 2.13."""
+    assert_same_outcome(lib_outcome(fg, case), lib_outcome(torch, case), rtol=1e-6)
+
+
+@pytest.mark.parametrize("value", [0.0, _NAN, float("inf"), 3.0])
+def test_det_of_a_one_by_one_matrix_has_gradient_one(value):
+    grads = []
+    for lib in (fg, torch):
+        x = lib.tensor([[value]], requires_grad=True)
+        lib.det(x).backward()
+        grads.append(float(x.grad))
+    assert grads[0] == grads[1] == 1.0
+
+
+def test_nextafter_passes_the_gradient_to_self():
+    for lib in (fg, torch):
+        a, b = lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([3.0, 0.0], requires_grad=True)
+        lib.nextafter(a, b).sum().backward()
+        assert a.grad.tolist() == [1.0, 1.0] and b.grad.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.unique(L.tensor([1.0, 2.0], requires_grad=True)),
+    lambda L: L.unique_consecutive(L.tensor([1.0, 2.0], requires_grad=True)),
+    lambda L: L.unique(L.tensor([[1.0, 2.0]], requires_grad=True), dim=0),
+])
+def test_unique_has_no_derivative_with_torchs_class_and_text(make):
+    errors = []
+    for lib in (fg, torch):
+        with pytest.raises(NotImplementedError) as caught:
+            make(lib).sum().backward()
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    compiled = fg.compile(lambda x: fg.unique(x * 2).sum())
+    with pytest.raises(NotImplementedError, match=r"^the derivative for '_unique2' is not implemented\.$"):
+        compiled(fg.tensor([1.0, 2.0], requires_grad=True)).backward()

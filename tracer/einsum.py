@@ -10,6 +10,8 @@ exactly. A repeated label is a diagonal view, as torch's.
 """
 from __future__ import annotations
 
+import importlib.util
+
 from fusegrad.ir.ops import OPS
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 
@@ -63,8 +65,9 @@ def einsum(*args) -> Tensor:
     for k, x in enumerate(operands):
         if not isinstance(x, Tensor):
             raise TypeError(f"expected Tensor as element {k} in argument 1, but got {type_name(x)}")
-    if len(operands) > 2:
-        # torch asks opt_einsum for a contraction path first, which counts the operands so
+    if len(operands) > 2 and importlib.util.find_spec("opt_einsum") is not None:
+        # torch asks opt_einsum (where it is installed: torch.backends.opt_einsum.is_available())
+        # for a contraction path first, and opt_einsum counts the subscripts against the operands
         given = len(equation.split("->")[0].split(","))
         if given != len(operands):
             raise ValueError(f"Number of einsum subscripts, {given}, must be equal to the number of operands, "

@@ -356,6 +356,8 @@ def cross(input, other, dim=None) -> Tensor:
                            f"length 3. Got {a.shape[axis]} and {b.shape[axis]}")
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected scalar type {_name(a)} but found {_name(b)}")
+    if a._dtype is bool_:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     return apply_op("cross", [a, b], {"axis": axis}, "LinalgCrossBackward0")
 
 
@@ -368,11 +370,10 @@ def dist(input, other, p=2) -> Tensor:
     """torch.dist: the p-norm of input - other (broadcast; float operands), DistBackward0."""
     a, b = F.as_tensor(input, "dist"), F.as_tensor(other, "dist", "other", 2)
     p = _scalar(p, "dist", "p")
-    if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected both inputs to have same dtype, but found {_name(a)} and {_name(b)}")
-    if not a._dtype.is_floating_point:
-        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(a)} instead.")
-    diff = F.sub(a, b)
+    diff = F.sub(a, b)      # (torch's dist is the norm of a - b: dtypes promote as sub's)
+    if not diff._dtype.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(diff)} "
+                           f"instead.")
     return _norm_of(diff, p, tuple(range(diff.dim())), "DistBackward0")
 
 

@@ -108,7 +108,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         elif values.size:
             low, high = float(values.min()), float(values.max())
         else:
-            low, high = 0.0, 0.0
+            low, high = 0.0, 1.0         # (torch's range for an empty input)
         if low > high:
             raise RuntimeError(f"torch.histogramdd(): min should not exceed max, but got min {low} max {high} for "
                                f"dimension 0")
@@ -131,6 +131,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
     result `.squeeze()`d: a 0-d tensor for one variable). Degrees of freedom <= 0 warn and
     divide by 0, as torch."""
     t = as_tensor(input, "cov")
+    if t._dtype is bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     if t.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {t.dim()} "
                            f"dimensions")
@@ -227,6 +229,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1) -> Tensor:
     .sum(dim) / 2; with dx, (y.sum(dim) - (y[0] + y[-1]) * 0.5) * dx. An empty dim gives zeros."""
     y = as_tensor(y, "trapezoid", "y", 1)
     dim = int_argument(dim, "trapezoid", "dim", 3)
+    if y.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     axis = normalize_dim(dim, y.dim())
     if isinstance(x, Tensor) and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments - got both x and dx")
@@ -269,6 +273,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1) -> Tensor:
     (dx / 2 * (y[:-1] + y[1:])).cumsum(dim)."""
     y = as_tensor(y, "cumulative_trapezoid", "y", 1)
     dim = int_argument(dim, "cumulative_trapezoid", "dim", 3)
+    if y.dim() == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     axis = normalize_dim(dim, y.dim())
     if x is not None and not isinstance(x, Tensor):
         dx, x = x, None
@@ -651,12 +657,12 @@ def frexp(input):
 
 def nextafter(input, other) -> Tensor:
     """torch.nextafter: the next representable value after `input` towards `other`
-    (promoted to one float dtype); NextafterBackward0 has no derivative, as torch's."""
+    (promoted to one float dtype); NextafterBackward0 passes the gradient to `input`, as torch's."""
     a = as_tensor(input, "nextafter")
     b = as_tensor(other, "nextafter", "other", 2)
     dtype = F._promoted([a, b], "nextafter")[1]
     if not dtype.is_floating_point:
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_name(dtype)}'")
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_name(dtype)}'")
     return apply_op("nextafter", [cast(a, dtype), cast(b, dtype)], None, "NextafterBackward0")
 
 

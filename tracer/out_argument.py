@@ -12,10 +12,12 @@ inside fg.compile. Resizing replaces the memory of a plain eager tensor; a view,
 of a compiled call, of the wrong shape is refused (NotImplementedError).
 
 Which functions take it: those whose torch signature has `Tensor out` (tracer/parser_errors.py
-FUNCTIONS, fusegrad/__init__.py wraps them), except the creation functions.
+FUNCTIONS, fusegrad/__init__.py wraps them; ALSO_TAKING_OUT for the others), except the
+creation functions.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -31,6 +33,18 @@ from .user_frame import user_stacklevel
 
 # Creation functions also take `out` in torch, where it sets the result's dtype: not here.
 NOT_TAKING_OUT = frozenset({"arange", "linspace", "eye", "randint", "bernoulli"})
+# Functions that take `out` in torch whose bad calls have no parser text here (so they are not
+# in parser_errors.FUNCTIONS, whose printed overloads say which take it): listed from torch
+# 2.13's docstrings ("out (Tensor, optional)"), creation functions left out as above.
+ALSO_TAKING_OUT = frozenset("""
+    addbmm addcdiv addcmul addmm addmv addr amax amin aminmax baddbmm bitwise_not bucketize cat
+    chain_matmul column_stack concat concatenate copysign cross cummax cummin cumprod deg2rad diag
+    diff digamma divide dstack erfinv float_power fmax fmin fmod frexp gcd greater greater_equal
+    heaviside histc histogram hstack hypot i0 inner inverse isneginf isposinf kron kthvalue lcm ldexp
+    lerp less less_equal lgamma logaddexp logaddexp2 logcumsumexp logit masked_select matrix_power
+    median mode msort multiply mvlgamma nan_to_num nanmean nanmedian nanquantile narrow_copy nextafter
+    nonzero norm not_equal polygamma quantile rad2deg renorm searchsorted sgn sinc sort stack
+    subtract take_along_dim topk vdot vstack xlogy""".split())
 # Functions whose `out` must have the result's dtype exactly (torch's matmul family).
 _EXACT_DTYPE = frozenset({"matmul", "mm", "bmm", "mv", "dot", "outer"})
 
@@ -50,6 +64,7 @@ def _requires_grad(value) -> bool:
 
 def with_out(fn, name: str):
     """`fn` taking torch's keyword `out` (see the module doc)."""
+    @functools.wraps(fn)        # (its signature is fn's: missing_argument_texts reads it)
     def call(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
@@ -69,7 +84,6 @@ def with_out(fn, name: str):
             for value, target in zip(results, outs):
                 _write(value, target, name)
         return out if not isinstance(result, tuple) else type(result)(tuple(outs))
-    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return call
 
 

@@ -624,10 +624,13 @@ def no_arguments(fn, name: str):
 def public_functions(namespace: dict) -> None:
     """Rebind the public names in `namespace` that torch parses (fusegrad's module) to their
     torch-text forms; fusegrad's own calls keep the bare functions (no extra frame)."""
-    from .out_argument import NOT_TAKING_OUT, with_out
+    from .out_argument import ALSO_TAKING_OUT, NOT_TAKING_OUT, with_out
     for name, parser in FUNCTIONS.items():
         if name in namespace:
             fn = namespace[name]
             if name not in NOT_TAKING_OUT and any("Tensor out = None" in o.printed for o in parser.all):
                 fn = with_out(fn, name)         # (torch's out=: tracer/out_argument.py)
             namespace[name] = function_texts(fn, parser)
+    for name in ALSO_TAKING_OUT - FUNCTIONS.keys():
+        if name in namespace:
+            namespace[name] = with_out(namespace[name], name)

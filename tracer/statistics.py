@@ -392,6 +392,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
         values = _picked(a, firsts, None, "the derivative for '_unique2' is not implemented.", "Unique2Backward0")
         return _results(values, inverse.reshape(data.shape), counts, return_inverse, return_counts)
+    if a.dim() == 0:
+        raise IndexError(f"Dimension specified as {int_argument(dim, 'unique', 'dim', 5)} but tensor has no dimensions")
     axis = _axis(a, dim, "unique")
     rows = _slices(data, axis)
     _, firsts, inverse, counts = np.unique(rows, axis=0, return_index=True, return_inverse=True,

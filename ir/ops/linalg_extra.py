@@ -47,9 +47,16 @@ def _product_ref(kind, m1, m2):
     return product.sum(axis=0, dtype=product.dtype) if kind == "addbmm" else product
 
 
+# torch's addmm, addmv and addbmm skip the product when alpha is 0 (BLAS's gemm/gemv with alpha
+# 0 reads neither matrix: a NaN in them does not reach the result); addr and baddbmm compute it.
+_SKIPS_PRODUCT_AT_ZERO_ALPHA = ("mm", "mv", "addbmm")
+
+
 def _add_product_ref(bias, m1, m2, kind, beta, alpha):
     product = np.asarray(_product_ref(kind, m1, m2))
-    if alpha != 1:
+    if alpha == 0 and kind in _SKIPS_PRODUCT_AT_ZERO_ALPHA:
+        product = np.zeros_like(product)
+    elif alpha != 1:
         product = product * product.dtype.type(alpha)
     if beta == 0:
         return product
@@ -71,6 +78,8 @@ def _scaled(e, x, factor):
 def _add_product_decompose(e, xs, a):
     bias, m1, m2 = xs
     product = _scaled(e, _emit_product(e, a["kind"], m1, m2), a["alpha"])
+    if a["alpha"] == 0 and a["kind"] in _SKIPS_PRODUCT_AT_ZERO_ALPHA:
+        product = e.zeros_like(product)
     if a["beta"] == 0:
         return [product]
     return [e.add(product, _scaled(e, bias, a["beta"]))]
@@ -198,6 +207,8 @@ def _det_ref(x):
 
 
 def _det_vjp(e, x, y, g, a, n):
+    if x[0].shape[-1] == 1:         # det of a 1x1 matrix is its entry: the gradient is g (NaN, inf, 0 too)
+        return [e.reshape(g[0], x[0].shape)]
     # g * det * A^-T; where det is 0 the gradient is 0, as torch's for a singular matrix
     scale = _batch_scalar(e, e.mul(g[0], y[0]))
     inverse_t = e.transpose_last(e.op("inverse", x[0], raises=False))

@@ -3,7 +3,7 @@ each as one node (FrexpBackward0, NextafterBackward0, RenormBackward0).
 
 - frexp(x) -> (mantissa, exponent): NumPy's frexp; the exponent is int64 (torch's is int32,
   a dtype fusegrad lacks) and carries no gradient; the mantissa's gradient is g / 2**exponent.
-- nextafter(a, b): the next float after a towards b; torch gives it no derivative.
+- nextafter(a, b): the next float after a towards b; torch's gradient passes to a unchanged.
 - renorm(x; p, axis, maxnorm): each slice along `axis` whose p-norm exceeds maxnorm scaled to
   norm maxnorm (factor maxnorm / (norm + 1e-7), torch's); its VJP is torch's renorm_backward.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import TensorType, int64
 from .elementwise import elementwise
-from .registry import MOVEMENT, NoDerivativeError, OpDef, register
+from .registry import MOVEMENT, OpDef, register
 
 
 # --------------------------------------------------------------------- frexp
@@ -41,7 +41,8 @@ register(OpDef("frexp", MOVEMENT, _frexp_infer, _frexp_ref, _frexp_vjp, referenc
 
 # --------------------------------------------------------------------- nextafter
 def _nextafter_vjp(e, x, y, g, a, n):
-    raise NoDerivativeError("the derivative for 'nextafter' is not implemented.")
+    # torch's NextafterBackward0: the gradient passes to self unchanged, none to other
+    return [g[0], e.zeros_like(x[1])]
 
 
 elementwise("nextafter", np.nextafter, _nextafter_vjp, "np.nextafter({0}, {1})", float_only=True,

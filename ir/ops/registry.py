@@ -25,6 +25,11 @@ class NoDerivativeError(RuntimeError):
     time, not when a node probes which values its VJP would save (tracer.node.saved_slots)."""
 
 
+class NoDerivativeNotImplementedError(NoDerivativeError, NotImplementedError):
+    """A NoDerivativeError that torch raises as NotImplementedError (its derivatives.yaml's
+    `not_implemented("unique_consecutive")`: "the derivative for '...' is not implemented.")."""
+
+
 @dataclass
 class OpDef:
     """One op of the table. See ARCHITECTURE.md, "How to add an op"."""

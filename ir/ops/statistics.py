@@ -18,7 +18,7 @@ from ..types import TensorType, int64
 from .elementwise import _infer_map
 from .moments import _var_grad, reduced_count
 from .reduce import _extremum_vjp, _grad_to_input, _infer_reduce, reduced_shape
-from .registry import COMPOSITE, MOVEMENT, OPAQUE, NoDerivativeError, OpDef, register
+from .registry import COMPOSITE, MOVEMENT, OPAQUE, NoDerivativeError, NoDerivativeNotImplementedError, OpDef, register
 
 _SCAN = "a scan along an axis (no kernel rule for scans)"
 _ORDER = "an order statistic (a sort per row, reference-run)"
@@ -139,6 +139,8 @@ def _cumextreme_ref(x, axis, largest):
     where the extreme is no NaN and the element is >= (<=) it: ties take the later index."""
     if x.ndim == 0:
         return x.copy(), np.zeros((), np.int64)
+    if x.size == 0:
+        return x.copy(), np.zeros(x.shape, np.int64)
     xs = _last(x, axis)
     values, indices = np.empty_like(xs), np.empty(xs.shape, np.int64)
     best, where = xs[..., 0].copy(), np.zeros(xs.shape[:-1], np.int64)
@@ -458,8 +460,10 @@ def _histc_ref(x, bins, lo, hi):
     """torch.histc: `bins` equal bins over [lo, hi] (the data's range when both are 0; a
     range of one value widened by 1 each side), elements outside ignored, hi in the last bin."""
     if lo == hi and x.size:
-        finite = x[np.isfinite(x)] if x.dtype.kind == "f" else x
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (lo, hi)
+        lo, hi = float(x.min()), float(x.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):       # (torch prints its NaN as C's "-nan")
+            lo_text, hi_text = ("-nan" if np.isnan(v) else f"{v:g}" for v in (lo, hi))
+            raise RuntimeError(f"torch.histc: range of [{lo_text}, {hi_text}] is not finite")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     flat = x.ravel()
@@ -491,7 +495,7 @@ def _pick_ref(x, index, axis, no_derivative):
 
 
 def _pick_vjp(e, x, y, g, a, n):
-    raise NoDerivativeError(f"the derivative for '{a['no_derivative']}' is not implemented.")
+    raise NoDerivativeNotImplementedError(a["no_derivative"])
 
 
 register(OpDef("pick", MOVEMENT, _pick_infer, _pick_ref, _pick_vjp, reference_only=True, nondiff_inputs=(1,),

@@ -32,11 +32,27 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
 
 # ----------------------------------------------------------------- grad, grad_and_value
 
+def _scalar_output(func, has_aux: bool):
+    """`func` with torch.func's check of its output: a 0-d tensor (fg.grad, as JAX's, takes any
+    one-element tensor; torch.func.grad takes only a scalar), in torch.func's words."""
+    @functools.wraps(func)
+    def checked(*args, **kwargs):
+        result = func(*args, **kwargs)
+        out = result[0] if has_aux and isinstance(result, tuple) and len(result) == 2 else result
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+        if out.dim() != 0:
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+                               f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        return result
+    return checked
+
+
 def grad(func, argnums=0, has_aux: bool = False):
     """torch.func.grad: the gradient of `func`'s one-element output with respect to
     argument(s) `argnums` (an int: its gradient; a tuple: a tuple); with `has_aux`,
     `func` returns `(output, aux)` and the result is `(grads, aux)`. fg.grad itself."""
-    vg = _value_and_grad(func, argnums, has_aux, "fg.func.grad")
+    vg = _value_and_grad(_scalar_output(func, has_aux), argnums, has_aux, "fg.func.grad")
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
@@ -48,7 +64,7 @@ def grad(func, argnums=0, has_aux: bool = False):
 def grad_and_value(func, argnums=0, has_aux: bool = False):
     """torch.func.grad_and_value: `(grads, output)`, or `(grads, (output, aux))` with
     `has_aux` (fg.value_and_grad's pair, in torch.func's order)."""
-    vg = _value_and_grad(func, argnums, has_aux, "fg.func.grad_and_value")
+    vg = _value_and_grad(_scalar_output(func, has_aux), argnums, has_aux, "fg.func.grad_and_value")
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):

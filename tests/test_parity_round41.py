@@ -134,3 +134,43 @@ def test_unique_has_no_derivative_with_torchs_class_and_text(make):
     compiled = fg.compile(lambda x: fg.unique(x * 2).sum())
     with pytest.raises(NotImplementedError, match=r"^the derivative for '_unique2' is not implemented\.$"):
         compiled(fg.tensor([1.0, 2.0], requires_grad=True)).backward()
+
+
+@pytest.mark.parametrize("make_loader", [
+    lambda L, data: L.utils.data.DataLoader(data, batch_size=3, shuffle=True,
+                                            generator=L.Generator().manual_seed(5)),
+    lambda L, data: L.utils.data.DataLoader(L.utils.data.ConcatDataset([data, data]), batch_size=4, shuffle=True),
+    lambda L, data: L.utils.data.DataLoader(data, batch_size=3),
+])
+def test_dataloader_draws_torchs_base_seed_before_shuffling(make_loader):
+    """torch's DataLoader iterator draws one int64 base seed from the loader's generator (for
+    its workers) before the sampler draws its permutation: the batches and the generator's
+    state afterwards are torch's after the same seed."""
+    import torch.utils.data  # noqa: F401  (torch.utils.data is a submodule)
+    results = []
+    for lib in (fg, torch):
+        lib.manual_seed(3)
+        loader = make_loader(lib, list(range(7)))
+        results.append(([batch.tolist() for _ in range(2) for batch in loader], lib.rand(2).tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("output", [
+    lambda a: (a * a).sum().reshape(1),          # one element but 1-d: torch.func wants a scalar
+    lambda a: a * a,
+    lambda a: 3.0,
+])
+def test_func_grad_takes_only_a_scalar_output(output):
+    from torch.func import grad as torch_grad
+    errors = []
+    for grad, lib in ((fg.func.grad, fg), (torch_grad, torch)):
+        with pytest.raises(RuntimeError) as caught:
+            grad(output)(lib.ones(3))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+
+
+def test_rnn_of_an_empty_sequence_has_torchs_error():
+    for lib in (fg, torch):
+        with pytest.raises(RuntimeError, match="^Expected sequence length to be larger than 0 in RNN$"):
+            lib.nn.LSTM(4, 6)(lib.zeros(0, 3, 4))

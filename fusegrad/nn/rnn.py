@@ -350,6 +350,8 @@ class RNNBase(Module):
         finals: list[list] = [[] for _ in states]
         weights = self.all_weights
         steps = input.shape[0]
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         layer_input = input
         for layer in range(self.num_layers):
             outputs = []

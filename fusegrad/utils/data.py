@@ -587,12 +587,28 @@ class DataLoader:
 
     def __iter__(self):
         if self._iterable:
-            return self._iterate_stream()
-        return self._iterate_map()
+            stream = self._iterate_stream()
+            self._draw_base_seed()
+            return stream
+        # torch's iterator makes the sampler's iterator (a generator: it draws nothing yet),
+        # then draws a base seed for its workers from the loader's generator: the shuffle order
+        # then comes from the generator's state after that draw, as torch's does
+        indices = iter(self._index_sampler)
+        self._draw_base_seed()
+        return self._iterate_map(indices)
 
-    def _iterate_map(self):
+    def _draw_base_seed(self) -> None:
+        """torch's `torch.empty((), dtype=int64).random_(generator=loader.generator)`: one 64-bit
+        draw (no worker uses it here; drawn so that later draws are torch's)."""
+        generator = _generator.chosen(self.generator)
+        if generator is None:
+            raise TypeError(f"random_(): argument 'generator' must be torch.Generator, not "
+                            f"{type(self.generator).__name__}")
+        generator.words64(1)
+
+    def _iterate_map(self, indices):
         dataset, collate = self.dataset, self.collate_fn
-        for index in self._index_sampler:
+        for index in indices:
             if self._auto_collation:
                 if callable(getattr(dataset, "__getitems__", None)):
                     data = dataset.__getitems__(index)

@@ -467,23 +467,8 @@ def multi_dot(tensors, *, out=None) -> Tensor:
     dims = [mats[0].shape[0]] + [m.shape[1] for m in mats]
     if n == 2:
         result = mm(mats[0], mats[1])
-    else:       # torch's matrix-chain DP (cost ties keep the first split)
-        cost = [[0] * n for _ in range(n)]
-        split = [[0] * n for _ in range(n)]
-        for length in range(1, n):
-            for i in range(n - length):
-                j = i + length
-                cost[i][j] = math.inf
-                for k in range(i, j):
-                    c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
-                    if c < cost[i][j]:
-                        cost[i][j], split[i][j] = c, k
-
-        def chain(i, j):
-            if i == j:
-                return mats[i]
-            return mm(chain(i, split[i][j]), chain(split[i][j] + 1, j))
-        result = chain(0, n - 1)
+    else:       # torch's matrix-chain order (tracer/linalg_functions.chain_order, chain_matmul's)
+        result = _lf.chain_product(mats, _lf.chain_order(dims), 0, n - 1)
     shape = ([] if first == 1 else [result.shape[0]]) + ([] if last == 1 else [result.shape[1]])
     return F.reshape(result, tuple(shape))
 

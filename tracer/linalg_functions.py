@@ -150,11 +150,11 @@ def chain_matmul(*matrices) -> Tensor:
         if ms[k].shape[1] != ms[k + 1].shape[0]:
             raise RuntimeError(f"multi_dot(): tensors {k} and {k + 1} with shapes {list(ms[k].shape)} and "
                                f"{list(ms[k + 1].shape)} cannot be multiplied")
-    return _chain(ms, _chain_order([m.shape[0] for m in ms] + [ms[-1].shape[1]]), 0, len(ms) - 1)
+    return chain_product(ms, chain_order([m.shape[0] for m in ms] + [ms[-1].shape[1]]), 0, len(ms) - 1)
 
 
-def _chain_order(p: list) -> list:
-    """The matrix chain order of fewest scalar multiplications (split[i][j]: where i..j splits)."""
+def chain_order(p: list) -> list:
+    """torch's matrix-chain dynamic programme (cost ties keep the first split): the order of fewest scalar multiplications (split[i][j]: where i..j splits)."""
     n = len(p) - 1
     cost = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
@@ -169,11 +169,12 @@ def _chain_order(p: list) -> list:
     return split
 
 
-def _chain(ms, split, i, j):
+def chain_product(ms, split, i, j):
+    """The product of matrices ms[i..j] in the order `split` (chain_order's) gives."""
     if i == j:
         return ms[i]
     k = split[i][j]
-    return mm(_chain(ms, split, i, k), _chain(ms, split, k + 1, j))
+    return mm(chain_product(ms, split, i, k), chain_product(ms, split, k + 1, j))
 
 
 # ------------------------------------------------------------------ addmm and kin

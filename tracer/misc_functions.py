@@ -28,6 +28,7 @@ from .dispatch import apply_op
 from .functional import _is_scalar, _scalar_array, as_tensor, cast, int_argument, named_pair
 from .inplace import check_inplace
 from .parser_errors import type_name
+from .scattering import tensor_argument as _tensor
 from .tensor import Tensor
 from .user_frame import user_stacklevel
 
@@ -39,12 +40,6 @@ def _name(dtype) -> str:
     return TORCH_SCALAR_NAMES[dtype.name]
 
 
-def _tensor(x, fn: str, arg: str, pos: int) -> Tensor:
-    if isinstance(x, np.ndarray):
-        return as_tensor(x)
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type_name(x)}")
-    return x
 
 
 def _apply(op, inputs, attrs, name, out=None):

@@ -38,7 +38,8 @@ def _name(dtype) -> str:
     return TORCH_SCALAR_NAMES[dtype.name]
 
 
-def _tensor_argument(x, fn: str, arg: str, pos: int) -> Tensor:
+def tensor_argument(x, fn: str, arg: str, pos: int) -> Tensor:
+    """A Tensor argument (a NumPy array becomes one), or torch's parser TypeError naming it."""
     if isinstance(x, np.ndarray):
         return as_tensor(x)
     if not isinstance(x, Tensor):
@@ -100,7 +101,7 @@ def _apply(op, inputs, attrs, name, out):
 # --------------------------------------------------------------------- scatter
 def _scatter(t, dim, index, src, value, reduce, fn: str, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
+    index = tensor_argument(index, fn, "index", 3)
     if src is not _MISSING and value is not _MISSING:
         raise TypeError(f"{fn}() received an invalid combination of arguments - got both src and value")
     given = value if src is _MISSING else src
@@ -161,8 +162,8 @@ def _scatter_method(self, dim, index, src=_MISSING, *, value=_MISSING, reduce=No
 
 def _scatter_add(t, dim, index, src, fn, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
-    src = _tensor_argument(src, fn, "src", 4)
+    index = tensor_argument(index, fn, "index", 3)
+    src = tensor_argument(src, fn, "src", 4)
     axis = normalize_dim(dim, t.dim())
     _scatter_checks("scatter", t, axis, index, src)
     attrs = {"axis": axis, "reduce": "add", **_bad_src_grad("ScatterAddBackward0", index, src)}
@@ -183,8 +184,8 @@ def scatter_add_(self, dim, index, src) -> Tensor:
 
 def _scatter_reduce(t, dim, index, src, reduce, include_self, fn, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
-    src = _tensor_argument(src, fn, "src", 4)
+    index = tensor_argument(index, fn, "index", 3)
+    src = tensor_argument(src, fn, "src", 4)
     if not isinstance(reduce, str):
         raise TypeError(f"{fn}(): argument 'reduce' (position 5) must be str, not {type_name(reduce)}")
     if not isinstance(include_self, (bool, np.bool_)):
@@ -231,8 +232,8 @@ def _spread(index: Tensor, axis: int, shape: tuple) -> Tensor:
 
 def _index_add(t, dim, index, source, alpha, fn, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
-    source = _tensor_argument(source, fn, "source", 4)
+    index = tensor_argument(index, fn, "index", 3)
+    source = tensor_argument(source, fn, "source", 4)
     if not _is_scalar(alpha):
         raise TypeError(f"{fn}(): argument 'alpha' must be Number, not {type_name(alpha)}")
     axis = normalize_dim(dim, t.dim())
@@ -285,8 +286,8 @@ def _slice_sizes(shape, axis) -> str:
 
 def _index_copy(t, dim, index, source, fn, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
-    source = _tensor_argument(source, fn, "source", 4)
+    index = tensor_argument(index, fn, "index", 3)
+    source = tensor_argument(source, fn, "source", 4)
     axis = normalize_dim(dim, t.dim())
     if index.dim() >= 2:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
@@ -328,7 +329,7 @@ def index_copy_(self, dim, index, source) -> Tensor:
 
 def _index_fill(t, dim, index, value, fn, out=None) -> Tensor:
     dim = int_argument(dim, fn)
-    index = _tensor_argument(index, fn, "index", 3)
+    index = tensor_argument(index, fn, "index", 3)
     value = written_number(value, t._dtype)
     if isinstance(value, np.ndarray):
         value = as_tensor(value)
@@ -373,7 +374,7 @@ def masked_select(input, mask) -> Tensor:
     True, as a vector in row-major order (MaskedSelectBackward0). Its length depends on the
     mask's values: inside fg.compile the mask is read (a graph break), as nonzero's input."""
     t = as_tensor(input, "masked_select")
-    mask = _tensor_argument(mask, "masked_select", "mask", 2)
+    mask = tensor_argument(mask, "masked_select", "mask", 2)
     if mask._dtype is not bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes(tuple(mask.shape), tuple(t.shape))     # (torch's order: the mask's size is a)
@@ -382,8 +383,8 @@ def masked_select(input, mask) -> Tensor:
 
 
 def _masked_scatter(t, mask, source, fn, out=None) -> Tensor:
-    mask = _tensor_argument(mask, fn, "mask", 2)
-    source = _tensor_argument(source, fn, "source", 3)
+    mask = tensor_argument(mask, fn, "mask", 2)
+    source = tensor_argument(source, fn, "source", 3)
     if out is not None:
         mask.expand(tuple(t.shape))     # (torch's expand_inplace: its error text)
     else:
@@ -414,7 +415,7 @@ def take(input, index) -> Tensor:
     """torch.take: `input`'s elements at the flat (row-major) positions of `index`, negative ones
     counting from the end; the result has the index's shape (TakeBackward0)."""
     t = as_tensor(input, "take")
-    index = _tensor_argument(index, "take", "index", 2)
+    index = tensor_argument(index, "take", "index", 2)
     if index._dtype is not int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {_name(index._dtype)}")
     return apply_op("take", [t, index], None, "TakeBackward0")
@@ -426,7 +427,7 @@ def take_along_dim(input, indices, dim=None) -> Tensor:
     (GatherBackward0); without, gather from input.view(-1) at indices.view(-1). An index out of
     range raises gather's error (torch 2.13 reads past a broadcast index's row unchecked)."""
     t = as_tensor(input, "take_along_dim")
-    indices = _tensor_argument(indices, "take_along_dim", "indices", 2)
+    indices = tensor_argument(indices, "take_along_dim", "indices", 2)
     from .gathering import gather
     if dim is None:
         return gather(t.view(-1), 0, indices.view(-1))

@@ -119,6 +119,25 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
 
 
 # --------------------------------------------------------------------- cov, corrcoef
+def _cov_weights(weights, name: str, pos: int, n_obs: int) -> Tensor:
+    """cov's frequency (`fweights`: integral) or observation (`aweights`: floating) weights,
+    checked in torch's order with its texts."""
+    weights = _tensor(weights, "cov", name, pos)
+    if weights.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{weights.dim()} dimensions")
+    integral = name == "fweights"
+    if weights._dtype.is_floating_point == integral:
+        raise RuntimeError(f"cov(): expected {name} to have {'integral' if integral else 'floating point'} dtype but "
+                           f"got {name} with {_name(weights._dtype)} dtype")
+    if weights.numel() != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {weights.numel()} != {n_obs}")
+    if weights._data is not None and bool((weights._data < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return weights
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
     """torch.cov: the covariance matrix of the variables in `input`'s rows (observations in its
     columns; a 1-d input is one variable), with `correction` (1: Bessel's), integer frequency
@@ -135,32 +154,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
     x = t.view(1, -1) if t.dim() < 2 else t
     w = None
     if fweights is not None:
-        fweights = _tensor(fweights, "cov", "fweights", 3)
-        if fweights.dim() > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
-                               f"{fweights.dim()} dimensions")
-        if fweights._dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{_name(fweights._dtype)} dtype")
-        if fweights.numel() != n_obs:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
-                               f"input but got {fweights.numel()} != {n_obs}")
-        if fweights._data is not None and bool((fweights._data < 0).any()):
-            raise RuntimeError("cov(): fweights cannot be negative")
-        w = fweights
+        w = _cov_weights(fweights, "fweights", 3, n_obs)
     if aweights is not None:
-        aweights = _tensor(aweights, "cov", "aweights", 4)
-        if aweights.dim() > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
-                               f"{aweights.dim()} dimensions")
-        if not aweights._dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{_name(aweights._dtype)} dtype")
-        if aweights.numel() != n_obs:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
-                               f"input but got {aweights.numel()} != {n_obs}")
-        if aweights._data is not None and bool((aweights._data < 0).any()):
-            raise RuntimeError("cov(): aweights cannot be negative")
+        aweights = _cov_weights(aweights, "aweights", 4, n_obs)
         w = aweights if w is None else F.mul(w, aweights)
     w_sum = F.sum(w) if w is not None else wrap_array(np.array(n_obs, np.int64))
     avg = F.div(F.sum(x if w is None else F.mul(x, w), 1), w_sum)

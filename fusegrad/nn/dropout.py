@@ -19,7 +19,7 @@ from fusegrad.tracer.dispatch import result_cast_error
 from fusegrad.tracer.user_frame import user_stacklevel
 
 from . import functional as F
-from .module import Module
+from .layers import _DropoutNd
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
            "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
@@ -63,6 +63,16 @@ def _feature_dropout(input, p, training, inplace):
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=False)
 
 
+def _channel_dropout(input, p, training, inplace, batched: bool):
+    """_feature_dropout of a batched input; an unbatched one is given a batch dim of one for
+    the draw and loses it after (in place for inplace=True, as torch's)."""
+    if batched:
+        return _feature_dropout(input, p, training, inplace)
+    input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _feature_dropout(input, p, training, inplace)
+    return result.squeeze_(0) if inplace else result.squeeze(0)
+
+
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """Zero whole channels of a (N, C, L) or unbatched (C, L) input with probability p, scaling
     the others by 1 / (1 - p) (torch.nn.functional.dropout1d)."""
@@ -72,13 +82,7 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that dropout1d "
                            "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
                            "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    batched = dim == 3
-    if not batched:
-        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
-    result = _feature_dropout(input, p, training, inplace)
-    if not batched:
-        result = result.squeeze_(0) if inplace else result.squeeze(0)
-    return result
+    return _channel_dropout(input, p, training, inplace, batched=dim == 3)
 
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
@@ -113,13 +117,7 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
                       "inputs).", stacklevel=user_stacklevel())
-    batched = dim == 5
-    if not batched:
-        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
-    result = _feature_dropout(input, p, training, inplace)
-    if not batched:
-        result = result.squeeze_(0) if inplace else result.squeeze(0)
-    return result
+    return _channel_dropout(input, p, training, inplace, batched=dim == 5)
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
@@ -134,19 +132,6 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
     """alpha_dropout of whole channels (one draw per (sample, channel))."""
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)
-
-
-class _DropoutNd(Module):
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        """torch's: "p=0.5, inplace=False"."""
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_DropoutNd):

@@ -84,9 +84,9 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
-class Dropout(Module):
-    """During training, zeroes each element with probability p and scales the rest by
-    1 / (1 - p) (F.dropout); in eval mode, returns its input unchanged."""
+class _DropoutNd(Module):
+    """torch's base of the dropout modules (Dropout here; Dropout1d/2d/3d and the alpha
+    dropouts in dropout.py): p checked and kept with inplace."""
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
@@ -95,13 +95,18 @@ class Dropout(Module):
         self.p = p
         self.inplace = inplace
 
-    def forward(self, input):
-        """F.dropout(input, p, training, inplace)."""
-        return F.dropout(input, self.p, self.training, self.inplace)
-
     def extra_repr(self) -> str:
         """The repr's arguments, as torch prints them: "p=0.5, inplace=False"."""
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """During training, zeroes each element with probability p and scales the rest by
+    1 / (1 - p) (F.dropout); in eval mode, returns its input unchanged."""
+
+    def forward(self, input):
+        """F.dropout(input, p, training, inplace)."""
+        return F.dropout(input, self.p, self.training, self.inplace)
 
 
 class SiLU(Module):

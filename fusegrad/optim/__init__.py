@@ -416,6 +416,24 @@ def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:
     return out if type(out) is tuple else (out,)
 
 
+def _decayed(p: Tensor, grad: Tensor, group: dict[str, Any], lr: float, weight_decay: float) -> Tensor:
+    """The Adam family's weight decay (Adam, AdamW, NAdam, RAdam): decoupled, `p` shrunk in place
+    by 1 - lr * weight_decay (group["decoupled_weight_decay"]), or L2, grad + weight_decay * p,
+    which is returned."""
+    if weight_decay != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(p, alpha=weight_decay)
+    return grad
+
+
+def _update_moments(exp_avg: Tensor, exp_avg_sq: Tensor, grad: Tensor, beta1: float, beta2: float) -> None:
+    """Adam's first and second moments, in place, in torch's ops (a lerp and a mul-addcmul)."""
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+
 def _check_fused(fused, foreach, differentiable) -> None:
     """torch's checks of `fused=True` (after the parameters are taken, as torch's constructors)."""
     if fused:
@@ -618,13 +636,8 @@ class Adam(Optimizer):
             # the Python floats below become runtime scalars of the program.
             step = step_t.item() + 1
             step_t.add_(1)
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            grad = _decayed(p, grad, group, lr, weight_decay)
+            _update_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
             second = exp_avg_sq
             if amsgrad:
                 state["max_exp_avg_sq"].copy_(fg.maximum(state["max_exp_avg_sq"], exp_avg_sq))

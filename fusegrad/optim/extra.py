@@ -29,7 +29,7 @@ import fusegrad as fg
 from fusegrad.tracer import trace_state
 from fusegrad.tracer.tensor import Tensor
 
-from . import Optimizer, _check_fused, _check_lr
+from . import Optimizer, _check_fused, _check_lr, _decayed, _update_moments
 
 __all__ = ["Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "ASGD"]
 
@@ -213,19 +213,14 @@ class NAdam(Optimizer):
             exp_avg, exp_avg_sq, mu_product = state["exp_avg"], state["exp_avg_sq"], state["mu_product"]
             step = _count(state)
             bias_correction2 = 1 - beta2 ** step
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
+            grad = _decayed(p, grad, group, lr, weight_decay)
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
             # torch's `mu_product *= mu`: a float32 product (mu rounded to float32 first)
             dtype = mu_product.dtype.np.type
             product = float(dtype(dtype(mu_product.item()) * dtype(mu)))
             mu_product.mul_(mu)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            _update_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
             denom = exp_avg_sq.div(bias_correction2).sqrt()
             if group["differentiable"]:
                 denom = denom.add(eps)
@@ -275,13 +270,8 @@ class RAdam(Optimizer):
             _check_capturable(group)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             step = _count(state)
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            grad = _decayed(p, grad, group, lr, weight_decay)
+            _update_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             bias_corrected_exp_avg = exp_avg / bias_correction1

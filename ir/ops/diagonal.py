@@ -208,10 +208,9 @@ def _diag_embed_infer(types, attrs):
 
 
 def _diag_embed_ref(x, offset, dim1, dim2):
-    out = np.zeros(_diag_embed_infer([TensorType(x.shape, float32)],
-                                     {"offset": offset, "dim1": dim1, "dim2": dim2})[0].shape, x.dtype)
-    _writable_like(np.diagonal(out, offset, dim1, dim2), out)[...] = x
-    return out
+    # (diagonal_backward's value: zeros of the embedded shape with x on that diagonal)
+    shape = _diag_embed_infer([TensorType(x.shape, float32)], {"offset": offset, "dim1": dim1, "dim2": dim2})[0].shape
+    return _diagonal_backward_ref(x, shape, offset, dim1, dim2)
 
 
 register(OpDef("diag_embed", MOVEMENT, _diag_embed_infer, _diag_embed_ref,

@@ -159,6 +159,18 @@ def _avg_backward_infer(types, attrs):
     return [TensorType(tuple(g.shape[:-nd]) + tuple(attrs["input_size"]), g.dtype)]
 
 
+def _without_input_size(attrs: dict) -> dict:
+    return {k: v for k, v in attrs.items() if k != "input_size"}
+
+
+def _forward_of_adjoint(op: str):
+    """The VJP of `op`'s gradient op (`op`'s adjoint, a linear map of g): `op` itself, with the
+    gradient op's attributes but its `input_size`."""
+    def vjp(e, x, y, g, a, n):
+        return [e.op(op, g[0], **_without_input_size(a)) if n[0] else None]
+    return vjp
+
+
 def _avg_backward_ref(g, *, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     nd = len(kernel_size)
     out = g.shape[g.ndim - nd:]
@@ -168,9 +180,7 @@ def _avg_backward_ref(g, *, input_size, kernel_size, stride, padding, ceil_mode,
     return np.ascontiguousarray(col2im(cols, tuple(input_size), kernel_size, stride, padding, (1,) * nd))
 
 
-def _avg_backward_vjp(e, x, y, g, a, n):
-    attrs = {k: v for k, v in a.items() if k != "input_size"}
-    return [e.op("avg_pool", g[0], **attrs) if n[0] else None]
+_avg_backward_vjp = _forward_of_adjoint("avg_pool")
 
 
 register(OpDef("avg_pool", OPAQUE, _avg_infer, _avg_ref, _avg_vjp, reference_only=True,
@@ -358,9 +368,7 @@ def _pad_backward_ref(g, *, input_size, pads, mode, value):
     return np.ascontiguousarray(g)
 
 
-def _pad_backward_vjp(e, x, y, g, a, n):
-    attrs = {k: v for k, v in a.items() if k != "input_size"}
-    return [e.op("pad_nd", g[0], **attrs) if n[0] else None]
+_pad_backward_vjp = _forward_of_adjoint("pad_nd")
 
 
 register(OpDef("pad_nd", OPAQUE, _pad_infer, _pad_ref, _pad_vjp, reference_only=True,
@@ -456,7 +464,7 @@ def _upsample_backward_ref(g, *, input_size, mode, scales, align_corners):
 
 def _upsample_backward_vjp(e, x, y, g, a, n):
     nd = len(a["input_size"])
-    attrs = {k: v for k, v in a.items() if k != "input_size"}
+    attrs = _without_input_size(a)
     return [e.op("upsample", g[0], size=tuple(x[0].shape[len(x[0].shape) - nd:]), **attrs) if n[0] else None]
 
 

@@ -13,14 +13,15 @@ The answer is read from the generated source itself, the code that will run, so 
 holds whatever the generator's phases, hoisting and tiling did. Output `o<k>` may take
 operand `a<j>`'s memory when:
 
-- `o<k>` is stored in exactly one statement, and every element is stored once over
-  the kernel's whole iteration space (a "full" store at the identity index, which the
-  generator reports), with the operand's shape and dtype;
+- every element of `o<k>` is stored once over the kernel's whole iteration space (a
+  "full" store at the identity index, which the generator reports), with the operand's
+  shape and dtype, by one statement, or by one statement in each segment of a loop cut
+  at cat's seams (codegen/segments.py), all with one subscript;
 - every use of `a<j>` is a subscripted read with exactly the store's subscript, so
   each iteration reads only the element it writes;
-- every such read comes before the store, or is on its line (the right-hand side is
-  evaluated first), and inside the same loop body as the store: no line between the
-  first read and the store is less indented than the store. So within one iteration
+- every such read comes before a store, or is on its line (the right-hand side is
+  evaluated first), and inside the same loop body as that store: no line between the
+  read and the store is less indented than the store. So within one iteration
   all reads of an element happen before it is overwritten, and no other iteration
   reads it (a read in an earlier phase loop of the same row, which would be safe too,
   is refused: the rule stays simple).
@@ -81,16 +82,18 @@ def in_place_pairs(function_text: str, loads: list, stores: list, full_stores: s
     outer = _enclosing_lines(lines)
     pairs = []
     for k, store in enumerate(stores):
-        if k not in full_stores or len(store_lines.get(k, ())) != 1:
+        if k not in full_stores or not store_lines.get(k):
             continue
-        at = store_lines[k][0]
-        found, _ = _subscripts(lines[at], f"o{k}")
-        subscript = found[0]
-        if not lines[at].lstrip().startswith(f"o{k}[{subscript}] = "):
+        subscripts = set()
+        for at in store_lines[k]:
+            found, _ = _subscripts(lines[at], f"o{k}")
+            subscripts.add(found[0] if lines[at].lstrip().startswith(f"o{k}[{found[0]}] = ") else None)
+        if len(subscripts) != 1 or None in subscripts:
             continue
+        subscript = subscripts.pop()
         for j, load in enumerate(loads):
             if load.type.ndim and load.type == store.type and \
-                    _reads_only_before(outer, uses.get(f"a{j}", ()), at, subscript):
+                    _reads_only_before(outer, uses.get(f"a{j}", ()), store_lines[k], subscript):
                 pairs.append((k, j))
     return tuple(pairs)
 
@@ -129,23 +132,22 @@ def _enclosing_lines(lines: list) -> list:
     return enclosing
 
 
-def _reads_only_before(enclosing: list, uses, at: int, subscript: str) -> bool:
+def _reads_only_before(enclosing: list, uses, stores: list, subscript: str) -> bool:
     """Whether every use of an operand (`uses`: its entries of _operand_uses) is a read at
-    `subscript` in the loop body of line `at`, on that line or before it (`enclosing`: from
-    _enclosing_lines)."""
-    first = None
+    `subscript` in the loop body of one of the store lines `stores` (in order), on that line
+    or before it (`enclosing`: from _enclosing_lines)."""
+    read = False
     for n, found, bare in uses:
         if bare or any(s != subscript for s in found):
             return False
         if found:
-            if n > at:
+            # the first store at or after the read, in the read's loop body: no line from the
+            # read to the store is less indented than the store
+            at = next((at for at in stores if at >= n), None)
+            if at is None or enclosing[at] >= n:
                 return False
-            if first is None:
-                first = n
-    if first is None:
-        return False
-    # no line from the first read to the store is less indented than the store
-    return enclosing[at] < first
+            read = True
+    return read
 
 
 def in_place_source(source, pairs: dict):
@@ -162,6 +164,6 @@ def in_place_source(source, pairs: dict):
     for name, parallel, text in source.functions:
         for k, j in pairs.items():
             text, count = re.subn(rf"^(\s*)o{k}\[", rf"\g<1>a{j}[", text, flags=re.MULTILINE)
-            assert count == 1, "an in-place output is stored by one statement (in_place_pairs)"
+            assert count >= 1, "an in-place output is stored (in_place_pairs)"
         functions.append((name, parallel, text))
     return replace(source, functions=functions, in_place=())

@@ -49,10 +49,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fusegrad.ir.ops import MOVEMENT, OPS, REDUCE, SOURCE
+from fusegrad.ir.ops import ELEMENTWISE, MOVEMENT, OPS, REDUCE, SOURCE
 from fusegrad.ir.types import int64
 
-from . import noalias, picks
+from . import noalias, picks, segments
 from .in_place import in_place_pairs
 from .indexing import Clamped, identity, index_dims, operand_index
 from .loopnest import live_dims, recursion_room
@@ -109,6 +109,7 @@ class _Node:
     users: list = field(default_factory=list)   # scopes of its readers
     name: str | None = None
     scope: tuple | None = None
+    pick: object = None            # callable() -> the one child to render instead (a select in a segment), or None
 
 
 @dataclass(eq=False)
@@ -159,6 +160,7 @@ class KernelSource:
     stores: list                   # values written, passed last, in order
     parallel_loop: bool            # the kernel has a loop that prange parallelises
     in_place: tuple = ()           # (k, j): output k may be written over load j (codegen/in_place.py)
+    cut: tuple = ()                # (dim, positions): the innermost loop cut there (codegen/segments.py)
 
     def module_text(self, header: str, cache: bool) -> str:
         """A complete Python module defining the jitted kernel(s)."""
@@ -237,6 +239,13 @@ class _Generator:
         self.row_buffers: dict = {}      # value id -> name of the row buffer holding it
         self.buffer_dtypes: dict = {}    # row buffer name -> dtype constructor
         self.buffer_writers: dict = {}   # value id -> phases that write its row buffer
+        # The innermost loop cut at cat's seams (codegen/segments.py): its dim and segments,
+        # set by _plan_segments; `knowledge` answers what values are over the segment whose
+        # body is being rendered (none outside one).
+        self.knowledge = segments.Knowledge(self.producer)
+        self.tests: list = []            # (value, index) of monotone comparisons: seams
+        self.split_dim = None
+        self.segments = None
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -290,6 +299,10 @@ class _Generator:
             def render(texts, inner=render, c=ctor(dtype), alt=f"np.{dtype.np.name}("):
                 text = inner(texts)
                 return text if text.startswith(c + "(") or text.startswith(alt) else f"{c}({text})"
+        if opdef.group == ELEMENTWISE and dtype.name == "bool":
+            render = self._known_condition(render, v, index)
+        if opdef.extra.get("monotone"):
+            self.tests.append((v, index))
         divisor = opdef.extra.get("reciprocal_of")
         if divisor is not None and dtype.is_floating_point:
             hoisted = self._by_reciprocal(v, index, children, divisor, region, dtype)
@@ -297,7 +310,29 @@ class _Generator:
                 return hoisted
         node = self._node(("op", v.id, index), render, children, region)
         node.costly = calls_math(opdef)
+        if opdef.extra.get("select"):
+            node.pick = self._picked_operand(ins, index)
         return node
+
+    def _known_condition(self, render, v, index):
+        """`render` of a condition, except inside a segment of a cut loop (codegen/segments.py)
+        where its answer is the same over the whole segment: that answer."""
+        def in_segment(texts):
+            known = self.knowledge.value(v, index)
+            if known is not None and known[0] == "c":
+                return "True" if known[1] else "False"
+            return render(texts)
+        return in_segment
+
+    def _picked_operand(self, ins, index):
+        """For select `ins` read at `index`: a callable giving the operand it picks inside the
+        segment being rendered where its condition is known there (1: true, 2: false), else None."""
+        condition, at = ins.inputs[0], operand_index(ins, index, 0)
+
+        def pick():
+            known = self.knowledge.value(condition, at)
+            return None if known is None or known[0] != "c" else 1 if known[1] else 2
+        return pick
 
     def _by_reciprocal(self, v, index, children, k: int, region, dtype):
         """`x / y` where y is the same for every step of the innermost loop around the division,
@@ -430,17 +465,15 @@ class _Generator:
             name = self.params[key][0]
             return self._node(("param", key), lambda t, name=name: name, [], region, deps=(), trivial=True)
         text = OPS[ins.op].expr([], attrs)
-        used = set()
+        # (sources name their own dims i0, i1...: read at `index`; rendered when written, so
+        # that inside a segment of a cut loop a clamped position is written as what it is there)
+        read = [index[int(k)] for k in re.findall(r"\bi(\d+)\b", text)]
+        used = set(index_dims(tuple(i for i in read if i is not None)))
 
-        def loopvar(m):       # sources name their own dims i0, i1...: read them at `index`
-            i = index[int(m.group(1))]
-            if i is None:
-                return "0"
-            used.update(index_dims((i,)))
-            return self._position(i)
-        text = re.sub(r"\bi(\d+)\b", loopvar, text)
-        return self._node(("src", id(ins), index), lambda t, text=text: text, [], region, deps=used,
-                          trivial=not used)
+        def render(t, text=text):
+            return re.sub(r"\bi(\d+)\b", lambda m: "0" if index[int(m.group(1))] is None else
+                          self._position(index[int(m.group(1))]), text)
+        return self._node(("src", id(ins), index), render, [], region, deps=used, trivial=not used)
 
     def _reduction_result(self, ins, region) -> _Node:
         info = self.red[id(ins)]
@@ -490,9 +523,10 @@ class _Generator:
         loads = [v for _, v in self.loads.values()]
         params = [(value, dtype) for _, value, dtype in self.params.values()]
         full = {k for k, st in enumerate(self.an.stores) if st.kind == "full" and st.index == self.identity}
+        cut = (self.split_dim, tuple(lo for lo, _, _, _ in self.segments[1:])) if self.segments else ()
         return KernelSource("kernel", functions, imports, list(self.live), loads,
                             [v.type.ndim == 0 for v in loads], params, stores, parallel_loop,
-                            in_place_pairs(functions[0][2], loads, stores, full))
+                            in_place_pairs(functions[0][2], loads, stores, full), cut)
 
     def _declare_reduction(self, n: int, ins, stage, tail) -> None:
         combine = OPS[ins.op].expr
@@ -642,6 +676,15 @@ class _Generator:
         (never negative; its offset and bound are arguments like other constants)."""
         if not isinstance(entry, Clamped):
             return f"i{entry}"
+        segment = self.knowledge.segment
+        over = segments.clamp_over(entry, segment) if segment is not None else None
+        if over == "shift":
+            source = self._position(entry.source)
+            return f"{source} - {self._int_constant(entry.offset)}" if entry.offset else source
+        if over == "low":
+            return "0"
+        if over == "high":
+            return self._int_constant(entry.high)
         text = self._position(entry.source)
         if entry.offset:
             text = f"max({text} - {self._int_constant(entry.offset)}, 0)"
@@ -713,10 +756,17 @@ class _Generator:
     def _text(self, node: _Node) -> str:
         if node.name is not None:
             return node.name
+        return self._rendered(node)
+
+    def _rendered(self, node: _Node) -> str:
+        """The expression of `node` (its children by name or inlined)."""
+        picked = node.pick() if node.pick is not None else None
+        if picked is not None:
+            return self._text(node.children[picked])
         return node.render([self._text(c) for c in node.children])
 
     def _statements(self, scope) -> list:
-        items = [(n.seq, [f"{n.name} = {n.render([self._text(c) for c in n.children])}"])
+        items = [(n.seq, [f"{n.name} = {self._rendered(n)}"])
                  for n in self.nodes if n.scope == scope and n.name is not None and not n.name.startswith("r")]
         items += [(seq, make) for sc, seq, make in self.sinks if sc == scope]
         out = []
@@ -724,8 +774,57 @@ class _Generator:
             out.extend(item() if callable(item) else item)
         return out
 
+    def _plan_segments(self) -> None:
+        """Cut the innermost loop at cat's seams (codegen/segments.py) where a clamped read
+        along it would keep it from vectorising: sets split_dim and segments."""
+        if self.tile is not None:
+            return
+        if self.inner:
+            d = self.inner[-1]
+        elif self.outer and (len(self.outer) > 1 or self.flat_blocks) and not any(
+                self._has_statements((kind, p)) for kind in ("finish", "post") for p in range(self.an.phases)):
+            d = self.outer[-1]          # (a loop nest with nothing after its innermost body)
+        else:
+            return
+        size = self.space[d]
+        seams = [p for _, index in self.load_indices for entry in index for p in segments.clamp_seams(entry, d)]
+        if not seams:
+            return
+        seams += [p for v, index in self.tests for p in self.knowledge.seams(v, index, d, size)]
+        cuts = segments.plan(seams, size)
+        if cuts is None:
+            return
+        self.split_dim = d
+        self.segments = [(lo, hi, None if lo == 0 else self._int_constant(lo),
+                          None if hi == size else self._int_constant(hi)) for lo, hi in cuts]
+        self.unsigned.add(d)            # (its segments' loops start past 0)
+
+    def _has_statements(self, scope) -> bool:
+        return any(sc == scope for sc, _, _ in self.sinks) or any(
+            n.scope == scope and n.name is not None and not n.name.startswith("r") for n in self.nodes)
+
+    def _segment_loops(self, put, depth: int, d, start: str, stop: str, scope) -> bool:
+        """The loop over dim `d` from `start` to `stop` (texts) with the statements of `scope`
+        as its body, written once per segment where the loop is cut (returns True), else
+        nothing (returns False). The innermost outer loop of a kernel without row loops
+        holds its phases' depth-0 statements too (_loop_of)."""
+        if d != self.split_dim:
+            return False
+        scopes = [scope] + ([("inner", p, 0) for p in range(self.an.phases)] if scope[0] == "outer" else [])
+        for lo, hi, lo_text, hi_text in self.segments:
+            first = start if lo_text is None else (lo_text if start == "0" else f"max({start}, {lo_text})")
+            last = stop if hi_text is None else hi_text if stop == f"n{d}" else \
+                f"min({stop[4:-1] if stop.startswith('min(') else stop}, {hi_text})"
+            put(depth, f"for i{d} in range({first}, {last}):")
+            self.knowledge.over(segments.Segment(d, lo, hi))
+            for stmt in [stmt for sc in scopes for stmt in self._statements(sc)]:
+                put(depth + 1, stmt)
+        self.knowledge.over(None)
+        return True
+
     def _emit(self) -> str:
         lines: list = []
+        self._plan_segments()
 
         def put(depth, text):
             lines.append("    " * (depth + 1) + text)
@@ -785,6 +884,10 @@ class _Generator:
                 depth = self._tiled_loops(put, depth, k, d)
             elif k == 0 and self.flat_blocks:
                 put(depth, f"for blk in PRANGE((n{d} + {BLOCK - 1}) // {BLOCK}):")
+                if self._segment_loops(put, depth + 1, d, f"blk * {BLOCK}", f"min(n{d}, blk * {BLOCK} + {BLOCK})",
+                                       ("outer", k + 1)):
+                    depth += 2
+                    continue
                 put(depth + 1, f"for i{d} in range(blk * {BLOCK}, min(n{d}, blk * {BLOCK} + {BLOCK})):")
                 depth += 2
             elif k == len(self.outer) - 1 and k > 0 and column_chunks:
@@ -795,6 +898,9 @@ class _Generator:
                 put(depth + 1, f"for i{d} in range(ch{d}, min(n{d}, ch{d} + {CHUNK})):")
                 depth += 2
             else:
+                if k > 0 and not self.inner and self._segment_loops(put, depth, d, "0", f"n{d}", ("outer", k + 1)):
+                    depth += 1
+                    continue
                 put(depth, self._loop(d, parallel=(k == 0)))
                 depth += 1
             for stmt in self._statements(("outer", k + 1)):
@@ -882,13 +988,17 @@ class _Generator:
         """Phase p's inner loops. `first_range` bounds the first (a block of a whole phase).
         With float32 chunk sums (see _accumulate), the innermost loop runs in chunks of
         CHUNK elements, each chunk's sums added to their accumulators after it."""
+        if not self.inner and self.split_dim is not None:
+            return                      # (written in each segment of the cut loop: _segment_loops)
         for stmt in self._statements(("inner", p, 0)):
             put(depth, stmt)
-        bodies = [self._statements(("inner", p, k + 1)) for k in range(len(self.inner))]
+        last = len(self.inner) - 1
+        # (a loop cut into segments renders its body per segment: _segment_loops)
+        bodies = [self._statements(("inner", p, k + 1)) if not (k == last and d == self.split_dim) else
+                  self._has_statements(("inner", p, k + 1)) for k, d in enumerate(self.inner)]
         if not any(bodies):
             return                      # nothing left in this phase's loops (its reduction was picked)
         sums = self.chunk_sums.get(p, [])
-        last = len(self.inner) - 1
         for k, (d, body) in enumerate(zip(self.inner, bodies)):
             start, stop = first_range if k == 0 and first_range is not None else ("0", f"n{d}")
             parallel = k == 0 and parallel_first
@@ -900,7 +1010,14 @@ class _Generator:
                 depth += 1
                 for info, _ in sums:
                     put(depth, f"{info.chunk_sum} = np.float32(0.0)")
+                if self._segment_loops(put, depth, d, f"ch{d}", f"min(n{d}, ch{d} + {CHUNK})", ("inner", p, k + 1)):
+                    depth += 1
+                    continue
                 put(depth, f"for i{d} in range(ch{d}, min(n{d}, ch{d} + {CHUNK})):")
+            elif k == last and not parallel and \
+                    self._segment_loops(put, depth, d, start, stop, ("inner", p, k + 1)):
+                depth += 1
+                continue
             elif first_range is not None and k == 0:
                 put(depth, f"for i{d} in range({start}, {stop}):")
             else:

@@ -850,6 +850,10 @@ class CompiledProgram:
             lines += ["    " + format_instr(ins, name) for ins in k.instrs if ins not in k.inlined]
             if k.inlined:
                 lines.append("  recomputes inline: " + "; ".join(format_instr(i, name) for i in k.inlined))
+            if step.source.cut:
+                dim, positions = step.source.cut
+                lines.append(f"  innermost loop (dim {dim}) cut at {', '.join(map(str, positions))}: one affine loop "
+                             "per segment, where the clamped reads of a cat along it would keep it scalar")
             lines.append("  reads: " + " ".join(name(v) for v in step.source.loads))
             lines.append("  writes: " + " ".join(name(v) for v in step.source.stores))
             if step.in_place_done:

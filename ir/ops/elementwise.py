@@ -518,7 +518,7 @@ register(OpDef("where", ELEMENTWISE, _where_infer, np.where,
                lambda e, x, y, g, a, n: [None,
                                          e.where(x[0], g[0], 0) if n[1] else None,
                                          e.where(x[0], 0, g[0]) if n[2] else None],
-               "({1} if {0} else {2})"))
+               "({1} if {0} else {2})", extra={"select": True}))
 
 def _masked_fill_infer(types, attrs):
     x, mask, value = types
@@ -645,7 +645,8 @@ elementwise("graft", lambda value, source: np.array(value, copy=True), _graft_vj
 # ------------------------------------------------------------------ comparisons and logic
 for _name, _ref, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                           ("ge", np.greater_equal, ">="), ("eq", np.equal, "=="), ("ne", np.not_equal, "!=")):
-    elementwise(_name, _ref, None, "({0} %s {1})" % _sym, result=bool_)
+    elementwise(_name, _ref, None, "({0} %s {1})" % _sym, result=bool_,
+                extra={"monotone": True} if _name in ("lt", "le", "gt", "ge") else None)
 # Branch-free forms, so loops using them vectorise.
 elementwise("logical_and", np.logical_and, None, "(({0} != 0) & ({1} != 0))", result=bool_)
 # Bitwise ops of integers and bools (torch's NotImplementedError for floats comes from the tracer).
@@ -726,4 +727,5 @@ def _iota_ref(shape, axis, dtype):
 
 register(OpDef("iota", SOURCE, _const_infer, _iota_ref, None,
                lambda args, attrs: f"np.{attrs['dtype'].np.name}(i{attrs['axis']})",
-               doc="iota(; shape, axis, dtype): each element's index along `axis`"))
+               doc="iota(; shape, axis, dtype): each element's index along `axis`",
+               extra={"position_along": "axis"}))

@@ -82,6 +82,12 @@ class OpDef:
     # order in which torch lays out the op's result from its inputs' strides (`arrays`: the
     # inputs, or stand-ins with their strides), where an input is not row-major; eager
     # results and traced ones (so a compiled call's outputs) take it.
+    # Facts the kernel generator reads to split a loop at cat's seams (codegen/segments.py):
+    # extra["position_along"] = attribute name (iota): the value at an index is the loop
+    # position along the dim that attribute names; extra["monotone"] (lt, le, gt, ge): the
+    # result is monotone in each operand, so one that holds at both ends of a range of
+    # positions holds over the whole range; extra["select"] (where): operand 0 picks
+    # operand 1 (true) or operand 2 (false).
     extra: dict = field(default_factory=dict)
     # Maps its operands element by element, broadcasting (an elementwise op, or a composite
     # whose shape rule is the elementwise one: reciprocal, silu, rsqrt...), or is marked

@@ -1,0 +1,202 @@
+"""Index-set splitting (codegen/segments.py): a kernel's innermost loop cut at cat's seams.
+
+What is known over a segment (clamps that do not act, comparisons of the position with
+constants, selects with a known condition), the generated loops, their vectorisation,
+and compiled results against the reference executor: cat along the innermost dim with
+two to four operands of any widths (size 1 and empty ones included), nested cats, cat
+inside row kernels, slice assignment along the last dim, flat 1-d cats, the in-place
+variant, and the loops that stay whole (too many seams, strided slices).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fusegrad as fg
+from fusegrad.codegen import generate, schedule
+from fusegrad.codegen.segments import MAX_SEGMENTS, Segment, clamp_over, clamp_seams, interval, plan
+from fusegrad.ir.ops.movement import Clamped
+from test_codegen_kernels import PACKED, compile_source, function_asm, innermost_loops
+from test_codegen_support import build, check, random_args
+
+
+# ------------------------------------------------------------------ what is known over a segment
+def test_interval_of_a_position_and_of_clamps():
+    seg = Segment(1, 4, 10)                       # positions 4 .. 9 of dim 1
+    assert interval(1, seg) == (4, 9)
+    assert interval(0, seg) is None               # another loop's variable
+    assert interval(None, seg) == (0, 0)          # a size-1 dim reads element 0
+    assert interval(Clamped(1, 6, None), seg) == (0, 3)
+    assert interval(Clamped(1, 0, 5), seg) == (4, 5)
+    assert interval(Clamped(Clamped(1, 2, 6), 1, None), seg) == (1, 5)
+    assert interval(Clamped(1, 0, 5, step=2), seg) is None
+
+
+@pytest.mark.parametrize("entry, lo, hi, want", [
+    (Clamped(1, 0, 511), 0, 512, "shift"),        # cat's first operand over its own columns
+    (Clamped(1, 0, 511), 512, 1024, "high"),      # ... and past them
+    (Clamped(1, 512, None), 512, 1024, "shift"),  # the second operand over its columns
+    (Clamped(1, 512, None), 0, 512, "low"),
+    (Clamped(1, 512, None), 0, 513, "low"),       # (position 512 reads element 0 too)
+    (Clamped(1, 512, None), 0, 514, None),        # the clamp acts over part of the segment
+    (Clamped(1, 2, 2), 2, 5, "shift"),            # t[:, 2:5] = v
+    (Clamped(1, 2, 2), 5, 9, "high"),
+    (Clamped(0, 0, 3), 0, 4, None),               # a clamp of another dim
+    (Clamped(1, 0, 3, step=2), 0, 4, None),       # a strided slice's spread
+    (Clamped(Clamped(1, 0, 6), 3, None), 3, 7, "shift"),
+    (Clamped(Clamped(1, 0, 6), 3, None), 7, 9, "shift"),   # (its source is clamped at 6 there: 6 - 3)
+    (Clamped(Clamped(1, 0, 6), 0, 2), 3, 9, "high"),
+])
+def test_clamp_over_a_segment(entry, lo, hi, want):
+    assert clamp_over(entry, Segment(1, lo, hi)) == want
+
+
+def test_clamp_seams_follow_nested_clamps():
+    assert clamp_seams(Clamped(1, 0, 511), 1) == [0, 512]
+    assert clamp_seams(Clamped(1, 512, None), 1) == [512]
+    assert clamp_seams(Clamped(1, 0, 3), 0) == []           # another dim
+    assert clamp_seams(Clamped(1, 2, 2, step=3), 1) == []   # strided: not cut
+    assert sorted(clamp_seams(Clamped(Clamped(1, 0, 6), 3, None), 1)) == [0, 3, 7]
+
+
+def test_plan_cuts_at_inner_seams_only_and_caps_the_count():
+    assert plan([0, 512, 512, 1024], 1024) == [(0, 512), (512, 1024)]
+    assert plan([0, 1024], 1024) is None                    # nothing inside
+    assert plan(list(range(1, MAX_SEGMENTS)), 100) == [(k, k + 1) for k in range(MAX_SEGMENTS - 1)] + \
+        [(MAX_SEGMENTS - 1, 100)]
+    assert plan(list(range(1, MAX_SEGMENTS + 1)), 100) is None
+
+
+# ------------------------------------------------------------------ the generated loops
+def _inner_cat(e, x, y):
+    return e.sum(e.tanh(e.op("cat", x, e.mul(y, 2.0), axis=1)), (0, 1))
+
+
+def test_inner_cat_kernel_is_one_affine_loop_per_operand():
+    program = build(_inner_cat, (64, 48), (64, 80), grad=True)
+    kernel = schedule(program).kernels[0]       # (the next one: y's gradient, the slice times 2)
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    loops = re.findall(r"for i1 in range\(([^\n]*)\):", text)
+    assert len(loops) == 2, text
+    assert "min(i1" not in text and "max(i1" not in text and " if np.bool_" not in text, text
+    assert re.search(r"a\d\[np\.uintp\(i0\), np\.uintp\(i1 - c\d\)\]", text), text
+
+
+def test_inner_cat_hot_loops_vectorise():
+    """The loop over each operand's columns is packed SIMD code with no gather (each
+    operand read at an affine index); uncut, the clamped reads kept it scalar."""
+    program = build(lambda e, x, y: e.exp(e.op("cat", x, e.mul(y, 3.0), axis=1)), (16, 256), (16, 256))
+    (kernel,) = schedule(program).kernels
+    source = generate(kernel, "fusegrad.codegen.vmath")
+    fn = compile_source(source)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((16, 256), dtype=np.float32), rng.standard_normal((16, 256), dtype=np.float32)
+    out = np.empty((16, 512), np.float32)
+    by_id = {v.id: a for v, a in zip(program.inputs, [x, y])}
+    fn(16, 512, *[by_id[v.id] for v in source.loads], *[p for p, _ in source.params], out)
+    np.testing.assert_allclose(out, np.exp(np.concatenate([x, 3 * y], 1)), rtol=2e-6)
+    loops = sorted(innermost_loops(function_asm(fn)), key=lambda loop: len(PACKED.findall("\n".join(loop))))
+    for hot in loops[-2:]:
+        text = "\n".join(hot)
+        assert len(PACKED.findall(text)) > 10, text[:2000]
+        assert not re.search(r"gather|scatter|\bcall", text), text[:2000]
+
+
+def test_loop_stays_whole_past_the_segment_cap():
+    """More seams than MAX_SEGMENTS allows: one loop, clamps and selects as before."""
+    shapes = [(4, 3)] * (MAX_SEGMENTS + 1)
+    program = build(lambda e, *xs: e.exp(e.op("cat", *xs, axis=1)), *shapes)
+    (kernel,) = schedule(program).kernels
+    text = generate(kernel, "fusegrad.codegen.vmath").functions[0][2]
+    assert len(re.findall(r"for i1 in", text)) == 1 and "min(" in text
+    check(program, random_args(program, np.random.default_rng(1)))
+
+
+def test_strided_slice_assignment_is_not_cut():
+    """x[:, 1::3] = v spreads v with a step: no seam is cut for it (each position's test
+    reads the spread), and the result is the reference's."""
+    program = build(lambda e, x, v: e.exp(e.op("index_put", x, v, index=(("s", 0, 4, 1), ("s", 1, 12, 3)))),
+                    (4, 12), (4, 4))
+    check(program, random_args(program, np.random.default_rng(2)))
+
+
+# ------------------------------------------------------------------ compiled against the reference
+CASES = {
+    # cat along the innermost dim, fused with its consumer (and the backward's slices)
+    "two": (lambda e, x, y: e.tanh(e.op("cat", x, e.mul(y, 2.0), axis=1)), [(5, 7), (5, 9)], True),
+    "three_3d": (lambda e, x, y, z: e.exp(e.op("cat", x, y, z, axis=2)), [(2, 3, 4), (2, 3, 1), (2, 3, 6)], True),
+    "four_unit_widths": (lambda e, a, b, c, d: e.mul(e.op("cat", a, b, c, d, axis=1), 3.0),
+                         [(3, 1), (3, 1), (3, 2), (3, 1)], True),
+    "nested": (lambda e, x, y, z: e.sin(e.op("cat", e.op("cat", x, e.mul(y, 3.0), axis=1), z, axis=1)),
+               [(2, 3), (2, 4), (2, 2)], True),
+    "broadcast_operand": (lambda e, x, b: e.add(e.op("cat", x, e.expand(b, (4, 5)), axis=1), 1.0),
+                          [(4, 3), (1, 5)], True),
+    # cat inside row kernels: a softmax and a row sum over the concatenated row
+    "softmax_of_cat": (lambda e, x, y: e.op("softmax", e.op("cat", x, y, axis=1), axis=1),
+                       [(6, 10), (6, 22)], True),
+    "row_sum": (lambda e, x, y: e.sum(e.exp(e.op("cat", y, x, axis=1)), (1,)), [(7, 5), (7, 11)], True),
+    "whole_sum": (lambda e, x, y: e.sum(e.exp(e.op("cat", x, y, axis=1)), (0, 1)), [(3, 2000), (3, 100)], True),
+    # one dim: a flat loop in blocks
+    "flat": (lambda e, x, y: e.sigmoid(e.op("cat", x, y, axis=0)), [(5000,), (3000,)], True),
+    # slice assignment along the last dim (index_put's select)
+    "setitem": (lambda e, x, v: e.exp(e.op("index_put", x, v, index=(("s", 0, 6, 1), ("s", 2, 5, 1)))),
+                [(6, 9), (6, 3)], True),
+    "setitem_column": (lambda e, x, v: e.mul(e.op("index_put", x, v, index=(("s", 0, 4, 1), ("i", 7))), 2.0),
+                       [(4, 8), (4,)], True),
+    # along an outer dim the innermost loop is not cut (its select is loop-invariant)
+    "outer_dim": (lambda e, x, y: e.tanh(e.op("cat", x, y, axis=0)), [(3, 8), (5, 8)], True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_matches_reference(name):
+    fn, shapes, grad = CASES[name]
+    program = build(fn, *shapes, grad=grad)
+    check(program, random_args(program, np.random.default_rng(len(name))), rtol=3e-6, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=4), st.integers(1, 5))
+def test_cat_widths_share_one_kernel_and_match(widths, rows):
+    """Any widths: one kernel source per number of operands (the seams are arguments), and
+    the reference's values."""
+    shapes = [(rows, w) for w in widths]
+    program = build(lambda e, *xs: e.exp(e.op("cat", *[e.mul(x, float(k + 1)) for k, x in enumerate(xs)], axis=1)),
+                    *shapes)
+    check(program, random_args(program, np.random.default_rng(sum(widths))), rtol=3e-6, atol=1e-6)
+
+
+def test_fg_compile_cat_matches_eager_and_says_where_it_cut():
+    """Through fg.compile: value and gradients of a cat along the last dim equal eager's,
+    and explain() names the cut."""
+    def loss(x, y):
+        return (fg.cat([x.tanh(), y * 2, x[:, :1]], dim=-1).sigmoid() ** 2).sum()
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((33, 17), dtype=np.float32), rng.standard_normal((33, 40), dtype=np.float32)
+    compiled = fg.compile(fg.value_and_grad(loss, argnums=(0, 1)))
+    assert "innermost loop (dim 1) cut at 17, 57: one affine loop per segment" in compiled.explain(x, y)
+    value, grads = compiled(x, y)
+    want_value, want_grads = fg.value_and_grad(loss, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_output_over_a_cut_loop():
+    """x[:, 2:5] = v over a dying x: the kernel stores in each segment, and may still write
+    its output over x (codegen/in_place.py)."""
+    from fusegrad.codegen.in_place import in_place_pairs
+    program = build(lambda e, x, v: e.exp(e.op("index_put", e.mul(x, 2.0), v, index=(("s", 0, 6, 1), ("s", 2, 5, 1)))),
+                    (6, 9), (6, 3))
+    (kernel,) = schedule(program).kernels
+    source = generate(kernel, "fusegrad.codegen.vmath")
+    text = source.functions[0][2]
+    assert len(re.findall(r"^\s*o0\[", text, flags=re.MULTILINE)) == 3, text
+    full = {0}
+    pairs = in_place_pairs(text, source.loads, source.stores, full)
+    x_slot = [k for k, v in enumerate(source.loads) if v.type.shape == (6, 9)]
+    assert [(0, j) for j in x_slot] == list(pairs)
+    check(program, random_args(program, np.random.default_rng(4)))

@@ -17,16 +17,24 @@ float32 `x.t()` copies, median of 11) for x of [1024, 4096] / [4096, 1024] / [20
 8.0 / 5.2 / 3.1 ms; 64 x 32 tiles 4.4 / 4.5 / 4.4 / 4.6 / 2.2 ms (the plain copy of the
 same 16 MiB: 1.1 ms). An earlier run had put 8 x 8 at 4.3-5.5 ms on the first shape; on
 this run 64 x 32 was within 10% of the best of 20 tilings on every shape, 8 x 8 never.
+
+On an AMD EPYC (2026-12-06, AVX2, 32 KiB 8-way L1) 64 x 32 tiles took 14-16 ms on the
+first three shapes: a tile's 32 source rows lie a power of two apart, so all of them fall
+into one 8-way cache set and evict each other. Tiles 8 elements wide keep to 8 rows: 128 x 8
+took 7.0 / 4.9 / 7.3 / 3.6 ms there (256 x 8 and 512 x 8 the same within noise; 8 x 8 in
+256 x 256 blocks 6.0 / 5.3 / 8.3 / 5.9). The copy is scalar code (loads and stores one
+element at a time), so a large one runs in row blocks on the threads (ir/threaded.py).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from fusegrad.ir import threaded
 from fusegrad.ir.buffers import POOL
 from fusegrad.ir.torch_order_jit import numba_set_up
 
-TILE_ROWS, TILE_COLUMNS = 64, 32     # (rows of the destination, elements along its contiguous axis)
+TILE_ROWS, TILE_COLUMNS = 128, 8     # (rows of the destination, elements along its contiguous axis)
 # Until Numba is set up in the process, a copy in tiles is NumPy's, in BLOCK x BLOCK blocks:
 # the first call of `_tiled_copy` pays Numba's set-up (about 0.4 s: its typing registries,
 # and the scipy import its BLAS check makes), which a first call on the reference executor
@@ -117,6 +125,13 @@ def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
         _copy_in_numpy_blocks(src, dst)
         return
     if src.ndim == 2:
+        rows = src.shape[0]
+        if src.size >= threaded.MIN_ELEMENTS and rows >= 2 * TILE_ROWS and threaded.thread_count() > 1:
+            # (row blocks of whole tiles, one per thread: each writes its own rows of dst)
+            tiles = -(-rows // TILE_ROWS)
+            threaded.by_rows(lambda lo, hi: _tiled_copy(src[None, lo * TILE_ROWS:hi * TILE_ROWS],
+                                                        dst[None, lo * TILE_ROWS:hi * TILE_ROWS]), tiles)
+            return
         _tiled_copy(src[None], dst[None])
     else:
         for index in np.ndindex(*src.shape[:-3]):

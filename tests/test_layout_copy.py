@@ -15,8 +15,10 @@ def _arrays():
     rng = np.random.default_rng(0)
     base2 = rng.standard_normal((300, 700)).astype(np.float32)
     base3 = rng.standard_normal((3, 200, 90)).astype(np.float64)
+    large = rng.standard_normal((1100, 1000)).astype(np.float32)   # (a copy split over threads)
     return {"transpose": base2.T, "permute 3-d": base3.transpose(2, 0, 1),
-            "transposed slice": base2[:, 1:650].T, "batched transpose": base3.transpose(0, 2, 1)}
+            "transposed slice": base2[:, 1:650].T, "batched transpose": base3.transpose(0, 2, 1),
+            "large transposed slice": large[3:, 1:].T}
 
 
 @pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])
@@ -28,6 +30,20 @@ def test_contiguous_copy_is_exact(name, numba_ready, monkeypatch):
     copy = layout_copy.contiguous_copy(array)
     assert copy.flags.c_contiguous
     np.testing.assert_array_equal(copy, array)
+
+
+def test_a_large_copy_runs_in_row_blocks_of_whole_tiles(monkeypatch):
+    """A copy of at least threaded.MIN_ELEMENTS runs on the threads, each block of rows a
+    whole number of tiles (so each thread writes rows of its own)."""
+    blocks = []
+    real = layout_copy._tiled_copy
+    monkeypatch.setattr(layout_copy, "numba_set_up", lambda: True)
+    monkeypatch.setattr(layout_copy.threaded, "thread_count", lambda: 2)
+    monkeypatch.setattr(layout_copy, "_tiled_copy", lambda s, d: (blocks.append(d.shape[1]), real(s, d)))
+    array = np.random.default_rng(2).standard_normal((1000, 1300)).astype(np.float32).T
+    np.testing.assert_array_equal(layout_copy.contiguous_copy(array), array)
+    tiles = -(-1300 // layout_copy.TILE_ROWS)
+    assert sorted(blocks) == sorted([tiles // 2 * layout_copy.TILE_ROWS, 1300 - tiles // 2 * layout_copy.TILE_ROWS])
 
 
 @pytest.mark.parametrize("numba_ready", [False, True], ids=["numpy blocks", "numba tiles"])

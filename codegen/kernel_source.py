@@ -1023,7 +1023,7 @@ class _Generator:
             else:
                 put(depth, self._loop(d, parallel=parallel))
             depth += 1
-            for stmt in body:
+            for stmt in body if type(body) is list else self._statements(("inner", p, k + 1)):
                 put(depth, stmt)
         for info, target in sums:
             for line in _update(info, target, info.chunk_sum, "v"):

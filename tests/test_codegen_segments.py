@@ -124,6 +124,10 @@ def test_strided_slice_assignment_is_not_cut():
 
 
 # ------------------------------------------------------------------ compiled against the reference
+def _squared(e, x):
+    return e.mul(x, x)
+
+
 CASES = {
     # cat along the innermost dim, fused with its consumer (and the backward's slices)
     "two": (lambda e, x, y: e.tanh(e.op("cat", x, e.mul(y, 2.0), axis=1)), [(5, 7), (5, 9)], True),
@@ -141,6 +145,9 @@ CASES = {
     "whole_sum": (lambda e, x, y: e.sum(e.exp(e.op("cat", x, y, axis=1)), (0, 1)), [(3, 2000), (3, 100)], True),
     # one dim: a flat loop in blocks
     "flat": (lambda e, x, y: e.sigmoid(e.op("cat", x, y, axis=0)), [(5000,), (3000,)], True),
+    # ... and reduced to one value, squared (the phase's loop is the parallel one: not cut)
+    "flat_sum_squared": (lambda e, x, y: _squared(e, e.sum(e.exp(e.op("cat", e.tanh(x), e.mul(y, 2.0), axis=0)), (0,))),
+                         [(1,), (5,)], True),
     # slice assignment along the last dim (index_put's select)
     "setitem": (lambda e, x, v: e.exp(e.op("index_put", x, v, index=(("s", 0, 6, 1), ("s", 2, 5, 1)))),
                 [(6, 9), (6, 3)], True),

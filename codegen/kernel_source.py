@@ -246,6 +246,7 @@ class _Generator:
         self.tests: list = []            # (value, index) of monotone comparisons: seams
         self.split_dim = None
         self.segments = None
+        self.cut_loop_holds_phases = False   # the cut loop's segments wrote the phases' depth-0 statements
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -766,6 +767,7 @@ class _Generator:
         return node.render([self._text(c) for c in node.children])
 
     def _statements(self, scope) -> list:
+        self.written_scopes.add(scope)
         items = [(n.seq, [f"{n.name} = {self._rendered(n)}"])
                  for n in self.nodes if n.scope == scope and n.name is not None and not n.name.startswith("r")]
         items += [(seq, make) for sc, seq, make in self.sinks if sc == scope]
@@ -783,7 +785,9 @@ class _Generator:
             d = self.inner[-1]
         elif self.outer and (len(self.outer) > 1 or self.flat_blocks) and not any(
                 self._has_statements((kind, p)) for kind in ("finish", "post") for p in range(self.an.phases)):
-            d = self.outer[-1]          # (a loop nest with nothing after its innermost body)
+            # (a loop nest with nothing after its innermost body: _emit_main's last loop, plain,
+            # in chunks or the flat blocks', writes the phases' depth-0 statements per segment)
+            d = self.outer[-1]
         else:
             return
         size = self.space[d]
@@ -811,6 +815,7 @@ class _Generator:
         if d != self.split_dim:
             return False
         scopes = [scope] + ([("inner", p, 0) for p in range(self.an.phases)] if scope[0] == "outer" else [])
+        self.cut_loop_holds_phases = scope[0] == "outer"
         for lo, hi, lo_text, hi_text in self.segments:
             first = start if lo_text is None else (lo_text if start == "0" else f"max({start}, {lo_text})")
             last = stop if hi_text is None else hi_text if stop == f"n{d}" else \
@@ -824,6 +829,7 @@ class _Generator:
 
     def _emit(self) -> str:
         lines: list = []
+        self.written_scopes = set()
         self._plan_segments()
 
         def put(depth, text):
@@ -831,6 +837,10 @@ class _Generator:
 
         self._emit_main(put)
         self._emit_epilogues(put)
+        # (every statement has a loop body that wrote it: a scope no loop asked for would drop
+        # a store or an accumulation silently)
+        unwritten = {sc for sc, _, _ in self.sinks} - self.written_scopes
+        assert not unwritten, f"kernel statements of scopes {sorted(unwritten)} were not written"
         return "\n".join(lines) if lines else "    pass"
 
     def _emit_main(self, put) -> None:
@@ -895,6 +905,10 @@ class _Generator:
                 put(depth, f"for ch{d} in range(0, n{d}, {CHUNK}):")
                 for info in column_chunks:
                     put(depth + 1, f"{info.chunk_sum} = np.float32(0.0)")
+                if not self.inner and self._segment_loops(put, depth + 1, d, f"ch{d}", f"min(n{d}, ch{d} + {CHUNK})",
+                                                          ("outer", k + 1)):
+                    depth += 2
+                    continue
                 put(depth + 1, f"for i{d} in range(ch{d}, min(n{d}, ch{d} + {CHUNK})):")
                 depth += 2
             else:
@@ -988,7 +1002,7 @@ class _Generator:
         """Phase p's inner loops. `first_range` bounds the first (a block of a whole phase).
         With float32 chunk sums (see _accumulate), the innermost loop runs in chunks of
         CHUNK elements, each chunk's sums added to their accumulators after it."""
-        if not self.inner and self.split_dim is not None:
+        if self.cut_loop_holds_phases:
             return                      # (written in each segment of the cut loop: _segment_loops)
         for stmt in self._statements(("inner", p, 0)):
             put(depth, stmt)

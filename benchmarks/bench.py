@@ -223,7 +223,7 @@ def _time_columns(results, group, plan, quick, timeout_s):
             log(f"[{workload.key}] {column.label}: {cell.status} {timing} {cell.detail}".rstrip())
 
 
-WARM_PROBES = 3          # fresh processes per warm first-call probe (the fastest is reported)
+PROBE_REPEATS = 3        # fresh processes per first-call probe (the fastest is reported)
 
 
 def probe_cells(results, mode, quick, threads, scratch, workloads):
@@ -241,14 +241,16 @@ def probe_cells(results, mode, quick, threads, scratch, workloads):
             # fusegrad compiled is probed even when it failed in-process: the code may have changed
             if not wanted or (cell.seconds is None and column.key != cols.FG_COMPILED):
                 continue
-            cache = tempfile.mkdtemp(prefix=f"{workload.key}-{column.key}-", dir=scratch)
+            cache = None
             for name in report.probe_names(column):
-                # A warm probe can be repeated (each a fresh process on the same filled cache): the
-                # fastest of WARM_PROBES, as every timing here is the fastest sample. A cold one
-                # cannot (its first run fills the cache).
-                repeats = WARM_PROBES if name.endswith(":warm") else 1
+                # Each probe runs PROBE_REPEATS times, each a fresh process, and the fastest counts,
+                # as every timing here is the fastest sample (a first call that meets a background
+                # compile on a 2-core machine varies 0.07-0.3 s from process to process). A cold
+                # probe starts from an empty cache every time; the warm ones reuse the last it filled.
                 best = None
-                for _ in range(repeats):
+                for _ in range(PROBE_REPEATS):
+                    if cache is None or name.endswith(":cold"):
+                        cache = tempfile.mkdtemp(prefix=f"{workload.key}-{column.key}-", dir=scratch)
                     result = probe.run_probe(workload.key, column.key, quick, threads,
                                              probe.probe_env(cache), timeout_s)
                     log(f"[{workload.key}] probe {name}: {result}")

@@ -164,12 +164,12 @@ def first_call_section(results):
                 row.append(text or "-")
         rows.append(row)
     lines = ["## First call (s)", "",
-             "Each first call runs in a fresh subprocess (imports and data set-up not timed). fusegrad "
-             "compiled and torch.compile run cold, from an empty FUSEGRAD_CACHE_DIR / "
-             "TORCHINDUCTOR_CACHE_DIR, then warm, in three more processes reusing the cache the first filled "
-             "(the fastest of the three is shown, as every timing here is the fastest sample; on this machine "
-             "the first process after the cold one reads about 0.1 s more for the large workloads than the "
-             "next ones: the bench log lists all three)."]
+             "Each first call runs in a fresh subprocess (imports and data set-up not timed), three times, "
+             "and the fastest of the three is shown, as every timing here is the fastest sample (the bench "
+             "log lists all three: on this 2-core machine a first call that overlaps a background compile "
+             "varies from process to process). fusegrad compiled and torch.compile run cold, each time from "
+             "an empty FUSEGRAD_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR, then warm, reusing the cache the last "
+             "cold run filled."]
     if used_in_process:
         lines.append("\\* not probed: the first call of the in-process timing run (frameworks already "
                      "imported and initialised by earlier cells, compile caches as found).")

@@ -20,7 +20,9 @@ The segment bounds are kernel arguments (cat's offsets change with the batch siz
 their order is decided from this program's values and written into the source; the
 kernel cache keys kernels by their source, so a program whose seams fall in another
 order gets a kernel of its own. At most MAX_SEGMENTS segments (each one is another copy
-of the loop body to compile); beyond that the loop stays whole.
+of the loop body to compile); beyond that the loop stays whole. Slices make seams too: the
+gradient of `x[:, 2:] - 2 * x[:, 1:-1] + x[:, :-2]` adds three slice-gradients, each a
+select over a clamped shift, in 5 segments (its kernel, [4096, 1024]: 5.1 -> 2.2 ms serially).
 
 What is known over a segment is computed from the op table: a constant's value,
 `iota`'s position (OpDef.extra["position_along"]), elementwise ops of known operands by
@@ -37,7 +39,7 @@ from fusegrad.ir.ops.movement import Clamped
 
 from .indexing import operand_index
 
-MAX_SEGMENTS = 4
+MAX_SEGMENTS = 8
 
 
 class Segment:

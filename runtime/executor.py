@@ -853,7 +853,7 @@ class CompiledProgram:
             if step.source.cut:
                 dim, positions = step.source.cut
                 lines.append(f"  innermost loop (dim {dim}) cut at {', '.join(map(str, positions))}: one affine loop "
-                             "per segment, where the clamped reads of a cat along it would keep it scalar")
+                             "per segment, where clamped reads (a cat or a slice along it) would keep it scalar")
             lines.append("  reads: " + " ".join(name(v) for v in step.source.loads))
             lines.append("  writes: " + " ".join(name(v) for v in step.source.stores))
             if step.in_place_done:

@@ -198,6 +198,20 @@ def test_fg_compile_cat_matches_eager_and_says_where_it_cut():
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_stencil_gradient_is_cut_in_five_segments():
+    """The gradient of a three-point stencil adds three slice-gradients (selects over clamped
+    shifts): 4 seams, 5 segments, and eager's values."""
+    def loss(x):
+        return ((x[:, 2:] - 2 * x[:, 1:-1] + x[:, :-2]) ** 2).sum()
+    x = np.random.default_rng(5).standard_normal((40, 300)).astype(np.float32)
+    compiled = fg.compile(fg.value_and_grad(loss))
+    assert "innermost loop (dim 1) cut at 1, 2, 298, 299: one affine loop per segment" in compiled.explain(x)
+    value, grad = compiled(x)
+    want_value, want_grad = fg.value_and_grad(loss)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_in_place_output_over_a_cut_loop():
     """x[:, 2:5] = v over a dying x: the kernel stores in each segment, and may still write
     its output over x (codegen/in_place.py)."""

@@ -206,6 +206,15 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
 
 # ---- modules -----------------------------------------------------------------
 
+def _affine_parameters(module, size: int, affine: bool, bias: bool, dtype, device) -> None:
+    """A normalisation's `weight` and `bias` Parameters of `size` elements (uninitialised: its
+    reset_parameters fills them), or None for each it lacks: both without `affine`, the
+    bias without `bias` (torch's _NormBase and GroupNorm)."""
+    module.register_parameter("weight", Parameter(fg.empty(size, dtype=dtype, device=device)) if affine else None)
+    module.register_parameter("bias", Parameter(fg.empty(size, dtype=dtype, device=device))
+                              if affine and bias else None)
+
+
 class _NormBase(Module):
     """torch's _NormBase: weight (ones) and bias (zeros) when `affine`; running_mean (zeros),
     running_var (ones) and num_batches_tracked (int64 0) buffers when `track_running_stats`."""
@@ -218,15 +227,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(fg.empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(fg.empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", fg.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", fg.ones(num_features, dtype=dtype, device=device))
@@ -365,15 +366,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(fg.empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(fg.empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

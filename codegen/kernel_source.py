@@ -766,10 +766,13 @@ class _Generator:
             return self._text(node.children[picked])
         return node.render([self._text(c) for c in node.children])
 
+    def _named_nodes(self, scope) -> list:
+        """The nodes whose named temporaries are assigned in `scope` (not reductions' r<n>)."""
+        return [n for n in self.nodes if n.scope == scope and n.name is not None and not n.name.startswith("r")]
+
     def _statements(self, scope) -> list:
         self.written_scopes.add(scope)
-        items = [(n.seq, [f"{n.name} = {self._rendered(n)}"])
-                 for n in self.nodes if n.scope == scope and n.name is not None and not n.name.startswith("r")]
+        items = [(n.seq, [f"{n.name} = {self._rendered(n)}"]) for n in self._named_nodes(scope)]
         items += [(seq, make) for sc, seq, make in self.sinks if sc == scope]
         out = []
         for _, item in sorted(items, key=lambda x: x[0]):
@@ -804,8 +807,8 @@ class _Generator:
         self.unsigned.add(d)            # (its segments' loops start past 0)
 
     def _has_statements(self, scope) -> bool:
-        return any(sc == scope for sc, _, _ in self.sinks) or any(
-            n.scope == scope and n.name is not None and not n.name.startswith("r") for n in self.nodes)
+        """Whether `scope` has statements (_statements), without rendering them."""
+        return any(sc == scope for sc, _, _ in self.sinks) or bool(self._named_nodes(scope))
 
     def _segment_loops(self, put, depth: int, d, start: str, stop: str, scope) -> bool:
         """The loop over dim `d` from `start` to `stop` (texts) with the statements of `scope`

@@ -164,6 +164,13 @@ def _value_and_grad_cases():
     add(Case("bcast-mid-bias", "vg", "relu(x[64,64,1024] + b[64,1]).square.sum(), grads x,b",
              lambda: [randn(*cube), randn(64, 1, seed=1)],
              lambda lib: lambda x, b: square_sum((x + b).relu()), argnums=(0, 1)))
+    add(Case("bcast-batch-param", "vg", "tanh(x[16,256,1024] + p[256,1024]).sum(), grads x,p (a positional table)",
+             lambda: [randn(16, 256, 1024), randn(256, 1024, seed=1)],
+             lambda lib: lambda x, p: (x + p).tanh().sum(), argnums=(0, 1)))
+    add(Case("red-stack-mean", "vg", "stack([a, 2b, exp(c)]).mean(0).sigmoid().sum(), [2048,1024] each",
+             lambda: [randn(2048, 1024), randn(2048, 1024, seed=1), randn(2048, 1024, seed=2)],
+             lambda lib: lambda a, b, c: lib.stack([a, b * 2, c.exp()], 0).mean(0).sigmoid().sum(),
+             argnums=(0, 1, 2)))
     add(Case("bcast-scalar", "vg", "(x*s + 2 - s/(x*x+1)).sum(), s 0-d, grads x,s",
              lambda: [randn(*big), np.array(0.5, dtype=F32)],
              lambda lib: lambda x, s: (x * s + 2.0 - s / (x * x + 1.0)).sum(), argnums=(0, 1)))

@@ -854,6 +854,9 @@ class CompiledProgram:
                 dim, positions = step.source.cut
                 lines.append(f"  innermost loop (dim {dim}) cut at {', '.join(map(str, positions))}: one affine loop "
                              "per segment, where clamped reads (a cat or a slice along it) would keep it scalar")
+            if step.source.plane_dim is not None:
+                lines.append(f"  plane first: chunks of dim {step.source.plane_dim} accumulate their sums in cache, "
+                             "each finished at once (no plane-sized partial sums per block)")
             lines.append("  reads: " + " ".join(name(v) for v in step.source.loads))
             lines.append("  writes: " + " ".join(name(v) for v in step.source.stores))
             if step.in_place_done:

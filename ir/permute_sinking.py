@@ -29,6 +29,8 @@ from .ops import OPS
 from .ops.registry import ELEMENTWISE, REDUCE
 from .program import Builder, Instr, Program
 
+MAX_CONE = 8        # instructions _unpermuted_cone recomputes for one operand
+
 
 def sink_permutes(program: Program) -> Program:
     """`program` with permutes moved past elementwise ops and reductions (see the module doc)."""
@@ -159,6 +161,8 @@ class _Sinker:
                 continue
             moved = self._unpermuted_operand(self.alias.get(v.id, v), dims, y)
             if moved is None:
+                moved = self._unpermuted_cone(self.alias.get(v.id, v), dims, [MAX_CONE])
+            if moved is None:
                 return False
             inputs.append(moved)
         mark = len(self.out.instrs)
@@ -184,6 +188,46 @@ class _Sinker:
             # in-place write through `v.T[None]` is the expand of a [1, 1, 1] to [1, 1])
             single = self._emit("reshape", (single,), {"shape": (1,) * len(shape)}, None)
         return single if single.shape == shape else self._emit("expand", (single,), {"shape": shape}, None)
+
+    def _unpermuted_cone(self, v, dims, budget: list):
+        """`v` recomputed in the unpermuted loops (a value u with permute(u, dims) == v),
+        where that reads no memory across: a value whose permute moves only size-1 dims (a
+        reshape), and elementwise ops and expands of such values, at most MAX_CONE
+        instructions (`budget`). A mean's gradient over a permuted axis is such a cone
+        (`expand(reshape(m, [a, b, 1])) / n` read beside `permute(k)`): recomputed, the
+        backward runs in memory order instead of copying its operands across. None
+        otherwise."""
+        if v.type.ndim == 0:
+            return v
+        if v.type.ndim != len(dims):
+            return None
+        shape = _unpermuted_shape(v.shape, dims)
+        if v.id in self.lazy:
+            src, d, _ = self.lazy[v.id]
+            return src if d == dims else None
+        moved = [dims[i] for i, n in enumerate(v.shape) if n != 1]
+        if moved == sorted(moved):      # (only size-1 dims move: the same memory order)
+            return v if shape == v.shape else self._emit("reshape", (v,), {"shape": shape}, None)
+        ins = self.producer.get(v.id)
+        if ins is None or budget[0] <= 0 or len(ins.outputs) != 1:
+            return None
+        budget[0] -= 1
+        if ins.op == "expand":
+            source = ins.inputs[0]
+            if source.type.ndim != len(dims):
+                return None
+            inner = self._unpermuted_cone(source, dims, budget)
+            return None if inner is None else self._emit("expand", (inner,), {"shape": shape}, None)
+        if OPS[ins.op].group != ELEMENTWISE:
+            return None
+        inputs = []
+        for u in ins.inputs:
+            inner = self._unpermuted_cone(u, dims, budget) if u.type.ndim else u
+            if inner is None:
+                return None
+            inputs.append(inner)
+        result = self._emit(ins.op, inputs, dict(ins.attrs), ins.loc)
+        return result if result.type.shape == shape and result.type.dtype is v.dtype else None
 
     def _broadcast_source(self, v):
         ins = self.producer.get(v.id)

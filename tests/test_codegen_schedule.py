@@ -184,10 +184,14 @@ def test_reference_op_splits_kernels():
 
 def test_movement_is_index_arithmetic():
     """permute/expand/unit reshapes fuse as index arithmetic; slices and matmul
-    operands become NumPy views (no copies)."""
+    operands become NumPy views (no copies). (The product of a permute and a broadcast
+    runs over the permute's source as laid out, its result a transposed view: torch's
+    strides for it, (1, 3).)"""
     p = build(lambda e, x, y: e.mul(e.permute(e.tanh(x), (1, 0)), e.expand(e.reshape(y, (3, 1)), (3, 4))),
               (4, 3), (3,))
-    assert kinds(schedule(p)) == [KERNEL]
+    assert kinds(schedule(p)) == [KERNEL, VIEW]
+    r = build(lambda e, x, y: e.mul(e.permute(e.tanh(x), (1, 0)), e.expand(y, (3, 4))), (4, 3), (3, 4))
+    assert kinds(schedule(r)) == [KERNEL]       # (y read in order: the permute is index arithmetic)
     q = build(lambda e, x, w: e.matmul(e.op("getitem", x, index=(("s", 0, 4, 2),)), e.permute(w, (1, 0))),
               (4, 3), (5, 3))
     assert kinds(schedule(q)) == [VIEW, VIEW, MATMUL_CALL]

@@ -86,6 +86,37 @@ def test_a_single_element_broadcast_moves_with_the_loop():
     assert mul.inputs[0] is program.inputs[0] and mul.outputs[0].shape == (3, 5)
 
 
+def test_a_broadcast_cone_is_recomputed_unpermuted():
+    """A mean's gradient over a permuted axis, expand(reshape(m, (3, 4, 1))) / 5, read beside
+    permute(x): recomputed as expand(reshape(m, (3, 1, 4))) / 5 (a reshape: only a size-1 dim
+    moves), so the add runs over x as laid out, and values are the reference's."""
+    def fn(e, x, m):
+        v = _permute(e, x, (0, 2, 1))
+        b = e.div(e.expand(e.reshape(m, (3, 4, 1)), (3, 4, 5)), 5.0)
+        return e.mul(e.add(v, b), v)
+    program = build(fn, (3, 5, 4), (3, 4))
+    sunk = sink_permutes(program)
+    verify(sunk)
+    add = next(ins for ins in sunk.instrs if ins.op == "add")
+    assert add.inputs[0] is program.inputs[0] and add.outputs[0].shape == (3, 5, 4), sunk
+    assert _ops(sunk)[-1] == "permute" and _ops(sunk).count("permute") == 1, sunk
+    args = random_args(program, np.random.default_rng(0))
+    for got, want in zip(run_program(sunk, args), run_program(program, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    check(program, args)
+
+
+def test_a_cone_that_would_read_across_keeps_the_permute():
+    """b = expand(m [4, 5]) beside permute(x): unpermuted it would read m transposed, so the
+    add reads the permute instead."""
+    def fn(e, x, m):
+        return e.add(_permute(e, x, (0, 2, 1)), e.expand(e.reshape(m, (1, 4, 5)), (3, 4, 5)))
+    program = build(fn, (3, 5, 4), (4, 5))
+    sunk = sink_permutes(program)
+    add = next(ins for ins in sunk.instrs if ins.op == "add")
+    assert add.inputs[0] is not program.inputs[0] and add.outputs[0].shape == (3, 4, 5), sunk
+
+
 def test_a_softmax_over_a_permuted_input_runs_unpermuted():
     """softmax(x.t(), -1): the keepdim max and sum broadcast back over the permuted values;
     both are permuted alike, so the whole softmax runs over x as laid out (one permute left,
@@ -190,6 +221,22 @@ def test_the_scheduled_kernel_reads_a_permuted_input_in_order():
 
 
 # ---------------------------------------------------------------------- through fg.compile
+def test_a_mean_over_a_permuted_axis_differentiates_in_memory_order():
+    """(y * y.mean(-1, keepdim=True)).sum() for y = sigmoid(x.permute(0, 2, 1)): its backward's
+    mean gradient is a broadcast cone, recomputed unpermuted, so no kernel operand is copied
+    across (three 1M-element transposed copies before); value and gradient as eager."""
+    def loss(x):
+        y = x.permute(0, 2, 1).sigmoid()
+        return (y * y.mean(-1, keepdim=True)).sum()
+    x = np.random.default_rng(7).standard_normal((16, 64, 1024)).astype(np.float32)
+    compiled = fg.compile(fg.value_and_grad(loss))
+    assert "copied contiguous" not in compiled.explain(x)
+    value, grad = compiled(x)
+    want_value, want_grad = fg.value_and_grad(loss)(x)
+    np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.skipif(torch is None, reason="torch is the oracle for strides")
 @pytest.mark.parametrize("make,dims", [
     (lambda x: x.t() * 2, None),

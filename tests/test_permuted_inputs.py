@@ -163,7 +163,7 @@ def test_an_in_place_write_to_a_transposed_argument_reaches_its_memory():
 # ---------------------------------------------------------------------- the output's layout
 @needs_torch
 def test_a_large_result_laid_out_as_torchs_is_copied_in_tiles(monkeypatch):
-    """`x.t() * y` keeps its permute (y is read in order); torch lays the result out as x.t(),
+    """`x.t() * z` keeps its permute (z is read in order); torch lays the result out as x.t(),
     so the kernel's row-major result is copied column-major: in tiles (copy_into)."""
     from fusegrad.codegen import layout_copy
     tiled = []
@@ -175,9 +175,12 @@ def test_a_large_result_laid_out_as_torchs_is_copied_in_tiles(monkeypatch):
     monkeypatch.setattr(layout_copy, "_copy_in_tiles", counting)
     rng = np.random.default_rng(6)
     a, b = (rng.standard_normal((256, 192)).astype(np.float32) for _ in range(2))
-    fn = lambda x, y: (x.t() * y.t()[:, :1]).tanh() + y.t()
-    got = fg.compile(fn)(fg.tensor(a), fg.tensor(b))
-    want = fn(torch.tensor(a), torch.tensor(b))
+    c = rng.standard_normal((192, 256)).astype(np.float32)
+    # (z full-sized and read in order; a broadcast column of y.t() instead is recomputed
+    # unpermuted since the sinking pass learned broadcast cones, and needs no copy at all)
+    fn = lambda x, y, z: (x.t() * z).tanh() + y.t()
+    got = fg.compile(fn)(fg.tensor(a), fg.tensor(b), fg.tensor(c))
+    want = fn(torch.tensor(a), torch.tensor(b), torch.tensor(c))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
     assert got.stride() == want.stride() == (1, 192)
     assert ((256 * 4, 4), (4, 192 * 4)) in tiled           # row-major result -> column-major

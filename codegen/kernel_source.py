@@ -661,14 +661,15 @@ class _Generator:
                 f"{info.chunk_sum} = fg_acc_add({info.chunk_sum}, {self._text(operand)})"]))
             return
         if tail is not None and info.local is None and self._row_local(info) and \
-                tuple(self.outer[1:]) == tail.kept and _float32_sum(info, ins):
-            # A plane-first sum over the first dim ([R, K1, K2] -> [K1, K2]): in float32 over
-            # ROW_CHUNK values of that loop, folded into the float64 accumulators after each
-            # chunk, as a blocked column sum's cpart (float64 in the loop halves the vector
-            # width: [16, 512, 1024] exp(x).sum(0) took 6.9 ms so, exp(x).sum(2) 3.0)
+                set(self.outer) - set(tail.kept) == {self.plane_mid} and _float32_sum(info, ins):
+            # A plane-first sum over one dim ([R, K1, K2] -> [K1, K2], [K1, R, K2] -> [K1, K2]):
+            # in float32 over ROW_CHUNK values of that loop, folded into the float64
+            # accumulators after each run, as a blocked column sum's cpart (float64 in the
+            # loop halves the vector width: [16, 512, 1024] exp(x).sum(0) took 6.9 ms so,
+            # exp(x).sum(2) 3.0)
             info.plane_chunked = True
             self.sinks.append((scope, self._next(), lambda: [
-                f"{self._row_cell(info, 'cacc')} += {self._text(operand)}"]))
+                f"{self._cacc_cell(info)} += {self._text(operand)}"]))
             return
         if tail is not None and info.local is None:
             # A cell indexed by loop variables: rendered when emitted, when every loop that
@@ -697,6 +698,17 @@ class _Generator:
         p = self.plane_dim
         return f"{array}{info.n}[" + ", ".join(f"np.uintp(i{p} - lo{p})" if d == p else self._subscript_entry(d)
                                                 for d in info.tail.kept) + "]"
+
+    def _cacc_dims(self, info: _Reduction) -> list:
+        """The dims of a plane-chunked sum's float32 run accumulator (`cacc<n>`): those it
+        keeps inside its reduced loop (the dims outside are bound while a run lasts)."""
+        inside = self.outer[self.outer.index(self.plane_mid) + 1:]
+        return [d for d in info.tail.kept if d in inside]
+
+    def _cacc_cell(self, info: _Reduction) -> str:
+        p = self.plane_dim
+        return f"cacc{info.n}[" + ", ".join(f"np.uintp(i{p} - lo{p})" if d == p else self._subscript_entry(d)
+                                           for d in self._cacc_dims(info)) + "]"
 
     def _plane_loop(self) -> str:
         """The loop over a plane-first kernel's chunk of its plane dim."""
@@ -968,7 +980,8 @@ class _Generator:
                 shape = "".join("sub, " if d == p else f"n{d}, " for d in info.tail.kept)
                 put(1, f"tacc{info.n} = np.empty(({shape}), {info.acc_ctor})")
                 if info.plane_chunked:
-                    put(1, f"cacc{info.n} = np.empty(({shape}), np.float32)")
+                    cacc = "".join("sub, " if d == p else f"n{d}, " for d in self._cacc_dims(info))
+                    put(1, f"cacc{info.n} = np.empty(({cacc}), np.float32)")
             put(1, f"for lo{p} in range(pb * rows, min(n{p}, pb * rows + rows), sub):")
             for info in filter(self._row_local, self.red.values()):
                 put(2, f"tacc{info.n}.fill({info.fill})")
@@ -1065,10 +1078,10 @@ class _Generator:
                 put(depth - 1, line)
         for info in plane_chunks:                   # after each run of ROW_CHUNK of the reduced loop
             depth = middle_depth
-            for d in info.tail.kept:
+            for d in self._cacc_dims(info):
                 put(depth, self._plane_loop() if d == self.plane_dim else self._loop(d))
                 depth += 1
-            for line in _update(info, self._row_cell(info, "tacc"), self._row_cell(info, "cacc"), "w"):
+            for line in _update(info, self._row_cell(info, "tacc"), self._cacc_cell(info), "w"):
                 put(depth, line)
         if self.plane_first:                        # after each chunk of the plane dim: its epilogues
             self._finish_chunk(put, row_depth)

@@ -78,8 +78,16 @@ def test_tails_keeping_different_first_dims_keep_the_blocked_order():
     check(program, random_args(program, np.random.default_rng(0)))
 
 
+def test_a_middle_sum_adds_up_in_float32_runs_too():
+    """[K1, R, K2] summed over R: the float32 run accumulator holds the dims inside R's loop."""
+    text = _kernel_text(build(lambda e, x: e.sum(e.exp(x), (1,)), (4, 7, 9)))
+    assert "cacc0 = np.empty((n2, ), np.float32)" in text and "cacc0[i2] += fg_exp(" in text, text
+    assert "tacc0[np.uintp(i0 - lo0), i2] = fg_acc_add(tacc0[np.uintp(i0 - lo0), i2], np.float64(cacc0[i2]))" \
+        in text, text
+
+
 def test_float64_and_4d_rows_accumulate_in_float64():
-    """Only a float32 sum with one middle loop adds up in float32 chunks (cacc)."""
+    """Only a float32 sum over one reduced dim adds up in float32 runs (cacc)."""
     for fn, types in [(lambda e, x: e.sum(e.exp(x), (0,)), [((3, 4, 5), float64)]),
                       (lambda e, x: e.sum(e.exp(x), (0, 2)), [(3, 4, 5, 6)])]:
         text = _kernel_text(build(fn, *types))

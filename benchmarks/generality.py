@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 os.environ.setdefault("OMP_NUM_THREADS", "2")

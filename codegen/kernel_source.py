@@ -294,7 +294,11 @@ class _Generator:
 
     def _row_local(self, info: _Reduction) -> bool:
         """A tail accumulated per chunk of a plane-first kernel's plane dim (_plane_first)."""
-        return self.plane_first and info.tail is not None and info.tail.kept[:1] == (self.plane_dim,)
+        return info.tail is not None and self._chunked_group(info.tail.kept)
+
+    def _chunked_group(self, kept: tuple) -> bool:
+        """Whether tails keeping `kept` are a plane-first kernel's per-chunk ones (the plane dim first)."""
+        return self.plane_first and kept[:1] == (self.plane_dim,)
 
     # -------------------------------------------------------------- expressions
     def _next(self) -> int:
@@ -688,16 +692,13 @@ class _Generator:
         """The accumulator cell of tail reduction `info` at the current loop indices
         (`blocked_array` names the per-block array: part, or cpart for a row-chunked sum)."""
         if self._row_local(info):
-            return self._row_cell(info, "tacc")
+            return self._row_cell(info)
         kept = ", ".join(self._subscript_entry(d) for d in info.tail.kept) or "0"
         return f"{blocked_array}{info.n}[blk, {kept}]" if info.blocked else f"tacc{info.n}[{kept}]"
 
-    def _row_cell(self, info: _Reduction, array: str) -> str:
-        """A plane-first chunk's accumulator cell (`tacc` or `cacc`): the plane dim's index
-        counts from the chunk's start."""
-        p = self.plane_dim
-        return f"{array}{info.n}[" + ", ".join(f"np.uintp(i{p} - lo{p})" if d == p else self._subscript_entry(d)
-                                                for d in info.tail.kept) + "]"
+    def _row_cell(self, info: _Reduction) -> str:
+        """A plane-first chunk's accumulator cell (`tacc<n>`)."""
+        return f"tacc{info.n}[" + ", ".join(map(self._chunk_entry, info.tail.kept)) + "]"
 
     def _cacc_dims(self, info: _Reduction) -> list:
         """The dims of a plane-chunked sum's float32 run accumulator (`cacc<n>`): those it
@@ -706,13 +707,21 @@ class _Generator:
         return [d for d in info.tail.kept if d in inside]
 
     def _cacc_cell(self, info: _Reduction) -> str:
-        p = self.plane_dim
-        return f"cacc{info.n}[" + ", ".join(f"np.uintp(i{p} - lo{p})" if d == p else self._subscript_entry(d)
-                                           for d in self._cacc_dims(info)) + "]"
+        return f"cacc{info.n}[" + ", ".join(map(self._chunk_entry, self._cacc_dims(info))) + "]"
 
-    def _plane_loop(self) -> str:
-        """The loop over a plane-first kernel's chunk of its plane dim."""
+    # A plane-first chunk's arrays are indexed, sized and looped over by dim: the plane dim
+    # counts from the chunk's start (`lo<p>`, at most `sub` indices), the others as usual.
+    def _chunk_entry(self, d) -> str:
         p = self.plane_dim
+        return f"np.uintp(i{p} - lo{p})" if d == p else self._subscript_entry(d)
+
+    def _chunk_shape(self, dims) -> str:
+        return "".join("sub, " if d == self.plane_dim else f"n{d}, " for d in dims)
+
+    def _chunk_loop(self, d) -> str:
+        if d != self.plane_dim:
+            return self._loop(d)
+        p = d
         return f"for i{p} in range(lo{p}, min(n{p}, pb * rows + rows, lo{p} + sub)):"
 
     def _pick(self, ins, info: _Reduction) -> bool:
@@ -977,11 +986,9 @@ class _Generator:
             put(1, "pb = blk // nseg")
             put(1, "sg = blk - pb * nseg")
             for info in filter(self._row_local, self.red.values()):
-                shape = "".join("sub, " if d == p else f"n{d}, " for d in info.tail.kept)
-                put(1, f"tacc{info.n} = np.empty(({shape}), {info.acc_ctor})")
+                put(1, f"tacc{info.n} = np.empty(({self._chunk_shape(info.tail.kept)}), {info.acc_ctor})")
                 if info.plane_chunked:
-                    cacc = "".join("sub, " if d == p else f"n{d}, " for d in self._cacc_dims(info))
-                    put(1, f"cacc{info.n} = np.empty(({cacc}), np.float32)")
+                    put(1, f"cacc{info.n} = np.empty(({self._chunk_shape(self._cacc_dims(info))}), np.float32)")
             put(1, f"for lo{p} in range(pb * rows, min(n{p}, pb * rows + rows), sub):")
             for info in filter(self._row_local, self.red.values()):
                 put(2, f"tacc{info.n}.fill({info.fill})")
@@ -995,7 +1002,7 @@ class _Generator:
                 if k == len(self.outer) - 1:
                     for info in column_chunks:  # (the innermost loop's chunk is the plane's)
                         put(depth, f"{info.chunk_sum} = np.float32(0.0)")
-                put(depth, self._plane_loop())
+                put(depth, self._chunk_loop(d))
                 depth += 1
             elif self.plane_first and d == self.plane_mid and plane_chunks:
                 # (a plane-first sum over the first dim, its segment in chunks: see _accumulate)
@@ -1079,9 +1086,9 @@ class _Generator:
         for info in plane_chunks:                   # after each run of ROW_CHUNK of the reduced loop
             depth = middle_depth
             for d in self._cacc_dims(info):
-                put(depth, self._plane_loop() if d == self.plane_dim else self._loop(d))
+                put(depth, self._chunk_loop(d))
                 depth += 1
-            for line in _update(info, self._row_cell(info, "tacc"), self._cacc_cell(info), "w"):
+            for line in _update(info, self._row_cell(info), self._cacc_cell(info), "w"):
                 put(depth, line)
         if self.plane_first:                        # after each chunk of the plane dim: its epilogues
             self._finish_chunk(put, row_depth)
@@ -1131,10 +1138,10 @@ class _Generator:
         for info in filter(self._row_local, self.red.values()):
             at = depth + 1
             for d in info.tail.kept:
-                put(at, self._plane_loop() if d == self.plane_dim else self._loop(d))
+                put(at, self._chunk_loop(d))
                 at += 1
             idx = ", ".join(f"i{d}" for d in info.tail.kept)
-            put(at, f"seg{info.n}[sg, {idx}] = {self._row_cell(info, 'tacc')}")
+            put(at, f"seg{info.n}[sg, {idx}] = {self._row_cell(info)}")
 
     def _fold_row_chunk(self, put, depth: int, info: _Reduction) -> None:
         """Add a row-chunked column sum's float32 partials to its block's float64 ones, and
@@ -1248,13 +1255,13 @@ class _Generator:
         result combined from the segments' partial sums)."""
         chunk = row_local and not segments
         for g, kept in enumerate(self.groups):
-            if (self.plane_first and kept[:1] == (self.plane_dim,)) != row_local:
+            if self._chunked_group(kept) != row_local:
                 continue
             for stmt in self._statements(("epi", g, 0)) if kept else []:
                 put(base, stmt)
             depth = base
             for k, d in enumerate(kept):
-                put(depth, self._plane_loop() if chunk and k == 0 else self._loop(d))
+                put(depth, self._chunk_loop(d) if chunk else self._loop(d))
                 depth += 1
                 if k + 1 < len(kept):
                     for stmt in self._statements(("epi", g, k + 1)):
@@ -1270,7 +1277,7 @@ class _Generator:
                         put(depth + 1, line)
                     cell = f"w{info.n}"
                 else:
-                    cell = self._row_cell(info, "tacc") if chunk else f"tacc{info.n}[{idx}]"
+                    cell = self._row_cell(info) if chunk else f"tacc{info.n}[{idx}]"
                 put(depth, f"{info.name} = {info.out_ctor}({cell})")
             for stmt in self._statements(("epi", g, len(kept))):
                 put(depth, stmt)

@@ -159,9 +159,7 @@ class _Sinker:
                     return False
                 inputs.append(src)
                 continue
-            moved = self._unpermuted_operand(self.alias.get(v.id, v), dims, y)
-            if moved is None:
-                moved = self._unpermuted_cone(self.alias.get(v.id, v), dims, [MAX_CONE])
+            moved = self._unpermuted_cone(self.alias.get(v.id, v), dims, [MAX_CONE])
             if moved is None:
                 return False
             inputs.append(moved)
@@ -173,30 +171,15 @@ class _Sinker:
         self.lazy[y.id] = (result, dims, dense)
         return True
 
-    def _unpermuted_operand(self, v, dims, y):
-        """An operand standing for `v` in the unpermuted loops, when that needs no transposed
-        read of memory: a 0-d value as it is, a single element broadcast (`expand` of a value
-        of ones) broadcast to the unpermuted shape. None otherwise."""
-        if v.type.ndim == 0:
-            return v
-        single = self._broadcast_source(v)
-        if v.type.ndim != y.type.ndim or any(s != 1 for s in single.shape):
-            return None
-        shape = _unpermuted_shape(v.shape, dims)
-        if single.type.ndim > len(shape):
-            # (an expand's source may have more dims of size 1 than the value: the value of an
-            # in-place write through `v.T[None]` is the expand of a [1, 1, 1] to [1, 1])
-            single = self._emit("reshape", (single,), {"shape": (1,) * len(shape)}, None)
-        return single if single.shape == shape else self._emit("expand", (single,), {"shape": shape}, None)
-
     def _unpermuted_cone(self, v, dims, budget: list):
-        """`v` recomputed in the unpermuted loops (a value u with permute(u, dims) == v),
-        where that reads no memory across: a value whose permute moves only size-1 dims (a
-        reshape), and elementwise ops and expands of such values, at most MAX_CONE
-        instructions (`budget`). A mean's gradient over a permuted axis is such a cone
-        (`expand(reshape(m, [a, b, 1])) / n` read beside `permute(k)`): recomputed, the
-        backward runs in memory order instead of copying its operands across. None
-        otherwise."""
+        """An operand standing for `v` in the unpermuted loops (a value u with permute(u, dims)
+        == v), where that reads no memory across: a 0-d value as it is, a single element
+        broadcast (`expand` of a value of ones) broadcast to the unpermuted shape, a value
+        whose permute moves only size-1 dims (a reshape), and elementwise ops and expands of
+        such values, at most MAX_CONE instructions (`budget`). A mean's gradient over a
+        permuted axis is such a cone (`expand(reshape(m, [a, b, 1])) / n` read beside
+        `permute(k)`): recomputed, the backward runs in memory order instead of copying its
+        operands across. None otherwise."""
         if v.type.ndim == 0:
             return v
         if v.type.ndim != len(dims):
@@ -205,10 +188,17 @@ class _Sinker:
         if v.id in self.lazy:
             src, d, _ = self.lazy[v.id]
             return src if d == dims else None
+        ins = self.producer.get(v.id)
+        if ins is not None and ins.op == "expand" and all(n == 1 for n in ins.inputs[0].shape):
+            single = ins.inputs[0]
+            if single.type.ndim > len(shape):
+                # (an expand's source may have more dims of size 1 than the value: the value of an
+                # in-place write through `v.T[None]` is the expand of a [1, 1, 1] to [1, 1])
+                single = self._emit("reshape", (single,), {"shape": (1,) * len(shape)}, None)
+            return single if single.shape == shape else self._emit("expand", (single,), {"shape": shape}, None)
         moved = [dims[i] for i, n in enumerate(v.shape) if n != 1]
         if moved == sorted(moved):      # (only size-1 dims move: the same memory order)
             return v if shape == v.shape else self._emit("reshape", (v,), {"shape": shape}, None)
-        ins = self.producer.get(v.id)
         if ins is None or budget[0] <= 0 or len(ins.outputs) != 1:
             return None
         budget[0] -= 1
@@ -228,10 +218,6 @@ class _Sinker:
             inputs.append(inner)
         result = self._emit(ins.op, inputs, dict(ins.attrs), ins.loc)
         return result if result.type.shape == shape and result.type.dtype is v.dtype else None
-
-    def _broadcast_source(self, v):
-        ins = self.producer.get(v.id)
-        return ins.inputs[0] if ins is not None and ins.op == "expand" else v
 
     def _reduce(self, ins) -> bool:
         (x,), (y,) = ins.inputs, ins.outputs

@@ -172,7 +172,6 @@ def test_no_fusion_into_a_cycle():
 def test_reference_op_splits_kernels():
     """norm with p=3 has no decomposition: it runs by reference between two kernels, by
     design, so without a warning (explain() gives the reason)."""
-    import warnings
     p = build(lambda e, x: e.exp(e.op("norm", e.exp(x), p=3, axes=(1,), keepdim=False)), (3, 4))
     sched = schedule(p)
     assert kinds(sched) == [KERNEL, REFERENCE, KERNEL]

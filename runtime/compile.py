@@ -487,14 +487,19 @@ class _DistinctMemory:
     drop identities (`(x * 2, x * 2)`, `x.clone()`, `x ** 1`), so the executor may give two
     outputs one array, or an output an input's memory, where eagerly each is a new tensor (an
     in-place write to one then showed through the other, or through the caller's input).
-    Such an output gets a copy. Byte ranges are compared among arrays of one memory owner."""
+    Such an output gets a copy. Byte ranges are compared among arrays of one memory owner,
+    and worked out only once a second array of that owner comes: most outputs are fresh
+    arrays of owners of their own (a training step's inputs are dozens of parameters, state
+    tensors and 0-d numbers, whose bounds cost 2-3 us each)."""
 
     def __init__(self, inputs: list):
         self.given: dict = {}           # value id -> the array its tensors hold
-        self.ranges: dict = {}          # id of the array owning the memory -> byte ranges handed out
+        # id of the array owning the memory -> the arrays (or their byte ranges, once
+        # compared) handed out over it: the call's inputs, then its outputs
+        self.held: dict = {}
         for a in inputs:
             if a.size:
-                self.ranges.setdefault(id(_memory_owner_array(a)), []).append(_byte_bounds(a))
+                self.held.setdefault(id(_memory_owner_array(a)), []).append(a)
 
     def own(self, array: np.ndarray, value_id: int) -> np.ndarray:
         """`array` (of value `value_id`), or a copy of it where its memory was handed out
@@ -502,13 +507,21 @@ class _DistinctMemory:
         given = self.given.get(value_id)
         if given is not None or not array.size:
             return array if given is None else given
-        ranges = self.ranges.setdefault(id(_memory_owner_array(array)), [])
-        low, high = bounds = _byte_bounds(array)
-        if any(low < other_high and other_low < high for other_low, other_high in ranges):
-            array = array.copy()
-            self.ranges[id(array)] = [_byte_bounds(array)]
+        owner = id(_memory_owner_array(array))
+        held = self.held.get(owner)
+        if held is None:
+            self.held[owner] = [array]
         else:
-            ranges.append(bounds)
+            low, high = _byte_bounds(array)
+            for k, other in enumerate(held):
+                if type(other) is np.ndarray:
+                    other = held[k] = _byte_bounds(other)
+                if low < other[1] and other[0] < high:
+                    array = array.copy()
+                    self.held[id(array)] = [array]
+                    break
+            else:
+                held.append((low, high))
         self.given[value_id] = array
         return array
 

@@ -36,7 +36,8 @@ from fusegrad.codegen.in_place import in_place_source
 from fusegrad.codegen.layout_copy import contiguous_copy, needs_copy
 from fusegrad.ir import OPS, Program, TensorType, reference_apply, run_program
 from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
-from fusegrad.ir.interpreter import apply_ref_into, into_writer
+from fusegrad.ir.interpreter import apply_ref_into, apply_ref_small, into_writer
+from fusegrad.ir.rounded import UFUNC_TYPES
 from fusegrad.ir.printer import Namer, format_instr, format_program
 from fusegrad.ir.verifier import free_values
 
@@ -380,8 +381,20 @@ class _OpStep:
         self.instr = step.instr
         self.ins = [slots[v.id] for v in step.instr.inputs]
         self.outs = [slots[v.id] for v in step.instr.outputs]
+        # One output of a reference that NumPy never splits over threads (a small product,
+        # np.matmul through _matmul_ref): the call is prepared once, as eager dispatch's is.
+        # reference_apply looked up the op, rebuilt its attributes and output types and
+        # checked for a ufunc on every call: 8 us of a 64x64 product's 16 in a training step.
+        ref = OPS[self.instr.op].ref
+        self.direct = None
+        if len(self.outs) == 1 and type(ref) not in UFUNC_TYPES:
+            self.direct = (ref, dict(self.instr.attrs), self.instr.outputs[0].dtype.np, self.outs[0])
 
     def run(self, env: list, donated=None) -> None:
+        if self.direct is not None:
+            ref, attrs, want, out = self.direct
+            env[out] = apply_ref_small(ref, [env[s] for s in self.ins], attrs, want)
+            return
         results = reference_apply(self.instr, [env[s] for s in self.ins])
         for s, r in zip(self.outs, results):
             env[s] = r
@@ -503,75 +516,96 @@ class _KernelStep:
         return self.choice.decided is True
 
     def run(self, env: list, donated=None) -> None:
-        warming = donated.slots if type(donated) is Warming else None
-        if warming is not None:
-            donated = None
-        if self.compiled.failure is None:
-            args = list(self.extents)
-            for slot, scalar, _ in self.loads:
-                operand = env[slot]
-                if scalar:
-                    operand = operand[()]
-                elif needs_copy(operand):
-                    # A strided operand would make Numba run the loop unvectorised (layout_copy).
-                    operand = contiguous_copy(operand)
-                args.append(operand)
-            args.extend(self.params)
-            compiled, taken = self.compiled, {}
-            if self.in_place:
-                # outputs written over operands that die here (runtime/in_place.py), by the
-                # kernel's in-place variant
-                taken = in_place.choose(self.in_place, args, len(self.extents), env, self.stores, donated,
-                                        not self.fell_back[0])
-                if taken:
-                    compiled = self._in_place_kernel(taken)
-                    if compiled.failure is not None:
-                        compiled, taken = self.compiled, {}
+        warming = None
+        if type(donated) is Warming:
+            warming, donated = donated.slots, None
+        if self.compiled.failure is not None:
+            self._reference(env)
+            return
+        args = list(self.extents)
+        for slot, scalar, _ in self.loads:
+            operand = env[slot]
+            if scalar:
+                operand = operand[()]
+            elif needs_copy(operand):
+                # A strided operand would make Numba run the loop unvectorised (layout_copy).
+                operand = contiguous_copy(operand)
+            args.append(operand)
+        args.extend(self.params)
+        compiled = self.compiled
+        taken = None
+        if self.in_place:
+            # outputs written over operands that die here (runtime/in_place.py), by the
+            # kernel's in-place variant
+            taken = in_place.choose(self.in_place, args, len(self.extents), env, self.stores, donated,
+                                    not self.fell_back[0])
+            if taken:
+                compiled = self._in_place_kernel(taken)
+                if compiled.failure is not None:
+                    compiled, taken = self.compiled, None
+        if taken:
             outs = [taken[k][0] if k in taken else allocate(shape, dtype)
                     for k, (allocate, (_, shape, dtype)) in enumerate(zip(self.allocators, self.stores))]
             self.in_place_done = {k: j for k, (_, j) in taken.items()}      # (for explain; no arrays kept)
-            self.last_kernel = compiled
-            args.extend(outs)
-            use = self.choice.next()
-            tiered = background.async_enabled()
-            if use and not compiled.parallel_ready() and tiered and (self.choice.decided is None or self.defer_parallel):
-                # With tiered execution no call waits for the parallel variant that the
-                # measurement (or the tiered path) asks for: it compiles (or loads) on the
-                # background thread while calls stay serial. (Without it, the first call
-                # compiled it: below.)
-                compiled.prepare_parallel_in_background(args)
-                use = deferred = False
-            else:
-                deferred = None
-            start = time.perf_counter()
-            try:
-                fresh = compiled(args, use)
-            except _kernel_cache().KernelFailed:
-                if compiled is not self.compiled:
-                    # (the in-place variant failed to compile: nothing ran; the plain kernel runs)
-                    self.in_place = None
-                    return self.run(env, donated)
-            else:
-                if use and compiled.parallel_failure is not None:
-                    self.choice.settle(False, f"serial (parallel variant failed: {compiled.parallel_failure})")
-                elif not fresh:
-                    self.choice.record(use, time.perf_counter() - start)
-                elif not use and not tiered and self.choice.decided is None and \
-                        compiled.last_run_seconds >= PARALLEL_MIN_SECONDS:
-                    # A first call without tiered execution compiles what later calls run: the
-                    # parallel variant too, for a kernel long enough to measure it (else it
-                    # compiled on a background thread during the next calls, which ran serially
-                    # meanwhile with the compiler on one of the two cores: W3's first 1.7 s of
-                    # calls took 6-12 ms, against 2 once it was ready).
-                    compiled.compile_parallel_now(args)
-                self.status = "compiled kernel, " + (self.choice.describe() if deferred is None else
-                                                     "serial while the parallel variant compiles in the background")
-                if warming:
-                    self._prepare_input_variant(args, env, warming)
-                for (slot, _, _), out in zip(self.stores, outs):
-                    env[slot] = out
-                return
-        self._reference(env)
+        else:
+            outs = [allocate(shape, dtype) for allocate, (_, shape, dtype) in zip(self.allocators, self.stores)]
+            self.in_place_done = {}
+        self.last_kernel = compiled
+        args.extend(outs)
+        choice = self.choice
+        use = choice.next()
+        deferred = None
+        if use and not compiled.parallel_ready() and background.async_enabled() and \
+                (choice.decided is None or self.defer_parallel):
+            # With tiered execution no call waits for the parallel variant that the
+            # measurement (or the tiered path) asks for: it compiles (or loads) on the
+            # background thread while calls stay serial. (Without it, the first call
+            # compiled it: below.)
+            compiled.prepare_parallel_in_background(args)
+            use = deferred = False
+        # (a call after the choice settled is not timed: _ParallelChoice.record keeps no time then)
+        timed = choice.decided is None or choice.calls_left is not None
+        start = time.perf_counter() if timed else 0.0
+        try:
+            fresh = compiled(args, use)
+        except _kernel_cache().KernelFailed:
+            if compiled is not self.compiled:
+                # (the in-place variant failed to compile: nothing ran; the plain kernel runs)
+                self.in_place = None
+                return self.run(env, donated)
+            self._reference(env)
+            return
+        if use and compiled.parallel_failure is not None:
+            choice.settle(False, f"serial (parallel variant failed: {compiled.parallel_failure})")
+        elif not fresh:
+            if timed:
+                choice.record(use, time.perf_counter() - start)
+        elif not use and choice.decided is None and compiled.last_run_seconds >= PARALLEL_MIN_SECONDS and \
+                not background.async_enabled():
+            # A first call without tiered execution compiles what later calls run: the
+            # parallel variant too, for a kernel long enough to measure it (else it
+            # compiled on a background thread during the next calls, which ran serially
+            # meanwhile with the compiler on one of the two cores: W3's first 1.7 s of
+            # calls took 6-12 ms, against 2 once it was ready).
+            compiled.compile_parallel_now(args)
+        self._serial_while_compiling = deferred is not None
+        self._status = None
+        if warming:
+            self._prepare_input_variant(args, env, warming)
+        for (slot, _, _), out in zip(self.stores, outs):
+            env[slot] = out
+
+    @property
+    def status(self) -> str:
+        """How the last call ran the kernel (explain()): composed when read, not on every call."""
+        if self._status is not None:
+            return self._status
+        return "compiled kernel, " + ("serial while the parallel variant compiles in the background"
+                                      if self._serial_while_compiling else self.choice.describe())
+
+    @status.setter
+    def status(self, text: str) -> None:
+        self._status = text
 
     def _prepare_input_variant(self, args: list, env: list, donated: dict) -> None:
         """(Warm-up, on the background thread.) Compile the in-place variant that a call writing

@@ -12,7 +12,7 @@ from .interpreter import StraightLine
 from .ops import OPS
 from .ops.registry import OPAQUE, NoDerivativeError
 from .passes import simplify
-from .program import Builder, Instr, Program, Value
+from .program import Builder, Instr, Program, Value, exact_attrs
 from .verifier import free_values
 
 
@@ -295,6 +295,8 @@ class VjpCache:
             # An opaque op's attribute is a per-call object (a compiled call's backward):
             # a cache entry would only keep it, and the arrays it saved, alive.
             return None
+        signature = key
+        key = (key[0], exact_attrs(key[1])) + tuple(key[2:])      # (-0.0 is not 0.0: exact_attrs)
         entry = self.entries.get(key)
         if entry is not None and entry is not self._SEEN_ONCE:
             self.hits += 1
@@ -306,7 +308,7 @@ class VjpCache:
             self.entries[key] = self._SEEN_ONCE
             return None
         self.built += 1
-        entry = self.entries[key] = vjp_program(*key)
+        entry = self.entries[key] = vjp_program(*signature)
         return entry
 
     def clear(self) -> None:

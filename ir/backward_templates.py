@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .ops import OPS
 from .ops.registry import OPAQUE
-from .program import Instr, Value
+from .program import Instr, Value, exact_attrs
 
 
 def structure_key(instrs: list, outputs: list, wrt: list, seeds: list = ()):
@@ -37,7 +37,7 @@ def structure_key(instrs: list, outputs: list, wrt: list, seeds: list = ()):
         for v in ins.outputs:
             slot[v.id] = len(values)
             values.append(v)
-        items.append((ins.op, ins.attrs, wiring, tuple([v.type for v in ins.outputs])))
+        items.append((ins.op, exact_attrs(ins.attrs), wiring, tuple([v.type for v in ins.outputs])))
     for group in (outputs, seeds, wrt):
         items.append(tuple([slot_of(v) for v in group]))
     key = tuple(items)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .emit import Emitter
 from .ops import OPS
-from .program import Builder, Instr, Program
+from .program import Builder, Instr, Program, exact_attrs
 
 
 def dead_code_elimination(program: Program) -> Program:
@@ -19,13 +19,14 @@ def dead_code_elimination(program: Program) -> Program:
 
 
 def common_subexpression_elimination(program: Program) -> Program:
-    """Merge instructions with the same op, inputs and attributes."""
+    """Merge instructions with the same op, inputs and attributes (exact_attrs: a const -0.0
+    is not a const 0)."""
     seen: dict = {}
     alias: dict = {}
     out_instrs = []
     for ins in program.instrs:
         inputs = tuple(alias.get(v.id, v) for v in ins.inputs)
-        key = (ins.op, tuple(v.id for v in inputs), ins.attrs)
+        key = (ins.op, tuple(v.id for v in inputs), exact_attrs(ins.attrs))
         try:
             hash(key)
         except TypeError:

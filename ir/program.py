@@ -46,6 +46,33 @@ def freeze_attrs(attrs: dict) -> tuple:
     return tuple(sorted(attrs.items())) if attrs else ()
 
 
+def _has_float(items) -> bool:
+    for item in items:
+        kind = type(item)
+        if kind is float or (kind is tuple and _has_float(item)):
+            return True
+    return False
+
+
+def _exact(value):
+    if type(value) is float:
+        return (float, repr(value))            # (repr keeps the sign of a zero)
+    if type(value) is tuple:
+        return tuple([_exact(item) for item in value])
+    return value
+
+
+def exact_attrs(attrs: tuple) -> tuple:
+    """Frozen attributes as a dict key that tells apart what `==` merges: -0.0 and 0.0 (and
+    the int 0), whose instructions differ (hardtanh(x, -0.0, 1.0) gives -0.0 below its bound).
+    Attributes without a float value are returned as they are (the common case, one scan).
+    Every cache or merge keyed by attributes goes through it (or, as the executor's program
+    key, through their text)."""
+    if not attrs or not _has_float(attrs):
+        return attrs
+    return tuple([(name, _exact(value)) for name, value in attrs])
+
+
 class Instr:
     """`outputs = op(inputs; attrs)`, with the user's source location if known."""
 

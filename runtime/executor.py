@@ -39,6 +39,7 @@ from fusegrad.ir.buffers import MIN_POOLED_BYTES, POOL
 from fusegrad.ir.interpreter import apply_ref_into, apply_ref_small, into_writer
 from fusegrad.ir.rounded import UFUNC_TYPES
 from fusegrad.ir.printer import Namer, format_instr, format_program
+from fusegrad.ir.program import exact_attrs
 from fusegrad.ir.verifier import free_values
 
 from . import background, disk_cache, in_place, stats
@@ -104,9 +105,18 @@ _attr_text: dict = {}
 
 
 def _attrs_key(attrs) -> str:
+    """The text of an instruction's frozen attributes in a program key, kept per attributes
+    (most calls of a compiled function repeat the same ones).
+
+    Attributes with a float value are written out every time: a dict finds a key by `==`,
+    and -0.0 == 0.0 == 0 (hardtanh's bounds, nan_to_num's replacements), so a kept text
+    gave `hardtanh(x, -0.0, 1.0)` the program compiled for `hardtanh(x, 0.0, 1.0)`. (A bool
+    and an int of one value, keepdim=True and keepdim=1, share a text: ops read them alike.)"""
+    if exact_attrs(attrs) is not attrs:
+        return repr(attrs)
     try:
         text = _attr_text.get(attrs)
-    except TypeError:
+    except TypeError:                   # (an unhashable value: written out each time)
         return repr(attrs)
     if text is None:
         text = repr(attrs)

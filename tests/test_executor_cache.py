@@ -62,6 +62,31 @@ def test_second_call_compiles_nothing(fresh):
     assert delta(before) == {"hits": 1, "misses": 0, "kernels_compiled": 0, "disk_hits": 0}
 
 
+@pytest.mark.parametrize("bounds", [((0.0, 1.0), (-0.0, 1.0)), ((-0.0, 1.0), (0.0, 1.0)), ((0, 1), (-0.0, 1.0))])
+def test_signed_zero_attributes_key_distinct_programs(fresh, bounds):
+    """Attributes are compared by `==` in a dict, where -0.0 == 0.0 == 0: a program with
+    hardtanh's lower bound -0.0 must not run the one compiled for 0.0 (or 0), whose result
+    has the other sign where x is below the bound."""
+    import fusegrad as fg
+    x = fg.tensor([-1.0, -0.0, 0.5, 3.0])
+    for low, high in bounds:
+        before = cache_info()
+        got = fg.compile(lambda t: fg.nn.functional.hardtanh(t, low, high))(x).numpy()
+        assert delta(before)["misses"] == 1
+        want = np.clip(x.numpy(), np.float32(low), np.float32(high))
+        want[0] = np.float32(low)               # (x < low: the bound itself, with its sign)
+        assert np.array_equal(np.signbit(got), np.signbit(want)) and np.array_equal(got, want)
+
+
+def test_float_attributes_key_by_value_not_by_equality(fresh):
+    """nan_to_num's replacements are attributes: 0 and -0.0 are two programs."""
+    import fusegrad as fg
+    x = fg.tensor([np.nan, np.inf, -np.inf, 1.0])
+    for value in (0.0, -0.0, 0.0):
+        got = fg.compile(lambda t: t.nan_to_num(nan=value, posinf=value, neginf=value))(x).numpy()
+        assert np.signbit(got[:3]).tolist() == [np.signbit(value)] * 3
+
+
 def test_program_cache_evicts_the_least_recently_used(fresh, monkeypatch):
     """Near capacity the cache keeps recency (a hit makes a program recent); below half
     of it, hits skip the reordering (eviction cannot happen yet)."""

@@ -377,3 +377,38 @@ def test_repeat_of_views_and_its_saved_nothing():
         if lib is torch:
             want = (r.tolist(), leaf.grad.tolist())
     assert (r.tolist(), leaf.grad.tolist()) == want
+
+
+# ------------------------------------------------------------------ signs of zeros and NaNs
+_SIGNED = [np.nan, 1.0, -0.0, 0.0, -3.0, np.inf]
+
+
+def _same_bits_as_torch(got, want):
+    got, want = np.asarray(got), want.detach().numpy()
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+    assert np.signbit(got).tolist() == np.signbit(want).tolist(), (got, want)
+
+
+@pytest.mark.parametrize("low", [0.0, -0.0])
+def test_hardtanh_gradient_below_a_signed_zero_bound_as_torch(low):
+    """hardtanh's gradient is 0 where x is outside (low, 1): +0.0, whichever sign the bound's zero
+    has (the decomposed gradient's const 0 was merged with the bound's const -0.0)."""
+    xs = [-1.0, 0.0, 2.0, -0.0, 0.5, 5.0]
+    tx = torch.tensor(xs, requires_grad=True)
+    torch.nn.functional.hardtanh(tx, low, 1.0).sum().backward()
+    for run in ("eager", "compiled"):
+        x = fg.tensor(xs, requires_grad=True)
+
+        def step(t):
+            y = fg.nn.functional.hardtanh(t, low, 1.0)
+            y.sum().backward()
+            return y
+        (fg.compile(step) if run == "compiled" else step)(x)
+        _same_bits_as_torch(x.grad.numpy(), tx.grad)
+
+
+def test_addmm_of_one_column_keeps_the_products_zero_sign_as_torch():
+    """addmm(b, x[2, 1], y[1, 2], beta=0): each element is one product, whose -0.0 torch keeps."""
+    b, m1, m2 = np.zeros((2, 2), np.float32), np.array([[-1.0], [0.0]], np.float32), np.array([[1.0, -2.0]], np.float32)
+    want = torch.addmm(torch.tensor(b), torch.tensor(m1), torch.tensor(m2), beta=0)
+    _same_bits_as_torch(fg.addmm(fg.tensor(b), fg.tensor(m1), fg.tensor(m2), beta=0).numpy(), want)

@@ -78,3 +78,29 @@ def test_transpose_of_a_shared_product_is_kept():
         return [p, e.permute(p, (1, 0))]
     program = build(both, (4, 5), (5, 3))
     assert _ops(simplify(rewrite_identities(program))) == ["matmul", "permute"]
+
+
+def test_cse_keeps_constants_that_differ_only_in_the_sign_of_zero():
+    """-0.0 == 0.0 == 0 in Python, so attributes compared by `==` would merge a const -0.0 into
+    a const 0 (hardtanh's gradient below a bound of -0.0 came out -0.0 where torch's is +0.0)."""
+    def zeros(e, x):
+        return [e.add(x, e.const(-0.0, x)), e.where(e.lt(x, e.const(0.0, x)), e.const(0, x), x)]
+    program = build(zeros, (3,))
+    kept = simplify(program)
+    assert _ops(kept).count("const") == 3, format_program(kept)
+    x = [np.array([-0.0, -1.0, 2.0], np.float32)]
+    first, second = run_program(kept, x)
+    assert np.signbit(first).tolist() == [True, True, False]        # (-0.0 + -0.0 is -0.0)
+    assert np.signbit(second).tolist() == [True, False, False]      # the const 0 where x < 0, +0.0
+    merged = simplify(build(lambda e, x: [e.add(x, e.const(1.0, x)), e.add(x, e.const(1.0, x))], (3,)))
+    assert _ops(merged) == ["const", "add"]                          # equal constants still merge
+
+
+def test_exact_attrs_tells_apart_what_equality_merges():
+    from fusegrad.ir.program import exact_attrs
+    plain = (("axes", (0, 1)), ("keepdim", True))
+    assert exact_attrs(plain) is plain
+    assert exact_attrs((("value", 0.0),)) != exact_attrs((("value", -0.0),))
+    assert exact_attrs((("value", 0),)) != exact_attrs((("value", 0.0),))
+    assert exact_attrs((("bounds", (1.0, -0.0)),)) != exact_attrs((("bounds", (1.0, 0.0)),))
+    assert exact_attrs((("value", 0.5),)) == exact_attrs((("value", 0.5),))

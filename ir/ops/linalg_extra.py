@@ -8,7 +8,7 @@ import numpy as np
 
 from ..types import TensorType
 from .elementwise import _infer_map
-from .linalg import LinAlgError
+from .linalg import LinAlgError, _matmul_ref
 from .registry import COMPOSITE, OPAQUE, OpDef, broadcast_shapes, register
 
 
@@ -43,7 +43,9 @@ def _add_product_infer(types, attrs):
 def _product_ref(kind, m1, m2):
     if kind == "r":
         return np.multiply.outer(m1, m2)
-    product = np.matmul(m1, m2)
+    # (matmul's reference: a product contracting one element is a multiply, whose zeros keep
+    # their sign where torch's keeps them: addmm(b, x[2, 1], y[1, 2], beta=0))
+    product = _matmul_ref(m1, m2)
     return product.sum(axis=0, dtype=product.dtype) if kind == "addbmm" else product
 
 

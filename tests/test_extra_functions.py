@@ -412,3 +412,25 @@ def test_addmm_of_one_column_keeps_the_products_zero_sign_as_torch():
     b, m1, m2 = np.zeros((2, 2), np.float32), np.array([[-1.0], [0.0]], np.float32), np.array([[1.0, -2.0]], np.float32)
     want = torch.addmm(torch.tensor(b), torch.tensor(m1), torch.tensor(m2), beta=0)
     _same_bits_as_torch(fg.addmm(fg.tensor(b), fg.tensor(m1), fg.tensor(m2), beta=0).numpy(), want)
+
+
+def test_pow_of_a_bool_exponent_differentiates_by_torchs_general_formula():
+    """x ** False is 1, but torch's Scalar(false) is unequal to 0.0, so its PowBackward0 takes
+    grad * (0 * x ** -1): NaN at 0, where x ** 0 (int or float) has zero gradient. Both in one
+    process, eager and compiled, in both orders (the signatures must not share a cache entry)."""
+    xs = [0.0, 2.0, -3.0, np.inf]
+    for exponents in ((False, 0.0, 0, True), (0.0, False, True, 0)):
+        for exponent in exponents:
+            tx = torch.tensor(xs, requires_grad=True)
+            want = tx.pow(exponent)
+            want.sum().backward()
+            for run in ("eager", "compiled"):
+                x = fg.tensor(xs, requires_grad=True)
+
+                def step(t):
+                    y = t.pow(exponent)
+                    y.sum().backward()
+                    return y
+                value = (fg.compile(step) if run == "compiled" else step)(x)
+                np.testing.assert_array_equal(value.detach().numpy(), want.detach().numpy())
+                np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy(), err_msg=f"{run} {exponent!r}")

@@ -288,7 +288,8 @@ register(OpDef("number_pow", COMPOSITE, _number_infer("number_pow", 1), _number_
 # with sqrt's special values: (-inf) ** 0.5 is nan, (-0.) ** 0.5 is -0.). The tracer records a
 # float tensor to such a Python exponent with it, as PowBackward0; the exponent is an
 # attribute (part of the program's structure), so the kernel multiplies instead of calling
-# fg_pow (~5x the work). Any other exponent stays a runtime operand of `pow`.
+# fg_pow (~5x the work). Any other exponent stays a runtime operand of `pow`. A bool exponent
+# is 0.0 or 1.0 with `bool_exponent` set: torch's general gradient formula, not exponent 0's zeros.
 POW_CONST_EXPONENTS = (0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5)
 
 
@@ -299,7 +300,7 @@ _POW_CONST_REFS = {
 }
 
 
-def _pow_const_ref(x, exponent):
+def _pow_const_ref(x, exponent, bool_exponent=False):
     return _POW_CONST_REFS[exponent](x, x.dtype.type(1))
 
 
@@ -330,9 +331,11 @@ def pow_const_or_pow(e, x, exponent: float):
 
 def _pow_const_vjp(e, x, y, g, a, n):
     # torch's pow_backward: zeros for exponent 0 (no history), else
-    # grad * (exponent * self.pow(exponent - 1)), in that order
+    # grad * (exponent * self.pow(exponent - 1)), in that order. A bool exponent (bool_exponent:
+    # the tracer's x ** False, x ** True) is never equal to 0.0 there (Scalar::equal), so
+    # x ** False takes the formula: 0 * x ** -1, NaN at x = 0.
     n_ = a["exponent"]
-    if n_ == 0.0:
+    if n_ == 0.0 and not a.get("bool_exponent"):
         # zeros that read x (torch's PowBackward0 saves self)
         return [e.zeros_reading(x[0], x[0])]
     return [e.mul(g[0], e.mul(n_, pow_const_or_pow(e, x[0], n_ - 1.0)))]
@@ -341,7 +344,8 @@ def _pow_const_vjp(e, x, y, g, a, n):
 register(OpDef("pow_const", ELEMENTWISE, _infer_map("pow", float_only=True), _pow_const_ref, _pow_const_vjp,
                lambda t, a: f"fg_pow({t[0]}, {a['exponent']!r})", rewrite=_pow_const_rewrite,
                extra={"node": "PowBackward0"},
-               doc="pow_const(x; exponent): x ** exponent for exponent in 0, 1, 2, 3, -1, -2, 0.5, -0.5"))
+               doc="pow_const(x; exponent, bool_exponent=False): x ** exponent for exponent in 0, 1, 2, 3, -1, -2, "
+                   "0.5, -0.5 (bool_exponent: a bool's 0 or 1, whose gradient is the general formula)"))
 
 
 def _extremum_vjp(first_wins):

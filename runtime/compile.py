@@ -788,9 +788,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
-            if gone:
-                back.idle_stale = stale_by_cotangents(trace, instrs, out_values, gone,
-                                                      active_values(instrs, out_values, gone))
+            back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             back.forward = forward_form
             if forward_form is not None:
                 back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
@@ -1040,6 +1038,24 @@ def _stale_before_freed(trace: Trace, outputs: list, grad_outs: list, boundary: 
     instrs = [ins for ins in reached.instrs if id(ins) in trace.grad_instrs]
     wrt = [v for x in boundary for v in trace.held_values(x, trace.input_value(x))]
     return trace.stale_saved(instrs, active_values(instrs, [t._sym for t in grad_outs], wrt))
+
+
+def _idle_stale(trace: Trace, instrs: list, out_values: list, gone: list, boundary: list, groups: list):
+    """BackwardFn.idle_stale: what a backward() that needs no gradient of the call's inputs
+    still checks, as torch's engine runs every node it reaches. On the paths to leaves the call
+    made that died there, every saved value; on those to a view made under no_grad (an input
+    whose edge leads nowhere; `groups`: the values each of `boundary` held), the outputs nodes
+    saved, as idle nodes check them (relu's result written over by a copy_: torch raises)."""
+    idle = {}
+    if gone:
+        idle = stale_by_cotangents(trace, instrs, out_values, gone, active_values(instrs, out_values, gone))
+    views = [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group]
+    if views and trace.stale:
+        for given, found in stale_by_cotangents(trace, instrs, out_values, views,
+                                                active_values(instrs, out_values, views), outputs_only=True).items():
+            if idle.get(given) is None:
+                idle[given] = found
+    return idle or None
 
 
 def _reaches_freed(trace: Trace, t) -> bool:

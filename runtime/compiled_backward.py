@@ -423,15 +423,17 @@ class _GivenCotangents:
 STALE_SUBSETS_UP_TO = 4
 
 
-def stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list, active: set) -> dict:
-    """BackwardFn.stale: the stale saved value each subset of the outputs reaches (see there)."""
-    found = trace.stale_saved(instrs, active)
+def stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list, active: set,
+                        outputs_only: bool = False) -> dict:
+    """BackwardFn.stale: the stale saved value each subset of the outputs reaches (see there;
+    `outputs_only`: Trace.stale_saved's)."""
+    found = trace.stale_saved(instrs, active, outputs_only=outputs_only)
     if found is None:
         return {}
 
     def reached_by(given):
         reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
-        return trace.stale_saved(instrs, reached)
+        return trace.stale_saved(instrs, reached, outputs_only=outputs_only)
     if len(out_values) > STALE_SUBSETS_UP_TO:
         return _LazyStale(found, reached_by)
     stale = {None: found}

@@ -272,3 +272,43 @@ def test_a_view_made_under_no_grad_inside_a_call_raises_once_its_base_gains_hist
     expected = run(torch, False)
     assert expected[0] == "RuntimeError"
     assert run(fg, compiled) == expected
+
+
+def _stale_through_a_no_grad_view(lib, kind, compiled):
+    """backward() of a call reading a view made under no_grad (its edge leads nowhere), after
+    an in-place write replaced a value a node inside saved: the outcome (or error text)."""
+    s0 = lib.tensor([[2.0, 1.75], [0.75, -0.75]], requires_grad=True)
+    w = lib.tensor([[3.0, 4.0]])
+    with lib.no_grad():
+        s1 = s0.unsqueeze(1)
+
+    def f(a0, w):
+        if kind == "relu-copy":             # relu's saved result written over by a copy_
+            v = a0.relu()
+            v.copy_(w * 2)
+            return v.tanh().sum()
+        if kind == "saved-input":           # sin saves u; u is another node's result
+            u = a0 * 1.5
+            v = u.sin()
+            u.copy_(a0 * 3)
+            return v.sum() + u.sum()
+        if kind == "idle-input":            # mul saved w, but its node's edges lead nowhere
+            v = a0 * w
+            w.add_(1)
+            return v.sum()
+        v = a0.exp()                        # "idle-output": an idle node checks its saved result
+        v.add_(1)
+        return v.sum()
+    out = (fg.compile(f) if compiled else f)(s1, w)
+    return _error(out.backward)
+
+
+@pytest.mark.parametrize("kind", ["relu-copy", "saved-input", "idle-input", "idle-output"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_backward_through_a_no_grad_view_checks_what_torchs_nodes_check(kind, compiled):
+    """torch's backward() runs every node it reaches: one whose edges all lead nowhere is idle
+    and checks only the outputs it saved; the others check all they saved. A compiled call's
+    node checks the same (it used to check nothing when its only input was such a view)."""
+    want = _stale_through_a_no_grad_view(torch, kind, False)
+    assert _stale_through_a_no_grad_view(fg, kind, compiled) == want
+    assert (want == "ok") == (kind == "idle-input")

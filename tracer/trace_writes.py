@@ -284,14 +284,17 @@ class TraceWrites:
         return next((x for x in candidates if x._data is not None and _memory_key(x._data) == key
                      and not (without_grad and x._requires_grad)), None)
 
-    def stale_saved(self, instrs, active: set, found_at: list | None = None):
+    def stale_saved(self, instrs, active: set, found_at: list | None = None, outputs_only: bool = False):
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
         None too where the backward meets first a node an earlier backward freed (torch raises
         the freed-graph error there: _freed_met_first) or an op without a derivative. Only a
         trace with such writes pays for the scan. `found_at` (a list), when given, receives the
-        instruction whose VJP reads it."""
+        instruction whose VJP reads it. `outputs_only`: the paths end at inputs whose edges lead
+        nowhere (views made under no_grad), so an instruction that reads no other recorded
+        instruction's result is a node a backward() runs idle, which checks only the outputs it
+        saved (tracer/saved_checks._check_idle); the others check all they saved."""
         if not self.stale:
             return None
         positions = None
@@ -328,9 +331,12 @@ class TraceWrites:
                     return None
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
+            idle = outputs_only and not any(self.grad_producer(v) is not None for v in ins.inputs)
             # (in the order the eager engine checks them: torch's node's, see checking_order)
             for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
                                           self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+                if idle and kind != "out":
+                    continue
                 if kind == "out":
                     v = ins.outputs[k]
                     if v.id in stale and stale[v.id][4] > at:

@@ -295,8 +295,9 @@ class VjpCache:
             # An opaque op's attribute is a per-call object (a compiled call's backward):
             # a cache entry would only keep it, and the arrays it saved, alive.
             return None
-        signature = key
-        key = (key[0], exact_attrs(key[1])) + tuple(key[2:])      # (-0.0 is not 0.0: exact_attrs)
+        signature, exact = key, exact_attrs(key[1])
+        if exact is not key[1]:                 # (-0.0 is not 0.0: exact_attrs)
+            key = (key[0], exact) + tuple(key[2:])
         entry = self.entries.get(key)
         if entry is not None and entry is not self._SEEN_ONCE:
             self.hits += 1

@@ -564,7 +564,7 @@ class _KernelStep:
         args.extend(outs)
         choice = self.choice
         use = choice.next()
-        deferred = None
+        compiling_parallel = False
         if use and not compiled.parallel_ready() and background.async_enabled() and \
                 (choice.decided is None or self.defer_parallel):
             # With tiered execution no call waits for the parallel variant that the
@@ -572,7 +572,7 @@ class _KernelStep:
             # background thread while calls stay serial. (Without it, the first call
             # compiled it: below.)
             compiled.prepare_parallel_in_background(args)
-            use = deferred = False
+            use, compiling_parallel = False, True
         # (a call after the choice settled is not timed: _ParallelChoice.record keeps no time then)
         timed = choice.decided is None or choice.calls_left is not None
         start = time.perf_counter() if timed else 0.0
@@ -598,7 +598,7 @@ class _KernelStep:
             # meanwhile with the compiler on one of the two cores: W3's first 1.7 s of
             # calls took 6-12 ms, against 2 once it was ready).
             compiled.compile_parallel_now(args)
-        self._serial_while_compiling = deferred is not None
+        self._serial_while_compiling = compiling_parallel
         self._status = None
         if warming:
             self._prepare_input_variant(args, env, warming)

@@ -619,7 +619,7 @@ def pow(input, exponent) -> Tensor:
         # a bool exponent: x ** 1 or x ** 0, whose gradient is torch's general formula, never
         # the zeros of a number exponent 0 (its Scalar(false) is unequal to 0.0): NaN at x = 0
         return apply_op("pow_const", [ops[0]], {"exponent": float(b), "bool_exponent": True}, name)
-    if _is_scalar(b) and not isinstance(b, (bool, np.bool_)) and dtype.is_floating_point:
+    if _is_scalar(b) and dtype.is_floating_point:
         if pow_const_applies(dtype, b):
             # x ** 2, x ** 0.5...: torch multiplies or takes a root (ir/ops/elementwise.py pow_const)
             return apply_op("pow_const", [ops[0]], {"exponent": float(b)}, name)

@@ -247,14 +247,16 @@ def _in_dtype_of(x, value):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def softmax_rows_into(x, out):
-    """out[r] = exp(x[r] - max) / sum, each row of x (rows, n) as the reference computes it in
-    x's dtype (the vectorised exp; the sum in chunks, see CHUNK, rounded once)."""
+    """out[r] = exp(x[r] - max) * (1 / sum), each row of x (rows, n) as the reference computes it
+    in x's dtype (the vectorised exp; the sum in chunks, see CHUNK, rounded once; its reciprocal
+    rounded once, as torch's last-dim softmax)."""
     zero = _in_dtype_of(x, 0.0)
+    one = _in_dtype_of(x, 1.0)
     for row in range(x.shape[0]):
         total = _exp_into_and_sum(x, row, _row_max(x, row), out, zero)
-        scale = _in_dtype_of(x, total)
+        scale = one / _in_dtype_of(x, total)
         for i in range(x.shape[1]):
-            out[row, i] = out[row, i] / scale
+            out[row, i] = out[row, i] * scale
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

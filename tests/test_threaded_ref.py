@@ -102,7 +102,9 @@ def _softmax_family_by_formula(op, arrays, axis):
         shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
         if op == "softmax":
             ex = np.exp(shifted)
-            return ex / np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
+            total = np.add.reduce(ex, axis=axis, keepdims=True, dtype=x.dtype)
+            # (torch's last-dim softmax multiplies by the sum's reciprocal, other dims divide)
+            return ex * np.reciprocal(total) if axis % x.ndim == x.ndim - 1 else ex / total
         return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype))
     g, y = arrays
     if op == "softmax_backward_data":

@@ -300,6 +300,14 @@ def _subtract_max(out, x, axis):
     np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
 
 
+def _scales_by_reciprocal(ndim: int, axis: int) -> bool:
+    """Whether torch's softmax along `axis` of an `ndim`-d input multiplies by the reciprocal
+    of the row's sum (its last-dim kernel, _vec_softmax_lastdim: 1 / sum once, then a product
+    an element), not divides by the sum (its kernel for any other dim). The two differ by an
+    ulp here and there; the product is also the cheaper loop."""
+    return ndim >= 1 and axis % ndim == ndim - 1
+
+
 @_by_rows
 def _softmax_into(out, x, axis):
     if x.ndim == 0:         # exp(x - x) / exp(x - x): NaN for any non-finite x, as torch
@@ -309,7 +317,11 @@ def _softmax_into(out, x, axis):
         return
     _subtract_max(out, x, axis)
     np.exp(out, out=out)
-    out /= np.add.reduce(out, axis=axis, keepdims=True, dtype=x.dtype)
+    total = np.add.reduce(out, axis=axis, keepdims=True, dtype=x.dtype)
+    if _scales_by_reciprocal(x.ndim, axis):
+        out *= np.reciprocal(total)
+    else:
+        out /= total
 
 
 @_by_rows
@@ -346,7 +358,10 @@ def _log_softmax_vjp(e, x, y, g, a, n):
 def _softmax_decompose(e, xs, a):
     x, axis = xs[0], _axes(xs[0], a)
     ex = e.exp(e.sub(x, e.amax(x, axis, keepdim=True)))
-    return [e.div(ex, e.sum(ex, axis, keepdim=True))]
+    total = e.sum(ex, axis, keepdim=True)
+    if _scales_by_reciprocal(x.type.ndim, a["axis"]):
+        return [e.mul(ex, e.div(e.const(1, total), total))]
+    return [e.div(ex, total)]
 
 
 def _log_softmax_decompose(e, xs, a):

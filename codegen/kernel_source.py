@@ -79,6 +79,22 @@ _INIT = {
 _JIT_OPTIONS = 'error_model="numpy", nogil=True' + (", noalias=True" if noalias.SUPPORTED else "")
 
 
+
+def _operand(text: str) -> str:
+    """`text` made safe as an operand of a binary operator: a name, a number or one call or
+    parenthesised group as it is, anything else (`i0 - 2`) in parentheses."""
+    if re.fullmatch(r"[\w.]+", text):
+        return text
+    if text.endswith(")"):
+        depth, opening = 0, text.find("(")
+        if opening >= 0 and re.fullmatch(r"[\w.]*", text[:opening]):
+            for k, c in enumerate(text):
+                depth += c == "("
+                depth -= c == ")"
+                if depth == 0 and k >= opening:
+                    return text if k == len(text) - 1 else f"({text})"
+    return f"({text})"
+
 def _literal(value) -> bool:
     """Constants written into the source; all others are passed as arguments."""
     if isinstance(value, bool) or value in (0, 1, -1, 2, 0.5, -0.5):
@@ -783,8 +799,9 @@ class _Generator:
         if entry.offset:
             text = f"max({text} - {self._int_constant(entry.offset)}, 0)"
         if entry.step != 1:
-            # (a literal divisor: a shift or a multiply, where an argument would be a division)
-            text = f"({text} // {entry.step})"
+            # (a literal divisor: a shift or a multiply, where an argument would be a division;
+            # a shifted source, `i0 - 2` in a cut loop's segment, is divided as a whole)
+            text = f"({_operand(text)} // {entry.step})"
         if entry.high is not None:
             text = f"min({text}, {self._int_constant(entry.high)})"
         return text

@@ -128,6 +128,16 @@ def _squared(e, x):
     return e.mul(x, x)
 
 
+def _strided_into_slice(e, x, v, start, step):
+    """x[..., start:][..., ::step] = v, as the tracer records it: a write into the slice, then
+    the slice written back."""
+    lead = tuple(("s", 0, n, 1) for n in x.type.shape[:-1])
+    n = x.type.shape[-1]
+    part = e.op("getitem", x, index=lead + (("s", start, n, 1),))
+    part = e.op("index_put", part, v, index=lead + (("s", 0, n - start, step),))
+    return e.op("index_put", x, part, index=lead + (("s", start, n, 1),))
+
+
 CASES = {
     # cat along the innermost dim, fused with its consumer (and the backward's slices)
     "two": (lambda e, x, y: e.tanh(e.op("cat", x, e.mul(y, 2.0), axis=1)), [(5, 7), (5, 9)], True),
@@ -157,6 +167,13 @@ CASES = {
                 [(6, 9), (6, 3)], True),
     "setitem_column": (lambda e, x, v: e.mul(e.op("index_put", x, v, index=(("s", 0, 4, 1), ("i", 7))), 2.0),
                        [(4, 8), (4,)], True),
+    # a strided assignment into a slice (x[2:][::2] = v): the loop is cut at the slice's seam,
+    # and the strided spread's position is divided as a whole there ((i0 - 2) // 2; the
+    # kernel divided 2 alone, `i0 - 2 // 2`, and wrote v to the wrong elements)
+    # (no gradient: the backward's kernels split the forward's differently)
+    "setitem_strided_in_slice": (lambda e, x, v: e.exp(_strided_into_slice(e, x, v, 2, 2)), [(9,), (4,)], False),
+    "setitem_strided_in_slice_2d": (lambda e, x, v: e.mul(_strided_into_slice(e, x, v, 3, 3), 2.0),
+                                    [(3, 10), (3, 3)], False),
     # along an outer dim the innermost loop is not cut (its select is loop-invariant)
     "outer_dim": (lambda e, x, y: e.tanh(e.op("cat", x, y, axis=0)), [(3, 8), (5, 8)], True),
 }
@@ -196,6 +213,56 @@ def test_fg_compile_cat_matches_eager_and_says_where_it_cut():
     np.testing.assert_allclose(value.item(), want_value.item(), rtol=1e-5)
     for g, w in zip(grads, want_grads):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _check_nested_write(n, a, b, s, c, t, rows):
+    """x[..., a:b:s][..., c::t] = v (a write into a view of a view, as the tracer records it)
+    fused with its reader: the reference's values, wherever the loop is cut."""
+    lead = tuple(("s", 0, r, 1) for r in rows)
+    m = len(range(a, b, s))
+    outer, inner = lead + (("s", a, b, s),), lead + (("s", c, m, t),)
+
+    def fn(e, x, v):
+        part = e.op("index_put", e.op("getitem", x, index=outer), v, index=inner)
+        return e.tanh(e.op("index_put", x, part, index=outer))
+    program = build(fn, rows + (n,), rows + (len(range(c, m, t)),))
+    check(program, random_args(program, np.random.default_rng(n * 1000 + a * 100 + c * 10 + t)))
+
+
+@pytest.mark.parametrize("n, a, b, s, c, t, rows", [
+    (9, 2, 9, 1, 0, 2, ()),         # the cut at 2, then every other element of the slice
+    (10, 3, 10, 1, 1, 3, (3,)),
+    (12, 1, 11, 2, 1, 2, ()),       # (a strided outer slice: not cut)
+])
+def test_writes_through_nested_slices_match(n, a, b, s, c, t, rows):
+    _check_nested_write(n, a, b, s, c, t, rows)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(4, 12), st.data())
+def test_writes_through_random_nested_slices_match(n, data):
+    a = data.draw(st.integers(0, n - 2), label="outer start")
+    b = data.draw(st.integers(a + 1, n), label="outer stop")
+    s = data.draw(st.sampled_from([1, 1, 2]), label="outer step")
+    c = data.draw(st.integers(0, len(range(a, b, s)) - 1), label="inner start")
+    t = data.draw(st.sampled_from([1, 2, 3]), label="inner step")
+    rows = data.draw(st.sampled_from([(), (3,)]), label="leading dims")
+    _check_nested_write(n, a, b, s, c, t, rows)
+
+
+def test_fg_compile_strided_write_into_a_view_of_written_memory():
+    """Found by the alias fuzzer (seed 92111): the memory zeroed, then a strided write through
+    a view of it, compiled: the written elements hold the value, as eagerly and in torch."""
+    def run(compiled):
+        s1 = fg.tensor([1.5, -0.5, -2.0, 0.75, -0.5, -1.0])
+
+        def f(a2):
+            s1.zero_()
+            a2[::2] = 5.0
+            return a2.sum()
+        out = (fg.compile(f) if compiled else f)(s1[2:])
+        return out.item(), s1.numpy().tolist()
+    assert run(True) == run(False) == (10.0, [0.0, 0.0, 5.0, 0.0, 5.0, 0.0])
 
 
 def test_stencil_gradient_is_cut_in_five_segments():

@@ -470,6 +470,11 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             needs.append(False)
             consts.append(x)
         else:
+            if x._base is not None and x is not out and x._view_version != x._vbox[0] and _grad_state.enabled:
+                # an operand that is a view whose base was written since (t2 = s[:, 0]; s.add_(w);
+                # c.add_(t2)): its history is regenerated first, as in _run_plan, so the write
+                # records a node when the base gained a history (it silently recorded none)
+                refresh_view_history(x, deferring=True)
             in_types.append(TensorType(x._data.shape, x._dtype))
             arrays.append(x._data)
             needs.append(x._requires_grad)

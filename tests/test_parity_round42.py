@@ -1,0 +1,39 @@
+"""Round 42 of torch parity (alias fuzzer, seed 92552): an in-place op whose *operand* is a
+view whose base gained a history after the view was made (`t = s[:, 0]; s.add_(w);
+c.sub_(t)`). torch regenerates the view's history when the op reads it, so the write
+records a node and the gradient reaches w through it. fusegrad's in-place dispatch read the
+operand's stale requires_grad (False), recorded nothing, and a backward through `c` found no
+history (or, beside another path, silently lost this one's share of the gradient)."""
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+STATEMENTS = ["c[0] = t", "c.addcmul_(t, t)", "c.lerp_(t, 0.5)", "c.clamp_(min=t)", "c.copy_(t)", "c.sub_(t)",
+              "c.mul_(t)", "c.pow_(t)", "c.add_(t, alpha=-0.25)"]
+
+
+def _run(L, statement: str, compiled: bool):
+    w = L.tensor([[0.75, -0.75, -1.5], [-1.0, 1.75, 0.0]], requires_grad=True)
+
+    def f(w, s):
+        t = s[:, 0]
+        s.add_(w)
+        c = L.ones(3, 2) * 2
+        exec(statement, {"c": c, "t": t})
+        return (t * -0.25).sum() + (c * 1.5).sum()
+    if compiled:
+        f = fg.compile(f)
+    f(w, L.tensor([-1.75, 1.25, -0.5, -0.25, 1.0, -1.5]).reshape(2, 3)).backward()
+    return w.grad.tolist()
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_in_place_op_reading_a_view_whose_base_gained_history(statement):
+    assert _run(fg, statement, False) == _run(torch, statement, False)
+
+
+def test_compiled_in_place_op_reading_such_a_view():
+    """(fg.compile traces the same regeneration: one statement, each compiles kernels)"""
+    assert _run(fg, "c.sub_(t)", True) == _run(torch, "c.sub_(t)", False)

@@ -893,6 +893,9 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     final = {t._sym.id: array for array, t in mutated if t._sym is not None}
     # (read through a tensor that differs in requires_grad, memory's value is an identity alias)
     final.update({w.id: final[v_id] for (v_id, _), w in trace.aliases.items() if v_id in final})
+    # (and through the identity its other readers read a write's value by: a.data.sub_(1) after
+    # a * a saved a, which torch's node keeps as a's memory, checked by a's counter)
+    final.update({w_id: final[v_id] for w_id, v_id in trace.memory_identities.items() if v_id in final})
     written = [array for array, t in mutated if t._sym is not None]
     arrays, unversioned = [], set()
     for v in saved:

@@ -37,3 +37,30 @@ def test_in_place_op_reading_a_view_whose_base_gained_history(statement):
 def test_compiled_in_place_op_reading_such_a_view():
     """(fg.compile traces the same regeneration: one statement, each compiles kernels)"""
     assert _run(fg, "c.sub_(t)", True) == _run(torch, "c.sub_(t)", False)
+
+
+def _data_write_then(L, after: str, compiled: bool):
+    """A call that saves its argument (a * a), then writes it through `.data` (no version
+    bump: the saved tensor is the memory, read with its new value); `after` runs after it."""
+    a = L.tensor([-1.75, 0.5], requires_grad=True)
+
+    def f(x):
+        y = x * x
+        x.data.sub_(1.0)
+        return (y * y).sum()
+    out = (fg.compile(f) if compiled else f)(a)
+    with L.no_grad():
+        exec(after, {"a": a})
+    try:
+        out.backward()
+    except RuntimeError as error:
+        return "raises", str(error)[:80]
+    return a.grad.tolist()
+
+
+@pytest.mark.parametrize("after", ["pass", "a.add_(1.5)", "a.data.add_(1.5)"])
+def test_compiled_saved_argument_written_through_data_keeps_its_version_check(after):
+    """(alias fuzzer, seed 92554) The compiled backward saved a copy of the memory's new value,
+    so a write of the argument after the call went unchecked; it now saves the memory, checked
+    by the argument's counter, which the `.data` writes never move (a.data.add_ passes)."""
+    assert _data_write_then(fg, after, True) == _data_write_then(torch, after, False)

@@ -494,6 +494,7 @@ class TraceWrites:
                 # an in-place change of the leaf after the call is caught by the version check.
                 v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else \
                     self._alias(v, True)
+                self.memory_identities[v_held.id] = v.id
                 self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
                 self.lifted[key] = v_held
                 if leaf._sym is not None:
@@ -508,6 +509,7 @@ class TraceWrites:
                 # (So too where the write gives a writer that required no grad a history and
                 # the readers require none: d = a.detach(); d.mul_(w); a * w gives a none.)
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
+                self.memory_identities[self.lifted[key].id] = v.id
                 reader = None if unversioned or not t._requires_grad else self._first_reader(key, without_grad=True)
                 if reader is not None and reader is not t and \
                         self._counter_owner(reader)._vbox is not self._counter_owner(t)._vbox:

@@ -1,12 +1,14 @@
 """Softmax's last step as torch's CPU kernels take it: along the last dim the row's exps are
 multiplied by the reciprocal of their sum (aten's _vec_softmax_lastdim: 1 / sum once, then a
 product an element); along any other dim they are divided by the sum (_vec_softmax). The two
-differ by an ulp in places, so each is checked bit for bit against its formula, in the
-reference (eager) and in a compiled kernel fed the same exps and sums."""
+differ by an ulp in places, so each is checked bit for bit against its formula: in the
+reference, in eager's row loop and in a compiled kernel, each with its own exps and sums."""
 import numpy as np
 import pytest
 
 import fusegrad as fg
+from fusegrad.codegen import eager_loops_jit as loops
+from fusegrad.ir import OPS
 
 
 def _exps_and_sums(x, axis):
@@ -15,24 +17,39 @@ def _exps_and_sums(x, axis):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_eager_softmax_last_dim_multiplies_by_the_reciprocal(dtype):
+def test_reference_softmax_last_dim_multiplies_by_the_reciprocal(dtype):
     x = (np.random.default_rng(3).standard_normal((6, 37)) * 3).astype(dtype)
     ex, total = _exps_and_sums(x, 1)
     product, quotient = ex * np.reciprocal(total), ex / total
     assert (product != quotient).any()          # (the case tells the two apart)
     for dim in (1, -1):
-        np.testing.assert_array_equal(fg.from_numpy(x).softmax(dim).numpy(), product)
+        np.testing.assert_array_equal(OPS["softmax"].ref(x, axis=dim), product)
     # a 1-d input's only dim is its last
-    np.testing.assert_array_equal(fg.from_numpy(x[2]).softmax(0).numpy(), product[2])
+    np.testing.assert_array_equal(OPS["softmax"].ref(x[2], axis=0), product[2])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_eager_softmax_other_dims_divide(dtype):
+def test_reference_softmax_other_dims_divide(dtype):
     x = (np.random.default_rng(4).standard_normal((37, 6)) * 3).astype(dtype)
     ex, total = _exps_and_sums(x, 0)
     quotient = ex / total
     assert (ex * np.reciprocal(total) != quotient).any()
-    np.testing.assert_array_equal(fg.from_numpy(x).softmax(0).numpy(), quotient)
+    np.testing.assert_array_equal(OPS["softmax"].ref(x, axis=0), quotient)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_row_loop_multiplies_by_the_reciprocal(dtype):
+    """Large eager softmaxes run a row at a time (codegen/eager_loops_jit.py, the vectorised
+    exp): each row's exps times the reciprocal of their sum, rounded once in x's dtype."""
+    x = (np.random.default_rng(6).standard_normal((5, 300)) * 3).astype(dtype)
+    ex = np.empty_like(x)
+    totals = [loops._exp_into_and_sum(x, r, dtype(loops._row_max(x, r)), ex, dtype(0)) for r in range(len(x))]
+    total = np.array(totals, dtype=dtype)[:, None]
+    product = ex * np.reciprocal(total)
+    assert (product != ex / total).any()
+    got = np.empty_like(x)
+    loops.softmax_rows_into(x, got)
+    np.testing.assert_array_equal(got, product)
 
 
 def test_compiled_softmax_last_dim_is_the_product_of_its_own_exps_and_reciprocal():

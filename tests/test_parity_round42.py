@@ -64,3 +64,29 @@ def test_compiled_saved_argument_written_through_data_keeps_its_version_check(af
     so a write of the argument after the call went unchecked; it now saves the memory, checked
     by the argument's counter, which the `.data` writes never move (a.data.add_ passes)."""
     assert _data_write_then(fg, after, True) == _data_write_then(torch, after, False)
+
+
+def _no_grad_view_then_write(L, writer: str, compiled: bool):
+    """A view made under no_grad (v) and a view of it made in the call (t); then the memory
+    written with grad enabled through a detach() of v's base or of v itself, then t used."""
+    s = L.tensor([[-1.5, 0.25, 1.0], [-0.75, -1.0, 0.0], [0.0, 0.5, -0.75]], requires_grad=True)
+    with L.no_grad():
+        v = s.view(3, 3)
+
+    def f(a0, a1):
+        t = a0.transpose(0, 1)
+        w = a1.detach() if writer == "base" else a0.detach()
+        w.copy_(a1.sum())
+        return t.tanh().sum()
+    try:
+        return (fg.compile(f) if compiled else f)(v, s).item()
+    except RuntimeError as error:
+        return "raises", str(error)
+
+
+@pytest.mark.parametrize("writer", ["base", "view"])
+def test_compiled_write_through_a_detach_makes_views_of_no_grad_views_raise(writer):
+    """(alias fuzzer, seed 93180) torch raises where the call uses t: one counter, written with
+    grad enabled, and t's history cannot be regenerated. The trace marked only the views of
+    the written tensor itself, not those of other tensors from outside over that memory."""
+    assert _no_grad_view_then_write(fg, writer, True) == _no_grad_view_then_write(torch, writer, False)

@@ -78,6 +78,20 @@ class TraceWrites:
             view = ref()
             if view is not None and view._no_grad_view:
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
+        if self.view_bases and root._data is not None:
+            # and those of the other tensors from outside the call on this counter, over this
+            # memory, whose views are in use (x.detach() or a view's detach() written, where the
+            # views are of x: torch's counter is one, so they are stale too)
+            for bases in self.view_bases.values():
+                for ref in bases.values():
+                    base = ref()
+                    if base is None or base is root or base._vbox is not box or \
+                            not np.may_share_memory(base._data, root._data):
+                        continue
+                    for view_ref in self.views.get(id(base), ()):
+                        view = view_ref()
+                        if view is not None and view._no_grad_view:
+                            view._rebased = True
         if self.outside_views or t._no_grad_view:
             for ref in self.outside_views.get(id(root), ()):
                 view = ref()

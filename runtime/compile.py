@@ -933,8 +933,11 @@ def _written_with_history(trace: Trace, mutated: list) -> list:
     that requires grad can be written only under no_grad or through memory it shares (its
     detach()), and stays a leaf, as eagerly."""
     leaves = {id(t) for t in trace.leaf_tensors.values()}
+    # (nor a view made under no_grad: torch refuses its writes with grad enabled, so it gains no
+    # history from the call; a view of its base re-derived after a write of the base, then
+    # written under no_grad, had a producer all the same, and the call's node became its grad_fn)
     return [t for _, t in mutated
-            if t._requires_grad and id(t) not in leaves and t._sym is not None
+            if t._requires_grad and id(t) not in leaves and t._sym is not None and not t._no_grad_view
             and trace.grad_producer(t._sym) is not None]
 
 

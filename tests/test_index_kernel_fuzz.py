@@ -1,7 +1,8 @@
 """Random programs of indexing inside compiled kernels: fg.compile against eager fusegrad.
 
 The kernels' index arithmetic (slices with steps, integer indices, writes into slices of
-slices, cat and stack, transposes, expands, keepdim reductions broadcast back) is where a
+slices, cat and stack, transposes, permutes, flattens, expands, keepdim reductions broadcast
+back, softmaxes and maxima along any dim, `+=` through an index) is where a
 compiled program can be silently wrong while every op is right on its own: a loop cut at a
 slice's seam read a strided write's position as `i0 - 2 // 2` (alias fuzzer, seed 92111).
 Each seed's program is a function of one tensor built from such statements; its value and
@@ -84,7 +85,8 @@ def _statement(p: _Program) -> None:
     name = rng.choice(list(p.shapes))
     shape = p.shapes[name]
     kind = rng.choice(["slice", "setitem", "setitem_nested", "cat", "stack", "transpose", "unary", "binary_reduce",
-                       "expand", "inplace_slice", "reduce"])
+                       "expand", "inplace_slice", "reduce", "flatten", "permute", "softmax", "max_dim", "add_at",
+                       "where", "negative_slice"])
     if kind == "slice":
         index, out = _index(rng, shape)
         p.lines.append(f"{p.new(out)} = {name}[{index}]")
@@ -137,6 +139,36 @@ def _statement(p: _Program) -> None:
         d = rng.randrange(len(shape))
         out = shape[:d] + shape[d + 1:]
         p.lines.append(f"{p.new(out)} = {name}.sum({d})")
+    elif kind == "flatten" and len(shape) >= 2:
+        # (of a transposed value: a reshape that copies)
+        source = f"{name}.transpose(0, 1)" if rng.random() < 0.5 else name
+        out = list(shape)
+        if source != name:
+            out[0], out[1] = out[1], out[0]
+        p.lines.append(f"{p.new((out[0] * out[1],) + tuple(out[2:]))} = {source}.flatten(0, 1)")
+    elif kind == "permute" and len(shape) == 3:
+        order = rng.sample(range(3), 3)
+        p.lines.append(f"{p.new(tuple(shape[k] for k in order))} = {name}.permute({', '.join(map(str, order))}) * 1.5")
+    elif kind == "softmax" and shape:
+        d = rng.randrange(len(shape))
+        fn = rng.choice(["softmax", "log_softmax"])
+        p.lines.append(f"{p.new(shape)} = {name}.{fn}({d})")
+    elif kind == "max_dim" and len(shape) >= 2:
+        d = rng.randrange(len(shape))
+        p.lines.append(f"{p.new(shape[:d] + shape[d + 1:])} = {name}.max({d})[0]")
+    elif kind == "add_at" and shape:
+        t = p.new(shape)
+        index, _ = _index(rng, shape)
+        p.lines.append(f"{t} = {name}.clone()")
+        p.lines.append(f"{t}[{index}] += {name}[{index}].tanh()")
+    elif kind == "where" and shape:
+        d = rng.randrange(len(shape))
+        p.lines.append(f"{p.new(shape)} = fg.where({name} > 0, {name}, {name}.sum({d}, keepdim=True) * 0.1)")
+    elif kind == "negative_slice" and shape:
+        d = rng.randrange(len(shape))
+        k = rng.randrange(1, shape[d] + 1)
+        index = ", ".join(":" if j != d else f"-{k}:" for j in range(len(shape)))
+        p.lines.append(f"{p.new(tuple(k if j == d else n for j, n in enumerate(shape)))} = {name}[{index}] * 2.0")
     else:
         p.lines.append(f"{p.new(shape)} = {name} * 0.5")
 

@@ -39,10 +39,13 @@ def test_compiled_in_place_op_reading_such_a_view():
     assert _run(fg, "c.sub_(t)", True) == _run(torch, "c.sub_(t)", False)
 
 
-def _data_write_then(L, after: str, compiled: bool):
+def _data_write_then(L, after: str, compiled: bool, view: bool = False):
     """A call that saves its argument (a * a), then writes it through `.data` (no version
-    bump: the saved tensor is the memory, read with its new value); `after` runs after it."""
-    a = L.tensor([-1.75, 0.5], requires_grad=True)
+    bump: the saved tensor is the memory, read with its new value); `after` runs after it.
+    `view`: the argument is a view of a leaf (a caller's non-leaf), not the leaf."""
+    leaf = L.tensor([[-1.75, -1.75, -2.0], [-0.75, 0.5, 1.25]], requires_grad=True) if view else \
+        L.tensor([-1.75, 0.5], requires_grad=True)
+    a = leaf.t()[1] if view else leaf
 
     def f(x):
         y = x * x
@@ -55,15 +58,16 @@ def _data_write_then(L, after: str, compiled: bool):
         out.backward()
     except RuntimeError as error:
         return "raises", str(error)[:80]
-    return a.grad.tolist()
+    return leaf.grad.tolist()
 
 
+@pytest.mark.parametrize("view", [False, True], ids=["leaf", "view"])
 @pytest.mark.parametrize("after", ["pass", "a.add_(1.5)", "a.data.add_(1.5)"])
-def test_compiled_saved_argument_written_through_data_keeps_its_version_check(after):
+def test_compiled_saved_argument_written_through_data_keeps_its_version_check(after, view):
     """(alias fuzzer, seed 92554) The compiled backward saved a copy of the memory's new value,
     so a write of the argument after the call went unchecked; it now saves the memory, checked
     by the argument's counter, which the `.data` writes never move (a.data.add_ passes)."""
-    assert _data_write_then(fg, after, True) == _data_write_then(torch, after, False)
+    assert _data_write_then(fg, after, True, view) == _data_write_then(torch, after, False, view)
 
 
 def _no_grad_view_then_write(L, writer: str, compiled: bool):

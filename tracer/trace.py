@@ -196,10 +196,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # for memory written through a `.data` alias (no version bump): the VJPs of instructions
         # before the write that saved it read the new values, as torch's do (see vjp_reads)
         self.read_as: dict = {}
-        # value id -> value id: an identity of a value written to memory, through which that
-        # memory's readers that differ from the writer in requires_grad read it (rebind); a
-        # backward that saves the identity saves the memory (runtime.compile._saved_arrays)
+        # value id -> (value id, memory, writes before): an identity of a value written to the
+        # caller's memory (a NumPy array), through which that memory's readers that differ from
+        # the writer in requires_grad read it (rebind); a backward that saves the identity saves
+        # the memory, where no later write reached it (runtime.compile._saved_arrays)
         self.memory_identities: dict = {}
+        self.written_arrays: list = []      # the caller's memory each user-level write wrote, in order
         # id(base tensor) -> (weak reference to the base, values views of it made here held, alive
         # or not); see _hold_view_value (an id outlives its tensor: the reference tells them apart)
         self.view_held: dict = {}

@@ -74,6 +74,8 @@ class TraceWrites:
             entry = self.writes[id(box)] = [box, 0, None if root._data is None else _memory_key(root._data)]
         self.writing = (box, box[0] + entry[1], first)
         entry[1] += 1
+        if t._data is not None:
+            self.written_arrays.append(t._data)
         for ref in self.views.get(id(root), ()):
             view = ref()
             if view is not None and view._no_grad_view:
@@ -508,7 +510,7 @@ class TraceWrites:
                 # an in-place change of the leaf after the call is caught by the version check.
                 v_held = self.builder.emit("cast", v, dtype=v.dtype) if requires or unversioned else \
                     self._alias(v, True)
-                self.memory_identities[v_held.id] = v.id
+                self.memory_identities[v_held.id] = (v.id, t._data, len(self.written_arrays))
                 self.leaf_values.setdefault(id(leaf), (leaf, [held]))[1].append(v_held)
                 self.lifted[key] = v_held
                 if leaf._sym is not None:
@@ -523,7 +525,7 @@ class TraceWrites:
                 # (So too where the write gives a writer that required no grad a history and
                 # the readers require none: d = a.detach(); d.mul_(w); a * w gives a none.)
                 self.lifted[key] = self.builder.emit("cast", v, dtype=v.dtype)
-                self.memory_identities[self.lifted[key].id] = v.id
+                self.memory_identities[self.lifted[key].id] = (v.id, t._data, len(self.written_arrays))
                 reader = None if unversioned or not t._requires_grad else self._first_reader(key, without_grad=True)
                 if reader is not None and reader is not t and \
                         self._counter_owner(reader)._vbox is not self._counter_owner(t)._vbox:

@@ -122,8 +122,37 @@ def with_strides(array: np.ndarray, strides: tuple, copyto=np.copyto) -> np.ndar
 def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:
     """The element strides torch gives an elementwise result of `shape` computed inside a
     trace from `operands` (tensors, traced or not), or None where they are row-major. Only
-    an operand laid out otherwise (a transpose, a strided argument) can make them so."""
-    return elementwise_strides(shape, [layout_stand_in(t) for t in operands])
+    an operand laid out otherwise (a transpose, a strided argument) can make them so.
+
+    Kept per (shape, the operands' layout keys): every call of a compiled function that
+    multiplies a transpose asks again, and the stand-ins cost ~10 us each to build."""
+    try:
+        key = (shape, tuple([_layout_key(t) for t in operands]))
+        found = _ELEMENTWISE_LAYOUTS.get(key, _MISSING)
+    except TypeError:                       # (an unhashable view attribute: worked out each time)
+        key, found = None, _MISSING
+    if found is _MISSING:
+        found = elementwise_strides(shape, [layout_stand_in(t) for t in operands])
+        if key is not None:
+            if len(_ELEMENTWISE_LAYOUTS) >= 4096:
+                _ELEMENTWISE_LAYOUTS.clear()
+            _ELEMENTWISE_LAYOUTS[key] = found
+    return found
+
+
+_ELEMENTWISE_LAYOUTS: dict = {}
+_MISSING = object()
+
+
+def _layout_key(t: Tensor) -> tuple:
+    """What `layout_stand_in(t)` depends on, cheaply: the shape and strides of memory, the
+    layout of a fresh traced value, or a view's chain over its base's key."""
+    shape = t._value_shape()
+    if t._data is not None and t._data.size:
+        return shape, strides_of(t)
+    if t._base is None or not t._view_chain:
+        return shape, t._layout
+    return shape, _layout_key(t._base), t._view_chain
 
 
 def elementwise_strides(shape: tuple, arrays: list) -> tuple | None:

@@ -79,7 +79,6 @@ _INIT = {
 _JIT_OPTIONS = 'error_model="numpy", nogil=True' + (", noalias=True" if noalias.SUPPORTED else "")
 
 
-
 def _operand(text: str) -> str:
     """`text` made safe as an operand of a binary operator: a name, a number or one call or
     parenthesised group as it is, anything else (`i0 - 2`) in parentheses."""
@@ -94,6 +93,7 @@ def _operand(text: str) -> str:
                 if depth == 0 and k >= opening:
                     return text if k == len(text) - 1 else f"({text})"
     return f"({text})"
+
 
 def _literal(value) -> bool:
     """Constants written into the source; all others are passed as arguments."""

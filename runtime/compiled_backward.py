@@ -573,7 +573,7 @@ def shares_with_another(t: Tensor, by_memory: dict) -> bool:
 
 
 def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
-                  unversioned=frozenset(), read_as_inputs=None) -> list:
+                  unversioned=frozenset(), read_as_inputs=None, counters=None) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
     indices, its inputs that require grad, the tensors it wrote in place), or a view of
@@ -585,7 +585,10 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
     memory saved through a `.data`, whose counter its tensor's writes never move).
     `read_as_inputs()`: the indices of the outputs an op of the call saved as its input (`b = a
     * a` saves a), which torch names by the tensor's node at the time of the error (`a.add_(1)`
-    made it Add's); the others are named as outputs of the call's node."""
+    made it Add's); the others are named as outputs of the call's node. `counters` (per saved
+    array, or None): the version counter a view made in the call shares (Trace.view_counters),
+    which picks among the read tensors over its memory (x and x.data share an array, not a
+    counter)."""
     checks = []
     for k, (t, view_shape) in promoted.items():
         # (a view is named by its shape, and when it requires grad as the view torch regenerates)
@@ -613,7 +616,9 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             for x in read:
                 if x._data is not None:
                     by_memory.setdefault(id(_memory_owner(x._data)), []).append(x)
-        t = next((x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)), None)
+        candidates = [x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)]
+        box = counters[k] if counters is not None else None
+        t = next((x for x in candidates if x._vbox is box), candidates[0] if candidates else None)
         if t is not None:
             # torch names a saved view by its shape, and (when it requires grad) as the
             # view its engine regenerates: "which is output 0 of AsStrided"

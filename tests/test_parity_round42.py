@@ -120,3 +120,29 @@ def test_compiled_no_grad_view_written_under_no_grad_gains_no_history():
     from its written base, had a producer), so reading v's history afterwards raised the text
     for a custom Function's output; torch's is the plain no_grad-view text."""
     assert _no_grad_view_written_under_no_grad(fg, True) == _no_grad_view_written_under_no_grad(torch, False)
+
+
+def _saved_view_then_data_write(L, compiled: bool):
+    s = L.tensor([[1.75, 1.25], [-1.25, -1.25], [0.75, 1.5]], requires_grad=True)
+    data = s.data
+    rows = data[::2]
+
+    def f(row, d, whole):
+        d.unsqueeze(1)
+        e = row.expand(2, 2)            # saved by e * e: a view of s's memory on s's counter
+        return (whole.sum() + (e * e).sum(),)
+    out = (fg.compile(f) if compiled else f)(s[-1], data, s)
+    rows.mul_(0.5)                      # the memory changes, s.data's counter moves, s's does not
+    try:
+        out[0].backward()
+    except RuntimeError as error:
+        return "raises", str(error)[:80]
+    return s.grad.tolist()
+
+
+def test_compiled_saved_view_is_guarded_by_its_own_counter_not_datas():
+    """(alias fuzzer, seed 94403) The check of the saved expand took the first read tensor over
+    its memory, `s.data` (one NumPy array with s, another counter), so a write through s.data
+    after the call raised; torch's saved tensor is a view of s[-1], whose counter did not move,
+    and its backward reads the new values."""
+    assert _saved_view_then_data_write(fg, True) == _saved_view_then_data_write(torch, False)

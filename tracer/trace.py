@@ -121,6 +121,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
+        # a view made here of the caller's memory: its value id -> the version counter it shares
+        # (its base's: x[-1] of x, not of x.data over the same array), which guards it when saved
+        self.view_counters: dict = {}
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         # memory key -> {id: tensor} of the tensors from outside the call over that memory that
         # were written here (each then holds a value of its own until it reads memory again)

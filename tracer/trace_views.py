@@ -65,8 +65,10 @@ class TraceViews:
                 # (the trace keeps the views of written memory current: _refresh_outside_views)
                 root = base._sym
         self.view_values[t._sym.id] = (root, t._view_chain)
-        if type(root) is np.ndarray and self.aliases:
-            self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)
+        if type(root) is np.ndarray:
+            self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
+            if self.aliases:
+                self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)
         if src._multi_output is not None:
             t._multi_output = 0         # (as dispatch._make_view)
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:

@@ -894,6 +894,7 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     final = {t._sym.id: array for array, t in mutated if t._sym is not None}
     # (read through a tensor that differs in requires_grad, memory's value is an identity alias)
     final.update({w.id: final[v_id] for (v_id, _), w in trace.aliases.items() if v_id in final})
+    written = [array for array, t in mutated if t._sym is not None]
     # (and through the identity its other readers read a write's value by: a.data.sub_(1) after
     # a * a saved a, which torch's node keeps as a's memory, checked by a's counter; that memory
     # itself where the writer's last value is another, re-derived from its base's after the
@@ -901,10 +902,9 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     for w_id, (v_id, memory, writes_before) in trace.memory_identities.items():
         if v_id in final:
             final[w_id] = final[v_id]
-        elif any(memory is array for array, t in mutated if t._sym is not None) and not any(
+        elif any(memory is array for array in written) and not any(
                 np.may_share_memory(memory, later) for later in trace.written_arrays[writes_before:]):
             final[w_id] = memory
-    written = [array for array, t in mutated if t._sym is not None]
     arrays, unversioned = [], set()
     for v in saved:
         array, memory, versioned = by_id[v.id], final.get(v.id), True

@@ -124,6 +124,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # a view made here of the caller's memory: its value id -> the version counter it shares
         # (its base's: x[-1] of x, not of x.data over the same array), which guards it when saved
         self.view_counters: dict = {}
+        self.no_grad_views_made = False     # whether a view made here is a view made under no_grad (its flag set)
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         # memory key -> {id: tensor} of the tensors from outside the call over that memory that
         # were written here (each then holds a value of its own until it reads memory again)

@@ -66,15 +66,16 @@ class TraceViews:
                 root = base._sym
         self.view_values[t._sym.id] = (root, t._view_chain)
         if type(root) is np.ndarray:
-            self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
+            box = self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
             if self.aliases:
-                self.alias_counters.setdefault(t._sym.id, self._counter_owner(t)._vbox)    # (see alias_memory)
+                self.alias_counters.setdefault(t._sym.id, box)    # (see alias_memory)
         if src._multi_output is not None:
             t._multi_output = 0         # (as dispatch._make_view)
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
             # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
             # requires grad requires grad, with no gradient path to its base
             t._no_grad_view = True
+            self.no_grad_views_made = True
             if not is_grad_enabled():
                 t._requires_grad = True
             else:       # a view of such a view: its node names it in the error (rebased_error)

@@ -80,10 +80,12 @@ class TraceWrites:
             view = ref()
             if view is not None and view._no_grad_view:
                 view._rebased = True        # torch will not regenerate its history (see Tensor.grad_fn)
-        if self.view_bases and root._data is not None:
+        if self.no_grad_views_made and self.view_bases and root._data is not None:
             # and those of the other tensors from outside the call on this counter, over this
             # memory, whose views are in use (x.detach() or a view's detach() written, where the
-            # views are of x: torch's counter is one, so they are stale too)
+            # views are of x: torch's counter is one, so they are stale too; only views made
+            # here are in self.views, so none to mark unless one was made under no_grad: an
+            # optimizer's write-backs skip the scan)
             for bases in self.view_bases.values():
                 for ref in bases.values():
                     base = ref()

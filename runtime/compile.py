@@ -645,7 +645,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 if active is not None:
                     met_stale_first = trace.stale_saved(instrs, active)
     if cached is not None:
-        totals_at, stale = [], {}
+        totals_at, stale, met_at = [], {}, None
         saved = [keyed[1][slot] for slot in cached[1]]      # (this call's values the program reads)
         if INFERENCE_MADE[0]:
             _refuse_saved_inference(trace, saved)
@@ -660,8 +660,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
         # (the paths to leaves made in the call that died there only when a backward() without
         # inputs runs them: BackwardFn.idle_stale below; autograd.grad and backward(inputs=)
         # stop where torch's engine does)
-        stale = stale_by_cotangents(trace, instrs, out_values, wrt, active_values(instrs, out_values, wrt)) \
-            if active is not None else {}
+        reaching = active_values(instrs, out_values, wrt) if active is not None else None
+        stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching) if active is not None else {}
+        # (where a backward meets each saved value's check: a value changed after the call whose
+        # node comes first raises before the stale one, as torch's engine meets them)
+        met_at = trace.checked_at(instrs, reaching) if stale else None
         bwd = simplify(b.program)
         saved = free_values(bwd)
         if INFERENCE_MADE[0]:
@@ -789,6 +792,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
+            if met_at is not None:
+                back.met_at, back.saved_ids = met_at, [v.id for v in saved]
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             back.forward = forward_form
             if forward_form is not None:

@@ -171,6 +171,11 @@ class BackwardFn:
                                 # box, version when saved, its name) of a saved value those reach that
                                 # an in-place write inside the call replaced (Trace.stale_saved); the
                                 # entry None (every output) is the default
+        # (a call with stale values only) value id -> where a backward meets the node that checks
+        # it (Trace.checked_at), and the ids of `saved`'s values: orders the stale check against
+        # the checks of values changed after the call
+        self.met_at = None
+        self.saved_ids = ()
         self.reads_inputs = True    # (without a forward form) whether its saved values depend on the inputs
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to, ids of its instructions off the gradient
@@ -233,16 +238,32 @@ class BackwardFn:
         if found is not None:
             _raise_stale(found)
 
-    def _check_versions(self, reached) -> None:
+    def _check_versions(self, reached, after: int | None = None) -> None:
         """torch's in-place error for a saved value (those in `reached`; None: every one) that
-        changed in place since the call."""
+        changed in place since the call. With `after`, only those whose node a backward meets
+        before the one at that position (met_at), the first met of them."""
+        first = None
         for box, version, ref, where, shape, k in self.checks:
             if box[0] != version and (reached is None or k in reached):
-                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+                if after is None:
+                    _raise_modified(box, version, ref(), where, shape, self.saved[k])
+                at = self.met_at.get(self.saved_ids[k])
+                if at is not None and at > after and (first is None or at > first[0]):
+                    first = (at, box, version, ref, where, shape, k)
+        if first is not None:
+            _, box, version, ref, where, shape, k = first
+            _raise_modified(box, version, ref(), where, shape, self.saved[k])
 
-    def _check_stale(self, given=None) -> None:
+    def _check_stale(self, given=None, reached=None) -> None:
+        """torch's error for a saved value an in-place write inside the call replaced, where the
+        outputs given cotangents reach one; a value changed after the call whose node the
+        backward meets first raises instead (`reached`: the saved values the run reads)."""
         found = self.stale.get(given, self.stale.get(None)) if self.stale else None
         if found is not None:
+            if self.met_at is not None and self.checks:
+                at = self.met_at.get(found[0].id)
+                if at is not None:
+                    self._check_versions(reached, after=at)
             _raise_stale(found)
 
     def for_cotangents(self, given: tuple):
@@ -306,11 +327,12 @@ class BackwardFn:
         call's forward re-emitted from its inputs `xs` as far as the backward reads it, then the
         backward program on cotangents `gs`, so that the gradient has a history of its own
         (second derivatives through a compiled call, which torch.compile refuses)."""
-        self._check_stale(given)
+        reached = self.reached_saved(given)[0] if given is not None else None
+        self._check_stale(given, reached)
         # A saved value changed in place since: torch's error, as run() raises it. Another tensor
         # the call read changed in place: re-running the call from its memory would give the
         # gradient at the new values (torch's graph holds the old ones where it needs them)
-        self._check_versions(self.reached_saved(given)[0] if given is not None else None)
+        self._check_versions(reached)
         if self.forward is not None and any(box[0] != version for box, version in self.read_versions):
             raise RuntimeError(_READ_CHANGED)
         if self.forward is None:
@@ -360,14 +382,14 @@ class BackwardFn:
         return [value(next(grads)) if present else None for present in self.grad_present]
 
     def run(self, *cotangents, given=None):
+        # (a backward from every output, the common case, reaches everything: no scan)
+        reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         # (first: a saved value a write inside the call replaced is met before the nodes a
         # backward inside it freed, or it would not be here: see Trace.stale_saved)
-        self._check_stale(given)
-        # (a backward from every output, the common case, reaches everything: no scan)
+        self._check_stale(given, reached)
         if self.freed_outputs is not None and any(f and (given is None or g)
                                                   for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
             raise RuntimeError(_FREED_MSG)
-        reached, users = self.reached_saved(given) if given is not None else (None, EVERY_USE)
         self._check_not_freed(users, given)
         self._check_versions(reached)
         self._last_users, self._last_given = users, given
@@ -572,6 +594,11 @@ def shares_with_another(t: Tensor, by_memory: dict) -> bool:
                for other in by_memory.get(id(_memory_owner(t._data)), ()))
 
 
+def _NO_TENSOR():
+    """The tensor of a check made on a counter alone: none (the error names the saved shape)."""
+    return None
+
+
 def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
                   unversioned=frozenset(), read_as_inputs=None, counters=None) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
@@ -618,7 +645,17 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
                     by_memory.setdefault(id(_memory_owner(x._data)), []).append(x)
         candidates = [x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)]
         box = counters[k] if counters is not None else None
-        t = next((x for x in candidates if x._vbox is box), candidates[0] if candidates else None)
+        t = next((x for x in candidates if x._vbox is box), None) if box is not None else None
+        if t is None and box is not None and candidates:
+            # the view's counter is none of the read tensors' (a view of `a.data` made in the
+            # call, written there): that of a tensor of the call on it, or the counter alone
+            t = next((x for x in others if x._vbox is box and x._data is not None
+                      and np.may_share_memory(a, x._data)), None)
+            if t is None:
+                checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
+                continue
+        if t is None:
+            t = candidates[0] if candidates else None
         if t is not None:
             # torch names a saved view by its shape, and (when it requires grad) as the
             # view its engine regenerates: "which is output 0 of AsStrided"

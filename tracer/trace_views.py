@@ -69,6 +69,10 @@ class TraceViews:
             box = self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
             if self.aliases:
                 self.alias_counters.setdefault(t._sym.id, box)    # (see alias_memory)
+        elif self.mutated:
+            # (a view of a value the call wrote to the caller's memory is that memory after the
+            # call, on its own base's counter: `t1 = a.data; t1.zero_(); t1.t()` is on t1's)
+            self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
         if src._multi_output is not None:
             t._multi_output = 0         # (as dispatch._make_view)
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:

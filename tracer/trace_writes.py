@@ -377,6 +377,25 @@ class TraceWrites:
                 return None
         return None
 
+    def checked_at(self, instrs, active: set) -> dict:
+        """value id -> position (in this trace) of the first node, as a backward meets them from
+        the last instruction back, that checks that value among what it saved. torch's engine
+        raises the version error of the first saved tensor it unpacks that changed, whether a
+        write inside the call changed it (stale_saved) or one after it (the compiled backward's
+        checks): the positions order the two kinds against each other."""
+        positions = {id(x): k for k, x in enumerate(self.instrs)}
+        found: dict = {}
+        for ins in reversed(instrs):
+            if not _vjp_runs(ins, active):
+                continue
+            at = positions[id(ins)]
+            needs = tuple(v.id in active for v in ins.inputs)
+            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
+                                          self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+                v = ins.outputs[k] if kind == "out" else ins.inputs[k]
+                found.setdefault(v.id, at)
+        return found
+
     def _saved_input_name(self, v: Value, ref, new) -> str:
         """torch's ", which is output N of Op," for a saved input: named by its tensor's history
         now, as torch names it (a tensor no longer alive: its history after the write; a view

@@ -11,7 +11,7 @@ from fusegrad.ir.torch_cpu import block_elements
 
 from .accumulate import fg_acc_max
 from .libmath import fg_div_floor, fg_fma, fg_remainder
-from .vmath import fg_erf, fg_erfc, fg_exp, fg_expm1
+from .vmath import fg_erf, fg_erfc, fg_exp, fg_exp_small, fg_expm1
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
@@ -215,13 +215,27 @@ def _exp_sum(x, row, shift, zero):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _exp_into_and_sum(x, row, shift, out, zero):
-    """fg_exp(x[row] - shift) written into out[row]; returns their sum, in chunks (see CHUNK)."""
+def _exp_sum_below_max(x, row, shift, zero):
+    """_exp_sum where `shift` is the row's maximum: every x[row] - shift is <= 0 (or NaN), so
+    fg_exp_small gives fg_exp's bits, cheaper."""
     n, total = x.shape[1], 0.0
     for lo in range(0, n, CHUNK):
         part = zero
         for i in range(lo, min(n, lo + CHUNK)):
-            e = fg_exp(x[row, i] - shift)
+            part += fg_exp_small(x[row, i] - shift)
+        total += np.float64(part)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _exp_into_and_sum(x, row, shift, out, zero):
+    """fg_exp(x[row] - shift) written into out[row], `shift` the row's maximum (fg_exp_small:
+    see _exp_sum_below_max); returns their sum, in chunks (see CHUNK)."""
+    n, total = x.shape[1], 0.0
+    for lo in range(0, n, CHUNK):
+        part = zero
+        for i in range(lo, min(n, lo + CHUNK)):
+            e = fg_exp_small(x[row, i] - shift)
             out[row, i] = e
             part += e
         total += np.float64(part)
@@ -265,7 +279,7 @@ def log_softmax_rows_into(x, out):
     zero = _in_dtype_of(x, 0.0)
     for row in range(x.shape[0]):
         shift = _row_max(x, row)
-        log_total = np.log(_in_dtype_of(x, _exp_sum(x, row, shift, zero)))
+        log_total = np.log(_in_dtype_of(x, _exp_sum_below_max(x, row, shift, zero)))
         for i in range(x.shape[1]):
             out[row, i] = (x[row, i] - shift) - log_total
 

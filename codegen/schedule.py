@@ -90,6 +90,7 @@ from .decompose import decompose_composites
 from .indexing import inlinable_movement, is_view
 from .layout_copy import MIN_COPY_ELEMENTS, reads_across_memory
 from .loopnest import Analysis, LoopNest, NotFusable, is_reduction, reductions_of, recursion_room, row_axes_ok
+from .nonpositive_forms import nonpositive_forms
 from .trig_guard import guard_near_forms
 
 KERNEL, MATMUL_CALL, VIEW, REFERENCE, FILL = "kernel", "matmul", "view", "reference", "fill"
@@ -152,7 +153,7 @@ def schedule(program: Program) -> Schedule:
     """Partition `program` into steps (see the module docstring for the rules)."""
     # (identities again after decomposing: a softmax over a unit dim decomposes into reductions over it)
     program = simplify(sink_permutes(rewrite_identities(decompose_composites(rewrite_identities(program)))))
-    program, guards = guard_near_forms(program)
+    program, guards = guard_near_forms(nonpositive_forms(program))
     with recursion_room(len(program.instrs)):
         result = _Scheduler(program).run()
     result.guards = guards

@@ -29,6 +29,8 @@ fg_exp       k = rint(x/ln2), r = x - k*ln2 (Cody-Waite, two parts),          1 
              e**r = 1 + r + r*r*Q(r) (minimax Q: degree 5 / 10), times 2**k
              as two exact factors (denormal results round once); on AVX-512
              LLVM's ldexp (one vscalefps), the same bits
+fg_exp_small fg_exp for x <= 43 (where kernels know x <= 0: x - max(x), -|x|):   1     0.94
+             the same bits, 2**k as (2**(k+64) built from bits) * 2**-64
 fg_expm1     same reduction; 2*(2**(k-1)*(e**r - 1) + (2**(k-1) - 1/2)):      1     1.6
              exact for k = 0, no overflow of 2**k before the last doubling
 fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    1     0.76
@@ -204,6 +206,37 @@ def _ldexp_k(typingctx, p, k):
     return p(p, p), codegen
 
 
+# The offset of _ldexp_small_k's one constructed factor: 2**(k + 64) is a normal number for
+# every k a clamped exp of an argument up to SMALL_EXP_LIMIT gives (float32: k in [-150, 63];
+# float64: k in [-1076, 959]).
+_SMALL_K_SHIFT = 64
+
+
+@intrinsic
+def _ldexp_small_k(typingctx, p, k):
+    """p * 2**k for an integral-valued float k with -(bias + 63) <= k <= 63 (an exp whose
+    argument is at most SMALL_EXP_LIMIT): (p * 2**(k + 64)) * 2**-64, the first product
+    exact, so the result rounds once, the bits of _ldexp_k's two factors in 5 operations
+    where they take 9 (a float32 exp loop ~15% faster). A NaN k is replaced by 0 first."""
+    if not (isinstance(p, types.Float) and p == k):
+        return None
+
+    def codegen(context, builder, sig, args):
+        pv, kv = args
+        ity, mant, bias = _format(sig.return_type)
+        fty = _llvm_float(sig.return_type)
+        kv = builder.select(builder.fcmp_ordered("==", kv, kv), kv, fty(0.0))
+        if has_avx512():
+            # (one vscalefps, as _ldexp_k)
+            i32 = ir.IntType(32)
+            ldexp = builder.module.declare_intrinsic("llvm.ldexp", [fty, i32], ir.FunctionType(fty, [fty, i32]))
+            return builder.call(ldexp, [pv, builder.fptosi(kv, i32)])
+        ki = builder.fptosi(kv, ity)
+        scale = builder.bitcast(builder.shl(builder.add(ki, ity(bias + _SMALL_K_SHIFT)), ity(mant)), fty)
+        return builder.fmul(builder.fmul(pv, scale), fty(2.0 ** -_SMALL_K_SHIFT))
+    return p(p, p), codegen
+
+
 @intrinsic
 def _split_log(typingctx, x):
     """(m, e) with x = m * 2**e, m in [sqrt(1/2), sqrt(2)), for finite x > 0.
@@ -340,6 +373,26 @@ def _make_exp(ft):
     return impl
 
 
+# fg_exp_small's domain: x <= SMALL_EXP_LIMIT (rint(x / ln2) <= 63, see _ldexp_small_k).
+SMALL_EXP_LIMIT = 43.0
+
+
+def _make_exp_small(ft):
+    """fg_exp's bits for x <= SMALL_EXP_LIMIT (or NaN): the upper clamp and the wide scaling
+    are not needed there."""
+    lo = ft(_EXP_RANGE[ft][0])
+    q = _typed(ft, _EXPQ[ft])
+    one = ft(1)
+    reduce = _reduce_exp(ft)
+
+    def impl(x):
+        x = lo if x < lo else x
+        k, r = reduce(x)
+        p = one + _fmuladd(r * r, _horner(r, q), r)
+        return _ldexp_small_k(p, k)
+    return impl
+
+
 def _make_expm1(ft):
     lo, hi = ft(_EXPM1_LO[ft]), ft(_EXP_RANGE[ft][1])
     q = _typed(ft, _EXPQ[ft])
@@ -366,7 +419,7 @@ def _make_sigmoid(ft):
     underflow = ft(_SIGMOID_ZERO[ft])
 
     def impl(x):
-        e = fg_exp(-abs(x))
+        e = fg_exp_small(-abs(x))
         num = one if x >= zero else e           # sigmoid = num / (1 + e)
         d = one + e
         d_err = e - (d - one)                   # 1 + e = d + d_err exactly (Fast2Sum)
@@ -459,7 +512,7 @@ def _make_softplus(ft):
     zero = ft(0)
 
     def impl(x):
-        return (x if x > zero else zero) + fg_log1p(fg_exp(-abs(x)))
+        return (x if x > zero else zero) + fg_log1p(fg_exp_small(-abs(x)))
     return impl
 
 
@@ -493,7 +546,7 @@ def _make_erf(ft):
         c = t if t < four else four                          # (erf(4) already rounds to 1)
         hi = c * c
         lo = _fma(c, c, -hi)
-        e = fg_exp(-hi)
+        e = fg_exp_small(-hi)
         scaled = _fmuladd(-e, lo, e)
         big = _copysign(_fma(-scaled, _horner(c - mid, erfcx_p), one), x)
         return big if t >= one else small
@@ -604,7 +657,7 @@ def _make_erfc(ft):
         t = abs(d)
         small = 1.0 - _fmuladd(d, _horner(d * d, _ERFC_SMALL64), d)    # (NaN stays NaN)
         c = t if t < _ERFC_CLAMP else _ERFC_CLAMP
-        tail = fg_exp(-(t * t)) * _horner(2.0 / (2.0 + c) - _ERFCX64_MID, _ERFCX64)   # (+-inf: 0)
+        tail = fg_exp_small(-(t * t)) * _horner(2.0 / (2.0 + c) - _ERFCX64_MID, _ERFCX64)   # (+-inf: 0)
         big = 2.0 - tail if d < 0.0 else tail
         return np.float32(big if t >= 0.5 else small)
     return impl
@@ -1017,6 +1070,12 @@ def fg_exp(x):
     return python_entry(fg_exp, x)
 
 
+def fg_exp_small(x):
+    """e**x for x <= SMALL_EXP_LIMIT (43): fg_exp's bits, cheaper (kernels use it where the
+    argument is known not to be positive: x - max(x), -|x|)."""
+    return python_entry(fg_exp_small, x)
+
+
 def fg_expm1(x):
     """e**x - 1, accurate near 0."""
     return python_entry(fg_expm1, x)
@@ -1181,6 +1240,7 @@ def _make_clamp(ft):
 
 
 overload_by_kind(fg_exp, _make_exp)
+overload_by_kind(fg_exp_small, _make_exp_small)
 overload_by_kind(fg_expm1, _make_expm1)
 overload_by_kind(fg_log, _make_log)
 overload_by_kind(fg_log1p, _make_log1p)

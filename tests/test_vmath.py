@@ -585,6 +585,63 @@ def test_float64_near_forms_accuracy_large_sample():
     assert_near64_under_one_ulp(float64_near_sample(10_000, np.random.default_rng(65)))
 
 
+# --------------------------------------------------------------------- exp of an argument at most 43
+@functools.lru_cache(maxsize=None)
+def exp_small_kernel(module: str):
+    """kernel(x, out): out[0] = fg_exp(x), out[1] = fg_exp_small(x)."""
+    source = ("def kernel(x, out):\n    for i in range(x.shape[0]):\n"
+              "        out[0, i] = fg_exp(x[i])\n        out[1, i] = fg_exp_small(x[i])\n")
+    m = MODULES[module]
+    return _compile(source, {"fg_exp": m.fg_exp, "fg_exp_small": m.fg_exp_small})
+
+
+def assert_exp_small_agrees(x: np.ndarray, module: str = "vmath") -> None:
+    """fg_exp_small gives fg_exp's results bit for bit on x (each <= SMALL_EXP_LIMIT or NaN)."""
+    out = np.empty((2, x.size), x.dtype)
+    exp_small_kernel(module)(x, out)
+    ints = np.int32 if x.dtype == np.float32 else np.int64
+    differ = (out[0].view(ints) != out[1].view(ints)) & ~(np.isnan(out[0]) & np.isnan(out[1]))
+    assert not differ.any(), f"fg_exp_small({x[differ][0]!r}) = {out[1][differ][0]!r}, not {out[0][differ][0]!r}"
+
+
+def _small_exp_edges(dtype) -> np.ndarray:
+    limit, lo = dtype(vmath.SMALL_EXP_LIMIT), dtype(vmath._EXP_RANGE[dtype][0])
+    edges = [limit, lo, dtype(-87.33654), dtype(-103.972), dtype(-103.28), dtype(-708.4), dtype(-745.1), dtype(0)]
+    dense = [e + np.arange(-300, 1, dtype=dtype) * np.spacing(e) for e in edges[:2]] + \
+            [e + np.arange(-300, 300, dtype=dtype) * np.spacing(e) for e in edges[2:]]
+    specials = np.array([0.0, -0.0, np.nan, -np.inf, -1e-45, -3.4e38] + ([-1e300] if dtype is np.float64 else []),
+                        dtype)
+    return np.concatenate(dense + [specials])
+
+
+def test_exp_small_agrees_with_exp_on_its_domain():
+    """Up to vmath.SMALL_EXP_LIMIT (43) fg_exp_small is fg_exp, bit for bit: a float32 sweep,
+    the clamp and the denormal results' thresholds, the limit, specials; float64 samples."""
+    x = float32_sweep(stride=4099)
+    x = x[~(x > vmath.SMALL_EXP_LIMIT)]
+    assert_exp_small_agrees(np.concatenate([x, _small_exp_edges(np.float32)]))
+    rng = np.random.default_rng(11)
+    x64 = np.concatenate([rng.uniform(-800, 43, 1_000_000), -np.exp(rng.uniform(-700, 700, 100_000)),
+                          _small_exp_edges(np.float64)])
+    assert_exp_small_agrees(x64)
+    assert_exp_small_agrees(x64, "libmath")     # (the libm twin's is libm's exp)
+
+
+def test_exp_small_is_wrong_above_its_domain():
+    """Why kernels use it only for arguments known to be at most 0: past 2**63 the one built
+    factor of its scaling overflows."""
+    out = np.empty((2, 3), np.float32)
+    exp_small_kernel("vmath")(np.array([44.5, 60.0, 88.0], np.float32), out)
+    assert np.isfinite(out[0]).all() and not np.array_equal(out[0], out[1])
+
+
+def test_exp_small_vectorises():
+    exp_small_kernel("vmath")(np.ones(1, np.float32), np.empty((2, 1), np.float32))
+    asm = function_asm(exp_small_kernel("vmath"))
+    assert re.search(r"\bcall", asm) is None
+    assert re.search(r"[yz]mm", asm)
+
+
 # --------------------------------------------------------------------- exhaustive (slow)
 @pytest.mark.slow
 @pytest.mark.parametrize("module", ["vmath"])
@@ -620,6 +677,18 @@ def test_near_forms_exhaustive():
         x = (np.arange(chunk, dtype=np.uint64) * stride + start).astype(np.uint32)
         x = x[x < top].view(np.float32)
         assert_near_forms_agree(np.concatenate([x, -x]))
+
+
+@pytest.mark.slow
+def test_exp_small_exhaustive():
+    """fg_exp_small against fg_exp, bit for bit, on every float32 up to the limit (negative
+    ones included) whose index is a multiple of FUSEGRAD_SWEEP_STRIDE (default 16)."""
+    import os
+    stride = int(os.environ.get("FUSEGRAD_SWEEP_STRIDE", "16"))
+    chunk = 1 << 24
+    for start in range(0, 1 << 32, chunk * stride):
+        x = (np.arange(chunk, dtype=np.uint64) * stride + start).astype(np.uint32).view(np.float32)
+        assert_exp_small_agrees(x[~(x > vmath.SMALL_EXP_LIMIT)])
 
 
 @pytest.mark.slow

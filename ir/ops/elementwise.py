@@ -81,8 +81,16 @@ def _sigmoid_into(out, x):
 
 # ------------------------------------------------------------------ arithmetic
 elementwise("add", np.add, lambda e, x, y, g, a, n: [g[0], g[0]], "({0} + {1})")
+def _minus_own_max(ins, producer: dict) -> bool:
+    """sub(a, amax(a, keepdim=True)) (softmax's shift): every element is at most 0, or NaN."""
+    m = producer.get(ins.inputs[1].id)
+    return m is not None and m.op == "amax" and m.inputs[0] is ins.inputs[0] and dict(m.attrs).get("keepdim", False)
+
+
+# extra["at_most_zero"]: (instruction, producer of each value) -> whether every element of its
+# result is known to be <= 0 or NaN (codegen/nonpositive_forms.py reads it).
 elementwise("sub", np.subtract, lambda e, x, y, g, a, n: [g[0], e.neg(g[0]) if n[1] else None],
-            "({0} - {1})")
+            "({0} - {1})", extra={"at_most_zero": _minus_own_max})
 elementwise("mul", np.multiply,
             lambda e, x, y, g, a, n: [e.mul(g[0], x[1]) if n[0] else None,
                                       e.mul(g[0], x[0]) if n[1] else None],
@@ -394,8 +402,14 @@ def _exp_rewrite(e, xs, attrs, graph):
 
 # (exp, log, sin, cos, tanh: NumPy's, correctly rounded for float32 as torch's almost always
 # are: ir/rounded.py)
+# extra["nonpositive_form"]: the op computing the same bits, cheaper, for an argument known to be
+# at most 0 (codegen/nonpositive_forms.py substitutes it in kernels).
 elementwise("exp", rounded.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True,
-            rewrite=_exp_rewrite)
+            rewrite=_exp_rewrite, extra={"nonpositive_form": "exp_small"})
+# The code generator's exp of an argument known to be at most 0 (x - max(x)): fg_exp's bits,
+# exact up to 43, without the scaling that the large arguments need. Never traced, so no VJP.
+elementwise("exp_small", rounded.exp, None, "fg_exp_small({0})", float_only=True,
+            doc="exp, computed in kernels where the argument is known to be at most 0")
 elementwise("log", rounded.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
             float_only=True)

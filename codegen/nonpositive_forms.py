@@ -11,9 +11,13 @@ rewrites such an op into the form its op table entry names:
     e = exp d                                   e = exp_small d
 
 The op table states both sides: an op with `extra["nonpositive_form"]` (exp) has a form
-for such arguments, and an op with `extra["at_most_zero"]` (sub) says, from its operands'
-producers, when its result is at most 0 (or NaN) everywhere. Nothing else changes: the
-reference of the form is the op's own, so a step run by reference gives the same values.
+for such arguments, and an op with `extra["sign"]` says, from what is known of its operands,
+when its result is at most 0 (-1) or at least 0 (1) everywhere, NaN aside: sub for
+`x - amax(x, keepdim=True)`, neg of a value at least 0, mul of a value by itself or of two
+values of known signs, and abs, relu, sqrt and exp, never negative. So `exp(-(x * x))`
+(a Gaussian) and `exp(-abs(x))` (log-sigmoid, BCE with logits) take the form too. Nothing
+else changes: the form's reference is the op's own, so a step run by reference gives the
+same values.
 """
 from __future__ import annotations
 
@@ -27,22 +31,27 @@ def nonpositive_forms(program: Program) -> Program:
     if not any("nonpositive_form" in OPS[ins.op].extra for ins in program.instrs):
         return program
     producer: dict = {}
+    signs: dict = {}            # value id -> -1 (at most 0) or 1 (at least 0), where known
+    sign_of = _lookup(signs)
     instrs, changed = [], False
     for ins in program.instrs:
         form = OPS[ins.op].extra.get("nonpositive_form")
-        if form is not None and _at_most_zero(ins.inputs[0], producer):
+        if form is not None and sign_of(ins.inputs[0]) == -1:
             ins = Instr(form, ins.inputs, ins.outputs, ins.attrs, ins.loc)
             changed = True
         instrs.append(ins)
+        rule = OPS[ins.op].extra.get("sign")
+        if rule is not None and ins.outputs[0].dtype.is_floating_point:
+            sign = rule(ins, sign_of, producer)
+            if sign:
+                signs[ins.outputs[0].id] = sign
         for v in ins.outputs:
             producer[v.id] = ins
     return Program(program.inputs, instrs, list(program.outputs)) if changed else program
 
 
-def _at_most_zero(v, producer: dict) -> bool:
-    """Whether every element of value `v` is known to be <= 0 or NaN (its producer's rule)."""
-    ins = producer.get(v.id)
-    if ins is None:
-        return False
-    rule = OPS[ins.op].extra.get("at_most_zero")
-    return rule is not None and rule(ins, producer)
+def _lookup(signs: dict):
+    def sign_of(v):
+        """-1 where value `v` is known to be at most 0 (or NaN), 1 where at least 0, else None."""
+        return signs.get(v.id)
+    return sign_of

@@ -32,7 +32,8 @@ fg_exp       k = rint(x/ln2), r = x - k*ln2 (Cody-Waite, two parts),          1 
 fg_exp_small fg_exp for x <= 43 (where kernels know x <= 0: x - max(x), -|x|):   1     0.94
              the same bits, 2**k as (2**(k+64) built from bits) * 2**-64
 fg_expm1     same reduction; 2*(2**(k-1)*(e**r - 1) + (2**(k-1) - 1/2)):      1     1.6
-             exact for k = 0, no overflow of 2**k before the last doubling
+             exact for k = 0, no overflow of 2**k before the last doubling;
+             2**(k-1) is a normal number for every clamped x, built from bits
 fg_log       x = 2**e * m, m in [sqrt(1/2), sqrt(2)) (bit split; denormals    1     0.76
              prescaled), f = m-1, s = f/(2+f), log(1+f) = f - f*f/2 +
              s*(f*f/2 + s*s*P(s*s)) (minimax P: degree 2 / 7)
@@ -238,6 +239,22 @@ def _ldexp_small_k(typingctx, p, k):
 
 
 @intrinsic
+def _pow2_k(typingctx, k):
+    """2**k for an integral-valued float k in the normal exponent range (float32: -126..127),
+    built from its bits (3 operations); a NaN k gives 2**0."""
+    if not isinstance(k, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        (kv,) = args
+        ity, mant, bias = _format(sig.return_type)
+        fty = _llvm_float(sig.return_type)
+        kv = builder.select(builder.fcmp_ordered("==", kv, kv), kv, fty(0.0))
+        return builder.bitcast(builder.shl(builder.add(builder.fptosi(kv, ity), ity(bias)), ity(mant)), fty)
+    return k(k), codegen
+
+
+@intrinsic
 def _split_log(typingctx, x):
     """(m, e) with x = m * 2**e, m in [sqrt(1/2), sqrt(2)), for finite x > 0.
 
@@ -396,7 +413,7 @@ def _make_exp_small(ft):
 def _make_expm1(ft):
     lo, hi = ft(_EXPM1_LO[ft]), ft(_EXP_RANGE[ft][1])
     q = _typed(ft, _EXPQ[ft])
-    half = ft(0.5)
+    half, one = ft(0.5), ft(1)
     two = ft(2)
     tiny = ft(_EXPM1_TINY[ft])
     reduce = _reduce_exp(ft)
@@ -406,7 +423,7 @@ def _make_expm1(ft):
         xc = lo if xc < lo else xc
         k, r = reduce(xc)
         p = _fmuladd(r * r, _horner(r, q), r)            # e**r - 1
-        s = _ldexp_k(half, k)                             # 2**(k-1): finite even for k = bias + 1
+        s = _pow2_k(k - one)                              # 2**(k-1): normal for every k here
         y = two * _fmuladd(s, p, s - half)                # 2**k * (p + 1) - 1
         # expm1(x) rounds to x for tiny |x|; also keeps -0.0 and denormals exact.
         return x if abs(x) < tiny else y

@@ -27,12 +27,29 @@ def test_softmax_exps_take_the_nonpositive_form(op):
 
 
 @pytest.mark.parametrize("make", [
+    lambda e, x, y: e.exp(e.neg(e.mul(x, x))),                              # a Gaussian
+    lambda e, x, y: e.exp(e.neg(e.op("abs", x))),                           # log-sigmoid's
+    lambda e, x, y: e.exp(e.mul(e.neg(e.op("relu", x)), e.exp(y))),        # (<= 0) * (>= 0)
+    lambda e, x, y: e.exp(e.neg(e.op("sqrt", x))),
+], ids=["gaussian", "minus-abs", "product", "minus-sqrt"])
+def test_exps_of_arguments_the_sign_rules_show_at_most_zero_take_the_form(make):
+    program = build(make, (6, 6), (6, 6))
+    assert "exp_small" in _ops(nonpositive_forms(program))
+    args = random_args(program, np.random.default_rng(1), low=-20, high=20)
+    check(program, args)
+
+
+@pytest.mark.parametrize("make", [
     lambda e, x, y: e.exp(x),                                              # any argument
     lambda e, x, y: e.exp(e.sub(x, e.amax(y, (1,), keepdim=True))),         # another value's max
     lambda e, x, y: e.exp(e.sub(e.amax(x, (1,), keepdim=True), x)),         # max minus x: >= 0
     lambda e, x, y: e.exp(e.sub(x, e.transpose_last(e.amax(x, (1,), keepdim=True)))),   # not aligned
     lambda e, x, y: e.exp(e.sub(x, e.reshape(e.amax(x, (1,)), (6, 1)))),    # (a reshape: not followed)
-], ids=["plain", "other-max", "reversed", "transposed-max", "reshaped-max"])
+    lambda e, x, y: e.exp(e.neg(e.mul(x, y))),                              # sign of x * y unknown
+    lambda e, x, y: e.exp(e.mul(e.op("abs", x), e.op("abs", y))),           # at least 0
+    lambda e, x, y: e.exp(e.neg(e.neg(e.op("abs", x)))),
+], ids=["plain", "other-max", "reversed", "transposed-max", "reshaped-max", "product-unknown", "nonnegative",
+        "double-negation"])
 def test_other_exps_keep_the_full_form(make):
     program = build(make, (6, 6), (6, 6))
     assert nonpositive_forms(program) is program

@@ -81,20 +81,42 @@ def _sigmoid_into(out, x):
 
 # ------------------------------------------------------------------ arithmetic
 elementwise("add", np.add, lambda e, x, y, g, a, n: [g[0], g[0]], "({0} + {1})")
-def _minus_own_max(ins, producer: dict) -> bool:
-    """sub(a, amax(a, keepdim=True)) (softmax's shift): every element is at most 0, or NaN."""
+# extra["sign"]: (instruction, sign_of, producer) -> -1 where every element of its result is
+# known to be <= 0 (or NaN), 1 where >= 0 (or NaN), None where nothing is known; sign_of(value)
+# is what is known of an operand, producer maps value ids to their instructions.
+# codegen/nonpositive_forms.py works the signs out, for exp's nonpositive_form.
+def _never_negative(ins, sign_of, producer) -> int:
+    return 1
+
+
+def _negated_sign(ins, sign_of, producer):
+    s = sign_of(ins.inputs[0])
+    return -s if s else None
+
+
+def _product_sign(ins, sign_of, producer):
+    a, b = ins.inputs
+    if a is b:
+        return 1                                    # x * x
+    sa, sb = sign_of(a), sign_of(b)
+    return sa * sb if sa and sb else None
+
+
+def _difference_sign(ins, sign_of, producer):
+    """sub(a, amax(a, keepdim=True)), softmax's shift, is at most 0 (no movement op between:
+    a transposed max is not aligned with a)."""
     m = producer.get(ins.inputs[1].id)
-    return m is not None and m.op == "amax" and m.inputs[0] is ins.inputs[0] and dict(m.attrs).get("keepdim", False)
+    if m is not None and m.op == "amax" and m.inputs[0] is ins.inputs[0] and dict(m.attrs).get("keepdim", False):
+        return -1
+    return None
 
 
-# extra["at_most_zero"]: (instruction, producer of each value) -> whether every element of its
-# result is known to be <= 0 or NaN (codegen/nonpositive_forms.py reads it).
 elementwise("sub", np.subtract, lambda e, x, y, g, a, n: [g[0], e.neg(g[0]) if n[1] else None],
-            "({0} - {1})", extra={"at_most_zero": _minus_own_max})
+            "({0} - {1})", extra={"sign": _difference_sign})
 elementwise("mul", np.multiply,
             lambda e, x, y, g, a, n: [e.mul(g[0], x[1]) if n[0] else None,
                                       e.mul(g[0], x[0]) if n[1] else None],
-            "({0} * {1})")
+            "({0} * {1})", extra={"sign": _product_sign})
 elementwise("div", np.true_divide,
             # torch's div_tensor_other_backward: -grad * ((x / y) / y), which keeps x / y
             # finite where y * y would underflow to 0 or overflow to inf.
@@ -124,7 +146,7 @@ elementwise("scaled_add", _scaled_add_ref, _scaled_add_vjp,
             float_only=True, extra={"scalar_attributes": (2,), "torch_edges": (0, 1)},
             doc="scaled_add(a, b, alpha; negate): a + b * alpha (a - b * alpha) rounded once (torch's add/sub "
                 "with alpha)")
-elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})")
+elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})", extra={"sign": _negated_sign})
 
 
 # torch's PowBackward1 computes `exponent - 1`, which a bool exponent refuses when it runs
@@ -405,14 +427,15 @@ def _exp_rewrite(e, xs, attrs, graph):
 # extra["nonpositive_form"]: the op computing the same bits, cheaper, for an argument known to be
 # at most 0 (codegen/nonpositive_forms.py substitutes it in kernels).
 elementwise("exp", rounded.exp, lambda e, x, y, g, a, n: [e.mul(g[0], y[0])], "fg_exp({0})", float_only=True,
-            rewrite=_exp_rewrite, extra={"nonpositive_form": "exp_small"})
+            rewrite=_exp_rewrite, extra={"nonpositive_form": "exp_small", "sign": _never_negative})
 # The code generator's exp of an argument known to be at most 0 (x - max(x)): fg_exp's bits,
 # exact up to 43, without the scaling that the large arguments need. Never traced, so no VJP.
 elementwise("exp_small", rounded.exp, None, "fg_exp_small({0})", float_only=True,
-            doc="exp, computed in kernels where the argument is known to be at most 0")
+            doc="exp, computed in kernels where the argument is known to be at most 0",
+            extra={"sign": _never_negative})
 elementwise("log", rounded.log, lambda e, x, y, g, a, n: [e.div(g[0], x[0])], "fg_log({0})", float_only=True)
 elementwise("sqrt", np.sqrt, lambda e, x, y, g, a, n: [e.div(g[0], e.mul(y[0], 2))], "fg_sqrt({0})",
-            float_only=True)
+            float_only=True, extra={"sign": _never_negative})
 # extra["near_form"]: the op that computes the same in float32/float64 kernels with a cheaper
 # reduction, exact only for |x| below a limit (codegen/trig_guard.py substitutes it, guarded).
 elementwise("sin", rounded.sin, lambda e, x, y, g, a, n: [e.mul(g[0], e.cos(x[0]))], "fg_sin({0})",
@@ -462,9 +485,11 @@ def _relu_into(out, x):
 
 elementwise("relu", fresh_result(_relu_into),
             lambda e, x, y, g, a, n: [e.op("threshold_backward", g[0], y[0])], "fg_relu({0})",
-            bool_error=RuntimeError("Boolean inputs not supported for relu"), ref_into=_relu_into)
+            bool_error=RuntimeError("Boolean inputs not supported for relu"), ref_into=_relu_into,
+            extra={"sign": _never_negative})
 elementwise("abs", np.abs, lambda e, x, y, g, a, n: [e.mul(g[0], e.sign(x[0]))], "abs({0})",
-            bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"))
+            bool_error=NotImplementedError("\"abs_cpu\" not implemented for 'Bool'"),
+            extra={"sign": _never_negative})
 # sign is piecewise constant: its gradient is zeros (+0.0 whatever the cotangent, NaN
 # too) that depend on nothing, as torch's sgn_backward (a ZeroTensor, no history).
 def _sign_ref(x):

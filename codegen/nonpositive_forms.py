@@ -32,7 +32,9 @@ def nonpositive_forms(program: Program) -> Program:
         return program
     producer: dict = {}
     signs: dict = {}            # value id -> -1 (at most 0) or 1 (at least 0), where known
-    sign_of = _lookup(signs)
+
+    def sign_of(v):
+        return signs.get(v.id)
     instrs, changed = [], False
     for ins in program.instrs:
         form = OPS[ins.op].extra.get("nonpositive_form")
@@ -49,9 +51,3 @@ def nonpositive_forms(program: Program) -> Program:
             producer[v.id] = ins
     return Program(program.inputs, instrs, list(program.outputs)) if changed else program
 
-
-def _lookup(signs: dict):
-    def sign_of(v):
-        """-1 where value `v` is known to be at most 0 (or NaN), 1 where at least 0, else None."""
-        return signs.get(v.id)
-    return sign_of

@@ -660,11 +660,15 @@ def _finish(trace: Trace, result, run: Run) -> None:
         # (the paths to leaves made in the call that died there only when a backward() without
         # inputs runs them: BackwardFn.idle_stale below; autograd.grad and backward(inputs=)
         # stop where torch's engine does)
-        reaching = active_values(instrs, out_values, wrt) if active is not None else None
-        stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching) if active is not None else {}
-        # (where a backward meets each saved value's check: a value changed after the call whose
-        # node comes first raises before the stale one, as torch's engine meets them)
-        met_at = trace.checked_at(instrs, reaching) if stale else None
+        stale, met_at = {}, None
+        if active is not None:
+            reaching = active_values(instrs, out_values, wrt)
+            stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching)
+            if stale:
+                # (where a backward meets each saved value's check: a value changed after the
+                # call whose node comes first raises before the stale one, as torch's engine
+                # meets them)
+                met_at = trace.checked_at(instrs, reaching)
         bwd = simplify(b.program)
         saved = free_values(bwd)
         if INFERENCE_MADE[0]:

@@ -479,6 +479,24 @@ def test_cross_entropy_all_ignored_and_empty_batch_give_torch_values():
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+def test_cross_entropy_first_under_inference_mode_then_with_grad_as_torch():
+    """nll_loss's class indices are made once per class count: one first made under
+    inference_mode would be an inference tensor, which the next loss with grad cannot save."""
+    x = np.random.default_rng(11).standard_normal((4, 13)).astype(np.float32)
+    target = [3, 0, 12, 7]
+    results = []
+    for lib, f in ((fg, F), (torch, TF)):
+        t = lib.tensor(target)
+        with lib.inference_mode():
+            first = f.cross_entropy(lib.tensor(x), t)
+        leaf = lib.tensor(x, requires_grad=True)
+        loss = f.cross_entropy(leaf, t)
+        loss.backward()
+        results.append((first.numpy(), loss.detach().numpy(), leaf.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("call", [
     lambda lib, f: f.cross_entropy(lib.zeros(3, 4), lib.tensor([0, 5, 1])),
     lambda lib, f: f.cross_entropy(lib.zeros(3, 4), lib.tensor([0, -1, 1])),

@@ -462,6 +462,24 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     return _nll(input, _unbatched_target(input, target), weight, ignore_index, reduction)
 
 
+_CLASS_INDICES: dict = {}      # n -> arange(n), shared by every nll_loss call with n classes
+
+
+def _class_indices(n: int):
+    """arange(n) as int64, made once per class count: a loss computed every step (a compiled
+    call traces it each time) made a fresh one per call. Never written (nll_loss only reads
+    it), so sharing it is invisible. Under inference_mode a fresh one: a tensor made there is an
+    inference tensor, which a later nll_loss with grad could not save."""
+    classes = _CLASS_INDICES.get(n)
+    if classes is None:
+        if fg.is_inference_mode_enabled():
+            return fg.arange(n)
+        if len(_CLASS_INDICES) >= 64:
+            _CLASS_INDICES.clear()
+        classes = _CLASS_INDICES[n] = fg.arange(n)
+    return classes
+
+
 def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     """The reduced loss as torch records it: one NllLossBackward0 node (the nll_loss op) for
     (N, C) and (C,) inputs, one NllLoss2DBackward0 (nll_loss_nd) for (N, C, H, W), and for
@@ -474,7 +492,7 @@ def _nll(log_probs, target, weight, ignore_index: int, reduction: str):
     attrs = {"reduction": reduction, "ignore_index": int(ignore_index)}
     extra = [weight] if weight is not None else []
     n_classes = log_probs.shape[-1] if log_probs.dim() == 1 else log_probs.shape[1]
-    classes = fg.arange(n_classes)
+    classes = _class_indices(n_classes)
     if log_probs.dim() in (1, 2):
         return apply_op("nll_loss", [log_probs, target, classes] + extra, attrs, "NllLossBackward0")
     if log_probs.dim() == 4:

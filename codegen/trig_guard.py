@@ -1,7 +1,7 @@
 """Guarded fast sin/cos: the cheap range reduction where it is exact, the reference elsewhere.
 
 vmath's float32 `fg_sin`/`fg_cos` reduce any argument exactly (Payne-Hanek), which
-costs 2.4x the polynomial's time; `fg_sin_near`/`fg_cos_near` reduce with three
+costs 2.7x the polynomial's time; `fg_sin_near`/`fg_cos_near` reduce with three
 pieces of pi/2 (Cody-Waite) and agree with them bit for bit while |x| < NEAR_LIMIT
 (2**20), but not beyond. Arguments that large are rare (a phase of 2**20 radians),
 so kernels use the near forms and the program says, per argument, whether any

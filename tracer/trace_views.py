@@ -20,7 +20,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import INTERNAL_VIEWS, no_grad_view_rebased_error
 from .grad_mode import is_grad_enabled
-from .layout import contiguous_strides, layout_stand_in
+from .layout import contiguous_strides, strides_of
 from .tensor import Tensor
 from .trace_writes import _REGENERATED_GRAD_VIEW, _REGENERATED_VIEW, _STALE, _memory_key, _no_tensor
 
@@ -308,7 +308,7 @@ class TraceViews:
         they share one array (see memory_homes). `.data` does not share the version
         counter (`shares_version=False`)."""
         d = self.symbolic(self._identity_of(t), False)
-        strides = layout_stand_in(t).strides
+        strides = strides_of(t)
         if strides != contiguous_strides(tuple(t.shape)) or t._layout is not None:
             # (also a layout t was given row-major, `contiguous(mT(p))` of matmul's fold: d may
             # outlive t, and the value under them is p's transposed array)

@@ -41,8 +41,10 @@ from . import threaded
 
 # Sums of this many elements (per result times results) take the compiled loops where Numba
 # is set up in the process: the NumPy emulation costs 15-60 us a call however short (a bias
-# gradient of (64, 128) took 16 us, its row sums 43), a loop's call a few.
-SHORT_FROM = 1 << 10
+# gradient of (64, 128) took 16 us, its row sums 43), a loop's call a few. (Below 512 one row
+# is _short_torch_sum's few NumPy calls; a row of 512-1023 float32 took 21-25 us emulated,
+# 7 in the loop.)
+SHORT_FROM = 1 << 9
 # An eager process that has not set Numba up takes them only for long sums (JIT_FROM elements),
 # from its JIT_AFTER-th: setting Numba up costs about 0.3 s a process (1.5 s more the first
 # time on a machine, to compile the loops, then cached on disk), which 64 long sums repay

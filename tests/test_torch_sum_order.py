@@ -52,6 +52,16 @@ def test_full_sums_are_torchs_bit_for_bit(n, dtype):
         assert got == want, (op, got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_every_short_length_sums_as_torch(dtype):
+    """Every length below 600: the short path's cases (loads left over after the groups of
+    four or not, tail elements or not) and the first lengths past it."""
+    rng = np.random.default_rng(7)
+    for n in range(1, 600):
+        a = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
+        assert fg.from_numpy(a).sum().numpy().tobytes() == torch.from_numpy(a).sum().numpy().tobytes(), n
+
+
 @pytest.mark.parametrize("shape, dims", [
     ((3, 7), (1,)), ((4, 37), (-1,)), ((2, 3, 45), (2,)), ((2, 3, 45), (1, 2)), ((5, 16, 9), None),
     ((6, 1, 600), (-1,)), ((37, 53), None), ((2, 40000), (1,)),

@@ -221,10 +221,14 @@ def _short_torch_sum(x: np.ndarray, lanes: int) -> np.ndarray:
         # (np.add.reduce over axis 0 of a matrix wider than one element adds its rows in turn)
         part = np.add.reduce(v[:whole * _TORCH_ILP].reshape(whole, _TORCH_ILP * lanes), axis=0).reshape(
             _TORCH_ILP, lanes)
-        vector = np.add.reduce(np.concatenate([part[:1], v[whole * _TORCH_ILP:], part[1:]]), axis=0)
+        if whole * _TORCH_ILP < loads:      # (the loads left over go to the first partial sum)
+            part = np.concatenate([part[:1], v[whole * _TORCH_ILP:], part[1:]])
+        vector = np.add.reduce(part, axis=0)
     else:
         vector = np.add.reduce(v, axis=0)
-    return np.cumsum(np.concatenate([x[loads * lanes:], vector]))[-1] + x.dtype.type(0)
+    tail = n - loads * lanes
+    # the tail elements, then the lanes, added in turn from 0 (a running sum's last value)
+    return (np.concatenate([x[loads * lanes:], vector]) if tail else vector).cumsum()[-1] + x.dtype.type(0)
 
 
 def _torch_order_sum(x: np.ndarray, axes, keepdim):

@@ -654,6 +654,15 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             if t is None:
                 checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
                 continue
+        if t is None and box is not None and not candidates:
+            # a value the call read through one of two tensors over the caller's memory that
+            # differ in requires_grad (x after `x.data` read it: Trace.alias_counters), saved
+            # as its own array (the alias's copy): the tensor on that counter, as torch's saved
+            # tensor is x
+            t = next((x for x in list(read) + list(others) if x._vbox is box and x._data is not None), None)
+            if t is None:
+                checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
+                continue
         if t is None:
             t = candidates[0] if candidates else None
         if t is not None:

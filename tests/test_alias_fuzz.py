@@ -574,7 +574,7 @@ def outcome(lib, program: Program, mode: str = "eager") -> dict:
     return record
 
 
-_WHICH_OUTPUT = re.compile(r", which is output \d+ of \w+,")
+_WHICH_OUTPUT = re.compile(r", which is output \d+ of [\w:]+,")   # (torch::autograd::CopySlices too)
 
 
 def _same_error(want: tuple, got: tuple, mode: str) -> bool:

@@ -59,3 +59,36 @@ def test_the_gradient_without_a_later_write_is_torchs():
         run = _program(L, compiled, False, True)
         grads.append(run()[1].detach().numpy())
     assert (abs(grads[0] - grads[1]) <= 1e-6).all()
+
+
+def _written_through_data(L, compiled: bool):
+    """Alias fuzzer seed 96312: `s3`, a view of s0 made under no_grad, is used in grad mode
+    after the call wrote s0's memory through `s0.data` and a view of it. That moves the
+    .data's version counter, not s0's: torch does not regenerate s3's history and raises
+    nothing. The compiled call raised the no_grad view error (it keyed the rebase on the
+    memory written, not on the counter)."""
+    s0 = L.tensor([[1.25, 1.0, 1.75], [1.0, -0.5, -0.5]], requires_grad=True)
+    s1 = s0.data
+    s2 = s1[1, 2]
+    with L.no_grad():
+        s3 = s0.transpose(0, 1)
+
+    def f(a0, a1):
+        with L.no_grad():
+            a1.clamp_(min=0.25)
+        a0.T
+        s2.mul_(s2.clone() * 2)
+        return (a0 * a0).sum()
+    out = (fg.compile(f) if compiled else f)(s3, s1)
+    out.backward()
+    # (no gradient reaches s0: torch leaves its .grad None, a compiled call's input may get zeros, README)
+    no_gradient = s0.grad is None or not s0.grad.numpy().any()
+    return out.detach().numpy(), s0.detach().numpy(), no_gradient, s1._version, s0._version
+
+
+def test_a_no_grad_view_stays_usable_after_a_write_through_data():
+    want = _written_through_data(torch, False)
+    for compiled in (False, True):
+        got = _written_through_data(fg, compiled)
+        for ours, theirs in zip(got, want):
+            assert (abs(ours - theirs) <= 1e-6).all() if hasattr(ours, "shape") else ours == theirs, compiled

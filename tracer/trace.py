@@ -307,7 +307,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self._note_view_base(base)
         if not self.memory_written(base):
             return False
-        if self._keeps_leaf(x, base):
+        if self._keeps_leaf(x, base) or self._unrebased_no_grad_view(x, base):
             self._rebind_leaf_view(base, x)
             return True
         if x._no_grad_view or (x.__dict__.get("_no_grad_mode") and base._requires_grad):
@@ -316,6 +316,15 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self._quiet_unless_writing(x)
         self.rebind(x, again._sym, again._requires_grad)
         return True
+
+    def _unrebased_no_grad_view(self, view: Tensor, base: Tensor) -> bool:
+        """`view`, made before the call under no_grad of a base that requires grad, whose memory
+        the call wrote only through tensors on other version counters (a `.data` of the base
+        and its views): torch regenerates no history for it, so it is neither rebased (its use
+        raises nothing) nor given a gradient path to the base; it stays the leaf it was, holding
+        its part of the memory's new value (_rebind_leaf_view)."""
+        return (view._no_grad_view or (view.__dict__.get("_no_grad_mode") and base._requires_grad)) and \
+            view._data is not None and id(self._counter_owner(view)._vbox) not in self.writes
 
     def _quiet_unless_writing(self, view: Tensor) -> None:
         """`view` (from outside the call) takes its part of its base's new value: that counts on

@@ -222,7 +222,7 @@ class TraceViews:
             view = ref()
             if view is None or view._base is not base or (self.stand_ins and self._superseded(view)):
                 continue
-            if self._keeps_leaf(view, base):
+            if self._keeps_leaf(view, base) or self._unrebased_no_grad_view(view, base):
                 self._rebind_leaf_view(base, view)
                 continue
             if view.__dict__.get("_no_grad_mode") and base._requires_grad:

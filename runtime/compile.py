@@ -790,7 +790,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.checks = saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors, promoted, unversioned,
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
-                                        [trace.view_counters.get(v.id) or trace.alias_counters.get(v.id)
+                                        [trace.view_counters.get(v.id) or trace.current_alias_counter(v)
                                          for v in saved])
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:

@@ -92,3 +92,29 @@ def test_a_no_grad_view_stays_usable_after_a_write_through_data():
         got = _written_through_data(fg, compiled)
         for ours, theirs in zip(got, want):
             assert (abs(ours - theirs) <= 1e-6).all() if hasattr(ours, "shape") else ours == theirs, compiled
+
+
+def _original_self_of_an_in_place_op(L, compiled: bool):
+    """Alias fuzzer seed 732 (a first version of the fix above broke it): `a0 = s0.detach()`
+    divided in place by a value computed from s0. Torch's node saves the original a0 as a
+    clone (an in-place op's original self), which the caller's later write of s0 does not
+    reach: the backward raises nothing. The compiled call saved the same value, read through
+    the detach (an alias of s0's memory), which the call then wrote: no counter check."""
+    s0 = L.tensor([1.75, -1.5, -0.5, 1.0, 1.25, -1.75], requires_grad=True)
+    s1 = s0.detach()
+
+    def f(a0):
+        t2 = -s0
+        a0.div_((t2 * 2).abs() + 1)
+        return (a0 * 2.0).sum() + t2.tanh().sum()
+    out = (fg.compile(f) if compiled else f)(s1)
+    with L.no_grad():
+        s0.add_(0.5)
+    out.backward()
+    return s0.grad.numpy()
+
+
+def test_an_in_place_ops_original_self_read_through_detach_is_not_version_checked():
+    want = _original_self_of_an_in_place_op(torch, False)
+    for compiled in (False, True):
+        assert (abs(_original_self_of_an_in_place_op(fg, compiled) - want) <= 1e-6).all(), compiled

@@ -121,6 +121,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
+        self.alias_sources: dict = {}       # such an identity's id -> (memory key, the value it reads)
         # a view made here of the caller's memory: its value id -> the version counter it shares
         # (its base's: x[-1] of x, not of x.data over the same array), which guards it when saved
         self.view_counters: dict = {}
@@ -273,7 +274,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             self.lifted_tensors.append(x)
             self.lifted_by_memory.setdefault(key, []).append(x)
         elif self.lifted_grad.get(key, x._requires_grad) is not x._requires_grad:
-            v = self._alias(v, x._requires_grad)
+            held, v = v, self._alias(v, x._requires_grad)
+            self.alias_sources.setdefault(v.id, (key, held))
             # (the counter of the first tensor to read it so: a detach() shares its source's,
             # a .data has its own; see alias_memory)
             self.alias_counters.setdefault(v.id, self._counter_owner(x)._vbox)
@@ -325,6 +327,17 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         its part of the memory's new value (_rebind_leaf_view)."""
         return (view._no_grad_view or (view.__dict__.get("_no_grad_mode") and base._requires_grad)) and \
             view._data is not None and id(self._counter_owner(view)._vbox) not in self.writes
+
+    def current_alias_counter(self, v: Value):
+        """The version counter of the tensor that read alias value `v` (alias_counters), where
+        `v` is still its memory's value when the call ends: a saved tensor of torch's is then
+        that memory. None otherwise (the memory was written after the read: the value torch
+        saved there is a clone, an in-place op's original self, which no later write reaches)."""
+        box = self.alias_counters.get(v.id)
+        source = self.alias_sources.get(v.id)
+        if box is None or source is None or self.lifted.get(source[0]) is not source[1]:
+            return None
+        return box
 
     def _quiet_unless_writing(self, view: Tensor) -> None:
         """`view` (from outside the call) takes its part of its base's new value: that counts on

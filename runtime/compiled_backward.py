@@ -646,21 +646,19 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
         candidates = [x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)]
         box = counters[k] if counters is not None else None
         t = next((x for x in candidates if x._vbox is box), None) if box is not None else None
-        if t is None and box is not None and candidates:
-            # the view's counter is none of the read tensors' (a view of `a.data` made in the
-            # call, written there): that of a tensor of the call on it, or the counter alone
-            t = next((x for x in others if x._vbox is box and x._data is not None
-                      and np.may_share_memory(a, x._data)), None)
-            if t is None:
-                checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
-                continue
-        if t is None and box is not None and not candidates:
-            # a value the call read through one of two tensors over the caller's memory that
-            # differ in requires_grad (x after `x.data` read it: Trace.alias_counters), saved
-            # as its own array (the alias's copy): the tensor on that counter, as torch's saved
-            # tensor is x
-            t = next((x for x in list(read) + list(others) if x._vbox is box and x._data is not None), None)
-            if t is None:
+        if t is None and box is not None:
+            if candidates:
+                # the view's counter is none of the read tensors' (a view of `a.data` made in
+                # the call, written there): that of a tensor of the call on it
+                t = next((x for x in others if x._vbox is box and x._data is not None
+                          and np.may_share_memory(a, x._data)), None)
+            else:
+                # a value the call read through one of two tensors over the caller's memory
+                # that differ in requires_grad (x after `x.data` read it: Trace.alias_counters),
+                # saved as its own array (the alias's copy): the tensor on that counter, as
+                # torch's saved tensor is x
+                t = next((x for x in list(read) + list(others) if x._vbox is box and x._data is not None), None)
+            if t is None:           # no tensor on it: the counter alone
                 checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
                 continue
         if t is None:

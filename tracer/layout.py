@@ -30,13 +30,18 @@ def strides_of(t: Tensor) -> tuple:
     data = t._data
     if data is not None and data.size:
         return tuple(b // data.itemsize for b in data.strides)
-    if data is None and (t._base is None or not t._view_chain):
-        # a traced fresh value: its layout, or row-major (layout_stand_in's first case without
-        # building the stand-in, ~5 us a call: a compiled value_and_grad detaches its value)
-        strides = t._layout if t._layout is not None else contiguous_strides(t._value_shape())
-        if not any(s < 0 for s in strides):
-            return tuple(strides)
+    if t._base is None or not t._view_chain:
+        # (without building layout_stand_in's array, ~5 us: a compiled value_and_grad detaches
+        # its value, a traced fresh one)
+        return _own_strides(t, t._value_shape())
     return layout_stand_in(t).strides
+
+
+def _own_strides(t: Tensor, shape: tuple) -> tuple:
+    """The element strides of `t` where no view chain gives them (a fresh value, traced or
+    empty): the layout it was given, else row-major (negative ones made row-major)."""
+    strides = t._layout if t._layout is not None else contiguous_strides(shape)
+    return contiguous_strides(shape) if any(s < 0 for s in strides) else tuple(strides)
 
 
 def layout_stand_in(t: Tensor) -> np.ndarray:
@@ -50,7 +55,7 @@ def layout_stand_in(t: Tensor) -> np.ndarray:
     if t._data is not None and t._data.size:
         return _strided_stand_in(shape, strides_of(t))
     if t._base is None or not t._view_chain:
-        return _strided_stand_in(shape, t._layout if t._layout is not None else contiguous_strides(shape))
+        return _strided_stand_in(shape, _own_strides(t, shape))
     from fusegrad.ir import OPS     # (ir is below tracer; imported here to keep this module light)
     base = layout_stand_in(t._base)
     if any(s < 0 for s in base.strides):

@@ -312,7 +312,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if self._keeps_leaf(x, base) or self._unrebased_no_grad_view(x, base):
             self._rebind_leaf_view(base, x)
             return True
-        if x._no_grad_view or (x.__dict__.get("_no_grad_mode") and base._requires_grad):
+        if self._made_under_no_grad(x, base):
             self.rebased_outside[id(x)] = x
         again = self._view_again(base, x)
         self._quiet_unless_writing(x)
@@ -325,8 +325,14 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         and its views): torch regenerates no history for it, so it is neither rebased (its use
         raises nothing) nor given a gradient path to the base; it stays the leaf it was, holding
         its part of the memory's new value (_rebind_leaf_view)."""
-        return (view._no_grad_view or (view.__dict__.get("_no_grad_mode") and base._requires_grad)) and \
-            view._data is not None and id(self._counter_owner(view)._vbox) not in self.writes
+        return self._made_under_no_grad(view, base) and view._data is not None and \
+            id(self._counter_owner(view)._vbox) not in self.writes
+
+    @staticmethod
+    def _made_under_no_grad(view: Tensor, base: Tensor) -> bool:
+        """`view` was made under no_grad of a base that requires grad (or is a view of such a
+        view): torch regenerates no history for it when its base's counter moves."""
+        return view._no_grad_view or bool(view.__dict__.get("_no_grad_mode") and base._requires_grad)
 
     def current_alias_counter(self, v: Value):
         """The version counter of the tensor that read alias value `v` (alias_counters), where

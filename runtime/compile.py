@@ -800,6 +800,10 @@ def _finish(trace: Trace, result, run: Run) -> None:
             if met_at is not None:
                 back.met_at, back.saved_ids = met_at, [v.id for v in saved]
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
+            if back.checks:
+                back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
+                if back.idle_checks is not None:
+                    back.saved_ids = [v.id for v in saved]
             back.forward = forward_form
             if forward_form is not None:
                 back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
@@ -1080,6 +1084,32 @@ def _idle_stale(trace: Trace, instrs: list, out_values: list, gone: list, bounda
             if idle.get(given) is None:
                 idle[given] = found
     return idle or None
+
+
+def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: list, boundary: list,
+                 groups: list):
+    """BackwardFn.idle_checks, for a call whose inputs include views made under no_grad (a
+    leaf without a gradient of its own: its edge leads nowhere) or that made leaves that
+    died there; else None. Per outputs given cotangents (None: all), which saved values
+    torch's nodes inside the call check when a backward() runs them: a node none of whose
+    inputs has an edge runs idle and checks only the outputs it saved (v * v of such a view
+    checks nothing; relu's result it does), the others all they saved, also where no
+    gradient reaches anything (the call's own node is then idle: it computes nothing, but
+    checks these). Worked out when first asked (it keeps the trace's instructions for that)."""
+    views = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group}
+    if not views and not gone:
+        return None
+    found = {}
+
+    def checks(given):
+        entry = found.get(given)
+        if entry is None:
+            outs = out_values if given is None else [v for v, g in zip(out_values, given) if g]
+            skipped = set()
+            met = trace.checked_at(instrs, active_values(instrs, outs, wrt + list(gone)), views, skipped)
+            entry = found[given] = (met, skipped - met.keys())
+        return entry
+    return checks
 
 
 def _reaches_freed(trace: Trace, t) -> bool:

@@ -176,6 +176,11 @@ class BackwardFn:
         # the checks of values changed after the call
         self.met_at = None
         self.saved_ids = ()
+        # (a call with views made under no_grad among its inputs, or leaves made in it that died
+        # there) `given` -> (value id -> where a backward meets the node that checks it, as
+        # met_at; ids of saved values that only nodes torch runs idle saved, as inputs, which
+        # it does not check): see idle_checks in runtime/compile.py
+        self.idle_checks = None
         self.reads_inputs = True    # (without a forward form) whether its saved values depend on the inputs
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to, ids of its instructions off the gradient
@@ -229,26 +234,46 @@ class BackwardFn:
                                                 in zip(self.grad_present, self.forward_reach(given))]
         return found
 
-    def check_idle(self, given=None) -> None:
+    def check_idle(self, given=None, idle: bool = False) -> None:
         """A backward() without inputs reached this node (`given`: which outputs have a
         cotangent, None for all): torch's graph runs the nodes on the way to leaves the call
         made that died there, which check what they saved, whether or not the node's inputs
-        need a gradient (custom_call's protocol)."""
+        need a gradient (custom_call's protocol). `idle`: no gradient this node computes is
+        used (its inputs are views made under no_grad), so it does not run, but torch's nodes
+        inside it still check what they saved, changed since the call (see idle_checks)."""
         found = self.idle_stale.get(given, self.idle_stale.get(None)) if self.idle_stale else None
+        if idle and self.idle_checks is not None and self.checks:
+            met = self.idle_checks(given)[0]
+            # (a value changed after the call whose node the backward meets before the stale one
+            # raises first)
+            self._raise_first_met(met, None, met.get(found[0].id, -1) if found is not None else None)
         if found is not None:
             _raise_stale(found)
 
-    def _check_versions(self, reached, after: int | None = None) -> None:
+    def _check_versions(self, reached, after: int | None = None, given=None) -> None:
         """torch's in-place error for a saved value (those in `reached`; None: every one) that
         changed in place since the call. With `after`, only those whose node a backward meets
-        before the one at that position (met_at), the first met of them."""
+        before the one at that position (met_at), the first met of them. A value only nodes
+        torch runs idle saved is not checked (`given`: the outputs with cotangents)."""
+        skip = self.idle_checks(given)[1] if self.idle_checks is not None else None
+        if after is not None:
+            self._raise_first_met(self.met_at, reached, after, skip)
+            return
+        for box, version, ref, where, shape, k in self.checks:
+            if box[0] != version and (reached is None or k in reached) and not (skip and self.saved_ids[k] in skip):
+                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+
+    def _raise_first_met(self, met: dict, reached, after: int | None, skip=None) -> None:
+        """The version error of the saved value changed since the call (among `reached`; None:
+        any) whose node, by `met` (value id -> position), a backward meets first, of those
+        it meets before the node at position `after` (None: all of them)."""
         first = None
         for box, version, ref, where, shape, k in self.checks:
             if box[0] != version and (reached is None or k in reached):
-                if after is None:
-                    _raise_modified(box, version, ref(), where, shape, self.saved[k])
-                at = self.met_at.get(self.saved_ids[k])
-                if at is not None and at > after and (first is None or at > first[0]):
+                v_id = self.saved_ids[k]
+                at = met.get(v_id)
+                if at is not None and (after is None or at > after) and (first is None or at > first[0]) \
+                        and not (skip and v_id in skip):
                     first = (at, box, version, ref, where, shape, k)
         if first is not None:
             _, box, version, ref, where, shape, k = first
@@ -263,7 +288,7 @@ class BackwardFn:
             if self.met_at is not None and self.checks:
                 at = self.met_at.get(found[0].id)
                 if at is not None:
-                    self._check_versions(reached, after=at)
+                    self._check_versions(reached, after=at, given=given)
             _raise_stale(found)
 
     def for_cotangents(self, given: tuple):
@@ -332,7 +357,7 @@ class BackwardFn:
         # A saved value changed in place since: torch's error, as run() raises it. Another tensor
         # the call read changed in place: re-running the call from its memory would give the
         # gradient at the new values (torch's graph holds the old ones where it needs them)
-        self._check_versions(reached)
+        self._check_versions(reached, given=given)
         if self.forward is not None and any(box[0] != version for box, version in self.read_versions):
             raise RuntimeError(_READ_CHANGED)
         if self.forward is None:
@@ -391,7 +416,7 @@ class BackwardFn:
                                                   for f, g in zip(self.freed_outputs, given or self.freed_outputs)):
             raise RuntimeError(_FREED_MSG)
         self._check_not_freed(users, given)
-        self._check_versions(reached)
+        self._check_versions(reached, given=given)
         self._last_users, self._last_given = users, given
         program = self.program if given is None or all(given) else self.program_for(given)
         with background.gil_to_caller():        # (as a compiled call's forward: runtime/compile.py)

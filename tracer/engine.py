@@ -544,7 +544,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         if node._freed and isinstance(node, StatefulNode):
             raise RuntimeError(_FREED_MSG)      # (a CopySlices: torch's raises though it reads nothing saved)
         if every_node and node.op == "custom_call":
-            check_dead_leaf_paths(node, given)
+            check_dead_leaf_paths(node, given, needs)
         key = (node.op, node.attrs, node.in_types, node.out_types, needs, given)
         try:
             vjp = entries.get(key)      # VJPS.get's hit, inlined (its other cases: VJPS.get)

@@ -24,14 +24,23 @@ if TYPE_CHECKING:
     from .engine import GraphProgram
 
 
-def check_dead_leaf_paths(node, given=None) -> None:
+def check_dead_leaf_paths(node, given=None, needs=None) -> None:
     """An opaque node (a compiled call's custom_call) that a backward() runs, with cotangents
     for the outputs marked in `given` (None: all): torch's engine would also run the nodes
     inside it on the way to leaves the call made that died there, which check what they
-    saved (the fn's `check_idle`, ir/ops/custom.py's protocol)."""
-    check = getattr(getattr(dict(node.attrs).get("fn"), "vjp_fn", None), "check_idle", None)
-    if check is not None:
-        check(given)
+    saved (the fn's `check_idle`, ir/ops/custom.py's protocol). `needs`: which inputs' edges
+    lead to a node the backward runs (None: none do). Where no gradient the node computes
+    is used (none of those reaches the call's inputs: custom_call's VJP then computes
+    nothing), torch's nodes inside it still run, idle, and check what they saved."""
+    back = getattr(dict(node.attrs).get("fn"), "vjp_fn", None)
+    check = getattr(back, "check_idle", None)
+    if check is None:
+        return
+    idle = needs is None
+    if not idle:
+        reached = back.reached_for(given) if given is not None else back.reached()
+        idle = not any(need and r for need, r in zip(needs, reached))
+    check(given, idle)
 
 
 def _check_idle(node) -> None:

@@ -377,12 +377,18 @@ class TraceWrites:
                 return None
         return None
 
-    def checked_at(self, instrs, active: set) -> dict:
+    def checked_at(self, instrs, active: set, leads_nowhere: set | None = None,
+                   skipped: set | None = None) -> dict:
         """value id -> position (in this trace) of the first node, as a backward meets them from
         the last instruction back, that checks that value among what it saved. torch's engine
         raises the version error of the first saved tensor it unpacks that changed, whether a
         write inside the call changed it (stale_saved) or one after it (the compiled backward's
-        checks): the positions order the two kinds against each other."""
+        checks): the positions order the two kinds against each other. With `leads_nowhere`
+        (ids of the values of views made under no_grad, whose edges lead nowhere): a node none
+        of whose inputs has an edge (a recorded instruction's result, or an active input value
+        not among those) is one torch's backward() runs idle, which checks only the outputs it
+        saved (tracer/saved_checks._check_idle); `skipped` (a set) receives the ids of the
+        inputs such nodes saved and do not check."""
         positions = {id(x): k for k, x in enumerate(self.instrs)}
         found: dict = {}
         for ins in reversed(instrs):
@@ -390,8 +396,15 @@ class TraceWrites:
                 continue
             at = positions[id(ins)]
             needs = tuple(v.id in active for v in ins.inputs)
+            idle = leads_nowhere is not None and not any(
+                self.grad_producer(v) is not None or (v.id in active and v.id not in leads_nowhere)
+                for v in ins.inputs)
             for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
                                           self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+                if idle and kind != "out":
+                    if skipped is not None:
+                        skipped.add(ins.inputs[k].id)
+                    continue
                 v = ins.outputs[k] if kind == "out" else ins.inputs[k]
                 found.setdefault(v.id, at)
         return found

@@ -21,12 +21,13 @@ without the IR importing them: the op's attribute `fn` is any object with
                     its outputs as tensors: an engine that runs a program on
                     tensors (a create_graph backward) calls it, where present,
                     instead of `run`, so the object can record its own history;
-                    and check_idle(given) -> None: called when a backward()
+                    and check_idle(given, idle) -> None: called when a backward()
                     without inputs reaches the node, with cotangents for the
                     outputs marked in `given` (None: all), whether or not it uses
-                    a gradient the node computes (it raises what torch's nodes
-                    inside it would: a compiled call's saved value on the way to
-                    a leaf made in the call that died there, written since).
+                    a gradient the node computes (idle: none is used, its edges
+                    lead nowhere); it raises what torch's nodes inside it would
+                    (a compiled call's saved value on the way to a leaf made in
+                    the call that died there, or changed since the call).
 
 The eager engine uses it for a compiled function's backward
 (CompiledFunctionBackward): the node's VJP is a custom_call of the compiled

@@ -1,0 +1,105 @@
+"""Round 45 of torch parity (alias fuzzer, seed 97725): which values a compiled call's backward
+checks when its inputs include a view made under no_grad of a tensor that requires grad (a
+leaf whose edge leads nowhere). torch's backward() runs every node inside the call: a node
+with an edge that leads somewhere checks all it saved, one without (all its inputs are such
+views) runs idle and checks only the outputs it saved. The compiled call's node did not run
+where no gradient it computes reached anything (a version error went missing), and where
+one did, it checked the view it saved for the view's own gradient (a false error)."""
+import re
+
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+
+def _error(run) -> str | None:
+    try:
+        run()
+    except RuntimeError as error:
+        return str(error)
+    return None
+
+
+def _version_part(message: str | None) -> str | None:
+    """The message without the name of the tensor's node (a compiled call's names may differ)."""
+    return None if message is None else re.sub(r", which is output \d+ of [\w:]+,", "", message)
+
+
+def _seed_97725(L, compiled: bool, write_after: bool):
+    # s3 shares s0's memory without its history; the call writes it with a value that has a
+    # history only through s2 (a view made under no_grad: it leads nowhere), then saves a view
+    # of it. s3's later write changes that saved view.
+    s0 = L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    s1 = s0.reshape(-1)
+    with L.no_grad():
+        s2 = s0.unsqueeze(0)
+    s3 = s1.detach()
+
+    def f(a0, a1):
+        a0.sub_(a1.flatten())
+        t2 = a0[1:]
+        return (t2 * t2).sum()
+    out = (fg.compile(f) if compiled else f)(s3, s2)
+    if write_after:
+        s3.mul_(3.0)
+    return lambda: (out.backward(), s0.grad, s2.grad)
+
+
+def _idle_view(L, compiled: bool, body: str, write: str, with_leaf: bool):
+    # `v` is a view made under no_grad; `y` a leaf that requires grad (when with_leaf, the
+    # call's node then has an edge that leads somewhere). `write` is changed under no_grad
+    # after the call: "v" the view, "w" a result the call returns.
+    x = L.tensor([0.5, -1.5, 2.0], requires_grad=True)
+    y = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with L.no_grad():
+        v = x[:]
+
+    def f(v, y):
+        if body == "square":            # MulBackward0 of v, v: idle, saves only inputs
+            w = v + 0.0
+            loss = (v * v).sum()
+        elif body == "through-add":     # w's node leads to AddBackward0: checks w
+            w = v + 0.0
+            loss = (w * w).sum()
+        else:                           # relu saves its result, which an idle node checks
+            w = v.relu()
+            loss = (w * 2.0).sum()
+        if with_leaf:
+            loss = loss + (y * 2.0).sum()
+        return loss, w
+    loss, w = (fg.compile(f) if compiled else f)(v, y)
+    with L.no_grad():
+        (v if write == "v" else w).mul_(2.0)
+    return lambda: (loss.backward(), y.grad)
+
+
+@pytest.mark.parametrize("write_after", [True, False], ids=["written-after-the-call", "not-written"])
+def test_a_call_whose_gradient_reaches_only_a_no_grad_view_checks_what_its_nodes_saved(write_after):
+    want = _error(_seed_97725(torch, False, write_after))
+    assert (want is not None) == write_after
+    for compiled in (False, True):
+        got = _error(_seed_97725(fg, compiled, write_after))
+        assert _version_part(got) == _version_part(want), (compiled, got, want)
+
+
+def test_without_a_later_write_the_gradients_are_torchs():
+    want = _seed_97725(torch, False, False)()
+    got = _seed_97725(fg, True, False)()
+    assert want[1] is None and got[1] is None and want[2] is None and got[2] is None
+
+
+@pytest.mark.parametrize("with_leaf", [False, True], ids=["idle-call", "call-with-a-leaf"])
+@pytest.mark.parametrize("body,write", [("square", "v"), ("through-add", "w"), ("relu", "w"),
+                                        ("through-add", "v"), ("relu", "v")])
+def test_nodes_on_a_no_grad_views_path_check_as_torchs(body, write, with_leaf):
+    want = _error(_idle_view(torch, False, body, write, with_leaf))
+    for compiled in (False, True):
+        got = _error(_idle_view(fg, compiled, body, write, with_leaf))
+        assert _version_part(got) == _version_part(want), (compiled, got, want)
+    if want is None:
+        grads = [_idle_view(L, c, body, write, with_leaf)()[1] for L, c in ((torch, False), (fg, True))]
+        assert (grads[0] is None) == (grads[1] is None)
+        if grads[0] is not None:
+            assert grads[0].tolist() == grads[1].tolist()

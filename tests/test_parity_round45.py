@@ -4,7 +4,9 @@ leaf whose edge leads nowhere). torch's backward() runs every node inside the ca
 with an edge that leads somewhere checks all it saved, one without (all its inputs are such
 views) runs idle and checks only the outputs it saved. The compiled call's node did not run
 where no gradient it computes reached anything (a version error went missing), and where
-one did, it checked the view it saved for the view's own gradient (a false error)."""
+one did, it checked the view it saved for the view's own gradient (a false error). And (seed
+92554) a detach saved before a `.data` write of its memory: stale after a later bump of its
+counter, not by the `.data` write itself."""
 import re
 
 import pytest
@@ -103,3 +105,38 @@ def test_nodes_on_a_no_grad_views_path_check_as_torchs(body, write, with_leaf):
         assert (grads[0] is None) == (grads[1] is None)
         if grads[0] is not None:
             assert grads[0].tolist() == grads[1].tolist()
+
+
+def _seed_92554(L, compiled: bool, read_inside: bool, fill: bool):
+    # t2 (a detach of a1: a1's counter) is saved; the call writes a1's memory through a1.data
+    # (no bump of a1's counter: t2 reads the new values), with a value computed from a1 or not,
+    # then, in some cases, a versioned write of a1's memory (s1.fill_) makes t2 stale.
+    s0 = L.tensor([[-1.75, -1.75, -2.0], [-0.75, 0.5, 1.25]], dtype=L.float64, requires_grad=True)
+    s1 = s0.t()[1]
+    s2 = s1.view(1, 2)
+
+    def f(a0, a1):
+        t2 = a1.detach()
+        t4 = a1.data
+        t6 = t2 * a0
+        with L.no_grad():
+            t4.sub_(a1 * 2 if read_inside else 1.0)
+            if fill:
+                s1.fill_(-0.25)
+        return (t6 * t6).sum()
+    out = (fg.compile(f) if compiled else f)(s2, s1)
+    return lambda: (out.backward(), s0.grad.tolist())
+
+
+@pytest.mark.parametrize("fill", [True, False], ids=["written-with-a-bump", "only-through-data"])
+@pytest.mark.parametrize("read_inside", [True, False], ids=["data-write-reads-it", "data-write-of-a-number"])
+def test_a_detach_saved_before_a_data_write_is_stale_only_after_a_bump_of_its_counter(read_inside, fill):
+    # (alias fuzzer seed 92554: the compiled call missed the error where the .data write read
+    # a1, and raised a false one where it did not and nothing bumped the counter)
+    want = _error(_seed_92554(torch, False, read_inside, fill))
+    assert (want is not None) == fill
+    for compiled in (False, True):
+        got = _error(_seed_92554(fg, compiled, read_inside, fill))
+        assert _version_part(got) == _version_part(want), (compiled, got, want)
+    if not fill:
+        assert _seed_92554(fg, True, read_inside, fill)()[1] == _seed_92554(torch, False, read_inside, fill)()[1]

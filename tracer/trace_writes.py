@@ -335,13 +335,28 @@ class TraceWrites:
             # replaced is read as the memory's new value (read_as), stale when that is.
             if positions is None:
                 positions = {id(x): k for k, x in enumerate(self.instrs)}
+                made_at = {out.id: k for k, x in enumerate(self.instrs) for out in x.outputs}
+                grafts = {}         # value id -> the grafts of it: the memory's value as tensors hold it
+                for x in self.instrs:
+                    if x.op == "graft":
+                        for u in x.inputs:
+                            grafts.setdefault(u.id, []).append(x.outputs[0])
             at = positions[id(ins)]
             stale = {}
             for v in ins.inputs + ins.outputs:
                 entry = self.read_as.get(v.id)
-                read = entry[0] if entry is not None and entry[1] > at else v
-                for w in (v, read):     # (its own counter moved first: t1 = a.data; ...; t1.div_(2))
-                    if w.id in self.stale and self.stale[w.id][4] >= at:
+                if entry is None or entry[1] <= at:
+                    read = ()
+                else:
+                    # (the memory's new value, also as the tensors holding it after the write hold
+                    # it, grafted onto their history: a later write replaces that)
+                    read = (entry[0],) + tuple(grafts.get(entry[0].id, ()))
+                made = made_at.get(read[0].id, -1) if read else -1
+                for w in (v,) + read:       # (its own counter moved first: t1 = a.data; ...; t1.div_(2))
+                    # (the memory's new value is stale only by a write after the one that made it:
+                    # that write's own marks, as its .data writer takes the grafted value, are not
+                    # on the saved tensor's counter)
+                    if w.id in self.stale and self.stale[w.id][4] >= at and (w is v or self.stale[w.id][4] > made):
                         stale[v.id] = self.stale[w.id]
                         break
             if not stale:

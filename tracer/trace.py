@@ -256,6 +256,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             return x._sym
         key = _memory_key(x._data)
         v = self.lifted.get(key)
+        if v is not None and x._base is not None and self.stand_ins and self._made_under_no_grad(x, x._base) and \
+                id(self.memory_views.get(key)) in self.stand_ins and self._outside_view(x):
+            # (a view made under no_grad before the call whose memory a stand-in for it read
+            # first, through a detach() of it, `a.detach().mul_(2)`: its use with grad raises
+            # where the call moved its counter, as torch's)
+            return x._sym
         if v is None:
             if x._base is not None and self._outside_view(x):
                 return x._sym
@@ -313,7 +319,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             self._rebind_leaf_view(base, x)
             return True
         if self._made_under_no_grad(x, base):
-            self.rebased_outside[id(x)] = x
+            self._rebase_outside(x)
         again = self._view_again(base, x)
         self._quiet_unless_writing(x)
         self.rebind(x, again._sym, again._requires_grad)

@@ -228,7 +228,7 @@ class TraceViews:
             if view.__dict__.get("_no_grad_mode") and base._requires_grad:
                 # made under no_grad (or a view of such a view): torch will not regenerate its
                 # history now that its base has one, so its next use with grad raises
-                self.rebased_outside[id(view)] = view
+                self._rebase_outside(view)
             again = self._view_again(base, view)
             self._quiet_unless_writing(view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)

@@ -100,9 +100,16 @@ class TraceWrites:
             for ref in self.outside_views.get(id(root), ()):
                 view = ref()
                 if view is not None and view._no_grad_view:
-                    self.rebased_outside[id(view)] = view
+                    self._rebase_outside(view)
             if t._no_grad_view and t._data is not None:
-                self.rebased_outside[id(t)] = t
+                self._rebase_outside(t)
+
+    def _rebase_outside(self, view: Tensor) -> None:
+        """`view`, made before the call under no_grad (or a view of such a view), had its counter
+        moved: its next use with grad raises, naming the node a view of a view was made by."""
+        if view.__dict__.get("_view_node") is None and view._grad_fn is not None:
+            view.__dict__["_view_node"] = view._grad_fn
+        self.rebased_outside[id(view)] = view
 
     def write(self, t: Tensor, v: Value, requires: bool) -> None:
         """A user-level in-place write of `t` with value `v` (see begin_write and rebind)."""

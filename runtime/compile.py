@@ -40,6 +40,7 @@ from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class, saved_slots
+from fusegrad.tracer.saved_checks import NO_GRAD_VIEW_SAVED
 from fusegrad.tracer.trace import Trace, TraceContext
 from fusegrad.tracer.trace_autograd import sum_groups
 
@@ -663,12 +664,16 @@ def _finish(trace: Trace, result, run: Run) -> None:
         stale, met_at = {}, None
         if active is not None:
             reaching = active_values(instrs, out_values, wrt)
-            stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching)
+            # (the values of views made under no_grad, whose edges lead nowhere: torch's nodes saved
+            # nothing for their gradients)
+            nowhere = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group} | \
+                trace.no_grad_view_values.keys() or None
+            stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching, leads_nowhere=nowhere)
             if stale:
                 # (where a backward meets each saved value's check: a value changed after the
                 # call whose node comes first raises before the stale one, as torch's engine
                 # meets them)
-                met_at = trace.checked_at(instrs, reaching)
+                met_at = trace.checked_at(instrs, reaching, nowhere)
         bwd = simplify(b.program)
         saved = free_values(bwd)
         if INFERENCE_MADE[0]:
@@ -791,7 +796,9 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                         trace.lifted_tensors, promoted, unversioned,
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
                                         [trace.view_counters.get(v.id) or trace.current_alias_counter(v)
-                                         for v in saved])
+                                         or trace.reader_counter(v) for v in saved])
+            if trace.no_grad_view_values:
+                back.checks = _no_grad_view_checks(back.checks, saved, trace.no_grad_view_values)
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
@@ -1072,31 +1079,44 @@ def _idle_stale(trace: Trace, instrs: list, out_values: list, gone: list, bounda
     """BackwardFn.idle_stale: what a backward() that needs no gradient of the call's inputs
     still checks, as torch's engine runs every node it reaches. On the paths to leaves the call
     made that died there, every saved value; on those to a view made under no_grad (an input
-    whose edge leads nowhere; `groups`: the values each of `boundary` held), the outputs nodes
-    saved, as idle nodes check them (relu's result written over by a copy_: torch raises)."""
+    whose edge leads nowhere, `groups`: the values each of `boundary` held; or one made in the
+    call), what the nodes saved for the gradients of their other inputs, and their outputs
+    (relu's result written over by a copy_: torch raises)."""
     idle = {}
     if gone:
         idle = stale_by_cotangents(trace, instrs, out_values, gone, active_values(instrs, out_values, gone))
-    views = [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group]
+    views = [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group] + \
+        list(trace.no_grad_view_values.values())
     if views and trace.stale:
-        for given, found in stale_by_cotangents(trace, instrs, out_values, views,
-                                                active_values(instrs, out_values, views), outputs_only=True).items():
+        for given, found in stale_by_cotangents(trace, instrs, out_values, views, active_values(instrs, out_values, views),
+                                                leads_nowhere={v.id for v in views}).items():
             if idle.get(given) is None:
                 idle[given] = found
     return idle or None
 
 
+def _no_grad_view_checks(checks: list, saved: list, views: dict) -> list:
+    """`checks` (saved_checks) with those of saved views made in the call under no_grad
+    (`views`: Trace.no_grad_view_values) raising torch's rebased-view error: its node saved
+    the view, and unpacking it regenerates the view's history, which raises first."""
+    return [(box, version, ref, NO_GRAD_VIEW_SAVED if saved[k].id in views else where, shape, k)
+            for box, version, ref, where, shape, k in checks]
+
+
 def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: list, boundary: list,
                  groups: list):
     """BackwardFn.idle_checks, for a call whose inputs include views made under no_grad (a
-    leaf without a gradient of its own: its edge leads nowhere) or that made leaves that
-    died there; else None. Per outputs given cotangents (None: all), which saved values
-    torch's nodes inside the call check when a backward() runs them: a node none of whose
-    inputs has an edge runs idle and checks only the outputs it saved (v * v of such a view
-    checks nothing; relu's result it does), the others all they saved, also where no
-    gradient reaches anything (the call's own node is then idle: it computes nothing, but
-    checks these). Worked out when first asked (it keeps the trace's instructions for that)."""
-    views = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group}
+    leaf without a gradient of its own: its edge leads nowhere), or that made such views or
+    leaves that died there; else None. Per outputs given cotangents (None: all), which saved
+    values torch's nodes inside the call check when a backward() runs them (Trace.checked_at:
+    a node saved nothing for the gradient of such a view, `x @ v` saves v, `v * v` nothing,
+    relu(v) its result), also where no gradient reaches anything (the call's own node is then
+    idle: it computes nothing, but checks these), and which the backward program reads that
+    torch's nodes did not save. Worked out when first asked (it keeps the trace's instructions
+    for that)."""
+    made = list(trace.no_grad_view_values.values())     # (views made under no_grad in the call)
+    views = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group} | \
+        {v.id for v in made}
     if not views and not gone:
         return None
     found = {}
@@ -1106,7 +1126,7 @@ def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: 
         if entry is None:
             outs = out_values if given is None else [v for v, g in zip(out_values, given) if g]
             skipped = set()
-            met = trace.checked_at(instrs, active_values(instrs, outs, wrt + list(gone)), views, skipped)
+            met = trace.checked_at(instrs, active_values(instrs, outs, wrt + list(gone) + made), views, skipped)
             entry = found[given] = (met, skipped - met.keys())
         return entry
     return checks

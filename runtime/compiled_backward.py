@@ -16,9 +16,9 @@ import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, Value, active_values
 from fusegrad.tracer import Tensor
-from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
+from fusegrad.tracer.dispatch import _memory_owner, no_grad_view_rebased_error, refresh_view_history
 from fusegrad.tracer.engine import accumulate_into_grads
-from fusegrad.tracer.saved_checks import modified_error, output_name, output_of
+from fusegrad.tracer.saved_checks import NO_GRAD_VIEW_SAVED, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
 from fusegrad.tracer.trace import Trace
 
@@ -471,16 +471,16 @@ STALE_SUBSETS_UP_TO = 4
 
 
 def stale_by_cotangents(trace: Trace, instrs: list, out_values: list, wrt: list, active: set,
-                        outputs_only: bool = False) -> dict:
+                        leads_nowhere: set | None = None) -> dict:
     """BackwardFn.stale: the stale saved value each subset of the outputs reaches (see there;
-    `outputs_only`: Trace.stale_saved's)."""
-    found = trace.stale_saved(instrs, active, outputs_only=outputs_only)
+    `leads_nowhere`: Trace.stale_saved's)."""
+    found = trace.stale_saved(instrs, active, leads_nowhere=leads_nowhere)
     if found is None:
         return {}
 
     def reached_by(given):
         reached = active_values(instrs, [v for v, g in zip(out_values, given) if g], wrt)
-        return trace.stale_saved(instrs, reached, outputs_only=outputs_only)
+        return trace.stale_saved(instrs, reached, leads_nowhere=leads_nowhere)
     if len(out_values) > STALE_SUBSETS_UP_TO:
         return _LazyStale(found, reached_by)
     stale = {None: found}
@@ -593,6 +593,8 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
 def _raise_stale(found) -> None:
     """torch's version error for a Trace.stale_saved entry (value, counter, version, where)."""
     v, box, version, where = found
+    if where is NO_GRAD_VIEW_SAVED:
+        raise no_grad_view_rebased_error()
     raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
 
 
@@ -601,6 +603,9 @@ def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None
     `where` names the call's output, None for an input (named by its history now); `shape`:
     the saved view's, where the call saved a view of the tensor; `saved`: the saved array,
     which describes a tensor no longer alive (torch's node holds it)."""
+    if where is NO_GRAD_VIEW_SAVED:
+        # torch's node saved the view itself: unpacking it asks for its history, which raises
+        raise no_grad_view_rebased_error()
     if tensor is None:
         shape = shape if shape is not None or saved is None else saved.shape
         raise modified_error(shape or (), saved.dtype.name if saved is not None else "", where or "", box[0],

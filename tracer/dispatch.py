@@ -121,6 +121,19 @@ def edge_of(t):
     return (grad_accumulator(t), 0)
 
 
+def _leads_nowhere(x) -> bool:
+    """Whether tensor `x`'s gradient edge leads nowhere: a view made under no_grad of a tensor
+    that requires grad, with no history of its own (torch's next_functions shows (None, 0))."""
+    return x._no_grad_view and x._grad_fn is None
+
+
+def _saving_needs(inputs, needs: tuple) -> tuple:
+    """`needs` (which inputs require grad) as a node's saving sees it: torch's node saves what
+    the gradients of inputs whose edges lead somewhere read (should_compute_output), so not
+    for a view made under no_grad (`x @ v` saves v, not x; `v * v` saves nothing)."""
+    return tuple([need and not (type(x) is not np.ndarray and _leads_nowhere(x)) for x, need in zip(inputs, needs)])
+
+
 def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None = None, out=None):
     """Apply `op` to `inputs` (Tensors, or NumPy constants for Python scalars).
 
@@ -146,13 +159,17 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                 else:
                     if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
                         refresh_view_history(a, deferring=True)     # its base may have gained history since
-                    sa, da, ra = a._data.shape, a._dtype, a._requires_grad
+                    # (a view made under no_grad without history of its own needs no saving: its
+                    # edge leads nowhere, see _Plan.in_slots)
+                    sa, da, ra = a._data.shape, a._dtype, \
+                        a._requires_grad if not a._no_grad_view else (a._requires_grad, a._grad_fn is None)
                 if type(b) is np.ndarray:
                     sb, db, rb = b.shape, b.dtype, None
                 else:
                     if b._base is not None and b._view_version != b._vbox[0] and _grad_state.enabled:
                         refresh_view_history(b, deferring=True)
-                    sb, db, rb = b._data.shape, b._dtype, b._requires_grad
+                    sb, db, rb = b._data.shape, b._dtype, \
+                        b._requires_grad if not b._no_grad_view else (b._requires_grad, b._grad_fn is None)
                 key = (op, name, tuple(attrs.items()) if attrs else None, sa, da, ra, sb, db, rb)
             elif n == 1:
                 a = inputs[0]
@@ -162,7 +179,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                     if a._base is not None and a._view_version != a._vbox[0] and _grad_state.enabled:
                         refresh_view_history(a, deferring=True)
                     key = (op, name, tuple(attrs.items()) if attrs else None, a._data.shape, a._dtype,
-                           a._requires_grad)
+                           a._requires_grad if not a._no_grad_view else (a._requires_grad, a._grad_fn is None))
             else:
                 for x in inputs:
                     if type(x) is not np.ndarray and x._base is not None and x._view_version != x._vbox[0] \
@@ -170,7 +187,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
                         refresh_view_history(x, deferring=True)
                 key = (op, name, tuple(attrs.items()) if attrs else None,
                        *[(x.shape, x.dtype, None) if type(x) is np.ndarray
-                         else (x._data.shape, x._dtype, x._requires_grad) for x in inputs])
+                         else (x._data.shape, x._dtype, x._requires_grad, _leads_nowhere(x)) for x in inputs])
             plan = _PLANS.get(key)
         except TypeError:               # an unhashable attribute (slices in an index): no plan
             key = plan = None
@@ -218,7 +235,9 @@ class _Plan:
         # (no node where no output gets a history: torch's integer casts and comparisons of
         # a tensor that requires grad ask nothing of its history)
         self.may_record = opdef.vjp is not None and True in self.needs and True in self.history
-        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, self.needs,
+        # (torch saves an input only for the gradients of inputs whose edges lead somewhere: not
+        # for a view made under no_grad, `x @ v` saves v only)
+        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, _saving_needs(inputs, self.needs),
                                                      name or _default_name(op))
                                          if self.may_record else ((), ()))
         self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
@@ -491,7 +510,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
 
     saved = {}
     if record:
-        in_slots, out_slots = saved_slots(op, frozen, in_types, needs, name or _default_name(op))
+        in_slots, out_slots = saved_slots(op, frozen, in_types, _saving_needs(inputs, needs),
+                                          name or _default_name(op))
         for i in in_slots:
             x = inputs[i]
             if isinstance(x, Tensor):

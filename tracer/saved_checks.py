@@ -238,6 +238,16 @@ def _raise_modified(saved, owner, output_nr: int):
                          saved.box[0], version)
 
 
+class _NoGradViewSaved(str):
+    """The type of NO_GRAD_VIEW_SAVED (a str: code that only names the tensor reads it as no name)."""
+
+
+# In place of torch's ", which is output N of Op," where a compiled call's saved value is a
+# view made there under no_grad: torch's node saved the view itself, and unpacking it after its
+# counter moved regenerates the view's history, which raises the rebased-view error first.
+NO_GRAD_VIEW_SAVED = _NoGradViewSaved("")
+
+
 _MODIFIED_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation"
 
 

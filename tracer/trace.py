@@ -120,12 +120,21 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.lifted_by_memory: dict = {}
         self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
+        # ids of lifted values read through tensors on different version counters alike in
+        # requires_grad (x and x.data), and for those, the counters of the tensors through which
+        # ops recorded with grad read them (None: unknown): see reader_counter
+        self.mixed_counters: set = set()
+        self.reader_counters: dict = {}
         self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
         self.alias_sources: dict = {}       # such an identity's id -> (memory key, the value it reads)
         # a view made here of the caller's memory: its value id -> the version counter it shares
         # (its base's: x[-1] of x, not of x.data over the same array), which guards it when saved
         self.view_counters: dict = {}
         self.no_grad_views_made = False     # whether a view made here is a view made under no_grad (its flag set)
+        # value id -> value of the views made here under no_grad of a tensor that requires grad:
+        # their edges lead nowhere, and a backward finding one changed raises torch's
+        # rebased-view error
+        self.no_grad_view_values: dict = {}
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         # memory key -> {id: tensor} of the tensors from outside the call over that memory that
         # were written here (each then holds a value of its own until it reads memory again)
@@ -285,6 +294,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             # (the counter of the first tensor to read it so: a detach() shares its source's,
             # a .data has its own; see alias_memory)
             self.alias_counters.setdefault(v.id, self._counter_owner(x)._vbox)
+        else:
+            readers = self.lifted_by_memory.get(key)
+            if readers and readers[0] is not x and v.id not in self.mixed_counters and \
+                    self._counter_owner(x)._vbox is not self._counter_owner(readers[0])._vbox:
+                self._mixed_counter_read(v)
         if x._requires_grad:
             group = self.leaf_tensors if x._grad_fn is None else self.boundary
             reader = group.get(key)
@@ -304,6 +318,36 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             elif reader is not x:
                 v = self._own_variable(x, v, group, key)
         return v
+
+    def _mixed_counter_read(self, v: Value) -> None:
+        """Lifted value `v` is read through a second version counter (x.data after x): from
+        here on the ops recorded with grad note the counters they read it through
+        (_note_counter_reads), so that a saved `v` is checked on the reading tensor's (torch's
+        node saved that tensor). One already read by such an op: the counter is unknown."""
+        self.mixed_counters.add(v.id)
+        if any(v in ins.inputs for ins in self.instrs if id(ins) in self.grad_instrs):
+            self.reader_counters[v.id] = [None]
+
+    def _note_counter_reads(self, op: str, frozen: tuple, inputs, values) -> None:
+        """An op recorded with grad reads `values` through `inputs`: the counters of those it
+        saves (see _mixed_counter_read)."""
+        if not any(v.id in self.mixed_counters for v in values):
+            return
+        from .node import saved_slots
+        needs = tuple(type(x) is not np.ndarray and x._requires_grad for x in inputs)
+        for k in saved_slots(op, frozen, tuple(v.type for v in values), needs)[0]:
+            x, v = inputs[k], values[k]
+            if v.id in self.mixed_counters and type(x) is not np.ndarray:
+                self.reader_counters.setdefault(v.id, []).append(self._counter_owner(x)._vbox)
+
+    def reader_counter(self, v: Value):
+        """The version counter of the tensors through which the ops recorded with grad read
+        lifted value `v`, where it was read through several (x, and x.data on its own counter)
+        and those ops read it through one: what a saved `v` is checked on. Else None."""
+        boxes = self.reader_counters.get(v.id)
+        if not boxes or any(box is not boxes[0] for box in boxes):
+            return None
+        return boxes[0]
 
     def _outside_view(self, x: Tensor) -> bool:
         """`x`, a view made before the call, is read or written for the first time: note it, so
@@ -375,7 +419,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 return None
             # A stand-in for the view (which may be gone: `y[0].detach()`), held here
             view = Tensor._wrap(x._data, x._dtype)
-            view._base, view._view_chain, view._vbox = base, chain, base._vbox
+            # (on x's counter: a detach()'s is its view's, so its base's; a .data's is its own,
+            # which is what a node that saved x checks, as torch's)
+            view._base, view._view_chain, view._vbox = base, chain, x._vbox
             self.memory_views[key] = view
             self.stand_ins[id(view)] = view
             self.value_of(view)
@@ -544,6 +590,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if requires and not (out_types[0].dtype.is_floating_point and 0 not in opdef.nondiff_outputs) and \
                 not any(t.dtype.is_floating_point and k not in opdef.nondiff_outputs for k, t in enumerate(out_types)):
             requires = False    # (no output gets a history: an integer cast records nothing, as eagerly)
+        if requires and self.mixed_counters:
+            self._note_counter_reads(op, frozen, inputs, values)
         if requires and op != "graft":
             # (a graft is the memory's own update of a tensor over it, no use of it: torch's
             # error comes when the user's code uses a view made under no_grad after the write)

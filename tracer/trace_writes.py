@@ -22,7 +22,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .layout import replayed_view
-from .saved_checks import output_name
+from .saved_checks import NO_GRAD_VIEW_SAVED, output_name
 from .node import checking_order, qualified_name
 from .tensor import Tensor
 
@@ -309,17 +309,17 @@ class TraceWrites:
         return next((x for x in candidates if x._data is not None and _memory_key(x._data) == key
                      and not (without_grad and x._requires_grad)), None)
 
-    def stale_saved(self, instrs, active: set, found_at: list | None = None, outputs_only: bool = False):
+    def stale_saved(self, instrs, active: set, found_at: list | None = None, leads_nowhere: set | None = None):
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
         version it was saved at, torch's ", which is output N of Op," or ""), or None.
         None too where the backward meets first a node an earlier backward freed (torch raises
         the freed-graph error there: _freed_met_first) or an op without a derivative. Only a
         trace with such writes pays for the scan. `found_at` (a list), when given, receives the
-        instruction whose VJP reads it. `outputs_only`: the paths end at inputs whose edges lead
-        nowhere (views made under no_grad), so an instruction that reads no other recorded
-        instruction's result is a node a backward() runs idle, which checks only the outputs it
-        saved (tracer/saved_checks._check_idle); the others check all they saved."""
+        instruction whose VJP reads it. `leads_nowhere`: ids of values whose edges lead nowhere
+        (views made under no_grad): torch's node saved only what the gradients of its other
+        inputs read (checked_at), so one that reads only such values checks only the outputs it
+        saved, as a node a backward() runs idle (tracer/saved_checks._check_idle)."""
         if not self.stale:
             return None
         positions = None
@@ -371,12 +371,11 @@ class TraceWrites:
                     return None
                 continue
             needs = tuple(v.id in active for v in ins.inputs)
-            idle = outputs_only and not any(self.grad_producer(v) is not None for v in ins.inputs)
+            if leads_nowhere and any(v.id in leads_nowhere for v in ins.inputs):
+                needs = tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
             # (in the order the eager engine checks them: torch's node's, see checking_order)
             for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
                                           self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
-                if idle and kind != "out":
-                    continue
                 if kind == "out":
                     v = ins.outputs[k]
                     if v.id in stale and stale[v.id][4] > at:
@@ -394,7 +393,9 @@ class TraceWrites:
                     named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
                     if found_at is not None:
                         found_at.append(ins)
-                    return (named,) + stale[v.id][:2] + (self._saved_input_name(named, *stale[v.id][2:4]),)
+                    where = NO_GRAD_VIEW_SAVED if v.id in self.no_grad_view_values else \
+                        self._saved_input_name(named, *stale[v.id][2:4])
+                    return (named,) + stale[v.id][:2] + (where,)
             if raises:
                 return None
         return None
@@ -406,11 +407,10 @@ class TraceWrites:
         raises the version error of the first saved tensor it unpacks that changed, whether a
         write inside the call changed it (stale_saved) or one after it (the compiled backward's
         checks): the positions order the two kinds against each other. With `leads_nowhere`
-        (ids of the values of views made under no_grad, whose edges lead nowhere): a node none
-        of whose inputs has an edge (a recorded instruction's result, or an active input value
-        not among those) is one torch's backward() runs idle, which checks only the outputs it
-        saved (tracer/saved_checks._check_idle); `skipped` (a set) receives the ids of the
-        inputs such nodes saved and do not check."""
+        (ids of the values of views made under no_grad, whose edges lead nowhere): torch's node
+        saved only what the gradients of its other inputs need (`x @ v` saves v, not x; `v * v`
+        nothing, relu(v) its result: tracer/dispatch._saving_needs); `skipped` (a set) receives
+        the ids of the inputs it would have saved for those views' gradients and did not."""
         positions = {id(x): k for k, x in enumerate(self.instrs)}
         found: dict = {}
         for ins in reversed(instrs):
@@ -418,15 +418,17 @@ class TraceWrites:
                 continue
             at = positions[id(ins)]
             needs = tuple(v.id in active for v in ins.inputs)
-            idle = leads_nowhere is not None and not any(
-                self.grad_producer(v) is not None or (v.id in active and v.id not in leads_nowhere)
-                for v in ins.inputs)
-            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
-                                          self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
-                if idle and kind != "out":
-                    if skipped is not None:
-                        skipped.add(ins.inputs[k].id)
-                    continue
+            name = self.grad_instrs.get(id(ins)) or _default_name(ins.op)
+            types = tuple(v.type for v in ins.inputs)
+            if leads_nowhere is not None and any(v.id in leads_nowhere for v in ins.inputs):
+                # (torch's node saved only what the gradients of inputs with edges need)
+                saving = tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
+                if skipped is not None:
+                    kept = set(checking_order(ins.op, ins.attrs, types, saving, name))
+                    skipped.update(ins.inputs[k].id for kind, k in checking_order(ins.op, ins.attrs, types, needs, name)
+                                   if kind == "in" and (kind, k) not in kept)
+                needs = saving
+            for kind, k in checking_order(ins.op, ins.attrs, types, needs, name):
                 v = ins.outputs[k] if kind == "out" else ins.inputs[k]
                 found.setdefault(v.id, at)
         return found

@@ -795,7 +795,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.checks = saved_checks(back.saved, grad_outs, alive + boundary + [t for _, t in mutated],
                                         trace.lifted_tensors, promoted, unversioned,
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
-                                        [trace.view_counters.get(v.id) or trace.current_alias_counter(v)
+                                        [trace.current_view_counter(v) or trace.current_alias_counter(v)
                                          or trace.reader_counter(v) for v in saved])
             if trace.no_grad_view_values:
                 back.checks = _no_grad_view_checks(back.checks, saved, trace.no_grad_view_values)

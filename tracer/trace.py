@@ -384,6 +384,15 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         view): torch regenerates no history for it when its base's counter moves."""
         return view._no_grad_view or bool(view.__dict__.get("_no_grad_mode") and base._requires_grad)
 
+    def current_view_counter(self, v: Value):
+        """The version counter a view made here of the caller's memory shares (view_counters),
+        where a write in the call did not replace its value since (stale): else None, as for
+        current_alias_counter (the value torch saved there is an in-place op's original self,
+        a clone: `c.div_(y)` of a view c; a node that saved the view itself raises in the
+        backward for that write first, Trace.stale_saved)."""
+        box = self.view_counters.get(v.id)
+        return None if box is None or v.id in self.stale else box
+
     def current_alias_counter(self, v: Value):
         """The version counter of the tensor that read alias value `v` (alias_counters), where
         `v` is still its memory's value when the call ends: a saved tensor of torch's is then

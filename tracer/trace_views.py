@@ -200,9 +200,13 @@ class TraceViews:
 
     def _view_again(self, base: Tensor, view: Tensor) -> Tensor:
         """`view`'s chain applied to `base`'s value now (recorded ops). A view that requires grad
-        keeps its gradient path under no_grad (an optimizer's write), as eagerly."""
+        keeps its gradient path under no_grad (an optimizer's write), as eagerly; so does one
+        whose base gained a history (torch regenerates its history when it is next used with
+        grad), unless it was made under no_grad (or is the trace's stand-in for a detach() or
+        .data of a view, which has none: _origin_view)."""
         from .dispatch import view_of
-        if view._requires_grad and not is_grad_enabled():
+        if not is_grad_enabled() and (view._requires_grad or base._requires_grad and not (
+                view._no_grad_view or view.__dict__.get("_no_grad_mode") or id(view) in self.stand_ins)):
             from .grad_mode import enable_grad
             with enable_grad():
                 return view_of(base, view._view_chain)

@@ -1,6 +1,8 @@
 """Shared helpers of the torch-parity tests: run one call on torch and fusegrad and compare.
 
 Import after `pytest.importorskip("torch")` (the caller skips when torch is missing)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -162,3 +164,18 @@ def seeded_both(seed, make):
     fg.manual_seed(seed)
     torch.manual_seed(seed)
     return make(fg), make(torch)
+
+
+def runtime_error(run) -> str | None:
+    """The text of the RuntimeError `run()` raises, or None when it raises none."""
+    try:
+        run()
+    except RuntimeError as error:
+        return str(error)
+    return None
+
+
+def without_node_name(message: str | None) -> str | None:
+    """A version error without the name of the tensor's node (", which is output 0 of Op,"):
+    a compiled call's names may differ from torch's (README)."""
+    return None if message is None else re.sub(r", which is output \d+ of [\w:]+,", "", message)

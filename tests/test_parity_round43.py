@@ -10,13 +10,7 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 
-
-def _error(run) -> str | None:
-    try:
-        run()
-    except RuntimeError as error:
-        return str(error)
-    return None
+from parity_support import runtime_error as _error  # noqa: E402
 
 
 def _later_product_changed_after_the_call(L, compiled: bool, write_after: bool):

@@ -4,21 +4,13 @@ saves `x`; the caller then writes that memory again. torch's backward raises the
 error for the saved `x`. The compiled call's saved value was the alias's own copy (the value
 read through the tensor that requires grad, Trace.alias_counters), which shared no memory
 with any tensor of the caller, so no version check guarded it and the backward ran."""
-import re
-
 import pytest
 
 import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 
-
-def _error(run) -> str | None:
-    try:
-        run()
-    except RuntimeError as error:
-        return str(error)
-    return None
+from parity_support import runtime_error as _error, without_node_name as _version_part  # noqa: E402
 
 
 def _program(L, compiled: bool, write_after: bool, read_before: bool):
@@ -36,11 +28,6 @@ def _program(L, compiled: bool, write_after: bool, read_before: bool):
         with L.no_grad():
             s0.mul_(2.0)
     return lambda: (out.backward(), s0.grad)
-
-
-def _version_part(message: str | None) -> str | None:
-    """The message without the name of the tensor's node (a compiled call's names may differ)."""
-    return None if message is None else re.sub(r", which is output \d+ of \w+,", "", message)
 
 
 @pytest.mark.parametrize("read_before", [True, False], ids=["read-before-the-write", "read-after"])

@@ -7,26 +7,13 @@ where no gradient it computes reached anything (a version error went missing), a
 one did, it checked the view it saved for the view's own gradient (a false error). And (seed
 92554) a detach saved before a `.data` write of its memory: stale after a later bump of its
 counter, not by the `.data` write itself."""
-import re
-
 import pytest
 
 import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 
-
-def _error(run) -> str | None:
-    try:
-        run()
-    except RuntimeError as error:
-        return str(error)
-    return None
-
-
-def _version_part(message: str | None) -> str | None:
-    """The message without the name of the tensor's node (a compiled call's names may differ)."""
-    return None if message is None else re.sub(r", which is output \d+ of [\w:]+,", "", message)
+from parity_support import runtime_error as _error, without_node_name as _version_part  # noqa: E402
 
 
 def _seed_97725(L, compiled: bool, write_after: bool):

@@ -287,3 +287,28 @@ def test_an_in_place_ops_original_self_is_not_checked_after_the_call(view):
     for compiled in (False, True):
         assert _error(_seed_91744(fg, compiled, view)) is None, compiled
     assert _seed_91744(fg, True, view)()[1] == _seed_91744(torch, False, view)()[1]
+
+
+def _seed_98561(L, compiled: bool, write: str):
+    # c0 is x.data (x's memory, another tensor); a view of it made in the call is written with
+    # x read: torch's overlap check compares the two arrays (same bytes, other strides: partial)
+    s0 = L.tensor([[-1.75, -1.5, -1.0], [0.5, -2.0, -0.25]])
+
+    def f(a0, c0):
+        if write == "unsqueezed":
+            c0[None].sub_(a0)
+        elif write == "transposed-both":
+            c0.t().add_(a0.t())
+        else:
+            c0[0].add_(a0[0])
+        return c0
+    error = _error(lambda: (fg.compile(f) if compiled else f)(s0, s0.data))
+    return error, s0.tolist()
+
+
+@pytest.mark.parametrize("write", ["unsqueezed", "transposed-both", "a-row"])
+def test_a_write_of_a_view_of_x_data_reading_x_checks_the_overlap_as_torch(write):
+    # (alias fuzzer seed 98561: the compiled call wrote where torch raises, changing x)
+    want = _seed_98561(torch, False, write)
+    for compiled in (False, True):
+        assert _seed_98561(fg, compiled, write) == want, compiled

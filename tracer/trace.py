@@ -658,11 +658,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             if opdef.group == ELEMENTWISE and self.writing is None:
                 if traced_partial_overlap(out, inputs):
                     raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
-                if out._data is not None:
+                target = _memory_of(out)
+                if target is not None:
                     # tensors from outside the call over one memory (x.T.add_(x.detach())), and
-                    # views made here of such a tensor: their arrays tell, as eagerly (values the
-                    # call gave them change no layout)
-                    _check_no_partial_overlap(out._data, [a for a in map(_memory_of, inputs) if a is not None])
+                    # views made here of such a tensor (x.data[None].sub_(x)): their arrays tell,
+                    # as eagerly (values the call gave them change no layout)
+                    _check_no_partial_overlap(target, [a for a in map(_memory_of, inputs) if a is not None])
             previous_fill, self.filling = self.filling, fill
             try:
                 if self.writing is not None or op == "graft":     # part of a write under way

@@ -312,3 +312,25 @@ def test_a_write_of_a_view_of_x_data_reading_x_checks_the_overlap_as_torch(write
     want = _seed_98561(torch, False, write)
     for compiled in (False, True):
         assert _seed_98561(fg, compiled, write) == want, compiled
+
+
+def test_a_write_reaching_x_data_of_a_view_bumps_only_its_own_counter_once():
+    # (alias fuzzer seed 99384, a regression of a first fix for 90978: a2 is the .data of a
+    # view; writes of the view's memory through another view moved a2's counter too)
+    def run(L, compiled):
+        s0 = L.tensor([[2.0, 1.25], [0.25, -0.25], [-0.25, 1.75]])
+        s2 = s0[0, 1].reshape(1)
+        s4 = s0[0, 1].data
+
+        def f(a0, a1, a2):
+            a1.sub_(a1.sigmoid())
+            with L.no_grad():
+                a1.fill_(-0.25)
+                t1 = a2 / (a0.abs() + 1)
+            a2.copy_(a2)
+            return a0.tanh().sum() + t1.abs().sum()
+        (fg.compile(f) if compiled else f)(s2, s2, s4)
+        return s0._version, s4._version, s0.tolist()
+    want = run(torch, False)
+    for compiled in (False, True):
+        assert run(fg, compiled) == want, compiled

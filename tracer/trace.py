@@ -428,9 +428,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 return None
             # A stand-in for the view (which may be gone: `y[0].detach()`), held here
             view = Tensor._wrap(x._data, x._dtype)
-            # (on x's counter: a detach()'s is its view's, so its base's; a .data's is its own,
-            # which is what a node that saved x checks, as torch's)
-            view._base, view._view_chain, view._vbox = base, chain, x._vbox
+            view._base, view._view_chain, view._vbox = base, chain, base._vbox
             self.memory_views[key] = view
             self.stand_ins[id(view)] = view
             self.value_of(view)

@@ -334,3 +334,26 @@ def test_a_write_reaching_x_data_of_a_view_bumps_only_its_own_counter_once():
     want = run(torch, False)
     for compiled in (False, True):
         assert run(fg, compiled) == want, compiled
+
+
+def _seed_99385(L, compiled: bool, write_after: str):
+    # x.data read first (its own counter), x after it: x * x saves x, on x's counter
+    s0 = L.tensor([[-0.25, -1.5, 1.25], [1.0, 1.5, -0.25]], requires_grad=True)
+
+    def f(a0, a1):
+        t1 = a1.data
+        t1 * 2
+        return (a0 * a0).sum()
+    out = (fg.compile(f) if compiled else f)(s0, s0)
+    with L.no_grad():
+        (s0 if write_after == "x" else s0.data).mul_(3.0)
+    return lambda: (out.backward(), s0.grad.tolist())
+
+
+@pytest.mark.parametrize("write_after", ["x", "x.data"])
+def test_x_saved_after_x_data_read_its_memory_is_checked_on_xs_counter(write_after):
+    # (alias fuzzer seed 99385: the compiled backward checked nothing, as if x.data were saved)
+    want = _error(_seed_99385(torch, False, write_after))
+    assert (want is not None) == (write_after == "x")
+    for compiled in (False, True):
+        assert _error(_seed_99385(fg, compiled, write_after)) == want, compiled

@@ -282,14 +282,16 @@ class TraceWrites:
             memory = replayed_view(root, chain) if owner is not None and _memory_key(root) not in self.mutated \
                 else None
             return None if memory is None else (memory, self._counter_owner(owner)._vbox is box)
-        source = next((v_id for (v_id, _), w in self.aliases.items() if w is v), None)
+        source, requires = next(((v_id, requires) for (v_id, requires), w in self.aliases.items() if w is v),
+                                (None, False))
         for u, array in zip(self.inputs, self.input_arrays):
             if u.id == source:
                 key = _memory_key(array)
                 owner = self._first_reader(key)
                 if self.lifted.get(key) is not u or key in self.mutated or owner is None:
                     return None
-                return array, self._counter_owner(owner)._vbox is box
+                # (x read after x.data read it first: the alias is x's reading, on x's counter)
+                return array, self._counter_owner(owner)._vbox is box or requires
         return None
 
     def _shares_counter(self, key, requires: bool, box) -> bool:

@@ -176,10 +176,10 @@ class BackwardFn:
         # the checks of values changed after the call
         self.met_at = None
         self.saved_ids = ()
-        # (a call with views made under no_grad among its inputs, or leaves made in it that died
-        # there) `given` -> (value id -> where a backward meets the node that checks it, as
-        # met_at; ids of saved values that only nodes torch runs idle saved, as inputs, which
-        # it does not check): see idle_checks in runtime/compile.py
+        # (a call with views made under no_grad among its inputs or made in it, or leaves made in
+        # it that died there) `given` -> (value id -> where a backward meets the node that checks
+        # it, as met_at; ids of values the backward program reads that torch's nodes did not
+        # save, for the gradient of such a view): see idle_checks in runtime/compile.py
         self.idle_checks = None
         self.reads_inputs = True    # (without a forward form) whether its saved values depend on the inputs
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
@@ -238,9 +238,10 @@ class BackwardFn:
         """A backward() without inputs reached this node (`given`: which outputs have a
         cotangent, None for all): torch's graph runs the nodes on the way to leaves the call
         made that died there, which check what they saved, whether or not the node's inputs
-        need a gradient (custom_call's protocol). `idle`: no gradient this node computes is
-        used (its inputs are views made under no_grad), so it does not run, but torch's nodes
-        inside it still check what they saved, changed since the call (see idle_checks)."""
+        need a gradient (custom_call's protocol). `idle`: no gradient this node computes reaches
+        an input that takes one (the only ones reached are views made under no_grad), so it
+        does not run, but torch's nodes inside it still check what they saved, changed since
+        the call (see idle_checks)."""
         found = self.idle_stale.get(given, self.idle_stale.get(None)) if self.idle_stale else None
         if idle and self.idle_checks is not None and self.checks:
             met = self.idle_checks(given)[0]
@@ -253,8 +254,8 @@ class BackwardFn:
     def _check_versions(self, reached, after: int | None = None, given=None) -> None:
         """torch's in-place error for a saved value (those in `reached`; None: every one) that
         changed in place since the call. With `after`, only those whose node a backward meets
-        before the one at that position (met_at), the first met of them. A value only nodes
-        torch runs idle saved is not checked (`given`: the outputs with cotangents)."""
+        before the one at that position (met_at), the first met of them. A value torch's nodes
+        did not save (idle_checks) is not checked (`given`: the outputs with cotangents)."""
         skip = self.idle_checks(given)[1] if self.idle_checks is not None else None
         if after is not None:
             self._raise_first_met(self.met_at, reached, after, skip)

@@ -357,3 +357,25 @@ def test_x_saved_after_x_data_read_its_memory_is_checked_on_xs_counter(write_aft
     assert (want is not None) == (write_after == "x")
     for compiled in (False, True):
         assert _error(_seed_99385(fg, compiled, write_after)) == want, compiled
+
+
+def test_a_write_reaching_three_tensors_over_one_memory_each_holding_its_own_value():
+    # (alias fuzzer seed 99887: x, x.detach() and x.data each written with a history, then x
+    # written again: the grafts passed the value between them without end, a RecursionError)
+    def run(L, compiled):
+        s2 = L.tensor([-0.75, 0.0, 1.0, -1.5, -0.5, 0.75], requires_grad=True)
+
+        def f(a2):
+            t1 = s2.detach()
+            t3 = L.maximum(s2, s2)
+            t1.copy_(s2.sum())
+            t4 = s2.data
+            t4.mul_(s2.sigmoid())
+            with L.no_grad():
+                s2.mul_(t3)
+            return t1 * 1, t4 * 1, a2.sum()
+        outs = (fg.compile(f) if compiled else f)(s2 * 1)
+        return [o.tolist() for o in outs], s2.tolist(), s2._version
+    want = run(torch, False)
+    for compiled in (False, True):
+        assert run(fg, compiled) == want, compiled

@@ -221,6 +221,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.view_held: dict = {}
         self.graft_writer = None            # the detach() alias whose write is being grafted into its source
         self.grafting = None                # (writer, source) of the graft being recorded
+        # ids of the tensors one write's grafts reached so far (see _graft_into), or None
+        self.grafted_in_write = None
         # A write through a view of tensor t, while t takes its new value: (t, the view's chain),
         # and the part of the graft under way that the write reached (see TraceViews._region_write)
         self.write_region = None

@@ -694,6 +694,23 @@ class TraceWrites:
         """`source` takes t's value on its own gradient path (graft), recorded for gradients
         whatever the grad mode: a write that reaches a tensor through memory it shares never
         changes its history, eagerly (`with no_grad(): y.detach().add_(1)` included)."""
+        # Each tensor over the memory takes a write's value once: three that hold values of their
+        # own (x, x.detach() and x.data, each written) would otherwise pass it on to each other
+        # without end, as each graft is a write of its own (alias fuzzer seed 99887)
+        outermost = self.grafted_in_write is None
+        if outermost:
+            self.grafted_in_write = {id(t)}
+        elif id(source) in self.grafted_in_write:
+            return
+        self.grafted_in_write.add(id(source))
+        try:
+            self._record_graft(t, source)
+        finally:
+            if outermost:
+                self.grafted_in_write = None
+
+    def _record_graft(self, t: Tensor, source: Tensor) -> None:
+        """_graft_into's graft itself: the instruction, recorded as a write of `source`."""
         from .grad_mode import enable_grad, no_grad
         found = self.grad_producer(source._sym)
         name = self._node_name(found[0]) if found is not None else None

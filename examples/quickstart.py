@@ -12,6 +12,7 @@ import fusegrad as fg
 # Calls after the first while the kernel's serial and parallel variants are timed (3 + 3) and the
 # parallel one compiles.
 SETTLE_CALLS = 8
+EXPLAIN_LINES = 80      # of the compiled step's explain(): its programs and kernel plan
 
 
 def tutorial():
@@ -90,7 +91,10 @@ def compiled():
     print(f"compiled, per call (median): {np.median(times) * 1e3:.2f} ms")
     print(f"eager,    per call (median): {np.median(eager) * 1e3:.2f} ms")
     print(fg.cache_info())
-    print(step.explain(x)[:3000])
+    lines = step.explain(x).splitlines()
+    print("\n".join(lines[:EXPLAIN_LINES]))
+    if len(lines) > EXPLAIN_LINES:
+        print(f"... ({len(lines) - EXPLAIN_LINES} more lines: the kernels and their Numba source; print step.explain(x))")
 
 
 if __name__ == "__main__":

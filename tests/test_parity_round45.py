@@ -379,3 +379,25 @@ def test_a_write_reaching_three_tensors_over_one_memory_each_holding_its_own_val
     want = run(torch, False)
     for compiled in (False, True):
         assert run(fg, compiled) == want, compiled
+
+
+@pytest.mark.parametrize("view", [True, False], ids=["a-view", "a-slice"])
+def test_x_copied_into_itself_in_a_call_makes_what_saved_x_stale(view):
+    # (alias fuzzer seed 100526: the compiled call counted x.copy_(x) on x's counter at once,
+    # outside the trace, so the pow that saved x before it did not raise in the backward)
+    def run(L, compiled):
+        s0 = L.tensor([[-0.25, 0.75, -0.75], [1.0, 0.5, -0.25], [-1.75, -0.25, -2.0]], requires_grad=True)
+        s1 = s0.unsqueeze(1) if view else s0[:]
+
+        def f(a0):
+            t1 = s1.pow(3)
+            with L.no_grad():
+                s1.copy_(s1)
+            return t1.sum() + a0.sum()
+        out = (fg.compile(f) if compiled else f)(s0)
+        return _error(out.backward), s0._version
+    want = run(torch, False)
+    assert want[0] is not None
+    for compiled in (False, True):
+        got = run(fg, compiled)
+        assert (_version_part(got[0]), got[1]) == (_version_part(want[0]), want[1]), compiled

@@ -664,10 +664,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
         stale, met_at = {}, None
         if active is not None:
             reaching = active_values(instrs, out_values, wrt)
-            # (the values of views made under no_grad, whose edges lead nowhere: torch's nodes saved
-            # nothing for their gradients)
-            nowhere = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group} | \
-                trace.no_grad_view_values.keys() or None
+            # (torch's nodes saved nothing for the gradients of views made under no_grad)
+            nowhere = {v.id for v in _leading_nowhere(trace, boundary, groups)} or None
             stale = stale_by_cotangents(trace, instrs, out_values, wrt, reaching, leads_nowhere=nowhere)
             if stale:
                 # (where a backward meets each saved value's check: a value changed after the
@@ -804,13 +802,12 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
-            if met_at is not None:
-                back.met_at, back.saved_ids = met_at, [v.id for v in saved]
+            back.met_at = met_at
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             if back.checks:
                 back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
-                if back.idle_checks is not None:
-                    back.saved_ids = [v.id for v in saved]
+            if met_at is not None or back.idle_checks is not None:
+                back.saved_ids = [v.id for v in saved]
             back.forward = forward_form
             if forward_form is not None:
                 back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
@@ -1085,14 +1082,21 @@ def _idle_stale(trace: Trace, instrs: list, out_values: list, gone: list, bounda
     idle = {}
     if gone:
         idle = stale_by_cotangents(trace, instrs, out_values, gone, active_values(instrs, out_values, gone))
-    views = [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group] + \
-        list(trace.no_grad_view_values.values())
+    views = _leading_nowhere(trace, boundary, groups)
     if views and trace.stale:
         for given, found in stale_by_cotangents(trace, instrs, out_values, views, active_values(instrs, out_values, views),
                                                 leads_nowhere={v.id for v in views}).items():
             if idle.get(given) is None:
                 idle[given] = found
     return idle or None
+
+
+def _leading_nowhere(trace: Trace, boundary: list, groups: list) -> list:
+    """The values whose gradient edges lead nowhere: those the call's inputs that are views
+    made under no_grad held (`groups`: the values each of `boundary` held), and the views made
+    in the call under no_grad (Trace.no_grad_view_values)."""
+    return [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group] + \
+        list(trace.no_grad_view_values.values())
 
 
 def _no_grad_view_checks(checks: list, saved: list, views: dict) -> list:
@@ -1114,11 +1118,12 @@ def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: 
     idle: it computes nothing, but checks these), and which the backward program reads that
     torch's nodes did not save. Worked out when first asked (it keeps the trace's instructions
     for that)."""
-    made = list(trace.no_grad_view_values.values())     # (views made under no_grad in the call)
-    views = {v.id for t, group in zip(boundary, groups) if t._no_grad_view for v in group} | \
-        {v.id for v in made}
-    if not views and not gone:
+    nowhere = _leading_nowhere(trace, boundary, groups)
+    if not nowhere and not gone:
         return None
+    views = {v.id for v in nowhere}
+    # (the paths to the views made in the call, which no input holds, are followed too)
+    targets = wrt + list(gone) + list(trace.no_grad_view_values.values())
     found = {}
 
     def checks(given):
@@ -1126,7 +1131,7 @@ def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: 
         if entry is None:
             outs = out_values if given is None else [v for v, g in zip(out_values, given) if g]
             skipped = set()
-            met = trace.checked_at(instrs, active_values(instrs, outs, wrt + list(gone) + made), views, skipped)
+            met = trace.checked_at(instrs, active_values(instrs, outs, targets), views, skipped)
             entry = found[given] = (met, skipped - met.keys())
         return entry
     return checks

@@ -17,7 +17,7 @@ from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write
                        _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
-from . import generator
+from . import generator, trace_state
 from . import generator as random_generator     # (where a `generator=` argument hides the module)
 from .layout import layout_stand_in, traced_overlaps_itself, traced_partial_overlap
 from .tensor import Tensor
@@ -311,8 +311,7 @@ def copied_into_itself(t: Tensor, src) -> bool:
     a, b = t._data, src._data if isinstance(src, Tensor) else None
     if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.strides != b.strides:
         return False
-    from . import trace_state
-    if trace_state.current() is not None and not any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+    if trace_state.current() is not None and not _overlaps_itself(a):
         return False
     if a.__array_interface__["data"][0] != b.__array_interface__["data"][0]:
         return False

@@ -52,6 +52,16 @@ def _vjp_runs(ins: Instr, active: set) -> bool:
     return any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs)
 
 
+def _saving_needs(ins: Instr, needs: tuple, leads_nowhere) -> tuple:
+    """`needs` (which of ins's inputs a backward differentiates) as torch's node saved for them:
+    nothing for the gradient of an input in `leads_nowhere` (ids of the values of views made
+    under no_grad, whose edges lead nowhere: `x @ v` saves v, not x), as eagerly
+    (tracer/dispatch._saving_needs). `needs` itself where no input is such a value."""
+    if not leads_nowhere or not any(v.id in leads_nowhere for v in ins.inputs):
+        return needs
+    return tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
+
+
 def _has_no_derivative(ins: Instr) -> bool:
     """Whether `ins` is an op recorded without a derivative (x // 2 on a tensor that requires
     grad): a backward that reaches it raises "derivative for aten::... is not implemented"."""
@@ -372,9 +382,7 @@ class TraceWrites:
                 if raises:
                     return None
                 continue
-            needs = tuple(v.id in active for v in ins.inputs)
-            if leads_nowhere and any(v.id in leads_nowhere for v in ins.inputs):
-                needs = tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
+            needs = _saving_needs(ins, tuple(v.id in active for v in ins.inputs), leads_nowhere)
             # (in the order the eager engine checks them: torch's node's, see checking_order)
             for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
                                           self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
@@ -422,15 +430,12 @@ class TraceWrites:
             needs = tuple(v.id in active for v in ins.inputs)
             name = self.grad_instrs.get(id(ins)) or _default_name(ins.op)
             types = tuple(v.type for v in ins.inputs)
-            if leads_nowhere is not None and any(v.id in leads_nowhere for v in ins.inputs):
-                # (torch's node saved only what the gradients of inputs with edges need)
-                saving = tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
-                if skipped is not None:
-                    kept = set(checking_order(ins.op, ins.attrs, types, saving, name))
-                    skipped.update(ins.inputs[k].id for kind, k in checking_order(ins.op, ins.attrs, types, needs, name)
-                                   if kind == "in" and (kind, k) not in kept)
-                needs = saving
-            for kind, k in checking_order(ins.op, ins.attrs, types, needs, name):
+            saving = _saving_needs(ins, needs, leads_nowhere)
+            if saving is not needs and skipped is not None:
+                kept = set(checking_order(ins.op, ins.attrs, types, saving, name))
+                skipped.update(ins.inputs[k].id for kind, k in checking_order(ins.op, ins.attrs, types, needs, name)
+                               if kind == "in" and (kind, k) not in kept)
+            for kind, k in checking_order(ins.op, ins.attrs, types, saving, name):
                 v = ins.outputs[k] if kind == "out" else ins.inputs[k]
                 found.setdefault(v.id, at)
         return found

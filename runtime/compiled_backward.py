@@ -652,21 +652,26 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
         # (a view is named by its shape, and when it requires grad as the view torch regenerates)
         where = output_name("AsStridedBackward0", 0) if view_shape is not None and t._requires_grad else None
         checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, view_shape, k))
-    owners = {}
+    owners = {}     # id(array) -> (tensor, its name), each tensor whose memory the array is, in order
     saved_ids = {id(a) for a in saved_arrays}
     named_now = read_as_inputs() if read_as_inputs is not None and any(
         id(t._data) in saved_ids for t in grad_outs) else ()
     for k, t in enumerate(grad_outs):
-        owners.setdefault(id(t._data), (t, None if k in named_now else f", which is output {k} of CompiledFunction,"))
+        owners.setdefault(id(t._data), []).append(
+            (t, None if k in named_now else f", which is output {k} of CompiledFunction,"))
     for t in others:
         if t._data is not None:
-            owners.setdefault(id(t._data), (t, None))
+            owners.setdefault(id(t._data), []).append((t, None))
     by_memory = None
     for k, a in enumerate(saved_arrays):
         if k in promoted or k in unversioned:
             continue
-        t, where = owners.get(id(a), (None, None))
-        if t is not None:
+        over = owners.get(id(a))
+        if over is not None:
+            # (the first of them, or the one on the counter the saved value is known to be
+            # read through: c's where c and c.data are both outputs, and c's node saved c)
+            box = counters[k] if counters is not None else None
+            t, where = next((owner for owner in over if owner[0]._vbox is box), over[0])
             checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
             continue
         if by_memory is None:

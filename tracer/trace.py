@@ -210,6 +210,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # for memory written through a `.data` alias (no version bump): the VJPs of instructions
         # before the write that saved it read the new values, as torch's do (see vjp_reads)
         self.read_as: dict = {}
+        # read_as's new value id -> the version counter of the tensor whose value it replaced for
+        # the VJPs (torch's node saved that tensor, so its counter is what a backward checks),
+        # or None where values read through several counters map to it (see read_as_counter)
+        self.read_as_counters: dict = {}
         # value id -> (value id, memory, writes before): an identity of a value written to the
         # caller's memory (a NumPy array), through which that memory's readers that differ from
         # the writer in requires_grad read it (rebind); a backward that saves the identity saves
@@ -350,6 +354,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if not boxes or any(box is not boxes[0] for box in boxes):
             return None
         return boxes[0]
+
+    def read_as_counter(self, v: Value):
+        """The version counter a saved `v` is checked on, where `v` is the memory's new value that
+        the VJPs of the nodes that saved a tensor over it read after a `.data` write (read_as):
+        that tensor's (`y = c * x; c.data.copy_(...)`: c's, not the `.data`'s). Else None."""
+        return self.read_as_counters.get(v.id)
 
     def _outside_view(self, x: Tensor) -> bool:
         """`x`, a view made before the call, is read or written for the first time: note it, so

@@ -493,13 +493,18 @@ class TraceViews:
             if w.type is v.type:
                 self._rewritten_unversioned(v, w, including_the_write=True)
 
-    def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False) -> None:
+    def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False,
+                               counter=None) -> None:
         """The memory that held `before` holds `now`, written through a `.data` alias: no
         version bump, so no backward raises, and the values nodes saved before the write (a
         saved tensor is that memory) read the new values (see read_as). The write's own
         instructions read `before`, as an in-place op's node saves the value it overwrites
-        (unless `including_the_write`: `before` is another tensor's value, not the writer's)."""
+        (unless `including_the_write`: `before` is another tensor's value, not the writer's).
+        `counter`: the version counter of the tensor that held `before`, where known (read_as_counter)."""
         first = self.writing[2] if self.writing is not None and not including_the_write else len(self.instrs)
+        if counter is not None:
+            known = self.read_as_counters.get(now.id, counter)
+            self.read_as_counters[now.id] = counter if known is counter else None
         for key, (value, at) in list(self.read_as.items()):
             if value is before:
                 self.read_as[key] = (now, at)

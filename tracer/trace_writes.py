@@ -423,10 +423,14 @@ class TraceWrites:
         the ids of the inputs it would have saved for those views' gradients and did not."""
         positions = {id(x): k for k, x in enumerate(self.instrs)}
         found: dict = {}
+        # (a value a `.data` write replaced after the node saved it: its VJP reads the memory's
+        # new value, which is what the backward program holds and checks: vjp_reads)
+        reads = self.vjp_reads(instrs)
         for ins in reversed(instrs):
             if not _vjp_runs(ins, active):
                 continue
             at = positions[id(ins)]
+            read = reads.get(id(ins))
             needs = tuple(v.id in active for v in ins.inputs)
             name = self.grad_instrs.get(id(ins)) or _default_name(ins.op)
             types = tuple(v.type for v in ins.inputs)
@@ -438,6 +442,8 @@ class TraceWrites:
             for kind, k in checking_order(ins.op, ins.attrs, types, saving, name):
                 v = ins.outputs[k] if kind == "out" else ins.inputs[k]
                 found.setdefault(v.id, at)
+                if read is not None:
+                    found.setdefault((read.outputs[k] if kind == "out" else read.inputs[k]).id, at)
         return found
 
     def _saved_input_name(self, v: Value, ref, new) -> str:
@@ -661,9 +667,14 @@ class TraceWrites:
         node saves; another tensor over the memory, x in x.data.div_(x), its node reads after
         the write, as torch's saved x is that memory.)"""
         own = held if self.lifted_grad.get(key) is t._requires_grad else self.aliases.get((held.id, t._requires_grad))
-        for was in (held, self.aliases.get((held.id, False)), self.aliases.get((held.id, True))):
+        for was, requires in ((held, self.lifted_grad.get(key)), (self.aliases.get((held.id, False)), False),
+                              (self.aliases.get((held.id, True)), True)):
             if was is not None:
-                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own)
+                # (the counter of the tensor from outside the call that read it so: a saved `was`
+                # is checked on it, not on the writer's)
+                reader = self._grad_reader(key) if requires else self._first_reader(key, without_grad=True)
+                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own,
+                                            counter=None if reader is None else self._counter_owner(reader)._vbox)
         self._reread_views(owner, self.lifted[key])
 
     def _refresh_memory_views(self, t: Tensor, key) -> None:

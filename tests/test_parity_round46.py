@@ -1,0 +1,46 @@
+"""Round 46 of torch parity (alias fuzzer, seed 101341): which of two changed saved values a
+compiled call's backward raises for, where one changed inside the call and one after it,
+and the one changed after it was saved by a node whose saved memory a `.data` write in the
+call rewrote. torch's engine unpacks the saved tensors node by node from the last: the first
+it meets that changed raises. The compiled backward orders the two kinds of check by where
+it meets their nodes (Trace.checked_at); the value read through the `.data` write (what the
+node's VJP reads, Trace.vjp_reads) had no position, so the check of the value changed in
+the call raised first."""
+import pytest
+
+import fusegrad as fg
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+from parity_support import runtime_error as _error, without_node_name as _version_part  # noqa: E402
+
+
+def _seed_101341(L, compiled: bool, data_write: bool, write_after: bool):
+    x = L.tensor([-0.25, 1.5, -0.75], requires_grad=True)
+    c = L.tensor([1.0, -2.0, 0.5], requires_grad=True) * 1
+
+    def f(x):
+        c.div_(x.abs() + 1)             # AbsBackward0 saves x (version 0)
+        t = c.data
+        with L.no_grad():
+            x.clamp_(-0.5, 1.0)         # x is at version 1: the abs's saved x is stale
+        y = c * x                       # MulBackward0 saves c (version 1) and x (version 1)
+        if data_write:
+            t.copy_(x * x)              # rewrites c's memory, bumps no counter
+        return y.sum()
+    out = (fg.compile(f) if compiled else f)(x)
+    if write_after:
+        with L.no_grad():
+            c.mul_(-1.0)                # c is at version 2: the mul's saved c changed
+    return lambda: (out.backward(), x.grad)
+
+
+@pytest.mark.parametrize("data_write", [True, False], ids=["memory-rewritten-by-data", "no-data-write"])
+@pytest.mark.parametrize("write_after", [True, False], ids=["written-after", "not-written-after"])
+def test_the_first_changed_saved_value_met_raises_as_torch(data_write, write_after):
+    want = _error(_seed_101341(torch, False, data_write, write_after))
+    assert want is not None
+    assert ("is at version 2; expected version 1" in want) == write_after, want
+    for compiled in (False, True):
+        got = _error(_seed_101341(fg, compiled, data_write, write_after))
+        assert _version_part(got) == _version_part(want), (compiled, got, want)

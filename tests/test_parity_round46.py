@@ -5,7 +5,9 @@ call rewrote. torch's engine unpacks the saved tensors node by node from the las
 it meets that changed raises. The compiled backward orders the two kinds of check by where
 it meets their nodes (Trace.checked_at); the value read through the `.data` write (what the
 node's VJP reads, Trace.vjp_reads) had no position, so the check of the value changed in
-the call raised first."""
+the call raised first. And (seed 99295) a view made under no_grad, read in the call, then
+written through a detach() of it: the write's counter owner was the trace's stand-in for
+the view, so the view was not marked rebased, and its next use with grad raised nothing."""
 import pytest
 
 import fusegrad as fg
@@ -44,3 +46,36 @@ def test_the_first_changed_saved_value_met_raises_as_torch(data_write, write_aft
     for compiled in (False, True):
         got = _error(_seed_101341(fg, compiled, data_write, write_after))
         assert _version_part(got) == _version_part(want), (compiled, got, want)
+
+
+def _seed_99295(L, compiled: bool, read_first: str):
+    # a0 is a view made under no_grad of a leaf; the call reads it, then writes its memory
+    # through a detach() of it (one version counter): its next use with grad raises, as
+    # torch's regeneration of its history does. The writes before the error stay.
+    s0 = L.tensor([[1.5, 0.0], [0.5, -1.75]], requires_grad=True)
+    with L.no_grad():
+        a0 = s0.T
+
+    def f(a0):
+        t1 = a0.detach()
+        if read_first == "under-no_grad":
+            with L.no_grad():
+                t1.div_((a0 * 2).abs() + 1)
+        elif read_first == "with-grad":
+            t1.div_((a0 * 2).abs() + 1)
+        else:
+            t1.mul_(2.0)
+        t1.add_(1.0)
+        return a0.sum()
+    error = _error(lambda: (fg.compile(f) if compiled else f)(a0))
+    return error, sum(s0.tolist(), []), s0._version
+
+
+@pytest.mark.parametrize("read_first", ["under-no_grad", "with-grad", "not-read"])
+def test_a_no_grad_view_read_then_written_through_its_detach_raises_at_its_next_use(read_first):
+    want = _seed_99295(torch, False, read_first)
+    assert want[0].startswith("A view was created in no_grad mode"), want
+    for compiled in (False, True):
+        got = _seed_99295(fg, compiled, read_first)
+        assert got[0] == want[0] and got[2] == want[2], (compiled, got, want)
+        assert got[1] == pytest.approx(want[1], abs=1e-6), (compiled, got, want)

@@ -617,7 +617,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             for x in inputs:
                 if isinstance(x, Tensor) and x._rebased:
                     raise self.rebased_error(x)
-        if self.rebased_outside and is_grad_enabled():
+        if self.rebased_outside and is_grad_enabled() and op != "graft":
             # (with grad on, whether or not the op records: eagerly every op regenerates a
             # stale view's history first, dispatch.refresh_view_history)
             for x in inputs:

@@ -107,10 +107,14 @@ class TraceWrites:
                         if view is not None and view._no_grad_view:
                             view._rebased = True
         if self.outside_views or t._no_grad_view:
-            for ref in self.outside_views.get(id(root), ()):
-                view = ref()
-                if view is not None and view._no_grad_view:
-                    self._rebase_outside(view)
+            # (the views of the written tensor's counter owner, and any other on its counter: a
+            # detach() of the view, `a.detach().mul_(2)` after `a * 2`, whose owner is the trace's
+            # stand-in for the view)
+            for base_id, refs in self.outside_views.items():
+                for ref in refs:
+                    view = ref()
+                    if view is not None and view._no_grad_view and (base_id == id(root) or view._vbox is box):
+                        self._rebase_outside(view)
             if t._no_grad_view and t._data is not None:
                 self._rebase_outside(t)
 

@@ -17,6 +17,10 @@ SHAPES = [
     "full((2,), 1.5, dtype=L.bool)", "full((2,), True, dtype=L.float32)", "arange(L.tensor(3))",
     "arange(L.tensor(3.0))", "arange(0, L.tensor(3))", "arange(np.int64(3))", "arange(np.float64(3))",
     "arange(True)", "tensor([1e40])", "tensor(1e300, dtype=L.float32)", "tensor([-1e40, 1.0])",
+    # a flat list of Python floats (copied_tensor's shortcut), at and beyond float32's range
+    "tensor([0.1, -2.5, 3.0])", "tensor([float('nan'), 1e40])", "tensor([1.0, float('nan'), -1e40])",
+    "tensor([3.4028235677973366e+38])", "tensor([3.4028235e38, -3.4028235e38])",
+    "tensor([-0.0, float('inf')], requires_grad=True)", "tensor([1.0, 2])", "tensor([0.5], dtype=L.float64)",
 ]
 
 ERRORS = [

@@ -242,9 +242,22 @@ def tensor(data, *, dtype: DType | None = None, requires_grad: bool = False, dev
     return copied_tensor(data, dtype, requires_grad, device, warn_of_tensor=True)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def copied_tensor(data, dtype, requires_grad, device, warn_of_tensor: bool) -> Tensor:
     """fg.tensor's work; `warn_of_tensor` False where the caller warned in its own words
     (Tensor.new_tensor)."""
+    if type(data) is list and dtype is None and device is None and type(requires_grad) is bool and data \
+            and all([type(x) is float for x in data]) and -_FLOAT32_MAX <= min(data) and max(data) <= _FLOAT32_MAX:
+        # (a flat list of Python floats within float32's range, `fg.tensor([0.5, 2.0])`, the
+        # common call: as_array's inference and checks would find a float32 vector; a NaN
+        # first fails the range test and takes that path, one later is skipped by min/max,
+        # which still find the largest numbers)
+        t = Tensor._wrap(np.array(data, dtype=np.float32))
+        if requires_grad:
+            t._set_requires_grad(True)
+        return t
     check_device(device)
     if isinstance(data, (bytearray, memoryview, _PythonArray)):
         data = data.tolist() if isinstance(data, memoryview) else list(data)   # (torch: its items)

@@ -7,7 +7,9 @@ it meets their nodes (Trace.checked_at); the value read through the `.data` writ
 node's VJP reads, Trace.vjp_reads) had no position, so the check of the value changed in
 the call raised first. And (seed 99295) a view made under no_grad, read in the call, then
 written through a detach() of it: the write's counter owner was the trace's stand-in for
-the view, so the view was not marked rebased, and its next use with grad raised nothing."""
+the view, so the view was not marked rebased, and its next use with grad raised nothing. And (seed 102912) a view from outside the call whose
+memory a detach() of it read first, used after the call wrote its base with a history: it
+kept the memory's value without that history (no gradient)."""
 import pytest
 
 import fusegrad as fg
@@ -79,3 +81,31 @@ def test_a_no_grad_view_read_then_written_through_its_detach_raises_at_its_next_
         got = _seed_99295(fg, compiled, read_first)
         assert got[0] == want[0] and got[2] == want[2], (compiled, got, want)
         assert got[1] == pytest.approx(want[1], abs=1e-6), (compiled, got, want)
+
+
+def _seed_102912(L, compiled: bool, view: str, detach_read: bool):
+    # s4, a view made before the call of s3 (no grad then); the call reads s4's memory first
+    # through a detach() of it (a stand-in for the view lifts it), then writes s3 with a value
+    # that has a history: s4's next use is the view regenerated with that history, as torch's.
+    s0 = L.tensor([[[-1.25, 0.0, 0.25]], [[-2.0, 0.25, 0.5]]], requires_grad=True)
+    s3 = L.tensor([[-1.75, -1.0, -2.0], [1.25, -1.25, 0.5], [-0.75, 0.5, -0.5]])
+    s4 = s3.expand(2, 3, 3) if view == "expand" else s3[1:]
+
+    def f(a0, a1):
+        t1 = s4.detach()
+        if detach_read:
+            t1 = t1 * 1.0
+        a1.mul_(a0.sum())
+        return t1.sum() + (s4 * 3.0).sum()
+    out = (fg.compile(f) if compiled else f)(s0[::2], s3)
+    assert out.requires_grad
+    out.backward()
+    return s0.grad.tolist(), s4.requires_grad, s4.tolist()
+
+
+@pytest.mark.parametrize("view", ["expand", "slice"])
+@pytest.mark.parametrize("detach_read", [True, False], ids=["detach-read-before-the-write", "detach-read-after"])
+def test_a_view_read_first_through_its_detach_takes_its_bases_new_history(view, detach_read):
+    want = _seed_102912(torch, False, view, detach_read)
+    for compiled in (False, True):
+        assert _seed_102912(fg, compiled, view, detach_read) == want, compiled

@@ -271,11 +271,14 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             return x._sym
         key = _memory_key(x._data)
         v = self.lifted.get(key)
-        if v is not None and x._base is not None and self.stand_ins and self._made_under_no_grad(x, x._base) and \
-                id(self.memory_views.get(key)) in self.stand_ins and self._outside_view(x):
-            # (a view made under no_grad before the call whose memory a stand-in for it read
-            # first, through a detach() of it, `a.detach().mul_(2)`: its use with grad raises
-            # where the call moved its counter, as torch's)
+        if v is not None and x._base is not None and self.stand_ins and \
+                id(self.memory_views.get(key)) in self.stand_ins and \
+                (self._made_under_no_grad(x, x._base) or self.memory_written(x._base)) and self._outside_view(x):
+            # (a view made before the call whose memory a stand-in for it read first, through a
+            # detach() of it, `a.detach().mul_(2)`: where the call wrote its base, it is the view
+            # from outside all the same, re-derived from the base's new value, with the history
+            # the base gained, as torch regenerates it; one made under no_grad raises at its use
+            # with grad where the call moved its counter, as torch's)
             return x._sym
         if v is None:
             if x._base is not None and self._outside_view(x):

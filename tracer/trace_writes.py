@@ -645,7 +645,11 @@ class TraceWrites:
         if self.detach_source:
             self._follow_detach(t)
         for sibling in siblings:
-            if sibling._sym is not None:        # (not already reading memory again)
+            # (not one already reading memory again, nor a stand-in for t that t replaced when
+            # it was first read, re-derived from its base's value as the stand-in was: the
+            # stand-in's value is t's)
+            if sibling._sym is not None and not (self.stand_ins and self._superseded(sibling)
+                                                 and sibling._base is t._base):
                 self._follow_memory(t, sibling)
         if t._data is not None and key in self.view_bases:
             self._refresh_memory_views(t, key)

@@ -109,3 +109,44 @@ def test_a_view_read_first_through_its_detach_takes_its_bases_new_history(view, 
     want = _seed_102912(torch, False, view, detach_read)
     for compiled in (False, True):
         assert _seed_102912(fg, compiled, view, detach_read) == want, compiled
+
+
+def _seed_106494(L, compiled: bool, body: str, write: str):
+    # a leaf whose memory the call writes through its .data or a detach() before its first
+    # read, then writes under no_grad after an op saved (or only used) it
+    s0 = L.tensor([-1.5, -0.5, -0.25, 0.5], requires_grad=True)
+
+    def f(a0):
+        t1 = a0.data
+        if write == "data":
+            t1.mul_(2.0)
+        elif write == "detach":
+            a0.detach().mul_(2.0)
+        if body == "saved-then-filled":
+            t2 = a0 * a0
+            with L.no_grad():
+                a0.fill_(0.5)
+            return t2.sum()
+        if body == "used-then-written":
+            t2 = a0 * 3.0
+            with L.no_grad():
+                a0.add_(1.0)
+            return t2.sum() + (a0 * 2.0).sum()
+        t2 = a0 * 3.0                   # "two-data-writes"
+        t1.add_(1.0)
+        return t2.sum() + (a0 * a0).sum()
+    out = (fg.compile(f) if compiled else f)(s0)
+    error = _error(out.backward)
+    if error is not None:
+        return error
+    return round(out.item(), 4), s0.grad.tolist(), s0.tolist(), s0._version
+
+
+@pytest.mark.parametrize("body", ["saved-then-filled", "used-then-written", "two-data-writes"])
+@pytest.mark.parametrize("write", ["data", "detach", "none"])
+def test_a_leaf_read_first_after_a_write_of_its_memory_keeps_every_value_it_held(body, write):
+    # (alias fuzzer seed 106494: after x.data.mul_(2), x * x, then x.fill_ under no_grad, the
+    # compiled backward had no gradient for x and raised nothing where torch raises)
+    want = _seed_106494(torch, False, body, write)
+    for compiled in (False, True):
+        assert _seed_106494(fg, compiled, body, write) == want, compiled

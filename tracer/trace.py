@@ -320,10 +320,19 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 v = self._own_variable(x, v, group, key)
             elif reader is None:
                 group[key] = x
-                if self.mutated and key in self.mutated and x._grad_fn is not None:
-                    # the caller's non-leaf first read after another tensor over its memory
-                    # wrote it (y.detach().fill_(2) before y's first use): what it is here
-                    self.first_values[id(x)] = (x, v)
+                if self.mutated and key in self.mutated:
+                    if x._grad_fn is not None:
+                        # the caller's non-leaf first read after another tensor over its memory
+                        # wrote it (y.detach().fill_(2) before y's first use): what it is here
+                        self.first_values[id(x)] = (x, v)
+                    elif id(x) not in self.leaf_values:
+                        # a leaf first read after such a write (x.data.mul_(2)): it holds the
+                        # value it came in with and the memory's new one, whose uses give it
+                        # gradient (held_values; a later write under no_grad adds a third)
+                        came_in = next((w for w, array in zip(self.inputs, self.input_arrays)
+                                        if array is x._data), None)
+                        if came_in is not None and came_in is not v:
+                            self.leaf_values[id(x)] = (x, [came_in, v])
             elif reader is not x:
                 v = self._own_variable(x, v, group, key)
         return v

@@ -480,15 +480,21 @@ class TraceViews:
     def _reread_views(self, base: Tensor, now: Value) -> None:
         """`base`'s memory now holds `now` (a `.data` write): the values its views made here held
         (a.t() saved by a.t() @ a) are that memory too, so the VJPs that saved them read their
-        part of `now` (see read_as)."""
+        part of `now` (see read_as). Views made here of a view from outside the call (`x.t()` of
+        x = y[0:2]) are held under its base, their chains starting with the view's own: those
+        are re-derived from `now` by the rest of their chains."""
+        prefix = ()
+        if base._base is not None and base._data is not None:
+            prefix = base._view_chain
+            base = base._base
         for v in self._view_values(base):
             entry = self.view_values.get(v.id)
-            if entry is None or v.id in self.stale:
+            if entry is None or v.id in self.stale or entry[1][:len(prefix)] != prefix:
                 # (a value an in-place write replaced is memory no more: what saved it, as an
                 # in-place op's node saves its operand's old value, keeps it: v3.mul_(a))
                 continue
             w = now
-            for op, frozen in entry[1]:
+            for op, frozen in entry[1][len(prefix):]:
                 w = self.builder.emit(op, w, **dict(frozen))
             if w.type is v.type:
                 self._rewritten_unversioned(v, w, including_the_write=True)

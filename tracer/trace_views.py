@@ -494,10 +494,18 @@ class TraceViews:
                 # in-place op's node saves its operand's old value, keeps it: v3.mul_(a))
                 continue
             w = now
-            for op, frozen in entry[1][len(prefix):]:
+            chain = entry[1][len(prefix):]
+            for op, frozen in chain:
                 w = self.builder.emit(op, w, **dict(frozen))
             if w.type is v.type:
-                self._rewritten_unversioned(v, w, including_the_write=True)
+                # (w is that view of the memory holding `now`: saved, it is a view of the memory
+                # the call leaves, where `now` is what the call leaves there (compile._saved_arrays),
+                # on the counter the view shares)
+                self.view_values[w.id] = (now, chain)
+                box = self.view_counters.get(v.id)
+                if box is not None:
+                    self.view_counters[w.id] = box
+                self._rewritten_unversioned(v, w, including_the_write=True, counter=box)
 
     def _rewritten_unversioned(self, before: Value, now: Value, including_the_write: bool = False,
                                counter=None) -> None:

@@ -927,7 +927,7 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     for v in saved:
         array, memory, versioned = by_id[v.id], final.get(v.id), True
         if memory is None and final and v.id in trace.view_values:
-            memory = _view_of_final(trace.view_values[v.id], final)
+            memory = _view_of_final(trace.view_values[v.id], final, () if v.id in trace.stale else written)
         if memory is None and trace.aliases:
             memory, versioned = trace.alias_memory(v) or (None, True)
         if memory is not None and memory.shape == array.shape and memory.dtype == array.dtype:
@@ -941,13 +941,20 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
     return arrays, unversioned
 
 
-def _view_of_final(entry: tuple, final: dict):
+def _view_of_final(entry: tuple, final: dict, written: list):
     """A saved view's value as a view of the memory the call leaves (`entry`: the view's
-    (root, chain) in Trace.view_values; `final`: value id -> memory holding that value), or
-    None where its root is not such a value. (t = x.unsqueeze(0) written through, then t * t:
-    torch saves t, a view of x's memory, so a change of x after the call is caught.)"""
+    (root, chain) in Trace.view_values; `final`: value id -> memory holding that value;
+    `written`: the caller's memory the call writes back, empty for a value a write replaced),
+    or None where its root is neither such a value nor such memory. (t = x.unsqueeze(0)
+    written through, then t * t: torch saves t, a view of x's memory, so a change of x after
+    the call is caught. A view made of the caller's memory, `x[0]` after
+    `x.data[0].fill_(1)`, reads that memory: a `.data` write later in the call re-derives it
+    (Trace.read_as), so one that no write replaced is the memory's final content; one that a
+    write replaced is what an in-place op's node saved, a clone of the old value.)"""
     root, chain = entry
-    memory = final.get(root.id) if isinstance(root, Value) else None     # (not an array: memory unwritten)
+    if isinstance(root, np.ndarray):
+        return replayed_view(root, chain) if any(root is array for array in written) else None
+    memory = final.get(root.id)
     if memory is None:
         return None
     return replayed_view(memory, chain)     # (None where NumPy cannot: the computed copy is kept)

@@ -216,3 +216,34 @@ def test_saved_views_of_memory_a_data_write_rewrote_are_that_memory_after_the_ca
     want = _saved_views_then_data_writes(torch, False, target, use, write, after)
     for compiled in (False, True):
         assert _saved_views_then_data_writes(fg, compiled, target, use, write, after) == want, compiled
+
+
+def _view_made_after_a_data_write(L, compiled: bool, write: str, after: str):
+    # x (a non-leaf from outside) written through x.data in the call, then x[0] * x saves x and
+    # its view x[0], both that memory; after the call x.data is written again (read by the
+    # backward) or x in place (its version error)
+    s = L.tensor([[-1.5, -0.5], [0.25, 0.5]], requires_grad=True)
+    x0 = s * 1
+
+    def f(x):
+        if write == "a-row":
+            x.data[0].fill_(0.25)
+        else:
+            x.data.mul_(2.0)
+        return (x[0] * x).sum()
+    out = (fg.compile(f) if compiled else f)(x0)
+    with L.no_grad():
+        if after == "data":
+            x0.data.add_(1.0)
+        else:
+            x0.mul_(2.0)
+    error = _error(out.backward)
+    return error if error is not None else s.grad.tolist()
+
+
+@pytest.mark.parametrize("write", ["a-row", "whole"])
+@pytest.mark.parametrize("after", ["data", "in-place"])
+def test_a_view_made_after_a_data_write_is_saved_as_the_memory_the_call_leaves(write, after):
+    want = _view_made_after_a_data_write(torch, False, write, after)
+    for compiled in (False, True):
+        assert _view_made_after_a_data_write(fg, compiled, write, after) == want, compiled

@@ -440,6 +440,13 @@ class TraceViews:
             # (a write that bumps no counter of the source: through a .data, or through a
             # detach() of one, d.data of d = v.detach())
             unversioned = not link[2] or self._write_misses_counter_of(source)
+            # (the views made before the call of that base which the call read, each lifted over
+            # its own memory: what saved them reads their part of the write, x.pow(2) then
+            # x[0].data.fill_(1) for x = y.view(2, 2))
+            outside_before = [(view, self.lifted.get(_memory_key(view._data)))
+                              for view in (ref() for ref in self.outside_views.get(id(base), ()))
+                              if view is not None and view._data is not None] \
+                if unversioned and outside and self.outside_views else ()
             self._graft_into(t, source)
             self.took_value[source._sym.id] = t._sym
             if unversioned and source._sym.type is before.type:
@@ -455,6 +462,13 @@ class TraceViews:
                     else:
                         self._rewritten_unversioned(base_before, base_now)
                         self._reread_views(base, base_now)
+                for view, view_before in outside_before:
+                    view_now = view._sym
+                    if view_before is not None and view_now is not None and view_now is not view_before \
+                            and view_now.type is view_before.type:
+                        self._rewritten_unversioned(view_before, view_now, including_the_write=True,
+                                                    counter=self._counter_owner(view)._vbox)
+                        self._reread_views(view, view_now)
             return
         self._refresh_aliases(t)
 

@@ -90,17 +90,29 @@ def _reading_method() -> str:
     return name
 
 
-def _memory_of(x):
+def _memory_of(x, detach_source: dict):
     """The memory operand `x` reads, where it is memory from outside the call: its array, or
-    a view made in the call of a tensor from outside it seen through its view chain; else None."""
+    a view made in the call of a tensor from outside it seen through its view chain (also of
+    a detach() or .data of such a tensor made in the call after the call wrote it, which holds
+    a value of the call: by its source, Trace.detach_source); else None."""
     if type(x) is np.ndarray:
         return None
     if x._data is not None:
         return x._data
     base = x._base
-    if base is None or base._data is None:
+    if base is None:
+        return _detached_memory(x, detach_source)
+    memory = base._data if base._data is not None else _detached_memory(base, detach_source)
+    return None if memory is None else replayed_view(memory, x._view_chain)
+
+
+def _detached_memory(x, detach_source: dict):
+    """The memory of the tensor from outside the call that `x` is a detach() or .data of, or None."""
+    link = detach_source.get(id(x)) if detach_source else None
+    if link is None or link[0]() is not x:
         return None
-    return replayed_view(base._data, x._view_chain)
+    source = link[1]
+    return source._data if source._data is not None else None
 
 
 class Trace(TraceWrites, TraceViews, TraceAutograd):
@@ -680,12 +692,13 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             if opdef.group == ELEMENTWISE and self.writing is None:
                 if traced_partial_overlap(out, inputs):
                     raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
-                target = _memory_of(out)
+                target = _memory_of(out, self.detach_source)
                 if target is not None:
                     # tensors from outside the call over one memory (x.T.add_(x.detach())), and
                     # views made here of such a tensor (x.data[None].sub_(x)): their arrays tell,
                     # as eagerly (values the call gave them change no layout)
-                    _check_no_partial_overlap(target, [a for a in map(_memory_of, inputs) if a is not None])
+                    _check_no_partial_overlap(target, [a for a in (_memory_of(x, self.detach_source) for x in inputs)
+                                                       if a is not None])
             previous_fill, self.filling = self.filling, fill
             try:
                 if self.writing is not None or op == "graft":     # part of a write under way

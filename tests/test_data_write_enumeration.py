@@ -6,8 +6,9 @@ grad) is written through an alias before an op that saves it or views of it (`x.
 after the call through `x.data` (no version bump: the backward reads the new memory, as
 torch's saved tensors are that memory) or in place (torch's version error). torch is the
 oracle for the loss, every gradient and the error. The full product (2880 cases) found the
-compiled corners fixed in round 46; the regular run takes one saved use, the slow marker a
-deterministic sample of the whole product.
+compiled corners fixed in round 46; a second family writes through detach()es and views (2400
+cases, which found the overlap check's corner there). The regular run takes one saved use of
+each, the slow marker a deterministic sample of each whole product.
 """
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ USES = ["t = x.t() @ x", "t = x[0] * x", "t = x.sigmoid()", "t = x.pow(2)", "t =
 NO_GRAD = ["", "x.data.mul_(2.0)", "x.t().data.add_(1.0)", "x.data[1] = 3.0", "x.detach().t()[0].zero_()",
            "x[0].data.fill_(0.5)"]
 AFTER = ["", "x.data.add_(1.0)", "x.mul_(2.0)", "x.detach()[1].mul_(3.0)"]
+# (a second family: writes through detach()es and views of x, other saved views)
+BEFORE_2 = ["", "x.detach().mul_(2.0)", "x.detach()[0].fill_(0.25)", "x.detach().t().mul_(-1.0)",
+            "x.unsqueeze(0).data.add_(1.0)"]
+USES_2 = ["t = x.t() @ x", "t = x[:, 0] * x", "t = x.unsqueeze(0).tanh()", "t = x.reshape(4) * x.flatten()",
+          "t = x.expand(3, 2, 2).sum(0) * x"]
+NO_GRAD_2 = ["", "x.detach().mul_(2.0)", "x[:, 1].data.add_(1.0)", "x.unsqueeze(0)[0, 1] = 3.0",
+             "x.view(4).data.zero_()", "x.detach().t().add_(x.detach())"]
+AFTER_2 = ["", "x.data.add_(1.0)", "x.add_(2.0)", "x.detach()[:, 0].mul_(3.0)"]
 
 
 def _outcome(L, compiled: bool, target: str, before: str, use: str, no_grad: str, after: str):
@@ -80,9 +89,23 @@ def test_data_writes_around_a_saved_transpose_match_torch(case):
 
 
 _EVERY = sorted(itertools.product(TARGETS, BEFORE, USES, NO_GRAD, AFTER))
+_EVERY_2 = sorted(itertools.product(TARGETS, BEFORE_2, USES_2, NO_GRAD_2, AFTER_2))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", random.Random(46).sample(_EVERY, 400), ids=str)
 def test_data_writes_around_saved_tensors_match_torch(case):
+    _check(case)
+
+
+@pytest.mark.parametrize("case", list(itertools.product(["view", "nonleaf"], ["", "x.detach().mul_(2.0)"],
+                                                        ["t = x[:, 0] * x"], NO_GRAD_2, ["", "x.add_(2.0)"])),
+                         ids=str)
+def test_detach_and_view_writes_around_a_saved_column_match_torch(case):
+    _check(case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", random.Random(47).sample(_EVERY_2, 300), ids=str)
+def test_detach_and_view_writes_around_saved_tensors_match_torch(case):
     _check(case)

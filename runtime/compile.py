@@ -954,7 +954,7 @@ def _view_of_final(entry: tuple, final: dict, written: list):
     root, chain = entry
     if isinstance(root, np.ndarray):
         return replayed_view(root, chain) if any(root is array for array in written) else None
-    memory = final.get(root.id)
+    memory = final.get(root.id) if isinstance(root, Value) else None     # (a stale marker: none)
     if memory is None:
         return None
     return replayed_view(memory, chain)     # (None where NumPy cannot: the computed copy is kept)

@@ -19,6 +19,25 @@ torch = pytest.importorskip("torch", reason="torch is the oracle")
 from parity_support import runtime_error as _error, without_node_name as _version_part  # noqa: E402
 
 
+def _assert_as_torch(case, *args):
+    """case(fg, compiled, *args), eager and compiled, gives what case(torch, False, *args) does."""
+    want = case(torch, False, *args)
+    for compiled in (False, True):
+        assert case(fg, compiled, *args) == want, compiled
+
+
+def _written_after_then_backward(L, out, x0, s, after: str):
+    """After the call, x0 written through its .data (`after` "data") or in place; then out's
+    backward: its error, or s.grad (rounded)."""
+    with L.no_grad():
+        if after == "data":
+            x0.data.add_(1.0)
+        else:
+            x0.mul_(2.0)
+    error = _error(out.backward)
+    return error if error is not None else [round(v, 4) for row in s.grad.tolist() for v in row]
+
+
 def _seed_101341(L, compiled: bool, data_write: bool, write_after: bool):
     x = L.tensor([-0.25, 1.5, -0.75], requires_grad=True)
     c = L.tensor([1.0, -2.0, 0.5], requires_grad=True) * 1
@@ -106,9 +125,7 @@ def _seed_102912(L, compiled: bool, view: str, detach_read: bool):
 @pytest.mark.parametrize("view", ["expand", "slice"])
 @pytest.mark.parametrize("detach_read", [True, False], ids=["detach-read-before-the-write", "detach-read-after"])
 def test_a_view_read_first_through_its_detach_takes_its_bases_new_history(view, detach_read):
-    want = _seed_102912(torch, False, view, detach_read)
-    for compiled in (False, True):
-        assert _seed_102912(fg, compiled, view, detach_read) == want, compiled
+    _assert_as_torch(_seed_102912, view, detach_read)
 
 
 def _seed_106494(L, compiled: bool, body: str, write: str):
@@ -147,9 +164,7 @@ def _seed_106494(L, compiled: bool, body: str, write: str):
 def test_a_leaf_read_first_after_a_write_of_its_memory_keeps_every_value_it_held(body, write):
     # (alias fuzzer seed 106494: after x.data.mul_(2), x * x, then x.fill_ under no_grad, the
     # compiled backward had no gradient for x and raised nothing where torch raises)
-    want = _seed_106494(torch, False, body, write)
-    for compiled in (False, True):
-        assert _seed_106494(fg, compiled, body, write) == want, compiled
+    _assert_as_torch(_seed_106494, body, write)
 
 
 def _data_write_of_an_outside_view(L, compiled: bool, view: str, saved: str):
@@ -175,9 +190,7 @@ def _data_write_of_an_outside_view(L, compiled: bool, view: str, saved: str):
 def test_a_data_write_of_a_view_from_outside_reaches_the_views_of_it_saved_in_the_call(view, saved):
     # (found by an enumeration of writes around a saved use: the compiled backward read x.t()'s
     # old values and x's new ones, a silently wrong gradient)
-    want = _data_write_of_an_outside_view(torch, False, view, saved)
-    for compiled in (False, True):
-        assert _data_write_of_an_outside_view(fg, compiled, view, saved) == want, compiled
+    _assert_as_torch(_data_write_of_an_outside_view, view, saved)
 
 
 def _saved_views_then_data_writes(L, compiled: bool, target: str, use: str, write: str, after: str):
@@ -195,14 +208,7 @@ def _saved_views_then_data_writes(L, compiled: bool, target: str, use: str, writ
             else:
                 x.data[1] = 3.0
         return t.sum()
-    out = (fg.compile(f) if compiled else f)(x0)
-    with L.no_grad():
-        if after == "data":
-            x0.data.add_(1.0)
-        else:
-            x0.mul_(2.0)
-    error = _error(out.backward)
-    return error if error is not None else [round(v, 4) for row in s.grad.tolist() for v in row]
+    return _written_after_then_backward(L, (fg.compile(f) if compiled else f)(x0), x0, s, after)
 
 
 @pytest.mark.parametrize("target", ["leaf", "nonleaf"])
@@ -213,9 +219,7 @@ def test_saved_views_of_memory_a_data_write_rewrote_are_that_memory_after_the_ca
     # (found by an enumeration of writes around a saved use: the views re-derived from the
     # memory's new value were saved as arrays of their own, so a later .data write was not
     # read (a wrong gradient) and a later in-place write not checked (no error))
-    want = _saved_views_then_data_writes(torch, False, target, use, write, after)
-    for compiled in (False, True):
-        assert _saved_views_then_data_writes(fg, compiled, target, use, write, after) == want, compiled
+    _assert_as_torch(_saved_views_then_data_writes, target, use, write, after)
 
 
 def _view_made_after_a_data_write(L, compiled: bool, write: str, after: str):
@@ -231,22 +235,13 @@ def _view_made_after_a_data_write(L, compiled: bool, write: str, after: str):
         else:
             x.data.mul_(2.0)
         return (x[0] * x).sum()
-    out = (fg.compile(f) if compiled else f)(x0)
-    with L.no_grad():
-        if after == "data":
-            x0.data.add_(1.0)
-        else:
-            x0.mul_(2.0)
-    error = _error(out.backward)
-    return error if error is not None else s.grad.tolist()
+    return _written_after_then_backward(L, (fg.compile(f) if compiled else f)(x0), x0, s, after)
 
 
 @pytest.mark.parametrize("write", ["a-row", "whole"])
 @pytest.mark.parametrize("after", ["data", "in-place"])
 def test_a_view_made_after_a_data_write_is_saved_as_the_memory_the_call_leaves(write, after):
-    want = _view_made_after_a_data_write(torch, False, write, after)
-    for compiled in (False, True):
-        assert _view_made_after_a_data_write(fg, compiled, write, after) == want, compiled
+    _assert_as_torch(_view_made_after_a_data_write, write, after)
 
 
 def _overlap_after_a_write(L, compiled: bool, target: str, written_first: bool):

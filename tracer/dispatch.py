@@ -23,7 +23,7 @@ from . import trace_state
 from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
-from .node import SavedTensor, display_edges, grad_accumulator, node_class, saved_slots
+from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inputs, node_class, saved_slots
 from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
                      replay_on_ids, torch_strides)
 from .tensor import Tensor
@@ -127,11 +127,13 @@ def _leads_nowhere(x) -> bool:
     return x._no_grad_view and x._grad_fn is None
 
 
-def _saving_needs(inputs, needs: tuple) -> tuple:
+def _saving_needs(inputs, needs: tuple, name: str, in_types: tuple) -> tuple:
     """`needs` (which inputs require grad) as a node's saving sees it: torch's node saves what
     the gradients of inputs whose edges lead somewhere read (should_compute_output), so not
-    for a view made under no_grad (`x @ v` saves v, not x; `v * v` saves nothing)."""
-    return tuple([need and not (type(x) is not np.ndarray and _leads_nowhere(x)) for x, need in zip(inputs, needs)])
+    for a view made under no_grad (`x @ v` saves v, not x; `v * v` saves nothing), where it
+    guards its saved inputs at all (node.guards_saved_inputs: `v.pow(2)` saves v)."""
+    saving = tuple([need and not (type(x) is not np.ndarray and _leads_nowhere(x)) for x, need in zip(inputs, needs)])
+    return saving if saving == needs or guards_saved_inputs(name, in_types) else needs
 
 
 def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None = None, out=None):
@@ -237,7 +239,9 @@ class _Plan:
         self.may_record = opdef.vjp is not None and True in self.needs and True in self.history
         # (torch saves an input only for the gradients of inputs whose edges lead somewhere: not
         # for a view made under no_grad, `x @ v` saves v only)
-        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types, _saving_needs(inputs, self.needs),
+        self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types,
+                                                     _saving_needs(inputs, self.needs, name or _default_name(op),
+                                                                   self.in_types),
                                                      name or _default_name(op))
                                          if self.may_record else ((), ()))
         self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
@@ -510,7 +514,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
 
     saved = {}
     if record:
-        in_slots, out_slots = saved_slots(op, frozen, in_types, _saving_needs(inputs, needs),
+        in_slots, out_slots = saved_slots(op, frozen, in_types,
+                                          _saving_needs(inputs, needs, name or _default_name(op), in_types),
                                           name or _default_name(op))
         for i in in_slots:
             x = inputs[i]

@@ -46,6 +46,19 @@ def saved_slots(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str 
     return inputs, outputs
 
 
+def guards_saved_inputs(name: str, in_types: tuple) -> bool:
+    """Whether torch's node `name` saves an input only for the gradients that need it: its
+    generated code guards a saved input by `should_compute_output` only where the op has two or
+    more inputs with a derivative formula (gen_variable_type's guard_for). With one (x.pow(2),
+    x.sigmoid(), x.abs()) it saves what its formula reads whether or not that input's edge leads
+    anywhere (a view made under no_grad: tracer/dispatch._saving_needs). The inputs torch takes
+    as tensors are _NEXT_INPUTS's where listed, else the floating-point ones (not indices)."""
+    listed = _NEXT_INPUTS.get(name)
+    if listed is not None:
+        return len(listed) > 1
+    return sum(1 for t in in_types if t.dtype.is_floating_point) > 1
+
+
 def checking_order(op: str, attrs: tuple, in_types: tuple, needs: tuple, name: str | None = None) -> tuple:
     """The saved slots (("in", i) / ("out", k), as saved_slots gives them) in the order the
     op's VJP first reads them: the order the eager engine checks their versions in, which the

@@ -45,8 +45,9 @@ def check_dead_leaf_paths(node, given=None, needs=None) -> None:
 
 def _check_idle(node) -> None:
     """A node torch's backward() runs though no gradient it computes is used (its edges lead
-    nowhere): torch's node then unpacks, so checks, the outputs it saved (relu's, exp's result),
-    not its saved inputs (measured against torch 2.13)."""
+    nowhere): torch's node then unpacks, so checks, what it saved: the outputs (relu's, exp's
+    result), and the inputs a node that guards none saved (`v.pow(2)`'s v; node.guards_saved_inputs:
+    one that guards saved none for such edges), in torch's unpack order."""
     if OPS[node.op].group == OPAQUE:
         check_dead_leaf_paths(node)
         return
@@ -55,8 +56,10 @@ def _check_idle(node) -> None:
                                            node.name())[1]:
             raise RuntimeError(_FREED_MSG)
         return
+    if node.op in _UNPACK_ORDER:
+        _check_in_unpack_order(node)
     for slot, saved in node.saved.items():
-        if slot[0] == "out" and saved.box[0] != saved.version:
+        if saved.box[0] != saved.version:
             _raise_modified(saved, node, slot[1])
 
 

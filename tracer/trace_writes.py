@@ -23,7 +23,7 @@ from fusegrad.ir.program import Instr
 from .dispatch import _default_name
 from .layout import replayed_view
 from .saved_checks import NO_GRAD_VIEW_SAVED, output_name
-from .node import checking_order, qualified_name
+from .node import checking_order, guards_saved_inputs, qualified_name
 from .tensor import Tensor
 
 
@@ -52,12 +52,13 @@ def _vjp_runs(ins: Instr, active: set) -> bool:
     return any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs)
 
 
-def _saving_needs(ins: Instr, needs: tuple, leads_nowhere) -> tuple:
+def _saving_needs(ins: Instr, needs: tuple, leads_nowhere, name: str) -> tuple:
     """`needs` (which of ins's inputs a backward differentiates) as torch's node saved for them:
     nothing for the gradient of an input in `leads_nowhere` (ids of the values of views made
     under no_grad, whose edges lead nowhere: `x @ v` saves v, not x), as eagerly
     (tracer/dispatch._saving_needs). `needs` itself where no input is such a value."""
-    if not leads_nowhere or not any(v.id in leads_nowhere for v in ins.inputs):
+    if not leads_nowhere or not any(v.id in leads_nowhere for v in ins.inputs) or \
+            not guards_saved_inputs(name, tuple(v.type for v in ins.inputs)):
         return needs
     return tuple(need and v.id not in leads_nowhere for v, need in zip(ins.inputs, needs))
 
@@ -386,10 +387,10 @@ class TraceWrites:
                 if raises:
                     return None
                 continue
-            needs = _saving_needs(ins, tuple(v.id in active for v in ins.inputs), leads_nowhere)
+            name = self.grad_instrs.get(id(ins)) or _default_name(ins.op)
+            needs = _saving_needs(ins, tuple(v.id in active for v in ins.inputs), leads_nowhere, name)
             # (in the order the eager engine checks them: torch's node's, see checking_order)
-            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs,
-                                          self.grad_instrs.get(id(ins)) or _default_name(ins.op)):
+            for kind, k in checking_order(ins.op, ins.attrs, tuple(v.type for v in ins.inputs), needs, name):
                 if kind == "out":
                     v = ins.outputs[k]
                     if v.id in stale and stale[v.id][4] > at:
@@ -438,7 +439,7 @@ class TraceWrites:
             needs = tuple(v.id in active for v in ins.inputs)
             name = self.grad_instrs.get(id(ins)) or _default_name(ins.op)
             types = tuple(v.type for v in ins.inputs)
-            saving = _saving_needs(ins, needs, leads_nowhere)
+            saving = _saving_needs(ins, needs, leads_nowhere, name)
             if saving is not needs and skipped is not None:
                 kept = set(checking_order(ins.op, ins.attrs, types, saving, name))
                 skipped.update(ins.inputs[k].id for kind, k in checking_order(ins.op, ins.attrs, types, needs, name)

@@ -239,10 +239,10 @@ class _Plan:
         self.may_record = opdef.vjp is not None and True in self.needs and True in self.history
         # (torch saves an input only for the gradients of inputs whose edges lead somewhere: not
         # for a view made under no_grad, `x @ v` saves v only)
+        node_name = name or _default_name(op)
         self.in_slots, self.out_slots = (saved_slots(op, self.frozen, self.in_types,
-                                                     _saving_needs(inputs, self.needs, name or _default_name(op),
-                                                                   self.in_types),
-                                                     name or _default_name(op))
+                                                     _saving_needs(inputs, self.needs, node_name, self.in_types),
+                                                     node_name)
                                          if self.may_record else ((), ()))
         self.consts_at = tuple(i for i, x in enumerate(inputs) if type(x) is np.ndarray)
         self.no_consts = (None,) * len(inputs)
@@ -514,9 +514,9 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
 
     saved = {}
     if record:
-        in_slots, out_slots = saved_slots(op, frozen, in_types,
-                                          _saving_needs(inputs, needs, name or _default_name(op), in_types),
-                                          name or _default_name(op))
+        node_name = name or _default_name(op)
+        in_slots, out_slots = saved_slots(op, frozen, in_types, _saving_needs(inputs, needs, node_name, in_types),
+                                          node_name)
         for i in in_slots:
             x = inputs[i]
             if isinstance(x, Tensor):

@@ -111,8 +111,7 @@ def _detached_memory(x, detach_source: dict):
     link = detach_source.get(id(x)) if detach_source else None
     if link is None or link[0]() is not x:
         return None
-    source = link[1]
-    return source._data if source._data is not None else None
+    return link[1]._data
 
 
 class Trace(TraceWrites, TraceViews, TraceAutograd):
@@ -258,6 +257,13 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         """The program recorded so far."""
         return self.builder.program
 
+    def input_lifted_from(self, array: np.ndarray):
+        """The program input that holds `array` (the caller's memory as the call read it), or None."""
+        for v, a in zip(self.inputs, self.input_arrays):
+            if a is array:
+                return v
+        return None
+
     def _input(self, array: np.ndarray) -> Value:
         # Hot (every scalar operand is one): `known` learns inputs only at a graph break.
         # a shared read-only constant (functional._scalar_array: `x * 2` in a loop) is one input
@@ -341,8 +347,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                         # a leaf first read after such a write (x.data.mul_(2)): it holds the
                         # value it came in with and the memory's new one, whose uses give it
                         # gradient (held_values; a later write under no_grad adds a third)
-                        came_in = next((w for w, array in zip(self.inputs, self.input_arrays)
-                                        if array is x._data), None)
+                        came_in = self.input_lifted_from(x._data)
                         if came_in is not None and came_in is not v:
                             self.leaf_values[id(x)] = (x, [came_in, v])
             elif reader is not x:

@@ -98,10 +98,10 @@ class TraceAutograd:
         own = self.own_values.get(id(x))
         if own is not None:         # a second tensor that requires grad over lifted memory (_own_variable)
             return own
-        for v, a in zip(self.inputs, self.input_arrays):
-            if a is x._data:
-                return self.aliases.get((v.id, x._requires_grad), v) \
-                    if self.lifted_grad.get(id(a), x._requires_grad) is not x._requires_grad else v
+        v = self.input_lifted_from(x._data)
+        if v is not None:
+            return self.aliases.get((v.id, x._requires_grad), v) \
+                if self.lifted_grad.get(id(x._data), x._requires_grad) is not x._requires_grad else v
         return self.value_of(x)
 
     def held_values(self, x: Tensor, first=None) -> list:

@@ -40,7 +40,6 @@ from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class, saved_slots
-from fusegrad.tracer.saved_checks import NO_GRAD_VIEW_SAVED
 from fusegrad.tracer.trace import Trace, TraceContext
 from fusegrad.tracer.trace_autograd import sum_groups
 
@@ -795,8 +794,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
                                         [trace.current_view_counter(v) or trace.current_alias_counter(v)
                                          or trace.reader_counter(v) or trace.read_as_counter(v) for v in saved])
-            if trace.no_grad_view_values:
-                back.checks = _no_grad_view_checks(back.checks, saved, trace.no_grad_view_values)
+            if trace.no_grad_view_values or trace.no_grad_view_reads:
+                back.checks = _no_grad_view_checks(back.checks, saved, trace)
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
@@ -1106,12 +1105,15 @@ def _leading_nowhere(trace: Trace, boundary: list, groups: list) -> list:
         list(trace.no_grad_view_values.values())
 
 
-def _no_grad_view_checks(checks: list, saved: list, views: dict) -> list:
-    """`checks` (saved_checks) with those of saved views made in the call under no_grad
-    (`views`: Trace.no_grad_view_values) raising torch's rebased-view error: its node saved
+def _no_grad_view_checks(checks: list, saved: list, trace: Trace) -> list:
+    """`checks` (saved_checks) with those of saved views made under no_grad (in the call, or
+    read from one: Trace.no_grad_view_where) raising torch's rebased-view error: its node saved
     the view, and unpacking it regenerates the view's history, which raises first."""
-    return [(box, version, ref, NO_GRAD_VIEW_SAVED if saved[k].id in views else where, shape, k)
-            for box, version, ref, where, shape, k in checks]
+    marked = []
+    for box, version, ref, where, shape, k in checks:
+        view = trace.no_grad_view_where(saved[k])
+        marked.append((box, version, ref, where if view is None else view, shape, k))
+    return marked
 
 
 def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: list, boundary: list,

@@ -16,9 +16,9 @@ import numpy as np
 
 from fusegrad.ir import Builder, Program, TensorType, Value, active_values
 from fusegrad.tracer import Tensor
-from fusegrad.tracer.dispatch import _memory_owner, no_grad_view_rebased_error, refresh_view_history
+from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
 from fusegrad.tracer.engine import accumulate_into_grads
-from fusegrad.tracer.saved_checks import NO_GRAD_VIEW_SAVED, modified_error, output_name, output_of
+from fusegrad.tracer.saved_checks import NoGradViewSaved, modified_error, output_name, output_of
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
 from fusegrad.tracer.trace import Trace
 
@@ -594,8 +594,8 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
 def _raise_stale(found) -> None:
     """torch's version error for a Trace.stale_saved entry (value, counter, version, where)."""
     v, box, version, where = found
-    if where is NO_GRAD_VIEW_SAVED:
-        raise no_grad_view_rebased_error()
+    if type(where) is NoGradViewSaved:
+        raise where.error()
     raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
 
 
@@ -604,9 +604,9 @@ def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None
     `where` names the call's output, None for an input (named by its history now); `shape`:
     the saved view's, where the call saved a view of the tensor; `saved`: the saved array,
     which describes a tensor no longer alive (torch's node holds it)."""
-    if where is NO_GRAD_VIEW_SAVED:
+    if type(where) is NoGradViewSaved:
         # torch's node saved the view itself: unpacking it asks for its history, which raises
-        raise no_grad_view_rebased_error()
+        raise where.error()
     if tensor is None:
         shape = shape if shape is not None or saved is None else saved.shape
         raise modified_error(shape or (), saved.dtype.name if saved is not None else "", where or "", box[0],

@@ -241,14 +241,25 @@ def _raise_modified(saved, owner, output_nr: int):
                          saved.box[0], version)
 
 
-class _NoGradViewSaved(str):
-    """The type of NO_GRAD_VIEW_SAVED (a str: code that only names the tensor reads it as no name)."""
+class NoGradViewSaved(str):
+    """In place of torch's ", which is output N of Op," where a compiled call's saved value is a
+    view made under no_grad (there or before the call), or a view of one made by `node`: torch's
+    node saved the view itself, and unpacking it after its counter moved regenerates the view's
+    history, which raises the rebased-view error first (`error()`). A str (empty): code that
+    only names the tensor reads it as no name."""
+
+    def __new__(cls, node=None, output_nr: int = 0):
+        where = super().__new__(cls, "")
+        where.node, where.output_nr = node, output_nr
+        return where
+
+    def error(self) -> RuntimeError:
+        """torch's rebased-view error, naming the view of a view by its node."""
+        from .dispatch import no_grad_view_rebased_error
+        return no_grad_view_rebased_error(self.node, self.output_nr)
 
 
-# In place of torch's ", which is output N of Op," where a compiled call's saved value is a
-# view made there under no_grad: torch's node saved the view itself, and unpacking it after its
-# counter moved regenerates the view's history, which raises the rebased-view error first.
-NO_GRAD_VIEW_SAVED = _NoGradViewSaved("")
+NO_GRAD_VIEW_SAVED = NoGradViewSaved()      # a view made under no_grad itself
 
 
 _MODIFIED_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation"

@@ -146,6 +146,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # their edges lead nowhere, and a backward finding one changed raises torch's
         # rebased-view error
         self.no_grad_view_values: dict = {}
+        # value id -> (node, output_nr) of the values an op with grad read from a view made
+        # under no_grad (from outside the call, or a view of one made here by that node):
+        # torch's node saved the view itself, whose unpack after a write moved its counter
+        # raises the rebased-view error naming it (stale_saved, the compiled backward's checks)
+        self.no_grad_view_reads: dict = {}
         self.mutated: dict = {}             # memory key -> (array, tensor) written in place
         # memory key -> {id: tensor} of the tensors from outside the call over that memory that
         # were written here (each then holds a value of its own until it reads memory again)
@@ -643,9 +648,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if requires and op != "graft":
             # (a graft is the memory's own update of a tensor over it, no use of it: torch's
             # error comes when the user's code uses a view made under no_grad after the write)
-            for x in inputs:
-                if isinstance(x, Tensor) and x._rebased:
-                    raise self.rebased_error(x)
+            for x, v in zip(inputs, values):
+                if isinstance(x, Tensor):
+                    if x._rebased:
+                        raise self.rebased_error(x)
+                    if x._no_grad_view:
+                        self.no_grad_view_reads[v.id] = (x.__dict__.get("_view_node"), x._output_nr)
         if self.rebased_outside and is_grad_enabled() and op != "graft":
             # (with grad on, whether or not the op records: eagerly every op regenerates a
             # stale view's history first, dispatch.refresh_view_history)

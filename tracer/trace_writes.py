@@ -22,7 +22,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .layout import replayed_view
-from .saved_checks import NO_GRAD_VIEW_SAVED, output_name
+from .saved_checks import NO_GRAD_VIEW_SAVED, NoGradViewSaved, output_name
 from .node import checking_order, guards_saved_inputs, qualified_name
 from .tensor import Tensor
 
@@ -326,6 +326,18 @@ class TraceWrites:
         return next((x for x in candidates if x._data is not None and _memory_key(x._data) == key
                      and not (without_grad and x._requires_grad)), None)
 
+    def no_grad_view_where(self, v):
+        """The `where` of saved value `v` when it is a view made under no_grad (made here, or
+        read from one: NoGradViewSaved), else None. Also for the memory's new value that a
+        `.data` write made an op's VJP read in place of such a view (read_as)."""
+        if v.id in self.no_grad_view_values:
+            return NO_GRAD_VIEW_SAVED
+        read = self.no_grad_view_reads.get(v.id)
+        if read is None and self.read_as:
+            read = next((self.no_grad_view_reads[key] for key, (value, _) in self.read_as.items()
+                         if value is v and key in self.no_grad_view_reads), None)
+        return None if read is None else NoGradViewSaved(*read)
+
     def stale_saved(self, instrs, active: set, found_at: list | None = None, leads_nowhere: set | None = None):
         """The first value (from the last instruction back, as a backward meets them) that an
         active instruction's VJP reads and an in-place write replaced: (value, counter,
@@ -408,8 +420,9 @@ class TraceWrites:
                     named = self.promoted_from.get(v.id, v)     # (torch names the operand itself)
                     if found_at is not None:
                         found_at.append(ins)
-                    where = NO_GRAD_VIEW_SAVED if v.id in self.no_grad_view_values else \
-                        self._saved_input_name(named, *stale[v.id][2:4])
+                    where = self.no_grad_view_where(v)
+                    if where is None:
+                        where = self._saved_input_name(named, *stale[v.id][2:4])
                     return (named,) + stale[v.id][:2] + (where,)
             if raises:
                 return None

@@ -14,7 +14,7 @@ from . import generator as random_generator, trace_state
 from fusegrad.ir.fma import fma64
 from fusegrad.ir.ops.reduce import torch_parallel_tasks
 from .device import check_device
-from .memory_format import contiguous_format, memory_format_arg
+from .memory_format import contiguous_format, memory_format_arg, preserve_format
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .functional import _shape_arg, missing_argument_texts, warn_once
 from .layout import in_dense_order, layout_stand_in
@@ -356,7 +356,7 @@ _GENERATOR_FUNCTIONS = ("randn", "rand")
 
 def _invalid_generator_call(fn: str, size: tuple, *keywords: str) -> TypeError:
     """torch's argument-parser error for randn/rand called with arguments no overload takes."""
-    got = ", ".join([type(s).__name__ for s in size] + list(keywords))
+    got = ", ".join([type_name(s) for s in size] + list(keywords))
     return TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
                      + _GENERATOR_SIGNATURES)
 
@@ -498,8 +498,11 @@ def ones(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -
     return filled(np.ones, size, kw, "ones", dtype, requires_grad)
 
 
-def empty(*size, dtype: DType | None = None, requires_grad: bool = False, **kw) -> Tensor:
-    """An uninitialised tensor (fusegrad's holds zeros: NumPy's calloc costs no more)."""
+def empty(*size, dtype: DType | None = None, requires_grad: bool = False, memory_format=None, **kw) -> Tensor:
+    """An uninitialised tensor (fusegrad's holds zeros: NumPy's calloc costs no more), row-major
+    (`memory_format` None or fg.contiguous_format; torch refuses preserve_format here)."""
+    if memory_format_arg("empty", memory_format) is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
     return filled(np.zeros, size, kw, "empty", dtype, requires_grad)
 
 

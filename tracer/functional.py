@@ -55,6 +55,12 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, complex)
 
 
+def number_operand(x) -> bool:
+    """Whether torch's parser takes `x` for a `Number` parameter: a Python or NumPy number, or a
+    0-d tensor that does not require grad (its value is read)."""
+    return _is_scalar(x) or (isinstance(x, Tensor) and x.dim() == 0 and not x.requires_grad)
+
+
 REQUIRED = parser_errors.Required()     # the default of a required argument whose absence torch words
 
 
@@ -322,8 +328,7 @@ def _alpha_first(fn: str, alpha, rest: tuple, keyword_alpha, method: bool = Fals
     `t.fn(Number alpha, other)`): (other, alpha), with torch's warning, which its parser
     gives once a process (TORCH_WARN_ONCE); any other extra argument is a TypeError (which
     tracer/parser_errors.py words as torch's parser)."""
-    if len(rest) != 1 or keyword_alpha != 1 or not (_is_scalar(alpha) or (isinstance(alpha, Tensor) and
-                                                                        alpha.dim() == 0)):
+    if len(rest) != 1 or keyword_alpha != 1 or not number_operand(alpha):
         raise TypeError(f"{fn}() takes 2 positional arguments but {2 + len(rest)} were given")
     if not _WARNED_ALPHA_FIRST:
         _WARNED_ALPHA_FIRST.append(True)
@@ -1169,14 +1174,16 @@ def logical_not(input) -> Tensor:
     return apply_op("logical_not", [cast(as_tensor(input, "logical_not"), bool_)])
 
 
-def _numpy_spellings(fn=None, aliases: bool = True, keepdim_at: int = 2):
+def _numpy_spellings(fn=None, aliases: bool = True, keepdim_at: int = 2, binds=None):
     """torch also takes NumPy's names: `axis` for `dim` and `keepdims` for `keepdim` (given
     both ways, it reports the NumPy name as unexpected, as torch does); and it checks that
     keepdim is a bool. `aliases` False: only that check (norm, a Python function in torch,
     takes no NumPy names). `keepdim_at`: keepdim's position (var's and std's is 3, after
-    unbiased; they check their own keepdim)."""
+    unbiased; they check their own keepdim). `binds`: a stub with the signature of torch's
+    Python-level function, called first (Python's TypeError for arguments it cannot bind
+    comes before any check, as torch's)."""
     if fn is None:
-        return functools.partial(_numpy_spellings, aliases=aliases, keepdim_at=keepdim_at)
+        return functools.partial(_numpy_spellings, aliases=aliases, keepdim_at=keepdim_at, binds=binds)
     name = fn.__name__
     known = set(inspect.signature(fn).parameters) | {"axis", "keepdims"}
     has_keepdim = "keepdim" in known and keepdim_at == 2   # (cat and stack take `axis` but have no keepdim)
@@ -1197,6 +1204,8 @@ def _numpy_spellings(fn=None, aliases: bool = True, keepdim_at: int = 2):
                     raise TypeError(f"{name}(): argument 'dim' must be int, not Tensor")
                 kwargs["dim"] = builtins.int(kwargs["dim"].item())
         if has_keepdim and (kwargs or len(args) > 2):     # (t.sum(), t.norm(): no keepdim given)
+            if binds is not None:
+                binds(*args, **kwargs)
             _check_keepdim(name, args, kwargs)
         return fn(*args, **kwargs)
     with_aliases.__name__, with_aliases.__qualname__, with_aliases.__doc__ = name, fn.__qualname__, fn.__doc__
@@ -1564,7 +1573,15 @@ def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     return _arg_extremum("argmin", input, dim, keepdim)
 
 
-@functools.partial(_numpy_spellings, aliases=False)
+def _torch_norm_binding(input, p="fro", dim=None, keepdim=False, out=None, dtype=None) -> None:
+    """torch.norm's Python signature: calling it raises Python's TypeError, in torch's words, for
+    arguments torch.norm cannot bind."""
+
+
+_torch_norm_binding.__name__ = _torch_norm_binding.__qualname__ = "norm"
+
+
+@functools.partial(_numpy_spellings, aliases=False, binds=_torch_norm_binding)
 def norm(input, p=_FRO, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Vector p-norm over `dim` (all elements when None); "fro" is p = 2. `dtype`: computed in
     that (floating, not narrower) dtype, as torch's linalg.vector_norm(dtype=)."""
@@ -2439,9 +2456,14 @@ def _hidden_reshape(x: Tensor, shape: tuple) -> Tensor:
 
 
 def _check_tensor_list(tensors, fn: str) -> None:
+    """torch's parser check of a `tensors` argument, made before the arguments after it: a
+    sequence, each of whose elements is a tensor (a NumPy array is one here)."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type_name(tensors)}")
+    for k, x in enumerate(tensors):
+        if not isinstance(x, (Tensor, np.ndarray)):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type_name(x)}")
 
 
 def int_argument(value, fn: str, arg: str = "dim", pos: int = 2) -> int:

@@ -22,6 +22,7 @@ from . import special_functions  # (lgamma, digamma, polygamma, erfinv, mvlgamma
 from . import misc_functions  # (histogram, cov, index_put_, put_, renorm, frexp, narrow_copy...: misc_functions.METHODS)
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
+from .memory_format import memory_format_arg
 from .parser_errors import type_name
 from .scalar_checks import written_number
 from .user_frame import user_stacklevel
@@ -113,11 +114,20 @@ def _python_method(fn):
 _norm_with_arguments = _python_method(F.norm)
 
 
+def _tensor_norm_binding(self, p="fro", dim=None, keepdim=False, dtype=None) -> None:
+    """torch's Tensor.norm signature (a Python method): calling it raises Python's TypeError,
+    in torch's words, for arguments it cannot bind."""
+
+
+_tensor_norm_binding.__name__, _tensor_norm_binding.__qualname__ = "norm", "Tensor.norm"
+
+
 def _norm(self, *args, **kwargs) -> Tensor:
     """t.norm(...); the call with no arguments, a loop's stopping test, skips the argument
     checks' layers (its eager cost is a few microseconds, most of it the op itself)."""
     if not args and not kwargs and type(self) is Tensor and self._dtype.is_floating_point:
         return F.whole_norm(self)
+    _tensor_norm_binding(self, *args, **kwargs)
     if len(args) == 4 and "dtype" not in kwargs:
         # (torch's Tensor.norm(p, dim, keepdim, dtype) takes dtype in 4th place, where
         # torch.norm has it keyword-only)
@@ -277,6 +287,8 @@ def _cast_method(name: str, dtype):
         if args:
             raise TypeError(f"{name}() takes 0 positional arguments but {len(args)} "
                             f"{'was' if len(args) == 1 else 'were'} given")
+        if memory_format is not None:
+            memory_format_arg(name, memory_format)
         return F.cast(self, dtype)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"This tensor as {dtype.name} (itself when it already is)."
@@ -308,7 +320,7 @@ def _alpha_first_method(fn):
     counted = _counted_from_self(fn)
 
     def method(self, *args, **kwargs):
-        if len(args) == 2 and not kwargs and F._is_scalar(args[0]):
+        if len(args) == 2 and not kwargs and F.number_operand(args[0]):
             other, alpha = F._alpha_first(fn.__name__, args[0], args[1:], 1, method=True)
             return counted(self, other, alpha=alpha)
         return counted(self, *args, **kwargs)
@@ -329,7 +341,7 @@ def _checked_other(fn):
         if len(args) == 1 and not kwargs:
             other, alpha = args[0], 1               # (the common call)
         else:
-            if len(args) == 2 and takes_alpha and not kwargs and F._is_scalar(args[0]):
+            if len(args) == 2 and takes_alpha and not kwargs and F.number_operand(args[0]):
                 # torch's deprecated add_(Number alpha, Tensor other), with its warning
                 other, alpha = F._alpha_first(name, args[0], args[1:], 1, method=True)
                 return method(self, other, alpha=alpha)

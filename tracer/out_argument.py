@@ -32,7 +32,7 @@ from .tensor import Tensor
 from .user_frame import user_stacklevel
 
 # Creation functions also take `out` in torch, where it sets the result's dtype: not here.
-NOT_TAKING_OUT = frozenset({"arange", "linspace", "eye", "randint", "bernoulli"})
+NOT_TAKING_OUT = frozenset({"arange", "linspace", "eye", "randint", "bernoulli", "zeros", "ones", "empty", "full", "randn", "rand"})
 # Functions that take `out` in torch whose bad calls have no parser text here (so they are not
 # in parser_errors.FUNCTIONS, whose printed overloads say which take it): listed from torch
 # 2.13's docstrings ("out (Tensor, optional)"), creation functions left out as above.

@@ -147,8 +147,8 @@ class _Param:
         if kind == "str":
             return isinstance(x, str)
         if kind == "tuple of Tensors":
-            return isinstance(x, (tuple, list)) and all(isinstance(v, Tensor) for v in x)
-        if kind in ("torch.layout", "torch.device", "torch.Generator"):
+            return isinstance(x, (tuple, list)) and all(isinstance(v, (Tensor, np.ndarray)) for v in x)
+        if kind in ("torch.layout", "torch.device", "torch.Generator", "object", "tuple of names"):
             return True             # (fusegrad's own checks decide; this parser only words types)
         if kind == "torch.memory_format":
             return x is None or type(x).__name__ == "memory_format"
@@ -220,6 +220,10 @@ class Overload:
                                  f"argument{'s' if len(missing) == 1 else ''}: {', '.join(missing)}"), None
             elif param.accepts(value, numbers_as_tensors):
                 bound[param.name] = value
+            elif param.type == "tuple of Tensors" and isinstance(value, (tuple, list)):
+                # (torch's check of a tensor list names its first element that is none)
+                k, bad = next((k, v) for k, v in enumerate(value) if not isinstance(v, (Tensor, np.ndarray)))
+                return TypeError(f"expected Tensor as element {k} in argument {i}, but got {type_name(bad)}"), None
             elif takes_varargs and position == 0 and not by_keyword and is_int(value):
                 bound[param.name] = args        # t.view(4): one int spread
                 position = nargs
@@ -266,17 +270,22 @@ class Overload:
         if param.type == "tuple of ints" and bad is not None and position is not None:
             return TypeError(f"{name}(): {where} must be tuple of ints, but found element of type "
                              f"{_type_name(value[bad])} at pos {bad}")
-        return TypeError(f"{name}(): {where} must be {param.type}, not {_type_name(value)}")
+        # (an array stands for a tensor, not for a number or a size: torch's text names its type)
+        named = _type_name(value) if param.type in ("Tensor", "tuple of Tensors") else type_name(value)
+        return TypeError(f"{name}(): {where} must be {param.type}, not {named}")
 
     def counts(self, args: tuple, kwargs: dict) -> bool:
         """Whether torch explains this overload's mismatch: its printed tokens number the arguments."""
         return len(self.tokens) == len(args) + len(kwargs)
 
     def unmatched_keywords(self, kwargs: dict) -> list:
-        """The keywords none of the overload's last len(kwargs) tokens names (torch's _tryMatchKwargs)."""
+        """The keywords none of the overload's last len(kwargs) tokens names (torch's
+        _tryMatchKwargs): a token's name is its last word, so one with a default (`Number alpha
+        = 1`) never matches, and torch lists them from its hash map, in the reverse of the
+        order given (as got_text does)."""
         last = self.tokens[max(len(self.tokens) - len(kwargs), 0):]
-        names = [t.partition(_DEFAULT)[0].rpartition(" ")[2] for t in last]
-        return [key for key in kwargs if key not in names]
+        names = [t.rpartition(" ")[2] for t in last]
+        return [key for key in reversed(kwargs) if key not in names]
 
     def marked(self, args: tuple, kwargs: dict) -> str:
         """The call's arguments with those that do not match this overload's tokens as `!type!`."""
@@ -478,6 +487,19 @@ FUNCTIONS = {
         *(f"(Tensor input, {bounds}, *, {generator}torch.memory_format memory_format = None, {_CREATION})"
           for bounds in ("int low, int high", "Tensor high", "int high")
           for generator in ("torch.Generator generator, ", ""))),
+    **{name: ArgParser(name, f"(tuple of ints size, *, torch.Generator generator, Tensor out = None, {_CREATION})",
+                       f"(tuple of ints size, *, Tensor out = None, {_CREATION})") for name in ("randn", "rand")},
+    **{name: ArgParser(name, "(tuple of Tensors tensors, int dim = 0, *, Tensor out = None)") for name in ("stack", "cat")},
+    "detach": ArgParser("detach", "(Tensor input)"),
+    "t": ArgParser("t", "(Tensor input)"),
+    "tensor": ArgParser("tensor", "(object data, *, torch.dtype dtype = None, torch.device device = None, "
+                                  "bool pin_memory = False, bool requires_grad = False, tuple of names names = None)"),
+    "flatten": ArgParser("flatten", "(Tensor input, int start_dim = 0, int end_dim = -1)"),
+    # (one overload each: torch checks the size, then the fill value, before any keyword it lacks)
+    **{name: ArgParser(name, f"(tuple of ints size, *, Tensor out = None, {_CREATION})") for name in ("zeros", "ones")},
+    "empty": ArgParser("empty", f"(tuple of ints size, *, torch.memory_format memory_format = None, Tensor out = None, "
+                                f"{_CREATION})"),
+    "full": ArgParser("full", f"(tuple of ints size, Number fill_value, *, Tensor out = None, {_CREATION})"),
     "full_like": ArgParser("full_like", f"(Tensor input, Number fill_value, *, torch.memory_format memory_format = None, "
                                         f"{_CREATION})"),
     # one-tensor functions: torch's texts tell a keyword `input=` (no position) from a positional one
@@ -493,6 +515,11 @@ _SCALAR_OR_TENSOR = {"pow": "exponent", "fill_": "value",
                      **{name: "other" for name in ("eq", "ne", "lt", "le", "gt", "ge")}}
 
 METHODS = {
+    **{name: ArgParser(name, "(*, torch.memory_format memory_format = torch.preserve_format)")
+       for name in ("long", "float", "double", "bool")},
+    "reshape": ArgParser("reshape", "(tuple of ints shape)"),
+    "permute": ArgParser("permute", "(tuple of ints dims)"),
+    "expand": ArgParser("expand", "(tuple of ints size, *, bool implicit = False)"),
     "bernoulli": ArgParser("bernoulli", "(*, torch.Generator generator = None)",
                            "(float p, *, torch.Generator generator = None)"),
     "unsqueeze": ArgParser("unsqueeze", "(int dim)"),

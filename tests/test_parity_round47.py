@@ -6,7 +6,8 @@ of such a view "Output 0 of T is a view of a view which was created in no_grad m
 before any version check. The compiled backward raised the version error's text where the
 saved view was one from outside the call, or a view made in the call of one, and the write
 came inside the call (after the saving op) or, for such a view of a view, after it
-(Trace.no_grad_view_reads, NoGradViewSaved)."""
+(Trace.no_grad_view_reads, NoGradViewSaved). A view of such a view made before the call is
+named by its node (alias fuzzer seed 109895)."""
 import pytest
 
 import fusegrad as fg
@@ -41,6 +42,10 @@ def _saved_no_grad_view_changed(L, compiled: bool, target: str, use: str, in_cal
     if target == "view-of-leaf":
         with L.no_grad():
             x0 = s[0:2]
+    elif target == "view-of-a-view-of-leaf":
+        with L.no_grad():
+            v = s[0:2]
+        x0 = v.view(2, 2)           # made with grad on: "Output 0 of View is a view of a view ..."
     else:
         y = s * 1
         with L.no_grad():
@@ -61,7 +66,7 @@ def _saved_no_grad_view_changed(L, compiled: bool, target: str, use: str, in_cal
     return error, grad, s.tolist()
 
 
-@pytest.mark.parametrize("target", ["view-of-leaf", "view-of-non-leaf"])
+@pytest.mark.parametrize("target", ["view-of-leaf", "view-of-non-leaf", "view-of-a-view-of-leaf"])
 @pytest.mark.parametrize("use", list(USES))
 @pytest.mark.parametrize("in_call", list(WRITES_IN_CALL))
 @pytest.mark.parametrize("after", list(WRITES_AFTER))

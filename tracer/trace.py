@@ -653,7 +653,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                     if x._rebased:
                         raise self.rebased_error(x)
                     if x._no_grad_view:
-                        self.no_grad_view_reads[v.id] = (x.__dict__.get("_view_node"), x._output_nr)
+                        # (a view of such a view is named by its node: one made here keeps it in
+                        # _view_node, one from outside has it as its grad_fn; none for the view itself)
+                        self.no_grad_view_reads[v.id] = (x.__dict__.get("_view_node", x._grad_fn), x._output_nr)
         if self.rebased_outside and is_grad_enabled() and op != "graft":
             # (with grad on, whether or not the op records: eagerly every op regenerates a
             # stale view's history first, dispatch.refresh_view_history)

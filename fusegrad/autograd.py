@@ -46,6 +46,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=user_stacklevel())
+    # (as torch: the outputs are made a tuple first; anything but a tensor is iterated, so a
+    # float raises "'float' object is not iterable", before the inputs are looked at)
+    outputs_tuple = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     if isinstance(inputs, Tensor):
         inputs_tuple = (inputs,)
     elif type(inputs) is dict:
@@ -57,10 +60,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         inputs_tuple = tuple(inputs)
     if len(inputs_tuple) == 0:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    # (as torch: anything but a tensor is iterated, so a float raises "'float' object is not iterable")
-    for out in ([outputs] if isinstance(outputs, Tensor) else tuple(outputs)):
+    for out in outputs_tuple:
         if not isinstance(out, Tensor):
             raise AssertionError("Expected output to be a torch.Tensor")      # torch's check and text
+    outputs = outputs if isinstance(outputs, Tensor) else outputs_tuple     # (an iterator is read once)
     if is_grads_batched:
         result = _batched_grad(outputs, list(inputs_tuple), grad_outputs, retain_graph, create_graph, allow_unused)
     else:

@@ -12,6 +12,11 @@ import fusegrad as fg
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for argument texts")
 
+def _grad_of_an_iterator(L):
+    x = L.ones(2, requires_grad=True)
+    return [g.tolist() for g in L.autograd.grad(iter([(x * 2).sum()]), x)]
+
+
 CALLS = {
     # creation functions: the size, then the fill value, then unknown keywords
     "empty-keyword-only": lambda L: L.empty(end_dim=L.tensor([])),
@@ -70,6 +75,21 @@ CALLS = {
     "expand-bool-and-keywords": lambda L: L.ones(3).expand(False, p=(0, 1)),
     "expand-keywords-only": lambda L: L.ones(3).expand(exponent=1.0, p=L.float32),
     "permute-two-positional-and-keyword": lambda L: L.ones(3).permute(L.int64, L.ones(3), p=1, retain_graph=None),
+    # nn.functional.linear is a native function; the *_like factories; type names in texts
+    "linear-missing-weight": lambda L: L.nn.functional.linear(L.tensor(2.5)),
+    "linear-tuple-input-and-keyword": lambda L: L.nn.functional.linear((L.ones(1), L.ones(1)), None, inputs=1),
+    "linear-bad-bias": lambda L: L.nn.functional.linear(L.ones(2, 2), L.ones(2, 2), "a"),
+    "linear-keyword-bias": lambda L: L.nn.functional.linear(L.ones(2, 2), L.ones(2, 2), bias=1),
+    "ones_like-extra-positional-and-keywords": lambda L: L.ones_like([L.ones(2)], -1, label_smoothing=1, dtype=L.float32),
+    "zeros_like-two-positional": lambda L: L.zeros_like(L.ones(2), L.ones(2)),
+    "set_grad_enabled-tensor": lambda L: L.set_grad_enabled(L.ones(1)),
+    "set_grad_enabled-dtype": lambda L: L.set_grad_enabled(L.float32),
+    "set_grad_enabled-parameter": lambda L: L.set_grad_enabled(L.nn.Parameter(L.ones(1))),
+    "linear-dtype-input": lambda L: L.nn.functional.linear(L.float32, L.ones(2)),
+    "cross_entropy-dtype-input": lambda L: L.nn.functional.cross_entropy(L.float32, L.ones(2)),
+    # autograd.grad makes its outputs a tuple before it looks at the inputs
+    "grad-slice-outputs-empty-inputs": lambda L: L.autograd.grad(slice(0, 2), ()),
+    "grad-outputs-iterator": lambda L: _grad_of_an_iterator(L),
     # the deprecated alpha-first overload takes a 0-d tensor alpha without grad, as a Number
     "add_-tensor-alpha-first": lambda L: L.ones(2).add_(L.tensor(2.0), L.ones(2)).tolist(),
     "sub_-tensor-alpha-first": lambda L: L.ones(2).sub_(L.tensor(2.0), L.ones(2)).tolist(),

@@ -51,11 +51,8 @@ def _set(flag: bool) -> None:
 def _check_mode(mode) -> bool:
     """`mode` if it is a Python bool: torch's `_set_grad_enabled` takes nothing else."""
     if not isinstance(mode, bool):
-        name = type(mode).__name__
-        module = type(mode).__module__
-        if module != "builtins":
-            name = f"{module.split('.')[0]}.{name}"
-        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {name}")
+        from .parser_errors import type_name        # (the error path only: parser_errors imports tensor)
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type_name(mode)}")
     return mode
 
 

@@ -500,6 +500,8 @@ FUNCTIONS = {
     "empty": ArgParser("empty", f"(tuple of ints size, *, torch.memory_format memory_format = None, Tensor out = None, "
                                 f"{_CREATION})"),
     "full": ArgParser("full", f"(tuple of ints size, Number fill_value, *, Tensor out = None, {_CREATION})"),
+    **{name: ArgParser(name, f"(Tensor input, *, torch.memory_format memory_format = None, {_CREATION})")
+       for name in ("zeros_like", "ones_like", "empty_like")},
     "full_like": ArgParser("full_like", f"(Tensor input, Number fill_value, *, torch.memory_format memory_format = None, "
                                         f"{_CREATION})"),
     # one-tensor functions: torch's texts tell a keyword `input=` (no position) from a positional one

@@ -15,6 +15,7 @@ import fusegrad as fg
 from fusegrad.ir.ops.conv import _check_shapes
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.user_frame import user_stacklevel
+from fusegrad.tracer.parser_errors import type_name
 
 from . import init
 from .module import Module, Parameter
@@ -37,8 +38,7 @@ def check_tensor(fn: str, **args) -> None:
     """torch's TypeError for a non-tensor argument of a native function."""
     for position, (name, value) in enumerate(args.items(), start=1):
         if value is not None and not isinstance(value, fg.Tensor):
-            kind = type(value)
-            kind_name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            kind_name = type_name(value)
             raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {kind_name}")
 
 

@@ -23,7 +23,7 @@ from fusegrad.tracer.dispatch import apply_op, broadcast_shape_error, result_cas
 from fusegrad.tracer.functional import broadcast_shapes as infer_size
 from fusegrad.tracer.functional import cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
-from fusegrad.tracer.parser_errors import type_name
+from fusegrad.tracer.parser_errors import ArgParser, function_texts, type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
 __all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
@@ -73,8 +73,7 @@ def _check_tensor_args(function: str, **args) -> None:
     """torch's TypeError for a non-tensor argument of a native function (`relu(): argument ...`)."""
     for position, (name, value) in enumerate(args.items(), start=1):
         if not isinstance(value, fg.Tensor):
-            kind = type(value)
-            kind_name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            kind_name = type_name(value)
             raise TypeError(f"{function}(): argument '{name}' (position {position}) must be Tensor, not {kind_name}")
 
 
@@ -97,6 +96,10 @@ def linear(input, weight, bias=None):
         return _linear_addmm(input, weight, bias)
     out = input.matmul(weight.t())      # (its checks are matmul's; a 1-d weight is its own transpose)
     return out if bias is None else out.add_(bias)
+
+
+# (torch's F.linear is a native function: a bad call gets its parser's text, in its order)
+linear = function_texts(linear, ArgParser("linear", "(Tensor input, Tensor weight, Tensor bias = None)"))
 
 
 def _fused(input, weight, bias) -> bool:

@@ -99,19 +99,23 @@ CALLS = {
 
 
 def _outcome(L, name):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    # (the deprecated alpha-first overload warns once a process, in both libraries: fusegrad's
+    # state is put back, so that a later test sees its first warning)
+    from fusegrad.tracer import functional
+    warned = list(functional._WARNED_ALPHA_FIRST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
             result = ("ok", CALLS[name](L))
         except Exception as exc:  # noqa: BLE001 - the class and text are compared
             result = (type(exc).__name__, str(exc).replace("torch.", "fg.").replace("fusegrad", "torch"))
-    return result, len(caught)
+        finally:
+            functional._WARNED_ALPHA_FIRST[:] = warned
+    return result
 
 
 @pytest.mark.parametrize("name", list(CALLS))
 def test_bad_calls_are_refused_in_torchs_order(name):
     want = _outcome(torch, name)
     got = _outcome(fg, name)
-    if want[0][0] == "ok" and "Size" in repr(want[0][1]):
-        got = ((got[0][0], tuple(got[0][1])), got[1])
     assert got == want

@@ -112,8 +112,10 @@ def _check_multi_output_write(out, inputs) -> None:
 
 def edge_of(t):
     """Where the gradient of tensor `t` flows: its grad_fn, or its leaf's AccumulateGrad."""
-    if t._base is not None and t._view_version != t._vbox[0]:
-        refresh_view_history(t)
+    if t._base is not None:
+        t.__dict__.pop("_nodeless", None)       # (torch's gradient_edge gives the view its node: see _make_view)
+        if t._view_version != t._vbox[0]:
+            refresh_view_history(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._no_grad_view:
@@ -452,6 +454,13 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
         # regenerated (refresh_view_history) and an in-place op on it with history raises.
         # A view of such a view inherits the mark (torch's propagate_creation_meta).
         view.__dict__["_no_grad_mode"] = True
+    elif not view._base._requires_grad and not INTERNAL_VIEWS[0]:
+        # A view of a base that needs no grad has no node in torch (its grad_fn_ is null) until
+        # something asks for it after the base gained a history: reading .grad_fn or .is_leaf,
+        # or an op recording a node that reads the view (gradient_edge). Until then torch's
+        # in-place check, which reads the node as it is, takes the view for a leaf that requires
+        # grad (inplace.check_inplace).
+        view.__dict__["_nodeless"] = True
 
 
 _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
@@ -580,6 +589,8 @@ def _reads_a_constant(opdef, consts_at, in_slots) -> bool:
 def set_history(t, node, output_nr: int) -> None:
     """Make `t` output `output_nr` of `node` (keeping a retain_grad() request)."""
     t._grad_fn, t._output_nr, t._requires_grad = node, output_nr, True
+    if t._base is not None:
+        t.__dict__.pop("_nodeless", None)       # (the view has its node now: see _make_view)
     if t._retains_grad and node is not None:
         # (with no node yet, a view regenerated under no_grad inside a compiled call's finish,
         # the request stays for the node the call gives it)
@@ -843,7 +854,12 @@ def refresh_view_history(view, deferring: bool = False) -> None:
     # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write
     # to the leaf under no_grad)
     again = view_of(base, view._view_chain)
+    nodeless = deferring and view.__dict__.get("_nodeless")
     set_history(view, again._grad_fn, again._output_nr)
+    if nodeless:
+        # (an op about to read it: torch gives the view its node only where that op records one,
+        # edge_of; until then its in-place check takes it for a leaf, see _make_view)
+        view.__dict__["_nodeless"] = True
 
 
 def view_of(base, chain):

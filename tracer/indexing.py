@@ -251,6 +251,8 @@ def setitem(t: Tensor, key, value) -> None:
         # (traced too: a leaf written under no_grad)
         through = "" if whole and (t._base is None or transform_input) else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
+    if not whole and is_grad_enabled():
+        t.__dict__.pop("_nodeless", None)   # (torch writes through t[key], whose node reads t's)
     if not whole and t._multi_output is not None and t._requires_grad and is_grad_enabled():
         # a part of split/unbind: torch writes through t[key], and the error names that view's
         # node ("Output 0 of Select"), not the split

@@ -42,10 +42,16 @@ def check_inplace(t: Tensor) -> None:
     # node is built for it; Tensor.is_leaf tells (a write under no_grad leaves a leaf).
     # As torch: a view that requires grad of a base that is a leaf, whether the base requires
     # grad or not (a view of a leaf made by requires_grad_() on a view: arange(4.).view(2, 2)).
+    # (a view made before its base gained a history, whose node nothing has asked for since:
+    # torch's check reads the node as it is, null, and the view requires grad through its base;
+    # read before is_leaf below, which asks for the node)
+    nodeless = t._base is not None and t._base._requires_grad and t.__dict__.get("_nodeless", False)
     view_of_leaf = t._base is not None and t._base is not t and t._base.is_leaf and \
         (t._requires_grad or t._base._requires_grad)
     if view_of_leaf or (t._requires_grad and t.is_leaf and t._base is not None):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if nodeless:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if t._requires_grad and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 

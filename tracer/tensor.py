@@ -433,7 +433,13 @@ class Tensor:
                 # (a part of split/unbind/chunk: its history cannot be regenerated, which only
                 # reading its grad_fn reports; it requires grad as its base does, as torch's)
                 return self._requires_grad or self._base._requires_grad
-            self.grad_fn                # a view whose base gained history in place since has it too
+            # a view whose base gained history in place since has it too (regenerated; torch's
+            # requires_grad does not ask for the node, so the view stays without one for its
+            # in-place check: dispatch._make_view)
+            nodeless = self.__dict__.get("_nodeless")
+            self.grad_fn
+            if nodeless:
+                self.__dict__["_nodeless"] = True
         return self._requires_grad
 
     @requires_grad.setter
@@ -497,6 +503,8 @@ class Tensor:
                 or self._rebased:
             self.grad_fn                # the base was written since: the view's history is regenerated
                                         # (or, for a view made under no_grad, torch's error)
+        elif self._base is not None:
+            self.__dict__.pop("_nodeless", None)    # (torch's is_leaf asks for the view's node: grad_fn())
         return self._is_leaf_as_is()
 
     def _is_leaf_as_is(self) -> bool:
@@ -520,6 +528,8 @@ class Tensor:
             trace = trace_state.current()
             if trace is not None:
                 raise trace.rebased_error(self)
+        if self._base is not None:
+            self.__dict__.pop("_nodeless", None)    # (asked for: torch regenerates it, see dispatch._make_view)
         if self._sym is not None and self._grad_fn is None and self._requires_grad and not self._traced_leaf:
             # A traced non-leaf: the trace names the node its op would have (trace.grad_fn_of).
             trace = trace_state.current()

@@ -652,6 +652,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 if isinstance(x, Tensor):
                     if x._rebased:
                         raise self.rebased_error(x)
+                    if x._base is not None and (x._requires_grad or x._base._requires_grad):
+                        x.__dict__.pop("_nodeless", None)   # (its node is asked for: dispatch._make_view)
                     if x._no_grad_view:
                         # (a view of such a view is named by its node: one made here keeps it in
                         # _view_node, one from outside has it as its grad_fn; none for the view itself)

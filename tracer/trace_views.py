@@ -89,6 +89,8 @@ class TraceViews:
             # as eagerly: every view made under no_grad is marked (and a view of one); once its
             # base gains a history in place, its use with grad raises (_refresh_views)
             t.__dict__["_no_grad_mode"] = True
+        elif not base._requires_grad and not INTERNAL_VIEWS[0]:
+            t.__dict__["_nodeless"] = True      # (as eagerly: dispatch._make_view)
 
     @staticmethod
     def _reshape_is_view(src: Tensor, frozen: tuple) -> bool:
@@ -109,6 +111,8 @@ class TraceViews:
         came through a detach() or .data of the view (_follow_detach)."""
         from .dispatch import _scatter
         base = view._base
+        if requires:
+            view.__dict__.pop("_nodeless", None)    # (a write with history gives the view its node)
         leaf_view = graft and (self._keeps_leaf(view, base) or view.__dict__.get("_leaf_root") is not None)
         # (a leaf view written through its detach() or .data keeps its identity: _keeps_leaf)
         result = self.symbolic(v, (requires or view._requires_grad) and not leaf_view)

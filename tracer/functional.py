@@ -2475,9 +2475,7 @@ def int_argument(value, fn: str, arg: str = "dim", pos: int = 2) -> int:
 
 
 def _promote_many(tensors):
-    for k, x in enumerate(tensors):
-        if not isinstance(x, (Tensor, np.ndarray)):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type_name(x)}")
+    """The tensors of a list _check_tensor_list passed, promoted to their common dtype."""
     ts = [as_tensor(x, "cat") for x in tensors]
     dtype = result_type([_kind(x) for x in ts])
     return [cast(x, dtype, implicit=True) for x in ts], dtype

@@ -433,13 +433,11 @@ class Tensor:
                 # (a part of split/unbind/chunk: its history cannot be regenerated, which only
                 # reading its grad_fn reports; it requires grad as its base does, as torch's)
                 return self._requires_grad or self._base._requires_grad
-            # a view whose base gained history in place since has it too (regenerated; torch's
-            # requires_grad does not ask for the node, so the view stays without one for its
-            # in-place check: dispatch._make_view)
-            nodeless = self.__dict__.get("_nodeless")
-            self.grad_fn
-            if nodeless:
-                self.__dict__["_nodeless"] = True
+            # a view whose base gained history in place since has it too (regenerated as for an
+            # op about to read it: torch's requires_grad does not ask for the node, so the view
+            # stays without one for its in-place check, dispatch._make_view)
+            from .dispatch import refresh_view_history
+            refresh_view_history(self, deferring=True)
         return self._requires_grad
 
     @requires_grad.setter

@@ -685,9 +685,14 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
         if t is None and box is not None:
             if candidates:
                 # the view's counter is none of the read tensors' (a view of `a.data` made in
-                # the call, written there): that of a tensor of the call on it
+                # the call, written there): that of a tensor of the call on it, else the counter
+                # alone (a `.data` of a view from outside, saved, its memory written through
+                # another: `d = x.data; w @ d; x.data.add_(1); x.mul_(2)` checks d's)
                 t = next((x for x in others if x._vbox is box and x._data is not None
                           and np.may_share_memory(a, x._data)), None)
+                if t is None:
+                    checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
+                    continue
             else:
                 # a value the call read through one of two tensors over the caller's memory
                 # that differ in requires_grad (x after `x.data` read it: Trace.alias_counters),

@@ -131,6 +131,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.lifted_by_memory: dict = {}
         self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
+        self.alias_of: dict = {}            # such an identity's id -> the id of the value it stands for
         # ids of lifted values read through tensors on different version counters alike in
         # requires_grad (x and x.data), and for those, the counters of the tensors through which
         # ops recorded with grad read them (None: unknown): see reader_counter
@@ -542,6 +543,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         w = self.aliases.get(key)
         if w is None:
             w = self.aliases[key] = self.builder.emit("cast", v, dtype=v.dtype)
+            self.alias_of[w.id] = v.id
         return w
 
     def new_leaf(self, t: Tensor) -> None:

@@ -109,8 +109,10 @@ class TraceViews:
         """`view` was written in place with value `v`: write the base (eager's CopySlices);
         `fill`: every element of it got one value (see dispatch._scatter); `graft`: the write
         came through a detach() or .data of the view (_follow_detach)."""
-        from .dispatch import _scatter
+        from .dispatch import _scatter, no_grad_view_error
         base = view._base
+        if requires and not graft and view.__dict__.get("_no_grad_mode") and is_grad_enabled():
+            raise no_grad_view_error(view)  # (as eagerly: dispatch._inplace_on_view)
         if requires:
             view.__dict__.pop("_nodeless", None)    # (a write with history gives the view its node)
         leaf_view = graft and (self._keeps_leaf(view, base) or view.__dict__.get("_leaf_root") is not None)
@@ -251,7 +253,27 @@ class TraceViews:
             return
         regenerated = _REGENERATED_GRAD_VIEW if base._requires_grad else _REGENERATED_VIEW
         for v in self._view_values(base):
+            if self.read_as_counters and self._read_view_again(base, v, box):
+                continue
             self._mark_stale(v, (box, version, _no_tensor, regenerated, first))
+
+    def _read_view_again(self, base: Tensor, v: Value, box) -> bool:
+        """`v`, a view of `base` made here, is what nodes that saved a tensor on another version
+        counter than `box` read (read_as_source: `d = x.data` of a view x from outside, saved by
+        `w @ d`, then x's base written): their saved tensor is the memory, so they read their
+        part of base's new value. False where that is not so or cannot be re-derived."""
+        target, counter = self.read_as_source(v)
+        entry = self.view_values.get(v.id)
+        if counter is None or counter is box or entry is None or base._base is not None or base._sym is None:
+            return False
+        w = base._sym
+        for op, frozen in entry[1]:
+            w = self.builder.emit(op, w, **dict(frozen))
+        if w.type != v.type:
+            return False
+        self.view_values[w.id] = (base._sym, entry[1])
+        self.move_read_as(target, w, counter)
+        return True
 
     def _hold_view_value(self, base: Tensor, v: Value) -> None:
         """A view of `base` held value `v` (its memory): a later write of base makes it stale."""
@@ -537,8 +559,11 @@ class TraceViews:
         if counter is not None:
             known = self.read_as_counters.get(now.id, counter)
             self.read_as_counters[now.id] = counter if known is counter else None
+        # (not where the nodes reading `before` checked it on the counter of the write under way:
+        # they raise for it, torch's saved d for `d = v.data; w @ d; v.base.sub_(3); d.mul_(2)`)
+        moved = self.writing is not None and self.read_as_counters.get(before.id) is self.writing[0]
         for key, (value, at) in list(self.read_as.items()):
-            if value is before:
+            if value is before and not moved:
                 self.read_as[key] = (now, at)
             elif self.promoted_from.get(value.id) is before:
                 self.read_as[key] = (self._promoted_again(now, value.type.dtype), at)

@@ -182,10 +182,28 @@ class TraceWrites:
             # counter, as x beside the x.data written here, the value is taken as x's, whose
             # saved value stays current: y = x @ w; x.data.add_(3), as torch)
             owners_value = owner is not t and self._counter_owner(owner)._vbox is not box
+            # The ops that saved it may have read it through one counter alone (a .data of a view
+            # from outside, `w @ d`, with the view's stand-in on its base's: _mixed_counter_read),
+            # or it is the memory's value such ops read after an earlier write (read_as): torch
+            # checks their saved tensor on that counter. A write on it makes them raise (d.mul_(2));
+            # a write on another (the base's) leaves them reading the memory's new value.
+            saved_through = self.reader_counter(old) or self.read_as_counters.get(old.id)
+            if saved_through is box:
+                owners_value = False
+            elif saved_through is not None and new is not None and new.type == old.type:
+                self._rewritten_unversioned(old, new, including_the_write=True, counter=saved_through)
+                owners_value = True
             for requires in (False, True):
                 if requires is first_requires and owners_value:
                     continue
                 value = old if requires is first_requires else self.aliases.get((old.id, requires))
+                if value is not None and value is not old and new is not None and \
+                        self.alias_counters.get(value.id, box) is not box:
+                    # its reader has a counter of its own (a .data of the view t: c.data @ c): no
+                    # version bump there, and what saved it reads the memory's new value, as torch's
+                    self._rewritten_unversioned(value, new, including_the_write=True,
+                                                counter=self.alias_counters[value.id])
+                    continue
                 if value is not None and (requires is t._requires_grad or self._shares_counter(key, requires, box)):
                     # (named as torch names the saved tensor: by the tensor that read it, a
                     # leaf or the caller's non-leaf, not by the writer's new history)
@@ -205,11 +223,55 @@ class TraceWrites:
                 # v written): what saved it saved t, and is named by t (a leaf made of it: no node)
                 self.stale[old.id] = entry
             self._mark_stale(old, entry)
+            self._read_as_moves_on(t, old, new, box)
+
+    def _read_as_moves_on(self, t: Tensor, old: Value, new, box) -> None:
+        """`t` held `old` and is written on counter `box`: where `old` is what the nodes that
+        saved a tensor on another counter read (a .data of the view t: read_as_source), their
+        saved tensor is this memory, which now holds `new` (None: t reads its memory again,
+        which the write under way gave its new value)."""
+        target, counter = self.read_as_source(old)
+        if counter is None or counter is box:
+            return
+        now = new if new is not None or t._data is None else self.lifted.get(_memory_key(t._data))
+        if now is not None and now.type == old.type:
+            self.move_read_as(target, now, counter)
+
+    def read_as_source(self, v: Value) -> tuple:
+        """(id of the value, the counter) where `v`, or the value `v` is a graft of (the memory's
+        new value as a tensor with history holds it), is what nodes that saved a tensor on a
+        known version counter read after a write through another (read_as_counters); else
+        (None, None)."""
+        if not self.read_as_counters:
+            return None, None
+        counter = self.read_as_counters.get(v.id)
+        if counter is not None:
+            return v.id, counter
+        graft = next((ins for ins in reversed(self.instrs) if ins.outputs[0] is v), None)
+        for source in graft.inputs if graft is not None and graft.op == "graft" else ():
+            if self.read_as_counters.get(source.id) is not None:
+                return source.id, self.read_as_counters[source.id]
+        return None, None
+
+    def move_read_as(self, target: int, now: Value, counter) -> None:
+        """The nodes reading value `target` (read_as) read `now` instead: the memory's value after
+        a write that left their saved tensor's version `counter` as it was."""
+        for k, (value, at) in list(self.read_as.items()):
+            if value.id == target:
+                self.read_as[k] = (now, at)
+        self.read_as_counters.setdefault(now.id, counter)
 
     def _mark_stale(self, value: Value, entry: tuple) -> None:
         """`value` (and the values standing for the same saved tensor: same_counter) is stale
         from here on: see _replaced."""
         self.stale.setdefault(value.id, entry)
+        if self.read_as_counters:
+            # `value` is an identity of the memory's new value (for its readers that differ in
+            # requires_grad: rebind, _alias), and what nodes that saved such a reader read now is
+            # that new value (read_as), checked on the counter of this write
+            for source in (self.memory_identities.get(value.id, (None,))[0], self.alias_of.get(value.id)):
+                if source is not None and self.read_as_counters.get(source) is entry[0]:
+                    self.stale.setdefault(source, entry)
         pending = list(self.same_counter.get(value.id, ()))
         while pending:
             # (a copy of a copy too: the promoted cast of fg.grad's stand-in for an argument)
@@ -694,9 +756,10 @@ class TraceWrites:
             if was is not None:
                 # (the counter of the tensor from outside the call that read it so: a saved `was`
                 # is checked on it, not on the writer's)
+                # (or the one counter the ops that saved it read it through: _mixed_counter_read)
                 reader = self._grad_reader(key) if requires else self._first_reader(key, without_grad=True)
-                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own,
-                                            counter=None if reader is None else self._counter_owner(reader)._vbox)
+                counter = self.reader_counter(was) or (None if reader is None else self._counter_owner(reader)._vbox)
+                self._rewritten_unversioned(was, self.lifted[key], including_the_write=was is not own, counter=counter)
         self._reread_views(owner, self.lifted[key])
 
     def _refresh_memory_views(self, t: Tensor, key) -> None:

@@ -7,7 +7,9 @@ for the view (Trace._origin_view, on the base's counter): a write through the `.
 missed (the backward read the new value where torch raises: alias fuzzer seed 111759) and a
 write of the base raised a version error torch does not (seed 111403). Both fixed in
 Trace._replaced (the reader's counter decides, alias_counters / reader_counter, and the
-saving node reads the memory's latest value: read_as)."""
+saving node reads the memory's latest value: read_as). Later sections: views made under
+no_grad written with grad (seed 114118), a leaf's detach() written again after the leaf was
+saved (seed 115686), and an in-place op's rebased operand view (seed 116313)."""
 import itertools
 
 import numpy as np
@@ -145,3 +147,98 @@ def test_view_made_under_no_grad_written_with_grad(write, base_grad, where, comp
     theirs = _no_grad_view_written(torch, False, where, base_grad, write)
     ours = _no_grad_view_written(fg, compiled, where, base_grad, write)
     assert ours == theirs
+
+
+# ---- a detach() (or .data) of a leaf argument written, then the leaf read by an op that saves
+# it, then the detach() written again: the leaf's read is an identity of the detach()'s value
+# (Trace._alias), on the leaf's counter where the writer is a detach(), so the second write makes
+# the saved leaf stale, as torch's version check (alias fuzzer seed 115686); a `.data` has a
+# counter of its own, and the backward reads the memory's new value.
+
+ALIAS_STEPS = {
+    "mul-self": lambda d, x: d.mul_(d * 2),
+    "add-number": lambda d, x: d.add_(1.0),
+    "add-grad": lambda d, x: d.add_(x.pow(2), alpha=3.0),
+    "sub-leaf-no-grad": "no_grad",
+}
+
+
+def _writer_rewritten(L, compiled: bool, writer: str, before: str, after: str, read_first: bool):
+    s0 = L.tensor([[-1.0, 0.5], [0.5, -1.0], [0.5, -1.25]], requires_grad=True)
+
+    def step(d, x, name):
+        if ALIAS_STEPS[name] == "no_grad":
+            with L.no_grad():
+                d.sub_(x)
+        else:
+            ALIAS_STEPS[name](d, x)
+
+    def f(x):
+        d = x.detach() if writer == "detach" else x.data
+        first = x.exp() if read_first else None
+        step(d, x, before)
+        t2 = x.pow(3)
+        step(d, x, after)
+        total = (x * x).sum() + (t2 * 2.0).sum()
+        return total + first.sum() if first is not None else total
+    try:
+        out = (fg.compile(f) if compiled else f)(s0)
+        out.backward()
+    except RuntimeError as error:
+        return ("error", str(error))
+    return ("grad", s0.grad.tolist())
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("read_first", [False, True], ids=["unread", "read-first"])
+@pytest.mark.parametrize("after", list(ALIAS_STEPS))
+@pytest.mark.parametrize("before", list(ALIAS_STEPS))
+@pytest.mark.parametrize("writer", ["detach", "data"])
+def test_writer_of_a_leaf_written_again_after_the_leaf_is_saved(writer, before, after, read_first, compiled):
+    theirs = _writer_rewritten(torch, False, writer, before, after, read_first)
+    ours = _writer_rewritten(fg, compiled, writer, before, after, read_first)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours[1] == theirs[1]
+    else:
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-5)
+
+
+# ---- an in-place op whose operand is a view made under no_grad of the tensor written, whose base
+# was written in place since: torch's autograd asks for the operand's history (and raises the
+# rebased-view error) before its kernel checks memory overlap (alias fuzzer seed 116313, where
+# fusegrad raised the overlap error first).
+
+OPERAND_WRITES = {
+    "mul_": lambda t, v: t.mul_(v),
+    "add_": lambda t, v: t.add_(v),
+    "sub_-alpha": lambda t, v: t.sub_(v, alpha=2.0),
+    "div_": lambda t, v: t.div_(v),
+    "copy_": lambda t, v: t.copy_(v),
+    "other-tensor": lambda t, v: (t * 1).mul_(v),
+}
+
+
+def _rebased_operand(L, compiled: bool, write: str, grad_on: bool):
+    s0 = L.tensor([[0.75, -1.5], [0.5, 1.75], [1.0, -0.75]], requires_grad=True)
+
+    def f(a):
+        t = a * a
+        with L.no_grad():
+            v = t[1, 0]
+        t.mul_(0.5)
+        with L.set_grad_enabled(grad_on):
+            OPERAND_WRITES[write](t, v)
+        return t.sum()
+    try:
+        out = (fg.compile(f) if compiled else f)(s0)
+        return ("value", out.item(), out.requires_grad)
+    except RuntimeError as error:
+        return ("error", str(error))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("grad_on", [True, False], ids=["grad", "no-grad"])
+@pytest.mark.parametrize("write", list(OPERAND_WRITES))
+def test_rebased_no_grad_view_operand_raises_before_overlap(write, grad_on, compiled):
+    assert _rebased_operand(fg, compiled, write, grad_on) == _rebased_operand(torch, False, write, grad_on)

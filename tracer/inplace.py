@@ -14,6 +14,7 @@ from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.ir.ops.elementwise import pow_const_applies
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write, _check_no_partial_overlap,
+                       refresh_view_history,
                        _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
@@ -65,10 +66,28 @@ def check_operand_overlap(t: Tensor, other: Tensor) -> None:
         raise RuntimeError(_PARTIAL_OVERLAP)
 
 
+def check_operand_history(t: Tensor, other) -> None:
+    """torch's autograd collects the edges of an in-place op's operands before its kernel
+    checks memory, shapes and types: an operand view whose history must be regenerated and
+    cannot be (made under no_grad, its base written in place since) raises there first
+    (`t.mul_(v)` of `v = t[1, 0]` made under no_grad, after `t.mul_(0.5)`)."""
+    if not isinstance(other, Tensor) or other._base is None or not is_grad_enabled() or \
+            not (other._requires_grad or t._requires_grad):
+        return
+    trace = trace_state.current()
+    if trace is None:
+        if other._view_version != other._vbox[0]:
+            refresh_view_history(other, deferring=True)
+    elif other._rebased or trace.rebased_outside.get(id(other)) is other:
+        raise trace.rebased_error(other)
+
+
 def check_write_overlaps(t: Tensor, other=None) -> None:
     """torch's memory checks of an in-place op on `t`, made before its shape and type checks
     (TensorIterator's order): no element of `t` shares memory with another, and `other` (an
-    operand, as given) does not partly overlap `t`."""
+    operand, as given) does not partly overlap `t`. An operand's history is asked for first
+    (check_operand_history)."""
+    check_operand_history(t, other)
     if _overlaps_itself(t._data) if t._data is not None else traced_overlaps_itself(t):
         raise RuntimeError(_OVERLAP_MSG)
     if isinstance(other, Tensor):

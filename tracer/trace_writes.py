@@ -223,7 +223,34 @@ class TraceWrites:
                 # v written): what saved it saved t, and is named by t (a leaf made of it: no node)
                 self.stale[old.id] = entry
             self._mark_stale(old, entry)
+            if t._data is not None and (self.aliases or self.memory_identities):
+                self._identity_replaced(t, old, box, version, new, first)
             self._read_as_moves_on(t, old, new, box)
+
+    def _identity_replaced(self, t: Tensor, old: Value, box, version: int, new, first: int) -> None:
+        """`t`, over memory from outside the call, held `old`, which the memory's other readers
+        read through identities of their own (an alias for a reader that differs in
+        requires_grad, _alias; the leaf's identity of a value a detach() of it wrote, rebind):
+        those on the write's counter (`d = x.detach(); d.mul_(2); x.pow(3); d.add_(1)`) are
+        stale too, what saved them named as the reader with grad (a leaf: no node)."""
+        key = _memory_key(t._data)
+        reader = self._grad_reader(key)
+        if reader is None or reader is t or self._counter_owner(reader)._vbox is not box:
+            reader = None       # (a .data's write: the leaf's counter stays)
+        held = self.lifted.get(key)
+        identities, pending = [], [old]
+        while pending:      # (and identities of those: x's alias of the leaf's identity of d's value)
+            v = pending.pop()
+            found = [w for w in (self.aliases.get((v.id, False)), self.aliases.get((v.id, True)))
+                     if w is not None and self.alias_counters.get(w.id) is box]
+            if reader is not None and held is not None and self.memory_identities.get(held.id, (None,))[0] == v.id:
+                found.append(held)
+            for w in found:
+                if w is not old and w not in identities:
+                    identities.append(w)
+                    pending.append(w)
+        for w in identities:
+            self._mark_stale(w, (box, version, weakref.ref(reader if reader is not None else t), new, first))
 
     def _read_as_moves_on(self, t: Tensor, old: Value, new, box) -> None:
         """`t` held `old` and is written on counter `box`: where `old` is what the nodes that

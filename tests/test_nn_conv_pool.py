@@ -323,7 +323,9 @@ def test_compiled_ops_match_eager():
         out.backward()
         grads.append([out.detach().numpy()] + [x.grad.numpy() for x in xs])
     for a, b in zip(*grads):
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+        # (x.grad reaches ~1e3 as sums that cancel: float32 rounding of the two summation
+        # orders differs by ~3e-5 there, so the absolute tolerance scales with the magnitude)
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(a).max())))
 
 
 def _cnn(lib):

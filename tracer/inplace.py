@@ -14,8 +14,8 @@ from fusegrad.ir.ops import broadcast_shapes
 from fusegrad.ir.ops.elementwise import pow_const_applies
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write, _check_no_partial_overlap,
-                       refresh_view_history,
-                       _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, result_cast_error)
+                       _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, refresh_view_history,
+                       result_cast_error)
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
 from . import generator, trace_state

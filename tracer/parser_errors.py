@@ -520,6 +520,7 @@ METHODS = {
     **{name: ArgParser(name, "(*, torch.memory_format memory_format = torch.preserve_format)")
        for name in ("long", "float", "double", "bool")},
     "reshape": ArgParser("reshape", "(tuple of ints shape)"),
+    "flatten": ArgParser("flatten", "(int start_dim = 0, int end_dim = -1)"),
     "permute": ArgParser("permute", "(tuple of ints dims)"),
     "expand": ArgParser("expand", "(tuple of ints size, *, bool implicit = False)"),
     "bernoulli": ArgParser("bernoulli", "(*, torch.Generator generator = None)",

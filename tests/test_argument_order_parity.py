@@ -98,6 +98,12 @@ CALLS = {
     "sub_-tensor-alpha-first": lambda L: L.ones(2).sub_(L.tensor(2.0), L.ones(2)).tolist(),
     "add_-tensor-alpha-first-mismatch": lambda L: L.ones(2, 2, dtype=L.float64).add_(L.tensor(2.5), L.ones(2, 3)),
     "add-grad-alpha-first": lambda L: L.ones(2).add(L.tensor(2.0, requires_grad=True), L.ones(2)),
+    # no_grad / enable_grad: Python's texts name torch's class; any argument but None is decorated
+    "no-grad-two-arguments": lambda L: L.no_grad(1, 2),
+    "no-grad-keyword": lambda L: L.no_grad(lr=1),
+    "enable-grad-three-arguments": lambda L: L.enable_grad(1, 2, 3),
+    "no-grad-of-a-tuple": lambda L: type(L.no_grad(())).__name__,
+    "no-grad-of-an-int-called": lambda L: L.no_grad(3)(1),
 }
 
 

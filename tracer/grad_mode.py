@@ -91,15 +91,17 @@ def _decorate(make_manager, fn):
     return wrapper
 
 
-class _GradMode:
-    """Base of the grad-mode managers: context manager and decorator."""
+class _NoParamDecoratorContextManager:
+    """Base of the grad-mode managers: context manager and decorator (torch's class name, which
+    Python's texts for a bad call of no_grad / enable_grad give)."""
 
     _target: bool = True
 
     def __new__(cls, orig_func=None):
-        # `@fg.no_grad` without parentheses decorates directly, as torch allows.
+        # `@fg.no_grad` without parentheses decorates directly, as torch allows (anything but
+        # None, as torch's: `fg.no_grad(3)` is a function that raises when called)
         self = super().__new__(cls)
-        if orig_func is not None and callable(orig_func):
+        if orig_func is not None:
             return self(orig_func)
         return self
 
@@ -122,19 +124,19 @@ class _GradMode:
         return type(self)()
 
 
-class no_grad(_GradMode):
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording: `with fg.no_grad():`, `@fg.no_grad()` or `@fg.no_grad`."""
 
     _target = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording inside a no_grad region."""
 
     _target = True
 
 
-class set_grad_enabled(_GradMode):
+class set_grad_enabled(_NoParamDecoratorContextManager):
     """`fg.set_grad_enabled(mode)`: sets the mode at once (a function call), and restores
     the previous mode when used with `with` or as a decorator."""
 
@@ -223,7 +225,7 @@ def check_inference_saved(t) -> None:
         raise RuntimeError(_SAVED_INFERENCE)
 
 
-class inference_mode(_GradMode):
+class inference_mode(_NoParamDecoratorContextManager):
     """`with fg.inference_mode():` (also `@fg.inference_mode()` / `@fg.inference_mode`): no
     gradient recording, as under no_grad; `inference_mode(False)` turns recording on. Tensors
     made eagerly inside (and views of them) are inference tensors, as torch's: is_inference()

@@ -725,8 +725,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 self.begin_write(out, len(self.instrs) - 1)
                 try:
                     return self._write(out, outs[0], requires, fill)
-                except BaseException:
-                    self._abort_write()
+                except BaseException as error:
+                    self._abort_write(error)
                     raise
                 finally:
                     self.writing = None

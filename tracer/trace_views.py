@@ -109,7 +109,7 @@ class TraceViews:
         """`view` was written in place with value `v`: write the base (eager's CopySlices);
         `fill`: every element of it got one value (see dispatch._scatter); `graft`: the write
         came through a detach() or .data of the view (_follow_detach)."""
-        from .dispatch import _scatter, no_grad_view_error
+        from .dispatch import no_grad_view_error
         base = view._base
         if requires and not graft and view.__dict__.get("_no_grad_mode") and is_grad_enabled():
             raise no_grad_view_error(view)  # (as eagerly: dispatch._inplace_on_view)
@@ -118,7 +118,21 @@ class TraceViews:
         leaf_view = graft and (self._keeps_leaf(view, base) or view.__dict__.get("_leaf_root") is not None)
         # (a leaf view written through its detach() or .data keeps its identity: _keeps_leaf)
         result = self.symbolic(v, (requires or view._requires_grad) and not leaf_view)
-        chain, written = self._region_write(view, result, graft)
+        chain, written, refused = self._region_write(view, result, graft)
+        if refused:
+            # The memory takes the write all the same (torch's did, before the error it raises
+            # later, so a call that raises keeps it: _finish_raised), then the write is refused
+            self._write_region_of(view, base, chain, written, fill, v, graft, leaf_view)
+            from .dispatch import _OVERLAP_MSG
+            error = RuntimeError(_OVERLAP_MSG)
+            error.write_done = True         # (its version bump stays: Trace._abort_write)
+            raise error
+        return self._write_region_of(view, base, chain, written, fill, v, graft, leaf_view)
+
+    def _write_region_of(self, view: Tensor, base: Tensor, chain: tuple, written: Tensor, fill: bool, v: Value,
+                         graft: bool, leaf_view: bool) -> Tensor:
+        """Write `written` into `base` where `chain` reaches (_write_through_view's second half)."""
+        from .dispatch import _scatter
         if graft and base._grad_fn is None and base._requires_grad:
             # A leaf written through a detach() or .data of its view (`x[0].detach().add_(1)`):
             # eagerly its memory changes, not its identity, so it stays that leaf (rebind sums
@@ -153,15 +167,13 @@ class TraceViews:
         they were) written back through the expand would undo the write."""
         region, self.graft_region = (self.graft_region if graft else None), None
         if region is None or not any(op == "expand" for op, _ in view._view_chain):
-            return view._view_chain, result
-        if self.graft_writer is not None:
-            # The writer keeps the value it wrote, with its history (see _graft_into), so its
-            # other rows would not see the write. Refused rather than wrong: torch computes the
-            # values, and its backward raises this error (CopySlices over overlapping memory).
-            from .dispatch import _OVERLAP_MSG
-            raise RuntimeError(_OVERLAP_MSG)
+            return view._view_chain, result, False
         from .dispatch import view_of
-        return view._view_chain + region, view_of(result, region)
+        # Refused where the writer keeps the value it wrote, with its history (see _graft_into),
+        # so that its other rows would not see the write: refused rather than wrong (torch
+        # computes the values, and its backward raises this error: CopySlices over overlapping
+        # memory). The memory takes the write first (_write_through_view).
+        return view._view_chain + region, view_of(result, region), self.graft_writer is not None
 
     def _rebind_written(self, base: Tensor, chain: tuple, v: Value, requires: bool) -> None:
         """`base` takes value `v`, written where `chain` reaches: its aliases take that part

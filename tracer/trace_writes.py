@@ -131,14 +131,17 @@ class TraceWrites:
         self.begin_write(t, len(self.instrs))
         try:
             self.rebind(t, v, requires)
-        except BaseException:
-            self._abort_write()
+        except BaseException as error:
+            self._abort_write(error)
             raise
         finally:
             self.writing = None
 
-    def _abort_write(self) -> None:
-        """The write under way raised (an overlap, a leaf): eagerly it bumped no version."""
+    def _abort_write(self, error: BaseException | None = None) -> None:
+        """The write under way raised (an overlap, a leaf): eagerly it bumped no version; unless
+        the error came after the memory took the write (`error.write_done`: _write_through_view)."""
+        if error is not None and getattr(error, "write_done", False):
+            return
         box = self.writing[0]
         self.writes[id(box)][1] -= 1
 

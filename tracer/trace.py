@@ -132,6 +132,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.data_moved = False
         self.aliases: dict = {}             # (value id, requires_grad) -> identity of it (see _alias)
         self.alias_of: dict = {}            # such an identity's id -> the id of the value it stands for
+        self.graft_sources: dict = {}       # a graft's value id -> its inputs (see TraceWrites._grafted)
         # ids of lifted values read through tensors on different version counters alike in
         # requires_grad (x and x.data), and for those, the counters of the tensors through which
         # ops recorded with grad read them (None: unknown): see reader_counter
@@ -700,6 +701,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
         self.instrs.append(ins)
+        if op == "graft":
+            self.graft_sources[outs[0].id] = values
         if requires:
             self.grad_instrs[id(ins)] = name
             if len(values) > 2 and "scalar_attributes" in opdef.extra:

@@ -277,8 +277,7 @@ class TraceWrites:
         counter = self.read_as_counters.get(v.id)
         if counter is not None:
             return v.id, counter
-        graft = next((ins for ins in reversed(self.instrs) if ins.outputs[0] is v), None)
-        for source in graft.inputs if graft is not None and graft.op == "graft" else ():
+        for source in self.graft_sources.get(v.id, ()):
             if self.read_as_counters.get(source.id) is not None:
                 return source.id, self.read_as_counters[source.id]
         return None, None
@@ -878,6 +877,7 @@ class TraceWrites:
         for gradients under the name of source's node (its grad_fn stays as it was)."""
         out = Value(source.type)
         ins = Instr("graft", (v, source), (out,), ())
+        self.graft_sources[out.id] = ins.inputs
         self.instrs.append(ins)
         self.grad_instrs[id(ins)] = self._node_name(found[0])
         return out

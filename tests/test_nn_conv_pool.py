@@ -378,3 +378,28 @@ def test_module_forward(text):
     shape = (2, 3, 6, 8) if "1d" not in text else (2, 3, 8)
     check(lambda F, x: eval("lib.nn." + text, {"lib": torch if F is torch.nn.functional else fg})(x),
           np.abs(_arr(*shape)) + 0.1)
+
+
+# A None where a tensor goes: torch's parser text (one checker, nn.functional._check_tensor_args;
+# conv, pooling and padding skipped None and failed later with an AttributeError)
+NONE_INPUT_CALLS = {
+    "conv_transpose2d": lambda L: L.nn.functional.conv_transpose2d(None, L.ones(2, 1, 3, 3)),
+    "conv1d-bias-int": lambda L: L.nn.functional.conv_transpose1d(L.ones(1, 2, 4), L.ones(2, 1, 3), 3),
+    "max_pool2d": lambda L: L.nn.functional.max_pool2d(None, 2),
+    "avg_pool1d": lambda L: L.nn.functional.avg_pool1d(None, 2),
+    "pad": lambda L: L.nn.functional.pad(None, (1, 1)),
+}
+# (torch's adaptive_avg_pool2d(None) fails with an AttributeError and its unfold names im2col:
+# fusegrad names the function and argument there, its TypeError)
+
+
+@pytest.mark.parametrize("name", list(NONE_INPUT_CALLS))
+def test_none_where_a_tensor_goes_raises_torchs_text(name):
+    def outcome(L):
+        try:
+            NONE_INPUT_CALLS[name](L)
+        except Exception as exc:  # noqa: BLE001 - the class and text are compared
+            return type(exc).__name__, str(exc)
+        return None
+    want = outcome(torch)
+    assert want is not None and outcome(fg) == want

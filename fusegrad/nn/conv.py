@@ -15,9 +15,8 @@ import fusegrad as fg
 from fusegrad.ir.ops.conv import _check_shapes
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.user_frame import user_stacklevel
-from fusegrad.tracer.parser_errors import type_name
 
-from . import init
+from . import functional as F, init
 from .module import Module, Parameter
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
@@ -32,14 +31,6 @@ def ntuple(value, n: int) -> tuple:
     if isinstance(value, (list, tuple)):
         return tuple(value)
     return (value,) * n
-
-
-def check_tensor(fn: str, **args) -> None:
-    """torch's TypeError for a non-tensor argument of a native function."""
-    for position, (name, value) in enumerate(args.items(), start=1):
-        if value is not None and not isinstance(value, fg.Tensor):
-            kind_name = type_name(value)
-            raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {kind_name}")
 
 
 def _expand_param(values: tuple, name: str, k: int) -> tuple:
@@ -107,7 +98,7 @@ def _batched(input, nd: int, fn: str):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd: int, fn: str):
-    check_tensor(fn, input=input, weight=weight, bias=bias)
+    F._check_tensor_args(fn, optional=("bias",), input=input, weight=weight, bias=bias)
     x, batched = _batched(input, nd, fn)
     stride, dilation = ntuple(stride, nd), ntuple(dilation, nd)
     if isinstance(padding, str):
@@ -156,7 +147,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, fn):
-    check_tensor(fn, input=input, weight=weight, bias=bias)
+    F._check_tensor_args(fn, optional=("bias",), input=input, weight=weight, bias=bias)
     x, batched = _batched(input, nd, fn)
     y = convolution(x, weight, bias, ntuple(stride, nd), ntuple(padding, nd), ntuple(dilation, nd), True,
                     ntuple(output_padding, nd), groups)

@@ -69,10 +69,11 @@ def _as_tensor(x):
     return x if isinstance(x, fg.Tensor) else fg.tensor(x)
 
 
-def _check_tensor_args(function: str, **args) -> None:
-    """torch's TypeError for a non-tensor argument of a native function (`relu(): argument ...`)."""
+def _check_tensor_args(function: str, optional: tuple = (), **args) -> None:
+    """torch's TypeError for a non-tensor argument of a native function (`relu(): argument ...`);
+    the parameters named in `optional` (`Tensor bias = None`) also take None."""
     for position, (name, value) in enumerate(args.items(), start=1):
-        if not isinstance(value, fg.Tensor):
+        if not isinstance(value, fg.Tensor) and not (value is None and name in optional):
             kind_name = type_name(value)
             raise TypeError(f"{function}(): argument '{name}' (position {position}) must be Tensor, not {kind_name}")
 
@@ -84,9 +85,7 @@ def linear(input, weight, bias=None):
     or (mostly) a contiguous one takes the fused addmm (on the input flattened to rows:
     ViewBackward0 of AddmmBackward0, see _fused); any other takes matmul(input, weight.t())
     and then adds the bias in place (AddBackward0: the bias must broadcast to the product)."""
-    _check_tensor_args("linear", input=input, weight=weight)
-    if bias is not None:
-        _check_tensor_args("linear", input=input, weight=weight, bias=bias)
+    _check_tensor_args("linear", optional=("bias",), input=input, weight=weight, bias=bias)
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")

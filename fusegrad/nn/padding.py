@@ -14,7 +14,8 @@ import math
 from fusegrad.ir.ops.conv import conv_output_size
 from fusegrad.tracer.dispatch import apply_op
 
-from .conv import check_tensor, ntuple
+from . import functional as F
+from .conv import ntuple
 from .module import Module
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
@@ -30,7 +31,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     'constant' pads with `value` (0 by default; negative pads crop, ConstantPadNdBackward0);
     'reflect', 'replicate' and 'circular' pad the last 1, 2 or 3 dims of a (batched or not)
     input (ReflectionPad2DBackward0, ...)."""
-    check_tensor("pad", input=input)
+    F._check_tensor_args("pad", input=input)
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -81,7 +82,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     output size is floor(size * factor) and the source indices use 1 / factor (torch's, unless
     recompute_scale_factor). 'bicubic', 'trilinear', 5-D inputs and antialias are not
     implemented (NotImplementedError)."""
-    check_tensor("interpolate", input=input)
+    F._check_tensor_args("interpolate", input=input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -167,7 +168,7 @@ def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_c
 
 def _shuffle(input, factor: int, inverse: bool):
     fn = "pixel_unshuffle" if inverse else "pixel_shuffle"
-    check_tensor(fn, input=input)
+    F._check_tensor_args(fn, input=input)
     if input.dim() < 3:
         raise RuntimeError(f"{fn} expects input to have at least 3 dimensions, but got input with {input.dim()} "
                            "dimension(s)")
@@ -223,7 +224,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.unfold (im2col): (N, C, H, W) -> (N, C * kH * kW, L), each column
     one sliding block, rows in (channel, kernel row, kernel column) order; a 3-D input is
     unbatched (Im2ColBackward0)."""
-    check_tensor("unfold", input=input)
+    F._check_tensor_args("unfold", input=input)
     if input.dim() < 3:
         from fusegrad.ir.ops import normalize_dim
         normalize_dim(2, input.dim())      # (torch's IndexError)
@@ -242,7 +243,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.fold (col2im): (N, C * kH * kW, L) -> (N, C, *output_size), each
     column added back into its sliding block; a 2-D input is unbatched (Col2ImBackward0)."""
-    check_tensor("fold", input=input)
+    F._check_tensor_args("fold", input=input)
     output_size = tuple(int(v) for v in ntuple(output_size, 2))
     if len(output_size) != 2:
         raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(output_size)}")

@@ -15,7 +15,8 @@ from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.pool import pool_output_size
 from fusegrad.tracer.dispatch import apply_op
 
-from .conv import check_tensor, ntuple
+from . import functional as F
+from .conv import ntuple
 from .module import Module
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -88,7 +89,7 @@ def _max_pool2d(input, kernel, stride, padding, dilation, ceil_mode):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool2d over (N, C, H, W) or (C, H, W); stride defaults to the
     kernel; with return_indices, (values, flat indices into each H x W plane)."""
-    check_tensor("max_pool2d", input=input)
+    F._check_tensor_args("max_pool2d", input=input)
     kernel = _pair_arg(kernel_size, "max_pool2d", "kernel_size")
     stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "max_pool2d", "stride",
                                                                                       True)
@@ -108,7 +109,7 @@ def _int1(value, fn: str, name: str) -> int:
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool1d over (N, C, L) or (C, L): max_pool2d of the input
     unsqueezed to height 1, squeezed back (SqueezeBackward1 of MaxPool2DWithIndicesBackward0)."""
-    check_tensor("max_pool1d", input=input)
+    F._check_tensor_args("max_pool1d", input=input)
     if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[-2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                            f"input, but got:{list(input.shape)}")
@@ -136,7 +137,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """torch.nn.functional.avg_pool2d: window means (divided by the window's size within the
     padded input, or within the input when not count_include_pad, or by divisor_override);
     integer inputs divide truncating, as torch's."""
-    check_tensor("avg_pool2d", input=input)
+    F._check_tensor_args("avg_pool2d", input=input)
     kernel = _pair_arg(kernel_size, "avg_pool2d", "kernel_size")
     stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "avg_pool2d", "stride",
                                                                                       True)
@@ -159,7 +160,7 @@ def _check_1d(input, fn: str) -> None:
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """torch.nn.functional.avg_pool1d: avg_pool2d of the input unsqueezed to height 1."""
-    check_tensor("avg_pool1d", input=input)
+    F._check_tensor_args("avg_pool1d", input=input)
     _check_1d(input, "avg_pool1d")
     k = _int1(kernel_size, "avg_pool1d", "kernel_size")
     s = k if stride is None or stride == () or stride == [] else _int1(stride, "avg_pool1d", "stride")
@@ -199,7 +200,7 @@ def adaptive_avg_pool2d(input, output_size):
     """torch.nn.functional.adaptive_avg_pool2d: output cell (i, j) the mean of rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns; None keeps that size. An output of
     1 x 1 is the mean over H and W (MeanBackward1), as torch's."""
-    check_tensor("adaptive_avg_pool2d", input=input)
+    F._check_tensor_args("adaptive_avg_pool2d", input=input)
     _check_adaptive(input, "adaptive_avg_pool2d")
     sizes = _output_size(output_size, input, 2, "adaptive_avg_pool2d")
     if sizes == (1, 1):
@@ -210,7 +211,7 @@ def adaptive_avg_pool2d(input, output_size):
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """torch.nn.functional.adaptive_max_pool2d (torch's windows); with return_indices,
     (values, flat indices into each plane)."""
-    check_tensor("adaptive_max_pool2d", input=input)
+    F._check_tensor_args("adaptive_max_pool2d", input=input)
     _check_adaptive(input, "adaptive_max_pool2d")
     sizes = _output_size(output_size, input, 2, "adaptive_max_pool2d")
     values, indices = apply_op("adaptive_max_pool", [input], {"output_size": sizes}, "AdaptiveMaxPool2DBackward0")
@@ -218,7 +219,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 def _adaptive_1d(input, output_size, fn: str):
-    check_tensor(fn, input=input)
+    F._check_tensor_args(fn, input=input)
     _check_1d(input, fn)
     sizes = ntuple(output_size, 1)
     if len(sizes) != 1:

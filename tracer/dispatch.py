@@ -212,7 +212,7 @@ class _Plan:
     __slots__ = ("op", "ref", "frozen", "in_types", "out_types", "want", "small", "needs", "may_record",
                  "in_slots", "out_slots", "node_class", "marks_saved", "history", "view", "consts_at",
                  "no_consts", "saved_inputs", "saved_outputs", "pooled", "row_major", "elementwise", "out_dtype",
-                 "saves", "direct", "unit_broadcast", "result_order")
+                 "saves", "direct", "unit_broadcast", "result_order", "part_views")
 
     def __init__(self, op, inputs, attrs, name):
         opdef = OPS[op]
@@ -258,6 +258,7 @@ class _Plan:
         self.marks_saved = not saves_tensor and _reads_a_constant(opdef, self.consts_at, self.in_slots)
         self.node_class = node_class(name or _default_name(op))
         self.view = op in _VIEW_OPS
+        self.part_views = part_views(opdef, self.in_types, attrs)
         self.row_major = row_major_result(opdef)
         self.result_order = opdef.extra.get("result_order")     # (see OpDef.extra)
         # (composites too: lerp's reference computes in steps, and NumPy lays out each step's
@@ -366,8 +367,12 @@ def _run_plan(plan: _Plan, inputs, attrs):
             wrapped = object.__new__(Tensor)
             wrapped._init(r, t.dtype)
             outs.append(wrapped)
-    if plan.view and type(inputs[0]) is not np.ndarray and _same_memory(outs[0]._data, arrays[0]):
-        _make_view(outs[0], inputs[0], plan.op, plan.frozen)
+    if plan.view and type(inputs[0]) is not np.ndarray:
+        if plan.part_views is None:
+            if _same_memory(outs[0]._data, arrays[0]):
+                _make_view(outs[0], inputs[0], plan.op, plan.frozen)
+        else:
+            _make_part_views(outs, inputs[0], plan.part_views)
     if plan.may_record and _grad_state.enabled:       # is_grad_enabled(), inlined (hot)
         saved = {}
         if plan.saves:
@@ -423,6 +428,22 @@ def _run_plan(plan: _Plan, inputs, attrs):
                     set_history(t, node, k)
             k += 1
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def part_views(opdef, in_types: tuple, attrs: dict):
+    """For a view op with several outputs (split), per output the single-output view op that
+    derives it from operand 0, (op, frozen attributes): how its view chain records it (a write
+    through its base re-derives it so); None for other ops."""
+    rule = opdef.extra.get("part_views")
+    return None if rule is None else rule(in_types[0].shape, attrs)
+
+
+def _make_part_views(outs, src, views: tuple) -> None:
+    """The outputs of a view op with several (split's parts) are views of `src`, each derived
+    from it by its own single-output view op (`views`)."""
+    for out, (op, frozen) in zip(outs, views):
+        if _same_memory(out._data, src._data):
+            _make_view(out, src, op, frozen)
 
 
 def _make_view(view, src, op: str, frozen: tuple) -> None:
@@ -559,8 +580,12 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
                 r = in_result_order(r, opdef.extra["result_order"], arrays, attrs)
             wrapped._init(r, t.dtype)
             outs.append(wrapped)
-        if op in _VIEW_OPS and isinstance(inputs[0], Tensor) and _same_memory(results[0], arrays[0]):
-            _make_view(outs[0], inputs[0], op, frozen)
+        if op in _VIEW_OPS and isinstance(inputs[0], Tensor):
+            views = part_views(opdef, in_types, attrs)
+            if views is not None:
+                _make_part_views(outs, inputs[0], views)
+            elif _same_memory(results[0], arrays[0]):
+                _make_view(outs[0], inputs[0], op, frozen)
     if record:
         for k in out_slots:
             saved[("out", k)] = SavedTensor(outs[k]._data, outs[k]._vbox)

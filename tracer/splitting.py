@@ -1,10 +1,11 @@
 """torch's split, chunk, unbind, narrow and select: views of a tensor's parts along one dim.
 
-Each part is a basic-index view (the `getitem` op, as `t[a:b]` and `t[i]` are), recorded under
-torch's node name: SplitBackward0 / SplitWithSizesBackward0 / UnbindBackward0 for the parts of
-the functions torch defines as returning several views, SliceBackward0 / SelectBackward0 for
-narrow and select. torch's parts share one node (their output_nr 0, 1, ...); here each has a
-node of its own, output_nr 0, with the same gradients.
+split, chunk and unbind (and iterating a tensor, Tensor.__iter__) are the `split` op: one node
+for all the parts, as torch's (SplitBackward0 / SplitWithSizesBackward0 / UnbindBackward0, the
+parts its outputs 0, 1, ...: `a.grad_fn is b.grad_fn`), whose backward runs once, stacking the
+parts' gradients. Each part is a view of the tensor, derived from it by a basic index. narrow and
+select are the `getitem` op (a basic-index view, as `t[a:b]` and `t[i]`), recorded under torch's
+node names SliceBackward0 / SelectBackward0.
 
 torch refuses an in-place op on a part of split, chunk or unbind (or on a view of one) made with
 grad mode on that requires grad: the parts carry `_multi_output` (their index), and
@@ -22,6 +23,15 @@ from .grad_mode import is_grad_enabled
 from .node import short_name
 from .parser_errors import ArgParser, type_name
 from .tensor import Tensor
+
+
+def _parts(t: Tensor, dim: int, sizes: list, name: str, squeeze: bool = False) -> tuple:
+    """The parts of `t` of `sizes` elements along `dim` (`squeeze`: each without that dim,
+    sizes all 1), one `split` op recorded under node name `name`."""
+    if not sizes:
+        return ()           # (unbind along an empty dim)
+    out = apply_op("split", [t], {"axis": dim, "sizes": tuple(sizes), "squeeze": squeeze}, name)
+    return _as_parts([out] if isinstance(out, Tensor) else list(out), name)
 
 
 def _part(t: Tensor, dim: int, start: int, stop: int, name: str) -> Tensor:
@@ -76,7 +86,7 @@ def _split_evenly(t: Tensor, size: int, dim, name: str) -> tuple:
     if size == 0 and length != 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
     count = max(-(-length // size), 1) if size else 1
-    return _as_parts([_part(t, dim, k * size, min(length, (k + 1) * size), name) for k in range(count)], name)
+    return _parts(t, dim, [min(length, (k + 1) * size) - k * size for k in range(count)], name)
 
 
 def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
@@ -96,11 +106,7 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     if sum(sizes) != length:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                            f"at dimension {given}), but got split_sizes={sizes}")
-    parts, start = [], 0
-    for s in sizes:
-        parts.append(_part(t, dim, start, start + s, "SplitWithSizesBackward0"))
-        start += s
-    return _as_parts(parts, "SplitWithSizesBackward0")
+    return _parts(t, dim, sizes, "SplitWithSizesBackward0")
 
 
 def chunk(input, chunks, dim=0) -> tuple:
@@ -115,8 +121,7 @@ def chunk(input, chunks, dim=0) -> tuple:
     length = t.shape[d]
     size = -(-length // chunks)
     if size == 0 and length == 0:      # torch: `chunks` empty parts
-        return _as_parts([_part(t, d, 0, 0, "SplitWithSizesBackward0") for _ in range(chunks)],
-                         "SplitWithSizesBackward0")
+        return _parts(t, d, [0] * chunks, "SplitWithSizesBackward0")
     return _split_evenly(t, size, d, "SplitBackward0")
 
 
@@ -126,7 +131,7 @@ def unbind(input, dim=0) -> tuple:
     d = normalize_dim(int_argument(dim, "unbind", "dim", 2), t.dim())
     if t.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    return _as_parts([_pick(t, d, i, "UnbindBackward0") for i in range(t.shape[d])], "UnbindBackward0")
+    return _parts(t, d, [1] * t.shape[d], "UnbindBackward0", squeeze=True)
 
 
 def narrow(input, dim, start, length) -> Tensor:

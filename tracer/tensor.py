@@ -840,12 +840,12 @@ class Tensor:
         return shape[0]
 
     def __iter__(self):
-        """The slices along dim 0, as torch's `iter(t.unbind(0))`: views named UnbindBackward0."""
+        """The slices along dim 0, as torch's `iter(t.unbind(0))`: views, the outputs of one
+        UnbindBackward0 node."""
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        from .dispatch import apply_op
-        return iter([apply_op("getitem", [self], {"index": (("i", i),)}, "UnbindBackward0")
-                     for i in range(len(self))])
+        from .splitting import unbind
+        return iter(unbind(self, 0))
 
     def __reversed__(self):
         """torch's Tensor.__reversed__: `self.flip(0)` (FlipBackward0), a 0-d tensor itself."""

@@ -34,7 +34,7 @@ from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
 from . import parser_errors, trace_state
-from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap
+from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap, part_views
 from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
                      traced_partial_overlap, traced_result_layout)
 from .grad_mode import is_grad_enabled
@@ -686,7 +686,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             t._requires_grad = requires and 0 not in opdef.nondiff_outputs and dtype.is_floating_point
             self.alive.append(weakref.ref(t))
             if opdef.view and isinstance(inputs[0], Tensor):
-                self._mark_view(t, inputs[0], op, frozen, values[0])
+                # (a split into one part: that part's own view op, as for several below)
+                view_op, view_attrs = (op, frozen) if "part_views" not in opdef.extra else \
+                    part_views(opdef, types, attrs)[0]
+                self._mark_view(t, inputs[0], view_op, view_attrs, values[0])
             elif opdef.pointwise and len(out_type.shape) > 1:
                 for x in inputs:
                     # an operand not laid out row-major (a view, a strided argument, such a result)
@@ -735,8 +738,13 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                     self.writing = None
             finally:
                 self.filling = previous_fill
-        return tuple(self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
-                     for k, v in enumerate(outs))
+        results = tuple([self.symbolic(v, requires and k not in opdef.nondiff_outputs and v.dtype.is_floating_point)
+                         for k, v in enumerate(outs)])
+        if opdef.view and isinstance(inputs[0], Tensor):
+            # (split's parts: each a view of the operand by its own single-output view op)
+            for t, (view_op, view_attrs) in zip(results, part_views(opdef, types, attrs or {})):
+                self._mark_view(t, inputs[0], view_op, view_attrs, values[0])
+        return results
 
     def _lay_out(self, t: Tensor, inputs) -> None:
         """Give elementwise result `t` the layout torch's TensorIterator gives it from its

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import EXPAND_TYPE_NAMES, TensorType, int64
-from .registry import MOVEMENT, NoDerivativeError, OpDef, register, shape_str
+from .registry import COMPOSITE, MOVEMENT, NoDerivativeError, OpDef, register, shape_str
 
 
 def _numel(shape):
@@ -258,6 +258,67 @@ def _getitem_ref(x, index):
 
 register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp, view=True,
                doc="getitem(x; index): basic indexing, a view"))
+
+
+# --------------------------------------------------------------------- split into parts
+# torch's split, chunk and unbind (and iterating a tensor) return several views from one node
+# (SplitBackward0 / UnbindBackward0, its outputs output_nr 0, 1, ...): one instruction with an
+# output per part. Each part is the basic index `split_part_index` gives, which is how a part is
+# re-derived from its base after a write (view chains: OpDef.extra["part_views"]) and how
+# compiled programs compute it (the decomposition). Its VJP is torch's split_backward /
+# unbind_backward: the parts' gradients, zeros for those that got none, concatenated (stacked).
+def split_part_index(shape: tuple, axis: int, sizes: tuple, squeeze: bool, k: int) -> tuple:
+    """The basic index of part `k` of x (of `shape`) split along `axis` into parts of `sizes`
+    (`squeeze`: unbind's parts, each without that dim)."""
+    lead = tuple(("s", 0, s, 1) for s in shape[:axis])
+    if squeeze:
+        return lead + (("i", k),)
+    start = sum(sizes[:k])
+    return lead + (("s", start, start + sizes[k], 1),)
+
+
+def _split_indices(shape: tuple, attrs: dict) -> list:
+    axis, sizes, squeeze = attrs["axis"], attrs["sizes"], attrs["squeeze"]
+    return [split_part_index(shape, axis, sizes, squeeze, k) for k in range(len(sizes))]
+
+
+def _split_infer(types, attrs):
+    (t,), axis, sizes = types, attrs["axis"], attrs["sizes"]
+    if not 0 <= axis < t.ndim or sum(sizes) != t.shape[axis] or not sizes or any(s < 0 for s in sizes) \
+            or (attrs["squeeze"] and any(s != 1 for s in sizes)):
+        raise ValueError(f"split: parts of sizes {list(sizes)} (squeeze={attrs['squeeze']}) do not tile dim {axis} "
+                         f"of {shape_str(t.shape)}")
+    return [TensorType(index_shape(t.shape, index), t.dtype) for index in _split_indices(t.shape, attrs)]
+
+
+def _split_ref(x, axis, sizes, squeeze):
+    return tuple(x[to_numpy_index(index) + (Ellipsis,)]
+                 for index in _split_indices(x.shape, dict(axis=axis, sizes=sizes, squeeze=squeeze)))
+
+
+def _split_vjp(e, x, y, g, a, n):
+    if not n[0]:
+        return [None]
+    parts = [gk if gk is not None else e.zeros_like(yk) for gk, yk in zip(g, y)]
+    return [e.op("stack" if a["squeeze"] else "cat", *parts, axis=a["axis"])]
+
+
+def _split_decompose(e, xs, attrs):
+    """The parts as basic-index views (`getitem`), which kernels read by index arithmetic."""
+    return [e.op("getitem", xs[0], index=index) for index in _split_indices(xs[0].shape, attrs)]
+
+
+def _split_part_views(shape: tuple, attrs: dict) -> tuple:
+    """Per part, the single-output view op deriving it from the operand: (op, frozen attributes)."""
+    return tuple(("getitem", (("index", index),)) for index in _split_indices(shape, attrs))
+
+
+# (COMPOSITE: compiled programs run its decomposition; an empty operand keeps it whole, for the
+# reference, which a movement op's view step would not take, having several outputs)
+register(OpDef("split", COMPOSITE, _split_infer, _split_ref, _split_vjp, decompose=_split_decompose, view=True,
+               extra={"part_views": _split_part_views},
+               doc="split(x; axis, sizes, squeeze) -> parts: views of consecutive `sizes` elements along `axis` "
+                   "(each without that dim where `squeeze`: unbind)"))
 
 
 def _index_put_infer(types, attrs):

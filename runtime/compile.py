@@ -973,6 +973,23 @@ def _written_with_history(trace: Trace, mutated: list) -> list:
             and trace.grad_producer(t._sym) is not None]
 
 
+def _leads_nowhere(t) -> bool:
+    """Whether the gradient edge of `t`, a tensor from outside the call, leads nowhere: a view
+    made under no_grad of a tensor that requires grad, without a node of its own. A view of such
+    a view made with grad on has one (`s.t()`'s TBackward0, whose own edge leads nowhere), which
+    torch's engine runs: the nodes inside the call save what its gradient reads and check it."""
+    return t._no_grad_view and t._grad_fn is None
+
+
+def _boundary_edge(t):
+    """The edge of the call's node to `t`, one of the call's inputs that require grad: the
+    caller's node of `t` as it was when the call read it (no refresh: its base written in the
+    call since made the trace raise where torch regenerates nothing), or None (_leads_nowhere)."""
+    if t._no_grad_view:
+        return None if t._grad_fn is None else (t._grad_fn, t._output_nr)
+    return edge_of(t)
+
+
 def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:
     """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`
     (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`)."""
@@ -981,7 +998,7 @@ def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> N
     fwd.fills_retained = getattr(back, "fills_retained", frozenset())
     node = node_class("CompiledFunctionBackward")(
         "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
-        tuple(None if x._no_grad_view else edge_of(x) for x in boundary), (None,) * len(boundary), {})
+        tuple(_boundary_edge(x) for x in boundary), (None,) * len(boundary), {})
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
         if t._retains_grad and k not in fwd.fills_retained:
@@ -1101,7 +1118,7 @@ def _leading_nowhere(trace: Trace, boundary: list, groups: list) -> list:
     """The values whose gradient edges lead nowhere: those the call's inputs that are views
     made under no_grad held (`groups`: the values each of `boundary` held), and the views made
     in the call under no_grad (Trace.no_grad_view_values)."""
-    return [v for t, group in zip(boundary, groups) if t._no_grad_view for v in group] + \
+    return [v for t, group in zip(boundary, groups) if _leads_nowhere(t) for v in group] + \
         list(trace.no_grad_view_values.values())
 
 

@@ -5,7 +5,9 @@ runs: the call's nodes save what its gradient reads (`s3 @ s2` saves s2) and che
 write of s0's memory after the call makes the backward raise torch's rebased-view error. The
 call's node took s3's edge for one leading nowhere, as s2's (it looked at the view's no_grad
 mark alone): its backward ran nothing and raised nothing (alias fuzzer seed 127158). Fixed in
-runtime/compile.py (_boundary_edge, _leads_nowhere)."""
+runtime/compile.py (_boundary_edge, _leads_nowhere). Later sections: one node's saved values,
+one stale from a write in the call and one changed after it, raise in torch's unpacking order
+(seed 129150); a copy_ from a view of a `.data` of the tensor written (seed 129199)."""
 import itertools
 
 import numpy as np
@@ -79,3 +81,61 @@ def test_the_node_runs_and_gives_no_gradient_to_the_base():
         assert result == ("grad", None)
         np.testing.assert_allclose(np.array(calls[0][0]), 2 * np.exp(2 * np.array(
             [[0.5, -1.0], [0.0, 2.0], [-1.75, 0.5]]).T), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ seed 129150
+def _mm_stale_and_changed_after(L, compiled):
+    """`t1 @ a0` saves t1 (written in the call under no_grad: stale) and a0 (the caller's, written
+    after the call): torch's MmBackward0 unpacks mat2 (a0) first, so a0's error is raised. The
+    compiled node raised t1's: both met at one node, the after-call one raised only when met at
+    a later node (Trace.checked_at now orders one node's values by its unpacking)."""
+    c0 = L.tensor([[0.25, -0.25, 1.5], [0.25, 0.0, 0.0], [1.25, -1.5, -1.5]], requires_grad=True)
+    x = L.tensor([[-1.5, 0.25], [-0.75, 0.25], [-0.25, 1.75]], requires_grad=True)
+
+    def f(a0):
+        t1 = c0.pow(3)
+        t2 = t1 @ a0
+        with L.no_grad():
+            t1.fill_(3.0)
+            t2.mul_(2)
+        return t2.sum()
+    if compiled:
+        f = fg.compile(f)
+    out = f(x)
+    with L.no_grad():
+        x.mul_(-1.0)
+    with pytest.raises(RuntimeError) as info:
+        out.backward()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_one_nodes_saved_values_raise_in_its_unpacking_order(compiled):
+    text = _mm_stale_and_changed_after(fg, compiled)
+    assert text == _mm_stale_and_changed_after(torch, False)
+    assert "[torch.FloatTensor [3, 2]] is at version 1; expected version 0" in text
+
+
+# ------------------------------------------------------------------ seed 129199
+def _copy_from_a_view_of_data(L, compiled):
+    """`c0.copy_(t1)` with t1 = a0[0, 2], a0 = c0.data given as an argument: t1 reads one
+    element of the memory written, which torch refuses (partial overlap) before writing. In a
+    trace the view of another tensor over that memory was not compared by memory: the copy went
+    through (and the memory took it)."""
+    s0 = L.tensor([[0.5, -0.75, 1.5]])
+
+    def f(a0):
+        t1 = a0[0, 2]
+        s0.div_(s0.abs() + 1)
+        s0.copy_(t1)
+        return s0.sum()
+    if compiled:
+        f = fg.compile(f)
+    with pytest.raises(RuntimeError) as info:
+        f(s0.data)
+    return str(info.value), s0.tolist(), s0._version
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_copy_from_a_view_of_the_same_memory_raises_before_writing(compiled):
+    assert _copy_from_a_view_of_data(fg, compiled) == _copy_from_a_view_of_data(torch, False)

@@ -62,8 +62,12 @@ def check_operand_overlap(t: Tensor, other: Tensor) -> None:
     memory written (eagerly by the arrays, inside a trace by the views of one tensor)."""
     if t._data is not None and other._data is not None:
         _check_no_partial_overlap(t._data, [other._data])
-    elif traced_partial_overlap(t, [other]):
+        return
+    if traced_partial_overlap(t, [other]):
         raise RuntimeError(_PARTIAL_OVERLAP)
+    trace = trace_state.current()
+    if trace is not None:
+        trace.check_outside_overlap(t, [other])
 
 
 def check_operand_history(t: Tensor, other) -> None:

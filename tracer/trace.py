@@ -717,13 +717,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             if opdef.group == ELEMENTWISE and self.writing is None:
                 if traced_partial_overlap(out, inputs):
                     raise RuntimeError(_PARTIAL_OVERLAP)        # (as eagerly: x.sub_(x[1, 1]))
-                target = _memory_of(out, self.detach_source)
-                if target is not None:
-                    # tensors from outside the call over one memory (x.T.add_(x.detach())), and
-                    # views made here of such a tensor (x.data[None].sub_(x)): their arrays tell,
-                    # as eagerly (values the call gave them change no layout)
-                    _check_no_partial_overlap(target, [a for a in (_memory_of(x, self.detach_source) for x in inputs)
-                                                       if a is not None])
+                self.check_outside_overlap(out, inputs)
             previous_fill, self.filling = self.filling, fill
             try:
                 if self.writing is not None or op == "graft":     # part of a write under way
@@ -745,6 +739,17 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             for t, (view_op, view_attrs) in zip(results, part_views(opdef, types, attrs or {})):
                 self._mark_view(t, inputs[0], view_op, view_attrs, values[0])
         return results
+
+    def check_outside_overlap(self, out: Tensor, operands) -> None:
+        """torch's partial-overlap error for an in-place write of `out` where an operand reads
+        memory from outside the call that the written memory partly overlaps: tensors from
+        outside the call over one memory (x.T.add_(x.detach())), and views made here of such a
+        tensor (x.data[None].sub_(x), `x.copy_(x.data[0, 2])`): their arrays tell, as eagerly
+        (values the call gave them change no layout)."""
+        target = _memory_of(out, self.detach_source)
+        if target is not None:
+            _check_no_partial_overlap(target, [a for a in (_memory_of(x, self.detach_source) for x in operands)
+                                               if a is not None])
 
     def _lay_out(self, t: Tensor, inputs) -> None:
         """Give elementwise result `t` the layout torch's TensorIterator gives it from its

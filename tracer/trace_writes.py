@@ -522,7 +522,8 @@ class TraceWrites:
     def checked_at(self, instrs, active: set, leads_nowhere: set | None = None,
                    skipped: set | None = None) -> dict:
         """value id -> position (in this trace) of the first node, as a backward meets them from
-        the last instruction back, that checks that value among what it saved. torch's engine
+        the last instruction back, that checks that value among what it saved (plus a fraction
+        ordering the values one node checks: larger for those it unpacks first). torch's engine
         raises the version error of the first saved tensor it unpacks that changed, whether a
         write inside the call changed it (stale_saved) or one after it (the compiled backward's
         checks): the positions order the two kinds against each other. With `leads_nowhere`
@@ -548,11 +549,15 @@ class TraceWrites:
                 kept = set(checking_order(ins.op, ins.attrs, types, saving, name))
                 skipped.update(ins.inputs[k].id for kind, k in checking_order(ins.op, ins.attrs, types, needs, name)
                                if kind == "in" and (kind, k) not in kept)
-            for kind, k in checking_order(ins.op, ins.attrs, types, saving, name):
+            order = checking_order(ins.op, ins.attrs, types, saving, name)
+            for rank, (kind, k) in enumerate(order):
+                # (within one node, the value torch unpacks first is met first: a fraction of the
+                # step to the next instruction, larger for earlier ones; mm unpacks mat2 first)
+                position = at + (len(order) - rank) / (len(order) + 1)
                 v = ins.outputs[k] if kind == "out" else ins.inputs[k]
-                found.setdefault(v.id, at)
+                found.setdefault(v.id, position)
                 if read is not None:
-                    found.setdefault((read.outputs[k] if kind == "out" else read.inputs[k]).id, at)
+                    found.setdefault((read.outputs[k] if kind == "out" else read.inputs[k]).id, position)
         return found
 
     def _saved_input_name(self, v: Value, ref, new) -> str:

@@ -98,7 +98,7 @@ class Program:
 
 
 _VIEW_SUFFIX = re.compile(
-    r"^(\w+)(\[|\.(detach|data|unsqueeze|reshape|view|flatten|expand|transpose|permute|t|T|squeeze)\b)")
+    r"^(\w+)(\[|\.(detach|data|unsqueeze|reshape|view|flatten|expand|transpose|permute|t|T|squeeze|chunk|split|unbind)\b)")
 _WRITE = re.compile(r"^\s*(\w+)(\[.*\] = |\.\w+_\()")
 
 
@@ -151,8 +151,32 @@ def _shape_text(shape: tuple) -> str:
     return ", ".join(str(d) for d in shape)
 
 
-def view_expression(rng: random.Random, name: str, shape: tuple) -> str:
-    """A view of `name` (shape `shape`); a few are invalid for some strides (view of a t())."""
+# Seeds from here on also draw parts of split, chunk and unbind (views that share one node, which
+# refuse in-place ops with grad): earlier seeds keep the programs they had (their draws unchanged).
+PARTS_FROM = 200000
+
+
+def _part_expressions(rng: random.Random, name: str, shape: tuple) -> list:
+    """Parts of split/chunk/unbind of `name` (shape `shape`), each one part picked by index."""
+    options = []
+    for dim, size in enumerate(shape[:2]):
+        if size == 0:
+            continue
+        chunk = -(-size // 2)
+        options += [f"{name}.chunk(2, {dim})[{rng.randrange(-(-size // chunk))}]",
+                    f"{name}.unbind({dim})[{rng.randrange(size)}]",
+                    f"{name}.split(1, {dim})[{rng.randrange(size)}]"]
+        if size >= 2:
+            first = rng.randrange(1, size)
+            options.append(f"{name}.split([{first}, {size - first}], {dim})[{rng.randrange(2)}]")
+    if shape and shape[0]:
+        options.append(f"list({name})[{rng.randrange(shape[0])}]")
+    return options
+
+
+def view_expression(rng: random.Random, name: str, shape: tuple, parts: bool = False) -> str:
+    """A view of `name` (shape `shape`); a few are invalid for some strides (view of a t()).
+    `parts`: also a part of split/chunk/unbind (PARTS_FROM)."""
     nd = len(shape)
     options = [f"{name}.detach()", f"{name}.data", f"{name}[None]", f"{name}.unsqueeze({rng.randint(-nd - 1, nd)})",
                f"{name}.reshape({_shape_text(rng.choice(_factorizations(math.prod(shape))))})",
@@ -173,6 +197,8 @@ def view_expression(rng: random.Random, name: str, shape: tuple) -> str:
     if 1 in shape:
         options += [f"{name}.squeeze()", f"{name}.squeeze({shape.index(1)})",
                     f"{name}.expand({_shape_text(tuple(3 if d == 1 else d for d in shape))})"]
+    if parts:
+        options += _part_expressions(rng, name, shape)
     return rng.choice(options)
 
 
@@ -212,6 +238,7 @@ class Generator:
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
+        self.parts = seed >= PARTS_FROM         # (draws parts of split/chunk/unbind too)
         self.setup: list = []
         self.tensors: list = []
         self.body: list = []
@@ -277,7 +304,7 @@ class Generator:
                 if kind == "nonleaf":
                     statement = f"{name} = {src} * {rng.choice(['1.5', '1', '-0.5'])}"
                 else:
-                    statement = f"{name} = {view_expression(rng, src, tuple(ns[src].shape))}"
+                    statement = f"{name} = {view_expression(rng, src, tuple(ns[src].shape), self.parts)}"
                     if kind == "nograd_view":
                         statement = _no_grad_block([statement])
             if self._ok(lambda s: self._run_setup(self.setup + [s]), statement):
@@ -391,7 +418,7 @@ class Generator:
         if no_grad and self.rng.random() >= NO_GRAD_VIEWS:
             return self.inplace_statement(ns, names)
         x = self.rng.choice(names)
-        return f"{self._new_name()} = {view_expression(self.rng, x, tuple(ns[x].shape))}"
+        return f"{self._new_name()} = {view_expression(self.rng, x, tuple(ns[x].shape), self.parts)}"
 
     def _statement(self, ns: dict, no_grad: bool = False) -> str:
         self.overlapping = False

@@ -7,7 +7,10 @@ call's node took s3's edge for one leading nowhere, as s2's (it looked at the vi
 mark alone): its backward ran nothing and raised nothing (alias fuzzer seed 127158). Fixed in
 runtime/compile.py (_boundary_edge, _leads_nowhere). Later sections: one node's saved values,
 one stale from a write in the call and one changed after it, raise in torch's unpacking order
-(seed 129150); a copy_ from a view of a `.data` of the tensor written (seed 129199)."""
+(seed 129150); a copy_ from a view of a `.data` of the tensor written (seed 129199); a view of
+a `.data` of a view, beside its memory's base (seed 200110: a silently wrong value compiled); the
+order of setitem's checks, the written part before the value (seed 200411). Seeds from 200000
+draw parts of split/chunk/unbind too (test_alias_fuzz.PARTS_FROM)."""
 import itertools
 
 import numpy as np
@@ -139,3 +142,64 @@ def _copy_from_a_view_of_data(L, compiled):
 @pytest.mark.parametrize("compiled", [False, True])
 def test_copy_from_a_view_of_the_same_memory_raises_before_writing(compiled):
     assert _copy_from_a_view_of_data(fg, compiled) == _copy_from_a_view_of_data(torch, False)
+
+
+# ------------------------------------------------------------------ seed 200110
+MAKERS = {"data-of-view": lambda s: s[1:2].data[:, 0:2], "detach-of-view": lambda s: s[1:2].detach()[:, 0:2],
+          "data-then-view": lambda s: s.data[1, 0:2], "view": lambda s: s[1, 0:2]}
+READS = {"data": lambda a: a.data, "detach": lambda a: a.detach(), "self": lambda a: a, "view": lambda a: a[0:1]}
+
+
+def _view_of_detached_view(L, compiled, make, read, write_first):
+    """A view of a `.data` (or detach()) of a view, `s[1:2].data[:, :2]`, given beside its memory's
+    base, which the call writes: the view reads its part of the new memory. Compiled it was lifted
+    from its own array, unlinked from the base (Trace._outside_view now links the detach()'s view
+    first, Trace._origin_view): it read the memory as it came in, a silently wrong value."""
+    s0 = L.tensor([[-0.75, 0.25, 1.0], [0.25, 2.0, -0.5]])
+    s3 = MAKERS[make](s0)
+
+    def f(a0, a1):
+        if write_first:
+            a0.mul_(3.0)
+        t1 = READS[read](a1)
+        a0.mul_(-1.5) if write_first else a0.mul_(3.0)
+        return (t1 + t1).sum() + a1.sum()
+    if compiled:
+        f = fg.compile(f)
+    return float(f(s0, s3)), s0.tolist(), s3.tolist()
+
+
+@pytest.mark.parametrize("make,read,write_first", list(itertools.product(MAKERS, READS, (False, True))))
+def test_a_view_of_a_detached_view_reads_its_base_writes(make, read, write_first):
+    want = _view_of_detached_view(torch, False, make, read, write_first)
+    assert _view_of_detached_view(fg, False, make, read, write_first) == want
+    assert _view_of_detached_view(fg, True, make, read, write_first) == want
+
+
+# ------------------------------------------------------------------ seed 200411
+def _setitem_into_a_part(L, compiled, value_shape):
+    """`t2[..., 0] = t1` with t2 a part of chunk and t1 a part of unbind whose memory was written
+    under no_grad: torch's copy_to fills (a 0-d value) or copies (a value of the region's shape)
+    and checks the written view first ("Output 0 of Select ..."); any other value it views first,
+    which asks for its history (the rebased part raises). fusegrad fitted the value first."""
+    s0 = L.tensor([-1.75, 2.0, 1.0, 0.75], requires_grad=True)
+    s1 = s0.unsqueeze(-1)
+
+    def f(a0):
+        t1 = list(a0)[2] if value_shape == "0-d" else a0.unsqueeze(-1).chunk(2)[0][:, 0]
+        with L.no_grad():
+            t1.clamp_(min=0.25)
+        t2 = s1.chunk(2, 0)[1]
+        t2[..., 0] = t1 if value_shape != "broadcast" else t1[None]
+        return s1.tanh().sum()
+    if compiled:
+        f = fg.compile(f)
+    with pytest.raises(RuntimeError) as info:
+        f(s0)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("value_shape", ["0-d", "region", "broadcast"])
+def test_setitem_checks_the_written_part_before_the_value(value_shape, compiled):
+    assert _setitem_into_a_part(fg, compiled, value_shape) == _setitem_into_a_part(torch, False, value_shape)

@@ -202,8 +202,7 @@ def setitem(t: Tensor, key, value) -> None:
     (a key that selects the whole tensor is torch's fill_ or copy_ of it); a key with advanced
     items is torch's index_put_ (IndexPutBackward0), see `_advanced_setitem`."""
     from .functional import _coerce
-    from .inplace import check_inplace, copy_ as copy_into
-    from .dispatch import no_grad_view_error
+    from .inplace import copy_ as copy_into
     if not isinstance(value, (numbers.Number, np.generic, Tensor, np.ndarray)) or isinstance(value, np.str_) or \
             (isinstance(value, np.complexfloating) and not isinstance(value, complex)):
         # (a list, None, a dict, bytes, any other object: no number, no tensor; nor, to torch's
@@ -236,28 +235,21 @@ def setitem(t: Tensor, key, value) -> None:
     # fills it with a 0-d one (no check)
     value_tensor = value if isinstance(value, Tensor) and value.dim() > 0 else None
     source = value_tensor._data if value_tensor is not None else None
+    # torch's copy_to copies a value of t[key]'s shape, and fills t[key] with a 0-d one, checking
+    # the written view before it asks for the value's history; any other value it views first
+    # (asking for its history) and expands (checking its shape) before checking the view
+    as_is = isinstance(value, Tensor) and (value.dim() == 0 or tuple(value.shape) == _view_shape(
+        index_shape(tuple(t.shape), items), steps))
+    if as_is:
+        _check_written(t, key, whole)
     if isinstance(value, Tensor):
         name = fill if whole and value.dim() == 0 else "CopyBackwards" if whole else "CopySlices"
         value = _fit_value(value, index_shape(tuple(t.shape), items), steps, lambda v: _coerce(v, t._dtype))
     else:
         name = fill if whole else "CopySlices"
         value = np.asarray(value, dtype=t._dtype.np)
-    # torch checks the value's shape first, then the leaf (through a view of it unless whole)
-    if t._no_grad_view and is_grad_enabled():
-        # torch writes through t[key], a view (named by its node) of a view made under no_grad
-        raise no_grad_view_error(t if whole else t[key])
-    transform_input = t.__dict__.get("_transform_input", False)       # (see inplace.check_inplace)
-    if t._requires_grad and is_grad_enabled() and (t.is_leaf or transform_input):
-        # (traced too: a leaf written under no_grad)
-        through = "" if whole and (t._base is None or transform_input) else "a view of "
-        raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
-    if not whole and is_grad_enabled():
-        t.__dict__.pop("_nodeless", None)   # (torch writes through t[key], whose node reads t's)
-    if not whole and t._multi_output is not None and t._requires_grad and is_grad_enabled():
-        # a part of split/unbind: torch writes through t[key], and the error names that view's
-        # node ("Output 0 of Select"), not the split
-        check_inplace(t[key])
-    check_inplace(t)
+    if not as_is:
+        _check_written(t, key, whole)
     if source is not None and t._sym is None:
         region = t._data if whole else t._data[to_numpy_index(items) + (Ellipsis,)]
         _check_value_overlap(region, source)
@@ -308,6 +300,37 @@ def _views_an_expand_in_trace(t: Tensor) -> bool:
     return views_an_expand(t)
 
 
+def _check_written(t: Tensor, key, whole: bool) -> None:
+    """torch's checks of the tensor `t[key] = value` writes: a view made under no_grad, a leaf
+    (through a view of it unless whole), a part of split/unbind (through t[key]), t itself."""
+    from .inplace import check_inplace
+    from .dispatch import no_grad_view_error
+    if t._no_grad_view and is_grad_enabled():
+        # torch writes through t[key], a view (named by its node) of a view made under no_grad
+        raise no_grad_view_error(t if whole else t[key])
+    transform_input = t.__dict__.get("_transform_input", False)       # (see inplace.check_inplace)
+    if t._requires_grad and is_grad_enabled() and (t.is_leaf or transform_input):
+        # (traced too: a leaf written under no_grad)
+        through = "" if whole and (t._base is None or transform_input) else "a view of "
+        raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
+    if not whole and is_grad_enabled():
+        t.__dict__.pop("_nodeless", None)   # (torch writes through t[key], whose node reads t's)
+    if not whole and t._multi_output is not None and t._requires_grad and is_grad_enabled():
+        # a part of split/unbind: torch writes through t[key], and the error names that view's
+        # node ("Output 0 of Select"), not the split
+        check_inplace(t[key])
+    check_inplace(t)
+
+
+def _view_shape(region: tuple, steps) -> tuple:
+    """The shape of `t[key]`: the region's, with the key's None axes."""
+    target = list(region)
+    for step in steps:
+        if step[0] == "new":
+            target.insert(step[1], 1)
+    return tuple(target)
+
+
 def _fit_value(value: Tensor, region: tuple, steps, cast) -> Tensor:
     """The value of `t[key] = value` in the region's shape, as torch's copy_ takes it: `cast`
     to t's dtype, leading size-1 dims dropped, then broadcast to `t[key]`'s shape (the key's
@@ -315,11 +338,7 @@ def _fit_value(value: Tensor, region: tuple, steps, cast) -> Tensor:
     shape = tuple(value.shape)
     while shape and shape[0] == 1:
         shape = shape[1:]
-    target = list(region)
-    for step in steps:
-        if step[0] == "new":
-            target.insert(step[1], 1)
-    target = tuple(target)
+    target = _view_shape(region, steps)
     if shape != target:
         OPS["expand"].infer([TensorType(shape, value.dtype)], {"shape": target})    # (raises)
     value = cast(value)

@@ -402,6 +402,10 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         that writes to its base reach it (_refresh_outside_views). True when the call has written
         the base already: x now holds its view of the base's new value (not its memory's)."""
         base = x._base
+        if base._origin is not None and base._data is not None:
+            # (a view of a detach() or .data of a view, `s[1:2].data[:, :2]`: writes of that
+            # view's base reach the detach() through the view, and so x)
+            self._origin_view(base)
         self.outside_views.setdefault(id(base), []).append(weakref.ref(x))
         self._claim_memory(x)
         self._note_view_base(base)

@@ -589,6 +589,10 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # (not a leaf fg.grad made for an argument, once the transform returned: at the caller's
     # level, torch.func's, that argument needs no gradient; see engine._transform_leaf)
     boundary = [t for t in boundary if not t.__dict__.get("_transform_done", False)]
+    # The call's node's edges: each input's node as the call read it, before the call's writes
+    # move the version counters (a view whose base the call wrote kept the node it had: torch's
+    # node took it at the op, and a part of split would raise if asked again)
+    edges = [_boundary_edge(t) for t in boundary] if grad_outs else []
     backward = None
     # (outputs recorded with grad, whatever the mode now; a leaf made in the call that died
     # there, a local `(x + 1).detach().requires_grad_()`, still gives the outputs built from it a
@@ -794,7 +798,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
                                         [trace.current_view_counter(v) or trace.current_alias_counter(v)
                                          or trace.reader_counter(v) or trace.read_as_counter(v) for v in saved])
-            if trace.no_grad_view_values or trace.no_grad_view_reads:
+            if trace.no_grad_view_values or trace.no_grad_view_reads or trace.part_values:
                 back.checks = _no_grad_view_checks(back.checks, saved, trace)
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:
@@ -821,7 +825,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             # training step returning its loss), or it runs through an op without a derivative:
             # their grad_fn raises, as torch's would.
             back = RaisingBackwardFn(in_types, no_derivative or _FREED_MSG, met_stale_first, no_derivative_class)
-        _attach_backward(grad_outs, boundary, in_types, back)
+        _attach_backward(grad_outs, boundary, edges, in_types, back)
     else:
         # No gradient can flow back into the call: its outputs are plain values (except
         # leaves made inside it, which require grad as they would eagerly, and views made
@@ -990,15 +994,16 @@ def _boundary_edge(t):
     return edge_of(t)
 
 
-def _attach_backward(grad_outs: list, boundary: list, in_types: list, back) -> None:
+def _attach_backward(grad_outs: list, boundary: list, edges: list, in_types: list, back) -> None:
     """Give the call's outputs one CompiledFunctionBackward grad_fn whose VJP is `back`
-    (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`)."""
+    (gradients flow to `boundary`, the call's inputs that require grad, of `in_types`, along
+    `edges`: _boundary_edge of each, taken before the call's writes)."""
     out_types = [TensorType(tuple(t.shape), t.dtype) for t in grad_outs]
     fwd = ForwardFn(out_types, [t._data for t in grad_outs], back)
     fwd.fills_retained = getattr(back, "fills_retained", frozenset())
     node = node_class("CompiledFunctionBackward")(
         "custom_call", freeze_attrs({"fn": fwd}), tuple(in_types), tuple(out_types),
-        tuple(_boundary_edge(x) for x in boundary), (None,) * len(boundary), {})
+        tuple(edges), (None,) * len(boundary), {})
     for k, t in enumerate(grad_outs):
         t._grad_fn, t._output_nr = node, k
         if t._retains_grad and k not in fwd.fills_retained:

@@ -18,7 +18,8 @@ from fusegrad.ir import Builder, Program, TensorType, Value, active_values
 from fusegrad.tracer import Tensor
 from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
 from fusegrad.tracer.engine import accumulate_into_grads
-from fusegrad.tracer.saved_checks import NoGradViewSaved, modified_error, output_name, output_of
+from fusegrad.tracer.saved_checks import (NoGradViewSaved, PartNamedWhenRaised, modified_error, output_name,
+                                           output_of)
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
 from fusegrad.tracer.trace import Trace
 
@@ -594,8 +595,10 @@ def reached_inputs(program: Program, seeds: int, given: tuple) -> tuple:
 def _raise_stale(found) -> None:
     """torch's version error for a Trace.stale_saved entry (value, counter, version, where)."""
     v, box, version, where = found
-    if type(where) is NoGradViewSaved:
+    if isinstance(where, NoGradViewSaved):
         raise where.error()
+    if type(where) is PartNamedWhenRaised:
+        where = where.resolve()
     raise modified_error(v.type.shape, v.type.dtype.name, where, box[0], version)
 
 
@@ -604,9 +607,11 @@ def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None
     `where` names the call's output, None for an input (named by its history now); `shape`:
     the saved view's, where the call saved a view of the tensor; `saved`: the saved array,
     which describes a tensor no longer alive (torch's node holds it)."""
-    if type(where) is NoGradViewSaved:
+    if isinstance(where, NoGradViewSaved):
         # torch's node saved the view itself: unpacking it asks for its history, which raises
         raise where.error()
+    if type(where) is PartNamedWhenRaised:
+        where = where.resolve()
     if tensor is None:
         shape = shape if shape is not None or saved is None else saved.shape
         raise modified_error(shape or (), saved.dtype.name if saved is not None else "", where or "", box[0],
@@ -616,6 +621,12 @@ def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None
             refresh_view_history(tensor)    # a view of a base written since: torch's AsStrided
         where = output_of(tensor._grad_fn, tensor._output_nr)
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether arrays `a` and `b` are the same elements of one memory in the same layout."""
+    return a.shape == b.shape and a.strides == b.strides and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 def shares_with_another(t: Tensor, by_memory: dict) -> bool:
@@ -702,8 +713,11 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             if t is None:           # no tensor on it: the counter alone
                 checks.append((box, box[0], _NO_TENSOR, "", a.shape, k))
                 continue
-        if t is None:
-            t = candidates[0] if candidates else None
+        if t is None and candidates:
+            # (the one whose memory the saved array is, where one is: torch's node saved that
+            # tensor, a view from outside, `c0 @ a0` of a split's part c0 beside its base a0;
+            # else the first over that memory)
+            t = next((x for x in candidates if _same_view(x._data, a)), candidates[0])
         if t is not None:
             # torch names a saved view by its shape, and (when it requires grad) as the
             # view its engine regenerates: "which is output 0 of AsStrided"

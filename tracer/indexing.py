@@ -308,6 +308,8 @@ def _check_written(t: Tensor, key, whole: bool) -> None:
     if t._no_grad_view and is_grad_enabled():
         # torch writes through t[key], a view (named by its node) of a view made under no_grad
         raise no_grad_view_error(t if whole else t[key])
+    if whole and t._multi_output is not None and is_grad_enabled() and (t._requires_grad or t._base._requires_grad):
+        check_inplace(t)        # (torch's check_inplace: a part's error before the leaf checks)
     transform_input = t.__dict__.get("_transform_input", False)       # (see inplace.check_inplace)
     if t._requires_grad and is_grad_enabled() and (t.is_leaf or transform_input):
         # (traced too: a leaf written under no_grad)

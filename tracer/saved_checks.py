@@ -262,6 +262,42 @@ class NoGradViewSaved(str):
 NO_GRAD_VIEW_SAVED = NoGradViewSaved()      # a view made under no_grad itself
 
 
+class PartViewSaved(NoGradViewSaved):
+    """As NoGradViewSaved, for a saved part of split/chunk/unbind made in a compiled call (or a
+    view of one): unpacking it after its counter moved raises torch's multi-output error,
+    whose text (`message`) was worded when the part was made."""
+
+    def __new__(cls, message: str):
+        where = super().__new__(cls)
+        where.message = message
+        return where
+
+    def error(self) -> RuntimeError:
+        return RuntimeError(self.message)
+
+
+class PartNamedWhenRaised(str):
+    """In place of torch's ", which is output 0 of AsStrided," for a saved view from outside a
+    compiled call that is a part of split/chunk/unbind (or a view of one): torch's node saved
+    the view, and unpacking it after its counter moved asks for its history, which torch
+    refuses to regenerate for such a part (its multi-output error). `resolve()` raises that, or
+    names the view as its history then names it. A str (the AsStrided text): code that only
+    names the tensor reads it so."""
+
+    def __new__(cls, tensor: Tensor):
+        import weakref
+        where = super().__new__(cls, output_name("AsStridedBackward0", 0))
+        where.ref = weakref.ref(tensor)
+        return where
+
+    def resolve(self) -> str:
+        t = self.ref()
+        if t is None or t._base is None:
+            return str(self)
+        refresh_view_history(t)             # (raises torch's error for a part)
+        return output_of(t._grad_fn, t._output_nr)
+
+
 _MODIFIED_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation"
 
 

@@ -17,6 +17,7 @@ import operator
 
 from fusegrad.ir.ops import normalize_dim
 
+from . import trace_state
 from .dispatch import apply_op
 from .functional import _is_index, as_tensor, int_argument
 from .grad_mode import is_grad_enabled
@@ -57,6 +58,9 @@ def _as_parts(parts: list, name: str) -> tuple:
                 # (of a tensor that needs no grad: torch's errors about it, once its base gains a
                 # history in place, say it "was created in no_grad mode")
                 part.__dict__["_multi_output_no_grad"] = True
+            if part._sym is not None:
+                # (made in a compiled call: a saved part whose counter moved raises this)
+                trace_state.current().part_values[part._sym.id] = str(multi_output_rebased_error(part, None))
     return tuple(parts)
 
 
@@ -198,14 +202,16 @@ def multi_output_no_grad_error(t: Tensor, what: str) -> RuntimeError | None:
     return RuntimeError(f"A view was created in no_grad mode and {what} with grad mode enabled." + _MULTI_OUTPUT_TAIL)
 
 
-def multi_output_rebased_error(t: Tensor, node) -> RuntimeError:
+def multi_output_rebased_error(t: Tensor, node, node_name: str | None = None) -> RuntimeError:
     """torch's error for a part of split/chunk/unbind (or a view of one; `node`: the one that
-    made it) used with grad after its base was written in place: torch will not regenerate
-    its history."""
+    made it, or its class name `node_name`) used with grad after its base was written in place:
+    torch will not regenerate its history."""
     no_grad = multi_output_no_grad_error(t, "its base or another view of its base has been modified inplace")
     if no_grad is not None:
         return no_grad
-    return RuntimeError(f"Output {t._multi_output} of {_short_name(t, node)} is a view and its base or another view of "
+    made_by = short_name(node_name) if node_name is not None and "_multi_output_node" not in t.__dict__ \
+        else _short_name(t, node)
+    return RuntimeError(f"Output {t._multi_output} of {made_by} is a view and its base or another view of "
                         "its base has been modified inplace." + _MULTI_OUTPUT_TAIL)
 
 

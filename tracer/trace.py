@@ -148,6 +148,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # their edges lead nowhere, and a backward finding one changed raises torch's
         # rebased-view error
         self.no_grad_view_values: dict = {}
+        self.part_values: dict = {}         # value id -> the error a saved part of split made here raises (PartViewSaved)
         # value id -> (node, output_nr) of the values an op with grad read from a view made
         # under no_grad (from outside the call, or a view of one made here by that node):
         # torch's node saved the view itself, whose unpack after a write moved its counter
@@ -414,7 +415,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         if self._keeps_leaf(x, base) or self._unrebased_no_grad_view(x, base):
             self._rebind_leaf_view(base, x)
             return True
-        if self._made_under_no_grad(x, base):
+        if self._made_under_no_grad(x, base) or self._part_rebased(x, base):
             self._rebase_outside(x)
         again = self._view_again(base, x)
         self._quiet_unless_writing(x)

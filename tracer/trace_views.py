@@ -75,6 +75,11 @@ class TraceViews:
             self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
         if src._multi_output is not None:
             t._multi_output = 0         # (as dispatch._make_view)
+            name = self.grad_instrs.get(id(self.instrs[-1])) if self.instrs else None
+            if name is not None and self.instrs[-1].outputs[0] is t._sym:
+                # (saved, its counter moved: "Output 0 of Select ..." at the backward, PartViewSaved)
+                from .splitting import multi_output_rebased_error
+                self.part_values[t._sym.id] = str(multi_output_rebased_error(t, None, name))
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
             # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
             # requires grad requires grad, with no gradient path to its base
@@ -248,13 +253,23 @@ class TraceViews:
             if self._keeps_leaf(view, base) or self._unrebased_no_grad_view(view, base):
                 self._rebind_leaf_view(base, view)
                 continue
-            if view.__dict__.get("_no_grad_mode") and base._requires_grad:
+            if (view.__dict__.get("_no_grad_mode") and base._requires_grad) or self._part_rebased(view, base):
                 # made under no_grad (or a view of such a view): torch will not regenerate its
-                # history now that its base has one, so its next use with grad raises
+                # history now that its base has one, so its next use with grad raises; nor for a
+                # part of split/chunk/unbind whose counter the write moved
                 self._rebase_outside(view)
             again = self._view_again(base, view)
             self._quiet_unless_writing(view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
+
+    def _part_rebased(self, view: Tensor, base: Tensor) -> bool:
+        """Whether `view`, from outside the call, is a part of split/chunk/unbind (or a view of
+        one) made with grad whose version counter the call has moved: torch refuses to
+        regenerate its history, so its next use with grad raises (its multi-output error)."""
+        if view._multi_output is None or not (base._requires_grad or view._requires_grad):
+            return False        # (a part of a tensor without grad: once the base has history)
+        entry = self.writes.get(id(self._counter_owner(view)._vbox))
+        return entry is not None and entry[1] > 0
 
     def _stale_views(self, base: Tensor) -> None:
         """`base` is written: every value a view of it made here held (also views no longer

@@ -22,7 +22,7 @@ from fusegrad.ir.program import Instr
 
 from .dispatch import _default_name
 from .layout import replayed_view
-from .saved_checks import NO_GRAD_VIEW_SAVED, NoGradViewSaved, output_name
+from .saved_checks import NO_GRAD_VIEW_SAVED, NoGradViewSaved, PartNamedWhenRaised, PartViewSaved, output_name
 from .node import checking_order, guards_saved_inputs, qualified_name
 from .tensor import Tensor
 
@@ -423,6 +423,9 @@ class TraceWrites:
         `.data` write made an op's VJP read in place of such a view (read_as)."""
         if v.id in self.no_grad_view_values:
             return NO_GRAD_VIEW_SAVED
+        part = self.part_values.get(v.id)
+        if part is not None:
+            return PartViewSaved(part)
         read = self.no_grad_view_reads.get(v.id)
         if read is None and self.read_as:
             read = next((self.no_grad_view_reads[key] for key, (value, _) in self.read_as.items()
@@ -588,7 +591,10 @@ class TraceWrites:
         found = None if now is None or (callers_non_leaf and t._sym is None) else self.grad_producer(now)
         if t is not None and t._base is not None and (found is not None or t._requires_grad or callers_non_leaf):
             # a view, saved, then written (through itself or its base): torch regenerates its
-            # history from the base's, one as_strided
+            # history from the base's, one as_strided (a part of split from outside the call:
+            # regenerating raises, named when the backward raises)
+            if t._multi_output is not None and t._data is not None:
+                return PartNamedWhenRaised(t)
             return output_name("AsStridedBackward0", 0)
         if found is None and callers_non_leaf:
             # the caller's non-leaf, not written here or only without history: its node as it is

@@ -458,8 +458,10 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
     view._view_version = src._vbox[0]
-    if src._multi_output is not None:
-        view._multi_output = 0          # (torch's propagate_creation_meta: "Output 0 of Select")
+    if src._multi_output is not None and _grad_state.enabled:
+        # (torch's propagate_creation_meta: "Output 0 of Select"; a view made under no_grad takes
+        # that mode's meta instead)
+        view._multi_output = 0
         if src.__dict__.get("_multi_output_no_grad"):
             view.__dict__["_multi_output_no_grad"] = True
     if (src._no_grad_view or (view._base._requires_grad and not _grad_state.enabled)) and not INTERNAL_VIEWS[0]:

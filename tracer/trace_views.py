@@ -73,7 +73,7 @@ class TraceViews:
             # (a view of a value the call wrote to the caller's memory is that memory after the
             # call, on its own base's counter: `t1 = a.data; t1.zero_(); t1.t()` is on t1's)
             self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
-        if src._multi_output is not None:
+        if src._multi_output is not None and is_grad_enabled():
             t._multi_output = 0         # (as dispatch._make_view)
             name = self.grad_instrs.get(id(self.instrs[-1])) if self.instrs else None
             if name is not None and self.instrs[-1].outputs[0] is t._sym:

@@ -188,7 +188,14 @@ def multi_output_view_error(t: Tensor) -> RuntimeError:
     """torch's error for an in-place op on a part of split/chunk/unbind (or a view of one)."""
     # (eagerly the node as recorded: reading t.grad_fn after its base was written raises the
     # rebased error; a traced tensor's node is the trace's)
-    node = t._grad_fn if t._sym is None else t.grad_fn
+    # (a part is named by the function that made it, without asking for its node: a traced
+    # part rebased since would raise that error first; a rebased view of one by the node noted)
+    if "_multi_output_node" in t.__dict__:
+        node = None
+    elif t._sym is None:
+        node = t._grad_fn
+    else:
+        node = t.__dict__.get("_view_node") if t._rebased else t.grad_fn
     return RuntimeError(f"Output {t._multi_output} of {_short_name(t, node)} is a view and is being modified "
                         "inplace." + _MULTI_OUTPUT_TAIL)
 

@@ -203,3 +203,31 @@ def _setitem_into_a_part(L, compiled, value_shape):
 @pytest.mark.parametrize("value_shape", ["0-d", "region", "broadcast"])
 def test_setitem_checks_the_written_part_before_the_value(value_shape, compiled):
     assert _setitem_into_a_part(fg, compiled, value_shape) == _setitem_into_a_part(torch, False, value_shape)
+
+
+# ------------------------------------------------------------------ seed 134106
+def _partial_idle_backward(L, compiled):
+    """A compiled call on a view made under no_grad (its edge leads nowhere) returns a loss and a
+    view of a value whose saved result it overwrote in place (`t1 = a.relu(); t3 = t1[..., None];
+    t1.copy_(...)`); a backward from the loss alone reaches nothing the overwrite touched. The
+    call's idle node checked what every output reaches (the engine did not say which outputs had
+    a gradient): a version error torch does not raise."""
+    s0 = L.tensor([[[-1.5, 0.25, -1.0]], [[-0.75, 0.5, 1.75]]], requires_grad=True)
+    with L.no_grad():
+        s1 = s0.expand(2, 3, 3)
+
+    def f(a0):
+        t1 = a0.relu()
+        t3 = t1[..., None]
+        t1.copy_(a0 * 2)
+        return (a0 * a0).sum(), t3
+    if compiled:
+        f = fg.compile(f)
+    out = f(s1)
+    out[0].backward()
+    return s0.grad is None, out[1].detach().numpy().tolist()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_idle_compiled_node_checks_only_what_the_given_outputs_reach(compiled):
+    assert _partial_idle_backward(fg, compiled) == _partial_idle_backward(torch, False)

@@ -539,7 +539,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
             needs = tuple([edge is not None and edge[0] in live for edge in edges])
         if True not in needs:
             if idle and node in idle:
-                _check_idle(node)
+                _check_idle(node, given)
             continue
         if node._freed and isinstance(node, StatefulNode):
             raise RuntimeError(_FREED_MSG)      # (a CopySlices: torch's raises though it reads nothing saved)

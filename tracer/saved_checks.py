@@ -43,13 +43,14 @@ def check_dead_leaf_paths(node, given=None, needs=None) -> None:
     check(given, idle)
 
 
-def _check_idle(node) -> None:
+def _check_idle(node, given=None) -> None:
     """A node torch's backward() runs though no gradient it computes is used (its edges lead
     nowhere): torch's node then unpacks, so checks, what it saved: the outputs (relu's, exp's
     result), and the inputs a node that guards none saved (`v.pow(2)`'s v; node.guards_saved_inputs:
-    one that guards saved none for such edges), in torch's unpack order."""
+    one that guards saved none for such edges), in torch's unpack order. `given`: which of its
+    outputs have a gradient (a compiled call's node checks only what those reach)."""
     if OPS[node.op].group == OPAQUE:
-        check_dead_leaf_paths(node)
+        check_dead_leaf_paths(node, None if given is None or all(given) else given)
         return
     if node._freed:
         if node._had_saved and saved_slots(node.op, node.attrs, node.in_types, (True,) * len(node.in_types),

@@ -231,3 +231,42 @@ def _partial_idle_backward(L, compiled):
 @pytest.mark.parametrize("compiled", [False, True])
 def test_an_idle_compiled_node_checks_only_what_the_given_outputs_reach(compiled):
     assert _partial_idle_backward(fg, compiled) == _partial_idle_backward(torch, False)
+
+
+# ------------------------------------------------------------------ from seed 203977
+def _original_self_of_a_data_write(L, compiled, mul, add, write_after):
+    """`t1 = a.data` written through a view of it (`t3.copy_`: the memory's new value, which the
+    nodes that saved `a` read), then `t1.mul_(a.sum())`: mul_'s node saves t1's original self, a
+    clone torch makes, which no write after the call reaches. Compiled, that value was checked on
+    `a`'s counter (read_as_counter), so a write of a's memory after the call (through a view
+    made under no_grad) raised a version error torch does not (Trace.overwritten)."""
+    s0 = L.tensor([[-1.75, 1.5], [-0.25, 1.75], [-0.75, -0.75]], requires_grad=True)
+    with L.no_grad():
+        s4 = s0[0, 0]
+
+    def f(a0):
+        t1 = a0.data
+        t3 = t1.unsqueeze(0)
+        t3.copy_(a0[::2].sum())
+        if mul:
+            t1.mul_(a0.sum())
+        if add:
+            with L.no_grad():
+                t1.add_(t1)
+        return (t3 * t3).sum()
+    if compiled:
+        f = fg.compile(f)
+    out = f(s0)
+    if write_after:
+        with L.no_grad():
+            s4.mul_(2.0)
+    out.backward()
+    return s0.grad.tolist()
+
+
+@pytest.mark.parametrize("mul,add,write_after", list(itertools.product((False, True), repeat=3)))
+def test_an_in_place_ops_original_self_is_no_check_after_the_call(mul, add, write_after):
+    want = _original_self_of_a_data_write(torch, False, mul, add, write_after)
+    for compiled in (False, True):
+        np.testing.assert_allclose(_original_self_of_a_data_write(fg, compiled, mul, add, write_after), want,
+                                   rtol=1e-6)

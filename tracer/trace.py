@@ -148,6 +148,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # their edges lead nowhere, and a backward finding one changed raises torch's
         # rebased-view error
         self.no_grad_view_values: dict = {}
+        self.overwritten: set = set()      # ids of values a later in-place write replaced (Trace._replaced)
         self.part_values: dict = {}         # value id -> the error a saved part of split made here raises (PartViewSaved)
         # value id -> (node, output_nr) of the values an op with grad read from a view made
         # under no_grad (from outside the call, or a view of one made here by that node):
@@ -395,8 +396,12 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
     def read_as_counter(self, v: Value):
         """The version counter a saved `v` is checked on, where `v` is the memory's new value that
         the VJPs of the nodes that saved a tensor over it read after a `.data` write (read_as):
-        that tensor's (`y = c * x; c.data.copy_(...)`: c's, not the `.data`'s). Else None."""
-        return self.read_as_counters.get(v.id)
+        that tensor's (`y = c * x; c.data.copy_(...)`: c's, not the `.data`'s). Else None: also
+        where a later write in the call replaced it (the value torch saved there is an in-place
+        op's original self, a clone, which no write after the call reaches: `t1.mul_(a.sum())`
+        of `t1 = a.data` written before)."""
+        box = self.read_as_counters.get(v.id)
+        return None if box is None or v.id in self.overwritten else box
 
     def _outside_view(self, x: Tensor) -> bool:
         """`x`, a view made before the call, is read or written for the first time: note it, so

@@ -219,6 +219,12 @@ class TraceWrites:
                 self._mark_stale(grad_reader._sym, (box, version, weakref.ref(grad_reader), new, first))
             return
         if old is not None:
+            if new is not None:
+                # (an in-place op's original self: what its node saved is a clone of it)
+                self.overwritten.add(old.id)
+                source = self.memory_identities.get(old.id)
+                if source is not None:
+                    self.overwritten.add(source[0])
             entry = (box, version, weakref.ref(t), new, first)
             marked = self.stale.get(old.id)
             if marked is not None and marked[:2] == (box, version) and marked[4] == first and marked[2]() is not t:

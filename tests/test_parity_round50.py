@@ -270,3 +270,33 @@ def test_an_in_place_ops_original_self_is_no_check_after_the_call(mul, add, writ
     for compiled in (False, True):
         np.testing.assert_allclose(_original_self_of_a_data_write(fg, compiled, mul, add, write_after), want,
                                    rtol=1e-6)
+
+
+# ------------------------------------------------------------------ seed 136030
+def _data_saved_then_written_with_history(L, compiled, first):
+    """`d * x` of `d = x.data` (passed in), then `d.add_(...)` with history: mul's node saved d,
+    on d's own counter, which the write moves: torch's backward raises. Compiled, the memory's
+    value d read was taken as x's (the memory's owner, whose counter the write leaves), so the
+    backward ran on the new values: a silently wrong gradient (Trace._replaced)."""
+    s0 = L.tensor([-0.75, 1.0, -1.5, 1.5, -0.5, -1.5], requires_grad=True)
+    d = s0.data
+
+    def f(x):
+        t1 = d * x if first == "data" else x * d
+        d.add_(t1 * 2)
+        return d.sum()
+    if compiled:
+        f = fg.compile(f)
+    out = f(s0)
+    try:
+        out.backward()
+    except RuntimeError as error:
+        return str(error).split("Hint")[0]
+    return s0.grad.tolist()
+
+
+@pytest.mark.parametrize("first", ["data", "leaf"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_data_saved_then_written_with_history_is_stale(first, compiled):
+    assert _data_saved_then_written_with_history(fg, compiled, first) == \
+        _data_saved_then_written_with_history(torch, False, first)

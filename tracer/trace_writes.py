@@ -184,7 +184,16 @@ class TraceWrites:
             # (one value for every reader alike in requires_grad: where the first one keeps its
             # counter, as x beside the x.data written here, the value is taken as x's, whose
             # saved value stays current: y = x @ w; x.data.add_(3), as torch)
-            owners_value = owner is not t and self._counter_owner(owner)._vbox is not box
+            # (where the first reader differs from the owner in requires_grad, `old` is that
+            # reader's value, the owner reads an alias of its own: its counter decides; `d * x`
+            # of d = x.data, then d written, makes the saved d stale, on d's counter)
+            if first_requires is owner._requires_grad:
+                reader = owner
+            else:
+                reader = self._first_reader(key, without_grad=not first_requires)
+                if reader is None:
+                    reader = owner
+            owners_value = owner is not t and self._counter_owner(reader)._vbox is not box
             # The ops that saved it may have read it through one counter alone (a .data of a view
             # from outside, `w @ d`, with the view's stand-in on its base's: _mixed_counter_read),
             # or it is the memory's value such ops read after an earlier write (read_as): torch

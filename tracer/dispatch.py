@@ -855,8 +855,9 @@ def refresh_view_history(view, deferring: bool = False) -> None:
         # wrapper is no view, so a write through its memory keeps its node (and what saved it raises)
         view._view_version = view._vbox[0]
         return
-    if view._no_grad_view:
-        # torch will not regenerate the history of a view made under no_grad (nor of a view of one)
+    if view._no_grad_view and view._multi_output is None:
+        # torch will not regenerate the history of a view made under no_grad (nor of a view of one;
+        # a part of split made of one with grad on is the split's: its error below)
         raise no_grad_view_rebased_error(view._grad_fn, view._output_nr)
     if not base._requires_grad:
         if view._requires_grad and view._grad_fn is not None:

@@ -30,8 +30,11 @@ def check_inplace(t: Tensor) -> None:
     check_inference_write(t)
     if not is_grad_enabled():
         return
-    if t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode")):
-        raise no_grad_view_error(t)     # (the second: made under no_grad before its base gained a history)
+    if (t._no_grad_view or (t._base is not None and t._base._requires_grad and t.__dict__.get("_no_grad_mode"))) \
+            and t._multi_output is None:
+        # (the second: made under no_grad before its base gained a history; a part of split made
+        # of such a view with grad on is the split's, torch's latest creation mode: below)
+        raise no_grad_view_error(t)
     if t._multi_output is not None and (t._requires_grad or t._base._requires_grad):
         from .splitting import multi_output_no_grad_error, multi_output_view_error
         raise multi_output_no_grad_error(t, "is being modified inplace") or multi_output_view_error(t)

@@ -748,7 +748,8 @@ def test_compiled_matches_torch_sweep(seed):
 # fg.compile, setitem's order of checks, a view of a .data of a view).
 PARTS_REGRESSIONS = [200238, 200411, 200483, 200570, 200588, 200678, 200722, 200854, 200977, 200985, 201000,
                      201005, 201056, 201172, 201251, 201269, 201347, 201439, 201488, 201529, 201540, 201637,
-                     201783, 201908, 201931, 201971, 202811, 204880]
+                     201783, 201908, 201931, 201971, 202811, 204880,
+                     205638]
 
 
 @pytest.mark.parametrize("seed", _seeds("compiled", PARTS_REGRESSIONS))

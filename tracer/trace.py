@@ -663,7 +663,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             # error comes when the user's code uses a view made under no_grad after the write)
             for x, v in zip(inputs, values):
                 if isinstance(x, Tensor):
-                    if x._rebased:
+                    # (in the operands' order, views from outside the call too: torch collects
+                    # the edges one operand after the other)
+                    if x._rebased or (self.rebased_outside and self.rebased_outside.get(id(x)) is x):
                         raise self.rebased_error(x)
                     if x._base is not None and (x._requires_grad or x._base._requires_grad):
                         x.__dict__.pop("_nodeless", None)   # (its node is asked for: dispatch._make_view)

@@ -35,7 +35,7 @@ from fusegrad.ir.printer import format_program
 from fusegrad.ir.program import freeze_attrs
 from fusegrad.ir.verifier import free_values
 from fusegrad.tracer import Tensor, generator as random_generator, trace_state
-from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _memory_owner, _writable_memory, edge_of
+from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _leads_nowhere, _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
@@ -977,18 +977,12 @@ def _written_with_history(trace: Trace, mutated: list) -> list:
             and trace.grad_producer(t._sym) is not None]
 
 
-def _leads_nowhere(t) -> bool:
-    """Whether the gradient edge of `t`, a tensor from outside the call, leads nowhere: a view
-    made under no_grad of a tensor that requires grad, without a node of its own. A view of such
-    a view made with grad on has one (`s.t()`'s TBackward0, whose own edge leads nowhere), which
-    torch's engine runs: the nodes inside the call save what its gradient reads and check it."""
-    return t._no_grad_view and t._grad_fn is None
-
-
 def _boundary_edge(t):
     """The edge of the call's node to `t`, one of the call's inputs that require grad: the
     caller's node of `t` as it was when the call read it (no refresh: its base written in the
-    call since made the trace raise where torch regenerates nothing), or None (_leads_nowhere)."""
+    call since made the trace raise where torch regenerates nothing), or None (dispatch's
+    _leads_nowhere: a view made under no_grad without a node of its own; a view of one made
+    with grad on, `s.t()`, has its TBackward0, which torch's engine runs)."""
     if t._no_grad_view:
         return None if t._grad_fn is None else (t._grad_fn, t._output_nr)
     return edge_of(t)

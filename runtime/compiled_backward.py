@@ -18,6 +18,7 @@ from fusegrad.ir import Builder, Program, TensorType, Value, active_values
 from fusegrad.tracer import Tensor
 from fusegrad.tracer.dispatch import _memory_owner, refresh_view_history
 from fusegrad.tracer.engine import accumulate_into_grads
+from fusegrad.tracer.layout import same_elements
 from fusegrad.tracer.saved_checks import (NoGradViewSaved, PartNamedWhenRaised, modified_error, output_name,
                                            output_of)
 from fusegrad.tracer.node import _FREED_MSG, RELEASES_STATE
@@ -623,12 +624,6 @@ def _raise_modified(box, version, tensor, where, shape=None, saved=None) -> None
     raise modified_error(tensor.shape if shape is None else shape, tensor.dtype.name, where, box[0], version)
 
 
-def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether arrays `a` and `b` are the same elements of one memory in the same layout."""
-    return a.shape == b.shape and a.strides == b.strides and \
-        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-
-
 def shares_with_another(t: Tensor, by_memory: dict) -> bool:
     """Whether another tensor of `by_memory` ({id of the array owning memory: the tensors over
     it}) shares t's memory."""
@@ -717,7 +712,7 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             # (the one whose memory the saved array is, where one is: torch's node saved that
             # tensor, a view from outside, `c0 @ a0` of a split's part c0 beside its base a0;
             # else the first over that memory)
-            t = next((x for x in candidates if _same_view(x._data, a)), candidates[0])
+            t = next((x for x in candidates if same_elements(x._data, a)), candidates[0])
         if t is not None:
             # torch names a saved view by its shape, and (when it requires grad) as the
             # view its engine regenerates: "which is output 0 of AsStrided"

@@ -78,6 +78,13 @@ def _strided_stand_in(shape: tuple, strides: tuple) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(np.empty(max(extent, 1), np.int8), shape, strides)
 
 
+def same_elements(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether arrays `a` and `b` are the same elements of one memory: start, shape, strides and
+    dtype alike."""
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 def is_contiguous(shape: tuple, strides: tuple) -> bool:
     """torch's rule: row-major without gaps, any stride on a dim of size 1; empty is contiguous."""
     if any(n == 0 for n in shape):

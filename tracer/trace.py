@@ -35,8 +35,8 @@ from fusegrad.ir.interpreter import reference_apply
 
 from . import parser_errors, trace_state
 from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap, part_views
-from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, traced_elementwise_layout,
-                     traced_partial_overlap, traced_result_layout)
+from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, same_elements,
+                     traced_elementwise_layout, traced_partial_overlap, traced_result_layout)
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 from .trace_autograd import TraceAutograd
@@ -58,9 +58,7 @@ _is_internal: dict = {}     # code file name -> whether it is fusegrad's own (ev
 
 def _is_view_memory(base: np.ndarray, chain: tuple, array: np.ndarray) -> bool:
     """Whether `array` is exactly `base` seen through view chain `chain` (same memory, layout)."""
-    view = replay_on_ids(base, chain)       # (the chain's NumPy references: views of base itself)
-    return (view.shape == array.shape and view.strides == array.strides and view.dtype == array.dtype
-            and view.__array_interface__["data"][0] == array.__array_interface__["data"][0])
+    return same_elements(replay_on_ids(base, chain), array)     # (the chain's NumPy references: views of base)
 
 
 def user_location() -> str:
@@ -699,8 +697,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             self.alive.append(weakref.ref(t))
             if opdef.view and isinstance(inputs[0], Tensor):
                 # (a split into one part: that part's own view op, as for several below)
-                view_op, view_attrs = (op, frozen) if "part_views" not in opdef.extra else \
-                    part_views(opdef, types, attrs)[0]
+                views = part_views(opdef, types, attrs)
+                view_op, view_attrs = (op, frozen) if views is None else views[0]
                 self._mark_view(t, inputs[0], view_op, view_attrs, values[0])
             elif opdef.pointwise and len(out_type.shape) > 1:
                 for x in inputs:

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
+from fusegrad.ir import TensorType, float32, float64, run_program
 from fusegrad.ir.autodiff import VJPS
+from fusegrad.ir.ops import OPS
+from test_codegen_support import build, check, random_args
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 
@@ -179,3 +182,50 @@ def test_compiled_program_has_one_split_instruction():
     y.backward()
     a, b = x.detach().chunk(2, 1)
     np.testing.assert_allclose(x.grad.numpy(), np.concatenate([b.numpy(), a.numpy()], 1), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ the IR op against the reference executor
+SPLIT_CASES = {
+    "rows": (lambda e, x: list(e.op("split", x, axis=0, sizes=(1, 3), squeeze=False)), [(4, 5)]),
+    "columns-tanh": (lambda e, x: [e.tanh(p) for p in e.op("split", x, axis=1, sizes=(2, 2, 1), squeeze=False)],
+                     [(3, 5)]),
+    "unbind": (lambda e, x: list(e.op("split", x, axis=1, sizes=(1, 1, 1), squeeze=True)), [(2, 3, 4)]),
+    "one-part-gradient": (lambda e, x: [e.exp(e.op("split", x, axis=0, sizes=(2, 2), squeeze=False)[1])],
+                          [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_CASES))
+def test_compiled_split_matches_the_reference_executor(name):
+    """Forward and backward (the parts' gradients concatenated or stacked, zeros for a part
+    without one) of programs with the `split` op: Numba kernels against run_program."""
+    fn, shapes = SPLIT_CASES[name]
+    p = build(fn, *shapes, grad=True)
+    check(p, random_args(p, np.random.default_rng(len(name))))
+
+
+def test_split_gradient_against_finite_differences():
+    """d/dx sum(w_k * part_k ** 2) by the reference executor's VJP, against central differences."""
+    weights = np.array([0.5, -2.0, 3.0])
+    p = build(lambda e, x: [e.op("sum", e.add(e.add(
+        e.mul(e.mul(q[0], q[0]), float(weights[0])), e.mul(e.mul(q[1], q[1]), float(weights[1]))),
+        e.mul(e.mul(q[2], q[2]), float(weights[2]))), axes=(0, 1, 2), keepdim=False)
+        for q in [e.op("split", x, axis=1, sizes=(1, 2, 1), squeeze=False)]], ((2, 4, 3), float64), grad=True)
+    x = np.random.default_rng(7).standard_normal((2, 4, 3))
+    value, grad = run_program(p, [x, np.array(1.0)])
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = 1e-6
+        numeric[i] = (run_program(p, [x + step, np.array(1.0)])[0] - run_program(p, [x - step, np.array(1.0)])[0]) / 2e-6
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("attrs", [dict(axis=1, sizes=(2, 2), squeeze=False), dict(axis=2, sizes=(5,), squeeze=False),
+                                   dict(axis=1, sizes=(), squeeze=False), dict(axis=1, sizes=(1, 2, 2), squeeze=True),
+                                   dict(axis=0, sizes=(-1, 5), squeeze=False)])
+def test_split_shape_rule_refuses_parts_that_do_not_tile_the_dim(attrs):
+    with pytest.raises(ValueError) as info:
+        OPS["split"].infer([TensorType((4, 5), float32)], attrs)
+    assert str(info.value) == (f"split: parts of sizes {list(attrs['sizes'])} (squeeze={attrs['squeeze']}) do not "
+                               f"tile dim {attrs['axis']} of [4, 5]")

@@ -878,7 +878,9 @@ def refresh_view_history(view, deferring: bool = False) -> None:
             view._requires_grad = True      # (as its base: an op that records then raises, in edge_of)
             return
         from .splitting import multi_output_rebased_error
-        raise multi_output_rebased_error(view, view._grad_fn)
+        # (named by the node that made it: one a compiled call noted before giving the view the
+        # call's node as its history, trace_writes._rebase_outside)
+        raise multi_output_rebased_error(view, view.__dict__.get("_view_node") or view._grad_fn)
     # (a leaf base too: torch regenerates the view's node, AsStridedBackward0, after a write
     # to the leaf under no_grad)
     again = view_of(base, view._view_chain)

@@ -4,6 +4,7 @@ with grad raises torch's multi-output error, naming the node that made the view 
 named the call's node ("CompiledFunction"), which the call gives such a view as its history
 (alias fuzzer seeds 204707, 207552, 207820, 207889, 208075; tracer/dispatch.refresh_view_history
 takes the node noted when the call rebased it)."""
+import numpy as np
 import pytest
 
 import fusegrad as fg
@@ -47,3 +48,56 @@ def test_a_rebased_view_of_a_part_is_named_by_its_own_node_after_a_compiled_call
     assert want is not None and "is a view and its base or another view of its base has been modified" in want
     assert _error(fg, VIEWS[view], split, fg.compile, use) == want
     assert _error(fg, VIEWS[view], split, lambda f: f, use) == want
+
+
+def _data_view_outcome(L, compile_fn, read_first, use_before_write, write_after, how):
+    base = L.tensor([[-1.75, 1.5], [-0.25, 1.75], [-0.75, -0.75]], requires_grad=True)
+    with L.no_grad():
+        corner = base[0, 0]
+
+    def f(a0):
+        data = a0.data
+        if read_first:
+            a0[::2].sum()       # (a0 read before its .data's view is made)
+        view = data.unsqueeze(0)
+        view.copy_(a0[::2].sum())
+        with L.no_grad():
+            a0.div_(data.sigmoid() + 1)
+        product = view * view if use_before_write else None
+        if how == "mul":
+            data.mul_(a0.sum())
+        else:
+            with L.no_grad():
+                data.add_(data)
+        if product is None:
+            product = view * view
+        return product.sum()
+    out = compile_fn(f)(base)
+    if write_after:
+        with L.no_grad():
+            corner.mul_(2.0)
+    try:
+        out.backward()
+    except RuntimeError as error:
+        return str(error)
+    return base.grad.numpy().tolist()
+
+
+@pytest.mark.parametrize("how", ["mul", "add-no-grad"])
+@pytest.mark.parametrize("write_after", [False, True])
+@pytest.mark.parametrize("use_before_write", [False, True])
+@pytest.mark.parametrize("read_first", [False, True])
+def test_a_view_of_a_data_rederived_by_a_write_is_checked_on_the_datas_counter(read_first, use_before_write,
+                                                                             write_after, how):
+    """A view of `a.data` made in the call, its memory written through `.data` (which a graft passes
+    on to `a`): the view's value re-derived by that write is current. A no_grad write of `a`
+    after the call moves `a`'s counter, not the `.data`'s, so the backward raises nothing (it
+    raised a version error naming "output 0 of AsStrided" where `a` had been read before the
+    view was made: alias seed 203977); a view saved before the write still raises, as torch's."""
+    want = _data_view_outcome(torch, lambda f: f, read_first, use_before_write, write_after, how)
+    for compile_fn in (fg.compile, lambda f: f):
+        got = _data_view_outcome(fg, compile_fn, read_first, use_before_write, write_after, how)
+        if isinstance(want, str):
+            assert got == want
+        else:           # (float32 values near 2000: the fused kernels round differently)
+            np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -217,6 +217,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                                             # key written (None: a tensor made in the call)]
         self.writing = None                 # (counter, its version before, index of its first instruction)
                                             # while an in-place write runs
+        self.write_values_from = -1         # the first Value id made during the write under way
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
         self.latest_values: dict = {}       # weak ref to a tensor written here -> its value after the latest write
         # value id -> values that stand for the same saved tensor, stale when it is: the promoted

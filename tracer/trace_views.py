@@ -280,6 +280,11 @@ class TraceViews:
             return
         regenerated = _REGENERATED_GRAD_VIEW if base._requires_grad else _REGENERATED_VIEW
         for v in self._view_values(base):
+            if v.id > self.write_values_from:
+                # re-derived by this write already (a graft passing it on to the memory's other
+                # tensors reaches base again: `t1 = a.data; t3 = t1[None]; t1.add_(t1)` after a
+                # read of `a`): t3's new value is current at the version the write leaves
+                continue
             if self.read_as_counters and self._read_view_again(base, v, box):
                 continue
             self._mark_stale(v, (box, version, _no_tensor, regenerated, first))

@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from fusegrad.ir import OPS, Value
-from fusegrad.ir.program import Instr
+from fusegrad.ir.program import Instr, _ids
 
 from .dispatch import _default_name
 from .layout import replayed_view
@@ -84,6 +84,9 @@ class TraceWrites:
         if entry is None:
             entry = self.writes[id(box)] = [box, 0, None if root._data is None else _memory_key(root._data)]
         self.writing = (box, box[0] + entry[1], first)
+        # (values made from here on are the write's own or re-derived from its result: current
+        # at the version it leaves, never stale by it, _stale_views)
+        self.write_values_from = next(_ids)
         entry[1] += 1
         if t._data is not None:
             self.written_arrays.append(t._data)

@@ -65,6 +65,8 @@ class _RewriteGraph:
                 self._readers[v.id] = 0
         for v in source.outputs:
             self._readers[v.id] = self._readers.get(v.id, 0) + 1
+        self._returned = {v.id for v in source.outputs}
+        self.instr = None                 # the instruction being rewritten (rewrite_identities)
 
     def producer(self, v):
         """The instruction defining `v` (None for a program input)."""
@@ -77,6 +79,10 @@ class _RewriteGraph:
     def readers(self, v) -> int:
         """Instructions and program outputs reading `v` (a value made by a rewrite: unknown, so 2)."""
         return self._readers.get(v.id, 2)
+
+    def returned(self, k: int = 0) -> bool:
+        """Whether the program returns output `k` of the instruction being rewritten."""
+        return self.instr.outputs[k].id in self._returned
 
     def forget_after(self, mark: int) -> None:
         """Instructions from `mark` on were withdrawn (a rule that did not apply)."""
@@ -99,6 +105,7 @@ def rewrite_identities(program: Program) -> Program:
         rule = OPS[ins.op].rewrite
         if rule is not None:
             mark = len(out.instrs)
+            graph.instr = ins
             results = rule(Emitter(builder, ins.loc), list(inputs), dict(ins.attrs), graph)
             if results is not None and [r.type for r in results] == [v.type for v in ins.outputs]:
                 for old, new in zip(ins.outputs, results):

@@ -6,6 +6,7 @@ import numpy as np
 from fusegrad.ir import Builder, Emitter, run_program
 from fusegrad.ir.passes import rewrite_identities, simplify
 from fusegrad.ir.printer import format_program
+from fusegrad.ir.types import float64
 from test_codegen_support import build, random_args
 
 
@@ -104,3 +105,24 @@ def test_exact_attrs_tells_apart_what_equality_merges():
     assert exact_attrs((("value", 0),)) != exact_attrs((("value", 0.0),))
     assert exact_attrs((("bounds", (1.0, -0.0)),)) != exact_attrs((("bounds", (1.0, 0.0)),))
     assert exact_attrs((("value", 0.5),)) == exact_attrs((("value", 0.5),))
+
+
+def test_an_identity_cast_read_by_the_program_is_its_operand():
+    """The trace's identity values (a cast to the dtype the operand has) cost a copy when run;
+    one the program only reads is its operand, one it returns stays a copy (clone()), and a
+    cast that changes the dtype stays."""
+    def reads(e, x):
+        c = e.op("cast", x, dtype=x.dtype)
+        return [e.exp(c), e.mul(c, c)]
+    program = build(reads, (4, 3))
+    rewritten = simplify(rewrite_identities(program))
+    assert _ops(rewritten) == ["exp", "mul"], format_program(rewritten)
+    assert rewritten.instrs[1].inputs == (program.inputs[0], program.inputs[0])
+    args = random_args(program, np.random.default_rng(3))
+    for got, want in zip(run_program(rewritten, args), run_program(program, args)):
+        np.testing.assert_array_equal(got, want)
+
+    returned = build(lambda e, x: [e.op("cast", x, dtype=x.dtype), e.exp(x)], (4, 3))
+    assert _ops(simplify(rewrite_identities(returned))) == ["cast", "exp"]
+    widened = build(lambda e, x: e.exp(e.op("cast", x, dtype=float64)), (4, 3))
+    assert _ops(simplify(rewrite_identities(widened))) == ["cast", "exp"]

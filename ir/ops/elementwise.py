@@ -761,7 +761,19 @@ def _cast_expr(args, attrs) -> str:
     return f"np.{attrs['dtype'].np.name}({args[0]})"
 
 
-register(OpDef("cast", ELEMENTWISE, _cast_infer, lambda x, dtype: x.astype(dtype.np), _cast_vjp, _cast_expr))
+def _cast_rewrite(e, xs, attrs, graph):
+    """A cast to the dtype its operand has is the operand itself where the program does not
+    return it. The trace makes such identities to keep gradients apart (a tensor and its
+    detach() over one memory, a differentiated argument's stand-in); run, each was a copy,
+    materialised where two kernels read it: softmax over a transposed argument read the
+    argument, wrote the copy, then read the copy. A returned one stays a copy: clone()."""
+    if attrs["dtype"] is not xs[0].dtype or graph.returned(0):
+        return None
+    return [xs[0]]
+
+
+register(OpDef("cast", ELEMENTWISE, _cast_infer, lambda x, dtype: x.astype(dtype.np), _cast_vjp, _cast_expr,
+               rewrite=_cast_rewrite))
 
 
 # ------------------------------------------------------------------ sources

@@ -63,7 +63,8 @@ class OpDef:
     # rewrite(e, xs, attrs, graph) -> output Values computing the same thing more
     # cheaply, or None to keep the instruction; graph.producer(v) is the instruction
     # defining v (None for program inputs), graph.readers(v) how many instructions
-    # and program outputs read v.
+    # and program outputs read v, graph.returned(k) whether the program returns output k
+    # of the instruction being rewritten.
     rewrite: Callable | None = None
     # Runs by its reference implementation in compiled programs by design (a data-dependent
     # gather or scatter): the scheduler says so without warning of a missing kernel rule.

@@ -728,7 +728,7 @@ def test_compiled_matches_torch(seed):
 
 
 # seeds 100-1099, and later seeds that showed a bug none of them shows
-SWEEP = [*range(100, 1100), 4899, 134106, 136030]
+SWEEP = [*range(100, 1100), 4899, 134106, 136030, 140039]
 
 
 @pytest.mark.slow

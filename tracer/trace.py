@@ -219,6 +219,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                                             # while an in-place write runs
         self.write_values_from = -1         # the first Value id made during the write under way
         self.stale: dict = {}               # value id -> (counter, version, ...): what memory held until a write
+        self.stale_read_as: dict = {}       # the same, for the nodes that read the value in place of
+                                            # one on another counter only (read_as, _mark_stale)
         self.latest_values: dict = {}       # weak ref to a tensor written here -> its value after the latest write
         # value id -> values that stand for the same saved tensor, stale when it is: the promoted
         # copies made of it for an op (x64 * x32 reads x32 as float64; torch's node saves the

@@ -316,9 +316,12 @@ class TraceWrites:
             # `value` is an identity of the memory's new value (for its readers that differ in
             # requires_grad: rebind, _alias), and what nodes that saved such a reader read now is
             # that new value (read_as), checked on the counter of this write
+            # (stale for those nodes only: others read `source` itself, on its own counter, as
+            # `c ** 2` saved c after a no_grad write through a view of c, then `t1 = c.data;
+            # t1.mul_(...)` wrote the memory on t1's: stale_read_as)
             for source in (self.memory_identities.get(value.id, (None,))[0], self.alias_of.get(value.id)):
                 if source is not None and self.read_as_counters.get(source) is entry[0]:
-                    self.stale.setdefault(source, entry)
+                    self.stale_read_as.setdefault(source, entry)
         pending = list(self.same_counter.get(value.id, ()))
         while pending:
             # (a copy of a copy too: the promoted cast of fg.grad's stand-in for an argument)
@@ -461,7 +464,7 @@ class TraceWrites:
         (views made under no_grad): torch's node saved only what the gradients of its other
         inputs read (checked_at), so one that reads only such values checks only the outputs it
         saved, as a node a backward() runs idle (tracer/saved_checks._check_idle)."""
-        if not self.stale:
+        if not self.stale and not self.stale_read_as:
             return None
         positions = None
         for ins in reversed(instrs):
@@ -504,8 +507,10 @@ class TraceWrites:
                     # (the memory's new value is stale only by a write after the one that made it:
                     # that write's own marks, as its .data writer takes the grafted value, are not
                     # on the saved tensor's counter)
-                    if w.id in self.stale and self.stale[w.id][4] >= at and (w is v or self.stale[w.id][4] > made):
-                        stale[v.id] = self.stale[w.id]
+                    marked = self.stale.get(w.id) if w is v else \
+                        self.stale.get(w.id) or self.stale_read_as.get(w.id)
+                    if marked is not None and marked[4] >= at and (w is v or marked[4] > made):
+                        stale[v.id] = marked
                         break
             if not stale:
                 if raises:

@@ -253,3 +253,34 @@ def test_a_long_chain_of_plain_ops_splits_into_kernels_of_bounded_size():
     assert len(kernels) == -(-300 // MAX_KERNEL_INSTRS)
     assert all(len(k.members) == MAX_KERNEL_INSTRS for k in kernels[:-1])
     check(p, random_args(p, np.random.default_rng(2)))
+
+
+def _stencil(e, x):
+    """x[:, 2:] - 2 x[:, 1:-1] + x[1:, :-2] squared and summed: slices at three offsets."""
+    n0, n1 = x.shape
+    left = e.op("getitem", x, index=(("s", 1, n0, 1), ("s", 0, n1 - 2, 1)))
+    middle = e.op("getitem", x, index=(("s", 1, n0, 1), ("s", 1, n1 - 1, 1)))
+    right = e.op("getitem", x, index=(("s", 1, n0, 1), ("s", 2, n1, 1)))
+    d = e.add(e.sub(right, e.mul(middle, 2.0)), left)
+    return e.sum(e.mul(d, d), (0, 1))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["forward", "with gradient"])
+def test_slices_of_an_input_are_read_in_place_by_the_kernel(grad):
+    """Slices with step 1 are index arithmetic (getitem's index map: the loop index shifted by
+    each start), not views between kernels that the executor would copy contiguous first."""
+    program = build(_stencil, (40, 300), grad=grad)
+    sched = schedule(program)
+    assert VIEW not in kinds(sched), kinds(sched)
+    check(program, random_args(program, np.random.default_rng(7)))
+
+
+@pytest.mark.parametrize("index", [
+    (("s", 0, 40, 2),),                          # a step
+    (("i", 3),),                                 # an integer index drops a dim
+    (("s", 0, 40, 1), ("s", 5, 6, 1)),           # one element of a longer dim (read at 0 as size 1)
+], ids=["step", "integer", "one-element"])
+def test_other_basic_indices_stay_views(index):
+    program = build(lambda e, x: e.exp(e.op("getitem", x, index=index)), (40, 300))
+    assert kinds(schedule(program))[0] == VIEW
+    check(program, random_args(program, np.random.default_rng(8)))

@@ -256,8 +256,30 @@ def _getitem_ref(x, index):
     return x[to_numpy_index(index) + (Ellipsis,)]
 
 
+def _getitem_map(in_shape, out_shape, attrs):
+    """Slices with step 1 along every indexed dim (`x[:, 2:]`, `x[1:-1, :5]`): the output's
+    index shifted forward by each start (a Clamped entry whose negative offset never
+    clamps). A kernel then reads the operand's own memory at an offset, in order, where as
+    a view between kernels it was a strided operand the executor copied first: the three
+    slices of a [4096, 1024] stencil cost three 16 MiB copies. Not for an integer index (it
+    drops a dim), a step, an empty result, or a slice of one element of a longer dim (a
+    size-1 dim reads the constant 0, which kernels take for a dim of size 1 throughout:
+    the element would be read at 0 through the ops behind it, a cat's clamps too)."""
+    index = attrs["index"]
+    if any(item[0] != "s" or item[3] != 1 for item in index) or 0 in out_shape:
+        return None
+    if any(size == 1 and whole != 1 for size, whole in zip(out_shape, in_shape)):
+        return None
+    starts = [item[1] for item in index] + [0] * (len(in_shape) - len(index))
+
+    def index_map(entries):
+        return tuple(None if in_shape[d] == 1 else clamped(entry, -starts[d], None) if starts[d] else entry
+                     for d, entry in enumerate(entries))
+    return index_map
+
+
 register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp, view=True,
-               doc="getitem(x; index): basic indexing, a view"))
+               index_map=_getitem_map, doc="getitem(x; index): basic indexing, a view"))
 
 
 # --------------------------------------------------------------------- split into parts

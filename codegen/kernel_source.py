@@ -95,6 +95,14 @@ def _operand(text: str) -> str:
     return f"({text})"
 
 
+def _shifted(source: str, offset: int, constant) -> str:
+    """`source` moved back by `offset` (forward where it is negative: `i1 + 2` for a slice
+    starting at 2); `constant` renders the amount (a literal or a kernel argument)."""
+    if offset == 0:
+        return source
+    return f"{source} - {constant(offset)}" if offset > 0 else f"{source} + {constant(-offset)}"
+
+
 def _literal(value) -> bool:
     """Constants written into the source; all others are passed as arguments."""
     if isinstance(value, bool) or value in (0, 1, -1, 2, 0.5, -0.5):
@@ -788,9 +796,9 @@ class _Generator:
             return f"i{entry}"
         segment = self.knowledge.segment
         over = segments.clamp_over(entry, segment) if segment is not None else None
-        if over == "shift":
-            source = self._position(entry.source)
-            return f"{source} - {self._int_constant(entry.offset)}" if entry.offset else source
+        if over == "shift" or (entry.offset < 0 and entry.high is None and entry.step == 1):
+            # (a negative offset with no upper bound, a slice's start: the clamp never acts)
+            return _shifted(self._position(entry.source), entry.offset, self._int_constant)
         if over == "low":
             return "0"
         if over == "high":

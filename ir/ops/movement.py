@@ -272,10 +272,9 @@ def _getitem_map(in_shape, out_shape, attrs):
         return None
     starts = [item[1] for item in index] + [0] * (len(in_shape) - len(index))
 
-    def index_map(entries):
-        return tuple(None if in_shape[d] == 1 else clamped(entry, -starts[d], None) if starts[d] else entry
-                     for d, entry in enumerate(entries))
-    return index_map
+    # (a dim of size 1 starts at 0: clamped() returns its entry, and canonical_index reads it at 0)
+    return lambda entries: canonical_index(tuple(clamped(entry, -start, None) for entry, start in zip(entries, starts)),
+                                           in_shape)
 
 
 register(OpDef("getitem", MOVEMENT, _getitem_infer, _getitem_ref, _getitem_vjp, view=True,

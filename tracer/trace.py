@@ -359,6 +359,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                         # gradient (held_values; a later write under no_grad adds a third)
                         came_in = self.input_lifted_from(x._data)
                         if came_in is not None and came_in is not v:
+                            if self.lifted_grad[key] is not x._requires_grad:
+                                # (a detach() of x lifted the memory and wrote it: x's
+                                # identity of the value it came in with is its own, which
+                                # nothing here read; the alias's uses give x no gradient)
+                                came_in = self._alias(came_in, x._requires_grad)
                             self.leaf_values[id(x)] = (x, [came_in, v])
             elif reader is not x:
                 v = self._own_variable(x, v, group, key)

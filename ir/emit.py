@@ -41,6 +41,14 @@ class Emitter:
             zeros = self.mul(zeros, self.cast(self.eq(v, v), like.dtype))
         return zeros
 
+    def zero_gradient(self, g: Value) -> Value:
+        """torch's `zeros_like(grad)`, the gradient of an op whose derivative is zero (floor,
+        sign, a whole tensor overwritten by copy_ or zero_): zeros that read `g`, so that a
+        backward given cotangents for only some outputs of a compiled call still reaches the
+        nodes behind the op (torch's engine runs them with the zeros, checking what they saved:
+        runtime/compiled_backward.reached_inputs follows values that depend on a given seed)."""
+        return self.zeros_reading(g, g)
+
     def cast(self, x: Value, dtype: DType) -> Value:
         """x converted to `dtype`; x itself when it already has that dtype."""
         return x if x.dtype is dtype else self.op("cast", x, dtype=dtype)

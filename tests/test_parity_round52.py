@@ -4,7 +4,13 @@ memory first, so the value the leaf came in with was the alias's raw value: the 
 summed the alias's uses of it (`a1.mul_(c1)` gave the leaf c1's value, a silently wrong
 gradient), and the compiled backward, taking the mul as needing its other operand, raised a
 false version error. The leaf now has its own identity of that value (Trace._alias), which
-nothing in the call read, as eagerly."""
+nothing in the call read, as eagerly.
+
+Later section: a backward from some outputs of a compiled call, through an op whose gradient is
+zero (floor, sign, a whole tensor overwritten by zero_, fill_, copy_): torch's engine runs the
+nodes behind it with the zeros, so a value they saved that changed after the call raises its
+version error (seeds 201783, 142947, 143444). The zeros now read the cotangent
+(Emitter.zero_gradient), so runtime/compiled_backward.reached_inputs follows them there."""
 import numpy as np
 import pytest
 
@@ -70,3 +76,39 @@ def test_the_fuzzer_seed_143517_as_it_was_found():
         return s0.grad.numpy()
     np.testing.assert_allclose(run(fg, fg.compile), run(torch, lambda f: f), rtol=1e-6)
 
+
+# (an op whose gradient is zero, given the product it overwrites or reads)
+ZERO_GRADIENT = {
+    "zero_": lambda t: t.zero_(),
+    "fill_": lambda t: t.fill_(2.0),
+    "copy_": lambda t: t.copy_(t.detach() * 0 + 1),
+    "setitem_all": lambda t: t.__setitem__(Ellipsis, 3.0) or t,
+    "sign": lambda t: t.sign(),
+    "floor": lambda t: t.floor(),
+    "round": lambda t: t.round(),
+}
+
+
+def _partial_backward(L, op, compile_fn, write_after):
+    x = L.tensor([[-1.75, 1.75, 1.5], [0.5, 1.25, 1.25]], requires_grad=True)
+
+    def f(a0):
+        t = ZERO_GRADIENT[op](a0 * a0)
+        return t.tanh().sum(), t
+    loss, _ = compile_fn(f)(x)
+    if write_after:
+        with L.no_grad():
+            x.mul_(0.5)
+    error = runtime_error(loss.backward)
+    return error if error is not None else x.grad.numpy().tolist()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("write_after", [True, False], ids=["written_after", "unchanged"])
+@pytest.mark.parametrize("op", list(ZERO_GRADIENT))
+def test_a_backward_from_one_output_through_a_zero_gradient_checks_what_the_nodes_behind_saved(op, write_after, compiled):
+    want = _partial_backward(torch, op, lambda f: f, write_after)
+    got = _partial_backward(fg, op, fg.compile if compiled else (lambda f: f), write_after)
+    if write_after:
+        assert isinstance(want, str) and "modified by an inplace operation" in want
+    assert got == want

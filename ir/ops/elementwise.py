@@ -527,7 +527,7 @@ def _sign_ref(x):
     return np.where(np.isnan(s), 0, s).astype(x.dtype) if x.dtype.kind == "f" else s   # torch: sign(nan) = 0
 
 
-elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.zeros_like(x[0])], "fg_sign({0})")
+elementwise("sign", _sign_ref, lambda e, x, y, g, a, n: [e.zero_gradient(g[0])], "fg_sign({0})")
 
 
 def _clamp_vjp(e, x, y, g, a, n):

@@ -28,7 +28,7 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 def _zero_grad(e, x, y, g, a, n):
     # torch's floor/ceil/trunc/round backward: zeros_like(grad) (nothing saved)
-    return [e.zeros_like(g[0])]
+    return [e.zero_gradient(g[0])]
 
 
 # ------------------------------------------------------------------ rounding (float operands;

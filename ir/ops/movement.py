@@ -367,7 +367,7 @@ def _index_put_vjp(e, x, y, g, a, n):
     elif not index:
         # (the whole tensor replaced, as copy_, fill_ and zero_: torch's gradient is a fresh
         # zeros_like(grad), which no later differentiation reaches)
-        gx = e.zeros_like(x[0])
+        gx = e.zero_gradient(g[0])
     else:
         gx = e.op("index_put", g[0], e.zeros_like(x[1]), index=index)
     gv = e.sum_to(e.op("getitem", g[0], index=index), x[1].shape) if n[1] else None

@@ -10,7 +10,14 @@ Later section: a backward from some outputs of a compiled call, through an op wh
 zero (floor, sign, a whole tensor overwritten by zero_, fill_, copy_): torch's engine runs the
 nodes behind it with the zeros, so a value they saved that changed after the call raises its
 version error (seeds 201783, 142947, 143444). The zeros now read the cotangent
-(Emitter.zero_gradient), so runtime/compiled_backward.reached_inputs follows them there."""
+(Emitter.zero_gradient), so runtime/compiled_backward.reached_inputs follows them there.
+
+Last section: a part of split/chunk/unbind of a tensor without grad (or a view of one), saved
+by an op with grad in a compiled call and written after: torch's unpack raises the plain version
+error, its multi-output error only where the part's base requires grad by then (its grad_fn is
+None otherwise). The compiled backward raised the multi-output error in the first case (seed
+212750), and the plain one for an unbind part promoted to the op's dtype or a view of a part in
+the second (Trace.note_part)."""
 import numpy as np
 import pytest
 
@@ -111,4 +118,46 @@ def test_a_backward_from_one_output_through_a_zero_gradient_checks_what_the_node
     got = _partial_backward(fg, op, fg.compile if compiled else (lambda f: f), write_after)
     if write_after:
         assert isinstance(want, str) and "modified by an inplace operation" in want
+    assert got == want
+
+
+PARTS = {
+    "chunk": lambda t: t.chunk(2, 0)[0],
+    "split": lambda t: t.split(2, 0)[1],
+    "unbind": lambda t: t.unbind(0)[1],              # (0-d: maximum promotes it to float32)
+    "view_of_chunk": lambda t: t.chunk(2, 0)[0].unsqueeze(0),
+}
+
+
+def _saved_part_outcome(L, part, written, base_gains_grad, compile_fn):
+    x = L.tensor([[-1.75, 1.75], [-2.0, 1.0]], requires_grad=True)
+    base = L.tensor([1.5, -1.25, 1.5, 0.0], dtype=L.float64)
+    w = L.tensor([0.5, 0.5, 0.5, 0.5], dtype=L.float64, requires_grad=True)
+
+    def f(a0):
+        p = PARTS[part](base)
+        out = L.maximum(a0, p)
+        if base_gains_grad:
+            base.mul_(w)
+        elif written == "in_call":
+            p.fill_(2.0)
+        return (out * out).sum()
+    loss = compile_fn(f)(x)
+    if written == "after_call":
+        with L.no_grad():
+            base.add_(1)
+    error = runtime_error(loss.backward)
+    return error if error is not None else x.grad.numpy().tolist()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("base_gains_grad", [False, True], ids=["base_without_grad", "base_gains_grad"])
+@pytest.mark.parametrize("written", ["in_call", "after_call"])
+@pytest.mark.parametrize("part", list(PARTS))
+def test_a_saved_part_of_a_tensor_without_grad_raises_the_plain_version_error(part, written, base_gains_grad,
+                                                                               compiled):
+    want = _saved_part_outcome(torch, part, written, base_gains_grad, lambda f: f)
+    got = _saved_part_outcome(fg, part, written, base_gains_grad, fg.compile if compiled else (lambda f: f))
+    assert isinstance(want, str)
+    assert ("A view was created in no_grad mode" in want) == base_gains_grad
     assert got == want

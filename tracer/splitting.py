@@ -60,7 +60,7 @@ def _as_parts(parts: list, name: str) -> tuple:
                 part.__dict__["_multi_output_no_grad"] = True
             if part._sym is not None:
                 # (made in a compiled call: a saved part whose counter moved raises this)
-                trace_state.current().part_values[part._sym.id] = str(multi_output_rebased_error(part, None))
+                trace_state.current().note_part(part, str(multi_output_rebased_error(part, None)))
     return tuple(parts)
 
 

@@ -28,6 +28,15 @@ from .trace_writes import _REGENERATED_GRAD_VIEW, _REGENERATED_VIEW, _STALE, _me
 class TraceViews:
     """The views and aliases of a Trace (see the module docstring)."""
 
+    def note_part(self, t: Tensor, message: str) -> None:
+        """`t`, a part of split/chunk/unbind made here (or a view of one), saved and its counter
+        moved, raises `message` when unpacked (PartViewSaved): torch regenerates its history
+        then and refuses to for such a part. Not where its base needs no grad when the check is
+        made (a part of a tensor without grad: torch's grad_fn of it is None, and the plain
+        version error follows), which a later in-place write with grad can change."""
+        base = None if t._requires_grad or t._base is None else weakref.ref(t._base)
+        self.part_values[t._sym.id] = (message, base)
+
     def _mark_view(self, t: Tensor, src: Tensor, op: str, frozen: tuple, src_value: Value) -> None:
         if op == "reshape" and not self._reshape_is_view(src, frozen):
             return      # a reshape that copies (torch's reshape of a strided tensor)
@@ -75,11 +84,15 @@ class TraceViews:
             self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
         if src._multi_output is not None and is_grad_enabled():
             t._multi_output = 0         # (as dispatch._make_view)
+            no_grad = src.__dict__.get("_multi_output_no_grad", False)
+            if no_grad:
+                t.__dict__["_multi_output_no_grad"] = True
             name = self.grad_instrs.get(id(self.instrs[-1])) if self.instrs else None
-            if name is not None and self.instrs[-1].outputs[0] is t._sym:
-                # (saved, its counter moved: "Output 0 of Select ..." at the backward, PartViewSaved)
+            if no_grad or name is not None and self.instrs[-1].outputs[0] is t._sym:
+                # (saved, its counter moved: "Output 0 of Select ..." at the backward, PartViewSaved;
+                # of a part without grad, the no_grad text, which names no node)
                 from .splitting import multi_output_rebased_error
-                self.part_values[t._sym.id] = str(multi_output_rebased_error(t, None, name))
+                self.note_part(t, str(multi_output_rebased_error(t, None, name)))
         if (src._no_grad_view or (base._requires_grad and not is_grad_enabled())) and not INTERNAL_VIEWS[0]:
             # as eagerly (dispatch._make_view): a view made under no_grad of a tensor that
             # requires grad requires grad, with no gradient path to its base

@@ -444,9 +444,13 @@ class TraceWrites:
         `.data` write made an op's VJP read in place of such a view (read_as)."""
         if v.id in self.no_grad_view_values:
             return NO_GRAD_VIEW_SAVED
-        part = self.part_values.get(v.id)
+        # (a part promoted to an op's dtype, a 0-d part of unbind in maximum(x32, p64): the
+        # part is what torch's node saved)
+        part = self.part_values.get(self.promoted_from.get(v.id, v).id)
         if part is not None:
-            return PartViewSaved(part)
+            message, base = part
+            if base is None or base() is not None and base()._requires_grad:
+                return PartViewSaved(message)
         read = self.no_grad_view_reads.get(v.id)
         if read is None and self.read_as:
             read = next((self.no_grad_view_reads[key] for key, (value, _) in self.read_as.items()

@@ -17,7 +17,10 @@ by an op with grad in a compiled call and written after: torch's unpack raises t
 error, its multi-output error only where the part's base requires grad by then (its grad_fn is
 None otherwise). The compiled backward raised the multi-output error in the first case (seed
 212750), and the plain one for an unbind part promoted to the op's dtype or a view of a part in
-the second (Trace.note_part)."""
+the second (Trace.note_part).
+
+And: torch's errors name a view of a view made under no_grad by its node's short name, with
+SqueezeBackward1's number (`Output 0 of Squeeze1`), which fusegrad dropped (seed 213266)."""
 import numpy as np
 import pytest
 
@@ -161,3 +164,32 @@ def test_a_saved_part_of_a_tensor_without_grad_raises_the_plain_version_error(pa
     assert isinstance(want, str)
     assert ("A view was created in no_grad mode" in want) == base_gains_grad
     assert got == want
+
+
+NO_GRAD_VIEW_VIEWS = {
+    "squeeze_dim": lambda t: t.squeeze(1),          # SqueezeBackward1
+    "squeeze_dims": lambda t: t.squeeze((1,)),      # SqueezeBackward2
+    "squeeze": lambda t: t.squeeze(),               # SqueezeBackward0
+    "select": lambda t: t[0],
+    "transpose": lambda t: t.t(),
+    "expand": lambda t: t.expand(2, 4, 1),
+}
+
+
+def _no_grad_view_outcome(L, view, compile_fn):
+    leaf = L.tensor([-0.75, -1.5, 0.75, -1.25], requires_grad=True)
+    with L.no_grad():
+        base = leaf.unsqueeze(1)
+
+    def f(b):
+        NO_GRAD_VIEW_VIEWS[view](b).mul_(2)
+        return b.sum()
+    return runtime_error(lambda: compile_fn(f)(base))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("view", list(NO_GRAD_VIEW_VIEWS))
+def test_a_view_of_a_no_grad_view_written_in_place_is_named_as_torch_names_it(view, compiled):
+    want = _no_grad_view_outcome(torch, view, lambda f: f)
+    assert want is not None and "is a view of a view which was created in no_grad mode" in want
+    assert _no_grad_view_outcome(fg, view, fg.compile if compiled else (lambda f: f)) == want

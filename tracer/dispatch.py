@@ -7,7 +7,6 @@ This is the only place that creates nodes, so every user-level function in
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from . import trace_state
 from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
-from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inputs, node_class, saved_slots
+from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inputs, node_class, saved_slots, short_name
 from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
                      replay_on_ids, torch_strides)
 from .tensor import Tensor
@@ -79,8 +78,7 @@ def _no_grad_view_subject(node, output_nr: int) -> str:
     """How torch's errors name a view made under no_grad: itself, or a view of one by its node."""
     if node is None:
         return "A view was created in no_grad mode and "
-    name = re.sub(r"Backward\d*$", "", type(node).__name__)
-    return f"Output {output_nr} of {name} is a view of a view which was created in no_grad mode and "
+    return f"Output {output_nr} of {short_name(type(node).__name__)} is a view of a view which was created in no_grad mode and "
 
 
 def no_grad_view_rebased_error(node=None, output_nr: int = 0) -> RuntimeError:

@@ -20,7 +20,11 @@ None otherwise). The compiled backward raised the multi-output error in the firs
 the second (Trace.note_part).
 
 And: torch's errors name a view of a view made under no_grad by its node's short name, with
-SqueezeBackward1's number (`Output 0 of Squeeze1`), which fusegrad dropped (seed 213266)."""
+SqueezeBackward1's number (`Output 0 of Squeeze1`), which fusegrad dropped (seed 213266); a
+view of a view made under no_grad keeps torch's strides along size-1 dims (`a[::2].view(1, 3)`
+of a [1, 3] row), so writing it into `a` is torch's full overlap, not a partial one (seeds
+145629, 214700); and a view from outside a compiled call, whose detach() was written with a
+value that requires grad, is read in the call after (seed 214684: an AttributeError)."""
 import numpy as np
 import pytest
 
@@ -193,3 +197,50 @@ def test_a_view_of_a_no_grad_view_written_in_place_is_named_as_torch_names_it(vi
     want = _no_grad_view_outcome(torch, view, lambda f: f)
     assert want is not None and "is a view of a view which was created in no_grad mode" in want
     assert _no_grad_view_outcome(fg, view, fg.compile if compiled else (lambda f: f)) == want
+
+
+def test_a_view_of_a_one_row_slice_has_torchs_strides_and_writes_into_its_base():
+    def run(L):
+        a = L.tensor([[0.75, 0.75, 1.5]])
+        view = a[::2].view(1, 3)
+        strides = (a[::2].stride(), view.stride())
+        a.mul_(view)
+        return strides, a.tolist(), a._version
+    assert run(fg) == run(torch)
+
+
+@pytest.mark.parametrize("view_shape", [(1, 6), (6, 1), (1, 1, 6), (6,), (2, 1, 3)])
+def test_views_of_a_strided_row_have_torchs_strides(view_shape):
+    def strides(L):
+        row = L.arange(36.0).reshape(3, 12)[::2, ::2][:1]         # [1, 6], strides (24, 2)
+        return row.view(view_shape).stride(), row.reshape(view_shape).stride()
+    assert strides(fg) == strides(torch)
+
+
+# (after `t = view.detach()`: the writes of t, then the write of the view itself)
+DETACHED_WRITES = {
+    "copy_with_grad": lambda t, g: t.copy_(g.sum()),
+    "copy_then_setitem": lambda t, g: (t.copy_(g.sum()), t.__setitem__(slice(None, None, 2), 1.5)),
+    "setitem": lambda t, g: t.__setitem__(slice(None, None, 2), 1.5),
+}
+
+
+def _outside_view_outcome(L, writes, compile_fn):
+    base = L.tensor([[-0.25, -0.5], [0.5, -1.75], [-1.5, -2.0]], dtype=L.float64)
+    g = L.tensor([1.5, -1.0], requires_grad=True)
+    view = base[..., 1:]
+
+    def f(a):
+        t = view.detach()
+        DETACHED_WRITES[writes](t, a)
+        view.copy_(view)
+        return (t * 2).sum() + a.sum()
+    error = runtime_error(lambda: compile_fn(f)(g).backward())
+    return error, base.tolist(), base._version, None if g.grad is None else g.grad.tolist()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("writes", list(DETACHED_WRITES))
+def test_a_view_from_outside_written_after_its_detach_matches_torch(writes, compiled):
+    want = _outside_view_outcome(torch, writes, lambda f: f)
+    assert _outside_view_outcome(fg, writes, fg.compile if compiled else (lambda f: f)) == want

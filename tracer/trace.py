@@ -307,7 +307,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             # from outside all the same, re-derived from the base's new value, with the history
             # the base gained, as torch regenerates it; one made under no_grad raises at its use
             # with grad where the call moved its counter, as torch's)
-            return x._sym
+            # (its base's new value unknown here, the memory written only through its own
+            # detach(): what the memory holds now)
+            return x._sym if x._sym is not None else v
         if v is None:
             if x._base is not None and self._outside_view(x):
                 return x._sym

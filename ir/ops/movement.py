@@ -116,7 +116,51 @@ def _reshape_infer(types, attrs):
     return [TensorType(shape, t.dtype)]
 
 
-register(OpDef("reshape", MOVEMENT, _reshape_infer, lambda x, shape: np.reshape(x, shape),
+def _view_strides(old_shape: tuple, old_strides: tuple, new_shape: tuple):
+    """torch's strides (in bytes here) for a view of shape `new_shape` of memory laid out as
+    `old_shape`/`old_strides` (ATen's computeStride), or None where no view exists. They differ
+    from NumPy's only along size-1 dims, whose stride is arbitrary: torch gives one inside a
+    run of dims that step evenly the stride of the dims after it (x[::2] of a [1, 3] row has
+    strides (6, 1); its view(1, 3) has (3, 1), which NumPy's reshape to the same shape keeps
+    as they were)."""
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    base = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and old_strides[tensor_d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                base, tensor_numel, view_numel = old_strides[tensor_d - 1], 1, 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def _reshape_ref(x: np.ndarray, shape) -> np.ndarray:
+    result = np.reshape(x, shape)
+    if 1 in result.shape and result.ndim > 1 and result.size > 1 and x.ndim and np.may_share_memory(result, x):
+        # (a view with a size-1 dim: torch's strides there, see _view_strides)
+        strides = _view_strides(x.shape, x.strides, result.shape)
+        if strides is not None and strides != result.strides:
+            # (over the same elements, a view of the memory's owner: the chain of bases still
+            # ends there, which is how a view is told from a copy; as_strided's would not)
+            owner = result
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            offset = result.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+            try:
+                result = np.ndarray(result.shape, result.dtype, buffer=owner, offset=offset, strides=strides)
+            except (TypeError, ValueError, BufferError):
+                pass        # (an owner not exportable as one buffer: NumPy's strides, as before)
+    return result
+
+
+register(OpDef("reshape", MOVEMENT, _reshape_infer, _reshape_ref,
                lambda e, x, y, g, a, n: [e.reshape(g[0], x[0].shape)],
                index_map=_reshape_map, view=True))
 

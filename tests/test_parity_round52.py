@@ -120,7 +120,8 @@ def _partial_backward(L, op, compile_fn, write_after):
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("write_after", [True, False], ids=["written_after", "unchanged"])
 @pytest.mark.parametrize("op", list(ZERO_GRADIENT))
-def test_a_backward_from_one_output_through_a_zero_gradient_checks_what_the_nodes_behind_saved(op, write_after, compiled):
+def test_a_backward_from_one_output_through_a_zero_gradient_checks_what_the_nodes_behind_saved(op, write_after,
+                                                                                              compiled):
     want = _partial_backward(torch, op, lambda f: f, write_after)
     got = _partial_backward(fg, op, fg.compile if compiled else (lambda f: f), write_after)
     if write_after:

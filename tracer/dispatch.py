@@ -78,7 +78,8 @@ def _no_grad_view_subject(node, output_nr: int) -> str:
     """How torch's errors name a view made under no_grad: itself, or a view of one by its node."""
     if node is None:
         return "A view was created in no_grad mode and "
-    return f"Output {output_nr} of {short_name(type(node).__name__)} is a view of a view which was created in no_grad mode and "
+    name = short_name(type(node).__name__)      # (SqueezeBackward1: "Squeeze1", as torch's text)
+    return f"Output {output_nr} of {name} is a view of a view which was created in no_grad mode and "
 
 
 def no_grad_view_rebased_error(node=None, output_nr: int = 0) -> RuntimeError:

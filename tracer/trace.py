@@ -147,7 +147,9 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # rebased-view error
         self.no_grad_view_values: dict = {}
         self.overwritten: set = set()      # ids of values a later in-place write replaced (Trace._replaced)
-        self.part_values: dict = {}         # value id -> (the error a saved part of split made here raises, PartViewSaved; its base, see note_part)
+        # value id -> (the error a saved part of split made here raises, PartViewSaved; its
+        # base where it needs no grad: see note_part)
+        self.part_values: dict = {}
         # value id -> (node, output_nr) of the values an op with grad read from a view made
         # under no_grad (from outside the call, or a view of one made here by that node):
         # torch's node saved the view itself, whose unpack after a write moved its counter

@@ -88,7 +88,7 @@ class TraceViews:
             if no_grad:
                 t.__dict__["_multi_output_no_grad"] = True
             name = self.grad_instrs.get(id(self.instrs[-1])) if self.instrs else None
-            if no_grad or name is not None and self.instrs[-1].outputs[0] is t._sym:
+            if t._sym is not None and (no_grad or name is not None and self.instrs[-1].outputs[0] is t._sym):
                 # (saved, its counter moved: "Output 0 of Select ..." at the backward, PartViewSaved;
                 # of a part without grad, the no_grad text, which names no node)
                 from .splitting import multi_output_rebased_error

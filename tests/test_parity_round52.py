@@ -24,7 +24,8 @@ SqueezeBackward1's number (`Output 0 of Squeeze1`), which fusegrad dropped (seed
 view of a view made under no_grad keeps torch's strides along size-1 dims (`a[::2].view(1, 3)`
 of a [1, 3] row), so writing it into `a` is torch's full overlap, not a partial one (seeds
 145629, 214700); and a view from outside a compiled call, whose detach() was written with a
-value that requires grad, is read in the call after (seed 214684: an AttributeError)."""
+value that requires grad, is read in the call after (seed 214684: an AttributeError). unsqueeze and a None index take
+torch's unsqueeze strides (the reshape op knows the dim it inserted)."""
 import numpy as np
 import pytest
 
@@ -245,3 +246,29 @@ def _outside_view_outcome(L, writes, compile_fn):
 def test_a_view_from_outside_written_after_its_detach_matches_torch(writes, compiled):
     want = _outside_view_outcome(torch, writes, lambda f: f)
     assert _outside_view_outcome(fg, writes, fg.compile if compiled else (lambda f: f)) == want
+
+
+STRIDED_BASES = {
+    "transposed": lambda L: L.arange(24.0).reshape(2, 3, 4).transpose(0, 2),
+    "stepped": lambda L: L.arange(48.0).reshape(2, 3, 8)[:, :, ::2],
+    "one_row": lambda L: L.arange(48.0).reshape(4, 12)[::2, ::2][:1],
+    "column": lambda L: L.arange(12.0).reshape(4, 3)[:, 1:2],
+    "expanded": lambda L: L.arange(3.0).reshape(3, 1).expand(3, 4),
+}
+NEW_DIMS = {
+    "unsqueeze_0": lambda t: t.unsqueeze(0),
+    "unsqueeze_1": lambda t: t.unsqueeze(1),
+    "unsqueeze_last": lambda t: t.unsqueeze(-1),
+    "none_first": lambda t: t[None],
+    "none_last": lambda t: t[..., None],
+    "view_with_unit": lambda t: t.reshape(*t.shape[:-1], 1, t.shape[-1]) if t.is_contiguous() else t.flatten(),
+}
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("new_dim", list(NEW_DIMS))
+@pytest.mark.parametrize("base", list(STRIDED_BASES))
+def test_a_new_size_1_dim_has_torchs_stride(base, new_dim, compiled):
+    def strides(L, compile_fn):
+        return compile_fn(lambda t: NEW_DIMS[new_dim](t))(STRIDED_BASES[base](L)).stride()
+    assert strides(fg, fg.compile if compiled else (lambda f: f)) == strides(torch, lambda f: f)

@@ -2175,7 +2175,7 @@ def unsqueeze(input, dim: int) -> Tensor:
     d = normalize_dim(dim, a.dim() + 1)
     shape = list(a.shape)
     shape.insert(d, 1)
-    return apply_op("reshape", [a], {"shape": tuple(shape)}, "UnsqueezeBackward0")
+    return apply_op("reshape", [a], {"shape": tuple(shape), "inserted": d}, "UnsqueezeBackward0")
 
 
 @_numpy_spellings

@@ -157,7 +157,7 @@ def _apply_steps(t: Tensor, steps) -> Tensor:
         if step[0] == "new":
             new_shape = list(out.shape)
             new_shape.insert(d, 1)
-            out = apply_op("reshape", [out], {"shape": tuple(new_shape)}, "UnsqueezeBackward0")
+            out = apply_op("reshape", [out], {"shape": tuple(new_shape), "inserted": d}, "UnsqueezeBackward0")
             continue
         item = ("i", step[2]) if step[0] == "select" else ("s",) + step[2:]
         index = tuple(("s", 0, s, 1) for s in out.shape[:d]) + (item,)

@@ -141,11 +141,26 @@ def _view_strides(old_shape: tuple, old_strides: tuple, new_shape: tuple):
     return tuple(new_strides) if view_d == -1 else None
 
 
-def _reshape_ref(x: np.ndarray, shape) -> np.ndarray:
+def _unsqueeze_strides(x: np.ndarray, shape: tuple, inserted: int):
+    """torch's strides (in bytes) for unsqueeze(x, inserted) (inferUnsqueezeGeometry): the new
+    dim steps as far as the dim it is inserted before spans, or one element at the end. None
+    where `shape` is not x's with a size-1 dim at `inserted` (a rewrite merged the reshape)."""
+    if not 0 <= inserted <= x.ndim or tuple(shape) != x.shape[:inserted] + (1,) + x.shape[inserted:]:
+        return None
+    step = x.shape[inserted] * x.strides[inserted] if inserted < x.ndim else x.itemsize
+    return x.strides[:inserted] + (step,) + x.strides[inserted:]
+
+
+def _reshape_ref(x: np.ndarray, shape, inserted: int | None = None) -> np.ndarray:
+    """x reshaped, a view where its layout allows, with torch's strides along size-1 dims
+    (`inserted`: the dim an unsqueeze or a None index added, whose stride follows torch's
+    unsqueeze rule rather than view's)."""
     result = np.reshape(x, shape)
     if 1 in result.shape and result.ndim > 1 and result.size > 1 and x.ndim and np.may_share_memory(result, x):
         # (a view with a size-1 dim: torch's strides there, see _view_strides)
-        strides = _view_strides(x.shape, x.strides, result.shape)
+        strides = _unsqueeze_strides(x, result.shape, inserted) if inserted is not None else None
+        if strides is None:
+            strides = _view_strides(x.shape, x.strides, result.shape)
         if strides is not None and strides != result.strides:
             # (over the same elements, a view of the memory's owner: the chain of bases still
             # ends there, which is how a view is told from a copy; as_strided's would not)

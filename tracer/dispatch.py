@@ -445,6 +445,17 @@ def _make_part_views(outs, src, views: tuple) -> None:
             _make_view(out, src, op, frozen)
 
 
+def propagate_multi_output(view, src) -> None:
+    """A view made with grad enabled of a part of split/chunk/unbind (or of a view of one) is
+    such a view too, and of a part of a tensor without grad as that part is (torch's
+    propagate_creation_meta: "Output 0 of Select"; a view made under no_grad takes that mode's
+    meta instead). Eagerly (_make_view) and in a trace (Trace._mark_view)."""
+    if src._multi_output is not None and _grad_state.enabled:
+        view._multi_output = 0
+        if src.__dict__.get("_multi_output_no_grad"):
+            view.__dict__["_multi_output_no_grad"] = True
+
+
 def _make_view(view, src, op: str, frozen: tuple) -> None:
     """`view` (the result of view op `op` on `src`) shares `src`'s memory: give it the
     base, the version counter and the chain of view ops that derive it from the base."""
@@ -457,12 +468,7 @@ def _make_view(view, src, op: str, frozen: tuple) -> None:
     # How to recompute this view from its base, for in-place writes through it.
     view._view_chain = (src._view_chain if src._base is not None else ()) + ((op, frozen),)
     view._view_version = src._vbox[0]
-    if src._multi_output is not None and _grad_state.enabled:
-        # (torch's propagate_creation_meta: "Output 0 of Select"; a view made under no_grad takes
-        # that mode's meta instead)
-        view._multi_output = 0
-        if src.__dict__.get("_multi_output_no_grad"):
-            view.__dict__["_multi_output_no_grad"] = True
+    propagate_multi_output(view, src)
     if (src._no_grad_view or (view._base._requires_grad and not _grad_state.enabled)) and not INTERNAL_VIEWS[0]:
         # torch: a view made under no_grad of a base that requires grad requires grad too,
         # as a leaf without a gradient of its own (edge_of: its edges lead nowhere); an

@@ -18,7 +18,7 @@ import numpy as np
 from fusegrad.ir import OPS, Value
 from fusegrad.ir.program import Instr
 
-from .dispatch import INTERNAL_VIEWS, no_grad_view_rebased_error
+from .dispatch import INTERNAL_VIEWS, no_grad_view_rebased_error, propagate_multi_output
 from .grad_mode import is_grad_enabled
 from .layout import contiguous_strides, strides_of
 from .tensor import Tensor
@@ -82,11 +82,9 @@ class TraceViews:
             # (a view of a value the call wrote to the caller's memory is that memory after the
             # call, on its own base's counter: `t1 = a.data; t1.zero_(); t1.t()` is on t1's)
             self.view_counters[t._sym.id] = self._counter_owner(t)._vbox
-        if src._multi_output is not None and is_grad_enabled():
-            t._multi_output = 0         # (as dispatch._make_view)
-            no_grad = src.__dict__.get("_multi_output_no_grad", False)
-            if no_grad:
-                t.__dict__["_multi_output_no_grad"] = True
+        propagate_multi_output(t, src)
+        if t._multi_output is not None:
+            no_grad = t.__dict__.get("_multi_output_no_grad", False)
             name = self.grad_instrs.get(id(self.instrs[-1])) if self.instrs else None
             if t._sym is not None and (no_grad or name is not None and self.instrs[-1].outputs[0] is t._sym):
                 # (saved, its counter moved: "Output 0 of Select ..." at the backward, PartViewSaved;

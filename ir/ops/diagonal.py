@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import ZERO_DIM, DIMMED, TensorType, float32, float64, int64, result_type
+from .movement import memory_view
 from .registry import MOVEMENT, OpDef, register
 
 
@@ -35,16 +36,9 @@ def strided_view(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
     """A view of x's memory with `shape` and byte `strides` from x's first element, whose chain
     of bases ends at the array owning the memory (so eager dispatch sees a view); where NumPy
     will not lend that memory as a buffer (a strided stand-in of a layout rule), as_strided's."""
-    owner = x
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    try:
-        offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-        view = np.ndarray(tuple(shape), x.dtype, buffer=owner, offset=offset, strides=tuple(strides))
-    except (TypeError, ValueError, BufferError):
+    view = memory_view(x, shape, strides)
+    if view is None:
         return np.lib.stride_tricks.as_strided(x, tuple(shape), tuple(strides), writeable=x.flags.writeable)
-    if not x.flags.writeable:
-        view.flags.writeable = False
     return view
 
 

@@ -116,6 +116,24 @@ def _reshape_infer(types, attrs):
     return [TensorType(shape, t.dtype)]
 
 
+def memory_view(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray | None:
+    """A view of x's memory with `shape` and byte `strides` from x's first element, whose chain
+    of bases ends at the array owning the memory, as NumPy's own views' do (eager dispatch tells
+    a view from a copy by it; as_strided's chain ends at a holder object); read-only where x
+    is. None where NumPy will not lend that memory as one buffer."""
+    owner = x
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    try:
+        view = np.ndarray(tuple(shape), x.dtype, buffer=owner, offset=offset, strides=tuple(strides))
+    except (TypeError, ValueError, BufferError):
+        return None
+    if not x.flags.writeable:
+        view.flags.writeable = False
+    return view
+
+
 def _view_strides(old_shape: tuple, old_strides: tuple, new_shape: tuple):
     """torch's strides (in bytes here) for a view of shape `new_shape` of memory laid out as
     `old_shape`/`old_strides` (ATen's computeStride), or None where no view exists. They differ
@@ -162,16 +180,10 @@ def _reshape_ref(x: np.ndarray, shape, inserted: int | None = None) -> np.ndarra
         if strides is None:
             strides = _view_strides(x.shape, x.strides, result.shape)
         if strides is not None and strides != result.strides:
-            # (over the same elements, a view of the memory's owner: the chain of bases still
-            # ends there, which is how a view is told from a copy; as_strided's would not)
-            owner = result
-            while isinstance(owner.base, np.ndarray):
-                owner = owner.base
-            offset = result.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-            try:
-                result = np.ndarray(result.shape, result.dtype, buffer=owner, offset=offset, strides=strides)
-            except (TypeError, ValueError, BufferError):
-                pass        # (an owner not exportable as one buffer: NumPy's strides, as before)
+            # (over the same elements; where the memory cannot be lent so, NumPy's strides)
+            view = memory_view(result, result.shape, strides)
+            if view is not None:
+                result = view
     return result
 
 
@@ -262,15 +274,10 @@ def _expand_ref(x, shape):
     strides = tuple(strides)
     if strides == out.strides:
         return out
-    # A read-only view of x's memory with these strides, whose chain of bases ends at the array
-    # owning the memory, as NumPy's views' do (as_strided's would end at a holder object)
-    owner = x
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-    try:
-        view = np.ndarray(tuple(shape), x.dtype, buffer=owner, offset=offset, strides=strides)
-    except (TypeError, ValueError):         # (memory NumPy will not lend as a buffer: its strides)
+    # A read-only view of x's memory with these strides (memory_view); where NumPy will not
+    # lend the memory as a buffer, its own strides
+    view = memory_view(x, shape, strides)
+    if view is None:
         return out
     view.flags.writeable = False
     return view

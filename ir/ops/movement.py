@@ -174,7 +174,9 @@ def _reshape_ref(x: np.ndarray, shape, inserted: int | None = None) -> np.ndarra
     (`inserted`: the dim an unsqueeze or a None index added, whose stride follows torch's
     unsqueeze rule rather than view's)."""
     result = np.reshape(x, shape)
-    if 1 in result.shape and result.ndim > 1 and result.size > 1 and x.ndim and np.may_share_memory(result, x):
+    # (a C-contiguous x without size-1 dims: NumPy's strides are already torch's)
+    if (1 in result.shape and result.ndim > 1 and result.size > 1 and x.ndim
+            and not (1 not in x.shape and x.flags.c_contiguous) and np.may_share_memory(result, x)):
         # (a view with a size-1 dim: torch's strides there, see _view_strides)
         strides = _unsqueeze_strides(x, result.shape, inserted) if inserted is not None else None
         if strides is None:

@@ -284,7 +284,18 @@ def setitem(t: Tensor, key, value) -> None:
     # reaches (an empty index); its CopySlices, also of a key that selects every element
     # through a new axis (t[None]), zeroes the region in the gradient itself (full slices)
     index = () if whole else items if items else _full_slices(tuple(t.shape))
+    # torch writes a part through the view t[key], not t: a view t that needed no grad then
+    # records nothing, so stays without its node (dispatch._make_view) though the write
+    # gives its base a history, and its own in-place check still takes it for a leaf
+    nodeless = not whole and t.__dict__.get("_nodeless", False) and not _needs_grad(t)
     apply_op("index_put", [t, value], {"index": index}, name, out=t)
+    if nodeless:
+        t.__dict__["_nodeless"] = True
+
+
+def _needs_grad(t: Tensor) -> bool:
+    """Whether t requires grad as it is, its base's history included, asking for no node."""
+    return t._requires_grad or (t._base is not None and t._base._requires_grad)
 
 
 def _views_an_expand_in_trace(t: Tensor) -> bool:
@@ -315,7 +326,7 @@ def _check_written(t: Tensor, key, whole: bool) -> None:
         # (traced too: a leaf written under no_grad)
         through = "" if whole and (t._base is None or transform_input) else "a view of "
         raise RuntimeError(f"{through}a leaf Variable that requires grad is being used in an in-place operation.")
-    if not whole and is_grad_enabled():
+    if not whole and is_grad_enabled() and _needs_grad(t):
         t.__dict__.pop("_nodeless", None)   # (torch writes through t[key], whose node reads t's)
     if not whole and t._multi_output is not None and t._requires_grad and is_grad_enabled():
         # a part of split/unbind: torch writes through t[key], and the error names that view's

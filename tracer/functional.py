@@ -763,9 +763,11 @@ def _batched_product(a: Tensor, b: Tensor) -> Tensor:
 def _unsafe_view(t: Tensor) -> Tensor:
     """torch's _unsafe_view: a view of memory that nothing else holds (a copy, a product made
     for it) is not a view: no `_base`, so an in-place write records its own op on it
-    (AddBackward0), not a CopySlices on the hidden base."""
+    (AddBackward0), not a CopySlices on the hidden base; and its version counter is its own
+    (kron's views of its operands, saved by its product, do not see a later write to them)."""
     t._base = None
     t._view_chain = ()
+    t._vbox = [0]
     return t
 
 

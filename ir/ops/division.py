@@ -96,7 +96,9 @@ _FLOAT_KERNELS = {"kernel_floats_only": True, "value_checks": lambda ins: not in
 for _name, _ref, _vjp, _cpu in (("div_floor", _div_floor_ref, _zero_grads, "div_floor_cpu"),
                                 ("div_trunc", _div_trunc_ref, _zero_grads, "div_trunc_cpu"),
                                 ("remainder", _remainder_ref, _remainder_vjp, "remainder_cpu")):
+    # (remainder's node unpacks other, then self; the rounding divisions' save nothing)
     elementwise(_name, _ref, _vjp, f"fg_{_name}({{0}}, {{1}})",
-                bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"), extra=_FLOAT_KERNELS,
+                bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"),
+                extra={**_FLOAT_KERNELS, "unpack_order": (("in", 1), ("in", 0))} if _name == "remainder" else _FLOAT_KERNELS,
                 doc=f"{_name}(a, b): torch's {_name.replace('_', ' ')} (see ir/ops/division.py)")
 del _name, _ref, _vjp, _cpu

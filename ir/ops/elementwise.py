@@ -551,7 +551,8 @@ def _clamp_ref(x, lo, hi):
     return np.minimum(hi, np.maximum(lo, x))
 
 
-elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})")
+elementwise("clamp", _clamp_ref, _clamp_vjp, "fg_clamp({0}, {1}, {2})",
+            extra={"unpack_order": (("in", 2), ("in", 1), ("in", 0))})     # torch's max, min, self
 
 
 # clamp with one tensor bound (torch's clamp_backward_min_max with the other bound undefined):

@@ -70,7 +70,8 @@ def _lerp_vjp(e, x, y, g, a, n):
 
 register(OpDef("lerp", COMPOSITE, _infer_map("lerp", float_only=True), _lerp_ref, _lerp_vjp,
                decompose=_lerp_decompose, doc="lerp(self, end, weight): torch's linear interpolation",
-               extra={"scalar_attributes": (2,)}))      # (LerpBackward0 keeps a number weight: not saved)
+               # (LerpBackward0 keeps a number weight: not saved; LerpBackward1 unpacks end, self, weight)
+               extra={"scalar_attributes": (2,), "unpack_order": (("in", 1), ("in", 0), ("in", 2))}))
 
 
 # ------------------------------------------------------------------ addcmul / addcdiv
@@ -91,10 +92,11 @@ def _addcdiv_vjp(e, x, y, g, a, n):
 
 # torch's addcmul kernel, self + value * t1 * t2, contracted by GCC: fma(value * t1, t2, self)
 elementwise("addcmul", _quiet(lambda s, t1, t2, v: fma.fma(v * t1, t2, s, s.dtype)), _addcmul_vjp,
-            "fg_fma({3} * {1}, {2}, {0})", nondiff_inputs=(3,),
+            "fg_fma({3} * {1}, {2}, {0})", nondiff_inputs=(3,), extra={"unpack_order": (("in", 1), ("in", 2))},
             doc="addcmul(self, t1, t2, value): self + value * t1 * t2 (the last addition fused)")
 elementwise("addcdiv", _quiet(lambda s, t1, t2, v: np.asarray(s + v * t1 / t2, s.dtype)), _addcdiv_vjp,
             "({0} + {3} * {1} / {2})", float_only=True, nondiff_inputs=(3,),
+            extra={"unpack_order": (("in", 1), ("in", 2))},          # torch's tensor1, tensor2
             doc="addcdiv(self, t1, t2, value): self + value * t1 / t2")
 
 
@@ -106,6 +108,7 @@ def _hypot_vjp(e, x, y, g, a, n):
 
 
 elementwise("hypot", _quiet(np.hypot), _hypot_vjp, "np.hypot({0}, {1})", float_only=True,
+            extra={"unpack_order": (("in", 1), ("out", 0), ("in", 0))},   # torch's other, result, self
             doc="hypot(a, b): sqrt(a**2 + b**2) without overflow")
 
 
@@ -173,7 +176,8 @@ def _xlogy_vjp(e, x, y, g, a, n):
 
 
 register(OpDef("xlogy", COMPOSITE, _infer_map("xlogy", float_only=True), _xlogy_ref, _xlogy_vjp,
-               decompose=_xlogy_decompose, doc="xlogy(x, y): x * log(y), 0 where x == 0 (NaN where y is)"))
+               decompose=_xlogy_decompose, doc="xlogy(x, y): x * log(y), 0 where x == 0 (NaN where y is)",
+               extra={"unpack_order": (("in", 1), ("in", 0))}))       # torch's other, self
 
 
 # ------------------------------------------------------------------ logit
@@ -344,7 +348,7 @@ def _fmod_vjp(e, x, y, g, a, n):
 
 elementwise("fmod", _fmod_ref, _fmod_vjp, "np.fmod({0}, {1})",
             bool_error=NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'"),
-            extra={"kernel_floats_only": True, "check_now": _fmod_check_now,
+            extra={"kernel_floats_only": True, "check_now": _fmod_check_now, "unpack_order": (("in", 1), ("in", 0)),
                    "value_checks": lambda ins: not ins.inputs[1].dtype.is_floating_point},
             doc="fmod(a, b): C's fmod, the sign of the dividend (integers: a zero divisor raises)")
 

@@ -271,7 +271,7 @@ def _addmm_decompose(e, xs, a):
 
 register(OpDef("addmm", COMPOSITE, _addmm_infer, _addmm_ref, _addmm_vjp, decompose=_addmm_decompose,
                doc="addmm(bias, mat1, mat2): bias + mat1 @ mat2 (a linear layer)",
-               extra={"ref_into": _addmm_into}))
+               extra={"ref_into": _addmm_into, "unpack_order": (("in", 1), ("in", 2))}))     # torch's mat1, mat2
 
 
 # ------------------------------------------------------------------ softmax

@@ -109,7 +109,9 @@ def _add_product_vjp(e, x, y, g, a, n):
 register(OpDef("add_product", COMPOSITE, _add_product_infer, _add_product_ref, _add_product_vjp,
                decompose=_add_product_decompose,
                doc="add_product(bias, m1, m2; kind, beta, alpha): beta * bias + alpha * m1 @ m2 "
-                   "(addmm, addmv, addr, baddbmm, addbmm)"))
+                   "(addmm, addmv, addr, baddbmm, addbmm)",
+               # (torch's nodes unpack mat1/mat/vec1/batch1 before mat2/vec/vec2/batch2)
+               extra={"unpack_order": (("in", 1), ("in", 2))}))
 
 
 # ------------------------------------------------------------------ cross

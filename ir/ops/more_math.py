@@ -127,7 +127,8 @@ def _atan2_vjp(e, x, y, g, a, n):
             e.mul(e.mul(g[0], e.neg(top)), recip) if n[1] else None]
 
 
-elementwise("atan2", _atan2_ref, _atan2_vjp, "fg_atan2({0}, {1})", float_only=True)
+elementwise("atan2", _atan2_ref, _atan2_vjp, "fg_atan2({0}, {1})", float_only=True,
+            extra={"unpack_order": (("in", 1), ("in", 0))})        # torch's other, self
 
 
 # ------------------------------------------------------------------ logsumexp

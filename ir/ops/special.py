@@ -468,8 +468,10 @@ def _xlog1py_ref(x, y):
 
 
 # ------------------------------------------------------------------ the ops
-def _declare(name, ref, vjp, doc, node=None):
+def _declare(name, ref, vjp, doc, node=None, unpack_order=None):
     extra = {"reference_why": f"{name}: float64 NumPy series and rational approximations (no vmath kernel)"}
+    if unpack_order:
+        extra["unpack_order"] = unpack_order
     if node:
         extra["node"] = node
     register(OpDef(name, COMPOSITE, _infer_map(name, float_only=True), ref, vjp, reference_only=True,
@@ -570,4 +572,4 @@ _declare("log_ndtr", _rounded(log_ndtr64), _log_ndtr_vjp, "log_ndtr(x): log of t
          node="SpecialLogNdtrBackward0")
 _declare("entr", _entr_ref, _entr_vjp, "entr(x): -x log x, 0 at 0, -inf below", node="SpecialEntrBackward0")
 _declare("xlog1py", _xlog1py_ref, _xlog1py_vjp, "xlog1py(x, y): x * log1p(y), 0 where x == 0 (NaN where y is)",
-         node="SpecialXlog1PyBackward0")
+         node="SpecialXlog1PyBackward0", unpack_order=(("in", 1), ("in", 0)))     # torch's other, self

@@ -418,7 +418,8 @@ def _fextreme(name: str, largest: bool):
         return [e.where(mine, g[0], 0) if n[0] else None, e.where(mine, 0, g[0]) if n[1] else None]
 
     register(OpDef(name, COMPOSITE, _infer_map(name), ref, vjp, decompose=decompose,
-                   doc=f"{name}(x, y): the {'larger' if largest else 'smaller'} of x and y, a NaN losing"))
+                   doc=f"{name}(x, y): the {'larger' if largest else 'smaller'} of x and y, a NaN losing",
+                   extra={"unpack_order": (("in", 1), ("in", 0))}))        # torch's other, self
 
 
 _fextreme("fmax", True)

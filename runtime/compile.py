@@ -604,7 +604,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # keep their graph): a later backward from those raises (BackwardFn.freed_outputs)
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
         and not freed else None
-    no_derivative = grads = keyed = cached = None   # (no_derivative: torch's error for a backward through an op without one)
+    no_derivative = grads = keyed = cached = ranks = None   # (no_derivative: torch's error for a backward through an op without one)
     no_derivative_class = RuntimeError
     if gradients_may_flow and not freed:
         b = Builder(Program())
@@ -654,6 +654,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
         if INFERENCE_MADE[0]:
             _refuse_saved_inference(trace, saved)
         backward = (cached[0], saved, list(cached[2]))
+        ranks = cached[3]
     elif grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
         totals_at = []          # (index among grad_outs, position among the backward's outputs)
@@ -677,11 +678,15 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 met_at = trace.checked_at(instrs, reaching, nowhere)
         bwd = simplify(b.program)
         saved = free_values(bwd)
+        # (worked out once for a kept program, and where the stale scan did it already; None
+        # otherwise: the changed value checked first is the first saved)
+        ranks = _check_ranks(trace, instrs, out_values, wrt, saved, met_at) \
+            if keyed is not None or met_at is not None else None
         if INFERENCE_MADE[0]:
             _refuse_saved_inference(trace, saved)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
         if keyed is not None:
-            keep_backward(keyed[0], backward[0], saved, keyed[1], backward[2])
+            keep_backward(keyed[0], backward[0], saved, keyed[1], backward[2], ranks)
     if backward is not None:
         outputs = outputs + [v for v in saved if v.id not in seen]
         program = live_program(trace.program, outputs)
@@ -806,6 +811,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.promoted = [(k, weakref.ref(t)) for k, (t, view_shape) in promoted.items() if view_shape is None]
             back.stale = stale
             back.met_at = met_at
+            back.check_ranks = ranks
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             if back.checks:
                 back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
@@ -1080,6 +1086,15 @@ def _gone_leaves(trace: Trace) -> list:
     AccumulateGrad, so a backward from the outputs runs the nodes on the way to them."""
     return [state["_leaf_value"] for ref, state in zip(trace.new_leaves, trace.new_leaf_states)
             if ref() is None and "_leaf_value" in state and not state.get("_transform_done", False)]
+
+
+def _check_ranks(trace: Trace, instrs: list, out_values: list, wrt: list, saved: list, met_at: dict | None):
+    """Per saved value, where a backward meets the node that checks it (Trace.checked_at: the
+    larger, the sooner; None where no node does): of several saved tensors changed after the
+    call, torch's engine raises for the one it unpacks first (BackwardFn._check_versions)."""
+    if met_at is None:
+        met_at = trace.checked_at(instrs, active_values(instrs, out_values, wrt))
+    return tuple([met_at.get(v.id) for v in saved])
 
 
 def _stale_before_freed(trace: Trace, outputs: list, grad_outs: list, boundary: list):

@@ -156,6 +156,7 @@ class BackwardFn:
         self.node = None        # weak reference to the CompiledFunctionBackward node
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
                                 # the saved view's shape or None, index in saved) (saved_checks)
+        self.check_ranks = None     # per saved value, how soon a backward meets its check (compile._check_ranks)
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
         self._programs_for = {}     # `given` -> the backward program without the absent cotangents
         self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
@@ -262,9 +263,16 @@ class BackwardFn:
         if after is not None:
             self._raise_first_met(self.met_at, reached, after, skip)
             return
-        for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and (reached is None or k in reached) and not (skip and self.saved_ids[k] in skip):
-                _raise_modified(box, version, ref(), where, shape, self.saved[k])
+        changed = [check for check in self.checks if check[0][0] != check[1] and (reached is None or check[5] in reached)
+                   and not (skip and self.saved_ids[check[5]] in skip)]
+        if not changed:
+            return
+        ranks = self.check_ranks
+        if len(changed) > 1 and ranks is not None and all(ranks[check[5]] is not None for check in changed):
+            # (the one whose node the backward meets first, and of one node's, the one it unpacks first)
+            changed.sort(key=lambda check: -ranks[check[5]])
+        box, version, ref, where, shape, k = changed[0]
+        _raise_modified(box, version, ref(), where, shape, self.saved[k])
 
     def _raise_first_met(self, met: dict, reached, after: int | None, skip=None) -> None:
         """The version error of the saved value changed since the call (among `reached`; None:

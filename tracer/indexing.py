@@ -29,7 +29,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _full_slices,
                        _overlaps_itself, apply_op, write_aliased, writes_expanded_memory)
-from .layout import torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
+from .layout import detached_from, torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
 from .grad_mode import is_grad_enabled
@@ -302,13 +302,7 @@ def _views_an_expand_in_trace(t: Tensor) -> bool:
     """Whether traced `t` is an expand's memory: a view through an expand, or a detach() (or
     .data) of one made in the call (`(x * 1).expand(3, 3).detach()[1, 0] = 5` writes one
     element, which every row shares)."""
-    trace = trace_state.current()
-    while t._base is None and trace is not None:
-        link = trace.detach_source.get(id(t))
-        if link is None or link[0]() is not t:
-            break
-        t = link[1]
-    return views_an_expand(t)
+    return views_an_expand(detached_from(t))
 
 
 def _check_written(t: Tensor, key, whole: bool) -> None:

@@ -361,8 +361,24 @@ def traced_partial_overlap(target: Tensor, operands, region=None, broadcast_pass
     return False
 
 
+def detached_from(t: Tensor) -> Tensor:
+    """The tensor that `t`, a detach() or .data made in the current call, was taken of (through
+    such links, back to a view or a tensor of its own; `t` itself where it is none): its elements
+    lie in memory as that tensor's do."""
+    from . import trace_state
+    trace = trace_state.current()
+    while t._base is None and trace is not None:
+        link = trace.detach_source.get(id(t))
+        if link is None or link[0]() is not t:
+            break
+        t = link[1]
+    return t
+
+
 def traced_overlaps_itself(t: Tensor) -> bool:
-    """Do two elements of traced view `t` (an expand's) share memory?"""
+    """Do two elements of traced view `t` (an expand's, or a detach() of one made in the call)
+    share memory?"""
+    t = detached_from(t)
     if t._base is None:
         return False
     _, ids = _element_ids(t)

@@ -34,7 +34,8 @@ from fusegrad.ir.program import Instr, _ids
 from fusegrad.ir.interpreter import reference_apply
 
 from . import parser_errors, trace_state
-from .dispatch import _FILLS, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap, part_views
+from .dispatch import (_FILLS, _OVERLAP_MSG, _PARTIAL_OVERLAP, ZERO_DIM_TYPES, _check_no_partial_overlap,
+                       _overlaps_itself, part_views)
 from .layout import (contiguous_strides, odd_unit_strides, replay_on_ids, replayed_view, same_elements,
                      traced_elementwise_layout, traced_partial_overlap, traced_result_layout)
 from .grad_mode import is_grad_enabled
@@ -723,6 +724,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             elif len(out_type.shape) > 1 and "result_order" in opdef.extra:
                 self._lay_out_by_rule(t, opdef.extra["result_order"], inputs, frozen)
             return t
+        if out is not None and out._data is not None and self.writing is None and op != "graft" and \
+                name not in _FILLS and _overlaps_itself(out._data):
+            # a tensor from outside over an expand's memory (its detach(), which has no view of
+            # its own to tell): refused before anything is recorded, as eagerly (_write_inplace)
+            raise RuntimeError(_OVERLAP_MSG)
         outs = tuple([Value(t) for t in out_types])
         ins = Instr(op, values, outs, frozen)
         self.instrs.append(ins)

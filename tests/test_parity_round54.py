@@ -9,6 +9,11 @@ baddbmm, addbmm); OpDef.extra["unpack_order"] now gives torch's. A compiled call
 checked its saved tensors in the order the backward program reads them: it now raises for the
 one a backward meets first (BackwardFn.check_ranks), as the eager engine does.
 
+And: cummax and cummin save their input (torch's node keeps it, for its shape), so writing it
+in place before the backward raises (fusegrad's backward, which reads only the indices, saved
+nothing of it; and the eager engine did not check a saved slot its VJP does not read for any
+opaque op, not only for a compiled call's node).
+
 And: torch's kron views its operands with _unsafe_view, whose results count their own versions,
 so a write of an operand after the call does not stop the backward (eagerly; see
 test_kron_compiled_still_checks_its_operands)."""
@@ -50,6 +55,8 @@ OPS = {
     "linear": (lambda L, a, b, c: L.nn.functional.linear(a.reshape(1, 3), b.reshape(1, 3), c[:1]).sum(), 3),
     "kron": (lambda L, a, b: L.kron(a, b).sum(), 2),
     "two_nodes": (lambda L, a, b: (a.exp() * b).sum() + (a * b).tanh().sum(), 2),
+    "cummax": (lambda L, a: L.cummax(a, 0)[0].sum(), 1),
+    "cummin_2d": (lambda L, a, b: L.cummin(L.outer(a, b), 1)[0].sum(), 2),
 }
 
 

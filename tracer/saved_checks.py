@@ -98,7 +98,7 @@ def _check_unread(node, reads) -> None:
     (a result saved for another input's gradient: x ** e): torch's node unpacks, and so
     checks, every value it saved, whichever gradients it computes. (Not a compiled call's node:
     the inputs it keeps are for a create_graph re-expansion; its own checks are its saved values'.)"""
-    if OPS[node.op].group == OPAQUE:
+    if node.op == "custom_call":
         return
     outer = _outer_level_slots(node)
     for slot, saved in node.saved.items():

@@ -157,15 +157,18 @@ def _cumextreme_ref(x, axis, largest):
 
 
 def _cumextreme_vjp(e, x, y, g, a, n):
-    # torch's cummaxmin_backward: zeros with grad scatter-added at the indices
+    # torch's cummaxmin_backward: zeros with grad scatter-added at the indices (zeros that read
+    # self: torch's node saves it, so a change of it in place before the backward raises)
     if not x[0].shape:
         return [g[0]]
-    return [e.op("scatter_add", e.zeros_like(x[0]), y[1], g[0], axis=a["axis"])]
+    return [e.op("scatter_add", e.zeros_reading(x[0], x[0]), y[1], g[0], axis=a["axis"])]
 
 
 register(OpDef("cumextreme", OPAQUE, _cumextreme_infer, _cumextreme_ref, _cumextreme_vjp, reference_only=True,
                nondiff_outputs=(1,), doc="cumextreme(x; axis, largest) -> (values, indices): cummax / cummin",
-               extra={"reference_why": _SCAN}))
+               # (torch's node saves self, for its shape, and unpacks indices first)
+               extra={"reference_why": _SCAN, "always_saves": (("in", 0), ("out", 1)),
+                      "unpack_order": (("out", 1), ("in", 0))}))
 
 
 # ------------------------------------------------------------------ logcumsumexp

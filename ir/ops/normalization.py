@@ -70,4 +70,7 @@ def _vjp(e, x, y, g, a, n):
 
 register(OpDef("layer_norm", COMPOSITE, _infer, _ref, _vjp, decompose=_decompose,
                doc="layer_norm(x, weight, bias; ndim, eps): normalise the last ndim dims, scale, shift",
-               extra={"row_major_result": True}))
+               # (torch's NativeLayerNormBackward0 saves input, weight and bias for every gradient,
+               # and unpacks bias first)
+               extra={"row_major_result": True, "always_saves": (("in", 0), ("in", 1), ("in", 2)),
+                      "unpack_order": (("in", 2), ("in", 0), ("in", 1))}))

@@ -25,6 +25,10 @@ from .conv import col2im, windows
 from .registry import OPAQUE, OpDef, register
 
 _WHY = {"reference_why": "window views and gathers: only NumPy runs it", "row_major_result": True}
+# (torch's nodes save self whether or not their formula reads its values: a max pool's with its
+# indices, unpacked first, result1 before self)
+_SAVES_SELF = {"always_saves": (("in", 0),)}
+_SAVES_SELF_AND_INDICES = {"always_saves": (("in", 0), ("out", 1)), "unpack_order": (("out", 1), ("in", 0))}
 
 
 def pool_output_size(size, kernel, stride, padding, dilation, ceil_mode) -> tuple:
@@ -110,7 +114,7 @@ def _max_pool_vjp(e, x, y, g, a, n):
 register(OpDef("max_pool", OPAQUE, _max_pool_infer, _max_pool_ref, _max_pool_vjp, reference_only=True,
                nondiff_outputs=(1,),
                doc="max_pool(x; kernel_size, stride, padding, dilation, ceil_mode) -> (values, flat indices)",
-               extra=dict(_WHY, node="MaxPool2DWithIndicesBackward0")))
+               extra=dict(_WHY, node="MaxPool2DWithIndicesBackward0", **_SAVES_SELF_AND_INDICES)))
 
 
 # ---------------------------------------------------------------- average pooling
@@ -185,7 +189,7 @@ _avg_backward_vjp = _forward_of_adjoint("avg_pool")
 
 register(OpDef("avg_pool", OPAQUE, _avg_infer, _avg_ref, _avg_vjp, reference_only=True,
                doc="avg_pool(x; kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",
-               extra=dict(_WHY, node="AvgPool2DBackward0")))
+               extra=dict(_WHY, node="AvgPool2DBackward0", **_SAVES_SELF)))
 register(OpDef("avg_pool_backward", OPAQUE, _avg_backward_infer, _avg_backward_ref, _avg_backward_vjp,
                reference_only=True, doc="avg_pool_backward(g; input_size, ...): avg_pool's gradient (its adjoint)",
                extra=dict(_WHY, node="AvgPool2DBackwardBackward0")))
@@ -298,10 +302,10 @@ def _adaptive_backward_vjp(e, x, y, g, a, n):
 register(OpDef("adaptive_max_pool", OPAQUE, _adaptive_max_infer, _adaptive_max_ref, _max_pool_vjp,
                reference_only=True, nondiff_outputs=(1,),
                doc="adaptive_max_pool(x; output_size) -> (values, flat indices)",
-               extra=dict(_WHY, node="AdaptiveMaxPool2DBackward0")))
+               extra=dict(_WHY, node="AdaptiveMaxPool2DBackward0", **_SAVES_SELF_AND_INDICES)))
 register(OpDef("adaptive_avg_pool", OPAQUE, _adaptive_infer, _adaptive_avg_ref, _adaptive_avg_vjp,
                reference_only=True, doc="adaptive_avg_pool(x; output_size)",
-               extra=dict(_WHY, node="AdaptiveAvgPool2DBackward0")))
+               extra=dict(_WHY, node="AdaptiveAvgPool2DBackward0", **_SAVES_SELF)))
 register(OpDef("adaptive_avg_pool_backward", OPAQUE, _adaptive_backward_infer, _adaptive_backward_ref,
                _adaptive_backward_vjp, reference_only=True,
                doc="adaptive_avg_pool_backward(g; input_size): adaptive_avg_pool's gradient (its adjoint)",

@@ -689,9 +689,13 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
             continue
         if by_memory is None:
-            by_memory = {}
-            for x in read:
-                if x._data is not None:
+            # (the memory the call read, then its outputs' and the tensors it made or wrote: a
+            # view of an output saved, `h.t()` of a returned h by a product, is checked by h's
+            # counter, as torch's saved view shares it)
+            by_memory, seen = {}, set()
+            for x in [*read, *grad_outs, *others]:
+                if x._data is not None and id(x) not in seen:
+                    seen.add(id(x))
                     by_memory.setdefault(id(_memory_owner(x._data)), []).append(x)
         candidates = [x for x in by_memory.get(id(_memory_owner(a)), ()) if np.may_share_memory(a, x._data)]
         box = counters[k] if counters is not None else None

@@ -14,9 +14,18 @@ in place before the backward raises (fusegrad's backward, which reads only the i
 nothing of it; and the eager engine did not check a saved slot its VJP does not read for any
 opaque op, not only for a compiled call's node).
 
+And: layer_norm saves its bias and the pools their input as torch's nodes do (always_saves),
+so an eager backward after writing one raises (a compiled backward, which reads only their
+shapes, does not: a known difference); and a compiled call's saved view of one of its outputs
+(`h.t()` saved by a product, `h.expand(...)` by pow) is checked by that output's counter, as
+torch's saved view shares it (runtime/compiled_backward.saved_checks looked only at the tensors
+the call read from outside).
+
 And: torch's kron views its operands with _unsafe_view, whose results count their own versions,
 so a write of an operand after the call does not stop the backward (eagerly; see
 test_kron_compiled_still_checks_its_operands)."""
+import re
+
 import pytest
 
 import fusegrad as fg
@@ -57,6 +66,14 @@ OPS = {
     "two_nodes": (lambda L, a, b: (a.exp() * b).sum() + (a * b).tanh().sum(), 2),
     "cummax": (lambda L, a: L.cummax(a, 0)[0].sum(), 1),
     "cummin_2d": (lambda L, a, b: L.cummin(L.outer(a, b), 1)[0].sum(), 2),
+    "layer_norm": (lambda L, a, b, c: L.nn.functional.layer_norm(a.reshape(1, 3), (3,), b, c).pow(2).sum(), 3),
+    "max_pool2d": (lambda L, a: L.nn.functional.max_pool2d(a.reshape(1, 1, 1, 3), (1, 2)).pow(2).sum(), 1),
+    "max_pool1d": (lambda L, a: L.nn.functional.max_pool1d(a.reshape(1, 1, 3), 2).pow(2).sum(), 1),
+    "avg_pool1d": (lambda L, a: L.nn.functional.avg_pool1d(a.reshape(1, 1, 3), 2).pow(2).sum(), 1),
+    "avg_pool2d": (lambda L, a: L.nn.functional.avg_pool2d(a.reshape(1, 1, 1, 3), (1, 2)).pow(2).sum(), 1),
+    "adaptive_max_pool1d": (lambda L, a: L.nn.functional.adaptive_max_pool1d(a.reshape(1, 1, 3), 2).pow(2).sum(), 1),
+    "adaptive_avg_pool2d": (lambda L, a: L.nn.functional.adaptive_avg_pool2d(a.reshape(1, 1, 1, 3), (1, 2))
+                            .pow(2).sum(), 1),
 }
 
 
@@ -73,6 +90,10 @@ def _outcome(L, op, written, compile_fn):
     return error if error is not None else [None if x.grad is None else x.grad.tolist() for x in xs]
 
 
+# (op -> operands torch's node saves that a compiled backward does not read: not checked there)
+UNREAD_IN_COMPILED = {"layer_norm": (2,), "max_pool2d": (0,), "max_pool1d": (0,), "avg_pool1d": (0,),
+                      "avg_pool2d": (0,), "adaptive_max_pool1d": (0,), "adaptive_avg_pool2d": (0,)}
+
 CASES = [(op, written) for op, (_, count) in OPS.items() for written in [None, *range(count)]]
 
 
@@ -81,6 +102,9 @@ CASES = [(op, written) for op, (_, count) in OPS.items() for written in [None, *
 def test_the_changed_saved_tensor_named_is_the_one_torch_unpacks_first(op, written, compiled):
     if compiled and op == "kron":
         pytest.skip("a compiled kron's backward reads its operands, not views of their own (see below)")
+    if compiled and op in UNREAD_IN_COMPILED and written in (None, *UNREAD_IN_COMPILED[op]):
+        pytest.skip("known difference: torch's node saves this operand though its formula reads only its "
+                    "shape; a compiled backward checks only what it reads (eager checks it)")
     want = _outcome(torch, op, written, lambda f: f)
     got = _outcome(fg, op, written, fg.compile if compiled else (lambda f: f))
     if isinstance(want, str):
@@ -97,3 +121,50 @@ def test_kron_compiled_still_checks_its_operands():
     # backward checks their versions where torch's _unsafe_view counted its own)
     assert not isinstance(_outcome(torch, "kron", 0, lambda f: f), str)
     assert "is at version 1; expected version 0 instead" in _outcome(fg, "kron", 0, fg.compile)
+
+
+# (ops saving a view of an operand; the operands are outputs of the call too, written after it)
+SAVING_VIEWS = {
+    "linear": (lambda F, a, w, b: F.linear(a, w, b).pow(2).sum(), [(2, 3), (4, 3), (4,)]),
+    "linear_no_bias": (lambda F, a, w: F.linear(a, w).pow(2).sum(), [(2, 3), (4, 3)]),
+    "batch_norm": (lambda F, a, w, b: F.batch_norm(a, None, None, w, b, training=True).pow(2).sum(),
+                   [(2, 3), (3,), (3,)]),
+    "matmul_3d": (lambda F, a, b: (a @ b).pow(2).sum(), [(2, 2, 3), (3, 2)]),
+    "expand": (lambda F, a: a.expand(2, 2, 3).pow(2).sum(), [(2, 3)]),
+    "outer": (lambda F, a, b: (a[:, None] * b[None, :]).pow(2).sum(), [(3,), (2,)]),
+    "transpose_product": (lambda F, a: (a.t() @ a).sum(), [(2, 3)]),
+}
+
+
+def _output_written(L, op, written, compile_fn):
+    fn, shapes = SAVING_VIEWS[op]
+    xs = [L.full(shape, 0.25 * (k + 1), requires_grad=True) for k, shape in enumerate(shapes)]
+
+    def f(*leaves):
+        hs = [x * 1 for x in leaves]
+        return fn(L.nn.functional, *hs), hs
+    out, hs = compile_fn(f)(*xs)
+    with L.no_grad():
+        hs[written].add_(0.01)
+    error = runtime_error(out.backward)
+    return error if error is not None else [x.grad.reshape(-1).tolist() for x in xs]
+
+
+VIEW_CASES = [(op, k) for op, (_, shapes) in SAVING_VIEWS.items() for k in range(len(shapes))]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("op,written", VIEW_CASES, ids=[f"{op}-{k}" for op, k in VIEW_CASES])
+def test_a_saved_view_of_an_output_of_the_call_is_checked_by_its_counter(op, written, compiled):
+    want = _output_written(torch, op, written, lambda f: f)
+    got = _output_written(fg, op, written, fg.compile if compiled else (lambda f: f))
+    if isinstance(want, str):
+        if compiled:
+            # (an output of the call is the compiled node's, torch eager's is Mul's: the same
+            # error, the saved tensor named by its node in each graph)
+            want, got = (re.sub(r", which is output \d+ of \w+,", "", text) for text in (want, got))
+        assert got == want
+    else:
+        assert not isinstance(got, str), got
+        for ours, theirs in zip(got, want):
+            assert ours == pytest.approx(theirs, rel=1e-5)

@@ -55,9 +55,14 @@ def _native_batch_norm(input, weight, bias, running_mean, running_var, training:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"batch_norm\" not implemented for '{F._dtype_name(input.dtype)}'")
     dtype = input.dtype.np
-    operands = [input,
-                weight.reshape(channels) if weight is not None else np.ones(channels, dtype),
-                bias.reshape(channels) if bias is not None else np.zeros(channels, dtype)]
+
+    def per_channel(t, fill):
+        # (torch's node saves the tensor itself: a view of it would be named as a view when an
+        # in-place change of it stops the backward)
+        if t is None:
+            return fill(channels, dtype)
+        return t if tuple(t.shape) == (channels,) else t.reshape(channels)
+    operands = [input, per_channel(weight, np.ones), per_channel(bias, np.zeros)]
     if not training:
         operands += [running_mean.detach().reshape(channels), running_var.detach().reshape(channels)]
     out = apply_op("batch_norm", operands, {"training": bool(training), "eps": float(eps)},

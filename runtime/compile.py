@@ -678,6 +678,12 @@ def _finish(trace: Trace, result, run: Run) -> None:
                 met_at = trace.checked_at(instrs, reaching, nowhere)
         bwd = simplify(b.program)
         saved = free_values(bwd)
+        unread = _saved_unread(instrs, out_values, wrt, saved)
+        if unread:
+            # (outputs of the backward that nothing uses, BackwardFn.run takes the gradients
+            # before them: so they are saved, and so version-checked, as torch's node saved them)
+            bwd.outputs = bwd.outputs + unread
+            saved = free_values(bwd)
         # (worked out once for a kept program, and where the stale scan did it already; None
         # otherwise: the changed value checked first is the first saved)
         ranks = _check_ranks(trace, instrs, out_values, wrt, saved, met_at) \
@@ -1086,6 +1092,29 @@ def _gone_leaves(trace: Trace) -> list:
     AccumulateGrad, so a backward from the outputs runs the nodes on the way to them."""
     return [state["_leaf_value"] for ref, state in zip(trace.new_leaves, trace.new_leaf_states)
             if ref() is None and "_leaf_value" in state and not state.get("_transform_done", False)]
+
+
+def _saved_unread(instrs: list, out_values: list, wrt: list, read: list) -> list:
+    """The values torch's nodes save whatever their formulas read (OpDef.extra["always_saves"]:
+    a pool's input, layer_norm's bias, of which a backward reads only the shape) and this
+    backward program does not read (`read`), of the instructions whose VJP the backward runs."""
+    candidates = [ins for ins in instrs if "always_saves" in OPS[ins.op].extra]
+    if not candidates:
+        return []
+    have, active, unread = {v.id for v in read}, None, []
+    for ins in candidates:
+        slots = OPS[ins.op].extra["always_saves"]
+        values = [ins.inputs[k] if kind == "in" else ins.outputs[k] for kind, k in slots]
+        if all(v.id in have for v in values):
+            continue
+        if active is None:
+            active = active_values(instrs, out_values, wrt)
+        if any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs):
+            for v in values:
+                if v.id not in have:
+                    have.add(v.id)
+                    unread.append(v)
+    return unread
 
 
 def _check_ranks(trace: Trace, instrs: list, out_values: list, wrt: list, saved: list, met_at: dict | None):

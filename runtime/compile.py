@@ -1145,16 +1145,35 @@ def _idle_stale(trace: Trace, instrs: list, out_values: list, gone: list, bounda
     whose edge leads nowhere, `groups`: the values each of `boundary` held; or one made in the
     call), what the nodes saved for the gradients of their other inputs, and their outputs
     (relu's result written over by a copy_: torch raises)."""
-    idle = {}
+    sources = []
     if gone:
-        idle = stale_by_cotangents(trace, instrs, out_values, gone, active_values(instrs, out_values, gone))
+        sources.append(stale_by_cotangents(trace, instrs, out_values, gone, active_values(instrs, out_values, gone)))
     views = _leading_nowhere(trace, boundary, groups)
     if views and trace.stale:
-        for given, found in stale_by_cotangents(trace, instrs, out_values, views, active_values(instrs, out_values, views),
-                                                leads_nowhere={v.id for v in views}).items():
-            if idle.get(given) is None:
-                idle[given] = found
-    return idle or None
+        sources.append(stale_by_cotangents(trace, instrs, out_values, views, active_values(instrs, out_values, views),
+                                           leads_nowhere={v.id for v in views}))
+    sources = [found for found in sources if found]
+    if not sources:
+        return None
+    # (each a map from the subsets of outputs given cotangents, kept lazy where a call has many
+    # outputs: a copy of its entries would hold only the one for all of them, seed 221577)
+    return sources[0] if len(sources) == 1 else _FirstStale(sources)
+
+
+class _FirstStale:
+    """BackwardFn.idle_stale from several maps like BackwardFn.stale (the paths to leaves the
+    call made that died there, then those to views made under no_grad): for a subset of the
+    outputs, the first map's stale value that is not None."""
+
+    def __init__(self, sources: list):
+        self.sources = sources
+
+    def get(self, given, default=None):
+        for source in self.sources:
+            found = source.get(given, source.get(None))
+            if found is not None:
+                return found
+        return None
 
 
 def _leading_nowhere(trace: Trace, boundary: list, groups: list) -> list:

@@ -371,6 +371,9 @@ def dist(input, other, p=2) -> Tensor:
     """torch.dist: the p-norm of input - other (broadcast; float operands), DistBackward0."""
     a, b = F.as_tensor(input, "dist"), F.as_tensor(other, "dist", "other", 2)
     p = _scalar(p, "dist", "p")
+    if a._dtype is b._dtype and a._dtype.is_floating_point:
+        # (one node, saving both operands as torch's: ir/ops/reduce.py)
+        return apply_op("dist", [a, b], {"p": float(p)}, "DistBackward0")
     diff = F.sub(a, b)      # (torch's dist is the norm of a - b: dtypes promote as sub's)
     if not diff._dtype.is_floating_point:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(diff)} "
@@ -399,8 +402,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary") -> 
         raise RuntimeError("cdist only supports non-negative p values")
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected scalar type {_name(a)} but found {_name(b)}")
-    diff = F.sub(F.unsqueeze(a, -2), F.unsqueeze(b, -3))
-    return _norm_of(diff, p, (diff.dim() - 1,), "CdistBackward0")
+    return apply_op("cdist", [a, b], {"p": float(p)}, "CdistBackward0")       # (ir/ops/reduce.py)
 
 
 # ------------------------------------------------------------------ det, inverse, slogdet, logdet, matrix_power

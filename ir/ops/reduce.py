@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import threaded, torch_order_jit
 from ..types import TensorType, int64
-from .registry import COMPOSITE, REDUCE, OpDef, register
+from .registry import COMPOSITE, REDUCE, OpDef, broadcast_shapes, register
 
 
 def reduced_shape(shape, axes, keepdim):
@@ -795,3 +795,64 @@ register(OpDef("norm", COMPOSITE, _infer_norm, _norm_ref, _norm_vjp, decompose=_
                extra={"row_major_result": True, "eager_ref": _norm_eager_ref, "declined_why": _norm_declined_why,
                       **SELF_THEN_RESULT,
                       "always_saves": SELF_THEN_RESULT["unpack_order"]}))
+
+
+# ------------------------------------------------------------------ dist, cdist
+# torch's dist and cdist save their operands and result (DistBackward0: other, result, self;
+# CdistBackward0: result, x1, x2), not the difference the norm is taken of: one op each, whose
+# VJP reads them, so that a change of an operand in place before the backward raises.
+def _difference(e, a, b, pairwise: bool):
+    """The difference whose norm the distance is: a - b broadcast (dist), or per pair of rows,
+    a[..., :, None, :] - b[..., None, :, :] (cdist)."""
+    if not pairwise:
+        return e.sub(a, b)
+    rows = e.reshape(a, a.shape[:-2] + (a.shape[-2], 1, a.shape[-1]))
+    cols = e.reshape(b, b.shape[:-2] + (1,) + b.shape[-2:])
+    return e.sub(rows, cols)
+
+
+def _difference_norm(ndim: int, p: float, pairwise: bool) -> dict:
+    """The norm's attributes over the difference: its last dim (cdist) or all of it (dist)."""
+    return {"p": p, "axes": (ndim - 1,) if pairwise else tuple(range(ndim)), "keepdim": False}
+
+
+def _declare_distance(name: str, pairwise: bool, unpack_order: tuple, doc: str):
+    def infer(types, attrs):
+        a, b = types
+        if not pairwise:
+            broadcast_shapes(a.shape, b.shape)          # (the shapes' own error)
+            return [TensorType((), a.dtype)]
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        return [TensorType(batch + (a.shape[-2], b.shape[-2]), a.dtype)]
+
+    def ref(a, b, p):
+        if pairwise:
+            a, b = a[..., :, None, :], b[..., None, :, :]
+        diff = np.subtract(a, b)
+        return _norm_ref(diff, p, _difference_norm(diff.ndim, p, pairwise)["axes"], False)
+
+    def decompose(e, xs, a):
+        diff = _difference(e, xs[0], xs[1], pairwise)
+        return [e.op("norm", diff, **_difference_norm(len(diff.shape), a["p"], pairwise))]
+
+    def vjp(e, x, y, g, a, n):
+        diff = _difference(e, x[0], x[1], pairwise)
+        (gdiff,) = _norm_vjp(e, [diff], y, g, _difference_norm(len(diff.shape), a["p"], pairwise), [True])
+        if gdiff is None:
+            return [None, None]             # (p = 0: no gradient, as torch's)
+        if not pairwise:
+            return [gdiff if n[0] else None, e.neg(gdiff) if n[1] else None]
+        # (a row's gradient sums over the rows it was paired with; batch dims: autodiff's sum_to)
+        rank = len(diff.shape)
+        return [e.sum(gdiff, (rank - 2,), keepdim=False) if n[0] else None,
+                e.neg(e.sum(gdiff, (rank - 3,), keepdim=False)) if n[1] else None]
+
+    register(OpDef(name, COMPOSITE, infer, ref, vjp, decompose=decompose, doc=doc,
+                   extra={"row_major_result": True, "unpack_order": unpack_order,
+                          "always_saves": (("in", 0), ("in", 1), ("out", 0))}))
+
+
+_declare_distance("dist", False, (("in", 1), ("out", 0), ("in", 0)),
+                  "dist(a, b; p): the p-norm of a - b (broadcast), a 0-d tensor")
+_declare_distance("cdist", True, (("out", 0), ("in", 0), ("in", 1)),
+                  "cdist(a, b; p): the p-norm distance of each row of a [..., P, M] to each of b [..., R, M]")

@@ -29,7 +29,7 @@ from fusegrad.ir.ops.movement import index_shape, to_numpy_index
 
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, MASKED_FILL_EXPANDED, _check_no_partial_overlap, _full_slices,
                        _overlaps_itself, apply_op, write_aliased, writes_expanded_memory)
-from .layout import detached_from, torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
+from .layout import detached_from, expanded_strides, torch_strides, traced_overlaps_itself, traced_partial_overlap, views_an_expand
 from .node import hide_node
 from .scalar_checks import check_scalar_fits, check_setitem_int, check_tensor_value_fits, written_number
 from .grad_mode import is_grad_enabled
@@ -185,15 +185,8 @@ def _check_value_overlap(region: np.ndarray, source: np.ndarray) -> None:
     if kept.shape == region.shape:
         _check_no_partial_overlap(region, [kept])
         return
-    new = region.ndim - kept.ndim
-    if new <= 0 or kept.size != region.size or region.shape[new:] != kept.shape:
-        return
-    # (torch's inferExpandGeometry: a new dim's stride continues the next dim's, size times
-    # stride; of a 0-d value all are 0 here, measured against torch 2.13)
-    strides = list(torch_strides(kept))
-    for k in range(new - 1, -1, -1):
-        strides.insert(0, region.shape[k + 1] * strides[0] if strides else 0)
-    if tuple(strides) != tuple(torch_strides(region)):
+    strides = expanded_strides(kept, region.shape)
+    if strides is not None and strides != tuple(torch_strides(region)):
         raise RuntimeError(_PARTIAL_OVERLAP)
 
 

@@ -261,6 +261,21 @@ def torch_strides(a: np.ndarray) -> tuple:
     return tuple(reversed(strides))
 
 
+def expanded_strides(kept: np.ndarray, shape: tuple):
+    """torch's strides (as torch_strides gives them) of `kept`, a written value with its leading
+    1s dropped, expanded to the written region's `shape`, where that adds only leading dims
+    over the same elements (inferExpandGeometry: a new dim's stride continues the next dim's,
+    size times stride; of a 0-d value all are 0, measured against torch 2.13); None where the
+    expand would repeat elements or the shapes do not line up (too hard for torch to decide)."""
+    new = len(shape) - kept.ndim
+    if new <= 0 or kept.size != int(np.prod(shape)) or tuple(shape[new:]) != kept.shape:
+        return None
+    strides = list(torch_strides(kept))
+    for k in range(new - 1, -1, -1):
+        strides.insert(0, shape[k + 1] * strides[0] if strides else 0)
+    return tuple(strides)
+
+
 def byte_range(a: np.ndarray) -> tuple:
     """The [start, end) addresses of a dense array's memory."""
     start = a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in zip(a.shape, a.strides) if st < 0)
@@ -352,7 +367,19 @@ def traced_partial_overlap(target: Tensor, operands, region=None, broadcast_pass
         _, theirs = _element_ids(x)
         while theirs.ndim > mine.ndim and theirs.shape[0] == 1:
             theirs = theirs[0]              # (torch drops a written value's leading 1s)
-        if theirs.size == 0 or not _dense_ids(theirs) or (broadcast_passes and theirs.shape != mine.shape):
+        if broadcast_passes and theirs.shape != mine.shape:
+            while theirs.ndim and theirs.shape[0] == 1:
+                theirs = theirs[0]
+            if theirs.shape != mine.shape:
+                # a value torch expands first: the same memory in other strides where the expand
+                # repeats nothing (`t[::2] = t[0]` of a [2, 3] t), as the eager check
+                # (indexing._check_value_overlap)
+                strides = expanded_strides(theirs, mine.shape)
+                if strides is not None and strides != torch_strides(mine) and theirs.size and \
+                        theirs.min() <= mine.max() and mine.min() <= theirs.max():
+                    return True
+                continue
+        if theirs.size == 0 or not _dense_ids(theirs):
             continue
         if torch_strides(theirs) == torch_strides(mine) and theirs.min() == mine.min() and theirs.max() == mine.max():
             continue        # (torch's Full overlap: the same bytes with the same strides)

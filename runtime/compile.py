@@ -818,6 +818,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.stale = stale
             back.met_at = met_at
             back.check_ranks = ranks
+            back.saves_numbers_only = _saves_only_numbers(trace, instrs, saved)
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             if back.checks:
                 back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
@@ -1092,6 +1093,22 @@ def _gone_leaves(trace: Trace) -> list:
     AccumulateGrad, so a backward from the outputs runs the nodes on the way to them."""
     return [state["_leaf_value"] for ref, state in zip(trace.new_leaves, trace.new_leaf_states)
             if ref() is None and "_leaf_value" in state and not state.get("_transform_done", False)]
+
+
+def _saves_only_numbers(trace: Trace, instrs: list, saved: list) -> bool:
+    """Whether the backward reads only Python numbers that torch's nodes keep as Scalar
+    attributes (add's and sub's alpha, lerp's number weight: Trace.never_freed), which no
+    backward frees: a second backward through the call then runs, as torch's does."""
+    if not trace.never_freed or not saved:
+        return False
+    ids = {v.id for v in saved}
+    if not ids <= {v.id for v in trace.inputs}:
+        return False
+    for ins in instrs:
+        numbers = OPS[ins.op].extra.get("scalar_attributes", ()) if id(ins) in trace.never_freed else ()
+        if any(v.id in ids and k not in numbers for k, v in enumerate(ins.inputs)):
+            return False
+    return True
 
 
 def _saved_unread(instrs: list, out_values: list, wrt: list, read: list) -> list:

@@ -157,6 +157,7 @@ class BackwardFn:
         self.checks = []        # (version box, version when saved, weak ref to the tensor, its name,
                                 # the saved view's shape or None, index in saved) (saved_checks)
         self.check_ranks = None     # per saved value, how soon a backward meets its check (compile._check_ranks)
+        self.saves_numbers_only = False     # reads only numbers torch's nodes keep as attributes
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
         self._programs_for = {}     # `given` -> the backward program without the absent cotangents
         self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
@@ -329,8 +330,10 @@ class BackwardFn:
             node._freed = False
         if self._released and self._released & self._releasing_along(given):
             raise RuntimeError(_FREED_MSG)
-        if not self.saved:
-            return                      # (nothing saved: nothing to free, as torch's (x + 1).sum())
+        if not self.saved or self.saves_numbers_only:
+            # (nothing saved: nothing to free, as torch's (x + 1).sum(); or only numbers its
+            # nodes keep as attributes, torch's x.add(y, alpha=2))
+            return
         if self._consumed_all:
             freed = bool(users)
         else:

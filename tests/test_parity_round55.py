@@ -119,3 +119,39 @@ def _self_write(L, case, traced_first, compile_fn):
 def test_a_value_of_the_written_tensors_own_memory_expanded_over_the_region(case, traced_first, compiled):
     want = _self_write(torch, case, traced_first, lambda f: f)
     assert _self_write(fg, case, traced_first, fg.compile if compiled else (lambda f: f)) == want
+
+
+# (a second backward without retain_graph: torch's nodes that keep only numbers as attributes,
+# add's and sub's alpha, lerp's number weight, free nothing, so it runs; one that wraps a number
+# in a tensor, x * 2, saved it, so it raises)
+TWICE = {
+    "add_alpha": lambda L, a, b: L.add(a, b, alpha=2),
+    "sub_alpha": lambda L, a, b: L.sub(a, b, alpha=0.5),
+    "lerp_number": lambda L, a, b: L.lerp(a, b, 0.3),
+    "mul_number": lambda L, a, b: a * 2,
+    "add": lambda L, a, b: a + b,
+    "alpha_then_mul": lambda L, a, b: L.add(a, b, alpha=2) * a,
+    "alpha_then_exp": lambda L, a, b: L.add(a, b, alpha=2).exp(),
+    "two_alphas": lambda L, a, b: L.add(a, b, alpha=2) - L.sub(b, a, alpha=3),
+}
+
+
+def _backward_twice(L, op, compile_fn):
+    a = L.tensor([[0.3, 0.5, 0.7], [0.2, 0.9, 0.4]], requires_grad=True)
+    b = L.tensor([[0.6, 0.1, 0.8], [0.5, 0.45, 0.3]], requires_grad=True)
+    y = compile_fn(lambda a, b: TWICE[op](L, a, b))(a, b)
+    first = runtime_error(lambda: y.sum().backward())
+    second = runtime_error(lambda: y.sum().backward())
+    return first, second, [None if x.grad is None else x.grad.tolist() for x in (a, b)]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("op", list(TWICE))
+def test_a_second_backward_through_nodes_that_keep_only_numbers(op, compiled):
+    want = _backward_twice(torch, op, lambda f: f)
+    got = _backward_twice(fg, op, fg.compile if compiled else (lambda f: f))
+    assert got[:2] == want[:2]
+    for ours, theirs in zip(got[2], want[2]):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6)

@@ -24,15 +24,16 @@ register_clearer(GRADIENT_TEMPLATES.clear)
 
 
 def lookup(key):
-    """(program, saved slots, which gradients are present, check ranks) kept for `key`, or None."""
+    """(program, saved slots, which gradients are present, check ranks, the saved values only
+    checked: BackwardFn.unread_reach) kept for `key`, or None."""
     return PROGRAMS.get(key)
 
 
-def keep(key, program, saved: list, values: list, present: list, ranks: tuple) -> None:
+def keep(key, program, saved: list, values: list, present: list, ranks: tuple, unread: tuple) -> None:
     """Keep a backward `program` (reading the forward values `saved`, met by a backward in the
     order of `ranks`: BackwardFn.check_ranks) for `key`, whose trace's values by slot are
     `values`."""
     slots = {v.id: k for k, v in enumerate(values)}
     if any(v.id not in slots for v in saved):
         return                  # (reads a value outside the differentiated instructions: not kept)
-    PROGRAMS.put(key, (program, tuple(slots[v.id] for v in saved), tuple(present), ranks))
+    PROGRAMS.put(key, (program, tuple(slots[v.id] for v in saved), tuple(present), ranks, unread))

@@ -604,7 +604,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
     # keep their graph): a later backward from those raises (BackwardFn.freed_outputs)
     freed_each = tuple(_reaches_freed(trace, t) for t in grad_outs) if gradients_may_flow and trace.freed \
         and not freed else None
-    no_derivative = grads = keyed = cached = ranks = None   # (no_derivative: torch's error for a backward through an op without one)
+    no_derivative = grads = keyed = cached = ranks = unread = None   # (no_derivative: torch's error for a backward through an op without one)
     no_derivative_class = RuntimeError
     if gradients_may_flow and not freed:
         b = Builder(Program())
@@ -654,7 +654,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
         if INFERENCE_MADE[0]:
             _refuse_saved_inference(trace, saved)
         backward = (cached[0], saved, list(cached[2]))
-        ranks = cached[3]
+        ranks, unread = cached[3], cached[4]
     elif grads is not None:
         b.program.outputs = [g for g in grads if g is not None]
         totals_at = []          # (index among grad_outs, position among the backward's outputs)
@@ -682,8 +682,10 @@ def _finish(trace: Trace, result, run: Run) -> None:
         if unread:
             # (outputs of the backward that nothing uses, BackwardFn.run takes the gradients
             # before them: so they are saved, and so version-checked, as torch's node saved them)
-            bwd.outputs = bwd.outputs + unread
+            bwd.outputs = bwd.outputs + [v for v, _ in unread]
             saved = free_values(bwd)
+            position = {v.id: k for k, v in enumerate(saved)}
+            unread = tuple((position[v.id], reach) for v, reach in unread)
         # (worked out once for a kept program, and where the stale scan did it already; None
         # otherwise: the changed value checked first is the first saved)
         ranks = _check_ranks(trace, instrs, out_values, wrt, saved, met_at) \
@@ -692,7 +694,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             _refuse_saved_inference(trace, saved)
         backward = (Program(seeds + saved, bwd.instrs, bwd.outputs), saved, [g is not None for g in grads])
         if keyed is not None:
-            keep_backward(keyed[0], backward[0], saved, keyed[1], backward[2], ranks)
+            keep_backward(keyed[0], backward[0], saved, keyed[1], backward[2], ranks, unread)
     if backward is not None:
         outputs = outputs + [v for v in saved if v.id not in seen]
         program = live_program(trace.program, outputs)
@@ -819,6 +821,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             back.met_at = met_at
             back.check_ranks = ranks
             back.saves_numbers_only = _saves_only_numbers(trace, instrs, saved)
+            back.unread_reach = unread or None
             back.idle_stale = _idle_stale(trace, instrs, out_values, gone, boundary, groups)
             if back.checks:
                 back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
@@ -1114,7 +1117,8 @@ def _saves_only_numbers(trace: Trace, instrs: list, saved: list) -> bool:
 def _saved_unread(instrs: list, out_values: list, wrt: list, read: list) -> list:
     """The values torch's nodes save whatever their formulas read (OpDef.extra["always_saves"]:
     a pool's input, layer_norm's bias, of which a backward reads only the shape) and this
-    backward program does not read (`read`), of the instructions whose VJP the backward runs."""
+    backward program does not read (`read`), of the instructions whose VJP the backward runs:
+    (value, the indices of the outputs whose backward runs that VJP) pairs."""
     candidates = [ins for ins in instrs if "always_saves" in OPS[ins.op].extra]
     if not candidates:
         return []
@@ -1127,11 +1131,22 @@ def _saved_unread(instrs: list, out_values: list, wrt: list, read: list) -> list
         if active is None:
             active = active_values(instrs, out_values, wrt)
         if any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs):
+            reach = _outputs_reached(instrs, ins, out_values)
             for v in values:
                 if v.id not in have:
                     have.add(v.id)
-                    unread.append(v)
+                    unread.append((v, reach))
     return unread
+
+
+def _outputs_reached(instrs: list, ins, out_values: list) -> frozenset:
+    """The indices of the outputs computed from `ins`'s results through `instrs`."""
+    live, after = {v.id for v in ins.outputs}, False
+    for other in instrs:
+        if after and any(v.id in live for v in other.inputs):
+            live.update(v.id for v in other.outputs)
+        after = after or other is ins
+    return frozenset(k for k, v in enumerate(out_values) if v.id in live)
 
 
 def _check_ranks(trace: Trace, instrs: list, out_values: list, wrt: list, saved: list, met_at: dict | None):

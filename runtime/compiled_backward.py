@@ -158,6 +158,8 @@ class BackwardFn:
                                 # the saved view's shape or None, index in saved) (saved_checks)
         self.check_ranks = None     # per saved value, how soon a backward meets its check (compile._check_ranks)
         self.saves_numbers_only = False     # reads only numbers torch's nodes keep as attributes
+        self.unread_reach = None    # ((index in saved, indices of the outputs whose backward checks it), ...):
+                                    # values the program only returns, for their checks (compile._saved_unread)
         self._reached_saved = {}    # `given` -> indices of the saved values those cotangents reach
         self._programs_for = {}     # `given` -> the backward program without the absent cotangents
         self._reached_for = {}      # `given` -> per input, whether a gradient reaches it
@@ -348,7 +350,11 @@ class BackwardFn:
         found = self._reached_saved.get(given)
         if found is None:
             seeds = len(self.program.inputs) - len(self.saved)
-            found = self._reached_saved[given] = reached_inputs(self.program, seeds, given)
+            found = reached_inputs(self.program, seeds, given)
+            if self.unread_reach:
+                # (a value only checked is reached where its node's backward runs)
+                found = (found[0] | {k for k, reach in self.unread_reach if any(given[j] for j in reach)}, found[1])
+            self._reached_saved[given] = found
         return found
 
     def program_for(self, given: tuple) -> Program:

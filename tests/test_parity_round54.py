@@ -16,8 +16,8 @@ opaque op, not only for a compiled call's node).
 
 And: layer_norm saves its bias and the pools their input as torch's nodes do (always_saves),
 so a backward after writing one raises; a compiled backward, which reads only their shapes,
-returns them unused so that they are saved and checked (compile._saved_unread; not yet where
-the backward is given cotangents for only some of the call's outputs); and a compiled call's saved view of one of its outputs
+returns them unused so that they are saved and checked (compile._saved_unread), by a backward
+from the outputs whose backward reaches their node (BackwardFn.unread_reach); and a compiled call's saved view of one of its outputs
 (`h.t()` saved by a product, `h.expand(...)` by pow) is checked by that output's counter, as
 torch's saved view shares it (runtime/compiled_backward.saved_checks looked only at the tensors
 the call read from outside).
@@ -201,3 +201,40 @@ def test_dist_and_cdist_as_one_node_each_keep_their_values_and_derivatives(name,
         assert (ours is None) == (theirs is None)
         if ours is not None:
             np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=1e-6)
+
+
+SHAPE_ONLY = {
+    "max_pool2d": lambda F, h: F.max_pool2d(h, (1, 2)),
+    "avg_pool2d": lambda F, h: F.avg_pool2d(h, (1, 2)),
+    "layer_norm_bias": lambda F, h: F.layer_norm(h.exp(), (4,), None, h[0, 0, 0]),
+}
+
+
+def _partial_backward(L, op, on_path, compile_fn):
+    x = L.tensor([[[[0.5, 1.0, 2.0, -1.0], [0.3, 0.1, 0.2, 0.9]]]], requires_grad=True)
+
+    def f(x):
+        h = x * 1
+        pooled = SHAPE_ONLY[op](L.nn.functional, h)
+        loss = pooled.pow(2).sum() if on_path else h.sum()
+        return loss, h, pooled
+    loss, h, _ = compile_fn(f)(x)
+    with L.no_grad():
+        h.add_(0.01)
+    error = runtime_error(loss.backward)            # (a backward from one of the outputs)
+    return error if error is not None else x.grad.tolist()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("on_path", [True, False], ids=["on_the_path", "off_it"])
+@pytest.mark.parametrize("op", list(SHAPE_ONLY))
+def test_a_value_saved_for_its_shape_is_checked_where_the_backward_reaches_its_node(op, on_path, compiled):
+    want = _partial_backward(torch, op, on_path, lambda f: f)
+    got = _partial_backward(fg, op, on_path, fg.compile if compiled else (lambda f: f))
+    if isinstance(want, str):
+        if compiled:
+            want, got = (re.sub(r", which is output \d+ of \w+,", "", text) for text in (want, got))
+        assert got == want
+    else:
+        assert not isinstance(got, str), got
+        np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -949,6 +949,8 @@ def _saved_arrays(trace: Trace, saved: list, by_id: dict, mutated: list) -> list
             memory = _view_of_final(trace.view_values[v.id], final, () if v.id in trace.stale else written)
         if memory is None and trace.aliases:
             memory, versioned = trace.alias_memory(v) or (None, True)
+        if v.id in trace.own_counters:
+            unversioned.add(len(arrays))        # (an _unsafe_view's: kron's views of its operands)
         if memory is not None and memory.shape == array.shape and memory.dtype == array.dtype:
             if not versioned:
                 unversioned.add(len(arrays))

@@ -22,7 +22,7 @@ from fusegrad.ir import int64
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, bool_
 
-from . import functional as F
+from . import functional as F, trace_state
 from .creation import wrap_array, zeros_like
 from .dispatch import apply_op
 from .functional import _is_index, _unsafe_view, _viewable, as_tensor, int_argument
@@ -443,6 +443,16 @@ def diff(input, n=1, dim=-1, prepend=None, append=None) -> Tensor:
     return t
 
 
+def _operand_view(t: Tensor, shape: tuple) -> Tensor:
+    """kron's _unsafe_view of an operand: its memory, counting versions of its own, so that a
+    later write of the operand does not stop the backward of the product that saved it (in a
+    compiled call too: Trace.own_counters, which runtime/compile.py does not check)."""
+    view = _unsafe_view(apply_op("reshape", [t], {"shape": shape}, "UnsafeViewBackward0"))
+    if view._sym is not None:
+        trace_state.current().own_counters.add(view._sym.id)
+    return view
+
+
 def kron(input, other) -> Tensor:
     """torch.kron: the Kronecker product, as torch computes it: each operand viewed with unit
     dims interleaved (UnsafeViewBackward0), their product (MulBackward0), viewed to the result's
@@ -453,8 +463,7 @@ def kron(input, other) -> Tensor:
     sb = (1,) * (ndim - b.dim()) + tuple(b.shape)
     a_shape = tuple(s for n in sa for s in (n, 1))
     b_shape = tuple(s for n in sb for s in (1, n))
-    product = F.mul(_unsafe_view(apply_op("reshape", [a], {"shape": a_shape}, "UnsafeViewBackward0")),
-                    _unsafe_view(apply_op("reshape", [b], {"shape": b_shape}, "UnsafeViewBackward0")))
+    product = F.mul(_operand_view(a, a_shape), _operand_view(b, b_shape))
     shape = tuple(x * y for x, y in zip(sa, sb))
     if not _viewable(product, shape):
         return F.view(product, shape)       # (raises torch's view error)

@@ -170,6 +170,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # their gradients, retain_graph, create_graph), run eagerly when the call returns
         self.outside_backwards: list = []
         self.never_freed: set = set()       # ids of instructions that save only Python numbers (_saves_numbers_only)
+        self.own_counters: set = set()      # ids of values torch's _unsafe_view made: their own version counters
         self.views: dict = {}               # id(base tensor) -> weak references to views of it made here
         self.outside_views: dict = {}       # id(base tensor) -> weak references to views of it made before
                                             # the call that it reads or writes

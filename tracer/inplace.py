@@ -287,6 +287,43 @@ def uniform_(t: Tensor, low: float = 0.0, high: float = 1.0, gen=None) -> Tensor
                         lambda n, dtype, _: gen.uniform(n, dtype, low, high), "UniformBackward0")
 
 
+# (torch's bound of random_ without `to`, per dtype: the largest integer it holds exactly,
+# 2**digits, for floats; the largest value for int64)
+_RANDOM_TOP = {"float32": 2 ** 24, "float64": 2 ** 53, "int64": 2 ** 63 - 1, "bool": 1}
+
+
+def random_(t: Tensor, low=None, high=None, gen=None, name: str = "RandomBackward0") -> Tensor:
+    """Fill `t` with integers uniform in [low, high) (torch's random_: no bounds, the dtype's
+    range of exact integers [0, 2**digits]; only `low`, [low, 2**digits]), torch's numbers
+    (uniform_int and uniform_int_from_to of one 32-bit word each, 64-bit where the range needs
+    it or the dtype is float64 or int64). `name`: the node of torch's overload."""
+    gen = generator.required(gen, "random_")
+    if low is not None and high is not None and low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if t._dtype is bool_:
+        # (torch's bounds check of an integral dtype; floats only warn)
+        if low is not None and not 0 <= low <= 1:
+            raise RuntimeError("from is out of bounds for bool")
+        if high is not None and not 0 <= high - 1 <= 1:
+            raise RuntimeError("to - 1 is out of bounds for bool")
+    check_inplace(t)
+    n, top = t.numel(), _RANDOM_TOP[t._dtype.name]
+    if low is None:
+        if t._dtype is bool_:
+            words = gen.words32(n) & np.uint64(1)
+        elif t._dtype.name in ("float64", "int64"):
+            words = gen.words64(n) % np.uint64(top + 1)
+        else:
+            words = gen.words32(n) % np.uint64(top + 1)
+        values = words.astype(t._dtype.np)
+    else:
+        values = gen.integers(int(low), int(high) if high is not None else top + 1, n).astype(t._dtype.np)
+    memory = t._data if t._data is not None else layout_stand_in(t)
+    values = generator.in_logical_order(memory, values)
+    apply_op("index_put", [t, values], {"index": ()}, name, out=t)
+    return t
+
+
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, gen=None) -> Tensor:
     """Fill `t` with samples of N(mean, std**2) from fusegrad's generator, or `gen` (torch's numbers)."""
     from .creation import _scalar_str

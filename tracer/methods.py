@@ -477,6 +477,35 @@ def _uniform_(self, *args, **kwargs) -> Tensor:
                             kwargs.get("generator"))
 
 
+_RANDOM_SIGNATURES = ("\n * (*, torch.Generator generator = None)\n * (int from, int to, *, torch.Generator generator = "
+                      "None)\n * (int to, *, torch.Generator generator = None)\n")
+
+
+def _random_(self, *args, generator=None, **kwargs) -> Tensor:
+    """torch's random_(), random_(to) and random_(from, to): integers uniform in [from, to),
+    without bounds the dtype's exact integers (see inplace.random_), torch's numbers."""
+    def integer(v, optional=False):
+        return (v is None and optional) or (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)))
+    low = high = None
+    if len(args) == 2 and not kwargs:
+        (low, high), name = args, "RandomBackward0"
+    elif len(args) == 1 and set(kwargs) <= {"to"}:
+        (low, high), name = ((args[0], kwargs["to"]), "RandomBackward0") if kwargs else ((0, args[0]), "RandomBackward1")
+    elif not args and "from" in kwargs and "to" in kwargs and len(kwargs) == 2:
+        low, high, name = kwargs["from"], kwargs.get("to"), "RandomBackward0"
+    elif not args and set(kwargs) <= {"to"}:
+        (low, high), name = ((0, kwargs["to"]), "RandomBackward1") if kwargs else ((None, None), "RandomBackward2")
+    else:
+        name = None
+    if name is None or not (low is None and high is None or integer(low) and integer(high, name == "RandomBackward0")):
+        # (torch's parser lists keywords each followed by ", ")
+        got = ", ".join(type_name(v) for v in args) + (", " if args and kwargs else "") + \
+            "".join(f"{k}={type_name(v)}, " for k, v in kwargs.items())
+        raise TypeError(f"random_() received an invalid combination of arguments - got ({got}), but expected one of:"
+                        + _RANDOM_SIGNATURES)
+    return inplace.random_(self, low, high, generator, name)
+
+
 def _normal_(self, *args, **kwargs) -> Tensor:
     """Fill with samples of N(mean, std**2) (default N(0, 1)), torch's numbers for fg.manual_seed's seed
     (or for a `generator=`'s)."""
@@ -667,7 +696,7 @@ METHODS = {
     "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),
     "allclose": _counted_from_self(predicates.allclose),
     "clamp_": _clamp_, "masked_fill": F.masked_fill, "masked_fill_": _masked_fill_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
-    "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
+    "uniform_": _uniform_, "normal_": _normal_, "random_": _random_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
     # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
     **math_functions.METHODS,
     # lerp, addcmul, hypot, xlogy, nan_to_num, fmod, repeat, tile, type_as, torch's aliases...

@@ -225,3 +225,25 @@ def _partial_backward(L, op, on_path, compile_fn):
 def test_a_value_saved_for_its_shape_is_checked_where_the_backward_reaches_its_node(op, on_path, compiled):
     _assert_same_outcome(_partial_backward(fg, op, on_path, fg.compile if compiled else (lambda f: f)),
                          _partial_backward(torch, op, on_path, lambda f: f), compiled)
+
+
+def _ldexp_written(L, written, compile_fn):
+    a = L.tensor([0.5, 0.7, -1.25], requires_grad=True)
+    b = L.tensor([1.0, 2.0, -0.5], requires_grad=True)
+
+    def f(a, b):
+        a2, b2 = a * 1, b * 1
+        return L.ldexp(a2, b2), a2, b2
+    y, a2, b2 = compile_fn(f)(a, b)
+    with L.no_grad():
+        {"input": a2, "other": b2, "result": y}[written].add_(1)
+    error = runtime_error(lambda: y.sum().backward())
+    return error if error is not None else [a.grad.tolist(), b.grad.tolist()]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("written", ["input", "other", "result"])
+def test_ldexp_saves_other_and_its_result_not_its_input(written, compiled):
+    # (torch's LdexpBackward0: self's gradient grad * pow(2., other), other's grad * result * ln 2)
+    _assert_same_outcome(_ldexp_written(fg, written, fg.compile if compiled else (lambda f: f)),
+                         _ldexp_written(torch, written, lambda f: f), compiled)

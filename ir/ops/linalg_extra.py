@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType
-from .elementwise import _infer_map
+from ..types import TensorType, float64
+from .elementwise import _infer_map, _pow_ref
 from .linalg import LinAlgError, _matmul_ref
 from .registry import COMPOSITE, OPAQUE, OpDef, broadcast_shapes, register
 
@@ -279,18 +279,22 @@ register(OpDef("sinc", COMPOSITE, _infer_map("sinc", float_only=True), _sinc_ref
 # ldexp(a, b) = a * 2**b (torch's self * pow(2, other)), both operands in the float result dtype;
 # LdexpBackward0: g * 2**b for a, g * a * ln 2 * 2**b for b.
 def _ldexp_ref(a, b):
-    return np.asarray(a * np.exp2(b), dtype=a.dtype)
+    # (torch's composite: self * pow(2., other), the power in the result dtype)
+    return np.asarray(a * _pow_ref(np.asarray(2.0, a.dtype), b), dtype=a.dtype)
 
 
 def _ldexp_vjp(e, x, y, g, a, n):
-    power = e.op("exp2", x[1])
-    ga = e.mul(g[0], power) if n[0] else None
-    gb = e.mul(e.mul(e.mul(g[0], x[0]), float(np.log(2.0))), power) if n[1] else None
-    return [ga, gb]
+    # torch's LdexpBackward0: self: grad * pow(2., other); other: grad * result * ln 2. It
+    # saves other and the result, not self (a write of self after the op is no error)
+    if n[0]:
+        ga = e.mul(g[0], e.op("number_pow", e.const(2.0, float64), x[1]))
+    gb = e.mul(e.mul(g[0], y[0]), float(np.log(2.0))) if n[1] else None
+    return [ga if n[0] else None, gb]
 
 
 register(OpDef("ldexp", COMPOSITE, _infer_map("ldexp", float_only=True), _ldexp_ref, _ldexp_vjp,
-               decompose=lambda e, xs, a: [e.mul(xs[0], e.op("exp2", xs[1]))], extra={"node": "LdexpBackward0"},
+               decompose=lambda e, xs, a: [e.mul(xs[0], e.op("number_pow", e.const(2.0, float64), xs[1]))],
+               extra={"node": "LdexpBackward0"},
                doc="ldexp(a, b): a * 2**b"))
 
 

@@ -65,6 +65,7 @@ OPS = {
     "kron": (lambda L, a, b: L.kron(a, b).sum(), 2),
     "two_nodes": (lambda L, a, b: (a.exp() * b).sum() + (a * b).tanh().sum(), 2),
     "cummax": (lambda L, a: L.cummax(a, 0)[0].sum(), 1),
+    "nextafter": (lambda L, a, b: L.nextafter(a, b).sum(), 2),
     "cummin_2d": (lambda L, a, b: L.cummin(L.outer(a, b), 1)[0].sum(), 2),
     "dist": (lambda L, a, b: L.dist(a, b), 2),
     "dist_p3": (lambda L, a, b: L.dist(a, b, 3), 2),

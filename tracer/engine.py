@@ -570,7 +570,7 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
                     _accumulate(grads, edge, _validated(node, index, edge, g) if SHAPES_CHANGED[0] else g)
             continue
         reads = vjp.reads
-        if reads and node.op in _UNPACK_ORDER and not (node._freed and node._had_saved):
+        if node.saved and node.op in _UNPACK_ORDER and not (node._freed and node._had_saved):
             # (where the VJP reads them in another order: what it saved, read or not, in
             # torch's order of unpacking, `x ** e`'s exponent, self, result)
             _check_in_unpack_order(node)

@@ -47,7 +47,10 @@ def _nextafter_vjp(e, x, y, g, a, n):
 
 elementwise("nextafter", np.nextafter, _nextafter_vjp, "np.nextafter({0}, {1})", float_only=True,
             doc="nextafter(a, b): the next representable value after a towards b",
-            extra={"node": "NextafterBackward0"})
+            # (torch's node saves both operands, which its formula does not read, and unpacks
+            # other first: a write of either before the backward raises)
+            extra={"node": "NextafterBackward0", "always_saves": (("in", 0), ("in", 1)),
+                   "unpack_order": (("in", 1), ("in", 0))})
 
 
 # --------------------------------------------------------------------- renorm

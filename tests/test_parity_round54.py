@@ -248,3 +248,27 @@ def test_ldexp_saves_other_and_its_result_not_its_input(written, compiled):
     # (torch's LdexpBackward0: self's gradient grad * pow(2., other), other's grad * result * ln 2)
     _assert_same_outcome(_ldexp_written(fg, written, fg.compile if compiled else (lambda f: f)),
                          _ldexp_written(torch, written, lambda f: f), compiled)
+
+
+def _graph(fn, depth=0):
+    """A node's name and its inputs' graphs, to the leaves."""
+    if fn is None or "AccumulateGrad" in fn.name():
+        return None
+    return fn.name(), tuple((_graph(f, depth + 1), k) for f, k in fn.next_functions)
+
+
+TENSORDOTS = [((3,), (3,), 1), ((1, 3), (3, 1), 1), ((2, 3), (2, 3), 2), ((2, 3), (2, 3), ([1, 0], [1, 0])),
+              ((1, 1, 3), (3,), 1), ((2, 3), (3,), 1), ((4, 2, 3), (2, 3), 2)]
+
+
+@pytest.mark.parametrize("case", range(len(TENSORDOTS)))
+def test_tensordot_of_one_element_is_torchs_dot(case):
+    # (torch's tensordot multiplies the flattened operands with dot where the result has one
+    # element, DotBackward0, which saves self before tensor; mm otherwise)
+    sa, sb, dims = TENSORDOTS[case]
+    outcomes = []
+    for L in (torch, fg):
+        a, b = L.ones(*sa, requires_grad=True), L.ones(*sb, requires_grad=True)
+        y = L.tensordot(a * 1.5, b * 0.5, dims=dims)
+        outcomes.append((_graph(y.grad_fn), y.tolist()))
+    assert outcomes[1] == outcomes[0]

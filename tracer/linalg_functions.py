@@ -22,7 +22,7 @@ from .extra_functions import _apply, _float_dtype, _operand, _write
 from .grad_mode import no_grad
 from .node import hide_node
 from .parser_errors import type_name
-from .products import mm
+from .products import dot, mm
 from .tensor import Tensor
 
 
@@ -79,11 +79,13 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     free_a = [d for d in range(a.dim()) if d not in set_a]
     free_b = [d for d in range(b.dim()) if d not in set_b]
     sizes = [t1.shape[d] for d in free_a] + [t2.shape[d] for d in free_b]
-    m1 = F.reshape(F.permute(t1, free_a + [normalize_dim(d, a.dim()) for d in dims_a]),
-                   (math.prod(sizes[:len(free_a)]), contracted))
-    m2 = F.reshape(F.permute(t2, [normalize_dim(d, b.dim()) for d in dims_b] + free_b),
-                   (contracted, math.prod(sizes[len(free_a):])))
-    return F.reshape(mm(m1, m2), tuple(sizes))
+    p1 = F.permute(t1, free_a + [normalize_dim(d, a.dim()) for d in dims_a])
+    p2 = F.permute(t2, [normalize_dim(d, b.dim()) for d in dims_b] + free_b)
+    rows, cols = math.prod(sizes[:len(free_a)]), math.prod(sizes[len(free_a):])
+    if rows == 1 and cols == 1:
+        # torch's product of one element: a dot of the flattened operands (DotBackward0)
+        return F.reshape(dot(F.flatten(p1), F.flatten(p2)), tuple(sizes))
+    return F.reshape(mm(F.reshape(p1, (rows, contracted)), F.reshape(p2, (contracted, cols))), tuple(sizes))
 
 
 def _dim_set(dims, ndim: int) -> set:

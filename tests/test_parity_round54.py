@@ -258,13 +258,15 @@ def _graph(fn, depth=0):
 
 
 TENSORDOTS = [((3,), (3,), 1), ((1, 3), (3, 1), 1), ((2, 3), (2, 3), 2), ((2, 3), (2, 3), ([1, 0], [1, 0])),
-              ((1, 1, 3), (3,), 1), ((2, 3), (3,), 1), ((4, 2, 3), (2, 3), 2)]
+              ((2, 3), (3, 2), ([1, 0], [0, 1])), ((1, 1, 3), (3,), 1), ((2, 3), (3,), 1), ((4, 2, 3), (2, 3), 2),
+              ((2, 1, 3), (3, 1, 2), ([0, 2], [2, 0]))]
 
 
 @pytest.mark.parametrize("case", range(len(TENSORDOTS)))
 def test_tensordot_of_one_element_is_torchs_dot(case):
     # (torch's tensordot multiplies the flattened operands with dot where the result has one
-    # element, DotBackward0, which saves self before tensor; mm otherwise)
+    # element and both are contiguous once permuted, DotBackward0, which saves self before
+    # tensor; sums the squeezed operands' products where one is not; mm otherwise)
     sa, sb, dims = TENSORDOTS[case]
     outcomes = []
     for L in (torch, fg):

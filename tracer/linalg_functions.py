@@ -34,7 +34,9 @@ def _name(t: Tensor) -> str:
 def tensordot(a, b, dims=2, out=None) -> Tensor:
     """torch.tensordot: sums the products of a's dims `dims[0]` with b's `dims[1]` (an int n: a's
     last n with b's first n). torch's steps: a size-1 contracted dim is summed away first, the
-    rest permuted and reshaped into one mm (MmBackward0), reshaped to a's free dims then b's.
+    rest permuted and reshaped into one mm (MmBackward0), reshaped to a's free dims then b's
+    (a one-element result: a dot of the flattened operands, or where one is not contiguous once
+    permuted, the sum of the squeezed operands' products, as torch's).
     `out` is not supported (NotImplementedError when given)."""
     if out is not None:
         raise NotImplementedError("fusegrad: tensordot(out=) is not supported")
@@ -83,8 +85,11 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     p2 = F.permute(t2, [normalize_dim(d, b.dim()) for d in dims_b] + free_b)
     rows, cols = math.prod(sizes[:len(free_a)]), math.prod(sizes[len(free_a):])
     if rows == 1 and cols == 1:
-        # torch's product of one element: a dot of the flattened operands (DotBackward0)
-        return F.reshape(dot(F.flatten(p1), F.flatten(p2)), tuple(sizes))
+        # torch's product of one element: a dot of the flattened operands (DotBackward0) where
+        # both are contiguous, else the sum of the squeezed operands' products
+        if p1.is_contiguous() and p2.is_contiguous():
+            return F.reshape(dot(F.flatten(p1), F.flatten(p2)), tuple(sizes))
+        return F.reshape(F.sum(F.mul(F.squeeze(p1), F.squeeze(p2))), tuple(sizes))
     return F.reshape(mm(F.reshape(p1, (rows, contracted)), F.reshape(p2, (contracted, cols))), tuple(sizes))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .elementwise import elementwise
-from .registry import NoDerivativeError
+from .registry import OTHER_THEN_SELF, NoDerivativeError
 
 
 def _no_zero_divisor(a_shape: tuple, b) -> None:
@@ -99,6 +99,6 @@ for _name, _ref, _vjp, _cpu in (("div_floor", _div_floor_ref, _zero_grads, "div_
     # (remainder's node unpacks other, then self; the rounding divisions' save nothing)
     elementwise(_name, _ref, _vjp, f"fg_{_name}({{0}}, {{1}})",
                 bool_error=NotImplementedError(f"\"{_cpu}\" not implemented for 'Bool'"),
-                extra={**_FLOAT_KERNELS, "unpack_order": (("in", 1), ("in", 0))} if _name == "remainder" else _FLOAT_KERNELS,
+                extra={**_FLOAT_KERNELS, "unpack_order": OTHER_THEN_SELF} if _name == "remainder" else _FLOAT_KERNELS,
                 doc=f"{_name}(a, b): torch's {_name.replace('_', ' ')} (see ir/ops/division.py)")
 del _name, _ref, _vjp, _cpu

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import fma, rounded, threaded
 from ..types import TensorType, bool_
-from .registry import COMPOSITE, ELEMENTWISE, SOURCE, NoDerivativeError, OpDef, broadcast_shapes, register
+from .registry import COMPOSITE, ELEMENTWISE, OTHER_THEN_SELF, SOURCE, NoDerivativeError, OpDef, broadcast_shapes, register
 
 
 def _same_dtype(types, name):
@@ -122,7 +122,7 @@ elementwise("div", np.true_divide,
             # finite where y * y would underflow to 0 or overflow to inf.
             lambda e, x, y, g, a, n: [e.div(g[0], x[1]) if n[0] else None,
                                       e.mul(e.neg(g[0]), e.div(e.div(x[0], x[1]), x[1])) if n[1] else None],
-            "({0} / {1})", extra={"unpack_order": (("in", 1), ("in", 0)),        # torch's other, self
+            "({0} / {1})", extra={"unpack_order": OTHER_THEN_SELF,
                                   "reciprocal_of": 1})      # see registry.OpDef.extra
 # scaled_add(a, b, alpha; negate) = a + b * alpha (a - b * alpha with negate) rounded once:
 # torch's add(a, b, alpha=) and sub(a, b, alpha=) on floats, whose CPU kernel is a fused

@@ -16,7 +16,7 @@ import numpy as np
 from .. import fma, rounded
 from ..types import TensorType, bool_
 from .elementwise import _infer_map, elementwise
-from .registry import COMPOSITE, NoDerivativeError, OpDef, register
+from .registry import COMPOSITE, OTHER_THEN_SELF, NoDerivativeError, OpDef, register
 
 _INV_LN2 = 1.0 / math.log(2.0)
 _DEG2RAD = math.pi / 180.0
@@ -177,7 +177,7 @@ def _xlogy_vjp(e, x, y, g, a, n):
 
 register(OpDef("xlogy", COMPOSITE, _infer_map("xlogy", float_only=True), _xlogy_ref, _xlogy_vjp,
                decompose=_xlogy_decompose, doc="xlogy(x, y): x * log(y), 0 where x == 0 (NaN where y is)",
-               extra={"unpack_order": (("in", 1), ("in", 0))}))       # torch's other, self
+               extra={"unpack_order": OTHER_THEN_SELF}))
 
 
 # ------------------------------------------------------------------ logit
@@ -348,7 +348,7 @@ def _fmod_vjp(e, x, y, g, a, n):
 
 elementwise("fmod", _fmod_ref, _fmod_vjp, "np.fmod({0}, {1})",
             bool_error=NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'"),
-            extra={"kernel_floats_only": True, "check_now": _fmod_check_now, "unpack_order": (("in", 1), ("in", 0)),
+            extra={"kernel_floats_only": True, "check_now": _fmod_check_now, "unpack_order": OTHER_THEN_SELF,
                    "value_checks": lambda ins: not ins.inputs[1].dtype.is_floating_point},
             doc="fmod(a, b): C's fmod, the sign of the dividend (integers: a zero divisor raises)")
 

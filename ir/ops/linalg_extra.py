@@ -276,25 +276,25 @@ register(OpDef("sinc", COMPOSITE, _infer_map("sinc", float_only=True), _sinc_ref
                decompose=_sinc_decompose, extra={"node": "SincBackward0"}, doc="sinc(x): sin(pi x) / (pi x)"))
 
 
-# ldexp(a, b) = a * 2**b (torch's self * pow(2, other)), both operands in the float result dtype;
-# LdexpBackward0: g * 2**b for a, g * a * ln 2 * 2**b for b.
+# ldexp(a, b) = a * 2**b (torch's self * pow(2., other), the power in the result dtype), both
+# operands in the float result dtype; LdexpBackward0: g * pow(2., b) for a, g * result * ln 2
+# for b, so it saves b and the result, not a (a write of a after the op is no error).
 def _ldexp_ref(a, b):
-    # (torch's composite: self * pow(2., other), the power in the result dtype)
     return np.asarray(a * _pow_ref(np.asarray(2.0, a.dtype), b), dtype=a.dtype)
 
 
+def _two_to_the(e, b):
+    """pow(2., b) as torch's (IR number_pow, the Python number a float64 constant)."""
+    return e.op("number_pow", e.const(2.0, float64), b)
+
+
 def _ldexp_vjp(e, x, y, g, a, n):
-    # torch's LdexpBackward0: self: grad * pow(2., other); other: grad * result * ln 2. It
-    # saves other and the result, not self (a write of self after the op is no error)
-    if n[0]:
-        ga = e.mul(g[0], e.op("number_pow", e.const(2.0, float64), x[1]))
-    gb = e.mul(e.mul(g[0], y[0]), float(np.log(2.0))) if n[1] else None
-    return [ga if n[0] else None, gb]
+    return [e.mul(g[0], _two_to_the(e, x[1])) if n[0] else None,
+            e.mul(e.mul(g[0], y[0]), float(np.log(2.0))) if n[1] else None]
 
 
 register(OpDef("ldexp", COMPOSITE, _infer_map("ldexp", float_only=True), _ldexp_ref, _ldexp_vjp,
-               decompose=lambda e, xs, a: [e.mul(xs[0], e.op("number_pow", e.const(2.0, float64), xs[1]))],
-               extra={"node": "LdexpBackward0"},
+               decompose=lambda e, xs, a: [e.mul(xs[0], _two_to_the(e, xs[1]))], extra={"node": "LdexpBackward0"},
                doc="ldexp(a, b): a * 2**b"))
 
 

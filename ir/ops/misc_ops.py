@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import TensorType, int64
 from .elementwise import elementwise
-from .registry import MOVEMENT, OpDef, register
+from .registry import MOVEMENT, OTHER_THEN_SELF, OpDef, register
 
 
 # --------------------------------------------------------------------- frexp
@@ -50,7 +50,7 @@ elementwise("nextafter", np.nextafter, _nextafter_vjp, "np.nextafter({0}, {1})",
             # (torch's node saves both operands, which its formula does not read, and unpacks
             # other first: a write of either before the backward raises)
             extra={"node": "NextafterBackward0", "always_saves": (("in", 0), ("in", 1)),
-                   "unpack_order": (("in", 1), ("in", 0))})
+                   "unpack_order": OTHER_THEN_SELF})
 
 
 # --------------------------------------------------------------------- renorm

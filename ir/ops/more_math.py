@@ -21,7 +21,7 @@ from ..torch_order_jit import LOOP_FROM, by_row_blocks, loop_pays
 from .elementwise import _infer_map, elementwise
 from ..types import TensorType, int64
 from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, reduced_shape
-from .registry import COMPOSITE, OPAQUE, NoDerivativeError, OpDef, register
+from .registry import COMPOSITE, OPAQUE, OTHER_THEN_SELF, NoDerivativeError, OpDef, register
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -128,7 +128,7 @@ def _atan2_vjp(e, x, y, g, a, n):
 
 
 elementwise("atan2", _atan2_ref, _atan2_vjp, "fg_atan2({0}, {1})", float_only=True,
-            extra={"unpack_order": (("in", 1), ("in", 0))})        # torch's other, self
+            extra={"unpack_order": OTHER_THEN_SELF})
 
 
 # ------------------------------------------------------------------ logsumexp

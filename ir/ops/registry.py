@@ -19,6 +19,10 @@ MATMUL = "matmul"             # BLAS call
 COMPOSITE = "composite"       # decomposes into the groups above for codegen
 OPAQUE = "opaque"             # runs only by its reference implementation
 
+# OpDef.extra["unpack_order"] of a binary op whose torch node saves both operands: generated
+# nodes unpack their saved tensors by name, `other` before `self`
+OTHER_THEN_SELF = (("in", 1), ("in", 0))
+
 
 class NoDerivativeError(RuntimeError):
     """Raised by a VJP that torch does not define (its NotImplemented node): at backward

@@ -51,7 +51,7 @@ import numpy as np
 
 from .elementwise import _infer_map
 from .erf_gelu import _C, _D, _ONE_OVER_SQRT_PI, _P, _Q, erf64
-from .registry import COMPOSITE, OpDef, register
+from .registry import COMPOSITE, OTHER_THEN_SELF, OpDef, register
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -572,4 +572,4 @@ _declare("log_ndtr", _rounded(log_ndtr64), _log_ndtr_vjp, "log_ndtr(x): log of t
          node="SpecialLogNdtrBackward0")
 _declare("entr", _entr_ref, _entr_vjp, "entr(x): -x log x, 0 at 0, -inf below", node="SpecialEntrBackward0")
 _declare("xlog1py", _xlog1py_ref, _xlog1py_vjp, "xlog1py(x, y): x * log1p(y), 0 where x == 0 (NaN where y is)",
-         node="SpecialXlog1PyBackward0", unpack_order=(("in", 1), ("in", 0)))     # torch's other, self
+         node="SpecialXlog1PyBackward0", unpack_order=OTHER_THEN_SELF)

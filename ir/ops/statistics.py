@@ -18,7 +18,7 @@ from ..types import TensorType, int64
 from .elementwise import _infer_map
 from .moments import _var_grad, reduced_count
 from .reduce import _extremum_vjp, _grad_to_input, _infer_reduce, reduced_shape
-from .registry import COMPOSITE, MOVEMENT, OPAQUE, NoDerivativeError, NoDerivativeNotImplementedError, OpDef, register
+from .registry import COMPOSITE, MOVEMENT, OPAQUE, OTHER_THEN_SELF, NoDerivativeError, NoDerivativeNotImplementedError, OpDef, register
 
 _SCAN = "a scan along an axis (no kernel rule for scans)"
 _ORDER = "an order statistic (a sort per row, reference-run)"
@@ -422,7 +422,7 @@ def _fextreme(name: str, largest: bool):
 
     register(OpDef(name, COMPOSITE, _infer_map(name), ref, vjp, decompose=decompose,
                    doc=f"{name}(x, y): the {'larger' if largest else 'smaller'} of x and y, a NaN losing",
-                   extra={"unpack_order": (("in", 1), ("in", 0))}))        # torch's other, self
+                   extra={"unpack_order": OTHER_THEN_SELF}))
 
 
 _fextreme("fmax", True)

@@ -41,6 +41,7 @@ from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
+from fusegrad.tracer.trace_writes import _vjp_runs
 from fusegrad.tracer.trace_autograd import sum_groups
 
 # The executor (program cache, fusion scheduling, code generation; not Numba, which loads
@@ -1132,7 +1133,7 @@ def _saved_unread(instrs: list, out_values: list, wrt: list, read: list) -> list
             continue
         if active is None:
             active = active_values(instrs, out_values, wrt)
-        if any(v.id in active for v in ins.outputs) and any(v.id in active for v in ins.inputs):
+        if _vjp_runs(ins, active):
             reach = _outputs_reached(instrs, ins, out_values)
             for v in values:
                 if v.id not in have:
@@ -1203,6 +1204,7 @@ class _FirstStale:
         self.sources = sources
 
     def get(self, given, default=None):
+        # (`default` unused: each map falls back to its own entry for all the outputs)
         for source in self.sources:
             found = source.get(given, source.get(None))
             if found is not None:

@@ -266,8 +266,11 @@ class BackwardFn:
         if after is not None:
             self._raise_first_met(self.met_at, reached, after, skip)
             return
-        changed = [check for check in self.checks if check[0][0] != check[1] and (reached is None or check[5] in reached)
-                   and not (skip and self.saved_ids[check[5]] in skip)]
+        changed = []
+        for check in self.checks:
+            box, version, _, _, _, k = check
+            if box[0] != version and (reached is None or k in reached) and not (skip and self.saved_ids[k] in skip):
+                changed.append(check)
         if not changed:
             return
         ranks = self.check_ranks

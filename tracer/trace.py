@@ -725,8 +725,8 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             elif len(out_type.shape) > 1 and "result_order" in opdef.extra:
                 self._lay_out_by_rule(t, opdef.extra["result_order"], inputs, frozen)
             return t
-        if out is not None and out._data is not None and self.writing is None and op != "graft" and \
-                name not in _FILLS and _overlaps_itself(out._data):
+        if out is not None and out._data is not None and 0 in out._data.strides and self.writing is None and \
+                op != "graft" and name not in _FILLS and _overlaps_itself(out._data):
             # a tensor from outside over an expand's memory (its detach(), which has no view of
             # its own to tell): refused before anything is recorded, as eagerly (_write_inplace)
             raise RuntimeError(_OVERLAP_MSG)

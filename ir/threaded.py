@@ -100,20 +100,22 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None, in_memory_order: bo
     """`ufunc(*arrays)` (into `out` if given) computed in row blocks on worker threads.
     `fp_state`/`quiet`: NumPy's error-state context variable and the state to set in
     each worker (a context variable does not follow a call into another thread).
-    `in_memory_order`: without `out`, loop in the operands' memory order (memory_order)."""
+    `in_memory_order`: loop in the memory order of `out` or else of the operands (memory_order)."""
     n = thread_count()
     shape = out_type.shape
     if type(ufunc) is not np.ufunc:
         ufunc = ufunc.for_elements(out_type.numel)      # (a RoundedUfunc: as one call would)
-    if out is None and in_memory_order:
-        order = memory_order(shape, arrays)
+    if in_memory_order:
+        order = memory_order(shape, arrays if out is None else [out, *arrays])
         if order is not None:
             # Operands laid out otherwise (a transpose): computed in their memory's order, into
             # a result laid out so too (torch's TensorIterator does the same), as one row-major
             # computation of the permuted views. Row-major over a transpose read one element a
             # page and then needed a second strided copy into the operands' layout: 40x slower.
+            # (A given `out`, a dying operand's array, is laid out as the operands are.)
             permuted = [np.broadcast_to(a, shape).transpose(order) if a.ndim else a for a in arrays]
-            result = call(ufunc, permuted, _Permuted(out_type, order), fp_state, quiet, in_memory_order=False)
+            result = call(ufunc, permuted, _Permuted(out_type, order), fp_state, quiet,
+                          out=None if out is None else out.transpose(order), in_memory_order=False)
             return result.transpose(np.argsort(order))
     if out is None:
         # (from the buffer pool: a fresh 16 MiB result faulted in its 4096 pages on every eager
@@ -149,13 +151,14 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None, in_memory_order: bo
 def memory_order(shape: tuple, arrays) -> list | None:
     """The dims of `shape`, slowest first, in which the first operand of that shape that is not
     row-major lies in memory (its strides, largest first; ties keep the dims' order), or None
-    where every such operand is row-major: the order an elementwise loop should run in."""
+    where every such operand is row-major: the order an elementwise loop should run in. An
+    expand (a zero stride) has no memory order to follow and leaves it to the next operand, as
+    in torch's TensorIterator: a backward's `g * y` of an expanded g and a transposed y runs in
+    y's order (row-major, it read y one element a page: 10x slower)."""
     if len(shape) < 2:
         return None
     for a in arrays:
-        if a.ndim == len(shape) and a.shape == shape and not a.flags.c_contiguous:
-            if 0 in a.strides:
-                return None                 # (an expand: no memory order to follow)
+        if a.ndim == len(shape) and a.shape == shape and not a.flags.c_contiguous and 0 not in a.strides:
             order = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
             return order if order != list(range(a.ndim)) else None
     return None

@@ -19,7 +19,7 @@ from fusegrad.ir import (OPS, Builder, Program, TensorType, Value, backward as e
                          run_program)
 from fusegrad.ir.autodiff import VJPS, InstrVjp, emit_instr_vjp
 from fusegrad.ir.buffers import POOL
-from fusegrad.ir.interpreter import apply_ref, ufunc_into
+from fusegrad.ir.interpreter import apply_ref, ufunc_into, ufunc_result
 from fusegrad.ir.ops import broadcast_shapes, eager_form, infer_types
 from fusegrad.ir.program import Instr, freeze_attrs
 from fusegrad.ir.passes import simplify
@@ -784,10 +784,13 @@ def _accumulate(grads: dict, edge, g) -> None:
     prev = grads.get(edge)
     if prev is None:
         grads[edge] = g
-    elif type(g) is np.ndarray and g.shape == prev.shape and g.dtype == prev.dtype and prev.ndim \
-            and prev.flags.c_contiguous and g.flags.c_contiguous:
+    elif type(g) is np.ndarray and g.shape == prev.shape and g.dtype == prev.dtype and prev.ndim:
         out_type = TensorType(prev.shape, from_numpy_dtype(prev.dtype))
-        grads[edge] = ufunc_into(np.add, [prev, g], out_type, POOL.empty(prev.shape, prev.dtype))
+        if prev.flags.c_contiguous and g.flags.c_contiguous:
+            grads[edge] = ufunc_into(np.add, [prev, g], out_type, POOL.empty(prev.shape, prev.dtype))
+        else:
+            # (two transposed contributions: added in their memory order, on threads)
+            grads[edge] = elementwise_layout(ufunc_result(np.add, [prev, g], out_type), [prev, g])
     else:
         with np.errstate(all="ignore"):
             total = np.asarray(np.add(prev, g), dtype=prev.dtype)

@@ -36,7 +36,7 @@ from .memory_format import contiguous_format, memory_format, memory_format_arg, 
 from . import parser_errors, trace_state
 from .dispatch import apply_op
 from .grad_mode import is_grad_enabled
-from .layout import layout_stand_in, strides_of
+from .layout import layout_stand_in, row_major, strides_of
 from .saved_attributes import remember_alpha
 from .scalar_checks import check_int_parses, check_scalar_fits, check_tensor_value_fits, written_number
 from .node import hide_node
@@ -2351,7 +2351,7 @@ def _laid_out_row_major(out: Tensor) -> Tensor:
     if out._data is not None and not out._data.flags.c_contiguous:
         # nothing else holds this fresh array yet (a node that saved the result keeps an equal
         # array under the same version counter), so it can be replaced
-        out._data = np.ascontiguousarray(out._data)
+        out._data = row_major(out._data)      # (in tiles: a transposing copy)
     elif out._data is None:
         # traced: row-major whatever the layout rule gave it, and so after the call (a sunk
         # permute would otherwise leave the output array transposed)

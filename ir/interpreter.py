@@ -13,6 +13,7 @@ from .buffers import MIN_POOLED_BYTES, POOL
 from .ops import OPS, eager_form, eager_into_form
 from .program import Instr, Program
 from .rounded import UFUNC_TYPES
+from .types import TensorType
 
 
 # Floating-point warnings are silenced around reference ops (torch never warns

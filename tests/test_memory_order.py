@@ -6,7 +6,7 @@ an expanded g and a transposed y ran row-major (threaded.memory_order stopped at
 its tanh'(y) wrote into a row-major pooled buffer (one element a page of y), and mixed layouts
 then met in the gradients' sums, which copied them into torch's layout with one np.copyto (29
 ms for 4M elements transposed). Each step now follows the operands' memory, as torch's
-TensorIterator does, and a transposing copy goes in tiles (layout.blocked_copyto)."""
+TensorIterator does, and a transposing copy goes in tiles (ir/blocked_copy.py)."""
 import numpy as np
 import pytest
 
@@ -15,7 +15,8 @@ from fusegrad.ir import threaded
 from fusegrad.ir.interpreter import StraightLine
 from fusegrad.ir.program import Builder
 from fusegrad.ir.types import TensorType, float32
-from fusegrad.tracer.layout import blocked_copyto, copy_in_order, row_major
+from fusegrad.ir.blocked_copy import blocked_copyto
+from fusegrad.tracer.layout import copy_in_order, row_major
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fusegrad.ir.blocked_copy import blocked_copyto
 from fusegrad.ir.iteration_order import iteration_order
 
 if TYPE_CHECKING:
@@ -130,38 +131,6 @@ def copy_in_order(array: np.ndarray, order, copyto=None) -> np.ndarray:
 def row_major(array: np.ndarray) -> np.ndarray:
     """`array` if it is C-contiguous, else a C-contiguous copy (blocked_copyto)."""
     return array if array.flags.c_contiguous else copy_in_order(array, range(array.ndim))
-
-
-# Square tiles of this many elements a side: a 4096x1024 float32 transpose took 29 ms as one
-# np.copyto (NumPy walks the destination in order and reads the source one element a cache
-# line), 4.5 ms in 64x64 tiles; 32 and 128 a side are slower.
-_TILE = 64
-_TILED_MIN_ELEMENTS = 1 << 15
-
-
-def _fastest_dim(array: np.ndarray) -> int | None:
-    """The dim of `array` with the smallest nonzero stride among dims longer than 1."""
-    dims = [d for d in range(array.ndim) if array.shape[d] > 1 and array.strides[d]]
-    return min(dims, key=lambda d: abs(array.strides[d])) if dims else None
-
-
-def blocked_copyto(out: np.ndarray, array: np.ndarray) -> None:
-    """np.copyto(out, array) (same shape), in tiles over the two arrays' fastest dims where
-    these differ on a large array: a transposing copy then reads and writes whole cache lines."""
-    if array.size < _TILED_MIN_ELEMENTS or array.shape != out.shape:
-        np.copyto(out, array)
-        return
-    d_out, d_in = _fastest_dim(out), _fastest_dim(array)
-    if d_out is None or d_in is None or d_out == d_in:
-        np.copyto(out, array)
-        return
-    index = [slice(None)] * array.ndim
-    for i in range(0, array.shape[d_out], _TILE):
-        index[d_out] = slice(i, i + _TILE)
-        for j in range(0, array.shape[d_in], _TILE):
-            index[d_in] = slice(j, j + _TILE)
-            tile = tuple(index)
-            out[tile] = array[tile]
 
 
 def with_strides(array: np.ndarray, strides: tuple, copyto=None) -> np.ndarray:

@@ -121,3 +121,14 @@ def test_contiguous_of_a_large_transpose_is_row_major_and_equal():
     t = fg.from_numpy(a).t().contiguous()
     assert t.stride() == (N + 8, 1) and t.is_contiguous()
     np.testing.assert_array_equal(t.numpy(), a.T)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_a_softmax_of_a_large_transpose_is_row_major_and_torchs(fn, dim):
+    """torch's softmax of a transpose is row-major; its input is copied in tiles first."""
+    a = _array((N + 8, N), 11)
+    ours = getattr(fg, fn)(fg.from_numpy(a).t(), dim)
+    theirs = getattr(torch, fn)(torch.from_numpy(a).t(), dim)
+    assert ours.stride() == theirs.stride() == (N + 8, 1)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import threaded
+from ..blocked_copy import blocked_copyto
 from ..buffers import POOL
 from ..types import TensorType
 from .elementwise import fresh_result
@@ -296,7 +297,12 @@ def _by_rows(into):
 
 
 def _subtract_max(out, x, axis):
-    """out = x minus its maximum along `axis`."""
+    """out = x minus its maximum along `axis`. A transposed x (torch's softmax of it is
+    row-major, as `out`) is first copied into `out` in tiles: a subtraction reading it
+    across its memory took 13 ms of a [4096, 1024] softmax's 17."""
+    if x.shape == out.shape and x.dtype == out.dtype and not x.flags.c_contiguous and out.flags.c_contiguous:
+        blocked_copyto(out, x)
+        x = out
     np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
 
 

@@ -51,8 +51,9 @@ import math
 import numpy as np
 
 from fusegrad.ir.ops import EAGER_FORMS, EAGER_INTO_FORMS, OPS
+from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS
 from fusegrad.ir.torch_cpu import vector_ranges
-from fusegrad.ir.torch_order_jit import loop_pays, sliced_blocks
+from fusegrad.ir.torch_order_jit import in_blocks, loop_pays, sliced_blocks
 
 
 def _flat_loop(loop, operands: list, scalars: tuple) -> np.ndarray:
@@ -212,3 +213,76 @@ def _logsumexp(x, axes, keepdim):
 
 
 EAGER_FORMS["logsumexp"] = _logsumexp
+
+
+def _adam_operands(arrays: tuple, amsgrad: bool):
+    """(tensors, numbers) of an adam_update call that codegen/eager_loops_jit.py's loop takes:
+    row-major tensors of one shape and float dtype, 0-d scalars of that dtype, and the policy's
+    say; else None."""
+    n = 5 if amsgrad else 4
+    tensors, scalars = [np.asarray(a) for a in arrays[:n]], [np.asarray(a) for a in arrays[n:]]
+    p = tensors[0]
+    if p.dtype not in _FLOATS or any(a.shape != p.shape or a.dtype != p.dtype or not a.flags.c_contiguous
+                                     for a in tensors) \
+            or any(s.ndim or s.dtype != p.dtype for s in scalars) or not _takes_loop(p):
+        return None
+    return tensors, [s[()] for s in scalars]
+
+
+def _adam_loop_numbers(tensors: list, numbers: list, weight_decay: str) -> list:
+    """The adam loops' decay operand first (the L2 weight decay or the decoupled decay factor;
+    an unread 0 without decay), then the other numbers."""
+    return numbers if weight_decay != "none" else [tensors[0].dtype.type(0)] + numbers
+
+
+def _adam_flags(amsgrad, maximize, weight_decay, lerp_low) -> tuple:
+    return weight_decay == "decoupled", maximize, weight_decay == "l2", lerp_low, amsgrad
+
+
+def _adam_update(*arrays, amsgrad, maximize, weight_decay, lerp_low):
+    """adam_update: codegen/eager_loops_jit.py's adam_update_into, one pass over the parameter
+    and its moments where _adam_operands takes them, else the reference: about ten NumPy passes,
+    each into a fresh array (an eager Adam step of a 784-512-512-512-10 MLP spent 5 ms of its
+    15 there, 1.6 in the loop; torch's step: 8 ms in all)."""
+    taken = _adam_operands(arrays, amsgrad)
+    if taken is None:
+        return OPS["adam_update"].ref(*arrays, amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay,
+                                      lerp_low=lerp_low)
+    tensors, numbers = taken
+    from . import eager_loops_jit
+    flat = [a.reshape(-1) for a in tensors]
+    if not amsgrad:
+        flat.append(flat[3])                        # (the running maximum: unread)
+    outs = [np.empty(flat[0].shape, flat[0].dtype) for _ in range(len(tensors) - 1)]
+    second = outs[3] if amsgrad else outs[2]        # (without amsgrad: unwritten)
+    sliced_blocks(eager_loops_jit.adam_update_into, (*flat, outs[0], outs[1], outs[2]), second,
+                  *_adam_loop_numbers(tensors, numbers, weight_decay),
+                  *_adam_flags(amsgrad, maximize, weight_decay, lerp_low))
+    return tuple(o.reshape(tensors[0].shape) for o in outs)
+
+
+def _adam_update_in_place(*arrays, amsgrad, maximize, weight_decay, lerp_low) -> bool:
+    """adam_update's results written over the arrays of the parameter and its moments (the
+    loop reads each element before it writes it), where _adam_operands takes them and no two
+    of those arrays, nor the gradient, share memory; False (nothing written) otherwise. Saves
+    the fresh results and their copies back (an MLP step's Adam: 1.6 -> 1.1 ms)."""
+    taken = _adam_operands(arrays, amsgrad)
+    if taken is None:
+        return False
+    tensors, numbers = taken
+    for k, a in enumerate(tensors):
+        if any(np.may_share_memory(a, b) for b in tensors[k + 1:]):
+            return False
+    from . import eager_loops_jit
+    flat = [a.reshape(-1) for a in tensors]
+    if not amsgrad:
+        flat.append(np.empty(flat[0].shape[0], flat[0].dtype))    # (the running maximum: unread)
+    loop, numbers = eager_loops_jit.adam_update_in_place, _adam_loop_numbers(tensors, numbers, weight_decay)
+    flags = _adam_flags(amsgrad, maximize, weight_decay, lerp_low)
+    size = flat[0].shape[0]
+    in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in flat], *numbers, *flags), size, size)
+    return True
+
+
+EAGER_FORMS["adam_update"] = _adam_update
+IN_PLACE_FORMS["adam_update"] = _adam_update_in_place

@@ -109,7 +109,7 @@ def loop_pays(size: int) -> bool:
 
 def by_row_blocks(loop, rows: np.ndarray, *args) -> np.ndarray:
     """`loop(rows[lo:hi], out[lo:hi], *args)` over blocks of `rows` (on threads at once where
-    large: _in_blocks); returns `out`, of rows' shape and dtype. (One row per element for a
+    large: in_blocks); returns `out`, of rows' shape and dtype. (One row per element for a
     1-d array.)"""
     return sliced_blocks(loop, (rows,), np.empty(rows.shape, rows.dtype), *args)
 
@@ -117,7 +117,7 @@ def by_row_blocks(loop, rows: np.ndarray, *args) -> np.ndarray:
 def sliced_blocks(loop, operands: tuple, out: np.ndarray, *args) -> np.ndarray:
     """`loop(*(a[lo:hi] for a in operands), out[lo:hi], *args)` over blocks of the rows of
     `out` and of the operands (as long as it), on threads at once where large; returns `out`."""
-    _in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in operands], out[lo:hi], *args), len(out), out.size)
+    in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in operands], out[lo:hi], *args), len(out), out.size)
     return out
 
 
@@ -145,11 +145,11 @@ def row_sums(rows: np.ndarray, lanes: int, strided: bool) -> np.ndarray:
         loop = loops.scalar_row_sums
     else:
         loop = loops.vector_row_sums_8 if lanes == 8 else loops.vector_row_sums_4
-    _in_blocks(lambda lo, hi: loop(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
+    in_blocks(lambda lo, hi: loop(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
     return out
 
 
-def _in_blocks(block, count: int, size: int) -> None:
+def in_blocks(block, count: int, size: int) -> None:
     """`block(lo, hi)` over [0, count): in blocks on threads at once where the work (`size`
     elements) is large and threads are allowed, else in one call. Each row's (or chunk's)
     sum is the same wherever it runs: the loops release the GIL, and torch splits its rows
@@ -170,7 +170,7 @@ def chunk_sums(row: np.ndarray, chunk: int, sums) -> list:
     def block(lo, hi):
         for k in range(lo, hi):
             parts[k] = sums(row[:, starts[k]:starts[k] + chunk])
-    _in_blocks(block, len(parts), row.size)
+    in_blocks(block, len(parts), row.size)
     return parts
 
 
@@ -184,7 +184,7 @@ def column_sums(x: np.ndarray, chunks: list, lanes: int) -> np.ndarray:
     def block(lo, hi):
         for begin, end in chunks[lo:hi]:
             loops.column_sums(x, begin, end, lanes, out[begin:end])
-    _in_blocks(block, len(chunks), x.size)
+    in_blocks(block, len(chunks), x.size)
     return out
 
 
@@ -194,5 +194,5 @@ def running_sums(rows: np.ndarray) -> np.ndarray:
     (binary_kernel_reduce's order: torch's norms other than the trailing 2-norm)."""
     from . import torch_order_loops as loops
     out = np.empty(rows.shape[0], rows.dtype)
-    _in_blocks(lambda lo, hi: loops.running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
+    in_blocks(lambda lo, hi: loops.running_sums(rows[lo:hi], out[lo:hi]), rows.shape[0], rows.size)
     return out

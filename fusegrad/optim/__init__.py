@@ -23,7 +23,7 @@ import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir import float32
-from fusegrad.ir.ops.optim_update import adam_scalars, sgd_scalars
+from fusegrad.ir.ops.optim_update import adam_scalars, sgd_scalars, update_in_place
 from fusegrad.nn.module import class_text, typename, zeroed_grad
 from fusegrad.runtime.compile import STATEFUL
 from fusegrad.tracer import trace_state
@@ -693,15 +693,20 @@ class Adam(Optimizer):
         values = dict(weight_decay=weight_decay, decay_factor=1 - lr * weight_decay, weight=weight,
                       beta2=beta2, one_minus_beta2=1 - beta2,
                       sqrt_bias_correction2=math.sqrt(1 - beta2 ** step), eps=group["eps"], neg_step_size=-step_size)
-        new = _fused("adam_update", [p, grad] + moments, [values[name] for name in adam_scalars(attrs)], attrs,
-                     p._dtype)
+        scalars = [values[name] for name in adam_scalars(attrs)]
         # versions as the per-op code's in-place ops bump them (p.mul_ for decoupled decay, then p.add_;
         # exp_avg_sq.mul_(beta2).add_(...); one op each for the rest)
-        _write_back(p, new[0], bumps=2 if attrs["weight_decay"] == "decoupled" else 1)
-        _write_back(moments[0], new[1])
-        _write_back(moments[1], new[2], bumps=2)
-        if attrs["amsgrad"]:
-            _write_back(moments[2], new[3])
+        bumps = [2 if attrs["weight_decay"] == "decoupled" else 1, 1, 2, 1][:len(moments) + 1]
+        if trace_state.current() is None and update_in_place(
+                "adam_update", [t._data for t in [p, grad] + moments] + [_scalar_array(x, p._dtype) for x in scalars],
+                attrs):
+            # (eagerly, written over the tensors' memory by a lent loop: no fresh results to copy back)
+            for t, n in zip([p] + moments, bumps):
+                t._vbox[0] += n
+        else:
+            new = _fused("adam_update", [p, grad] + moments, scalars, attrs, p._dtype)
+            for t, value, n in zip([p] + moments, new, bumps):
+                _write_back(t, value, bumps=n)
         # step_t.add_(1) without a kernel: float32's sum is the exact count + 1 rounded to float32,
         # which is what converting the double `step` gives (exact, or far from a float32 tie)
         _write_back(step_t, np.array(step, dtype=np.float32))

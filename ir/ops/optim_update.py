@@ -28,6 +28,20 @@ from ..types import TensorType
 from .registry import COMPOSITE, OpDef, register
 
 
+# Eager forms that write an update op's results over the memory of the tensors it updates (the
+# parameter, then its state tensors in the op's order), lent by codegen/eager_loops.py: op ->
+# form(*arrays, **attrs) -> bool (False: it declined, nothing written). A fused eager step then
+# makes no fresh results and copies none back (fusegrad.optim: update_in_place).
+IN_PLACE_FORMS: dict = {}
+
+
+def update_in_place(op: str, arrays: list, attrs: dict) -> bool:
+    """Eagerly, write update op `op`'s results over its updated operands' arrays where a lent
+    form takes them (IN_PLACE_FORMS); False where none does (the caller applies the op)."""
+    form = IN_PLACE_FORMS.get(op)
+    return form is not None and form(*arrays, **attrs)
+
+
 # ------------------------------------------------------------------ operands
 # The 0-d scalar inputs that follow the tensors, by name, in input order.
 def sgd_scalars(attrs) -> tuple:

@@ -371,3 +371,47 @@ def adam_update_in_place(p, g, m, v, mx, decay, weight, beta2, one_minus_beta2, 
             sqrt_bias_correction2, eps, neg_step_size, decoupled, maximize, l2, lerp_low, amsgrad)
         if amsgrad:
             mx[i] = second
+
+
+@njit(inline="always")
+def _sgd_element(pi, gi, bi, weight_decay, momentum, one_minus_dampening, nesterov_momentum, neg_lr,
+                 maximize, decays, has_momentum, dampening, nesterov):
+    """One element's SGD step: ir/ops/optim_update.py's _sgd_ref operation for operation, each
+    rounded in the dtype, its FMAs the hardware's (the reference's bits). Returns (param,
+    momentum buffer: `bi` unchanged without momentum)."""
+    if maximize:
+        gi = -gi
+    if decays:
+        gi = fg_fma(pi, weight_decay, gi)
+    if not has_momentum:
+        return fg_fma(gi, neg_lr, pi), bi
+    b = bi * momentum
+    b = fg_fma(gi, one_minus_dampening, b) if dampening else b + gi
+    step = fg_fma(b, nesterov_momentum, gi) if nesterov else b
+    return fg_fma(step, neg_lr, pi), b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sgd_update_into(p, g, buf, p_out, buf_out, weight_decay, momentum, one_minus_dampening, nesterov_momentum,
+                    neg_lr, maximize, decays, has_momentum, dampening, nesterov):
+    """_sgd_element of each element into new arrays (`buf`, `buf_out`: unread and unwritten
+    without momentum)."""
+    for i in range(p.shape[0]):
+        bi = buf[i] if has_momentum else p[i]
+        p_out[i], b = _sgd_element(p[i], g[i], bi, weight_decay, momentum, one_minus_dampening, nesterov_momentum,
+                                   neg_lr, maximize, decays, has_momentum, dampening, nesterov)
+        if has_momentum:
+            buf_out[i] = b
+
+
+@njit(cache=True, nogil=True, error_model="numpy", **({"noalias": True} if _NOALIAS else {}))
+def sgd_update_in_place(p, g, buf, weight_decay, momentum, one_minus_dampening, nesterov_momentum, neg_lr,
+                        maximize, decays, has_momentum, dampening, nesterov):
+    """_sgd_element of each element over p and (with momentum) buf themselves, which share no
+    memory with each other or with g (the caller checks; see adam_update_in_place)."""
+    for i in range(p.shape[0]):
+        bi = buf[i] if has_momentum else p[i]
+        p[i], b = _sgd_element(p[i], g[i], bi, weight_decay, momentum, one_minus_dampening, nesterov_momentum,
+                               neg_lr, maximize, decays, has_momentum, dampening, nesterov)
+        if has_momentum:
+            buf[i] = b

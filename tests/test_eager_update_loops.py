@@ -16,7 +16,7 @@ import pytest
 import fusegrad as fg
 from fusegrad.codegen import eager_loops
 from fusegrad.ir.ops import EAGER_FORMS, OPS
-from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS, adam_scalars
+from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS, adam_scalars, sgd_scalars
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
 
@@ -114,3 +114,73 @@ def test_an_eager_step_writes_the_parameters_in_place_as_the_reference_and_torch
         np.testing.assert_array_equal(ours[3][key][0], reference[3][key][0])
         np.testing.assert_allclose(ours[3][key][0], theirs[3][key][0], rtol=1e-5, atol=1e-6)
         assert ours[3][key][1] == reference[3][key][1] == theirs[3][key][1], key
+
+
+SGD_ATTRS = [dict(maximize=mx, weight_decay=wd, momentum=mo, dampening=mo and da, nesterov=mo and ne)
+             for mx, wd, mo, da, ne in itertools.product([False, True], repeat=5) if mo or not (da or ne)]
+
+
+def _sgd_operands(attrs, dtype, seed):
+    rng = np.random.default_rng(seed)
+    tensors = [rng.standard_normal((300, 70)).astype(dtype) for _ in range(3 if attrs["momentum"] else 2)]
+    tensors[1].reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    tensors[0].reshape(-1)[5:8] = [np.nan, 1e30, -0.0]
+    scalars = [np.asarray(dtype(x)) for x in rng.uniform(-0.99, 0.99, len(sgd_scalars(attrs)))]
+    return tensors, scalars
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("attrs", SGD_ATTRS, ids=lambda a: "-".join(f"{k}={v}" for k, v in a.items()))
+def test_the_sgd_loops_compute_the_references_bits(attrs, dtype, loops_pay):
+    tensors, scalars = _sgd_operands(attrs, dtype, 3)
+    with np.errstate(all="ignore"):
+        expected = OPS["sgd_update"].ref(*tensors, *scalars, **attrs)
+    fresh = EAGER_FORMS["sgd_update"](*tensors, *scalars, **attrs)
+    assert type(fresh) is type(expected)            # (an array without momentum, else a pair)
+    if not attrs["momentum"]:
+        fresh, expected = (fresh,), (expected,)
+    assert len(fresh) == len(expected)
+    for got, want in zip(fresh, expected):
+        assert got.dtype == want.dtype and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    assert IN_PLACE_FORMS["sgd_update"](*tensors, *scalars, **attrs)
+    for got, want in zip(tensors[:1] + tensors[2:], expected):
+        np.testing.assert_array_equal(got, want)
+    shared = [tensors[0], tensors[0][::-1]] + tensors[2:]           # (the gradient over the parameter)
+    assert not IN_PLACE_FORMS["sgd_update"](*shared, *scalars, **attrs)
+
+
+@pytest.mark.parametrize("options", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1},
+                                     {"momentum": 0.5, "dampening": 0.3, "maximize": True}])
+def test_an_eager_sgd_step_writes_in_place_as_the_reference_and_torch(options, loops_pay, monkeypatch):
+    calls = []
+    real = IN_PLACE_FORMS["sgd_update"]
+    rng = np.random.default_rng(4)
+    w0, x0 = rng.standard_normal((64, 300)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
+
+    def run(L):
+        w = L.from_numpy(w0.copy()).requires_grad_()
+        opt = L.optim.SGD([w], lr=0.05, **options)
+        x = L.from_numpy(x0)
+        for _ in range(3):
+            opt.zero_grad()
+            (x @ w).tanh().sum().backward()
+            opt.step()
+        buf = opt.state[w].get("momentum_buffer")
+        return (w.detach().numpy().copy(), w._version,
+                None if buf is None else (buf.numpy().copy(), buf._version))
+    monkeypatch.setitem(IN_PLACE_FORMS, "sgd_update", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ours, theirs = run(fg), run(torch)
+    monkeypatch.delitem(IN_PLACE_FORMS, "sgd_update")
+    monkeypatch.delitem(EAGER_FORMS, "sgd_update")
+    reference = run(fg)
+    assert len(calls) == 3
+    np.testing.assert_array_equal(ours[0], reference[0])
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
+    assert ours[1] == reference[1] == theirs[1]
+    if options.get("momentum"):
+        np.testing.assert_array_equal(ours[2][0], reference[2][0])
+        np.testing.assert_allclose(ours[2][0], theirs[2][0], rtol=1e-5, atol=1e-6)
+        assert ours[2][1] == reference[2][1] == theirs[2][1]
+    else:
+        assert ours[2] is theirs[2] is None

@@ -544,11 +544,17 @@ class SGD(Optimizer):
             if attrs["dampening"]:          # torch's first buffer is the gradient, undamped
                 names = sgd_scalars(attrs)
                 scalars = [1.0 if name == "one_minus_dampening" else value for name, value in zip(names, scalars)]
+        # per-op: p.add_; buf.mul_(momentum).add_(grad, ...); torch's first buffer is a fresh clone (version 0)
+        bumps = [1, 0 if first else 2][:len(tensors) - 1]
+        if trace_state.current() is None and update_in_place(
+                "sgd_update", [t._data for t in tensors] + [_scalar_array(x, p._dtype) for x in scalars], attrs):
+            # (eagerly, written over the tensors' memory by a lent loop: no fresh results to copy back)
+            for t, n in zip(tensors[:1] + tensors[2:], bumps):
+                t._vbox[0] += n
+            return True
         new = _fused("sgd_update", tensors, scalars, attrs, p._dtype)
-        _write_back(p, new[0])
-        if attrs["momentum"]:
-            # per-op: buf.mul_(momentum).add_(grad, ...); torch's first buffer is a fresh clone (version 0)
-            _write_back(tensors[2], new[1], bumps=0 if first else 2)
+        for t, value, n in zip(tensors[:1] + tensors[2:], new, bumps):
+            _write_back(t, value, bumps=n)
         return True
 
 

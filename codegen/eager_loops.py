@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from fusegrad.ir import threaded
 from fusegrad.ir.ops import EAGER_FORMS, EAGER_INTO_FORMS, OPS
 from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS, sgd_scalars
 from fusegrad.ir.torch_cpu import vector_ranges
@@ -218,14 +219,32 @@ EAGER_FORMS["logsumexp"] = _logsumexp
 def _update_operands(arrays: tuple, n: int):
     """(tensors, numbers) of an update op's call (its first `n` operands tensors, the rest
     numbers) that a loop takes: row-major tensors of one shape and float dtype, 0-d scalars of
-    that dtype, and the policy's say; else None."""
-    tensors, scalars = [np.asarray(a) for a in arrays[:n]], [np.asarray(a) for a in arrays[n:]]
-    p = tensors[0]
-    if p.dtype not in _FLOATS or any(a.shape != p.shape or a.dtype != p.dtype or not a.flags.c_contiguous
-                                     for a in tensors) \
-            or any(s.ndim or s.dtype != p.dtype for s in scalars) or not _takes_loop(p):
+    that dtype, and the policy's say; else None. (Once per parameter and step: plain loops.)"""
+    p = arrays[0]
+    if type(p) is not np.ndarray or p.dtype not in _FLOATS:
         return None
-    return tensors, [s[()] for s in scalars]
+    shape, dtype = p.shape, p.dtype
+    for a in arrays[:n]:
+        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
+            return None
+    numbers = []
+    for s in arrays[n:]:
+        if type(s) is not np.ndarray or s.ndim or s.dtype != dtype:
+            return None
+        numbers.append(s[()])
+    if not _takes_loop(p):
+        return None
+    return list(arrays[:n]), numbers
+
+
+def _run_in_blocks(loop, flat: list, args: tuple) -> None:
+    """loop(*flat, *args) over blocks of the flat arrays, on threads where large (a small
+    parameter's in one call, with no slices made)."""
+    size = flat[0].shape[0]
+    if size < threaded.MIN_ELEMENTS:
+        loop(*flat, *args)
+    else:
+        in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in flat], *args), size, size)
 
 
 def _share_memory(arrays: list) -> bool:
@@ -283,8 +302,7 @@ def _adam_update_in_place(*arrays, amsgrad, maximize, weight_decay, lerp_low) ->
         flat.append(np.empty(flat[0].shape[0], flat[0].dtype))    # (the running maximum: unread)
     loop, numbers = eager_loops_jit.adam_update_in_place, _adam_loop_numbers(tensors, numbers, weight_decay)
     flags = _adam_flags(amsgrad, maximize, weight_decay, lerp_low)
-    size = flat[0].shape[0]
-    in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in flat], *numbers, *flags), size, size)
+    _run_in_blocks(loop, flat, (*numbers, *flags))
     return True
 
 
@@ -334,8 +352,7 @@ def _sgd_update_in_place(*arrays, **attrs) -> bool:
         return False
     from . import eager_loops_jit
     flat, numbers, flags = _sgd_loop_operands(*taken, attrs)
-    loop, size = eager_loops_jit.sgd_update_in_place, flat[0].shape[0]
-    in_blocks(lambda lo, hi: loop(*[a[lo:hi] for a in flat], *numbers, *flags), size, size)
+    _run_in_blocks(eager_loops_jit.sgd_update_in_place, flat, (*numbers, *flags))
     return True
 
 

@@ -184,3 +184,21 @@ def test_an_eager_sgd_step_writes_in_place_as_the_reference_and_torch(options, l
         assert ours[2][1] == reference[2][1] == theirs[2][1]
     else:
         assert ours[2] is theirs[2] is None
+
+
+@pytest.mark.parametrize("op", ["adam_update", "sgd_update"])
+def test_a_large_parameter_updates_in_blocks_on_threads_as_the_reference(op, loops_pay, monkeypatch):
+    """At least threaded.MIN_ELEMENTS elements: the loop runs in blocks, on threads."""
+    from fusegrad.ir import threaded
+    monkeypatch.setattr(threaded, "thread_count", lambda: 2)
+    attrs = ATTRS[-1] if op == "adam_update" else SGD_ATTRS[-1]
+    rng = np.random.default_rng(5)
+    n = (5 if attrs["amsgrad"] else 4) if op == "adam_update" else 3
+    tensors = [np.abs(rng.standard_normal((1100, 1000))).astype(np.float32) for _ in range(n)]
+    assert tensors[0].size >= threaded.MIN_ELEMENTS
+    names = adam_scalars(attrs) if op == "adam_update" else sgd_scalars(attrs)
+    scalars = [np.asarray(np.float32(x)) for x in rng.uniform(0.01, 0.99, len(names))]
+    expected = OPS[op].ref(*tensors, *scalars, **attrs)
+    assert IN_PLACE_FORMS[op](*tensors, *scalars, **attrs)
+    for got, want in zip(tensors[:1] + tensors[2:], expected):
+        np.testing.assert_array_equal(got, want)

@@ -111,6 +111,15 @@ def test_const_and_iota():
     check(p, random_args(p, rng))
 
 
+def test_iotas_reference_is_a_broadcast_of_one_range():
+    """Not a materialised index array: a max's gradient compares it with the argmax, which read
+    32 MiB for a [4096, 1024] int64 iota (eager x.max(1) value-and-grad 10.4 -> 8 ms)."""
+    from fusegrad.ir.ops import OPS
+    got = OPS["iota"].ref(shape=(3, 4, 5), axis=1, dtype=int64)
+    np.testing.assert_array_equal(got, np.broadcast_to(np.arange(4).reshape(1, 4, 1), (3, 4, 5)))
+    assert got.dtype == np.int64 and got.strides == (0, 8, 0) and not got.flags.writeable
+
+
 REDUCTIONS = [((1,), False), ((0,), True), ((0, 1), False)]
 
 

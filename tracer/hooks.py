@@ -144,8 +144,18 @@ def register_node_hook(node, hook, kind: str) -> RemovableHandle:
     return _added(hooks, hook)
 
 
+def _hooks_view(grad: np.ndarray) -> Tensor:
+    """What a hook sees of a gradient array: a copy (arrays are shared between edges, and a
+    hook may write its argument in place), except an expand's read-only view (a sum's
+    gradient), which torch hands its hooks as that expand (strides 0, not contiguous; an
+    in-place write of it raises torch's overlap error), and which nothing can write."""
+    if not grad.flags.writeable and 0 in grad.strides and grad.size > 1:
+        return Tensor._wrap(grad)
+    return Tensor._wrap(np.array(grad, copy=True))
+
+
 def _as_tensors(arrays) -> tuple:
-    return tuple(None if a is None else Tensor._wrap(np.array(a, copy=True)) for a in arrays)
+    return tuple(None if a is None else _hooks_view(a) for a in arrays)
 
 
 def _replaced(hook, before: tuple, result) -> tuple:
@@ -232,7 +242,7 @@ def run_on_array(hooks: dict, grad: np.ndarray) -> np.ndarray:
     shared between edges) through the hooks, back to an array."""
     if not hooks:
         return grad
-    return run_on_tensor(hooks, Tensor._wrap(np.array(grad, copy=True)), False)._concrete()
+    return run_on_tensor(hooks, _hooks_view(grad), False)._concrete()
 
 
 def leaf_hooks(t: Tensor) -> dict | None:

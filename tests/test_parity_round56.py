@@ -1,0 +1,65 @@
+"""Round 56 of torch parity: what a gradient hook sees of a sum's gradient.
+
+torch's SumBackward returns its gradient expanded (`grad.expand(shape)`: strides 0, not
+contiguous) and hands that very tensor to the hooks of the tensor it flows into (tensor hooks,
+a node's pre- and post-hooks); a hook writing it in place raises torch's overlap error. fusegrad
+gave every hook a row-major copy (strides (4, 1), contiguous; an in-place write went through).
+Hooks now see an expand's read-only view as it is (tracer/hooks.py: _hooks_view), and a copy of
+anything else (arrays are shared between edges). 11 of these 24 cases differed before."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+import fusegrad as fg  # noqa: E402
+
+
+def _probe(L, body):
+    x = L.ones(3, 4, requires_grad=True)
+    seen = []
+    try:
+        body(L, x, seen)
+        return seen + [x.grad.tolist() if x.grad is not None else None]
+    except Exception as error:                  # (the outcome compared: its class and text)
+        return seen + [type(error).__name__, str(error).replace("torch.", "fg.")]
+
+
+def _recorder(seen):
+    return lambda g: seen.append((g.stride(), g.is_contiguous(), g.tolist()))
+
+
+BODIES = {
+    "sum": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.sum().backward()),
+    "mean": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.mean().backward()),
+    "sum_of_sum": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.sum(0).sum().backward()),
+    "in_place_in_hook": lambda L, x, s: ((z := x * 2).register_hook(lambda g: g.mul_(2)), z.sum().backward()),
+    "hook_returns": lambda L, x, s: ((z := x * 2).register_hook(lambda g: g * 3), z.sum().backward()),
+    "clone_in_hook": lambda L, x, s: ((z := x * 2).register_hook(lambda g: g.clone().mul_(2)), z.sum().backward()),
+    "leaf_hook": lambda L, x, s: (x.register_hook(_recorder(s)), x.sum().backward()),
+    "leaf_hook_in_place": lambda L, x, s: (x.register_hook(lambda g: g.add_(1)), x.sum().backward()),
+    "node_hook": lambda L, x, s: ((z := x * 2).grad_fn.register_hook(
+        lambda gi, go: s.append((go[0].stride(), gi[0].stride()))), z.sum().backward()),
+    "node_prehook": lambda L, x, s: ((z := x * 2).grad_fn.register_prehook(lambda go: s.append(go[0].stride())),
+                                     z.sum().backward()),
+    "expanded_sum": lambda L, x, s: ((z := x[0] * 2).register_hook(_recorder(s)), z.expand(3, 4).sum().backward()),
+    "retain_grad": lambda L, x, s: ((z := x * 2).retain_grad(), z.sum().backward(),
+                                    s.append((z.grad.stride(), z.grad.is_contiguous()))),
+    "floor": lambda L, x, s: (x.register_hook(_recorder(s)), x.floor().sum().backward()),
+    "sign": lambda L, x, s: (x.register_hook(_recorder(s)), (x.sign() * 2).sum().backward()),
+    "expand_mul": lambda L, x, s: (x.register_hook(_recorder(s)), (x[:, :1].expand(3, 4) * 2).sum().backward()),
+    "broadcast_add": lambda L, x, s: ((z := x * 1).register_hook(_recorder(s)), (z + L.ones(5, 3, 4)).sum().backward()),
+    "max": lambda L, x, s: ((z := x * 1).register_hook(_recorder(s)), z.max().backward()),
+    "sum_keepdim": lambda L, x, s: ((z := x * 1).register_hook(_recorder(s)),
+                                    (z.sum(1, keepdim=True) * 3).sum().backward()),
+    "relu": lambda L, x, s: ((z := x * 1).register_hook(_recorder(s)), z.relu().sum().backward()),
+    "where": lambda L, x, s: ((z := x * 1).register_hook(_recorder(s)), L.where(z > 0, z, 0.).sum().backward()),
+    "expand_of_sum": lambda L, x, s: ((z := x.sum(0)).register_hook(_recorder(s)), (z.expand(3, 4) * 1).sum().backward()),
+    "two_hooks": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.register_hook(_recorder(s)),
+                                  z.sum().backward()),
+    "given_gradient": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.sum().backward(L.tensor(3.))),
+    "mean_of_sum": lambda L, x, s: ((z := x * 2).register_hook(_recorder(s)), z.sum(0).mean().backward()),
+}
+
+
+@pytest.mark.parametrize("name", list(BODIES))
+def test_hooks_see_a_gradient_as_torchs_hooks_do(name):
+    assert _probe(fg, BODIES[name]) == _probe(torch, BODIES[name])

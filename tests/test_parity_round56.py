@@ -63,3 +63,21 @@ BODIES = {
 @pytest.mark.parametrize("name", list(BODIES))
 def test_hooks_see_a_gradient_as_torchs_hooks_do(name):
     assert _probe(fg, BODIES[name]) == _probe(torch, BODIES[name])
+
+
+# nextafter's gradient: torch's passes to self where self != other (NaN included) and is 0
+# where they are equal (0 and -0 too); fusegrad passed it everywhere.
+def _nextafter_grads(L, compiled):
+    x = L.tensor([1.0, 2.0, float("nan"), 0.0, -0.0, float("inf"), 3.0], requires_grad=True)
+    y = L.tensor([1.0, 5.0, 1.0, -0.0, 0.0, float("inf"), float("nan")], requires_grad=True)
+    f = fg.compile(lambda a, b: L.nextafter(a, b)) if compiled else (lambda a, b: L.nextafter(a, b))
+    f(x, y).backward(L.tensor([2.0, 2.0, 2.0, 2.0, float("nan"), 2.0, 2.0]))
+    seed = L.ones(7, requires_grad=True)
+    g, = L.autograd.grad(f(x, y.detach()), x, seed, create_graph=True)
+    return (x.grad.tolist(), y.grad.tolist(), g.tolist(), type(g.grad_fn).__name__,
+            [None if node is None else type(node).__name__ for node, _ in g.grad_fn.next_functions])
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_nextafters_gradient_is_zero_where_its_operands_are_equal(compiled):
+    assert _nextafter_grads(fg, compiled) == _nextafter_grads(torch, False)

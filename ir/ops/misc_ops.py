@@ -3,7 +3,7 @@ each as one node (FrexpBackward0, NextafterBackward0, RenormBackward0).
 
 - frexp(x) -> (mantissa, exponent): NumPy's frexp; the exponent is int64 (torch's is int32,
   a dtype fusegrad lacks) and carries no gradient; the mantissa's gradient is g / 2**exponent.
-- nextafter(a, b): the next float after a towards b; torch's gradient passes to a unchanged.
+- nextafter(a, b): the next float after a towards b; torch's gradient passes to a where a != b.
 - renorm(x; p, axis, maxnorm): each slice along `axis` whose p-norm exceeds maxnorm scaled to
   norm maxnorm (factor maxnorm / (norm + 1e-7), torch's); its VJP is torch's renorm_backward.
 """
@@ -41,8 +41,10 @@ register(OpDef("frexp", MOVEMENT, _frexp_infer, _frexp_ref, _frexp_vjp, referenc
 
 # --------------------------------------------------------------------- nextafter
 def _nextafter_vjp(e, x, y, g, a, n):
-    # torch's NextafterBackward0: the gradient passes to self unchanged, none to other
-    return [g[0], e.zeros_like(x[1])]
+    # torch's NextafterBackward0: the gradient passes to self where self != other (NaN
+    # included), zero where they are equal (0 and -0 too: the result is other, whatever self
+    # does); none to other
+    return [e.where(e.ne(x[0], x[1]), g[0], 0), e.zeros_like(x[1])]
 
 
 elementwise("nextafter", np.nextafter, _nextafter_vjp, "np.nextafter({0}, {1})", float_only=True,

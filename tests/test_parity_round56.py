@@ -81,3 +81,36 @@ def _nextafter_grads(L, compiled):
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_nextafters_gradient_is_zero_where_its_operands_are_equal(compiled):
     assert _nextafter_grads(fg, compiled) == _nextafter_grads(torch, False)
+
+
+# A bool operand of atan2 (self) and logaddexp/logaddexp2 (either): torch's backward formulas
+# negate or subtract it, which raises when the backward runs; fusegrad's IR sees it cast to
+# float and differentiated through it.
+BOOL_OPERANDS = {
+    "atan2_bool_self": lambda L, x, m: L.atan2(m, x),
+    "atan2_bool_other": lambda L, x, m: L.atan2(x, m),
+    "atan2_method": lambda L, x, m: m.atan2(x),
+    "atan2_in_place": lambda L, x, m: (x * 1).atan2_(m),
+    "logaddexp_bool_other": lambda L, x, m: L.logaddexp(x, m),
+    "logaddexp_bool_self": lambda L, x, m: L.logaddexp(m, x),
+    "logaddexp2_bool_other": lambda L, x, m: L.logaddexp2(x, m),
+    "hypot_bool_other": lambda L, x, m: L.hypot(x, m),
+}
+
+
+def _bool_operand_outcome(L, body, compiled):
+    x = L.tensor([0.5, 1.5, 2.0], requires_grad=True)
+    m = L.tensor([True, False, True])
+    f = fg.compile(lambda a, b: body(L, a, b)) if compiled else (lambda a, b: body(L, a, b))
+    try:
+        f(x, m).sum().backward()
+        return "ok", [round(v, 5) for v in x.grad.tolist()]
+    except RuntimeError as error:
+        return type(error).__name__, str(error)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", list(BOOL_OPERANDS))
+def test_a_bool_operands_backward_raises_where_torchs_does(name, compiled):
+    assert _bool_operand_outcome(fg, BOOL_OPERANDS[name], compiled) == \
+        _bool_operand_outcome(torch, BOOL_OPERANDS[name], False)

@@ -170,7 +170,9 @@ def _two_tensors(op: str, name: str):
         dtype = _promoted([a, b], fn)[1]
         if not dtype.is_floating_point:
             raise _not_implemented(f"{op}_cpu", dtype)
-        return op, [a, b], None, name, dtype
+        # (logaddexp of a bool tensor: torch's backward raises, ir/ops/extra_math.py)
+        attrs = {"bool_operand": True} if op != "hypot" and bool_ in (a._dtype, b._dtype) else None
+        return op, [a, b], attrs, name, dtype
 
     def fn(input, other) -> Tensor:
         return _apply(plan(input, other))

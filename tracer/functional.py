@@ -26,7 +26,7 @@ import numpy as np
 from fusegrad.ir import (DType, bool_, float32, float64, int64, result_type, scalar_dtype)
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.registry import shape_str
-from fusegrad.ir.ops.elementwise import pow_const_applies
+from fusegrad.ir.ops.elementwise import BOOL_NEGATION, pow_const_applies
 from fusegrad.ir.ops.linalg import _check_matmul_dtype, mm_layout_attrs
 from fusegrad.ir.torch_cpu import block_elements
 from fusegrad.ir.types import DIMMED, EXPAND_TYPE_NAMES, PYTHON_TYPE_DTYPES, SCALAR, TORCH_SCALAR_NAMES, ZERO_DIM
@@ -460,8 +460,7 @@ def neg(input) -> Tensor:
     """torch.neg: -a elementwise (RuntimeError for bool, as torch)."""
     a = as_tensor(input, "neg")
     if a._dtype is bool_:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        raise RuntimeError(BOOL_NEGATION)
     return apply_op("neg", [a], None, "NegBackward0")
 
 

@@ -117,7 +117,9 @@ def frac(input=REQUIRED, *surplus) -> Tensor:
 def atan2(input, other) -> Tensor:
     """torch.atan2(input, other): the angle of (other, input), two tensors promoted to a float dtype."""
     a, b = as_tensor(input, "atan2"), as_tensor(other, "atan2", "other", 2)
-    return apply_op("atan2", _float_operands([a, b], "atan2"), None, "Atan2Backward0")
+    # (a bool self: torch's backward of other raises, ir/ops/more_math.py _atan2_vjp)
+    attrs = {"bool_self": True} if a._dtype is bool_ else None
+    return apply_op("atan2", _float_operands([a, b], "atan2"), attrs, "Atan2Backward0")
 
 
 arctan2 = atan2

@@ -152,6 +152,9 @@ elementwise("neg", np.negative, lambda e, x, y, g, a, n: [e.neg(g[0])], "(-{0})"
 # torch's PowBackward1 computes `exponent - 1`, which a bool exponent refuses when it runs
 BOOL_SUBTRACTION = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
                     "invert a mask, use the `~` or `logical_not()` operator instead.")
+# torch's text for `-` of a bool tensor (neg, and atan2's backward of a bool self)
+BOOL_NEGATION = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                 "mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _pow_vjp(e, x, y, g, a, n):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import fma, rounded
 from ..types import TensorType, bool_
-from .elementwise import _infer_map, elementwise
+from .elementwise import BOOL_SUBTRACTION, _infer_map, elementwise
 from .registry import COMPOSITE, OTHER_THEN_SELF, NoDerivativeError, OpDef, register
 
 _INV_LN2 = 1.0 / math.log(2.0)
@@ -114,7 +114,7 @@ elementwise("hypot", _quiet(np.hypot), _hypot_vjp, "np.hypot({0}, {1})", float_o
 
 def _logaddexp_ref(base2: bool):
     @_quiet
-    def ref(a, b):
+    def ref(a, b, bool_operand=False):
         dtype = np.result_type(a, b)
         m = np.maximum(a, b)
         d = -np.abs(a - b)
@@ -138,8 +138,11 @@ def _logaddexp_decompose(base2: bool):
 
 def _logaddexp_vjp(base2: bool):
     # torch: self: grad / (1 + exp(other - self)); other: grad / (1 + exp(self - other))
-    # (logaddexp2: pow(2, ...) for exp)
+    # (logaddexp2: pow(2, ...) for exp). With a bool operand (the attribute `bool_operand`, set
+    # by the tracer: the IR sees it cast to float) torch's subtraction raises when it runs.
     def vjp(e, x, y, g, a, n):
+        if a.get("bool_operand"):
+            raise NoDerivativeError(BOOL_SUBTRACTION)
         def part(p, q):
             d = e.sub(p, q)
             return e.div(g[0], e.add(e.op("exp2", d) if base2 else e.exp(d), 1))

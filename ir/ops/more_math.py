@@ -18,7 +18,7 @@ import numpy as np
 from .. import rounded
 from ..buffers import POOL
 from ..torch_order_jit import LOOP_FROM, by_row_blocks, loop_pays
-from .elementwise import _infer_map, elementwise
+from .elementwise import BOOL_NEGATION, _infer_map, elementwise
 from ..types import TensorType, int64
 from .reduce import SELF_THEN_RESULT, _grad_to_input, _infer_reduce, reduced_shape
 from .registry import COMPOSITE, OPAQUE, OTHER_THEN_SELF, NoDerivativeError, OpDef, register
@@ -110,7 +110,7 @@ elementwise("atan", rounded.RoundedUfunc(np.arctan),
             float_only=True)
 
 
-def _atan2_ref(y, x):
+def _atan2_ref(y, x, bool_self=False):
     if y.dtype.char == "f" and y.size <= rounded.EXACT_UP_TO:
         return np.asarray(np.arctan2(y.astype(np.float64), x.astype(np.float64)), np.float32)
     return np.arctan2(y, x)
@@ -120,6 +120,10 @@ def _atan2_vjp(e, x, y, g, a, n):
     # torch's atan2_backward: recip = 1 / (self**2 + other**2), 0 where that sum is 0 (measured:
     # atan2(0, 0) and atan2(1e-30, 0) have zero gradients in float32, atan2(1e-20, 1e-20) infinite);
     # self: grad * other * recip, other: grad * -self * recip
+    # (a bool self, the attribute `bool_self` set by the tracer: torch's `-self` raises when
+    # other's gradient is computed)
+    if a.get("bool_self") and n[1]:
+        raise NoDerivativeError(BOOL_NEGATION)
     top, bottom = x
     total = e.add(e.mul(top, top), e.mul(bottom, bottom))
     recip = e.where(e.eq(total, 0), 0, e.op("reciprocal", total))

@@ -114,3 +114,21 @@ def _bool_operand_outcome(L, body, compiled):
 def test_a_bool_operands_backward_raises_where_torchs_does(name, compiled):
     assert _bool_operand_outcome(fg, BOOL_OPERANDS[name], compiled) == \
         _bool_operand_outcome(torch, BOOL_OPERANDS[name], False)
+
+
+@pytest.mark.parametrize("call", [
+    "L.ldexp(L.tensor([1.5, 2.0]), L.tensor([True, False]))",
+    "L.ldexp(L.tensor([1.5, 2.0], dtype=L.float64), L.tensor([True, False]))",
+    "L.tensor([1.5, 2.0]).ldexp_(L.tensor([True, False]))",
+    "L.ldexp(L.tensor([1, 2]), L.tensor([True, False]))",
+    "L.ldexp(L.tensor([True]), L.tensor([True]))",
+])
+def test_ldexp_of_a_float_tensor_refuses_a_bool_exponent_as_torch(call):
+    """torch's float path takes exp of the exponent in its dtype, which has no bool kernel."""
+    def outcome(L):
+        try:
+            r = eval(call, {"L": L})
+            return str(r.dtype).split(".")[-1], r.tolist()
+        except Exception as error:
+            return type(error).__name__, str(error)
+    assert outcome(fg) == outcome(torch)

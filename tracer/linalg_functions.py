@@ -556,6 +556,10 @@ def _ldexp_plan(input, other, fn="ldexp"):
     a, b = F.as_tensor(input, fn), _operand(other, fn, "other", 2)
     if not isinstance(b, Tensor):
         raise TypeError(f"{fn}(): argument 'other' (position 2) must be Tensor, not {type_name(b)}")
+    if a._dtype.is_floating_point and b._dtype is bool_:
+        # (torch's float path takes exp of the exponent in its own dtype; an integer or bool
+        # input goes through pow, which takes a bool)
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     return "ldexp", [a, b], None, "LdexpBackward0", _float_dtype([a, b], fn)
 
 

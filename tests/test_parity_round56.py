@@ -132,3 +132,19 @@ def test_ldexp_of_a_float_tensor_refuses_a_bool_exponent_as_torch(call):
         except Exception as error:
             return type(error).__name__, str(error)
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("args", [(1, (2, 2)), (1, [2, -1]), (-1, (2, 2)), (0, (1, 2)), (1, 4), (1, (2, 2.0)),
+                                  (1, (3, 2))])
+def test_nn_unflatten_is_torchs(args):
+    """nn.Unflatten (was missing): its repr, its result and gradient, and its argument errors."""
+    def outcome(L):
+        try:
+            m = L.nn.Unflatten(*args)
+            x = L.arange(8.0).reshape(2, 4).requires_grad_()
+            y = m(x)
+            (y * L.arange(8.0).reshape(y.shape)).sum().backward()
+            return repr(m), tuple(y.shape), type(y.grad_fn).__name__, x.grad.tolist()
+        except Exception as error:
+            return type(error).__name__, str(error)
+    assert outcome(fg) == outcome(torch)

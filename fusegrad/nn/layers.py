@@ -355,6 +355,31 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Module):
+    """Unflattens dim `dim` into `unflattened_size` (torch's nn.Unflatten for an int dim)."""
+
+    def __init__(self, dim: int, unflattened_size) -> None:
+        super().__init__()
+        if isinstance(dim, str):
+            raise NotImplementedError("fusegrad: nn.Unflatten by a dimension name (named tensors are not supported)")
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}")
+        for k, n in enumerate(unflattened_size):
+            if not isinstance(n, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                                f"{type(n).__name__} at pos {k}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input):
+        """`input` with dim `dim` split into `unflattened_size`."""
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        """The repr's arguments, as torch prints them: dim, unflattened_size."""
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()

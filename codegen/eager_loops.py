@@ -37,6 +37,13 @@ that eager code gets the speed and the values of compiled code:
   These references also write into buffers of the pool, so the loops are lent for that too
   (ir.ops.EAGER_INTO_FORMS). logsumexp over trailing dims likewise (2048x2048 float32, the
   reference with its temporaries pooled: 8 ms, torch 2.4).
+- the optimizers' sgd_update and adam_update: one pass over the parameter and its state, the
+  references' bits (their FMAs the hardware's), where the references make four to ten NumPy
+  passes into fresh arrays; and in-place forms (ir.ops.optim_update.IN_PLACE_FORMS) through
+  which fusegrad.optim's eager step writes over the tensors' own memory (noalias: they decline
+  arrays that share memory), with no results to copy back. A 784-512-512-512-10 MLP's eager
+  Adam step: 15 -> 9.2 ms (torch 7.8); a 3072-1024-256-10 MLP's SGD with momentum 35 -> 19-22
+  (torch 15-16).
 
 The loops are defined in codegen/eager_loops_jit.py and imported on the first call that takes
 them (torch_order_jit.loop_pays: Numba set up in the process, or a purely eager process's calls

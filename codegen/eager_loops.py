@@ -259,37 +259,19 @@ def _share_memory(arrays: list) -> bool:
     return any(np.may_share_memory(a, b) for k, a in enumerate(arrays) for b in arrays[k + 1:])
 
 
-def _adam_loop_numbers(tensors: list, numbers: list, weight_decay: str) -> list:
-    """The adam loops' decay operand first (the L2 weight decay or the decoupled decay factor;
-    an unread 0 without decay), then the other numbers."""
-    return numbers if weight_decay != "none" else [tensors[0].dtype.type(0)] + numbers
-
-
-def _adam_flags(amsgrad, maximize, weight_decay, lerp_low) -> tuple:
-    """The adam loops' flags: decoupled, maximize, l2, lerp_low, amsgrad."""
-    return weight_decay == "decoupled", maximize, weight_decay == "l2", lerp_low, amsgrad
-
-
 def _adam_update(*arrays, amsgrad, maximize, weight_decay, lerp_low):
-    """adam_update: codegen/eager_loops_jit.py's adam_update_into, one pass over the parameter
-    and its moments where _update_operands takes them, else the reference: about ten NumPy passes,
-    each into a fresh array (an eager Adam step of a 784-512-512-512-10 MLP spent 5 ms of its
-    15 there, 1.6 in the loop; torch's step: 8 ms in all)."""
+    """adam_update: codegen/eager_loops_jit.py's adam_update_in_place over copies of the
+    parameter and its moments where _update_operands takes them, else the reference (about ten
+    NumPy passes, each into a fresh array). (fusegrad.optim's eager step writes over the
+    tensors themselves: _adam_update_in_place.)"""
     taken = _update_operands(arrays, 5 if amsgrad else 4)
     if taken is None:
         return OPS["adam_update"].ref(*arrays, amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay,
                                       lerp_low=lerp_low)
     tensors, numbers = taken
-    from . import eager_loops_jit
-    flat = [a.reshape(-1) for a in tensors]
-    if not amsgrad:
-        flat.append(flat[3])                        # (the running maximum: unread)
-    outs = [np.empty(flat[0].shape, flat[0].dtype) for _ in range(len(tensors) - 1)]
-    second = outs[3] if amsgrad else outs[2]        # (without amsgrad: unwritten)
-    sliced_blocks(eager_loops_jit.adam_update_into, (*flat, outs[0], outs[1], outs[2]), second,
-                  *_adam_loop_numbers(tensors, numbers, weight_decay),
-                  *_adam_flags(amsgrad, maximize, weight_decay, lerp_low))
-    return tuple(o.reshape(tensors[0].shape) for o in outs)
+    copies = [t if k == 1 else t.copy() for k, t in enumerate(tensors)]    # (the gradient: read only)
+    _adam_in_place(copies, numbers, amsgrad, maximize, weight_decay, lerp_low)
+    return tuple(copies[:1] + copies[2:])
 
 
 def _adam_update_in_place(*arrays, amsgrad, maximize, weight_decay, lerp_low) -> bool:
@@ -298,28 +280,60 @@ def _adam_update_in_place(*arrays, amsgrad, maximize, weight_decay, lerp_low) ->
     of those arrays, nor the gradient, share memory; False (nothing written) otherwise. Saves
     the fresh results and their copies back (an MLP step's Adam: 1.6 -> 0.8 ms)."""
     taken = _update_operands(arrays, 5 if amsgrad else 4)
-    if taken is None:
+    if taken is None or _share_memory(taken[0]):
         return False
-    tensors, numbers = taken
-    if _share_memory(tensors):
-        return False
+    _adam_in_place(*taken, amsgrad, maximize, weight_decay, lerp_low)
+    return True
+
+
+def _adam_in_place(tensors: list, numbers: list, amsgrad, maximize, weight_decay, lerp_low) -> None:
+    """adam_update_in_place over flat views of `tensors` (param, grad, exp_avg, exp_avg_sq[,
+    max_exp_avg_sq]), on threads where large."""
     from . import eager_loops_jit
     flat = [a.reshape(-1) for a in tensors]
     if not amsgrad:
         flat.append(np.empty(flat[0].shape[0], flat[0].dtype))    # (the running maximum: unread)
-    loop, numbers = eager_loops_jit.adam_update_in_place, _adam_loop_numbers(tensors, numbers, weight_decay)
-    flags = _adam_flags(amsgrad, maximize, weight_decay, lerp_low)
-    _run_in_blocks(loop, flat, (*numbers, *flags))
-    return True
+    if weight_decay == "none":
+        numbers = [tensors[0].dtype.type(0)] + numbers          # (the decay: unread)
+    flags = (weight_decay == "decoupled", maximize, weight_decay == "l2", lerp_low, amsgrad)
+    _run_in_blocks(eager_loops_jit.adam_update_in_place, flat, (*numbers, *flags))
 
 
 EAGER_FORMS["adam_update"] = _adam_update
 IN_PLACE_FORMS["adam_update"] = _adam_update_in_place
 
 
-def _sgd_loop_operands(tensors: list, numbers: list, attrs: dict) -> tuple:
-    """(flat p, g, buf; the five numbers weight_decay, momentum, one_minus_dampening,
-    nesterov_momentum, neg_lr, absent ones 0; the flags) of sgd_update's loops."""
+def _sgd_update(*arrays, **attrs):
+    """sgd_update: codegen/eager_loops_jit.py's sgd_update_in_place over copies of the
+    parameter and its buffer where _update_operands takes the operands, else the reference
+    (four NumPy and FMA passes into fresh arrays). (fusegrad.optim's eager step writes over the
+    tensors themselves: _sgd_update_in_place.)"""
+    taken = _update_operands(arrays, 3 if attrs["momentum"] else 2)
+    if taken is None:
+        return OPS["sgd_update"].ref(*arrays, **attrs)
+    tensors, numbers = taken
+    copies = [t if k == 1 else t.copy() for k, t in enumerate(tensors)]    # (the gradient: read only)
+    _sgd_in_place(copies, numbers, attrs)
+    # (one result, the parameter, without momentum: returned as the reference returns it)
+    return copies[0] if not attrs["momentum"] else (copies[0], copies[2])
+
+
+def _sgd_update_in_place(*arrays, **attrs) -> bool:
+    """sgd_update's results written over the parameter's array and (with momentum) its
+    buffer's, where _update_operands takes them and neither shares memory with the other or
+    the gradient; False (nothing written) otherwise."""
+    taken = _update_operands(arrays, 3 if attrs["momentum"] else 2)
+    if taken is None or _share_memory(taken[0]):
+        return False
+    _sgd_in_place(*taken, attrs)
+    return True
+
+
+def _sgd_in_place(tensors: list, numbers: list, attrs: dict) -> None:
+    """sgd_update_in_place over flat views of `tensors` (param, grad[, momentum buffer]): the
+    five numbers weight_decay, momentum, one_minus_dampening, nesterov_momentum, neg_lr (absent
+    ones 0), on threads where large."""
+    from . import eager_loops_jit
     given = dict(zip(sgd_scalars(attrs), numbers))
     zero = tensors[0].dtype.type(0)
     numbers = [given.get(name, zero) for name in
@@ -328,39 +342,7 @@ def _sgd_loop_operands(tensors: list, numbers: list, attrs: dict) -> tuple:
     if not attrs["momentum"]:
         flat.append(np.empty(flat[0].shape[0], flat[0].dtype))     # (the buffer: unread)
     flags = (attrs["maximize"], attrs["weight_decay"], attrs["momentum"], attrs["dampening"], attrs["nesterov"])
-    return flat, numbers, flags
-
-
-def _sgd_update(*arrays, **attrs):
-    """sgd_update: codegen/eager_loops_jit.py's sgd_update_into, one pass, where
-    _update_operands takes the operands, else the reference (four NumPy and FMA passes into
-    fresh arrays: a 3072-1024-256-10 MLP's eager SGD-with-momentum step spent 8 ms there)."""
-    n = 3 if attrs["momentum"] else 2
-    taken = _update_operands(arrays, n)
-    if taken is None:
-        return OPS["sgd_update"].ref(*arrays, **attrs)
-    from . import eager_loops_jit
-    flat, numbers, flags = _sgd_loop_operands(*taken, attrs)
-    outs = [np.empty(flat[0].shape, flat[0].dtype) for _ in range(n - 1)]
-    buf_out = outs[1] if attrs["momentum"] else outs[0]         # (without momentum: unwritten)
-    sliced_blocks(eager_loops_jit.sgd_update_into, (*flat, outs[0]), buf_out, *numbers, *flags)
-    shape = taken[0][0].shape
-    # (one result, the parameter, without momentum: returned as the reference returns it)
-    return outs[0].reshape(shape) if len(outs) == 1 else tuple(o.reshape(shape) for o in outs)
-
-
-def _sgd_update_in_place(*arrays, **attrs) -> bool:
-    """sgd_update's results written over the parameter's array and (with momentum) its
-    buffer's, where _update_operands takes them and neither shares memory with the other or
-    the gradient; False (nothing written) otherwise."""
-    n = 3 if attrs["momentum"] else 2
-    taken = _update_operands(arrays, n)
-    if taken is None or _share_memory(taken[0]):
-        return False
-    from . import eager_loops_jit
-    flat, numbers, flags = _sgd_loop_operands(*taken, attrs)
     _run_in_blocks(eager_loops_jit.sgd_update_in_place, flat, (*numbers, *flags))
-    return True
 
 
 EAGER_FORMS["sgd_update"] = _sgd_update

@@ -340,29 +340,15 @@ def _adam_element(pi, gi, mi, vi, previous, decay, weight, weight_minus_one, bet
     return pi + (mn * neg_step_size) / denom, mn, vn, second
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def adam_update_into(p, g, m, v, mx, p_out, m_out, v_out, second_out, decay, weight, beta2, one_minus_beta2,
-                     sqrt_bias_correction2, eps, neg_step_size, decoupled, maximize, l2, lerp_low, amsgrad):
-    """_adam_element of each element into new arrays. `decay`: the decay factor (decoupled) or
-    the L2 weight decay (l2); `mx`, `second_out`: the running maximum and its update (amsgrad;
-    else unread, unwritten)."""
-    weight_minus_one = weight - np.ones(1, p.dtype)[0]
-    for i in range(p.shape[0]):
-        previous = mx[i] if amsgrad else p[i]
-        p_out[i], m_out[i], v_out[i], second = _adam_element(
-            p[i], g[i], m[i], v[i], previous, decay, weight, weight_minus_one, beta2, one_minus_beta2,
-            sqrt_bias_correction2, eps, neg_step_size, decoupled, maximize, l2, lerp_low, amsgrad)
-        if amsgrad:
-            second_out[i] = second
-
-
 @njit(cache=True, nogil=True, error_model="numpy", **({"noalias": True} if _NOALIAS else {}))
 def adam_update_in_place(p, g, m, v, mx, decay, weight, beta2, one_minus_beta2, sqrt_bias_correction2, eps,
                          neg_step_size, decoupled, maximize, l2, lerp_low, amsgrad):
     """_adam_element of each element over the arrays themselves (p, m, v and, under amsgrad,
     mx), which share no memory with each other or with g (the caller checks: `noalias`, so the
     loop vectorises with no run-time overlap test; written through the outputs' own arguments
-    it ran scalar, 2.4x as long, where a written array was also read through another)."""
+    it ran scalar, 2.4x as long, where a written array was also read through another).
+    `decay`: the decay factor (decoupled) or the L2 weight decay (l2); `mx`: unread without
+    amsgrad."""
     weight_minus_one = weight - np.ones(1, p.dtype)[0]
     for i in range(p.shape[0]):
         previous = mx[i] if amsgrad else p[i]
@@ -389,19 +375,6 @@ def _sgd_element(pi, gi, bi, weight_decay, momentum, one_minus_dampening, nester
     b = fg_fma(gi, one_minus_dampening, b) if dampening else b + gi
     step = fg_fma(b, nesterov_momentum, gi) if nesterov else b
     return fg_fma(step, neg_lr, pi), b
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def sgd_update_into(p, g, buf, p_out, buf_out, weight_decay, momentum, one_minus_dampening, nesterov_momentum,
-                    neg_lr, maximize, decays, has_momentum, dampening, nesterov):
-    """_sgd_element of each element into new arrays (`buf`, `buf_out`: unread and unwritten
-    without momentum)."""
-    for i in range(p.shape[0]):
-        bi = buf[i] if has_momentum else p[i]
-        p_out[i], b = _sgd_element(p[i], g[i], bi, weight_decay, momentum, one_minus_dampening, nesterov_momentum,
-                                   neg_lr, maximize, decays, has_momentum, dampening, nesterov)
-        if has_momentum:
-            buf_out[i] = b
 
 
 @njit(cache=True, nogil=True, error_model="numpy", **({"noalias": True} if _NOALIAS else {}))

@@ -1,4 +1,5 @@
-"""Eager optimizer updates in one Numba pass (codegen/eager_loops.py's adam_update forms).
+"""Eager optimizer updates in one Numba pass (codegen/eager_loops.py's adam_update and
+sgd_update forms).
 
 An eager Adam step of a 784-512-512-512-10 MLP spent 5 ms of its 15 in adam_update's NumPy
 reference (about ten passes, each into a fresh array) and 1 ms more copying the results back
@@ -49,16 +50,24 @@ def _operands(attrs, dtype, seed):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("attrs", ATTRS, ids=lambda a: "-".join(f"{k}={v}" for k, v in a.items()))
 def test_the_loops_compute_the_references_bits(attrs, dtype, loops_pay):
-    tensors, scalars = _operands(attrs, dtype, 0)
+    _check_forms("adam_update", *_operands(attrs, dtype, 0), attrs)
+
+
+def _check_forms(op: str, tensors: list, scalars: list, attrs: dict) -> None:
+    """The op's eager form returns the reference's results, bit for bit, and its in-place form
+    writes them over the updated tensors (all but the gradient, operand 1)."""
     with np.errstate(all="ignore"):
-        expected = OPS["adam_update"].ref(*tensors, *scalars, **attrs)
-    fresh = EAGER_FORMS["adam_update"](*tensors, *scalars, **attrs)
+        expected = OPS[op].ref(*tensors, *scalars, **attrs)
+    fresh = EAGER_FORMS[op](*tensors, *scalars, **attrs)
+    assert type(fresh) is type(expected)            # (sgd_update without momentum: one array)
+    if type(expected) is not tuple:
+        fresh, expected = (fresh,), (expected,)
     assert len(fresh) == len(expected)
     for got, want in zip(fresh, expected):
         assert got.dtype == want.dtype and got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
-    assert IN_PLACE_FORMS["adam_update"](*tensors, *scalars, **attrs)
-    for got, want in zip([tensors[0]] + tensors[2:], expected):
+    assert IN_PLACE_FORMS[op](*tensors, *scalars, **attrs)
+    for got, want in zip(tensors[:1] + tensors[2:], expected):
         np.testing.assert_array_equal(got, want)
 
 
@@ -133,19 +142,7 @@ def _sgd_operands(attrs, dtype, seed):
 @pytest.mark.parametrize("attrs", SGD_ATTRS, ids=lambda a: "-".join(f"{k}={v}" for k, v in a.items()))
 def test_the_sgd_loops_compute_the_references_bits(attrs, dtype, loops_pay):
     tensors, scalars = _sgd_operands(attrs, dtype, 3)
-    with np.errstate(all="ignore"):
-        expected = OPS["sgd_update"].ref(*tensors, *scalars, **attrs)
-    fresh = EAGER_FORMS["sgd_update"](*tensors, *scalars, **attrs)
-    assert type(fresh) is type(expected)            # (an array without momentum, else a pair)
-    if not attrs["momentum"]:
-        fresh, expected = (fresh,), (expected,)
-    assert len(fresh) == len(expected)
-    for got, want in zip(fresh, expected):
-        assert got.dtype == want.dtype and got.flags.c_contiguous
-        np.testing.assert_array_equal(got, want)
-    assert IN_PLACE_FORMS["sgd_update"](*tensors, *scalars, **attrs)
-    for got, want in zip(tensors[:1] + tensors[2:], expected):
-        np.testing.assert_array_equal(got, want)
+    _check_forms("sgd_update", tensors, scalars, attrs)
     shared = [tensors[0], tensors[0][::-1]] + tensors[2:]           # (the gradient over the parameter)
     assert not IN_PLACE_FORMS["sgd_update"](*shared, *scalars, **attrs)
 

@@ -133,14 +133,15 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
 # ------------------------------------------------------------------ median, mode, kthvalue
 def _median_all(a: Tensor, fn: str, ignore_nan: bool) -> Tensor:
     if a._dtype is bool_:
-        raise NotImplementedError(f"\"{fn}_cpu\" not implemented for 'Bool'")
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")    # (nanmedian's too)
     name = "NanmedianBackward0" if ignore_nan else "MedianBackward0"
     return apply_op("median_all", [a], {"ignore_nan": ignore_nan}, name)
 
 
 def _order_stat(a: Tensor, axis: int, keepdim, kind: str, k: int, name: str):
-    if a._dtype is bool_:
-        raise NotImplementedError(f"\"{'median' if 'median' in kind else kind}_cpu\" not implemented for 'Bool'")
+    # (torch 2.13's mode takes bool; its median and nanmedian along a dim name their out= kernel)
+    if a._dtype is bool_ and kind != "mode":
+        raise NotImplementedError(f"\"{'median_out' if 'median' in kind else kind + '_cpu'}\" not implemented for 'Bool'")
     if not isinstance(keepdim, (bool, np.bool_)):
         raise TypeError(f"{kind}(): argument 'keepdim' must be bool, not {type_name(keepdim)}")
     values, indices = apply_op("order_stat", [a], {"axis": axis, "keepdim": bool(keepdim), "kind": kind, "k": k},

@@ -165,3 +165,17 @@ def test_order_statistics_of_bool_tensors_are_torchs(call, values):
         except Exception as error:
             return type(error).__name__, str(error)
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("call", ["L.tensor([True, False]).hypot_(L.tensor([1, 2]))",
+                                  "L.tensor([1, 2]).hypot_(L.tensor([1, 2]))",
+                                  "L.tensor([True, False]).hypot_(L.tensor([True, True]))",
+                                  "L.tensor([1.0, 2.0]).hypot_(L.tensor([1, 2]))"])
+def test_hypot_in_place_checks_the_result_type_first_as_torch(call):
+    """In place on a bool tensor, torch's cast check comes before its kernel's dtype check."""
+    def outcome(L):
+        try:
+            return eval(call, {"L": L}).tolist()
+        except Exception as error:
+            return type(error).__name__, str(error)
+    assert outcome(fg) == outcome(torch)

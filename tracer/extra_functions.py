@@ -169,6 +169,9 @@ def _two_tensors(op: str, name: str):
         a, b = as_tensor(input, fn), as_tensor(other, fn, "other", 2)
         dtype = _promoted([a, b], fn)[1]
         if not dtype.is_floating_point:
+            if fn.endswith("_") and dtype.category > a._dtype.category:
+                # (in place, torch's cast check comes first: bool.hypot_(long))
+                raise result_cast_error(_scalar_name(dtype), _scalar_name(a._dtype))
             raise _not_implemented(f"{op}_cpu", dtype)
         # (logaddexp of a bool tensor: torch's backward raises, ir/ops/extra_math.py)
         attrs = {"bool_operand": True} if op != "hypot" and bool_ in (a._dtype, b._dtype) else None

@@ -15,7 +15,7 @@ from fusegrad.tracer import (Size, Tensor, enable_grad, inference_mode, is_grad_
                              no_grad, set_grad_enabled)
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, initial_seed,
                                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn,
-                                      randn_like, tensor, zeros, zeros_like)
+                                      randn_like, scalar_tensor, tensor, zeros, zeros_like)
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, bernoulli, broadcast_shapes,
                                         broadcast_tensors, broadcast_to, cat, clamp,
                                         clamp_max, clamp_min, clip, clone, cos, detach, div, eq, erf, exp, expand,

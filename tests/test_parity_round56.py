@@ -179,3 +179,18 @@ def test_hypot_in_place_checks_the_result_type_first_as_torch(call):
         except Exception as error:
             return type(error).__name__, str(error)
     assert outcome(fg) == outcome(torch)
+
+
+@pytest.mark.parametrize("call", ["L.scalar_tensor(3)", "L.scalar_tensor(2.5)", "L.scalar_tensor(True)",
+                                  "L.scalar_tensor(3, dtype=L.int64)", "L.scalar_tensor(1.5, dtype=L.bool)",
+                                  "L.scalar_tensor('a')", "L.scalar_tensor(None)", "L.scalar_tensor(L.tensor(2.0))",
+                                  "L.scalar_tensor(2 ** 70)"])
+def test_scalar_tensor_is_torchs(call):
+    """torch.scalar_tensor (was missing): a 0-d float32 tensor unless dtype says otherwise."""
+    def outcome(L):
+        try:
+            r = eval(call, {"L": L})
+            return r.item(), str(r.dtype).split(".")[-1], tuple(r.shape)
+        except Exception as error:
+            return type(error).__name__, str(error)
+    assert outcome(fg) == outcome(torch)

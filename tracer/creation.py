@@ -530,6 +530,18 @@ def full(size, fill_value, *, dtype: DType | None = None, requires_grad: bool = 
         return _new(_allocated(shape, dtype.np, lambda: np.full(shape, fill_value, dtype=dtype.np)), requires_grad)
 
 
+def scalar_tensor(s, *, dtype: DType | None = None, device=None) -> Tensor:
+    """torch.scalar_tensor: a 0-d tensor holding number `s`, float32 unless `dtype` says
+    otherwise (an int or bool number too, unlike `tensor`)."""
+    check_device(device)
+    dtype = _dtype_arg("scalar_tensor", dtype)
+    if isinstance(s, Tensor) and s.dim() == 0 and not s.requires_grad:
+        s = s.item()
+    if not isinstance(s, (int, float, np.number, np.bool_)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type_name(s)}")
+    return full((), s, dtype=float32 if dtype is None else dtype)
+
+
 def _drawn_from(fn: str, size: tuple, kw: dict) -> random_generator.Generator:
     """The generator a `generator=` keyword names (removed from `kw`), else the global one."""
     generator = kw.pop("generator", None)

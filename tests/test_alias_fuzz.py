@@ -691,15 +691,11 @@ BUGS = {
     # where torch's unpack raises its rebased-view error, seed 673: Trace.no_grad_view_reads)
     # names in texts: none known (the last, a compiled backward naming another changed saved tensor than
     # torch, seed 496, went with the ordering of in-call and after-call checks: Trace.checked_at)
-    # missed errors: "M" (the last before it, "Z", a backward from some outputs of a compiled call through
-    # a zero gradient, zero_'s or floor's, that counted the saved values behind it unreached, seeds
-    # 201783, 142947, 143444: Emitter.zero_gradient reads the cotangent)
-    "M": "compiled: s1 = s0.data of a leaf s0; in f(a0) called with s0, `t1 = s1 * a0; with no_grad: "
-         "a0.div_(2.0); s1.mul_(a0); return t1.sum()`: torch's MulBackward saved s1 at version 0 of s1's "
-         "own counter, which s1.mul_ bumps, so the backward raises the version error; the compiled call "
-         "returns a gradient (the no_grad write through a0, the memory's other counter, replaced the "
-         "memory's lifted value, and the write through s1 marks that new value stale, not the one t1 saved: "
-         "Trace._replaced looks up only the memory's current value)",
+    # missed errors: none known (the last, "M", seed 234178: `t1 = s1 * x` of s1 = x.data, a no_grad
+    # write through x, then s1.mul_(x): the values s1's readers saved read the memory's new value,
+    # checked on s1's counter, which the write through s1 moves: Trace.rebind passes the reader's
+    # counter to _rewritten_unversioned; before it, "Z", a backward from some outputs of a compiled
+    # call through a zero gradient, seeds 201783, 142947, 143444: Emitter.zero_gradient reads the cotangent)
 }
 
 # mode -> {seed: the BUGS it shows}
@@ -707,7 +703,6 @@ KNOWN: dict = {
     "eager": {
     },
     "compiled": {
-        234178: "M",
     },
     "kernels": {
     },

@@ -194,3 +194,39 @@ def test_scalar_tensor_is_torchs(call):
         except Exception as error:
             return type(error).__name__, str(error)
     assert outcome(fg) == outcome(torch)
+
+
+# A write through x.data after a no_grad write through x (alias seed 234178): what x.data's
+# readers saved is checked on x.data's own counter; the compiled call missed it.
+DATA_WRITES = {
+    "mul_through_data": lambda L, d, x: (t1 := d * x, _no_grad_div(L, x), d.mul_(x), (t1 * t1).sum())[-1],
+    "no_write_through_data": lambda L, d, x: (t1 := d * x, _no_grad_div(L, x), (t1 * t1).sum() + x.sum())[-1],
+    "add_number_through_data": lambda L, d, x: (t1 := d * x, _no_grad_div(L, x), d.add_(1.0), t1.sum())[-1],
+    "data_written_under_no_grad": lambda L, d, x: (t1 := d * x, _no_grad_div(L, x, d), t1.sum())[-1],
+    "transposed_product": lambda L, d, x: (t1 := d.t() @ x, _no_grad_div(L, x), t2 := d * 2, d.sub_(x),
+                                           t1.sum() + t2.sum())[-1],
+}
+
+
+def _no_grad_div(L, x, also=None):
+    with L.no_grad():
+        x.div_(2.0)
+        if also is not None:
+            also.mul_(3.0)
+
+
+def _data_write_outcome(L, body, compiled):
+    s0 = L.tensor([[-1.75, -0.25, -1.25], [0.5, -0.25, 1.0]], requires_grad=True)
+    d = s0.data
+    f = fg.compile(lambda x: body(L, d, x)) if compiled else (lambda x: body(L, d, x))
+    try:
+        f(s0).backward()
+        return "ok", s0.grad.tolist()
+    except RuntimeError as error:
+        return type(error).__name__, str(error).replace("torch.", "fg.")
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", list(DATA_WRITES))
+def test_a_write_through_data_after_a_no_grad_write_is_checked_as_torch(name, compiled):
+    assert _data_write_outcome(fg, DATA_WRITES[name], compiled) == _data_write_outcome(torch, DATA_WRITES[name], False)

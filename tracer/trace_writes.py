@@ -751,7 +751,11 @@ class TraceWrites:
                     # bumps no version, and what saved their value reads the new one, as torch's
                     # saved tensor is the memory (s.data.t() saved by a @ s.data.t(), then
                     # s written under no_grad)
-                    self._rewritten_unversioned(held, self.lifted[key], including_the_write=True)
+                    # (checked on the reader's counter: a later write through the reader itself
+                    # makes what saved it raise, as torch's `s1 * x; x.div_(2) under no_grad;
+                    # s1.mul_(x)` of s1 = x.data, alias seed 234178)
+                    self._rewritten_unversioned(held, self.lifted[key], including_the_write=True,
+                                                counter=self._counter_owner(reader)._vbox)
                     self._reread_views(reader, self.lifted[key])
             else:
                 self.lifted[key] = v

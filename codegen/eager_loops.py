@@ -59,7 +59,7 @@ import numpy as np
 
 from fusegrad.ir import threaded
 from fusegrad.ir.ops import EAGER_FORMS, EAGER_INTO_FORMS, OPS
-from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS, sgd_scalars
+from fusegrad.ir.ops.optim_update import IN_PLACE_FORMS, adam_scalars, sgd_scalars
 from fusegrad.ir.torch_cpu import vector_ranges
 from fusegrad.ir.torch_order_jit import in_blocks, loop_pays, sliced_blocks
 
@@ -259,74 +259,18 @@ def _share_memory(arrays: list) -> bool:
     return any(np.may_share_memory(a, b) for k, a in enumerate(arrays) for b in arrays[k + 1:])
 
 
-def _adam_update(*arrays, amsgrad, maximize, weight_decay, lerp_low):
-    """adam_update: codegen/eager_loops_jit.py's adam_update_in_place over copies of the
-    parameter and its moments where _update_operands takes them, else the reference (about ten
-    NumPy passes, each into a fresh array). (fusegrad.optim's eager step writes over the
-    tensors themselves: _adam_update_in_place.)"""
-    taken = _update_operands(arrays, 5 if amsgrad else 4)
-    if taken is None:
-        return OPS["adam_update"].ref(*arrays, amsgrad=amsgrad, maximize=maximize, weight_decay=weight_decay,
-                                      lerp_low=lerp_low)
-    tensors, numbers = taken
-    copies = [t if k == 1 else t.copy() for k, t in enumerate(tensors)]    # (the gradient: read only)
-    _adam_in_place(copies, numbers, amsgrad, maximize, weight_decay, lerp_low)
-    return tuple(copies[:1] + copies[2:])
-
-
-def _adam_update_in_place(*arrays, amsgrad, maximize, weight_decay, lerp_low) -> bool:
-    """adam_update's results written over the arrays of the parameter and its moments (the
-    loop reads each element before it writes it), where _update_operands takes them and no two
-    of those arrays, nor the gradient, share memory; False (nothing written) otherwise. Saves
-    the fresh results and their copies back (an MLP step's Adam: 1.6 -> 0.8 ms)."""
-    taken = _update_operands(arrays, 5 if amsgrad else 4)
-    if taken is None or _share_memory(taken[0]):
-        return False
-    _adam_in_place(*taken, amsgrad, maximize, weight_decay, lerp_low)
-    return True
-
-
-def _adam_in_place(tensors: list, numbers: list, amsgrad, maximize, weight_decay, lerp_low) -> None:
+def _adam_in_place(tensors: list, numbers: list, attrs: dict) -> None:
     """adam_update_in_place over flat views of `tensors` (param, grad, exp_avg, exp_avg_sq[,
     max_exp_avg_sq]), on threads where large."""
     from . import eager_loops_jit
     flat = [a.reshape(-1) for a in tensors]
-    if not amsgrad:
+    if not attrs["amsgrad"]:
         flat.append(np.empty(flat[0].shape[0], flat[0].dtype))    # (the running maximum: unread)
-    if weight_decay == "none":
+    if attrs["weight_decay"] == "none":
         numbers = [tensors[0].dtype.type(0)] + numbers          # (the decay: unread)
-    flags = (weight_decay == "decoupled", maximize, weight_decay == "l2", lerp_low, amsgrad)
+    flags = (attrs["weight_decay"] == "decoupled", attrs["maximize"], attrs["weight_decay"] == "l2",
+             attrs["lerp_low"], attrs["amsgrad"])
     _run_in_blocks(eager_loops_jit.adam_update_in_place, flat, (*numbers, *flags))
-
-
-EAGER_FORMS["adam_update"] = _adam_update
-IN_PLACE_FORMS["adam_update"] = _adam_update_in_place
-
-
-def _sgd_update(*arrays, **attrs):
-    """sgd_update: codegen/eager_loops_jit.py's sgd_update_in_place over copies of the
-    parameter and its buffer where _update_operands takes the operands, else the reference
-    (four NumPy and FMA passes into fresh arrays). (fusegrad.optim's eager step writes over the
-    tensors themselves: _sgd_update_in_place.)"""
-    taken = _update_operands(arrays, 3 if attrs["momentum"] else 2)
-    if taken is None:
-        return OPS["sgd_update"].ref(*arrays, **attrs)
-    tensors, numbers = taken
-    copies = [t if k == 1 else t.copy() for k, t in enumerate(tensors)]    # (the gradient: read only)
-    _sgd_in_place(copies, numbers, attrs)
-    # (one result, the parameter, without momentum: returned as the reference returns it)
-    return copies[0] if not attrs["momentum"] else (copies[0], copies[2])
-
-
-def _sgd_update_in_place(*arrays, **attrs) -> bool:
-    """sgd_update's results written over the parameter's array and (with momentum) its
-    buffer's, where _update_operands takes them and neither shares memory with the other or
-    the gradient; False (nothing written) otherwise."""
-    taken = _update_operands(arrays, 3 if attrs["momentum"] else 2)
-    if taken is None or _share_memory(taken[0]):
-        return False
-    _sgd_in_place(*taken, attrs)
-    return True
 
 
 def _sgd_in_place(tensors: list, numbers: list, attrs: dict) -> None:
@@ -345,5 +289,37 @@ def _sgd_in_place(tensors: list, numbers: list, attrs: dict) -> None:
     _run_in_blocks(eager_loops_jit.sgd_update_in_place, flat, (*numbers, *flags))
 
 
-EAGER_FORMS["sgd_update"] = _sgd_update
-IN_PLACE_FORMS["sgd_update"] = _sgd_update_in_place
+def _lend_update(op: str, scalar_names, in_place) -> None:
+    """Lend update op `op` (its operands: the parameter, its gradient, its state tensors, then
+    one number per name of `scalar_names(attrs)`) an eager form and an in-place form running
+    `in_place(tensors, numbers, attrs)`, a loop that writes the results over the parameter and
+    the state, where _update_operands takes the operands; elsewhere the reference, and the
+    in-place form declines (False). The eager form runs it over copies of the updated tensors
+    (as the reference, it returns the parameter alone where it is the only result); the
+    in-place form, through which fusegrad.optim's eager step writes over the tensors
+    themselves, over the tensors where no two of them, the gradient included, share memory."""
+    reference = OPS[op].ref
+
+    def eager_form(*arrays, **attrs):
+        taken = _update_operands(arrays, len(arrays) - len(scalar_names(attrs)))
+        if taken is None:
+            return reference(*arrays, **attrs)
+        tensors, numbers = taken
+        copies = [t if k == 1 else t.copy() for k, t in enumerate(tensors)]    # (the gradient: read only)
+        in_place(copies, numbers, attrs)
+        updated = copies[:1] + copies[2:]
+        return updated[0] if len(updated) == 1 else tuple(updated)
+
+    def in_place_form(*arrays, **attrs) -> bool:
+        taken = _update_operands(arrays, len(arrays) - len(scalar_names(attrs)))
+        if taken is None or _share_memory(taken[0]):
+            return False
+        in_place(*taken, attrs)
+        return True
+    eager_form.__name__ = eager_form.__qualname__ = f"{op}_eager"
+    in_place_form.__name__ = in_place_form.__qualname__ = f"{op}_in_place"
+    EAGER_FORMS[op], IN_PLACE_FORMS[op] = eager_form, in_place_form
+
+
+_lend_update("adam_update", adam_scalars, _adam_in_place)
+_lend_update("sgd_update", sgd_scalars, _sgd_in_place)

@@ -7,12 +7,11 @@ import math
 import numpy as np
 from numba import njit
 
-from .noalias import SUPPORTED as _NOALIAS
-
 from fusegrad.ir.torch_cpu import block_elements
 
 from .accumulate import fg_acc_max
 from .libmath import fg_div_floor, fg_fma, fg_remainder
+from .noalias import SUPPORTED as _NOALIAS_SUPPORTED
 from .vmath import fg_erf, fg_erfc, fg_exp, fg_exp_small, fg_expm1
 
 _HALF = np.float32(0.5)
@@ -25,6 +24,9 @@ _MINUS_HALF = np.float32(-0.5)
 # x * sqrt(1/2), and 1/sqrt(2 pi), pdf's factor
 _SQRT1_2 = np.float32(1 / math.sqrt(2.0))
 _ALPHA = np.float32(1 / math.sqrt(2 * math.pi))
+# njit's noalias option (codegen/noalias.py) for the loops that write over arrays the caller
+# checked share no memory; none where this Numba lacks it
+_NOALIAS = {"noalias": True} if _NOALIAS_SUPPORTED else {}
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -340,7 +342,7 @@ def _adam_element(pi, gi, mi, vi, previous, decay, weight, weight_minus_one, bet
     return pi + (mn * neg_step_size) / denom, mn, vn, second
 
 
-@njit(cache=True, nogil=True, error_model="numpy", **({"noalias": True} if _NOALIAS else {}))
+@njit(cache=True, nogil=True, error_model="numpy", **_NOALIAS)
 def adam_update_in_place(p, g, m, v, mx, decay, weight, beta2, one_minus_beta2, sqrt_bias_correction2, eps,
                          neg_step_size, decoupled, maximize, l2, lerp_low, amsgrad):
     """_adam_element of each element over the arrays themselves (p, m, v and, under amsgrad,
@@ -377,7 +379,7 @@ def _sgd_element(pi, gi, bi, weight_decay, momentum, one_minus_dampening, nester
     return fg_fma(step, neg_lr, pi), b
 
 
-@njit(cache=True, nogil=True, error_model="numpy", **({"noalias": True} if _NOALIAS else {}))
+@njit(cache=True, nogil=True, error_model="numpy", **_NOALIAS)
 def sgd_update_in_place(p, g, buf, weight_decay, momentum, one_minus_dampening, nesterov_momentum, neg_lr,
                         maximize, decays, has_momentum, dampening, nesterov):
     """_sgd_element of each element over p and (with momentum) buf themselves, which share no

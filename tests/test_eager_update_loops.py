@@ -83,48 +83,6 @@ def test_the_in_place_form_declines_arrays_that_share_memory(loops_pay):
     assert not IN_PLACE_FORMS["adam_update"](*transposed, *scalars, **attrs)
 
 
-@pytest.mark.parametrize("name,options", [
-    ("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("Adam", {"maximize": True, "betas": (0.4, 0.9)}),
-    ("AdamW", {"weight_decay": 0.3}), ("AdamW", {"amsgrad": True, "lr": 0.05}),
-])
-def test_an_eager_step_writes_the_parameters_in_place_as_the_reference_and_torch(name, options, loops_pay,
-                                                                                   monkeypatch):
-    """The loop's steps give the reference's bits (the gradients themselves are within float32
-    rounding of torch's, not its bits: matmul and tanh), torch's values and versions."""
-    calls = []
-    real = IN_PLACE_FORMS["adam_update"]
-    rng = np.random.default_rng(2)
-    w0, x0 = rng.standard_normal((64, 300)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
-
-    def run(L):
-        w = L.from_numpy(w0.copy()).requires_grad_()
-        memory = w.detach().numpy()                 # (a view of its memory)
-        opt = getattr(L.optim, name)([w], **options)
-        x = L.from_numpy(x0)
-        for _ in range(3):
-            opt.zero_grad()
-            (x @ w).tanh().sum().backward()
-            opt.step()
-        state = opt.state[w]
-        return (w.detach().numpy().copy(), memory, w._version,
-                {k: (v.numpy().copy(), v._version) for k, v in state.items() if k != "step"})
-    monkeypatch.setitem(IN_PLACE_FORMS, "adam_update", lambda *a, **k: calls.append(1) or real(*a, **k))
-    ours, theirs = run(fg), run(torch)
-    monkeypatch.delitem(IN_PLACE_FORMS, "adam_update")
-    monkeypatch.delitem(EAGER_FORMS, "adam_update")
-    reference = run(fg)
-    assert len(calls) == 3
-    np.testing.assert_array_equal(ours[1], ours[0])             # (written over its own memory)
-    np.testing.assert_array_equal(ours[0], reference[0])
-    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
-    assert ours[2] == reference[2] == theirs[2]
-    assert ours[3].keys() == theirs[3].keys() == reference[3].keys()
-    for key in ours[3]:
-        np.testing.assert_array_equal(ours[3][key][0], reference[3][key][0])
-        np.testing.assert_allclose(ours[3][key][0], theirs[3][key][0], rtol=1e-5, atol=1e-6)
-        assert ours[3][key][1] == reference[3][key][1] == theirs[3][key][1], key
-
-
 SGD_ATTRS = [dict(maximize=mx, weight_decay=wd, momentum=mo, dampening=mo and da, nesterov=mo and ne)
              for mx, wd, mo, da, ne in itertools.product([False, True], repeat=5) if mo or not (da or ne)]
 
@@ -147,40 +105,50 @@ def test_the_sgd_loops_compute_the_references_bits(attrs, dtype, loops_pay):
     assert not IN_PLACE_FORMS["sgd_update"](*shared, *scalars, **attrs)
 
 
-@pytest.mark.parametrize("options", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1},
-                                     {"momentum": 0.5, "dampening": 0.3, "maximize": True}])
-def test_an_eager_sgd_step_writes_in_place_as_the_reference_and_torch(options, loops_pay, monkeypatch):
+@pytest.mark.parametrize("name,options", [
+    ("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("Adam", {"maximize": True, "betas": (0.4, 0.9)}),
+    ("AdamW", {"weight_decay": 0.3}), ("AdamW", {"amsgrad": True, "lr": 0.05}),
+    ("SGD", {"lr": 0.05}), ("SGD", {"lr": 0.05, "momentum": 0.9}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("SGD", {"lr": 0.05, "momentum": 0.5, "dampening": 0.3, "maximize": True}),
+])
+def test_an_eager_step_writes_the_parameters_in_place_as_the_reference_and_torch(name, options, loops_pay,
+                                                                                   monkeypatch):
+    """The loop's steps give the reference's bits (the gradients themselves are within float32
+    rounding of torch's, not its bits: matmul and tanh), torch's values, state and versions."""
+    op = "sgd_update" if name == "SGD" else "adam_update"
     calls = []
-    real = IN_PLACE_FORMS["sgd_update"]
-    rng = np.random.default_rng(4)
+    real = IN_PLACE_FORMS[op]
+    rng = np.random.default_rng(2)
     w0, x0 = rng.standard_normal((64, 300)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
 
     def run(L):
         w = L.from_numpy(w0.copy()).requires_grad_()
-        opt = L.optim.SGD([w], lr=0.05, **options)
+        memory = w.detach().numpy()                 # (a view of its memory)
+        opt = getattr(L.optim, name)([w], **options)
         x = L.from_numpy(x0)
         for _ in range(3):
             opt.zero_grad()
             (x @ w).tanh().sum().backward()
             opt.step()
-        buf = opt.state[w].get("momentum_buffer")
-        return (w.detach().numpy().copy(), w._version,
-                None if buf is None else (buf.numpy().copy(), buf._version))
-    monkeypatch.setitem(IN_PLACE_FORMS, "sgd_update", lambda *a, **k: calls.append(1) or real(*a, **k))
+        state = opt.state[w]
+        return (w.detach().numpy().copy(), memory, w._version,
+                {k: (v.numpy().copy(), v._version) for k, v in state.items() if k != "step"})
+    monkeypatch.setitem(IN_PLACE_FORMS, op, lambda *a, **k: calls.append(1) or real(*a, **k))
     ours, theirs = run(fg), run(torch)
-    monkeypatch.delitem(IN_PLACE_FORMS, "sgd_update")
-    monkeypatch.delitem(EAGER_FORMS, "sgd_update")
+    monkeypatch.delitem(IN_PLACE_FORMS, op)
+    monkeypatch.delitem(EAGER_FORMS, op)
     reference = run(fg)
     assert len(calls) == 3
+    np.testing.assert_array_equal(ours[1], ours[0])             # (written over its own memory)
     np.testing.assert_array_equal(ours[0], reference[0])
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
-    assert ours[1] == reference[1] == theirs[1]
-    if options.get("momentum"):
-        np.testing.assert_array_equal(ours[2][0], reference[2][0])
-        np.testing.assert_allclose(ours[2][0], theirs[2][0], rtol=1e-5, atol=1e-6)
-        assert ours[2][1] == reference[2][1] == theirs[2][1]
-    else:
-        assert ours[2] is theirs[2] is None
+    assert ours[2] == reference[2] == theirs[2]
+    assert ours[3].keys() == theirs[3].keys() == reference[3].keys()     # (no buffer of plain SGD in any)
+    for key in ours[3]:
+        np.testing.assert_array_equal(ours[3][key][0], reference[3][key][0])
+        np.testing.assert_allclose(ours[3][key][0], theirs[3][key][0], rtol=1e-5, atol=1e-6)
+        assert ours[3][key][1] == reference[3][key][1] == theirs[3][key][1], key
 
 
 @pytest.mark.parametrize("op", ["adam_update", "sgd_update"])

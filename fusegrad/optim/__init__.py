@@ -409,6 +409,23 @@ def _write_back(target: Tensor, value, bumps: int = 1) -> None:
         trace.write(target, trace.value_of(value) if type(value) is np.ndarray else value._sym, False)
 
 
+def _apply_update(op: str, tensors: list, scalars: list, attrs: dict, bumps: list) -> None:
+    """Update op `op` on `tensors` (the parameter, its gradient, then its state) and the Python
+    numbers `scalars`, its results written into the parameter and the state, each tensor's
+    version bumped as many times as `bumps` says (once per in-place op of the per-op code).
+    Eagerly a lent loop writes over their memory where it takes them (update_in_place: no
+    fresh results to copy back); else the op's results are written back."""
+    targets = tensors[:1] + tensors[2:]
+    dtype = tensors[0]._dtype
+    if trace_state.current() is None and update_in_place(
+            op, [t._data for t in tensors] + [_scalar_array(x, dtype) for x in scalars], attrs):
+        for t, n in zip(targets, bumps):
+            t._vbox[0] += n
+        return
+    for t, value, n in zip(targets, _fused(op, tensors, scalars, attrs, dtype), bumps):
+        _write_back(t, value, bumps=n)
+
+
 def _fused(op: str, tensors: list, scalars: list, attrs: dict, dtype) -> tuple:
     """Apply update op `op` to `tensors` and the Python numbers `scalars`, which enter as
     0-d arrays of `dtype` as a Tensor op's number operands do (runtime inputs when traced)."""
@@ -545,16 +562,7 @@ class SGD(Optimizer):
                 names = sgd_scalars(attrs)
                 scalars = [1.0 if name == "one_minus_dampening" else value for name, value in zip(names, scalars)]
         # per-op: p.add_; buf.mul_(momentum).add_(grad, ...); torch's first buffer is a fresh clone (version 0)
-        bumps = [1, 0 if first else 2][:len(tensors) - 1]
-        if trace_state.current() is None and update_in_place(
-                "sgd_update", [t._data for t in tensors] + [_scalar_array(x, p._dtype) for x in scalars], attrs):
-            # (eagerly, written over the tensors' memory by a lent loop: no fresh results to copy back)
-            for t, n in zip(tensors[:1] + tensors[2:], bumps):
-                t._vbox[0] += n
-            return True
-        new = _fused("sgd_update", tensors, scalars, attrs, p._dtype)
-        for t, value, n in zip(tensors[:1] + tensors[2:], new, bumps):
-            _write_back(t, value, bumps=n)
+        _apply_update("sgd_update", tensors, scalars, attrs, [1, 0 if first else 2])
         return True
 
 
@@ -702,17 +710,8 @@ class Adam(Optimizer):
         scalars = [values[name] for name in adam_scalars(attrs)]
         # versions as the per-op code's in-place ops bump them (p.mul_ for decoupled decay, then p.add_;
         # exp_avg_sq.mul_(beta2).add_(...); one op each for the rest)
-        bumps = [2 if attrs["weight_decay"] == "decoupled" else 1, 1, 2, 1][:len(moments) + 1]
-        if trace_state.current() is None and update_in_place(
-                "adam_update", [t._data for t in [p, grad] + moments] + [_scalar_array(x, p._dtype) for x in scalars],
-                attrs):
-            # (eagerly, written over the tensors' memory by a lent loop: no fresh results to copy back)
-            for t, n in zip([p] + moments, bumps):
-                t._vbox[0] += n
-        else:
-            new = _fused("adam_update", [p, grad] + moments, scalars, attrs, p._dtype)
-            for t, value, n in zip([p] + moments, new, bumps):
-                _write_back(t, value, bumps=n)
+        _apply_update("adam_update", [p, grad] + moments, scalars, attrs,
+                      [2 if attrs["weight_decay"] == "decoupled" else 1, 1, 2, 1])
         # step_t.add_(1) without a kernel: float32's sum is the exact count + 1 rounded to float32,
         # which is what converting the double `step` gives (exact, or far from a float32 tie)
         _write_back(step_t, np.array(step, dtype=np.float32))

@@ -113,7 +113,7 @@ def call(ufunc, arrays, out_type, fp_state, quiet, out=None, in_memory_order: bo
             # computation of the permuted views. Row-major over a transpose read one element a
             # page and then needed a second strided copy into the operands' layout: 40x slower.
             # (A given `out`, a dying operand's array, is laid out as the operands are.)
-            permuted = [np.broadcast_to(a, shape).transpose(order) if a.ndim else a for a in arrays]
+            permuted = permuted_operands(arrays, shape, order)
             result = call(ufunc, permuted, _Permuted(out_type, order), fp_state, quiet,
                           out=None if out is None else out.transpose(order), in_memory_order=False)
             return result.transpose(np.argsort(order))
@@ -162,6 +162,13 @@ def memory_order(shape: tuple, arrays) -> list | None:
             order = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
             return order if order != list(range(a.ndim)) else None
     return None
+
+
+def permuted_operands(arrays, shape: tuple, order: list) -> list:
+    """The operands of an elementwise op of result `shape` as views with their dims in `order`
+    (memory_order's): each broadcast to the result's shape first (a 0-d one kept as it is), so
+    that a row-major loop over the views runs in the operands' memory order."""
+    return [np.broadcast_to(a, shape).transpose(order) if a.ndim else a for a in arrays]
 
 
 class _Permuted:

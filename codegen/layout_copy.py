@@ -42,11 +42,12 @@ from fusegrad.ir.buffers import POOL
 from fusegrad.ir.torch_order_jit import numba_set_up
 
 TILE_ROWS, TILE_COLUMNS = 256, 8     # (rows of the destination, elements along its contiguous axis)
-# Until Numba is set up in the process, a copy in tiles is NumPy's (ir/blocked_copy.py): the
-# first call of `_tiled_copy` pays Numba's set-up (about 0.4 s: its typing registries, and the
-# scipy import its BLAS check makes), which a first call on the reference executor
-# (runtime/tiered.py) must not wait for. W4's first call took 0.44 s so, of which 0.4 were a
-# [256, 784] weight gradient's row-major copy.
+# Until Numba is set up in the process, a copy in tiles is NumPy's (ir/blocked_copy.py: a
+# [64, 1024, 64] permute took 29 ms in 256 x 256 blocks of its last two axes, each spanning
+# the leading one, 6.7 in its tiles): the first call of `_tiled_copy` pays Numba's set-up
+# (about 0.4 s: its typing registries, and the scipy import its BLAS check makes), which a
+# first call on the reference executor (runtime/tiered.py) must not wait for. W4's first call
+# took 0.44 s so, of which 0.4 were a [256, 784] weight gradient's row-major copy.
 # Below this many elements a strided read costs less than the call and the copy.
 MIN_COPY_ELEMENTS = 1 << 15
 
@@ -133,7 +134,7 @@ def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
     order = [d for d in range(src.ndim) if d not in pair] + list(pair)
     src, dst = src.transpose(order), dst.transpose(order)
     if not numba_set_up():
-        _copy_in_numpy_blocks(src, dst)
+        blocked_copyto(dst, src)
         return
     if src.ndim == 2:
         rows = src.shape[0]
@@ -155,8 +156,3 @@ def _copy_in_tiles(src: np.ndarray, dst: np.ndarray, pair: tuple) -> None:
             else:
                 _tiled_copy(slab_src, slab_dst)
 
-
-def _copy_in_numpy_blocks(src: np.ndarray, dst: np.ndarray) -> None:
-    """dst[...] = src by NumPy, in tiles (ir/blocked_copy.py: a [64, 1024, 64] permute took 29 ms
-    in 256 x 256 blocks of the last two axes, each spanning the leading one, 6.7 in its tiles)."""
-    blocked_copyto(dst, src)

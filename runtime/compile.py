@@ -441,8 +441,8 @@ def _written_back_in_place(program: Program, inputs: list, mutated: list) -> dic
         if tensor._sym is None or array.nbytes < MIN_INPUT_BYTES or not array.flags.c_contiguous \
                 or not array.flags.writeable:
             continue
-        found = [k for k, a in inputs_over.get(id(_memory_owner_array(array)), ()) if a is array]
         owner = _memory_owner_array(array)
+        found = [k for k, a in inputs_over.get(id(owner), ()) if a is array]
         if len(found) != 1 or not _owns_memory(owner):
             continue                    # (memory of a buffer that is no array: not followed)
         # no other input and no other written array over its memory (nor over a buffer that

@@ -7,6 +7,8 @@ layout a compiled call's outputs take; ops declare which operand strides it sees
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 def iteration_order(shape: tuple, operand_strides: list) -> list:
     """The dims of a result of `shape`, slowest first. `operand_strides`: for each operand, its
@@ -39,3 +41,17 @@ def iteration_order(shape: tuple, operand_strides: list) -> list:
             elif c < 0:
                 break
     return perm[::-1]                             # slowest first
+
+
+def preserved_copy(x: np.ndarray) -> np.ndarray:
+    """A copy of `x` laid out as torch's clone(preserve_format), with which its functional
+    scatters (index_put, diagonal_scatter...) start: x's own strides where they are dense
+    (NumPy's order="K" copy keeps them), else dense in iteration_order of x's strides, in which
+    an expand's stride-0 dims take no part (NumPy's copy puts them innermost: x.expand(3, 2)
+    copied with strides (1, 3), torch's (2, 1))."""
+    if x.ndim < 2 or 0 not in x.strides:
+        return np.array(x, copy=True)
+    order = iteration_order(x.shape, [list(x.strides)])
+    out = np.empty([x.shape[d] for d in order], x.dtype).transpose(np.argsort(order))
+    out[...] = x
+    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..iteration_order import iteration_order
+from ..iteration_order import iteration_order, preserved_copy
 from ..types import TORCH_SCALAR_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, broadcast_shapes, expands_to, register, shape_str
 from .gather import add_slices
@@ -243,7 +243,7 @@ def put_into(out: np.ndarray, v, indices, dims, accumulate: bool = False) -> np.
 
 
 def _put_ref(x, v, *indices, dims, accumulate):
-    return put_into(np.array(x, copy=True), v, indices, dims, accumulate)
+    return put_into(preserved_copy(x), v, indices, dims, accumulate)
 
 
 def _put_vjp(e, x, y, g, a, n):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..iteration_order import preserved_copy
 from ..types import ZERO_DIM, DIMMED, TensorType, float32, float64, int64, result_type
 from .movement import memory_view
 from .registry import MOVEMENT, OpDef, register
@@ -112,7 +113,7 @@ def _diagonal_put_infer(types, attrs):
 
 
 def _diagonal_put_ref(x, v, offset, dim1, dim2):
-    out = np.array(x, copy=True)
+    out = preserved_copy(x)
     _writable_like(np.diagonal(out, offset, dim1, dim2), out)[...] = v
     return out
 
@@ -177,7 +178,7 @@ register(OpDef("unfold_backward", MOVEMENT, lambda types, attrs: [TensorType(tup
 
 
 def _unfold_put_ref(x, v, dim, size, step):
-    out = np.array(x, copy=True)
+    out = preserved_copy(x)
     _unfold_ref(out, dim, size, step)[...] = v      # (an overlapping write raised before it got here)
     return out
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..iteration_order import preserved_copy
 from ..types import EXPAND_TYPE_NAMES, TensorType, int64
 from .registry import COMPOSITE, MOVEMENT, NoDerivativeError, OpDef, register, shape_str
 
@@ -420,9 +421,10 @@ def _index_put_infer(types, attrs):
 
 
 def _index_put_ref(x, v, index, no_derivative=None):
-    out = np.array(x, copy=True)
+    out = preserved_copy(x)
     out[to_numpy_index(index)] = v
     return out
+
 
 
 def _index_put_vjp(e, x, y, g, a, n):

@@ -16,6 +16,8 @@ from fusegrad.tracer import (Size, Tensor, enable_grad, inference_mode, is_grad_
 from fusegrad.tracer.creation import (arange, empty, empty_like, eye, from_numpy, full, full_like, initial_seed,
                                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn,
                                       randn_like, scalar_tensor, tensor, zeros, zeros_like)
+from fusegrad.tracer.creation import range_ as range  # noqa: A004  (torch.range, deprecated)
+from fusegrad.tracer.inplace import fill
 from fusegrad.tracer.functional import (abs, add, all, amax, amin, any, argmax, argmin, bernoulli, broadcast_shapes,
                                         broadcast_tensors, broadcast_to, cat, clamp,
                                         clamp_max, clamp_min, clip, clone, cos, detach, div, eq, erf, exp, expand,
@@ -29,15 +31,16 @@ from fusegrad.tracer import inplace_views as _inplace_views  # noqa: F401  (Tens
 from fusegrad.tracer.random_extra import (get_rng_state, is_floating_point, normal, promote_types, randperm,
                                           result_type, seed, set_rng_state)
 from fusegrad.tracer.predicates import allclose, equal, isclose, isfinite, isinf, isnan
-from fusegrad.tracer.products import bmm, dot, mm, mv, outer
+from fusegrad.tracer.products import bmm, dot, ger, mm, mv, outer
 from fusegrad.tracer.moments import std, var
-from fusegrad.tracer.splitting import chunk, narrow, select, split, unbind
+from fusegrad.tracer.splitting import chunk, narrow, select, split, split_with_sizes, unbind
 from fusegrad.tracer.sorting import argsort, sort, topk
 from fusegrad.tracer.statistics import (aminmax, bincount, bucketize, cummax, cummin, cumprod, fmax, fmin, histc,
                                         kthvalue, logcumsumexp, logspace, median, mode, msort, nanmean, nanmedian,
                                         nanquantile, nansum, quantile, searchsorted, std_mean, unique,
                                         unique_consecutive, var_mean)
-from fusegrad.tracer.stacking import atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hstack, vstack
+from fusegrad.tracer.stacking import (atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hstack, row_stack,
+                                      vstack)
 from fusegrad.tracer.gathering import flip, fliplr, flipud, gather, index_select
 from fusegrad.tracer.einsum import einsum
 from fusegrad.tracer.misc_functions import (combinations, conj, corrcoef, cov, cumulative_trapezoid, diagonal_scatter,
@@ -63,6 +66,7 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              multiply, nan_to_num, negative, not_equal, rad2deg, sgn, signbit,
                                              rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
+from fusegrad.tracer.complex_functions import angle, imag, isreal, real
 from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                                      bitwise_xor, positive)
@@ -146,6 +150,22 @@ def permute(*args, **kwargs):
 def is_tensor(obj) -> bool:
     """torch.is_tensor: is `obj` a fusegrad Tensor (a Parameter included)?"""
     return isinstance(obj, Tensor)
+
+
+def _tensor_predicate(name: str, method: str):
+    """torch.<name>(input): the tensor's own `method()`, with torch's TypeError for a non-tensor."""
+    def predicate(input) -> bool:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
+        return getattr(input, method)()
+    predicate.__name__ = predicate.__qualname__ = name
+    predicate.__doc__ = f"torch.{name}: input.{method}() (always False for is_complex: fusegrad has no complex dtypes)."
+    return predicate
+
+
+is_complex = _tensor_predicate("is_complex", "is_complex")
+is_signed = _tensor_predicate("is_signed", "is_signed")
+is_inference = _tensor_predicate("is_inference", "is_inference")
 
 
 def numel(input) -> int:

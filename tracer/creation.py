@@ -760,6 +760,48 @@ def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype:
     return _new(values.astype(dtype.np), requires_grad)
 
 
+
+_RANGE_DEPRECATED = ("torch.range is deprecated and will be removed in a future release because its behavior is "
+                     "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                     "[start, end).")
+
+
+def range_(start=_ABSENT, end=_ABSENT, step=1, *, dtype: DType | None = None, requires_grad: bool = False,
+           device=None) -> Tensor:
+    """torch.range (fg.range; deprecated, with torch's warning): start, start + step, ... up to
+    and including `end`, float32 whatever the arguments' types unless `dtype` says otherwise.
+    As torch's kernel, a value is start + i * step worked in double (int64 for an integer
+    dtype, which truncates the arguments first) and there are trunc((end - start) / step) + 1."""
+    check_device(device)
+    dtype = _dtype_arg("range", dtype) or float32
+    requires_grad = _grad_flag("range", requires_grad)
+    if end is _ABSENT:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    start, end, step = (v.item() if isinstance(v, Tensor) and v.dim() == 0 else v for v in (start, end, step))
+    for position, (name, v) in enumerate((("start", start), ("end", end), ("step", step)), 1):
+        if not isinstance(v, (int, float, np.number, np.bool_)):
+            raise TypeError(f"range(): argument '{name}' (position {position}) must be Number, not {type_name(v)}")
+    warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=user_stacklevel())     # (once the call parsed)
+    if dtype is bool_:
+        raise NotImplementedError('"range_cpu" not implemented for \'Bool\'')
+    if not dtype.is_floating_point:
+        if not all(np.isfinite(v) for v in (start, end, step)):
+            raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
+        start, end, step = int(start), int(end), int(step)
+    if not (step > 0 or step < 0):              # 0 or NaN
+        raise RuntimeError("step must be nonzero")
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if dtype.is_floating_point:
+        n = int((float(end) - float(start)) / float(step) + 1)
+        make = lambda: (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype.np)  # noqa: E731
+    else:
+        n = (end - start) // step + 1 if step > 0 else (start - end) // -step + 1
+        make = lambda: start + step * np.arange(n, dtype=np.int64)  # noqa: E731
+    return _new(_allocated((n,), dtype.np, make), requires_grad)
+
 def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndarray:
     """torch's floating arange, bit for bit: its CPU kernel computes in double, one fused
     multiply-add a value, and is vectorised (vectors of 32 bytes: 8 float32 or 4 float64) over

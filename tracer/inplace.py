@@ -16,6 +16,7 @@ from fusegrad.ir.ops.elementwise import pow_const_applies
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write, _check_no_partial_overlap,
                        _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, refresh_view_history,
                        result_cast_error)
+from .parser_errors import type_name
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
 from . import generator, trace_state
@@ -231,22 +232,43 @@ def clamp_(t: Tensor, min=None, max=None) -> Tensor:
 def fill_(t: Tensor, value) -> Tensor:
     """Set every element to `value` (a number or a one-element tensor)."""
     check_inplace(t)
+    if isinstance(value, Tensor) and value.dim() == 0 and \
+            (_overlaps_itself(t._data) if t._data is not None else traced_overlaps_itself(t)):
+        raise RuntimeError(_OVERLAP_MSG)    # torch's fill_.Tensor refuses an expand; fill_(number) not
+    value, tensor_value = _fill_value(t, value)
+    # torch's fill_.Tensor and fill_.Scalar (FillBackward1 and 0 are the out-of-place fill's)
+    apply_op("index_put", [t, value], {"index": ()}, "FillBackward3" if tensor_value else "FillBackward2", out=t)
+    return t
+
+
+def fill(input, value) -> Tensor:
+    """torch.fill: a copy of `input` (its layout kept) with every element `value`, a number or a
+    0-d tensor (FillBackward0 / FillBackward1: no gradient reaches input, value gets the sum)."""
+    from .functional import as_tensor
+    t = as_tensor(input, "fill")
+    value, tensor_value = _fill_value(t, value, "fill")
+    return apply_op("index_put", [t, value], {"index": ()}, "FillBackward1" if tensor_value else "FillBackward0")
+
+
+def _fill_value(t: Tensor, value, fn: str = "fill_"):
+    """(the value fill/fill_ write into `t`: a 0-d tensor cast to t's dtype or a NumPy scalar,
+    whether it was a tensor), with torch's errors for a tensor of more dimensions or a number
+    out of t's dtype's range."""
     if isinstance(value, Tensor):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.dim()} dimensions.")
-        if _overlaps_itself(t._data) if t._data is not None else traced_overlaps_itself(t):
-            raise RuntimeError(_OVERLAP_MSG)    # torch's fill_.Tensor refuses an expand; fill_(number) not
         from .functional import cast
-        value = cast(value, t._dtype, implicit=True)
-        name = "FillBackward3"      # torch's fill_.Tensor (FillBackward1 is the out-of-place fill)
-    else:
-        check_int_parses(value)
-        check_scalar_fits(value, t._dtype)
-        value = np.asarray(value, dtype=t._dtype.np)
-        name = "FillBackward2"
-    apply_op("index_put", [t, value], {"index": ()}, name, out=t)
-    return t
+        return cast(value, t._dtype, implicit=True), True
+    if fn == "fill" and not (isinstance(value, (int, float, np.number, np.bool_))):
+        raise TypeError(f"fill() received an invalid combination of arguments - got (Tensor, {type_name(value)}), "
+                        "but expected one of:\n * (Tensor input, Tensor value)\n      didn't match because some "
+                        f"of the arguments have invalid types: (Tensor, !{type_name(value)}!)\n * (Tensor input, "
+                        "Number value)\n      didn't match because some of the arguments have invalid types: "
+                        f"(Tensor, !{type_name(value)}!)\n")
+    check_int_parses(value)
+    check_scalar_fits(value, t._dtype)
+    return np.asarray(value, dtype=t._dtype.np), False
 
 
 def zero_(t: Tensor) -> Tensor:

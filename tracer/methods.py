@@ -19,6 +19,7 @@ from . import shape_functions  # (diagonal, trace, roll, unfold, repeat_interlea
 from . import scattering  # (scatter, scatter_add, scatter_reduce, index_add/copy/fill, masked_scatter...: scattering.METHODS)
 from . import linalg_functions  # (inner, addmm, cross, det, eq_, logical_and_, gcd, sinc...: linalg_functions.METHODS)
 from . import special_functions  # (lgamma, digamma, polygamma, erfinv, mvlgamma, i0 and their in-place forms)
+from . import complex_functions  # (angle, isreal; the properties real and imag)
 from . import misc_functions  # (histogram, cov, index_put_, put_, renorm, frexp, narrow_copy...: misc_functions.METHODS)
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
@@ -625,7 +626,7 @@ METHODS = {
     "div": _counted_from_self(F.div), "pow": F.pow, "neg": F.neg, "matmul": _tensor_other(F.matmul),
     "mm": _counted_from_self(products.mm), "bmm": _counted_from_self(products.bmm),
     "mv": _counted_from_self(products.mv), "dot": _counted_from_self(products.dot),
-    "outer": _counted_from_self(products.outer), "square": F.square,
+    "outer": _counted_from_self(products.outer), "ger": _counted_from_self(products.ger), "square": F.square,
     "true_divide": F.div, "multiply": F.mul, "subtract": _subtract, "negative": F.neg,
     "floor_divide": F.floor_divide, "remainder": F.remainder,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
@@ -713,6 +714,7 @@ METHODS = {
     **linalg_functions.METHODS,
     **special_functions.METHODS,     # lgamma, digamma, polygamma, erfinv, mvlgamma, i0 (and _)
     **misc_functions.METHODS,
+    **complex_functions.METHODS,    # angle, isreal
 }
 
 
@@ -787,6 +789,8 @@ def bind_methods() -> None:
     for name, parser in parser_errors.METHODS.items():
         if name not in METHODS:             # (Tensor's own: numpy())
             setattr(Tensor, name, parser_errors.method_texts(getattr(Tensor, name), parser))
+    for name, prop in complex_functions.PROPERTIES.items():     # t.real, t.imag
+        setattr(Tensor, name, prop)
     Tensor.T = read_only(property(F.T), "T")
     Tensor.mT = read_only(property(F.mT), "mT")
     Tensor.H = read_only(property(_matrix_adjoint("H", "matrices (2-D tensors)")), "H")

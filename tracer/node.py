@@ -128,6 +128,7 @@ _NEXT_INPUTS = {
     "RemainderBackward0": (0,),     # remainder(x, scalar)
     "ZeroBackward0": (0,),      # zero_() / fill_(number): the fill value is a Scalar
     "FillBackward2": (0,),
+    "FillBackward0": (0,),     # fill(x, number)
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
     "GatherBackward0": (0,),    # gather(x, index)
     "IndexSelectBackward0": (0,),   # index_select(x, dim, index): IR gather

@@ -37,16 +37,16 @@ NOT_TAKING_OUT = frozenset({"arange", "linspace", "eye", "randint", "bernoulli",
 # in parser_errors.FUNCTIONS, whose printed overloads say which take it): listed from torch
 # 2.13's docstrings ("out (Tensor, optional)"), creation functions left out as above.
 ALSO_TAKING_OUT = frozenset("""
-    addbmm addcdiv addcmul addmm addmv addr amax amin aminmax baddbmm bitwise_not bucketize cat
+    addbmm addcdiv addcmul addmm addmv addr amax amin aminmax angle baddbmm bitwise_not bucketize cat
     chain_matmul column_stack concat concatenate copysign cross cummax cummin cumprod deg2rad diag
     diff digamma divide dstack erfinv float_power fmax fmin fmod frexp gcd greater greater_equal
-    heaviside histc histogram hstack hypot i0 inner inverse isneginf isposinf kron kthvalue lcm ldexp
+    ger heaviside histc histogram hstack hypot i0 inner inverse isneginf isposinf kron kthvalue lcm ldexp
     lerp less less_equal lgamma logaddexp logaddexp2 logcumsumexp logit masked_select matrix_power
     median mode msort multiply mvlgamma nan_to_num nanmean nanmedian nanquantile narrow_copy nextafter
-    nonzero norm not_equal polygamma quantile rad2deg renorm searchsorted sgn sinc sort stack
+    nonzero norm not_equal polygamma quantile rad2deg renorm row_stack searchsorted sgn sinc sort stack
     subtract take_along_dim topk vdot vstack xlogy""".split())
 # Functions whose `out` must have the result's dtype exactly (torch's matmul family).
-_EXACT_DTYPE = frozenset({"matmul", "mm", "bmm", "mv", "dot", "outer"})
+_EXACT_DTYPE = frozenset({"matmul", "mm", "bmm", "mv", "dot", "outer", "ger"})
 
 _RESIZED = ("An output with one or more elements was resized since it had shape [{}], which does not match the "
             "required output shape [{}]. This behavior is deprecated, and in a future PyTorch release outputs will "

@@ -75,12 +75,17 @@ def dot(input, tensor) -> Tensor:
     return apply_op("matmul", [a, b], None, "DotBackward0")
 
 
-def outer(input, vec2) -> Tensor:
+def outer(input, vec2, *, _name: str = "outer") -> Tensor:
     """input[i] * vec2[j] (two vectors; dtypes promote as for `*`): torch's
     `input.reshape(-1, 1) * vec2` (MulBackward0 over ViewBackward0)."""
-    a, b = _operands("outer", input, vec2, "vec2")
+    a, b = _operands(_name, input, vec2, "vec2")
     if a.dim() != 1:
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {a.dim()}-D")
     if b.dim() != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b.dim()}-D")
     return F.mul(F.reshape(a, (a.shape[0], 1)), b)
+
+
+def ger(input, vec2) -> Tensor:
+    """torch.ger, the deprecated name of outer: the outer product of two vectors."""
+    return outer(input, vec2, _name="ger")

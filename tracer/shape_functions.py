@@ -488,7 +488,24 @@ def _diff_method(self, n=1, dim=-1, prepend=None, append=None) -> Tensor:
 _diff_method.__name__, _diff_method.__doc__ = "diff", diff.__doc__
 
 # Tensor methods (tracer/methods.py binds them)
-METHODS = {"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "diagflat": diagflat, "trace": trace,
+def sum_to_size(self, *size) -> Tensor:
+    """torch's Tensor.sum_to_size: `self` summed down to `size` (ints or one tuple), which it
+    must expand to: its leading dims summed away and each of its dims where `size` has 1 summed
+    with keepdim (SumBackward1), then viewed as `size` where dims were dropped (ViewBackward0);
+    self itself where it has that shape already."""
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    size = F._shape_arg(size, "sum_to_size", "size")
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != n and s != 1 for s, n in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    dims = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(size) if s == 1 and shape[lead + d] != 1)
+    out = F.sum(self, dims, keepdim=True) if dims else self
+    return F.view(out, size) if lead else out
+
+
+METHODS = {"diagonal": diagonal, "sum_to_size": sum_to_size, "diag": diag, "diag_embed": diag_embed, "diagflat": diagflat, "trace": trace,
            "roll": roll, "rot90": rot90, "repeat_interleave": _repeat_interleave_method,
            "tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "unfold": unfold,
            "diff": _diff_method, "kron": kron}

@@ -93,6 +93,12 @@ def _split_evenly(t: Tensor, size: int, dim, name: str) -> tuple:
     return _parts(t, dim, [min(length, (k + 1) * size) - k * size for k in range(count)], name)
 
 
+def split_with_sizes(input, split_sizes, dim=0) -> tuple:
+    """torch.split_with_sizes: parts of the sizes in `split_sizes` along `dim` (which must add
+    up to the dim's size), as split with a list."""
+    return _split_with_sizes(as_tensor(input, "split_with_sizes"), split_sizes, dim)
+
+
 def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     if isinstance(sizes, Tensor) or not isinstance(sizes, (list, tuple)) or not all(
             _is_index(s) and not isinstance(s, bool) for s in sizes):
@@ -230,4 +236,4 @@ def _split_method(self, split_size, dim=0) -> tuple:
 _split_method.__name__, _split_method.__qualname__, _split_method.__doc__ = "split", "Tensor.split", split.__doc__
 
 # Tensor methods (tracer/methods.py binds them)
-METHODS = {"split": _split_method, "chunk": chunk, "unbind": unbind, "narrow": narrow, "select": select}
+METHODS = {"split": _split_method, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind, "narrow": narrow, "select": select}

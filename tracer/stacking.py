@@ -64,11 +64,13 @@ atleast_3d = _each(_three_d, "atleast_3d")
 atleast_3d.__doc__ = "torch.atleast_3d: each tensor with at least three dims ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."
 
 
-def _joined(tensors, fn: str, shape, dim) -> Tensor:
+def _joined(tensors, fn: str, shape, dim, kernel: str | None = None) -> Tensor:
+    """`tensors` made `shape` and joined along `dim(them)`; `kernel`: the name torch's check of
+    an empty list gives (row_stack's is vstack's), `fn` by default."""
     if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type_name(tensors)}")
     if not tensors:
-        raise RuntimeError(f"{fn} expects a non-empty TensorList")
+        raise RuntimeError(f"{kernel or fn} expects a non-empty TensorList")
     ts, _ = _tensors((tuple(tensors),), fn)
     ts = [shape(t) for t in ts]
     return F.cat(ts, dim(ts))
@@ -82,6 +84,11 @@ def hstack(tensors) -> Tensor:
 def vstack(tensors) -> Tensor:
     """torch.vstack: join along dim 0, after atleast_2d."""
     return _joined(tensors, "vstack", _two_d, lambda ts: 0)
+
+
+def row_stack(tensors) -> Tensor:
+    """torch.row_stack, vstack's other name (its argument errors name row_stack)."""
+    return _joined(tensors, "row_stack", _two_d, lambda ts: 0, kernel="vstack")
 
 
 def dstack(tensors) -> Tensor:

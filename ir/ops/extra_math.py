@@ -252,6 +252,20 @@ elementwise("signbit", np.signbit, None, "np.signbit({0})", result=bool_, float_
             doc="signbit(x): whether x's sign bit is set (-0.0 and -nan included)")
 
 
+# ------------------------------------------------------------------ angle
+# The argument of a real number: pi below 0, else 0 (-0.0 and -inf included as torch: 0 and pi),
+# NaN kept; torch's angle_backward of a real tensor is zeros (its node saves self).
+def _angle_ref(x):
+    return np.asarray(np.where(np.isnan(x), x, np.where(x < 0, math.pi, 0)), x.dtype)
+
+
+register(OpDef("angle", COMPOSITE, _infer_map("angle", float_only=True), _angle_ref,
+               lambda e, x, y, g, a, n: [e.zeros_reading(x[0], x[0])],
+               decompose=lambda e, xs, a: [e.where(_isnan(e, xs[0]), xs[0],
+                                                   e.where(e.lt(xs[0], 0), e.const(math.pi, xs[0]), 0))],
+               doc="angle(x): the argument of a real x, pi below 0, else 0 (NaN stays NaN)"))
+
+
 # ------------------------------------------------------------------ nan_to_num
 @_quiet
 def _nan_to_num_ref(x, nan, posinf, neginf):

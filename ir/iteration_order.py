@@ -43,15 +43,44 @@ def iteration_order(shape: tuple, operand_strides: list) -> list:
     return perm[::-1]                             # slowest first
 
 
+
+def preserved_order(x: np.ndarray) -> list:
+    """The dims of torch's clone(preserve_format) of `x`, slowest first: x's own order where it
+    is dense, else infer_dense_strides' order of its strides, in which an expand's stride-0
+    dims take no part (iteration_order of x alone gives both)."""
+    return iteration_order(x.shape, [list(x.strides)])
+
+
 def preserved_copy(x: np.ndarray) -> np.ndarray:
     """A copy of `x` laid out as torch's clone(preserve_format), with which its functional
-    scatters (index_put, diagonal_scatter...) start: x's own strides where they are dense
-    (NumPy's order="K" copy keeps them), else dense in iteration_order of x's strides, in which
-    an expand's stride-0 dims take no part (NumPy's copy puts them innermost: x.expand(3, 2)
-    copied with strides (1, 3), torch's (2, 1))."""
-    if x.ndim < 2 or 0 not in x.strides:
+    scatters (index_put, diagonal_scatter...) start: x's very strides where it is dense (those of
+    its size-1 dims too), else dense in preserved_order, where NumPy's copy would put an
+    expand's stride-0 dims innermost (x.expand(3, 2) copied with strides (1, 3), torch's (2, 1))."""
+    if x.ndim < 2 or min(x.strides) < 0:
         return np.array(x, copy=True)
-    order = iteration_order(x.shape, [list(x.strides)])
-    out = np.empty([x.shape[d] for d in order], x.dtype).transpose(np.argsort(order))
+    if dense(x):
+        out = empty_with_strides(x.shape, x.strides, x.dtype)
+    else:
+        order = preserved_order(x)
+        out = np.empty([x.shape[d] for d in order], x.dtype).transpose(np.argsort(order))
     out[...] = x
     return out
+
+
+def dense(a: np.ndarray) -> bool:
+    """torch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in
+    some order of the dims (size-1 dims aside)."""
+    expected = a.itemsize
+    for stride, size in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def empty_with_strides(shape: tuple, strides: tuple, dtype) -> np.ndarray:
+    """A new array of `shape` with these (non-negative, byte) strides of a dense layout, its
+    size-1 dims' whatever they are (NumPy's own arrays give those the row-major stride)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    memory = np.empty(max(n, 1), dtype)
+    return np.lib.stride_tricks.as_strided(memory, shape=shape, strides=strides)

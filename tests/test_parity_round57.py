@@ -8,7 +8,11 @@ and the layout of a functional scatter's copy of an expanded tensor.
   Tensor.sum_to_size, and is_complex / is_signed / is_inference as functions;
 - index_put, diagonal_scatter and the other functional scatters copy their input as torch's
   clone(preserve_format): an expand's stride-0 dims keep row-major order (NumPy's copy put them
-  innermost: `fg.ones(2).expand(3, 2).index_put(...)` had strides (1, 3), torch's (2, 1)).
+  innermost: `fg.ones(2).expand(3, 2).index_put(...)` had strides (1, 3), torch's (2, 1));
+- more results laid out as torch's (a sweep of 100 ops over 12 input layouts, 1,248 cases, had 80
+  differ): sort/argsort as clone(preserve_format) of the input, index_fill likewise, renorm,
+  logsigmoid and rrelu row-major, and size-1 dims' strides where torch's TensorIterator reorders
+  (2 * x.t() of a (3, 1) x: (1, 1)) or a preserve_format copy keeps them (zeros_like(x.t())).
 """
 import warnings
 
@@ -240,3 +244,41 @@ def test_functional_scatter_copies_keep_torch_layout(case):
     ours, theirs = LAYOUT_CASES[case](fg), LAYOUT_CASES[case](torch)
     assert ours.stride() == theirs.stride()
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+SORT_LAYOUTS = {
+    "expand": lambda L: L.arange(1., 4.).expand(2, 3),
+    "transposed": lambda L: L.tensor([[3., 1., 2.], [0., 5., 4.]]).t(),
+    "stepped": lambda L: L.arange(12., 0., -1.).reshape(3, 4)[:, ::2],
+    "permuted": lambda L: L.arange(24., 0., -1.).reshape(2, 3, 4).permute(2, 0, 1),
+    "expanded_3d": lambda L: L.arange(4., 0., -1.).reshape(4, 1, 1).expand(4, 2, 3).permute(1, 2, 0),
+}
+MORE_LAYOUT_CASES = {
+    **{f"sort_{name}_{dim}": (lambda make, dim: lambda L: make(L).sort(dim)[0])(make, dim)
+       for name, make in SORT_LAYOUTS.items() for dim in (0, -1)},
+    **{f"argsort_{name}": (lambda make: lambda L: make(L).argsort(-1))(make) for name, make in SORT_LAYOUTS.items()},
+    **{f"topk_{name}": (lambda make: lambda L: make(L).topk(1, 0)[0])(make) for name, make in SORT_LAYOUTS.items()},
+    "index_fill_transposed": lambda L: L.arange(1., 7.).reshape(2, 3).t().index_fill(0, L.tensor([0]), 5.),
+    "index_fill_permuted": lambda L: SORT_LAYOUTS["permuted"](L).index_fill(1, L.tensor([1]), 0.),
+    "scatter_transposed": lambda L: L.arange(1., 7.).reshape(2, 3).t().scatter(0, L.zeros(3, 2, dtype=L.int64), 2.),
+    "renorm_transposed": lambda L: L.arange(1., 7.).reshape(2, 3).t().renorm(2, 0, 1.),
+    "logsigmoid_permuted": lambda L: L.nn.functional.logsigmoid(SORT_LAYOUTS["permuted"](L)),
+    "rrelu_transposed": lambda L: L.nn.functional.rrelu(L.arange(-3., 3.).reshape(2, 3).t(), training=False),
+    "scalar_times_unit_t": lambda L: 2 * L.arange(1., 4.).reshape(3, 1).t(),
+    "remainder_unit_t": lambda L: L.arange(1., 4.).reshape(3, 1).t() % 2,
+    "exp_unit_t": lambda L: L.arange(1., 4.).reshape(3, 1).t().exp(),
+    "zeros_like_unit_t": lambda L: L.zeros_like(L.arange(1., 4.).reshape(3, 1).t()),
+    "index_put_unit_t": lambda L: L.arange(1., 4.).reshape(3, 1).t().index_put((L.tensor([0]),), L.tensor(5.)),
+    "broadcast_unit": lambda L: L.arange(1., 7.).reshape(2, 3).t().unsqueeze(1) * L.ones(2),
+    # (the layout is kept in elements where the dtype changes)
+    "tensor_of_transposed_array_as_f64": lambda L: L.tensor(np.arange(6, dtype=np.float32).reshape(2, 3).T,
+                                                            dtype=L.float64),
+    "zeros_like_unit_t_as_f64": lambda L: L.zeros_like(L.arange(1., 4.).reshape(3, 1).t(), dtype=L.float64),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MORE_LAYOUT_CASES))
+def test_results_are_laid_out_as_torch(case):
+    ours, theirs = MORE_LAYOUT_CASES[case](fg), MORE_LAYOUT_CASES[case](torch)
+    assert ours.stride() == theirs.stride()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)

@@ -263,10 +263,15 @@ class _Plan:
         # (composites too: lerp's reference computes in steps, and NumPy lays out each step's
         # result its own way where the operands' layouts differ)
         self.elementwise = opdef.pointwise
-        # An operand's size-1 dim that the result broadcasts: its stride, which NumPy's
-        # c_contiguous flag ignores, takes part in torch's layout (see odd_unit_strides)
-        self.unit_broadcast = self.elementwise and len(self.out_types) == 1 and \
-            broadcasts_a_unit_dim(self.out_types[0].shape, [t.shape for t in self.in_types])
+        # An operand's size-1 dim that the result broadcasts, or a size-1 dim of a result that
+        # some operand broadcasts to (a number's 0-d one included): its stride, which NumPy's
+        # c_contiguous flag ignores, takes part in torch's layout (see odd_unit_strides;
+        # 2 * x.t() of a (3, 1) x has strides (1, 1), as x.t(); where all operands have the
+        # result's shape, torch's TensorIterator takes its fast path, row-major: x.t().exp())
+        shape = self.out_types[0].shape
+        self.unit_broadcast = self.elementwise and len(self.out_types) == 1 and (
+            broadcasts_a_unit_dim(shape, [t.shape for t in self.in_types])
+            or len(shape) > 1 and 1 in shape and any(t.shape != shape for t in self.in_types))
         self.out_dtype = self.out_types[0].dtype if len(self.out_types) == 1 else None
 
 

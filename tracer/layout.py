@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fusegrad.ir.blocked_copy import blocked_copyto
-from fusegrad.ir.iteration_order import iteration_order
+from fusegrad.ir.iteration_order import dense, empty_with_strides, iteration_order  # noqa: F401  (dense: dispatch's too)
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -105,8 +105,23 @@ def elementwise_layout(result: np.ndarray, arrays: list) -> np.ndarray:
     NumPy puts its stride-0 dim innermost (x.expand(2, 3).sigmoid() had strides (1, 2))."""
     order = elementwise_order(result.shape, arrays)
     if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True):
-        return result                             # NumPy chose the same order
+        # NumPy chose the same order; a size-1 dim's stride may still differ from torch's
+        return with_unit_strides_in_order(result, order) if 1 in result.shape else result
     return copy_in_order(result, order)
+
+
+def with_unit_strides_in_order(result: np.ndarray, order) -> np.ndarray:
+    """`result`, dense with its dims in `order` (slowest first), with torch's strides for its
+    size-1 dims too: the product of the sizes of the dims after it in the order (NumPy's
+    result kept its operand's: 2 * x.t().unsqueeze(0) had strides (1, 1, 3), torch's
+    (3, 1, 3)). A view where they differ (no element moves)."""
+    strides, step = [0] * result.ndim, result.itemsize
+    for d in reversed(list(order)):
+        strides[d] = step
+        step *= result.shape[d]
+    if tuple(strides) == result.strides or 0 in result.shape:
+        return result
+    return np.lib.stride_tricks.as_strided(result, strides=strides)
 
 
 def in_result_order(result: np.ndarray, order_rule, arrays: list, attrs: dict) -> np.ndarray:
@@ -244,17 +259,6 @@ def odd_unit_strides(arrays) -> bool:
     return False
 
 
-def dense(a: np.ndarray) -> bool:
-    """torch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in
-    some order of the dims (size-1 dims aside)."""
-    expected = a.itemsize
-    for stride, size in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 def torch_strides(a: np.ndarray) -> tuple:
     """a's strides as torch would give them: a size-1 dim that NumPy's broadcast_to gave a zero
     stride (an expand that expands nothing there) keeps the row-major stride torch keeps."""
@@ -290,16 +294,23 @@ def byte_range(a: np.ndarray) -> tuple:
 
 def in_dense_order(result: np.ndarray, source: np.ndarray) -> np.ndarray:
     """`result` (of source's shape) laid out as torch's memory_format=torch.preserve_format lays
-    out a copy of `source` (*_like, torch.tensor of an array): with source's strides where its
-    elements fill their memory densely; otherwise densely in the order of source's strides
-    (torch's infer_dense_strides: `zeros_like(w.permute(1, 2, 0)[:, ::2])` is not row-major).
-    `result` itself where that is row-major."""
-    if source.ndim < 2 or source.flags.c_contiguous or min(source.strides) < 0:
+    out a copy of `source` (*_like, torch.tensor of an array): with source's very strides where
+    its elements fill their memory densely (those of its size-1 dims too, which NumPy's
+    c_contiguous flag ignores: zeros_like of a (3, 1) tensor's t() has strides (1, 1));
+    otherwise densely in the order of source's strides (torch's infer_dense_strides:
+    `zeros_like(w.permute(1, 2, 0)[:, ::2])` is not row-major). `result` itself where it is
+    laid out so already."""
+    if source.ndim < 2 or min(source.strides) < 0:
+        return result
+    # (in elements: result's dtype may be another, torch.tensor(array, dtype=...))
+    strides = tuple(st // source.itemsize * result.itemsize for st in source.strides)
+    if result.strides == strides:
         return result
     if dense(source):
-        order = sorted(range(source.ndim), key=lambda d: -source.strides[d])        # slowest first
-    else:
-        order = elementwise_order(source.shape, [source])   # (one operand: infer_dense_strides)
+        out = empty_with_strides(source.shape, strides, result.dtype)
+        out[...] = result
+        return out
+    order = elementwise_order(source.shape, [source])   # (one operand: infer_dense_strides)
     if order == list(range(source.ndim)):
         return result
     return copy_in_order(result, order)

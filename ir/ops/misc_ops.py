@@ -107,5 +107,6 @@ def _renorm_vjp(e, x, y, g, a, n):
 
 register(OpDef("renorm", MOVEMENT, _renorm_infer, _renorm_ref, _renorm_vjp, reference_only=True,
                doc="renorm(x; p, axis, maxnorm): slices along axis with p-norm above maxnorm scaled to maxnorm",
-               extra={"node": "RenormBackward0", "reference_why": "a per-slice norm and scale"}))
+               extra={"node": "RenormBackward0", "reference_why": "a per-slice norm and scale",
+                      "row_major_result": True}))     # (torch's structured renorm allocates it so)
 

@@ -81,11 +81,11 @@ def _float_ref(forward):
     return ref
 
 
-def _activation(name, forward, backward, doc, nondiff_inputs=(), piecewise=False, backward_name=None):
+def _activation(name, forward, backward, doc, nondiff_inputs=(), piecewise=False, backward_name=None, extra=None):
     """Declare a pointwise op `name(x, *more; attrs)`: forward(e, *xs, **attrs) its value,
     backward(e, g, xs, y, **attrs) the gradients of xs (a list, None where there is none).
     `piecewise`: a piecewise-linear activation of one input, whose gradient is an op of its
-    own, `name_backward` or `backward_name` (see _piecewise_backward)."""
+    own, `name_backward` or `backward_name` (see _piecewise_backward). `extra`: OpDef.extra."""
     backward_name = backward_name or name + "_backward"
     if piecewise:
         _piecewise_backward(backward_name, backward)
@@ -98,7 +98,7 @@ def _activation(name, forward, backward, doc, nondiff_inputs=(), piecewise=False
         return [gr if need else None for gr, need in zip(grads, needs)]
     return register(OpDef(name, COMPOSITE, _infer_map(name, float_only=True), _float_ref(forward), vjp,
                           decompose=lambda e, xs, a: [forward(e, *xs, **a)], nondiff_inputs=nondiff_inputs,
-                          doc=doc))
+                          doc=doc, extra=extra or {}))
 
 
 def _piecewise_backward(name, backward):
@@ -205,7 +205,8 @@ def _log_sigmoid_grad(e, g, xs, y):
     return [e.mul(e.sigmoid(e.neg(xs[0])), g)]
 
 
-_activation("log_sigmoid", _log_sigmoid, _log_sigmoid_grad, "log_sigmoid(x): log(1 / (1 + exp(-x))), stably")
+_activation("log_sigmoid", _log_sigmoid, _log_sigmoid_grad, "log_sigmoid(x): log(1 / (1 + exp(-x))), stably",
+            extra={"row_major_result": True})       # (torch's log_sigmoid_forward allocates it contiguous)
 
 _activation("threshold", lambda e, x, threshold, value: e.where(e.le(x, threshold), value, x),
             lambda e, g, xs, y, threshold, value: [e.where(e.le(xs[0], threshold), 0, g)],
@@ -247,7 +248,7 @@ def _rrelu_grad(e, g, xs, y, from_result=False):
 
 _activation("rrelu", lambda e, x, noise, from_result=False: e.where(e.gt(x, 0), x, e.mul(x, noise)), _rrelu_grad,
             "rrelu(x, noise; from_result): x where x > 0, else x * noise (a slope per element, or one)",
-            nondiff_inputs=(1,))
+            nondiff_inputs=(1,), extra={"row_major_result": True})     # (torch's rrelu_with_noise allocates so)
 
 
 # ---------------------------------------------------------------- glu

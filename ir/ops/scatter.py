@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..iteration_order import preserved_order
 from ..types import TensorType, bool_
 from .gather import _as_1d, _check_index, _region, _scatter_add_ref
 from .registry import MOVEMENT, NoDerivativeError, OpDef, broadcast_shapes, register
@@ -111,10 +112,16 @@ def _scatter_vjp(e, x, y, g, a, n):
     return [gx, None, gs]
 
 
+def _result_order(shape, arrays, attrs) -> list:
+    """torch's structured scatter kernels allocate their result row-major; index_fill (not
+    structured) is a clone(preserve_format) of x filled in place."""
+    return preserved_order(arrays[0]) if attrs.get("bounds") == "index_fill" else list(range(len(shape)))
+
+
 register(OpDef("scatter", MOVEMENT, _same_as_x, _scatter_ref, _scatter_vjp, reference_only=True, nondiff_inputs=(1,),
                doc="scatter(x, index, src; axis, fill, reduce, alpha): torch.scatter and its kin, a row-major copy",
                extra={"value_checks": True, "check_now": _check_now, "row_major_result": True,
-                      "reference_why": "a scatter through an index array"}))
+                      "result_order": _result_order, "reference_why": "a scatter through an index array"}))
 
 
 # --------------------------------------------------------------------- scatter_reduce

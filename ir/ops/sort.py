@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..iteration_order import preserved_order
 from ..types import TensorType, int64
 from .registry import MOVEMENT, OpDef, register
 
@@ -59,5 +60,12 @@ def _vjp(e, x, y, g, a, n):
     return [e.op("scatter_add", e.zeros_like(x[0]), y[1], g[0], axis=a["axis"])]
 
 
+def _result_order(shape, arrays, attrs) -> list:
+    """torch's sort lays its values and indices out as clone(preserve_format) lays out x (its
+    meta function: x's strides where x is dense, else infer_dense_strides); topk row-major."""
+    return preserved_order(arrays[0]) if attrs.get("k") is None else list(range(len(shape)))
+
+
 register(OpDef("sort", MOVEMENT, _infer, _ref, _vjp, reference_only=True, nondiff_outputs=(1,),
-               doc="sort(x; axis, descending, k) -> (values, indices): sorted along axis, the first k (topk) or all"))
+               doc="sort(x; axis, descending, k) -> (values, indices): sorted along axis, the first k (topk) or all",
+               extra={"result_order": _result_order}))

@@ -12,7 +12,9 @@ and the layout of a functional scatter's copy of an expanded tensor.
 - more results laid out as torch's (a sweep of 100 ops over 12 input layouts, 1,248 cases, had 80
   differ): sort/argsort as clone(preserve_format) of the input, index_fill likewise, renorm,
   logsigmoid and rrelu row-major, and size-1 dims' strides where torch's TensorIterator reorders
-  (2 * x.t() of a (3, 1) x: (1, 1)) or a preserve_format copy keeps them (zeros_like(x.t())).
+  (2 * x.t() of a (3, 1) x: (1, 1)) or a preserve_format copy keeps them (zeros_like(x.t()));
+- nn.Buffer (assigned as a module attribute, it registers a buffer), nn.Bilinear with
+  F.bilinear (torch's checks, texts, initialisation and output nodes), nn.Softmax2d.
 """
 import warnings
 
@@ -282,3 +284,111 @@ def test_results_are_laid_out_as_torch(case):
     ours, theirs = MORE_LAYOUT_CASES[case](fg), MORE_LAYOUT_CASES[case](torch)
     assert ours.stride() == theirs.stride()
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ nn.Buffer, Bilinear, Softmax2d
+def _outcome_of(L, body):
+    try:
+        return body(L)
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc).replace("torch.", "fg.")
+
+
+def _buffers(L):
+    out = []
+    made = L.nn.Buffer(L.ones(2))
+    out.append((isinstance(made, L.nn.Buffer), isinstance(L.ones(2), L.nn.Buffer), made.persistent, repr(made)))
+    m = L.nn.Module()
+    m.b = L.nn.Buffer(L.ones(2), persistent=False)
+    m.c = L.nn.Buffer(L.zeros(1))
+    out.append((list(m.state_dict()), [n for n, _ in m.named_buffers()]))
+    with_grad = L.nn.Buffer(L.ones(2, requires_grad=True) * 1)
+    out.append((L.nn.Buffer().tolist(), with_grad.requires_grad, with_grad.is_leaf))
+    m.b = L.ones(3)                 # (a tensor over a buffer stays a buffer, non-persistent still)
+    out.append((m.b.tolist(), list(m.state_dict()), [n for n, _ in m.named_buffers()]))
+    m.c = L.nn.Buffer(L.ones(1), persistent=False)
+    out.append(list(m.state_dict()))
+    m.c = None
+    out.append((list(m.state_dict()), [n for n, _ in m.named_buffers()]))
+    return out
+
+
+def _buffer_error(L, case):
+    m = L.nn.Module()
+    m.x, m.p, m.sub = 1, L.nn.Parameter(L.ones(1)), L.nn.Linear(1, 1)
+    if case == "over_attribute":
+        m.x = L.nn.Buffer(L.ones(1))
+    elif case == "over_parameter":
+        m.p = L.nn.Buffer(L.ones(1))
+    elif case == "over_module":
+        m.sub = L.nn.Buffer(L.ones(1))
+    elif case == "not_a_tensor":
+        L.nn.Buffer(3)
+    elif case == "before_init":
+        class Early(L.nn.Module):
+            def __init__(self):
+                self.b = L.nn.Buffer(L.ones(1))
+        Early()
+    return "no error"
+
+
+def test_buffer_registers_as_torch():
+    assert _outcome_of(fg, _buffers) == _outcome_of(torch, _buffers)
+
+
+@pytest.mark.parametrize("case", ["over_attribute", "over_parameter", "over_module", "not_a_tensor", "before_init"])
+def test_buffer_errors_match_torch(case):
+    assert _outcome_of(fg, lambda L: _buffer_error(L, case)) == _outcome_of(torch, lambda L: _buffer_error(L, case))
+
+
+def _bilinear_module(L):
+    L.manual_seed(0)
+    layer = L.nn.Bilinear(2, 3, 4)
+    L.manual_seed(1)
+    x1, x2 = L.randn(5, 2, requires_grad=True), L.randn(5, 3, requires_grad=True)
+    y = layer(x1, x2)
+    (y * L.arange(20.).reshape(5, 4)).sum().backward()
+    no_bias = L.nn.Bilinear(2, 3, 4, bias=False)
+    batched = layer(x1.reshape(1, 5, 2).expand(2, 5, 2), x2.reshape(1, 5, 3).expand(2, 5, 3))
+    one = L.nn.functional.bilinear(L.ones(2), L.ones(3), layer.weight, layer.bias)
+    texts = (repr(layer), repr(no_bias), no_bias.bias, list(dict(layer.named_parameters())),
+             type(y.grad_fn).__name__, type(y.grad_fn.next_functions[0][0]).__name__,
+             type(no_bias(x1, x2).grad_fn).__name__, tuple(batched.shape), tuple(one.shape))
+    arrays = [t.detach().numpy() for t in (layer.weight, layer.bias, y, x1.grad, x2.grad, layer.weight.grad,
+                                           layer.bias.grad, batched, one)]
+    return texts, arrays
+
+
+def test_bilinear_module_matches_torch():
+    (ours_texts, ours), (theirs_texts, theirs) = _bilinear_module(fg), _bilinear_module(torch)
+    assert ours_texts == theirs_texts
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def _weight(L):
+    return L.ones(4, 2, 3)
+
+
+NN_CALLS = [
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(6, 3), _weight(L))",
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(5, 1, 3), _weight(L))",
+    "L.nn.functional.bilinear(L.ones(5, 3), L.ones(5, 3), _weight(L))",
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(5, 2), _weight(L))",
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(5, 3), _weight(L), L.ones(3))",
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(5, 3), _weight(L).double())",
+    "L.nn.functional.bilinear(L.ones(5, 2), L.ones(5, 3), L.ones(4, 2))",
+    "tuple(L.nn.functional.bilinear(L.ones(0, 2), L.ones(0, 3), _weight(L)).shape)",
+    "L.nn.functional.bilinear(L.ones(5, 2, dtype=L.int64), L.ones(5, 3, dtype=L.int64), _weight(L).long()).tolist()",
+    "L.nn.functional.bilinear(L.ones(5, 2), 3, _weight(L))",
+    "L.nn.Softmax2d()(L.ones(2, 3))",
+    "L.nn.Softmax2d()(L.ones(1, 2, 3, 4, 5))",
+    "repr(L.nn.Softmax2d())",
+    "L.nn.Softmax2d()(L.arange(24.).reshape(2, 3, 4)).numpy().round(6).tolist()",
+    "L.nn.Softmax2d()(L.arange(48.).reshape(2, 2, 3, 4)).numpy().round(6).tolist()",
+]
+
+
+@pytest.mark.parametrize("call", NN_CALLS)
+def test_bilinear_and_softmax2d_calls_match_torch(call):
+    assert _outcome_of(fg, lambda L: eval(call)) == _outcome_of(torch, lambda L: eval(call))

@@ -6,9 +6,9 @@
 """
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, Unflatten, L1Loss, LayerNorm, LeakyReLU, Linear,
-                     LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh)
-from .module import Module, Parameter
+from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, Bilinear, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, Unflatten, L1Loss, LayerNorm, LeakyReLU, Linear,
+                     LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softplus, Tanh)
+from .module import Buffer, Module, Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,  # noqa: E402
                             InstanceNorm2d, InstanceNorm3d, LocalResponseNorm, RMSNorm)
@@ -26,7 +26,7 @@ from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d
                       PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unfold,
                       Upsample, ZeroPad1d, ZeroPad2d)
 
-__all__ = ["Module", "Parameter", "ParameterList", "ParameterDict", "Identity", "Linear", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
+__all__ = ["Module", "Parameter", "Buffer", "ParameterList", "ParameterDict", "Identity", "Linear", "Bilinear", "Softmax2d", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
            "LayerNorm", "L1Loss", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Flatten", "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "functional", "init", "utils"]

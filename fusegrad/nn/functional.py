@@ -26,7 +26,7 @@ from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import ArgParser, function_texts, type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["linear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
+__all__ = ["linear", "bilinear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
            "nll_loss", "cross_entropy", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
@@ -99,6 +99,40 @@ def linear(input, weight, bias=None):
 
 # (torch's F.linear is a native function: a bad call gets its parser's text, in its order)
 linear = function_texts(linear, ArgParser("linear", "(Tensor input, Tensor weight, Tensor bias = None)"))
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """sum over i, j of input1[..., i] * weight[o, i, j] * input2[..., j], plus bias[o]: torch's
+    at::bilinear, with its checks and texts, the inputs' leading dims kept (a ViewBackward0
+    result; AddBackward0 with a bias). The contraction is one matrix product and a
+    multiply-sum over j, where torch records one _trilinear node (TrilinearBackward0)."""
+    _check_tensor_args("bilinear", optional=("bias",), input1=input1, input2=input2, weight=weight, bias=bias)
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got "
+                               f"{input1.shape[d]} and {input2.shape[d]}")
+    for name, given, d in (("input1", input1.size(-1), 1), ("input2", input2.size(-1), 2)):
+        if given != weight.size(d):
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {given} but expected "
+                               f"{weight.size(d)}")
+    if bias is not None and bias.size(0) != weight.size(0):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.size(0)} but expected "
+                           f"{weight.size(0)}")
+    if not input1.dtype is input2.dtype is weight.dtype:
+        names = {fg.float32: "float", fg.float64: "double", fg.int64: "long", fg.bool: "bool"}
+        raise RuntimeError(f"All tensors must have the same dtype, got input1: {names[input1.dtype]}, input2: "
+                           f"{names[input2.dtype]}, weight: {names[weight.dtype]}")
+    outputs, rows, columns = weight.shape
+    left = input1.reshape(-1, rows).matmul(weight.permute(1, 0, 2).reshape(rows, outputs * columns))
+    contracted = (left.reshape(-1, outputs, columns) * input2.reshape(-1, 1, columns)).sum(-1)
+    out = contracted.reshape(*input1.shape[:-1], outputs)
+    return out if bias is None else out + bias
+
+
+bilinear = function_texts(bilinear, ArgParser("bilinear", "(Tensor input1, Tensor input2, Tensor weight, "
+                                                          "Tensor bias = None)"))
 
 
 def _fused(input, weight, bias) -> bool:

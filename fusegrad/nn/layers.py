@@ -13,7 +13,7 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 
-__all__ = ["Identity", "Linear", "Dropout", "ReLU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
+__all__ = ["Identity", "Linear", "Bilinear", "Softmax2d", "Dropout", "ReLU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding", "LayerNorm", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss"]
 
@@ -66,6 +66,40 @@ class Linear(Module):
     def extra_repr(self) -> str:
         """The repr's arguments, as torch prints them: in_features, out_features, bias."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    """y = x1 @ weight @ x2 + bias per output feature: weight (out_features, in1_features,
+    in2_features), bias (out_features,) (F.bilinear). Initialised as torch's: weight, then bias,
+    uniform in +-1/sqrt(in1_features), from fusegrad's generator."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        dtype = fg.float32 if dtype is None else dtype
+        self.weight = Parameter(fg.empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(fg.empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Redraw weight and bias uniformly in +-1/sqrt(in1_features), as torch's."""
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        """F.bilinear(input1, input2, weight, bias)."""
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """The repr's arguments, as torch prints them."""
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class ReLU(Module):
@@ -320,6 +354,16 @@ class Softmax(Module):
     def extra_repr(self) -> str:
         """The repr's argument, as torch prints it: dim."""
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """softmax over the channels (dim -3) of a 3-d (C, H, W) or 4-d (N, C, H, W) input."""
+
+    def forward(self, input):
+        """F.softmax along dim -3; ValueError (torch's text) for another number of dims."""
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
 
 
 class LogSoftmax(Module):

@@ -21,7 +21,7 @@ from fusegrad.tracer.tensor import Tensor
 
 from .backward_hooks import BackwardHook
 
-__all__ = ["Module", "Parameter"]
+__all__ = ["Module", "Parameter", "Buffer"]
 
 
 class Parameter(Tensor):
@@ -51,6 +51,31 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     __str__ = __repr__
+
+
+class _BufferMeta(type(Tensor)):
+    """isinstance(t, Buffer) holds for the tensors Buffer(...) made (torch's _BufferMeta)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that a `Module` registers as a buffer when assigned as its attribute (torch.nn.Buffer):
+    `m.running = Buffer(t, persistent=False)` is `m.register_buffer("running", t, persistent=False)`.
+
+    As torch's, `Buffer(data)` is a plain tensor (data.detach(), keeping requires_grad) marked
+    as a buffer; `Buffer()` holds an empty float32 tensor."""
+
+    def __new__(cls, data=None, *, persistent: bool = True):
+        if data is None:
+            data = fg.empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -387,7 +412,10 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer):
+                    # (a Buffer says whether it persists; a tensor over a buffer keeps the buffer's say)
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                         "(torch.nn.Buffer, torch.Tensor or None expected)")

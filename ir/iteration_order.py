@@ -51,6 +51,12 @@ def preserved_order(x: np.ndarray) -> list:
     return iteration_order(x.shape, [list(x.strides)])
 
 
+def preserved_result_order(shape: tuple, arrays: list, attrs: dict) -> list:
+    """OpDef.extra["result_order"] of the functional scatters, whose result is a preserved copy
+    of their first operand (see preserved_copy): its order, traced too."""
+    return preserved_order(arrays[0])
+
+
 def preserved_copy(x: np.ndarray) -> np.ndarray:
     """A copy of `x` laid out as torch's clone(preserve_format), with which its functional
     scatters (index_put, diagonal_scatter...) start: x's very strides where it is dense (those of

@@ -286,6 +286,36 @@ def test_results_are_laid_out_as_torch(case):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
+def _transposed(L):
+    return L.tensor([[3., -1., 2.], [0., 5., -4.]]).t()
+
+
+# A compiled call's outputs take the layout the trace gives them (runtime/compile._lay_out_outputs)
+COMPILED_LAYOUT_CASES = {
+    "sort": lambda L, x: x.sort(-1)[0],
+    "argsort": lambda L, x: x.argsort(0),
+    "select_scatter": lambda L, x: L.select_scatter(x, L.zeros(2), 0, 0),
+    "slice_scatter": lambda L, x: L.slice_scatter(x, x[:1] * 0, 0, 0, 1),
+    "index_put_mask": lambda L, x: x.index_put((x > 2,), L.tensor(0.)),
+    "smooth_l1_none": lambda L, x: L.nn.functional.smooth_l1_loss(x, x * 2, reduction="none"),
+    "huber_none": lambda L, x: L.nn.functional.huber_loss(x, x * 2, reduction="none"),
+    "bce_none": lambda L, x: L.nn.functional.binary_cross_entropy((x / 30).clamp(0.01, 0.99), x.abs() / 40,
+                                                                  reduction="none"),
+    "bce_logits_none": lambda L, x: L.nn.functional.binary_cross_entropy_with_logits(x, x.abs() / 9,
+                                                                                     reduction="none"),
+    "unsqueeze_times": lambda L, x: x.unsqueeze(0) * 2,
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPILED_LAYOUT_CASES))
+def test_compiled_results_are_laid_out_as_torch(case):
+    fn = COMPILED_LAYOUT_CASES[case]
+    theirs = fn(torch, _transposed(torch))
+    ours = fg.compile(lambda x: fn(fg, x))(_transposed(fg))
+    assert ours.stride() == theirs.stride()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
 # ------------------------------------------------------------------ nn.Buffer, Bilinear, Softmax2d
 def _outcome_of(L, body):
     try:

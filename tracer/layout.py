@@ -132,6 +132,9 @@ def in_result_order(result: np.ndarray, order_rule, arrays: list, attrs: dict) -
     order = order_rule(result.shape, arrays, attrs or {})
     if order == list(range(result.ndim)):
         return result if result.flags.c_contiguous else np.ascontiguousarray(result)
+    if [result.strides[d] for d in order] == sorted((result.strides[d] for d in order), reverse=True) and \
+            dense(result):
+        return result                   # (the reference laid it out so: index_put's preserved copy)
     return copy_in_order(result, order)
 
 
@@ -149,13 +152,17 @@ def row_major(array: np.ndarray) -> np.ndarray:
 
 
 def with_strides(array: np.ndarray, strides: tuple, copyto=None) -> np.ndarray:
-    """`array` when it has these element strides (dense; size-1 dims may have any), else a
-    copy laid out with them, made by `copyto(destination, array)` (the compiled path's is
-    tiled: codegen.layout_copy.copy_into)."""
+    """`array` when it has these element strides (dense), else a copy laid out with them,
+    made by `copyto(destination, array)` (the compiled path's is tiled:
+    codegen.layout_copy.copy_into); a view where only size-1 dims' strides differ."""
     size = array.itemsize
-    if all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides)):
+    if not all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides)):
+        array = copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]), copyto)
+    # (then the size-1 dims' strides too, which the copy's order may have left others: a view)
+    wanted = tuple(s * size for s in strides)
+    if array.strides == wanted or 0 in array.shape:
         return array
-    return copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]), copyto)
+    return np.lib.stride_tricks.as_strided(array, strides=wanted)
 
 
 def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:

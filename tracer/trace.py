@@ -767,6 +767,11 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
             # (split's parts: each a view of the operand by its own single-output view op)
             for t, (view_op, view_attrs) in zip(results, part_views(opdef, types, attrs or {})):
                 self._mark_view(t, inputs[0], view_op, view_attrs, values[0])
+        elif "result_order" in opdef.extra:
+            # (sort's values and indices: each laid out by the rule, as eagerly)
+            for t in results:
+                if len(t._sym.type.shape) > 1:
+                    self._lay_out_by_rule(t, opdef.extra["result_order"], inputs, frozen)
         return results
 
     def check_outside_overlap(self, out: Tensor, operands) -> None:

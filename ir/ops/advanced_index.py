@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..iteration_order import iteration_order, preserved_copy
+from ..iteration_order import iteration_order, preserved_copy, preserved_result_order
 from ..types import TORCH_SCALAR_NAMES, TensorType, int64
 from .registry import MOVEMENT, OpDef, broadcast_shapes, expands_to, register, shape_str
 from .gather import add_slices
@@ -263,4 +263,5 @@ def _put_vjp(e, x, y, g, a, n):
 
 register(OpDef("index_put_at", MOVEMENT, _put_infer, _put_ref, _put_vjp, reference_only=True,
                doc="index_put_at(x, v, *indices; dims, accumulate): x with x[key] = v (or += v, duplicates "
-                   "adding), int64 index arrays at `dims`", extra={"value_checks": True, "check_now": _bounds_check_now(2)}))
+                   "adding), int64 index arrays at `dims`", extra={"value_checks": True, "check_now": _bounds_check_now(2),
+                                                        "result_order": preserved_result_order}))

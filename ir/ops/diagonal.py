@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..iteration_order import preserved_copy
+from ..iteration_order import preserved_copy, preserved_result_order
 from ..types import ZERO_DIM, DIMMED, TensorType, float32, float64, int64, result_type
 from .movement import memory_view
 from .registry import MOVEMENT, OpDef, register
@@ -125,7 +125,8 @@ def _diagonal_put_vjp(e, x, y, g, a, n):
 
 register(OpDef("diagonal_put", MOVEMENT, _diagonal_put_infer, _diagonal_put_ref, _diagonal_put_vjp,
                reference_only=True, doc="diagonal_put(x, v; offset, dim1, dim2): x with that diagonal v, "
-               "functionally (a write through a diagonal view)", extra={"reference_why": "a strided write"}))
+               "functionally (a write through a diagonal view)", extra={"reference_why": "a strided write",
+                                                                           "result_order": preserved_result_order}))
 
 
 # --------------------------------------------------------------------- unfold
@@ -190,7 +191,7 @@ def _unfold_put_vjp(e, x, y, g, a, n):
 
 register(OpDef("unfold_put", MOVEMENT, lambda types, attrs: [types[0]], _unfold_put_ref, _unfold_put_vjp,
                reference_only=True, doc="unfold_put(x, v; dim, size, step): x with its windows v, functionally",
-               extra={"reference_why": "a strided write"}))
+               extra={"reference_why": "a strided write", "result_order": preserved_result_order}))
 
 
 # --------------------------------------------------------------------- diag_embed

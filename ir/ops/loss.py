@@ -218,7 +218,7 @@ def _bce_logits_vjp(e, xs, ys, gs, attrs, needs):
 
 
 register(OpDef("bce_with_logits", COMPOSITE, _bce_infer("bce_with_logits", 2), _bce_logits_ref, _bce_logits_vjp,
-               decompose=_bce_logits_decompose, nondiff_inputs=(2, 3),
+               decompose=_bce_logits_decompose, nondiff_inputs=(2, 3), extra={"takes_operand_layout": True},
                doc="bce_with_logits(input, target[, weight][, pos_weight]; reduction, weighted, pos_weighted): "
                    "binary cross-entropy of sigmoid(input) against target, reduced"))
 
@@ -265,7 +265,7 @@ def _bce_vjp(e, xs, ys, gs, attrs, needs):
 
 
 register(OpDef("binary_cross_entropy", COMPOSITE, _bce_infer("binary_cross_entropy", 2), _bce_ref, _bce_vjp,
-               decompose=_bce_decompose, nondiff_inputs=(2,),
+               decompose=_bce_decompose, nondiff_inputs=(2,), extra={"takes_operand_layout": True},
                doc="binary_cross_entropy(input, target[, weight]; reduction, weighted): the binary "
                    "cross-entropy of probabilities `input` against `target`, reduced"))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..iteration_order import preserved_copy
+from ..iteration_order import preserved_copy, preserved_result_order
 from ..types import EXPAND_TYPE_NAMES, TensorType, int64
 from .registry import COMPOSITE, MOVEMENT, NoDerivativeError, OpDef, register, shape_str
 
@@ -494,7 +494,8 @@ def _index_put_decompose(e, xs, attrs):
 
 
 register(OpDef("index_put", MOVEMENT, _index_put_infer, _index_put_ref, _index_put_vjp,
-               decompose=_index_put_decompose, doc="index_put(x, v; index): x with x[index] = v, functionally"))
+               decompose=_index_put_decompose, doc="index_put(x, v; index): x with x[index] = v, functionally",
+               extra={"result_order": preserved_result_order}))
 
 
 # --------------------------------------------------------------------- cat and stack

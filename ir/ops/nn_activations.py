@@ -340,8 +340,9 @@ def _pointwise_loss(name, forward, backward, doc, nondiff_inputs=()):
         params = {k: v for k, v in attrs.items() if k != "reduction"}
         return [_reduce(e, forward(e, xs[0], xs[1], **params), attrs["reduction"])]
 
+    # (reduction="none": an elementwise result, laid out by its operands as torch's, traced too)
     return register(OpDef(name, COMPOSITE, _loss_infer(name), ref, vjp, decompose=decompose,
-                          nondiff_inputs=nondiff_inputs, doc=doc))
+                          nondiff_inputs=nondiff_inputs, doc=doc, extra={"takes_operand_layout": True}))
 
 
 def _smooth_l1(e, x, t, beta):

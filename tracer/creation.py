@@ -737,12 +737,7 @@ def arange(first=_ABSENT, /, end=_ABSENT, step=_ABSENT, *, start=_ABSENT, dtype:
                             f"must be Number, not {type_name(v)}")
         if isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):
             _int64_overflow(v)
-    if not (step > 0 or step < 0):               # 0 or NaN
-        raise RuntimeError("step must be nonzero")
-    if not (np.isfinite(start) and np.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
-    if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step)
     if dtype is None:
         dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
     elif not dtype.is_floating_point:
@@ -788,12 +783,7 @@ def range_(start=_ABSENT, end=_ABSENT, step=1, *, dtype: DType | None = None, re
         if not all(np.isfinite(v) for v in (start, end, step)):
             raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
         start, end, step = int(start), int(end), int(step)
-    if not (step > 0 or step < 0):              # 0 or NaN
-        raise RuntimeError("step must be nonzero")
-    if not (np.isfinite(start) and np.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
-    if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step)
     if dtype.is_floating_point:
         n = int((float(end) - float(start)) / float(step) + 1)
         make = lambda: (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype.np)  # noqa: E731
@@ -801,6 +791,17 @@ def range_(start=_ABSENT, end=_ABSENT, step=1, *, dtype: DType | None = None, re
         n = (end - start) // step + 1 if step > 0 else (start - end) // -step + 1
         make = lambda: start + step * np.arange(n, dtype=np.int64)  # noqa: E731
     return _new(_allocated((n,), dtype.np, make), requires_grad)
+
+
+def _check_range(start, end, step) -> None:
+    """torch's checks of arange's and range's numbers: a step that is not 0 or NaN, finite
+    bounds, and a step that goes from start toward end."""
+    if not (step > 0 or step < 0):               # 0 or NaN
+        raise RuntimeError("step must be nonzero")
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
 
 def _floating_range(start: float, step: float, n: int, out: np.dtype) -> np.ndarray:
     """torch's floating arange, bit for bit: its CPU kernel computes in double, one fused

@@ -422,3 +422,19 @@ NN_CALLS = [
 @pytest.mark.parametrize("call", NN_CALLS)
 def test_bilinear_and_softmax2d_calls_match_torch(call):
     assert _outcome_of(fg, lambda L: eval(call)) == _outcome_of(torch, lambda L: eval(call))
+
+
+# ------------------------------------------------------------------ fmax / fmin of signed zeros
+@pytest.mark.parametrize("fn", ["fmax", "fmin"])
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("first", ["zeros", "negative_zeros", "int_zeros"])
+def test_fmax_fmin_keep_the_first_operand_on_a_tie_of_signed_zeros(fn, mode, first):
+    # (NumPy's fmax took the second operand in its SIMD body and the first in its head: a
+    # 12-element eager fmax(0.0, -0.0) was [0.0, -0.0, -0.0, ...]; torch's is all 0.0)
+    def operands(L):
+        a = {"zeros": L.zeros(12), "negative_zeros": -L.zeros(12), "int_zeros": L.zeros(12, dtype=L.int64)}[first]
+        return a, (L.zeros(12) if first == "negative_zeros" else -L.zeros(12))
+    theirs = getattr(torch, fn)(*operands(torch))
+    call = (lambda a, b: getattr(fg, fn)(a, b)) if mode == "eager" else fg.compile(lambda a, b: getattr(fg, fn)(a, b))
+    ours = call(*operands(fg))
+    assert ours.signbit().tolist() == theirs.signbit().tolist()

@@ -405,7 +405,12 @@ def _fextreme(name: str, largest: bool):
     pick = np.fmax if largest else np.fmin
 
     def ref(x, y):
-        return np.asarray(pick(x, y))
+        out = np.asarray(pick(x, y))
+        if out.dtype.kind == "f":
+            # on a tie of 0.0 and -0.0 torch keeps the first operand; NumPy's loops take
+            # either, by position (its SIMD body the second, the scalar head the first)
+            out = np.asarray(np.where(x == y, x, out), out.dtype)
+        return out
 
     def decompose(e, xs, a):
         x, y = xs

@@ -438,3 +438,11 @@ def test_fmax_fmin_keep_the_first_operand_on_a_tie_of_signed_zeros(fn, mode, fir
     call = (lambda a, b: getattr(fg, fn)(a, b)) if mode == "eager" else fg.compile(lambda a, b: getattr(fg, fn)(a, b))
     ours = call(*operands(fg))
     assert ours.signbit().tolist() == theirs.signbit().tolist()
+
+
+@pytest.mark.parametrize("cast,dtype", [("half", "float16"), ("bfloat16", "bfloat16")])
+def test_module_casts_to_missing_dtypes_say_so(cast, dtype):
+    # (an AttributeError before: "'Linear' object has no attribute 'half'"; Tensor.half says the same)
+    for make in (lambda: fg.nn.Linear(2, 2), lambda: fg.ones(2)):
+        with pytest.raises(NotImplementedError, match=f"fusegrad has no {dtype} dtype"):
+            getattr(make(), cast)()

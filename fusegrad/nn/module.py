@@ -657,6 +657,16 @@ class Module:
         """Cast floating-point parameters and buffers to float64."""
         return self.to(fg.float64)
 
+    def half(self) -> "Module":
+        """torch's Module.half: fusegrad has no float16 dtype (NotImplementedError, as Tensor.half)."""
+        raise NotImplementedError("fusegrad has no float16 dtype (Module.half() casts to it); its dtypes are "
+                                  "float32 (fg.float), float64 (fg.double), int64 (fg.long) and bool")
+
+    def bfloat16(self) -> "Module":
+        """torch's Module.bfloat16: fusegrad has no bfloat16 dtype (NotImplementedError, as Tensor.bfloat16)."""
+        raise NotImplementedError("fusegrad has no bfloat16 dtype (Module.bfloat16() casts to it); its dtypes are "
+                                  "float32 (fg.float), float64 (fg.double), int64 (fg.long) and bool")
+
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """An ordered dict of parameters and persistent buffers by dotted name.
 

@@ -75,7 +75,7 @@ from fusegrad.tracer import parser_errors as _parser_errors
 from fusegrad.tracer import methods as _methods
 from fusegrad.tracer.parser_errors import type_name as _type_name
 from fusegrad.tracer.device import device
-from fusegrad.tracer.memory_format import contiguous_format, memory_format, preserve_format
+from fusegrad.tracer.memory_format import contiguous_format, layout, memory_format, preserve_format, strided
 from fusegrad.tracer.generator import Generator
 from fusegrad.tracer.formatting import set_printoptions
 from fusegrad.tracer.trace_state import is_compiling
@@ -83,6 +83,7 @@ from fusegrad.runtime import (CacheInfo, CompiledFunction, cache_info, clear_cac
                               grad, value_and_grad)
 from fusegrad.runtime.background import wait_for_compiles
 from fusegrad import autograd, nn, optim
+from fusegrad.autograd_anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from fusegrad import func  # noqa: E402  (torch.func)
 from fusegrad.func import hessian, jacfwd, jacrev, jvp, vjp, vmap  # noqa: E402  (JAX-style names: torch.func's)
 from fusegrad import serialization, utils  # noqa: E402  (torch.serialization; torch.utils.data)

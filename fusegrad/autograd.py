@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from fusegrad.tracer import engine
 from fusegrad.tracer import grad_mode  # noqa: F401  (torch.autograd.grad_mode)
-from fusegrad.tracer.creation import zeros_like
+from fusegrad.tracer.creation import empty, zeros_like
 from fusegrad.tracer.functional import stack
 from fusegrad.tracer.engine import backward, explain
 from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
@@ -23,7 +23,8 @@ from fusegrad.tracer.tensor import Size, Tensor
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode"]
+__all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode",
+           "gradcheck", "gradgradcheck", "GradcheckError", "Variable", "detect_anomaly", "set_detect_anomaly"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
@@ -115,3 +116,25 @@ def _batched_grad(outputs, inputs: list, grad_outputs, retain_graph, create_grap
 
 
 from fusegrad import autograd_functional as functional  # noqa: E402  (torch.autograd.functional)
+from fusegrad.autograd_gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+from fusegrad.autograd_anomaly import detect_anomaly, set_detect_anomaly  # noqa: E402
+
+
+class _VariableMeta(type):
+    """isinstance(t, Variable) holds for every tensor, as torch's."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable (deprecated): `Variable(t, requires_grad=False)` is a tensor over
+    t's memory without its history (t.detach()) that requires grad as asked; `Variable()` an
+    empty float32 tensor."""
+
+    def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
+        if data is None:
+            return empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type_name(data)}")
+        return data.detach().requires_grad_(requires_grad)

@@ -30,7 +30,7 @@ from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .layout import elementwise_layout
 from .ready_queue import ReadyQueue
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
-from .node import SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
+from .node import ANOMALY, SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .parser_errors import type_name
 from .tensor import Tensor
 from .create_graph import SCALAR_OPERANDS, _sums_kept, _tensor_apply
@@ -272,6 +272,10 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
                                    partial, idle, every_node)
     else:
+        if ANOMALY["enabled"] and ANOMALY["check_nan"] and not ANY_NODE_HOOKS[0]:
+            # (anomaly mode: the differentiable backward is one program; the arrays' node by
+            # node run first raises torch's error for the first node that returns NaN)
+            _run_nodes(root_edges, roots, seeds, targets, nodes, None, live)
         hooked = _tensor_hooks(nodes, live) if ANY_NODE_HOOKS[0] else None
         graph = GraphProgram(root_edges, nodes)
         wrt = [graph.values.get(e) if e is not None else None for e in targets]
@@ -750,6 +754,8 @@ def _validated(node, index: int, edge, g):
     recorded one expands to is summed back to it; any other is torch's error. `node` None:
     `g` is root `index`'s gradient (torch's GraphRoot)."""
     producer, k = edge
+    if ANOMALY["enabled"] and ANOMALY["check_nan"] and node is not None:
+        _check_no_nan(node, index, g)
     if producer.op is None or type(g) is not np.ndarray:
         return g
     shape = tuple(producer.out_types[k].shape)
@@ -760,6 +766,17 @@ def _validated(node, index: int, edge, g):
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1)
     return np.asarray(np.sum(g, axis=axes, dtype=g.dtype).reshape(shape))
+
+
+def _check_no_nan(node, index: int, g) -> None:
+    """Anomaly mode: torch's error where `node` returned NaN for its input `index` (after its
+    warning, which in torch shows the forward call's traceback: fusegrad records none)."""
+    array = g._concrete() if isinstance(g, Tensor) else np.asarray(g)
+    if array.dtype.kind == "f" and np.isnan(array).any():
+        name = type(node).__name__
+        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
+                      "  (fusegrad records no traceback of the forward call)", UserWarning, stacklevel=2)
+        raise RuntimeError(f"Function '{name}' returned nan values in its {index}th output.")
 
 
 def _expands_to(shape: tuple, target: tuple) -> bool:

@@ -1,4 +1,4 @@
-"""torch.memory_format, for code that names one: `x.contiguous(memory_format=fg.contiguous_format)`,
+"""torch.memory_format (and torch.layout: fg.strided, the only one), for code that names one: `x.contiguous(memory_format=fg.contiguous_format)`,
 `fg.zeros_like(x, memory_format=fg.preserve_format)`.
 
 fusegrad has the two formats that apply to tensors of any rank: `contiguous_format` (row-major)
@@ -23,6 +23,21 @@ class memory_format:  # noqa: N801 (torch's name)
 
 contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
+
+
+class layout:  # noqa: N801 (torch's name)
+    """torch.layout: every fusegrad tensor is dense and strided, `fg.strided` (Tensor.layout)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"fg.{self.name}"
+
+
+strided = layout("strided")
 
 
 def memory_format_arg(fn: str, value, optional: bool = True):

@@ -308,7 +308,11 @@ class AccumulateGrad(Node):
 # Set once a tensor with history changed shape in place under no_grad (`v.unsqueeze_(0)`):
 # its node's recorded output shape then differs from what its consumers recorded, and the
 # engine checks each gradient's shape from then on, as torch's validate_outputs (engine.py).
+# Anomaly mode sets it too: the engine's check of each gradient then looks for NaN as well.
 SHAPES_CHANGED = [False]
+# torch's anomaly mode (fg.autograd.detect_anomaly / set_detect_anomaly): whether it is on, and
+# whether a backward then raises where a node returns NaN (check_nan)
+ANOMALY = {"enabled": False, "check_nan": True}
 DISPLAYED_EDGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 

@@ -19,7 +19,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from . import trace_state
 from .device import CPU, check_cuda
 from .layout import is_contiguous, strides_of
-from .memory_format import contiguous_format, memory_format_arg
+from .memory_format import contiguous_format, memory_format_arg, strided
 from .grad_mode import (INFERENCE_DEPTH, TRANSFORMS_RUNNING, check_inference_requires_grad, is_grad_enabled,
                         is_inference_mode_enabled, is_inference_tensor, mark_inference, note_new_leaf)
 from .user_frame import user_stacklevel
@@ -343,6 +343,12 @@ class Tensor:
 
     # Where the data lives: always the CPU, dense and strided, never shared or inference-only.
     is_cuda = is_sparse = is_meta = is_quantized = is_mkldnn = False
+    is_cpu = True
+
+    @property
+    def layout(self):
+        """torch's Tensor.layout: always `fg.strided` (dense tensors only)."""
+        return strided
 
     def get_device(self) -> int:
         """torch's Tensor.get_device: -1, torch's answer for a CPU tensor."""

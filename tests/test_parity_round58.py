@@ -1,0 +1,183 @@
+"""Round 58 of torch parity: torch.autograd's debugging tools, which fusegrad lacked.
+
+- gradcheck / gradgradcheck (fusegrad/autograd_gradcheck.py): reverse mode's Jacobian against
+  central finite differences, torch's slow mode, with its texts (GradcheckError, a RuntimeError,
+  prints both Jacobians), its warning for inputs that are not float64 and its error where no
+  input requires grad;
+- anomaly mode (fusegrad/autograd_anomaly.py): detect_anomaly() and set_detect_anomaly(), after
+  which a backward raises "Function 'DivBackward0' returned nan values in its 1th output."
+  where a node's gradient holds a NaN (create_graph too);
+- Variable (a detached alias that requires grad as asked; every tensor is one), Tensor.layout
+  (fg.strided) and Tensor.is_cpu.
+"""
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+import fusegrad as fg  # noqa: E402
+
+
+def _outcome(L, body):
+    """body(L)'s result and the first line of each warning, or the exception's class and text."""
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = body(L)
+        return result, [str(w.message).split("\n")[0] for w in seen]
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc).replace("torch.", "fg.")
+
+
+def _wrong_backward(L):
+    class WrongSin(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos() * 2
+    return WrongSin.apply
+
+
+def _x(L):
+    return L.tensor([0.3, -1.2, 2.0], dtype=L.float64, requires_grad=True)
+
+
+def _y(L):
+    return L.tensor([[0.5, 1.0, -2.0], [1.5, 0.2, 0.7]], dtype=L.float64, requires_grad=True)
+
+
+GRADCHECK_CASES = {
+    "sin": lambda L: L.autograd.gradcheck(lambda x: x.sin(), (_x(L),)),
+    "one_tensor": lambda L: L.autograd.gradcheck(lambda x: x.sin(), _x(L)),
+    "wrong": lambda L: L.autograd.gradcheck(_wrong_backward(L), (_x(L),)),
+    "wrong_no_raise": lambda L: L.autograd.gradcheck(_wrong_backward(L), (_x(L),), raise_exception=False),
+    "float32_warns": lambda L: L.autograd.gradcheck(lambda x: x * 2, (L.tensor([0.3, -1.2], requires_grad=True),),
+                                                    eps=1e-3, atol=1e-2),
+    "nothing_requires_grad": lambda L: L.autograd.gradcheck(lambda x: x * 2, (L.tensor([1.0], dtype=L.float64),)),
+    "two_inputs_two_outputs": lambda L: L.autograd.gradcheck(lambda x, y: (x * y.sum(0), y.exp()), (_x(L), _y(L))),
+    "number_argument": lambda L: L.autograd.gradcheck(lambda x, k: x * k, (_x(L), 3.0)),
+    "integer_output": lambda L: L.autograd.gradcheck(lambda x: x.argmax(), (_x(L),)),
+    "matmul": lambda L: L.autograd.gradcheck(lambda a, b: a @ b, (_y(L), _y(L).t().detach().requires_grad_())),
+    "leaves_versions": lambda L: (lambda x: (L.autograd.gradcheck(lambda x: x.sin(), (x,)), x._version,
+                                             x.tolist()))(_x(L)),
+    "gradgrad": lambda L: L.autograd.gradgradcheck(lambda x: x.sin() * x, (_x(L),)),
+    "gradgrad_two": lambda L: L.autograd.gradgradcheck(lambda x, y: (x.unsqueeze(0) * y).tanh().sum(1), (_x(L), _y(L))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADCHECK_CASES))
+def test_gradcheck_matches_torch(case):
+    assert _outcome(fg, GRADCHECK_CASES[case]) == _outcome(torch, GRADCHECK_CASES[case])
+
+
+def test_gradcheck_error_is_a_runtime_error_that_prints_both_jacobians():
+    with pytest.raises(fg.autograd.GradcheckError) as caught:
+        fg.autograd.gradcheck(_wrong_backward(fg), (_x(fg),))
+    assert isinstance(caught.value, RuntimeError)
+    assert str(caught.value).startswith("Jacobian mismatch for output 0 with respect to input 0,\nnumerical:tensor(")
+
+
+def _nan_division(L, check_nan=True):
+    x = L.tensor([0.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly(check_nan=check_nan):
+        (x / x).sum().backward()
+    return [repr(v) for v in x.grad.tolist()]
+
+
+def _nan_product(L):
+    x = L.tensor([0.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly():
+        (x * float("nan")).sum().backward()
+
+
+def _infinite_gradient(L):
+    x = L.tensor([0.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly():
+        x.sqrt().sum().backward()       # (inf is no anomaly)
+    return x.grad.tolist()
+
+
+def _later_node(L):
+    x = L.tensor([-1.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly():
+        (x.sqrt() * 2).sum().backward()
+
+
+def _autograd_grad(L, create_graph):
+    x = L.tensor([0.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly():
+        L.autograd.grad((x / x).sum(), x, create_graph=create_graph)
+
+
+def _flags(L):
+    seen = [L.is_anomaly_enabled()]
+    L.autograd.set_detect_anomaly(True)
+    seen.append(L.is_anomaly_enabled())
+    L.autograd.set_detect_anomaly(False)
+    seen.append(L.is_anomaly_enabled())
+    with L.autograd.set_detect_anomaly(True, check_nan=False):
+        seen.append((L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()))
+    seen.append((L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()))
+    with L.autograd.detect_anomaly():
+        seen.append(L.is_anomaly_enabled())
+    seen.append(L.is_anomaly_enabled())
+    return seen
+
+
+def _off_again(L):
+    x = L.tensor([0.0, 1.0], requires_grad=True)
+    with L.autograd.detect_anomaly():
+        pass
+    (x / x).sum().backward()
+    return [repr(v) for v in x.grad.tolist()]
+
+
+ANOMALY_CASES = {
+    "nan_division": _nan_division,
+    "nan_division_unchecked": lambda L: _nan_division(L, check_nan=False),
+    "nan_product": _nan_product,
+    "infinite_gradient": _infinite_gradient,
+    "later_node": _later_node,
+    "autograd_grad": lambda L: _autograd_grad(L, False),
+    "autograd_grad_create_graph": lambda L: _autograd_grad(L, True),
+    "flags": _flags,
+    "off_again": _off_again,
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANOMALY_CASES))
+def test_anomaly_mode_matches_torch(case):
+    assert _outcome(fg, ANOMALY_CASES[case]) == _outcome(torch, ANOMALY_CASES[case])
+
+
+def test_anomaly_mode_in_a_compiled_call_names_its_node():
+    x = fg.tensor([0.0, 1.0], requires_grad=True)
+    out = fg.compile(lambda x: (x / x).sum())(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fg.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values in its 0th output"):
+            out.backward()
+
+
+VARIABLE_CASES = {
+    "requires_grad": lambda L: (lambda t: (lambda v: (v.tolist(), v is t, v.requires_grad, t.requires_grad,
+                                                       v.grad_fn))(L.autograd.Variable(t, requires_grad=True)))(L.ones(2)),
+    "plain": lambda L: (lambda t: (lambda v: (v is t, v.requires_grad))(L.autograd.Variable(t)))(L.ones(2)),
+    "of_a_result": lambda L: L.autograd.Variable(L.ones(2, requires_grad=True) * 2).grad_fn,
+    "shares_memory": lambda L: (lambda t: (L.autograd.Variable(t).add_(1), t.tolist())[1])(L.ones(2)),
+    "empty": lambda L: L.autograd.Variable().tolist(),
+    "not_a_tensor": lambda L: L.autograd.Variable(3),
+    "isinstance": lambda L: (isinstance(L.ones(1), L.autograd.Variable), isinstance(3, L.autograd.Variable)),
+    "layout": lambda L: (repr(L.ones(2).layout).split(".")[-1], L.ones(2).layout == L.strided, L.ones(2).is_cpu),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VARIABLE_CASES))
+def test_variable_and_layout_match_torch(case):
+    assert _outcome(fg, VARIABLE_CASES[case]) == _outcome(torch, VARIABLE_CASES[case])

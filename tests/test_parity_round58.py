@@ -8,7 +8,8 @@
   which a backward raises "Function 'DivBackward0' returned nan values in its 1th output."
   where a node's gradient holds a NaN (create_graph too);
 - Variable (a detached alias that requires grad as asked; every tensor is one), Tensor.layout
-  (fg.strided) and Tensor.is_cpu.
+  (fg.strided) and Tensor.is_cpu;
+- nn.utils.rnn.pad_sequence / unpad_sequence, nn.utils.clip_grads_with_norm_.
 """
 import warnings
 
@@ -181,3 +182,63 @@ VARIABLE_CASES = {
 @pytest.mark.parametrize("case", sorted(VARIABLE_CASES))
 def test_variable_and_layout_match_torch(case):
     assert _outcome(fg, VARIABLE_CASES[case]) == _outcome(torch, VARIABLE_CASES[case])
+
+
+# ------------------------------------------------------------------ nn.utils.rnn, clip_grads_with_norm_
+def _rnn(L):
+    return fg.nn.utils.rnn if L is fg else torch.nn.utils.rnn
+
+
+def _sequences(L):
+    return L.ones(3, 2, requires_grad=True), L.ones(1, 2) * 2, L.ones(2, 2) * 3
+
+
+def _summary(result):
+    if isinstance(result, (list, tuple)):
+        return [_summary(r) for r in result]
+    if hasattr(result, "grad_fn"):
+        return (result.tolist(), str(result.dtype).split(".")[-1],
+                type(result.grad_fn).__name__ if result.grad_fn else None, tuple(result.shape))
+    return result
+
+
+PADDING_CASES = {
+    "time_first": lambda L: _rnn(L).pad_sequence(list(_sequences(L))),
+    "batch_first": lambda L: _rnn(L).pad_sequence(list(_sequences(L)), batch_first=True, padding_value=-1.0),
+    "left": lambda L: _rnn(L).pad_sequence(list(_sequences(L)), batch_first=True, padding_side="left"),
+    "empty": lambda L: _rnn(L).pad_sequence([]),
+    "trailing_mismatch": lambda L: _rnn(L).pad_sequence([L.ones(3, 2), L.ones(2, 3)]),
+    "bad_side": lambda L: _rnn(L).pad_sequence(list(_sequences(L)), padding_side="middle"),
+    "one_d": lambda L: _rnn(L).pad_sequence([L.ones(2), L.ones(3)]),
+    "first_dtype_wins": lambda L: _rnn(L).pad_sequence([L.ones(2, dtype=L.int64), L.ones(3) * 2.5]),
+    "gradient": lambda L: (lambda s: ((_rnn(L).pad_sequence(list(s)) * L.arange(18.).reshape(3, 3, 2)).sum().backward(),
+                                      s[0].grad)[1])(_sequences(L)),
+    "unpad": lambda L: _rnn(L).unpad_sequence(_rnn(L).pad_sequence(list(_sequences(L)), batch_first=True),
+                                              L.tensor([3, 1, 2]), batch_first=True),
+    "unpad_time_first": lambda L: _rnn(L).unpad_sequence(_rnn(L).pad_sequence(list(_sequences(L))), L.tensor([3, 1, 2])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PADDING_CASES))
+def test_pad_sequence_matches_torch(case):
+    assert _outcome(fg, lambda L: _summary(PADDING_CASES[case](L))) == \
+        _outcome(torch, lambda L: _summary(PADDING_CASES[case](L)))
+
+
+def test_clip_grads_with_norm_matches_torch():
+    def clipped(L):
+        L.manual_seed(0)
+        layer = L.nn.Linear(3, 2)
+        layer(L.ones(4, 3)).pow(2).sum().backward()
+        total = L.nn.utils.get_total_norm([p.grad for p in layer.parameters()])
+        L.nn.utils.clip_grads_with_norm_(layer.parameters(), 0.5, total)
+        return [p.grad.tolist() for p in layer.parameters()]
+    ours, theirs = clipped(fg), clipped(torch)
+    assert len(ours) == len(theirs)
+    for x, y in zip(ours, theirs):
+        assert len(_flat(x)) == len(_flat(y))
+        assert all(abs(a - b) < 1e-6 for a, b in zip(_flat(x), _flat(y)))
+
+
+def _flat(values):
+    return [v for row in values for v in (row if isinstance(row, list) else [row])]

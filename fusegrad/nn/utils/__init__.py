@@ -1,4 +1,4 @@
-"""torch.nn.utils' gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) and its
+"""torch.nn.utils (its rnn submodule: rnn.py): gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) and its
 `parameters_to_vector` / `vector_to_parameters`.
 
 Both scale or clamp each parameter's `.grad` in place under `no_grad` with
@@ -15,9 +15,10 @@ import fusegrad as fg
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
-from .module import typename
+from ..module import typename
+from . import rnn  # noqa: E402,F401  (torch.nn.utils.rnn: pad_sequence, unpad_sequence)
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _as_list(parameters) -> list:
@@ -53,12 +54,19 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=user_stacklevel())
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale the gradients in place by max_norm / (total_norm + 1e-6), clamped at 1 (torch's
+    clip_grads_with_norm_: clip_grad_norm_ with the total norm given)."""
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if grads:
         with fg.no_grad():
             coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
             for g in grads:
                 g.mul_(coef)
-    return total_norm
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:

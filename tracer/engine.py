@@ -272,9 +272,10 @@ def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained
             _raise_in_engine_order(error, root_edges, roots, seeds, targets, nodes, live, passed, retain_graph,
                                    partial, idle, every_node)
     else:
-        if ANOMALY["enabled"] and ANOMALY["check_nan"] and not ANY_NODE_HOOKS[0]:
+        if ANOMALY["enabled"] and ANOMALY["check_nan"] and not any(node in NODE_HOOKS for node in live):
             # (anomaly mode: the differentiable backward is one program; the arrays' node by
-            # node run first raises torch's error for the first node that returns NaN)
+            # node run first raises torch's error for the first node that returns NaN; not where
+            # a node's hooks, which would run twice, may change its gradients)
             _run_nodes(root_edges, roots, seeds, targets, nodes, None, live)
         hooked = _tensor_hooks(nodes, live) if ANY_NODE_HOOKS[0] else None
         graph = GraphProgram(root_edges, nodes)

@@ -221,7 +221,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
 def _jacobian(func, argnums, has_aux: bool, api: str):
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args))
+        single, nums = _argnums_tuple(argnums, len(args), torch_func=True)
         _check_primals(tuple(args[k] for k in nums))
         out, aux = _split(func(*args, **kwargs), has_aux, api)
         out_leaves = _output_leaves(out, api)

@@ -29,9 +29,10 @@ def _index(k, text: str) -> int:
         raise RuntimeError(f"{text}, got: {type(k)}") from None
 
 
-def _argnums_tuple(argnums, nargs: int):
+def _argnums_tuple(argnums, nargs: int, torch_func: bool = False):
     """(whether argnums is one int, the argument indices); torch.func's checks and texts,
-    except that an index out of range is a ValueError (API.md)."""
+    except that an index out of range is a ValueError for fg.grad and fg.value_and_grad
+    (API.md), torch.func's RuntimeError for fg.func's transforms (`torch_func`)."""
     single = not isinstance(argnums, tuple)
     if single:
         nums = (_index(argnums, "argnums must be int or Tuple[int, ...]"),)
@@ -41,6 +42,8 @@ def _argnums_tuple(argnums, nargs: int):
         nums = tuple(_index(k, "argnum must be int") for k in argnums)
     for k in nums:
         if not -nargs <= k < nargs:
+            if torch_func:
+                raise RuntimeError(f"Got argnum={k}, but only {nargs} positional inputs")
             raise ValueError(f"argnums {k} is out of range for a function called with {nargs} positional "
                              f"argument(s)")
     positions = tuple(k % nargs for k in nums)
@@ -226,7 +229,7 @@ def _value_and_grad(f, argnums, has_aux: bool, transform: str):
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args))
+        single, nums = _argnums_tuple(argnums, len(args), transform.startswith("fg.func."))
         # Keep the gradient differentiable only when something outside is
         # differentiating through this call (grad of grad, or a caller's graph).
         # (under no_grad nothing outside is: the results are plain values, as torch.func's)

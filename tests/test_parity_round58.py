@@ -242,3 +242,73 @@ def test_clip_grads_with_norm_matches_torch():
 
 def _flat(values):
     return [v for row in values for v in (row if isinstance(row, list) else [row])]
+
+
+# ------------------------------------------------------------------ fg.func against torch.func
+def _func(L):
+    return fg.func if L is fg else torch.func
+
+
+def _pair(L):
+    return L.tensor([0.5, -1.0, 2.0]), L.tensor([1.5, 0.25, -0.5])
+
+
+def _summed_product(x, y):
+    return (x * y).sum()
+
+
+def _scaled(x, y):
+    return x * y.sum()
+
+
+FUNC_CASES = {
+    "grad": lambda L: _func(L).grad(lambda x: x.sin().sum())(_pair(L)[0]),
+    "grad_two": lambda L: _func(L).grad(_summed_product, argnums=(0, 1))(*_pair(L)),
+    "grad_aux": lambda L: _func(L).grad(lambda x: ((x ** 2).sum(), x.mean()), has_aux=True)(_pair(L)[0]),
+    "grad_and_value": lambda L: _func(L).grad_and_value(lambda x: x.sin().sum())(_pair(L)[0]),
+    "grad_of_vector": lambda L: _func(L).grad(lambda x: x.exp())(_pair(L)[0]),
+    "grad_argnum_out_of_range": lambda L: _func(L).grad(_summed_product, argnums=3)(*_pair(L)),
+    "grad_negative_argnum_out_of_range": lambda L: _func(L).grad(_summed_product, argnums=-3)(*_pair(L)),
+    "jacrev_argnum_out_of_range": lambda L: _func(L).jacrev(_summed_product, argnums=(0, 5))(*_pair(L)),
+    "jacrev": lambda L: _func(L).jacrev(lambda x: x.reshape(-1, 1) @ x.reshape(1, -1))(_pair(L)[0]),
+    "jacrev_two": lambda L: _func(L).jacrev(_scaled, argnums=(0, 1))(*_pair(L)),
+    "jacrev_tuple_out": lambda L: _func(L).jacrev(lambda x: (x.sum(), x * 2))(_pair(L)[0]),
+    "jacfwd": lambda L: _func(L).jacfwd(lambda x: x.softmax(0))(_pair(L)[0]),
+    "hessian": lambda L: _func(L).hessian(lambda x: x.norm())(_pair(L)[0]),
+    "hessian_two": lambda L: _func(L).hessian(_summed_product, argnums=(0, 1))(*_pair(L)),
+    "vjp": lambda L: (lambda out, fn: (out, fn(L.ones(3))))(*_func(L).vjp(_scaled, *_pair(L))),
+    "jvp": lambda L: _func(L).jvp(_scaled, _pair(L), (L.ones(3), L.ones(3))),
+    "vmap_in_dims": lambda L: _func(L).vmap(_summed_product, in_dims=(0, None))(L.arange(6.).reshape(2, 3), _pair(L)[1]),
+    "vmap_out_dims": lambda L: _func(L).vmap(lambda x: x.exp() * 2, out_dims=1)(L.arange(6.).reshape(2, 3)),
+    "vmap_of_grad": lambda L: _func(L).vmap(_func(L).grad(lambda x: x.sin().sum()))(L.arange(6.).reshape(2, 3)),
+    "grad_of_grad": lambda L: _func(L).grad(_func(L).grad(lambda x: (x ** 3).sum()))(L.tensor(2.0)),
+    "grad_of_dict": lambda L: _func(L).grad(lambda d: (d["a"] * d["b"]).sum())(dict(zip("ab", _pair(L)))),
+    "vmap_size_mismatch": lambda L: _func(L).vmap(_summed_product)(L.ones(2, 3), L.ones(3, 3)),
+}
+
+
+def _rounded(result):
+    if isinstance(result, (tuple, list)):
+        return type(result).__name__, [_rounded(r) for r in result]
+    if isinstance(result, dict):
+        return {k: _rounded(v) for k, v in result.items()}
+    if hasattr(result, "detach"):
+        return tuple(result.shape), [round(v, 5) for v in result.detach().reshape(-1).tolist()]
+    return result
+
+
+@pytest.mark.parametrize("case", sorted(FUNC_CASES))
+def test_func_transforms_match_torch_func(case):
+    # (warnings not compared: torch.func's first jacfwd warns about torch.jit.script internally)
+    def result(L):
+        try:
+            return _rounded(FUNC_CASES[case](L))
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    assert result(fg) == result(torch)
+
+
+def test_fg_grad_keeps_its_value_error_for_an_argnum_out_of_range():
+    # (API.md pins fg.grad's ValueError; fg.func.grad is torch.func.grad's RuntimeError)
+    with pytest.raises(ValueError, match="argnums 3 is out of range"):
+        fg.grad(_summed_product, argnums=3)(*_pair(fg))

@@ -9,8 +9,12 @@
   where a node's gradient holds a NaN (create_graph too);
 - Variable (a detached alias that requires grad as asked; every tensor is one), Tensor.layout
   (fg.strided) and Tensor.is_cpu;
-- nn.utils.rnn.pad_sequence / unpad_sequence, nn.utils.clip_grads_with_norm_.
+- nn.utils.rnn.pad_sequence / unpad_sequence, nn.utils.clip_grads_with_norm_;
+- fg.func against torch.func (argnum errors in its words), copy.deepcopy and pickle (version 1,
+  as torch's copies made by set_).
 """
+import copy
+import pickle
 import warnings
 
 import pytest
@@ -312,3 +316,51 @@ def test_fg_grad_keeps_its_value_error_for_an_argnum_out_of_range():
     # (API.md pins fg.grad's ValueError; fg.func.grad is torch.func.grad's RuntimeError)
     with pytest.raises(ValueError, match="argnums 3 is out of range"):
         fg.grad(_summed_product, argnums=3)(*_pair(fg))
+
+
+# ------------------------------------------------------------------ copy.deepcopy and pickle
+def _leaf_with_grad(L):
+    x = L.tensor([1., 2.], requires_grad=True)
+    (x * x).sum().backward()
+    return x
+
+
+def _tensor_facts(value):
+    if hasattr(value, "requires_grad"):
+        return (type(value).__name__, value.tolist(), value.requires_grad, value.is_leaf,
+                None if value.grad is None else value.grad.tolist(), value._version)
+    if isinstance(value, (list, tuple)):
+        return [_tensor_facts(v) for v in value]
+    return value
+
+
+COPY_CASES = {
+    "deepcopy_leaf": lambda L: copy.deepcopy(_leaf_with_grad(L)),
+    "deepcopy_own_memory": lambda L: (lambda x: (lambda y: (y.data.add_(1), x.tolist(), y.tolist()))(copy.deepcopy(x)))(
+        L.ones(2))[1:],
+    "deepcopy_non_leaf": lambda L: copy.deepcopy(L.ones(2, requires_grad=True) * 2),
+    "deepcopy_result_without_grad": lambda L: copy.deepcopy(L.ones(2) * 2),
+    "deepcopy_parameter": lambda L: copy.deepcopy(L.nn.Parameter(L.ones(2))),
+    "deepcopy_after_writes": lambda L: (lambda x: (x.add_(1), x.add_(1), copy.deepcopy(x)))(L.ones(2))[2],
+    "deepcopy_module_shares_within": lambda L: (lambda lin: (lambda c: (c[0].weight is c[1].weight,
+                                                                         c[0].weight is lin.weight))(
+        copy.deepcopy(L.nn.Sequential(lin, lin))))(L.nn.Linear(2, 2)),
+    "deepcopy_grad_is_own": lambda L: (lambda x: (lambda y: (y.grad.add_(5), x.grad.tolist(), y.grad.tolist()))(
+        copy.deepcopy(x)))(_leaf_with_grad(L))[1:],
+    "pickle_leaf": lambda L: pickle.loads(pickle.dumps(L.tensor([1., 2.], requires_grad=True))),
+    "pickle_non_leaf": lambda L: pickle.loads(pickle.dumps(L.ones(2, requires_grad=True) * 2)),
+    "pickle_parameter": lambda L: pickle.loads(pickle.dumps(L.nn.Parameter(L.ones(2)))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COPY_CASES))
+def test_copies_match_torch(case):
+    def result(L):
+        try:
+            return _tensor_facts(COPY_CASES[case](L))
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+    got, expected = result(fg), result(torch)
+    if isinstance(got, tuple) and got and got[0] in ("Tensor", "Parameter"):
+        got, expected = got[1:], expected[1:]       # (the class names: fusegrad's Tensor is torch's)
+    assert got == expected

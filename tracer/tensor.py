@@ -918,6 +918,7 @@ class Tensor:
             memo.setdefault(id(memo), []).append(root)  # keep `root` alive while its id is a key
         t = _new_like(Tensor, _view_of(memo[key], offset, self._value_shape(), strides), self._dtype,
                       self._requires_grad)
+        t._vbox = [1]       # (torch's copy is an empty tensor set_ to the copied storage: version 1)
         memo[id(self)] = t
         if self._grad is not None:
             t._grad = self._grad.__deepcopy__(memo)
@@ -975,6 +976,7 @@ def _rebuild_tensor(cls, root, offset, shape, strides, dtype_name, requires_grad
     """Unpickle a Tensor written by `Tensor.__reduce_ex__`."""
     t = _new_like(cls, _view_of(root, offset, shape, strides), from_numpy_dtype(np.dtype(dtype_name)),
                   requires_grad)
+    t._vbox = [1]       # (torch rebuilds a tensor by set_ onto its storage: version 1, a Parameter too)
     t.__dict__.update(state)
     return t
 

@@ -67,6 +67,7 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
 from fusegrad.tracer.complex_functions import angle, imag, isreal, real
+from fusegrad.tracer.sampling import multinomial
 from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                                      bitwise_xor, positive)

@@ -11,7 +11,9 @@
   (fg.strided) and Tensor.is_cpu;
 - nn.utils.rnn.pad_sequence / unpad_sequence, nn.utils.clip_grads_with_norm_;
 - fg.func against torch.func (argnum errors in its words), copy.deepcopy and pickle (version 1,
-  as torch's copies made by set_).
+  as torch's copies made by set_);
+- Tensor.exponential_, geometric_, cauchy_, log_normal_ and torch.multinomial, drawing torch's numbers
+  for a seed (tracer/generator.py, tracer/sampling.py).
 """
 import copy
 import pickle
@@ -364,3 +366,77 @@ def test_copies_match_torch(case):
     if isinstance(got, tuple) and got and got[0] in ("Tensor", "Parameter"):
         got, expected = got[1:], expected[1:]       # (the class names: fusegrad's Tensor is torch's)
     assert got == expected
+
+
+# ------------------------------------------------------------------ exponential_, geometric_, cauchy_, log_normal_, multinomial
+_PROBABILITIES = [0.1, 0.5, 0.05, 0.35]
+SAMPLING_CASES = {
+    **{f"{fill}_{dtype}_{n}": (lambda fill, dtype, n, args: lambda L: getattr(L.empty(n, dtype=getattr(L, dtype)), fill)(
+        *args)[-5:])(fill, dtype, n, args)
+       for fill, args in (("exponential_", (2.5,)), ("geometric_", (0.3,)), ("cauchy_", (1.0, 0.5)), ("log_normal_", ()))
+       for dtype in ("float32", "float64") for n in (5, 40, 5000)},
+    "geometric_int64": lambda L: L.empty(7, dtype=L.int64).geometric_(0.2),
+    "exponential_transposed": lambda L: L.empty(3, 4).t().exponential_(),
+    "exponential_keyword": lambda L: L.empty(3).exponential_(lambd=0.5),
+    "stream_after_exponential": lambda L: (L.empty(3).exponential_(), L.randn(3))[1],
+    "stream_after_odd_log_normal": lambda L: (L.empty(3, dtype=L.float64).log_normal_(),
+                                              L.empty(3, dtype=L.float64).normal_())[1],
+    "exponential_of_a_result": lambda L: (L.ones(3, requires_grad=True) * 1).exponential_(),
+    "exponential_of_a_leaf": lambda L: L.ones(3, requires_grad=True).exponential_(),
+    "exponential_generator": lambda L: L.empty(4).exponential_(generator=L.Generator().manual_seed(3)),
+    "exponential_bad_lambda": lambda L: L.empty(2).exponential_(0),
+    "exponential_int64": lambda L: L.empty(2, dtype=L.int64).exponential_(),
+    "cauchy_int64": lambda L: L.empty(2, dtype=L.int64).cauchy_(),
+    "cauchy_bool": lambda L: L.empty(2, dtype=L.bool).cauchy_(),
+    "log_normal_int64": lambda L: L.empty(2, dtype=L.int64).log_normal_(),
+    "geometric_bool": lambda L: L.empty(2, dtype=L.bool).geometric_(0.5),
+    "geometric_without_p": lambda L: L.empty(2).geometric_(),
+    "geometric_bad_p": lambda L: L.empty(2).geometric_(1.0),
+    "geometric_two_arguments": lambda L: L.empty(2).geometric_(0.5, 2),
+    "exponential_two_arguments": lambda L: L.empty(2).exponential_(1, 2),
+    "exponential_string": lambda L: L.empty(2).exponential_("a"),
+    "multinomial_one": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 1),
+    "multinomial_three": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 3),
+    "multinomial_replacement": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 10, replacement=True),
+    "multinomial_rows": lambda L: L.multinomial(L.tensor([_PROBABILITIES, _PROBABILITIES[::-1]]), 2),
+    "multinomial_rows_replacement": lambda L: L.multinomial(L.tensor([_PROBABILITIES, _PROBABILITIES[::-1]]), 6, True),
+    "multinomial_float64": lambda L: L.multinomial(L.tensor(_PROBABILITIES, dtype=L.float64), 4),
+    "multinomial_method": lambda L: L.tensor(_PROBABILITIES).multinomial(2),
+    "multinomial_unnormalised": lambda L: L.multinomial(L.tensor([1., 3., 0., 6.]), 8, True),
+    "stream_after_multinomial": lambda L: (L.multinomial(L.tensor(_PROBABILITIES), 2), L.rand(2))[1],
+    "multinomial_of_softmax": lambda L: L.multinomial(L.softmax(L.arange(27.) * 0.1, 0), 1),
+    "multinomial_generator": lambda L: L.multinomial(L.ones(5), 3, generator=L.Generator().manual_seed(7)),
+    "multinomial_no_samples": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 0),
+    "multinomial_too_many": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 5),
+    "multinomial_negative": lambda L: L.multinomial(L.tensor([0.2, -0.8]), 1),
+    "multinomial_nan_with_replacement": lambda L: L.multinomial(L.tensor([0.2, float("nan")]), 3, True),
+    "multinomial_inf_first": lambda L: L.multinomial(L.tensor([float("inf"), -1.]), 3, True),
+    "multinomial_zero_sum": lambda L: L.multinomial(L.zeros(2), 1),
+    "multinomial_int64": lambda L: L.multinomial(L.tensor([1, 2]), 1),
+    "multinomial_3d": lambda L: L.multinomial(L.ones(2, 2, 2), 1),
+    "multinomial_float_count": lambda L: L.multinomial(L.tensor(_PROBABILITIES), 2.0),
+    "multinomial_requires_grad": lambda L: L.multinomial(L.tensor(_PROBABILITIES, requires_grad=True), 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAMPLING_CASES))
+def test_sampling_draws_torchs_numbers(case):
+    def result(L):
+        L.manual_seed(5)
+        try:
+            r = SAMPLING_CASES[case](L)
+            return (r.tolist(), str(r.dtype).split(".")[-1], tuple(r.stride()),
+                    type(r.grad_fn).__name__ if r.grad_fn is not None else None)
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    assert result(fg) == result(torch)
+
+
+def test_multinomial_in_a_compiled_call_draws_as_eagerly():
+    def sample(logits):
+        return fg.multinomial(logits.softmax(-1), 2), fg.empty(3).exponential_() + logits[:3]
+    fg.manual_seed(1)
+    eager = sample(fg.arange(5.))
+    fg.manual_seed(1)
+    compiled = fg.compile(sample)(fg.arange(5.))
+    assert [t.tolist() for t in compiled] == [t.tolist() for t in eager]

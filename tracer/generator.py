@@ -155,6 +155,28 @@ class Generator:
             return self._normal_blocks(n, f64, lambda blocks: _box_muller_libm(blocks, float(mean), float(std)))
         return self._normal_pairs(n, float(mean), float(std), dtype)
 
+    # torch's per-element distributions of a double uniform (transformation.h, CPU): each is a
+    # libm function of one 53-bit uniform (or, log-normal, of one per-element normal sample)
+    def exponential(self, n: int, lambd: float) -> np.ndarray:
+        """n samples of Exp(lambd) in float64: -1 / lambd * log1p(-u)."""
+        scale = -1.0 / lambd
+        return _libm(lambda u: scale * math.log1p(-u), lambda u: scale * np.log1p(-u), self.uniform(n, f64))
+
+    def geometric(self, n: int, p: float) -> np.ndarray:
+        """n samples of Geometric(p) (trials to the first success) in float64: ceil(log(u) / log1p(-p))."""
+        denominator = math.log1p(-p)
+        return _libm(lambda u: math.ceil(math.log(u) / denominator) if u > 0 else math.inf,
+                     lambda u: np.ceil(np.log(u) / denominator), self.uniform(n, f64))
+
+    def cauchy(self, n: int, median: float, sigma: float) -> np.ndarray:
+        """n samples of Cauchy(median, sigma) in float64: median + sigma * tan(pi * (u - 0.5))."""
+        return _libm(lambda u: median + sigma * math.tan(math.pi * (u - 0.5)),
+                     lambda u: median + sigma * np.tan(math.pi * (u - 0.5)), self.uniform(n, f64))
+
+    def log_normal(self, n: int, mean: float, std: float) -> np.ndarray:
+        """n samples of exp(N(mean, std**2)) in float64, each from one per-element normal sample."""
+        return _libm(math.exp, np.exp, self._normal_pairs(n, float(mean), float(std), f64))
+
     def _normal_blocks(self, n: int, dtype, transform) -> np.ndarray:
         """torch's normal_fill: n uniforms, each whole block of 16 transformed in place; a last
         partial block is 16 fresh uniforms (drawn after the n) transformed and written over the
@@ -193,6 +215,20 @@ class Generator:
             return np.array(values, dtype)
         return fma64(np.array(values, f64), std, mean).astype(dtype)
 
+
+
+# Up to this many samples a distribution's libm function runs per element in Python, giving
+# torch's values exactly; beyond, NumPy's (its float64 log1p, tan, exp may differ from libm's
+# in the last bit, which a float32 result almost never shows).
+LIBM_UP_TO = 4096
+
+
+def _libm(scalar, vector, values: np.ndarray) -> np.ndarray:
+    """scalar(v) for each of `values` (float64) where they are few, else vector(values)."""
+    if values.size <= LIBM_UP_TO:
+        return np.array([scalar(v) for v in values.tolist()], f64)
+    with np.errstate(all="ignore"):
+        return np.asarray(vector(values), f64)
 
 def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
     """torch's normal_fill_16 in double: per row, u[:8] and u[8:] make 8 pairs."""

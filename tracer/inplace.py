@@ -278,10 +278,12 @@ def zero_(t: Tensor) -> Tensor:
     return t
 
 
-def _random_fill(t: Tensor, kernel: str, draw, name: str) -> Tensor:
+def _random_fill(t: Tensor, kernel: str | None, draw, name: str) -> Tensor:
     """Write random samples into `t` in place: `draw(n, dtype, contiguous)` gives them in the
-    order torch's kernel fills t's memory (tracer/generator.py)."""
-    generator.check_sample_dtype(t._dtype, kernel, t.numel())
+    order torch's kernel fills t's memory (tracer/generator.py). `kernel`: the name in torch's
+    refusal of a dtype it does not sample (None: the caller checked the dtype)."""
+    if kernel is not None:
+        generator.check_sample_dtype(t._dtype, kernel, t.numel())
     check_inplace(t)
     n = t.numel()
     if not n and not t._dtype.is_floating_point:
@@ -355,6 +357,63 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, gen=None) -> Tensor:
     return _random_fill(t, "normal_kernel_cpu",
                         lambda n, dtype, contiguous: gen.normal(n, dtype, mean, std, contiguous),
                         "NormalBackward0")
+
+
+def _continuous_only(t: Tensor, distribution: str, names: dict) -> None:
+    """torch's refusal of a continuous distribution's fill of an integer or bool tensor (the
+    dtype named as `names` spells it: exponential_ says Long, cauchy_ long int)."""
+    if not t._dtype.is_floating_point:
+        raise RuntimeError(f"{distribution} distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {names[t._dtype.name]}")
+
+
+_C_TYPE_NAMES = {"int64": "long int", "bool": "bool"}
+
+
+def exponential_(t: Tensor, lambd: float = 1.0, gen=None) -> Tensor:
+    """Fill `t` with samples of Exp(lambd), torch's numbers (ExponentialBackward0)."""
+    from .creation import _scalar_str
+    gen = generator.required(gen, "exponential_")
+    check_inplace(t)
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_scalar_str(lambd)}")
+    _continuous_only(t, "Exponential", TORCH_SCALAR_NAMES)
+    return _random_fill(t, None, lambda n, dtype, _: gen.exponential(n, lambd).astype(dtype), "ExponentialBackward0")
+
+
+def geometric_(t: Tensor, p: float, gen=None) -> Tensor:
+    """Fill `t` with samples of Geometric(p), the trials up to a first success, torch's numbers
+    (GeometricBackward0; integer tensors too)."""
+    from .creation import _scalar_str
+    gen = generator.required(gen, "geometric_")
+    check_inplace(t)
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_scalar_str(p)}")
+    if t._dtype is bool_:
+        raise NotImplementedError('"geometric_cpu" not implemented for \'Bool\'')
+    return _random_fill(t, None, lambda n, dtype, _: gen.geometric(n, p).astype(dtype), "GeometricBackward0")
+
+
+def cauchy_(t: Tensor, median: float = 0.0, sigma: float = 1.0, gen=None) -> Tensor:
+    """Fill `t` with samples of Cauchy(median, sigma), torch's numbers (CauchyBackward0)."""
+    from .creation import _scalar_str
+    gen = generator.required(gen, "cauchy_")
+    check_inplace(t)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_scalar_str(sigma)}")
+    _continuous_only(t, "Cauchy", _C_TYPE_NAMES)
+    return _random_fill(t, None, lambda n, dtype, _: gen.cauchy(n, median, sigma).astype(dtype), "CauchyBackward0")
+
+
+def log_normal_(t: Tensor, mean: float = 1.0, std: float = 2.0, gen=None) -> Tensor:
+    """Fill `t` with samples of exp(N(mean, std**2)), torch's numbers (LogNormalBackward0)."""
+    from .creation import _scalar_str
+    gen = generator.required(gen, "log_normal_")
+    check_inplace(t)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_scalar_str(std)}")
+    return _random_fill(t, "log_normal_cpu", lambda n, dtype, _: gen.log_normal(n, mean, std).astype(dtype),
+                        "LogNormalBackward0")
 
 
 def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:

@@ -20,6 +20,7 @@ from . import scattering  # (scatter, scatter_add, scatter_reduce, index_add/cop
 from . import linalg_functions  # (inner, addmm, cross, det, eq_, logical_and_, gcd, sinc...: linalg_functions.METHODS)
 from . import special_functions  # (lgamma, digamma, polygamma, erfinv, mvlgamma, i0 and their in-place forms)
 from . import complex_functions  # (angle, isreal; the properties real and imag)
+from . import sampling  # (multinomial)
 from . import misc_functions  # (histogram, cov, index_put_, put_, renorm, frexp, narrow_copy...: misc_functions.METHODS)
 from .dispatch import MASKED_FILL_EXPANDED, apply_op, result_cast_error, write_aliased, writes_expanded_memory
 from .tensor import Tensor, read_only
@@ -514,6 +515,37 @@ def _normal_(self, *args, **kwargs) -> Tensor:
                            kwargs.get("generator"))
 
 
+_NO_DEFAULT = object()
+
+
+def _distribution_fill(fill, name: str, params: tuple, defaults: tuple):
+    """Tensor.<name>(*params, generator=None): the in-place fill `fill(self, *numbers, gen)`
+    with torch's parse of its numbers (a parameter without default is required)."""
+    required = sum(d is _NO_DEFAULT for d in defaults)
+
+    def method(self, *args, **kwargs):
+        if len(args) > len(params):
+            takes = f"from {required} to {len(params)} positional arguments" if required < len(params) else \
+                f"{len(params)} positional argument{'s' if len(params) > 1 else ''}"
+            raise TypeError(f"{name}() takes {takes} but {len(args)} were given")
+        given = list(args) + [kwargs.get(n, d) for n, d in zip(params[len(args):], defaults[len(args):])]
+        missing = [n for n, v in zip(params, given) if v is _NO_DEFAULT]
+        if missing:
+            raise TypeError(f'{name}() missing {len(missing)} required positional arguments: "{missing[0]}"')
+        return fill(self, *_random_arguments(name, params, tuple(given), (), kwargs), kwargs.get("generator"))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"torch's Tensor.{name}: {fill.__doc__}"
+    return method
+
+
+_DISTRIBUTION_FILLS = {
+    "exponential_": _distribution_fill(inplace.exponential_, "exponential_", ("lambd",), (1.0,)),
+    "geometric_": _distribution_fill(inplace.geometric_, "geometric_", ("p",), (_NO_DEFAULT,)),
+    "cauchy_": _distribution_fill(inplace.cauchy_, "cauchy_", ("median", "sigma"), (0.0, 1.0)),
+    "log_normal_": _distribution_fill(inplace.log_normal_, "log_normal_", ("mean", "std"), (1.0, 2.0)),
+}
+
+
 # ------------------------------------------------------------ new_* constructors
 # A new tensor with this one's dtype unless told otherwise (torch's Tensor.new_zeros etc.).
 
@@ -697,7 +729,7 @@ METHODS = {
     "new_tensor": new_tensor, "equal": _counted_from_self(predicates.equal),
     "allclose": _counted_from_self(predicates.allclose),
     "clamp_": _clamp_, "masked_fill": F.masked_fill, "masked_fill_": _masked_fill_, "zero_": inplace.zero_, "fill_": _fill_, "copy_": _copy_,
-    "uniform_": _uniform_, "normal_": _normal_, "random_": _random_, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
+    "uniform_": _uniform_, "normal_": _normal_, "random_": _random_, **_DISTRIBUTION_FILLS, "bernoulli_": inplace.bernoulli_, "bernoulli": F.bernoulli,
     # rounding, rsqrt, log2, trigonometric functions, atan2, logsumexp
     **math_functions.METHODS,
     # lerp, addcmul, hypot, xlogy, nan_to_num, fmod, repeat, tile, type_as, torch's aliases...
@@ -715,6 +747,7 @@ METHODS = {
     **special_functions.METHODS,     # lgamma, digamma, polygamma, erfinv, mvlgamma, i0 (and _)
     **misc_functions.METHODS,
     **complex_functions.METHODS,    # angle, isreal
+    **sampling.METHODS,             # multinomial
 }
 
 

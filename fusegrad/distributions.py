@@ -4,8 +4,10 @@ fg.compile like any other code).
 
 Parameters, shapes, validation (`validate_args`, torch's ValueError texts), formulas and
 kl_divergence's registry follow torch 2.13's torch.distributions. Differences, by choice:
-- fusegrad's random stream is its own: samples have torch's shapes, dtypes and laws, not
-  its values. Categorical draws by inverse CDF (fusegrad has no multinomial).
+- Samples are torch's numbers for a seed where torch draws them with the generator's own
+  transforms (Normal, LogNormal, Uniform, Exponential, Laplace, Bernoulli, Categorical and
+  OneHotCategorical through multinomial, MultivariateNormal); otherwise they have torch's
+  shapes, dtypes and laws, not its values (below).
 - Gamma, Dirichlet, Beta, Binomial and Poisson sample through NumPy from a seed drawn from
   fusegrad's generator (so fg.manual_seed reproduces them); they cannot run inside
   fg.compile (a clear RuntimeError says so). Gamma/Dirichlet/Beta rsample differentiate
@@ -578,8 +580,8 @@ class Exponential(ExponentialFamily):
     variance = property(lambda self: self.rate.pow(-2))
 
     def rsample(self, sample_shape=fg.Size()):
-        u = fg.rand(self._extended_shape(sample_shape), dtype=self.rate.dtype)
-        return -fg.log1p(-u) / self.rate
+        # (torch's: an exponential_ draw divided by the rate)
+        return fg.empty(self._extended_shape(sample_shape), dtype=self.rate.dtype).exponential_() / self.rate
 
     def log_prob(self, value):
         if self._validate_args:
@@ -1044,11 +1046,11 @@ class Categorical(_ProbsOrLogits, Distribution):
     mode = property(lambda self: self.probs.argmax(dim=-1))
 
     def sample(self, sample_shape=fg.Size()):
-        with fg.no_grad():
-            shape = tuple(self._extended_shape(sample_shape))
-            cdf = self.probs.cumsum(-1)
-            u = fg.rand(shape + (1,), dtype=cdf.dtype) * cdf[..., -1:]
-            return (u >= cdf).sum(-1).clamp(max=self._num_events - 1)
+        # (torch's: multinomial with replacement of every sample at once, one row per batch element)
+        sample_shape = fg.Size(sample_shape)
+        probs_2d = self.probs.reshape(-1, self._num_events)
+        samples_2d = fg.multinomial(probs_2d, sample_shape.numel(), True).T
+        return samples_2d.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -13,7 +13,9 @@
 - fg.func against torch.func (argnum errors in its words), copy.deepcopy and pickle (version 1,
   as torch's copies made by set_);
 - Tensor.exponential_, geometric_, cauchy_, log_normal_ and torch.multinomial, drawing torch's numbers
-  for a seed (tracer/generator.py, tracer/sampling.py).
+  for a seed (tracer/generator.py, tracer/sampling.py); torch.bernoulli's draws row-major, dropout's in
+  its input's memory order (both differed for a transposed input), distributions' Exponential,
+  Categorical and OneHotCategorical sampled as torch's.
 """
 import copy
 import pickle
@@ -440,3 +442,37 @@ def test_multinomial_in_a_compiled_call_draws_as_eagerly():
     fg.manual_seed(1)
     compiled = fg.compile(sample)(fg.arange(5.))
     assert [t.tolist() for t in compiled] == [t.tolist() for t in eager]
+
+
+# ------------------------------------------------------------------ draw orders of bernoulli, dropout, distributions
+def _transposed(L):
+    return L.arange(1., 13.).reshape(3, 4).t()
+
+
+DRAW_ORDER_CASES = {
+    # (torch.bernoulli fills a fresh contiguous tensor: row-major draws whatever p's layout)
+    "bernoulli_of_transposed": lambda L: L.bernoulli(L.tensor([[0.3, 0.7, 0.5], [0.9, 0.1, 0.5]]).t()),
+    "bernoulli_of_expand": lambda L: L.bernoulli(L.tensor([0.3, 0.7]).expand(4, 2)),
+    "bernoulli_p_of_transposed": lambda L: L.bernoulli(L.zeros(2, 3).t(), 0.5),
+    # (dropout's noise is empty_like(input), drawn in input's memory order)
+    "dropout_of_transposed": lambda L: L.nn.functional.dropout(_transposed(L), 0.5),
+    "dropout_of_expand": lambda L: L.nn.functional.dropout(L.ones(4).expand(3, 4), 0.5),
+    "alpha_dropout_of_transposed": lambda L: L.nn.functional.alpha_dropout(_transposed(L), 0.5, True),
+    "dropout1d_of_transposed": lambda L: L.nn.functional.dropout1d(_transposed(L), 0.5),
+    "distributions_exponential": lambda L: L.distributions.Exponential(L.tensor([0.5, 2.0])).sample((3,)),
+    "distributions_categorical": lambda L: L.distributions.Categorical(probs=L.tensor([0.1, 0.5, 0.4])).sample((6,)),
+    "distributions_categorical_one": lambda L: L.distributions.Categorical(probs=L.tensor([0.1, 0.5, 0.4])).sample(),
+    "distributions_categorical_batch": lambda L: L.distributions.Categorical(
+        logits=L.tensor([[0.1, 0.5, 0.4], [1., 0., -1.]])).sample((2, 2)),
+    "distributions_one_hot": lambda L: L.distributions.OneHotCategorical(probs=L.tensor([0.1, 0.5, 0.4])).sample((3,)),
+    "distributions_bernoulli": lambda L: L.distributions.Bernoulli(probs=L.tensor([0.3, 0.7])).sample((4,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DRAW_ORDER_CASES))
+def test_draws_come_in_torchs_order(case):
+    def result(L):
+        L.manual_seed(3)
+        r = DRAW_ORDER_CASES[case](L)
+        return [round(v, 5) for v in r.reshape(-1).tolist()], tuple(r.shape), str(r.dtype).split(".")[-1]
+    assert result(fg) == result(torch)

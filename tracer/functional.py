@@ -662,13 +662,21 @@ _NO_P = object()        # bernoulli's p when not given (None is a bad p: torch's
 
 
 def bernoulli(input, p=_NO_P, *, generator=None) -> Tensor:
-    """1 with probability `input` (each element), else 0, in input's dtype (torch's draws);
-    with a number `p`, every element with probability p. BernoulliBackward0 (a zero gradient)."""
+    """1 with probability `input` (each element), else 0, in input's dtype (torch's draws, in
+    row-major order: torch fills a contiguous result); with a number `p`, every element with
+    probability p. BernoulliBackward0 (a zero gradient)."""
+    return bernoulli_draws(input, p, generator, row_major=True)
+
+
+def bernoulli_draws(input, p=_NO_P, generator=None, row_major: bool = True) -> Tensor:
+    """torch.bernoulli's result, its draws in row-major order or (not `row_major`) in input's
+    memory order, as torch's dropout draws its noise (a bernoulli_ of empty_like(input))."""
     from . import generator as random_generator, inplace
     a = as_tensor(input, "bernoulli")
     if p is not _NO_P and not (_is_scalar(p) or isinstance(p, (Tensor, np.ndarray)) and np.ndim(p) == 0):
         raise TypeError(f"bernoulli(): argument 'p' must be float, not {type_name(p)}")    # (reworded: parser)
-    values = inplace.bernoulli_values(a, a if p is _NO_P else p, random_generator.required(generator, "bernoulli"))
+    values = inplace.bernoulli_values(a, a if p is _NO_P else p, random_generator.required(generator, "bernoulli"),
+                                      row_major=row_major)
     # (torch allocates the draws row-major: x.t().bernoulli() has strides (2, 1); its overload
     # for a number p has no derivative: a NotImplemented node, whose backward raises)
     attrs, name = ({"index": ()}, "BernoulliBackward0") if p is _NO_P else \

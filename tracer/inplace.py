@@ -427,9 +427,10 @@ def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     return t
 
 
-def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
+def bernoulli_values(t: Tensor, p, gen=None, row_major: bool = False) -> np.ndarray:
     """0/1 values of t's shape and dtype drawn as torch's bernoulli_(p) fills t (from `gen`,
-    else the global generator)."""
+    else the global generator): in t's memory order, or row-major (`row_major`: torch.bernoulli,
+    whose result it allocates contiguous before filling it)."""
     gen = gen or generator.DEFAULT
     from .creation import _scalar_str
     n = t.numel()
@@ -446,9 +447,13 @@ def bernoulli_values(t: Tensor, p, gen=None) -> np.ndarray:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_scalar_str(p)}")
         probabilities, draws = p, gen.uniform(n, np.float64)
-    memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
+    if row_major:
+        ordered = draws.reshape(tuple(t.shape))
+    else:
+        memory = t._data if t._data is not None else layout_stand_in(t)      # (traced: its layout)
+        ordered = generator.in_logical_order(memory, draws)
     # (np.asarray: a 0-d comparison is a NumPy scalar, no array)
-    return np.asarray(generator.in_logical_order(memory, draws) < probabilities).astype(t._dtype.np)
+    return np.asarray(ordered < probabilities).astype(t._dtype.np)
 
 
 def copied_into_itself(t: Tensor, src) -> bool:

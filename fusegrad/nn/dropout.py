@@ -16,6 +16,7 @@ import warnings
 
 import fusegrad as fg
 from fusegrad.tracer.dispatch import result_cast_error
+from fusegrad.tracer.functional import bernoulli_draws
 from fusegrad.tracer.user_frame import user_stacklevel
 
 from . import functional as F
@@ -48,7 +49,10 @@ def _dropout_impl(input, p: float, training: bool, inplace: bool, feature: bool,
         shape = tuple(input.shape)
     if not input.dtype.is_floating_point:       # (torch's in-place arithmetic on the integer noise)
         raise result_cast_error("Float", F._dtype_name(input.dtype))
-    noise = fg.bernoulli(fg.empty(shape, dtype=input.dtype), 1 - p)
+    # (torch's noise: empty_like(input), drawn in input's memory order, or for whole features a
+    # fresh row-major tensor of one element per (sample, channel))
+    noise = bernoulli_draws(fg.empty(shape, dtype=input.dtype) if feature else fg.empty_like(input), 1 - p,
+                            row_major=False)
     if not alpha:
         noise = noise / (1 - p)
         return input.mul_(noise) if inplace else input * noise

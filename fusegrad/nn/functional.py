@@ -21,7 +21,7 @@ from fusegrad.ir.types import TORCH_SCALAR_NAMES, TORCH_TYPE_NAMES, float32, pro
 from fusegrad.tracer.creation import wrap_array
 from fusegrad.tracer.dispatch import apply_op, broadcast_shape_error, result_cast_error
 from fusegrad.tracer.functional import broadcast_shapes as infer_size
-from fusegrad.tracer.functional import cast, mm_attrs
+from fusegrad.tracer.functional import bernoulli_draws, cast, mm_attrs
 from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import ArgParser, function_texts, type_name
 from fusegrad.tracer.user_frame import user_stacklevel
@@ -207,7 +207,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         # (drawn and scaled out of place, the same numbers: inside fg.compile a call that wrote
         # no tensor in place stays differentiable twice, a gradient penalty through dropout)
         if input.dtype.is_floating_point:
-            noise = fg.bernoulli(fg.empty_like(input), 1 - p) / (1 - p)
+            noise = bernoulli_draws(fg.empty_like(input), 1 - p, row_major=False) / (1 - p)
         else:                           # (torch's error: the in-place division of integers)
             noise = fg.empty_like(input).bernoulli_(1 - p)
             noise.div_(1 - p)

@@ -15,7 +15,8 @@
 - Tensor.exponential_, geometric_, cauchy_, log_normal_ and torch.multinomial, drawing torch's numbers
   for a seed (tracer/generator.py, tracer/sampling.py); torch.bernoulli's draws row-major, dropout's in
   its input's memory order (both differed for a transposed input), distributions' Exponential,
-  Categorical and OneHotCategorical sampled as torch's.
+  Categorical and OneHotCategorical sampled as torch's; rrelu's training slopes (one draw per element
+  at or below 0) and F.gumbel_softmax drawing torch's numbers.
 """
 import copy
 import pickle
@@ -476,3 +477,57 @@ def test_draws_come_in_torchs_order(case):
         r = DRAW_ORDER_CASES[case](L)
         return [round(v, 5) for v in r.reshape(-1).tolist()], tuple(r.shape), str(r.dtype).split(".")[-1]
     assert result(fg) == result(torch)
+
+
+# ------------------------------------------------------------------ random initialisers, rrelu, gumbel_softmax
+def _t(L):
+    return L.arange(1., 13.).reshape(3, 4).t()
+
+
+RANDOM_CASES = {
+    "rand_like_transposed": lambda L: L.rand_like(_t(L)),
+    "randn_like_transposed": lambda L: L.randn_like(_t(L)),
+    "randint_like_transposed": lambda L: L.randint_like(_t(L), 10),
+    "rand_like_expand": lambda L: L.rand_like(L.ones(4).expand(3, 4)),
+    "normal__transposed": lambda L: _t(L).normal_(),
+    "random__transposed": lambda L: _t(L).random_(10),
+    "exponential__transposed": lambda L: _t(L).exponential_(),
+    "normal_of_transposed_mean": lambda L: L.normal(_t(L), 1.0),
+    "kaiming_uniform": lambda L: L.nn.init.kaiming_uniform_(L.empty(3, 5), a=0.1),
+    "xavier_normal": lambda L: L.nn.init.xavier_normal_(L.empty(3, 5), gain=2.0),
+    "trunc_normal": lambda L: L.nn.init.trunc_normal_(L.empty(6), std=0.5),
+    "orthogonal": lambda L: L.nn.init.orthogonal_(L.empty(3, 4)),
+    "embedding": lambda L: L.nn.Embedding(4, 3).weight,
+    "conv2d": lambda L: L.nn.Conv2d(2, 3, 2).weight.reshape(-1)[:6],
+    "lstm": lambda L: L.nn.LSTM(3, 2).weight_hh_l0,
+    "multihead_attention": lambda L: L.nn.MultiheadAttention(4, 2).in_proj_weight.reshape(-1)[:6],
+    "rrelu_training": lambda L: L.nn.functional.rrelu(L.tensor([[-1., -2., 3., -4.], [0., 5., -0.5, 1.]]).t(),
+                                                      0.1, 0.7, training=True),
+    "rrelu_training_float64": lambda L: L.nn.functional.rrelu(L.tensor([-1., -2., 3., -4.], dtype=L.float64),
+                                                              training=True),
+    "rrelu_training_then_stream": lambda L: (L.nn.functional.rrelu(L.tensor([-1., 2., -3.]), training=True),
+                                             L.rand(2))[1],
+    "gumbel_softmax": lambda L: L.nn.functional.gumbel_softmax(L.tensor([[1., 2., 3.], [0., -1., 2.]]), tau=0.5),
+    "gumbel_softmax_hard": lambda L: L.nn.functional.gumbel_softmax(L.tensor([[1., 2., 3.], [0., -1., 2.]]).t(),
+                                                                    hard=True, dim=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RANDOM_CASES))
+def test_random_values_are_torchs(case):
+    def result(L):
+        L.manual_seed(11)
+        r = RANDOM_CASES[case](L)
+        return [round(float(v), 5) for v in r.detach().reshape(-1).tolist()], str(r.dtype).split(".")[-1]
+    assert result(fg) == result(torch)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_gradients_match_torch(hard):
+    def gradient(L):
+        L.manual_seed(11)
+        logits = L.tensor([[1., 2., 3.], [0., -1., 2.]], requires_grad=True)
+        out = L.nn.functional.gumbel_softmax(logits, tau=0.5, hard=hard)
+        (out * L.arange(6.).reshape(2, 3)).sum().backward()
+        return [round(v, 5) for v in logits.grad.reshape(-1).tolist()], type(out.grad_fn).__name__
+    assert gradient(fg) == gradient(torch)

@@ -130,15 +130,19 @@ class Generator:
         return (w[0::2] << np.uint64(32)) | w[1::2]
 
     # ------------------------------------------------------------------ samples
-    def uniform(self, n: int, dtype, low: float = 0.0, high: float = 1.0) -> np.ndarray:
-        """n samples of U[low, high) in `dtype` (float32 or float64), in draw order."""
+    def uniform(self, n: int, dtype, low: float = 0.0, high: float = 1.0, fused: bool = True) -> np.ndarray:
+        """n samples of U[low, high) in `dtype` (float32 or float64), in draw order: u * (high -
+        low) + low rounded once, as torch's uniform_ kernel, or (float64, not `fused`) twice, as
+        its scalar uniform_real_distribution in other kernels (rrelu's)."""
         if np.dtype(dtype) == np.float32:
             x = (self.words32(n) & np.uint64(_MASK24)).astype(f32) * f32(2.0 ** -24)
             lo, hi = f32(low), f32(high)
             # torch computes fma(x, to - from, from) in float32 (0 and 1: x itself)
             return x if (lo, hi) == (0, 1) else fma32(x, hi - lo, lo)
         x = (self.words64(n) & np.uint64(_MASK53)).astype(f64) * _UNIT53
-        return x if (low, high) == (0, 1) else fma64(x, f64(high) - f64(low), f64(low))
+        if (low, high) == (0, 1):
+            return x
+        return fma64(x, f64(high) - f64(low), f64(low)) if fused else x * (f64(high) - f64(low)) + f64(low)
 
     def integers(self, low: int, high: int, n: int) -> np.ndarray:
         """n integers uniform in [low, high) as int64 (torch's random_from_to)."""

@@ -10,14 +10,18 @@ code). Argument checks raise torch's exception classes and texts.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import fusegrad as fg
 from fusegrad.ir.ops import normalize_dim
+from fusegrad.tracer import generator as random_generator
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.inplace import check_inplace
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.scalar_checks import check_scalar_fits
+from fusegrad.tracer.user_frame import user_stacklevel
 
 from .functional import _accepting_arrays, _check_tensor_args, _dtype_name, _float_activation, _softmax_dim, elu
 from .functional import leaky_relu
@@ -25,7 +29,7 @@ from .module import Module, Parameter
 
 __all__ = ["relu6", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "selu", "selu_", "celu", "celu_", "mish",
            "softsign", "softmin", "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu", "prelu",
-           "hardshrink", "softshrink", "rrelu", "rrelu_", "elu_", "leaky_relu_",
+           "hardshrink", "softshrink", "rrelu", "rrelu_", "elu_", "leaky_relu_", "gumbel_softmax",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "SELU", "CELU", "Mish", "Softsign", "Softmin",
            "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "PReLU", "Hardshrink", "Softshrink", "RReLU"]
 
@@ -245,9 +249,9 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     """Randomized leaky ReLU (RreluWithNoiseBackward0; in place RreluWithNoiseBackward1).
 
     Not training: x where x > 0, else x * (lower + upper) / 2, exactly torch's. Training: each
-    element at or below 0 is multiplied by its own slope drawn uniformly from [lower, upper]
-    (fusegrad's generator: torch's distribution, not its numbers); the gradient there is that
-    slope, as torch's."""
+    element at or below 0 is multiplied by its own slope, a double uniform in [lower, upper)
+    drawn for it alone in row-major order (torch's numbers: its CPU kernel's loop); the gradient
+    there is that slope, as torch's."""
     fn = "rrelu_" if inplace else "rrelu"
     _check_tensor_args(fn, input=input)
     _numbers(fn, input, lower=lower, upper=upper)
@@ -255,8 +259,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     _float_activation("leaky_relu", input)
     if training:
-        with fg.no_grad():
-            noise = fg.empty_like(input).uniform_(lower, upper)
+        noise = _rrelu_noise(input, lower, upper)
     else:
         noise = np.asarray((lower + upper) / 2, dtype=input.dtype.np)
     if inplace:
@@ -264,6 +267,37 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
         apply_op("rrelu", [input, noise], {"from_result": True}, "RreluWithNoiseBackward1", out=input)
         return input
     return apply_op("rrelu", [input, noise], {"from_result": False}, "RreluWithNoiseBackward0")
+
+
+def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1):
+    """torch's F.gumbel_softmax: softmax((logits + g) / tau) along `dim`, g ~ Gumbel(0, 1) drawn
+    as -log of an exponential_ draw into a row-major tensor (torch's numbers); with `hard`, the
+    one-hot of its argmax, differentiated as the soft sample (straight through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=user_stacklevel())
+    gumbels = -fg.empty_like(logits, memory_format=fg.contiguous_format).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = fg.zeros_like(logits, memory_format=fg.contiguous_format).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def _rrelu_noise(input, lower: float, upper: float) -> np.ndarray:
+    """Training rrelu's slopes, as torch's CPU kernel draws them: over the input's elements in
+    row-major order, one double uniform in [lower, upper) for each at or below 0 (in the
+    input's dtype), 1 for the others, which take no draw. Reads the values (inside fg.compile,
+    a graph break)."""
+    values = np.ascontiguousarray(input.detach().numpy())
+    at_or_below = values <= 0
+    noise = np.ones(values.shape, values.dtype)
+    # (torch's bounds are of the input's dtype's arithmetic type, float for float32: the draw
+    # is a double uniform between the bounds rounded to it)
+    low, high = (float(values.dtype.type(bound)) for bound in (lower, upper))
+    noise[at_or_below] = random_generator.required(None, "rrelu").uniform(
+        int(at_or_below.sum()), np.float64, low, high, fused=False).astype(values.dtype)
+    return noise
 
 
 def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):

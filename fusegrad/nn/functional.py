@@ -946,7 +946,7 @@ def _accepting_arrays(fn):
 from .normalization import batch_norm, group_norm, instance_norm, local_response_norm, rms_norm  # noqa: E402,F401
 from .dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout  # noqa: E402,F401
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
-from .activations import (celu, celu_, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh,  # noqa: E402,F401
+from .activations import (celu, celu_, elu_, glu, gumbel_softmax, hardshrink, hardsigmoid, hardswish, hardtanh,  # noqa: E402,F401
                           hardtanh_, leaky_relu_, logsigmoid, mish, prelu, relu6, rrelu, rrelu_, selu, selu_,
                           softmin, softshrink, softsign, tanhshrink, threshold, threshold_)
 from .losses import (cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401

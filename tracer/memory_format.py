@@ -9,8 +9,8 @@ only convolutional layouts use, are not provided.
 from __future__ import annotations
 
 
-class memory_format:  # noqa: N801 (torch's name)
-    """A memory format; the instances are `fg.contiguous_format` and `fg.preserve_format`."""
+class _Named:
+    """A constant of torch's that prints as its name (`fg.contiguous_format`, `fg.strided`)."""
 
     __slots__ = ("name",)
 
@@ -19,22 +19,22 @@ class memory_format:  # noqa: N801 (torch's name)
 
     def __repr__(self) -> str:
         return f"fg.{self.name}"
+
+
+class memory_format(_Named):  # noqa: N801 (torch's name)
+    """A memory format; the instances are `fg.contiguous_format` and `fg.preserve_format`."""
+
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
 
 
-class layout:  # noqa: N801 (torch's name)
+class layout(_Named):  # noqa: N801 (torch's name)
     """torch.layout: every fusegrad tensor is dense and strided, `fg.strided` (Tensor.layout)."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"fg.{self.name}"
+    __slots__ = ()
 
 
 strided = layout("strided")

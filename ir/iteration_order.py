@@ -43,7 +43,6 @@ def iteration_order(shape: tuple, operand_strides: list) -> list:
     return perm[::-1]                             # slowest first
 
 
-
 def preserved_order(x: np.ndarray) -> list:
     """The dims of torch's clone(preserve_format) of `x`, slowest first: x's own order where it
     is dense, else infer_dense_strides' order of its strides, in which an expand's stride-0

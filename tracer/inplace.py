@@ -16,7 +16,7 @@ from fusegrad.ir.ops.elementwise import pow_const_applies
 from .dispatch import (_OVERLAP_MSG, _PARTIAL_OVERLAP, _check_multi_output_write, _check_no_partial_overlap,
                        _overlaps_itself, apply_op, broadcast_shape_error, no_grad_view_error, refresh_view_history,
                        result_cast_error)
-from .parser_errors import type_name
+from .parser_errors import ArgParser
 from .scalar_checks import check_int_parses, check_scalar_fits
 from .grad_mode import check_inference_write, is_grad_enabled
 from . import generator, trace_state
@@ -250,6 +250,9 @@ def fill(input, value) -> Tensor:
     return apply_op("index_put", [t, value], {"index": ()}, "FillBackward1" if tensor_value else "FillBackward0")
 
 
+_FILL = ArgParser("fill", "(Tensor input, Tensor value)", "(Tensor input, Number value)")
+
+
 def _fill_value(t: Tensor, value, fn: str = "fill_"):
     """(the value fill/fill_ write into `t`: a 0-d tensor cast to t's dtype or a NumPy scalar,
     whether it was a tensor), with torch's errors for a tensor of more dimensions or a number
@@ -261,11 +264,7 @@ def _fill_value(t: Tensor, value, fn: str = "fill_"):
         from .functional import cast
         return cast(value, t._dtype, implicit=True), True
     if fn == "fill" and not (isinstance(value, (int, float, np.number, np.bool_))):
-        raise TypeError(f"fill() received an invalid combination of arguments - got (Tensor, {type_name(value)}), "
-                        "but expected one of:\n * (Tensor input, Tensor value)\n      didn't match because some "
-                        f"of the arguments have invalid types: (Tensor, !{type_name(value)}!)\n * (Tensor input, "
-                        "Number value)\n      didn't match because some of the arguments have invalid types: "
-                        f"(Tensor, !{type_name(value)}!)\n")
+        raise _FILL.refusal((t, value), {})
     check_int_parses(value)
     check_scalar_fits(value, t._dtype)
     return np.asarray(value, dtype=t._dtype.np), False

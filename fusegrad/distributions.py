@@ -5,8 +5,8 @@ fg.compile like any other code).
 Parameters, shapes, validation (`validate_args`, torch's ValueError texts), formulas and
 kl_divergence's registry follow torch 2.13's torch.distributions. Differences, by choice:
 - Samples are torch's numbers for a seed where torch draws them with the generator's own
-  transforms (Normal, LogNormal, Uniform, Exponential, Laplace, Bernoulli, Categorical and
-  OneHotCategorical through multinomial, MultivariateNormal); otherwise they have torch's
+  transforms (Normal, LogNormal, Uniform, Exponential, Laplace, Cauchy, Geometric, Bernoulli,
+  Categorical and OneHotCategorical through multinomial, MultivariateNormal); otherwise they have torch's
   shapes, dtypes and laws, not its values (below).
 - Gamma, Dirichlet, Beta, Binomial and Poisson sample through NumPy from a seed drawn from
   fusegrad's generator (so fg.manual_seed reproduces them); they cannot run inside
@@ -31,8 +31,8 @@ import numpy as np
 import fusegrad as fg
 from fusegrad.nn import functional as F
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma",
-           "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential",
+           "Gamma", "Geometric", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
            "Uniform", "constraints", "kl_divergence", "register_kl"]
 
 _EPS = {fg.float32: 1.1920928955078125e-07, fg.float64: 2.220446049250313e-16}
@@ -640,6 +640,43 @@ class Laplace(Distribution):
         return 1 + fg.log(2 * self.scale)
 
 
+class Cauchy(Distribution):
+    """torch.distributions.Cauchy(loc, scale): samples loc + scale * a cauchy_() draw."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        batch = fg.Size() if _scalar_batch(loc, scale) else self.loc.size()
+        super().__init__(batch, validate_args=validate_args)
+
+    mode = property(lambda self: self.loc)
+    mean = property(lambda self: fg.full(self._extended_shape(), math.nan, dtype=self.loc.dtype))
+    variance = property(lambda self: fg.full(self._extended_shape(), math.inf, dtype=self.loc.dtype))
+
+    def rsample(self, sample_shape=fg.Size()):
+        eps = fg.empty(self._extended_shape(sample_shape), dtype=self.loc.dtype).cauchy_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return fg.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value):
+        return fg.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+
 def _standard_gamma(concentration, what):
     """Gamma(concentration, 1) samples (NumPy), clamped to the dtype's tiny as torch does."""
     if fg.is_grad_enabled() and concentration.requires_grad:
@@ -931,6 +968,58 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     def enumerate_support(self, expand=True):
         values = fg.arange(2, dtype=self._param.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+
+class Geometric(_ProbsOrLogits, Distribution):
+    """torch.distributions.Geometric(probs=None, logits=None): the failures before the first
+    success, in {0, 1, ...}; samples floor(log(u) / log1p(-p)), u a uniform_(tiny, 1) draw."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._one_of(probs, logits)
+        given = probs if probs is not None else logits
+        (param,) = broadcast_all(given)
+        if probs is not None:
+            self.probs = param
+        else:
+            self.logits = param
+        self._param = param
+        super().__init__(fg.Size() if isinstance(given, numbers.Number) else param.size(), validate_args=validate_args)
+        if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
+            # (torch's extra check beyond unit_interval)
+            raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
+                             f"of distribution {self!r} to be positive but found invalid values:\n"
+                             f"{self.probs.data[~(self.probs > 0)]}")
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    mean = property(lambda self: 1.0 / self.probs - 1.0)
+    mode = property(lambda self: fg.zeros_like(self.probs))
+    variance = property(lambda self: (1.0 / self.probs - 1.0) / self.probs)
+
+    def sample(self, sample_shape=fg.Size()):
+        with fg.no_grad():
+            u = fg.empty(self._extended_shape(sample_shape), dtype=self.probs.dtype).uniform_(_TINY[self.probs.dtype], 1)
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value, probs = broadcast_all(value, self.probs)
+        probs = probs.clone(memory_format=fg.contiguous_format)
+        probs[(probs == 1) & (value == 0)] = 0
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
 
 class Binomial(_ProbsOrLogits, Distribution):
@@ -1290,6 +1379,19 @@ def _kl_uniform_uniform(p, q):
 def _kl_exponential_exponential(p, q):
     rate_ratio = q.rate / p.rate
     return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # (torch's: https://arxiv.org/abs/1905.10965)
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - fg.log1p(-q.probs) / p.probs - q.logits
 
 
 @register_kl(Laplace, Laplace)

@@ -16,7 +16,7 @@
   for a seed (tracer/generator.py, tracer/sampling.py); torch.bernoulli's draws row-major, dropout's in
   its input's memory order (both differed for a transposed input), distributions' Exponential,
   Categorical and OneHotCategorical sampled as torch's; rrelu's training slopes (one draw per element
-  at or below 0) and F.gumbel_softmax drawing torch's numbers.
+  at or below 0) and F.gumbel_softmax drawing torch's numbers; distributions.Cauchy and Geometric.
 """
 import copy
 import pickle
@@ -531,3 +531,58 @@ def test_gumbel_softmax_gradients_match_torch(hard):
         (out * L.arange(6.).reshape(2, 3)).sum().backward()
         return [round(v, 5) for v in logits.grad.reshape(-1).tolist()], type(out.grad_fn).__name__
     assert gradient(fg) == gradient(torch)
+
+
+# ------------------------------------------------------------------ distributions.Cauchy and Geometric
+def _cauchy(L):
+    return L.distributions.Cauchy(L.tensor([0.0, 1.0]), L.tensor([1.0, 2.0]))
+
+
+def _geometric(L):
+    return L.distributions.Geometric(L.tensor([0.3, 0.8]))
+
+
+NEW_DISTRIBUTION_CASES = {
+    "cauchy_sample": lambda L: _cauchy(L).sample((3,)),
+    "cauchy_rsample_gradient": lambda L: (lambda loc, scale: (L.distributions.Cauchy(loc, scale).rsample((3,)).sum()
+                                                              .backward(), scale.grad)[1])(
+        L.tensor([0.0], requires_grad=True), L.tensor([2.0], requires_grad=True)),
+    "cauchy_log_prob": lambda L: _cauchy(L).log_prob(L.tensor([0.5, -1.0])),
+    "cauchy_cdf": lambda L: _cauchy(L).cdf(L.tensor([0.5, -1.0])),
+    "cauchy_icdf": lambda L: _cauchy(L).icdf(L.tensor([0.3, 0.9])),
+    "cauchy_entropy": lambda L: _cauchy(L).entropy(),
+    "cauchy_mean": lambda L: _cauchy(L).mean,
+    "cauchy_variance": lambda L: _cauchy(L).variance,
+    "cauchy_repr": lambda L: repr(_cauchy(L)),
+    "cauchy_bad_scale": lambda L: L.distributions.Cauchy(0.0, -1.0, validate_args=True),
+    "cauchy_expand": lambda L: _cauchy(L).expand((3, 2)).sample(),
+    "cauchy_kl": lambda L: L.distributions.kl_divergence(_cauchy(L), L.distributions.Cauchy(L.tensor([1.0, 0.0]),
+                                                                                            L.tensor([0.5, 3.0]))),
+    "geometric_sample": lambda L: _geometric(L).sample((4,)),
+    "geometric_logits_sample": lambda L: L.distributions.Geometric(logits=L.tensor([0.0, -1.0])).sample((2,)),
+    "geometric_log_prob": lambda L: _geometric(L).log_prob(L.tensor([0.0, 3.0])),
+    "geometric_log_prob_certain": lambda L: L.distributions.Geometric(L.tensor([1.0, 0.5])).log_prob(L.tensor([0.0, 0.0])),
+    "geometric_entropy": lambda L: _geometric(L).entropy(),
+    "geometric_moments": lambda L: L.stack([_geometric(L).mean, _geometric(L).variance, _geometric(L).mode]),
+    "geometric_repr": lambda L: repr(_geometric(L)),
+    "geometric_zero_probs": lambda L: L.distributions.Geometric(L.tensor([0.0, 0.5]), validate_args=True),
+    "geometric_probs_above_one": lambda L: L.distributions.Geometric(L.tensor([1.5]), validate_args=True),
+    "geometric_neither": lambda L: L.distributions.Geometric(),
+    "geometric_bad_sample": lambda L: L.distributions.Geometric(L.tensor([0.3]), validate_args=True).log_prob(
+        L.tensor([-1.0])),
+    "geometric_kl": lambda L: L.distributions.kl_divergence(_geometric(L), L.distributions.Geometric(L.tensor([0.5, 0.5]))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_DISTRIBUTION_CASES))
+def test_cauchy_and_geometric_match_torch(case):
+    def result(L):
+        L.manual_seed(3)
+        try:
+            r = NEW_DISTRIBUTION_CASES[case](L)
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+        if isinstance(r, str):
+            return r.replace("torch.", "fg.")
+        return [repr(round(v, 5)) for v in r.reshape(-1).tolist()], tuple(r.shape), str(r.dtype).split(".")[-1]
+    assert result(fg) == result(torch)

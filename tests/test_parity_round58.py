@@ -16,7 +16,8 @@
   for a seed (tracer/generator.py, tracer/sampling.py); torch.bernoulli's draws row-major, dropout's in
   its input's memory order (both differed for a transposed input), distributions' Exponential,
   Categorical and OneHotCategorical sampled as torch's; rrelu's training slopes (one draw per element
-  at or below 0) and F.gumbel_softmax drawing torch's numbers; distributions.Cauchy and Geometric.
+  at or below 0) and F.gumbel_softmax drawing torch's numbers; distributions.Cauchy and Geometric;
+- Module.compile(), register_load_state_dict_post_hook, to_empty, share_memory.
 """
 import copy
 import pickle
@@ -585,4 +586,49 @@ def test_cauchy_and_geometric_match_torch(case):
         if isinstance(r, str):
             return r.replace("torch.", "fg.")
         return [repr(round(v, 5)) for v in r.reshape(-1).tolist()], tuple(r.shape), str(r.dtype).split(".")[-1]
+    assert result(fg) == result(torch)
+
+
+# ------------------------------------------------------------------ Module.compile, load_state_dict post-hooks, to_empty
+def test_module_compile_runs_the_module_compiled_with_torchs_values():
+    def run(L):
+        L.manual_seed(0)
+        model = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.Tanh(), L.nn.Linear(4, 1))
+        assert model.compile() is None
+        out = model(L.ones(2, 3))
+        out.sum().backward()
+        return [round(v, 5) for v in out.reshape(-1).tolist()], round(model[0].weight.grad.sum().item(), 5), \
+            list(model.state_dict())
+    assert run(fg) == run(torch)
+    model = fg.nn.Linear(2, 1)
+    model.compile()
+    before = fg.cache_info().misses
+    model(fg.ones(3, 2))
+    assert fg.cache_info().misses == before + 1        # (the call went through fg.compile)
+
+
+LOAD_HOOK_CASES = {
+    "clears_missing_keys": lambda L: (lambda m: (m.register_load_state_dict_post_hook(
+        lambda mod, keys: keys.missing_keys.clear()), repr(m.load_state_dict({"weight": L.ones(2, 2)})))[1])(
+        L.nn.Linear(2, 2)),
+    "sees_keys": lambda L: (lambda m, seen: (m.register_load_state_dict_post_hook(
+        lambda mod, keys: seen.append((type(mod).__name__, list(keys.missing_keys), list(keys.unexpected_keys)))),
+        m.load_state_dict({"0.weight": L.ones(2, 2), "x": L.ones(1)}, strict=False), seen)[2])(
+        L.nn.Sequential(L.nn.Linear(2, 2)), []),
+    "returns_a_value": lambda L: (lambda m: (m.register_load_state_dict_post_hook(lambda mod, keys: 1),
+                                             m.load_state_dict(m.state_dict())))(L.nn.Linear(2, 2)),
+    "removed": lambda L: (lambda m: (m.register_load_state_dict_post_hook(lambda mod, keys: 1).remove(),
+                                     repr(m.load_state_dict(m.state_dict())))[1])(L.nn.Linear(2, 2)),
+    "to_empty": lambda L: [tuple(p.shape) for p in L.nn.Linear(2, 3).to_empty(device="cpu").parameters()],
+    "share_memory": lambda L: type(L.nn.Linear(2, 3).share_memory()).__name__,
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOAD_HOOK_CASES))
+def test_module_state_hooks_match_torch(case):
+    def result(L):
+        try:
+            return LOAD_HOOK_CASES[case](L)
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
     assert result(fg) == result(torch)

@@ -217,7 +217,15 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         """Run forward(*args, **kwargs) with the module's hooks; a NumPy array argument is taken
-        as a tensor sharing its memory (API.md: arrays are accepted wherever a tensor is)."""
+        as a tensor sharing its memory (API.md: arrays are accepted wherever a tensor is). After
+        `module.compile()`, through fg.compile."""
+        compiled = self.__dict__.get("_compiled_call_impl")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """`module(...)` without module.compile()'s compiled call (torch's _call_impl)."""
         if any(isinstance(a, np.ndarray) for a in args) or kwargs and \
                 any(isinstance(v, np.ndarray) for v in kwargs.values()):
             from .functional import _arrays_as_tensors
@@ -636,6 +644,37 @@ class Module:
             return t.to(dtype) if t.dtype.is_floating_point else t
         return self._apply_to_tensors(convert)
 
+    def compile(self, *args, **kwargs) -> None:
+        """torch's Module.compile: from now on `module(...)` (its hooks and forward) runs through
+        fg.compile with these options, the module itself unchanged (torch.compile(module)
+        returns a wrapper instead)."""
+        object.__setattr__(self, "_compiled_call_impl", fg.compile(self._call_impl, *args, **kwargs))
+
+    def to_empty(self, *, device=None, recurse: bool = True) -> "Module":
+        """torch's Module.to_empty: every parameter and buffer given new, uninitialised memory of
+        its shape and dtype (the CPU is the only device); returns self."""
+        check_device(device)
+        modules = self.modules() if recurse else (self,)
+        with fg.no_grad():
+            for module in modules:
+                for name, param in module._parameters.items():
+                    if param is not None:
+                        _set_data(param, fg.empty_like(param.detach()))
+                for name, buf in module._buffers.items():
+                    if buf is not None:
+                        module._buffers[name] = fg.empty_like(buf)
+        return self
+
+    def share_memory(self) -> "Module":
+        """torch's Module.share_memory: a no-op here (fusegrad has no shared-memory tensors); returns self."""
+        return self
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Run `hook(module, incompatible_keys)` after each load_state_dict that reaches this
+        module (its missing_keys and unexpected_keys lists, which the hook may edit in place
+        before the strict check); it must return None. Returns a handle to remove it."""
+        return self._add_hook("_load_state_dict_post_hooks", hook, prepend=False)
+
     def cpu(self) -> "Module":
         """Move to the CPU: a no-op, fusegrad keeps every tensor there; returns self."""
         return self
@@ -781,6 +820,13 @@ class Module:
                     _assign(*owners[key], target, value)
                 else:
                     target.copy_(value)
+        incompatible = _IncompatibleKeys(missing, unexpected)
+        for module in _post_order(self):
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not expected "
+                                         "to return new values, if incompatible_keys need to be modified, it should be "
+                                         "done inplace.")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -818,6 +864,14 @@ class Module:
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
 _HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _post_order(module: Module):
+    """`module` and its submodules, each after its own (torch's load_state_dict runs a
+    module's post-hooks once its children have loaded)."""
+    for child in module.children():
+        yield from _post_order(child)
+    yield module
 
 
 def _overrides(module: Module, method: str) -> bool:

@@ -17,7 +17,8 @@
   its input's memory order (both differed for a transposed input), distributions' Exponential,
   Categorical and OneHotCategorical sampled as torch's; rrelu's training slopes (one draw per element
   at or below 0) and F.gumbel_softmax drawing torch's numbers; distributions.Cauchy and Geometric;
-- Module.compile(), register_load_state_dict_post_hook, to_empty, share_memory.
+- Module.compile(), register_load_state_dict_post_hook, to_empty, share_memory; Tensor.dim_order;
+  pow(t, e, m) refused as torch's.
 """
 import copy
 import pickle
@@ -632,3 +633,35 @@ def test_module_state_hooks_match_torch(case):
         except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
             return type(exc).__name__, str(exc)
     assert result(fg) == result(torch)
+
+
+# ------------------------------------------------------------------ dim_order, pow with a modulo
+DIM_ORDER_CASES = {
+    "contiguous": lambda L: L.ones(2, 3),
+    "transposed": lambda L: L.ones(2, 3).t(),
+    "permuted_unit": lambda L: L.ones(2, 1, 3).permute(2, 1, 0),
+    "unit_transposed": lambda L: L.ones(3, 1).t(),
+    "permuted": lambda L: L.ones(2, 3, 4).permute(1, 2, 0),
+    "expand": lambda L: L.ones(4).expand(3, 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIM_ORDER_CASES))
+@pytest.mark.parametrize("check", [False, True])
+def test_dim_order_matches_torch(case, check):
+    def result(L):
+        try:
+            return DIM_ORDER_CASES[case](L).dim_order(ambiguity_check=check)
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    assert result(fg) == result(torch)
+
+
+def test_three_argument_pow_is_refused_as_torch():
+    def result(L):
+        try:
+            return pow(L.tensor([2]), 3, 5)
+        except TypeError as exc:
+            return str(exc)
+    assert result(fg) == result(torch)
+    assert (fg.tensor([2]) ** 3).tolist() == [8]

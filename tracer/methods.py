@@ -161,6 +161,15 @@ def _binary_operator(fn, scalars: bool = True, reflected: bool = False, arrays_r
     return method
 
 
+def _without_modulo(power):
+    """`t ** other`, refusing Python's three-argument pow(t, e, m) as torch's does (NotImplemented:
+    "unsupported operand type(s) for ** or pow(): 'Tensor', 'int', 'int'")."""
+    def method(self, other, modulo=None):
+        return NotImplemented if modulo is not None else power(self, other)
+    method.__name__ = power.__name__
+    return method
+
+
 _NUMPY_DTYPES = {np.dtype(d.np): d for d in (float32, float64, int64, bool_)}
 
 
@@ -775,7 +784,8 @@ OPERATORS = {
     "__sub__": _binary_operator(F.sub, numpy_dtype="promote"), "__rsub__": _binary_operator(F.rsub, reflected=True),
     "__mul__": _binary_operator(F.mul, numpy_dtype="promote"), "__rmul__": _binary_operator(F.mul, reflected=True),
     "__truediv__": _binary_operator(F.div, numpy_dtype="true"), "__rtruediv__": _binary_operator(_array_rdiv, reflected=True, arrays_reflected=True),
-    "__pow__": _binary_operator(F.pow, numpy_dtype="promote"), "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
+    "__pow__": _without_modulo(_binary_operator(F.pow, numpy_dtype="promote")),
+    "__rpow__": _binary_operator(_reflected(F.pow), reflected=True),
     "__matmul__": _binary_operator(F.matmul, False, numpy_dtype="promote"),
     "__rmatmul__": _binary_operator(_reflected(F.matmul), False, reflected=True),
     "__lt__": _binary_operator(F.lt), "__le__": _binary_operator(F.le), "__gt__": _binary_operator(F.gt),

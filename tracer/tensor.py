@@ -399,6 +399,19 @@ class Tensor:
         from fusegrad.ir.ops import normalize_dim
         return strides[normalize_dim(int(dim), len(shape))]
 
+    def dim_order(self, *, ambiguity_check: bool = False) -> tuple:
+        """torch's Tensor.dim_order: the dims from outermost to innermost in memory (0, 1, ...
+        where the tensor is contiguous; else ordered by stride, ties to the larger dim, as
+        torch's elementwise output permutation). `ambiguity_check`: torch's error where two
+        dims share a stride or one has stride 0."""
+        strides = strides_of(self)
+        if ambiguity_check and (0 in strides or len(set(strides)) < len(strides)):
+            raise RuntimeError("The tensor does not have unique dim order.")
+        if self.is_contiguous():
+            return tuple(range(self.dim()))
+        from fusegrad.ir.iteration_order import iteration_order     # (ir is below tracer)
+        return tuple(iteration_order(self._value_shape(), [list(strides)]))
+
     def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
         """Row-major without gaps (dims of size 1 may have any stride, as in torch)."""
         if memory_format is not contiguous_format:

@@ -402,10 +402,13 @@ class Tensor:
     def dim_order(self, *, ambiguity_check: bool = False) -> tuple:
         """torch's Tensor.dim_order: the dims from outermost to innermost in memory (0, 1, ...
         where the tensor is contiguous; else ordered by stride, ties to the larger dim, as
-        torch's elementwise output permutation). `ambiguity_check`: torch's error where two
-        dims share a stride or one has stride 0."""
+        torch's elementwise output permutation). `ambiguity_check`: torch's errors where two
+        dims share a stride or one has size 1, or one has stride 0."""
         strides = strides_of(self)
-        if ambiguity_check and (0 in strides or len(set(strides)) < len(strides)):
+        if ambiguity_check and (len(set(strides)) < len(strides) or 1 in self._value_shape()):
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
+                               "memory formats.")
+        if ambiguity_check and 0 in strides:
             raise RuntimeError("The tensor does not have unique dim order.")
         if self.is_contiguous():
             return tuple(range(self.dim()))

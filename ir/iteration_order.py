@@ -87,5 +87,13 @@ def empty_with_strides(shape: tuple, strides: tuple, dtype) -> np.ndarray:
     """A new array of `shape` with these (non-negative, byte) strides of a dense layout, its
     size-1 dims' whatever they are (NumPy's own arrays give those the row-major stride)."""
     n = int(np.prod(shape, dtype=np.int64))
-    memory = np.empty(max(n, 1), dtype)
-    return np.lib.stride_tricks.as_strided(memory, shape=shape, strides=strides)
+    return np.ndarray(shape, dtype, buffer=np.empty(max(n, 1), dtype), strides=strides)
+
+
+def restrided(array: np.ndarray, strides: tuple) -> np.ndarray:
+    """A view of dense `array` (non-negative strides) with these byte strides, which differ from
+    its own on size-1 dims only. Its base is a NumPy array (as_strided's is a DummyArray,
+    which the code that reads a result's .base, the buffer pool's, cannot take)."""
+    order = sorted(range(array.ndim), key=lambda d: -array.strides[d])         # slowest first
+    flat = array.transpose(order).reshape(-1)       # (a view: in memory order it is row-major)
+    return np.ndarray(array.shape, array.dtype, buffer=flat, strides=strides)

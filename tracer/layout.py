@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fusegrad.ir.blocked_copy import blocked_copyto
-from fusegrad.ir.iteration_order import dense, empty_with_strides, iteration_order  # noqa: F401  (dense: dispatch's too)
+from fusegrad.ir.iteration_order import dense, empty_with_strides, iteration_order, restrided  # noqa: F401  (dense: dispatch's too)
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -121,7 +121,7 @@ def with_unit_strides_in_order(result: np.ndarray, order) -> np.ndarray:
         step *= result.shape[d]
     if tuple(strides) == result.strides or 0 in result.shape:
         return result
-    return np.lib.stride_tricks.as_strided(result, strides=strides)
+    return restrided(result, tuple(strides))
 
 
 def in_result_order(result: np.ndarray, order_rule, arrays: list, attrs: dict) -> np.ndarray:
@@ -162,7 +162,7 @@ def with_strides(array: np.ndarray, strides: tuple, copyto=None) -> np.ndarray:
     wanted = tuple(s * size for s in strides)
     if array.strides == wanted or 0 in array.shape:
         return array
-    return np.lib.stride_tricks.as_strided(array, strides=wanted)
+    return restrided(array, wanted)
 
 
 def traced_elementwise_layout(shape: tuple, operands: list) -> tuple | None:

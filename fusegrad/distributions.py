@@ -429,8 +429,9 @@ def _scalar_batch(*values):
 
 
 # ----------------------------------------------------------------------------- continuous
-class Normal(ExponentialFamily):
-    """torch.distributions.Normal(loc, scale)."""
+class _LocScale:
+    """The (loc, scale) parameters of Normal, Laplace and Cauchy: broadcast together, their
+    shape the batch shape (none for two numbers); real samples, reparameterised."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -441,8 +442,13 @@ class Normal(ExponentialFamily):
         batch = fg.Size() if _scalar_batch(loc, scale) else self.loc.size()
         super().__init__(batch, validate_args=validate_args)
 
-    mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
+
+
+class Normal(_LocScale, ExponentialFamily):
+    """torch.distributions.Normal(loc, scale)."""
+
+    mean = property(lambda self: self.loc)
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.stddev.pow(2))
 
@@ -600,20 +606,10 @@ class Exponential(ExponentialFamily):
         return 1.0 - fg.log(self.rate)
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale, Distribution):
     """torch.distributions.Laplace(loc, scale)."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch = fg.Size() if _scalar_batch(loc, scale) else self.loc.size()
-        super().__init__(batch, validate_args=validate_args)
-
     mean = property(lambda self: self.loc)
-    mode = property(lambda self: self.loc)
     variance = property(lambda self: 2 * self.scale.pow(2))
     stddev = property(lambda self: (2 ** 0.5) * self.scale)
 
@@ -640,19 +636,9 @@ class Laplace(Distribution):
         return 1 + fg.log(2 * self.scale)
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocScale, Distribution):
     """torch.distributions.Cauchy(loc, scale): samples loc + scale * a cauchy_() draw."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch = fg.Size() if _scalar_batch(loc, scale) else self.loc.size()
-        super().__init__(batch, validate_args=validate_args)
-
-    mode = property(lambda self: self.loc)
     mean = property(lambda self: fg.full(self._extended_shape(), math.nan, dtype=self.loc.dtype))
     variance = property(lambda self: fg.full(self._extended_shape(), math.inf, dtype=self.loc.dtype))
 
@@ -918,12 +904,11 @@ class _ProbsOrLogits:
         return self._param.size()
 
 
-class Bernoulli(_ProbsOrLogits, ExponentialFamily):
-    """torch.distributions.Bernoulli(probs=None, logits=None)."""
+class _BinaryProbsOrLogits(_ProbsOrLogits):
+    """One probability (or log-odds) per batch element, of Bernoulli and Geometric: broadcast,
+    its shape the batch shape (none for a number), the other form computed lazily."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._one_of(probs, logits)
@@ -943,6 +928,13 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(_BinaryProbsOrLogits, ExponentialFamily):
+    """torch.distributions.Bernoulli(probs=None, logits=None)."""
+
+    support = constraints.boolean
+    has_enumerate_support = True
 
     mean = property(lambda self: self.probs)
     variance = property(lambda self: self.probs * (1 - self.probs))
@@ -970,36 +962,19 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
 
-class Geometric(_ProbsOrLogits, Distribution):
+class Geometric(_BinaryProbsOrLogits, Distribution):
     """torch.distributions.Geometric(probs=None, logits=None): the failures before the first
     success, in {0, 1, ...}; samples floor(log(u) / log1p(-p)), u a uniform_(tiny, 1) draw."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._one_of(probs, logits)
-        given = probs if probs is not None else logits
-        (param,) = broadcast_all(given)
-        if probs is not None:
-            self.probs = param
-        else:
-            self.logits = param
-        self._param = param
-        super().__init__(fg.Size() if isinstance(given, numbers.Number) else param.size(), validate_args=validate_args)
+        super().__init__(probs, logits, validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
             # (torch's extra check beyond unit_interval)
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
                              f"of distribution {self!r} to be positive but found invalid values:\n"
                              f"{self.probs.data[~(self.probs > 0)]}")
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     mean = property(lambda self: 1.0 / self.probs - 1.0)
     mode = property(lambda self: fg.zeros_like(self.probs))

@@ -31,6 +31,16 @@ torch = pytest.importorskip("torch", reason="torch is the oracle")
 import fusegrad as fg  # noqa: E402
 
 
+def _result_or_error(body, L, summary=lambda r: r, fg_names: bool = False):
+    """summary(body(L)), or the exception's class and text (with torch's names read as
+    fusegrad's where `fg_names`)."""
+    try:
+        return summary(body(L))
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        text = str(exc)
+        return type(exc).__name__, text.replace("torch.", "fg.") if fg_names else text
+
+
 def _outcome(L, body):
     """body(L)'s result and the first line of each warning, or the exception's class and text."""
     try:
@@ -311,12 +321,7 @@ def _rounded(result):
 @pytest.mark.parametrize("case", sorted(FUNC_CASES))
 def test_func_transforms_match_torch_func(case):
     # (warnings not compared: torch.func's first jacfwd warns about torch.jit.script internally)
-    def result(L):
-        try:
-            return _rounded(FUNC_CASES[case](L))
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    assert result(fg) == result(torch)
+    assert _result_or_error(FUNC_CASES[case], fg, _rounded) == _result_or_error(FUNC_CASES[case], torch, _rounded)
 
 
 def test_fg_grad_keeps_its_value_error_for_an_argnum_out_of_range():
@@ -362,12 +367,7 @@ COPY_CASES = {
 
 @pytest.mark.parametrize("case", sorted(COPY_CASES))
 def test_copies_match_torch(case):
-    def result(L):
-        try:
-            return _tensor_facts(COPY_CASES[case](L))
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc).replace("torch.", "fg.")
-    got, expected = result(fg), result(torch)
+    got, expected = (_result_or_error(COPY_CASES[case], L, _tensor_facts, fg_names=True) for L in (fg, torch))
     if isinstance(got, tuple) and got and got[0] in ("Tensor", "Parameter"):
         got, expected = got[1:], expected[1:]       # (the class names: fusegrad's Tensor is torch's)
     assert got == expected
@@ -428,12 +428,9 @@ SAMPLING_CASES = {
 def test_sampling_draws_torchs_numbers(case):
     def result(L):
         L.manual_seed(5)
-        try:
-            r = SAMPLING_CASES[case](L)
-            return (r.tolist(), str(r.dtype).split(".")[-1], tuple(r.stride()),
-                    type(r.grad_fn).__name__ if r.grad_fn is not None else None)
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
+        return _result_or_error(SAMPLING_CASES[case], L, lambda r: (
+            r.tolist(), str(r.dtype).split(".")[-1], tuple(r.stride()),
+            type(r.grad_fn).__name__ if r.grad_fn is not None else None))
     assert result(fg) == result(torch)
 
 
@@ -578,15 +575,14 @@ NEW_DISTRIBUTION_CASES = {
 
 @pytest.mark.parametrize("case", sorted(NEW_DISTRIBUTION_CASES))
 def test_cauchy_and_geometric_match_torch(case):
-    def result(L):
-        L.manual_seed(3)
-        try:
-            r = NEW_DISTRIBUTION_CASES[case](L)
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc).replace("torch.", "fg.")
+    def summary(r):
         if isinstance(r, str):
             return r.replace("torch.", "fg.")
         return [repr(round(v, 5)) for v in r.reshape(-1).tolist()], tuple(r.shape), str(r.dtype).split(".")[-1]
+
+    def result(L):
+        L.manual_seed(3)
+        return _result_or_error(NEW_DISTRIBUTION_CASES[case], L, summary, fg_names=True)
     assert result(fg) == result(torch)
 
 
@@ -627,12 +623,7 @@ LOAD_HOOK_CASES = {
 
 @pytest.mark.parametrize("case", sorted(LOAD_HOOK_CASES))
 def test_module_state_hooks_match_torch(case):
-    def result(L):
-        try:
-            return LOAD_HOOK_CASES[case](L)
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    assert result(fg) == result(torch)
+    assert _result_or_error(LOAD_HOOK_CASES[case], fg) == _result_or_error(LOAD_HOOK_CASES[case], torch)
 
 
 # ------------------------------------------------------------------ dim_order, pow with a modulo
@@ -649,12 +640,9 @@ DIM_ORDER_CASES = {
 @pytest.mark.parametrize("case", sorted(DIM_ORDER_CASES))
 @pytest.mark.parametrize("check", [False, True])
 def test_dim_order_matches_torch(case, check):
-    def result(L):
-        try:
-            return DIM_ORDER_CASES[case](L).dim_order(ambiguity_check=check)
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    assert result(fg) == result(torch)
+    def dim_order(L):
+        return DIM_ORDER_CASES[case](L).dim_order(ambiguity_check=check)
+    assert _result_or_error(dim_order, fg) == _result_or_error(dim_order, torch)
 
 
 def test_three_argument_pow_is_refused_as_torch():

@@ -220,7 +220,6 @@ class Generator:
         return fma64(np.array(values, f64), std, mean).astype(dtype)
 
 
-
 # Up to this many samples a distribution's libm function runs per element in Python, giving
 # torch's values exactly; beyond, NumPy's (its float64 log1p, tan, exp may differ from libm's
 # in the last bit, which a float32 result almost never shows).
@@ -233,6 +232,7 @@ def _libm(scalar, vector, values: np.ndarray) -> np.ndarray:
         return np.array([scalar(v) for v in values.tolist()], f64)
     with np.errstate(all="ignore"):
         return np.asarray(vector(values), f64)
+
 
 def _box_muller_libm(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
     """torch's normal_fill_16 in double: per row, u[:8] and u[8:] make 8 pairs."""

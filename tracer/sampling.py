@@ -82,18 +82,12 @@ def _by_running_sums(p: Tensor, num_samples: int, gen) -> Tensor:
         total = running[-1]
         if not total > 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        running = (running / total).astype(row.dtype)
+        running = (running / total).astype(row.dtype)        # (normalised in the row's dtype)
         running[-1] = 1
-        for j, u in enumerate(gen.uniform(num_samples, np.float64).tolist()):
-            left, right = 0, len(running)
-            while right - left > 0:
-                middle = left + (right - left) // 2
-                if running[middle] < u:
-                    left = middle + 1
-                else:
-                    right = middle
-            out[r, j] = left
-    return wrap_array(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))
+        # (torch's binary search finds the first running sum not below the uniform: NumPy's
+        # left-side search of the sorted sums, compared in float64 as torch's double)
+        out[r] = np.searchsorted(running.astype(np.float64), gen.uniform(num_samples, np.float64), side="left")
+    return wrap_array(out.reshape(p.shape[:-1] + (num_samples,)))
 
 
 def _multinomial_method(self, num_samples, replacement: bool = False, *, generator=None) -> Tensor:

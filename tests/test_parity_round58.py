@@ -588,10 +588,14 @@ def test_cauchy_and_geometric_match_torch(case):
 
 # ------------------------------------------------------------------ Module.compile, load_state_dict post-hooks, to_empty
 def test_module_compile_runs_the_module_compiled_with_torchs_values():
+    # (torch's side runs eagerly, the oracle of the values: importing torch's compiler turns off
+    # torch.distributions' argument validation for the rest of the process, which other tests
+    # compare with; torch's Module.compile returns None too)
     def run(L):
         L.manual_seed(0)
         model = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.Tanh(), L.nn.Linear(4, 1))
-        assert model.compile() is None
+        if L is fg:
+            assert model.compile() is None
         out = model(L.ones(2, 3))
         out.sum().backward()
         return [round(v, 5) for v in out.reshape(-1).tolist()], round(model[0].weight.grad.sum().item(), 5), \

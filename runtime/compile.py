@@ -50,8 +50,8 @@ from fusegrad.tracer.trace_autograd import sum_groups
 from . import background, executor, stats
 from .backward_cache import keep as keep_backward, lookup
 from .gc_pause import gc_paused
-from .compiled_backward import (BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach, releasing_paths,
-                                saved_checks, shares_with_another, stale_by_cotangents)
+from .compiled_backward import (_NO_TENSOR, BackwardFn, ForwardFn, RaisingBackwardFn, forward_reach,
+                                releasing_paths, saved_checks, shares_with_another, stale_by_cotangents)
 from .in_place import MIN_INPUT_BYTES
 from . import adaptive
 from .tiered import COMPILED_KERNELS, Run, element_work, execute, live_program
@@ -826,6 +826,11 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                          or trace.reader_counter(v) or trace.read_as_counter(v) for v in saved])
             if trace.no_grad_view_values or trace.no_grad_view_reads or trace.part_values:
                 back.checks = _no_grad_view_checks(back.checks, saved, trace)
+            unsaved = _unsaved_no_grad_view_checks(trace, saved)
+            if unsaved:
+                back.unsaved_from = len(saved)
+                back.checks = back.checks + [(box, box[0], _NO_TENSOR, where, None, len(saved) + j)
+                                             for j, (_, box, where) in enumerate(unsaved)]
             back.releasing = releasing_paths(trace, instrs, out_values, wrt)
             if len(grad_outs) > 1:
                 back.forward_reach = forward_reach(instrs, out_values, groups)
@@ -839,7 +844,7 @@ def _finish(trace: Trace, result, run: Run) -> None:
             if back.checks:
                 back.idle_checks = _idle_checks(trace, instrs, out_values, wrt, gone, boundary, groups)
             if met_at is not None or back.idle_checks is not None:
-                back.saved_ids = [v.id for v in saved]
+                back.saved_ids = [v.id for v in saved] + [v.id for v, _, _ in unsaved]
             back.forward = forward_form
             if forward_form is not None:
                 back.read_versions = [(t._vbox, t._vbox[0]) for t in trace.lifted_tensors]
@@ -1241,6 +1246,19 @@ def _no_grad_view_checks(checks: list, saved: list, trace: Trace) -> list:
         view = trace.no_grad_view_where(saved[k])
         marked.append((box, version, ref, where if view is None else view, shape, k))
     return marked
+
+
+def _unsaved_no_grad_view_checks(trace: Trace, saved: list) -> list:
+    """(value, its version counter, the `where` its check raises with) of each view made under
+    no_grad in the call that the backward program does not read: torch's nodes may still save
+    it (`v ** 2` saves v though v's edge leads nowhere, so no gradient of the call needs it),
+    and unpacking it after its base changed raises the rebased-view error. BackwardFn checks
+    them where a backward meets such a node (idle_checks' `met`)."""
+    if not trace.no_grad_view_values:
+        return []
+    read = {v.id for v in saved}
+    return [(v, trace.no_grad_view_counters[v.id], trace.no_grad_view_where(v))
+            for v in trace.no_grad_view_values.values() if v.id not in read and v.id in trace.no_grad_view_counters]
 
 
 def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: list, boundary: list,

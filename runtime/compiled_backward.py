@@ -187,6 +187,10 @@ class BackwardFn:
         # it, as met_at; ids of values the backward program reads that torch's nodes did not
         # save, for the gradient of such a view): see idle_checks in runtime/compile.py
         self.idle_checks = None
+        # (where some are) the position in `checks`' indices from which they are views made under
+        # no_grad in the call that the program does not read, checked where a node torch's
+        # backward meets saved them (compile._unsaved_no_grad_view_checks)
+        self.unsaved_from = None
         self.reads_inputs = True    # (without a forward form) whether its saved values depend on the inputs
         self.forward = None     # (forward program, its inputs, their arrays, the input values of the
                                 # tensors gradients flow to, ids of its instructions off the gradient
@@ -263,13 +267,19 @@ class BackwardFn:
         before the one at that position (met_at), the first met of them. A value torch's nodes
         did not save (idle_checks) is not checked (`given`: the outputs with cotangents)."""
         skip = self.idle_checks(given)[1] if self.idle_checks is not None else None
+        if self.unsaved_from is not None and any(box[0] != version and k >= self.unsaved_from
+                                                 for box, version, _, _, _, k in self.checks):
+            # (one of the views the program does not read changed: where a node the backward
+            # meets saved it, the first met of all the changed values raises)
+            self._raise_first_met(self.idle_checks(given)[0], reached, after, skip)
         if after is not None:
             self._raise_first_met(self.met_at, reached, after, skip)
             return
         changed = []
         for check in self.checks:
             box, version, _, _, _, k = check
-            if box[0] != version and (reached is None or k in reached) and not (skip and self.saved_ids[k] in skip):
+            if box[0] != version and (reached is None or k in reached) and not (skip and self.saved_ids[k] in skip) \
+                    and not self._unsaved(k):
                 changed.append(check)
         if not changed:
             return
@@ -278,7 +288,7 @@ class BackwardFn:
             # (the one whose node the backward meets first, and of one node's, the one it unpacks first)
             changed.sort(key=lambda check: -ranks[check[5]])
         box, version, ref, where, shape, k = changed[0]
-        _raise_modified(box, version, ref(), where, shape, self.saved[k])
+        _raise_modified(box, version, ref(), where, shape, self._saved_array(k))
 
     def _raise_first_met(self, met: dict, reached, after: int | None, skip=None) -> None:
         """The version error of the saved value changed since the call (among `reached`; None:
@@ -286,7 +296,7 @@ class BackwardFn:
         it meets before the node at position `after` (None: all of them)."""
         first = None
         for box, version, ref, where, shape, k in self.checks:
-            if box[0] != version and (reached is None or k in reached):
+            if box[0] != version and (reached is None or k in reached or self._unsaved(k)):
                 v_id = self.saved_ids[k]
                 at = met.get(v_id)
                 if at is not None and (after is None or at > after) and (first is None or at > first[0]) \
@@ -294,7 +304,15 @@ class BackwardFn:
                     first = (at, box, version, ref, where, shape, k)
         if first is not None:
             _, box, version, ref, where, shape, k = first
-            _raise_modified(box, version, ref(), where, shape, self.saved[k])
+            _raise_modified(box, version, ref(), where, shape, self._saved_array(k))
+
+    def _unsaved(self, k: int) -> bool:
+        """Whether check index `k` is of a view the program does not read (see unsaved_from)."""
+        return self.unsaved_from is not None and k >= self.unsaved_from
+
+    def _saved_array(self, k: int):
+        """The saved array of check index `k` (None for a view the program does not read)."""
+        return None if self._unsaved(k) else self.saved[k]
 
     def _check_stale(self, given=None, reached=None) -> None:
         """torch's error for a saved value an in-place write inside the call replaced, where the

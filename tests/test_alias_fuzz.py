@@ -691,16 +691,13 @@ BUGS = {
     # where torch's unpack raises its rebased-view error, seed 673: Trace.no_grad_view_reads)
     # names in texts: none known (the last, a compiled backward naming another changed saved tensor than
     # torch, seed 496, went with the ordering of in-call and after-call checks: Trace.checked_at)
-    # missed errors: none known (the last, "M", seed 234178: `t1 = s1 * x` of s1 = x.data, a no_grad
+    # missed errors: none known (the last, "N", seed 240030: a view made under no_grad in a compiled
+    # call that torch's node saved though no gradient of the call needs it, `v ** 2`, its base written
+    # after the call: compile._unsaved_no_grad_view_checks; before it, "M", seed 234178: `t1 = s1 * x` of s1 = x.data, a no_grad
     # write through x, then s1.mul_(x): the values s1's readers saved read the memory's new value,
     # checked on s1's counter, which the write through s1 moves: Trace.rebind passes the reader's
     # counter to _rewritten_unversioned; before it, "Z", a backward from some outputs of a compiled
     # call through a zero gradient, seeds 201783, 142947, 143444: Emitter.zero_gradient reads the cotangent)
-    "N": "missed error (compiled): a view made under no_grad of an argument that requires grad, read by an op "
-         "with grad (t1 ** 2), then the argument written under no_grad after the call: torch's backward runs "
-         "PowBackward0, whose unpack of the view raises the no_grad-view error; the compiled call's backward reaches "
-         "no leaf there and checks nothing (seed 240030; minimal: `with no_grad(): v = a[:, 1:]`, "
-         "`return (v ** 2).sum()`)",
 }
 
 # mode -> {seed: the BUGS it shows}
@@ -708,7 +705,6 @@ KNOWN: dict = {
     "eager": {
     },
     "compiled": {
-        240030: "N",
     },
     "kernels": {
     },

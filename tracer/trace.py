@@ -147,6 +147,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         # their edges lead nowhere, and a backward finding one changed raises torch's
         # rebased-view error
         self.no_grad_view_values: dict = {}
+        self.no_grad_view_counters: dict = {}   # their value id -> the version counter the view shares
         self.overwritten: set = set()      # ids of values a later in-place write replaced (Trace._replaced)
         # value id -> (the error a saved part of split made here raises, PartViewSaved; its
         # base where it needs no grad: see note_part)

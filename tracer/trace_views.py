@@ -99,6 +99,7 @@ class TraceViews:
             if not is_grad_enabled():
                 t._requires_grad = True
                 self.no_grad_view_values[t._sym.id] = t._sym
+                self.no_grad_view_counters[t._sym.id] = self._counter_owner(t)._vbox
             else:       # a view of such a view: its node names it in the error (rebased_error)
                 t._view_node = self.grad_fn_of(t)
         elif (not is_grad_enabled() or src.__dict__.get("_no_grad_mode")) and not INTERNAL_VIEWS[0]:

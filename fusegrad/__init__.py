@@ -91,8 +91,9 @@ from fusegrad import serialization, utils  # noqa: E402  (torch.serialization; t
 from fusegrad.serialization import load, save  # noqa: E402
 # torch's top-level forms of these nn.functional ops (same signatures as torch.nn.functional's)
 from fusegrad.nn.functional import (adaptive_avg_pool1d, avg_pool1d, bilinear, celu, celu_,  # noqa: E402
-                                    conv1d, conv2d, conv_transpose1d, conv_transpose2d, cosine_similarity,
-                                    group_norm, hardshrink, layer_norm, max_pool1d, max_pool2d, pairwise_distance,
+                                    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                                    cosine_similarity, group_norm, hardshrink, layer_norm, max_pool1d, max_pool2d,
+                                    max_pool3d, pairwise_distance,
                                     pixel_shuffle, pixel_unshuffle, prelu, rrelu, rrelu_, selu, selu_, threshold,
                                     threshold_)
 from fusegrad import random  # noqa: A004  (torch.random: the generator's functions)

@@ -1,5 +1,9 @@
 """Round 59 of torch parity.
 
+- The 3-d convolutions, pools and pads (conv3d, conv_transpose3d, max_pool3d, avg_pool3d, the
+  adaptive pools, lp_pool3d, their modules, ZeroPad3d and kin), over the n-d IR ops the 2-d
+  forms use, with torch's 3-d checks, texts and node names; torch's order of the adaptive
+  average pools' checks (the mean shortcut for an output of ones first).
 - A compiled call's backward checks the views made under no_grad inside the call that torch's
   nodes saved though no gradient of the call needs them (`v ** 2` saves v, whose edge leads
   nowhere): a write of their base after the call raises torch's rebased-view error at the
@@ -101,3 +105,195 @@ def test_saved_no_grad_views_are_checked_as_torch_checks_them(k, compiled, write
             assert got[1] == pytest.approx(expected[1], rel=1e-6)
     else:
         assert got == expected
+
+
+# ---------------------------------------------------------------- the 3-d convolutions and pools
+
+def _volume(L, shape, seed=0, requires_grad=True):
+    """A float32 tensor of `shape` with distinct values (no ties in a max window)."""
+    n = 1
+    for s in shape:
+        n *= s
+    values = [((k * 7919 + seed * 104729) % 1009) / 97.0 - 5.0 for k in range(n)]
+    return L.tensor(values).reshape(shape).requires_grad_(requires_grad)
+
+
+def _calls_3d(L):
+    """(name, call of (L, F)) for the 3-d functions: values, gradients and errors."""
+    x5 = lambda: _volume(L, (2, 2, 4, 5, 6))        # noqa: E731
+    x4 = lambda: _volume(L, (2, 4, 5, 6))           # noqa: E731
+    w = lambda: _volume(L, (3, 2, 2, 3, 2), 1)      # noqa: E731
+    b = lambda: _volume(L, (3,), 2)                 # noqa: E731
+    F = L.nn.functional
+    return [
+        ("conv3d", lambda: F.conv3d(x5(), w(), b())),
+        ("conv3d strided padded dilated", lambda: F.conv3d(x5(), w(), b(), stride=(1, 2, 1), padding=(1, 0, 1),
+                                                           dilation=(1, 1, 2))),
+        ("conv3d unbatched", lambda: F.conv3d(x4(), w())),
+        ("conv3d same", lambda: F.conv3d(x5(), _volume(L, (3, 2, 3, 3, 1), 1), padding="same")),
+        ("conv3d groups", lambda: F.conv3d(x5(), _volume(L, (4, 1, 2, 2, 2), 1), groups=2)),
+        ("conv3d of a 3-d input", lambda: F.conv3d(_volume(L, (3, 4, 5)), w())),
+        ("conv_transpose3d", lambda: F.conv_transpose3d(x5(), _volume(L, (2, 3, 2, 2, 2), 1), b(), stride=2,
+                                                        padding=1, output_padding=1)),
+        ("conv_transpose3d unbatched", lambda: F.conv_transpose3d(x4(), _volume(L, (2, 3, 2, 2, 2), 1))),
+        ("max_pool3d", lambda: F.max_pool3d(x5(), 2)),
+        ("max_pool3d indices", lambda: F.max_pool3d(x5(), (2, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0),
+                                                    ceil_mode=True, return_indices=True)),
+        ("max_pool3d dilated", lambda: F.max_pool3d(x5(), 2, stride=1, dilation=(1, 2, 2))),
+        ("max_pool3d unbatched", lambda: F.max_pool3d(x4(), 2)),
+        ("max_pool3d int64", lambda: F.max_pool3d(_volume(L, (1, 2, 4, 4, 4), requires_grad=False).long(), 2)),
+        ("max_pool3d bool", lambda: F.max_pool3d(_volume(L, (1, 2, 4, 4, 4)) > 0, 2)),
+        ("max_pool3d of a 3-d input", lambda: F.max_pool3d(_volume(L, (3, 4, 5)), 2)),
+        ("max_pool3d kernel pair", lambda: F.max_pool3d(x5(), (2, 2))),
+        ("max_pool3d kernel str", lambda: F.max_pool3d(x5(), "a")),
+        ("max_pool3d stride pair", lambda: F.max_pool3d(x5(), 2, stride=(1, 2))),
+        ("max_pool3d padding pair", lambda: F.max_pool3d(x5(), 2, padding=(1, 1))),
+        ("max_pool3d dilation pair", lambda: F.max_pool3d(x5(), 2, dilation=(1, 2))),
+        ("max_pool3d kernel 0", lambda: F.max_pool3d(x5(), 0)),
+        ("max_pool3d kernel 0 stride 1", lambda: F.max_pool3d(x5(), (2, 0, 2), stride=1)),
+        ("max_pool3d stride -1", lambda: F.max_pool3d(x5(), 2, stride=-1)),
+        ("max_pool3d dilation 0", lambda: F.max_pool3d(x5(), 2, dilation=0)),
+        ("max_pool3d padding -1", lambda: F.max_pool3d(x5(), 2, padding=-1)),
+        ("max_pool3d padding too large", lambda: F.max_pool3d(x5(), 2, padding=(0, 1, 2))),
+        ("max_pool3d output too small", lambda: F.max_pool3d(_volume(L, (1, 2, 1, 4, 4)), 2, stride=1)),
+        ("max_pool3d empty channel", lambda: F.max_pool3d(_volume(L, (1, 0, 4, 4, 4)), 2)),
+        ("max_pool3d empty batch", lambda: F.max_pool3d(_volume(L, (0, 2, 4, 4, 4)), 2)),
+        ("max_pool3d list", lambda: F.max_pool3d([1.0, 2.0], 2)),
+        ("avg_pool3d", lambda: F.avg_pool3d(x5(), 2)),
+        ("avg_pool3d padded no pad count", lambda: F.avg_pool3d(x5(), 3, stride=2, padding=1, ceil_mode=True,
+                                                                count_include_pad=False)),
+        ("avg_pool3d divisor", lambda: F.avg_pool3d(x5(), 3, padding=1, divisor_override=5)),
+        ("avg_pool3d unbatched", lambda: F.avg_pool3d(x4(), (2, 1, 3))),
+        ("avg_pool3d int64", lambda: F.avg_pool3d(_volume(L, (1, 2, 4, 4, 4), requires_grad=False).long(), 2)),
+        ("avg_pool3d bool", lambda: F.avg_pool3d(_volume(L, (1, 2, 4, 4, 4)) > 0, 2)),
+        ("avg_pool3d kernel pair", lambda: F.avg_pool3d(x5(), (2, 2))),
+        ("avg_pool3d stride pair", lambda: F.avg_pool3d(x5(), 2, stride=(1, 2))),
+        ("avg_pool3d padding pair", lambda: F.avg_pool3d(x5(), 2, padding=(1, 1))),
+        ("avg_pool3d window larger than input", lambda: F.avg_pool3d(_volume(L, (1, 2, 1, 4, 4)), 2, stride=1)),
+        ("avg_pool3d divisor 0", lambda: F.avg_pool3d(x5(), 2, divisor_override=0)),
+        ("avg_pool3d empty channel", lambda: F.avg_pool3d(_volume(L, (1, 0, 4, 4, 4)), 2)),
+        ("adaptive_avg_pool3d", lambda: F.adaptive_avg_pool3d(x5(), (3, 2, 4))),
+        ("adaptive_avg_pool3d to one", lambda: F.adaptive_avg_pool3d(x5(), 1)),
+        ("adaptive_avg_pool3d None", lambda: F.adaptive_avg_pool3d(x5(), (2, None, 3))),
+        ("adaptive_avg_pool3d unbatched", lambda: F.adaptive_avg_pool3d(x4(), 2)),
+        ("adaptive_avg_pool3d pair", lambda: F.adaptive_avg_pool3d(x5(), (2, 2))),
+        ("adaptive_avg_pool3d negative", lambda: F.adaptive_avg_pool3d(x5(), (2, 2, -1))),
+        ("adaptive_avg_pool3d 6-d", lambda: F.adaptive_avg_pool3d(_volume(L, (1, 1, 2, 2, 2, 2)), 1)),
+        ("adaptive_avg_pool3d int64", lambda: F.adaptive_avg_pool3d(_volume(L, (1, 2, 2, 2, 2), requires_grad=False)
+                                                                    .long(), 1)),
+        ("adaptive_max_pool3d", lambda: F.adaptive_max_pool3d(x5(), (3, 2, 4), return_indices=True)),
+        ("adaptive_max_pool3d unbatched", lambda: F.adaptive_max_pool3d(x4(), (1, 2, 3))),
+        ("adaptive_max_pool3d pair", lambda: F.adaptive_max_pool3d(x5(), (2, 2))),
+        ("adaptive_max_pool3d negative", lambda: F.adaptive_max_pool3d(x5(), (2, 2, -1))),
+        ("adaptive_max_pool3d 3-d", lambda: F.adaptive_max_pool3d(_volume(L, (3, 4, 5)), 1)),
+        ("adaptive_max_pool3d empty", lambda: F.adaptive_max_pool3d(_volume(L, (1, 2, 0, 4, 4)), 1)),
+        # (torch's mean shortcut for an output of ones comes before the input's checks; a
+        # sequence output size first asks for more input dims than it has)
+        ("adaptive_avg_pool2d to one of a 5-d input", lambda: F.adaptive_avg_pool2d(x5(), 1)),
+        ("adaptive_avg_pool2d to one of int64", lambda: F.adaptive_avg_pool2d(
+            _volume(L, (1, 2, 2, 2), requires_grad=False).long(), 1)),
+        ("adaptive_avg_pool2d sequence of a 2-d input", lambda: F.adaptive_avg_pool2d(_volume(L, (2, 2)), (1, None))),
+        ("adaptive_avg_pool2d triple", lambda: F.adaptive_avg_pool2d(_volume(L, (2, 3, 4)), (1, 1, 1))),
+        ("adaptive_avg_pool3d sequence of a 3-d input", lambda: F.adaptive_avg_pool3d(_volume(L, (2, 3, 4)),
+                                                                                     (1, None, 1))),
+        ("adaptive_max_pool2d sequence of a 2-d input", lambda: F.adaptive_max_pool2d(_volume(L, (2, 2)), (1, None))),
+        ("adaptive_max_pool3d sequence of a 3-d input", lambda: F.adaptive_max_pool3d(_volume(L, (2, 2, 2)),
+                                                                                     (1, 1, 1))),
+        ("lp_pool3d", lambda: F.lp_pool3d(x5(), 2, 2)),
+        ("lp_pool3d strided", lambda: F.lp_pool3d(x5(), 1.5, (2, 1, 2), stride=1, ceil_mode=True)),
+        ("MaxPool3d", lambda: L.nn.MaxPool3d(2, stride=1, return_indices=True)(x5())),
+        ("AvgPool3d", lambda: L.nn.AvgPool3d((1, 2, 2), count_include_pad=False, padding=(0, 1, 1))(x5())),
+        ("AdaptiveAvgPool3d", lambda: L.nn.AdaptiveAvgPool3d((1, 2, 3))(x5())),
+        ("AdaptiveMaxPool3d", lambda: L.nn.AdaptiveMaxPool3d(2)(x5())),
+        ("LPPool3d", lambda: L.nn.LPPool3d(2, 2)(x5())),
+        ("top-level conv3d", lambda: L.conv3d(x5(), w(), None, 2)),
+        ("top-level conv_transpose3d", lambda: L.conv_transpose3d(x5(), _volume(L, (2, 3, 1, 2, 2), 1))),
+        ("top-level max_pool3d", lambda: L.max_pool3d(x5(), 2, 1)),
+        ("ZeroPad3d", lambda: L.nn.ZeroPad3d((1, 2, 0, 1, 2, 0))(x5())),
+        ("ConstantPad3d", lambda: L.nn.ConstantPad3d(1, 2.5)(x5())),
+        ("ReflectionPad3d", lambda: L.nn.ReflectionPad3d((1, 2, 0, 1, 2, 0))(x5())),
+        ("ReplicationPad3d", lambda: L.nn.ReplicationPad3d(2)(x5())),
+        ("CircularPad3d", lambda: L.nn.CircularPad3d((1, 0, 0, 1, 1, 1))(x5())),
+    ]
+
+
+_NAMES_3D = [name for name, _ in _calls_3d(torch)]
+
+
+def _outcome_3d(L, k: int):
+    """Call k's results (values, dtype, grad_fn name) and the gradients of the inputs it made
+    (through the sum of its float results), or its error's class and text."""
+    made = []
+    real_tensor = L.tensor
+
+    def tensor(*args, **kwargs):
+        t = real_tensor(*args, **kwargs)
+        made.append(t)
+        return t
+    L.tensor = tensor
+    try:
+        try:
+            out = _calls_3d(L)[k][1]()
+        finally:
+            L.tensor = real_tensor
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc)
+    outs = out if isinstance(out, tuple) else (out,)
+    results = [(str(o.dtype).split(".")[-1], tuple(o.shape), o.detach().reshape(-1).tolist(),
+                type(o.grad_fn).__name__ if o.grad_fn is not None else None) for o in outs]
+    loss = sum((o * (1.0 + 0.1 * k)).sum() for o in outs if o.requires_grad)
+    if not isinstance(loss, int):
+        loss.backward()
+    grads = [None if t.grad is None else t.grad.reshape(-1).tolist() for t in made if t.requires_grad]
+    return results, grads
+
+
+@pytest.mark.parametrize("k", range(len(_NAMES_3D)), ids=_NAMES_3D)
+def test_3d_convolutions_pools_and_pads_as_torch(k):
+    expected, got = _outcome_3d(torch, k), _outcome_3d(fg, k)
+    if isinstance(expected[0], str):
+        assert got == expected
+        return
+    assert isinstance(got[0], list), got
+    assert [r[0:2] + r[3:] for r in got[0]] == [r[0:2] + r[3:] for r in expected[0]]
+    for g, e in zip(got[0], expected[0]):
+        assert g[2] == pytest.approx(e[2], rel=1e-4, abs=1e-4, nan_ok=True)
+    assert [g is None for g in got[1]] == [e is None for e in expected[1]]
+    for g, e in zip(got[1], expected[1]):
+        if e is not None:
+            assert g == pytest.approx(e, rel=1e-4, abs=1e-4, nan_ok=True)
+
+
+def test_3d_modules_print_as_torch():
+    def modules(L):
+        nn = L.nn
+        return [nn.MaxPool3d(2), nn.AvgPool3d(2), nn.AdaptiveAvgPool3d(2), nn.AdaptiveMaxPool3d((2, 3, 4)),
+                nn.LPPool3d(2, 2), nn.Conv3d(2, 3, 2), nn.Conv3d(2, 4, (1, 2, 3), stride=2, padding=1, groups=2,
+                                                                  bias=False, padding_mode="reflect"),
+                nn.ConvTranspose3d(2, 3, (1, 2, 3), stride=2, output_padding=1), nn.ConstantPad3d(1, 2.0),
+                nn.ZeroPad3d((1, 2, 3, 4, 5, 6)), nn.ReflectionPad3d(1), nn.ReplicationPad3d(1), nn.CircularPad3d(1)]
+    assert [repr(m) for m in modules(fg)] == [repr(m) for m in modules(torch)]
+    assert [tuple(p.shape) for m in modules(fg) for p in m.parameters()] == \
+        [tuple(p.shape) for m in modules(torch) for p in m.parameters()]
+
+
+def test_a_3d_network_compiled_matches_eager():
+    """Conv3d, BatchNorm3d, MaxPool3d and AdaptiveAvgPool3d in a compiled training step: the
+    compiled call's loss and gradients are eager's."""
+    def build():
+        fg.manual_seed(0)
+        return fg.nn.Sequential(fg.nn.Conv3d(2, 4, 3, padding=1), fg.nn.BatchNorm3d(4), fg.nn.ReLU(),
+                                fg.nn.MaxPool3d(2), fg.nn.Conv3d(4, 3, (1, 2, 2)), fg.nn.AdaptiveAvgPool3d(1),
+                                fg.nn.Flatten())
+    x, y = _volume(fg, (2, 2, 4, 6, 6), requires_grad=False), fg.tensor([0, 2])
+
+    def step(model, x, y):
+        loss = fg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+    eager, compiled = build(), build()
+    want = step(eager, x, y)
+    got = fg.compile(step)(compiled, x, y)
+    assert got.item() == pytest.approx(want.item(), rel=1e-5)
+    for p, q in zip(compiled.parameters(), eager.parameters()):
+        assert p.grad.numpy() == pytest.approx(q.grad.numpy(), rel=1e-4, abs=1e-5)

@@ -19,12 +19,14 @@ from .activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, H
 from .losses import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,  # noqa: E402
                      KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PairwiseDistance,
                      PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
-from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,  # noqa: E402
-                      AvgPool2d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d)
-from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, Fold, PixelShuffle,  # noqa: E402
-                      PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Unfold,
-                      Upsample, ZeroPad1d, ZeroPad2d)
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,  # noqa: E402
+                      AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d,
+                      LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d)
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: E402
+                      ConstantPad3d, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
+                      ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Unfold, Upsample,
+                      ZeroPad1d, ZeroPad2d, ZeroPad3d)
 
 __all__ = ["Module", "Parameter", "Buffer", "ParameterList", "ParameterDict", "Identity", "Linear", "Bilinear", "Softmax2d", "Dropout", "ReLU", "ELU", "GELU", "SiLU", "LeakyReLU", "Softplus", "Embedding",
            "LayerNorm", "L1Loss", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
@@ -44,3 +46,5 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d
             "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
             "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Upsample", "PixelShuffle",
             "PixelUnshuffle", "Unfold", "Fold"]
+__all__ += ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
+            "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]

@@ -1,6 +1,6 @@
 """torch.nn.functional's convolutions and the Conv / ConvTranspose modules.
 
-conv1d/conv2d and conv_transpose1d/conv_transpose2d record one ConvolutionBackward0 node, over
+conv1d/2d/3d and conv_transpose1d/2d/3d record one ConvolutionBackward0 node, over
 the IR ops `convolution` / `convolution_nobias` (ir/ops/conv.py: im2col and one BLAS product);
 an unbatched input is unsqueezed and the result squeezed, as torch's. padding='same' pads
 symmetrically where it can; otherwise the input is first padded at the end
@@ -19,8 +19,8 @@ from fusegrad.tracer.user_frame import user_stacklevel
 from . import functional as F, init
 from .module import Module, Parameter
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _C_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 _TYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
@@ -146,6 +146,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch.nn.functional.conv3d: input (N, C, D, H, W) or unbatched (C, D, H, W), weight
+    (O, C/groups, kD, kH, kW); padding an int, a triple, 'valid' or 'same' (stride 1 only)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, fn):
     F._check_tensor_args(fn, optional=("bias",), input=input, weight=weight, bias=bias)
     x, batched = _batched(input, nd, fn)
@@ -166,6 +172,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     of conv2d with respect to its input)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """torch.nn.functional.conv_transpose3d: weight (C_in, C_out/groups, kD, kH, kW) (the
+    gradient of conv3d with respect to its input)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                           "conv_transpose3d")
 
 
 # ---------------------------------------------------------------- modules
@@ -252,7 +265,7 @@ class _Conv(_ConvNd):
                          False, (0,) * n, groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
-        fn = conv1d if self._nd == 1 else conv2d
+        fn = (conv1d, conv2d, conv3d)[self._nd - 1]
         if self.padding_mode != "zeros":
             from .padding import pad
             return fn(pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
@@ -276,6 +289,13 @@ class Conv2d(_Conv):
     'reflect', 'replicate' or 'circular'."""
 
     _nd = 2
+
+
+class Conv3d(_Conv):
+    """torch.nn.Conv3d: (N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out); padding_mode
+    'zeros', 'reflect', 'replicate' or 'circular'."""
+
+    _nd = 3
 
 
 class _ConvTranspose(_ConvNd):
@@ -319,7 +339,7 @@ class _ConvTranspose(_ConvNd):
 
     def forward(self, input, output_size=None):
         """The transposed convolution of `input`; `output_size` picks the output_padding."""
-        fn = conv_transpose1d if self._nd == 1 else conv_transpose2d
+        fn = (conv_transpose1d, conv_transpose2d, conv_transpose3d)[self._nd - 1]
         return fn(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
                   self.groups, self.dilation)
 
@@ -334,3 +354,9 @@ class ConvTranspose2d(_ConvTranspose):
     """torch.nn.ConvTranspose2d: weight (C_in, C_out/groups, kH, kW)."""
 
     _nd = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """torch.nn.ConvTranspose3d: weight (C_in, C_out/groups, kD, kH, kW)."""
+
+    _nd = 3

@@ -20,7 +20,8 @@ from .module import Module
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Upsample", "PixelShuffle",
+           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ZeroPad3d", "ConstantPad3d",
+           "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "Upsample", "PixelShuffle",
            "PixelUnshuffle", "Unfold", "Fold"]
 
 _NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationPad{}DBackward0", "circular": "CopySlices"}
@@ -323,6 +324,12 @@ ReplicationPad1d = _pad_module("ReplicationPad1d", "replicate", 1, "torch.nn.Rep
 ReplicationPad2d = _pad_module("ReplicationPad2d", "replicate", 2, "torch.nn.ReplicationPad2d: the edge repeated.")
 CircularPad1d = _pad_module("CircularPad1d", "circular", 1, "torch.nn.CircularPad1d: wrapped around.")
 CircularPad2d = _pad_module("CircularPad2d", "circular", 2, "torch.nn.CircularPad2d: wrapped around.")
+ZeroPad3d = _pad_module("ZeroPad3d", "constant", 3, "torch.nn.ZeroPad3d: (left, right, top, bottom, front, back) zeros.",
+                        True)
+ConstantPad3d = _pad_module("ConstantPad3d", "constant", 3, "torch.nn.ConstantPad3d(padding, value).")
+ReflectionPad3d = _pad_module("ReflectionPad3d", "reflect", 3, "torch.nn.ReflectionPad3d: mirror without the edge.")
+ReplicationPad3d = _pad_module("ReplicationPad3d", "replicate", 3, "torch.nn.ReplicationPad3d: the edge repeated.")
+CircularPad3d = _pad_module("CircularPad3d", "circular", 3, "torch.nn.CircularPad3d: wrapped around.")
 
 
 class Upsample(Module):

@@ -4,7 +4,9 @@ max_pool2d records MaxPool2DWithIndicesBackward0 (with or without return_indices
 AvgPool2DBackward0, adaptive_avg_pool2d AdaptiveAvgPool2DBackward0 (MeanBackward1 for an
 output of 1 x 1, as torch's), adaptive_max_pool2d AdaptiveMaxPool2DBackward0, over the IR ops
 of ir/ops/pool.py. The 1-d forms unsqueeze the input to a plane of height 1, pool it and
-squeeze it back, as torch's. Indices are flat positions in each input plane.
+squeeze it back, as torch's. The 3-d forms (max_pool3d, avg_pool3d, the adaptive ones, lp_pool3d)
+run the same IR ops over three spatial dims, with torch's 3-d checks and texts and its 3-D node
+names. Indices are flat positions in each input plane (volume).
 Choices: ties in a max window take the first position (as torch's); where a window holds
 several NaNs torch's index is its last NaN's, fusegrad's the first's.
 """
@@ -22,7 +24,9 @@ from .module import Module
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d",
            "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d"]
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
+           "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d",
+           "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d"]
 
 
 def _pair_arg(value, fn: str, name: str, omitted: bool = False) -> tuple:
@@ -168,32 +172,47 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
 
 
+def _check_with_default(output_size, input) -> None:
+    """torch's _list_with_default's check, before any other: an output size given as a
+    sequence needs an input of more dims than it has."""
+    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _output_size(output_size, input, nd: int, fn: str) -> tuple:
+    """An adaptive pool's output size: an int for every dim, or a sequence whose None entries
+    keep the input's sizes (_check_with_default), then torch's checks of the C++ function."""
+    _check_with_default(output_size, input)
     sizes = ntuple(output_size, nd)
     if len(sizes) != nd:
-        if fn == "adaptive_max_pool2d":
-            raise RuntimeError(f"adaptive_max_pool2d(): internal error: output_size.size() must be {nd}")
+        if fn.startswith("adaptive_max"):
+            raise RuntimeError(f"{fn}(): internal error: output_size.size() must be {nd}")
         raise RuntimeError(f"{fn}: output_size must be {nd}")
     sizes = tuple(int(input.shape[input.dim() - nd + i]) if s is None else int(s) for i, s in enumerate(sizes))
     if any(s < 0 for s in sizes):
-        if fn == "adaptive_max_pool2d":
+        if fn.startswith("adaptive_max"):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
                                f"{list(input.shape[:-nd]) + list(sizes)}")
+        # (torch's 3-d text leaves out the last comma's space: "{2, 2,-1}")
+        listed = ", ".join(map(str, sizes)) if nd < 3 else f"{sizes[0]}, {sizes[1]},{sizes[2]}"
         raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
-                           "{" + ", ".join(map(str, sizes)) + "}")
+                           "{" + listed + "}")
     return sizes
 
 
-def _check_adaptive(input, fn: str) -> None:
-    if input.dim() not in (3, 4):
-        colon = ":" if fn == "adaptive_max_pool2d" else ""
-        raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got{colon} {list(input.shape)}")
+def _check_adaptive(input, fn: str, nd: int = 2, kernel_name: str | None = None) -> None:
+    """torch's checks of an adaptive pool's input (`nd` spatial dims; `kernel_name`: the name its
+    dtype error gives the kernel, `fn` by default)."""
+    if input.dim() not in (nd + 1, nd + 2):
+        colon = ":" if fn.startswith("adaptive_max") else ""
+        raise RuntimeError(f"{fn}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{colon} {list(input.shape)}")
     for dim in range(1, input.dim()):
-        if input.shape[dim] == 0 and (input.dim() == 3 or dim > 0):
+        if input.shape[dim] == 0 and (input.dim() == nd + 1 or dim > 0):
             raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch dimensions, but input "
                                f"has sizes {list(input.shape)} with dimension {dim} being empty")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{fn}\" not implemented for '{ {'int64': 'Long', 'bool': 'Bool'}[input.dtype.name]}'")
+        raise NotImplementedError(f"\"{kernel_name or fn}\" not implemented for "
+                                  f"'{ {'int64': 'Long', 'bool': 'Bool'}[input.dtype.name]}'")
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -201,10 +220,11 @@ def adaptive_avg_pool2d(input, output_size):
     floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns; None keeps that size. An output of
     1 x 1 is the mean over H and W (MeanBackward1), as torch's."""
     F._check_tensor_args("adaptive_avg_pool2d", input=input)
-    _check_adaptive(input, "adaptive_avg_pool2d")
     sizes = _output_size(output_size, input, 2, "adaptive_avg_pool2d")
     if sizes == (1, 1):
+        # (before the input's checks, as torch's: a mean over the last two dims of any input)
         return input.mean((-1, -2), keepdim=True)
+    _check_adaptive(input, "adaptive_avg_pool2d")
     return apply_op("adaptive_avg_pool", [input], {"output_size": sizes}, "AdaptiveAvgPool2DBackward0")
 
 
@@ -212,6 +232,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     """torch.nn.functional.adaptive_max_pool2d (torch's windows); with return_indices,
     (values, flat indices into each plane)."""
     F._check_tensor_args("adaptive_max_pool2d", input=input)
+    _check_with_default(output_size, input)
     _check_adaptive(input, "adaptive_max_pool2d")
     sizes = _output_size(output_size, input, 2, "adaptive_max_pool2d")
     values, indices = apply_op("adaptive_max_pool", [input], {"output_size": sizes}, "AdaptiveMaxPool2DBackward0")
@@ -239,6 +260,135 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     values, indices = adaptive_max_pool2d(x, sizes, True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
+
+
+# ---------------------------------------------------------------- 3-d
+
+def _triple_arg(value, fn: str, name: str, wording: str) -> tuple:
+    """A 3-d pool's argument: an int or a tuple of one or three, with torch's text otherwise
+    (`wording`: how its text says which forms are allowed)."""
+    if isinstance(value, str):
+        position = {"kernel_size": 2, "stride": 3, "padding": 4, "dilation": 5}[name]
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be tuple of ints, not str")
+    values = ntuple(value, 3)
+    if len(values) == 1:
+        values = values * 3
+    if len(values) != 3:
+        raise RuntimeError(f"{fn}: {name} must {wording} a tuple of three ints")
+    return tuple(int(v) for v in values)
+
+
+def _c_half(n: int) -> int:
+    """n / 2 truncated toward zero, as C++'s integer division."""
+    return -((-n) // 2) if n < 0 else n // 2
+
+
+def _check_pool3d(input, kernel, stride, padding, dilation, ceil_mode, kernel_name: str, average: bool) -> tuple:
+    """torch's checks of a 3-d pool in its order (the rank; pooling_output_shape's per dim;
+    pool3d_shape_check's), with its texts; the output's spatial size. `kernel_name` names
+    the kernel in the empty-input text; `average`: avg_pool3d's check of the window's size."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > _c_half((k - 1) * d + 1):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
+    if min(kernel) <= 0:
+        raise RuntimeError("kernel size should be greater than zero, but got kT: {} kH: {} kW: {}".format(*kernel))
+    if min(stride) <= 0:
+        raise RuntimeError("stride should be greater than zero, but got dT: {} dH: {} dW: {}".format(*stride))
+    if min(dilation) <= 0:
+        raise RuntimeError("dilation should be greater than zero, but got dilationT: {} dilationH: {} "
+                           "dilationW: {}".format(*dilation))
+    for i, size in enumerate(input.shape):
+        if size == 0 and not (input.dim() == 5 and i == 0):
+            # (torch's text prints the empty dim's length where it means its index)
+            raise RuntimeError(f"{kernel_name}(): Expected input's non-batch dimensions to have positive length, "
+                               f"but input has a shape of {list(input.shape)} and non-batch dimension 0 has "
+                               "length zero!")
+    c, t, h, w = input.shape[-4:]
+    if average and (t < kernel[0] or h < kernel[1] or w < kernel[2]):
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           "(kT: {} kH: {} kW: {})".format(*kernel))
+    out = pool_output_size((t, h, w), kernel, stride, padding, dilation, ceil_mode)
+    if min(out) < 1:
+        raise RuntimeError(f"Given input size: ({c}x{t}x{h}x{w}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}x{out[2]}). Output size is too small")
+    return out
+
+
+def _omitted(stride) -> bool:
+    return stride is None or stride == () or stride == []
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool3d over (N, C, D, H, W) or (C, D, H, W); stride defaults to
+    the kernel; with return_indices, (values, flat indices into each D x H x W volume)."""
+    F._check_tensor_args("max_pool3d", input=input)
+    kernel = _triple_arg(kernel_size, "max_pool3d", "kernel_size", "either be a single int, or")
+    stride = kernel if _omitted(stride) else \
+        _triple_arg(stride, "max_pool3d", "stride", "either be omitted, a single int, or")
+    padding = _triple_arg(padding, "max_pool3d", "padding", "either be a single int, or")
+    dilation = _triple_arg(dilation, "max_pool3d", "dilation", "be either a single int, or")
+    _check_pool3d(input, kernel, stride, padding, dilation, ceil_mode, "max_pool3d_with_indices_out_cpu_template",
+                  False)
+    _no_bool(input, "max_pool3d")
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding, "dilation": dilation,
+             "ceil_mode": bool(ceil_mode)}
+    values, indices = apply_op("max_pool", [input], attrs, "MaxPool3DWithIndicesBackward0")
+    return (values, indices) if return_indices else values
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """torch.nn.functional.avg_pool3d: window means over (N, C, D, H, W) or (C, D, H, W), as
+    avg_pool2d's rules."""
+    F._check_tensor_args("avg_pool3d", input=input)
+    kernel = _triple_arg(kernel_size, "avg_pool3d", "kernel_size", "be a single int, or")
+    stride = kernel if _omitted(stride) else _triple_arg(stride, "avg_pool3d", "stride", "be omitted, a single int, or")
+    padding = _triple_arg(padding, "avg_pool3d", "padding", "be a single int, or")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool3d(input, kernel, stride, padding, (1, 1, 1), ceil_mode, "avg_pool3d", True)
+    _no_bool(input, "avg_pool3d_out_frame")
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding, "ceil_mode": bool(ceil_mode),
+             "count_include_pad": bool(count_include_pad),
+             "divisor_override": None if divisor_override is None else int(divisor_override)}
+    return apply_op("avg_pool", [input], attrs, "AvgPool3DBackward0")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool3d (adaptive_avg_pool2d's windows over three dims);
+    an output of 1 x 1 x 1 is the mean over them (MeanBackward1), as torch's."""
+    F._check_tensor_args("adaptive_avg_pool3d", input=input)
+    sizes = _output_size(output_size, input, 3, "adaptive_avg_pool3d")
+    if sizes == (1, 1, 1):
+        return input.mean((-1, -2, -3), keepdim=True)   # (before the input's checks, as torch's)
+    _check_adaptive(input, "adaptive_avg_pool3d", 3, "adaptive_avg_pool3d_cpu")
+    return apply_op("adaptive_avg_pool", [input], {"output_size": sizes}, "AdaptiveAvgPool3DBackward0")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool3d; with return_indices, (values, flat indices
+    into each volume)."""
+    F._check_tensor_args("adaptive_max_pool3d", input=input)
+    _check_with_default(output_size, input)
+    _check_adaptive(input, "adaptive_max_pool3d", 3, "adaptive_max_pool3d_cpu")
+    sizes = _output_size(output_size, input, 3, "adaptive_max_pool3d")
+    values, indices = apply_op("adaptive_max_pool", [input], {"output_size": sizes}, "AdaptiveMaxPool3DBackward0")
+    return (values, indices) if return_indices else values
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """torch.nn.functional.lp_pool3d: (sum of x**p over each window) ** (1/p), as torch
+    composes it from avg_pool3d."""
+    kd, kh, kw = ntuple(kernel_size, 3)
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_tail(out, norm_type, kd * kh * kw)
 
 
 def _lp_tail(out, norm_type, count):
@@ -293,6 +443,15 @@ class MaxPool2d(_MaxPoolNd):
                           ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """torch.nn.MaxPool3d (F.max_pool3d)."""
+
+    def forward(self, input):
+        """F.max_pool3d of `input`."""
+        return max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                          ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
 class AvgPool1d(Module):
     """torch.nn.AvgPool1d (F.avg_pool1d); its arguments kept as 1-tuples, as torch's."""
 
@@ -331,6 +490,15 @@ class AvgPool2d(Module):
     def extra_repr(self) -> str:
         """torch's: "kernel_size=2, stride=2, padding=0"."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """torch.nn.AvgPool3d (F.avg_pool3d)."""
+
+    def forward(self, input):
+        """F.avg_pool3d of `input`."""
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override)
 
 
 class _AdaptivePool(Module):
@@ -383,6 +551,21 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     _fn = adaptive_max_pool2d
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """torch.nn.AdaptiveAvgPool3d(output_size)."""
+
+    _fn = adaptive_avg_pool3d
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """torch.nn.AdaptiveMaxPool3d(output_size, return_indices=False)."""
+
+    _fn = adaptive_max_pool3d
+
+
 class _LPPool(Module):
     _fn = None
 
@@ -409,3 +592,9 @@ class LPPool2d(_LPPool):
     """torch.nn.LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     _fn = lp_pool2d
+
+
+class LPPool3d(_LPPool):
+    """torch.nn.LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    _fn = lp_pool3d

@@ -97,6 +97,13 @@ from fusegrad.nn.functional import (adaptive_avg_pool1d, avg_pool1d, bilinear, c
                                     pixel_shuffle, pixel_unshuffle, prelu, rrelu, rrelu_, selu, selu_, threshold,
                                     threshold_)
 from fusegrad import random  # noqa: A004  (torch.random: the generator's functions)
+from fusegrad.settings import (are_deterministic_algorithms_enabled, finfo, get_default_device,  # noqa: E402
+                               get_deterministic_debug_mode, get_float32_matmul_precision, get_num_interop_threads,
+                               get_num_threads, iinfo, is_deterministic_algorithms_warn_only_enabled, is_storage,
+                               is_warn_always_enabled, set_default_device, set_deterministic_debug_mode,
+                               set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
+                               set_warn_always, use_deterministic_algorithms)
+from fusegrad.nn.module import typename  # noqa: E402  (torch.typename: torch's names of types)
 from fusegrad import return_types  # noqa: E402  (torch.return_types: max(dim) / min(dim) results)
 from fusegrad import special  # noqa: E402  (torch.special: gammaln, erfinv, i0e, ndtri, xlog1py...)
 from fusegrad import distributions  # noqa: E402  (torch.distributions: Normal, Categorical, kl_divergence...)

@@ -297,3 +297,76 @@ def test_a_3d_network_compiled_matches_eager():
     assert got.item() == pytest.approx(want.item(), rel=1e-5)
     for p, q in zip(compiled.parameters(), eager.parameters()):
         assert p.grad.numpy() == pytest.approx(q.grad.numpy(), rel=1e-4, abs=1e-5)
+
+
+# ---------------------------------------------------------------- process-wide settings, dtype facts
+
+def _settings_calls(L):
+    return [
+        ("finfo float32", lambda: repr(L.finfo(L.float32))),
+        ("finfo default", lambda: repr(L.finfo())),
+        ("finfo float64 fields", lambda: [getattr(L.finfo(L.float64), k) for k in
+                                          ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                                           "dtype")]),
+        ("finfo equal", lambda: L.finfo(L.float32) == L.finfo()),
+        ("finfo unhashable", lambda: hash(L.finfo())),
+        ("finfo int64", lambda: L.finfo(L.int64)),
+        ("finfo str", lambda: L.finfo("float32")),
+        ("iinfo int64", lambda: (repr(L.iinfo(L.int64)), L.iinfo(L.int64).max, L.iinfo(L.int64).min,
+                                 L.iinfo(L.int64).bits)),
+        ("iinfo float32", lambda: L.iinfo(L.float32)),
+        ("iinfo missing type", lambda: L.iinfo()),
+        ("set_num_threads 0", lambda: L.set_num_threads(0)),
+        ("set_num_threads float", lambda: L.set_num_threads(2.0)),
+        ("set_num_threads bool", lambda: L.set_num_threads(True)),
+        ("deterministic flags", lambda: (L.use_deterministic_algorithms(True, warn_only=True),
+                                         L.are_deterministic_algorithms_enabled(),
+                                         L.is_deterministic_algorithms_warn_only_enabled(),
+                                         L.get_deterministic_debug_mode(),
+                                         L.set_deterministic_debug_mode("error"),
+                                         L.get_deterministic_debug_mode(),
+                                         L.is_deterministic_algorithms_warn_only_enabled(),
+                                         L.use_deterministic_algorithms(False),
+                                         L.get_deterministic_debug_mode())),
+        ("deterministic not bool", lambda: L.use_deterministic_algorithms("a")),
+        ("deterministic warn_only not bool", lambda: L.use_deterministic_algorithms(False, warn_only=1)),
+        ("debug mode unknown", lambda: L.set_deterministic_debug_mode("x")),
+        ("debug mode 3", lambda: L.set_deterministic_debug_mode(3)),
+        ("debug mode float", lambda: L.set_deterministic_debug_mode(1.0)),
+        ("matmul precision", lambda: (L.get_float32_matmul_precision(), L.set_float32_matmul_precision("high"),
+                                      L.get_float32_matmul_precision(), L.set_float32_matmul_precision("highest"))),
+        ("matmul precision not str", lambda: L.set_float32_matmul_precision(1)),
+        ("warn always", lambda: (L.is_warn_always_enabled(), L.set_warn_always(True), L.is_warn_always_enabled(),
+                                 L.set_warn_always(False))),
+        ("warn always not bool", lambda: L.set_warn_always(1)),
+        ("default device", lambda: (str(L.get_default_device()), L.set_default_device("cpu"),
+                                    L.set_default_device(None), str(L.get_default_device()))),
+        ("is_storage", lambda: L.is_storage(L.ones(1))),
+        ("typename", lambda: (L.typename(L.ones(2)), L.typename(L.ones(2).long()), L.typename(3),
+                              L.typename(L.nn.Linear(1, 1)))),
+    ]
+
+
+_SETTINGS_NAMES = [name for name, _ in _settings_calls(torch)]
+
+
+@pytest.mark.parametrize("k", range(len(_SETTINGS_NAMES)), ids=_SETTINGS_NAMES)
+def test_settings_and_dtype_facts_as_torch(k):
+    def outcome(L):
+        try:
+            return _settings_calls(L)[k][1]()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc).replace("fg.", "torch.")
+    assert outcome(fg) == outcome(torch)
+
+
+def test_set_num_threads_sets_the_parallel_kernels_threads():
+    before = fg.get_num_threads()
+    try:
+        fg.set_num_threads(1)
+        assert fg.get_num_threads() == 1
+        x = fg.arange(1 << 16, dtype=fg.float32)
+        assert fg.compile(lambda x: (x * 2).sum())(x).item() == float((1 << 16) * ((1 << 16) - 1))
+    finally:
+        fg.set_num_threads(before)
+    assert fg.get_num_threads() == before

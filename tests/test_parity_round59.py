@@ -370,3 +370,65 @@ def test_set_num_threads_sets_the_parallel_kernels_threads():
     finally:
         fg.set_num_threads(before)
     assert fg.get_num_threads() == before
+
+
+# ---------------------------------------------------------------- storages
+
+def _storage_calls(L):
+    import numpy as np
+    a = L.arange(6.).reshape(2, 3)
+    v = a[:, 1:]
+    n = np.arange(5.)
+    named = lambda text: text.replace("fg.", "torch.")      # noqa: E731 (printed dtypes and paths)
+    return [
+        ("view's storage starts at its base", lambda: (v.untyped_storage().data_ptr() == a.data_ptr(),
+                                                       v.untyped_storage().nbytes(), len(v.untyped_storage()),
+                                                       v.untyped_storage().size())),
+        ("one object per memory", lambda: (v.untyped_storage() is a.untyped_storage(),
+                                           a.t().untyped_storage() is a.untyped_storage(),
+                                           a.reshape(-1).untyped_storage() is a.untyped_storage(),
+                                           a.t().contiguous().untyped_storage() is a.untyped_storage(),
+                                           a.clone().untyped_storage() is a.untyped_storage())),
+        ("bytes", lambda: v.untyped_storage().tolist()),
+        ("untyped repr", lambda: named(repr(a.untyped_storage()))),
+        ("empty repr", lambda: (L.ones(0).untyped_storage().nbytes(), named(repr(L.ones(0).untyped_storage())))),
+        ("typed", lambda: (a.storage().tolist(), a.storage().size(), len(a.storage()), named(str(a.storage().dtype)),
+                           a.storage()[1], a.storage().nbytes(), a.storage().element_size(),
+                           a.storage().data_ptr() == a.data_ptr())),
+        ("typed repr int64", lambda: named(repr(L.tensor([1, 2]).storage()))),
+        ("typed repr bool", lambda: named(repr(L.tensor([True]).storage()))),
+        ("is_set_to", lambda: (a.is_set_to(a), v.is_set_to(a), a.is_set_to(a.view(6)), a.t().is_set_to(a),
+                               a.detach().is_set_to(a), a.clone().is_set_to(a))),
+        ("is_set_to not a tensor", lambda: a.is_set_to(3)),
+        ("from_numpy of a view", lambda: (L.from_numpy(n[1:]).untyped_storage().nbytes(),
+                                          L.from_numpy(n[1:]).untyped_storage().data_ptr() == n[1:].ctypes.data)),
+        ("row of a matrix", lambda: (a[1].untyped_storage().data_ptr() == a.untyped_storage().data_ptr(),
+                                     a[1].storage_offset())),
+        ("device and sharing", lambda: (a.untyped_storage().element_size(), str(a.untyped_storage().device),
+                                        a.untyped_storage().is_shared())),
+    ]
+
+
+_STORAGE_NAMES = [name for name, _ in _storage_calls(torch)]
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("k", range(len(_STORAGE_NAMES)), ids=_STORAGE_NAMES)
+def test_storages_describe_memory_as_torch(k):
+    def outcome(L):
+        try:
+            return _storage_calls(L)[k][1]()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    assert outcome(fg) == outcome(torch)
+
+
+def test_typed_storage_warns_once_as_torch(recwarn):
+    import fusegrad.tracer.storage as storage
+    storage._TYPED_WARNED[0] = False
+    fg.ones(2).storage()
+    fg.ones(2).storage()
+    texts = [str(w.message) for w in recwarn if "TypedStorage" in str(w.message)]
+    assert texts == ["TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
+                     "only storage class. This should only matter to you if you are using storages directly.  To "
+                     "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()"]

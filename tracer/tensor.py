@@ -441,6 +441,21 @@ class Tensor:
         """The address of the first element."""
         return self._concrete().ctypes.data
 
+    def untyped_storage(self):
+        """torch's Tensor.untyped_storage(): the memory this tensor views (tracer/storage.py)."""
+        from .storage import untyped_storage
+        return untyped_storage(self)
+
+    def storage(self):
+        """torch's deprecated Tensor.storage(): the memory as elements of this dtype (it warns once)."""
+        from .storage import typed_storage
+        return typed_storage(self)
+
+    def is_set_to(self, tensor) -> bool:
+        """torch's Tensor.is_set_to: the same memory, storage offset, sizes and strides."""
+        from .storage import is_set_to
+        return is_set_to(self, tensor)
+
     # ------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:

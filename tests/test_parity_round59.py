@@ -432,3 +432,113 @@ def test_typed_storage_warns_once_as_torch(recwarn):
     assert texts == ["TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
                      "only storage class. This should only matter to you if you are using storages directly.  To "
                      "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()"]
+
+
+# ---------------------------------------------------------------- torch.utils.checkpoint
+
+# Run in a subprocess: calling torch's checkpoint imports torch's compiler, which turns off
+# torch.distributions' argument validation for the rest of the process (other tests need it).
+_CHECKPOINT_SCRIPT = r'''
+import json, sys, warnings
+L = __import__(sys.argv[1])
+from importlib import import_module
+ck = import_module(sys.argv[1] + ".utils.checkpoint")
+results = {}
+
+def record(name, body):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            value = body()
+        except Exception as exc:
+            value = [type(exc).__name__, str(exc)]
+    results[name] = [value, [str(w.message) for w in seen]]
+
+def body_fn(a):
+    return (L.nn.functional.dropout(a.sin() * 2, 0.5)).exp()
+
+def grads(use_reentrant):
+    L.manual_seed(3)
+    x = L.tensor([0.5, -1.0, 2.0, 0.25], requires_grad=True)
+    L.manual_seed(7)
+    y = ck.checkpoint(body_fn, x, use_reentrant=use_reentrant)
+    L.randn(5)                              # (the backward replays the forward's random state)
+    y.sum().backward()
+    names = [type(y.grad_fn).__name__, [type(n).__name__ if n is not None else None
+                                        for n, _ in y.grad_fn.next_functions]]
+    return [y.tolist(), x.grad.tolist(), names]
+
+record("reentrant", lambda: grads(True))
+record("non-reentrant", lambda: grads(False))
+record("default warns", lambda: type(ck.checkpoint(lambda a: a * 2, L.ones(2, requires_grad=True)).grad_fn).__name__)
+record("no input requires grad", lambda: ck.checkpoint(lambda a: a * 2, L.ones(2), use_reentrant=True).requires_grad)
+record("keyword to reentrant", lambda: ck.checkpoint(lambda a: a, L.ones(1), use_reentrant=True, foo=1))
+record("determinism check", lambda: ck.checkpoint(lambda a: a, L.ones(1), use_reentrant=False,
+                                                  determinism_check="x"))
+record("context_fn with reentrant", lambda: ck.checkpoint(lambda a: a, L.ones(1), use_reentrant=True, debug=True))
+
+def with_grad():
+    x = L.ones(2, requires_grad=True)
+    return L.autograd.grad(ck.checkpoint(lambda a: a * 2, x, use_reentrant=True).sum(), x)
+record("autograd.grad through reentrant", with_grad)
+
+def two_outputs():
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = ck.checkpoint(lambda a: (a * 3, a.detach()), x, use_reentrant=True)
+    y[0].sum().backward()
+    return [[t.requires_grad for t in y], x.grad.tolist()]
+record("outputs", two_outputs)
+
+def sequential():
+    L.manual_seed(0)
+    m = L.nn.Sequential(L.nn.Linear(3, 3), L.nn.Tanh(), L.nn.Linear(3, 2), L.nn.Tanh(), L.nn.Linear(2, 1))
+    x = L.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], requires_grad=True)
+    out = ck.checkpoint_sequential(m, 2, x, use_reentrant=True)
+    out.sum().backward()
+    return [out.tolist(), type(out.grad_fn).__name__, x.grad.tolist(), m[0].weight.grad.tolist()]
+record("sequential", sequential)
+print(json.dumps(results))
+'''
+
+
+@pytest.fixture(scope="module")
+def checkpoint_outcomes():
+    import json
+    import subprocess
+    import sys
+
+    def run(lib):
+        done = subprocess.run([sys.executable, "-c", _CHECKPOINT_SCRIPT, lib], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    return run("torch"), run("fusegrad")
+
+
+@pytest.mark.parametrize("name", ["reentrant", "non-reentrant", "default warns", "no input requires grad",
+                                  "keyword to reentrant", "determinism check", "context_fn with reentrant",
+                                  "autograd.grad through reentrant", "outputs", "sequential"])
+def test_checkpoint_as_torch(checkpoint_outcomes, name):
+    expected, got = (outcomes[name] for outcomes in checkpoint_outcomes)
+    assert got[1] == expected[1]                    # the warnings
+    assert _close_nested(got[0], expected[0]), (got[0], expected[0])
+
+
+def _close_nested(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close_nested(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-5, abs=1e-6)
+    return a == b
+
+
+def test_checkpoint_inside_compile_traces_the_function():
+    from fusegrad.utils.checkpoint import checkpoint
+    x = fg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    want = fg.autograd.grad((x.sin() * 2).exp().sum(), x)[0]
+    for use_reentrant in (True, False):
+        x.grad = None
+        y = fg.compile(lambda a: checkpoint(lambda b: (b.sin() * 2).exp(), a, use_reentrant=use_reentrant).sum())(x)
+        y.backward()
+        assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"
+        assert x.grad.tolist() == pytest.approx(want.tolist(), rel=1e-6)

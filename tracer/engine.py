@@ -231,8 +231,25 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots, seeds
 
 
+# Whether the running backward is a backward() without `inputs` (torch's engine's
+# checkpoint_valid: the reentrant checkpoint refuses autograd.grad and backward(inputs=...)).
+CHECKPOINT_VALID = [True]
+
+
 def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
          every_node: bool = False, captures: bool = False, at_leaf=None):
+    """_run_graph, with CHECKPOINT_VALID telling the nodes it runs whether every node runs."""
+    previous = CHECKPOINT_VALID[0]
+    CHECKPOINT_VALID[0] = every_node
+    try:
+        return _run_graph(roots, seeds, targets, retain_graph, create_graph, nodes, retained, partial, every_node,
+                          captures, at_leaf)
+    finally:
+        CHECKPOINT_VALID[0] = previous
+
+
+def _run_graph(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
+               every_node: bool = False, captures: bool = False, at_leaf=None):
     """Gradients of roots (weighted by seeds) for each target edge (arrays, or
     Tensors with a history when create_graph); frees the graph's saved values
     unless retain_graph. Without create_graph, `retained` (a list) receives

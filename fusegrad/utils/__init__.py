@@ -1,5 +1,5 @@
 """fusegrad.utils: torch.utils's pieces that training scripts use (`fg.utils.data`: datasets,
-samplers and the DataLoader)."""
-from fusegrad.utils import data  # noqa: F401
+samplers and the DataLoader; `fg.utils.checkpoint`: activation checkpointing)."""
+from fusegrad.utils import checkpoint, data  # noqa: F401
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

@@ -138,6 +138,17 @@ def in_result_order(result: np.ndarray, order_rule, arrays: list, attrs: dict) -
     return copy_in_order(result, order)
 
 
+def _dense_strides(shape: tuple, strides: tuple) -> bool:
+    """Whether these element strides lay `shape` out densely, in some order of its dims
+    (size-1 dims aside): iteration_order.dense's test, on strides alone."""
+    expected = 1
+    for stride, size in sorted((abs(st), n) for n, st in zip(shape, strides) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def copy_in_order(array: np.ndarray, order, copyto=None) -> np.ndarray:
     """A copy of `array` laid out densely with its dims in `order` (slowest first), made by
     `copyto(destination, array)` (by default blocked_copyto)."""
@@ -154,8 +165,12 @@ def row_major(array: np.ndarray) -> np.ndarray:
 def with_strides(array: np.ndarray, strides: tuple, copyto=None) -> np.ndarray:
     """`array` when it has these element strides (dense), else a copy laid out with them,
     made by `copyto(destination, array)` (the compiled path's is tiled:
-    codegen.layout_copy.copy_into); a view where only size-1 dims' strides differ."""
+    codegen.layout_copy.copy_into); a view where only size-1 dims' strides differ. Strides
+    that no dense array has (a view's, `x.t()[0]` of a 3 x 3 x: (3,)) leave `array` as it is:
+    a value computed afresh cannot take them."""
     size = array.itemsize
+    if not _dense_strides(array.shape, strides):
+        return array
     if not all(n == 1 or b == s * size for n, b, s in zip(array.shape, array.strides, strides)):
         array = copy_in_order(array, sorted(range(array.ndim), key=lambda d: -strides[d]), copyto)
     # (then the size-1 dims' strides too, which the copy's order may have left others: a view)
@@ -360,7 +375,16 @@ def _element_ids(t: Tensor):
     """(the tensor whose memory `t` is, or a view of: t's base or t; which of its elements t's
     elements are, as an int array of t's shape), replaying t's view chain on element indices."""
     owner = t._base if t._base is not None else t
-    ids = np.arange(owner.numel()).reshape(tuple(owner.shape))
+    shape = tuple(owner.shape)
+    ids = np.arange(owner.numel()).reshape(shape)
+    strides = layout_stand_in(owner).strides        # (int8: its byte strides are element strides)
+    if ids.size and strides != contiguous_strides(shape) and min(strides) >= 0:
+        # an owner not laid out row-major (an elementwise result of transposes: x.t() + y.t()):
+        # its elements' places in its memory, a view with its strides (as its eager array)
+        extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+        if extent == ids.size:
+            ids = np.lib.stride_tricks.as_strided(np.arange(extent), shape,
+                                                  tuple(st * ids.itemsize for st in strides))
     return owner, (replay_on_ids(ids, t._view_chain) if t._base is not None else ids)
 
 

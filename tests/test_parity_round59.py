@@ -542,3 +542,72 @@ def test_checkpoint_inside_compile_traces_the_function():
         y.backward()
         assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"
         assert x.grad.tolist() == pytest.approx(want.tolist(), rel=1e-6)
+
+
+# ---------------------------------------------------------------- optim.LBFGS
+
+def _lbfgs_run(L, dtype_name: str, line_search, history_size: int, problem: str = "rosenbrock", steps: int = 3,
+               compiled: bool = False):
+    """Losses, parameters and the state's counters after `steps` LBFGS steps."""
+    dtype = getattr(L, dtype_name)
+    x = L.tensor([-1.5, 2.0, 0.5, -0.7], dtype=dtype, requires_grad=True)
+    w = L.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=dtype, requires_grad=True)
+    opt = L.optim.LBFGS([x, w], line_search_fn=line_search, history_size=history_size, max_iter=10)
+    target = L.tensor([[0.5, 1.0], [1.5, -0.5]], dtype=dtype)
+
+    def closure():
+        opt.zero_grad()
+        if problem == "rosenbrock":
+            loss = ((1 - x[:-1]) ** 2 + 100 * (x[1:] - x[:-1] ** 2) ** 2).sum() + \
+                (w @ w.t() - 1).pow(2).sum() * x[0] ** 2
+        else:       # a well-conditioned least squares
+            loss = ((w - target) ** 2).sum() + ((x - 0.25) ** 2).sum() * 3
+        loss.backward()
+        return loss
+    step = (lambda: opt.step(closure))
+    if compiled:
+        step = fg.compile(step)
+    losses = [float(step()) for _ in range(steps)]
+    state = opt.state[x]
+    counters = [state["func_evals"], state["n_iter"], len(state["old_dirs"]), sorted(state)]
+    return losses, x.detach().reshape(-1).tolist() + w.detach().reshape(-1).tolist(), counters
+
+
+@pytest.mark.parametrize("history_size", [100, 2])
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_follows_torch_in_float64(line_search, history_size):
+    expected = _lbfgs_run(torch, "float64", line_search, history_size)
+    got = _lbfgs_run(fg, "float64", line_search, history_size)
+    assert got[2] == expected[2]
+    assert got[0] == pytest.approx(expected[0], rel=1e-9)
+    assert got[1] == pytest.approx(expected[1], rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_follows_torch_in_float32_and_compiled(line_search):
+    expected = _lbfgs_run(torch, "float32", line_search, 100, "least squares")
+    for compiled in (False, True):
+        got = _lbfgs_run(fg, "float32", line_search, 100, "least squares", compiled=compiled)
+        assert got[2] == expected[2]
+        assert got[0] == pytest.approx(expected[0], rel=1e-4, abs=1e-6)
+        assert got[1] == pytest.approx(expected[1], rel=1e-4, abs=1e-5)
+
+
+def test_lbfgs_arguments_as_torch():
+    def calls(L):
+        p = lambda: L.ones(2, requires_grad=True)      # noqa: E731
+        unknown = L.optim.LBFGS([p()], line_search_fn="x")
+        return [lambda: L.optim.LBFGS([p()], lr=-1), lambda: L.optim.LBFGS([p()], lr=L.ones(2)),
+                lambda: L.optim.LBFGS([{"params": [p()]}, {"params": [p()]}]),
+                lambda: repr(L.optim.LBFGS([p()], lr=0.5, history_size=5)),
+                lambda: L.optim.LBFGS([p()]).step(),
+                lambda: unknown.step(lambda: (unknown.param_groups[0]["params"][0] ** 2).sum().backward()
+                                     or (unknown.param_groups[0]["params"][0] ** 2).sum()),
+                lambda: L.optim.LBFGS([p()]).state_dict()["param_groups"]]
+
+    def outcome(call):
+        try:
+            return call()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    assert [outcome(c) for c in calls(fg)] == [outcome(c) for c in calls(torch)]

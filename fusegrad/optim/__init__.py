@@ -33,7 +33,7 @@ from fusegrad.tracer.hooks import RemovableHandle, _Hooks
 from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LBFGS", "lr_scheduler",
            "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "ASGD"]
 
 
@@ -806,3 +806,4 @@ class RMSprop(Optimizer):
 
 from fusegrad.optim import lr_scheduler  # noqa: E402  (schedulers read Optimizer)
 from fusegrad.optim.extra import ASGD, Adadelta, Adagrad, Adamax, NAdam, RAdam, Rprop  # noqa: E402,F401
+from fusegrad.optim.lbfgs import LBFGS  # noqa: E402,F401

@@ -716,10 +716,11 @@ class Module:
             destination = OrderedDict()
         for key, param in self._parameters.items():
             if param is not None:
-                destination[prefix + key] = param if keep_vars else param.detach()
+                # (a lazy module's uninitialized parameter is saved as itself, as torch's)
+                destination[prefix + key] = param if keep_vars or _is_lazy(param) else param.detach()
         for key, buf in self._buffers.items():
             if buf is not None and key not in self._non_persistent_buffers_set:
-                destination[prefix + key] = buf if keep_vars else buf.detach()
+                destination[prefix + key] = buf if keep_vars or _is_lazy(buf) else buf.detach()
         if _overrides(self, "get_extra_state"):
             destination[prefix + EXTRA_STATE_KEY] = self.get_extra_state()
         # Recursing through _modules (not named_modules) lists a shared submodule
@@ -804,6 +805,8 @@ class Module:
                     module.set_extra_state(value)       # (torch's order: after the module's own state)
                     continue
                 target = own[key]
+                if _is_lazy(target) and isinstance(value, Tensor) and not _is_lazy(value):
+                    target.materialize(value.shape)     # (torch's lazy modules' load pre-hook)
                 if not isinstance(value, Tensor):
                     if isinstance(value, np.ndarray):        # (NumPy arrays are tensors to fusegrad)
                         value = fg.tensor(value)
@@ -864,6 +867,11 @@ class Module:
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
 _HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _is_lazy(t) -> bool:
+    """Whether `t` is a lazy module's uninitialized parameter or buffer (nn/lazy.py)."""
+    return getattr(type(t), "_uninitialized", False)
 
 
 def _post_order(module: Module):

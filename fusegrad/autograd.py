@@ -17,13 +17,14 @@ from fusegrad.tracer import grad_mode  # noqa: F401  (torch.autograd.grad_mode)
 from fusegrad.tracer.creation import empty, zeros_like
 from fusegrad.tracer.functional import stack
 from fusegrad.tracer.engine import backward, explain
-from fusegrad.tracer.grad_mode import enable_grad, no_grad, set_grad_enabled
+from fusegrad.tracer.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
 from fusegrad.tracer.tensor import Size, Tensor
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled", "grad_mode",
+__all__ = ["backward", "grad", "explain", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "grad_mode",
            "gradcheck", "gradgradcheck", "GradcheckError", "Variable", "detect_anomaly", "set_detect_anomaly"]
 
 

@@ -14,13 +14,15 @@ from fusegrad.ir.ops.linalg import LinAlgError
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.tracer import functional as F
 from fusegrad.tracer import linalg_functions as _lf
+from fusegrad.tracer.creation import ones_like
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.grad_mode import no_grad
 from fusegrad.tracer.tensor import Tensor
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "det", "slogdet", "inv", "inv_ex", "solve",
            "solve_ex", "solve_triangular", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-           "pinv", "matrix_rank", "lstsq", "multi_dot", "matrix_power", "cross", "vecdot", "diagonal", "matrix_exp"]
+           "pinv", "matrix_rank", "lstsq", "multi_dot", "matrix_power", "cross", "vecdot", "diagonal", "matrix_exp",
+           "matmul", "vander", "tensorinv", "tensorsolve"]
 
 
 def _named(kind: str, *fields: str) -> type:
@@ -512,3 +514,58 @@ def matrix_exp(A) -> Tensor:
     a = _matrix(A, "linalg.matrix_exp")
     return apply_op("matrix_exp", [a], None, "LinalgMatrixExpBackward0")
 
+
+def matmul(input, other, *, out=None) -> Tensor:
+    """torch.linalg.matmul: an alias of fg.matmul."""
+    _no_out(out, "linalg.matmul")
+    return F.matmul(input, other)
+
+
+def vander(x, *, N=None) -> Tensor:
+    """torch.linalg.vander: the Vandermonde matrices of the last dim of x, columns x**0 ..
+    x**(N - 1) (N the last dim's size by default): ones, then a cumulative product, concatenated
+    (CatBackward0), as torch composes it."""
+    if not isinstance(x, Tensor):
+        x = F.as_tensor(x, "linalg.vander")
+    if x.dim() < 1:
+        raise RuntimeError("N must be greater than 1.")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
+    return F.cat([ones_like(powers[..., :1]), powers], -1)
+
+
+def _prod(values) -> int:
+    total = 1
+    for v in values:
+        total *= v
+    return total
+
+
+def tensorinv(A, ind=2, *, out=None) -> Tensor:
+    """torch.linalg.tensorinv: the inverse of A read as a matrix of its first `ind` dims by the
+    others; the result's shape is A.shape[ind:] + A.shape[:ind]."""
+    _no_out(out, "linalg.tensorinv")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, columns = _prod(A.shape[:ind]), _prod(A.shape[ind:])
+    if rows != columns:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {columns} != {rows}")
+    return inv(A.reshape(rows, -1)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A, B, dims=None, *, out=None) -> Tensor:
+    """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) == B (`dims`: A's dims moved to
+    its end first); X's shape is A.shape[B.ndim:]."""
+    _no_out(out, "linalg.tensorsolve")
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.permute(*[d for d in range(A.dim()) if d not in dims], *dims)
+    result_shape = A.shape[B.dim():]
+    rows = _prod(B.shape)
+    if rows != _prod(result_shape):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {_prod(result_shape)} != {rows}")
+    return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(result_shape)

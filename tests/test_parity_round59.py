@@ -707,3 +707,129 @@ def test_lazy_modules_as_torch(name):
         assert not (isinstance(expected, list) and len(expected) == 2 and expected[0] in (
             "NameError", "AttributeError", "TypeError")), expected
     assert _close_nested(got, expected), (got, expected)
+
+
+# ---------------------------------------------------------------- small torch utilities
+
+def _utility_calls(L):
+    import warnings
+
+    def with_warnings(body):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            value = body()
+        return value, [(w.category.__name__, str(w.message)) for w in seen]
+
+    def conv_bn(transpose):
+        L.manual_seed(0)
+        conv = (L.nn.ConvTranspose2d(2, 3, 3) if transpose else L.nn.Conv2d(2, 3, 3)).eval()
+        bn = L.nn.BatchNorm2d(3).eval()
+        with L.no_grad():
+            bn.running_mean.copy_(L.tensor([0.5, -1.0, 2.0]))
+            bn.running_var.copy_(L.tensor([1.5, 0.25, 4.0]))
+            bn.weight.copy_(L.tensor([2.0, -1.0, 0.5]))
+            bn.bias.copy_(L.tensor([0.1, 0.2, 0.3]))
+        fused = L.nn.utils.fuse_conv_bn_eval(conv, bn, transpose=transpose)
+        x = L.arange(50.).reshape(1, 2, 5, 5) / 10
+        return type(fused).__name__, fused(x).tolist(), bn(conv(x)).tolist(), fused.weight.requires_grad
+
+    def linear_bn():
+        L.manual_seed(0)
+        linear, bn = L.nn.Linear(3, 2).eval(), L.nn.BatchNorm1d(2).eval()
+        with L.no_grad():
+            bn.running_mean.copy_(L.tensor([0.5, -1.0]))
+            bn.running_var.copy_(L.tensor([2.0, 0.5]))
+        fused = L.nn.utils.fuse_linear_bn_eval(linear, bn)
+        x = L.tensor([[1.0, -2.0, 0.5]])
+        return fused(x).tolist(), bn(linear(x)).tolist()
+
+    def skip():
+        L.manual_seed(0)
+        before = L.rand(1).item()
+        L.manual_seed(0)
+        module = L.nn.utils.skip_init(L.nn.Linear, 3, 2)
+        return repr(module), tuple(module.weight.shape), L.rand(1).item() == before
+
+    def clip():
+        p = L.nn.Parameter(L.ones(3))
+        p.grad = L.ones(3) * 2
+        return with_warnings(lambda: L.nn.utils.clip_grad_norm([p], 1.0).item()), p.grad.tolist()
+
+    def linearized():
+        x = L.tensor([1.0, 2.0])
+        out, jvp_fn = L.func.linearize(L.sin, x)
+        return out.tolist(), jvp_fn(L.ones(2)).tolist(), jvp_fn(L.tensor([2.0, 0.0])).tolist()
+
+    def linearize_bad(tangents):
+        def call():
+            _, jvp_fn = L.func.linearize(L.sin, L.tensor([1.0, 2.0]))
+            return jvp_fn(*tangents(L))
+        return call
+
+    def stacked():
+        L.manual_seed(0)
+        models = [L.nn.Linear(2, 3) for _ in range(3)]
+        params, buffers = L.func.stack_module_state(models)
+        return {k: (v.tolist(), v.requires_grad, v.is_leaf) for k, v in params.items()}, buffers
+
+    def stacked_modes():
+        models = [L.nn.Linear(2, 3), L.nn.Linear(2, 3).eval()]
+        return L.func.stack_module_state(models)
+
+    return {
+        "fuse_conv_bn_eval": lambda: conv_bn(False),
+        "fuse_conv_bn_eval transposed": lambda: conv_bn(True),
+        "fuse_conv_bn_eval in training": lambda: L.nn.utils.fuse_conv_bn_eval(L.nn.Conv2d(1, 1, 1), L.nn.BatchNorm2d(1)),
+        "fuse_linear_bn_eval": linear_bn,
+        "fuse_linear_bn_eval features": lambda: L.nn.utils.fuse_linear_bn_eval(L.nn.Linear(2, 3).eval(),
+                                                                               L.nn.BatchNorm1d(2).eval()),
+        "skip_init": skip,
+        "skip_init without device": lambda: L.nn.utils.skip_init(L.nn.ReLU),
+        "clip_grad_norm": clip,
+        "linalg.vander": lambda: (L.linalg.vander(L.tensor([1.0, 2.0, 3.0], requires_grad=True)).tolist(),
+                                  type(L.linalg.vander(L.tensor([1.0, 2.0], requires_grad=True)).grad_fn).__name__,
+                                  L.linalg.vander(L.tensor([1, 2]), N=3).tolist()),
+        "linalg.vander 0-d": lambda: L.linalg.vander(L.tensor(1.0)),
+        "linalg.vander N=1": lambda: L.linalg.vander(L.tensor([1.0]), N=1),
+        "linalg.tensorinv": lambda: L.linalg.tensorinv((L.eye(24) * 2).reshape(4, 6, 8, 3), ind=2).sum().item(),
+        "linalg.tensorinv ind 0": lambda: L.linalg.tensorinv(L.eye(6).reshape(2, 3, 6), ind=0),
+        "linalg.tensorinv not square": lambda: L.linalg.tensorinv(L.ones(2, 3, 4), ind=1),
+        "linalg.tensorsolve": lambda: L.linalg.tensorsolve((L.eye(6) * 2 + L.arange(36.).reshape(6, 6) / 10)
+                                                           .reshape(6, 2, 3), L.ones(2, 3), dims=(0,)).tolist(),
+        "linalg.tensorsolve not square": lambda: L.linalg.tensorsolve(L.ones(2, 3, 4), L.ones(2, 3)),
+        "linalg.matmul": lambda: type(L.linalg.matmul(L.ones(2, 3, requires_grad=True), L.ones(3)).grad_fn).__name__,
+        "autograd.inference_mode": lambda: L.autograd.inference_mode is L.inference_mode,
+        "func.linearize": linearized,
+        "func.linearize tangent shape": linearize_bad(lambda L: (L.ones(3),)),
+        "func.linearize tangent count": linearize_bad(lambda L: (L.ones(2), L.ones(2))),
+        "func.stack_module_state": stacked,
+        "func.stack_module_state none": lambda: L.func.stack_module_state([]),
+        "func.stack_module_state modes": stacked_modes,
+    }
+
+
+_UTILITY_NAMES = list(_utility_calls(torch))
+
+
+@pytest.mark.parametrize("name", _UTILITY_NAMES)
+def test_small_utilities_as_torch(name):
+    def outcome(L):
+        try:
+            return _utility_calls(L)[name]()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    expected, got = outcome(torch), outcome(fg)
+    if isinstance(expected, tuple) and len(expected) == 2 and expected[0] in ("NameError", "AttributeError"):
+        pytest.fail(f"the torch call itself failed: {expected}")
+    assert _close_nested(_plain(got), _plain(expected)), (got, expected)
+
+
+def _plain(value):
+    """Tuples and dicts as lists, printed names with torch's prefix (for _close_nested)."""
+    if isinstance(value, dict):
+        return [[k, _plain(v)] for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return value.replace("fg.", "torch.")
+    return value

@@ -16,9 +16,12 @@ from fusegrad.tracer.tensor import Tensor
 from fusegrad.tracer.user_frame import user_stacklevel
 
 from ..module import typename
-from . import rnn  # noqa: E402,F401  (torch.nn.utils.rnn: pad_sequence, unpad_sequence)
+from . import fusion, rnn  # noqa: E402,F401  (torch.nn.utils.rnn: pad_sequence, unpad_sequence)
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
 
-__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["rnn", "fusion", "clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters", "skip_init", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
 
 
 def _as_list(parameters) -> list:
@@ -56,6 +59,32 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
     return total_norm
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:
+    """torch's deprecated alias of clip_grad_norm_ (it warns, as torch's)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """torch.nn.utils.skip_init: an instance of `module_cls` whose parameters were not initialised
+    (their values are unspecified; fusegrad's hold the default initialisation), drawing no random
+    numbers: the global generator's state is as before the call, as torch's (which builds the
+    module on the meta device)."""
+    import inspect
+    from ..module import Module
+    if not issubclass(module_cls, Module):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    state = fg.get_rng_state()
+    try:
+        return module_cls(*args, **kwargs)
+    finally:
+        fg.set_rng_state(state)
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:

@@ -833,3 +833,72 @@ def _plain(value):
     if isinstance(value, str):
         return value.replace("fg.", "torch.")
     return value
+
+
+# ---------------------------------------------------------------- Transformer, TransformerDecoder
+
+def _transformer_outcome(L, kind: str, compiled: bool = False, **kw):
+    """The module's repr, parameter names and shapes, its output and src's gradient (a causal
+    target mask), and the warnings it gave, from torch's seeds."""
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        L.manual_seed(0)
+        layer = lambda: L.nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, **kw)  # noqa: E731
+        if kind == "layer":
+            m = layer()
+        elif kind == "decoder":
+            m = L.nn.TransformerDecoder(layer(), 2, L.nn.LayerNorm(8))
+        else:
+            m = L.nn.Transformer(8, 2, 2, 2, 16, dropout=0.0, **kw)
+    warned = sorted({str(w.message) for w in seen})
+    L.manual_seed(1)
+    batch_first = kw.get("batch_first", False)
+    src = L.randn(5, 3, 8) if batch_first else L.randn(3, 5, 8)
+    tgt = L.randn(5, 4, 8) if batch_first else L.randn(4, 5, 8)
+    src.requires_grad_()
+    mask = L.nn.Transformer.generate_square_subsequent_mask(4)
+
+    def call(src, tgt):
+        out = m(src, tgt, tgt_mask=mask) if kind == "transformer" else m(tgt, src, tgt_mask=mask)
+        return out.sum(), out
+    if compiled:
+        call = fg.compile(call)
+    total, out = call(src, tgt)
+    total.backward()
+    return (repr(m), [(n, tuple(p.shape)) for n, p in m.named_parameters()], out.tolist(), src.grad.tolist(),
+            warned)
+
+
+@pytest.mark.parametrize("options", [{}, {"batch_first": True}, {"norm_first": True}, {"activation": "gelu"}],
+                         ids=["default", "batch_first", "norm_first", "gelu"])
+@pytest.mark.parametrize("kind", ["layer", "decoder", "transformer"])
+def test_transformer_decoder_as_torch(kind, options):
+    expected = _transformer_outcome(torch, kind, **options)
+    got = _transformer_outcome(fg, kind, **options)
+    assert got[0] == expected[0] and got[1] == expected[1] and got[4] == expected[4]
+    assert _close_nested(got[2], expected[2]) and _close_nested(got[3], expected[3])
+
+
+def test_transformer_compiled_matches_eager():
+    eager = _transformer_outcome(fg, "transformer")
+    compiled = _transformer_outcome(fg, "transformer", compiled=True)
+    assert _close_nested(compiled[2], eager[2]) and _close_nested(compiled[3], eager[3])
+
+
+def test_transformer_argument_errors_as_torch():
+    def calls(L):
+        m = L.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
+        return [lambda: m(L.ones(3, 2, 8), L.ones(4, 3, 8)), lambda: m(L.ones(3, 2, 8), L.ones(4, 2, 6)),
+                lambda: L.nn.Transformer.generate_square_subsequent_mask(3).tolist(),
+                lambda: L.nn.TransformerDecoderLayer(8, 2, activation="tanh")]
+
+    def outcome(call):
+        try:
+            return call()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            return type(exc).__name__, str(exc)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [outcome(c) for c in calls(fg)] == [outcome(c) for c in calls(torch)]

@@ -13,7 +13,8 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBas
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,  # noqa: E402
                             InstanceNorm2d, InstanceNorm3d, LocalResponseNorm, RMSNorm)
 from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
-from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .attention import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                        TransformerEncoder, TransformerEncoderLayer)
 from .activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish,  # noqa: E402
                           PReLU, ReLU6, RReLU, Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
 from .losses import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,  # noqa: E402
@@ -35,7 +36,8 @@ __all__ = ["Module", "Parameter", "Buffer", "ParameterList", "ParameterDict", "I
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d",
-            "FeatureAlphaDropout", "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]
+            "FeatureAlphaDropout", "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer", "Transformer",
+            "TransformerDecoder", "TransformerDecoderLayer"]
 __all__ += ["ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "SELU", "CELU", "Mish", "Softsign", "Softmin", "LogSigmoid",
             "Tanhshrink", "Threshold", "GLU", "PReLU", "Hardshrink", "Softshrink", "RReLU", "SmoothL1Loss", "HuberLoss",
             "KLDivLoss", "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "MarginRankingLoss",

@@ -902,3 +902,88 @@ def test_transformer_argument_errors_as_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert [outcome(c) for c in calls(fg)] == [outcome(c) for c in calls(torch)]
+
+
+# ---------------------------------------------------------------- max_unpool
+
+def _unpool_cases(L):
+    """name -> call of max_unpool behaviours compared with torch's."""
+    F = L.nn.functional
+    def data(shape, pool, nd, seed=0):
+        n = int(np.prod(shape)); vals = [((k * 7919 + seed * 31) % 1009) / 97.0 - 5 for k in range(n)]
+        x = L.tensor(vals).reshape(shape).requires_grad_()
+        v, i = pool(x)
+        return x, v, i
+    def unpool(nd, shape, pool_kw, unpool_kw, transform=lambda v, i: (v, i), module=False):
+        def f():
+            pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
+            x, v, i = data(shape, lambda x: pool(x, return_indices=True, **pool_kw), nd)
+            v, i = transform(v, i)
+            if module:
+                m = getattr(L.nn, f"MaxUnpool{nd}d")(**{k: val for k, val in unpool_kw.items() if k != "output_size"})
+                out = m(v, i, output_size=unpool_kw.get("output_size"))
+            else:
+                out = getattr(F, f"max_unpool{nd}d")(v, i, **unpool_kw)
+            if out.requires_grad:
+                (out * L.arange(float(out.numel())).reshape(out.shape)).sum().backward()
+            return tuple(out.shape), out.tolist(), type(out.grad_fn).__name__ if out.grad_fn is not None else None, None if x.grad is None else x.grad.tolist()
+        return f
+    return {
+        "2d": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2)),
+        "2d stride pad": unpool(2, (2, 1, 5, 5), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, padding=1)),
+        "2d output_size": unpool(2, (1, 2, 5, 5), dict(kernel_size=2), dict(kernel_size=2, output_size=(5, 5))),
+        "2d output_size 4": unpool(2, (1, 2, 5, 5), dict(kernel_size=2), dict(kernel_size=2, output_size=(1, 2, 5, 5))),
+        "2d output_size bad len": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2, output_size=(1, 5, 5))),
+        "2d output_size out of range": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2, output_size=(7, 7))),
+        "2d unbatched": unpool(2, (2, 4, 4), dict(kernel_size=2), dict(kernel_size=2)),
+        "2d bad index": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i + 100)),
+        "2d negative index": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i - 100)),
+        "2d float indices": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i.float())),
+        "2d shape": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i[:, :1])),
+        "2d dims": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v[0, 0], i[0, 0])),
+        "2d long": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v.detach().long(), i)),
+        "1d": unpool(1, (2, 3, 6), dict(kernel_size=2), dict(kernel_size=2)),
+        "1d unbatched": unpool(1, (3, 6), dict(kernel_size=2), dict(kernel_size=2)),
+        "1d bad index": unpool(1, (2, 3, 6), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i + 100)),
+        "1d dims": unpool(1, (2, 3, 6), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v[0, 0], i[0, 0])),
+        "3d": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2)),
+        "3d unbatched": unpool(3, (2, 4, 4, 4), dict(kernel_size=(1, 2, 2)), dict(kernel_size=(1, 2, 2))),
+        "3d bad index": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i + 1000)),
+        "3d float indices": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i.float())),
+        "3d shape": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v, i[:, :1])),
+        "3d dims": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2), lambda v, i: (v[0, 0], i[0, 0])),
+        "MaxUnpool2d": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2, output_size=(5, 5)), module=True),
+        "MaxUnpool1d": unpool(1, (2, 3, 7), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, padding=1), module=True),
+        "MaxUnpool3d": unpool(3, (1, 2, 4, 4, 4), dict(kernel_size=2), dict(kernel_size=2), module=True),
+        "reprs": lambda: [repr(L.nn.MaxUnpool2d(2)), repr(L.nn.MaxUnpool1d(3, stride=2, padding=1)), repr(L.nn.MaxUnpool3d((1, 2, 2)))],
+    }
+
+_UNPOOL_NAMES = list(_unpool_cases(torch))
+
+
+@pytest.mark.parametrize("name", _UNPOOL_NAMES)
+def test_max_unpool_as_torch(name):
+    import re
+
+    def outcome(L):
+        try:
+            return _unpool_cases(L)[name]()
+        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+            # (which invalid index torch names varies from run to run: its threads race)
+            return type(exc).__name__, re.sub(r"invalid max index: -?\d+", "invalid max index: N", str(exc))
+    expected, got = outcome(torch), outcome(fg)
+    assert _close_nested(_plain(got), _plain(expected)), (got, expected)
+
+
+def test_max_unpool_compiled_matches_eager():
+    def f(x):
+        values, indices = fg.nn.functional.max_pool2d(x, 2, return_indices=True)
+        out = fg.nn.functional.max_unpool2d(values, indices, 2, output_size=(5, 5))
+        return (out * fg.arange(50.).reshape(1, 2, 5, 5)).sum()
+    x = _volume(fg, (1, 2, 5, 5))
+    want = fg.autograd.grad(f(x), x)[0]
+    x.grad = None
+    got = fg.compile(f)(x)
+    got.backward()
+    assert got.item() == pytest.approx(f(x).item(), rel=1e-6)
+    assert _close_nested(x.grad.tolist(), want.tolist())

@@ -955,7 +955,8 @@ from .losses import (cosine_embedding_loss, cosine_similarity, gaussian_nll_loss
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: E402,F401
                       adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool1d, avg_pool2d,
-                      avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d)
+                      avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d,
+                      max_unpool1d, max_unpool2d, max_unpool3d)
 from .padding import fold, interpolate, pad, pixel_shuffle, pixel_unshuffle, unfold, upsample  # noqa: E402,F401
 
 # Every public function takes NumPy arrays where it takes tensors (API.md), this file's and

@@ -26,7 +26,8 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
            "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
            "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d",
-           "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d"]
+           "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 def _pair_arg(value, fn: str, name: str, omitted: bool = False) -> tuple:
@@ -391,6 +392,81 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_tail(out, norm_type, kd * kh * kw)
 
 
+# ---------------------------------------------------------------- max unpooling
+
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> list:
+    """torch's _unpool_output_size: the default (in - 1) * stride + kernel - 2 * padding per
+    spatial dim, or `output_size` (its last len(kernel) entries) when within a stride of it."""
+    size = input.size()
+    default = [(size[-len(kernel) + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(len(kernel))]
+    if output_size is None:
+        found = default
+    else:
+        if len(output_size) == len(kernel) + 2:
+            output_size = output_size[2:]
+        if len(output_size) != len(kernel):
+            raise ValueError(f"output_size should be a sequence containing {len(kernel)} or {len(kernel) + 2} "
+                             f"elements, but it has a length of '{len(output_size)}'")
+        for d in range(len(kernel)):
+            low, high = default[d] - stride[d], default[d] + stride[d]
+            if not low < output_size[d] < high:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {low} and {high})')
+        found = output_size
+    for d in range(len(kernel)):
+        if found[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={found[d]}")
+    return list(found)
+
+
+def _max_unpool(input, indices, output_size, nd: int):
+    """torch's max_unpooling2d/3d: their checks in their order, then one MaxUnpool{nd}DBackward0 node."""
+    ranks = f"{nd + 1}d or {nd + 2}d"
+    if indices.dtype is not fg.int64:
+        suffix = f" but got: {_SCALAR_NAMES[indices.dtype.name]}" if nd == 2 else ""
+        raise RuntimeError(f"elements in indices should be type int64{suffix}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {ranks} Tensor, but got a tensor with "
+                           f"{input.dim()} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if input.dtype is fg.int64 or input.dtype is fg.bool:
+        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{_SCALAR_NAMES[input.dtype.name]}'")
+    return apply_op("max_unpool", [input, indices], {"output_size": tuple(int(s) for s in output_size)},
+                    f"MaxUnpool{nd}DBackward0")
+
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _unpool_arguments(input, kernel_size, stride, padding, output_size, nd: int):
+    kernel = ntuple(kernel_size, nd)
+    stride = kernel if stride is None else ntuple(stride, nd)
+    return _unpool_output_size(input, kernel, stride, ntuple(padding, nd), output_size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """torch.nn.functional.max_unpool1d: max_pool1d's inverse, zeros but for each value at its
+    index (max_unpool2d at width 1, as torch's: SqueezeBackward1)."""
+    F._check_tensor_args("max_unpool1d", input=input, indices=indices)
+    size = _unpool_arguments(input, kernel_size, stride, padding, output_size, 1)
+    return _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], 2).squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """torch.nn.functional.max_unpool2d: zeros of the unpooled size but for each value of
+    `input` at its flat index in its plane (MaxUnpool2DBackward0)."""
+    F._check_tensor_args("max_unpool2d", input=input, indices=indices)
+    return _max_unpool(input, indices, _unpool_arguments(input, kernel_size, stride, padding, output_size, 2), 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """torch.nn.functional.max_unpool3d: as max_unpool2d over volumes (MaxUnpool3DBackward0)."""
+    F._check_tensor_args("max_unpool3d", input=input, indices=indices)
+    return _max_unpool(input, indices, _unpool_arguments(input, kernel_size, stride, padding, output_size, 3), 3)
+
+
 def _lp_tail(out, norm_type, count):
     return (fg.sign(out) * fg.relu(fg.abs(out))).mul(count).pow(1.0 / norm_type)
 
@@ -598,3 +674,41 @@ class LPPool3d(_LPPool):
     """torch.nn.LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     _fn = lp_pool3d
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self._nd
+        self.kernel_size = ntuple(kernel_size, n)
+        self.stride = ntuple(stride if stride is not None else kernel_size, n)
+        self.padding = ntuple(padding, n)
+
+    def forward(self, input, indices, output_size=None):
+        """The unpooling of `input` at `indices`."""
+        fn = (max_unpool1d, max_unpool2d, max_unpool3d)[self._nd - 1]
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        """torch's: "kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)"."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool1d(kernel_size, stride=None, padding=0)."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool2d(kernel_size, stride=None, padding=0)."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool3d(kernel_size, stride=None, padding=0)."""
+
+    _nd = 3

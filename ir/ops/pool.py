@@ -117,6 +117,57 @@ register(OpDef("max_pool", OPAQUE, _max_pool_infer, _max_pool_ref, _max_pool_vjp
                extra=dict(_WHY, node="MaxPool2DWithIndicesBackward0", **_SAVES_SELF_AND_INDICES)))
 
 
+# ---------------------------------------------------------------- max unpooling
+
+def _unpool_infer(types, attrs):
+    x, indices = types
+    if indices.dtype is not int64:
+        raise TypeError("max_unpool: indices must be int64 (the nn layer checks torch's error first)")
+    lead = tuple(x.shape[:len(x.shape) - len(attrs["output_size"])])
+    return [TensorType(lead + tuple(attrs["output_size"]), x.dtype)]
+
+
+def _unpool_flat(a: np.ndarray, nd: int) -> np.ndarray:
+    """`a` with its last nd dims flattened into one."""
+    lead = a.shape[:a.ndim - nd]
+    return a.reshape(lead + (int(np.prod(a.shape[len(lead):], dtype=np.int64)),))
+
+
+def _unpool_ref(x, indices, *, output_size):
+    """Zeros of the output size, each plane's values written at their flat indices (a later
+    duplicate wins, as torch's CPU loop writes them in order); torch's error for an index
+    outside the plane."""
+    nd = len(output_size)
+    plane = int(np.prod(output_size, dtype=np.int64))
+    flat_x, flat_i = _unpool_flat(x, nd), _unpool_flat(indices, nd)
+    bad = (flat_i < 0) | (flat_i >= plane)
+    if bad.any():
+        # (torch names the invalid index one of its threads met last: which one varies from run
+        # to run; here the first in memory order)
+        raise RuntimeError(f"Found an invalid max index: {flat_i[bad].flat[0]} (output volumes are of size "
+                           + "x".join(str(s) for s in output_size) + ")")
+    out = np.zeros(flat_x.shape[:-1] + (plane,), x.dtype)
+    np.put_along_axis(out, flat_i, flat_x, axis=-1)
+    return out.reshape(flat_x.shape[:-1] + tuple(output_size))
+
+
+def _unpool_vjp(e, x, y, g, a, n):
+    """The values' gradient: the output's gradient gathered at the indices."""
+    nd = len(a["output_size"])
+    values, indices = x
+    lead = tuple(values.shape[:len(values.shape) - nd])
+    plane = int(np.prod(a["output_size"], dtype=np.int64))
+    cells = int(np.prod(values.shape[len(lead):], dtype=np.int64))
+    gathered = e.op("gather", e.reshape(g[0], lead + (plane,)), e.reshape(indices, lead + (cells,)), axis=len(lead))
+    return [e.reshape(gathered, tuple(values.shape)) if n[0] else None, None]
+
+
+register(OpDef("max_unpool", OPAQUE, _unpool_infer, _unpool_ref, _unpool_vjp, reference_only=True,
+               nondiff_inputs=(1,),
+               doc="max_unpool(x, indices; output_size) -> zeros of output_size with x at the flat indices",
+               extra=dict(_WHY, node="MaxUnpool2DBackward0")))
+
+
 # ---------------------------------------------------------------- average pooling
 
 def _avg_divisor(size, kernel, stride, padding, out, count_include_pad, divisor_override):

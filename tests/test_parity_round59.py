@@ -17,6 +17,15 @@ torch = pytest.importorskip("torch", reason="torch is the oracle")
 import fusegrad as fg  # noqa: E402
 
 
+def _result_or_error(call, text=lambda t: t):
+    """call()'s result, or the exception's class and `text(its message)`: the outcome compared
+    with torch's."""
+    try:
+        return call()
+    except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, text(str(exc))
+
+
 def _no_grad_view_bodies(L):
     """Functions of (a, x), both requiring grad, that make a view of `a` under no_grad and use
     it with grad: what torch's nodes save of it differs per op."""
@@ -353,12 +362,9 @@ _SETTINGS_NAMES = [name for name, _ in _settings_calls(torch)]
 
 @pytest.mark.parametrize("k", range(len(_SETTINGS_NAMES)), ids=_SETTINGS_NAMES)
 def test_settings_and_dtype_facts_as_torch(k):
-    def outcome(L):
-        try:
-            return _settings_calls(L)[k][1]()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc).replace("fg.", "torch.")
-    assert outcome(fg) == outcome(torch)
+    expected, got = (_result_or_error(_settings_calls(L)[k][1], lambda t: t.replace("fg.", "torch."))
+                     for L in (torch, fg))
+    assert got == expected
 
 
 def test_set_num_threads_sets_the_parallel_kernels_threads():
@@ -415,12 +421,7 @@ _STORAGE_NAMES = [name for name, _ in _storage_calls(torch)]
 @pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
 @pytest.mark.parametrize("k", range(len(_STORAGE_NAMES)), ids=_STORAGE_NAMES)
 def test_storages_describe_memory_as_torch(k):
-    def outcome(L):
-        try:
-            return _storage_calls(L)[k][1]()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    assert outcome(fg) == outcome(torch)
+    assert _result_or_error(_storage_calls(fg)[k][1]) == _result_or_error(_storage_calls(torch)[k][1])
 
 
 def test_typed_storage_warns_once_as_torch(recwarn):
@@ -605,12 +606,7 @@ def test_lbfgs_arguments_as_torch():
                                      or (unknown.param_groups[0]["params"][0] ** 2).sum()),
                 lambda: L.optim.LBFGS([p()]).state_dict()["param_groups"]]
 
-    def outcome(call):
-        try:
-            return call()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    assert [outcome(c) for c in calls(fg)] == [outcome(c) for c in calls(torch)]
+    assert [_result_or_error(c) for c in calls(fg)] == [_result_or_error(c) for c in calls(torch)]
 
 
 # ---------------------------------------------------------------- lazy modules
@@ -690,19 +686,8 @@ _LAZY_NAMES = list(_lazy_cases(torch))
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", _LAZY_NAMES)
 def test_lazy_modules_as_torch(name):
-    def outcome(L):
-        try:
-            return _lazy_cases(L)[name]()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-
-    def named(value):       # (printed dtypes and Sizes carry fusegrad's prefix)
-        if isinstance(value, str):
-            return value.replace("fg.", "torch.")
-        if isinstance(value, (list, tuple)):
-            return [named(v) for v in value]
-        return value
-    expected, got = named(outcome(torch)), named(outcome(fg))
+    # (printed dtypes and Sizes carry fusegrad's prefix: _plain reads them as torch's)
+    expected, got = (_plain(_result_or_error(_lazy_cases(L)[name])) for L in (torch, fg))
     if name not in ("wrong input", "groups"):       # (the others succeed in torch)
         assert not (isinstance(expected, list) and len(expected) == 2 and expected[0] in (
             "NameError", "AttributeError", "TypeError")), expected
@@ -813,12 +798,7 @@ _UTILITY_NAMES = list(_utility_calls(torch))
 
 @pytest.mark.parametrize("name", _UTILITY_NAMES)
 def test_small_utilities_as_torch(name):
-    def outcome(L):
-        try:
-            return _utility_calls(L)[name]()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
-    expected, got = outcome(torch), outcome(fg)
+    expected, got = (_result_or_error(_utility_calls(L)[name]) for L in (torch, fg))
     if isinstance(expected, tuple) and len(expected) == 2 and expected[0] in ("NameError", "AttributeError"):
         pytest.fail(f"the torch call itself failed: {expected}")
     assert _close_nested(_plain(got), _plain(expected)), (got, expected)
@@ -893,15 +873,10 @@ def test_transformer_argument_errors_as_torch():
                 lambda: L.nn.Transformer.generate_square_subsequent_mask(3).tolist(),
                 lambda: L.nn.TransformerDecoderLayer(8, 2, activation="tanh")]
 
-    def outcome(call):
-        try:
-            return call()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            return type(exc).__name__, str(exc)
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert [outcome(c) for c in calls(fg)] == [outcome(c) for c in calls(torch)]
+        assert [_result_or_error(c) for c in calls(fg)] == [_result_or_error(c) for c in calls(torch)]
 
 
 # ---------------------------------------------------------------- max_unpool
@@ -965,13 +940,10 @@ _UNPOOL_NAMES = list(_unpool_cases(torch))
 def test_max_unpool_as_torch(name):
     import re
 
-    def outcome(L):
-        try:
-            return _unpool_cases(L)[name]()
-        except Exception as exc:      # noqa: BLE001 - the error is the outcome compared
-            # (which invalid index torch names varies from run to run: its threads race)
-            return type(exc).__name__, re.sub(r"invalid max index: -?\d+", "invalid max index: N", str(exc))
-    expected, got = outcome(torch), outcome(fg)
+    # (which invalid index torch names varies from run to run: its threads race)
+    expected, got = (_result_or_error(_unpool_cases(L)[name],
+                                      lambda t: re.sub(r"invalid max index: -?\d+", "invalid max index: N", t))
+                     for L in (torch, fg))
     assert _close_nested(_plain(got), _plain(expected)), (got, expected)
 
 

@@ -589,10 +589,7 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool = False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
-                           need_weights=False)[0]
-        return self.dropout1(x)
+    _sa_block = TransformerEncoderLayer._sa_block      # (the same self-attention block)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal: bool = False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -641,20 +638,16 @@ class Transformer(Module):
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                                    layer_norm_eps, batch_first, norm_first, bias, **factory)
-            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            decoder_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                                    layer_norm_eps, batch_first, norm_first, bias, **factory)
-            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        layer_arguments = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                           norm_first, bias)
+        # (built in torch's order: a layer, its norm, the stack of its copies; encoder first)
+        for name, custom, layer_class, stack_class, count in (
+                ("encoder", custom_encoder, TransformerEncoderLayer, TransformerEncoder, num_encoder_layers),
+                ("decoder", custom_decoder, TransformerDecoderLayer, TransformerDecoder, num_decoder_layers)):
+            if custom is None:
+                layer = layer_class(*layer_arguments, **factory)
+                custom = stack_class(layer, count, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+            setattr(self, name, custom)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

@@ -597,22 +597,21 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
+class _AdaptiveAvgPool(_AdaptivePool):
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)       # (torch's signature: no return_indices)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPool):
     """torch.nn.AdaptiveAvgPool1d(output_size)."""
 
     _fn = adaptive_avg_pool1d
 
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
 
-
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     """torch.nn.AdaptiveAvgPool2d(output_size)."""
 
     _fn = adaptive_avg_pool2d
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
 
 
 class AdaptiveMaxPool1d(_AdaptivePool):
@@ -627,13 +626,10 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     _fn = adaptive_max_pool2d
 
 
-class AdaptiveAvgPool3d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
     """torch.nn.AdaptiveAvgPool3d(output_size)."""
 
     _fn = adaptive_avg_pool3d
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
 
 
 class AdaptiveMaxPool3d(_AdaptivePool):

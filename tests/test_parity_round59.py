@@ -901,7 +901,10 @@ def _unpool_cases(L):
                 out = getattr(F, f"max_unpool{nd}d")(v, i, **unpool_kw)
             if out.requires_grad:
                 (out * L.arange(float(out.numel())).reshape(out.shape)).sum().backward()
-            return tuple(out.shape), out.tolist(), type(out.grad_fn).__name__ if out.grad_fn is not None else None, None if x.grad is None else x.grad.tolist()
+            node = out.grad_fn
+            edges = None if node is None else [None if n is None else type(n).__name__ for n, _ in node.next_functions]
+            return (tuple(out.shape), out.tolist(), type(node).__name__ if node is not None else None, edges,
+                    None if x.grad is None else x.grad.tolist())
         return f
     return {
         "2d": unpool(2, (1, 2, 4, 4), dict(kernel_size=2), dict(kernel_size=2)),

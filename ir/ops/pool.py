@@ -165,7 +165,7 @@ def _unpool_vjp(e, x, y, g, a, n):
 register(OpDef("max_unpool", OPAQUE, _unpool_infer, _unpool_ref, _unpool_vjp, reference_only=True,
                nondiff_inputs=(1,),
                doc="max_unpool(x, indices; output_size) -> zeros of output_size with x at the flat indices",
-               extra=dict(_WHY, node="MaxUnpool2DBackward0")))
+               extra=dict(_WHY, node="MaxUnpool2DBackward0", torch_edges=(0,))))
 
 
 # ---------------------------------------------------------------- average pooling

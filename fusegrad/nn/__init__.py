@@ -6,7 +6,7 @@
 """
 from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, Bilinear, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, Unflatten, L1Loss, LayerNorm, LeakyReLU, Linear,
+from .layers import (ELU, GELU, BCELoss, BCEWithLogitsLoss, Bilinear, CrossEntropyLoss, Dropout, Embedding, EmbeddingBag, Flatten, Identity, Unflatten, L1Loss, LayerNorm, LeakyReLU, Linear,
                      LogSoftmax, MSELoss, NLLLoss, ReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softplus, Tanh)
 from .module import Buffer, Module, Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
@@ -56,6 +56,6 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d
 __all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
             "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer"]
-__all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+__all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "EmbeddingBag"]
 __all__ += ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
             "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]

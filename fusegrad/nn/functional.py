@@ -26,7 +26,7 @@ from fusegrad.tracer.scalar_checks import check_scalar_fits
 from fusegrad.tracer.parser_errors import ArgParser, function_texts, type_name
 from fusegrad.tracer.user_frame import user_stacklevel
 
-__all__ = ["linear", "bilinear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax",
+__all__ = ["linear", "bilinear", "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax", "embedding_bag",
            "nll_loss", "cross_entropy", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
@@ -869,6 +869,118 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return apply_op("embedding", [weight, input],
                     {"padding_idx": padding_idx, "scale_grad_by_freq": bool(scale_grad_by_freq)}, "EmbeddingBackward0")
+
+
+_BAG_MODES = {"sum": "sum", "mean": "mean", "max": "max"}
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights=None, include_last_offset: bool = False,
+                  padding_idx=None):
+    """torch.nn.functional.embedding_bag: per bag of indices (the rows of a 2-d input, or the
+    runs of a 1-d input that `offsets` start), the sum, mean or max of their rows of `weight`
+    (EmbeddingBagBackward0), `per_sample_weights` weighting them in sum mode; an empty bag gives
+    zeros; positions holding padding_idx count for nothing. torch's checks and texts, in its
+    order. (The offsets' and indices' values are read: inside fg.compile a graph break.)"""
+    _check_tensor_args("embedding_bag", optional=("offsets", "per_sample_weights"), input=input, weight=weight,
+                       offsets=offsets, per_sample_weights=per_sample_weights)
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({_torch_size(per_sample_weights)}) is not None, "
+                         f"then it must have the same shape as the input ({_torch_size(input)})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed "
+                             f"length sequences. However, found offsets of type {_torch_class_text(offsets)}")
+        offsets = fg.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        raise NotImplementedError("fusegrad: F.embedding_bag's sparse gradients are not supported")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    for name, t in (("indices", input), ("indices", offsets)):
+        if t.dtype != fg.int64:
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar types: "
+                               f"Long, Int; but got {TORCH_TYPE_NAMES[t.dtype.name]} instead (while checking "
+                               "arguments for embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
+                           f"'per_sample_weights'; but type {TORCH_TYPE_NAMES[weight.dtype.name]} does not equal "
+                           f"{TORCH_TYPE_NAMES[per_sample_weights.dtype.name]} (while checking arguments for "
+                           "embedding_bag)")
+    bags, scale, num_bags = _bags_of(np.asarray(input.numpy()), np.asarray(offsets.numpy()), weight.size(0), mode,
+                                     include_last_offset, padding_idx, per_sample_weights)
+    if mode == "max":
+        return apply_op("embedding_bag_max", [weight, input, fg.tensor(bags)], {"num_bags": num_bags},
+                        "EmbeddingBagBackward0")[0]
+    weights = per_sample_weights if per_sample_weights is not None and padding_idx is None else \
+        (fg.tensor(scale, dtype=weight.dtype) if per_sample_weights is None else
+         per_sample_weights * fg.tensor(bags >= 0, dtype=weight.dtype))
+    return apply_op("embedding_bag", [weight, input, fg.tensor(bags), weights],
+                    {"num_bags": num_bags, "mode": mode, "scale_grad_by_freq": bool(scale_grad_by_freq)},
+                    "EmbeddingBagBackward0")
+
+
+def _torch_class_text(value) -> str:
+    return "<class 'torch.Tensor'>" if isinstance(value, fg.Tensor) else str(type(value))
+
+
+def _bags_of(indices: np.ndarray, offsets: np.ndarray, rows: int, mode: str, include_last_offset: bool,
+             padding_idx, per_sample_weights):
+    """(per index position its bag or -1, its weight in the bag's reduction, the bag count),
+    with torch's checks of the offsets and indices."""
+    count = indices.size
+    if offsets.size and offsets[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {offsets[0]}\n[ torch.LongTensor{{}} ]")
+    if offsets.size and offsets[-1] > count:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {count} but got offsets[-1] of "
+                           f"{offsets[-1]}")
+    bad = np.flatnonzero((indices < 0) | (indices >= rows))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {indices[bad[0]]} which is not in the valid range "
+                           f"[0, {rows})")
+    num_bags = max(offsets.size - 1, 0) if include_last_offset else offsets.size
+    ends = np.append(offsets[1:], count) if not include_last_offset else offsets[1:]
+    starts = offsets[:num_bags]
+    ends = ends[:num_bags]
+    if np.any(ends < starts):
+        raise RuntimeError("Expected i < index_size to be true, but got false.  (Could this error message be "
+                           "improved?  If so, please report an enhancement request to PyTorch.)")
+    bags = np.full(count, -1, np.int64)
+    for b, (start, end) in enumerate(zip(starts.tolist(), ends.tolist())):
+        bags[start:end] = b
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += rows
+        bags[indices == padding_idx] = -1
+    kept = bags >= 0
+    scale = kept.astype(np.float64)
+    if mode == "mean":
+        counts = np.bincount(bags[kept], minlength=num_bags)
+        scale[kept] = 1.0 / counts[bags[kept]]
+    return bags, scale, num_bags
 
 
 def _embedding_renorm_(weight, input, max_norm: float, norm_type: float) -> None:

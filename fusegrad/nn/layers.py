@@ -295,6 +295,78 @@ class Embedding(Module):
         return text
 
 
+class EmbeddingBag(Module):
+    """torch.nn.EmbeddingBag: a table of `num_embeddings` vectors (N(0, 1), the padding row
+    zeroed, as Embedding's) reduced per bag of indices by F.embedding_bag (mode 'mean' by
+    default, 'sum' or 'max')."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
+                 include_last_offset: bool = False, padding_idx=None, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        if padding_idx is not None:
+            if padding_idx > 0:
+                if padding_idx >= num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+            elif padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(fg.empty(num_embeddings, embedding_dim, dtype=dtype, device=device))
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight)
+        self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None):
+        """torch's EmbeddingBag.from_pretrained: the weight a Parameter over `embeddings`, frozen
+        unless `freeze=False`."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
+                  norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode, sparse=sparse,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def reset_parameters(self) -> None:
+        """N(0, 1) weights, the padding row zero (as Embedding's)."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with fg.no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        """F.embedding_bag of `input` (and `offsets`) with the module's table and options."""
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset,
+                               self.padding_idx)
+
+    def extra_repr(self) -> str:
+        """torch's: "10, 3, mode='mean'", with the options that differ from their defaults."""
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        text += f", mode='{self.mode}'"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text
+
+
 class LayerNorm(Module):
     """Layer normalisation over the trailing `normalized_shape` dims (F.layer_norm), with a
     learnable elementwise weight (ones) and bias (zeros) unless elementwise_affine=False."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType
+from ..types import TensorType, int64
 from .registry import MOVEMENT, OpDef, register
 
 
@@ -83,3 +83,93 @@ register(OpDef("embedding_dense_backward", MOVEMENT, _dense_backward_infer, _den
                doc="embedding_dense_backward(grad, indices; num_weights, padding_idx, scale_grad_by_freq): "
                    "embedding's gradient, each row's gradients added into its row (torch's op)",
                extra={"torch_edges": (0,)}))
+
+
+# ---------------------------------------------------------------- embedding_bag
+# The tracer (nn/functional's embedding_bag) turns offsets into, per index position, the bag it
+# belongs to (`bags`, -1 for positions no bag takes: padding_idx, past include_last_offset's end)
+# and its weight (`scale`: per_sample_weights or ones, 0 where skipped; in mean mode 1 / the
+# bag's count, which only the gradient reads: the forward divides the bag's sum, as torch).
+
+def _bag_infer(types, attrs):
+    weight, indices, bags, scale = types
+    return [TensorType((attrs["num_bags"], weight.shape[1]), weight.dtype)]
+
+
+def _bag_ref(weight, indices, bags, scale, num_bags, mode, scale_grad_by_freq):
+    _check_rows(weight.shape[0], indices)
+    keep = bags >= 0
+    out = np.zeros((num_bags, weight.shape[1]), weight.dtype)
+    rows = weight[indices[keep]]
+    if mode == "sum":
+        rows = rows * scale[keep][:, None].astype(weight.dtype)
+    np.add.at(out, bags[keep], rows)
+    if mode == "mean":
+        counts = np.bincount(bags[keep], minlength=num_bags).astype(weight.dtype)
+        out = out / np.maximum(counts, 1)[:, None]
+    return out
+
+
+def _bag_vjp(e, x, y, g, a, n):
+    """weight: each position's bag gradient times its scale, added into its row; scale (the
+    per-sample weights): the bag gradient dotted with the position's row."""
+    weight, indices, bags, scale = x
+    bag_rows = e.op("embedding", g[0], e.op("maximum", bags, e.const(0, bags)), padding_idx=None,
+                    scale_grad_by_freq=False)
+    grad_weight = None
+    if n[0]:
+        scaled = e.mul(bag_rows, e.reshape(e.cast(scale, weight.dtype), tuple(scale.shape) + (1,)))
+        grad_weight = e.op("embedding_dense_backward", scaled, indices, num_weights=weight.shape[0], padding_idx=None,
+                           scale_grad_by_freq=a["scale_grad_by_freq"])
+    grad_scale = None
+    if n[3]:
+        rows = e.op("embedding", weight, indices, padding_idx=None, scale_grad_by_freq=False)
+        kept = e.cast(e.op("ge", bags, e.const(0, bags)), scale.dtype)
+        grad_scale = e.mul(e.cast(e.sum(e.mul(bag_rows, rows), (1,)), scale.dtype), kept)
+    return [grad_weight, None, None, grad_scale]
+
+
+register(OpDef("embedding_bag", MOVEMENT, _bag_infer, _bag_ref, _bag_vjp, reference_only=True, nondiff_inputs=(1, 2),
+               doc="embedding_bag(weight, indices, bags, scale; num_bags, mode, scale_grad_by_freq): per bag, the sum (weighted by "
+                   "scale) or mean of its rows",
+               extra={"row_major_result": True, "torch_edges": (0, 3)}))
+
+
+def _bag_max_infer(types, attrs):
+    weight, indices, bags = types
+    shape = (attrs["num_bags"], weight.shape[1])
+    return [TensorType(shape, weight.dtype), TensorType(shape, int64)]
+
+
+def _bag_max_ref(weight, indices, bags, num_bags):
+    """(per bag and column the largest of its rows, the row it came from: -1 for an empty bag,
+    whose values are zeros); of equal values the first position's row, as torch's loop keeps."""
+    _check_rows(weight.shape[0], indices)
+    out = np.zeros((num_bags, weight.shape[1]), weight.dtype)
+    rows_of = np.full((num_bags, weight.shape[1]), -1, np.int64)
+    for position in np.flatnonzero(bags >= 0):
+        b, row = bags[position], indices[position]
+        better = (rows_of[b] < 0) | (weight[row] > out[b])
+        out[b] = np.where(better, weight[row], out[b])
+        rows_of[b] = np.where(better, row, rows_of[b])
+    return out, rows_of
+
+
+def _bag_max_vjp(e, x, y, g, a, n):
+    """weight: each bag's gradient added into the row its maximum came from, column by column."""
+    weight = x[0]
+    if not n[0]:
+        return [None, None, None]
+    rows_of = y[1]
+    found = e.op("ge", rows_of, e.const(0, rows_of))
+    index = e.where(found, rows_of, e.const(0, rows_of))
+    src = e.where(found, g[0], e.const(0, g[0]))
+    return [e.op("scatter_add", e.zeros_like(weight), index, src, axis=0), None, None]
+
+
+register(OpDef("embedding_bag_max", MOVEMENT, _bag_max_infer, _bag_max_ref, _bag_max_vjp, reference_only=True,
+               nondiff_inputs=(1, 2), nondiff_outputs=(1,),
+               doc="embedding_bag_max(weight, indices, bags; num_bags) -> (per bag the columnwise max of its rows, "
+                   "the rows they came from)",
+               # (torch's node lists the weight's edge and per_sample_weights', None in max mode)
+               extra={"row_major_result": True, "torch_edges": (0, 1)}))

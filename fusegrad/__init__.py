@@ -50,7 +50,8 @@ from fusegrad.tracer.misc_functions import (combinations, conj, corrcoef, cov, c
                                             vander)
 from fusegrad.tracer.linalg_functions import (addbmm, addmm, addmv, addr, baddbmm, cdist, chain_matmul, cross, det, dist,
                                               gcd, gcd_, inner, inverse, is_nonzero, is_same_size, lcm, lcm_, ldexp,
-                                              ldexp_, logdet, matrix_power, sinc, sinc_, slogdet, tensordot, vdot)
+                                              ldexp_, logdet, matrix_power, pdist, sinc, sinc_, slogdet, tensordot,
+                                              vdot)
 from fusegrad.tracer.scattering import (argwhere, count_nonzero, index_add, index_copy, index_fill, masked_scatter,
                                         masked_select, scatter, scatter_add, scatter_reduce, take, take_along_dim)
 from fusegrad.tracer.shape_functions import (block_diag, cartesian_prod, diag, diag_embed, diagflat, diagonal, diff,

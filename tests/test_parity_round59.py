@@ -1052,3 +1052,44 @@ def test_embedding_bag_compiled_matches_eager():
     got.backward()
     assert got.item() == pytest.approx(f(weight, indices, offsets).item(), rel=1e-6)
     assert _close_nested(weight.grad.tolist(), want.tolist())
+
+
+# ---------------------------------------------------------------- pdist
+
+def _pdist_outcome(L, p, dtype_name="float32", rows=((0., 1., 2.), (1., 1., 0.), (3., -1., 2.), (0., 1., 2.))):
+    x = L.tensor([list(r) for r in rows], dtype=getattr(L, dtype_name), requires_grad=True)
+    y = L.nn.functional.pdist(x, p)
+    (y * L.arange(float(y.numel()), dtype=getattr(L, dtype_name))).sum().backward()
+    return (y.tolist(), type(y.grad_fn).__name__, [type(n).__name__ for n, _ in y.grad_fn.next_functions],
+            x.grad.tolist())
+
+
+@pytest.mark.parametrize("p", [2, 1, 0, 0.5, 1.5, 3, float("inf")])
+def test_pdist_as_torch(p):
+    # (rows 0 and 3 are equal: a zero distance; p = inf has ties at the maximum)
+    for dtype_name in ("float32", "float64"):
+        assert _close_nested(_plain(_pdist_outcome(fg, p, dtype_name)), _plain(_pdist_outcome(torch, p, dtype_name)))
+
+
+def test_pdist_edges_and_errors_as_torch():
+    def calls(L):
+        x = L.tensor([[0., 1.], [2., 3.], [1., 1.]], requires_grad=True)
+
+        def twice():
+            g = L.autograd.grad(L.pdist(x).sum(), x, create_graph=True)[0]
+            return type(g.grad_fn).__name__, L.autograd.grad(g.pow(2).sum(), x)
+        return [twice, lambda: _pdist_outcome(L, 2, rows=((1., 2.),))[0], lambda: L.pdist(L.ones(2, 2, 2)),
+                lambda: L.pdist(L.ones(3)), lambda: L.pdist(L.ones(3, 2).long()), lambda: L.pdist(L.ones(3, 2), -1)]
+    assert [_result_or_error(c) for c in calls(fg)] == [_result_or_error(c) for c in calls(torch)]
+
+
+def test_pdist_compiled_matches_eager():
+    x = fg.tensor([[0., 1.], [2., 3.], [1., 1.]], requires_grad=True)
+    want = fg.autograd.grad((fg.pdist(x, 3) * 2).sum(), x)[0]
+    got = fg.compile(lambda x: (fg.pdist(x, 3) * 2).sum())(x)
+    got.backward()
+    assert _close_nested(x.grad.tolist(), want.tolist())
+    # (zero rows: no pairs and a zero gradient, where torch's backward crashes the process)
+    empty = fg.ones(0, 3, requires_grad=True)
+    fg.pdist(empty).sum().backward()
+    assert tuple(empty.grad.shape) == (0, 3)

@@ -412,6 +412,20 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary") -> 
     return apply_op("cdist", [a, b], {"p": float(p)}, "CdistBackward0")       # (ir/ops/reduce.py)
 
 
+def pdist(input, p=2) -> Tensor:
+    """torch.pdist / F.pdist: the p-norm distance of each pair of rows i < j of a 2-d input, in
+    row-major pair order (PdistBackward0)."""
+    a = F.as_tensor(input, "pdist", "input")
+    if a.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {a.dim()}D")
+    if not a._dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    p = _scalar(p, "pdist", "p")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    return apply_op("pdist", [a], {"p": float(p)}, "PdistBackward0")       # (ir/ops/reduce.py)
+
+
 # ------------------------------------------------------------------ det, inverse, slogdet, logdet, matrix_power
 def _square(t: Tensor, fn: str, needs_float: bool = True) -> None:
     if t.dim() < 2:

@@ -1064,6 +1064,7 @@ from .activations import (celu, celu_, elu_, glu, gumbel_softmax, hardshrink, ha
 from .losses import (cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
                      huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_soft_margin_loss,
                      pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+from fusegrad.tracer.linalg_functions import pdist  # noqa: E402,F401  (torch.nn.functional.pdist)
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: E402,F401
                       adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool1d, avg_pool2d,

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import threaded, torch_order_jit
 from ..types import TensorType, int64
-from .registry import COMPOSITE, REDUCE, OpDef, broadcast_shapes, register
+from .registry import (COMPOSITE, OPAQUE, REDUCE, NoDerivativeNotImplementedError, OpDef, broadcast_shapes,
+                       register)
 
 
 def reduced_shape(shape, axes, keepdim):
@@ -856,3 +857,67 @@ _declare_distance("dist", False, (("in", 1), ("out", 0), ("in", 0)),
                   "dist(a, b; p): the p-norm of a - b (broadcast), a 0-d tensor")
 _declare_distance("cdist", True, (("out", 0), ("in", 0), ("in", 1)),
                   "cdist(a, b; p): the p-norm distance of each row of a [..., P, M] to each of b [..., R, M]")
+
+
+# ------------------------------------------------------------------ pdist
+# torch's pdist: the distances of x's rows to each other above the diagonal, in row-major pair
+# order. Its gradient is torch's _pdist_backward, an op of its own whose derivative torch does
+# not define (a second derivative through pdist raises its NotImplementedError).
+
+def _pdist_infer(types, attrs):
+    (x,) = types
+    n = x.shape[0]
+    return [TensorType((n * (n - 1) // 2,), x.dtype)]
+
+
+def _pdist_ref(x, p):
+    first, second = np.triu_indices(x.shape[0], 1)
+    diff = np.subtract(x[first], x[second])
+    return _norm_ref(diff, p, (1,), False)
+
+
+def _pdist_vjp(e, x, y, g, a, n):
+    return [e.op("pdist_backward", g[0], x[0], y[0], p=a["p"]) if n[0] else None]
+
+
+def _pdist_backward_infer(types, attrs):
+    return [types[1]]
+
+
+def _pdist_backward_ref(grad, x, dist, p):
+    """torch's _pdist_backward: per pair, the derivative of its distance by each difference
+    (torch's formula for p = 0, 1, < 2, 2, inf and the rest, zero where the distance is), added
+    to the pair's first row and taken from its second."""
+    first, second = np.triu_indices(x.shape[0], 1)
+    diff = np.subtract(x[first], x[second])
+    g, d = grad[:, None], dist[:, None]
+    with np.errstate(all="ignore"):
+        if p == 0:
+            per = np.zeros_like(diff)
+        elif p == 1:
+            per = g * np.sign(diff)
+        elif math.isinf(p):
+            per = g * np.sign(diff) * (np.abs(diff) == d)
+        elif p == 2:
+            per = np.where(d == 0, 0, g * diff / d)
+        elif p < 2:
+            per = np.where((d == 0) | ((diff == 0) & (p < 1)), 0,
+                           np.sign(diff) * np.abs(diff) ** (p - 1) * g / d ** (p - 1))
+        else:
+            per = np.where(d == 0, 0, diff * np.abs(diff) ** (p - 2) * g / d ** (p - 1))
+    out = np.zeros_like(x)
+    np.add.at(out, first, per.astype(x.dtype))
+    np.subtract.at(out, second, per.astype(x.dtype))
+    return out
+
+
+def _pdist_backward_vjp(e, x, y, g, a, n):
+    raise NoDerivativeNotImplementedError("the derivative for '_pdist_backward' is not implemented.")
+
+
+register(OpDef("pdist_backward", OPAQUE, _pdist_backward_infer, _pdist_backward_ref, _pdist_backward_vjp,
+               reference_only=True, doc="pdist_backward(grad, x, dist; p): pdist's gradient (torch's _pdist_backward)",
+               extra={"row_major_result": True}))
+register(OpDef("pdist", OPAQUE, _pdist_infer, _pdist_ref, _pdist_vjp, reference_only=True,
+               doc="pdist(x; p): the p-norm distance of each pair of x's rows i < j, in row-major pair order",
+               extra={"row_major_result": True, "always_saves": (("in", 0), ("out", 0))}))

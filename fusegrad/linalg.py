@@ -536,20 +536,13 @@ def vander(x, *, N=None) -> Tensor:
     return F.cat([ones_like(powers[..., :1]), powers], -1)
 
 
-def _prod(values) -> int:
-    total = 1
-    for v in values:
-        total *= v
-    return total
-
-
 def tensorinv(A, ind=2, *, out=None) -> Tensor:
     """torch.linalg.tensorinv: the inverse of A read as a matrix of its first `ind` dims by the
     others; the result's shape is A.shape[ind:] + A.shape[:ind]."""
     _no_out(out, "linalg.tensorinv")
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
-    rows, columns = _prod(A.shape[:ind]), _prod(A.shape[ind:])
+    rows, columns = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != columns:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {columns} != {rows}")
@@ -564,8 +557,8 @@ def tensorsolve(A, B, dims=None, *, out=None) -> Tensor:
         dims = [d % A.dim() for d in dims]
         A = A.permute(*[d for d in range(A.dim()) if d not in dims], *dims)
     result_shape = A.shape[B.dim():]
-    rows = _prod(B.shape)
-    if rows != _prod(result_shape):
+    rows = math.prod(B.shape)
+    if rows != math.prod(result_shape):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
-                           f"prod(self.shape[:other.ndim]), but got {_prod(result_shape)} != {rows}")
+                           f"prod(self.shape[:other.ndim]), but got {math.prod(result_shape)} != {rows}")
     return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(result_shape)

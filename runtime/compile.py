@@ -1258,7 +1258,7 @@ def _unsaved_no_grad_view_checks(trace: Trace, saved: list) -> list:
         return []
     read = {v.id for v in saved}
     return [(v, trace.no_grad_view_counters[v.id], trace.no_grad_view_where(v))
-            for v in trace.no_grad_view_values.values() if v.id not in read and v.id in trace.no_grad_view_counters]
+            for v in trace.no_grad_view_values.values() if v.id not in read]
 
 
 def _idle_checks(trace: Trace, instrs: list, out_values: list, wrt: list, gone: list, boundary: list,

@@ -987,6 +987,8 @@ def _embedding_bag_cases(L):
         "max": run(lambda W, p: F.embedding_bag(inp(), W, off(), mode="max")),
         "2d": run(lambda W, p: F.embedding_bag(inp().reshape(2, 4), W)),
         "psw": run(lambda W, p: F.embedding_bag(inp(), W, off(), mode="sum", per_sample_weights=p), psw=True),
+        "psw pad": run(lambda W, p: F.embedding_bag(inp(), W, off(), mode="sum", per_sample_weights=p, padding_idx=2),
+                       psw=True),
         "last": run(lambda W, p: F.embedding_bag(inp(), W, L.tensor([0, 3, 3, 8]), include_last_offset=True)),
         "pad": run(lambda W, p: F.embedding_bag(inp(), W, off(), padding_idx=2)),
         "pad sum": run(lambda W, p: F.embedding_bag(inp(), W, off(), padding_idx=4, mode="sum")),

@@ -844,19 +844,22 @@ def one_hot(tensor, num_classes: int = -1):
     return (values.unsqueeze(-1) == classes).long()
 
 
+def _padding_row(padding_idx, num_embeddings: int, name: str):
+    """A table's padding row (a negative one counted from the end), with torch's AssertionError
+    outside the table (Embedding's text says `Padding_idx`, EmbeddingBag's `padding_idx`)."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings and padding_idx != 0:
+        raise AssertionError(f"{name} must be within num_embeddings")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False):
     """Rows `weight[input]` (EmbeddingBackward0); the row at `padding_idx` gets no gradient, and
     with `scale_grad_by_freq` each row's gradient is divided by its index's count in `input`."""
     _check_tensor_args("embedding", input=input, weight=weight)
-    if padding_idx is not None:
-        if padding_idx > 0:
-            if padding_idx >= weight.size(0):
-                raise AssertionError("Padding_idx must be within num_embeddings")
-        elif padding_idx < 0:
-            if padding_idx < -weight.size(0):
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx = weight.size(0) + padding_idx
+    padding_idx = _padding_row(padding_idx, weight.size(0), "Padding_idx")
     if sparse:
         raise NotImplementedError("fusegrad: F.embedding's sparse gradients are not supported")
     if weight.dim() != 2:
@@ -930,13 +933,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                            f"{TORCH_TYPE_NAMES[per_sample_weights.dtype.name]} (while checking arguments for "
                            "embedding_bag)")
     bags, scale, num_bags = _bags_of(np.asarray(input.numpy()), np.asarray(offsets.numpy()), weight.size(0), mode,
-                                     include_last_offset, padding_idx, per_sample_weights)
+                                     include_last_offset, padding_idx)
     if mode == "max":
         return apply_op("embedding_bag_max", [weight, input, fg.tensor(bags)], {"num_bags": num_bags},
                         "EmbeddingBagBackward0")[0]
-    weights = per_sample_weights if per_sample_weights is not None and padding_idx is None else \
-        (fg.tensor(scale, dtype=weight.dtype) if per_sample_weights is None else
-         per_sample_weights * fg.tensor(bags >= 0, dtype=weight.dtype))
+    weights = fg.tensor(scale, dtype=weight.dtype) if per_sample_weights is None else per_sample_weights
     return apply_op("embedding_bag", [weight, input, fg.tensor(bags), weights],
                     {"num_bags": num_bags, "mode": mode, "scale_grad_by_freq": bool(scale_grad_by_freq)},
                     "EmbeddingBagBackward0")
@@ -947,7 +948,7 @@ def _torch_class_text(value) -> str:
 
 
 def _bags_of(indices: np.ndarray, offsets: np.ndarray, rows: int, mode: str, include_last_offset: bool,
-             padding_idx, per_sample_weights):
+             padding_idx):
     """(per index position its bag or -1, its weight in the bag's reduction, the bag count),
     with torch's checks of the offsets and indices."""
     count = indices.size

@@ -226,16 +226,6 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-def _padding_row(padding_idx, num_embeddings: int, name: str):
-    """A table's padding row (a negative one counted from the end), with torch's AssertionError
-    outside the table (Embedding's text says `Padding_idx`, EmbeddingBag's `padding_idx`)."""
-    if padding_idx is None:
-        return None
-    if not -num_embeddings <= padding_idx < num_embeddings and padding_idx != 0:
-        raise AssertionError(f"{name} must be within num_embeddings")
-    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
-
-
 class Embedding(Module):
     """A table of `num_embeddings` vectors of size `embedding_dim`, looked up by index
     (F.embedding); initialised N(0, 1) from the generator, the padding row zeroed."""
@@ -245,7 +235,7 @@ class Embedding(Module):
                  _weight=None, _freeze: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        padding_idx = _padding_row(padding_idx, num_embeddings, "Padding_idx")
+        padding_idx = F._padding_row(padding_idx, num_embeddings, "Padding_idx")
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
@@ -309,7 +299,7 @@ class EmbeddingBag(Module):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
-        self.padding_idx = _padding_row(padding_idx, num_embeddings, "padding_idx")
+        self.padding_idx = F._padding_row(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = Parameter(fg.empty(num_embeddings, embedding_dim, dtype=dtype, device=device))
             self.reset_parameters()

@@ -164,6 +164,11 @@ class LazyModuleMixin:
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self._register_initialize_hook()
+
+    def _register_initialize_hook(self) -> None:
+        """The forward pre-hook that initializes the parameters at the first call (the lazy
+        modules whose constructors bypass this __init__ call it at their end)."""
         self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
 
     def has_uninitialized_params(self) -> bool:
@@ -224,10 +229,12 @@ class _LazyConvXdMixin(LazyModuleMixin):
             super().reset_parameters()
 
     def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
+        """The end of a lazy convolution's constructor (after the eager one's, with no channels)."""
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_channels = out_channels
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._register_initialize_hook()
 
     def _get_in_channels(self, input) -> int:
         no_batch = self._nd + 1
@@ -266,11 +273,8 @@ def _lazy_conv(name: str, eager: type, transposed: bool):
                            dtype)
             self._lazy_init(out_channels, bias, device, dtype)
 
-    def mixin_init(self, *args, **kwargs) -> None:
-        __init__(self, *args, **kwargs)
-        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
     cls = type(name, (_LazyConvXdMixin, eager), {
-        "__init__": mixin_init, "cls_to_become": eager,
+        "__init__": __init__, "cls_to_become": eager,
         "__doc__": f"torch.nn.{name}: {eager.__name__} whose in_channels come from the first input."})
     cls.__module__ = __name__
     return cls
@@ -298,7 +302,7 @@ class _LazyNormBase(LazyModuleMixin):
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             self.num_batches_tracked = fg.tensor(0, dtype=fg.int64)
-        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
+        self._register_initialize_hook()
 
     def reset_parameters(self) -> None:
         """The norm's, once the parameters have their shapes."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fusegrad as fg
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.pool import pool_output_size
+from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.tracer.dispatch import apply_op
 
 from . import functional as F
@@ -78,6 +79,11 @@ def _check_pool2d(input, kernel, stride, padding, dilation, ceil_mode, fn: str) 
     return out
 
 
+def _omitted(stride) -> bool:
+    """Whether a pool's stride was left out (None, or torch's empty default)."""
+    return stride is None or stride == () or stride == []
+
+
 def _no_bool(input, fn: str) -> None:
     if input.dtype is fg.bool:
         raise NotImplementedError(f"\"{fn}\" not implemented for 'Bool'")
@@ -96,7 +102,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kernel; with return_indices, (values, flat indices into each H x W plane)."""
     F._check_tensor_args("max_pool2d", input=input)
     kernel = _pair_arg(kernel_size, "max_pool2d", "kernel_size")
-    stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "max_pool2d", "stride",
+    stride = kernel if _omitted(stride) else _pair_arg(stride, "max_pool2d", "stride",
                                                                                       True)
     values, indices = _max_pool2d(input, kernel, stride, _pair_arg(padding, "max_pool2d", "padding"),
                                   _pair_arg(dilation, "max_pool2d", "dilation"), ceil_mode)
@@ -119,7 +125,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                            f"input, but got:{list(input.shape)}")
     k = _int1(kernel_size, "max_pool1d", "kernel_size")
-    s = k if stride is None or stride == () or stride == [] else _int1(stride, "max_pool1d", "stride")
+    s = k if _omitted(stride) else _int1(stride, "max_pool1d", "stride")
     p, d = _int1(padding, "max_pool1d", "padding"), _int1(dilation, "max_pool1d", "dilation")
     for ok, text in ((k > 0, f"kernel_size must be greater than zero, but got {k}"),
                      (s > 0, f"stride must be greater than zero, but got {s}"),
@@ -144,7 +150,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     integer inputs divide truncating, as torch's."""
     F._check_tensor_args("avg_pool2d", input=input)
     kernel = _pair_arg(kernel_size, "avg_pool2d", "kernel_size")
-    stride = kernel if stride is None or stride == () or stride == [] else _pair_arg(stride, "avg_pool2d", "stride",
+    stride = kernel if _omitted(stride) else _pair_arg(stride, "avg_pool2d", "stride",
                                                                                       True)
     padding = _pair_arg(padding, "avg_pool2d", "padding")
     if divisor_override is not None and divisor_override == 0:
@@ -168,7 +174,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     F._check_tensor_args("avg_pool1d", input=input)
     _check_1d(input, "avg_pool1d")
     k = _int1(kernel_size, "avg_pool1d", "kernel_size")
-    s = k if stride is None or stride == () or stride == [] else _int1(stride, "avg_pool1d", "stride")
+    s = k if _omitted(stride) else _int1(stride, "avg_pool1d", "stride")
     p = _int1(padding, "avg_pool1d", "padding")
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
 
@@ -213,7 +219,7 @@ def _check_adaptive(input, fn: str, nd: int = 2, kernel_name: str | None = None)
                                f"has sizes {list(input.shape)} with dimension {dim} being empty")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"{kernel_name or fn}\" not implemented for "
-                                  f"'{ {'int64': 'Long', 'bool': 'Bool'}[input.dtype.name]}'")
+                                  f"'{TORCH_SCALAR_NAMES[input.dtype.name]}'")
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -322,10 +328,6 @@ def _check_pool3d(input, kernel, stride, padding, dilation, ceil_mode, kernel_na
     return out
 
 
-def _omitted(stride) -> bool:
-    return stride is None or stride == () or stride == []
-
-
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool3d over (N, C, D, H, W) or (C, D, H, W); stride defaults to
     the kernel; with return_indices, (values, flat indices into each D x H x W volume)."""
@@ -423,7 +425,7 @@ def _max_unpool(input, indices, output_size, nd: int):
     """torch's max_unpooling2d/3d: their checks in their order, then one MaxUnpool{nd}DBackward0 node."""
     ranks = f"{nd + 1}d or {nd + 2}d"
     if indices.dtype is not fg.int64:
-        suffix = f" but got: {_SCALAR_NAMES[indices.dtype.name]}" if nd == 2 else ""
+        suffix = f" but got: {TORCH_SCALAR_NAMES[indices.dtype.name]}" if nd == 2 else ""
         raise RuntimeError(f"elements in indices should be type int64{suffix}")
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Input to max_unpooling{nd}d should be a {ranks} Tensor, but got a tensor with "
@@ -432,12 +434,9 @@ def _max_unpool(input, indices, output_size, nd: int):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
     if input.dtype is fg.int64 or input.dtype is fg.bool:
-        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{_SCALAR_NAMES[input.dtype.name]}'")
+        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{TORCH_SCALAR_NAMES[input.dtype.name]}'")
     return apply_op("max_unpool", [input, indices], {"output_size": tuple(int(s) for s in output_size)},
                     f"MaxUnpool{nd}DBackward0")
-
-
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 def _unpool_arguments(input, kernel_size, stride, padding, output_size, nd: int):

@@ -88,8 +88,9 @@ register(OpDef("embedding_dense_backward", MOVEMENT, _dense_backward_infer, _den
 # ---------------------------------------------------------------- embedding_bag
 # The tracer (nn/functional's embedding_bag) turns offsets into, per index position, the bag it
 # belongs to (`bags`, -1 for positions no bag takes: padding_idx, past include_last_offset's end)
-# and its weight (`scale`: per_sample_weights or ones, 0 where skipped; in mean mode 1 / the
-# bag's count, which only the gradient reads: the forward divides the bag's sum, as torch).
+# and its weight (`scale`: per_sample_weights or ones; in mean mode 1 / the bag's count, which
+# only the gradient reads: the forward divides the bag's sum, as torch). Positions with bag -1
+# count for nothing in the forward and get no gradient, whatever their weight.
 
 def _bag_infer(types, attrs):
     weight, indices, bags, scale = types
@@ -116,15 +117,17 @@ def _bag_vjp(e, x, y, g, a, n):
     weight, indices, bags, scale = x
     bag_rows = e.op("embedding", g[0], e.op("maximum", bags, e.const(0, bags)), padding_idx=None,
                     scale_grad_by_freq=False)
+    # (positions no bag takes get nothing, whatever their per-sample weight)
+    kept = e.cast(e.op("ge", bags, e.const(0, bags)), scale.dtype)
     grad_weight = None
     if n[0]:
-        scaled = e.mul(bag_rows, e.reshape(e.cast(scale, weight.dtype), tuple(scale.shape) + (1,)))
+        weights = e.cast(e.mul(scale, kept), weight.dtype)
+        scaled = e.mul(bag_rows, e.reshape(weights, tuple(scale.shape) + (1,)))
         grad_weight = e.op("embedding_dense_backward", scaled, indices, num_weights=weight.shape[0], padding_idx=None,
                            scale_grad_by_freq=a["scale_grad_by_freq"])
     grad_scale = None
     if n[3]:
         rows = e.op("embedding", weight, indices, padding_idx=None, scale_grad_by_freq=False)
-        kept = e.cast(e.op("ge", bags, e.const(0, bags)), scale.dtype)
         grad_scale = e.mul(e.cast(e.sum(e.mul(bag_rows, rows), (1,)), scale.dtype), kept)
     return [grad_weight, None, None, grad_scale]
 

@@ -1044,16 +1044,23 @@ def test_embedding_bag_ignores_indices_past_the_last_offset():
     assert weight.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [2.0, 2.0], [1.0, 1.0]]
 
 
-def test_embedding_bag_compiled_matches_eager():
-    def f(weight, indices, offsets):
-        return (fg.nn.functional.embedding_bag(indices, weight, offsets, mode="mean") * fg.arange(8.).reshape(4, 2)).sum()
+@pytest.mark.parametrize("mode", ["mean", "sum", "max"])
+def test_embedding_bag_compiled_matches_eager(mode):
+    """Both ops (embedding_bag, embedding_bag_max) compiled against eager, per_sample_weights'
+    gradient too in sum mode."""
+    def f(weight, indices, offsets, weights):
+        out = fg.nn.functional.embedding_bag(indices, weight, offsets, mode=mode, per_sample_weights=weights)
+        return (out * fg.arange(8.).reshape(4, 2)).sum()
     weight = fg.arange(12.).reshape(6, 2).requires_grad_()
+    weights = fg.arange(8.).requires_grad_() if mode == "sum" else None
+    leaves = [weight] if weights is None else [weight, weights]
     indices, offsets = fg.tensor([1, 2, 4, 5, 4, 3, 2, 0]), fg.tensor([0, 3, 3, 6])
-    want = fg.autograd.grad(f(weight, indices, offsets), weight)[0]
-    got = fg.compile(f)(weight, indices, offsets)
+    want = fg.autograd.grad(f(weight, indices, offsets, weights), leaves)
+    got = fg.compile(f)(weight, indices, offsets, weights)
     got.backward()
-    assert got.item() == pytest.approx(f(weight, indices, offsets).item(), rel=1e-6)
-    assert _close_nested(weight.grad.tolist(), want.tolist())
+    assert got.item() == pytest.approx(f(weight, indices, offsets, weights).item(), rel=1e-6)
+    for leaf, grad in zip(leaves, want):
+        assert _close_nested(leaf.grad.tolist(), grad.tolist())
 
 
 # ---------------------------------------------------------------- pdist

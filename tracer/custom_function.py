@@ -33,7 +33,7 @@ from fusegrad.ir import TensorType
 from fusegrad.ir.ops import expands_to, unbroadcast_axes
 from fusegrad.ir.program import freeze_attrs
 
-from . import trace_state
+from . import saved_hooks, trace_state
 from .dispatch import edge_of
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .node import Node, SavedTensor, _FREED_MSG
@@ -67,6 +67,9 @@ class FunctionCtx:
         from .saved_checks import modified_error, output_of
         out = []
         for k, (t, slot) in enumerate(saved):
+            if isinstance(slot, saved_hooks.PackedSaved):
+                out.append(slot.unpacked())
+                continue
             if slot is not None and slot.box[0] != slot.version:
                 # (a saved output of this function is named by this node, as torch's: "output 0
                 # of MyExp" after a later y.add_(1); a saved input by its history now)
@@ -324,6 +327,9 @@ def _attach(node: BackwardCFunction, tensors: list, output):
                   tuple(edge_of(t) if t.requires_grad else None for t in tensors), (None,) * len(tensors), {})
     to_save = node.__dict__.pop("_to_save", ())
     node._saved_slots = [(t, None if t is None else SavedTensor(t._concrete(), t._vbox, t)) for t in to_save]
+    if saved_hooks.HOOKS:
+        # (torch packs what save_for_backward kept through saved_tensors_hooks, in order)
+        node._saved_slots = [(t, slot if t is None else saved_hooks.pack_tensor(t)) for t, slot in node._saved_slots]
     node._had_saved = bool(to_save)
     for n, (k, o) in enumerate(out_tensors):
         if k in frozen or not o.dtype.is_floating_point:

@@ -22,6 +22,7 @@ from . import trace_state
 from .hooks import ANY_NODE_HOOKS
 from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, check_inference_saved,
                         is_grad_enabled, is_inference_mode_enabled, is_inference_tensor, mark_inference)
+from .saved_hooks import HOOKS as SAVED_HOOKS, pack_node
 from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inputs, node_class, saved_slots, short_name
 from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
                      replay_on_ids, torch_strides)
@@ -420,6 +421,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
                     t._grad_fn, t._requires_grad = node, True
                 else:
                     set_history(t, node, 0)
+            if SAVED_HOOKS:                 # saved_tensors_hooks: the node keeps what pack_hook gives
+                pack_node(node, outs)
             return outs[0]
         k = 0
         for t in outs:
@@ -431,6 +434,8 @@ def _run_plan(plan: _Plan, inputs, attrs):
                 else:
                     set_history(t, node, k)
             k += 1
+        if SAVED_HOOKS:
+            pack_node(node, outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -612,6 +617,8 @@ def _apply_general(op: str, inputs: list, attrs: dict, name, out):
             # Integer and bool results never require grad (torch).
             if k not in opdef.nondiff_outputs and t._dtype.is_floating_point:
                 set_history(t, node, k)
+        if SAVED_HOOKS:
+            pack_node(node, outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -819,7 +826,7 @@ def _inplace_on_view(op, inputs, attrs, name, view):
     fill = name in _FILLS
     _write_inplace(view, result._data, op, fill)
     node = result._grad_fn
-    if node is not None and ("out", 0) in node.saved:
+    if node is not None and ("out", 0) in node.saved and not SAVED_HOOKS:
         # an op that saves its output (exp_, tanh_, sigmoid_, relu_, sqrt_) saves the view itself
         # in torch: a later write to the view or its base makes the backward raise
         node.saved[("out", 0)] = SavedTensor(view._data, view._vbox)

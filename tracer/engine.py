@@ -30,6 +30,7 @@ from .grad_mode import TRANSFORMS_RUNNING, enable_grad, no_grad
 from .layout import elementwise_layout
 from .ready_queue import ReadyQueue
 from .hooks import ANY_LEAF_HOOKS, ANY_NODE_HOOKS, NODE_HOOKS
+from .saved_hooks import PackedSaved
 from .node import ANOMALY, SHAPES_CHANGED, AccumulateGrad, SavedTensor, StatefulNode, _FREED_MSG
 from .parser_errors import type_name
 from .tensor import Tensor
@@ -82,8 +83,8 @@ class GraphProgram:
                         self.bindings[v.id] = const
                 elif ("in", i) in node.saved:
                     saved, held = node.saved[("in", i)], self.bindings.get(v.id)
-                    if isinstance(held, SavedTensor) and (held.box is not saved.box or
-                                                          held.version != saved.version):
+                    if isinstance(held, SavedTensor) and type(saved) is not PackedSaved and \
+                            (held.box is not saved.box or held.version != saved.version):
                         # The node saved a copy of its own (an in-place op's self from before its
                         # write), or the tensor at another version (a leaf written under no_grad
                         # between two nodes that saved it): its VJP reads that, through an

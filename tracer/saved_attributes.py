@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 import weakref
 
+from .saved_hooks import PackedSaved
+
 import numpy as np
 
 _RESULT = {"result": "out0"}
@@ -161,6 +163,8 @@ def _saved_tensor(node, where: str):
         if output or index >= len(node.consts) or node.consts[index] is None:
             return None                 # not saved: its reader's gradient is not needed
         return _wrapped_number(node.consts[index])
+    if isinstance(saved, PackedSaved):
+        return saved.unpacked()         # (torch's attribute calls unpack_hook)
     if saved.box[0] != saved.version:
         # (the version check only: torch's attribute, unlike a backward, lets a tensor detached
         # in place since be read, so saved_checks._checked_array is not the check here)

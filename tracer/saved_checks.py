@@ -16,8 +16,9 @@ from fusegrad.ir.types import EXPAND_TYPE_NAMES
 from fusegrad.ir.verifier import free_values
 
 from .dispatch import apply_op, refresh_view_history
-from .grad_mode import ARGUMENT_LEAVES_LEFT
+from .grad_mode import ARGUMENT_LEAVES_LEFT, no_grad
 from .node import AccumulateGrad, SavedTensor, _FREED_MSG, saved_slots, short_name
+from .saved_hooks import PackedSaved
 from .tensor import Tensor
 
 if TYPE_CHECKING:
@@ -173,6 +174,9 @@ def _current_array(saved):
     """A saved value's array. torch's node saves a promoted operand itself, not the copy
     promotion made, so a write of its memory that bumps no version (`x32.data.copy_(...)`)
     reaches the backward: such a copy is made again from the operand's memory."""
+    if type(saved) is PackedSaved:
+        with no_grad():             # (torch's engine unpacks in the backward's grad mode: off)
+            return saved.array
     source = _promoted_source(saved)
     if source is not None and source._data is not None:
         return source._data.astype(saved.array.dtype)
@@ -353,7 +357,12 @@ def _output_tensor(graph: GraphProgram, v: Value, saved) -> Tensor:
     """A saved output as a tensor carrying its node's history (for create_graph)."""
     for (node, k), value in graph.values.items():
         if value is v:
-            t = Tensor._wrap(saved.array)
+            array = saved.array
+            if isinstance(node, AccumulateGrad) and saved.tensor is None and node.variable.requires_grad:
+                # a leaf's value packed by saved_tensors_hooks: torch's unpacked tensor takes the
+                # leaf's gradient edge; here it is the leaf itself (its values unless written since)
+                return node.variable
+            t = Tensor._wrap(array)
             t._vbox = saved.box
             if not isinstance(node, AccumulateGrad):
                 t._grad_fn, t._output_nr, t._requires_grad = node, k, True

@@ -109,6 +109,7 @@ from fusegrad import return_types  # noqa: E402  (torch.return_types: max(dim) /
 from fusegrad import special  # noqa: E402  (torch.special: gammaln, erfinv, i0e, ndtri, xlog1py...)
 from fusegrad import distributions  # noqa: E402  (torch.distributions: Normal, Categorical, kl_divergence...)
 from fusegrad import linalg  # noqa: E402  (torch.linalg: norms, solvers, decompositions)
+from fusegrad.tracer.weight_norm import _weight_norm, norm_except_dim  # noqa: E402,F401  (torch's weight normalisation functions)
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

@@ -274,10 +274,11 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """input / max(||input||_p over dim, eps), as torch's Python (the norm, clamp_min, expand_as
-    and a division: DivBackward0). `out` is not supported (it would make it non-differentiable)."""
-    if out is not None:
-        raise NotImplementedError("fusegrad: F.normalize(out=...) is not supported; use its result")
+    and a division: DivBackward0); with `out`, the division writes into it (torch's div(out=):
+    its error where an argument requires grad)."""
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is not None:
+        return fg.div(input, denom, out=out)
     return input / denom
 
 

@@ -1,5 +1,6 @@
 """torch.nn.utils (its rnn submodule: rnn.py): gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) and its
-`parameters_to_vector` / `vector_to_parameters`.
+`parameters_to_vector` / `vector_to_parameters`; parametrizations (parametrize.py, parametrizations.py: weight and
+spectral normalisation) and their older hook forms (norm_hooks.py); module fusion (fusion.py).
 
 Both scale or clamp each parameter's `.grad` in place under `no_grad` with
 public Tensor ops and never read a value back (the clip coefficient is
@@ -18,10 +19,13 @@ from fusegrad.tracer.user_frame import user_stacklevel
 from ..module import typename
 from . import fusion, rnn  # noqa: E402,F401  (torch.nn.utils.rnn: pad_sequence, unpad_sequence)
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
+from . import parametrizations, parametrize  # noqa: E402,F401  (torch.nn.utils.parametrize / parametrizations)
+from .norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
 
 __all__ = ["rnn", "fusion", "clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "skip_init", "fuse_conv_bn_eval",
-           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "parametrize", "parametrizations",
+           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
 
 def _as_list(parameters) -> list:

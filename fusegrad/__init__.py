@@ -110,6 +110,14 @@ from fusegrad import special  # noqa: E402  (torch.special: gammaln, erfinv, i0e
 from fusegrad import distributions  # noqa: E402  (torch.distributions: Normal, Categorical, kl_divergence...)
 from fusegrad import linalg  # noqa: E402  (torch.linalg: norms, solvers, decompositions)
 from fusegrad.tracer.weight_norm import _weight_norm, norm_except_dim  # noqa: E402,F401  (torch's weight normalisation functions)
+# torch's top-level aten forms of nn.functional ops (aten signatures: torch.dropout(x, p, train),
+# torch.kl_div(a, b, 1), torch.embedding(weight, indices)...) and Tensor.hardshrink/prelu/pinverse/matrix_exp
+from fusegrad.aten_forms import (adaptive_max_pool1d, alpha_dropout, alpha_dropout_, batch_norm,  # noqa: E402
+                                 binary_cross_entropy_with_logits, channel_shuffle, constant_pad_nd,
+                                 cosine_embedding_loss, dropout, dropout_, embedding, feature_alpha_dropout,
+                                 feature_alpha_dropout_, feature_dropout, feature_dropout_, hinge_embedding_loss,
+                                 instance_norm, kl_div, margin_ranking_loss, matrix_exp, max_pool1d_with_indices,
+                                 native_channel_shuffle, pinverse, poisson_nll_loss, rms_norm, triplet_margin_loss)
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

@@ -59,3 +59,8 @@ __all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTra
 __all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "EmbeddingBag"]
 __all__ += ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
             "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
+from .padding import ChannelShuffle, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+from .losses import MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402
+
+__all__ += ["ChannelShuffle", "UpsamplingBilinear2d", "UpsamplingNearest2d", "MultiLabelMarginLoss",
+            "TripletMarginWithDistanceLoss"]

@@ -731,7 +731,19 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if tuple(target.size()) != tuple(input.size()):
         raise ValueError(f"Target size ({_torch_size(target)}) must be the same as input size ({_torch_size(input)})")
+    return _bce_with_logits(input, target, weight, reduction, pos_weight)
+
+
+def _bce_with_logits(input, target, weight, reduction: str, pos_weight):
+    """torch's C++ binary_cross_entropy_with_logits (torch.binary_cross_entropy_with_logits):
+    without F's check of the sizes, the input broadcast to the target's shape (torch computes
+    into the target's shape: its in-place error where the broadcast is larger)."""
     _check_tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
+    if tuple(target.shape) != tuple(input.shape):
+        joint = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        if tuple(joint) != tuple(target.shape):
+            raise broadcast_shape_error(tuple(target.shape), joint)
+        input = input.expand(tuple(joint))
     for position, (name, w) in enumerate((("weight", weight), ("pos_weight", pos_weight)), start=3):
         if w is not None and not isinstance(w, fg.Tensor):
             raise TypeError(f"binary_cross_entropy_with_logits(): argument '{name}' (position {position}) must "
@@ -1073,6 +1085,12 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_poo
                       avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d,
                       max_unpool1d, max_unpool2d, max_unpool3d)
 from .padding import fold, interpolate, pad, pixel_shuffle, pixel_unshuffle, unfold, upsample  # noqa: E402,F401
+# (round 60c: the *_with_indices pools, the deprecated upsamplings, channel shuffle, two more losses)
+from .pooling import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,  # noqa: E402,F401
+                      adaptive_max_pool3d_with_indices, max_pool1d_with_indices, max_pool2d_with_indices,
+                      max_pool3d_with_indices)
+from .padding import channel_shuffle, native_channel_shuffle, upsample_bilinear, upsample_nearest  # noqa: E402,F401
+from .losses import multilabel_margin_loss, triplet_margin_with_distance_loss  # noqa: E402,F401
 
 # Every public function takes NumPy arrays where it takes tensors (API.md), this file's and
 # the re-exported ones alike.

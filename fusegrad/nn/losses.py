@@ -136,6 +136,15 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
                           "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                           UserWarning, stacklevel=user_stacklevel())
         enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
+    reduced = _kl_div(input, target, enum, log_target)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
+
+
+def _kl_div(input, target, reduction: str, log_target: bool):
+    """torch's C++ kl_div (torch.kl_div): the pointwise terms as torch composes them, reduced by
+    'none', 'mean' or 'sum'."""
     _check_tensor_args("kl_div", input=input, target=target)
     if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
         raise RuntimeError("kl_div: Integral inputs not supported.")
@@ -143,10 +152,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
         output = target.exp() * (target - input)
     else:
         output = fg.xlogy(target, target) - target * input
-    reduced = _reduce(output, enum)
-    if reduction == "batchmean" and input.dim() != 0:
-        reduced = reduced / input.size()[0]
-    return reduced
+    return _reduce(output, reduction)
 
 
 # ---------------------------------------------------------------- distances
@@ -239,6 +245,11 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+
+
+def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction: str):
+    """torch's C++ triplet_margin_loss (torch.triplet_margin_loss: any margin)."""
     a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
     if not (a_dim == p_dim and p_dim == n_dim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
@@ -361,6 +372,72 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                    {"p": int(p), "margin": float(margin), "reduction": reduction}, "MultiMarginLossBackward0")
     return out.reshape(target.shape) if reduction == "none" and ndim < 2 else out
 
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """For each sample, the sum over its targets j (the target row's classes before its first -1)
+    and every class i not among them of max(0, 1 - x[j] + x[i]), over the number of classes
+    (one MultilabelMarginLossBackward0 node); input (C) or (N, C), target of the input's shape.
+    torch's checks and texts, in its order."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_tensor_args("multilabel_margin_loss", input=input, target=target)
+    ndim = input.dim()
+    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    nframe = input.shape[0] if ndim == 2 else 1
+    dim = input.shape[-1] if ndim else 1
+    if not (target.dim() <= 1 and target.numel() == dim if ndim <= 1 else
+            target.dim() == 2 and tuple(target.shape) == tuple(input.shape)):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if input.numel() and not input.dtype.is_floating_point:
+        raise NotImplementedError("\"multilabel_margin_loss_forward_out_frame\" not implemented for "
+                                  f"'{_dtype_name(input.dtype)}'")
+    if input.numel() and target.dtype != fg.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target.dtype)}")
+    if target.numel():
+        values = np.asarray(target._concrete())
+        if values.min() < -1 or values.max() >= dim:
+            raise RuntimeError("argument #2 'target' is out of range")
+    if not input.dtype.is_floating_point:       # (an empty integer input: torch returns before its dtype's check)
+        input = input.to(fg.float32)
+    # how often each class is among a sample's targets (the entries before the first -1)
+    rows = target.reshape(nframe, dim)
+    listed = fg.cumprod((rows >= 0).to(fg.int64), 1)
+    counts = ((rows.unsqueeze(2) == fg.arange(dim).reshape(1, 1, dim)) * listed.unsqueeze(2)).sum(1)
+    x = input if ndim else input.reshape(1)
+    counts = counts.to(input.dtype).reshape(x.shape)
+    return apply_op("multilabel_margin_loss", [x, counts], {"reduction": reduction}, "MultilabelMarginLossBackward0")
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the `distance_function`
+    (pairwise_distance by default; with `swap`, the smaller of d(anchor, negative) and
+    d(positive, negative)), reduced; torch's Python, check for check."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    if distance_function is None:
+        distance_function = pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = fg.minimum(dist_neg, distance_function(positive, negative))
+    loss = fg.clamp_min(margin + dist_pos - dist_neg, 0)
+    if reduction == "sum":
+        return fg.sum(loss)
+    if reduction == "mean":
+        return fg.mean(loss)
+    return loss
+
+
+__all__ += ["multilabel_margin_loss", "triplet_margin_with_distance_loss", "MultiLabelMarginLoss",
+            "TripletMarginWithDistanceLoss"]
 
 for _name in __all__:
     if _name[0].islower():
@@ -551,3 +628,30 @@ class MultiMarginLoss(_WeightedLoss):
         """F.multi_margin_loss with this module's options."""
         return multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
                                  reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """F.multilabel_margin_loss as a module."""
+
+    def forward(self, input, target):
+        """F.multilabel_margin_loss with this module's reduction."""
+        return multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """F.triplet_margin_with_distance_loss as a module; without a distance_function it holds a
+    PairwiseDistance() submodule, as torch's (its repr shows it)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        """F.triplet_margin_with_distance_loss with this module's options."""
+        return triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                 margin=self.margin, swap=self.swap, reduction=self.reduction)

@@ -108,6 +108,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if prod == 1:
             raise ValueError("Expected more than 1 spatial element when training, got input size "
                              f"{F._torch_size(input)}")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats: bool, momentum: float,
+                   eps: float):
+    """torch's at::instance_norm (torch.instance_norm): instance_norm without F's Python check of
+    the spatial size."""
     if (running_mean is None) != (running_var is None):
         raise ValueError("running_mean and running_var must either both be None or neither be None")
     if not use_input_stats and running_mean is None:

@@ -10,9 +10,14 @@ are the same.
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 from fusegrad.ir.ops.conv import conv_output_size
 from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.parser_errors import ArgParser, function_texts
+from fusegrad.tracer.user_frame import user_stacklevel
 
 from . import functional as F
 from .conv import ntuple
@@ -22,7 +27,9 @@ __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ZeroPad3d", "ConstantPad3d",
            "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "Upsample", "PixelShuffle",
-           "PixelUnshuffle", "Unfold", "Fold"]
+           "PixelUnshuffle", "Unfold", "Fold",
+           "upsample_nearest", "upsample_bilinear", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+           "channel_shuffle", "native_channel_shuffle", "ChannelShuffle"]
 
 _NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationPad{}DBackward0", "circular": "CopySlices"}
 
@@ -163,6 +170,69 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
     """torch.nn.functional.upsample (deprecated in torch): interpolate."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """torch.nn.functional.upsample_nearest (deprecated in torch, with its warning):
+    interpolate(..., mode='nearest')."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=user_stacklevel())
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """torch.nn.functional.upsample_bilinear (deprecated in torch, with its warning):
+    interpolate(..., mode='bilinear', align_corners=True)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=user_stacklevel())
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------- channel shuffle
+
+def _channel_order(input, groups) -> np.ndarray:
+    """torch's checks of channel_shuffle, in its order; the channel each output channel takes
+    (channel k of the output is channel (k % groups) * (C / groups) + k // groups)."""
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
+        raise TypeError("groups must be an int")       # (function_texts words torch's parser text)
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    k = np.arange(c, dtype=np.int64)
+    return (k % groups) * (c // groups) + k // groups
+
+
+def _channel_index(input, order: np.ndarray) -> np.ndarray:
+    """`order` along dim 1, spread over the input's shape (a gather's index)."""
+    placed = order.reshape((1, -1) + (1,) * (input.dim() - 2))
+    return np.ascontiguousarray(np.broadcast_to(placed, tuple(input.shape)))
+
+
+def channel_shuffle(input, groups: int):
+    """torch.nn.functional.channel_shuffle: (N, C, *) viewed as (N, g, C / g, *), the two channel
+    dims swapped, back to (N, C, *) (one ChannelShuffleBackward0 node: a gather of the channels)."""
+    order = _channel_order(input, groups)
+    return apply_op("gather", [input, _channel_index(input, order)], {"axis": 1, "saves_input": False},
+                    "ChannelShuffleBackward0")
+
+
+def native_channel_shuffle(input, groups: int):
+    """torch.native_channel_shuffle: channel_shuffle's values, with no derivative (torch's
+    NotImplemented node: its backward raises torch's error)."""
+    order = _channel_order(input, groups)
+    inverse = np.argsort(order).astype(np.int64)
+    return apply_op("scatter", [np.zeros(tuple(input.shape), input.dtype.np), _channel_index(input, inverse), input],
+                    {"axis": 1, "no_derivative": "native_channel_shuffle"}, "NotImplemented")
+
+
+_SHUFFLE_TEXTS = {name: ArgParser(name, "(Tensor input, int groups)")
+                  for name in ("channel_shuffle", "native_channel_shuffle")}
+channel_shuffle = function_texts(channel_shuffle, _SHUFFLE_TEXTS["channel_shuffle"])
+native_channel_shuffle = function_texts(native_channel_shuffle, _SHUFFLE_TEXTS["native_channel_shuffle"])
 
 
 # ---------------------------------------------------------------- pixel shuffle
@@ -355,6 +425,36 @@ class Upsample(Module):
         """torch's: "scale_factor=2.0, mode='nearest'" (or size=...)."""
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """torch.nn.UpsamplingNearest2d: Upsample with mode 'nearest' (no deprecation warning, as torch's)."""
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """torch.nn.UpsamplingBilinear2d: Upsample with mode 'bilinear' and align_corners=True."""
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class ChannelShuffle(Module):
+    """torch.nn.ChannelShuffle(groups): F.channel_shuffle."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        """F.channel_shuffle of `input`."""
+        return channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        """torch's: "groups=2"."""
+        return f"groups={self.groups}"
 
 
 class PixelShuffle(Module):

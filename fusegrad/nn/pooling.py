@@ -28,7 +28,9 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
            "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d",
            "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
-           "max_unpool1d", "max_unpool2d", "max_unpool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
 
 def _pair_arg(value, fn: str, name: str, omitted: bool = False) -> tuple:
@@ -117,9 +119,39 @@ def _int1(value, fn: str, name: str) -> int:
     return int(values[0])
 
 
+def _check1d(value, name: str) -> int:
+    """torch's check1d of max_pool1d_with_indices: an int, or a sequence of exactly one."""
+    values = ntuple(value, 1)
+    if len(values) != 1:
+        raise RuntimeError(f"max_pool1d() argument '{name}' should contain one int (got {len(values)})")
+    return int(values[0])
+
+
+def _max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode) -> tuple:
+    """torch's C++ max_pool1d_with_indices: its 1-d checks, then max_pool2d_with_indices of the
+    input unsqueezed to height 1 (with max_pool2d's checks and texts), both squeezed back."""
+    F._check_tensor_args("max_pool1d_with_indices", input=input)
+    _check_1d(input, "max_pool1d")
+    k = _check1d(kernel_size, "kernel_size")
+    s = k if _omitted(stride) else _check1d(stride, "stride")
+    p, d = _check1d(padding, "padding"), _check1d(dilation, "dilation")
+    values, indices = _max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """torch.nn.functional.max_pool1d_with_indices: (values, indices) whatever `return_indices`
+    says (torch's ignores it), with the checks of torch's C++ max_pool1d_with_indices."""
+    return _max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool1d over (N, C, L) or (C, L): max_pool2d of the input
-    unsqueezed to height 1, squeezed back (SqueezeBackward1 of MaxPool2DWithIndicesBackward0)."""
+    unsqueezed to height 1, squeezed back (SqueezeBackward1 of MaxPool2DWithIndicesBackward0).
+    With return_indices, max_pool1d_with_indices (torch's boolean dispatch: its checks)."""
+    if return_indices:
+        return _max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     F._check_tensor_args("max_pool1d", input=input)
     if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[-2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
@@ -269,6 +301,25 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return (values, indices) if return_indices else values
 
 
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """torch.nn.functional.max_pool2d_with_indices: (values, indices) whatever `return_indices`
+    says (torch's ignores it)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool1d_with_indices: (values, indices) whatever
+    `return_indices` says (torch's ignores it)."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool2d_with_indices: (values, indices) whatever
+    `return_indices` says (torch's ignores it)."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
 # ---------------------------------------------------------------- 3-d
 
 def _triple_arg(value, fn: str, name: str, wording: str) -> tuple:
@@ -346,6 +397,13 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return (values, indices) if return_indices else values
 
 
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """torch.nn.functional.max_pool3d_with_indices: (values, indices) whatever `return_indices`
+    says (torch's ignores it)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """torch.nn.functional.avg_pool3d: window means over (N, C, D, H, W) or (C, D, H, W), as
@@ -384,6 +442,12 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     sizes = _output_size(output_size, input, 3, "adaptive_max_pool3d")
     values, indices = apply_op("adaptive_max_pool", [input], {"output_size": sizes}, "AdaptiveMaxPool3DBackward0")
     return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool3d_with_indices: (values, indices) whatever
+    `return_indices` says (torch's ignores it)."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):

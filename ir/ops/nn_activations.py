@@ -444,3 +444,60 @@ register(OpDef("multi_margin_loss", COMPOSITE, _multi_margin_infer, _float_ref(_
                _multi_margin_vjp, decompose=lambda e, xs, a: [_multi_margin_forward(e, *xs, **a)],
                nondiff_inputs=(1, 2, 3),
                doc="multi_margin_loss(x, target, classes[, weight]; p, margin, reduction)"))
+
+
+# ---------------------------------------------------------------- multilabel_margin_loss
+def _multilabel_margin_infer(types, attrs):
+    x, counts = types
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"multilabel_margin_loss: expected a floating point input, got {x.dtype.name}")
+    if x.ndim not in (1, 2) or counts.shape != x.shape or counts.dtype != x.dtype:
+        raise TypeError("multilabel_margin_loss: expects an (N, C) or (C,) input and target counts of its shape "
+                        "and dtype")
+    return [TensorType(x.shape[:1] if attrs["reduction"] == "none" and x.ndim == 2 else (), x.dtype)]
+
+
+def _multilabel_margin_parts(e, x, counts):
+    """(per-sample losses, (live, weights)): torch's multilabel_margin_loss, for each sample the
+    sum over its targets j (the target row's entries before its first -1, a class as often as it
+    is listed: counts[k]) and every class i not among them of max(0, 1 - x[j] + x[i]), over C.
+    A 1-d x is one sample."""
+    n, c = x.shape if len(x.shape) == 2 else (1, x.shape[0])
+    z = e.add(e.sub(1.0, e.reshape(x, (n, c, 1))), e.reshape(x, (n, 1, c)))
+    other = e.op("logical_not", e.gt(e.reshape(counts, (n, 1, c)), 0))
+    live = e.logical_and(e.gt(z, 0), other)
+    weights = e.reshape(counts, (n, c, 1))
+    h = e.mul(e.where(live, z, 0), weights)
+    return e.div(e.sum(h, (1, 2)), c), (live, weights)
+
+
+def _multilabel_margin_forward(e, x, counts, reduction):
+    losses, _ = _multilabel_margin_parts(e, x, counts)
+    if len(x.shape) == 1:
+        return e.reshape(losses, ())
+    return _reduce(e, losses, reduction)
+
+
+def _multilabel_margin_vjp(e, xs, ys, gs, attrs, needs):
+    # torch's multilabel_margin_loss_backward: each live pair (j, i) adds 1/C to i's gradient
+    # and takes 1/C from j's, times the sample's gradient
+    x, counts = xs
+    n, c = x.shape if len(x.shape) == 2 else (1, x.shape[0])
+    _, (live, weights) = _multilabel_margin_parts(e, x, counts)
+    g = gs[0]
+    if attrs["reduction"] == "none" or len(x.shape) == 1:
+        g = e.reshape(g, (n, 1, 1))
+    else:
+        g = e.reshape(g, (1, 1, 1))
+        if attrs["reduction"] == "mean":
+            g = e.div(g, n)
+    d = e.mul(e.div(e.where(live, weights, 0), c), g)
+    gx = e.sub(e.sum(d, (1,)), e.sum(d, (2,)))
+    return [gx if len(x.shape) == 2 else e.reshape(gx, x.shape), None]
+
+
+register(OpDef("multilabel_margin_loss", COMPOSITE, _multilabel_margin_infer, _float_ref(_multilabel_margin_forward),
+               _multilabel_margin_vjp, decompose=lambda e, xs, a: [_multilabel_margin_forward(e, *xs, **a)],
+               nondiff_inputs=(1,),
+               doc="multilabel_margin_loss(x, counts; reduction): counts[n, k] how often class k is among "
+                   "sample n's targets"))

@@ -68,6 +68,12 @@ from fusegrad.tracer.extra_functions import (absolute, acosh, addcdiv, addcmul, 
                                              rsub, subtract, tile, true_divide, xlogy)
 from fusegrad.tracer.extra_functions import as_tensor_ as as_tensor
 from fusegrad.tracer.complex_functions import angle, imag, isreal, real
+# torch's window functions, asarray / can_cast, the *_copy functions, adjoint and the unsafe splits
+from fusegrad.tracer.windows import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
+from fusegrad.tracer.asarray import asarray, can_cast
+from fusegrad.tracer import copy_functions as _copy_functions
+globals().update(_copy_functions.PUBLIC)    # fg.view_copy ... fg.unfold_copy, fg.adjoint, fg.unsafe_chunk ...
+_copy_functions.install_methods()           # Tensor.adjoint, unsafe_chunk/split..., is_mps ... is_nested, is_pinned()
 from fusegrad.tracer.sampling import multinomial
 from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,

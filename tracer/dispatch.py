@@ -25,7 +25,7 @@ from .grad_mode import (INFERENCE_DEPTH, INFERENCE_MADE, _state as _grad_state, 
 from .saved_hooks import HOOKS as SAVED_HOOKS, pack_node
 from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inputs, node_class, saved_slots, short_name
 from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
-                     replay_on_ids, torch_strides)
+                     replay_on_ids)
 from .tensor import Tensor
 
 _TRACE_STATE = trace_state._state
@@ -520,8 +520,8 @@ def _check_no_partial_overlap(target: np.ndarray, arrays: list, full_too: bool =
         if a is target and not full_too:
             continue
         (a0, a1), (t0, t1) = byte_range(a), byte_range(target)
-        if (a0, a1) == (t0, t1) and torch_strides(a) == torch_strides(target) and not full_too:
-            continue        # (torch's Full overlap: same bytes, same strides; x.t() of a column is x)
+        if (a0, a1) == (t0, t1) and a.strides == target.strides and not full_too:
+            continue        # (torch's Full overlap: same bytes, same strides, those of size-1 dims too)
         if a0 < t1 and t0 < a1:
             raise RuntimeError(_PARTIAL_OVERLAP)
 

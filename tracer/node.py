@@ -130,6 +130,7 @@ _NEXT_INPUTS = {
     "FillBackward2": (0,),
     "FillBackward0": (0,),     # fill(x, number)
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
+    "PackPaddedSequenceBackward0": (0,),    # pack_padded_sequence's index_take, likewise
     "GatherBackward0": (0,),    # gather(x, index)
     "IndexSelectBackward0": (0,),   # index_select(x, dim, index): IR gather
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)

@@ -21,8 +21,17 @@ W_hh h + b_hh and applies the gates:
 
 Between layers (not after the last) dropout applies in training mode when
 `dropout > 0`. The results' grad_fn names are those of the composite (torch's
-LSTM output has its fused CPU kernel's MkldnnRnnLayerBackward0). PackedSequence
-inputs are not supported.
+LSTM output has its fused CPU kernel's MkldnnRnnLayerBackward0).
+
+A PackedSequence input (nn.utils.rnn) runs as ATen's PackedLayer / ReversedPackedLayer do:
+time step t takes the first batch_sizes[t] rows of the state (the sequences still running,
+longest first); a sequence's final state is its state at its last valid step, set aside as
+the batch shrinks and put back in batch order at the end (the reverse direction starts from
+the shortest batch and appends initial states as it grows). The output is a PackedSequence
+with the input's batch_sizes and indices; the initial states are permuted into sorted order
+(index_select by sorted_indices) and the final ones back (unsorted_indices), as torch's
+permute_hidden. The batch sizes are read as Python ints: inside fg.compile a batch_sizes
+tensor computed in the call is a value read, a graph break.
 """
 from __future__ import annotations
 
@@ -36,6 +45,7 @@ from fusegrad.tracer.user_frame import user_stacklevel
 from . import functional as F
 from . import init
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -324,12 +334,14 @@ class RNNBase(Module):
         mini_batch = input.shape[0] if self.batch_first else input.shape[1]
         return (self.num_layers * (2 if self.bidirectional else 1), mini_batch, size)
 
-    def _check_input(self, input) -> None:
+    def _check_input(self, input, expected_dim: int = 3) -> None:
         weight_dtype = self._flat_weights[0].dtype
         if input.dtype != weight_dtype:
             raise ValueError(f"RNN input dtype ({_dtype_text(input.dtype)}) does not match weight dtype "
                              f"({_dtype_text(weight_dtype)}). Convert input: input.to({_dtype_text(weight_dtype)}), "
                              f"or convert model: model.to({_dtype_text(input.dtype)})")
+        if input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
@@ -376,6 +388,113 @@ class RNNBase(Module):
         output = layer_input.transpose(0, 1) if self.batch_first else layer_input
         return output, [fg.stack(final, 0) for final in finals]
 
+    def _layer_weights(self, index: int) -> tuple:
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer and direction `index` (None where absent)."""
+        w = self.all_weights[index]
+        b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
+        return w[0], w[1], b_ih, b_hh, (w[-1] if self.proj_size > 0 else None)
+
+    def _run_packed(self, data, batch_sizes: list, states: list):
+        """The layer loop over a packed input: `data` (sum of batch_sizes, features) time-major,
+        `batch_sizes` Python ints, the initial states (layers * directions, batch_sizes[0], size)
+        in sorted order. Returns (output data, [final states, stacked as the initial ones])."""
+        num_directions = 2 if self.bidirectional else 1
+        initial = [s.unbind(0) for s in states]
+        finals: list[list] = [[] for _ in states]
+        layer_input = data
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(num_directions):
+                index = layer * num_directions + direction
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(index)
+                igates = F.linear(layer_input, w_ih, b_ih)
+                state = [s[index] for s in initial]
+                run = self._packed_reverse if direction == 1 else self._packed_forward
+                out, state = run(igates, batch_sizes, state, (w_hh, b_hh, w_hr))
+                outputs.append(out)
+                for final, s in zip(finals, state):
+                    final.append(s)
+            layer_input = outputs[0] if num_directions == 1 else fg.cat(outputs, -1)
+            if self.dropout != 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, [fg.stack(final, 0) for final in finals]
+
+    def _packed_forward(self, igates, batch_sizes: list, hidden: list, weights: tuple):
+        """ATen's PackedLayer: at each step the rows of the sequences that ended are set aside
+        (their final states) and the state narrowed to the rows still running."""
+        outputs, ended = [], []
+        offset, last = 0, batch_sizes[0]
+        for batch_size in batch_sizes:
+            step_input = igates.narrow(0, offset, batch_size)
+            offset += batch_size
+            dec = last - batch_size
+            if dec > 0:
+                ended.append([h.narrow(0, batch_size, dec) for h in hidden])
+                hidden = [h.narrow(0, 0, batch_size) for h in hidden]
+            last = batch_size
+            hidden = self._step(step_input, hidden, *weights)
+            outputs.append(hidden[0])
+        ended.append(hidden)
+        ended.reverse()
+        finals = [fg.cat([part[k] for part in ended], 0) for k in range(len(hidden))]
+        return fg.cat(outputs, 0), finals
+
+    def _packed_reverse(self, igates, batch_sizes: list, initial: list, weights: tuple):
+        """ATen's ReversedPackedLayer: from the last step back, the state starting with the rows
+        of the shortest batch and growing by the initial states of the sequences that join."""
+        outputs = []
+        offset, last = igates.shape[0], batch_sizes[-1]
+        hidden = [h.narrow(0, 0, last) for h in initial]
+        for batch_size in reversed(batch_sizes):
+            inc = batch_size - last
+            if inc > 0:
+                hidden = [fg.cat([h, h0.narrow(0, last, inc)], 0) for h, h0 in zip(hidden, initial)]
+            step_input = igates.narrow(0, offset - batch_size, batch_size)
+            offset -= batch_size
+            last = batch_size
+            hidden = self._step(step_input, hidden, *weights)
+            outputs.append(hidden[0])
+        outputs.reverse()
+        return fg.cat(outputs, 0), hidden
+
+    def _forward_packed(self, packed, hx, sizes: tuple):
+        """forward of a PackedSequence: `hx` the initial states (a list, one per kind of state, in
+        the batch's original order) or None for zeros, `sizes` each state's feature size.
+        Returns (PackedSequence output, [final states in the original order])."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        steps = [int(v) for v in batch_sizes.tolist()]
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        if hx is None:
+            hx = [fg.zeros(layers, steps[0], size, dtype=data.dtype) for size in sizes]
+        elif sorted_indices is not None:
+            # each batch entry of the states goes with its sequence, in sorted order
+            hx = [h.index_select(1, sorted_indices) for h in hx]
+        if self.mode == "LSTM":
+            # torch's LSTM.forward checks nothing of a packed input: ATen's lstm does what it does
+            # (its other mistakes raise where the ops meet them: linear's, add's)
+            self._check_packed_lstm_states(hx)
+        else:
+            self._check_input(data, expected_dim=2)
+            self._check_hidden(hx[0], (layers, steps[0], sizes[0]))
+        output, finals = self._run_packed(data, steps, list(hx))
+        if unsorted_indices is not None:
+            finals = [h.index_select(1, unsorted_indices) for h in finals]
+        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), finals
+
+    def _check_packed_lstm_states(self, hx: list) -> None:
+        """ATen's lstm checks of the states, in its order: the parameters' count per layer fits
+        the projection the states' sizes imply (h narrower than c), an even number of states for
+        two directions, one per layer and direction."""
+        has_projections = hx[0].size(2) != hx[1].size(2)
+        per_layer = (5 if self.bias else 3) if has_projections else (4 if self.bias else 2)
+        if len(self._flat_weights_names) % per_layer:
+            raise RuntimeError("got an incorrect number of RNN parameters")
+        count = hx[0].size(0)
+        if self.bidirectional and count % 2:
+            raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
+        if count // (2 if self.bidirectional else 1) != self.num_layers:
+            raise RuntimeError("Expected more hidden states in stacked_rnn")
+
     def _step(self, igates, state: list, w_hh, b_hh, w_hr) -> list:
         if self.mode == "LSTM":
             return list(_lstm_step(igates, state[0], state[1], w_hh, b_hh, w_hr))
@@ -385,6 +504,10 @@ class RNNBase(Module):
 
     def _forward_one_state(self, input, hx):
         """RNN's and GRU's forward: (output, h_n)."""
+        if isinstance(input, PackedSequence):
+            # (RNN and GRU have no projection: zeros of hidden_size, as torch's)
+            output, (h_n,) = self._forward_packed(input, None if hx is None else [hx], (self.hidden_size,))
+            return output, h_n
         input, is_batched, batch_dim = self._batched_input(input)
         if hx is not None:
             if not is_batched:
@@ -467,9 +590,13 @@ class LSTM(RNNBase):
 
     def forward(self, input, hx=None):
         """(output (seq, batch, directions * (proj_size or hidden_size)), (h_n, c_n)), without the
-        batch dims for an unbatched input."""
-        input, is_batched, batch_dim = self._batched_input(input)
+        batch dims for an unbatched input; a PackedSequence input gives a PackedSequence output."""
         real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if isinstance(input, PackedSequence):
+            output, (h_n, c_n) = self._forward_packed(input, None if hx is None else [hx[0], hx[1]],
+                                                      (real_hidden_size, self.hidden_size))
+            return output, (h_n, c_n)
+        input, is_batched, batch_dim = self._batched_input(input)
         expected_h = self._hidden_size(input, real_hidden_size)
         expected_c = self._hidden_size(input, self.hidden_size)
         if hx is None:

@@ -124,6 +124,13 @@ from fusegrad.aten_forms import (adaptive_max_pool1d, alpha_dropout, alpha_dropo
                                  feature_alpha_dropout_, feature_dropout, feature_dropout_, hinge_embedding_loss,
                                  instance_norm, kl_div, margin_ranking_loss, matrix_exp, max_pool1d_with_indices,
                                  native_channel_shuffle, pinverse, poisson_nll_loss, rms_norm, triplet_margin_loss)
+# torch's legacy linear algebra (svd, qr, cholesky*, lu*, triangular_solve...: tracer/linalg_lu.py) and its
+# Tensor methods
+from fusegrad.tracer.linalg_lu import (cholesky, cholesky_inverse, cholesky_solve, eig, frobenius_norm,  # noqa: E402
+                                       lstsq, lu, lu_solve, lu_unpack, matrix_rank, nuclear_norm, qr, svd,
+                                       symeig, triangular_solve)
+from fusegrad.tracer.linalg_lu import bind_methods as _bind_linalg_lu_methods  # noqa: E402
+_bind_linalg_lu_methods()
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

@@ -14,6 +14,7 @@ from fusegrad.ir.ops.linalg import LinAlgError
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.tracer import functional as F
 from fusegrad.tracer import linalg_functions as _lf
+from fusegrad.tracer import linalg_lu as _lu
 from fusegrad.tracer.creation import ones_like
 from fusegrad.tracer.dispatch import apply_op
 from fusegrad.tracer.grad_mode import no_grad
@@ -22,7 +23,8 @@ from fusegrad.tracer.tensor import Tensor
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "det", "slogdet", "inv", "inv_ex", "solve",
            "solve_ex", "solve_triangular", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals",
            "pinv", "matrix_rank", "lstsq", "multi_dot", "matrix_power", "cross", "vecdot", "diagonal", "matrix_exp",
-           "matmul", "vander", "tensorinv", "tensorsolve"]
+           "matmul", "vander", "tensorinv", "tensorsolve",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond"]
 
 
 def _named(kind: str, *fields: str) -> type:
@@ -562,3 +564,91 @@ def tensorsolve(A, B, dims=None, *, out=None) -> Tensor:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {math.prod(result_shape)} != {rows}")
     return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(result_shape)
+
+
+# ------------------------------------------------------------------ LU (tracer/linalg_lu.py, ir/ops/linalg_lu.py)
+for _kind in _lu.RESULT_KINDS:          # (torch.return_types.<kind>, set on fusegrad.return_types)
+    _named(_kind, *F.RETURN_TYPES[_kind].fields)
+del _kind
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """torch.linalg.lu_factor: (LU, pivots) of LU with partial pivoting, LAPACK getrf's pivots
+    (1-based; int64 here, int32 in torch), LinalgLuFactorExBackward0. A zero pivot (a singular
+    matrix) raises torch's RuntimeError; pivot=False raises as torch on the CPU."""
+    _no_out(out, "lu_factor")
+    lu_, pivots, _ = _lu.lu_factor_ex(A, pivot, True, fn="torch.linalg.lu_factor")
+    return _lu.LuFactorResult((lu_, pivots))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """torch.linalg.lu_factor_ex: (LU, pivots, info), info (int64 here) 0 or the first zero pivot
+    (1-based); check_errors=True raises for it as lu_factor."""
+    _no_out(out, "lu_factor_ex")
+    return _lu.LuFactorExResult(_lu.lu_factor_ex(A, pivot, check_errors))
+
+
+def lu(A, *, pivot=True, out=None):
+    """torch.linalg.lu: (P, L, U) with A = P L U, L unit lower triangular (m x k), U upper (k x n)
+    (LinalgLuBackward0 for L and U; P has no gradient). A singular matrix does not raise."""
+    _no_out(out, "lu")
+    return _lu.linalg_lu(A, pivot)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None) -> Tensor:
+    """torch.linalg.lu_solve: X with AX = B from lu_factor's (LU, pivots); adjoint solves A^T X = B,
+    left=False X A = B (LinalgLuSolveBackward0). pivots: the int64 tensor lu_factor returns."""
+    _no_out(out, "lu_solve")
+    return _lu.linalg_lu_solve(LU, pivots, B, left, adjoint)
+
+
+def _ord_text(ord) -> str:
+    """ord as torch's C++ prints it in cond's texts (a double: 3, 2.5, inf)."""
+    value = float(ord)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:g}"
+
+
+def cond(A, p=None, *, out=None) -> Tensor:
+    """torch.linalg.cond: the condition number for p = None / +-2 (the ratio of the extreme singular
+    values, SqueezeBackward1 over DivBackward0), +-1, +-inf, 'fro' (norm(A) norm(A^-1), a singular
+    matrix's inf: NanToNumBackward0 over MulBackward0) or 'nuc' (sum(S) sum(1 / S)); 0 for
+    empty matrices."""
+    _no_out(out, "cond")
+    a = F.as_tensor(A, "linalg_cond", "A")
+    if isinstance(p, str):
+        if a.dim() < 2:
+            raise RuntimeError(f"linalg.cond(ord={p}): The input tensor A must have at least 2 dimensions.")
+        if a.shape[-1] != a.shape[-2]:
+            raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                               f"{a.shape[-2]} by {a.shape[-1]} matrices")
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    else:
+        if a.dim() < 2:
+            raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+        p = 2 if p is None else p
+        if abs(float(p)) not in (1.0, 2.0, math.inf):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {_ord_text(p)}")
+    if a.numel() == 0:
+        from fusegrad.tracer.creation import zeros
+        return zeros(tuple(a.shape[:-2]), dtype=a._dtype if a._dtype.is_floating_point else None)
+    if p == "nuc":
+        s = svdvals(a)
+        return F.mul(F.sum(s, -1), F.sum(F.reciprocal(s), -1))
+    if not isinstance(p, str) and abs(float(p)) == 2:
+        s = svdvals(a)
+        first, last = s[..., :1], s[..., -1:]
+        return F.squeeze(F.div(last, first) if p < 0 else F.div(first, last), -1)
+    if not isinstance(p, str) and a.shape[-1] != a.shape[-2]:
+        text = f"{float(p):f}" if isinstance(p, float) and not math.isinf(p) else _ord_text(p)
+        raise RuntimeError(f"linalg.cond(ord={text}): A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    inverse, info = inv_ex(a)
+    # (in place, as torch: the write bumps the version of the inverse LinalgInvExBackward0 saved, so a
+    # backward through cond raises torch's version-counter error, as torch's does)
+    inverse.masked_fill_(F.unsqueeze(F.unsqueeze(F.gt(info, 0), -1), -1), math.inf)
+    result = F.mul(matrix_norm(a, p), matrix_norm(inverse, p))
+    return result.nan_to_num_(math.inf, math.inf, -math.inf)
+

@@ -161,7 +161,7 @@ def test_deprecated_upsampling_matches_torch(name):
     _compare(_UPSAMPLE_CASES[name])
 
 
-@pytest.mark.parametrize("fn", ["upsample_bilinear", "upsample_nearest"])
+@pytest.mark.parametrize("fn", ["upsample_bilinear", "upsample_nearest", "upsample"])
 def test_deprecated_upsampling_warns_as_torch(fn):
     caught = {}
     for L in (torch, fg):

@@ -168,7 +168,9 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
 
 
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
-    """torch.nn.functional.upsample (deprecated in torch): interpolate."""
+    """torch.nn.functional.upsample (deprecated in torch, with its warning): interpolate."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=user_stacklevel())
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 

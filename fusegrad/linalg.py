@@ -28,19 +28,8 @@ __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "det", "slogdet"
 
 
 def _named(kind: str, *fields: str) -> type:
-    """torch.return_types.<kind>: a tuple with named fields (two: functional.named_pair's class),
-    also set as fusegrad.return_types.<kind>."""
-    if len(fields) == 2:
-        F.named_pair(kind, *fields)
-    elif kind not in F.RETURN_TYPES:
-        F.RETURN_TYPES[kind] = type(kind, (F._NamedPair,), {
-            "__slots__": (), "__module__": "fusegrad.return_types", "__qualname__": kind, "fields": fields,
-            "n_fields": len(fields), "n_sequence_fields": len(fields),
-            "__new__": lambda cls, seq: tuple.__new__(cls, tuple(seq)),
-            "__repr__": lambda self: f"fg.return_types.{kind}(\n" + ",\n".join(
-                f"{f}={v!r}" for f, v in zip(fields, self)) + ")",
-            **{f: property(lambda self, k=k: self[k]) for k, f in enumerate(fields)}})
-    cls = F.RETURN_TYPES[kind]
+    """torch.return_types.<kind> (functional.named_result), also set as fusegrad.return_types.<kind>."""
+    cls = F.named_result(kind, *fields)
     setattr(_return_types, kind, cls)       # (found there by pickle, as torch.return_types.<kind>)
     return cls
 

@@ -233,16 +233,8 @@ def unsafe_split(input, split_size, dim=0) -> tuple:
 
 def unsafe_chunk(input, chunks, dim=0) -> tuple:
     """torch.unsafe_chunk: chunk's parts (UnsafeSplitBackward0), which torch lets be written in place."""
-    t = as_tensor(input, "unsafe_chunk")
-    chunks = int_argument(chunks, "unsafe_chunk", "chunks", 2)
-    if t.dim() == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = normalize_dim(int_argument(dim, "unsafe_chunk", "dim", 3), t.dim())
-    length = t.shape[d]
-    size = -(-length // chunks)
-    if size == 0 and length == 0:
+    t, d, size, chunks = splitting.chunk_layout(input, chunks, dim, "unsafe_chunk")
+    if size == 0:
         return _unsafe_parts(t, d, [0] * chunks, "UnsafeSplitWithSizesBackward0")
     d, sizes = _even_sizes(t, size, d, "unsafe_chunk")
     return _unsafe_parts(t, d, sizes, "UnsafeSplitBackward0")

@@ -1434,6 +1434,22 @@ def named_pair(kind: str, first: str = "values", second: str = "indices") -> typ
     return RETURN_TYPES[kind]
 
 
+def named_result(kind: str, *fields: str) -> type:
+    """torch.return_types.<kind> of any number of fields (two: named_pair's class, whose repr
+    is _NamedPair's), registered in RETURN_TYPES (once per kind)."""
+    if len(fields) == 2:
+        return named_pair(kind, *fields)
+    if kind not in RETURN_TYPES:
+        RETURN_TYPES[kind] = type(kind, (_NamedPair,), {
+            "__slots__": (), "__module__": "fusegrad.return_types", "__qualname__": kind, "fields": fields,
+            "n_fields": len(fields), "n_sequence_fields": len(fields),
+            "__new__": lambda cls, seq: tuple.__new__(cls, tuple(seq)),
+            "__repr__": lambda self: f"fg.return_types.{kind}(\n" + ",\n".join(
+                f"{f}={v!r}" for f, v in zip(fields, self)) + ")",
+            **{f: property(lambda self, k=k: self[k]) for k, f in enumerate(fields)}})
+    return RETURN_TYPES[kind]
+
+
 RETURN_TYPES: dict = {}
 max_result, min_result, sort_result, topk_result = map(named_pair, ("max", "min", "sort", "topk"))
 

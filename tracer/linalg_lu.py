@@ -20,19 +20,9 @@ def _name(t: Tensor) -> str:
 
 
 def result_type(kind: str, *fields: str) -> type:
-    """torch.return_types.<kind>: a tuple with named fields, registered in functional.RETURN_TYPES
-    (fusegrad.linalg sets each on fusegrad.return_types, where pickle finds it)."""
-    if len(fields) == 2:
-        return F.named_pair(kind, *fields)
-    if kind not in F.RETURN_TYPES:
-        F.RETURN_TYPES[kind] = type(kind, (F._NamedPair,), {
-            "__slots__": (), "__module__": "fusegrad.return_types", "__qualname__": kind, "fields": fields,
-            "n_fields": len(fields), "n_sequence_fields": len(fields),
-            "__new__": lambda cls, seq: tuple.__new__(cls, tuple(seq)),
-            "__repr__": lambda self: f"fg.return_types.{kind}(\n" + ",\n".join(
-                f"{f}={v!r}" for f, v in zip(fields, self)) + ")",
-            **{f: property(lambda self, k=k: self[k]) for k, f in enumerate(fields)}})
-    return F.RETURN_TYPES[kind]
+    """torch.return_types.<kind> (functional.named_result; fusegrad.linalg sets each on
+    fusegrad.return_types, where pickle finds it)."""
+    return F.named_result(kind, *fields)
 
 
 LuFactorResult = result_type("linalg_lu_factor", "LU", "pivots")

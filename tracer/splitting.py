@@ -119,18 +119,23 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     return _parts(t, dim, sizes, "SplitWithSizesBackward0")
 
 
-def chunk(input, chunks, dim=0) -> tuple:
-    """torch.chunk: at most `chunks` parts of equal length along `dim` (the last one shorter)."""
-    t = as_tensor(input, "chunk")
-    chunks = int_argument(chunks, "chunk", "chunks", 2)
+def chunk_layout(input, chunks, dim, fn: str = "chunk"):
+    """torch's checks of chunk (and unsafe_chunk, named `fn` in its parser's texts), in its
+    order: (tensor, dim, the parts' length, chunks); a length of 0 means `chunks` empty parts."""
+    t = as_tensor(input, fn)
+    chunks = int_argument(chunks, fn, "chunks", 2)
     if t.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = normalize_dim(int_argument(dim, "chunk", "dim", 3), t.dim())      # (dim 0 for a 0-d tensor)
-    length = t.shape[d]
-    size = -(-length // chunks)
-    if size == 0 and length == 0:      # torch: `chunks` empty parts
+    d = normalize_dim(int_argument(dim, fn, "dim", 3), t.dim())      # (dim 0 for a 0-d tensor)
+    return t, d, -(-t.shape[d] // chunks), chunks
+
+
+def chunk(input, chunks, dim=0) -> tuple:
+    """torch.chunk: at most `chunks` parts of equal length along `dim` (the last one shorter)."""
+    t, d, size, chunks = chunk_layout(input, chunks, dim)
+    if size == 0:                       # (an empty dim) torch: `chunks` empty parts
         return _parts(t, d, [0] * chunks, "SplitWithSizesBackward0")
     return _split_evenly(t, size, d, "SplitBackward0")
 

@@ -327,6 +327,16 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _margin_loss_layout(input) -> tuple:
+    """(input dims, samples, classes) of a multi(label) margin loss's input, after torch's check of
+    its shape: a non-empty (C) or (N, C), or a 0-d input (one sample of one class)."""
+    ndim = input.dim()
+    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    return ndim, input.shape[0] if ndim == 2 else 1, input.shape[-1] if ndim else 1
+
+
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                       reduction: str = "mean"):
     """Multi-class hinge loss: for each sample, the sum over classes i != y of
@@ -342,12 +352,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     _check_tensor_args("multi_margin_loss", input=input, target=target)
-    ndim = input.dim()
-    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
-        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
-                           f"{list(input.shape)}")
-    nframe = input.shape[0] if ndim == 2 else 1
-    dim = input.shape[-1] if ndim else 1
+    ndim, nframe, dim = _margin_loss_layout(input)
     if target.dim() > 1 or target.numel() != nframe:
         raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
                            f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
@@ -380,12 +385,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     torch's checks and texts, in its order."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_tensor_args("multilabel_margin_loss", input=input, target=target)
-    ndim = input.dim()
-    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
-        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
-                           f"{list(input.shape)}")
-    nframe = input.shape[0] if ndim == 2 else 1
-    dim = input.shape[-1] if ndim else 1
+    ndim, nframe, dim = _margin_loss_layout(input)
     if not (target.dim() <= 1 and target.numel() == dim if ndim <= 1 else
             target.dim() == 2 and tuple(target.shape) == tuple(input.shape)):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")

@@ -83,13 +83,7 @@ def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Undo weight_norm on module.<name>."""
-    hooks = _pre_hooks(module)
-    for key, hook in hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[key]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return _remove_hook(module, WeightNorm, name, "weight_norm")
 
 
 class SpectralNorm:
@@ -176,10 +170,16 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Undo spectral_norm on module.<name>."""
+    return _remove_hook(module, SpectralNorm, name, "spectral_norm")
+
+
+def _remove_hook(module: Module, kind: type, name: str, label: str) -> Module:
+    """Remove the `kind` pre-hook of module.<name>, undoing what it did (torch's ValueError,
+    naming `label`, where there is none)."""
     hooks = _pre_hooks(module)
     for key, hook in hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del hooks[key]
             return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")

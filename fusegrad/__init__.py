@@ -124,6 +124,7 @@ from fusegrad.aten_forms import (adaptive_max_pool1d, alpha_dropout, alpha_dropo
                                  feature_alpha_dropout_, feature_dropout, feature_dropout_, hinge_embedding_loss,
                                  instance_norm, kl_div, margin_ranking_loss, matrix_exp, max_pool1d_with_indices,
                                  native_channel_shuffle, pinverse, poisson_nll_loss, rms_norm, triplet_margin_loss)
+from fusegrad.nn.losses import aten_ctc_loss as ctc_loss  # noqa: E402  (torch.ctc_loss: its reduction an int)
 # torch's legacy linear algebra (svd, qr, cholesky*, lu*, triangular_solve...: tracer/linalg_lu.py) and its
 # Tensor methods
 from fusegrad.tracer.linalg_lu import (cholesky, cholesky_inverse, cholesky_solve, eig, frobenius_norm,  # noqa: E402

@@ -64,3 +64,10 @@ from .losses import MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa:
 
 __all__ += ["ChannelShuffle", "UpsamplingBilinear2d", "UpsamplingNearest2d", "MultiLabelMarginLoss",
             "TripletMarginWithDistanceLoss"]
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss"]
+from .losses import CTCLoss  # noqa: E402
+
+__all__ += ["CTCLoss"]

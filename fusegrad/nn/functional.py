@@ -1090,7 +1090,9 @@ from .pooling import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with
                       adaptive_max_pool3d_with_indices, max_pool1d_with_indices, max_pool2d_with_indices,
                       max_pool3d_with_indices)
 from .padding import channel_shuffle, native_channel_shuffle, upsample_bilinear, upsample_nearest  # noqa: E402,F401
-from .losses import multilabel_margin_loss, triplet_margin_with_distance_loss  # noqa: E402,F401
+from .losses import ctc_loss, multilabel_margin_loss, triplet_margin_with_distance_loss  # noqa: E402,F401
+from .pooling import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
+                      fractional_max_pool3d, fractional_max_pool3d_with_indices)
 
 # Every public function takes NumPy arrays where it takes tensors (API.md), this file's and
 # the re-exported ones alike.

@@ -655,3 +655,118 @@ class TripletMarginWithDistanceLoss(_Loss):
         """F.triplet_margin_with_distance_loss with this module's options."""
         return triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
                                                  margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+# ---------------------------------------------------------------- CTC loss
+# torch's ctc_loss (aten/src/ATen/native/LossCTC.cpp, ctc_loss_impl): an unbatched input is
+# unsqueezed (UnsqueezeBackward0), the targets taken as int64, one CtcLossBackward0 node
+# (ir/ops/ctc.py), then where(loss == inf, 0, loss) for zero_infinity (WhereBackward0) and the
+# reduction: 'mean' divides each loss by its target length clamped to at least 1
+# (DivBackward0) before the batch mean, 'none' squeezes an unbatched result back.
+from fusegrad.tracer.parser_errors import ArgParser, is_int  # noqa: E402
+
+_CTC_PARSER = ArgParser(
+    "ctc_loss",
+    "(Tensor log_probs, Tensor targets, tuple of ints input_lengths, tuple of ints target_lengths, int blank = 0, "
+    "int reduction = at::Reduction::Mean, bool zero_infinity = False)",
+    "(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank = 0, "
+    "int reduction = at::Reduction::Mean, bool zero_infinity = False)")
+_CTC_PARAMETERS = ("log_probs", "targets", "input_lengths", "target_lengths", "blank", "reduction", "zero_infinity")
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _ctc_bind(args: tuple, kwargs: dict) -> dict:
+    """torch.ctc_loss's arguments as torch's parser binds them to one of its two overloads
+    (lengths both int lists, or both tensors), or its TypeError. (Our own reading, not
+    ArgParser.error's: torch takes no one-element tensor for an `int[]` length list.)"""
+    def refused() -> TypeError:
+        return TypeError(_CTC_PARSER._invalid_combination(args, kwargs))
+
+    if len(args) > len(_CTC_PARAMETERS):
+        raise refused()
+    bound = dict(zip(_CTC_PARAMETERS, args))
+    for key, value in kwargs.items():
+        if key not in _CTC_PARAMETERS or key in bound:
+            raise refused()
+        bound[key] = value
+    if any(name not in bound for name in _CTC_PARAMETERS[:4]):
+        raise refused()
+    bound = {"blank": 0, "reduction": 1, "zero_infinity": False, **bound}
+    fine = (isinstance(bound["log_probs"], fg.Tensor) and isinstance(bound["targets"], fg.Tensor)
+            and is_int(bound["blank"]) and is_int(bound["reduction"])
+            and isinstance(bound["zero_infinity"], (bool, np.bool_)))
+    lengths = bound["input_lengths"], bound["target_lengths"]
+    int_lists = all(isinstance(x, (tuple, list)) and all(is_int(v) for v in x) for x in lengths)
+    tensors = all(isinstance(x, fg.Tensor) for x in lengths)
+    if not fine or not (int_lists or tensors):
+        raise refused()
+    bound["lengths_are_tensors"] = tensors
+    return bound
+
+
+def _ctc_lengths(lengths, name: str, are_tensors: bool):
+    """The lengths as a 1-d int64 tensor of their own (torch copies them into an int list:
+    a later write of the caller's tensor changes nothing torch's node saved)."""
+    if not are_tensors:
+        return fg.tensor([int(v) for v in lengths], dtype=fg.int64)
+    if lengths.dtype.is_floating_point or lengths.dtype == fg.bool:
+        raise RuntimeError(f"{name} must be integral")
+    return lengths.to(fg.int64).reshape(-1).clone()
+
+
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity,
+              lengths_are_tensors):
+    """torch's ctc_loss_impl on bound arguments (`reduction` torch's enum: 1 mean, 2 sum, else none)."""
+    input_lengths = _ctc_lengths(input_lengths, "input_lengths", lengths_are_tensors)
+    target_lengths = _ctc_lengths(target_lengths, "target_lengths", lengths_are_tensors)
+    batched = log_probs.dim() == 3
+    if not batched:
+        log_probs = log_probs.unsqueeze(1)
+    loss = apply_op("ctc_loss", [log_probs, targets.to(fg.int64), input_lengths, target_lengths],
+                    {"blank": int(blank), "zero_infinity": bool(zero_infinity)}, "CtcLossBackward0")
+    if zero_infinity:
+        loss = fg.where(loss == math.inf, fg.zeros((), dtype=loss.dtype), loss)
+    if reduction == 1:
+        return (loss / target_lengths.to(loss.dtype).clamp_min(1)).mean()
+    if reduction == 2:
+        return loss.sum()
+    return loss if batched else loss.squeeze(0)
+
+
+def aten_ctc_loss(*args, **kwargs):
+    """torch.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+    zero_infinity=False): F.ctc_loss with torch's integer reduction (0 none, 1 mean, 2 sum; any
+    other number is 'none'). The lengths are both int lists or both tensors (torch's two overloads)."""
+    return _ctc_loss(**_ctc_bind(args, kwargs))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False):
+    """The Connectionist Temporal Classification loss, as torch's CPU kernel computes it:
+    log_probs (T, N, C) or unbatched (T, C), float32 or float64 (log_softmax's output: the
+    gradient assumes it); targets padded (N, S) or concatenated 1-d, of any dtype (taken as
+    int64); input_lengths and target_lengths both tensors or both sequences of ints. Each
+    sample's loss is -log of the summed probability of its alignments (inf where none exists;
+    zero_infinity=True zeroes those losses and their gradients); 'mean' divides each loss by
+    its target length (at least 1) before the batch mean."""
+    enum = _REDUCTION_ENUM[_check_reduction(reduction)]
+    return aten_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, enum, zero_infinity)
+
+
+aten_ctc_loss = _accepting_arrays(aten_ctc_loss)
+ctc_loss = _accepting_arrays(ctc_loss)
+__all__ += ["ctc_loss", "CTCLoss"]
+
+
+class CTCLoss(_Loss):
+    """F.ctc_loss as a module."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        """F.ctc_loss with this module's blank, reduction and zero_infinity."""
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                        self.zero_infinity)

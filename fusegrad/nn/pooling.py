@@ -9,14 +9,21 @@ run the same IR ops over three spatial dims, with torch's 3-d checks and texts a
 names. Indices are flat positions in each input plane (volume).
 Choices: ties in a max window take the first position (as torch's); where a window holds
 several NaNs torch's index is its last NaN's, fusegrad's the first's.
+fractional_max_pool2d/3d (FractionalMaxPool2DBackward0, 3D) run the IR op fractional_max_pool
+over torch's windows (generate_intervals in the input's dtype) with torch's NaN rule (the last
+NaN); their samples, when not given, are drawn as torch's Python draws them.
 """
 from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
 
 import fusegrad as fg
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.ops.pool import pool_output_size
 from fusegrad.ir.types import TORCH_SCALAR_NAMES
 from fusegrad.tracer.dispatch import apply_op
+from fusegrad.tracer.parser_errors import type_name
 
 from . import functional as F
 from .conv import ntuple
@@ -769,5 +776,207 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """torch.nn.MaxUnpool3d(kernel_size, stride=None, padding=0)."""
+
+    _nd = 3
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+            "fractional_max_pool3d_with_indices", "FractionalMaxPool2d", "FractionalMaxPool3d"]
+
+
+def _torch_ntuple(value, n: int) -> tuple:
+    """torch's _ntuple(n): any iterable as a tuple of its items, anything else repeated n times."""
+    if isinstance(value, Iterable):
+        return tuple(value)
+    return (value,) * n
+
+
+def _parsed_int_list(value, fn: str, name: str, position: int, n: int) -> tuple:
+    """An `int[n]` argument as torch's argument parser takes it: an int repeated n times, a
+    sequence of ints (or of integer 0-d tensors) as it is; torch's TypeErrors otherwise."""
+    def index_of(v):
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, fg.Tensor):
+            return int(v.item()) if v.dim() == 0 and not v.dtype.is_floating_point and v.dtype is not fg.bool \
+                else None
+        try:
+            return operator.index(v)
+        except TypeError:
+            return None
+    single = index_of(value) if not isinstance(value, (list, tuple)) else None
+    if single is not None:
+        return (single,) * n
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be tuple of ints, not "
+                        f"{type_name(value)}")
+    out = []
+    for pos, v in enumerate(value):
+        i = index_of(v)
+        if i is None:
+            if isinstance(v, str):
+                raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos {pos + 1} with error "
+                                "\"type must be tuple of ints,but got str\"")
+            raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be tuple of ints, but found "
+                            f"element of type {type_name(v)} at pos {pos}")
+        out.append(i)
+    return tuple(out)
+
+
+def _fractional_max_pool(input, kernel_size, output_size, samples, nd: int):
+    """torch._C._nn.fractional_max_pool{nd}d: its argument parsing, the autograd check of the
+    samples, its meta function's checks, then fractional_max_pool_check_shape's and the dtype
+    dispatch's, in their order; one FractionalMaxPool{nd}DBackward0 node."""
+    fn = f"fractional_max_pool{nd}d"
+    F._check_tensor_args(fn, input=input)
+    kernel = _parsed_int_list(kernel_size, fn, "kernel_size", 2, nd)
+    out = _parsed_int_list(output_size, fn, "output_size", 3, nd)
+    if not isinstance(samples, fg.Tensor):
+        raise TypeError(f"{fn}(): argument 'random_samples' (position 4) must be Tensor, not {type_name(samples)}")
+    if samples.requires_grad and fg.is_grad_enabled():
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument 'random_samples'. "
+                           "This input cannot have requires_grad True.")
+    three = " three" if nd == 3 else ""
+    if len(kernel) != nd:
+        raise RuntimeError(f"{fn}: kernel_size must either be a single Int or tuple of{three} Ints")
+    if len(out) != nd:
+        raise RuntimeError(f"{fn}: output_size must either be a single Int or tuple of{three} Ints")
+    shape = list(input.shape)
+    where = fn if nd == 2 else f"{fn}_out"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{where}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {shape}")
+    for dim in range(1, input.dim()):
+        if shape[dim] <= 0:
+            raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{shape} with dimension {dim} being empty.")
+    size = shape[-nd:]
+    names = ("height", "width") if nd == 2 else ("time", "height", "width")
+    # (torch's 3-d meta function checks time, width, height, in that order, each strictly)
+    for d in ((0, 1) if nd == 2 else (0, 2, 1)):
+        fits = out[d] + kernel[d] - 1 <= size[d] if nd == 2 else \
+            kernel[d] <= size[d] and out[d] + kernel[d] - 1 < size[d]
+        if not fits:
+            raise RuntimeError(f"{where}(): pool {names[d]} {kernel[d]} too large relative to input {names[d]} "
+                               f"{size[d]}")
+    result_shape = shape[:-nd] + list(out)
+    for s in result_shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {result_shape}")
+    if samples.dtype is not input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.dim() != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.dim()}")
+    batch, channels = (1, shape[0]) if input.dim() == nd + 1 else (shape[0], shape[1])
+    if samples.shape[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != channels:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples.shape[2]}.")
+    if not input.dtype.is_floating_point and all(result_shape):
+        # (torch returns an empty result before its dtype dispatch)
+        raise NotImplementedError(f"\"{fn}_out_frame\" not implemented for '{TORCH_SCALAR_NAMES[input.dtype.name]}'")
+    return apply_op("fractional_max_pool", [input, samples], {"kernel_size": kernel, "output_size": out},
+                    f"FractionalMaxPool{nd}DBackward0")
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """torch.nn.functional.fractional_max_pool2d_with_indices: (values, flat indices into each
+    plane) whatever `return_indices` says. The windows' starts come from one sample in [0, 1)
+    per plane and dim (`_random_samples`, (N, C, 2): W's then H's), drawn as torch draws them,
+    `rand(N, C, 2, dtype=input.dtype)` from the global generator, when not given; the output
+    size is `output_size`, or `output_ratio` times the input's."""
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = _torch_ntuple(output_ratio, 2)
+        output_size = [int(input.size(-2) * ratio[0]), int(input.size(-1) * ratio[1])]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == 3 else input.size(0)
+        _random_samples = fg.rand(n_batch, input.size(-3), 2, dtype=input.dtype)
+    return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """torch.nn.functional.fractional_max_pool3d_with_indices: as the 2-d form over (T, H, W)
+    volumes, `_random_samples` (N, C, 3) in T, H, W order."""
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool3d requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = _torch_ntuple(output_ratio, 3)
+        output_size = [int(input.size(-3) * ratio[0]), int(input.size(-2) * ratio[1]),
+                       int(input.size(-1) * ratio[2])]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == 4 else input.size(0)
+        _random_samples = fg.rand(n_batch, input.size(-4), 3, dtype=input.dtype)
+    return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 3)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch.nn.functional.fractional_max_pool2d: the values of
+    fractional_max_pool2d_with_indices, with the indices too when `return_indices`."""
+    values, indices = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                         return_indices, _random_samples)
+    return (values, indices) if return_indices else values
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch.nn.functional.fractional_max_pool3d: the values of
+    fractional_max_pool3d_with_indices, with the indices too when `return_indices`."""
+    values, indices = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                         return_indices, _random_samples)
+    return (values, indices) if return_indices else values
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        n = self._nd
+        name = f"FractionalMaxPool{n}d"
+        if n == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or
+                       (isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _torch_ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _torch_ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _torch_ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        # (indexed as torch's: a ratio of fewer entries raises its IndexError)
+        if self.output_ratio is not None and not all(0 < self.output_ratio[d] < 1 for d in range(n)):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        """The fractional max pooling of `input` (the module's `_random_samples` buffer, or fresh
+        samples from the global generator where it is None)."""
+        fn = fractional_max_pool2d if self._nd == 2 else fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """torch.nn.FractionalMaxPool2d(kernel_size, output_size=None, output_ratio=None,
+    return_indices=False, _random_samples=None) (F.fractional_max_pool2d)."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """torch.nn.FractionalMaxPool3d(kernel_size, output_size=None, output_ratio=None,
+    return_indices=False, _random_samples=None) (F.fractional_max_pool3d)."""
 
     _nd = 3

@@ -565,3 +565,92 @@ for _name, _inverse, _node in (("pixel_shuffle", False, "PixelShuffleBackward0")
                    (lambda other: lambda e, x, y, g, a, n: [e.op(other, g[0], **a) if n[0] else None])(
                        "pixel_unshuffle" if not _inverse else "pixel_shuffle"),
                    reference_only=True, doc=f"{_name}(x; factor): torch's F.{_name}", extra=dict(_WHY, node=_node)))
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+# (the sample of each spatial dim within a plane's samples: torch's 2-d kernel reads W's first,
+# then H's; its 3-d kernel T's, H's, W's)
+_FRACTIONAL_SAMPLE_OF_DIM = {2: (1, 0), 3: (0, 1, 2)}
+
+
+def fractional_intervals(u: np.ndarray, size: int, out: int, k: int) -> np.ndarray:
+    """torch's generate_intervals for samples `u` (any shape): the window starts (u.shape +
+    (out,)), computed in u's float dtype as torch computes them in the input's scalar type:
+    alpha = (size - k) / (out - 1); start i = int((i + u) * alpha) - int(u * alpha),
+    truncated toward zero as C++'s cast; the last start size - k."""
+    starts = np.zeros(u.shape + (out,), np.int64)
+    dtype = u.dtype.type
+    if out > 1:
+        alpha = dtype(size - k) / dtype(out - 1)
+        i = np.arange(out - 1).astype(u.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            starts[..., :-1] = (np.trunc((i + u[..., None]) * alpha).astype(np.int64)
+                                - np.trunc(u * alpha).astype(np.int64)[..., None])
+    if out > 0:
+        starts[..., -1] = size - k
+    return starts
+
+
+def _fractional_infer(types, attrs):
+    x = types[0]
+    nd = len(attrs["kernel_size"])
+    shape = tuple(x.shape[:len(x.shape) - nd]) + tuple(attrs["output_size"])
+    return [TensorType(shape, x.dtype), TensorType(shape, int64)]
+
+
+def _fractional_ref(x, samples, *, kernel_size, output_size):
+    """Per plane, the windows torch's samples place; in each the largest value and its flat
+    position in the plane: ties the first, a NaN the last NaN (torch's `val > max || isnan(val)`),
+    an empty window (a kernel size under 1) -inf at the window's start."""
+    nd = len(kernel_size)
+    batched = x.ndim == nd + 2
+    xb = x if batched else x[None]
+    n, c = xb.shape[0], xb.shape[1]
+    size = xb.shape[2:]
+    u = samples[:n].astype(x.dtype, copy=False)
+    order = _FRACTIONAL_SAMPLE_OF_DIM[nd]
+    starts = [fractional_intervals(u[:, :, order[d]], size[d], output_size[d], kernel_size[d]) for d in range(nd)]
+    out_shape = (n, c) + tuple(output_size)
+    window = tuple(max(k, 0) for k in kernel_size)
+    count = int(np.prod(window, dtype=np.int64))
+    if count == 0 or 0 in out_shape:
+        # (an empty window keeps torch's initial -inf and the window's start)
+        grids = [s.reshape((n, c) + tuple(o if a == d else 1 for a, o in enumerate(output_size)))
+                 for d, s in enumerate(starts)]
+        flat = np.broadcast_to(_flat_index(grids, size), out_shape)
+        values = np.full(out_shape, -np.inf, x.dtype)
+    else:
+        positions = []
+        for d, (s, k) in enumerate(zip(starts, window)):
+            along = tuple(o if a == d else 1 for a, o in enumerate(output_size))
+            pos = s.reshape((n, c) + along + (1,) * nd) + \
+                np.arange(k).reshape((1,) * (2 + nd) + tuple(k if a == d else 1 for a in range(nd)))
+            if pos.size and (pos.min() < 0 or pos.max() >= size[d]):
+                raise RuntimeError(f"fractional_max_pool{nd}d: a window of the random samples lies outside the input")
+            positions.append(pos)
+        lead = (np.arange(n).reshape((n,) + (1,) * (1 + 2 * nd)), np.arange(c).reshape((1, c) + (1,) * (2 * nd)))
+        win = xb[lead + tuple(positions)].reshape(out_shape + (count,))
+        nan = np.isnan(win) if x.dtype.kind == "f" else np.zeros(win.shape, bool)
+        last_nan = count - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        j = np.where(nan.any(-1), last_nan, np.argmax(win, axis=-1))
+        values = np.take_along_axis(win, j[..., None], axis=-1)[..., 0]
+        picked = [np.take_along_axis(np.broadcast_to(p, out_shape + window).reshape(out_shape + (count,)),
+                                     j[..., None], axis=-1)[..., 0] for p in positions]
+        flat = _flat_index(picked, size)
+    if not batched:
+        values, flat = values[0], flat[0]
+    return np.ascontiguousarray(values), np.ascontiguousarray(flat, dtype=np.int64)
+
+
+def _fractional_vjp(e, x, y, g, a, n):
+    """The input's gradient: g added at the argmax positions (torch's fractional backward);
+    none for the samples."""
+    return [scatter_to_plane(e, g[0], y[1], x[0], len(a["kernel_size"])) if n[0] else None, None]
+
+
+register(OpDef("fractional_max_pool", OPAQUE, _fractional_infer, _fractional_ref, _fractional_vjp,
+               reference_only=True, nondiff_inputs=(1,), nondiff_outputs=(1,),
+               doc="fractional_max_pool(x, samples; kernel_size, output_size) -> (values, flat indices): "
+                   "torch's fractional_max_pool{2,3}d with its _random_samples",
+               extra=dict(_WHY, node="FractionalMaxPool2DBackward0", torch_edges=(0,), **_SAVES_SELF_AND_INDICES)))

@@ -179,6 +179,24 @@ def test_pow_zero_exponent_gradient_is_a_constant():
     assert results[1][1] == results[0][1]
 
 
+@pytest.mark.parametrize("exponent", ["tensor0d", "tensor", "number"])
+def test_pow_zero_exponent_second_derivative_at_base_0(exponent):
+    """Second-order seed 60803: x ** e with a 0-d tensor exponent 0 is torch's pow(Tensor, Tensor),
+    whose first derivative where(e == 0, 0, g * e * x ** (e - 1)) gives NaN at x = 0 when
+    differentiated again (0 * inf); a Python number 0 is pow(Tensor, Scalar), whose zeros have
+    no history."""
+    results = []
+    for L in (torch, fg):
+        x = L.tensor([0.0, 0.5, -1.5], dtype=L.float64, requires_grad=True)
+        e = {"tensor0d": L.tensor(0), "tensor": L.zeros(3, dtype=L.int64), "number": 0}[exponent]
+        g, = L.autograd.grad((x.tanh() ** e).sum(), x, create_graph=True)
+        h, = L.autograd.grad((g * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum(), x, allow_unused=True)
+        results.append(None if h is None else h)
+    assert (results[0] is None) == (results[1] is None)
+    if results[0] is not None:
+        assert_same(results[1], results[0])
+
+
 def test_compiled_max_over_a_size_1_dim_beside_its_operand():
     c = fg.tensor([[[0.3, 0.5, 2.0]], [[1.5, 0.5, 0.4]]])
 

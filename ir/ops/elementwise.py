@@ -167,8 +167,8 @@ def _pow_vjp(e, x, y, g, a, n):
         # torch's pow_backward: grad * (exponent * x ** (exponent - 1)), in that order (the
         # order decides between inf, nan and 0 where a product over- or underflows).
         zero = e.eq(expo, 0)
-        if expo.type.ndim == 0 and base.type.ndim > 0:
-            # A 0-d exponent (a Python number, mostly): torch's pow(Tensor, Scalar) backward
+        if expo.type.ndim == 0 and base.type.ndim > 0 and not a.get("per_element"):
+            # A 0-d exponent that was a Python number: torch's pow(Tensor, Scalar) backward
             # is that product, recorded as a mul (MulBackward0 under create_graph), and zeros
             # with no history for exponent 0. The masks give the tensor-exponent form's
             # values; x**1 in place of x**-1 under the mask keeps the second derivative at
@@ -176,6 +176,8 @@ def _pow_vjp(e, x, y, g, a, n):
             power = e.pow(base, e.where(zero, 1, e.sub(expo, 1)))
             gx = e.mul(e.where(zero, 0, g[0]), e.where(zero, 0, e.mul(expo, power)))
         else:
+            # (a tensor exponent, 0-d too: torch's where(exponent == 0, 0, ...), whose second
+            # derivative at x = 0 is NaN where the exponent is 0, as torch's: 0 * inf)
             gx = e.where(zero, 0, e.mul(g[0], e.mul(expo, e.pow(base, e.sub(expo, 1)))))
     if n[1]:
         mask = e.logical_and(e.eq(base, 0), e.ge(expo, 0))

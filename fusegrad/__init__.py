@@ -113,6 +113,8 @@ from fusegrad.settings import (are_deterministic_algorithms_enabled, finfo, get_
 from fusegrad.nn.module import typename  # noqa: E402  (torch.typename: torch's names of types)
 from fusegrad import return_types  # noqa: E402  (torch.return_types: max(dim) / min(dim) results)
 from fusegrad import special  # noqa: E402  (torch.special: gammaln, erfinv, i0e, ndtri, xlog1py...)
+# torch.igamma / torch.igammac (torch.special.gammainc / gammaincc; fusegrad/special.py)
+from fusegrad.special import igamma, igammac  # noqa: E402
 from fusegrad import distributions  # noqa: E402  (torch.distributions: Normal, Categorical, kl_divergence...)
 from fusegrad import linalg  # noqa: E402  (torch.linalg: norms, solvers, decompositions)
 from fusegrad.tracer.weight_norm import _weight_norm, norm_except_dim  # noqa: E402,F401  (torch's weight normalisation functions)

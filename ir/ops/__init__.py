@@ -27,6 +27,7 @@ from . import batch_norm  # noqa: F401  (registers batch_norm and group_norm)
 from . import special  # noqa: F401  (registers lgamma, digamma, polygamma, erfinv, mvlgamma, i0, i1, ndtri, entr...)
 from . import misc_ops  # noqa: F401  (registers frexp, nextafter, renorm)
 from . import ctc  # noqa: F401  (registers ctc_loss and ctc_loss_backward)
+from . import special_extra  # noqa: F401  (registers the Bessel functions, airy_ai, erfcx, igamma, zeta, the polynomials)
 
 __all__ = ["OPS", "OpDef", "register", "EAGER_FORMS", "EAGER_INTO_FORMS", "eager_form", "eager_into_form",
            "broadcast_shapes", "expands_to", "unbroadcast_axes", "infer_types",

@@ -131,6 +131,10 @@ _NEXT_INPUTS = {
     "FillBackward0": (0,),     # fill(x, number)
     "IndexBackward0": (0,),     # index_take(x, *indices): the index arrays are not listed
     "PackPaddedSequenceBackward0": (0,),    # pack_padded_sequence's index_take, likewise
+    "ChannelShuffleBackward0": (0,),    # channel_shuffle(x, groups): IR gather(x, index)
+    "MultilabelMarginLossBackward0": (0,),  # multilabel_margin_loss(x, target): the target is int64
+    "LuUnpackBackward0": (0,),  # lu_unpack(LU, pivots): the pivots are integers
+    "LinalgLuSolveBackward0": (0, 2),   # linalg.lu_solve(LU, pivots, B)
     "GatherBackward0": (0,),    # gather(x, index)
     "IndexSelectBackward0": (0,),   # index_select(x, dim, index): IR gather
     "IndexPutBackward0": (0, 1),    # index_put_at(x, v, *indices)
@@ -242,8 +246,9 @@ class Node:
         """next_functions before looking through the hidden nodes (HIDDEN_NODES)."""
         shown = _NEXT_INPUTS.get(type(self).__name__)
         if shown is None and type(self).__name__ == "NotImplemented":
-            # torch's NotImplemented node lists the tensor operands only (x // 2, 2 % x)
-            shown = [i for i, c in enumerate(self.consts) if c is None]
+            # torch's NotImplemented node lists the operands that require grad only (x // 2,
+            # 2 % x, x // c, ctc_loss's backward under create_graph: not its targets or lengths)
+            shown = [i for i, e in enumerate(self.edges) if e is not None]
         if shown is None:
             # the op table's torch_edges: torch's inputs by position, None for one the op lacks
             opdef = OPS.get(self.op)

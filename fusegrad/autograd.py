@@ -51,8 +51,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     # (as torch: the outputs are made a tuple first; anything but a tensor is iterated, so a
     # float raises "'float' object is not iterable", before the inputs are looked at)
     outputs_tuple = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    if isinstance(inputs, Tensor):
-        inputs_tuple = (inputs,)
+    if isinstance(inputs, (Tensor, engine.GradientEdge)):
+        inputs_tuple = (inputs,)        # (a GradientEdge is a tuple itself: one input, as torch's)
     elif type(inputs) is dict:
         inputs_tuple = tuple(inputs.values())
     elif isinstance(inputs, Mapping):

@@ -10,6 +10,13 @@
   RuntimeError(error_message), as entering it with hooks registered does.
 - `Node`: the abstract type of every grad_fn (isinstance(y.grad_fn, Node) holds).
 - `increment_version(tensor)`: bump a tensor's (or each of an iterable's) version counter.
+- `register_multi_grad_hook(tensors, fn, *, mode="all")`: torch's Python over tensor hooks,
+  keyed per backward call (the engine's GRAPH_TASK, torch's graph task): "all" calls fn(grads)
+  once the gradients of the given tensors this backward computes are ready, "any" fn(grad)
+  with the first of them.
+- `GradientEdge(node, output_nr)` and `get_gradient_edge(tensor)`: where a tensor's gradient
+  flows (its grad_fn and output_nr, or its leaf's AccumulateGrad); autograd.grad and
+  backward(inputs=...) take one as an input (tracer/engine.py).
 
 The hooks are the eager engine's (tracer/saved_hooks.py); a compiled call's node saves
 arrays of its own program, which they do not see.
@@ -18,13 +25,21 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
+import threading
+from collections import defaultdict
 
-from fusegrad.tracer import saved_hooks
+from fusegrad.tracer import engine, saved_hooks
 from fusegrad.tracer.creation import empty
+from fusegrad.tracer.dispatch import edge_of
+from fusegrad.tracer.engine import GradientEdge
+from fusegrad.tracer.grad_mode import enable_grad
+from fusegrad.tracer.hooks import RemovableHandle
 from fusegrad.tracer.node import Node as _TracerNode
 from fusegrad.tracer.tensor import Tensor
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node", "increment_version"]
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook", "Node",
+           "GradientEdge", "get_gradient_edge", "increment_version"]
 
 
 class saved_tensors_hooks:
@@ -119,3 +134,108 @@ def increment_version(tensor) -> None:
         if not isinstance(t, Tensor):
             raise TypeError(f"increment_version(): expected a Tensor, got {type(t).__name__}")
         t._vbox[0] += 1
+
+
+def _get_grad_fn_or_grad_acc(t):
+    """The node a tensor's gradient flows into: its grad_fn, or a leaf's AccumulateGrad (made if
+    it has none yet, as torch's); a GradientEdge's node."""
+    if isinstance(t, GradientEdge):
+        return t.node
+    if t.requires_grad and t.grad_fn is None:
+        with enable_grad():
+            edge = edge_of(t)
+        node = edge[0] if edge is not None else None
+    else:
+        node = t.grad_fn
+    if node is None:
+        raise AssertionError("Expected gradient function to be set")
+    return node
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The GradientEdge where `tensor`'s gradient is computed: its grad_fn and output_nr, or its
+    leaf's AccumulateGrad and 0. `autograd.grad(loss, [get_gradient_edge(x)])` is
+    `autograd.grad(loss, [x])`."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    return GradientEdge(_get_grad_fn_or_grad_acc(tensor), tensor.output_nr)
+
+
+class _MultiHandle(RemovableHandle):
+    """What register_multi_grad_hook returns: `remove()` removes the hook from every tensor."""
+
+    def __init__(self, handles: tuple) -> None:      # (not RemovableHandle's: no hooks dict of its own)
+        self.handles = handles
+
+    def remove(self) -> None:
+        """Remove the hook from every tensor (again: nothing happens)."""
+        for handle in self.handles:
+            handle.remove()
+
+    def __getstate__(self) -> tuple:
+        return self.handles
+
+    def __setstate__(self, state: tuple) -> None:
+        self.handles = state
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> RemovableHandle:
+    """Register a hook over the gradients of several tensors (torch's, over tensor hooks).
+
+    mode "all": once a backward has computed the gradients of every tensor of `tensors` it
+    computes (a tensor whose node it does not run, off its path or not needed for its
+    `inputs`, is not waited for), `fn(grads)` is called with the list of them, None for the
+    others. mode "any": `fn(grad)` is called with the first gradient a backward computes among
+    them. Both once per backward call. Returns a handle whose `remove()` unregisters it."""
+    supported_modes = ("all", "any")
+    lock = threading.Lock()
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+
+    if mode == "all":
+        count: dict = {}
+        nb_calls = None
+        buffer: dict = {}
+        grad_fns = list(map(_get_grad_fn_or_grad_acc, tensors))
+        len_tensors = len(tensors)
+
+        def get_inner_hook(idx: int):
+            def inner_hook(grad) -> None:
+                nonlocal nb_calls
+                task = engine.current_graph_task_id()
+                if task == -1:
+                    raise AssertionError("expected this hook to be called inside a backward call")
+                count[task] = count.get(task, 0)
+                buffer[task] = buffer.get(task, [None] * len_tensors)
+                with lock:
+                    curr_count, count[task] = count[task], count[task] + 1
+                    if curr_count == 0:
+                        # on the first call of a backward, how many of the hooks it will call
+                        nb_calls = sum(map(engine.will_execute_node, grad_fns))
+                buffer[task][idx] = grad
+                if nb_calls is None:
+                    raise AssertionError("Expected nb_calls to be set")
+                if curr_count == nb_calls - 1:
+                    fn(buffer[task])
+                    del count[task]
+                    del buffer[task]
+            return inner_hook
+
+        handles = tuple(t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors))
+    else:
+        ran_hook: dict = defaultdict(bool)
+
+        @functools.wraps(fn)
+        def wrapped_fn(grad) -> None:
+            task = engine.current_graph_task_id()
+            if task == -1:
+                raise AssertionError("expected this hook to be called inside a backward call")
+            with lock:
+                prev, ran_hook[task] = ran_hook[task], True
+            if prev:
+                return
+            fn(grad)
+
+        handles = tuple(tensor.register_hook(wrapped_fn) for tensor in tensors if tensor.requires_grad)
+    return _MultiHandle(handles)

@@ -11,7 +11,9 @@ history of its own.
 """
 from __future__ import annotations
 
+import itertools
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -200,6 +202,22 @@ def leaves_behind(t: Tensor) -> list:
     return [node.variable for node in _topological_nodes([t._grad_fn]) if isinstance(node, AccumulateGrad)]
 
 
+class GradientEdge(NamedTuple):
+    """torch.autograd.graph.GradientEdge: where a gradient flows, output `output_nr` of `node` (a
+    grad_fn, or a leaf's AccumulateGrad and 0); fg.autograd.graph.get_gradient_edge makes one.
+    autograd.grad and backward take one among their `inputs`: the gradient flowing into that edge
+    (backward accumulates it into .grad only for a leaf's node). `ownership_token` as torch's."""
+
+    node: object
+    output_nr: int
+    ownership_token: object = None
+
+
+def _edge_target(t):
+    """The edge an input of grad / backward(inputs=...) names: a GradientEdge's own, a tensor's edge_of."""
+    return (t.node, t.output_nr) if type(t) is GradientEdge else edge_of(t)
+
+
 def _roots_and_seeds(outputs, grad_outputs, create_graph):
     roots, seeds = [], []
     if grad_outputs is None:
@@ -236,17 +254,62 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 # checkpoint_valid: the reentrant checkpoint refuses autograd.grad and backward(inputs=...)).
 CHECKPOINT_VALID = [True]
 
+# The backward call running now, torch's "graph task" (fg.autograd.graph's multi-grad hooks key
+# their state by it): GRAPH_TASK[0] is None outside a backward, else [number, roots, nodes,
+# targets, every_node, captures, cache], set once per call by _run (a nested backward, one
+# a hook starts, has its own, and gives the outer one back as it ends): nothing per node.
+# current_graph_task_id() and will_execute_node() read it.
+GRAPH_TASK: list = [None]
+_GRAPH_TASK_IDS = itertools.count()
+
 
 def _run(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
          every_node: bool = False, captures: bool = False, at_leaf=None):
-    """_run_graph, with CHECKPOINT_VALID telling the nodes it runs whether every node runs."""
-    previous = CHECKPOINT_VALID[0]
+    """_run_graph, with CHECKPOINT_VALID telling the nodes it runs whether every node runs, and
+    GRAPH_TASK this backward call."""
+    previous, previous_task = CHECKPOINT_VALID[0], GRAPH_TASK[0]
     CHECKPOINT_VALID[0] = every_node
+    GRAPH_TASK[0] = [next(_GRAPH_TASK_IDS), roots, nodes, targets, every_node, captures, None]
     try:
         return _run_graph(roots, seeds, targets, retain_graph, create_graph, nodes, retained, partial, every_node,
                           captures, at_leaf)
     finally:
         CHECKPOINT_VALID[0] = previous
+        GRAPH_TASK[0] = previous_task
+
+
+def current_graph_task_id() -> int:
+    """torch._C._current_graph_task_id(): the number of the backward call running now (one a
+    process never gives twice), or -1 outside a backward."""
+    task = GRAPH_TASK[0]
+    return -1 if task is None else task[0]
+
+
+def will_execute_node(node) -> bool:
+    """torch._C._will_engine_execute_node(node): whether the backward running now runs `node`
+    (a grad_fn or a leaf's AccumulateGrad). A backward() without `inputs` runs every node its
+    roots reach; one with `inputs`, or autograd.grad, the nodes from which an input is reached
+    (not the node of a root that leads to none, whose tensor hooks the engine still calls:
+    torch answers False there too). As torch, asking about a leaf's node that an autograd.grad
+    captures raises."""
+    task = GRAPH_TASK[0]
+    if task is None:
+        raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
+    if task[6] is None:
+        # (worked out on the first question of this backward: (nodes in the graph, live nodes))
+        _, roots, nodes, targets, every_node, _, _ = task
+        if nodes is None:
+            nodes = _topological_nodes([e[0] for e in (edge_of(r) for r in roots) if e is not None])
+        in_graph = set(nodes)
+        live = in_graph if every_node else _live_nodes(nodes, [e for e in targets if e is not None])
+        task[6] = (in_graph, live)
+    in_graph, live = task[6]
+    if node not in in_graph or node not in live:
+        return False
+    if task[5] and type(node) is AccumulateGrad and any(e is not None and e[0] is node for e in task[3]):
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                           "autograd.grad(). This is currently not supported.")
+    return True
 
 
 def _run_graph(roots, seeds, targets, retain_graph, create_graph, nodes=None, retained=None, partial=None,
@@ -869,20 +932,26 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph = create_graph
     if inputs is not None:
         # (a dict's values, as torch's: autograd.grad's dict of inputs passed on)
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs.values() if isinstance(inputs, dict)
-                                                                   else inputs)
+        inputs = [inputs] if isinstance(inputs, (Tensor, GradientEdge)) else \
+            list(inputs.values() if isinstance(inputs, dict) else inputs)
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        # a tensor listed twice is accumulated once, as torch's (tied weights gathered from two modules)
-        inputs = list({id(t): t for t in inputs}.values())
+        # (a GradientEdge to a leaf's AccumulateGrad: that leaf's .grad gets the gradient, as torch's
+        # node runs; one to a grad_fn fills nothing, a target of its own: see _input_targets)
+        inputs = [t.node.variable if type(t) is GradientEdge and type(t.node) is AccumulateGrad else t
+                  for t in inputs]
+        # a tensor (or edge) listed twice is accumulated once, as torch's (tied weights gathered from two modules)
+        inputs = list({(id(t.node), t.output_nr) if type(t) is GradientEdge else id(t): t for t in inputs}.values())
     roots, seeds = _roots_and_seeds(list(tensors), grad_tensors, create_graph)
     _check_flags(retain_graph, create_graph)
     if inputs is not None:
         # (torch checks these after the gradients, the empty list before)
         for t in inputs:
-            if not isinstance(t, Tensor):
+            if not isinstance(t, (Tensor, GradientEdge)):
                 raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_name(t)}")
         for t in inputs:
+            if type(t) is GradientEdge:
+                continue
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if not t.is_leaf and not t.retains_grad:
@@ -894,6 +963,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=user_stacklevel())
     trace = trace_state.current()
     if trace is not None:
+        _refuse_edges_in_trace(inputs or ())
         trace.backward(roots, seeds, inputs, create_graph, retain_graph)
         return
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
@@ -975,7 +1045,7 @@ def _every_target(graph_nodes: list) -> list:
 def _input_targets(graph_nodes: list, inputs: list) -> list:
     """(tensor, edge) for each of backward(inputs=...)'s `inputs`, and the retain_grad() tensors
     whose nodes the backward to them runs (torch fills their .grad too)."""
-    targets = [(t, edge_of(t)) for t in inputs]
+    targets = [(None, _edge_target(t)) if type(t) is GradientEdge else (t, edge_of(t)) for t in inputs]
     given = {id(t) for t in inputs}
     targets += [(t, e) for t, e in _retained_on_path(graph_nodes, [e for _, e in targets]) if id(t) not in given]
     return targets
@@ -1016,7 +1086,7 @@ def _accumulate_targets(targets: list, grads: list, create_graph: bool) -> None:
     """Each (tensor, edge) target's gradient (None: none reached it) into the tensor's .grad.
     A leaf whose requires_grad was turned off after the forward gets nothing: torch's
     AccumulateGrad checks it when it runs."""
-    pairs = [(t, g) for (t, _), g in zip(targets, grads) if g is not None and t._requires_grad]
+    pairs = [(t, g) for (t, _), g in zip(targets, grads) if g is not None and t is not None and t._requires_grad]
     accumulate_into_grads(pairs, create_graph)
     if hooks.ANY_POST_ACCUMULATE_HOOKS[0]:
         hooks.run_post_accumulate([t for t, _ in pairs if t._grad_fn is None])
@@ -1158,7 +1228,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     """The gradients of `outputs` with respect to `inputs`, returned as a tuple (no .grad is touched)."""
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    inputs = [inputs] if isinstance(inputs, (Tensor, GradientEdge)) else list(inputs)
     if isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
     if retain_graph is None:
@@ -1166,12 +1236,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     roots, seeds = _roots_and_seeds(outputs, grad_outputs, create_graph)   # torch checks outputs first
     _check_flags(retain_graph, create_graph, allow_unused)
     for t in inputs:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, GradientEdge)):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_name(t)}")
-    if not all(t._requires_grad for t in inputs):
+    if not all(t._requires_grad for t in inputs if type(t) is not GradientEdge):
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     trace = trace_state.current()
     if trace is not None:
+        _refuse_edges_in_trace(inputs)
         for root in roots:
             trace.value_of(root)        # (a root from outside the call, read by no op, joins the boundary)
         outside, behind = _upstream_boundary(trace, inputs)
@@ -1195,7 +1266,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             from .functional import mul
             return tuple(mul(x, 0) if g is None else g for x, g in zip(inputs, grads))
         return tuple(grads)
-    targets = [edge_of(t) for t in inputs]
+    targets = [_edge_target(t) for t in inputs]
     graph_nodes = _topological_nodes([edge_of(r)[0] for r in roots])
     reachable = {id(n) for n in graph_nodes}
     targets = [e if e is not None and id(e[0]) in reachable else None for e in targets]
@@ -1221,6 +1292,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         if g is None:
             if not (allow_unused or materialize_grads):
                 raise RuntimeError(_unused_message(k))
+            if materialize_grads and type(t) is GradientEdge:
+                raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
             out.append(Tensor._wrap(np.zeros(t._value_shape(), t.dtype.np)) if materialize_grads else None)
         elif isinstance(g, Tensor):
             out.append(g)
@@ -1229,6 +1302,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         else:
             out.append(Tensor._wrap(g if _handed_over(g, seeds, out) else np.array(g, copy=True)))
     return tuple(out)
+
+
+def _refuse_edges_in_trace(inputs) -> None:
+    """A GradientEdge among the inputs of a backward inside fg.compile: not supported."""
+    if any(type(t) is GradientEdge for t in inputs):
+        raise NotImplementedError("fusegrad: a GradientEdge among the inputs of autograd.grad or backward inside "
+                                  "fg.compile is not supported; pass the tensor, or call it outside the compiled "
+                                  "function")
 
 
 def _handed_over(g: np.ndarray, seeds: list, given: list) -> bool:

@@ -134,6 +134,9 @@ from fusegrad.tracer.linalg_lu import (cholesky, cholesky_inverse, cholesky_solv
                                        symeig, triangular_solve)
 from fusegrad.tracer.linalg_lu import bind_methods as _bind_linalg_lu_methods  # noqa: E402
 _bind_linalg_lu_methods()
+# torch's compact Householder QR: geqrf, orgqr (linalg.householder_product) and ormqr (tracer/linalg_lu.py,
+# ir/ops/householder.py)
+from fusegrad.tracer.linalg_lu import geqrf, orgqr, ormqr  # noqa: E402,F401
 relu_ = nn.functional.relu_
 from fusegrad.runtime import compile as _compile_callable
 from fusegrad.nn.compiled import OptimizedModule as _OptimizedModule

@@ -641,3 +641,15 @@ def cond(A, p=None, *, out=None) -> Tensor:
     result = F.mul(matrix_norm(a, p), matrix_norm(inverse, p))
     return result.nan_to_num_(math.inf, math.inf, -math.inf)
 
+
+
+# ------------------------------------------------------------------ Householder (tracer/linalg_lu.py, ir/ops/householder.py)
+def householder_product(A, tau, *, out=None) -> Tensor:
+    """torch.linalg.householder_product: the first n columns of the product of the Householder
+    reflectors stored in A (..., m, n) below its diagonal with scalars tau (..., k), as geqrf
+    returns them (LinalgHouseholderProductBackward0)."""
+    _no_out(out, "householder_product")
+    return _lu.householder_product(A, tau)
+
+
+__all__.append("householder_product")

@@ -21,13 +21,11 @@ import fusegrad as fg  # noqa: E402
 
 
 def _plain(x):
-    """Tensors as float64 arrays, containers element-wise, anything else as it is."""
+    """Tensors as float64 arrays, containers element-wise, anything else (texts exactly) as it is."""
     if hasattr(x, "detach"):
         return np.asarray(x.detach().numpy(), dtype=np.float64)
     if isinstance(x, (list, tuple)):
         return type(x)(_plain(v) for v in x)
-    if isinstance(x, str):
-        return x.replace("torch.", "").replace("fg.", "")
     return x
 
 

@@ -2,7 +2,8 @@
 ir/ops/linalg_decomp.py: the cores of linalg.lu_factor(_ex), linalg.lu, linalg.lu_solve (which
 fusegrad.linalg wraps), and torch.svd, qr, cholesky, cholesky_solve, cholesky_inverse, lu,
 lu_solve, lu_unpack, triangular_solve, nuclear_norm, frobenius_norm, the removed lstsq,
-matrix_rank, eig and symeig (torch's RuntimeError), and their Tensor methods (METHODS).
+matrix_rank, eig and symeig (torch's RuntimeError), geqrf, orgqr (linalg.householder_product's
+core) and ormqr over ir/ops/householder.py, and their Tensor methods (METHODS).
 Pivots and infos are int64 (fusegrad has no int32; torch's are int32): an int64 pivots
 tensor is what lu_solve and lu_unpack take here, where torch asks for int32."""
 from __future__ import annotations
@@ -356,3 +357,97 @@ def bind_methods() -> None:
     for name, fn in METHODS.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
+
+
+# ------------------------------------------------------------------ Householder QR (ir/ops/householder.py)
+GeqrfResult = result_type("geqrf", "a", "tau")
+RESULT_KINDS = RESULT_KINDS + ("geqrf",)
+
+
+def geqrf(input):
+    """torch.geqrf / Tensor.geqrf: LAPACK's compact QR, a torch.return_types.geqrf (a, tau): R on
+    and above a's diagonal, the Householder vectors below it, tau (..., min(m, n)) their scalars.
+    Both outputs carry a GeqrfBackward0 node, whose backward raises torch's NotImplementedError."""
+    a = F.as_tensor(input, "geqrf")
+    if a.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not a._dtype.is_floating_point:
+        raise _not_implemented("geqrf_cpu", a)
+    return GeqrfResult(apply_op("geqrf", [a], None, "GeqrfBackward0"))
+
+
+def _batch_text(t: Tensor) -> str:
+    return "[" + ", ".join(str(s) for s in t.shape[:-1]) + "]"
+
+
+def householder_product(A, tau) -> Tensor:
+    """torch.linalg.householder_product (torch.orgqr, Tensor.orgqr): the first n columns of the
+    product H_0 ... H_{k-1} of the reflectors I - tau_i v_i v_i^T stored in A (..., m, n), m >= n >= k
+    (LinalgHouseholderProductBackward0)."""
+    fn = "torch.linalg.householder_product"
+    a = F.as_tensor(A, "linalg_householder_product")
+    t = F.as_tensor(tau, "linalg_householder_product", "tau", 2)
+    if a.dim() < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    if a.shape[-2] < a.shape[-1]:
+        raise RuntimeError(f"{fn}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if t.dim() and a.shape[-1] < t.shape[-1]:
+        raise RuntimeError(f"{fn}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if a.dim() - t.dim() != 1:
+        raise RuntimeError(f"{fn}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{t.dim()} and input.ndim is equal to {a.dim()}")
+    if a.dim() > 2 and tuple(t.shape[:-1]) != tuple(a.shape[:-2]):
+        raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{_batch_text(t)}")
+    if t._dtype is not a._dtype:
+        raise RuntimeError(f"{fn}: tau dtype {_name(t)} does not match input dtype {_name(a)}")
+    if not a._dtype.is_floating_point:
+        raise _not_implemented("orgqr_cpu", a)
+    return apply_op("householder_product", [a, t], None, "LinalgHouseholderProductBackward0")
+
+
+def orgqr(input, input2) -> Tensor:
+    """torch.orgqr / Tensor.orgqr: linalg.householder_product(input, input2)."""
+    return householder_product(input, input2)
+
+
+def ormqr(input, input2, input3, left=True, transpose=False) -> Tensor:
+    """torch.ormqr / Tensor.ormqr: op(Q) C (left) or C op(Q), Q = H_0 ... H_{k-1} the full m x m
+    product of the reflectors in input (m x k) with scalars input2, C = input3, op the transpose
+    where `transpose` (OrmqrBackward0). torch's checks in its order; batch dims must be equal."""
+    fn = "torch.ormqr"
+    a = F.as_tensor(input, "ormqr")
+    t = F.as_tensor(input2, "ormqr", "input2", 2)
+    c = F.as_tensor(input3, "ormqr", "input3", 3)
+    if a.dim() < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    if c.dim() < 2:
+        raise RuntimeError(f"{fn}: other must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if c.shape[side] != a.shape[-2]:
+        raise RuntimeError(f"{fn}: other.shape[{side}] must be equal to input.shape[-2]")
+    if not t.dim() or t.shape[-1] != min(c.shape[side], a.shape[-1]):
+        raise RuntimeError(f"{fn}: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
+    if a.dim() - t.dim() != 1:
+        raise RuntimeError(f"{fn}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{t.dim()} and input.ndim is equal to {a.dim()}")
+    if a.dim() != c.dim():
+        raise RuntimeError(f"{fn}: Expected other to have the same number of dimensions as input, but got other.ndim "
+                           f"equal to {c.dim()} and input.ndim is equal to {a.dim()}")
+    if a.dim() > 2:
+        if tuple(t.shape[:-1]) != tuple(a.shape[:-2]):
+            raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                               f"{_batch_text(t)}")
+        if tuple(c.shape[:-2]) != tuple(a.shape[:-2]):
+            raise RuntimeError(f"{fn}: Expected batch dimensions of other to be equal to input.shape[:-2], but got "
+                               "[" + ", ".join(str(s) for s in c.shape[:-2]) + "]")
+    for other, what in ((t, "tau"), (c, "other")):
+        if other._dtype is not a._dtype:
+            raise RuntimeError(f"{fn}: Expected input and {what} to have the same dtype, but input has dtype"
+                               f"{_name(a)} and {what} has dtype {_name(other)}")
+    if not a._dtype.is_floating_point:
+        raise _not_implemented("ormqr_cpu", a)
+    return apply_op("ormqr", [a, t, c], {"left": bool(left), "transpose": bool(transpose)}, "OrmqrBackward0")
+
+
+METHODS.update({"geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr})

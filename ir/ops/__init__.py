@@ -20,6 +20,7 @@ from . import scatter  # noqa: F401  (registers scatter, scatter_reduce, masked_
 from . import linalg_extra  # noqa: F401  (registers add_product, cross, det, inverse, slogdet, sinc, ldexp, gcd, lcm)
 from . import linalg_decomp  # noqa: F401  (registers linalg_solve, cholesky, qr, eigh, linalg_svd, pinv, lstsq...)
 from . import linalg_lu  # noqa: F401  (registers lu_factor, lu_unpack, linalg_lu, lu_solve, cholesky_solve/inverse...)
+from . import householder  # noqa: F401  (registers geqrf, householder_product, ormqr)
 from . import diagonal  # noqa: F401  (registers diagonal, unfold, diag_embed, trace, roll, rot90, block_diag)
 from . import statistics  # noqa: F401  (registers cumprod, cummax/cummin, median, nansum, fmax... )
 from . import conv, pool  # noqa: F401  (registers convolution, im2col/col2im, pooling, pad, upsample, pixel_shuffle)

@@ -111,6 +111,7 @@ def round(input=_REQUIRED, *surplus, decimals=0):  # noqa: A001
 import numpy as _np  # noqa: E402
 
 from fusegrad.ir.types import TORCH_SCALAR_NAMES  # noqa: E402
+from fusegrad.ir.ops import broadcast_shapes as _broadcast_shapes  # noqa: E402
 from fusegrad.tracer.dispatch import result_cast_error as _result_cast_error  # noqa: E402
 from fusegrad.tracer.extra_functions import _float_dtype, _not_implemented, _operand, _write  # noqa: E402
 from fusegrad.tracer.functional import _promoted  # noqa: E402
@@ -158,6 +159,8 @@ def _igamma_plan(op: str, input, other, fn: str):
     a, b = _as_tensor(input, fn, "input", 1), _as_tensor(other, fn, "other", 2)
     dtype = _promoted([a, b], fn)[1]
     if not dtype.is_floating_point:
+        # (torch's TensorIterator broadcasts the shapes before its kernel refuses the dtype)
+        _broadcast_shapes(tuple(a.shape), tuple(b.shape))
         raise _not_implemented(f"{op}_cpu", dtype)
     return op, [a, b], None, "IgammaBackward0" if op == "igamma" else "IgammacBackward0", dtype
 

@@ -405,3 +405,54 @@ def test_tensor_new(case):
     assert outcome(fg) == outcome(torch)
     s = fg.ones(2, dtype=fg.float64)
     assert s.new(s).data_ptr() == s.data_ptr()
+
+
+# ---------------------------------------------------------------- differential fuzzing's finds
+
+def _described(L, fn):
+    """fn(L)'s outcome: its error, or each tensor's shape, strides, dtype, grad_fn name and values."""
+    out = _result_or_error(lambda: fn(L))
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
+        return out
+    parts = out if isinstance(out, (tuple, list)) else (out,)
+    return [(tuple(t.shape), t.stride(), str(t.dtype).split(".")[-1], type(t.grad_fn).__name__,
+             t.requires_grad, t.detach().tolist()) for t in parts]
+
+
+_FUZZ_CASES = {
+    # view_copy's dtype overload: view(dtype) copied, no history (an int is the parser's error)
+    "view_copy_dtype": lambda L: L.view_copy(L.ones(2, 3, requires_grad=True).t(), L.float32),
+    "view_copy_dtype_bits": lambda L: L.view_copy(L.tensor([[1.0, 2.0]]), L.float64),
+    "view_copy_dtype_error": lambda L: L.view_copy(L.ones(2, 3), L.float64),
+    "view_copy_int": lambda L: L.view_copy(L.ones(2, 3), 3),
+    # view(dtype) checks size(-1) before stride(-1) when the element grows (so does view_copy)
+    "view_dtype_size_before_stride": lambda L: L.ones(2, 2, 6)[..., ::2].view(L.float64),
+    "view_copy_size_before_stride": lambda L: L.view_copy(L.ones(2, 2, 6)[..., ::2], L.float64),
+    "view_dtype_stride": lambda L: L.ones(2, 4)[:, ::2].view(L.float64),
+    # adjoint of a 0-d tensor: the tensor itself (torch warns once), not an error
+    "adjoint_0d": lambda L: L.adjoint(L.tensor(2.0, requires_grad=True) * 3),
+    "adjoint_0d_method": lambda L: (L.tensor(2.0) * 3).adjoint(),
+    "adjoint_1d": lambda L: L.adjoint(L.ones(3)),
+    # a negative split_size is refused before dim is wrapped
+    "unsafe_split_negative_size_first": lambda L: L.unsafe_split(L.ones(3), -1, -2),
+    "unsafe_chunk_negative_dim": lambda L: L.unsafe_chunk(L.ones(3), 2, -2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUZZ_CASES))
+def test_fuzzer_finds_copy_functions(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _described(fg, _FUZZ_CASES[name]) == _described(torch, _FUZZ_CASES[name])
+
+
+def test_adjoint_0d_is_the_tensor_and_warns():
+    from fusegrad.tracer import functional as tracer_functional
+    text = ("adjoint() is deprecated on 0-D tensors. Consider using x.conj(). (Triggered internally at "
+            "/__w/pytorch/pytorch/aten/src/ATen/native/TensorShape.cpp:4390.)")
+    tracer_functional._WARNED_ONCE.discard(text)        # (torch's TORCH_WARN_ONCE: once a process)
+    x = fg.tensor(2.0, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert fg.adjoint(x) is x and x.adjoint() is x
+    assert [str(w.message) for w in caught] == [text]

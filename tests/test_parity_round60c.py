@@ -585,3 +585,70 @@ def test_compiled_calls_match_eager_and_torch(name):
         assert value == pytest.approx(expected[0], rel=1e-5, abs=1e-6)
         for g, e in zip(grads, expected[1]):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- differential fuzzing's finds
+
+def _bn_case(fn, shape, weight=None, bias=None, mean=None, var=None, flag=True, eps=1e-5):
+    def case(L):
+        x = _data(L, *shape, grad=True)
+        vec = (lambda n, k: None if n is None else _data(L, n, k=k, grad=True))
+        stat = (lambda n, v: None if n is None else L.full((n,), v))
+        return fn(L)(x, vec(weight, 1), vec(bias, 2), stat(mean, 0.0), stat(var, 1.0), flag, 0.1, eps, False)
+    return case
+
+
+_FUZZ_CASES = {
+    # at::batch_norm: one running statistic without the other is batch_norm_cpu's ValueError
+    # (after the size checks); an empty input is a clone (times weight[0], plus bias[0]) before
+    # any check; instance_norm leaves that ValueError to batch_norm
+    "bn_mean_only": _bn_case(lambda L: L.batch_norm, (2, 3, 4), mean=3),
+    "bn_var_only": _bn_case(lambda L: L.batch_norm, (2, 3, 4), var=3),
+    "bn_empty_weight_bias": _bn_case(lambda L: L.batch_norm, (0, 3, 4), weight=3, bias=3),
+    "bn_empty_clone": _bn_case(lambda L: L.batch_norm, (0, 3, 4)),
+    "bn_empty_skips_checks": _bn_case(lambda L: L.batch_norm, (0, 3, 4), mean=5, flag=False),
+    "bn_empty_bad_weight": _bn_case(lambda L: L.batch_norm, (2, 0, 4), weight=3),
+    "bn_empty_empty_weight": _bn_case(lambda L: L.batch_norm, (0, 3, 4), weight=0),
+    "in_mean_only_bad_size": _bn_case(lambda L: L.instance_norm, (2, 3, 4), mean=5),
+    "in_mean_only_eval": _bn_case(lambda L: L.instance_norm, (2, 3, 4), mean=3, flag=False),
+    "in_mean_only_empty": _bn_case(lambda L: L.instance_norm, (2, 0, 4), mean=0),
+    "in_empty_batch_weight": _bn_case(lambda L: L.instance_norm, (0, 3, 4), weight=3),
+    "in_mean_only": _bn_case(lambda L: L.instance_norm, (2, 3, 4), mean=3),
+    # binary_cross_entropy_with_logits: the target's size is tensor a's in the broadcast error
+    "bce_logits_broadcast_text": lambda L: L.binary_cross_entropy_with_logits(_data(L, 2, 0, 1), _data(L, 4, 3)),
+    # constant_pad_nd: a 0-d input and no pads; a negative pad after, past the dim, is narrow's error
+    "pad_0d_no_pads": lambda L: L.constant_pad_nd(L.tensor(2.0, requires_grad=True), [], 3),
+    "pad_narrow_after": lambda L: L.constant_pad_nd(_data(L, 3, 1), [1, -2], 1.5),
+    "F_pad_narrow_after": lambda L: L.nn.functional.pad(_data(L, 3, 1), [1, -2]),
+    # rms_norm ends in .contiguous(): CloneBackward0 for a permuted input's layout
+    "rms_norm_transposed": lambda L: L.rms_norm(_data(L, 4, 2, 4, grad=True).transpose(-1, -2), [4, 2]),
+    "rms_norm_transposed_weight": lambda L: L.rms_norm(_data(L, 4, 2, 4, grad=True).transpose(-1, -2), [2],
+                                                       _data(L, 2, k=1, grad=True)),
+    # embedding of an empty weight: index_select's own texts for bad indices
+    "embedding_empty_rows_bad_index": lambda L: L.embedding(L.ones(3, 0), L.tensor([[0, 5, -1]])),
+    "embedding_no_rows": lambda L: L.embedding(L.ones(0, 2), L.tensor([0])),
+    "F_embedding_empty_bad_index": lambda L: L.nn.functional.embedding(L.tensor([4]), L.ones(3, 0)),
+    # adaptive max pools: an output size of 0 is an empty result; 1-d's own check and name
+    "amp2d_output_zero": lambda L: L.nn.functional.adaptive_max_pool2d_with_indices(_data(L, 2, 3, 4), (0, 2)),
+    "amp3d_output_zero": lambda L: L.nn.functional.adaptive_max_pool3d_with_indices(_data(L, 1, 2, 3, 4),
+                                                                                      (1, 0, 1)),
+    "amp1d_output_zero": lambda L: L.nn.functional.adaptive_max_pool1d_with_indices(_data(L, 2, 3), 0),
+    "amp1d_empty_unbatched": lambda L: L.nn.functional.adaptive_max_pool1d_with_indices(_data(L, 3, 0), 1),
+    "amp1d_empty_channels": lambda L: L.nn.functional.adaptive_max_pool1d(_data(L, 2, 0, 3), 1),
+    "amp1d_output_size_first": lambda L: L.nn.functional.adaptive_max_pool1d(_data(L, 3, 0), (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUZZ_CASES))
+def test_fuzzer_finds_aten_forms_and_pools(name):
+    _compare(_FUZZ_CASES[name])
+
+
+def test_batch_norm_of_empty_input_differentiates_as_torch():
+    grads = []
+    for L in (torch, fg):
+        x, w, b = _data(L, 0, 3, 4, grad=True), _data(L, 3, k=1, grad=True), _data(L, 3, k=2, grad=True)
+        out = L.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False)
+        out.sum().backward()
+        grads.append((type(out.grad_fn).__name__, w.grad.tolist(), b.grad.tolist(), tuple(x.grad.shape)))
+    assert grads[0] == grads[1]

@@ -381,3 +381,36 @@ def test_deprecation_warnings():
                 warnings.simplefilter("always")
                 call()
             assert [str(w.message) for w in caught] == (texts if repeat == 0 else [])
+
+
+# ---------------------------------------------------------------- differential fuzzing's finds
+
+def _outline(L, fn):
+    out = _result_or_error(lambda: fn(L))
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
+        return out
+    return [(tuple(t.shape), type(t.grad_fn).__name__) for t in out]
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (2, 0), (1, 2, 0, 4), (3, 0, 2), (0, 0), (0, 3, 3)])
+@pytest.mark.parametrize("pivot", [True, False])
+def test_lu_of_empty_matrices(shape, pivot):
+    # an empty matrix with a nonzero side factors (getrf's batch was reshaped with -1); and
+    # without pivoting an empty input is torch's result (P an empty (0,) tensor for linalg.lu)
+    for fn in (lambda L: L.linalg.lu_factor_ex(L.ones(*shape, requires_grad=True), pivot=pivot)[:2],
+               lambda L: L.linalg.lu(L.ones(*shape, requires_grad=True), pivot=pivot),
+               lambda L: L.lu_unpack(*L.linalg.lu_factor(L.ones(*shape, requires_grad=True)))):
+        assert _outline(fg, fn) == _outline(torch, fn)
+
+
+def test_lu_solve_checks_dtypes_before_shapes():
+    def case(lu, b, lu_dtype="float32", b_dtype="float32"):
+        def run(L):
+            pivots = L.ones(lu[:-1] or (2,), dtype=L.int32 if L is torch else L.int64)
+            return L.linalg.lu_solve(L.ones(*lu, dtype=getattr(L, lu_dtype)), pivots,
+                                     L.ones(*b, dtype=getattr(L, b_dtype)))
+        return run
+    for fn in (case((2,), (2, 1), b_dtype="float64"), case((2,), (2, 1), lu_dtype="int64"),
+               case((2, 3), (2, 1), b_dtype="float64"), case((2, 2), (2,), b_dtype="float64"),
+               case((2,), (2, 1)), case((2, 2), (2,))):
+        assert _result_or_error(lambda: fn(fg)) == _result_or_error(lambda: fn(torch))

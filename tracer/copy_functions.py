@@ -36,6 +36,7 @@ from .node import HIDDEN_NODES, display_edges
 from .parser_errors import ArgParser, function_texts
 from .shape_functions import diagonal, unfold
 from .tensor import Tensor
+from fusegrad.ir import DType
 
 _OUT = "*, Tensor out = None"
 _PARTS_OUT = "*, tuple of Tensors out = None"
@@ -73,6 +74,10 @@ def view_copy(input, size) -> Tensor:
     """torch.view_copy(input, size): input.view(size) as a new tensor (ViewBackward0_copy); an input
     whose memory cannot be viewed so is copied as reshape does."""
     t = as_tensor(input, "view_copy")
+    if isinstance(size, DType):
+        # torch's view_copy.dtype overload: view(dtype) (with its checks) cloned into row-major
+        # memory; not differentiable, so no history, as torch's
+        return _row_major(Tensor._wrap(np.array(F.view(t, size)._data, order="C"), size))
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"view_copy(): argument 'size' must be tuple of ints, not {type(size).__name__}")
     return _copied(t, F.reshape(t, tuple(size)), "ViewBackward0_copy")
@@ -196,10 +201,13 @@ def adjoint(input) -> Tensor:
     """torch.adjoint / Tensor.adjoint: the last two dims transposed (a view; TransposeBackward0;
     the conjugate is the tensor itself for real dtypes)."""
     t = as_tensor(input, "adjoint")
+    if t.dim() == 0:
+        # torch's TORCH_WARN_ONCE, and the tensor itself (its conj() of a real tensor), not an error
+        F.warn_once("adjoint() is deprecated on 0-D tensors. Consider using x.conj(). (Triggered internally at "
+                    "/__w/pytorch/pytorch/aten/src/ATen/native/TensorShape.cpp:4390.)")
+        return t
     if t.dim() < 2:
-        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor."
-                           if t.dim() == 1 else
-                           "tensor.adjoint() is only supported on matrices or batches of matrices. Got 0-D tensor.")
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor.")
     return F.transpose(t, -2, -1)
 
 
@@ -213,10 +221,11 @@ def _unsafe_parts(t: Tensor, dim: int, sizes: list, name: str) -> tuple:
 def _even_sizes(t: Tensor, size: int, dim, fn: str) -> tuple:
     if t.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = normalize_dim(int_argument(dim, fn, "dim", 3), t.dim())
-    length = t.shape[d]
+    # torch's get_num_splits checks split_size before it wraps dim
     if size < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    d = normalize_dim(int_argument(dim, fn, "dim", 3), t.dim())
+    length = t.shape[d]
     if size == 0 and length != 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
     count = max(-(-length // size), 1) if size else 1

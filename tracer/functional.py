@@ -1970,15 +1970,16 @@ def _view_as_dtype(a: Tensor, dtype: DType) -> Tensor:
         if data.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
         strides = strides_of(a)         # (torch's: an empty tensor's are not NumPy's zeros)
+        ratio = target.itemsize // data.itemsize
+        # (torch's order when upsizing: size(-1) and storage_offset() before the strides)
+        if ratio and data.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {data.shape[-1]}")
+        if ratio and a.storage_offset() % ratio:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
+                               f"{a.storage_offset()}")
         if strides[-1] != 1 and data.shape[-1] != 1:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
         if target.itemsize > data.itemsize:
-            ratio = target.itemsize // data.itemsize
-            if data.shape[-1] % ratio:
-                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {data.shape[-1]}")
-            if a.storage_offset() % ratio:
-                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
-                                   f"{a.storage_offset()}")
             for k, st in enumerate(strides[:-1]):
                 if st % ratio:
                     raise RuntimeError(f"self.stride({k}) must be divisible by {ratio} {what}, but got {st}")

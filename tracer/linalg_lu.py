@@ -8,6 +8,8 @@ Pivots and infos are int64 (fusegrad has no int32; torch's are int32): an int64 
 tensor is what lu_solve and lu_unpack take here, where torch asks for int32."""
 from __future__ import annotations
 
+import numpy as np
+
 from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.types import TORCH_SCALAR_NAMES, int64
 
@@ -64,7 +66,8 @@ def lu_factor_ex(A, pivot=True, check_errors=False, *, fn="torch.linalg.lu_facto
                            "instead")
     if not a._dtype.is_floating_point:
         raise _not_implemented("lu_cpu", a)
-    if not pivot:
+    if not pivot and a.numel():
+        # (an empty input is torch's result whatever `pivot` says: the CPU's refusal comes later)
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     return apply_op("lu_factor", [a], {"raises": fn if check_errors else False}, "LinalgLuFactorExBackward0")
 
@@ -76,9 +79,13 @@ def linalg_lu(A, pivot=True):
         raise RuntimeError(f"linalg.lu: Expected tensor with 2 or more dimensions. Got size: {list(a.shape)} instead")
     if not a._dtype.is_floating_point:
         raise _not_implemented("lu_cpu", a)
-    if not pivot:
+    if not pivot and a.numel():
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    return LuResult(apply_op("linalg_lu", [a], None, "LinalgLuBackward0"))
+    p, low, up = apply_op("linalg_lu", [a], None, "LinalgLuBackward0")
+    if not pivot:
+        # an empty input without pivoting: torch's L and U, and P an empty tensor of shape (0,)
+        p = Tensor._wrap(np.empty((0,), a._dtype.np), a._dtype)
+    return LuResult((p, low, up))
 
 
 def _pivots_operand(p, fn: str) -> Tensor:
@@ -94,16 +101,18 @@ def linalg_lu_solve(LU, pivots, B, left=True, adjoint=False) -> Tensor:
     lu = F.as_tensor(LU, "linalg_lu_solve", "LU")
     piv = F.as_tensor(pivots, "linalg_lu_solve", "pivots", 2)
     b = F.as_tensor(B, "linalg_lu_solve", "B", 3)
-    _at_least_2d(lu, "torch.linalg.lu_solve")
+    # torch's meta function's order: the dtypes (LU floating, B's the same, the pivots'), then
+    # the shapes (LU at least 2-d and square, B at least 2-d)
     if not lu._dtype.is_floating_point:
         raise RuntimeError(f"torch.linalg.lu_solve: Expected a floating point or complex tensor as input. Got "
                            f"{_name(lu)}")
-    _square(lu, "torch.linalg.lu_solve: ")
-    _at_least_2d(b, "linalg.lu_solve", "B")
     if lu._dtype is not b._dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
                            f"{_name(lu)} and B of type {_name(b)} instead")
     piv = _pivots_operand(piv, "linalg.lu_solve")
+    _at_least_2d(lu, "torch.linalg.lu_solve")
+    _square(lu, "torch.linalg.lu_solve: ")
+    _at_least_2d(b, "linalg.lu_solve", "B")
     if piv.dim() == 0:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if piv.shape[-1] != lu.shape[-1]:

@@ -740,7 +740,9 @@ def _bce_with_logits(input, target, weight, reduction: str, pos_weight):
     into the target's shape: its in-place error where the broadcast is larger)."""
     _check_tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
     if tuple(target.shape) != tuple(input.shape):
-        joint = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        # (target first: torch's failing op is `(1 - target).mul_(input)`, so its text names
+        # the target's size as tensor a's)
+        joint = broadcast_shapes(tuple(target.shape), tuple(input.shape))
         if tuple(joint) != tuple(target.shape):
             raise broadcast_shape_error(tuple(target.shape), joint)
         input = input.expand(tuple(joint))

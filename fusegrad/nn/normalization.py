@@ -41,6 +41,16 @@ def _native_batch_norm(input, weight, bias, running_mean, running_var, training:
     """torch.batch_norm (at::batch_norm): the native checks, one batch_norm op, and in training
     the in-place update of the running statistics that are given."""
     F._check_tensor_args("batch_norm", input=input)
+    if input.numel() == 0:
+        # at::_batch_norm_impl_index's empty input, before any check: a clone, times weight[0]
+        # and plus bias[0] where given (CloneBackward0 / MulBackward0 / AddBackward0; select's
+        # IndexError for an empty weight), the running statistics left alone
+        out = input.clone()
+        if weight is not None:
+            out = out * fg.select(weight, 0, 0)
+        if bias is not None:
+            out = out + fg.select(bias, 0, 0)
+        return out
     channels = input.size(1)
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is not None:
@@ -51,6 +61,9 @@ def _native_batch_norm(input, weight, bias, running_mean, running_var, training:
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    if (running_mean is None) != (running_var is None):
+        # (batch_norm_cpu's check, after the size checks and before the dtype checks)
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
     F._check_parameter_dtypes(input, [t for t in (weight, bias, running_mean, running_var) if t is not None])
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"batch_norm\" not implemented for '{F._dtype_name(input.dtype)}'")
@@ -115,9 +128,9 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
                    eps: float):
     """torch's at::instance_norm (torch.instance_norm): instance_norm without F's Python check of
     the spatial size."""
-    if (running_mean is None) != (running_var is None):
-        raise ValueError("running_mean and running_var must either both be None or neither be None")
-    if not use_input_stats and running_mean is None:
+    # (one statistic without the other is batch_norm's ValueError, after its size checks and
+    # skipped for an empty input, as at::instance_norm leaves it to at::batch_norm)
+    if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
     n, c = input.size(0), input.size(1)
     shape = (1, n * c) + tuple(input.shape[2:])
@@ -186,7 +199,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dims = tuple(range(-len(shape), 0))
     scale = input.pow(2).mean(dims, keepdim=True).add(eps).rsqrt()
     result = input.mul(scale)
-    return result if weight is None else result.mul(weight)
+    result = result if weight is None else result.mul(weight)
+    # torch's composite ends in .contiguous(): a result laid out as a permuted input is (a
+    # CloneBackward0 over the last mul), a row-major one is itself
+    return result.contiguous()
 
 
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):

@@ -51,7 +51,9 @@ def pad(input, pad, mode: str = "constant", value=None):
     size = input.shape[input.dim() - n:]
     if mode == "constant":
         for s, (b, a) in zip(size, pairs):
-            if s + b + a < 0 or s + min(b, 0) < 0:
+            # (torch narrows for a negative pad before, then for one after: each must leave a
+            # non-negative length, so [1, -2] on a size-1 dim fails though 1 + 1 - 2 = 0)
+            if s + min(b, 0) < 0 or s + min(b, 0) + min(a, 0) < 0:
                 raise RuntimeError("narrow(): length must be non-negative.")
         value = 0 if value is None else value
         return apply_op("pad_nd", [input], {"pads": pairs, "mode": "constant", "value": value},

@@ -303,6 +303,12 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """torch.nn.functional.adaptive_max_pool1d: adaptive_max_pool2d at height 1."""
     x, sizes = _adaptive_1d(input, output_size, "adaptive_max_pool1d")
+    for dim in range(1, input.dim()):
+        # (ATen's adaptive_max_pool1d checks the 1-d shape itself, after output_size: dims from 1
+        # on, batched or not, under its own name)
+        if input.shape[dim] == 0:
+            raise RuntimeError("adaptive_max_pool1d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {dim} being empty")
     values, indices = adaptive_max_pool2d(x, sizes, True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values

@@ -21,15 +21,28 @@ def _check_rows(rows: int, indices) -> None:
         raise IndexError("index out of range in self")
 
 
+def _check_embedding_rows(shape: tuple, indices) -> None:
+    """embedding's check of its indices against a weight of `shape`: torch's embedding of an
+    empty weight runs index_select, whose own checks and texts come first."""
+    rows = shape[0]
+    if indices.size and rows * shape[1] == 0 and (indices.min() < 0 or indices.max() >= rows):
+        if rows == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        flat = indices.reshape(-1)
+        bad = flat[(flat < 0) | (flat >= rows)][0]
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={rows}")
+    _check_rows(rows, indices)
+
+
 def _ref(weight, indices, padding_idx, scale_grad_by_freq):
-    _check_rows(weight.shape[0], indices)
+    _check_embedding_rows(weight.shape, indices)
     return weight[indices]
 
 
 def _check_now(in_types, arrays, attrs):
     """The check on indices known at trace time (see registry.check_values_now)."""
     if arrays[1] is not None:
-        _check_rows(in_types[0].shape[0], arrays[1])
+        _check_embedding_rows(tuple(in_types[0].shape), arrays[1])
 
 
 def _vjp(e, x, y, g, a, n):

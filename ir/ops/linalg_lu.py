@@ -24,7 +24,8 @@ def getrf(x: np.ndarray):
     its column unscaled and the factorization goes on, as getf2 does."""
     *batch, m, n = x.shape
     k = min(m, n)
-    a = np.array(x, dtype=x.dtype).reshape((-1, m, n))    # (a copy, in the input's precision)
+    # (a copy, in the input's precision; the batch counted, as -1 is ambiguous for an empty matrix)
+    a = np.array(x, dtype=x.dtype).reshape((int(np.prod(batch, dtype=np.int64)), m, n))
     count = a.shape[0]
     pivots = np.zeros((count, k), dtype=np.int64)
     info = np.zeros(count, dtype=np.int64)
@@ -144,7 +145,7 @@ def permutation(pivots: np.ndarray, m: int, dtype) -> np.ndarray:
     """The permutation matrices P (..., m, m) of getrf's pivots (A = P L U): the row swaps
     applied in turn to the identity's row order."""
     batch, k = pivots.shape[:-1], pivots.shape[-1]
-    flat = pivots.reshape((-1, k)) - 1
+    flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k)) - 1     # (k may be 0: no -1)
     order = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
     rows = np.arange(flat.shape[0])
     for i in range(k):

@@ -287,6 +287,10 @@ def _adaptive_max_infer(types, attrs):
 def _adaptive_max_ref(x, *, output_size):
     nd = len(output_size)
     size = x.shape[x.ndim - nd:]
+    if 0 in output_size:
+        # an output size of 0 is torch's empty result (no window to take the argmax of)
+        shape = x.shape[:x.ndim - nd] + tuple(output_size)
+        return np.empty(shape, x.dtype), np.empty(shape, np.int64)
     gathered, tables = _adaptive_gather(x, output_size)
     values, j = _argmax_last(gathered.reshape(gathered.shape[:x.ndim] + (int(np.prod(gathered.shape[x.ndim:])),)))
     offsets = np.unravel_index(j, tuple(t[0].shape[1] for t in tables))
@@ -381,6 +385,8 @@ def _pad_ref(x, *, pads, mode, value):
     crop = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, (b, a) in zip(x.shape[lead:], pads))
     x = x[(Ellipsis,) + crop]
     widths = [(0, 0)] * lead + [(max(b, 0), max(a, 0)) for b, a in pads]
+    if not widths:
+        return x.copy()     # (a 0-d tensor and no pads: np.pad refuses an empty pad_width)
     if mode == "constant":
         return np.pad(x, widths, constant_values=x.dtype.type(value))
     return np.pad(x, widths, mode=_NP_MODES[mode])

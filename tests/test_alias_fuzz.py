@@ -754,12 +754,38 @@ PARTS_REGRESSIONS = [200238, 200411, 200483, 200570, 200588, 200678, 200722, 200
                      201005, 201056, 201172, 201251, 201269, 201347, 201439, 201488, 201529, 201540, 201637,
                      201783, 201908, 201931, 201971, 202811, 204880,
                      205638, 204707, 207552, 207820, 207889, 208075, 203977, 212750, 213266, 214684, 214700, 217665, 219998, 221577, 223788,
-                     234178, 240030, 242463, 251582]
+                     234178, 240030, 242463, 251582, 254689]
 
 
 @pytest.mark.parametrize("seed", _seeds("compiled", PARTS_REGRESSIONS))
 def test_compiled_parts_regressions_match_torch(seed):
     assert_matches_torch(seed, "compiled")
+
+
+@pytest.mark.parametrize("then_write_the_view", [False, True])
+def test_compiled_data_write_of_an_arguments_base_reaches_what_saved_the_argument(then_write_the_view):
+    """Seed 254689: inside a compiled call, a `.data` write of the base of an argument view (no
+    version bump) changes the memory the argument's saved value is: the backward reads the new
+    values (torch's saved tensor is that memory), and a later write through the argument makes
+    it stale (torch's version error). Before, the compiled backward read the old values."""
+    outcomes = []
+    for L, compile_fn in ((torch, lambda fn: fn), (fg, fg.compile)):
+        s0 = L.tensor([[-2.0, -1.5, 0.25], [-0.5, 1.5, 1.25], [-0.25, 0.5, 0.75]], requires_grad=True)
+
+        def f(a0):
+            t2 = a0.pow(3)
+            with L.no_grad():
+                s0.data.fill_(1.0)
+                if then_write_the_view:
+                    a0.zero_()
+            return (t2 * t2).sum()
+        out = compile_fn(f)(s0[-1])
+        try:
+            out.backward()
+            outcomes.append(s0.grad.tolist())
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[1] == outcomes[0]
 
 
 # Seeds whose Numba-kernel runs differed once: 244562 (a value laid out as a view's strides,

@@ -270,9 +270,25 @@ class TraceViews:
                 # history now that its base has one, so its next use with grad raises; nor for a
                 # part of split/chunk/unbind whose counter the write moved
                 self._rebase_outside(view)
+            # (a view from outside holds no value of its own; what the call read of its memory, an
+            # argument's, is lifted under the memory's key)
+            before = view._sym if view._sym is not None or view._data is None else \
+                self.lifted.get(_memory_key(view._data))
             again = self._view_again(base, view)
             self._quiet_unless_writing(view)
             self.rebind(view, again._sym, view._requires_grad or again._requires_grad)
+            # (the counter of the tensors the ops recorded with grad read it through, where that is
+            # one: an argument's .data read on its own counter is not the view's)
+            counter = None
+            if before is not None and view._data is not None:
+                reader = self._grad_reader(_memory_key(view._data))
+                counter = self.reader_counter(before) or (None if reader is None else self._counter_owner(reader)._vbox)
+            if before is not None and counter is self._counter_owner(view)._vbox and self.writing is not None \
+                    and counter is not self.writing[0] and view._sym is not None and view._sym.type == before.type:
+                # a write on another counter (a `.data` of the base): what nodes saved of the
+                # view's old value is this memory, read as its new value, and stale only where a
+                # later write moves the view's own counter (torch's saved view is the memory)
+                self._rewritten_unversioned(before, view._sym, including_the_write=True, counter=counter)
 
     def _part_rebased(self, view: Tensor, base: Tensor) -> bool:
         """Whether `view`, from outside the call, is a part of split/chunk/unbind (or a view of

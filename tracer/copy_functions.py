@@ -256,17 +256,7 @@ def unsafe_split_with_sizes(input, split_sizes, dim=0) -> tuple:
         raise TypeError("unsafe_split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, "
                         f"not {type(split_sizes).__name__}")
     sizes = [operator.index(s) for s in split_sizes]
-    if t.dim() == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    given = int_argument(dim, "unsafe_split_with_sizes", "dim", 3)
-    d = normalize_dim(given, t.dim())
-    length = t.shape[d]
-    if any(s < 0 for s in sizes):
-        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
-                           f"split_sizes={sizes}")
-    if sum(sizes) != length:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
-                           f"at dimension {given}), but got split_sizes={sizes}")
+    d = splitting.split_sizes_dim(t, sizes, dim, "unsafe_split_with_sizes")
     return _unsafe_parts(t, d, sizes, "UnsafeSplitWithSizesBackward0")
 
 

@@ -203,6 +203,13 @@ def _same_dtype(b: Tensor, a: Tensor) -> None:
                            f"{_name(a)} instead.")
 
 
+def _check_rhs(a: Tensor, b: Tensor, fn: str) -> None:
+    """torch's check that the right-hand sides `b` of a solve with square `a` have a's rows."""
+    if a.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {fn}: each A matrix is {a.shape[-2]} by "
+                           f"{a.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+
+
 def cholesky_solve(input, input2, upper=False) -> Tensor:
     """torch.cholesky_solve: X with (L L^T) X = B (U^T U when upper), B = input, L = input2,
     batch dims broadcast (CholeskySolveBackward0)."""
@@ -215,9 +222,7 @@ def cholesky_solve(input, input2, upper=False) -> Tensor:
     if not b._dtype.is_floating_point:
         raise _not_implemented("cholesky_solve_cpu", b)
     _square(low, "")
-    if low.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {low.shape[-2]} by "
-                           f"{low.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    _check_rhs(low, b, "cholesky_solve")
     return apply_op("cholesky_solve", [b, low], {"upper": bool(upper)}, "CholeskySolveBackward0")
 
 
@@ -251,9 +256,7 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     if not b._dtype.is_floating_point:
         raise _not_implemented("triangular_solve_cpu", b)
     _square(a, "")
-    if a.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {a.shape[-2]} by "
-                           f"{a.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    _check_rhs(a, b, "triangular_solve")
     return TriangularSolveResult(apply_op("triangular_solve", [b, a], {
         "upper": bool(upper), "transpose": bool(transpose), "unitriangular": bool(unitriangular)},
         "TriangularSolveBackward0"))

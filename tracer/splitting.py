@@ -105,9 +105,15 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
         got = type_name(sizes)
         raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not {got}")
     sizes = [operator.index(s) for s in sizes]
+    return _parts(t, split_sizes_dim(t, sizes, dim), sizes, "SplitWithSizesBackward0")
+
+
+def split_sizes_dim(t: Tensor, sizes: list, dim, fn: str = "split_with_sizes") -> int:
+    """torch's checks of split_with_sizes (and unsafe_split_with_sizes, named `fn` in its
+    parser's texts) after the sizes' types, in its order; returns the dim, wrapped."""
     if t.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    given = int_argument(dim, "split_with_sizes", "dim", 3)      # (its error names the dim as given)
+    given = int_argument(dim, fn, "dim", 3)      # (its error names the dim as given)
     dim = normalize_dim(given, t.dim())
     length = t.shape[dim]
     if any(s < 0 for s in sizes):
@@ -116,7 +122,7 @@ def _split_with_sizes(t: Tensor, sizes, dim) -> tuple:
     if sum(sizes) != length:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                            f"at dimension {given}), but got split_sizes={sizes}")
-    return _parts(t, dim, sizes, "SplitWithSizesBackward0")
+    return dim
 
 
 def chunk_layout(input, chunks, dim, fn: str = "chunk"):

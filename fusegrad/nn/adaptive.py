@@ -25,11 +25,6 @@ __all__ = ["AdaptiveLogSoftmaxWithLoss"]
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
 
-def _size_text(t) -> str:
-    """A tensor's size as torch's texts print it (fg.Size is torch.Size)."""
-    return f"torch.Size({list(t.shape)})"
-
-
 class AdaptiveLogSoftmaxWithLoss(Module):
     """torch.nn.AdaptiveLogSoftmaxWithLoss(in_features, n_classes, cutoffs, div_value=4.0,
     head_bias=False): a head over the shortlist (the classes below cutoffs[0]) and one entry per
@@ -80,11 +75,11 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                 raise RuntimeError("Input and target should have the same size in the batch dimension.")
             if input_.dim() != 2:
                 raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with size "
-                                   f"{_size_text(input_)}")
+                                   f"{F._torch_size(input_)}")
         elif targ_dim == 0:
             if input_.dim() != 1:
                 raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with size "
-                                   f"{_size_text(input_)}")
+                                   f"{F._torch_size(input_)}")
         else:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         is_batched = targ_dim > 0

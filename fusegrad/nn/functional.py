@@ -697,7 +697,13 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 
 def _torch_size(t) -> str:
-    return f"torch.Size({list(t.shape)})"
+    """A tensor's (or a shape's) size as torch's texts print it: torch.Size([2, 3])."""
+    return f"torch.Size({list(getattr(t, 'shape', t))})"
+
+
+def _torch_dtype(dtype) -> str:
+    """A dtype as torch's texts print it: torch.float32."""
+    return "torch." + str(dtype).split(".")[-1]
 
 
 def _not_differentiable(function: str, **weights) -> None:

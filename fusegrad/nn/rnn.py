@@ -50,10 +50,6 @@ from .utils.rnn import PackedSequence
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
-def _dtype_text(dtype) -> str:
-    return "torch." + str(dtype).split(".")[-1]
-
-
 # ---- one time step (shared by the cells and the layers) --------------------------------
 
 def _rnn_step(igates, h, w_hh, b_hh, relu: bool):
@@ -337,9 +333,9 @@ class RNNBase(Module):
     def _check_input(self, input, expected_dim: int = 3) -> None:
         weight_dtype = self._flat_weights[0].dtype
         if input.dtype != weight_dtype:
-            raise ValueError(f"RNN input dtype ({_dtype_text(input.dtype)}) does not match weight dtype "
-                             f"({_dtype_text(weight_dtype)}). Convert input: input.to({_dtype_text(weight_dtype)}), "
-                             f"or convert model: model.to({_dtype_text(input.dtype)})")
+            given, weights = F._torch_dtype(input.dtype), F._torch_dtype(weight_dtype)
+            raise ValueError(f"RNN input dtype ({given}) does not match weight dtype ({weights}). Convert input: "
+                             f"input.to({weights}), or convert model: model.to({given})")
         if input.dim() != expected_dim:
             raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
         if self.input_size != input.shape[-1]:

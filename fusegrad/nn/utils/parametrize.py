@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from fusegrad.tracer.grad_mode import no_grad
 from fusegrad.tracer.tensor import Tensor
 
+from .. import functional as F
 from ..containers import ModuleDict, ModuleList
 from ..module import Module, Parameter
 
@@ -39,16 +40,6 @@ def cached():
         _cache_depth -= 1
         if not _cache_depth:
             _cache = {}
-
-
-def _dtype_text(dtype) -> str:
-    """A dtype as torch's texts print it (torch.float32)."""
-    return "torch." + str(dtype).split(".")[-1]
-
-
-def _size_text(shape) -> str:
-    """A shape as torch's texts print it (torch.Size([2, 3]), the repr of torch's Size)."""
-    return f"torch.Size({list(shape)})"
 
 
 def _register_parameter_or_buffer(module: Module, name: str, value) -> None:
@@ -92,8 +83,8 @@ class ParametrizationList(ModuleList):
         if self.is_tensor:
             if original.dtype != new.dtype:
                 raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
-                                 f"original.dtype: {_dtype_text(original.dtype)}\n"
-                                 f"right_inverse(original).dtype: {_dtype_text(new.dtype)}")
+                                 f"original.dtype: {F._torch_dtype(original.dtype)}\n"
+                                 f"right_inverse(original).dtype: {F._torch_dtype(new.dtype)}")
             if new is not original:
                 _set_in_place(original, new)
             _register_parameter_or_buffer(self, "original", original)
@@ -113,12 +104,12 @@ class ParametrizationList(ModuleList):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(value).__name__}.")
             if value.dtype != original_dtype:
                 raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless "
-                                 f"`unsafe` flag is enabled.\nunparametrized dtype: {_dtype_text(original_dtype)}\n"
-                                 f"parametrized dtype: {_dtype_text(value.dtype)}")
+                                 f"`unsafe` flag is enabled.\nunparametrized dtype: {F._torch_dtype(original_dtype)}\n"
+                                 f"parametrized dtype: {F._torch_dtype(value.dtype)}")
             if value.shape != original_shape:
                 raise ValueError("Registering a parametrization may not change the shape of the tensor, unless "
-                                 f"`unsafe` flag is enabled.\nunparametrized shape: {_size_text(original_shape)}\n"
-                                 f"parametrized shape: {_size_text(value.shape)}")
+                                 f"`unsafe` flag is enabled.\nunparametrized shape: {F._torch_size(original_shape)}\n"
+                                 f"parametrized shape: {F._torch_size(value.shape)}")
 
     def right_inverse(self, value: Tensor) -> None:
         """Store the originals that give `value`: each parametrization's right_inverse, last
@@ -132,8 +123,8 @@ class ParametrizationList(ModuleList):
                 if not isinstance(value, Tensor):
                     raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
                 if value.dtype != self.original.dtype:
-                    raise ValueError(f"The tensor returned by `right_inverse` has dtype {_dtype_text(value.dtype)} "
-                                     f"while `original` has dtype {_dtype_text(self.original.dtype)}")
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype {F._torch_dtype(value.dtype)} "
+                                     f"while `original` has dtype {F._torch_dtype(self.original.dtype)}")
                 _set_in_place(self.original, value)
                 return
             if not isinstance(value, collections.abc.Sequence):
@@ -147,8 +138,8 @@ class ParametrizationList(ModuleList):
                     raise ValueError("'right_inverse' must return a sequence of tensors or reference-type "
                                      f"opaques. Got element {i} of type {type(tensor).__name__}.")
                 if original_i.dtype != tensor.dtype:
-                    raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {_dtype_text(tensor.dtype)} "
-                                     f"while `original{i}` has dtype {_dtype_text(original_i.dtype)}")
+                    raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {F._torch_dtype(tensor.dtype)} "
+                                     f"while `original{i}` has dtype {F._torch_dtype(original_i.dtype)}")
                 _set_in_place(original_i, tensor)
 
     def forward(self) -> Tensor:
@@ -231,12 +222,12 @@ def _check_appended(module: Module, tensor_name: str, parametrization: Module) -
     where = f"module.{tensor_name}"
     if value.dtype != current.dtype:
         raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless the `unsafe` "
-                         f"flag is enabled.\n{where}.dtype: {_dtype_text(current.dtype)}\n"
-                         f"parametrization({where}).dtype: {_dtype_text(value.dtype)}")
+                         f"flag is enabled.\n{where}.dtype: {F._torch_dtype(current.dtype)}\n"
+                         f"parametrization({where}).dtype: {F._torch_dtype(value.dtype)}")
     if value.shape != current.shape:
         raise ValueError("Registering a parametrization may not change the shape of the tensor, unless the `unsafe` "
-                         f"flag is enabled.\n{where}.shape: {_size_text(current.shape)}\n"
-                         f"parametrization({where}).shape: {_size_text(value.shape)}")
+                         f"flag is enabled.\n{where}.shape: {F._torch_size(current.shape)}\n"
+                         f"parametrization({where}).shape: {F._torch_size(value.shape)}")
     if not hasattr(parametrization, "right_inverse"):
         return
     try:
@@ -248,11 +239,12 @@ def _check_appended(module: Module, tensor_name: str, parametrization: Module) -
     if inverse.dtype != current.dtype:
         raise ValueError("The tensor returned by parametrization.right_inverse must have the same dtype as "
                          f"{where}, unless the `unsafe` flag is enabled.\n"
-                         f"{where}.dtype: {_dtype_text(current.dtype)}\nreturned dtype: {_dtype_text(inverse.dtype)}")
+                         f"{where}.dtype: {F._torch_dtype(current.dtype)}\n"
+                         f"returned dtype: {F._torch_dtype(inverse.dtype)}")
     if inverse.shape != current.shape:
         raise ValueError("The tensor returned by parametrization.right_inverse must have the same shape as "
                          f"{where}, unless the `unsafe` flag is enabled.\n"
-                         f"{where}.shape: {_size_text(current.shape)}\nreturned shape: {_size_text(inverse.shape)}")
+                         f"{where}.shape: {F._torch_size(current)}\nreturned shape: {F._torch_size(inverse)}")
 
 
 def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:

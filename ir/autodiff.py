@@ -70,7 +70,7 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
     a forward value it saved had its memory written since without a version bump (torch's
     `.data` writes: a node's saved tensor then holds the new values); gradients still flow to
     the instruction's own inputs.
-    `on_gradient` ({value id: f(Value) -> Value}): where a value's gradient is complete (all its
+    `on_gradient` ({value id: f(Value | None) -> Value | None}): where a value's gradient is complete (all its
     readers' contributions summed), f replaces it before the VJP of the instruction that made
     it reads it (a tensor hook: the caller's f may emit instructions of its own).
     """
@@ -114,14 +114,16 @@ def backward(builder: Builder, instrs, outputs, seeds, wrt, loc: str | None = No
             gs, given, seeds_in = [g], _GIVEN_ONE, [g]
         else:
             gs = [grads.get(v.id) if v.id in keep else grads.pop(v.id, None) for v in outs]
+            if True not in [g is not None for g in gs]:
+                continue
             if on_gradient is not None:
-                gs = [on_gradient[v.id](g) if g is not None and v.id in on_gradient else g for v, g in zip(outs, gs)]
+                # (each output's callback runs once its instruction does, with None for an
+                # output that got no gradient, as torch's tensor hooks of a node that runs)
+                gs = [on_gradient[v.id](g) if v.id in on_gradient else g for v, g in zip(outs, gs)]
                 for v, g in zip(outs, gs):
                     if g is not None and v.id in keep:
                         grads[v.id] = g
             given = tuple([g is not None for g in gs])
-            if True not in given:
-                continue
             seeds_in = [g for g in gs if g is not None]
         ins_in = ins.inputs
         if len(ins_in) == 2:

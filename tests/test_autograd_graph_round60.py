@@ -353,3 +353,73 @@ def test_a_single_gradient_edge_is_one_input_of_grad():
         y = (x * x).sum()
         results.append([g.tolist() for g in L.autograd.grad(y, L.autograd.graph.get_gradient_edge(x))])
     assert results[0] == results[1]
+
+
+# ---------------------------------------------------------------- multi-output nodes' tensor hooks
+# torch calls the hooks of each output of a node that runs, with None for an output that got no
+# gradient (its tensor pre-hooks see the input buffer's undefined entry); a hook may not
+# replace that None.
+
+def _hook_log(log, name):
+    return lambda g: log.append((name, None if g is None else g.tolist()))
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("split", ["unbind", "split", "chunk3"])
+def test_unused_output_hooks_see_none(split, create_graph):
+    def scenario(T, log):
+        x = T.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]], requires_grad=True)
+        parts = {"unbind": lambda: x.unbind(0), "split": lambda: x.split([1, 2]),
+                 "chunk3": lambda: x.chunk(3, 1)}[split]()
+        for k, p in enumerate(parts):
+            p.register_hook(_hook_log(log, k))
+        (parts[1] * 2).sum().backward(create_graph=create_graph)
+        log.append(_value(x.grad))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (backward(create_graph=True)'s reference-cycle warning)
+        log = _both(scenario)
+    assert log[0][0] == 0 and log[0][1] is None
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_hook_may_not_replace_none(create_graph):
+    def scenario(T, log):
+        x = T.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        a, b = x.unbind(0)
+        a.register_hook(lambda g: T.ones(2) if g is None else g)
+        log.append(_value(T.autograd.grad((b * 2).sum(), x, create_graph=create_graph)))
+    log = _both(scenario)
+    assert log == [("raised", "RuntimeError", "can't replace a None gradient with a non-None value")]
+
+
+def test_unused_output_hooks_autograd_grad_and_retain_graph():
+    def scenario(T, log):
+        x = T.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        a, b = x.unbind(0)
+        a.register_hook(_hook_log(log, "a"))
+        a.retain_grad()
+        loss = (b * b).sum()
+        log.append(_value(T.autograd.grad(loss, x, retain_graph=True)))
+        loss.backward()
+        log.append((_value(x.grad), a.grad))
+        y = x * 1
+        (y.sum()).backward()                # unbind's node does not run: no hook call
+        log.append(_value(x.grad))
+    log = _both(scenario)
+    assert [e for e in log if e[0] == "a"] == [("a", None), ("a", None)]
+
+
+@pytest.mark.parametrize("mode", ["all", "any"])
+def test_multi_grad_hook_with_unused_part(mode):
+    def scenario(T, log):
+        x = T.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        parts = x.unbind(0)
+        if mode == "all":
+            fn = lambda gs: log.append(("fn", [None if g is None else g.tolist() for g in gs]))  # noqa: E731
+        else:
+            fn = lambda g: log.append(("fn", None if g is None else g.tolist()))  # noqa: E731
+        T.autograd.graph.register_multi_grad_hook(parts, fn, mode=mode)
+        (parts[1] * 3).sum().backward()
+    log = _both(scenario)
+    assert log[0][0] == "fn"

@@ -600,16 +600,17 @@ def _run_nodes(root_edges, roots, seeds, targets, nodes, retained, live: set, or
         else:
             gs = tuple([grads_get((node, k)) if (node, k) in keep else grads_pop((node, k), None)
                         for k in range(len(node.out_types))])
-            if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:
-                gs = tuple([g if g is None else hooks.run_on_array(hooks.node_hooks(node, k), g)
-                            for k, g in enumerate(gs)])
-                for k, g in enumerate(gs):
-                    if g is not None and (node, k) in keep:
-                        grads[(node, k)] = g
             given = tuple([g is not None for g in gs])
             if True not in given:
                 check_unreached(node, live)
                 continue
+            if ANY_NODE_HOOKS[0] and node in NODE_HOOKS:
+                # (the node runs: the hooks of each output see its gradient, None where it got
+                # none, as torch's tensor pre-hooks)
+                gs = tuple([hooks.run_on_array(hooks.node_hooks(node, k), g) for k, g in enumerate(gs)])
+                for k, g in enumerate(gs):
+                    if g is not None and (node, k) in keep:
+                        grads[(node, k)] = g
         own_hooks = ANY_NODE_HOOKS[0] and node in NODE_HOOKS
         if own_hooks and hooks.node_hooks(node, hooks.PRE_HOOKS):      # the node's own pre-hooks
             gs = hooks.run_prehooks(node, gs)
@@ -817,7 +818,9 @@ def _hooked_create_graph(graph: GraphProgram, hooked: dict, root_values, seeds, 
     seed_values = [ev.input_value(TensorType(tuple(r.shape), r.dtype), s) for r, s in zip(roots, seeds)]
 
     def through(registered):
-        def run(g: Value) -> Value:
+        def run(g: Value | None) -> Value | None:
+            if g is None:       # (an output of a multi-output node that got no gradient)
+                return hooks.run_on_tensor(registered, None, True)
             return ev.input_value(g.type, hooks.run_on_tensor(registered, ev.array(g), True))
         return run
     on_gradient = {graph.values[edge].id: through(registered) for edge, registered in hooked.items()

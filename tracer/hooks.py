@@ -227,21 +227,27 @@ def _checked(hook, before: Tensor, result) -> Tensor:
     return result
 
 
-def run_on_tensor(hooks: dict, grad: Tensor, create_graph: bool) -> Tensor:
-    """`grad` passed through each hook in turn (grad mode on only with create_graph)."""
+def run_on_tensor(hooks: dict, grad: Tensor | None, create_graph: bool) -> Tensor | None:
+    """`grad` passed through each hook in turn (grad mode on only with create_graph). A None
+    gradient (an output of a node that runs which got none: unbind's unused parts) reaches
+    the hooks as None, as torch's, and must stay None."""
     with (enable_grad() if create_graph else no_grad()):
         for hook in list(hooks.values()):
             result = hook(grad)
             if result is not None:
+                if grad is None:
+                    raise RuntimeError("can't replace a None gradient with a non-None value")
                 grad = _checked(hook, grad, result)
     return grad
 
 
-def run_on_array(hooks: dict, grad: np.ndarray) -> np.ndarray:
+def run_on_array(hooks: dict, grad: np.ndarray | None) -> np.ndarray | None:
     """The engine's form: a gradient array (a copy is what the hooks see, since arrays are
-    shared between edges) through the hooks, back to an array."""
+    shared between edges) through the hooks, back to an array (None stays None)."""
     if not hooks:
         return grad
+    if grad is None:
+        return run_on_tensor(hooks, None, False)
     return run_on_tensor(hooks, _hooks_view(grad), False)._concrete()
 
 

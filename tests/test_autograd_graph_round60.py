@@ -423,3 +423,17 @@ def test_multi_grad_hook_with_unused_part(mode):
         (parts[1] * 3).sum().backward()
     log = _both(scenario)
     assert log[0][0] == "fn"
+
+
+def test_sequence_nr_orders_nodes_by_creation():
+    def scenario(T, log):
+        x = T.tensor([1., 2.], requires_grad=True)
+        y = x * 2
+        z = y.sin()
+        w = z + y
+        seq = [t.grad_fn._sequence_nr() for t in (y, z, w)]
+        log.append(seq == sorted(seq) and len(set(seq)) == 3)
+        log.append(y.grad_fn.next_functions[0][0]._sequence_nr())      # AccumulateGrad
+        u = x.unbind()
+        log.append(u[0].grad_fn._sequence_nr() == u[1].grad_fn._sequence_nr() > seq[-1])
+    assert _both(scenario) == [True, 2 ** 64 - 1, True]

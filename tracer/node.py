@@ -257,6 +257,12 @@ class Node:
                 shown = range(len(self.edges))
         return tuple(self.edges[i] if i is not None and self.edges[i] is not None else (None, 0) for i in shown)
 
+    def _sequence_nr(self) -> int:
+        """torch's Node._sequence_nr(): the number that orders nodes by creation (later made,
+        larger). fusegrad's sequence also numbers a few other events, so the values grow as
+        torch's but are not torch's."""
+        return self._seq
+
     def free_saved(self) -> None:
         """Drop the saved tensors (after a backward without retain_graph); a later use raises torch's error."""
         self.saved = {}
@@ -303,6 +309,10 @@ class AccumulateGrad(Node):
     def next_functions(self) -> tuple:
         """Empty: a leaf's node has no inputs to go back to."""
         return ()
+
+    def _sequence_nr(self) -> int:
+        """torch's AccumulateGrad has the largest sequence number (UINT64_MAX): run last."""
+        return 2 ** 64 - 1
 
 
 # Nodes whose torch counterpart does in one node what fusegrad records as several -> the

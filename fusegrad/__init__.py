@@ -74,6 +74,9 @@ from fusegrad.tracer.asarray import asarray, can_cast
 from fusegrad.tracer import copy_functions as _copy_functions
 globals().update(_copy_functions.PUBLIC)    # fg.view_copy ... fg.unfold_copy, fg.adjoint, fg.unsafe_chunk ...
 _copy_functions.install_methods()           # Tensor.adjoint, unsafe_chunk/split..., is_mps ... is_nested, is_pinned()
+from fusegrad.tracer import strided as _strided
+globals().update(_strided.PUBLIC)           # fg.as_strided, as_strided_copy, as_strided_scatter
+_strided.install_methods()                  # Tensor.as_strided, Tensor.as_strided_scatter
 from fusegrad.tracer.sampling import multinomial
 from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,

@@ -22,6 +22,7 @@ from . import linalg_decomp  # noqa: F401  (registers linalg_solve, cholesky, qr
 from . import linalg_lu  # noqa: F401  (registers lu_factor, lu_unpack, linalg_lu, lu_solve, cholesky_solve/inverse...)
 from . import householder  # noqa: F401  (registers geqrf, householder_product, ormqr)
 from . import diagonal  # noqa: F401  (registers diagonal, unfold, diag_embed, trace, roll, rot90, block_diag)
+from . import strided  # noqa: F401  (registers as_strided, strided_transfer, as_strided_scatter, as_strided_put)
 from . import statistics  # noqa: F401  (registers cumprod, cummax/cummin, median, nansum, fmax... )
 from . import conv, pool  # noqa: F401  (registers convolution, im2col/col2im, pooling, pad, upsample, pixel_shuffle)
 from . import batch_norm  # noqa: F401  (registers batch_norm and group_norm)

@@ -1,0 +1,255 @@
+"""torch.as_strided, as_strided_copy and as_strided_scatter (tracer/strided.py, ir/ops/strided.py)
+against torch: values, sizes, strides, storage offsets, views and node names, torch's checks and
+texts, gradients eagerly and inside fg.compile, writes through the view, second derivatives."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+import fusegrad as fg  # noqa: E402
+
+
+def _outcome(T, make):
+    """What a call gives: (values, shape, strides, storage offset, node name, is a view) or the error."""
+    try:
+        r = make(T)
+    except Exception as error:       # noqa: BLE001  (compared with torch's)
+        return ("raised", type(error).__name__, str(error))
+    return (r.tolist(), tuple(r.shape), tuple(r.stride()), r.storage_offset(),
+            type(r.grad_fn).__name__ if r.grad_fn is not None else None, r._base is not None)
+
+
+def _same(make):
+    ours, theirs = _outcome(fg, make), _outcome(torch, make)
+    assert ours == theirs
+    return ours
+
+
+VIEW_CASES = {
+    "matrix-of-vector": lambda T: T.arange(6.).as_strided((2, 2), (1, 2)),
+    "with-offset": lambda T: T.arange(6.).as_strided((2, 2), (1, 2), 1),
+    "keyword-offset": lambda T: T.arange(6.).as_strided([2], [2], storage_offset=1),
+    "function": lambda T: T.as_strided(T.arange(6.), (2,), (2,)),
+    "overlapping-windows": lambda T: T.arange(6.).as_strided((3, 3), (1, 1)),
+    "zero-stride": lambda T: T.arange(6.).as_strided((2, 3), (0, 1), 2),
+    "0-d": lambda T: T.arange(6.).as_strided((), ()),
+    "0-d-offset": lambda T: T.arange(6.).as_strided((), (), 5),
+    "of-a-slice": lambda T: T.arange(6.)[2:].as_strided((3,), (1,)),
+    "of-a-slice-before-it": lambda T: T.arange(6.)[2:].as_strided((3,), (1,), 0),
+    "of-a-transpose": lambda T: T.arange(6.).view(2, 3).t().as_strided((6,), (1,)),
+    "of-a-transpose-2d": lambda T: T.arange(6.).view(2, 3).t().as_strided((2, 3), (3, 1)),
+    "tensor-offset": lambda T: T.arange(6.).as_strided((2,), (1,), storage_offset=T.tensor(1)),
+    "empty-of-empty": lambda T: T.zeros(0).as_strided((0,), (1,)),
+    "int64": lambda T: T.arange(6).as_strided((2, 2), (2, 1)),
+    "3-d": lambda T: T.arange(24.).as_strided((2, 3, 2), (12, 1, 3), 1),
+}
+
+ERROR_CASES = {
+    "out-of-bounds": lambda T: T.arange(6.).as_strided((4, 4), (1, 1)),
+    "out-of-bounds-offset": lambda T: T.arange(6.).as_strided((2, 2), (1, 1), 10),
+    "negative-stride": lambda T: T.arange(6.).as_strided((2, 2), (1, -1)),
+    "length-mismatch": lambda T: T.arange(6.).as_strided((2, 2), (1,)),
+    "mismatch-before-negative-stride": lambda T: T.arange(6.).as_strided((2, 2, 2), (-1, 1)),
+    "negative-size": lambda T: T.arange(6.).as_strided((-1, 2), (1, 1)),
+    "negative-size-before-bounds": lambda T: T.arange(6.).as_strided((-1,), (1,), 100),
+    "negative-offset": lambda T: T.arange(6.).as_strided((2, 2), (1, 2), -1),
+    "negative-offset-before-size": lambda T: T.arange(6.).as_strided((2, -2), (1, 1), -1),
+    "float-offset": lambda T: T.arange(6.).as_strided((2,), (2,), 1.5),
+    "bool-offset": lambda T: T.arange(6.).as_strided((2,), (1,), True),
+    "float-size": lambda T: T.arange(6.).as_strided((2.0, 2), (1, 1)),
+    "int-size": lambda T: T.arange(6.).as_strided(2, 1),
+    "bool-stride": lambda T: T.arange(6.).as_strided((2,), (True,)),
+    "empty-storage": lambda T: T.zeros(0).as_strided((1,), (1,)),
+    "not-a-tensor": lambda T: T.as_strided(5, (2,), (1,)),
+    "missing-arguments": lambda T: T.arange(6.).as_strided(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIEW_CASES))
+def test_as_strided_view_as_torch(case):
+    _same(VIEW_CASES[case])
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_as_strided_errors_as_torch(case):
+    assert _same(ERROR_CASES[case])[0] == "raised"
+
+
+def test_view_shares_memory_both_ways():
+    def make(T):
+        x = T.arange(6.)
+        v = x.as_strided((2, 2), (1, 2), 1)
+        v[0, 1] = 100.
+        x[2] = -1.
+        return v
+    assert _same(make)[0] == [[1.0, 100.0], [-1.0, 4.0]]
+
+
+# ---------------------------------------------------------------------------- gradients
+GRAD_CASES = {
+    "windows": lambda T, x: (x * 2).as_strided((3, 3), (1, 2)),
+    "offset": lambda T, x: (x * 2).as_strided((3, 3), (1, 2), 2),
+    "of-a-transpose": lambda T, x: (x * 2).reshape(3, 4).t().as_strided((2, 2), (4, 1), 1),
+    "of-a-slice": lambda T, x: (x * 2)[2:].as_strided((2, 2), (1, 1)),
+    "of-an-expand": lambda T, x: (x * 2).expand(2, 12).as_strided((3,), (1,)),
+    "leaf-then-exp": lambda T, x: x.as_strided((2, 2), (1, 1)).exp(),
+    "chain": lambda T, x: (x.sin().as_strided((5,), (2,)) * 3).as_strided((2,), (1,), 1),
+    "zero-stride": lambda T, x: x.as_strided((2, 3), (0, 1), 4) * x[:6].reshape(2, 3),
+}
+
+
+def _value_and_grads(T, fn, arrays, compiled=False):
+    xs = [T.tensor(a, requires_grad=True) for a in arrays]
+    f = fg.compile(fn) if compiled else fn
+    y = f(T, *xs)
+    y.backward(T.arange(float(y.numel()), dtype=y.dtype).reshape(y.shape) + 1)
+    return y.detach().numpy(), [x.grad.numpy() for x in xs]
+
+
+def _compare(fn, arrays, compiled=False):
+    ours = _value_and_grads(fg, fn, arrays, compiled)
+    theirs = _value_and_grads(torch, fn, arrays)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, atol=0)
+    for a, b in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_gradients_as_torch(case, compiled):
+    _compare(GRAD_CASES[case], [np.arange(12.) * 0.25 - 1])
+
+
+def test_gradient_drops_positions_outside_the_input():
+    # x[2:] viewed from storage position 0: torch's gradient reaches only the positions x[2:] covers
+    _compare(lambda T, x: (x * 2)[2:].as_strided((2, 2), (1, 1), 0), [np.arange(12.)])
+
+
+def test_inside_compile_reading_outside_the_input_is_refused():
+    f = fg.compile(lambda x: (x * 2)[2:].as_strided((2, 2), (1, 1), 0))
+    with pytest.raises(NotImplementedError, match="as_strided inside fg.compile reading memory outside the elements "
+                                                  "of its input is not supported"):
+        f(fg.arange(6.))
+
+
+def test_node_and_saved_attributes():
+    def make(T):
+        x = T.arange(6., requires_grad=True)
+        y = x.as_strided((2, 2), (1, 1))
+        z = x.as_strided((2,), (1,), 2)
+        return (type(y.grad_fn).__name__, y._base is x, y.grad_fn._saved_size, y.grad_fn._saved_stride,
+                y.grad_fn._saved_storage_offset, z.grad_fn._saved_storage_offset,
+                type(y.grad_fn.next_functions[0][0]).__name__)
+    assert make(fg) == make(torch) == ("AsStridedBackward0", True, (2, 2), (1, 1), None, 2, "AccumulateGrad")
+
+
+def test_second_derivatives():
+    x = fg.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+    assert fg.autograd.gradcheck(lambda t: (t.as_strided((3, 3), (1, 2), 1) ** 3).sin(), (x,))
+    assert fg.autograd.gradgradcheck(lambda t: (t.as_strided((3, 3), (1, 2), 1) ** 3).sin(), (x,))
+    assert fg.autograd.gradgradcheck(lambda t: t.expand(2, 8).as_strided((4,), (1,)) ** 2, (x,))
+
+
+# ---------------------------------------------------------------------------- writes through the view
+def _write_outcome(T, write):
+    x = T.tensor(np.arange(12.), requires_grad=True)
+    try:
+        y = write(T, x)
+        y.backward(T.arange(float(y.numel())).reshape(y.shape) + 1)
+    except Exception as error:       # noqa: BLE001
+        return ("raised", type(error).__name__, str(error))
+    return y.tolist(), x.grad.tolist(), type(y.grad_fn).__name__
+
+
+def _mul_through_windows(T, x):
+    y = x * 1
+    v = y.as_strided((2, 2), (1, 3))
+    v.mul_(10)
+    return y
+
+
+def _mul_then_read_the_view(T, x):
+    y = x * 1
+    v = y.as_strided((2, 2), (1, 3), 2)
+    v.mul_(10)
+    return v * y[:4].reshape(2, 2)
+
+
+@pytest.mark.parametrize("write", [_mul_through_windows, _mul_then_read_the_view])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_in_place_through_the_view(write, compiled):
+    ours_write = fg.compile(write) if compiled else write
+    ours, theirs = _write_outcome(fg, ours_write), _write_outcome(torch, write)
+    assert ours[:2] == theirs[:2]
+    if not compiled:
+        assert ours[2] == theirs[2]
+
+
+def test_write_reaching_outside_the_input_is_refused():
+    def write(T, x):
+        v = (x * 1)[2:].as_strided((3,), (1,), 0)
+        v.mul_(10)
+        return v
+    assert _write_outcome(fg, write) == (
+        "raised", "NotImplementedError", "fusegrad: a write through an as_strided view that reaches memory outside "
+        "the tensor it was taken from is not supported (take the view of that memory's base)")
+
+
+# ---------------------------------------------------------------------------- as_strided_copy / _scatter
+def test_as_strided_copy():
+    def make(T):
+        x = T.arange(6., requires_grad=True)
+        c = T.as_strided_copy(x, (2, 2), (1, 1))
+        c.backward(T.tensor([[1., 2.], [3., 4.]]))
+        return (c.tolist(), type(c.grad_fn).__name__, c.is_contiguous(), c._base is None, x.grad.tolist(),
+                c.grad_fn._saved_size, c.grad_fn._saved_stride)
+    assert make(fg) == make(torch)
+
+
+SCATTER_CASES = {
+    "every-other": lambda T: T.as_strided_scatter(T.arange(6.), T.tensor([10., 20.]), (2,), (2,), 1),
+    "method": lambda T: T.arange(6.).as_strided_scatter(T.ones(2), (2,), (1,), 1),
+    "transposed-input": lambda T: T.as_strided_scatter(T.arange(6.).view(2, 3).t(), T.tensor([9., 9.]), (2,), (1,), 0),
+    "sliced-input": lambda T: T.as_strided_scatter(T.arange(6.)[2:], T.tensor([9., 9.]), (2,), (1,)),
+    "expanded-input": lambda T: T.as_strided_scatter(T.ones(3).expand(2, 3), T.zeros(2), (2,), (1,), 1),
+    "src-of-another-dtype": lambda T: T.as_strided_scatter(T.arange(6.), T.ones(2, dtype=T.float64), (2,), (1,)),
+    "src-size": lambda T: T.as_strided_scatter(T.arange(6.), T.ones(3), (2,), (1,)),
+    "out-of-bounds": lambda T: T.as_strided_scatter(T.arange(6.), T.ones(2), (2,), (1,), 5),
+    "bounds-before-src-size": lambda T: T.as_strided_scatter(T.arange(6.), T.ones(3), (2,), (1,), 5),
+    "length-mismatch": lambda T: T.as_strided_scatter(T.arange(6.), T.ones(2), (2, 2), (1,)),
+    "non-contiguous-input-requiring-grad": lambda T: T.as_strided_scatter(
+        T.arange(6., requires_grad=True)[::2], T.zeros(2), (2,), (1,), 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCATTER_CASES))
+def test_as_strided_scatter_as_torch(case):
+    ours, theirs = _outcome(fg, SCATTER_CASES[case]), _outcome(torch, SCATTER_CASES[case])
+    if case in ("sliced-input",):
+        # torch's result views a copy of the whole memory (its storage offset is 2); fusegrad's
+        # is a new tensor of the input's elements
+        ours, theirs = ours[:3], theirs[:3]
+    assert ours == theirs
+
+
+def test_as_strided_scatter_gradients():
+    # src's gradient as torch's; self's by central differences: torch 2.13's backward for self
+    # (as_strided_scatter_backward) returns the gradient at the written positions instead of
+    # at the kept ones (README)
+    base, src = np.arange(6.) * 0.5, np.array([2., 3.])
+
+    def run(T, x, s):
+        return T.as_strided_scatter(x * x, s * s, (2,), (2,), 1)
+    weights = np.arange(6.) + 1
+    ours = [fg.tensor(base, requires_grad=True), fg.tensor(src, requires_grad=True)]
+    run(fg, *ours).backward(fg.tensor(weights))
+    theirs = [torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)]
+    run(torch, *theirs).backward(torch.tensor(weights))
+    np.testing.assert_allclose(ours[1].grad.numpy(), theirs[1].grad.numpy(), rtol=1e-12)
+
+    def loss(x):
+        return float((run(fg, fg.tensor(x), fg.tensor(src)).numpy() * weights).sum())
+    eps = 1e-6
+    numeric = np.array([(loss(base + eps * e) - loss(base - eps * e)) / (2 * eps) for e in np.eye(6)])
+    np.testing.assert_allclose(ours[0].grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
+    assert fg.autograd.gradgradcheck(lambda x, s: run(fg, x, s), (ours[0], ours[1]))

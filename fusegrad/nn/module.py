@@ -6,8 +6,11 @@ does, so `named_parameters()` yields torch's dotted names in torch's order.
 """
 from __future__ import annotations
 
+import functools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -706,14 +709,80 @@ class Module:
         raise NotImplementedError("fusegrad has no bfloat16 dtype (Module.bfloat16() casts to it); its dtypes are "
                                   "float32 (fg.float), float64 (fg.double), int64 (fg.long) and bool")
 
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """An ordered dict of parameters and persistent buffers by dotted name.
+    _version: int = 1        # torch's: saved as each module's metadata "version" by state_dict
 
-        Values are detached tensors sharing memory with the module's state
-        (the Parameters themselves when `keep_vars`).
-        """
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Run `hook(module, prefix, keep_vars)` before this module saves its state in each
+        state_dict call. Returns a handle to remove it."""
+        return self._add_hook("_state_dict_pre_hooks", hook, prepend=False)
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Run `hook(module, state_dict, prefix, local_metadata)` after this module and its
+        children saved their state; it may edit the dict in place and must return None."""
+        hook._from_public_api = True
+        return self._add_hook("_state_dict_hooks", hook, prepend=False)
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        """torch's older form of register_state_dict_post_hook: a result other than None
+        replaces the dict, where this module is the one state_dict was called on."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
+        return self._add_hook("_state_dict_hooks", hook, prepend=False)
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Run `hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before this module loads its part of a state dict (it may
+        edit the dict and the lists in place). Returns a handle to remove it."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """register_load_state_dict_pre_hook, the hook taking the module first only `with_module`."""
+        return self._add_hook("_load_state_dict_pre_hooks", _WrappedHook(hook, self if with_module else None),
+                              prepend=False)
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """An ordered dict of parameters and persistent buffers (and extra state) by dotted
+        name, as torch's: each module runs its state-dict pre-hooks, `_save_to_state_dict`,
+        its children's state_dict, then its post-hooks; the dict's `_metadata` holds each
+        module's `{"version": _version}`. Values are detached tensors sharing memory with the
+        module's state (the Parameters themselves when `keep_vars`)."""
+        if args:
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                          " for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        # Recursing through _modules (not named_modules) lists a shared submodule
+        # under every name it has, as torch does.
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """This module's own state (not its children's) into `destination` under `prefix`:
+        what a subclass overrides to save differently, as in torch."""
         for key, param in self._parameters.items():
             if param is not None:
                 # (a lazy module's uninitialized parameter is saved as itself, as torch's)
@@ -723,12 +792,6 @@ class Module:
                 destination[prefix + key] = buf if keep_vars or _is_lazy(buf) else buf.detach()
         if _overrides(self, "get_extra_state"):
             destination[prefix + EXTRA_STATE_KEY] = self.get_extra_state()
-        # Recursing through _modules (not named_modules) lists a shared submodule
-        # under every name it has, as torch does.
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
 
     def get_extra_state(self):
         """State beyond parameters and buffers for `state_dict()` to save under the key
@@ -744,92 +807,98 @@ class Module:
                            "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
 
-    def _state_owners(self, prefix: str = "", owners: dict | None = None) -> dict:
-        """`{state_dict key: (module, local name)}` of the state `load_state_dict` loads,
-        walked as `state_dict` walks; a module's extra state is `(module, EXTRA_STATE_KEY)`
-        where the module takes one (it overrides set_extra_state)."""
-        owners = {} if owners is None else owners
-        for key, param in self._parameters.items():
-            if param is not None:
-                owners[prefix + key] = (self, key)
-        for key, buf in self._buffers.items():
-            if buf is not None and key not in self._non_persistent_buffers_set:
-                owners[prefix + key] = (self, key)
-        if _overrides(self, "set_extra_state"):
-            owners[prefix + EXTRA_STATE_KEY] = (self, EXTRA_STATE_KEY)
-        for name, module in self._modules.items():
-            if module is not None:
-                module._state_owners(prefix + name + ".", owners)
-        return owners
-
-    def _unexpected_keys(self, keys: list, prefix: str = "") -> list:
-        """The keys no parameter or buffer takes, in torch's order: each module, from the root
-        down, lists the keys under its prefix that name neither its own state nor a child."""
-        local = {k for k, v in self._parameters.items() if v is not None} | \
-            {k for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set}
-        if _overrides(self, "set_extra_state"):
-            local.add(EXTRA_STATE_KEY)
-        found = []
-        for key in keys:
-            if key.startswith(prefix):
-                name = key[len(prefix):].split(".", 1)
-                if (name[0] not in self._modules) if len(name) > 1 else (name[0] not in local):
-                    found.append(key)
-        for child_name, child in self._modules.items():
-            if child is not None:
-                below = prefix + child_name + "."
-                found += child._unexpected_keys([k for k in keys if k.startswith(below)], below)
-        return found
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
-        """Copy values (Tensors or NumPy arrays) into the parameters and buffers.
-
-        With `assign`, the module takes the state dict's tensors themselves
-        (parameters wrapped as Parameters keeping `requires_grad`), as torch.
-        Raises torch's `RuntimeError` listing size mismatches and, when
-        `strict`, missing and unexpected keys; returns the key lists.
-        """
-        if not hasattr(state_dict, "items"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        owners = self._state_owners()
-        own = self.state_dict(keep_vars=True)
-        missing = [key for key in owners if key not in state_dict]
-        unexpected = self._unexpected_keys(list(state_dict))
-        errors = []
-        with fg.no_grad():
-            for key, (module, name) in owners.items():
-                if key not in state_dict:
-                    continue
-                value = state_dict[key]
-                if name == EXTRA_STATE_KEY:
-                    module.set_extra_state(value)       # (torch's order: after the module's own state)
-                    continue
-                target = own[key]
-                if _is_lazy(target) and isinstance(value, Tensor) and not _is_lazy(value):
-                    target.materialize(value.shape)     # (torch's lazy modules' load pre-hook)
-                if not isinstance(value, Tensor):
-                    if isinstance(value, np.ndarray):        # (NumPy arrays are tensors to fusegrad)
-                        value = fg.tensor(value)
-                    else:
-                        errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
-                                      f"Tensor-like object from checkpoint but received {type(value)}")
-                        continue
-                if tuple(value.shape) != tuple(target.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape torch.Size("
+    def _load_from_state_dict(self, state_dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Load this module's own state (not its children's) from the entries of `state_dict`
+        under `prefix`, noting missing and unexpected keys and errors in the lists, as torch's:
+        what a subclass overrides to load differently (an older layout of its state)."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        local_state = {k: v for k, v in self._parameters.items() if v is not None}
+        local_state.update((k, v) for k, v in self._buffers.items()
+                           if v is not None and k not in self._non_persistent_buffers_set)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, target in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if isinstance(value, np.ndarray):        # (NumPy arrays are tensors to fusegrad)
+                value = fg.tensor(value)
+            if not isinstance(value, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(value)}")
+                continue
+            if _is_lazy(target) and not _is_lazy(value):
+                target.materialize(value.shape)     # (torch's lazy modules' load pre-hook)
+            if target.dim() == 0 and value.dim() == 1 and value.shape[0] == 1:
+                value = value[0]                    # (torch's: a 0.3-era 1-element checkpoint entry)
+            if tuple(value.shape) != tuple(target.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape torch.Size("
                                   f"{list(value.shape)}) from checkpoint, the shape in current model is "
                                   f"torch.Size({list(target.shape)}).")
-                    continue
-                if assign:
-                    _assign(*owners[key], target, value)
-                else:
-                    target.copy_(value)
-        incompatible = _IncompatibleKeys(missing, unexpected)
-        for module in _post_order(self):
+                continue
+            try:
+                with fg.no_grad():
+                    if assign:
+                        _assign(self, name, target, value)
+                    else:
+                        target.copy_(value)
+            except Exception as ex:         # noqa: BLE001  (torch's text, collected)
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                                  f"torch.Size({list(target.shape)}) and whose dimensions in the checkpoint are "
+                                  f"torch.Size({list(value.shape)}), an exception occurred : {ex.args}.")
+        extra_key = prefix + EXTRA_STATE_KEY
+        if _overrides(self, "set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    name = key[len(prefix):].split(".", 1)
+                    if (name[0] not in self._modules) if len(name) > 1 else (name[0] not in local_state):
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy values (Tensors or NumPy arrays) into the parameters and buffers, as torch's:
+        each module, from the root down, runs `_load_from_state_dict` (its load pre-hooks
+        first) on the entries under its prefix, then its children load, then its load
+        post-hooks run. With `assign`, the module takes the state dict's tensors themselves
+        (parameters wrapped as Parameters keeping `requires_grad`). Raises torch's
+        `RuntimeError` listing size mismatches and, when `strict`, missing and unexpected
+        keys; returns the key lists."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)},
+                         child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
             for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
                 if hook(module, incompatible) is not None:
-                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not expected "
-                                         "to return new values, if incompatible_keys need to be modified, it should be "
-                                         "done inplace.")
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
+
+        load(self, state_dict)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -838,7 +907,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self._get_name(), "\n\t".join(errors)))
+                type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
 
     # ---- printing -----------------------------------------------------------
@@ -866,7 +935,9 @@ class Module:
 
 EXTRA_STATE_KEY = "_extra_state"       # torch's _EXTRA_STATE_KEY_SUFFIX
 _HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks")
+               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks",
+               "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
 
 
 def _is_lazy(t) -> bool:
@@ -874,12 +945,22 @@ def _is_lazy(t) -> bool:
     return getattr(type(t), "_uninitialized", False)
 
 
-def _post_order(module: Module):
-    """`module` and its submodules, each after its own (torch's load_state_dict runs a
-    module's post-hooks once its children have loaded)."""
-    for child in module.children():
-        yield from _post_order(child)
-    yield module
+class _WrappedHook:
+    """A load-state-dict pre-hook, called with its module first where registered so
+    (torch's _WrappedHook; the module held weakly, as torch's)."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.module = None if module is None else weakref.ref(module)
+
+    def __call__(self, *args, **kwargs):
+        if self.module is None:
+            return self.hook(*args, **kwargs)
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args, **kwargs)
 
 
 def _overrides(module: Module, method: str) -> bool:

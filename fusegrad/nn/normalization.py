@@ -266,6 +266,21 @@ class _NormBase(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
+    _version = 2        # (torch's: version 2 added num_batches_tracked)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        """torch's: a state dict from before version 2 (or without metadata: a dict built by
+        hand) may lack num_batches_tracked, which then keeps its value."""
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                    else fg.tensor(0, dtype=fg.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def reset_running_stats(self) -> None:
         """Zero running_mean and num_batches_tracked, fill running_var with ones."""
         if self.track_running_stats:
@@ -344,6 +359,25 @@ class _InstanceNorm(_NormBase):
         low = self._no_batch_dim
         if input.dim() not in (low, low + 1):
             raise ValueError(f"expected {low}D or {low + 1}D input (got {input.dim()}D input)")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        """torch's: a state dict without metadata holding running statistics for a module that
+        tracks none (a checkpoint from before torch 0.4) is an error naming them; they are dropped."""
+        if local_metadata.get("version", None) is None and not self.track_running_stats:
+            keys = [prefix + name for name in ("running_mean", "running_var") if prefix + name in state_dict]
+            if keys:
+                error_msgs.append(
+                    "Unexpected running stats buffer(s) {names} for {klass} with track_running_stats=False. If "
+                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because {klass} does not "
+                    "track running stats by default since 0.4.0. Please remove these keys from state_dict. If the "
+                    "running stats are actually needed, instead set track_running_stats=True in {klass} to enable "
+                    "them. See the documentation of {klass} for details.".format(
+                        names=" and ".join(f'"{k}"' for k in keys), klass=type(self).__name__))
+                for key in keys:
+                    state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def _apply_instance_norm(self, input):
         return instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,

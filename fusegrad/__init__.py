@@ -250,6 +250,8 @@ def _takes_no_arguments(fn):
 
 
 from fusegrad import accelerator, cuda  # noqa: E402  (no device but the CPU: scripts ask)
+from fusegrad import module_paths as _module_paths  # noqa: E402
+_module_paths.register()     # torch's import paths: fusegrad.autograd.functional, fusegrad.nn.modules.module ...
 from fusegrad.tracer.inplace_functions import FUNCTIONS as _INPLACE_FUNCTIONS  # noqa: E402
 
 globals().update(_INPLACE_FUNCTIONS)        # torch.sin_(t) and kin: the tensor's in-place methods

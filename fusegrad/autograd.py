@@ -118,6 +118,7 @@ def _batched_grad(outputs, inputs: list, grad_outputs, retain_graph, create_grap
 
 from fusegrad import autograd_functional as functional  # noqa: E402  (torch.autograd.functional)
 from fusegrad import autograd_graph as graph  # noqa: E402  (torch.autograd.graph: saved-tensor hooks, Node)
+from fusegrad import autograd_forward_ad as forward_ad  # noqa: E402  (torch.autograd.forward_ad: dual tensors)
 from fusegrad.autograd_gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from fusegrad.autograd_anomaly import detect_anomaly, set_detect_anomaly  # noqa: E402
 

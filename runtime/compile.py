@@ -38,6 +38,7 @@ from fusegrad.tracer import Tensor, generator as random_generator, trace_state
 from fusegrad.tracer.dispatch import READ_ONLY_MEMORY, _leads_nowhere, _memory_owner, _writable_memory, edge_of
 from fusegrad.tracer.layout import replayed_view, views_an_expand, with_strides
 from fusegrad.tracer.engine import backward as engine_backward, grad_memory, has_grad_layout
+from fusegrad.tracer.forward_ad import DUAL_LEVEL, carries_tangents
 from fusegrad.tracer.grad_mode import INFERENCE_MADE, check_inference_saved, is_inference_tensor
 from fusegrad.tracer.node import _FREED_MSG, SavedTensor, node_class, saved_slots
 from fusegrad.tracer.trace import Trace, TraceContext
@@ -111,6 +112,9 @@ class CompiledFunction:
 
     def __call__(self, *args, **kwargs):
         if trace_state.current() is not None:      # nested compile: inline into the outer trace
+            return self.fn(*args, **kwargs)
+        if DUAL_LEVEL[0] is not None and carries_tangents(list(args) + list(kwargs.values()), None):
+            # (forward-mode AD's dual tensors: their tangents propagate through eager ops only)
             return self.fn(*args, **kwargs)
         for a in args:
             if isinstance(a, np.ndarray):       # (rare: most calls pass tensors, kept as given)

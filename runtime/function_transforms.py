@@ -6,8 +6,8 @@ How they are computed (the values are torch.func's; the cost is not):
 - `vjp`'s `vjp_fn(ct)` is `grad` of `sum(<f(*primals), ct>)`: each call of vjp_fn
   runs `f` again (so `f` should be pure, as torch.func asks), which is what makes
   it compose with `grad`, `vmap` and `fg.compile` through `grad`'s own machinery.
-- `jacrev` takes one `grad` per output element; `jacfwd` is `jacrev` (forward-mode
-  AD does not exist here: the same values, from reverse mode), and `hessian` is
+- `jacrev` takes one `grad` per output element; `jacfwd` is `jacrev` (the same
+  values, from reverse mode; fg.autograd.forward_ad's dual tensors are eager only), and `hessian` is
   `jacfwd(jacrev(f))`.
 - `jvp` is the double-vjp trick: `J t = d/du <vjp_fn(u), t>` (at u = 0), a
   `grad` of a `grad`.
@@ -213,7 +213,7 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _prealloc
 
 def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
     """torch.func.jacfwd: the same Jacobian as `jacrev` (computed by it: fusegrad has
-    no forward-mode AD; the values are the same)."""
+    no forward-mode transform; the values are the same)."""
     _check_randomness(randomness)
     return _jacobian(func, argnums, has_aux, "jvp(f, primals, tangents)")
 

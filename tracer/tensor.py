@@ -196,7 +196,7 @@ class Tensor:
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
                            "_view_node", "_hooks", "_layout", "_origin", "_multi_output",
-                           "_multi_output_node", "_storage_start"))
+                           "_multi_output_node", "_storage_start", "_tangent"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -909,6 +909,9 @@ class Tensor:
             suffixes.append(f"grad_fn=<{node_name}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
+        tangent = self.__dict__.get("_tangent")
+        if tangent is not None:             # (forward-mode AD's dual tensor: tracer/forward_ad.py)
+            suffixes.append(f"tangent={tangent!r}")
         return format_tensor(self._concrete(), suffixes)
 
     __str__ = __repr__

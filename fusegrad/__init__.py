@@ -77,6 +77,8 @@ _copy_functions.install_methods()           # Tensor.adjoint, unsafe_chunk/split
 from fusegrad.tracer import strided as _strided
 globals().update(_strided.PUBLIC)           # fg.as_strided, as_strided_copy, as_strided_scatter
 _strided.install_methods()                  # Tensor.as_strided, Tensor.as_strided_scatter
+from fusegrad.tracer import element_callables as _element_callables
+_element_callables.install()               # Tensor.apply_, map_, share_memory_, _is_view
 from fusegrad.tracer.sampling import multinomial
 from fusegrad.tracer.special_functions import digamma, erfinv, i0, i0_, lgamma, mvlgamma, polygamma
 from fusegrad.tracer.methods import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,

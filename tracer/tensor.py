@@ -196,7 +196,7 @@ class Tensor:
     _INTERNAL = frozenset(("_grad", "_output_nr", "_grad_acc", "_retains_grad", "_base", "_view_chain",
                            "_view_version", "_traced_leaf", "_no_grad_view", "_rebased",
                            "_view_node", "_hooks", "_layout", "_origin", "_multi_output",
-                           "_multi_output_node", "_storage_start", "_tangent"))
+                           "_multi_output_node", "_storage_start", "_tangent", "_shared"))
 
     def __init__(self, *args, requires_grad: bool = False):
         """torch's legacy constructor: `Tensor()` is empty, `Tensor(t)` shares `t`'s memory and
@@ -375,8 +375,8 @@ class Tensor:
         return bool(is_inference_tensor(self))
 
     def is_shared(self) -> bool:
-        """torch's Tensor.is_shared: always False (no shared-memory tensors)."""
-        return False
+        """torch's Tensor.is_shared: True after share_memory_() (tracer/element_callables.py)."""
+        return self.__dict__.get("_shared", False)
 
     @property
     def output_nr(self) -> int:

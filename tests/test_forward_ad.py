@@ -190,3 +190,51 @@ def test_torch_import_paths(path, name):
     parent, _, leaf = ("fusegrad." + path).rpartition(".")
     if isinstance(getattr(importlib.import_module("torch." + parent[len("fusegrad."):]), leaf, importlib), type(importlib)):
         assert getattr(importlib.import_module(parent), leaf) is module
+
+
+def _square_functions(T):
+    class Square(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    class SquareWithJvp(Square):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.save_for_forward(x)
+            ctx.save_for_backward(x)
+            ctx.scale = scale
+            return x * x * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g * ctx.scale, None
+
+        @staticmethod
+        def jvp(ctx, t, t_scale):
+            x, = ctx.saved_tensors
+            return 2 * x * t * ctx.scale
+    return Square, SquareWithJvp
+
+
+def test_custom_function_jvp():
+    def scenario(T, A, log):
+        Square, SquareWithJvp = _square_functions(T)
+        with A.dual_level():
+            d = A.make_dual(T.tensor([1., 2., 3.]), T.tensor([1., 1., 0.5]))
+            log.append(_value(A.unpack_dual(SquareWithJvp.apply(d, 3.0)).tangent))
+            q = T.tensor([1., 2., 3.], requires_grad=True)
+            y = SquareWithJvp.apply(A.make_dual(q, T.ones(3)), 2.0)
+            log.append((type(y.grad_fn).__name__, _value(A.unpack_dual(y).tangent.detach())))
+            y.sum().backward()
+            log.append(_value(q.grad))
+            Square.apply(d)
+    assert _both(scenario)[-1] == ("raised", "NotImplementedError", "You must implement the jvp function for "
+                                   "custom autograd.Function to use it with forward mode AD.")

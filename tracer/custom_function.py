@@ -33,7 +33,7 @@ from fusegrad.ir import TensorType
 from fusegrad.ir.ops import expands_to, unbroadcast_axes
 from fusegrad.ir.program import freeze_attrs
 
-from . import saved_hooks, trace_state
+from . import forward_ad, saved_hooks, trace_state
 from .dispatch import edge_of
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .node import Node, SavedTensor, _FREED_MSG
@@ -46,6 +46,15 @@ _NO_BACKWARD = ("You must implement either the backward or vjp method for your c
 
 class FunctionCtx:
     """What `forward` (or `setup_context`) records for `backward`; torch's ctx methods."""
+
+    def save_for_forward(self, *tensors) -> None:
+        """Keep `tensors` (or None) for `jvp` (forward-mode AD), which reads them as
+        ctx.saved_tensors."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; but got an argument of "
+                                f"type {type(t).__name__}")
+        self._to_save_forward = tensors
 
     def save_for_backward(self, *tensors) -> None:
         """Keep `tensors` (or None) for backward, version-checked when read back."""
@@ -263,6 +272,13 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """The outputs' tangents from the inputs' (forward-mode AD, fg.autograd.forward_ad):
+        override to use the function with dual tensors."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on `args`; its tensor outputs get this function's backward as grad_fn."""
@@ -279,16 +295,29 @@ class Function(metaclass=_FunctionMeta):
         node = cls._backward_cls.__new__(cls._backward_cls)
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         node._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
-        with no_grad():
+        tangents = forward_ad.input_tangents(args)
+        if tangents is not None and _own(cls, "jvp") is None:
+            raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                      "with forward mode AD.")
+        with no_grad(), forward_ad.tangents_hidden(tangents is not None):
             if separate_setup:
                 output = cls.forward(*args)
                 cls.setup_context(node, tuple(args), output)
             else:
                 output = cls.forward(node, *args)
+        out_tangents = forward_ad.custom_jvp(cls.jvp, node, args, tangents) if tangents is not None else None
         record = is_grad_enabled() and any(t.requires_grad for t in tensors)
-        if not record:
-            return output
-        return _attach(node, tensors, output)
+        if record:
+            output = _attach(node, tensors, output)
+        if out_tangents is not None:
+            forward_ad.give_tangents(output, out_tangents)
+        return output
+
+
+def _own(cls, name: str):
+    """cls's own override of Function's method `name`, or None."""
+    fn = getattr(cls, name)
+    return None if fn is getattr(Function, name) else fn
 
 
 def _bound_arguments(forward, args: tuple, kwargs: dict, skip_ctx: bool) -> list:

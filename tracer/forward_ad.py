@@ -241,3 +241,60 @@ def _jvp(op: str, attrs: dict, inputs: list, arrays: list, outs: tuple, tangents
 def _dtype_of(x, array):
     from fusegrad.ir import from_numpy_dtype
     return x.dtype if isinstance(x, Tensor) else from_numpy_dtype(np.asarray(array).dtype)
+
+
+# ---------------------------------------------------------------- custom autograd.Function
+def input_tangents(args) -> list | None:
+    """Per argument of a custom Function's apply, the tangent its jvp receives (zeros for a
+    floating-point tensor without one, None for anything else), or None where no argument
+    holds a tangent (or no level is entered)."""
+    if DUAL_LEVEL[0] is None or _IN_JVP[0] or not any(tangent_of(a) is not None for a in args):
+        return None
+    from .creation import zeros_like
+    out = []
+    for a in args:
+        tangent = tangent_of(a)
+        if tangent is None and isinstance(a, Tensor) and a.dtype.is_floating_point:
+            tangent = zeros_like(a)
+        out.append(tangent)
+    return out
+
+
+class tangents_hidden:
+    """While active (`on`), ops carry no tangents: a custom Function's forward runs on the primals."""
+
+    def __init__(self, on: bool):
+        self.on = on
+
+    def __enter__(self):
+        self.before = _IN_JVP[0]
+        if self.on:
+            _IN_JVP[0] = True
+
+    def __exit__(self, *exc):
+        _IN_JVP[0] = self.before
+
+
+def custom_jvp(jvp, ctx, args, tangents: list) -> tuple:
+    """The outputs' tangents by the Function's jvp(ctx, *tangents), with what forward gave to
+    ctx.save_for_forward readable as ctx.saved_tensors."""
+    kept = ctx.__dict__.get("_to_save")
+    if "_to_save_forward" in ctx.__dict__:
+        ctx._to_save = ctx.__dict__["_to_save_forward"]
+    try:
+        with tangents_hidden(True), no_grad():
+            result = jvp(ctx, *tangents)
+    finally:
+        if kept is None:
+            ctx.__dict__.pop("_to_save", None)
+        else:
+            ctx._to_save = kept
+    return result if isinstance(result, tuple) else (result,)
+
+
+def give_tangents(output, tangents: tuple) -> None:
+    """Set each floating-point tensor output's tangent (jvp's results, in output order)."""
+    outputs = output if isinstance(output, tuple) else (output,)
+    for o, tangent in zip(outputs, tangents):
+        if isinstance(o, Tensor) and o.dtype.is_floating_point and isinstance(tangent, Tensor):
+            _set_tangent(o, tangent)

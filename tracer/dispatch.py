@@ -27,7 +27,10 @@ from .node import SavedTensor, display_edges, grad_accumulator, guards_saved_inp
 from .layout import (broadcasts_a_unit_dim, byte_range, dense, elementwise_layout, in_result_order, odd_unit_strides,
                      replay_on_ids)
 from .tensor import Tensor
-from .forward_ad import DUAL_LEVEL, apply_with_tangents, carries_tangents
+from .forward_ad import apply_with_tangents, carries_tangents
+
+# Whether a forward-mode AD level is entered (tracer/forward_ad.py sets it): one global read per op.
+DUAL_ACTIVE = False
 
 _TRACE_STATE = trace_state._state
 
@@ -146,7 +149,7 @@ def apply_op(op: str, inputs: list, attrs: dict | None = None, name: str | None 
     written into that tensor in place (its version is bumped) and it becomes
     the node's output, as torch's in-place ops do.
     """
-    if DUAL_LEVEL[0] is not None and carries_tangents(inputs, out):
+    if DUAL_ACTIVE and carries_tangents(inputs, out):
         # (forward-mode AD: an operand holds a tangent, tracer/forward_ad.py; it calls back here)
         return apply_with_tangents(apply_op, op, inputs, attrs, name, out)
     if out is not None and out._multi_output is not None:

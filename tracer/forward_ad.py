@@ -48,7 +48,13 @@ def enter_dual_level() -> int:
     if DUAL_LEVEL[0] is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     DUAL_LEVEL[0] = 0
+    _set_dispatch_flag(True)
     return 0
+
+
+def _set_dispatch_flag(on: bool) -> None:
+    from . import dispatch
+    dispatch.DUAL_ACTIVE = on
 
 
 def exit_dual_level(*, level=None) -> None:
@@ -62,6 +68,7 @@ def exit_dual_level(*, level=None) -> None:
             t.__dict__.pop("_tangent", None)
     _WITH_TANGENTS.clear()
     DUAL_LEVEL[0] = None
+    _set_dispatch_flag(False)
 
 
 class dual_level:

@@ -75,8 +75,11 @@ from fusegrad.tracer import copy_functions as _copy_functions
 globals().update(_copy_functions.PUBLIC)    # fg.view_copy ... fg.unfold_copy, fg.adjoint, fg.unsafe_chunk ...
 _copy_functions.install_methods()           # Tensor.adjoint, unsafe_chunk/split..., is_mps ... is_nested, is_pinned()
 from fusegrad.tracer import strided as _strided
-globals().update(_strided.PUBLIC)           # fg.as_strided, as_strided_copy, as_strided_scatter
+globals().update(_strided.PUBLIC)           # fg.as_strided, as_strided_copy, as_strided_scatter, empty_strided
 _strided.install_methods()                  # Tensor.as_strided, Tensor.as_strided_scatter
+import math as _math  # noqa: E402
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan     # torch.pi, torch.e, torch.inf, torch.nan
+newaxis = None                                                  # torch.newaxis
 from fusegrad.tracer import element_callables as _element_callables
 _element_callables.install()               # Tensor.apply_, map_, share_memory_, _is_view
 from fusegrad.tracer.sampling import multinomial

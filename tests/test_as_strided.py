@@ -323,3 +323,39 @@ def test_random_as_strided_programs(seed):
 @pytest.mark.parametrize("seed", range(48, 1048))
 def test_random_as_strided_programs_sweep(seed):
     test_random_as_strided_programs(seed)
+
+
+# ---------------------------------------------------------------------------- empty_strided, constants
+EMPTY_STRIDED = {
+    "transposed": lambda T: T.empty_strided((2, 3), (1, 2)),
+    "float64-requires-grad": lambda T: T.empty_strided((2, 3), (3, 1), dtype=T.float64, requires_grad=True),
+    "zero-stride": lambda T: T.empty_strided((2, 3), (0, 1)),
+    "int64": lambda T: T.empty_strided([2], [1], dtype=T.int64),
+    "0-d": lambda T: T.empty_strided((), ()),
+    "dimensionality": lambda T: T.empty_strided((2, 3), (1,)),
+    "negative-size": lambda T: T.empty_strided((2, -3), (1, 1)),
+    "negative-stride": lambda T: T.empty_strided((2, 3), (1, -1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_STRIDED))
+def test_empty_strided_as_torch(case):
+    def outcome(T):
+        try:
+            t = EMPTY_STRIDED[case](T)
+        except Exception as error:       # noqa: BLE001
+            return ("raised", type(error).__name__, str(error))
+        return (tuple(t.shape), t.stride(), t.untyped_storage().nbytes(), t.is_contiguous(), t.requires_grad,
+                str(t.dtype).split(".")[1], t.is_leaf)
+    assert outcome(fg) == outcome(torch)
+
+
+def test_empty_strided_memory_is_shared_by_its_elements():
+    z = fg.empty_strided((2, 2), (0, 1))
+    z[0, 1] = 5.0
+    assert z.tolist() == [[0.0, 5.0], [0.0, 5.0]]
+
+
+def test_constants():
+    assert (fg.pi, fg.e, fg.inf, fg.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
+    assert np.isnan(fg.nan) and type(fg.nan) is type(torch.nan)

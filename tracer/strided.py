@@ -1,4 +1,5 @@
-"""torch.as_strided, as_strided_copy and as_strided_scatter (the ops: ir/ops/strided.py).
+"""torch.as_strided, as_strided_copy and as_strided_scatter (the ops: ir/ops/strided.py), and
+torch.empty_strided.
 
 `t.as_strided(size, stride, storage_offset=None)` views the memory `t` views with any sizes
 and strides, from `storage_offset` (t's own by default), with torch's checks and texts. The
@@ -113,8 +114,37 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None) -> Tensor:
     return apply_op("as_strided_scatter", [t, s], geometry, "AsStridedScatterBackward0")
 
 
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    """torch.empty_strided: a new tensor of `size` with element `stride`s over memory of just
+    the size they need (fusegrad's holds zeros), as torch's."""
+    import numpy as np
+    from fusegrad.ir import float32
+    from .creation import _dtype_arg, _grad_flag, _new
+    from .device import check_device
+    check_device(device)
+    dtype = _dtype_arg("empty_strided", dtype) or float32
+    requires_grad = _grad_flag("empty_strided", requires_grad)
+    size = _int_tuple(size, "empty_strided", "size", 1)
+    stride = _int_tuple(stride, "empty_strided", "stride", 2)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    if any(n < 0 for n in size):
+        negative = next(n for n in size if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {_listed(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={_listed(size)} and strides={_listed(stride)}")
+    elements = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    memory = np.zeros(elements, dtype.np)
+    item = memory.itemsize
+    array = np.ndarray(size, dtype.np, buffer=memory, strides=tuple(s * item for s in stride))
+    return _new(array, requires_grad)
+
+
 _FUNCTION = f"(Tensor input, {_ARGS})"
 PUBLIC = {
+    "empty_strided": empty_strided,
     "as_strided": function_texts(as_strided, ArgParser("as_strided", _FUNCTION)),
     "as_strided_copy": function_texts(as_strided_copy, ArgParser("as_strided_copy", f"(Tensor input, {_ARGS}, "
                                                                                      "*, Tensor out = None)")),

@@ -81,6 +81,7 @@ import math as _math  # noqa: E402
 pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan     # torch.pi, torch.e, torch.inf, torch.nan
 newaxis = None                                                  # torch.newaxis
 from fusegrad.tracer.numeric_gradient import gradient  # noqa: E402  (torch.gradient)
+from fusegrad import testing  # noqa: E402  (torch.testing: assert_close)
 from fusegrad.tracer import element_callables as _element_callables
 _element_callables.install()               # Tensor.apply_, map_, share_memory_, _is_view
 from fusegrad.tracer.sampling import multinomial

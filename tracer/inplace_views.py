@@ -113,9 +113,61 @@ def transpose_(self: Tensor, dim0, dim1) -> Tensor:
     return _rebind(self, "permute", {"dims": tuple(dims)}, "TransposeBackward1", "transpose_")
 
 
+def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
+    """torch's Tensor.resize_: `self` takes the shape `sizes` (ints, or one tuple), row-major
+    over its memory from where it starts; memory it lacks is added (new elements hold zeros
+    here, garbage in torch), and then no longer shared with tensors that viewed the old one.
+    Its version moves unless the shape is unchanged, as torch's. A view resized stays over
+    its base's memory, no longer a view to autograd. Refused: a tensor that requires grad
+    (torch's error), inside fg.compile."""
+    from .functional import _shape_arg
+    from .memory_format import memory_format_arg
+    if not sizes:
+        raise TypeError('resize_() missing 1 required positional arguments: "size"')
+    shape = tuple(_shape_arg(sizes, "resize_", "size"))
+    memory_format_arg("resize_", memory_format)
+    if trace_state.current() is not None:
+        raise NotImplementedError("Tensor.resize_() is not supported inside fg.compile")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if any(n < 0 for n in shape):
+        raise RuntimeError("numel: integer multiplication overflow")
+    if shape == tuple(self.shape):
+        return self
+    numel = int(np.prod(shape, dtype=np.int64))
+    offset = self.storage_offset()
+    root = self._data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    flat = root.reshape(-1) if root.flags.c_contiguous else None
+    if flat is None or offset + numel > flat.size:
+        # (more memory than the tensor has: a new block, the old contents first)
+        grown = np.zeros(offset + numel, self._data.dtype)
+        old = self.untyped_storage().nbytes() // self._data.itemsize
+        if flat is not None:
+            grown[:min(old, flat.size)] = flat[:min(old, flat.size)]
+        flat = grown
+    self._data = flat[offset:offset + numel].reshape(shape)
+    self._vbox[0] += 1
+    self.__dict__.pop("_layout", None)
+    if self._base is not None:
+        # (a view resized: still over its base's memory, sharing its version counter, but no
+        # view op of the base describes it now; it has no history to regenerate, as it cannot
+        # require grad)
+        self._base = None
+        for key in ("_view_chain", "_view_version", "_view_node", "_no_grad_view"):
+            self.__dict__.pop(key, None)
+    return self
+
+
+def resize_as_(self: Tensor, the_template, memory_format=None) -> Tensor:
+    """torch's Tensor.resize_as_: resize_ to the template's shape."""
+    return resize_(self, tuple(the_template.shape), memory_format=memory_format)
+
+
 def install() -> None:
     """Bind the methods on Tensor (where it has none of that name)."""
-    for fn in (unsqueeze_, squeeze_, t_, transpose_):
+    for fn in (unsqueeze_, squeeze_, t_, transpose_, resize_, resize_as_):
         if not hasattr(Tensor, fn.__name__):
             setattr(Tensor, fn.__name__, fn)
 

@@ -82,6 +82,8 @@ pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan     # torch.pi, torch.
 newaxis = None                                                  # torch.newaxis
 from fusegrad.tracer.numeric_gradient import gradient  # noqa: E402  (torch.gradient)
 from fusegrad import testing  # noqa: E402  (torch.testing: assert_close)
+from fusegrad.tracer.inplace_views import resize_as_  # noqa: E402  (torch.resize_as_)
+from fusegrad.nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402  (torch's cell functions)
 from fusegrad.tracer import element_callables as _element_callables
 _element_callables.install()               # Tensor.apply_, map_, share_memory_, _is_view
 from fusegrad.tracer.sampling import multinomial

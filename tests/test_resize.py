@@ -62,3 +62,29 @@ def test_resizing_a_view_keeps_its_memory():
         v.mul_(10)
         return a.tolist(), v.tolist(), v.storage_offset(), a._version
     assert shrink(fg) == shrink(torch)
+
+
+def test_cell_functions_as_torch():
+    # torch.lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell (fusegrad/nn/rnn.py): values, node
+    # names and every gradient
+    import numpy as np
+
+    def run(T):
+        rng = np.random.default_rng(0)
+
+        def t(*shape):
+            return T.tensor(rng.standard_normal(shape), requires_grad=True)
+        x, h, c = t(3, 4), t(3, 5), t(3, 5)
+        w4 = (t(20, 4), t(20, 5), t(20), t(20))
+        w3 = (t(15, 4), t(15, 5), t(15), t(15))
+        w1 = (t(5, 4), t(5, 5), t(5), t(5))
+        outs = [*T.lstm_cell(x, (h, c), *w4), T.gru_cell(x, h, *w3), T.rnn_tanh_cell(x, h, *w1),
+                T.rnn_relu_cell(x, h, *w1[:2]), T.lstm_cell(x, (h, c), *w4[:2])[0]]
+        sum((o * (k + 1)).sum() for k, o in enumerate(outs)).backward()
+        leaves = [x, h, c, *w4, *w3, *w1]
+        return [type(o.grad_fn).__name__ for o in outs], [o.detach().numpy() for o in outs], \
+            [p.grad.numpy() for p in leaves]
+    ours, theirs = run(fg), run(torch)
+    assert ours[0] == theirs[0]
+    for a, b in zip(ours[1] + ours[2], theirs[1] + theirs[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

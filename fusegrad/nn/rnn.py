@@ -613,3 +613,26 @@ class LSTM(RNNBase):
         if not is_batched:
             output, h_n, c_n = output.squeeze(batch_dim), h_n.squeeze(1), c_n.squeeze(1)
         return output, (h_n, c_n)
+
+
+# ---- torch's top-level cell functions (what its cells call: torch.lstm_cell ...) -----------
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None) -> tuple:
+    """torch.lstm_cell: one LSTM step of a batch, hx = (h, c); returns (h', c')."""
+    h, c = hx
+    return _lstm_step(F.linear(input, w_ih, b_ih), h, c, w_hh, b_hh)
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.gru_cell: one GRU step of a batch; returns h'."""
+    return _gru_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.rnn_tanh_cell: tanh(W_ih x + b_ih + W_hh h + b_hh)."""
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu=False)
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.rnn_relu_cell: relu(W_ih x + b_ih + W_hh h + b_hh)."""
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu=True)

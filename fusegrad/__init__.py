@@ -84,6 +84,12 @@ from fusegrad.tracer.numeric_gradient import gradient  # noqa: E402  (torch.grad
 from fusegrad import testing  # noqa: E402  (torch.testing: assert_close)
 from fusegrad.tracer.inplace_views import resize_as_  # noqa: E402  (torch.resize_as_)
 from fusegrad.nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402  (torch's cell functions)
+from fusegrad.nn.conv import convolution  # noqa: E402  (torch.convolution, the aten form)
+
+
+def get_device(input) -> int:
+    """torch.get_device: -1, the CPU's index (fusegrad runs on the CPU only)."""
+    return input.get_device()
 from fusegrad.tracer import element_callables as _element_callables
 _element_callables.install()               # Tensor.apply_, map_, share_memory_, _is_view
 from fusegrad.tracer.sampling import multinomial

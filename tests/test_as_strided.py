@@ -359,3 +359,46 @@ def test_empty_strided_memory_is_shared_by_its_elements():
 def test_constants():
     assert (fg.pi, fg.e, fg.inf, fg.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
     assert np.isnan(fg.nan) and type(fg.nan) is type(torch.nan)
+
+
+MEMORY_CREATION = {
+    "get_device": lambda T: T.get_device(T.ones(2)),
+    "empty_permuted": lambda T: T.empty_permuted((2, 3, 4), (0, 2, 1)),
+    "empty_permuted-float64-grad": lambda T: T.empty_permuted((2, 3, 4), (2, 0, 1), dtype=T.float64,
+                                                              requires_grad=True),
+    "empty_permuted-length": lambda T: T.empty_permuted((2, 3), (0,)),
+    "empty_permuted-duplicate": lambda T: T.empty_permuted((2, 3), (0, 0)),
+    "frombuffer": lambda T: T.frombuffer(__import__("array").array("f", [1., 2., 3., 4.]), dtype=T.float32),
+    "frombuffer-count-offset": lambda T: T.frombuffer(__import__("array").array("f", [1., 2., 3., 4.]),
+                                                      dtype=T.float32, count=2, offset=4),
+    "frombuffer-int64": lambda T: T.frombuffer(bytearray(b"\x01\x02\x03\x04\x05\x06\x07\x08"), dtype=T.int64),
+    "frombuffer-length": lambda T: T.frombuffer(bytearray(b"\x01\x02"), dtype=T.int64),
+    "frombuffer-count": lambda T: T.frombuffer(bytearray(16), dtype=T.float32, count=5),
+    "frombuffer-offset": lambda T: T.frombuffer(bytearray(16), dtype=T.float32, offset=16),
+    "convolution": lambda T: T.convolution(T.ones(1, 2, 5, 5), T.ones(3, 2, 3, 3), T.ones(3), [1, 1], [1, 1],
+                                           [1, 1], False, [0, 0], 1),
+    "convolution-transposed": lambda T: T.convolution(T.ones(1, 2, 5, 5), T.ones(2, 3, 3, 3), None, [2, 2],
+                                                      [0, 0], [1, 1], True, [1, 1], 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MEMORY_CREATION))
+def test_memory_creation_as_torch(case):
+    def outcome(T):
+        try:
+            r = MEMORY_CREATION[case](T)
+        except Exception as error:       # noqa: BLE001
+            return ("raised", type(error).__name__, str(error))
+        if not isinstance(r, (torch.Tensor, fg.Tensor)):
+            return r
+        values = None if case.startswith("empty") else r.tolist()       # (torch's empty memory is garbage)
+        return values, tuple(r.shape), r.stride(), str(r.dtype).split(".")[1], r.requires_grad
+    assert outcome(fg) == outcome(torch)
+
+
+def test_frombuffer_shares_memory():
+    import array
+    memory = array.array("f", [1., 2., 3.])
+    t = fg.frombuffer(memory, dtype=fg.float32)
+    t[0] = 9.0
+    assert memory[0] == 9.0

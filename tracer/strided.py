@@ -1,5 +1,5 @@
 """torch.as_strided, as_strided_copy and as_strided_scatter (the ops: ir/ops/strided.py), and
-torch.empty_strided.
+the creation functions that lay out memory: empty_strided, empty_permuted, frombuffer.
 
 `t.as_strided(size, stride, storage_offset=None)` views the memory `t` views with any sizes
 and strides, from `storage_offset` (t's own by default), with torch's checks and texts. The
@@ -142,9 +142,58 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return _new(array, requires_grad)
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
+    """torch.empty_permuted: a new tensor of `size` whose memory is dense in the order
+    `physical_layout` gives its dims (outermost first)."""
+    size = _int_tuple(size, "empty_permuted", "size", 1)
+    order = _int_tuple(physical_layout, "empty_permuted", "physical_layout", 2)
+    if len(order) != len(size):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError("Duplicate dim not allowed")
+    stride, step = [0] * len(size), 1
+    for d in reversed(order):
+        stride[d] = step
+        step *= max(size[d], 1)
+    return empty_strided(size, tuple(stride), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """torch.frombuffer: a 1-d tensor over the memory of an object exposing the buffer protocol
+    (sharing it: writes go through), `count` elements of `dtype` from byte `offset`."""
+    import numpy as np
+    from .creation import _grad_flag, _new
+    requires_grad = _grad_flag("frombuffer", requires_grad)
+    view = memoryview(buffer).cast("B")
+    itemsize = np.dtype(dtype.np).itemsize
+    length = view.nbytes - offset
+    if offset < 0 or offset >= view.nbytes and view.nbytes:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+                         f"({view.nbytes} bytes) minus 1")
+    if count <= 0 and length % itemsize:
+        raise ValueError(f"buffer length ({length} bytes) after offset ({offset} bytes) must be a multiple of "
+                         f"element size ({itemsize})")
+    if count > 0 and count * itemsize > length:
+        raise ValueError(f"requested buffer length ({count} * {itemsize} bytes) after offset ({offset} bytes) must "
+                         f"not be greater than actual buffer length ({view.nbytes} bytes)")
+    array = np.frombuffer(view, dtype.np, count=count if count > 0 else -1, offset=offset)
+    if not array.flags.writeable:
+        import warnings
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
+                      "may want to copy the buffer to protect its data or make it writable before converting it to a "
+                      "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=2)
+    return _new(array, requires_grad)
+
+
 _FUNCTION = f"(Tensor input, {_ARGS})"
 PUBLIC = {
     "empty_strided": empty_strided,
+    "empty_permuted": empty_permuted,
+    "frombuffer": frombuffer,
     "as_strided": function_texts(as_strided, ArgParser("as_strided", _FUNCTION)),
     "as_strided_copy": function_texts(as_strided_copy, ArgParser("as_strided_copy", f"(Tensor input, {_ARGS}, "
                                                                                      "*, Tensor out = None)")),

@@ -42,3 +42,22 @@ def test_apply_inside_compile_is_refused():
     f = fg.compile(lambda x: (x * 2).apply_(lambda v: v))
     with pytest.raises(NotImplementedError, match="apply_"):
         f(fg.ones(2))
+
+
+def test_as_subclass_to_dense_pin_memory():
+    def run(T):
+        class Sub(T.Tensor):
+            pass
+        x = T.ones(2, requires_grad=True)
+        y = x.as_subclass(Sub)
+        (y * 2).sum().backward()
+        z = (x * 3).as_subclass(Sub)
+        try:
+            x.pin_memory()
+            pinned = None
+        except RuntimeError as error:
+            pinned = str(error)
+        return (type(y).__name__, type(y.grad_fn).__name__, y.is_leaf, y.requires_grad, y._base is x,
+                x.grad.tolist(), type(z.grad_fn).__name__, x.to_dense() is x, pinned,
+                type(T.ones(2).as_subclass(Sub)).__name__, T.ones(2).as_subclass(Sub).grad_fn)
+    assert run(fg) == run(torch)

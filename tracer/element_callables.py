@@ -7,7 +7,9 @@ requires grad with torch's text, convert results as torch's do (int(), bool(), f
 leave the version counter as it was, as torch's (they are not tracked writes). Eager only.
 
 `t.share_memory_()` returns t: fusegrad runs in one process, so its memory is already
-"shared" with every user of it; `is_shared()` is then True, as torch's.
+"shared" with every user of it; `is_shared()` is then True, as torch's. Also the small ones:
+`as_subclass` (an alias of another Tensor class), `to_dense` (t itself), `pin_memory` (no
+accelerator: torch's error), `_is_view`.
 """
 from __future__ import annotations
 
@@ -82,12 +84,36 @@ def share_memory_(self: Tensor) -> Tensor:
     return self
 
 
+def as_subclass(self: Tensor, cls) -> Tensor:
+    """torch's Tensor.as_subclass: an alias of this tensor (AliasBackward0 where it has
+    history or requires grad) whose class is `cls`, a subclass of Tensor."""
+    from .dispatch import apply_op
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of torch.Tensor, not "
+                        f"{cls.__name__ if isinstance(cls, type) else type(cls).__name__}")
+    alias = apply_op("reshape", [self], {"shape": tuple(self.shape)}, "AliasBackward0")
+    alias.__class__ = cls
+    return alias
+
+
+def to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
+    """torch's Tensor.to_dense: a strided tensor (every fusegrad tensor) is returned as is
+    (cast where `dtype` is given)."""
+    return self if dtype is None else self.to(dtype)
+
+
+def pin_memory(self: Tensor, device=None) -> Tensor:
+    """torch's Tensor.pin_memory: pinned memory needs an accelerator, which fusegrad has none of."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
 def _is_view(self: Tensor) -> bool:
     """torch's Tensor._is_view: whether this tensor is a view of another (has a _base)."""
     return self._base is not None
 
 
-METHODS = {"apply_": apply_, "map_": map_, "share_memory_": share_memory_, "_is_view": _is_view}
+METHODS = {"apply_": apply_, "map_": map_, "share_memory_": share_memory_, "_is_view": _is_view,
+           "as_subclass": as_subclass, "to_dense": to_dense, "pin_memory": pin_memory}
 
 
 def install() -> None:

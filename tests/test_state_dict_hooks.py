@@ -231,3 +231,16 @@ def test_norm_layers_versions_and_old_checkpoints():
         log.append(dict(inorm.state_dict()._metadata))
         inorm.load_state_dict({"running_mean": T.zeros(2), "running_var": T.ones(2)})
     assert "Unexpected running stats buffer(s)" in _both(scenario)[-1][2]
+
+
+def test_weight_norm_loads_the_hook_forms_checkpoint():
+    def scenario(T, log):
+        T.manual_seed(0)
+        old = T.nn.utils.weight_norm(T.nn.Linear(3, 2))         # the deprecated hook form: weight_g, weight_v
+        checkpoint = old.state_dict()
+        log.append(sorted(checkpoint))
+        new = T.nn.utils.parametrizations.weight_norm(T.nn.Linear(3, 2))
+        log.append(new.load_state_dict(checkpoint))
+        log.append(T.allclose(new.weight, old.weight))
+    log = _both(scenario)
+    assert log[2] is True and log[-1][:2] == ("warned", "FutureWarning")

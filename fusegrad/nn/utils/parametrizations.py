@@ -50,6 +50,17 @@ def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
     """Weight-normalise module.<name> (Salimans and Kingma): it becomes g * v / ||v||, with
     g = parametrizations.<name>.original0 and v = original1 as the parameters trained."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                 error_msgs) -> None:
+        # (torch's: a checkpoint of nn.utils.weight_norm's hook form, <name>_g and <name>_v,
+        # loads into the parametrization's original0 and original1)
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 

@@ -18,7 +18,7 @@ from fusegrad.tracer.creation import empty, zeros_like
 from fusegrad.tracer.functional import stack
 from fusegrad.tracer.engine import backward, explain
 from fusegrad.tracer.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
-from fusegrad.tracer.custom_function import Function, FunctionCtx  # noqa: F401  (custom functions)
+from fusegrad.tracer.custom_function import Function, FunctionCtx, once_differentiable  # noqa: F401  (custom functions)
 from fusegrad.tracer.tensor import Size, Tensor
 from fusegrad.tracer.parser_errors import type_name
 from fusegrad.tracer.user_frame import user_stacklevel

@@ -24,6 +24,7 @@ code at backward time.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 
@@ -369,3 +370,40 @@ def _attach(node: BackwardCFunction, tensors: list, output):
     node._saved_outputs = {k: (node, t._output_nr) for k, (t, _) in enumerate(node._saved_slots)
                            if t is not None and t._grad_fn is node}
     return outputs[0] if single else tuple(outputs)
+
+
+# ---------------------------------------------------------------- once_differentiable
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _DelayedError(Function):
+    """torch's DelayedError: passes its inputs through; differentiating it raises."""
+
+    @staticmethod
+    def forward(ctx, *values):
+        return values if len(values) != 1 else values[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)
+
+
+_DelayedError._backward_cls.__name__ = _DelayedError._backward_cls.__qualname__ = "Error"   # (torch's node)
+
+
+def once_differentiable(fn):
+    """torch.autograd.function.once_differentiable: a backward run under no_grad; where a
+    create_graph backward gives it gradients that require grad, its results come out of an
+    `Error` node, whose own backward raises torch's error."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not is_grad_enabled() or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        aliased = _DelayedError.apply(*[o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs])
+        aliased = aliased if isinstance(aliased, tuple) else (aliased,)
+        return aliased[0] if single else tuple(aliased)
+    return wrapper

@@ -156,7 +156,7 @@ _NEXT_INPUTS = {
 
 # Nodes torch defines in C++ (not generated from derivatives.yaml): name() qualifies them.
 _CPP_NAMES = {name: "torch::autograd::" + name
-              for name in ("AccumulateGrad", "CopySlices", "CopyBackwards", "NotImplemented")}
+              for name in ("AccumulateGrad", "CopySlices", "CopyBackwards", "NotImplemented", "Error")}
 
 
 def qualified_name(node_class_name: str) -> str:

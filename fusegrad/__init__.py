@@ -85,6 +85,7 @@ from fusegrad import testing  # noqa: E402  (torch.testing: assert_close)
 from fusegrad.tracer.inplace_views import resize_as_  # noqa: E402  (torch.resize_as_)
 from fusegrad.nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402  (torch's cell functions)
 from fusegrad.nn.conv import convolution  # noqa: E402  (torch.convolution, the aten form)
+from fusegrad.tracer.legacy_types import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
 
 
 def get_device(input) -> int:

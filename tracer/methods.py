@@ -608,7 +608,10 @@ def _type(self, dtype=None, non_blocking: bool = False):
             raise ValueError(f"invalid type: '{dtype}'")
         dtype = _TYPE_BY_NAME[dtype]
     elif isinstance(dtype, type):
-        raise ValueError(f"invalid type: '{dtype.__name__}'")
+        from .legacy_types import _LegacyTensorType
+        if not isinstance(dtype, _LegacyTensorType):
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
+        dtype = dtype.dtype             # (fg.DoubleTensor ...: tracer/legacy_types.py)
     elif not isinstance(dtype, DType):
         raise TypeError("dtype must be a type, str, or dtype object")
     return F.cast(self, dtype)

@@ -252,6 +252,32 @@ def set_default_dtype(d) -> None:
     raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
 
 
+def set_default_tensor_type(t) -> None:
+    """torch.set_default_tensor_type (deprecated, as torch's: a UserWarning): set_default_dtype of
+    a legacy type (fg.FloatTensor) or its name ("torch.FloatTensor")."""
+    import warnings as _warnings
+    from fusegrad.tracer.legacy_types import TYPES, _LegacyTensorType
+    if isinstance(t, str):
+        module, _, name = t.rpartition(".")
+        if name not in TYPES or module not in ("torch", "fg", "fusegrad"):
+            raise AttributeError(f"module '{module or 'torch'}' has no attribute '{name}'")
+        t = TYPES[name]
+    if not isinstance(t, _LegacyTensorType):
+        raise TypeError("invalid type object: only floating-point types are supported as the default type")
+    if not _DEFAULT_TYPE_WARNED:
+        # (torch's C++ warning, once per process, before its check of the type)
+        _DEFAULT_TYPE_WARNED.append(True)
+        _warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                       "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                       stacklevel=2)
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(t.dtype)
+
+
+_DEFAULT_TYPE_WARNED: list = []
+
+
 def _takes_no_arguments(fn):
     """`fn()` as torch's C functions of no argument refuse arguments (its texts name them
     torch.<name>); fusegrad's own calls keep the bare function."""

@@ -44,3 +44,28 @@ def _outcome(T, make):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_as_torch(case):
     assert _outcome(fg, CASES[case]) == _outcome(torch, CASES[case])
+
+
+@pytest.mark.parametrize("given", ["torch.Foo", 3, "torch.LongTensor", "FloatTensor", "torch.FloatTensor"])
+def test_set_default_tensor_type_as_torch(given):
+    import warnings
+
+    # (the deprecation warning is torch's once per process: not compared)
+    def run(T):
+        value = T.FloatTensor if given == "FloatTensor" else given
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                T.set_default_tensor_type(value)
+                return str(T.get_default_dtype()).split(".")[1]
+            except Exception as error:       # noqa: BLE001
+                return type(error).__name__, str(error)
+    assert run(fg) == run(torch)
+
+
+def test_set_default_tensor_type_double_is_refused_as_set_default_dtype():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NotImplementedError, match="default float dtype is always float32"):
+            fg.set_default_tensor_type(fg.DoubleTensor)

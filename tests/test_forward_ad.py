@@ -46,6 +46,9 @@ OPS = {
     "einsum": lambda T, x, w, img: T.einsum("ij,jk->ik", x, w),
     "det_inv": lambda T, x, w, img: T.linalg.det(x[:, :3]) + T.linalg.inv(x[:, :3] + 3 * T.eye(3)).sum(),
     "comparison": lambda T, x, w, img: x > 0,
+    "logcumsumexp": lambda T, x, w, img: x.logcumsumexp(1),      # (its VJP is singular at a zero cotangent)
+    "special_functions": lambda T, x, w, img: x.erf() + x.abs().add(0.5).lgamma(),
+    "atan2_hypot": lambda T, x, w, img: T.atan2(x, x.exp()) + T.hypot(x, x * 2),
 }
 
 
@@ -238,3 +241,12 @@ def test_custom_function_jvp():
             Square.apply(d)
     assert _both(scenario)[-1] == ("raised", "NotImplementedError", "You must implement the jvp function for "
                                    "custom autograd.Function to use it with forward mode AD.")
+
+
+def test_op_without_derivative_raises_torchs_forward_ad_error():
+    def scenario(T, A, log):
+        with A.dual_level():
+            d = A.make_dual(T.tensor([3., 4.]), T.ones(2))
+            T.floor_divide(d, 2)
+    assert _both(scenario) == [("raised", "NotImplementedError",
+                                "Trying to use forward AD with aten::floor_divide that does not support it.")]

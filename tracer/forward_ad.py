@@ -7,7 +7,7 @@ tangent or None). Leaving the level drops every tangent made in it.
 
 There are no JVP rules in the op table: an op's tangent is computed from its VJP (the same
 IR the backward uses) by the double-VJP trick, one op at a time. The VJP is emitted on
-Tensors with its cotangent `u` (zeros) requiring grad and the op's recorded inputs and
+Tensors with its cotangent `u` (ones: any value serves, the VJP being linear in it) requiring grad and the op's recorded inputs and
 outputs as constants, then `grad(sum_i <vjp_i(u), t_i>, u)` is J @ t, since the VJP is
 linear in u. The op is not run again (a random op keeps its draw). A tangent is a plain
 tensor, without history (where the primal requires grad, torch's tangent has one).
@@ -16,6 +16,7 @@ Inside fg.compile an operand with a tangent raises NotImplementedError, as does 
 """
 from __future__ import annotations
 
+import re
 import weakref
 from typing import NamedTuple
 
@@ -218,10 +219,19 @@ def _jvp(op: str, attrs: dict, inputs: list, arrays: list, outs: tuple, tangents
     evaluator = _TensorEvaluator(lambda v: constants[v.id], frozenset(constants))
     evaluator.differentiable = True
     with enable_grad():
-        cotangents = [Tensor._wrap(np.zeros(t.shape, t.dtype.np)).requires_grad_() if g else None
+        # (the VJP is linear in its cotangent, so its derivative is the same at any one: ones,
+        # not zeros, where a VJP computed through log|u| (logcumsumexp's) is singular)
+        cotangents = [Tensor._wrap(np.ones(t.shape, t.dtype.np)).requires_grad_() if g else None
                       for t, g in zip(out_types, given)]
         seeds = [evaluator.input_value(t, u) for t, u in zip(out_types, cotangents) if u is not None]
-        grads = emit_instr_vjp(evaluator, Instr(op, xs, ys, freeze_attrs(attrs)), needs, given, seeds)
+        try:
+            grads = emit_instr_vjp(evaluator, Instr(op, xs, ys, freeze_attrs(attrs)), needs, given, seeds)
+        except RuntimeError as error:
+            named = re.search(r"derivative for (\S+) is not implemented", str(error))
+            if named is None:
+                raise
+            raise NotImplementedError(f"Trying to use forward AD with {named.group(1)} that does not support "
+                                      "it.") from None
         pairing = None
         for g, tangent in zip(grads, tangents):
             if g is None:

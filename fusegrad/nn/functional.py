@@ -1098,6 +1098,7 @@ from .pooling import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with
                       adaptive_max_pool3d_with_indices, max_pool1d_with_indices, max_pool2d_with_indices,
                       max_pool3d_with_indices)
 from .padding import channel_shuffle, native_channel_shuffle, upsample_bilinear, upsample_nearest  # noqa: E402,F401
+from .grid_sample import affine_grid, grid_sample  # noqa: E402,F401
 from .losses import ctc_loss, multilabel_margin_loss, triplet_margin_with_distance_loss  # noqa: E402,F401
 from .pooling import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
                       fractional_max_pool3d, fractional_max_pool3d_with_indices)

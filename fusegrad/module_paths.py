@@ -36,6 +36,8 @@ PATHS = {
     "nn.modules.rnn": [_NN, "fusegrad.nn.rnn"],
     "nn.modules.lazy": [_NN, "fusegrad.nn.lazy"],
     "nn.utils.clip_grad": "fusegrad.nn.utils",
+    "nn.utils.convert_parameters": "fusegrad.nn.utils",
+    "nn.parallel": "fusegrad.nn.parallel",
     "optim.optimizer": "fusegrad.optim",
     "utils.hooks": "fusegrad.tracer.hooks",
 }

@@ -71,3 +71,6 @@ __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d", "AdaptiveLogSoftmaxWit
 from .losses import CTCLoss  # noqa: E402
 
 __all__ += ["CTCLoss"]
+from .parallel import Container, DataParallel, NLLLoss2d, SyncBatchNorm  # noqa: E402
+
+__all__ += ["Container", "DataParallel", "NLLLoss2d", "SyncBatchNorm"]

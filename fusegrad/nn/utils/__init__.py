@@ -18,6 +18,7 @@ from fusegrad.tracer.user_frame import user_stacklevel
 
 from ..module import typename
 from . import fusion, rnn  # noqa: E402,F401  (torch.nn.utils.rnn: pad_sequence, unpad_sequence)
+from . import stateless  # noqa: E402,F401  (torch.nn.utils.stateless: functional_call, deprecated)
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
 from . import parametrizations, parametrize  # noqa: E402,F401  (torch.nn.utils.parametrize / parametrizations)
 from .norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401

@@ -1,5 +1,5 @@
 """Reference computations NumPy does slowly, as Numba loops for large arrays (the policy:
-torch_order_jit.loop_pays): erf, cumsum and scatter-add (np.add.at's order).
+torch_order_jit.loop_pays): erf, cumsum, scatter-add (np.add.at's order) and max pooling.
 
 erf: the reference erf of float32 values (ir/ops/erf_gelu.py's erf64: Cody's three ranges in
 float64) as a loop. NumPy evaluates every range's polynomial for every element (about 60
@@ -84,3 +84,48 @@ def add_at_flat(out, targets, values):
     its order, so its bits (torch's scatter_add_ on the CPU adds in the same order)."""
     for i in range(targets.shape[0]):
         out[targets[i]] += values[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def max_pool_planes(x, kernel, stride, padding, dilation, out, values, indices):
+    """torch's CPU max pool of each plane of x (planes, D, H, W) into values and flat
+    indices (planes, *out): from -inf at the window's first position inside the plane, each
+    greater value, and each NaN (so the last NaN wins), replaces the maximum in the window's
+    order."""
+    planes, depth, height, width = x.shape
+    for p in range(planes):
+        for od in range(out[0]):
+            d0 = od * stride[0] - padding[0]
+            d_start = d0
+            while d_start < 0:
+                d_start += dilation[0]
+            for oh in range(out[1]):
+                h0 = oh * stride[1] - padding[1]
+                h_start = h0
+                while h_start < 0:
+                    h_start += dilation[1]
+                for ow in range(out[2]):
+                    w0 = ow * stride[2] - padding[2]
+                    w_start = w0
+                    while w_start < 0:
+                        w_start += dilation[2]
+                    best_index = (d_start * height + h_start) * width + w_start
+                    best = -np.inf
+                    for a in range(kernel[0]):
+                        d = d0 + a * dilation[0]
+                        if d < 0 or d >= depth:
+                            continue
+                        for b in range(kernel[1]):
+                            h = h0 + b * dilation[1]
+                            if h < 0 or h >= height:
+                                continue
+                            for c in range(kernel[2]):
+                                w = w0 + c * dilation[2]
+                                if w < 0 or w >= width:
+                                    continue
+                                v = x[p, d, h, w]
+                                if v > best or v != v:
+                                    best = v
+                                    best_index = (d * height + h) * width + w
+                    values[p, od, oh, ow] = best
+                    indices[p, od, oh, ow] = best_index

@@ -18,9 +18,12 @@ All run by their NumPy references in compiled programs (no kernel rule).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..types import TensorType, int64
+from ..torch_order_jit import LOOP_FROM, loop_pays
 from .conv import col2im, windows
 from .registry import OPAQUE, OpDef, register
 
@@ -49,7 +52,8 @@ def _pool_windows(x, kernel, stride, padding, dilation, out, fill):
     size = x.shape[x.ndim - nd:]
     pads = [(p, max(0, (o - 1) * s + d * (k - 1) + 1 - p - i))
             for i, k, s, p, d, o in zip(size, kernel, stride, padding, dilation, out)]
-    x = np.pad(x, [(0, 0)] * (x.ndim - nd) + pads, constant_values=fill)
+    if any(p for pair in pads for p in pair):     # (np.pad copies even when it pads nothing)
+        x = np.pad(x, [(0, 0)] * (x.ndim - nd) + pads, constant_values=fill)
     win = windows(x, kernel, stride, (0,) * nd, dilation)
     return win[(Ellipsis,) + tuple(slice(0, o) for o in out) + (slice(None),) * nd]
 
@@ -66,6 +70,36 @@ def _argmax_last(x):
     """(values, indices) of the maximum over the last axis; NaN largest, ties the first."""
     j = np.argmax(x, axis=-1)
     return np.take_along_axis(x, j[..., None], axis=-1)[..., 0], j
+
+
+def _first_inside(out, kernel, stride, padding, dilation) -> np.ndarray:
+    """Per window (*out), the number (in the window's row-major order) of its first element
+    inside the plane: where torch's loop starts its maximum."""
+    firsts = []
+    for axis, (o, s, p, d) in enumerate(zip(out, stride, padding, dilation)):
+        start = np.arange(o) * s - p
+        first = np.where(start < 0, -(start // d), 0)       # (the steps of d to get past 0)
+        firsts.append(first.reshape((-1,) + (1,) * (len(out) - 1 - axis)))
+    return np.ravel_multi_index(np.broadcast_arrays(*firsts), kernel)
+
+
+def _window_argmax(win, kernel, first=0):
+    """(values, indices) of the maximum of each window of `win` (..., *out, *kernel) by torch's
+    loop (from the lowest value at element `first`, a greater value, or any NaN, replaces it:
+    ties the first, NaNs the last), without copying the windows out: one pass over the
+    windows' k-th elements for each k."""
+    floating = win.dtype.kind == "f"
+    shape = win.shape[:win.ndim - len(kernel)]
+    best = np.full(shape, _lowest(win.dtype), win.dtype)
+    index = np.array(np.broadcast_to(first, shape), np.int64)
+    for k, offset in enumerate(itertools.product(*(range(n) for n in kernel))):
+        v = win[(Ellipsis,) + offset]
+        better = v > best
+        if floating:
+            better |= np.isnan(v)       # (torch's loop: each NaN replaces the maximum, the last wins)
+        np.copyto(best, v, where=better)
+        index[better] = k
+    return best, index
 
 
 def _lowest(dtype):
@@ -85,8 +119,20 @@ def _max_pool_ref(x, *, kernel_size, stride, padding, dilation, ceil_mode):
     nd = len(kernel_size)
     size = x.shape[x.ndim - nd:]
     out = pool_output_size(size, kernel_size, stride, padding, dilation, ceil_mode)
+    if x.size >= LOOP_FROM and x.dtype.kind == "f" and loop_pays(x.size):
+        # torch's loop in Numba (ir/reference_loops.py): the same values and indices, without
+        # the NumPy passes over every window element
+        from ..reference_loops import max_pool_planes
+        lead = x.shape[:x.ndim - nd]
+        planes = np.ascontiguousarray(x).reshape((-1,) + (1,) * (3 - nd) + size)
+        values = np.empty(planes.shape[:1] + (1,) * (3 - nd) + tuple(out), x.dtype)
+        indices = np.empty(values.shape, np.int64)
+        pad3 = lambda t, fill: np.array((fill,) * (3 - nd) + tuple(t), np.int64)  # noqa: E731
+        max_pool_planes(planes, pad3(kernel_size, 1), pad3(stride, 1), pad3(padding, 0), pad3(dilation, 1),
+                        pad3(out, 1), values, indices)
+        return values.reshape(lead + tuple(out)), indices.reshape(lead + tuple(out))
     win = _pool_windows(x, kernel_size, stride, padding, dilation, out, _lowest(x.dtype))
-    values, j = _argmax_last(win.reshape(win.shape[:x.ndim] + (int(np.prod(kernel_size)),)))
+    values, j = _window_argmax(win, kernel_size, _first_inside(out, kernel_size, stride, padding, dilation))
     offsets = np.unravel_index(j, kernel_size)
     positions = []
     for axis, (o, s, p, d) in enumerate(zip(offsets, stride, padding, dilation)):

@@ -86,6 +86,18 @@ def add_at_flat(out, targets, values):
         out[targets[i]] += values[i]
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _inside(origin, step, kernel, size):
+    """The kernel offsets [lo, hi) whose position origin + offset * step lies in [0, size)."""
+    lo = 0
+    if origin < 0:
+        lo = (-origin + step - 1) // step
+    hi = kernel
+    if origin + (kernel - 1) * step >= size:
+        hi = (size - origin + step - 1) // step
+    return lo, max(lo, hi)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def max_pool_planes(x, kernel, stride, padding, dilation, out, values, indices):
     """torch's CPU max pool of each plane of x (planes, D, H, W) into values and flat
@@ -96,36 +108,26 @@ def max_pool_planes(x, kernel, stride, padding, dilation, out, values, indices):
     for p in range(planes):
         for od in range(out[0]):
             d0 = od * stride[0] - padding[0]
-            d_start = d0
-            while d_start < 0:
-                d_start += dilation[0]
+            a_lo, a_hi = _inside(d0, dilation[0], kernel[0], depth)
             for oh in range(out[1]):
                 h0 = oh * stride[1] - padding[1]
-                h_start = h0
-                while h_start < 0:
-                    h_start += dilation[1]
+                b_lo, b_hi = _inside(h0, dilation[1], kernel[1], height)
                 for ow in range(out[2]):
                     w0 = ow * stride[2] - padding[2]
-                    w_start = w0
-                    while w_start < 0:
-                        w_start += dilation[2]
-                    best_index = (d_start * height + h_start) * width + w_start
+                    c_lo, c_hi = _inside(w0, dilation[2], kernel[2], width)
+                    best_index = ((d0 + a_lo * dilation[0]) * height + h0 + b_lo * dilation[1]) * width \
+                        + w0 + c_lo * dilation[2]
                     best = -np.inf
-                    for a in range(kernel[0]):
+                    for a in range(a_lo, a_hi):
                         d = d0 + a * dilation[0]
-                        if d < 0 or d >= depth:
-                            continue
-                        for b in range(kernel[1]):
+                        for b in range(b_lo, b_hi):
                             h = h0 + b * dilation[1]
-                            if h < 0 or h >= height:
-                                continue
-                            for c in range(kernel[2]):
+                            row = (d * height + h) * width
+                            for c in range(c_lo, c_hi):
                                 w = w0 + c * dilation[2]
-                                if w < 0 or w >= width:
-                                    continue
                                 v = x[p, d, h, w]
                                 if v > best or v != v:
                                     best = v
-                                    best_index = (d * height + h) * width + w
+                                    best_index = row + w
                     values[p, od, oh, ow] = best
                     indices[p, od, oh, ow] = best_index

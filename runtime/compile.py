@@ -827,7 +827,8 @@ def _finish(trace: Trace, result, run: Run) -> None:
                                         trace.lifted_tensors, promoted, unversioned,
                                         lambda: _saved_as_inputs(trace, instrs, out_values, wrt),
                                         [trace.current_view_counter(v) or trace.current_alias_counter(v)
-                                         or trace.reader_counter(v) or trace.read_as_counter(v) for v in saved])
+                                         or trace.reader_counter(v) or trace.read_as_counter(v) for v in saved],
+                                        [trace.lifted_from.get(v.id) for v in saved])
             if trace.no_grad_view_values or trace.no_grad_view_reads or trace.part_values:
                 back.checks = _no_grad_view_checks(back.checks, saved, trace)
             unsaved = _unsaved_no_grad_view_checks(trace, saved)

@@ -675,7 +675,7 @@ def _NO_TENSOR():
 
 
 def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, promoted: dict,
-                  unversioned=frozenset(), read_as_inputs=None, counters=None) -> list:
+                  unversioned=frozenset(), read_as_inputs=None, counters=None, readers=None) -> list:
     """Version checks for the saved arrays that are the memory of the call's outputs that
     require grad or of the tensors in `others` (its other outputs, such as a max's
     indices, its inputs that require grad, the tensors it wrote in place), or a view of
@@ -690,7 +690,9 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
     made it Add's); the others are named as outputs of the call's node. `counters` (per saved
     array, or None): the version counter a view made in the call shares (Trace.view_counters),
     which picks among the read tensors over its memory (x and x.data share an array, not a
-    counter)."""
+    counter). `readers` (per saved array, or None): the tensor whose read lifted a saved input
+    value (Trace.lifted_from): where it is none of the call's outputs, torch's node saved that
+    tensor (an argument's detach() beside the argument: the operand the op was given)."""
     checks = []
     for k, (t, view_shape) in promoted.items():
         # (a view is named by its shape, and when it requires grad as the view torch regenerates)
@@ -715,7 +717,12 @@ def saved_checks(saved_arrays: list, grad_outs: list, others: list, read: list, 
             # (the first of them, or the one on the counter the saved value is known to be
             # read through: c's where c and c.data are both outputs, and c's node saved c)
             box = counters[k] if counters is not None else None
-            t, where = next((owner for owner in over if owner[0]._vbox is box), over[0])
+            reader = readers[k] if readers is not None else None
+            if reader is not None and reader._data is a and (box is None or reader._vbox is box) and \
+                    all(where is None for _, where in over):
+                t, where = reader, None
+            else:
+                t, where = next((owner for owner in over if owner[0]._vbox is box), over[0])
             checks.append((t._vbox, t._vbox[0], weakref.ref(t), where, None, k))
             continue
         if by_memory is None:

@@ -139,6 +139,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
         self.reader_counters: dict = {}
         self.alias_counters: dict = {}      # such an identity's id -> version counter of its first reader
         self.alias_sources: dict = {}       # such an identity's id -> (memory key, the value it reads)
+        self.lifted_from: dict = {}         # a lifted input's value id -> the tensor whose read lifted it
         # a view made here of the caller's memory: its value id -> the version counter it shares
         # (its base's: x[-1] of x, not of x.data over the same array), which guards it when saved
         self.view_counters: dict = {}
@@ -327,6 +328,7 @@ class Trace(TraceWrites, TraceViews, TraceAutograd):
                 # array given to from_numpy): each read takes its value now, as eager ops do.
                 return self._input(x._data.copy())
             v = self.lifted[key] = self._input(x._data)
+            self.lifted_from[v.id] = x
             if self.dry:
                 self.keep_state(x)
             self.lifted_grad[key] = x._requires_grad

@@ -805,6 +805,6 @@ class RMSprop(Optimizer):
 
 
 from fusegrad.optim import lr_scheduler  # noqa: E402  (schedulers read Optimizer)
-from fusegrad.optim.extra import ASGD, Adadelta, Adagrad, Adamax, NAdam, RAdam, Rprop  # noqa: E402,F401
+from fusegrad.optim.extra import ASGD, Adadelta, Adafactor, Adagrad, Adamax, NAdam, RAdam, Rprop  # noqa: E402,F401
 from fusegrad.optim.lbfgs import LBFGS  # noqa: E402,F401
 from fusegrad.optim import swa_utils  # noqa: E402,F401  (AveragedModel, SWALR, update_bn)

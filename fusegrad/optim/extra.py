@@ -421,3 +421,69 @@ class ASGD(Optimizer):
             # (torch copies a float64 0-d tensor of each new value in: rounded to float32, as here)
             eta.fill_(lr / ((1 + lambd * lr * step) ** alpha))
             mu.fill_(1 / max(1, step - t0))
+
+
+class Adafactor(Optimizer):
+    """Adafactor (Shazeer and Stern), as torch.optim.Adafactor: a matrix's second moment kept
+    factored, as row and column means of g**2 (a vector's in full), both decayed by
+    1 - t**beta2_decay; the update g / sqrt(v) clipped to an RMS of d, scaled by the relative
+    step max(eps2, RMS(p)) * min(lr, 1 / sqrt(t)); weight decay decoupled."""
+
+    _GROUP_DEFAULTS = {"foreach": None, "maximize": False}
+    _STEP_TENSORS = True
+
+    def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3), d: float = 1.0,
+                 weight_decay: float = 0.0, *, foreach: bool | None = None, maximize: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, beta2_decay, d, weight_decay = _scalar(group["lr"]), group["beta2_decay"], group["d"], \
+            group["weight_decay"]
+        eps1, eps2 = group["eps"]
+        for p, grad in _grads(group):
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = fg.tensor(0.0)
+                if grad.dim() > 1:
+                    state["row_var"] = grad.new_zeros(tuple(grad.shape[:-1]) + (1,))
+                    state["col_var"] = grad.new_zeros(tuple(grad.shape[:-2]) + (1, grad.shape[-1]))
+                else:
+                    state["variance"] = fg.zeros_like(grad)
+            if eps1 is None:
+                eps1 = fg.finfo(p.dtype).eps
+            step = _count(state)
+            one_minus_beta2_t = step ** beta2_decay
+            rho_t = min(lr, 1 / (step ** 0.5))
+            alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho_t
+            if weight_decay != 0:
+                p.mul_(1 - lr * weight_decay)
+            if grad.dim() > 1:
+                row_mean = fg.norm(grad, dim=-1, keepdim=True).square_().div_(grad.size(-1))
+                state["row_var"].lerp_(row_mean, one_minus_beta2_t)
+                col_mean = fg.norm(grad, dim=-2, keepdim=True).square_().div_(grad.size(-2))
+                state["col_var"].lerp_(col_mean, one_minus_beta2_t)
+                var_estimate = state["row_var"] @ state["col_var"]
+                var_estimate.div_(state["row_var"].mean(dim=-2, keepdim=True).clamp_(min=eps1))
+            else:
+                state["variance"].lerp_(grad * grad, one_minus_beta2_t)
+                var_estimate = state["variance"].clone()
+            update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
+            update.mul_(grad)
+            denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
+            p.add_(update, alpha=-alpha / denom)

@@ -1,5 +1,6 @@
 """torch's legacy tensor types fg.FloatTensor, DoubleTensor, LongTensor, BoolTensor
 (tracer/legacy_types.py) against torch: construction, isinstance, Tensor.type, dtype, repr."""
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is the oracle")
@@ -27,6 +28,15 @@ CASES = {
     "number": lambda T: T.FloatTensor(2.5),
     "not-a-subclass": lambda T: issubclass(T.FloatTensor, T.Tensor),
     "shares-memory": lambda T: (lambda t: (T.FloatTensor(t) is t, T.FloatTensor(t).data_ptr() == t.data_ptr()))(T.ones(2)),
+    # (one parser for the three legacy constructors: tracer/creation.legacy_array)
+    "string": lambda T: T.FloatTensor("ab"),
+    "tensor-string": lambda T: T.Tensor("ab"),
+    "new-string": lambda T: T.ones(1).new("ab"),
+    "numpy-scalar": lambda T: T.FloatTensor(np.float64(2.5)),
+    "tensor-numpy-scalar": lambda T: T.Tensor(np.float64(2.5)),
+    "new-numpy-scalar": lambda T: T.ones(1).new(np.float64(2.5)),
+    "tensor-of-a-double": lambda T: T.Tensor(T.ones(2, dtype=T.float64)),
+    "new-of-another-dtype": lambda T: T.ones(1).new(T.ones(2, dtype=T.float64)),
 }
 
 

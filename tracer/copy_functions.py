@@ -279,26 +279,12 @@ def _legacy_new(self, *args, device=None) -> Tensor:
     `new(Size)` a tensor of that shape (zeros here; torch leaves it uninitialised), `new(t)` a
     tensor over t's memory (t of self's dtype), `new(data)` a copy of a sequence or array."""
 
-    from .creation import _checked, as_array
+    from .creation import legacy_array
     from .device import check_device
-    from .parser_errors import type_name
-    from .tensor import Size
     check_device(device)
     dtype = self._dtype
-    if not args:
-        return Tensor._wrap(np.zeros((0,), dtype.np))
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        if args[0]._dtype is not dtype:
-            raise TypeError(f"expected {_options(dtype)} (got {_options(args[0]._dtype)})")
-        return Tensor(args[0])
-    if isinstance(args[0], Size) or all(type(a) is int for a in args):
-        shape = _checked(tuple(args[0]) if isinstance(args[0], Size) else args, "new")
-        return Tensor._wrap(np.zeros(shape, dtype.np))
-    if len(args) == 1 and isinstance(args[0], str):
-        raise TypeError("new(): invalid data type 'str'")
-    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-        return Tensor._wrap(as_array(args[0], dtype))
-    raise TypeError(f"new(): data must be a sequence (got {type_name(args[0])})")
+    return Tensor._wrap(legacy_array(args, dtype, "new", lambda t: TypeError(
+        f"expected {_options(dtype)} (got {_options(t._dtype)})")))
 
 
 # Tensor methods and torch's device flags of a CPU tensor (properties, all False; is_pinned

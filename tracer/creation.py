@@ -416,6 +416,28 @@ def _checked(out: tuple, fn: str) -> tuple:
     return out
 
 
+def legacy_array(args: tuple, dtype: DType, fn: str, mismatch=None) -> np.ndarray:
+    """The memory of torch's legacy constructor forms (Tensor(...), Tensor.new(...),
+    FloatTensor(...)) in `dtype`: `()` empty, `(t,)` t's own memory (`mismatch(t)` is raised
+    where t's dtype differs; None: any dtype is taken), ints or a Size: zeros of that shape
+    (torch leaves them uninitialised), `(data,)` a copy of a sequence or array; torch's
+    TypeError otherwise."""
+    from .tensor import Size, Tensor
+    if not args:
+        return np.zeros((0,), dtype.np)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if mismatch is not None and args[0]._dtype is not dtype:
+            raise mismatch(args[0])
+        return args[0]._concrete()
+    if isinstance(args[0], Size) or all(type(a) is int for a in args):
+        return np.zeros(_checked(tuple(args[0]) if isinstance(args[0], Size) else args, fn), dtype.np)
+    if len(args) == 1 and isinstance(args[0], str):
+        raise TypeError("new(): invalid data type 'str'")
+    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+        return as_array(args[0], dtype)
+    raise TypeError(f"new(): data must be a sequence (got {type_name(args[0])})")
+
+
 def _dtype_arg(fn: str, dtype) -> DType | None:
     """`dtype` if it is None or a dtype; the Python types float, int and bool stand for float64,
     int64 and bool, as in torch; torch's TypeError otherwise (a string would fail deep inside

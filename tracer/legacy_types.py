@@ -9,35 +9,22 @@ fusegrad has only these four dtypes, so torch's other legacy types do not exist 
 """
 from __future__ import annotations
 
-import numpy as np
-
 from fusegrad.ir import bool_, float32, float64, int64
 
-from .tensor import Size, Tensor
+from .tensor import Tensor
 
 
 class _LegacyTensorType(type):
     """The metaclass of the legacy types (torch's `torch.tensortype`)."""
 
     def __call__(cls, *args, **kwargs):
-        from .creation import _checked, as_array
-        from .parser_errors import type_name
+        from .creation import legacy_array
         if kwargs.keys() - {"device"}:
             raise TypeError(f"new() received an invalid combination of arguments - got unexpected keyword "
                             f"argument(s) {sorted(kwargs.keys() - {'device'})}")
-        dtype = cls.dtype
-        if not args:
-            return Tensor._wrap(np.zeros((0,), dtype.np))
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            if args[0].dtype is not dtype:
-                raise TypeError(f"expected {cls.__name__} (got {args[0].type().split('.')[-1]})")
-            return Tensor._wrap(args[0]._concrete())       # (a new tensor on its memory, as Tensor(t))
-        if isinstance(args[0], Size) or all(type(a) is int for a in args):
-            shape = _checked(tuple(args[0]) if isinstance(args[0], Size) else args, cls.__name__)
-            return Tensor._wrap(np.zeros(shape, dtype.np))
-        if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-            return Tensor._wrap(as_array(args[0], dtype))
-        raise TypeError(f"new(): data must be a sequence (got {type_name(args[0])})")
+        # (a tensor given is taken as a new tensor on its memory, as Tensor(t))
+        return Tensor._wrap(legacy_array(args, cls.dtype, cls.__name__, lambda t: TypeError(
+            f"expected {cls.__name__} (got {t.type().split('.')[-1]})")))
 
     def __instancecheck__(cls, obj) -> bool:
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype

@@ -203,18 +203,9 @@ class Tensor:
         dtype, `Tensor(2, 3)` or `Tensor(fg.Size([2, 3]))` is a float32 tensor of that shape
         (zeros here; torch leaves it uninitialised), `Tensor(data)` copies a sequence or array
         as float32. `requires_grad` (not torch's) serves nn.Parameter."""
-        from .creation import _checked, as_array
-        if not args or (len(args) == 1 and args[0] is None):     # None: nn.Parameter()
-            array = np.zeros((0,), dtype=np.float32)
-        elif len(args) == 1 and isinstance(args[0], Tensor):
-            array = args[0]._concrete()
-        elif isinstance(args[0], Size) or all(type(a) is int for a in args):
-            shape = _checked(tuple(args[0]) if isinstance(args[0], Size) else args, "Tensor")
-            array = np.zeros(shape, dtype=np.float32)
-        elif len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-            array = as_array(args[0], float32)
-        else:
-            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+        from .creation import legacy_array
+        none = len(args) == 1 and args[0] is None       # (None: nn.Parameter())
+        array = legacy_array(() if none else args, float32, "Tensor")
         self._init(array, from_numpy_dtype(array.dtype))
         if requires_grad:
             self._set_requires_grad(True)

@@ -82,6 +82,22 @@ class dual_level:
         exit_dual_level()
 
 
+class tangents_hidden:
+    """While active (`on`), ops carry no tangents: the ops that compute a tangent, the alias
+    ops of make_dual and unpack_dual, a custom Function's forward run on the primals."""
+
+    def __init__(self, on: bool = True):
+        self.on = on
+
+    def __enter__(self):
+        self.before = _IN_JVP[0]
+        if self.on:
+            _IN_JVP[0] = True
+
+    def __exit__(self, *exc):
+        _IN_JVP[0] = self.before
+
+
 def tangent_of(t) -> Tensor | None:
     """The tangent `t` holds at the current level, or None."""
     return t.__dict__.get("_tangent") if isinstance(t, Tensor) else None
@@ -103,7 +119,6 @@ def _check_level(level) -> None:
 
 def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
     """A view of `tensor` holding `tangent` (same size; a floating-point primal and tangent)."""
-    from .dispatch import apply_op
     from .parser_errors import type_name
     for name, x in (("tensor", tensor), ("tangent", tangent)):
         if not isinstance(x, Tensor):
@@ -120,33 +135,30 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the original "
                            f"Tensor, this is not supported. Tensor is of size {list(tensor.shape)} while the given "
                            f"forward gradient is of size {list(tangent.shape)}.")
-    _IN_JVP[0], before = True, _IN_JVP[0]
-    try:
-        dual = apply_op("reshape", [tensor], {"shape": tuple(tensor.shape)}, "ViewBackward0")
-    finally:
-        _IN_JVP[0] = before
+    dual = _alias(tensor, "ViewBackward0")
     _set_tangent(dual, tangent)
     return dual
 
 
 def unpack_dual(tensor, *, level=None) -> UnpackedDualTensor:
     """(a view of `tensor` without tangent, its tangent or None); outside a level, (tensor, None)."""
-    from .dispatch import apply_op
     if not isinstance(tensor, Tensor):
         return UnpackedDualTensor(tensor, None)
     tangent = tangent_of(tensor) if DUAL_LEVEL[0] is not None and level in (None, DUAL_LEVEL[0]) else None
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    _IN_JVP[0], before = True, _IN_JVP[0]
-    try:
-        primal = apply_op("reshape", [tensor], {"shape": tuple(tensor.shape)}, "AliasBackward0")
-    finally:
-        _IN_JVP[0] = before
-    return UnpackedDualTensor(primal, tangent)
+    return UnpackedDualTensor(_alias(tensor, "AliasBackward0"), tangent)
+
+
+def _alias(tensor: Tensor, name: str) -> Tensor:
+    """A view of all of `tensor` (node `name` where it has history), carrying no tangent."""
+    from .dispatch import apply_op
+    with tangents_hidden():
+        return apply_op("reshape", [tensor], {"shape": tuple(tensor.shape)}, name)
 
 
 def _torch_dtype(t: Tensor) -> str:
-    return "torch." + {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "bool"}[t.dtype.name]
+    return "torch." + t.dtype.name          # (fusegrad's four dtype names are torch's)
 
 
 def carries_tangents(inputs, out) -> bool:
@@ -169,15 +181,10 @@ def apply_with_tangents(apply, op: str, inputs: list, attrs, name, out):
     # (an in-place op overwrites an operand: its value before the write is what the tangent needs)
     before = [x if type(x) is np.ndarray else np.array(x._concrete(), copy=True) for x in inputs] \
         if out is not None else None
-    _IN_JVP[0] = True
-    try:
+    with tangents_hidden():
         result = apply(op, inputs, attrs, name, out)
-    finally:
-        _IN_JVP[0] = False
-    outs = result if isinstance(result, tuple) else (result,)
-    arrays = before if before is not None else [x if type(x) is np.ndarray else x._concrete() for x in inputs]
-    _IN_JVP[0] = True
-    try:
+        outs = result if isinstance(result, tuple) else (result,)
+        arrays = before if before is not None else [x if type(x) is np.ndarray else x._concrete() for x in inputs]
         if out is None and OPS[op].view and tangents[0] is not None and all(
                 isinstance(t, Tensor) and t._base is not None for t in outs):
             # a view's tangent is the same view of its base's tangent (as torch's), so that a
@@ -195,8 +202,6 @@ def apply_with_tangents(apply, op: str, inputs: list, attrs, name, out):
                     held.copy_(tangent)        # (in place: views of it, and its base's, see the change)
             else:
                 _set_tangent(t, tangent)
-    finally:
-        _IN_JVP[0] = False
     return result
 
 
@@ -277,21 +282,6 @@ def input_tangents(args) -> list | None:
     return out
 
 
-class tangents_hidden:
-    """While active (`on`), ops carry no tangents: a custom Function's forward runs on the primals."""
-
-    def __init__(self, on: bool):
-        self.on = on
-
-    def __enter__(self):
-        self.before = _IN_JVP[0]
-        if self.on:
-            _IN_JVP[0] = True
-
-    def __exit__(self, *exc):
-        _IN_JVP[0] = self.before
-
-
 def custom_jvp(jvp, ctx, args, tangents: list) -> tuple:
     """The outputs' tangents by the Function's jvp(ctx, *tangents), with what forward gave to
     ctx.save_for_forward readable as ctx.saved_tensors."""
@@ -299,7 +289,7 @@ def custom_jvp(jvp, ctx, args, tangents: list) -> tuple:
     if "_to_save_forward" in ctx.__dict__:
         ctx._to_save = ctx.__dict__["_to_save_forward"]
     try:
-        with tangents_hidden(True), no_grad():
+        with tangents_hidden(), no_grad():
             result = jvp(ctx, *tangents)
     finally:
         if kept is None:

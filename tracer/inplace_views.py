@@ -13,7 +13,7 @@ from fusegrad.ir.ops import normalize_dim
 from fusegrad.ir.program import freeze_attrs
 
 from . import trace_state
-from .dispatch import apply_op, set_history
+from .dispatch import _memory_owner, apply_op, set_history
 from .functional import _numpy_spellings
 from .grad_mode import is_grad_enabled
 from .inplace import check_inplace
@@ -136,9 +136,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
         return self
     numel = int(np.prod(shape, dtype=np.int64))
     offset = self.storage_offset()
-    root = self._data
-    while isinstance(root.base, np.ndarray):
-        root = root.base
+    root = _memory_owner(self._data)
     flat = root.reshape(-1) if root.flags.c_contiguous else None
     if flat is None or offset + numel > flat.size:
         # (more memory than the tensor has: a new block, the old contents first)

@@ -117,15 +117,20 @@ def _reshape_infer(types, attrs):
     return [TensorType(shape, t.dtype)]
 
 
-def memory_view(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray | None:
-    """A view of x's memory with `shape` and byte `strides` from x's first element, whose chain
-    of bases ends at the array owning the memory, as NumPy's own views' do (eager dispatch tells
-    a view from a copy by it; as_strided's chain ends at a holder object); read-only where x
-    is. None where NumPy will not lend that memory as one buffer."""
+def memory_view(x: np.ndarray, shape: tuple, strides: tuple, shift: int = 0) -> np.ndarray | None:
+    """A view of x's memory with `shape` and byte `strides` from `shift` bytes past x's first
+    element, whose chain of bases ends at the array owning the memory, as NumPy's own views' do
+    (eager dispatch tells a view from a copy by it; as_strided's chain ends at a holder object);
+    read-only where x is. None where NumPy will not lend that memory as one buffer, or where
+    the view starts before it (an empty view starts anywhere inside it)."""
     owner = x
     while isinstance(owner.base, np.ndarray):
         owner = owner.base
-    offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0] + shift
+    if 0 in shape:
+        offset = min(max(offset, 0), owner.nbytes)
+    if offset < 0:
+        return None
     try:
         view = np.ndarray(tuple(shape), x.dtype, buffer=owner, offset=offset, strides=tuple(strides))
     except (TypeError, ValueError, BufferError):

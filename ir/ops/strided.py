@@ -30,6 +30,7 @@ import numpy as np
 
 from ..iteration_order import preserved_copy, preserved_result_order
 from ..types import TensorType
+from .movement import memory_view
 from .registry import MOVEMENT, OpDef, register
 
 
@@ -65,6 +66,16 @@ def _span(*position_arrays) -> tuple:
     return lo, max(int(p.max()) for p in present) - lo + 1
 
 
+def _storage_of(x: np.ndarray, in_stride, size, stride, offset) -> tuple:
+    """x's elements laid out at their storage positions (zeros where x has none), over the span
+    of both geometries, and the indices in it of x's positions and of the view's."""
+    in_pos, out_pos = storage_positions(x.shape, in_stride), storage_positions(size, stride, offset)
+    lo, length = _span(in_pos, out_pos)
+    storage = np.zeros(length, x.dtype)
+    storage[in_pos - lo] = x
+    return storage, in_pos - lo, out_pos - lo
+
+
 # --------------------------------------------------------------------- as_strided
 def _as_strided_infer(types, attrs):
     return [TensorType(tuple(attrs["size"]), types[0].dtype)]
@@ -76,22 +87,7 @@ def _direct_view(x: np.ndarray, size: tuple, stride: tuple, offset: int, in_stri
     item = x.itemsize
     if any(n > 1 and s != t * item for n, s, t in zip(x.shape, x.strides, in_stride)):
         return None
-    owner = x
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    start = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0] + offset * item
-    if 0 in size:       # (reads nothing: any offset within the memory serves)
-        start = min(max(start, 0), owner.nbytes)
-    if start < 0:
-        return None
-    try:
-        view = np.ndarray(tuple(size), x.dtype, buffer=owner, offset=start,
-                          strides=tuple(s * item for s in stride))
-    except (TypeError, ValueError, BufferError):
-        return None
-    if not x.flags.writeable:
-        view.flags.writeable = False
-    return view
+    return memory_view(x, tuple(size), tuple(s * item for s in stride), offset * item)
 
 
 def _as_strided_ref(x, size, stride, offset, in_stride, storage_offset=None, outside=False):
@@ -100,11 +96,8 @@ def _as_strided_ref(x, size, stride, offset, in_stride, storage_offset=None, out
         return view
     if outside:
         raise RuntimeError("as_strided: the memory beyond the input this view reads is not available here")
-    in_pos, out_pos = storage_positions(x.shape, in_stride), storage_positions(size, stride, offset)
-    lo, length = _span(in_pos, out_pos)
-    storage = np.zeros(length, x.dtype)
-    storage[in_pos - lo] = x
-    return storage[out_pos - lo]
+    storage, _, out_at = _storage_of(x, in_stride, size, stride, offset)
+    return storage[out_at]
 
 
 def _geometry(a) -> dict:
@@ -188,13 +181,10 @@ def _put_infer(types, attrs):
 
 
 def _scatter_ref(x, v, size, stride, offset, in_stride, storage_offset=None, outside=False):
-    in_pos, out_pos = storage_positions(x.shape, in_stride), storage_positions(size, stride, offset)
-    lo, length = _span(in_pos, out_pos)
-    storage = np.zeros(length, x.dtype)
-    storage[in_pos - lo] = x
-    storage[out_pos - lo] = v
+    storage, in_at, out_at = _storage_of(x, in_stride, size, stride, offset)
+    storage[out_at] = v
     out = preserved_copy(x)
-    out[...] = storage[in_pos - lo]
+    out[...] = storage[in_at]
     return out
 
 

@@ -41,27 +41,26 @@ def _converter(t: Tensor):
     return convert
 
 
-def _callable(x) -> bool:
-    return builtins.callable(x)         # (the methods' argument is named `callable`, as torch's)
-
-
-def _writable(t: Tensor) -> np.ndarray:
+def _rewrite(t: Tensor, fn, others=()) -> Tensor:
+    """Each element of t's memory replaced by fn(element, *the others' elements), converted to
+    t's dtype as torch's; fn must be callable (the methods' argument is named `callable`, as
+    torch's, hence builtins.callable)."""
     from .dispatch import READ_ONLY_MEMORY, _writable_memory
+    if not builtins.callable(fn):
+        raise TypeError(f"'{type(fn).__name__}' object is not callable")
     target = _writable_memory(t._data)
     if target is None:
         raise RuntimeError(READ_ONLY_MEMORY)
-    return target
+    convert = _converter(t)
+    for index in np.ndindex(target.shape):
+        target[index] = convert(fn(target[index].item(), *[other[index].item() for other in others]))
+    return t
 
 
 def apply_(self: Tensor, callable) -> Tensor:
     """torch's Tensor.apply_: each element replaced by callable(element) (a Python number)."""
     _check(self, "apply_")
-    if not _callable(callable):
-        raise TypeError(f"'{type(callable).__name__}' object is not callable")
-    target, convert = _writable(self), _converter(self)
-    for index in np.ndindex(target.shape):
-        target[index] = convert(callable(target[index].item()))
-    return self
+    return _rewrite(self, callable)
 
 
 def map_(self: Tensor, tensor, callable) -> Tensor:
@@ -70,12 +69,7 @@ def map_(self: Tensor, tensor, callable) -> Tensor:
     from .functional import as_tensor, expand
     _check(self, "map_")
     other = expand(as_tensor(tensor, "map_"), tuple(self.shape))._data
-    if not _callable(callable):
-        raise TypeError(f"'{type(callable).__name__}' object is not callable")
-    target, convert = _writable(self), _converter(self)
-    for index in np.ndindex(target.shape):
-        target[index] = convert(callable(target[index].item(), other[index].item()))
-    return self
+    return _rewrite(self, callable, (other,))
 
 
 def share_memory_(self: Tensor) -> Tensor:
